@@ -1,0 +1,34 @@
+import type { BannerStore } from "#daemon/banners/banner-store.js";
+import type { ConsentLogStore } from "#daemon/consent-log/consent-log-store.js";
+import type { KeyStore } from "#daemon/keys/key-store.js";
+import type { CounterStore } from "#daemon/limits/counter-store.js";
+import type { SessionStore } from "#daemon/sessions/session-store.js";
+import type { SubjectStore } from "#daemon/subjects/subject-store.js";
+import type { TeamStore } from "#daemon/teams/team-store.js";
+
+/**
+ * The storage port of the daemon: one adapter per backend (LMDB, the embedded default, and
+ * MongoDB), chosen only by main.ts. Services depend on this interface alone.
+ */
+export interface Store {
+  readonly kind: "lmdb" | "mongodb";
+  readonly teams: TeamStore;
+  readonly keys: KeyStore;
+  readonly sessions: SessionStore;
+  readonly banners: BannerStore;
+  readonly subjects: SubjectStore;
+  readonly consentLog: ConsentLogStore;
+  readonly counters: CounterStore;
+  /** Resolves when the backend answers; rejects otherwise. */
+  ping(): Promise<void>;
+  /** Releases connections and file handles. */
+  close(): Promise<void>;
+}
+
+/** Thrown by insert() when a unique field (id, keyHash, tokenHash, publicId) is already taken. */
+export class DuplicateKeyError extends Error {
+  constructor(what: string, options?: ErrorOptions) {
+    super(`duplicate ${what}`, options);
+    this.name = "DuplicateKeyError";
+  }
+}
