@@ -1,0 +1,52 @@
+import { z } from "zod";
+import { SCOPES } from "#daemon/auth/scopes.js";
+import { invalidRequest } from "#daemon/errors.js";
+import { PLANS } from "#daemon/teams/team-store.js";
+import { text } from "#daemon/validation/rules.js";
+import { parseOrThrow } from "#daemon/validation/violations.js";
+
+const plan = z.enum(PLANS, { error: `must be one of: ${PLANS.join(", ")}` });
+
+const teamCreation = z.object({
+  name: text(1, 255).refine((v) => v.trim() !== "", "must not be blank"),
+  plan,
+});
+const keyCreation = z.object({
+  teamId: z.string().min(1, "is required"),
+  environment: z.enum(["live", "test"], { error: "must be live or test" }),
+  scopes: z
+    .array(z.enum(SCOPES, { error: `must be one of: ${SCOPES.join(", ")}` }))
+    .min(1, "must name at least one scope"),
+  name: text(0, 255),
+});
+
+const fail = (violations: Parameters<typeof invalidRequest>[0]) => invalidRequest(violations);
+
+export function readTeamCreation(input: { name: string; plan: string }) {
+  return parseOrThrow(teamCreation, input, fail);
+}
+
+export function readPlan(value: string) {
+  return parseOrThrow(z.object({ plan }), { plan: value }, fail).plan;
+}
+
+export function readKeyCreation(input: {
+  teamId: string;
+  environment: string;
+  scopes: string[];
+  name: string;
+}) {
+  const value = parseOrThrow(keyCreation, input, fail);
+  return { ...value, scopes: [...new Set(value.scopes)] };
+}
+
+/** decisions §2: dashboard sessions last 12 hours unless the operator says otherwise (at most 30 days). */
+export function sessionLifetimeSeconds(requested: number | undefined): number {
+  if (requested === undefined) return 12 * 3600;
+  if (!Number.isInteger(requested) || requested < 60 || requested > 30 * 86400) {
+    throw invalidRequest([
+      { field: "ttlSeconds", message: "ttlSeconds must be from 60 to 2592000 (30 days)" },
+    ]);
+  }
+  return requested;
+}

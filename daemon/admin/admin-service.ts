@@ -1,0 +1,167 @@
+import { randomUUID } from "node:crypto";
+import { timestampDate } from "@bufbuild/protobuf/wkt";
+import type { ServiceImpl } from "@connectrpc/connect";
+import { apiKeyMessage, sessionMessage, teamMessage } from "#daemon/admin/admin-messages.js";
+import {
+  readKeyCreation,
+  readPlan,
+  readTeamCreation,
+  sessionLifetimeSeconds,
+} from "#daemon/admin/admin-rules.js";
+import type { Authenticator } from "#daemon/auth/authenticator.js";
+import { generateSessionToken } from "#daemon/auth/secrets.js";
+import type { Clock } from "#daemon/clock.js";
+import { invalidRequest, notFound } from "#daemon/errors.js";
+import { generateApiKey, keyHint, secretHash } from "#daemon/keys/api-key-format.js";
+import type { ApiKeyRecord } from "#daemon/keys/key-store.js";
+import type { Store } from "#daemon/store/store.js";
+import type { AdminService } from "#gen/consent/v1/admin_pb.js";
+
+export interface AdminServiceOptions {
+  store: Store;
+  authenticator: Authenticator;
+  clock: Clock;
+}
+
+/** Operator calls: teams, keys and dashboard sessions (decisions §2). */
+export function createAdminService(options: AdminServiceOptions): ServiceImpl<typeof AdminService> {
+  const { store, authenticator, clock } = options;
+
+  async function existingTeam(id: string) {
+    const team = await store.teams.get(id);
+    if (!team) throw notFound(`No team with id ${id}`);
+    return team;
+  }
+
+  /** Stores a new key and returns it with its secret (the only time the secret is seen). */
+  async function mintKey(
+    fields: Omit<ApiKeyRecord, "id" | "keyHash" | "hint" | "createdAt" | "revokedAt">,
+  ) {
+    const secret = generateApiKey(fields.environment);
+    const record: ApiKeyRecord = {
+      ...fields,
+      id: randomUUID(),
+      keyHash: secretHash(secret),
+      hint: keyHint(secret),
+      createdAt: clock(),
+      revokedAt: null,
+    };
+    await store.keys.insert(record);
+    return { apiKey: apiKeyMessage(record), secret };
+  }
+
+  return {
+    async createTeam(request, ctx) {
+      authenticator.authorizeOperator(ctx);
+      const input = readTeamCreation(request);
+      const now = clock();
+      const team = {
+        id: randomUUID(),
+        name: input.name,
+        plan: input.plan,
+        createdAt: now,
+        updatedAt: now,
+      };
+      await store.teams.insert(team);
+      return { team: teamMessage(team) };
+    },
+
+    async listTeams(_request, ctx) {
+      authenticator.authorizeOperator(ctx);
+      return { teams: (await store.teams.list()).map(teamMessage) };
+    },
+
+    async getTeam(request, ctx) {
+      authenticator.authorizeOperator(ctx);
+      return { team: teamMessage(await existingTeam(request.id)) };
+    },
+
+    async setTeamPlan(request, ctx) {
+      authenticator.authorizeOperator(ctx);
+      const team = await store.teams.setPlan(request.id, readPlan(request.plan), clock());
+      if (!team) throw notFound(`No team with id ${request.id}`);
+      return { team: teamMessage(team) };
+    },
+
+    async createApiKey(request, ctx) {
+      authenticator.authorizeOperator(ctx);
+      const input = readKeyCreation(request);
+      await existingTeam(input.teamId);
+      const expiresAt = request.expiresAt ? timestampDate(request.expiresAt) : null;
+      if (expiresAt && expiresAt <= clock()) {
+        throw invalidRequest([{ field: "expiresAt", message: "expiresAt must be in the future" }]);
+      }
+      return mintKey({ ...input, expiresAt });
+    },
+
+    async listApiKeys(request, ctx) {
+      authenticator.authorizeOperator(ctx);
+      await existingTeam(request.teamId);
+      return { apiKeys: (await store.keys.listByTeam(request.teamId)).map(apiKeyMessage) };
+    },
+
+    async revokeApiKey(request, ctx) {
+      authenticator.authorizeOperator(ctx);
+      const key = await store.keys.revoke(request.id, clock());
+      if (!key) throw notFound(`No API key with id ${request.id}`);
+      return { apiKey: apiKeyMessage(key) };
+    },
+
+    async rotateApiKey(request, ctx) {
+      authenticator.authorizeOperator(ctx);
+      if (
+        !Number.isInteger(request.gracePeriodSeconds) ||
+        request.gracePeriodSeconds < 0 ||
+        request.gracePeriodSeconds > 90 * 86400
+      ) {
+        throw invalidRequest([
+          {
+            field: "gracePeriodSeconds",
+            message: "gracePeriodSeconds must be from 0 to 7776000 (90 days)",
+          },
+        ]);
+      }
+      const old = await store.keys.get(request.id);
+      if (!old) throw notFound(`No API key with id ${request.id}`);
+      if (old.revokedAt)
+        throw invalidRequest([{ field: "id", message: "A revoked key cannot be rotated" }]);
+      const minted = await mintKey({
+        teamId: old.teamId,
+        environment: old.environment,
+        name: old.name,
+        scopes: old.scopes,
+        expiresAt: old.expiresAt,
+      });
+      const previous = await store.keys.expireBy(
+        old.id,
+        new Date(clock().getTime() + request.gracePeriodSeconds * 1000),
+      );
+      return { ...minted, previous: previous ? apiKeyMessage(previous) : undefined };
+    },
+
+    async createSession(request, ctx) {
+      authenticator.authorizeOperator(ctx);
+      await existingTeam(request.teamId);
+      const lifetime = sessionLifetimeSeconds(request.ttlSeconds);
+      const token = generateSessionToken();
+      const now = clock();
+      const session = {
+        id: randomUUID(),
+        teamId: request.teamId,
+        tokenHash: secretHash(token),
+        createdAt: now,
+        expiresAt: new Date(now.getTime() + lifetime * 1000),
+        revokedAt: null,
+      };
+      await store.sessions.insert(session);
+      return { session: sessionMessage(session), token };
+    },
+
+    async revokeSession(request, ctx) {
+      authenticator.authorizeOperator(ctx);
+      const session = await store.sessions.revoke(request.id, clock());
+      if (!session) throw notFound(`No session with id ${request.id}`);
+      return { session: sessionMessage(session) };
+    },
+  };
+}

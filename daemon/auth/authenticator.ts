@@ -1,0 +1,236 @@
+import type { HandlerContext } from "@connectrpc/connect";
+import { type Caller, callerOf } from "#daemon/auth/caller.js";
+import { planIncludesCrossDevice, type Scope } from "#daemon/auth/scopes.js";
+import { secretsEqual } from "#daemon/auth/secrets.js";
+import type { Clock } from "#daemon/clock.js";
+import { DomainError, type RateLimitState } from "#daemon/errors.js";
+import { parseApiKey, secretHash } from "#daemon/keys/api-key-format.js";
+import type { Environment } from "#daemon/keys/key-store.js";
+import {
+  type ClientIpHasher,
+  type FixedWindowLimiter,
+  KEY_WINDOW_MS,
+  MINUTE_MS,
+  planLimit,
+  rateLimited,
+  retryAfterSeconds,
+} from "#daemon/limits/rate-limiter.js";
+import type { Store } from "#daemon/store/store.js";
+import type { Team } from "#daemon/teams/team-store.js";
+
+/** spec 8: failed authentication attempts allowed per client IP per minute. */
+const FAILED_AUTH_LIMIT = 10;
+/** spec 8: banner requests per client IP per 15 minutes without an API key (sessions). */
+const SESSION_IP_LIMIT = 100;
+
+export type Principal =
+  | { kind: "key"; keyId: string; environment: Environment; scopes: readonly string[] }
+  | { kind: "session"; sessionId: string }
+  | { kind: "operator" };
+
+/** A caller that passed every check of decisions §2 up to and including the rate limiter. */
+export interface Authorized {
+  principal: Principal;
+  team: Team;
+  caller: Caller;
+  /** Figures of the limiter that admitted the call; unset for operator calls. */
+  rateLimit?: RateLimitState;
+}
+
+/** What an operation demands of its caller. */
+export interface Requirement {
+  scope: Scope;
+  /** Writes are refused to test keys (spec 5.2) and need a same-origin session (decisions §2). */
+  write: boolean;
+  /** The team's plan must include cross-device consent (the subject endpoints). */
+  crossDevice?: boolean;
+  /** A dashboard session may stand in for a key (the banner endpoints). */
+  session?: boolean;
+}
+
+export interface AuthenticatorOptions {
+  store: Store;
+  limiter: FixedWindowLimiter;
+  ipHasher: ClientIpHasher;
+  clock: Clock;
+  operatorToken: string;
+  /** Origin of CONSENT_BASE_URL: the only Origin a cookie-authenticated write may carry. */
+  baseOrigin: string;
+}
+
+/**
+ * Runs the checks of decisions §2 in their order: credential (401) → scope → test key on a write
+ * → plan (403) → rate limiter (429, after which X-RateLimit-* figures travel with the response).
+ * Body validation and the operation itself follow in the service.
+ */
+export class Authenticator {
+  constructor(private readonly options: AuthenticatorOptions) {}
+
+  async authorize(ctx: HandlerContext, requirement: Requirement): Promise<Authorized> {
+    const caller = callerOf(ctx, this.options.operatorToken);
+    if (caller.bearer !== undefined && secretsEqual(caller.bearer, this.options.operatorToken)) {
+      return { principal: { kind: "operator" }, team: await this.operatorTeam(caller), caller };
+    }
+    const ipBucket = this.options.ipHasher.hash(caller.clientIp);
+    await this.refuseBlockedIp(ipBucket);
+    if (caller.bearer !== undefined) {
+      return this.authorizeKey(caller, ipBucket, requirement);
+    }
+    if (caller.sessionToken !== undefined && requirement.session) {
+      return this.authorizeSession(caller, ipBucket, requirement);
+    }
+    throw new DomainError(
+      "unauthenticated",
+      "unauthorized",
+      requirement.session
+        ? "Authentication required: send an API key as a Bearer token or a dashboard session cookie"
+        : "Authentication required: send an API key as a Bearer token",
+    );
+  }
+
+  /** Authenticates the operator token alone (admin calls). */
+  authorizeOperator(ctx: HandlerContext): Caller {
+    const caller = callerOf(ctx, this.options.operatorToken);
+    if (caller.bearer === undefined || !secretsEqual(caller.bearer, this.options.operatorToken)) {
+      throw new DomainError(
+        "unauthenticated",
+        "unauthorized",
+        "This call needs the operator token",
+      );
+    }
+    return caller;
+  }
+
+  private async authorizeKey(
+    caller: Caller,
+    ipBucket: string,
+    requirement: Requirement,
+  ): Promise<Authorized> {
+    const key = await this.lookUpKey(caller.bearer as string, ipBucket);
+    const missing = key.scopes.includes(requirement.scope) ? [] : [requirement.scope];
+    if (missing.length > 0) {
+      throw new DomainError(
+        "forbidden",
+        "missing_scope",
+        `This key lacks the required scope: ${missing.join(", ")}`,
+      );
+    }
+    if (requirement.write && key.environment === "test") {
+      throw new DomainError(
+        "forbidden",
+        "test_key_read_only",
+        "Test keys are read-only; use a live key to write",
+      );
+    }
+    const team = await this.teamOf(key.teamId);
+    if (requirement.crossDevice && !planIncludesCrossDevice(team.plan)) {
+      throw new DomainError(
+        "forbidden",
+        "plan_required",
+        `The ${team.plan} plan does not include cross-device consent; it needs professional, business or enterprise`,
+      );
+    }
+    const rateLimit = await this.admit(`key:${key.id}`, planLimit(team.plan));
+    const principal: Principal = {
+      kind: "key",
+      keyId: key.id,
+      environment: key.environment,
+      scopes: key.scopes,
+    };
+    return { principal, team, caller, rateLimit };
+  }
+
+  private async lookUpKey(bearer: string, ipBucket: string) {
+    const now = this.options.clock();
+    // decisions §2: a string failing the format or checksum is invalid_key without a look-up.
+    const key = parseApiKey(bearer)
+      ? await this.options.store.keys.findByHash(secretHash(bearer))
+      : null;
+    if (!key || !secretsEqual(key.keyHash, secretHash(bearer))) {
+      throw await this.failed(ipBucket, "invalid_key", "The API key is malformed or unknown");
+    }
+    if (key.revokedAt && key.revokedAt <= now) {
+      throw await this.failed(ipBucket, "revoked_key", "The API key has been revoked");
+    }
+    if (key.expiresAt && key.expiresAt <= now) {
+      throw await this.failed(ipBucket, "expired_key", "The API key has expired");
+    }
+    return key;
+  }
+
+  private async authorizeSession(
+    caller: Caller,
+    ipBucket: string,
+    requirement: Requirement,
+  ): Promise<Authorized> {
+    const now = this.options.clock();
+    const session = await this.options.store.sessions.findByHash(
+      secretHash(caller.sessionToken as string),
+    );
+    if (!session || session.revokedAt || session.expiresAt <= now) {
+      throw await this.failed(
+        ipBucket,
+        "unauthorized",
+        "The dashboard session is invalid, expired or revoked",
+      );
+    }
+    // decisions §2: a cookie-authenticated write must come from the dashboard's own origin (CSRF).
+    if (requirement.write && caller.origin !== this.options.baseOrigin) {
+      throw new DomainError(
+        "forbidden",
+        "origin_not_allowed",
+        "A session-authenticated write must carry the dashboard's Origin header",
+      );
+    }
+    const team = await this.teamOf(session.teamId);
+    const rateLimit = await this.admit(`session-ip:${ipBucket}`, SESSION_IP_LIMIT);
+    return { principal: { kind: "session", sessionId: session.id }, team, caller, rateLimit };
+  }
+
+  private async admit(bucket: string, limit: number): Promise<RateLimitState> {
+    const outcome = await this.options.limiter.hit(bucket, limit, KEY_WINDOW_MS);
+    if (!outcome.allowed) throw rateLimited(outcome.retryAfterSeconds, outcome.state);
+    return outcome.state;
+  }
+
+  /** spec 8: beyond 10 failed attempts a minute, an IP gets 429 whatever it sends. */
+  private async refuseBlockedIp(ipBucket: string): Promise<void> {
+    const { count, resetAtMs } = await this.options.limiter.used(
+      `auth-fail:${ipBucket}`,
+      MINUTE_MS,
+    );
+    if (count >= FAILED_AUTH_LIMIT) {
+      throw rateLimited(retryAfterSeconds(resetAtMs, this.options.clock().getTime()));
+    }
+  }
+
+  private async failed(ipBucket: string, code: string, message: string): Promise<DomainError> {
+    await this.options.limiter.record(`auth-fail:${ipBucket}`, MINUTE_MS);
+    return new DomainError("unauthenticated", code, message);
+  }
+
+  private async teamOf(teamId: string): Promise<Team> {
+    const team = await this.options.store.teams.get(teamId);
+    // A credential whose team is gone authenticates nothing.
+    if (!team)
+      throw new DomainError(
+        "unauthenticated",
+        "invalid_key",
+        "The credential's team no longer exists",
+      );
+    return team;
+  }
+
+  private async operatorTeam(caller: Caller): Promise<Team> {
+    if (!caller.team) {
+      throw new DomainError(
+        "invalid",
+        "invalid_request",
+        "Operator calls must name a team in consent-team metadata",
+      );
+    }
+    const team = await this.options.store.teams.get(caller.team);
+    if (!team) throw new DomainError("not_found", "not_found", `No team with id ${caller.team}`);
+    return team;
+  }
+}

@@ -1,0 +1,54 @@
+import { createContextKey, type HandlerContext } from "@connectrpc/connect";
+import { secretsEqual } from "#daemon/auth/secrets.js";
+
+/** The TCP peer of a call, put into the context by the server adapter. */
+export const kPeerAddress = createContextKey<string | undefined>(undefined, {
+  description: "address of the connected peer",
+});
+
+/**
+ * Metadata the gateway (or any caller) sends along with a call. The client-IP header is honoured
+ * only when the call also carries the operator token in GATEWAY_TOKEN_HEADER: a gateway runs in
+ * the operator's trust domain, any other caller is identified by its own socket address.
+ */
+export const CallerHeaders = {
+  authorization: "authorization",
+  session: "consent-session",
+  origin: "consent-origin",
+  team: "consent-team",
+  clientIp: "consent-client-ip",
+  gatewayToken: "consent-gateway-token",
+} as const;
+
+/** Who is calling, as far as the transport can tell. */
+export interface Caller {
+  /** Client IP (the visitor's, when relayed by a gateway). Never stored raw. */
+  clientIp: string;
+  /** The bearer credential, if any: an API key or the operator token. */
+  bearer: string | undefined;
+  /** A dashboard session token, if any. */
+  sessionToken: string | undefined;
+  /** The browser's Origin header, relayed for the session CSRF rule (decisions §2). */
+  origin: string | undefined;
+  /** Team chosen by an operator call. */
+  team: string | undefined;
+}
+
+/** Reads the caller from a handler context. */
+export function callerOf(ctx: HandlerContext, operatorToken: string): Caller {
+  const header = ctx.requestHeader;
+  const authorization = (header.get(CallerHeaders.authorization) ?? "").trim();
+  // A header that is present but not "Bearer <token>" still counts as a (malformed) credential.
+  const bearer = /^Bearer\s+(\S+)$/i.exec(authorization)?.[1] ?? (authorization || undefined);
+  const relayedIp = header.get(CallerHeaders.clientIp);
+  const gatewayToken = header.get(CallerHeaders.gatewayToken);
+  const relayTrusted =
+    relayedIp !== null && gatewayToken !== null && secretsEqual(gatewayToken, operatorToken);
+  return {
+    clientIp: (relayTrusted ? relayedIp : ctx.values.get(kPeerAddress)) ?? "unknown",
+    bearer,
+    sessionToken: header.get(CallerHeaders.session) ?? undefined,
+    origin: header.get(CallerHeaders.origin) ?? undefined,
+    team: header.get(CallerHeaders.team) ?? undefined,
+  };
+}

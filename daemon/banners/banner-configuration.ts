@@ -1,0 +1,198 @@
+import { z } from "zod";
+import type { BannerConfiguration, ConsentCategory } from "#daemon/banners/banner-store.js";
+import { isColor } from "#daemon/banners/colors.js";
+import { hostOf } from "#daemon/banners/domains.js";
+import { text } from "#daemon/validation/rules.js";
+
+/** Category names appear in consent states and in data-category attributes. */
+const categoryName = z
+  .string()
+  .regex(/^[A-Za-z0-9_.-]{1,100}$/, "must be 1-100 letters, digits, '_', '.' or '-'");
+const languageCode = z
+  .string()
+  .regex(/^[A-Za-z]{2,3}(?:-[A-Za-z0-9]{1,8}){0,3}$/, "must be a language tag such as en or pt-BR");
+const color = z
+  .string()
+  .refine(isColor, "must be a hex, rgb()/rgba()/hsl()/hsla() or named CSS colour");
+const httpUrl = z
+  .string()
+  .max(2000)
+  .refine((value) => value === "" || /^https?:\/\/[^\s]+$/i.test(value), "must be an http(s) URL");
+
+const category = z.strictObject({
+  name: categoryName,
+  required: z.boolean().optional(),
+  label: text(0, 100).optional(),
+  description: text(0, 1000).optional(),
+  services: z.array(text(1, 100)).max(100).optional(),
+});
+
+const texts = z.strictObject({
+  title: text(0, 200).optional(),
+  description: text(0, 2000).optional(),
+  acceptAll: text(0, 100).optional(),
+  rejectAll: text(0, 100).optional(),
+  customize: text(0, 100).optional(),
+  save: text(0, 100).optional(),
+  privacyPolicyUrl: httpUrl.optional(),
+  categories: z
+    .record(
+      categoryName,
+      z.strictObject({ label: text(0, 100).optional(), description: text(0, 1000).optional() }),
+    )
+    .optional(),
+});
+
+const jurisdictionRule = z.strictObject({
+  id: z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/, "must be 1-64 letters, digits, '_', '.' or '-'"),
+  countries: z
+    .array(z.string().regex(/^[A-Z]{2}$/, "must be an ISO 3166-1 alpha-2 code such as DE"))
+    .max(300)
+    .optional(),
+  regions: z
+    .array(z.string().regex(/^[A-Z]{2}-[A-Z0-9]{1,3}$/, "must be an ISO 3166-2 code such as US-CA"))
+    .max(300)
+    .optional(),
+  mode: z.enum(["opt_in", "opt_out", "notice"]),
+});
+
+const additionalDomain = z
+  .string()
+  .refine((value) => hostOf(value) !== null, "must be a valid domain or localhost");
+
+/**
+ * The configuration object of a create or update body: every field optional (spec 4.3), unknown
+ * fields refused so a misspelt option is an error rather than silently ignored.
+ */
+export const configurationInput = z.strictObject({
+  layout: z.enum(["banner", "modal", "inline"]).optional(),
+  position: z.enum(["top", "bottom", "center"]).optional(),
+  primaryColor: color.optional(),
+  secondaryColor: color.optional(),
+  textColor: color.optional(),
+  accentColor: color.optional(),
+  categories: z
+    .array(category)
+    .min(1)
+    .max(30)
+    .refine(
+      (list) => new Set(list.map((c) => c.name)).size === list.length,
+      "must not repeat a category name",
+    )
+    .optional(),
+  texts: z.record(languageCode, texts).optional(),
+  jurisdictionRules: z
+    .array(jurisdictionRule)
+    .max(100)
+    .refine(
+      (list) => new Set(list.map((r) => r.id)).size === list.length,
+      "must not repeat a rule id",
+    )
+    .optional(),
+  telemetryLevel: z.enum(["none", "origin", "path"]).optional(),
+  additionalDomains: z.array(additionalDomain).max(50).optional(),
+});
+
+export type ConfigurationInput = z.infer<typeof configurationInput>;
+
+const DEFAULT_CATEGORIES: ConsentCategory[] = [
+  {
+    name: "necessary",
+    required: true,
+    label: "Necessary",
+    description: "Needed for the site to work.",
+    services: [],
+  },
+  {
+    name: "analytics",
+    required: false,
+    label: "Analytics",
+    description: "Helps us understand how the site is used.",
+    services: [],
+  },
+  {
+    name: "marketing",
+    required: false,
+    label: "Marketing",
+    description: "Personalised advertising.",
+    services: [],
+  },
+];
+
+/** spec 2.1 defaults, plus decisions §3 (telemetry "origin", three categories, no extra domains). */
+export function defaultConfiguration(): BannerConfiguration {
+  return {
+    layout: "banner",
+    position: "bottom",
+    primaryColor: "#000000",
+    secondaryColor: "#ffffff",
+    textColor: "#333333",
+    accentColor: "#007bff",
+    categories: structuredClone(DEFAULT_CATEGORIES),
+    texts: {},
+    jurisdictionRules: [],
+    telemetryLevel: "origin",
+    additionalDomains: [],
+  };
+}
+
+/** Applies validated input over a complete configuration: fields present replace whole fields. */
+export function applyConfiguration(
+  base: BannerConfiguration,
+  input: ConfigurationInput,
+): BannerConfiguration {
+  const next = structuredClone(base);
+  if (input.layout) next.layout = input.layout;
+  if (input.position) next.position = input.position;
+  if (input.primaryColor) next.primaryColor = input.primaryColor;
+  if (input.secondaryColor) next.secondaryColor = input.secondaryColor;
+  if (input.textColor) next.textColor = input.textColor;
+  if (input.accentColor) next.accentColor = input.accentColor;
+  if (input.telemetryLevel) next.telemetryLevel = input.telemetryLevel;
+  if (input.categories) {
+    next.categories = input.categories.map((c) => ({
+      name: c.name,
+      required: c.required ?? false,
+      label: c.label ?? c.name,
+      description: c.description ?? "",
+      services: c.services ?? [],
+    }));
+  }
+  if (input.texts) next.texts = completeTexts(input.texts);
+  if (input.jurisdictionRules) {
+    next.jurisdictionRules = input.jurisdictionRules.map((r) => ({
+      id: r.id,
+      countries: r.countries ?? [],
+      regions: r.regions ?? [],
+      mode: r.mode,
+    }));
+  }
+  if (input.additionalDomains)
+    next.additionalDomains = [...new Set(input.additionalDomains.map((d) => hostOf(d) as string))];
+  return next;
+}
+
+function completeTexts(
+  input: NonNullable<ConfigurationInput["texts"]>,
+): BannerConfiguration["texts"] {
+  return Object.fromEntries(
+    Object.entries(input).map(([language, t]) => [
+      language,
+      {
+        title: t.title ?? "",
+        description: t.description ?? "",
+        acceptAll: t.acceptAll ?? "",
+        rejectAll: t.rejectAll ?? "",
+        customize: t.customize ?? "",
+        save: t.save ?? "",
+        privacyPolicyUrl: t.privacyPolicyUrl ?? "",
+        categories: Object.fromEntries(
+          Object.entries(t.categories ?? {}).map(([name, c]) => [
+            name,
+            { label: c.label ?? "", description: c.description ?? "" },
+          ]),
+        ),
+      },
+    ]),
+  );
+}

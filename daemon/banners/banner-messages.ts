@@ -1,0 +1,51 @@
+import { isDeepStrictEqual } from "node:util";
+import { create } from "@bufbuild/protobuf";
+import { timestampFromDate } from "@bufbuild/protobuf/wkt";
+import type {
+  BannerRecord,
+  BannerConfiguration as StoredConfiguration,
+} from "#daemon/banners/banner-store.js";
+import {
+  type Banner,
+  type BannerConfiguration,
+  BannerConfigurationSchema,
+  BannerSchema,
+  type PublishedBanner,
+  PublishedBannerSchema,
+} from "#gen/consent/v1/banner_pb.js";
+
+/** The stored configuration as its proto message (field names are the same by design). */
+export function configurationMessage(configuration: StoredConfiguration): BannerConfiguration {
+  return create(BannerConfigurationSchema, configuration);
+}
+
+/** A banner record as the Banner message (spec 2.1 plus decisions §3). */
+export function bannerMessage(record: BannerRecord): Banner {
+  return create(BannerSchema, {
+    id: record.id,
+    publicId: record.publicId,
+    teamId: record.teamId,
+    name: record.name,
+    domain: record.domain,
+    isActive: record.isActive,
+    configuration: configurationMessage(record.draft),
+    compliance: record.compliance,
+    createdAt: timestampFromDate(record.createdAt),
+    updatedAt: timestampFromDate(record.updatedAt),
+    revision: record.production.revision,
+    publishedAt: timestampFromDate(record.production.publishedAt),
+    hasUnpublishedChanges: !isDeepStrictEqual(record.draft, record.production.configuration),
+  });
+}
+
+/** The production side of a banner, as the loader and the log route see it. */
+export function publishedBannerMessage(record: BannerRecord): PublishedBanner {
+  return create(PublishedBannerSchema, {
+    publicId: record.publicId,
+    domain: record.domain,
+    revision: record.production.revision,
+    configuration: configurationMessage(record.production.configuration),
+    compliance: record.compliance,
+    publishedAt: timestampFromDate(record.production.publishedAt),
+  });
+}

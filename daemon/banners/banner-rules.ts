@@ -1,0 +1,111 @@
+import { z } from "zod";
+import {
+  type ConfigurationInput,
+  configurationInput,
+} from "#daemon/banners/banner-configuration.js";
+import { hostOf } from "#daemon/banners/domains.js";
+import { DomainError, type Violation } from "#daemon/errors.js";
+import { text } from "#daemon/validation/rules.js";
+import { parseOrThrow } from "#daemon/validation/violations.js";
+
+/** Banner bodies carry a whole configuration (texts in many languages); 256 KB is ample. */
+export const BANNER_BODY_LIMIT = 256 * 1024;
+
+const name = text(1, 255).refine((value) => value.trim().length > 0, "must not be blank");
+const domain = z
+  .string()
+  .refine(
+    (value) => hostOf(value) !== null,
+    "must be a valid domain or localhost, e.g. example.com",
+  );
+
+/** spec 4.3: the create body. */
+const createBody = z.strictObject({
+  name,
+  domain,
+  configuration: configurationInput,
+  gdprEnabled: z.boolean().optional(),
+  ccpaEnabled: z.boolean().optional(),
+  lgpdEnabled: z.boolean().optional(),
+});
+
+/** Fields of the Banner shape a client may send back unchanged in a PATCH; they are ignored. */
+const readOnly = z.unknown().optional();
+
+/** decisions §3: the PATCH body; every field optional. */
+const updateBody = z.strictObject({
+  name: name.optional(),
+  domain: domain.optional(),
+  configuration: configurationInput.optional(),
+  gdprEnabled: z.boolean().optional(),
+  ccpaEnabled: z.boolean().optional(),
+  lgpdEnabled: z.boolean().optional(),
+  compliance: z
+    .strictObject({
+      gdpr: z.boolean().optional(),
+      ccpa: z.boolean().optional(),
+      lgpd: z.boolean().optional(),
+    })
+    .optional(),
+  isActive: z.boolean().optional(),
+  id: readOnly,
+  publicId: readOnly,
+  teamId: readOnly,
+  createdAt: readOnly,
+  updatedAt: readOnly,
+  revision: readOnly,
+  publishedAt: readOnly,
+  hasUnpublishedChanges: readOnly,
+});
+
+export interface BannerCreation {
+  name: string;
+  domain: string;
+  configuration: ConfigurationInput;
+  compliance: { gdpr: boolean; ccpa: boolean; lgpd: boolean };
+}
+
+export interface BannerUpdate {
+  name?: string;
+  domain?: string;
+  configuration?: ConfigurationInput;
+  compliance: { gdpr?: boolean; ccpa?: boolean; lgpd?: boolean };
+  isActive?: boolean;
+}
+
+/** Validates a create body; compliance flags default to GDPR on, CCPA and LGPD off (spec 4.3). */
+export function readBannerCreation(body: unknown): BannerCreation {
+  const value = parseOrThrow(createBody, body, bannerValidationFailed);
+  return {
+    name: value.name,
+    domain: `https://${hostOf(value.domain)}`,
+    configuration: value.configuration,
+    compliance: {
+      gdpr: value.gdprEnabled ?? true,
+      ccpa: value.ccpaEnabled ?? false,
+      lgpd: value.lgpdEnabled ?? false,
+    },
+  };
+}
+
+/** Validates a PATCH body; `gdprEnabled` and `compliance.gdpr` are two spellings of one flag. */
+export function readBannerUpdate(body: unknown): BannerUpdate {
+  const value = parseOrThrow(updateBody, body, bannerValidationFailed);
+  return {
+    name: value.name,
+    domain: value.domain === undefined ? undefined : `https://${hostOf(value.domain)}`,
+    configuration: value.configuration,
+    compliance: {
+      gdpr: value.gdprEnabled ?? value.compliance?.gdpr,
+      ccpa: value.ccpaEnabled ?? value.compliance?.ccpa,
+      lgpd: value.lgpdEnabled ?? value.compliance?.lgpd,
+    },
+    isActive: value.isActive,
+  };
+}
+
+/** spec 7: a banner validation failure is a 400 whose `error` is a message and has no code. */
+function bannerValidationFailed(violations: Violation[]): DomainError {
+  const first = violations[0]?.message ?? "invalid banner";
+  return new DomainError("invalid", "", `Validation failed: ${first}`, { details: violations });
+}

@@ -1,0 +1,174 @@
+import { randomUUID } from "node:crypto";
+import { toJson } from "@bufbuild/protobuf";
+import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
+import type { Authenticator, Authorized } from "#daemon/auth/authenticator.js";
+import { activeBanner } from "#daemon/banners/active-banner.js";
+import { applyConfiguration, defaultConfiguration } from "#daemon/banners/banner-configuration.js";
+import { bannerMessage, publishedBannerMessage } from "#daemon/banners/banner-messages.js";
+import {
+  BANNER_BODY_LIMIT,
+  readBannerCreation,
+  readBannerUpdate,
+} from "#daemon/banners/banner-rules.js";
+import type { BannerRecord } from "#daemon/banners/banner-store.js";
+import type { Clock } from "#daemon/clock.js";
+import { DomainError, notFound } from "#daemon/errors.js";
+import { afterAdmission } from "#daemon/rpc/rate-limit-headers.js";
+import { bodyOf } from "#daemon/rpc/request-body.js";
+import type { Store } from "#daemon/store/store.js";
+import {
+  type BannerService,
+  CreateBannerRequestSchema,
+  UpdateBannerRequestSchema,
+} from "#gen/consent/v1/banner_pb.js";
+
+export interface BannerServiceOptions {
+  store: Store;
+  authenticator: Authenticator;
+  clock: Clock;
+  /** Called after a publish or any change the public side sees, so caches can refresh. */
+  onPublicChange?: (publicId: string) => void;
+}
+
+const bodyLimit = { maxBytes: BANNER_BODY_LIMIT, failure: "banner" } as const;
+/** Read-modify-write attempts before a concurrent-update failure is reported. */
+const REPLACE_ATTEMPTS = 5;
+
+/** The banner endpoints (spec 4.2-4.3, decisions §3). */
+export function createBannerService(
+  options: BannerServiceOptions,
+): ServiceImpl<typeof BannerService> {
+  const { store, authenticator, clock } = options;
+
+  async function admitted<T>(
+    ctx: HandlerContext,
+    write: boolean,
+    operation: (auth: Authorized) => Promise<T>,
+  ): Promise<T> {
+    const auth = await authenticator.authorize(ctx, {
+      scope: write ? "banners:write" : "banners:read",
+      write,
+      session: true,
+    });
+    return afterAdmission(ctx, auth, () => operation(auth));
+  }
+
+  async function ownBanner(auth: Authorized, id: string): Promise<BannerRecord> {
+    const banner = await store.banners.get(auth.team.id, id);
+    if (!banner) throw notFound("No banner with that id on this team");
+    return banner;
+  }
+
+  /** Optimistic read-modify-write: retried when another writer got in between. */
+  async function modify(
+    auth: Authorized,
+    id: string,
+    change: (banner: BannerRecord, now: Date) => BannerRecord,
+  ): Promise<BannerRecord> {
+    for (let attempt = 0; attempt < REPLACE_ATTEMPTS; attempt++) {
+      const current = await ownBanner(auth, id);
+      const now = clock();
+      const next = { ...change(current, now), updatedAt: now, version: current.version + 1 };
+      if (await store.banners.replace(next, current.version)) {
+        options.onPublicChange?.(next.publicId);
+        return next;
+      }
+    }
+    throw new DomainError(
+      "conflict",
+      "conflict",
+      "The banner is being changed concurrently; retry the request",
+    );
+  }
+
+  return {
+    listBanners: (_request, ctx) =>
+      admitted(ctx, false, async (auth) => ({
+        banners: (await store.banners.listByTeam(auth.team.id)).map(bannerMessage),
+      })),
+
+    getBanner: (request, ctx) =>
+      admitted(ctx, false, async (auth) => ({
+        banner: bannerMessage(await ownBanner(auth, request.id)),
+      })),
+
+    createBanner: (request, ctx) =>
+      admitted(ctx, true, async (auth) => {
+        const input = readBannerCreation(
+          bodyOf(request, (r) => toJson(CreateBannerRequestSchema, r), bodyLimit),
+        );
+        const now = clock();
+        const configuration = applyConfiguration(defaultConfiguration(), input.configuration);
+        const banner: BannerRecord = {
+          id: randomUUID(),
+          publicId: randomUUID(),
+          teamId: auth.team.id,
+          name: input.name,
+          domain: input.domain,
+          isActive: true,
+          compliance: input.compliance,
+          draft: configuration,
+          // decisions §3: creation publishes the initial configuration as revision 1.
+          production: {
+            revision: 1,
+            configuration: structuredClone(configuration),
+            publishedAt: now,
+          },
+          createdAt: now,
+          updatedAt: now,
+          version: 1,
+        };
+        await store.banners.insert(banner);
+        return { banner: bannerMessage(banner) };
+      }),
+
+    updateBanner: (request, ctx) =>
+      admitted(ctx, true, async (auth) => {
+        const update = readBannerUpdate(
+          bodyOf(
+            request,
+            (r) => {
+              const { id: _id, ...fields } = toJson(UpdateBannerRequestSchema, r) as Record<
+                string,
+                unknown
+              >;
+              return fields;
+            },
+            bodyLimit,
+          ),
+        );
+        const banner = await modify(auth, request.id, (current) => ({
+          ...current,
+          name: update.name ?? current.name,
+          domain: update.domain ?? current.domain,
+          isActive: update.isActive ?? current.isActive,
+          compliance: {
+            gdpr: update.compliance.gdpr ?? current.compliance.gdpr,
+            ccpa: update.compliance.ccpa ?? current.compliance.ccpa,
+            lgpd: update.compliance.lgpd ?? current.compliance.lgpd,
+          },
+          draft: update.configuration
+            ? applyConfiguration(current.draft, update.configuration)
+            : current.draft,
+        }));
+        return { banner: bannerMessage(banner) };
+      }),
+
+    publishBanner: (request, ctx) =>
+      admitted(ctx, true, async (auth) => {
+        const banner = await modify(auth, request.id, (current, now) => ({
+          ...current,
+          production: {
+            revision: current.production.revision + 1,
+            configuration: structuredClone(current.draft),
+            publishedAt: now,
+          },
+        }));
+        return { banner: bannerMessage(banner) };
+      }),
+
+    getPublishedBanner: async (request) => ({
+      banner: publishedBannerMessage(await activeBanner(store.banners, request.publicId)),
+    }),
+  };
+}

@@ -1,0 +1,55 @@
+/** One DNS label: letters, digits and inner hyphens, 1-63 characters. */
+const LABEL = /^(?!-)[a-z0-9-]{1,63}(?<!-)$/;
+
+/**
+ * True for a registrable-looking host name: two or more labels, a TLD that is not numeric (so IP
+ * addresses are refused), 253 characters at most. IDNs arrive punycoded from URL parsing.
+ */
+function isDomainName(host: string): boolean {
+  if (host.length > 253) return false;
+  const labels = host.split(".");
+  const tld = labels.at(-1) ?? "";
+  return (
+    labels.length >= 2 &&
+    labels.every((label) => LABEL.test(label)) &&
+    /[a-z]/.test(tld) &&
+    !/^\d+$/.test(tld)
+  );
+}
+
+/**
+ * spec 4.3: a bare hostname is normalized to an https:// URL and the result must be a valid domain
+ * or localhost. A full http(s) URL is accepted as long as it names only a host: the scheme becomes
+ * https, a port is dropped (the consent-log domain check compares hosts). Returns null when invalid.
+ */
+export function normalizeDomain(input: string): string | null {
+  const host = hostOf(input);
+  return host ? `https://${host}` : null;
+}
+
+/** The host name of a domain as normalizeDomain accepts it, or null. */
+export function hostOf(input: string): string | null {
+  const trimmed = input.trim();
+  if (!trimmed) return null;
+  const withScheme = /^[a-z][a-z0-9+.-]*:\/\//i.test(trimmed) ? trimmed : `https://${trimmed}`;
+  let url: URL;
+  try {
+    url = new URL(withScheme);
+  } catch {
+    return null; // Not a URL: the caller reports the field as invalid.
+  }
+  const onlyHost =
+    url.pathname === "/" && !url.search && !url.hash && !url.username && !url.password;
+  if (!onlyHost || (url.protocol !== "https:" && url.protocol !== "http:")) return null;
+  const host = url.hostname.toLowerCase();
+  return host === "localhost" || isDomainName(host) ? host : null;
+}
+
+/**
+ * decisions §5: a request host matches when it equals one of the allowed hosts or is a subdomain
+ * of one. (A localhost banner accepts any port: ports are never part of the comparison.)
+ */
+export function hostAllowed(requestHost: string, allowedHosts: readonly string[]): boolean {
+  const host = requestHost.toLowerCase();
+  return allowedHosts.some((allowed) => host === allowed || host.endsWith(`.${allowed}`));
+}

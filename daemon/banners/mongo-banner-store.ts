@@ -1,0 +1,110 @@
+import type { Collection, IndexDescription, WithId } from "mongodb";
+import type { BannerRecord, BannerStore, Compliance } from "#daemon/banners/banner-store.js";
+import { duplicateKeyError, insertUnique, isDuplicateKey } from "#daemon/store/mongo-writes.js";
+
+/**
+ * A banner as stored in MongoDB: ONE document holds the banner, its domain registration and its
+ * production environment, so creating all three is a single-document write, atomic without a
+ * transaction (spec 4.3). `_id` is the internal banner id.
+ */
+export type BannerDocument = Omit<BannerRecord, "id"> & { _id: string };
+
+/** BannerStore over the `banners` collection. */
+export class MongoBannerStore implements BannerStore {
+  static readonly indexes: IndexDescription[] = [
+    // The loader, the log route and the subject endpoints find a banner by its public id.
+    { key: { publicId: 1 }, name: "banners_public_id", unique: true },
+    { key: { teamId: 1, createdAt: 1, _id: 1 }, name: "banners_by_team" },
+  ];
+
+  constructor(private readonly collection: Collection<BannerDocument>) {}
+
+  async insert(banner: BannerRecord): Promise<void> {
+    await insertUnique(this.collection, toDocument(banner), "banner");
+  }
+
+  async get(teamId: string, id: string): Promise<BannerRecord | null> {
+    // Both fields in the filter: another team's banner is absent, not forbidden (tenant isolation).
+    const document = await this.collection.findOne({ _id: id, teamId });
+    return document && toBanner(document);
+  }
+
+  async getByPublicId(publicId: string): Promise<BannerRecord | null> {
+    const document = await this.collection.findOne({ publicId });
+    return document && toBanner(document);
+  }
+
+  async listByTeam(teamId: string): Promise<BannerRecord[]> {
+    const documents = await this.collection
+      .find({ teamId })
+      .sort({ createdAt: 1, _id: 1 })
+      .toArray();
+    return documents.map(toBanner);
+  }
+
+  async replace(next: BannerRecord, expectedVersion: number): Promise<boolean> {
+    if (next.version !== expectedVersion + 1) {
+      throw new RangeError(`banner version ${next.version} must be expectedVersion + 1`);
+    }
+    const { _id, ...replacement } = toDocument(next);
+    try {
+      // The version in the filter makes this a compare-and-swap: of concurrent replaces with the
+      // same expectedVersion the server applies one; the others match nothing.
+      const { matchedCount } = await this.collection.replaceOne(
+        { _id, teamId: next.teamId, version: expectedVersion },
+        replacement,
+      );
+      return matchedCount === 1;
+    } catch (error) {
+      if (isDuplicateKey(error)) throw duplicateKeyError(error, "banner");
+      throw error;
+    }
+  }
+}
+
+function toDocument(banner: BannerRecord): BannerDocument {
+  return {
+    _id: banner.id,
+    publicId: banner.publicId,
+    teamId: banner.teamId,
+    name: banner.name,
+    domain: banner.domain,
+    isActive: banner.isActive,
+    compliance: copyCompliance(banner.compliance),
+    draft: banner.draft,
+    production: {
+      revision: banner.production.revision,
+      configuration: banner.production.configuration,
+      publishedAt: banner.production.publishedAt,
+    },
+    createdAt: banner.createdAt,
+    updatedAt: banner.updatedAt,
+    version: banner.version,
+  };
+}
+
+/** Nested configurations come straight from BSON deserialisation, so they are fresh objects. */
+function toBanner(document: WithId<BannerDocument>): BannerRecord {
+  return {
+    id: document._id,
+    publicId: document.publicId,
+    teamId: document.teamId,
+    name: document.name,
+    domain: document.domain,
+    isActive: document.isActive,
+    compliance: copyCompliance(document.compliance),
+    draft: document.draft,
+    production: {
+      revision: document.production.revision,
+      configuration: document.production.configuration,
+      publishedAt: document.production.publishedAt,
+    },
+    createdAt: document.createdAt,
+    updatedAt: document.updatedAt,
+    version: document.version,
+  };
+}
+
+function copyCompliance(compliance: Compliance): Compliance {
+  return { gdpr: compliance.gdpr, ccpa: compliance.ccpa, lgpd: compliance.lgpd };
+}

@@ -1,0 +1,68 @@
+import path from "node:path";
+
+/**
+ * Settings of decisions §1, read from the environment. One table serves the daemon, the gateway
+ * and the CLI, so the three always agree on where the daemon and its secrets are.
+ */
+export interface Config {
+  dataDir: string;
+  mongoUri: string | undefined;
+  httpHost: string;
+  httpPort: number;
+  grpcHost: string;
+  grpcPort: number;
+  daemonUrl: string;
+  baseUrl: string;
+  /** Operator token from CONSENT_ADMIN_TOKEN; else it lives in <dataDir>/admin-token. */
+  adminToken: string | undefined;
+  /** CONSENT_IDENTITY_KEY; else (embedded store only) <dataDir>/identity-key. */
+  identityKey: string | undefined;
+  /** Proxy addresses or CIDRs whose X-Forwarded-For names the client. */
+  trustProxy: string[];
+  logLevel: string;
+}
+
+export class ConfigError extends Error {
+  override name = "ConfigError";
+}
+
+function port(value: string | undefined, fallback: number, name: string): number {
+  if (value === undefined || value === "") return fallback;
+  const parsed = Number(value);
+  if (!Number.isInteger(parsed) || parsed < 0 || parsed > 65535) {
+    throw new ConfigError(`${name} must be a port number from 0 to 65535, not "${value}"`);
+  }
+  return parsed;
+}
+
+function url(value: string, name: string): string {
+  try {
+    return new URL(value).toString().replace(/\/$/, "");
+  } catch {
+    throw new ConfigError(`${name} must be an absolute URL, not "${value}"`);
+  }
+}
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const trustProxy = (env.CONSENT_TRUST_PROXY ?? "")
+    .split(",")
+    .map((entry) => entry.trim())
+    .filter(Boolean);
+  if (trustProxy.some((entry) => /^\d+$/.test(entry))) {
+    throw new ConfigError("CONSENT_TRUST_PROXY lists proxy addresses or CIDRs, never a hop count");
+  }
+  return {
+    dataDir: path.resolve(env.CONSENT_DATA_DIR || "./data"),
+    mongoUri: env.MONGODB_URI || undefined,
+    httpHost: env.CONSENT_HTTP_HOST || "127.0.0.1",
+    httpPort: port(env.CONSENT_HTTP_PORT || env.PORT, 8080, "CONSENT_HTTP_PORT"),
+    grpcHost: env.CONSENT_GRPC_HOST || "127.0.0.1",
+    grpcPort: port(env.CONSENT_GRPC_PORT, 50051, "CONSENT_GRPC_PORT"),
+    daemonUrl: url(env.CONSENT_DAEMON_URL || "http://127.0.0.1:50051", "CONSENT_DAEMON_URL"),
+    baseUrl: url(env.CONSENT_BASE_URL || "http://localhost:8080", "CONSENT_BASE_URL"),
+    adminToken: env.CONSENT_ADMIN_TOKEN || undefined,
+    identityKey: env.CONSENT_IDENTITY_KEY || undefined,
+    trustProxy,
+    logLevel: env.CONSENT_LOG_LEVEL || "info",
+  };
+}

@@ -1,0 +1,121 @@
+import { randomUUID } from "node:crypto";
+import { v7 as uuidv7 } from "uuid";
+import { describe, expect, it } from "vitest";
+import type { ConsentLogRecord } from "#daemon/consent-log/consent-log-store.js";
+import { DuplicateKeyError } from "#daemon/store/store.js";
+import {
+  MINUTE,
+  type OpenStore,
+  shifted,
+  useFreshStore,
+} from "#daemon/store/store-contract-harness.js";
+
+function aRow(teamId: string, receivedAt: Date, overrides: Partial<ConsentLogRecord> = {}) {
+  const row: ConsentLogRecord = {
+    // The id carries the time of receipt, as the service makes it (UUIDv7).
+    id: uuidv7({ msecs: receivedAt.getTime() }),
+    teamId,
+    bannerId: "banner-1",
+    publicId: "pb_1",
+    consentId: randomUUID(),
+    method: "accept_all",
+    preferences: { necessary: true, analytics: true },
+    country: "DE",
+    gpc: false,
+    purposeChoices: { saleSharing: false },
+    pageUrl: "https://example.com",
+    occurredAt: shifted(receivedAt, -1000),
+    timestampClamped: false,
+    receivedAt,
+    ...overrides,
+  };
+  return row;
+}
+
+/** The ConsentLogStore promises (daemon/consent-log/consent-log-store.ts), for any adapter. */
+export function describeConsentLogStoreContract(openStore: OpenStore): void {
+  describe("ConsentLogStore contract", () => {
+    const store = useFreshStore(openStore);
+    const now = new Date();
+    const teamId = randomUUID();
+
+    /** Appends `count` rows of the team, a minute apart from `now` on, and returns them oldest first. */
+    async function appendRows(count: number, overrides: (i: number) => Partial<ConsentLogRecord>) {
+      const rows = Array.from({ length: count }, (_, i) =>
+        aRow(teamId, shifted(now, i * MINUTE), overrides(i)),
+      );
+      for (const row of rows) await store().consentLog.append(row);
+      return rows;
+    }
+
+    it("lists a team's rows newest first, with dates as Date objects", async () => {
+      const rows = await appendRows(3, () => ({}));
+      await store().consentLog.append(aRow(randomUUID(), now));
+      const listed = await store().consentLog.list({ teamId, limit: 10 });
+      expect(listed).toEqual(rows.toReversed());
+      expect(listed[0]?.receivedAt).toBeInstanceOf(Date);
+      expect(await store().consentLog.list({ teamId: randomUUID(), limit: 10 })).toEqual([]);
+    });
+
+    it("rejects a second row with the same id", async () => {
+      const row = aRow(teamId, now);
+      await store().consentLog.append(row);
+      await expect(
+        store().consentLog.append({ ...row, method: "reject_all" }),
+      ).rejects.toBeInstanceOf(DuplicateKeyError);
+      expect(await store().consentLog.list({ teamId, limit: 10 })).toEqual([row]);
+    });
+
+    it("filters by publicId and by methods", async () => {
+      const rows = await appendRows(6, (i) => ({
+        publicId: i % 2 === 0 ? "pb_even" : "pb_odd",
+        method: ["accept_all", "reject_all", "custom"][i % 3] ?? "custom",
+      }));
+      const byPublicId = await store().consentLog.list({ teamId, publicId: "pb_even", limit: 10 });
+      expect(byPublicId.map((r) => r.id)).toEqual([rows[4], rows[2], rows[0]].map((r) => r?.id));
+      const byMethods = await store().consentLog.list({
+        teamId,
+        methods: ["reject_all", "custom"],
+        limit: 10,
+      });
+      expect(byMethods.map((r) => r.id)).toEqual([5, 4, 2, 1].map((i) => rows[i]?.id));
+      const both = { teamId, publicId: "pb_odd", methods: ["accept_all"], limit: 10 };
+      expect((await store().consentLog.list(both)).map((r) => r.id)).toEqual([rows[3]?.id]);
+    });
+
+    it("filters by receivedAt: since inclusive, until exclusive", async () => {
+      const rows = await appendRows(5, () => ({}));
+      const since = rows[1]?.receivedAt;
+      const until = rows[3]?.receivedAt;
+      const listed = await store().consentLog.list({ teamId, since, until, limit: 10 });
+      expect(listed.map((r) => r.id)).toEqual([rows[2], rows[1]].map((r) => r?.id));
+    });
+
+    it("pages with limit and beforeId through every matching row once", async () => {
+      const rows = await appendRows(7, (i) => ({ method: i === 3 ? "custom" : "accept_all" }));
+      const pages: string[][] = [];
+      let beforeId: string | undefined;
+      do {
+        const page = await store().consentLog.list({
+          teamId,
+          methods: ["accept_all"],
+          beforeId,
+          limit: 2,
+        });
+        pages.push(page.map((r) => r.id));
+        beforeId = page.length === 2 ? page[1]?.id : undefined;
+      } while (beforeId !== undefined);
+      const expected = [6, 5, 4, 2, 1, 0].map((i) => rows[i]?.id);
+      expect(pages).toEqual([expected.slice(0, 2), expected.slice(2, 4), expected.slice(4, 6), []]);
+    });
+
+    it("returns only rows with an id lower than beforeId", async () => {
+      const rows = await appendRows(3, () => ({}));
+      const listed = await store().consentLog.list({ teamId, beforeId: rows[2]?.id, limit: 10 });
+      expect(listed.map((r) => r.id)).toEqual([rows[1], rows[0]].map((r) => r?.id));
+      expect(await store().consentLog.list({ teamId, beforeId: rows[0]?.id, limit: 10 })).toEqual(
+        [],
+      );
+    });
+  });
+}

@@ -1,0 +1,63 @@
+import type { Database } from "lmdb";
+import type {
+  ConsentLogQuery,
+  ConsentLogRecord,
+  ConsentLogStore,
+} from "#daemon/consent-log/consent-log-store.js";
+import { PREFIX_END } from "#daemon/store/lmdb-keys.js";
+import { DuplicateKeyError } from "#daemon/store/store.js";
+
+/** Key of a log row: `[teamId, id]`. Ids are UUIDv7, so a reverse scan of a team is newest first. */
+type LogKey = [teamId: string, id: string];
+
+/** The named databases of the consent log. */
+export interface LmdbConsentLogDatabases {
+  consentLog: Database<ConsentLogRecord, LogKey>;
+  /** id → teamId; enforces that ids are unique across teams. */
+  consentLogTeamsById: Database<string, string>;
+}
+
+/** The filters of `query` other than team and position, which the key range already applies. */
+function matches(row: ConsentLogRecord, query: ConsentLogQuery): boolean {
+  if (query.publicId !== undefined && row.publicId !== query.publicId) return false;
+  if (query.methods !== undefined && !query.methods.includes(row.method)) return false;
+  if (query.since !== undefined && row.receivedAt < query.since) return false;
+  if (query.until !== undefined && row.receivedAt >= query.until) return false;
+  return true;
+}
+
+/**
+ * ConsentLogStore over LMDB. list() walks one team's rows backwards from `beforeId` and stops at
+ * `limit`, so a page costs the rows it returns plus the rows its filters skip.
+ */
+export function createLmdbConsentLogStore(dbs: LmdbConsentLogDatabases): ConsentLogStore {
+  const { consentLog, consentLogTeamsById } = dbs;
+  return {
+    // Port: durable once the promise resolves (the environment syncs every commit).
+    async append(record) {
+      await consentLog.transaction(() => {
+        // Checked before any write: lmdb does not roll back a callback that throws.
+        if (consentLogTeamsById.doesExist(record.id)) {
+          throw new DuplicateKeyError("consent log id");
+        }
+        consentLogTeamsById.putSync(record.id, record.teamId);
+        consentLog.putSync([record.teamId, record.id], record);
+      });
+    },
+    async list(query) {
+      const rows: ConsentLogRecord[] = [];
+      if (query.limit <= 0) return rows;
+      const range = consentLog.getRange({
+        start: [query.teamId, query.beforeId ?? PREFIX_END],
+        exclusiveStart: query.beforeId !== undefined,
+        end: [query.teamId],
+        reverse: true,
+      });
+      for (const { value } of range) {
+        if (matches(value, query)) rows.push(value);
+        if (rows.length >= query.limit) break;
+      }
+      return rows;
+    },
+  };
+}

@@ -1,0 +1,111 @@
+import type { Collection, Filter, IndexDescription, WithId } from "mongodb";
+import type {
+  ConsentLogQuery,
+  ConsentLogRecord,
+  ConsentLogStore,
+} from "#daemon/consent-log/consent-log-store.js";
+import { insertUnique } from "#daemon/store/mongo-writes.js";
+
+/**
+ * A consent log row as stored in MongoDB. `_id` is the consentLogId, a UUIDv7: its string order is
+ * its time order, so `_id` alone gives newest-first listings and keyset pages (beforeId).
+ * Optional fields are left out rather than stored as null.
+ */
+export type ConsentLogDocument = Omit<ConsentLogRecord, "id"> & { _id: string };
+
+/** ConsentLogStore over the `consent_log` collection (append-only). */
+export class MongoConsentLogStore implements ConsentLogStore {
+  /** One index per listing shape: a team's rows, and a team's rows of one banner, newest first. */
+  static readonly indexes: IndexDescription[] = [
+    { key: { teamId: 1, _id: -1 }, name: "consent_log_by_team" },
+    { key: { teamId: 1, publicId: 1, _id: -1 }, name: "consent_log_by_banner" },
+  ];
+
+  constructor(private readonly collection: Collection<ConsentLogDocument>) {}
+
+  /** Durable on resolve: the client's write concern is majority and journaled. */
+  async append(record: ConsentLogRecord): Promise<void> {
+    await insertUnique(this.collection, toDocument(record), "consent log row");
+  }
+
+  async list(query: ConsentLogQuery): Promise<ConsentLogRecord[]> {
+    // limit(0) means "no limit" to MongoDB; the port means "no rows".
+    if (query.limit <= 0) return [];
+    const documents = await this.collection
+      .find(filterOf(query))
+      .sort({ _id: -1 })
+      .limit(query.limit)
+      .toArray();
+    return documents.map(toRecord);
+  }
+}
+
+function filterOf(query: ConsentLogQuery): Filter<ConsentLogDocument> {
+  const filter: Filter<ConsentLogDocument> = { teamId: query.teamId };
+  if (query.publicId !== undefined) filter.publicId = query.publicId;
+  if (query.methods !== undefined) filter.method = { $in: [...query.methods] };
+  if (query.since !== undefined || query.until !== undefined) {
+    filter.receivedAt = {
+      ...(query.since !== undefined && { $gte: query.since }),
+      ...(query.until !== undefined && { $lt: query.until }),
+    };
+  }
+  if (query.beforeId !== undefined) filter._id = { $lt: query.beforeId };
+  return filter;
+}
+
+function toDocument(record: ConsentLogRecord): ConsentLogDocument {
+  return withoutAbsent({
+    _id: record.id,
+    teamId: record.teamId,
+    bannerId: record.bannerId,
+    publicId: record.publicId,
+    consentId: record.consentId,
+    method: record.method,
+    preferences: { ...record.preferences },
+    revision: record.revision,
+    languageCode: record.languageCode,
+    country: record.country,
+    region: record.region,
+    matchedRuleId: record.matchedRuleId,
+    gpc: record.gpc,
+    purposeChoices: record.purposeChoices && withoutAbsent({ ...record.purposeChoices }),
+    pageUrl: record.pageUrl,
+    occurredAt: record.occurredAt,
+    timestampClamped: record.timestampClamped,
+    receivedAt: record.receivedAt,
+  });
+}
+
+function toRecord(document: WithId<ConsentLogDocument>): ConsentLogRecord {
+  return withoutAbsent({
+    id: document._id,
+    teamId: document.teamId,
+    bannerId: document.bannerId,
+    publicId: document.publicId,
+    consentId: document.consentId,
+    method: document.method,
+    preferences: { ...document.preferences },
+    revision: document.revision,
+    languageCode: document.languageCode,
+    country: document.country,
+    region: document.region,
+    matchedRuleId: document.matchedRuleId,
+    gpc: document.gpc,
+    purposeChoices: document.purposeChoices && withoutAbsent({ ...document.purposeChoices }),
+    pageUrl: document.pageUrl,
+    occurredAt: document.occurredAt,
+    timestampClamped: document.timestampClamped,
+    receivedAt: document.receivedAt,
+  });
+}
+
+/**
+ * Drops undefined and null fields: the driver would store undefined as null, and an optional field
+ * of the port is either present with a value or missing.
+ */
+function withoutAbsent<T extends object>(value: T): T {
+  return Object.fromEntries(
+    Object.entries(value).filter(([, field]) => field !== undefined && field !== null),
+  ) as T;
+}

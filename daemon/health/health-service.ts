@@ -1,0 +1,63 @@
+import type { ServiceImpl } from "@connectrpc/connect";
+import { Code, ConnectError } from "@connectrpc/connect";
+import type { Store } from "#daemon/store/store.js";
+import {
+  type Health,
+  HealthCheckResponse_ServingStatus as Status,
+} from "#gen/grpc/health/v1/health_pb.js";
+
+/** How often Watch re-checks the store. */
+const WATCH_INTERVAL_MS = 5_000;
+
+/**
+ * The standard grpc.health.v1 service. The daemon serves only while its store answers; "" names
+ * the whole server, and each consent.v1 service can be asked for by its full name.
+ */
+export function createHealthService(
+  store: Store,
+  serviceNames: readonly string[],
+): ServiceImpl<typeof Health> {
+  const known = new Set(["", ...serviceNames]);
+
+  async function status(): Promise<Status> {
+    try {
+      await store.ping();
+      return Status.SERVING;
+    } catch {
+      // An unreachable store is exactly what NOT_SERVING reports; the ping error itself is noise.
+      return Status.NOT_SERVING;
+    }
+  }
+
+  return {
+    async check(request) {
+      if (!known.has(request.service))
+        throw new ConnectError(`unknown service ${request.service}`, Code.NotFound);
+      return { status: await status() };
+    },
+
+    async *watch(request, ctx) {
+      if (!known.has(request.service)) {
+        yield { status: Status.SERVICE_UNKNOWN };
+        return;
+      }
+      let last: Status | undefined;
+      while (!ctx.signal.aborted) {
+        const current = await status();
+        if (current !== last) yield { status: current };
+        last = current;
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, WATCH_INTERVAL_MS);
+          ctx.signal.addEventListener(
+            "abort",
+            () => {
+              clearTimeout(timer);
+              resolve();
+            },
+            { once: true },
+          );
+        });
+      }
+    },
+  };
+}

@@ -1,0 +1,113 @@
+import { createHash, randomUUID } from "node:crypto";
+import { describe, expect, it } from "vitest";
+import type { ApiKeyRecord } from "#daemon/keys/key-store.js";
+import { DuplicateKeyError } from "#daemon/store/store.js";
+import {
+  DAY,
+  MINUTE,
+  type OpenStore,
+  shifted,
+  useFreshStore,
+} from "#daemon/store/store-contract-harness.js";
+
+function aKey(
+  teamId: string,
+  createdAt: Date,
+  overrides: Partial<ApiKeyRecord> = {},
+): ApiKeyRecord {
+  return {
+    id: randomUUID(),
+    teamId,
+    environment: "live",
+    name: "server",
+    scopes: ["banners:read", "consent:write"],
+    keyHash: createHash("sha256").update(randomUUID()).digest("hex"),
+    hint: "ck_live_…abcd",
+    createdAt,
+    expiresAt: null,
+    revokedAt: null,
+    ...overrides,
+  };
+}
+
+/** The KeyStore promises (daemon/keys/key-store.ts), for any adapter. */
+export function describeKeyStoreContract(openStore: OpenStore): void {
+  describe("KeyStore contract", () => {
+    const store = useFreshStore(openStore);
+    const now = new Date();
+    const teamId = randomUUID();
+
+    it("finds an inserted key by id and by hash", async () => {
+      const key = aKey(teamId, now, { expiresAt: shifted(now, DAY) });
+      await store().keys.insert(key);
+      expect(await store().keys.get(key.id)).toEqual(key);
+      const found = await store().keys.findByHash(key.keyHash);
+      expect(found).toEqual(key);
+      expect(found?.expiresAt).toBeInstanceOf(Date);
+    });
+
+    it("returns null for an unknown id or hash", async () => {
+      expect(await store().keys.get(randomUUID())).toBeNull();
+      expect(await store().keys.findByHash("0".repeat(64))).toBeNull();
+    });
+
+    it("rejects a second key with the same keyHash and keeps the first", async () => {
+      const key = aKey(teamId, now);
+      await store().keys.insert(key);
+      const clash = aKey(teamId, now, { keyHash: key.keyHash });
+      await expect(store().keys.insert(clash)).rejects.toBeInstanceOf(DuplicateKeyError);
+      expect((await store().keys.findByHash(key.keyHash))?.id).toBe(key.id);
+      expect(await store().keys.get(clash.id)).toBeNull();
+    });
+
+    it("rejects a second key with the same id", async () => {
+      const key = aKey(teamId, now);
+      await store().keys.insert(key);
+      await expect(store().keys.insert(aKey(teamId, now, { id: key.id }))).rejects.toBeInstanceOf(
+        DuplicateKeyError,
+      );
+    });
+
+    it("lists a team's keys newest first, and only that team's", async () => {
+      const keys = [aKey(teamId, now), aKey(teamId, shifted(now, 2 * MINUTE))];
+      keys.push(aKey(teamId, shifted(now, MINUTE)));
+      for (const key of keys) await store().keys.insert(key);
+      await store().keys.insert(aKey(randomUUID(), now));
+      const listed = await store().keys.listByTeam(teamId);
+      expect(listed.map((k) => k.id)).toEqual([keys[1], keys[2], keys[0]].map((k) => k?.id));
+      expect(await store().keys.listByTeam(randomUUID())).toEqual([]);
+    });
+
+    it("revokes a key once: the first revocation time stays", async () => {
+      const key = aKey(teamId, now);
+      await store().keys.insert(key);
+      const first = shifted(now, MINUTE);
+      expect(await store().keys.revoke(key.id, first)).toEqual({ ...key, revokedAt: first });
+      const again = await store().keys.revoke(key.id, shifted(now, 2 * MINUTE));
+      expect(again?.revokedAt).toEqual(first);
+      expect((await store().keys.get(key.id))?.revokedAt).toEqual(first);
+    });
+
+    it("sets an expiry on a key that has none", async () => {
+      const key = aKey(teamId, now);
+      await store().keys.insert(key);
+      const at = shifted(now, DAY);
+      expect(await store().keys.expireBy(key.id, at)).toEqual({ ...key, expiresAt: at });
+    });
+
+    it("keeps the current expiry when it is earlier, moves it when it is later", async () => {
+      const key = aKey(teamId, now, { expiresAt: shifted(now, DAY) });
+      await store().keys.insert(key);
+      const kept = await store().keys.expireBy(key.id, shifted(now, 2 * DAY));
+      expect(kept?.expiresAt).toEqual(key.expiresAt);
+      const earlier = shifted(now, MINUTE);
+      expect((await store().keys.expireBy(key.id, earlier))?.expiresAt).toEqual(earlier);
+      expect((await store().keys.get(key.id))?.expiresAt).toEqual(earlier);
+    });
+
+    it("returns null when revoking or expiring an unknown key", async () => {
+      expect(await store().keys.revoke(randomUUID(), now)).toBeNull();
+      expect(await store().keys.expireBy(randomUUID(), now)).toBeNull();
+    });
+  });
+}

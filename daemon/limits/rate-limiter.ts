@@ -1,0 +1,105 @@
+import { createHmac } from "node:crypto";
+import type { Clock } from "#daemon/clock.js";
+import { DomainError, type RateLimitState } from "#daemon/errors.js";
+import type { CounterStore } from "#daemon/limits/counter-store.js";
+
+/** spec 8: the fixed API-key window. */
+export const KEY_WINDOW_MS = 15 * 60_000;
+/** spec 8: failed authentication attempts are counted per minute. */
+export const MINUTE_MS = 60_000;
+
+/** spec 8: requests per 15-minute window for each key, by plan. */
+export const PLAN_LIMITS: Readonly<Record<string, number>> = {
+  free: 50,
+  starter: 200,
+  professional: 500,
+  business: 2_000,
+  enterprise: 5_000,
+};
+
+/** spec 8: an unmapped plan falls back to the Free limit. */
+export function planLimit(plan: string): number {
+  return PLAN_LIMITS[plan] ?? (PLAN_LIMITS.free as number);
+}
+
+export interface LimitOutcome {
+  allowed: boolean;
+  state: RateLimitState;
+  retryAfterSeconds: number;
+}
+
+/**
+ * Fixed-window counters aligned to the clock (decisions §2: window start = floor(now / window)).
+ * Counts live in the shared store, so every daemon on one store enforces one limit.
+ */
+export class FixedWindowLimiter {
+  constructor(
+    private readonly counters: CounterStore,
+    private readonly clock: Clock,
+  ) {}
+
+  /** Counts one request against `bucket` and reports whether it is within `limit`. */
+  async hit(bucket: string, limit: number, windowMs: number): Promise<LimitOutcome> {
+    const now = this.clock().getTime();
+    const { name, resetAtMs } = windowOf(bucket, windowMs, now);
+    const count = await this.counters.increment(name, new Date(resetAtMs + windowMs));
+    return outcome(count, limit, resetAtMs, now);
+  }
+
+  /** How many requests `bucket` has used in the current window, without counting one. */
+  async used(bucket: string, windowMs: number): Promise<{ count: number; resetAtMs: number }> {
+    const now = this.clock();
+    const { name, resetAtMs } = windowOf(bucket, windowMs, now.getTime());
+    return { count: await this.counters.get(name, now), resetAtMs };
+  }
+
+  /** Counts one event (for example a failed authentication) without a verdict. */
+  async record(bucket: string, windowMs: number): Promise<void> {
+    const now = this.clock().getTime();
+    const { name, resetAtMs } = windowOf(bucket, windowMs, now);
+    await this.counters.increment(name, new Date(resetAtMs + windowMs));
+  }
+}
+
+function windowOf(bucket: string, windowMs: number, now: number) {
+  const start = Math.floor(now / windowMs) * windowMs;
+  return { name: `${bucket}:${start}`, resetAtMs: start + windowMs };
+}
+
+function outcome(count: number, limit: number, resetAtMs: number, now: number): LimitOutcome {
+  return {
+    allowed: count <= limit,
+    state: { limit, remaining: Math.max(0, limit - count), resetAtMs },
+    retryAfterSeconds: retryAfterSeconds(resetAtMs, now),
+  };
+}
+
+/** Whole seconds until the window resets, at least 1. */
+export function retryAfterSeconds(resetAtMs: number, now: number): number {
+  return Math.max(1, Math.ceil((resetAtMs - now) / 1000));
+}
+
+/** spec 7: 429 rate_limited with Retry-After. */
+export function rateLimited(retryAfter: number, state?: RateLimitState): DomainError {
+  return new DomainError(
+    "rate_limited",
+    "rate_limited",
+    `Rate limit exceeded; retry in ${retryAfter} seconds`,
+    {
+      retryAfterSeconds: retryAfter,
+      rateLimit: state,
+    },
+  );
+}
+
+/**
+ * Turns a client IP into a counter-name component: an HMAC under a server secret, so counters
+ * never hold a raw address (decisions §2) and a store dump cannot be reversed by enumerating IPs.
+ */
+export class ClientIpHasher {
+  constructor(private readonly secret: Buffer) {}
+
+  hash(ip: string): string {
+    return createHmac("sha256", this.secret).update(ip).digest("base64url").slice(0, 22);
+  }
+}

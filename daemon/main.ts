@@ -1,0 +1,96 @@
+import { createRouterTransport } from "@connectrpc/connect";
+import { pino } from "pino";
+import { loadSecrets } from "#daemon/bootstrap.js";
+import { systemClock } from "#daemon/clock.js";
+import { type Config, loadConfig } from "#daemon/config.js";
+import { schedulePurge } from "#daemon/purge.js";
+import { createDaemon, listenDaemon } from "#daemon/server.js";
+import type { Store } from "#daemon/store/store.js";
+
+/** The one place that picks the store adapter: MongoDB when MONGODB_URI is set, else LMDB. */
+async function openStore(config: Config): Promise<Store> {
+  if (config.mongoUri) {
+    const { openMongoStore } = await import("#daemon/store/mongo-store.js");
+    return openMongoStore({ uri: config.mongoUri });
+  }
+  const { openLmdbStore } = await import("#daemon/store/lmdb-store.js");
+  return openLmdbStore({ dataDir: config.dataDir });
+}
+
+/**
+ * consentd: serves the daemon; with `withGateway` (what `npm start` runs) the REST gateway runs in
+ * the same process and reaches the daemon through an in-memory transport.
+ */
+export async function runDaemon(options: { withGateway: boolean; config?: Config }) {
+  const config = options.config ?? loadConfig();
+  const logger = pino({ level: config.logLevel, base: { service: "consentd" } });
+  const secrets = await loadSecrets(config);
+  if (secrets.identityProblem) {
+    logger.error(
+      `subject identity hashing is unavailable: ${secrets.identityProblem}; subject endpoints answer 503`,
+    );
+  }
+  const store = await openStore(config);
+  const daemon = createDaemon({
+    store,
+    operatorToken: secrets.operatorToken,
+    identityKeys: secrets.identityKeys,
+    baseUrl: config.baseUrl,
+    logger,
+  });
+  const server = await listenDaemon(daemon, {
+    host: config.grpcHost,
+    port: config.grpcPort,
+    logger,
+  });
+  const stopPurge = schedulePurge(store, systemClock, logger);
+  let gateway: { close(): Promise<unknown>; url: string } | undefined;
+  if (options.withGateway) {
+    const { startGateway } = await import("#gateway/main.js");
+    const transport = createRouterTransport(daemon.routes, {
+      router: { interceptors: daemon.interceptors },
+    });
+    gateway = await startGateway({
+      config,
+      transport,
+      operatorToken: secrets.operatorToken,
+      logger,
+    });
+  }
+  printWelcome(config, store.kind, server.url, gateway?.url, secrets.created);
+
+  const shutdown = async (signal: string) => {
+    logger.info({ signal }, "draining and shutting down");
+    stopPurge();
+    await gateway?.close();
+    await server.app.close();
+    await store.close();
+    process.exit(0);
+  };
+  for (const signal of ["SIGTERM", "SIGINT"] as const)
+    process.once(signal, () => void shutdown(signal));
+}
+
+function printWelcome(
+  config: Config,
+  storeKind: string,
+  daemonUrl: string,
+  gatewayUrl: string | undefined,
+  created: string[],
+) {
+  const lines = [
+    "",
+    `consent service is running on the ${storeKind === "lmdb" ? `embedded store (${config.dataDir})` : "MongoDB store"}`,
+    `  gRPC / Connect daemon  ${daemonUrl}`,
+    ...(gatewayUrl
+      ? [`  REST gateway           ${gatewayUrl}   (try: curl ${gatewayUrl}/api/v1/health)`]
+      : []),
+    ...(created.length ? ["", `First start: created ${created.join(", ")}`] : []),
+    "",
+    "Mint an API key:",
+    '  npx consentctl teams create --name "My team" --plan professional',
+    "  npx consentctl keys create --team <team id> --env live --scopes banners:read,banners:write,consent:read,consent:write",
+    "",
+  ];
+  process.stdout.write(`${lines.join("\n")}\n`);
+}

@@ -1,0 +1,31 @@
+import type { Logger } from "pino";
+import type { Clock } from "#daemon/clock.js";
+import type { Store } from "#daemon/store/store.js";
+
+/** How often expired subject records, sessions and counters are removed. */
+export const PURGE_INTERVAL_MS = 10 * 60_000;
+
+/**
+ * decisions §4: expired records are treated as absent at once and purged later. Every daemon on a
+ * store may run this; deleting what is already gone is harmless.
+ */
+export async function purgeExpired(store: Store, now: Date) {
+  const [subjects, sessions, counters] = await Promise.all([
+    store.subjects.purgeExpired(now),
+    store.sessions.purgeExpired(now),
+    store.counters.purgeExpired(now),
+  ]);
+  return { subjects, sessions, counters };
+}
+
+/** Runs purgeExpired on a timer that never keeps the process alive. */
+export function schedulePurge(store: Store, clock: Clock, logger: Logger): () => void {
+  const timer = setInterval(() => {
+    purgeExpired(store, clock()).then(
+      (removed) => logger.debug({ removed }, "purged expired records"),
+      (err) => logger.error({ err }, "purging expired records failed"),
+    );
+  }, PURGE_INTERVAL_MS);
+  timer.unref();
+  return () => clearInterval(timer);
+}

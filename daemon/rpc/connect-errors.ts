@@ -1,0 +1,80 @@
+import { create } from "@bufbuild/protobuf";
+import { timestampFromDate } from "@bufbuild/protobuf/wkt";
+import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
+import { DomainError, type FailureKind } from "#daemon/errors.js";
+import { rateLimitHeaders } from "#daemon/rpc/rate-limit-headers.js";
+import { ErrorInfoSchema } from "#gen/consent/v1/errors_pb.js";
+
+/** decisions §7: the gRPC code of each kind of failure. */
+const CODE_OF_KIND: Record<FailureKind, Code> = {
+  invalid: Code.InvalidArgument,
+  too_large: Code.ResourceExhausted,
+  unauthenticated: Code.Unauthenticated,
+  forbidden: Code.PermissionDenied,
+  not_found: Code.NotFound,
+  conflict: Code.Aborted,
+  rate_limited: Code.ResourceExhausted,
+  unavailable: Code.Unavailable,
+};
+
+/** The single translation of a DomainError into a ConnectError carrying an ErrorInfo detail. */
+export function toConnectError(error: DomainError): ConnectError {
+  const { details, rateLimit, retryAfterSeconds, current } = error.extras;
+  const info = create(ErrorInfoSchema, {
+    code: error.code,
+    details: details ?? [],
+    retryAfterSeconds: retryAfterSeconds ?? 0,
+    rateLimit: rateLimit && {
+      limit: rateLimit.limit,
+      remaining: rateLimit.remaining,
+      resetAtMs: BigInt(rateLimit.resetAtMs),
+    },
+    current: current && {
+      consentState: current.consentState,
+      protocolVersion: current.protocolVersion,
+      version: current.version,
+      clientUpdatedAt: current.clientUpdatedAt,
+      updatedAt: timestampFromDate(current.updatedAt),
+      expiresAt: timestampFromDate(current.expiresAt),
+    },
+  });
+  const metadata = new Headers(rateLimit ? rateLimitHeaders(rateLimit) : undefined);
+  if (retryAfterSeconds) metadata.set("retry-after", String(retryAfterSeconds));
+  return new ConnectError(
+    error.message,
+    CODE_OF_KIND[error.kind],
+    metadata,
+    [{ desc: ErrorInfoSchema, value: info }],
+    error,
+  );
+}
+
+export interface ErrorLogger {
+  error(details: object, message: string): void;
+}
+
+/**
+ * Server interceptor at the RPC edge: domain failures become ConnectErrors with ErrorInfo; any
+ * other error is logged with its stack and leaves as a bare "internal error", so no internal text
+ * reaches a client.
+ */
+export function domainErrorInterceptor(logger: ErrorLogger): Interceptor {
+  return (next) => async (request) => {
+    try {
+      return await next(request);
+    } catch (error) {
+      if (error instanceof DomainError) throw toConnectError(error);
+      if (
+        error instanceof ConnectError &&
+        error.code !== Code.Internal &&
+        error.code !== Code.Unknown
+      )
+        throw error;
+      logger.error(
+        { err: error, procedure: request.method.name },
+        "unexpected error in RPC handler",
+      );
+      throw new ConnectError("internal error", Code.Internal, undefined, undefined, error);
+    }
+  };
+}

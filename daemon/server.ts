@@ -1,0 +1,104 @@
+import { createHmac } from "node:crypto";
+import type { ConnectRouter } from "@connectrpc/connect";
+import { createContextValues } from "@connectrpc/connect";
+import { fastifyConnectPlugin } from "@connectrpc/connect-fastify";
+import { fastify, LogController } from "fastify";
+import type { Logger } from "pino";
+import { createAdminService } from "#daemon/admin/admin-service.js";
+import { Authenticator } from "#daemon/auth/authenticator.js";
+import { kPeerAddress } from "#daemon/auth/caller.js";
+import { createBannerService } from "#daemon/banners/banner-service.js";
+import { type Clock, systemClock } from "#daemon/clock.js";
+import { createHealthService } from "#daemon/health/health-service.js";
+import type { IdentityKey } from "#daemon/identity/subject-identity.js";
+import { SubjectIdentity } from "#daemon/identity/subject-identity.js";
+import { ClientIpHasher, FixedWindowLimiter } from "#daemon/limits/rate-limiter.js";
+import { domainErrorInterceptor } from "#daemon/rpc/connect-errors.js";
+import type { Store } from "#daemon/store/store.js";
+import { createSubjectService } from "#daemon/subjects/subject-service.js";
+import { AdminService } from "#gen/consent/v1/admin_pb.js";
+import { BannerService } from "#gen/consent/v1/banner_pb.js";
+import { SubjectService } from "#gen/consent/v1/subject_pb.js";
+import { Health } from "#gen/grpc/health/v1/health_pb.js";
+
+/** The largest message the daemon reads: every REST body limit fits well inside it. */
+export const DAEMON_READ_MAX_BYTES = 1024 * 1024;
+
+export interface DaemonOptions {
+  store: Store;
+  operatorToken: string;
+  identityKeys: readonly IdentityKey[];
+  /** CONSENT_BASE_URL: its origin is the only one a session-authenticated write may carry. */
+  baseUrl: string;
+  logger: Logger;
+  clock?: Clock;
+}
+
+/** Everything the daemon serves, as Connect routes usable by a server or an in-memory transport. */
+export interface Daemon {
+  routes: (router: ConnectRouter) => void;
+  interceptors: ReturnType<typeof domainErrorInterceptor>[];
+}
+
+/** Wires the services over one store: the composition every way of running the daemon shares. */
+export function createDaemon(options: DaemonOptions): Daemon {
+  const clock = options.clock ?? systemClock;
+  const identity = new SubjectIdentity(options.identityKeys);
+  // Client IPs are hashed under a secret every daemon on the store shares (decisions §2).
+  const ipSecret =
+    identity.derivedSecret("consent.v1 client ip") ??
+    createHmac("sha256", options.operatorToken).update("consent.v1 client ip").digest();
+  const authenticator = new Authenticator({
+    store: options.store,
+    limiter: new FixedWindowLimiter(options.store.counters, clock),
+    ipHasher: new ClientIpHasher(ipSecret),
+    clock,
+    operatorToken: options.operatorToken,
+    baseOrigin: new URL(options.baseUrl).origin,
+  });
+  const services = { store: options.store, authenticator, clock };
+  const names = [BannerService, SubjectService, AdminService].map((s) => s.typeName);
+  return {
+    interceptors: [domainErrorInterceptor(options.logger)],
+    routes(router) {
+      router.service(BannerService, createBannerService(services));
+      router.service(SubjectService, createSubjectService({ ...services, identity }));
+      router.service(AdminService, createAdminService(services));
+      router.service(Health, createHealthService(options.store, names));
+    },
+  };
+}
+
+export interface ListenOptions {
+  host: string;
+  port: number;
+  logger: Logger;
+}
+
+/**
+ * Serves the daemon on one h2c port: gRPC, gRPC-Web and Connect (decisions §7). Closing drains
+ * in-flight calls briefly, then forces connections shut (Node 20 keeps HTTP/2 sessions open).
+ */
+export async function listenDaemon(daemon: Daemon, options: ListenOptions) {
+  const app = fastify({
+    http2: true,
+    forceCloseConnections: true,
+    loggerInstance: options.logger,
+    logController: new LogController({ disableRequestLogging: true }),
+  });
+  await app.register(fastifyConnectPlugin, {
+    routes: daemon.routes,
+    interceptors: daemon.interceptors,
+    readMaxBytes: DAEMON_READ_MAX_BYTES,
+    shutdownTimeoutMs: 5_000,
+    contextValues: (request) => createContextValues().set(kPeerAddress, request.ip),
+  });
+  await app.listen({ host: options.host, port: options.port });
+  const address = app.server.address();
+  const port = typeof address === "object" && address ? address.port : options.port;
+  return {
+    app,
+    port,
+    url: `http://${options.host.includes(":") ? `[${options.host}]` : options.host}:${port}`,
+  };
+}

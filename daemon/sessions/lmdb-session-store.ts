@@ -1,0 +1,60 @@
+import type { Database } from "lmdb";
+import type { SessionRecord, SessionStore } from "#daemon/sessions/session-store.js";
+import { type ExpiryIndex, expiryKey, purgeDue } from "#daemon/store/lmdb-keys.js";
+import { DuplicateKeyError } from "#daemon/store/store.js";
+
+/** The named databases of the session store: records by id and the indexes that point at them. */
+export interface LmdbSessionDatabases {
+  sessions: Database<SessionRecord, string>;
+  /** tokenHash → id; also enforces that tokenHash is unique. */
+  sessionIdsByHash: Database<string, string>;
+  /** [expiresAtMs, id] → id; a session's expiry never changes, so its entry never moves. */
+  sessionIdsByExpiry: ExpiryIndex;
+}
+
+/** SessionStore over LMDB; a session and its index entries are written in one transaction. */
+export function createLmdbSessionStore(dbs: LmdbSessionDatabases): SessionStore {
+  const { sessions, sessionIdsByHash, sessionIdsByExpiry } = dbs;
+  return {
+    async insert(session) {
+      await sessions.transaction(() => {
+        // Checked before any write: lmdb does not roll back a callback that throws.
+        if (sessions.doesExist(session.id)) throw new DuplicateKeyError("session id");
+        if (sessionIdsByHash.doesExist(session.tokenHash)) {
+          throw new DuplicateKeyError("tokenHash");
+        }
+        sessions.putSync(session.id, session);
+        sessionIdsByHash.putSync(session.tokenHash, session.id);
+        sessionIdsByExpiry.putSync(expiryKey(session.id, session.expiresAt), session.id);
+      });
+    },
+    async findByHash(tokenHash) {
+      const id = sessionIdsByHash.get(tokenHash);
+      return id === undefined ? null : (sessions.get(id) ?? null);
+    },
+    async get(id) {
+      return sessions.get(id) ?? null;
+    },
+    // Port: the first revocation time stays.
+    revoke(id, at) {
+      return sessions.transaction(() => {
+        const session = sessions.get(id);
+        if (!session || session.revokedAt) return session ?? null;
+        const next: SessionRecord = { ...session, revokedAt: at };
+        sessions.putSync(id, next);
+        return next;
+      });
+    },
+    purgeExpired(now) {
+      return sessions.transaction(() =>
+        purgeDue(sessionIdsByExpiry, now, (id) => {
+          const session = sessions.get(id);
+          if (!session || session.expiresAt > now) return false;
+          sessions.removeSync(id);
+          sessionIdsByHash.removeSync(session.tokenHash);
+          return true;
+        }),
+      );
+    },
+  };
+}

@@ -1,0 +1,66 @@
+import type { Collection, IndexDescription, WithId } from "mongodb";
+import type { SessionRecord, SessionStore } from "#daemon/sessions/session-store.js";
+import { insertUnique, revokeOnce } from "#daemon/store/mongo-writes.js";
+
+/** A dashboard session as stored in MongoDB: `_id` is the session's UUID; only the token's hash. */
+export type SessionDocument = Omit<SessionRecord, "id"> & { _id: string };
+
+/**
+ * SessionStore over the `sessions` collection. Reads return a session whatever its expiry, as the
+ * port says (it has no `now`): the authenticator judges expiry. The TTL index only collects garbage.
+ */
+export class MongoSessionStore implements SessionStore {
+  static readonly indexes: IndexDescription[] = [
+    { key: { tokenHash: 1 }, name: "sessions_token_hash", unique: true },
+    // TTL: the server removes a session about a minute after expiresAt; purgeExpired is exact.
+    { key: { expiresAt: 1 }, name: "sessions_expiry", expireAfterSeconds: 0 },
+  ];
+
+  constructor(private readonly collection: Collection<SessionDocument>) {}
+
+  async insert(session: SessionRecord): Promise<void> {
+    await insertUnique(this.collection, toDocument(session), "session");
+  }
+
+  async findByHash(tokenHash: string): Promise<SessionRecord | null> {
+    const document = await this.collection.findOne({ tokenHash });
+    return document && toSession(document);
+  }
+
+  async get(id: string): Promise<SessionRecord | null> {
+    const document = await this.collection.findOne({ _id: id });
+    return document && toSession(document);
+  }
+
+  async revoke(id: string, at: Date): Promise<SessionRecord | null> {
+    const document = await revokeOnce(this.collection, id, at);
+    return document && toSession(document);
+  }
+
+  async purgeExpired(now: Date): Promise<number> {
+    const { deletedCount } = await this.collection.deleteMany({ expiresAt: { $lte: now } });
+    return deletedCount;
+  }
+}
+
+function toDocument(session: SessionRecord): SessionDocument {
+  return {
+    _id: session.id,
+    teamId: session.teamId,
+    tokenHash: session.tokenHash,
+    createdAt: session.createdAt,
+    expiresAt: session.expiresAt,
+    revokedAt: session.revokedAt,
+  };
+}
+
+function toSession(document: WithId<SessionDocument>): SessionRecord {
+  return {
+    id: document._id,
+    teamId: document.teamId,
+    tokenHash: document.tokenHash,
+    createdAt: document.createdAt,
+    expiresAt: document.expiresAt,
+    revokedAt: document.revokedAt ?? null,
+  };
+}

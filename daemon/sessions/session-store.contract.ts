@@ -1,0 +1,83 @@
+import { createHash, randomUUID } from "node:crypto";
+import { describe, expect, it } from "vitest";
+import type { SessionRecord } from "#daemon/sessions/session-store.js";
+import { DuplicateKeyError } from "#daemon/store/store.js";
+import {
+  DAY,
+  MINUTE,
+  type OpenStore,
+  shifted,
+  useFreshStore,
+} from "#daemon/store/store-contract-harness.js";
+
+function aSession(createdAt: Date, expiresAt: Date, tokenHash?: string): SessionRecord {
+  return {
+    id: randomUUID(),
+    teamId: randomUUID(),
+    tokenHash: tokenHash ?? createHash("sha256").update(randomUUID()).digest("hex"),
+    createdAt,
+    expiresAt,
+    revokedAt: null,
+  };
+}
+
+/** The SessionStore promises (daemon/sessions/session-store.ts), for any adapter. */
+export function describeSessionStoreContract(openStore: OpenStore): void {
+  describe("SessionStore contract", () => {
+    const store = useFreshStore(openStore);
+    const now = new Date();
+
+    it("finds an inserted session by id and by token hash", async () => {
+      const session = aSession(now, shifted(now, DAY));
+      await store().sessions.insert(session);
+      expect(await store().sessions.get(session.id)).toEqual(session);
+      const found = await store().sessions.findByHash(session.tokenHash);
+      expect(found).toEqual(session);
+      expect(found?.expiresAt).toBeInstanceOf(Date);
+    });
+
+    it("returns null for an unknown id or token hash", async () => {
+      expect(await store().sessions.get(randomUUID())).toBeNull();
+      expect(await store().sessions.findByHash("0".repeat(64))).toBeNull();
+    });
+
+    it("rejects a second session with the same tokenHash or id", async () => {
+      const session = aSession(now, shifted(now, DAY));
+      await store().sessions.insert(session);
+      const sameHash = aSession(now, shifted(now, DAY), session.tokenHash);
+      await expect(store().sessions.insert(sameHash)).rejects.toBeInstanceOf(DuplicateKeyError);
+      const sameId = { ...aSession(now, shifted(now, DAY)), id: session.id };
+      await expect(store().sessions.insert(sameId)).rejects.toBeInstanceOf(DuplicateKeyError);
+      expect((await store().sessions.findByHash(session.tokenHash))?.id).toBe(session.id);
+    });
+
+    it("revokes a session once: the first revocation time stays", async () => {
+      const session = aSession(now, shifted(now, DAY));
+      await store().sessions.insert(session);
+      const first = shifted(now, MINUTE);
+      expect(await store().sessions.revoke(session.id, first)).toEqual({
+        ...session,
+        revokedAt: first,
+      });
+      const again = await store().sessions.revoke(session.id, shifted(now, 2 * MINUTE));
+      expect(again?.revokedAt).toEqual(first);
+      expect((await store().sessions.get(session.id))?.revokedAt).toEqual(first);
+    });
+
+    it("returns null when revoking an unknown session", async () => {
+      expect(await store().sessions.revoke(randomUUID(), now)).toBeNull();
+    });
+
+    it("purges sessions expired at or before now and counts them", async () => {
+      const expired = aSession(shifted(now, -DAY), shifted(now, -MINUTE));
+      const expiringNow = aSession(shifted(now, -DAY), now);
+      const live = aSession(now, shifted(now, MINUTE));
+      for (const session of [expired, expiringNow, live]) await store().sessions.insert(session);
+      expect(await store().sessions.purgeExpired(now)).toBe(2);
+      expect(await store().sessions.get(expired.id)).toBeNull();
+      expect(await store().sessions.findByHash(expiringNow.tokenHash)).toBeNull();
+      expect(await store().sessions.get(live.id)).toEqual(live);
+      expect(await store().sessions.purgeExpired(now)).toBe(0);
+    });
+  });
+}

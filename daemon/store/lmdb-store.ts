@@ -1,0 +1,92 @@
+import { mkdir } from "node:fs/promises";
+import { join } from "node:path";
+import { open, type RootDatabase } from "lmdb";
+import { createLmdbBannerStore } from "#daemon/banners/lmdb-banner-store.js";
+import { createLmdbConsentLogStore } from "#daemon/consent-log/lmdb-consent-log-store.js";
+import { createLmdbKeyStore } from "#daemon/keys/lmdb-key-store.js";
+import { createLmdbCounterStore } from "#daemon/limits/lmdb-counter-store.js";
+import { createLmdbSessionStore } from "#daemon/sessions/lmdb-session-store.js";
+import type { Store } from "#daemon/store/store.js";
+import { createLmdbSubjectStore } from "#daemon/subjects/lmdb-subject-store.js";
+import { createLmdbTeamStore } from "#daemon/teams/lmdb-team-store.js";
+
+export interface LmdbStoreOptions {
+  /** Directory holding the environments; created when missing. Several daemons may share it. */
+  dataDir: string;
+}
+
+/**
+ * Opens the durable records environment, `<dataDir>/records`. overlappingSync is off so that LMDB
+ * fsyncs inside every commit: a write's promise then resolves only once the data is on disk, and
+ * no other process can see data that a crash could still take back. The alternative, awaiting
+ * `db.flushed` after each write, keeps the fsync out of the writer lock but makes every write
+ * site responsible for the wait. No `cache`: another process's writes must be seen at once.
+ */
+function openRecords(dataDir: string): RootDatabase {
+  return open({ path: join(dataDir, "records"), overlappingSync: false, maxDbs: 20 });
+}
+
+/**
+ * Opens the rate-limit environment, `<dataDir>/counters`, without fsync (noSync): a machine crash
+ * may lose recent counts, but the hot path never waits for the disk. A separate environment, since
+ * sync behaviour is per environment and the records must stay durable.
+ */
+function openCounters(dataDir: string): RootDatabase {
+  return open({ path: join(dataDir, "counters"), noSync: true, maxDbs: 4 });
+}
+
+/**
+ * The embedded default Store: LMDB environments in `dataDir`, safe to open from several processes
+ * at once (LMDB serialises write transactions across processes through its lock file).
+ */
+export async function openLmdbStore(options: LmdbStoreOptions): Promise<Store> {
+  await mkdir(options.dataDir, { recursive: true });
+  const records = openRecords(options.dataDir);
+  let counterEnv: RootDatabase;
+  try {
+    counterEnv = openCounters(options.dataDir);
+  } catch (error) {
+    await records.close();
+    throw error;
+  }
+  return {
+    kind: "lmdb",
+    teams: createLmdbTeamStore({ teams: records.openDB({ name: "teams" }) }),
+    keys: createLmdbKeyStore({
+      keys: records.openDB({ name: "keys" }),
+      keyIdsByHash: records.openDB({ name: "key-ids-by-hash" }),
+      keyIdsByTeam: records.openDB({ name: "key-ids-by-team" }),
+    }),
+    sessions: createLmdbSessionStore({
+      sessions: records.openDB({ name: "sessions" }),
+      sessionIdsByHash: records.openDB({ name: "session-ids-by-hash" }),
+      sessionIdsByExpiry: records.openDB({ name: "session-ids-by-expiry" }),
+    }),
+    banners: createLmdbBannerStore({
+      banners: records.openDB({ name: "banners" }),
+      bannerIdsByPublicId: records.openDB({ name: "banner-ids-by-public-id" }),
+      bannerIdsByTeam: records.openDB({ name: "banner-ids-by-team" }),
+    }),
+    subjects: createLmdbSubjectStore({
+      subjects: records.openDB({ name: "subjects" }),
+      subjectHashesByExpiry: records.openDB({ name: "subject-hashes-by-expiry" }),
+    }),
+    consentLog: createLmdbConsentLogStore({
+      consentLog: records.openDB({ name: "consent-log" }),
+      consentLogTeamsById: records.openDB({ name: "consent-log-teams-by-id" }),
+    }),
+    counters: createLmdbCounterStore({
+      counters: counterEnv.openDB({ name: "counters" }),
+      counterNamesByExpiry: counterEnv.openDB({ name: "counter-names-by-expiry" }),
+    }),
+    // A one-key read of each environment's root (its catalogue of named databases): cheap, and it
+    // throws once the environment is closed.
+    async ping() {
+      Array.from(records.getKeys({ limit: 1 }));
+      Array.from(counterEnv.getKeys({ limit: 1 }));
+    },
+    async close() {
+      await Promise.all([records.close(), counterEnv.close()]);
+    },
+  };
+}

@@ -1,0 +1,136 @@
+import { type Db, MongoClient, type MongoClientOptions, MongoServerSelectionError } from "mongodb";
+import { type BannerDocument, MongoBannerStore } from "#daemon/banners/mongo-banner-store.js";
+import {
+  type ConsentLogDocument,
+  MongoConsentLogStore,
+} from "#daemon/consent-log/mongo-consent-log-store.js";
+import { type ApiKeyDocument, MongoKeyStore } from "#daemon/keys/mongo-key-store.js";
+import { type CounterDocument, MongoCounterStore } from "#daemon/limits/mongo-counter-store.js";
+import { MongoSessionStore, type SessionDocument } from "#daemon/sessions/mongo-session-store.js";
+import type { Store } from "#daemon/store/store.js";
+import { MongoSubjectStore, type SubjectDocument } from "#daemon/subjects/mongo-subject-store.js";
+import { MongoTeamStore, type TeamDocument } from "#daemon/teams/mongo-team-store.js";
+
+export interface MongoStoreOptions {
+  /** A standard `mongodb://` or `mongodb+srv://` connection string (MONGODB_URI). */
+  uri: string;
+  /** Database to use; default: the one named in the URI, else "consent". */
+  dbName?: string;
+}
+
+const SERVER_SELECTION_TIMEOUT_MS = 5_000;
+
+/**
+ * Several daemons and gateways share one database (decisions §1), and an acknowledged write (a
+ * consent log row, a subject version, a revocation) must survive a primary failover, so writes
+ * wait for a journaled majority. Reads go to the primary with read concern majority: they never
+ * return data a failover could roll back, and never lag behind a write on a secondary. Every write
+ * here is a single-document operation, so retryWrites/retryReads ride out an election or a
+ * dropped connection. These options override the same options in the URI.
+ */
+const CLIENT_OPTIONS: MongoClientOptions = {
+  writeConcern: { w: "majority", journal: true },
+  readConcern: { level: "majority" },
+  readPreference: "primary",
+  retryWrites: true,
+  retryReads: true,
+  serverSelectionTimeoutMS: SERVER_SELECTION_TIMEOUT_MS,
+  appName: "consent-service",
+};
+
+/**
+ * Connects to MongoDB, creates the indexes the adapters rely on (createIndexes is idempotent, so
+ * every start runs it) and returns the Store. Fails with a readable Error, the driver's as cause,
+ * when the server cannot be reached within SERVER_SELECTION_TIMEOUT_MS.
+ */
+export async function openMongoStore(options: MongoStoreOptions): Promise<Store> {
+  const client = new MongoClient(options.uri, CLIENT_OPTIONS);
+  try {
+    await client.connect();
+  } catch (error) {
+    await client.close();
+    throw connectionError(error, options.uri);
+  }
+  try {
+    const db = client.db(options.dbName ?? uriParts(options.uri).database ?? "consent");
+    const store = createStore(client, db);
+    await createIndexes(db);
+    return store;
+  } catch (error) {
+    await client.close();
+    throw error;
+  }
+}
+
+function createStore(client: MongoClient, db: Db): Store {
+  const collections = collectionsOf(db);
+  return {
+    kind: "mongodb",
+    teams: new MongoTeamStore(collections.teams),
+    keys: new MongoKeyStore(collections.keys),
+    sessions: new MongoSessionStore(collections.sessions),
+    banners: new MongoBannerStore(collections.banners),
+    subjects: new MongoSubjectStore(collections.subjects),
+    consentLog: new MongoConsentLogStore(collections.consentLog),
+    counters: new MongoCounterStore(collections.counters),
+    async ping() {
+      await db.command({ ping: 1 });
+    },
+    async close() {
+      await client.close();
+    },
+  };
+}
+
+function collectionsOf(db: Db) {
+  return {
+    teams: db.collection<TeamDocument>("teams"),
+    keys: db.collection<ApiKeyDocument>("api_keys"),
+    sessions: db.collection<SessionDocument>("sessions"),
+    banners: db.collection<BannerDocument>("banners"),
+    subjects: db.collection<SubjectDocument>("subjects"),
+    consentLog: db.collection<ConsentLogDocument>("consent_log"),
+    counters: db.collection<CounterDocument>("counters"),
+  };
+}
+
+/** Unique indexes carry correctness (duplicate keys) and TTL indexes collect expired records. */
+async function createIndexes(db: Db): Promise<void> {
+  const collections = collectionsOf(db);
+  await Promise.all([
+    collections.teams.createIndexes(MongoTeamStore.indexes),
+    collections.keys.createIndexes(MongoKeyStore.indexes),
+    collections.sessions.createIndexes(MongoSessionStore.indexes),
+    collections.banners.createIndexes(MongoBannerStore.indexes),
+    collections.subjects.createIndexes(MongoSubjectStore.indexes),
+    collections.consentLog.createIndexes(MongoConsentLogStore.indexes),
+    collections.counters.createIndexes(MongoCounterStore.indexes),
+  ]);
+}
+
+/** An operator-readable connection failure; the host list only, never the URI's credentials. */
+function connectionError(error: unknown, uri: string): Error {
+  const hosts = uriParts(uri).hosts;
+  const reason = error instanceof Error ? error.message : String(error);
+  const message =
+    error instanceof MongoServerSelectionError
+      ? `MongoDB server could not be reached at ${hosts} within ${SERVER_SELECTION_TIMEOUT_MS / 1000} s: ${reason}`
+      : `Could not connect to MongoDB at ${hosts}: ${reason}`;
+  return new Error(message, { cause: error });
+}
+
+/**
+ * The host list and database of a connection string, `scheme://[user:pass@]hosts[/database][?options]`.
+ * Only called after the driver has parsed the URI, so the shape is known to be valid.
+ */
+function uriParts(uri: string): { hosts: string; database: string | undefined } {
+  const afterScheme = uri.slice(uri.indexOf("://") + 3);
+  const beforeOptions = afterScheme.split("?", 1)[0] ?? "";
+  const slash = beforeOptions.indexOf("/");
+  const hostsWithCredentials = slash < 0 ? beforeOptions : beforeOptions.slice(0, slash);
+  const database = slash < 0 ? "" : decodeURIComponent(beforeOptions.slice(slash + 1));
+  return {
+    hosts: hostsWithCredentials.slice(hostsWithCredentials.lastIndexOf("@") + 1),
+    database: database === "" ? undefined : database,
+  };
+}

@@ -1,0 +1,75 @@
+import {
+  type Collection,
+  type Document,
+  type Filter,
+  type FindOptions,
+  MongoServerError,
+  type OptionalUnlessRequiredId,
+  type UpdateFilter,
+  type WithId,
+} from "mongodb";
+import { DuplicateKeyError } from "#daemon/store/store.js";
+
+/**
+ * Read options for a read that follows a failed conditional write: it must see the document the
+ * write just lost to, which the primary has applied but may not have majority-committed yet, so
+ * read concern "local" here instead of the client's "majority".
+ */
+export const READ_LATEST = { readConcern: { level: "local" } } satisfies FindOptions;
+
+/** The server's duplicate-key code (E11000), raised by every unique index, `_id` included. */
+const DUPLICATE_KEY_CODE = 11000;
+
+/**
+ * True when `error` is a unique-index violation. Adapters that resolve races themselves (subject
+ * creation, counter upserts) need the test without the translation.
+ */
+export function isDuplicateKey(error: unknown): error is MongoServerError {
+  return error instanceof MongoServerError && error.code === DUPLICATE_KEY_CODE;
+}
+
+/**
+ * The port's DuplicateKeyError for a driver duplicate-key error, so services never see driver
+ * types; the violated field comes from the server's keyPattern and the driver error stays as cause.
+ */
+export function duplicateKeyError(error: MongoServerError, what: string): DuplicateKeyError {
+  const field = Object.keys((error.keyPattern as Document | undefined) ?? {})[0] ?? "key";
+  return new DuplicateKeyError(`${what} ${field === "_id" ? "id" : field}`, { cause: error });
+}
+
+/** insertOne with unique-index violations reported as DuplicateKeyError (the insert() ports). */
+export async function insertUnique<T extends Document>(
+  collection: Collection<T>,
+  document: OptionalUnlessRequiredId<T>,
+  what: string,
+): Promise<void> {
+  try {
+    await collection.insertOne(document);
+  } catch (error) {
+    if (isDuplicateKey(error)) throw duplicateKeyError(error, what);
+    throw error;
+  }
+}
+
+interface RevocableDocument {
+  _id: string;
+  revokedAt: Date | null;
+}
+
+/**
+ * Sets revokedAt to `at` only while it is null, then returns the document as stored: the first
+ * revocation time stays (key and session ports). A concurrent revocation between the two steps
+ * wins and is what the caller sees. Null when there is no such document.
+ */
+export async function revokeOnce<T extends RevocableDocument>(
+  collection: Collection<T>,
+  id: string,
+  at: Date,
+): Promise<WithId<T> | null> {
+  const notYetRevoked = { _id: id, revokedAt: null } as Filter<T>;
+  const revoke = { $set: { revokedAt: at } } as UpdateFilter<T>;
+  const revoked = await collection.findOneAndUpdate(notYetRevoked, revoke, {
+    returnDocument: "after",
+  });
+  return revoked ?? collection.findOne({ _id: id } as Filter<T>, READ_LATEST);
+}

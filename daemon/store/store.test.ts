@@ -1,0 +1,144 @@
+import { spawn } from "node:child_process";
+import { randomUUID } from "node:crypto";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createInterface } from "node:readline";
+import { fileURLToPath } from "node:url";
+import { MongoClient } from "mongodb";
+import { afterAll, describe, expect, it } from "vitest";
+import { describeBannerStoreContract } from "#daemon/banners/banner-store.contract.js";
+import { describeConsentLogStoreContract } from "#daemon/consent-log/consent-log-store.contract.js";
+import { describeKeyStoreContract } from "#daemon/keys/key-store.contract.js";
+import { describeCounterStoreContract } from "#daemon/limits/counter-store.contract.js";
+import { describeSessionStoreContract } from "#daemon/sessions/session-store.contract.js";
+import { incrementMany, writeSubjectConcurrently } from "#daemon/store/lmdb-second-process.js";
+import { openLmdbStore } from "#daemon/store/lmdb-store.js";
+import { DAY, type OpenStore, shifted } from "#daemon/store/store-contract-harness.js";
+import { aSubject, describeSubjectStoreContract } from "#daemon/subjects/subject-store.contract.js";
+import { describeTeamStoreContract } from "#daemon/teams/team-store.contract.js";
+
+/** Every port's contract, plus the Store's own promises, for one adapter. */
+function describeStoreContracts(openStore: OpenStore): void {
+  describeTeamStoreContract(openStore);
+  describeKeyStoreContract(openStore);
+  describeSessionStoreContract(openStore);
+  describeBannerStoreContract(openStore);
+  describeSubjectStoreContract(openStore);
+  describeConsentLogStoreContract(openStore);
+  describeCounterStoreContract(openStore);
+  it("answers ping while open", async () => {
+    const store = await openStore();
+    await expect(store.ping()).resolves.toBeUndefined();
+    await store.close();
+  });
+}
+
+const tempDirs: string[] = [];
+afterAll(async () => {
+  await Promise.all(tempDirs.map((dir) => rm(dir, { recursive: true, force: true })));
+});
+
+async function tempDir(): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), "consent-lmdb-"));
+  tempDirs.push(dir);
+  return dir;
+}
+
+describe("LMDB store", () => {
+  describeStoreContracts(async () => openLmdbStore({ dataDir: await tempDir() }));
+
+  it("keeps records, dates included, across close and reopen", async () => {
+    const dataDir = await tempDir();
+    const now = new Date();
+    const record = aSubject(`ik_1:${randomUUID()}`, 1, now);
+    const first = await openLmdbStore({ dataDir });
+    await first.subjects.write(record, 0, now);
+    await first.close();
+    const second = await openLmdbStore({ dataDir });
+    expect(await second.subjects.find([record.subjectHash], now)).toEqual(record);
+    await second.close();
+  });
+
+  it("rejects ping once closed", async () => {
+    const store = await openLmdbStore({ dataDir: await tempDir() });
+    await store.close();
+    await expect(store.ping()).rejects.toThrow();
+  });
+});
+
+/** Starts lmdb-second-process.ts on `dataDir` and resolves once its store is open. */
+async function startSecondProcess(dataDir: string, args: string[]) {
+  const script = fileURLToPath(new URL("./lmdb-second-process.ts", import.meta.url));
+  const child = spawn(process.execPath, ["--import", "tsx", script, dataDir, ...args], {
+    stdio: ["pipe", "pipe", "inherit"],
+  });
+  const exited = new Promise<number | null>((resolve) => child.on("exit", resolve));
+  const lines = createInterface({ input: child.stdout })[Symbol.asyncIterator]();
+  const ready = await lines.next();
+  if (ready.value !== "ready") throw new Error(`second process did not start: ${ready.value}`);
+  return {
+    /** Lets the second process run its task; resolves to the task's result. */
+    async run(): Promise<unknown> {
+      child.stdin.end("go\n");
+      const result = await lines.next();
+      expect(await exited).toBe(0);
+      return JSON.parse(String(result.value));
+    },
+  };
+}
+
+describe("LMDB store shared by two processes", () => {
+  it("counts every increment of both processes", async () => {
+    const dataDir = await tempDir();
+    const store = await openLmdbStore({ dataDir });
+    const expiresAt = shifted(new Date(), DAY);
+    const second = await startSecondProcess(dataDir, [
+      "increment",
+      "shared",
+      expiresAt.toISOString(),
+      "500",
+    ]);
+    await Promise.all([second.run(), incrementMany(store.counters, "shared", expiresAt, 500)]);
+    expect(await store.counters.get("shared", new Date())).toBe(1000);
+    await store.close();
+  });
+
+  it("lets exactly one write of a subject race across both processes succeed", async () => {
+    const dataDir = await tempDir();
+    const store = await openLmdbStore({ dataDir });
+    const record = aSubject(`ik_1:${randomUUID()}`, 1, new Date());
+    const second = await startSecondProcess(dataDir, [
+      "write-subject",
+      JSON.stringify(record),
+      "20",
+    ]);
+    const [theirs, ours] = await Promise.all([
+      second.run() as Promise<Record<string, number>>,
+      writeSubjectConcurrently(store.subjects, record, 20),
+    ]);
+    expect((theirs.written ?? 0) + (ours.written ?? 0)).toBe(1);
+    expect((theirs.conflict ?? 0) + (ours.conflict ?? 0)).toBe(39);
+    await store.close();
+  });
+});
+
+describe.skipIf(!process.env.MONGODB_URI)("MongoDB store", () => {
+  const uri = process.env.MONGODB_URI ?? "";
+  // One database per opened store, so each test starts empty; dropped after the run.
+  const run = `consent_test_${process.pid}_${Date.now()}`;
+  const dbNames: string[] = [];
+  afterAll(async () => {
+    const client = await MongoClient.connect(uri);
+    await Promise.all(dbNames.map((name) => client.db(name).dropDatabase()));
+    await client.close();
+  });
+
+  describeStoreContracts(async () => {
+    // Imported here so that the LMDB run never loads the MongoDB adapter.
+    const { openMongoStore } = await import("#daemon/store/mongo-store.js");
+    const dbName = `${run}_${dbNames.length}`;
+    dbNames.push(dbName);
+    return openMongoStore({ uri, dbName });
+  });
+});

@@ -1,0 +1,153 @@
+import type { Collection, IndexDescription, WithId } from "mongodb";
+import { isDuplicateKey, READ_LATEST } from "#daemon/store/mongo-writes.js";
+import type {
+  SubjectRecord,
+  SubjectStore,
+  SubjectWriteResult,
+} from "#daemon/subjects/subject-store.js";
+
+/** A subject record as stored in MongoDB: `_id` is the subjectHash, which makes it unique. */
+export type SubjectDocument = Omit<SubjectRecord, "subjectHash"> & { _id: string };
+
+/**
+ * How many times write() starts over when the document changed between its two steps (it was
+ * deleted, or re-created at the caller's base version). Each retry needs another writer to win a
+ * race in between, so a handful is plenty; beyond it the write fails rather than spin.
+ */
+const MAX_WRITE_ATTEMPTS = 5;
+
+/**
+ * SubjectStore over the `subjects` collection, without transactions: every write is one
+ * conditional single-document operation, so the server's per-document atomicity decides races.
+ * A document whose expiresAt is at or before `now` is absent (decisions §4) even before the TTL
+ * monitor (about once a minute) removes it.
+ */
+export class MongoSubjectStore implements SubjectStore {
+  static readonly indexes: IndexDescription[] = [
+    { key: { expiresAt: 1 }, name: "subjects_expiry", expireAfterSeconds: 0 },
+  ];
+
+  constructor(private readonly collection: Collection<SubjectDocument>) {}
+
+  async find(subjectHashes: readonly string[], now: Date): Promise<SubjectRecord | null> {
+    if (subjectHashes.length === 0) return null;
+    const documents = await this.collection
+      .find({ _id: { $in: [...subjectHashes] }, expiresAt: { $gt: now } })
+      .toArray();
+    // The port's order decides which hash wins, not the server's return order.
+    for (const subjectHash of subjectHashes) {
+      const document = documents.find((candidate) => candidate._id === subjectHash);
+      if (document) return toRecord(document);
+    }
+    return null;
+  }
+
+  async write(next: SubjectRecord, baseVersion: number, now: Date): Promise<SubjectWriteResult> {
+    if (!Number.isInteger(baseVersion) || baseVersion < 0 || next.version !== baseVersion + 1) {
+      throw new RangeError(
+        `subject version ${next.version} must be baseVersion ${baseVersion} + 1`,
+      );
+    }
+    for (let attempt = 1; attempt <= MAX_WRITE_ATTEMPTS; attempt++) {
+      const result =
+        baseVersion === 0
+          ? await this.create(next, now)
+          : await this.advance(next, baseVersion, now);
+      if (result) return result;
+    }
+    throw new Error(`subject write did not settle after ${MAX_WRITE_ATTEMPTS} attempts`);
+  }
+
+  async delete(subjectHashes: readonly string[], now: Date): Promise<number> {
+    // One findOneAndDelete per hash: each reports exactly the document it removed, so the count of
+    // live ones is exact even when a write races the delete.
+    const removed = await Promise.all(
+      [...new Set(subjectHashes)].map((_id) => this.collection.findOneAndDelete({ _id })),
+    );
+    return removed.filter((document) => document !== null && document.expiresAt > now).length;
+  }
+
+  async purgeExpired(now: Date): Promise<number> {
+    const { deletedCount } = await this.collection.deleteMany({ expiresAt: { $lte: now } });
+    return deletedCount;
+  }
+
+  /**
+   * baseVersion 0: insert; a duplicate key means a document exists. Replace it only if it has
+   * expired; else conflict with the live one. Null when it vanished in between: start over.
+   */
+  private async create(next: SubjectRecord, now: Date): Promise<SubjectWriteResult | null> {
+    const { _id, ...replacement } = toDocument(next);
+    try {
+      await this.collection.insertOne({ _id, ...replacement });
+      return { outcome: "written", record: structuredClone(next) };
+    } catch (error) {
+      if (!isDuplicateKey(error)) throw error;
+    }
+    const replaced = await this.collection.findOneAndReplace(
+      { _id, expiresAt: { $lte: now } },
+      replacement,
+      { returnDocument: "after" },
+    );
+    if (replaced) return { outcome: "written", record: toRecord(replaced) };
+    const current = await this.findLive(_id, now);
+    return current && { outcome: "conflict", current };
+  }
+
+  /**
+   * baseVersion > 0: a compare-and-swap on (version, liveness); of concurrent writers with the
+   * same baseVersion the server lets exactly one match. A whole-document replacement rather than
+   * $set, so consent-state keys (category names) never meet update-operator field-name rules.
+   */
+  private async advance(
+    next: SubjectRecord,
+    baseVersion: number,
+    now: Date,
+  ): Promise<SubjectWriteResult | null> {
+    const { _id, ...replacement } = toDocument(next);
+    const written = await this.collection.findOneAndReplace(
+      { _id, version: baseVersion, expiresAt: { $gt: now } },
+      replacement,
+      { returnDocument: "after" },
+    );
+    if (written) return { outcome: "written", record: toRecord(written) };
+    const current = await this.findLive(_id, now);
+    if (current === null) return { outcome: "not_found" };
+    // The same version here means the record was re-created at baseVersion in between: retry.
+    return current.version === baseVersion ? null : { outcome: "conflict", current };
+  }
+
+  /** The live document as the primary has it now: it may be a rival write not yet majority-committed. */
+  private async findLive(_id: string, now: Date): Promise<SubjectRecord | null> {
+    const document = await this.collection.findOne({ _id, expiresAt: { $gt: now } }, READ_LATEST);
+    return document && toRecord(document);
+  }
+}
+
+function toDocument(record: SubjectRecord): SubjectDocument {
+  return {
+    _id: record.subjectHash,
+    teamId: record.teamId,
+    bannerId: record.bannerId,
+    consentState: record.consentState,
+    protocolVersion: record.protocolVersion,
+    version: record.version,
+    clientUpdatedAt: record.clientUpdatedAt,
+    updatedAt: record.updatedAt,
+    expiresAt: record.expiresAt,
+  };
+}
+
+function toRecord(document: WithId<SubjectDocument>): SubjectRecord {
+  return {
+    subjectHash: document._id,
+    teamId: document.teamId,
+    bannerId: document.bannerId,
+    consentState: document.consentState,
+    protocolVersion: document.protocolVersion,
+    version: document.version,
+    clientUpdatedAt: document.clientUpdatedAt,
+    updatedAt: document.updatedAt,
+    expiresAt: document.expiresAt,
+  };
+}

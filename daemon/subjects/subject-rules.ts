@@ -1,0 +1,113 @@
+import type { JsonObject } from "@bufbuild/protobuf";
+import { z } from "zod";
+import { invalidRequest } from "#daemon/errors.js";
+import { integer, isoDateTime, text, uuid } from "#daemon/validation/rules.js";
+import { parseOrThrow } from "#daemon/validation/violations.js";
+
+/** spec 8: request bodies of the subject endpoints. */
+export const SUBJECT_BODY_LIMIT = 20 * 1024;
+
+/** spec 2.2: the subject reference sent in every consent-state body. */
+const subjectReference = {
+  bannerId: uuid,
+  namespace: text(1, 64).optional(),
+  subjectId: text(1, 256).refine((value) => !value.includes("@"), "must not contain @"),
+};
+
+const COLLECTED_VIA = [
+  "banner",
+  "preferences",
+  "api",
+  "default_optin",
+  "default_optout",
+  "default_notice",
+  "hidden_autogrant",
+] as const;
+
+/** spec 2.4: the canonical consent state, schemaVersion 2. Unknown fields are a 400 (decisions §4). */
+const consentState = z
+  .strictObject({
+    schemaVersion: z.literal(2, "must be 2"),
+    categories: z.array(text(1, 100)).max(50, "must have at most 50 entries"),
+    revision: integer(0, 1_000_000),
+    acceptType: z.enum(["all", "custom", "necessary"]),
+    consentId: uuid,
+    consentTimestamp: isoDateTime,
+    lastConsentTimestamp: isoDateTime,
+    languageCode: text(1, 20),
+    services: z.record(text(1, 100), z.array(text(1, 100)).max(100)).optional(),
+    jurisdictions: z.array(text(1, 64)).max(50).optional(),
+    gpcRespected: z.boolean().optional(),
+    usOptOutChoices: z
+      .strictObject({
+        saleSharing: z.boolean().optional(),
+        targetedAdvertising: z.boolean().optional(),
+        sensitiveData: z.boolean().optional(),
+        profiling: z.boolean().optional(),
+      })
+      .optional(),
+    isPending: z.boolean().optional(),
+    isDefaultState: z.boolean().optional(),
+    collectedVia: z.enum(COLLECTED_VIA).optional(),
+  })
+  .refine((state) => Date.parse(state.lastConsentTimestamp) >= Date.parse(state.consentTimestamp), {
+    message: "must not precede consentState.consentTimestamp",
+    path: ["lastConsentTimestamp"],
+  });
+
+const referenceBody = z.object(subjectReference);
+
+const putBody = z.object({
+  ...subjectReference,
+  baseVersion: integer(0, 2_147_483_646),
+  consentState,
+  expiresAt: isoDateTime.optional(),
+  protocolVersion: z.literal(1, "must be 1").optional(),
+});
+
+export interface SubjectReference {
+  bannerId: string;
+  namespace: string;
+  subjectId: string;
+}
+
+export interface StateWrite extends SubjectReference {
+  baseVersion: number;
+  consentState: JsonObject;
+  expiresAt?: string;
+  protocolVersion: number;
+}
+
+/** Validates a resolve or delete body (spec 2.2); namespace defaults to "default". */
+export function readSubjectReference(body: unknown): SubjectReference {
+  const value = parseOrThrow(referenceBody, body, (violations) => invalidRequest(violations));
+  return { ...value, namespace: value.namespace ?? "default" };
+}
+
+/** Validates a PUT state body (spec 2.4, 4.6). */
+export function readStateWrite(body: unknown): StateWrite {
+  const value = parseOrThrow(putBody, body, (violations) => invalidRequest(violations));
+  return {
+    ...value,
+    namespace: value.namespace ?? "default",
+    consentState: value.consentState as JsonObject,
+    protocolVersion: value.protocolVersion ?? 1,
+  };
+}
+
+/** decisions §4: default expiry 13 months after the write, an explicit one capped at 25 months. */
+export function recordExpiry(requested: string | undefined, now: Date): Date {
+  const cap = addMonths(now, 25);
+  if (requested === undefined) return addMonths(now, 13);
+  const at = new Date(requested);
+  if (at <= now) {
+    throw invalidRequest([{ field: "expiresAt", message: "expiresAt must be in the future" }]);
+  }
+  return at > cap ? cap : at;
+}
+
+function addMonths(date: Date, months: number): Date {
+  const out = new Date(date);
+  out.setUTCMonth(out.getUTCMonth() + months);
+  return out;
+}

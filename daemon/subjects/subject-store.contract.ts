@@ -1,0 +1,174 @@
+import { randomUUID } from "node:crypto";
+import { describe, expect, it } from "vitest";
+import {
+  DAY,
+  MINUTE,
+  type OpenStore,
+  shifted,
+  useFreshStore,
+} from "#daemon/store/store-contract-harness.js";
+import type { SubjectRecord } from "#daemon/subjects/subject-store.js";
+
+/** A subject record written at `updatedAt`, live for a day unless `expiresAt` says otherwise. */
+export function aSubject(
+  subjectHash: string,
+  version: number,
+  updatedAt: Date,
+  expiresAt = shifted(updatedAt, DAY),
+): SubjectRecord {
+  const lastConsentTimestamp = updatedAt.toISOString();
+  return {
+    subjectHash,
+    teamId: "team-1",
+    bannerId: "banner-1",
+    consentState: {
+      preferences: { necessary: true, analytics: version % 2 === 0 },
+      lastConsentTimestamp,
+    },
+    protocolVersion: 1,
+    version,
+    clientUpdatedAt: lastConsentTimestamp,
+    updatedAt,
+    expiresAt,
+  };
+}
+
+function aHash(): string {
+  return `ik_1:${randomUUID()}`;
+}
+
+/** The SubjectStore promises (daemon/subjects/subject-store.ts), for any adapter. */
+export function describeSubjectStoreContract(openStore: OpenStore): void {
+  describe("SubjectStore contract", () => {
+    const store = useFreshStore(openStore);
+    const now = new Date();
+    const past = shifted(now, -2 * DAY);
+
+    /** Stores versions 1…`version` of a record, written in the past; the last expired a minute before `now`. */
+    async function writeExpired(subjectHash: string, version = 1) {
+      for (let v = 1; v <= version; v++) {
+        const record = aSubject(subjectHash, v, past, shifted(now, -MINUTE));
+        expect((await store().subjects.write(record, v - 1, past)).outcome).toBe("written");
+      }
+      expect(await store().subjects.find([subjectHash], past)).not.toBeNull();
+    }
+
+    it("stores a first write (baseVersion 0) and finds it", async () => {
+      const record = aSubject(aHash(), 1, now);
+      expect(await store().subjects.write(record, 0, now)).toEqual({ outcome: "written", record });
+      const found = await store().subjects.find([record.subjectHash], now);
+      expect(found).toEqual(record);
+      expect(found?.expiresAt).toBeInstanceOf(Date);
+    });
+
+    it("writes over a live record whose version is the baseVersion", async () => {
+      const hash = aHash();
+      await store().subjects.write(aSubject(hash, 1, now), 0, now);
+      const next = aSubject(hash, 2, shifted(now, MINUTE));
+      expect(await store().subjects.write(next, 1, now)).toEqual({
+        outcome: "written",
+        record: next,
+      });
+      expect(await store().subjects.find([hash], now)).toEqual(next);
+    });
+
+    it("reports a conflict with the live record on a stale baseVersion", async () => {
+      const hash = aHash();
+      const first = aSubject(hash, 1, now);
+      await store().subjects.write(first, 0, now);
+      const second = aSubject(hash, 2, now);
+      await store().subjects.write(second, 1, now);
+      const stale = await store().subjects.write(aSubject(hash, 2, now), 1, now);
+      expect(stale).toEqual({ outcome: "conflict", current: second });
+      const fresh = await store().subjects.write(aSubject(hash, 1, now), 0, now);
+      expect(fresh).toEqual({ outcome: "conflict", current: second });
+    });
+
+    it("reports not_found for baseVersion > 0 when there is no record", async () => {
+      expect(await store().subjects.write(aSubject(aHash(), 4, now), 3, now)).toEqual({
+        outcome: "not_found",
+      });
+    });
+
+    it("treats an expired record as absent for find, write and delete", async () => {
+      const hash = aHash();
+      await writeExpired(hash, 3);
+      expect(await store().subjects.find([hash], now)).toBeNull();
+      expect(await store().subjects.write(aSubject(hash, 4, now), 3, now)).toEqual({
+        outcome: "not_found",
+      });
+      expect(await store().subjects.delete([hash], now)).toBe(0);
+    });
+
+    it("replaces an expired record with a baseVersion 0 write", async () => {
+      const hash = aHash();
+      await writeExpired(hash, 3);
+      const record = aSubject(hash, 1, now);
+      expect(await store().subjects.write(record, 0, now)).toEqual({ outcome: "written", record });
+      expect(await store().subjects.find([hash], now)).toEqual(record);
+    });
+
+    it("finds the first live record among the hashes, in order", async () => {
+      const [expired, first, second] = [aHash(), aHash(), aHash()];
+      await writeExpired(expired);
+      await store().subjects.write(aSubject(first, 1, now), 0, now);
+      await store().subjects.write(aSubject(second, 1, now), 0, now);
+      expect(
+        (await store().subjects.find([aHash(), expired, second, first], now))?.subjectHash,
+      ).toBe(second);
+      expect(await store().subjects.find([], now)).toBeNull();
+    });
+
+    it("deletes every record under the hashes and counts only the live ones", async () => {
+      const [expired, live, other] = [aHash(), aHash(), aHash()];
+      await writeExpired(expired);
+      await store().subjects.write(aSubject(live, 1, now), 0, now);
+      await store().subjects.write(aSubject(other, 1, now), 0, now);
+      expect(await store().subjects.delete([expired, live, aHash()], now)).toBe(1);
+      expect(await store().subjects.find([live], now)).toBeNull();
+      expect(await store().subjects.purgeExpired(now)).toBe(0); // the expired one went too
+      expect(await store().subjects.find([other], now)).not.toBeNull();
+    });
+
+    it("purges records expired at or before now and counts them", async () => {
+      const [expired, expiringNow, live] = [aHash(), aHash(), aHash()];
+      await writeExpired(expired);
+      await store().subjects.write(aSubject(expiringNow, 1, past, now), 0, past);
+      await store().subjects.write(aSubject(live, 1, now), 0, now);
+      expect(await store().subjects.purgeExpired(now)).toBe(2);
+      expect(await store().subjects.purgeExpired(now)).toBe(0);
+      expect(await store().subjects.find([live], now)).not.toBeNull();
+      expect(await store().subjects.write(aSubject(expired, 2, now), 1, now)).toEqual({
+        outcome: "not_found",
+      });
+    });
+
+    it.each([0, 5])(
+      "lets exactly one of 20 concurrent writes with baseVersion %i succeed",
+      async (baseVersion) => {
+        const hash = aHash();
+        if (baseVersion > 0) {
+          await writeExpired(hash, 1); // an expired record must not change the race
+          for (let v = 1; v <= baseVersion; v++) {
+            const result = await store().subjects.write(aSubject(hash, v, now), v - 1, now);
+            expect(result.outcome).toBe("written");
+          }
+        }
+        // Each attempt differs (updatedAt), so the stored record names the winner.
+        const attempts = Array.from({ length: 20 }, (_, i) =>
+          aSubject(hash, baseVersion + 1, shifted(now, i)),
+        );
+        const results = await Promise.all(
+          attempts.map((next) => store().subjects.write(next, baseVersion, now)),
+        );
+        const written = results.filter((r) => r.outcome === "written");
+        expect(written).toHaveLength(1);
+        const winner = written[0]?.outcome === "written" ? written[0].record : undefined;
+        for (const result of results.filter((r) => r.outcome !== "written")) {
+          expect(result).toEqual({ outcome: "conflict", current: winner });
+        }
+        expect(await store().subjects.find([hash], now)).toEqual(winner);
+      },
+    );
+  });
+}

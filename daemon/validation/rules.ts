@@ -1,0 +1,55 @@
+import { z } from "zod";
+
+/** Length in characters (code points), as the spec counts them. */
+function charCount(value: string): number {
+  let count = 0;
+  for (const _ of value) count++;
+  return count;
+}
+
+/** A string of min-max characters. */
+export function text(min: number, max: number) {
+  return z.string().refine(
+    (value) => {
+      const length = charCount(value);
+      return length >= min && length <= max;
+    },
+    {
+      message:
+        min === max
+          ? `must be ${min} characters`
+          : min === 0
+            ? `must be at most ${max} characters`
+            : `must be ${min}-${max} characters`,
+      // Later rules on the same field (blank, "@") only speak once the length is right.
+      abort: true,
+    },
+  );
+}
+
+/** An integer within [min, max]. */
+export function integer(min: number, max: number) {
+  return z
+    .number({
+      error: (issue) => (issue.input === undefined ? "is required" : "must be an integer"),
+    })
+    .refine(
+      (value) => Number.isInteger(value) && value >= min && value <= max,
+      `must be an integer from ${min} to ${max}`,
+    );
+}
+
+/** A UUID in its canonical 8-4-4-4-12 hexadecimal form. */
+export const uuid = z
+  .string()
+  .regex(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i, "must be a UUID");
+
+const ISO_DATE_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?(Z|[+-]\d{2}:\d{2})$/i;
+
+/** An ISO 8601 date-time with seconds and a time zone, e.g. 2026-01-31T12:00:00Z. */
+export const isoDateTime = z
+  .string()
+  .refine(
+    (value) => ISO_DATE_TIME.test(value) && !Number.isNaN(Date.parse(value)),
+    "must be an ISO 8601 date-time with a time zone, e.g. 2026-01-31T12:00:00Z",
+  );

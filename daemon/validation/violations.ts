@@ -1,0 +1,78 @@
+import type { z } from "zod";
+import type { Violation } from "#daemon/errors.js";
+
+type Issue = z.core.$ZodIssue;
+
+/**
+ * Parses `input` with a zod schema and returns either the value or one violation per failed rule,
+ * each message naming its field ("subjectId must be 1-256 characters") as spec 7 asks of `details`.
+ */
+export function check<T>(
+  schema: z.ZodType<T>,
+  input: unknown,
+): { value: T } | { violations: Violation[] } {
+  const result = schema.safeParse(input, { error: (issue) => describe(issue as unknown as Issue) });
+  if (result.success) return { value: result.data };
+  return { violations: result.error.issues.flatMap(toViolations) };
+}
+
+function toViolations(issue: Issue): Violation[] {
+  const field = pathOf(issue.path);
+  if (issue.code === "unrecognized_keys") {
+    return issue.keys.map((key) => {
+      const name = field ? `${field}.${key}` : key;
+      return { field: name, message: `${name} is not a known field` };
+    });
+  }
+  const subject = field || "The request body";
+  return [{ field, message: `${subject} ${issue.message}` }];
+}
+
+/** JSON path of an issue: a.b[2].c */
+export function pathOf(path: readonly PropertyKey[]): string {
+  let out = "";
+  for (const part of path) {
+    if (typeof part === "number") out += `[${part}]`;
+    else out += out ? `.${String(part)}` : String(part);
+  }
+  return out;
+}
+
+/** Default wording for rules whose schema gives no message of its own. */
+function describe(issue: Issue): string | undefined {
+  switch (issue.code) {
+    case "invalid_type":
+      return issue.input === undefined ? "is required" : `must be ${article(issue.expected)}`;
+    case "invalid_value":
+      return `must be one of: ${issue.values.map((v) => JSON.stringify(v)).join(", ")}`;
+    case "too_big":
+      return issue.origin === "array"
+        ? `must have at most ${issue.maximum} entries`
+        : `must be at most ${issue.maximum}`;
+    case "too_small":
+      return issue.origin === "array"
+        ? `must have at least ${issue.minimum} entries`
+        : `must be at least ${issue.minimum}`;
+    case "invalid_format":
+      return "has an invalid format";
+    default:
+      return undefined;
+  }
+}
+
+function article(expected: string): string {
+  if (expected === "int") return "an integer";
+  if (expected === "object" || expected === "array") return `an ${expected}`;
+  return `a ${expected}`;
+}
+
+/** Parses `input` or throws the error `failure` makes of the violations. */
+export function parseOrThrow<T>(
+  schema: z.ZodType<T>,
+  input: unknown,
+  failure: (violations: Violation[]) => Error,
+): T {
+  const result = check(schema, input);
+  if ("value" in result) return result.value;
+  throw failure(result.violations);
+}

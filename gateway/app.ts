@@ -1,0 +1,48 @@
+import type { Transport } from "@connectrpc/connect";
+import { type FastifyBaseLogger, type FastifyInstance, fastify, LogController } from "fastify";
+import { createDaemonClients } from "#gateway/daemon-clients.js";
+import { httpErrorOf } from "#gateway/errors.js";
+import { v1Api } from "#gateway/v1/plugin.js";
+
+/** Hard cap on any request body; each route's own rule (20 KB for subjects) is enforced by the daemon. */
+export const GATEWAY_BODY_LIMIT = 1024 * 1024;
+
+export interface GatewayOptions {
+  /** How the gateway reaches the daemon: in-memory in one process, HTTP/2 when split. */
+  transport: Transport;
+  /** Relayed with the client IP so the daemon trusts it (daemon/auth/caller.ts). */
+  operatorToken: string;
+  /** CONSENT_TRUST_PROXY: proxies whose X-Forwarded-For names the client. */
+  trustProxy: string[];
+  logger: FastifyBaseLogger;
+}
+
+/** Builds the gateway without listening: tests and main.ts share it. */
+export async function buildGateway(options: GatewayOptions): Promise<FastifyInstance> {
+  const app = fastify({
+    loggerInstance: options.logger,
+    logController: new LogController({ disableRequestLogging: true }),
+    trustProxy: options.trustProxy.length > 0 ? options.trustProxy : false,
+    bodyLimit: GATEWAY_BODY_LIMIT,
+    forceCloseConnections: true,
+    return503OnClosing: true,
+  });
+  const clients = createDaemonClients(options.transport);
+  // Outside the versioned API (spec 9.2: /api/banners, /api/v2/...): a plain 404, no version headers.
+  app.setNotFoundHandler((request, reply) =>
+    reply.code(404).send({
+      error: `No endpoint at ${request.method} ${request.url.split("?")[0]}`,
+      code: "not_found",
+    }),
+  );
+  app.setErrorHandler((error, request, reply) => {
+    const httpError = httpErrorOf(error);
+    if (httpError.status === 500) request.log.error({ err: error }, "request failed");
+    return reply
+      .code(httpError.status)
+      .headers(httpError.headers)
+      .send({ error: httpError.message, code: httpError.code });
+  });
+  await app.register(v1Api, { prefix: "/api/v1", clients, operatorToken: options.operatorToken });
+  return app;
+}

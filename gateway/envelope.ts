@@ -1,0 +1,31 @@
+import type { FastifyReply } from "fastify";
+import type { HttpError } from "#gateway/errors.js";
+
+/** spec 9: the only deployed version. */
+export const API_VERSION = "v1";
+
+/** spec 9.4: headers of every response of the versioned API. */
+export function setVersionHeaders(reply: FastifyReply): void {
+  reply.header("API-Version", API_VERSION);
+  reply.header("API-Supported-Versions", API_VERSION);
+}
+
+/** spec 4: `{ data: <payload>, version: "v1" }`. */
+export function sendData(reply: FastifyReply, status: number, data: unknown): FastifyReply {
+  return reply.code(status).send({ data, version: API_VERSION });
+}
+
+/** spec 7: the error fields of a response body, in the order the spec lists them. */
+export function errorFields(error: HttpError): Record<string, unknown> {
+  const fields: Record<string, unknown> = { error: error.message };
+  if (error.code) fields.code = error.code;
+  if (error.details) fields.details = error.details;
+  if (error.current) fields.current = error.current;
+  return fields;
+}
+
+/** spec 7: the error envelope `{ data: { error, code, details? }, version: "v1" }`. */
+export function sendEnvelopedError(reply: FastifyReply, error: HttpError): FastifyReply {
+  reply.headers(error.headers);
+  return sendData(reply, error.status, errorFields(error));
+}

@@ -1,0 +1,106 @@
+import { Code, ConnectError } from "@connectrpc/connect";
+import { snapshotJson } from "#gateway/json.js";
+import { type ErrorInfo, ErrorInfoSchema } from "#gen/consent/v1/errors_pb.js";
+
+/** An error as an HTTP response: status, spec 7 body fields and headers. */
+export interface HttpError {
+  status: number;
+  message: string;
+  code?: string;
+  details?: { field?: string; message: string }[];
+  /** For version_conflict: the stored snapshot (spec 4.6). */
+  current?: Record<string, unknown>;
+  headers: Record<string, string>;
+}
+
+/**
+ * The one table from daemon failures to HTTP statuses (spec 7). RESOURCE_EXHAUSTED is 429 for a
+ * rate limit and 413 for an oversized body; the ErrorInfo code tells them apart.
+ */
+function statusOf(code: Code, info: ErrorInfo | undefined): number {
+  switch (code) {
+    case Code.InvalidArgument:
+      return 400;
+    case Code.Unauthenticated:
+      return 401;
+    case Code.PermissionDenied:
+      return 403;
+    case Code.NotFound:
+      return 404;
+    case Code.Aborted:
+    case Code.AlreadyExists:
+      return 409;
+    case Code.ResourceExhausted:
+      return info?.code === "rate_limited" ? 429 : 413;
+    case Code.Unavailable:
+      return 503;
+    default:
+      return 500;
+  }
+}
+
+const INTERNAL: HttpError = {
+  status: 500,
+  code: "internal_error",
+  message: "Internal server error",
+  headers: {},
+};
+
+/** Translates anything a route threw. Internal error text never reaches the client. */
+export function httpErrorOf(error: unknown): HttpError {
+  if (error instanceof ConnectError) return fromConnectError(error);
+  const statusCode = (error as { statusCode?: unknown }).statusCode;
+  if (statusCode === 413) {
+    return {
+      status: 413,
+      code: "invalid_request",
+      message: "Request body is too large",
+      headers: {},
+    };
+  }
+  if (typeof statusCode === "number" && statusCode >= 400 && statusCode < 500) {
+    return {
+      status: statusCode,
+      code: "invalid_request",
+      message: "The request could not be read",
+      headers: {},
+    };
+  }
+  return INTERNAL;
+}
+
+function fromConnectError(error: ConnectError): HttpError {
+  const info = error.findDetails(ErrorInfoSchema)[0];
+  const status = statusOf(error.code, info);
+  if (!info) {
+    // No ErrorInfo: the daemon did not raise this on purpose (or could not be reached).
+    if (error.code === Code.Unavailable || error.code === Code.DeadlineExceeded) {
+      return {
+        status: 503,
+        code: "unavailable",
+        message: "The service is temporarily unavailable; retry later",
+        headers: {},
+      };
+    }
+    return status >= 500 ? INTERNAL : { status, message: error.rawMessage, headers: {} };
+  }
+  const headers: Record<string, string> = {};
+  if (info.rateLimit) {
+    headers["X-RateLimit-Limit"] = String(info.rateLimit.limit);
+    headers["X-RateLimit-Remaining"] = String(info.rateLimit.remaining);
+    headers["X-RateLimit-Reset"] = String(info.rateLimit.resetAtMs);
+  }
+  if (info.retryAfterSeconds > 0) headers["Retry-After"] = String(info.retryAfterSeconds);
+  return {
+    status,
+    message: error.rawMessage,
+    code: info.code || undefined,
+    details: info.details.length
+      ? info.details.map((d) =>
+          d.field ? { field: d.field, message: d.message } : { message: d.message },
+        )
+      : undefined,
+    current: info.current ? snapshotJson(info.current) : undefined,
+    headers,
+  };
+}

@@ -1,0 +1,45 @@
+import { toJson } from "@bufbuild/protobuf";
+import { type Timestamp, timestampDate } from "@bufbuild/protobuf/wkt";
+import { type Banner, BannerConfigurationSchema } from "#gen/consent/v1/banner_pb.js";
+import type { SubjectSnapshot } from "#gen/consent/v1/subject_pb.js";
+
+/** ISO 8601 with milliseconds, as every timestamp of the REST API is written. */
+export function isoTime(timestamp: Timestamp | undefined): string | undefined {
+  return timestamp ? timestampDate(timestamp).toISOString() : undefined;
+}
+
+/** spec 2.3: a snapshot without `found`. */
+export function snapshotJson(snapshot: SubjectSnapshot): Record<string, unknown> {
+  return {
+    consentState: snapshot.consentState ?? {},
+    protocolVersion: snapshot.protocolVersion,
+    version: snapshot.version,
+    clientUpdatedAt: snapshot.clientUpdatedAt,
+    updatedAt: isoTime(snapshot.updatedAt),
+    expiresAt: isoTime(snapshot.expiresAt),
+  };
+}
+
+/** spec 2.1 Banner shape plus decisions §3 (publicId, revision, publication state). */
+export function bannerJson(banner: Banner): Record<string, unknown> {
+  return {
+    id: banner.id,
+    publicId: banner.publicId,
+    name: banner.name,
+    domain: banner.domain,
+    isActive: banner.isActive,
+    configuration: banner.configuration
+      ? toJson(BannerConfigurationSchema, banner.configuration, { alwaysEmitImplicit: true })
+      : {},
+    compliance: {
+      gdpr: banner.compliance?.gdpr ?? false,
+      ccpa: banner.compliance?.ccpa ?? false,
+      lgpd: banner.compliance?.lgpd ?? false,
+    },
+    createdAt: isoTime(banner.createdAt),
+    updatedAt: isoTime(banner.updatedAt),
+    revision: banner.revision,
+    publishedAt: isoTime(banner.publishedAt),
+    hasUnpublishedChanges: banner.hasUnpublishedChanges,
+  };
+}

@@ -1,0 +1,52 @@
+import type { Transport } from "@connectrpc/connect";
+import { createGrpcTransport } from "@connectrpc/connect-node";
+import { type Logger, pino } from "pino";
+import { readOperatorToken } from "#daemon/bootstrap.js";
+import { type Config, loadConfig } from "#daemon/config.js";
+import { buildGateway } from "#gateway/app.js";
+
+export interface StartGatewayOptions {
+  config: Config;
+  transport: Transport;
+  operatorToken: string;
+  logger: Logger;
+}
+
+/** Builds the gateway and listens on CONSENT_HTTP_HOST:CONSENT_HTTP_PORT. */
+export async function startGateway(options: StartGatewayOptions) {
+  const app = await buildGateway({
+    transport: options.transport,
+    operatorToken: options.operatorToken,
+    trustProxy: options.config.trustProxy,
+    logger: options.logger,
+  });
+  await app.listen({ host: options.config.httpHost, port: options.config.httpPort });
+  const address = app.server.address();
+  const port = typeof address === "object" && address ? address.port : options.config.httpPort;
+  const host = options.config.httpHost.includes(":")
+    ? `[${options.config.httpHost}]`
+    : options.config.httpHost;
+  return { app, url: `http://${host}:${port}`, close: () => app.close() };
+}
+
+/** The gateway as its own process, reaching the daemon at CONSENT_DAEMON_URL over HTTP/2. */
+export async function runStandaloneGateway(config: Config = loadConfig()) {
+  const logger = pino({ level: config.logLevel, base: { service: "consent-gateway" } });
+  const operatorToken = await readOperatorToken(config);
+  if (!operatorToken) {
+    throw new Error(
+      `No operator token: set CONSENT_ADMIN_TOKEN, or CONSENT_DATA_DIR to the daemon's data directory (${config.dataDir} has no admin-token)`,
+    );
+  }
+  const transport = createGrpcTransport({ baseUrl: config.daemonUrl });
+  const gateway = await startGateway({ config, transport, operatorToken, logger });
+  process.stdout.write(
+    `consent gateway listening on ${gateway.url}, daemon at ${config.daemonUrl}\n`,
+  );
+  for (const signal of ["SIGTERM", "SIGINT"] as const) {
+    process.once(signal, () => {
+      logger.info({ signal }, "draining and shutting down");
+      void gateway.close().then(() => process.exit(0));
+    });
+  }
+}

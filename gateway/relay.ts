@@ -1,0 +1,50 @@
+import type { CallOptions } from "@connectrpc/connect";
+import { parse as parseCookie } from "cookie";
+import type { FastifyReply, FastifyRequest } from "fastify";
+import { CallerHeaders } from "#daemon/auth/caller.js";
+
+/** decisions §2: the dashboard session cookie. */
+export const SESSION_COOKIE = "consent_session";
+
+const RATE_LIMIT_HEADERS = [
+  ["x-ratelimit-limit", "X-RateLimit-Limit"],
+  ["x-ratelimit-remaining", "X-RateLimit-Remaining"],
+  ["x-ratelimit-reset", "X-RateLimit-Reset"],
+] as const;
+
+/**
+ * Call options that carry a REST request's credentials and client context to the daemon, and copy
+ * the daemon's rate-limit figures onto the REST response (spec 8). The client IP is relayed with
+ * the operator token so the daemon trusts it (daemon/auth/caller.ts).
+ */
+export function relayOptions(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  operatorToken: string,
+): CallOptions {
+  const headers: Record<string, string> = {
+    [CallerHeaders.clientIp]: request.ip,
+    [CallerHeaders.gatewayToken]: operatorToken,
+  };
+  const authorization = request.headers.authorization;
+  if (authorization) headers[CallerHeaders.authorization] = authorization;
+  const session = request.headers.cookie
+    ? parseCookie(request.headers.cookie)[SESSION_COOKIE]
+    : undefined;
+  if (session) headers[CallerHeaders.session] = session;
+  if (request.headers.origin) headers[CallerHeaders.origin] = request.headers.origin;
+  return {
+    headers,
+    onHeader(received) {
+      for (const [name, restName] of RATE_LIMIT_HEADERS) {
+        const value = received.get(name);
+        if (value !== null) reply.header(restName, value);
+      }
+    },
+  };
+}
+
+/** The request body as relayed to the daemon: the bytes received, empty when there were none. */
+export function rawBody(request: FastifyRequest): Uint8Array {
+  return Buffer.isBuffer(request.body) ? request.body : new Uint8Array(0);
+}

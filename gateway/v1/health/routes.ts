@@ -1,0 +1,28 @@
+import type { FastifyInstance } from "fastify";
+import type { DaemonClients } from "#gateway/daemon-clients.js";
+import { sendData } from "#gateway/envelope.js";
+import { routePath } from "#gateway/v1/methods.js";
+import { HealthCheckResponse_ServingStatus as Status } from "#gen/grpc/health/v1/health_pb.js";
+
+/** A health answer slower than this counts as unavailable. */
+const HEALTH_TIMEOUT_MS = 2_000;
+
+/** spec 4.1, decisions §6: 200 "ok" while the daemon and its store answer, else 503 "unavailable". */
+export function healthRoutes(app: FastifyInstance, clients: DaemonClients): void {
+  routePath(app, "/health", {
+    async GET(request, reply) {
+      let serving = false;
+      try {
+        const { status } = await clients.health.check(
+          { service: "" },
+          { timeoutMs: HEALTH_TIMEOUT_MS },
+        );
+        serving = status === Status.SERVING;
+      } catch (err) {
+        // Unreachable daemon: reported as unavailable, logged for the operator.
+        request.log.warn({ err }, "health check could not reach the daemon");
+      }
+      return sendData(reply, serving ? 200 : 503, { status: serving ? "ok" : "unavailable" });
+    },
+  });
+}

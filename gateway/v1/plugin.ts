@@ -1,0 +1,42 @@
+import type { FastifyInstance } from "fastify";
+import type { DaemonClients } from "#gateway/daemon-clients.js";
+import { sendEnvelopedError, setVersionHeaders } from "#gateway/envelope.js";
+import { httpErrorOf } from "#gateway/errors.js";
+import { bannerRoutes } from "#gateway/v1/banners/routes.js";
+import { healthRoutes } from "#gateway/v1/health/routes.js";
+import { subjectRoutes } from "#gateway/v1/subjects/routes.js";
+
+export interface V1Options {
+  clients: DaemonClients;
+  operatorToken: string;
+}
+
+/**
+ * The versioned REST API under /api/v1 (spec 4, 9). Bodies are not parsed here: whatever the
+ * content type, the bytes go to the daemon, which parses them as JSON with prototype-poisoning
+ * protection and validates them after authentication (decisions §2).
+ */
+export async function v1Api(app: FastifyInstance, options: V1Options): Promise<void> {
+  const { clients, operatorToken } = options;
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser("*", { parseAs: "buffer" }, (_request, body, done) => done(null, body));
+  // spec 9.4: every response of the versioned wrapper names the version that handled it.
+  app.addHook("onRequest", async (_request, reply) => setVersionHeaders(reply));
+  app.setErrorHandler((error, request, reply) => {
+    const httpError = httpErrorOf(error);
+    if (httpError.status === 500) request.log.error({ err: error }, "request failed");
+    return sendEnvelopedError(reply, httpError);
+  });
+  // decisions §6: an unknown path under /api/v1/ is a 404 with the envelope.
+  app.setNotFoundHandler((request, reply) =>
+    sendEnvelopedError(reply, {
+      status: 404,
+      code: "not_found",
+      message: `No endpoint at ${request.method} ${request.url.split("?")[0]}`,
+      headers: {},
+    }),
+  );
+  healthRoutes(app, clients);
+  bannerRoutes(app, clients, operatorToken);
+  subjectRoutes(app, clients, operatorToken);
+}

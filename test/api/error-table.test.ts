@@ -1,0 +1,230 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { consentState, createBanner, createTeam, http, mintKey, operator } from "#test/support/api.js";
+import { startTestService, type TestService } from "#test/support/service.js";
+
+/** Every row of the error table of spec section 7, produced through real HTTP. */
+describe("spec 7 error table", () => {
+  let service: TestService;
+  let now = Date.now();
+  let key: string;
+  let keyId: string;
+  let publicId: string;
+  const subject = () => ({ bannerId: publicId, subjectId: "user-42" });
+
+  beforeAll(async () => {
+    // Each test sends from its own client IP so failed-authentication limits stay apart.
+    service = await startTestService({ gateway: true, clock: () => new Date(now), env: { CONSENT_TRUST_PROXY: "127.0.0.1" } });
+    const teamId = await createTeam(service, "professional");
+    ({ key, id: keyId } = await mintKey(service, teamId));
+    ({ publicId } = await createBanner(service, key));
+  });
+  afterAll(() => service.close());
+
+  const envelopeOf = (result: { body: any }) => {
+    expect(result.body.version).toBe("v1");
+    return result.body.data;
+  };
+
+  it("400 invalid_request: a subject body that is not JSON", async () => {
+    const result = await http(service, "POST", "/api/v1/consent/subjects/resolve", { key, body: "{not json" });
+    expect(result.status).toBe(400);
+    expect(envelopeOf(result)).toMatchObject({ code: "invalid_request", details: [{ message: expect.any(String) }] });
+  });
+
+  it("400 invalid_request: a subject body failing validation names each field", async () => {
+    const result = await http(service, "PUT", "/api/v1/consent/subjects/state", {
+      key,
+      body: { bannerId: "nope", subjectId: "a@b", baseVersion: -1, consentState: consentState({ schemaVersion: 1, extra: true }) },
+    });
+    expect(result.status).toBe(400);
+    const data = envelopeOf(result);
+    expect(data.code).toBe("invalid_request");
+    const fields = data.details.map((d: { field: string }) => d.field);
+    expect(fields).toEqual(
+      expect.arrayContaining(["bannerId", "subjectId", "baseVersion", "consentState.schemaVersion", "consentState.extra"]),
+    );
+    for (const detail of data.details) expect(detail.message).toContain(detail.field);
+  });
+
+  it("400 without a code: banner creation validation failure", async () => {
+    const result = await http(service, "POST", "/api/v1/banners", { key, body: { name: "", domain: "not a domain" } });
+    expect(result.status).toBe(400);
+    const data = envelopeOf(result);
+    expect(data.code).toBeUndefined();
+    expect(data.error).toMatch(/name/);
+    expect(data.details.map((d: { field: string }) => d.field)).toEqual(["name", "domain", "configuration"]);
+  });
+
+  it("401 invalid_key: malformed, unknown, and wrong environment prefix", async () => {
+    const forged = key.replace("ck_live_", "ck_test_");
+    const unknown = `${key.slice(0, -7)}${key.at(-7) === "a" ? "b" : "a"}${key.slice(-6)}`;
+    for (const [i, bad] of ["not-a-key", forged, unknown, `${key}x`].entries()) {
+      const result = await http(service, "GET", "/api/v1/banners", { key: bad, headers: { "x-forwarded-for": `10.1.0.${i}` } });
+      expect(result.status).toBe(401);
+      expect(envelopeOf(result).code).toBe("invalid_key");
+      expect(result.headers.get("x-ratelimit-limit")).toBeNull();
+    }
+  });
+
+  it("401 revoked_key and expired_key", async () => {
+    const teamId = await createTeam(service, "starter");
+    const revoked = await mintKey(service, teamId);
+    const { admin, auth } = operator(service);
+    await admin.revokeApiKey({ id: revoked.id }, auth);
+    const expiring = await mintKey(service, teamId, { expiresAt: new Date(now + 60_000) });
+    now += 120_000;
+    const headers = { "x-forwarded-for": "10.2.0.1" };
+    const revokedResult = await http(service, "GET", "/api/v1/banners", { key: revoked.key, headers });
+    const expiredResult = await http(service, "GET", "/api/v1/banners", { key: expiring.key, headers });
+    expect([revokedResult.status, envelopeOf(revokedResult).code]).toEqual([401, "revoked_key"]);
+    expect([expiredResult.status, envelopeOf(expiredResult).code]).toEqual([401, "expired_key"]);
+  });
+
+  it("401 unauthorized: no key (and, for banners, no session)", async () => {
+    for (const [method, path] of [
+      ["GET", "/api/v1/banners"],
+      ["POST", "/api/v1/consent/subjects/resolve"],
+    ]) {
+      const result = await http(service, method as string, path as string, { body: method === "POST" ? subject() : undefined });
+      expect(result.status).toBe(401);
+      expect(envelopeOf(result).code).toBe("unauthorized");
+    }
+  });
+
+  it("403 plan_required, missing_scope (naming the scope) and test_key_read_only", async () => {
+    const freeTeam = await createTeam(service, "free");
+    const free = await mintKey(service, freeTeam);
+    const planResult = await http(service, "POST", "/api/v1/consent/subjects/resolve", { key: free.key, body: subject() });
+    expect([planResult.status, envelopeOf(planResult).code]).toEqual([403, "plan_required"]);
+
+    const proTeam = await createTeam(service, "business");
+    const readOnly = await mintKey(service, proTeam, { scopes: ["banners:read"] });
+    const scopeResult = await http(service, "POST", "/api/v1/banners", { key: readOnly.key, body: { name: "x" } });
+    expect([scopeResult.status, envelopeOf(scopeResult).code]).toEqual([403, "missing_scope"]);
+    expect(envelopeOf(scopeResult).error).toContain("banners:write");
+
+    const testKey = await mintKey(service, proTeam, { environment: "test" });
+    const testResult = await http(service, "POST", "/api/v1/banners", { key: testKey.key, body: { name: "x" } });
+    expect([testResult.status, envelopeOf(testResult).code]).toEqual([403, "test_key_read_only"]);
+    for (const result of [planResult, scopeResult, testResult]) expect(result.headers.get("x-ratelimit-limit")).toBeNull();
+  });
+
+  it("404 not_found: unknown public Banner ID, unknown banner id, subject not found", async () => {
+    const unknownBanner = await http(service, "POST", "/api/v1/consent/subjects/resolve", {
+      key,
+      body: { bannerId: "00000000-0000-4000-8000-000000000000", subjectId: "x" },
+    });
+    expect([unknownBanner.status, envelopeOf(unknownBanner).code]).toEqual([404, "not_found"]);
+    const unknownId = await http(service, "GET", "/api/v1/banners/00000000-0000-4000-8000-000000000000", { key });
+    expect([unknownId.status, envelopeOf(unknownId).code]).toEqual([404, "not_found"]);
+    const noSubject = await http(service, "PUT", "/api/v1/consent/subjects/state", {
+      key,
+      body: { ...subject(), subjectId: "never-written", baseVersion: 3, consentState: consentState() },
+    });
+    expect([noSubject.status, envelopeOf(noSubject).code]).toEqual([404, "not_found"]);
+  });
+
+  it("404 for unversioned and undeployed versions, without version headers", async () => {
+    for (const path of ["/api/banners", "/api/v2/banners", "/api/consent/subjects/resolve"]) {
+      const result = await http(service, "GET", path, { key });
+      expect(result.status).toBe(404);
+      expect(result.headers.get("api-version")).toBeNull();
+    }
+  });
+
+  it("405 with Allow for a method the endpoint does not support", async () => {
+    const result = await http(service, "DELETE", "/api/v1/banners", { key });
+    expect(result.status).toBe(405);
+    expect(result.headers.get("allow")).toBe("GET, POST, HEAD");
+    expect(result.headers.get("api-version")).toBe("v1");
+    expect(envelopeOf(result).error).toMatch(/DELETE/);
+    const state = await http(service, "GET", "/api/v1/consent/subjects/state", { key });
+    expect([state.status, state.headers.get("allow")]).toEqual([405, "PUT, DELETE"]);
+  });
+
+  it("409 version_conflict with the current snapshot", async () => {
+    const first = await http(service, "PUT", "/api/v1/consent/subjects/state", {
+      key,
+      body: { ...subject(), baseVersion: 0, consentState: consentState() },
+    });
+    expect(first.status).toBe(200);
+    const stale = await http(service, "PUT", "/api/v1/consent/subjects/state", {
+      key,
+      body: { ...subject(), baseVersion: 0, consentState: consentState({ categories: [] }) },
+    });
+    expect(stale.status).toBe(409);
+    const data = envelopeOf(stale);
+    expect(data.code).toBe("version_conflict");
+    expect(data.current).toEqual({
+      consentState: consentState(),
+      protocolVersion: 1,
+      version: 1,
+      clientUpdatedAt: "2026-11-21T10:00:00.000Z",
+      updatedAt: first.body.data.updatedAt,
+      expiresAt: first.body.data.expiresAt,
+    });
+    expect(data.current.found).toBeUndefined();
+  });
+
+  it("413 invalid_request: a subject body over 20 KB, after authentication", async () => {
+    const big = { ...subject(), padding: "x".repeat(21 * 1024) };
+    const result = await http(service, "POST", "/api/v1/consent/subjects/resolve", { key, body: big });
+    expect(result.status).toBe(413);
+    expect(envelopeOf(result).code).toBe("invalid_request");
+    expect(result.headers.get("x-ratelimit-limit")).toBe("500");
+    const anonymous = await http(service, "POST", "/api/v1/consent/subjects/resolve", { body: big });
+    expect(anonymous.status).toBe(401);
+  });
+
+  it("429 rate_limited with Retry-After once a free key's 50 requests are spent", async () => {
+    const teamId = await createTeam(service, "free");
+    const free = await mintKey(service, teamId);
+    for (let i = 0; i < 50; i++) {
+      expect((await http(service, "GET", "/api/v1/banners", { key: free.key })).status).toBe(200);
+    }
+    const limited = await http(service, "GET", "/api/v1/banners", { key: free.key });
+    expect(limited.status).toBe(429);
+    expect(envelopeOf(limited)).toMatchObject({ code: "rate_limited", error: expect.stringMatching(/rate limit/i) });
+    expect(Number(limited.headers.get("retry-after"))).toBeGreaterThan(0);
+    expect(limited.headers.get("x-ratelimit-limit")).toBe("50");
+    expect(limited.headers.get("x-ratelimit-remaining")).toBe("0");
+  });
+
+  it("503 identity_unavailable when subject hashing has no key", async () => {
+    const degraded = await startTestService({ gateway: true, identityKeys: [] });
+    try {
+      const teamId = await createTeam(degraded, "enterprise");
+      const { key: degradedKey } = await mintKey(degraded, teamId);
+      const banner = await createBanner(degraded, degradedKey);
+      const result = await http(degraded, "POST", "/api/v1/consent/subjects/resolve", {
+        key: degradedKey,
+        body: { bannerId: banner.publicId, subjectId: "x" },
+      });
+      expect(result.status).toBe(503);
+      expect(envelopeOf(result).code).toBe("identity_unavailable");
+      expect(result.headers.get("x-ratelimit-limit")).toBe("5000");
+    } finally {
+      await degraded.close();
+    }
+  });
+
+  it("500 internal_error without internal text when the store fails underneath", async () => {
+    const broken = await startTestService({ gateway: true });
+    try {
+      const teamId = await createTeam(broken, "professional");
+      const { key: brokenKey } = await mintKey(broken, teamId);
+      await broken.store.close();
+      const result = await http(broken, "GET", "/api/v1/banners", { key: brokenKey });
+      expect(result.status).toBe(500);
+      expect(envelopeOf(result)).toEqual({ error: "Internal server error", code: "internal_error" });
+      expect(result.text).not.toMatch(/lmdb|Error:|at /i);
+    } finally {
+      await broken.close().catch(() => undefined);
+    }
+  });
+
+  it("keeps keyId in use (sanity: the main key still works)", async () => {
+    expect(keyId).toBeTruthy();
+    expect((await http(service, "GET", "/api/v1/banners", { key })).status).toBe(200);
+  });
+});

@@ -1,0 +1,106 @@
+import { createClient, type Client } from "@connectrpc/connect";
+import { createGrpcTransport } from "@connectrpc/connect-node";
+import { AdminService } from "#gen/consent/v1/admin_pb.js";
+import type { TestService } from "#test/support/service.js";
+
+export interface HttpResult {
+  status: number;
+  headers: Headers;
+  /** Parsed JSON body (undefined when the body is empty or not JSON). */
+  body: any;
+  text: string;
+}
+
+export interface RequestOptions {
+  key?: string;
+  /** A JSON-serialisable body, or a string sent as is. */
+  body?: unknown;
+  headers?: Record<string, string>;
+}
+
+/** One HTTP request against the gateway, returning status, headers and parsed body. */
+export async function http(service: TestService, method: string, path: string, options: RequestOptions = {}): Promise<HttpResult> {
+  const headers: Record<string, string> = { ...options.headers };
+  if (options.key) headers.authorization = `Bearer ${options.key}`;
+  let body: string | undefined;
+  if (options.body !== undefined) {
+    body = typeof options.body === "string" ? options.body : JSON.stringify(options.body);
+    headers["content-type"] ??= "application/json";
+  }
+  const response = await fetch(`${service.gatewayUrl}${path}`, { method, headers, body });
+  const text = await response.text();
+  let parsed: unknown;
+  try {
+    parsed = text ? JSON.parse(text) : undefined;
+  } catch {
+    parsed = undefined;
+  }
+  return { status: response.status, headers: response.headers, body: parsed, text };
+}
+
+/** The operator's admin client, authenticated with the service's operator token. */
+export function operator(service: TestService): { admin: Client<typeof AdminService>; auth: { headers: Record<string, string> } } {
+  const admin = createClient(AdminService, createGrpcTransport({ baseUrl: service.daemonUrl }));
+  return { admin, auth: { headers: { authorization: `Bearer ${service.operatorToken}` } } };
+}
+
+export const ALL_SCOPES = ["banners:read", "banners:write", "consent:read", "consent:write", "logs:read"];
+
+/** Creates a team on a plan. */
+export async function createTeam(service: TestService, plan = "professional", name = "Test team"): Promise<string> {
+  const { admin, auth } = operator(service);
+  const { team } = await admin.createTeam({ name, plan }, auth);
+  return team?.id as string;
+}
+
+/** Mints a key for a team and returns the full key. */
+export async function mintKey(
+  service: TestService,
+  teamId: string,
+  options: { environment?: "live" | "test"; scopes?: string[]; expiresAt?: Date } = {},
+): Promise<{ key: string; id: string }> {
+  const { admin, auth } = operator(service);
+  const response = await admin.createApiKey(
+    {
+      teamId,
+      environment: options.environment ?? "live",
+      scopes: options.scopes ?? ALL_SCOPES,
+      name: "test",
+      expiresAt: options.expiresAt
+        ? { seconds: BigInt(Math.floor(options.expiresAt.getTime() / 1000)), nanos: 0 }
+        : undefined,
+    },
+    auth,
+  );
+  return { key: response.secret, id: response.apiKey?.id as string };
+}
+
+/** Creates a banner through the REST API and returns its ids. */
+export async function createBanner(
+  service: TestService,
+  key: string,
+  body: Record<string, unknown> = {},
+): Promise<{ id: string; publicId: string; banner: any }> {
+  const result = await http(service, "POST", "/api/v1/banners", {
+    key,
+    body: { name: "Shop", domain: "shop.example.com", configuration: {}, ...body },
+  });
+  if (result.status !== 201) throw new Error(`banner creation failed: ${result.status} ${result.text}`);
+  const banner = result.body.data.banner;
+  return { id: banner.id, publicId: banner.publicId, banner };
+}
+
+/** A valid canonical consent state (spec 2.4). */
+export function consentState(overrides: Record<string, unknown> = {}): Record<string, unknown> {
+  return {
+    schemaVersion: 2,
+    categories: ["necessary", "analytics"],
+    revision: 1,
+    acceptType: "custom",
+    consentId: "6f1c2a8e-8d3b-4a53-9d4e-0c1f1b2a3c4d",
+    consentTimestamp: "2026-11-20T10:00:00.000Z",
+    lastConsentTimestamp: "2026-11-21T10:00:00.000Z",
+    languageCode: "en",
+    ...overrides,
+  };
+}

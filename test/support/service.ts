@@ -1,0 +1,95 @@
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { createRouterTransport } from "@connectrpc/connect";
+import { pino } from "pino";
+import { loadSecrets } from "#daemon/bootstrap.js";
+import type { Clock } from "#daemon/clock.js";
+import { type Config, loadConfig } from "#daemon/config.js";
+import { parseIdentityKeys } from "#daemon/identity/subject-identity.js";
+import { createDaemon, listenDaemon } from "#daemon/server.js";
+import { openLmdbStore } from "#daemon/store/lmdb-store.js";
+import type { Store } from "#daemon/store/store.js";
+
+export interface TestService {
+  /** http://127.0.0.1:<port> of the daemon (gRPC, gRPC-Web, Connect). */
+  daemonUrl: string;
+  /** http://127.0.0.1:<port> of the REST gateway, when started with `gateway: true`. */
+  gatewayUrl: string;
+  operatorToken: string;
+  dataDir: string;
+  config: Config;
+  store: Store;
+  close(): Promise<void>;
+}
+
+export interface TestServiceOptions {
+  /** Also start the REST gateway (in-process transport, as `npm start` does). */
+  gateway?: boolean;
+  /** Environment overrides (CONSENT_TRUST_PROXY, CONSENT_IDENTITY_KEY, ...). */
+  env?: Record<string, string>;
+  /** Identity keys to use instead of the generated one; [] makes hashing unavailable. */
+  identityKeys?: string[];
+  clock?: Clock;
+}
+
+/**
+ * Starts a real daemon (and optionally the gateway) on free ports over the embedded store in a
+ * fresh temp directory, the way `npm start` composes them. close() stops everything and removes
+ * the directory.
+ */
+export async function startTestService(options: TestServiceOptions = {}): Promise<TestService> {
+  const dataDir = await mkdtemp(path.join(tmpdir(), "consent-test-"));
+  const config = loadConfig({
+    CONSENT_DATA_DIR: dataDir,
+    CONSENT_GRPC_PORT: "0",
+    CONSENT_HTTP_PORT: "0",
+    CONSENT_LOG_LEVEL: process.env.CONSENT_TEST_LOG_LEVEL ?? "silent",
+    ...options.env,
+  });
+  const logger = pino({ level: config.logLevel });
+  const secrets = await loadSecrets(config);
+  const identityKeys =
+    options.identityKeys === undefined
+      ? secrets.identityKeys
+      : options.identityKeys.length === 0
+        ? []
+        : parseIdentityKeys(options.identityKeys.join(","));
+  const store = await openLmdbStore({ dataDir });
+  const daemon = createDaemon({
+    store,
+    operatorToken: secrets.operatorToken,
+    identityKeys,
+    baseUrl: config.baseUrl,
+    logger,
+    clock: options.clock,
+  });
+  const server = await listenDaemon(daemon, { host: "127.0.0.1", port: 0, logger });
+  let gateway: { url: string; close(): Promise<unknown> } | undefined;
+  if (options.gateway) {
+    const { startGateway } = await import("#gateway/main.js");
+    const transport = createRouterTransport(daemon.routes, {
+      router: { interceptors: daemon.interceptors },
+    });
+    gateway = await startGateway({
+      config,
+      transport,
+      operatorToken: secrets.operatorToken,
+      logger,
+    });
+  }
+  return {
+    daemonUrl: server.url,
+    gatewayUrl: gateway?.url ?? "",
+    operatorToken: secrets.operatorToken,
+    dataDir,
+    config: { ...config, daemonUrl: server.url },
+    store,
+    async close() {
+      await gateway?.close();
+      await server.app.close();
+      await store.close();
+      await rm(dataDir, { recursive: true, force: true });
+    },
+  };
+}
