@@ -1,5 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { consentState, createBanner, createTeam, http, mintKey, operator } from "#test/support/api.js";
+import {
+  consentState,
+  createBanner,
+  createTeam,
+  http,
+  mintKey,
+  operator,
+} from "#test/support/api.js";
 import { startTestService, type TestService } from "#test/support/service.js";
 
 /** Every row of the error table of spec section 7, produced through real HTTP. */
@@ -13,7 +20,11 @@ describe("spec 7 error table", () => {
 
   beforeAll(async () => {
     // Each test sends from its own client IP so failed-authentication limits stay apart.
-    service = await startTestService({ gateway: true, clock: () => new Date(now), env: { CONSENT_TRUST_PROXY: "127.0.0.1" } });
+    service = await startTestService({
+      gateway: true,
+      clock: () => new Date(now),
+      env: { CONSENT_TRUST_PROXY: "127.0.0.1" },
+    });
     const teamId = await createTeam(service, "professional");
     ({ key, id: keyId } = await mintKey(service, teamId));
     ({ publicId } = await createBanner(service, key));
@@ -26,40 +37,67 @@ describe("spec 7 error table", () => {
   };
 
   it("400 invalid_request: a subject body that is not JSON", async () => {
-    const result = await http(service, "POST", "/api/v1/consent/subjects/resolve", { key, body: "{not json" });
+    const result = await http(service, "POST", "/api/v1/consent/subjects/resolve", {
+      key,
+      body: "{not json",
+    });
     expect(result.status).toBe(400);
-    expect(envelopeOf(result)).toMatchObject({ code: "invalid_request", details: [{ message: expect.any(String) }] });
+    expect(envelopeOf(result)).toMatchObject({
+      code: "invalid_request",
+      details: [{ message: expect.any(String) }],
+    });
   });
 
   it("400 invalid_request: a subject body failing validation names each field", async () => {
     const result = await http(service, "PUT", "/api/v1/consent/subjects/state", {
       key,
-      body: { bannerId: "nope", subjectId: "a@b", baseVersion: -1, consentState: consentState({ schemaVersion: 1, extra: true }) },
+      body: {
+        bannerId: "nope",
+        subjectId: "a@b",
+        baseVersion: -1,
+        consentState: consentState({ schemaVersion: 1, extra: true }),
+      },
     });
     expect(result.status).toBe(400);
     const data = envelopeOf(result);
     expect(data.code).toBe("invalid_request");
     const fields = data.details.map((d: { field: string }) => d.field);
     expect(fields).toEqual(
-      expect.arrayContaining(["bannerId", "subjectId", "baseVersion", "consentState.schemaVersion", "consentState.extra"]),
+      expect.arrayContaining([
+        "bannerId",
+        "subjectId",
+        "baseVersion",
+        "consentState.schemaVersion",
+        "consentState.extra",
+      ]),
     );
     for (const detail of data.details) expect(detail.message).toContain(detail.field);
   });
 
   it("400 without a code: banner creation validation failure", async () => {
-    const result = await http(service, "POST", "/api/v1/banners", { key, body: { name: "", domain: "not a domain" } });
+    const result = await http(service, "POST", "/api/v1/banners", {
+      key,
+      body: { name: "", domain: "not a domain" },
+    });
     expect(result.status).toBe(400);
     const data = envelopeOf(result);
     expect(data.code).toBeUndefined();
     expect(data.error).toMatch(/name/);
-    expect(data.details.map((d: { field: string }) => d.field)).toEqual(["name", "domain", "configuration"]);
+    expect(data.details.map((d: { field: string }) => d.field)).toEqual([
+      "name",
+      "domain",
+      "configuration",
+    ]);
   });
 
   it("401 invalid_key: malformed, unknown, and wrong environment prefix", async () => {
     const forged = key.replace("ck_live_", "ck_test_");
     const unknown = `${key.slice(0, -7)}${key.at(-7) === "a" ? "b" : "a"}${key.slice(-6)}`;
     for (const [i, bad] of ["not-a-key", forged, unknown, `${key}x`].entries()) {
-      const result = await http(service, "GET", "/api/v1/banners", { key: bad, headers: { "x-forwarded-for": `10.1.0.${i}` } });
+      const result = await http(service, "GET", "/api/v1/banners", {
+        key: bad,
+        headers: { "x-forwarded-for": `10.1.0.${i}` },
+      });
       expect(result.status).toBe(401);
       expect(envelopeOf(result).code).toBe("invalid_key");
       expect(result.headers.get("x-ratelimit-limit")).toBeNull();
@@ -74,8 +112,14 @@ describe("spec 7 error table", () => {
     const expiring = await mintKey(service, teamId, { expiresAt: new Date(now + 60_000) });
     now += 120_000;
     const headers = { "x-forwarded-for": "10.2.0.1" };
-    const revokedResult = await http(service, "GET", "/api/v1/banners", { key: revoked.key, headers });
-    const expiredResult = await http(service, "GET", "/api/v1/banners", { key: expiring.key, headers });
+    const revokedResult = await http(service, "GET", "/api/v1/banners", {
+      key: revoked.key,
+      headers,
+    });
+    const expiredResult = await http(service, "GET", "/api/v1/banners", {
+      key: expiring.key,
+      headers,
+    });
     expect([revokedResult.status, envelopeOf(revokedResult).code]).toEqual([401, "revoked_key"]);
     expect([expiredResult.status, envelopeOf(expiredResult).code]).toEqual([401, "expired_key"]);
   });
@@ -85,7 +129,9 @@ describe("spec 7 error table", () => {
       ["GET", "/api/v1/banners"],
       ["POST", "/api/v1/consent/subjects/resolve"],
     ]) {
-      const result = await http(service, method as string, path as string, { body: method === "POST" ? subject() : undefined });
+      const result = await http(service, method as string, path as string, {
+        body: method === "POST" ? subject() : undefined,
+      });
       expect(result.status).toBe(401);
       expect(envelopeOf(result).code).toBe("unauthorized");
     }
@@ -94,19 +140,29 @@ describe("spec 7 error table", () => {
   it("403 plan_required, missing_scope (naming the scope) and test_key_read_only", async () => {
     const freeTeam = await createTeam(service, "free");
     const free = await mintKey(service, freeTeam);
-    const planResult = await http(service, "POST", "/api/v1/consent/subjects/resolve", { key: free.key, body: subject() });
+    const planResult = await http(service, "POST", "/api/v1/consent/subjects/resolve", {
+      key: free.key,
+      body: subject(),
+    });
     expect([planResult.status, envelopeOf(planResult).code]).toEqual([403, "plan_required"]);
 
     const proTeam = await createTeam(service, "business");
     const readOnly = await mintKey(service, proTeam, { scopes: ["banners:read"] });
-    const scopeResult = await http(service, "POST", "/api/v1/banners", { key: readOnly.key, body: { name: "x" } });
+    const scopeResult = await http(service, "POST", "/api/v1/banners", {
+      key: readOnly.key,
+      body: { name: "x" },
+    });
     expect([scopeResult.status, envelopeOf(scopeResult).code]).toEqual([403, "missing_scope"]);
     expect(envelopeOf(scopeResult).error).toContain("banners:write");
 
     const testKey = await mintKey(service, proTeam, { environment: "test" });
-    const testResult = await http(service, "POST", "/api/v1/banners", { key: testKey.key, body: { name: "x" } });
+    const testResult = await http(service, "POST", "/api/v1/banners", {
+      key: testKey.key,
+      body: { name: "x" },
+    });
     expect([testResult.status, envelopeOf(testResult).code]).toEqual([403, "test_key_read_only"]);
-    for (const result of [planResult, scopeResult, testResult]) expect(result.headers.get("x-ratelimit-limit")).toBeNull();
+    for (const result of [planResult, scopeResult, testResult])
+      expect(result.headers.get("x-ratelimit-limit")).toBeNull();
   });
 
   it("404 not_found: unknown public Banner ID, unknown banner id, subject not found", async () => {
@@ -115,11 +171,21 @@ describe("spec 7 error table", () => {
       body: { bannerId: "00000000-0000-4000-8000-000000000000", subjectId: "x" },
     });
     expect([unknownBanner.status, envelopeOf(unknownBanner).code]).toEqual([404, "not_found"]);
-    const unknownId = await http(service, "GET", "/api/v1/banners/00000000-0000-4000-8000-000000000000", { key });
+    const unknownId = await http(
+      service,
+      "GET",
+      "/api/v1/banners/00000000-0000-4000-8000-000000000000",
+      { key },
+    );
     expect([unknownId.status, envelopeOf(unknownId).code]).toEqual([404, "not_found"]);
     const noSubject = await http(service, "PUT", "/api/v1/consent/subjects/state", {
       key,
-      body: { ...subject(), subjectId: "never-written", baseVersion: 3, consentState: consentState() },
+      body: {
+        ...subject(),
+        subjectId: "never-written",
+        baseVersion: 3,
+        consentState: consentState(),
+      },
     });
     expect([noSubject.status, envelopeOf(noSubject).code]).toEqual([404, "not_found"]);
   });
@@ -168,11 +234,16 @@ describe("spec 7 error table", () => {
 
   it("413 invalid_request: a subject body over 20 KB, after authentication", async () => {
     const big = { ...subject(), padding: "x".repeat(21 * 1024) };
-    const result = await http(service, "POST", "/api/v1/consent/subjects/resolve", { key, body: big });
+    const result = await http(service, "POST", "/api/v1/consent/subjects/resolve", {
+      key,
+      body: big,
+    });
     expect(result.status).toBe(413);
     expect(envelopeOf(result).code).toBe("invalid_request");
     expect(result.headers.get("x-ratelimit-limit")).toBe("500");
-    const anonymous = await http(service, "POST", "/api/v1/consent/subjects/resolve", { body: big });
+    const anonymous = await http(service, "POST", "/api/v1/consent/subjects/resolve", {
+      body: big,
+    });
     expect(anonymous.status).toBe(401);
   });
 
@@ -184,7 +255,10 @@ describe("spec 7 error table", () => {
     }
     const limited = await http(service, "GET", "/api/v1/banners", { key: free.key });
     expect(limited.status).toBe(429);
-    expect(envelopeOf(limited)).toMatchObject({ code: "rate_limited", error: expect.stringMatching(/rate limit/i) });
+    expect(envelopeOf(limited)).toMatchObject({
+      code: "rate_limited",
+      error: expect.stringMatching(/rate limit/i),
+    });
     expect(Number(limited.headers.get("retry-after"))).toBeGreaterThan(0);
     expect(limited.headers.get("x-ratelimit-limit")).toBe("50");
     expect(limited.headers.get("x-ratelimit-remaining")).toBe("0");
@@ -216,7 +290,10 @@ describe("spec 7 error table", () => {
       await broken.store.close();
       const result = await http(broken, "GET", "/api/v1/banners", { key: brokenKey });
       expect(result.status).toBe(500);
-      expect(envelopeOf(result)).toEqual({ error: "Internal server error", code: "internal_error" });
+      expect(envelopeOf(result)).toEqual({
+        error: "Internal server error",
+        code: "internal_error",
+      });
       expect(result.text).not.toMatch(/lmdb|Error:|at /i);
     } finally {
       await broken.close().catch(() => undefined);

@@ -1,4 +1,4 @@
-import { createClient, type Client } from "@connectrpc/connect";
+import { type Client, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { AdminService } from "#gen/consent/v1/admin_pb.js";
 import type { TestService } from "#test/support/service.js";
@@ -19,7 +19,12 @@ export interface RequestOptions {
 }
 
 /** One HTTP request against the gateway, returning status, headers and parsed body. */
-export async function http(service: TestService, method: string, path: string, options: RequestOptions = {}): Promise<HttpResult> {
+export async function http(
+  service: TestService,
+  method: string,
+  path: string,
+  options: RequestOptions = {},
+): Promise<HttpResult> {
   const headers: Record<string, string> = { ...options.headers };
   if (options.key) headers.authorization = `Bearer ${options.key}`;
   let body: string | undefined;
@@ -39,15 +44,28 @@ export async function http(service: TestService, method: string, path: string, o
 }
 
 /** The operator's admin client, authenticated with the service's operator token. */
-export function operator(service: TestService): { admin: Client<typeof AdminService>; auth: { headers: Record<string, string> } } {
+export function operator(service: TestService): {
+  admin: Client<typeof AdminService>;
+  auth: { headers: Record<string, string> };
+} {
   const admin = createClient(AdminService, createGrpcTransport({ baseUrl: service.daemonUrl }));
   return { admin, auth: { headers: { authorization: `Bearer ${service.operatorToken}` } } };
 }
 
-export const ALL_SCOPES = ["banners:read", "banners:write", "consent:read", "consent:write", "logs:read"];
+export const ALL_SCOPES = [
+  "banners:read",
+  "banners:write",
+  "consent:read",
+  "consent:write",
+  "logs:read",
+];
 
 /** Creates a team on a plan. */
-export async function createTeam(service: TestService, plan = "professional", name = "Test team"): Promise<string> {
+export async function createTeam(
+  service: TestService,
+  plan = "professional",
+  name = "Test team",
+): Promise<string> {
   const { admin, auth } = operator(service);
   const { team } = await admin.createTeam({ name, plan }, auth);
   return team?.id as string;
@@ -85,7 +103,8 @@ export async function createBanner(
     key,
     body: { name: "Shop", domain: "shop.example.com", configuration: {}, ...body },
   });
-  if (result.status !== 201) throw new Error(`banner creation failed: ${result.status} ${result.text}`);
+  if (result.status !== 201)
+    throw new Error(`banner creation failed: ${result.status} ${result.text}`);
   const banner = result.body.data.banner;
   return { id: banner.id, publicId: banner.publicId, banner };
 }

@@ -31,6 +31,8 @@ export interface TestServiceOptions {
   /** Identity keys to use instead of the generated one; [] makes hashing unavailable. */
   identityKeys?: string[];
   clock?: Clock;
+  /** Reuse this data directory (kept on close) instead of a fresh temp one. */
+  dataDir?: string;
 }
 
 /**
@@ -39,7 +41,7 @@ export interface TestServiceOptions {
  * the directory.
  */
 export async function startTestService(options: TestServiceOptions = {}): Promise<TestService> {
-  const dataDir = await mkdtemp(path.join(tmpdir(), "consent-test-"));
+  const dataDir = options.dataDir ?? (await mkdtemp(path.join(tmpdir(), "consent-test-")));
   const config = loadConfig({
     CONSENT_DATA_DIR: dataDir,
     CONSENT_GRPC_PORT: "0",
@@ -89,7 +91,7 @@ export async function startTestService(options: TestServiceOptions = {}): Promis
       await gateway?.close();
       await server.app.close();
       await store.close();
-      await rm(dataDir, { recursive: true, force: true });
+      if (!options.dataDir) await rm(dataDir, { recursive: true, force: true });
     },
   };
 }

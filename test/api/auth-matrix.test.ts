@@ -1,0 +1,252 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import {
+  consentState,
+  createBanner,
+  createTeam,
+  http,
+  mintKey,
+  operator,
+} from "#test/support/api.js";
+import { startTestService, type TestService } from "#test/support/service.js";
+
+interface Route {
+  name: string;
+  method: string;
+  path: () => string;
+  body?: () => unknown;
+  scope: string;
+  write: boolean;
+  crossDevice: boolean;
+  ok: number;
+}
+
+/**
+ * The credential matrix of spec 5 and decisions §2, per route: which credential passes, which code
+ * each failure gets, and the check order (scope → test key → plan).
+ */
+describe("authentication, scopes, test keys and plans per route", () => {
+  let service: TestService;
+  let bannerId: string;
+  let publicId: string;
+  let ip = 0;
+  const keys: Record<string, string> = {};
+  let session: string;
+  const subject = () => ({ bannerId: publicId, subjectId: `matrix-${ip}` });
+
+  const routes: Route[] = [
+    {
+      name: "list banners",
+      method: "GET",
+      path: () => "/api/v1/banners",
+      scope: "banners:read",
+      write: false,
+      crossDevice: false,
+      ok: 200,
+    },
+    {
+      name: "create banner",
+      method: "POST",
+      path: () => "/api/v1/banners",
+      body: () => ({ name: "B", domain: "b.example.org", configuration: {} }),
+      scope: "banners:write",
+      write: true,
+      crossDevice: false,
+      ok: 201,
+    },
+    {
+      name: "get banner",
+      method: "GET",
+      path: () => `/api/v1/banners/${bannerId}`,
+      scope: "banners:read",
+      write: false,
+      crossDevice: false,
+      ok: 200,
+    },
+    {
+      name: "update banner",
+      method: "PATCH",
+      path: () => `/api/v1/banners/${bannerId}`,
+      body: () => ({ name: "Renamed" }),
+      scope: "banners:write",
+      write: true,
+      crossDevice: false,
+      ok: 200,
+    },
+    {
+      name: "publish banner",
+      method: "POST",
+      path: () => `/api/v1/banners/${bannerId}/publish`,
+      scope: "banners:write",
+      write: true,
+      crossDevice: false,
+      ok: 200,
+    },
+    {
+      name: "resolve subject",
+      method: "POST",
+      path: () => "/api/v1/consent/subjects/resolve",
+      body: subject,
+      scope: "consent:read",
+      write: false,
+      crossDevice: true,
+      ok: 200,
+    },
+    {
+      name: "put state",
+      method: "PUT",
+      path: () => "/api/v1/consent/subjects/state",
+      body: () => ({ ...subject(), baseVersion: 0, consentState: consentState() }),
+      scope: "consent:write",
+      write: true,
+      crossDevice: true,
+      ok: 200,
+    },
+    {
+      name: "delete state",
+      method: "DELETE",
+      path: () => "/api/v1/consent/subjects/state",
+      body: subject,
+      scope: "consent:write",
+      write: true,
+      crossDevice: true,
+      ok: 200,
+    },
+  ];
+
+  beforeAll(async () => {
+    service = await startTestService({ gateway: true, env: { CONSENT_TRUST_PROXY: "127.0.0.1" } });
+    const pro = await createTeam(service, "professional");
+    const free = await createTeam(service, "free");
+    keys.live = (await mintKey(service, pro)).key;
+    keys.test = (await mintKey(service, pro, { environment: "test" })).key;
+    keys.free = (await mintKey(service, free)).key;
+    keys.freeTest = (await mintKey(service, free, { environment: "test" })).key;
+    keys.none = (await mintKey(service, pro, { scopes: ["logs:read"] })).key;
+    ({ id: bannerId, publicId } = await createBanner(service, keys.live as string));
+    const { admin, auth } = operator(service);
+    session = (await admin.createSession({ teamId: pro }, auth)).token;
+  });
+  afterAll(() => service.close());
+
+  /** Calls a route from a fresh client IP, so failed attempts never trip the per-IP limit. */
+  async function call(
+    route: Route,
+    credentials: { key?: string; cookie?: string; origin?: string },
+  ) {
+    ip++;
+    const headers: Record<string, string> = { "x-forwarded-for": `198.51.100.${ip % 250}` };
+    if (credentials.cookie) headers.cookie = `consent_session=${credentials.cookie}`;
+    if (credentials.origin) headers.origin = credentials.origin;
+    const result = await http(service, route.method, route.path(), {
+      key: credentials.key,
+      body: route.body?.(),
+      headers,
+    });
+    return {
+      status: result.status,
+      code: result.body?.data?.code,
+      limited: result.headers.get("x-ratelimit-limit"),
+    };
+  }
+
+  for (const route of routes) {
+    describe(route.name, () => {
+      it("401 unauthorized without a credential; 401 invalid_key with a bad one", async () => {
+        expect(await call(route, {})).toMatchObject({
+          status: 401,
+          code: "unauthorized",
+          limited: null,
+        });
+        expect(await call(route, { key: "ck_live_0000" })).toMatchObject({
+          status: 401,
+          code: "invalid_key",
+          limited: null,
+        });
+      });
+
+      it(`403 missing_scope without ${route.scope}`, async () => {
+        expect(await call(route, { key: keys.none })).toMatchObject({
+          status: 403,
+          code: "missing_scope",
+          limited: null,
+        });
+      });
+
+      it(route.write ? "403 test_key_read_only for a test key" : "answers a test key", async () => {
+        const result = await call(route, { key: keys.test });
+        if (route.write)
+          expect(result).toMatchObject({ status: 403, code: "test_key_read_only", limited: null });
+        else expect(result.status).toBe(route.ok);
+      });
+
+      it(
+        route.crossDevice ? "403 plan_required on the free plan" : "answers the free plan",
+        async () => {
+          const result = await call(route, { key: keys.free });
+          if (route.crossDevice)
+            expect(result).toMatchObject({ status: 403, code: "plan_required", limited: null });
+          else expect(result.status).not.toBe(403);
+        },
+      );
+
+      it("answers a live key with the scope, with rate-limit headers", async () => {
+        const result = await call(route, { key: keys.live });
+        expect(result.status).toBe(route.ok);
+        expect(result.limited).toBe("500");
+      });
+
+      it(
+        route.crossDevice ? "refuses a dashboard session" : "accepts a dashboard session",
+        async () => {
+          const result = await call(route, { cookie: session, origin: "http://localhost:8080" });
+          if (route.crossDevice)
+            expect(result).toMatchObject({ status: 401, code: "unauthorized" });
+          else expect([result.status, result.limited]).toEqual([route.ok, "100"]);
+        },
+      );
+    });
+  }
+
+  it("checks the scope before the test key, and the test key before the plan", async () => {
+    const put = routes.find((r) => r.name === "put state") as Route;
+    const testNoScope = (
+      await mintKey(service, await createTeam(service, "free"), {
+        environment: "test",
+        scopes: ["consent:read"],
+      })
+    ).key;
+    expect(await call(put, { key: testNoScope })).toMatchObject({ code: "missing_scope" });
+    expect(await call(put, { key: keys.freeTest })).toMatchObject({ code: "test_key_read_only" });
+  });
+
+  it("refuses a session write whose Origin is not the dashboard's (CSRF), but allows its reads", async () => {
+    const create = routes.find((r) => r.name === "create banner") as Route;
+    const list = routes.find((r) => r.name === "list banners") as Route;
+    expect(await call(create, { cookie: session, origin: "https://evil.example" })).toMatchObject({
+      status: 403,
+      code: "origin_not_allowed",
+    });
+    expect(await call(create, { cookie: session })).toMatchObject({
+      status: 403,
+      code: "origin_not_allowed",
+    });
+    expect((await call(list, { cookie: session })).status).toBe(200);
+  });
+
+  it("refuses an expired or revoked session", async () => {
+    const { admin, auth } = operator(service);
+    const list = routes.find((r) => r.name === "list banners") as Route;
+    const teamId = await createTeam(service);
+    const { session: minted, token } = await admin.createSession({ teamId }, auth);
+    expect((await call(list, { cookie: token })).status).toBe(200);
+    await admin.revokeSession({ id: minted?.id as string }, auth);
+    expect(await call(list, { cookie: token })).toMatchObject({
+      status: 401,
+      code: "unauthorized",
+    });
+    expect(await call(list, { cookie: "cs_forged" })).toMatchObject({
+      status: 401,
+      code: "unauthorized",
+    });
+  });
+});

@@ -1,0 +1,203 @@
+import { createClient } from "@connectrpc/connect";
+import { createGrpcTransport } from "@connectrpc/connect-node";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { BannerService } from "#gen/consent/v1/banner_pb.js";
+import { createBanner, createTeam, http, mintKey } from "#test/support/api.js";
+import { startTestService, type TestService } from "#test/support/service.js";
+
+/** spec 2.1, 4.2-4.3 and decisions §3 through REST. */
+describe("banners", () => {
+  let service: TestService;
+  let key: string;
+  const post = (body: unknown) => http(service, "POST", "/api/v1/banners", { key, body });
+
+  beforeAll(async () => {
+    service = await startTestService({ gateway: true });
+    key = (await mintKey(service, await createTeam(service, "starter"))).key;
+  });
+  afterAll(() => service.close());
+
+  it("creates a banner with the defaults of spec 2.1, a distinct publicId and revision 1", async () => {
+    const result = await post({
+      name: "Shop",
+      domain: "Shop.Example.com",
+      configuration: {},
+      ccpaEnabled: true,
+    });
+    expect(result.status).toBe(201);
+    const banner = result.body.data.banner;
+    expect(banner).toMatchObject({
+      name: "Shop",
+      domain: "https://shop.example.com",
+      isActive: true,
+      compliance: { gdpr: true, ccpa: true, lgpd: false },
+      revision: 1,
+      hasUnpublishedChanges: false,
+      configuration: {
+        layout: "banner",
+        position: "bottom",
+        primaryColor: "#000000",
+        secondaryColor: "#ffffff",
+        textColor: "#333333",
+        accentColor: "#007bff",
+        telemetryLevel: "origin",
+        additionalDomains: [],
+      },
+    });
+    expect(banner.id).toMatch(/^[0-9a-f-]{36}$/);
+    expect(banner.publicId).toMatch(/^[0-9a-f-]{36}$/);
+    expect(banner.publicId).not.toBe(banner.id);
+    expect(new Date(banner.createdAt).toISOString()).toBe(banner.createdAt);
+  });
+
+  it.each([
+    ["example.com", "https://example.com"],
+    ["http://example.com/", "https://example.com"],
+    ["https://www.example.co.uk:8443", "https://www.example.co.uk"],
+    ["localhost:3000", "https://localhost"],
+    ["bücher.example", "https://xn--bcher-kva.example"],
+  ])("normalizes the domain %s to %s", async (domain, normalized) => {
+    const result = await post({ name: "D", domain, configuration: {} });
+    expect(result.body.data.banner.domain).toBe(normalized);
+  });
+
+  it.each([
+    "",
+    "192.168.1.1",
+    "example",
+    "https://example.com/path",
+    "ftp://example.com",
+    "exa mple.com",
+    "-bad-.com",
+  ])("refuses the domain %j", async (domain) => {
+    const result = await post({ name: "D", domain, configuration: {} });
+    expect(result.status).toBe(400);
+    expect(result.body.data.details).toEqual([expect.objectContaining({ field: "domain" })]);
+  });
+
+  it.each([
+    "#abc",
+    "#abcd",
+    "#a1b2c3",
+    "#a1b2c3d4",
+    "rgb(1, 2, 3)",
+    "rgba(1,2,3,0.5)",
+    "hsl(120 50% 50%)",
+    "hsla(120, 50%, 50%, .3)",
+    "RebeccaPurple",
+    "transparent",
+  ])("accepts the colour %s", async (color) => {
+    expect(
+      (await post({ name: "C", domain: "c.example", configuration: { accentColor: color } }))
+        .status,
+    ).toBe(201);
+  });
+
+  it.each([
+    "#abcde",
+    "red;background:url(x)",
+    "rgb(var(--x), 0, 0)",
+    "expression(alert(1))",
+    "notacolour",
+    "rgb(1,2)",
+  ])("refuses the colour %j", async (color) => {
+    const result = await post({
+      name: "C",
+      domain: "c.example",
+      configuration: { primaryColor: color },
+    });
+    expect([result.status, result.body.data.details[0].field]).toEqual([
+      400,
+      "configuration.primaryColor",
+    ]);
+  });
+
+  it("refuses unknown fields and names them, without a code (spec 7)", async () => {
+    const result = await post({
+      name: "U",
+      domain: "u.example",
+      configuration: { layout: "popup", primaryColour: "#fff" },
+      extra: 1,
+    });
+    expect(result.status).toBe(400);
+    expect(result.body.data.code).toBeUndefined();
+    expect(result.body.data.details.map((d: { field: string }) => d.field).sort()).toEqual([
+      "configuration.layout",
+      "configuration.primaryColour",
+      "extra",
+    ]);
+  });
+
+  it("edits the draft with PATCH and makes it live with publish, bumping the revision", async () => {
+    const { id, publicId } = await createBanner(service, key, {
+      configuration: { layout: "modal" },
+    });
+    const patched = await http(service, "PATCH", `/api/v1/banners/${id}`, {
+      key,
+      body: {
+        name: "Renamed",
+        configuration: {
+          position: "top",
+          categories: [{ name: "necessary", required: true }, { name: "stats" }],
+        },
+      },
+    });
+    expect(patched.body.data.banner).toMatchObject({
+      name: "Renamed",
+      revision: 1,
+      hasUnpublishedChanges: true,
+    });
+    expect(patched.body.data.banner.configuration).toMatchObject({
+      layout: "modal",
+      position: "top",
+    });
+
+    const banners = createClient(
+      BannerService,
+      createGrpcTransport({ baseUrl: service.daemonUrl }),
+    );
+    const before = await banners.getPublishedBanner({ publicId });
+    expect([before.banner?.revision, before.banner?.configuration?.position]).toEqual([
+      1,
+      "bottom",
+    ]);
+
+    const published = await http(service, "POST", `/api/v1/banners/${id}/publish`, { key });
+    expect(published.body.data.banner).toMatchObject({ revision: 2, hasUnpublishedChanges: false });
+    const after = await banners.getPublishedBanner({ publicId });
+    expect([after.banner?.revision, after.banner?.configuration?.position]).toEqual([2, "top"]);
+    expect(after.banner?.configuration?.categories.map((c) => c.name)).toEqual([
+      "necessary",
+      "stats",
+    ]);
+  });
+
+  it("lists the team's banners oldest first and hides a deactivated one from the public side only", async () => {
+    const own = await createBanner(service, key, { name: "To deactivate" });
+    await http(service, "PATCH", `/api/v1/banners/${own.id}`, { key, body: { isActive: false } });
+    const list = await http(service, "GET", "/api/v1/banners", { key });
+    const names = list.body.data.banners.map((b: { name: string }) => b.name);
+    expect(names[0]).toBe("Shop");
+    expect(list.body.data.banners.find((b: { id: string }) => b.id === own.id).isActive).toBe(
+      false,
+    );
+    const banners = createClient(
+      BannerService,
+      createGrpcTransport({ baseUrl: service.daemonUrl }),
+    );
+    await expect(banners.getPublishedBanner({ publicId: own.publicId })).rejects.toThrow(
+      /No active banner/,
+    );
+  });
+
+  it("treats an empty body as invalid JSON and ignores read-only fields sent back in a PATCH", async () => {
+    const empty = await http(service, "POST", "/api/v1/banners", { key });
+    expect([empty.status, empty.body.data.error]).toEqual([400, "Request body is not valid JSON"]);
+    const { banner } = await createBanner(service, key);
+    const roundTrip = await http(service, "PATCH", `/api/v1/banners/${banner.id}`, {
+      key,
+      body: { ...banner, name: "Round trip" },
+    });
+    expect([roundTrip.status, roundTrip.body.data.banner.name]).toEqual([200, "Round trip"]);
+  });
+});

@@ -1,0 +1,121 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createTeam, http, mintKey, operator } from "#test/support/api.js";
+import { startTestService, type TestService } from "#test/support/service.js";
+
+const WINDOW = 15 * 60_000;
+
+/** spec 8 and decisions §2: fixed windows per key and per client IP, and their headers. */
+describe("rate limits", () => {
+  let service: TestService;
+  let now = Date.parse("2026-11-22T12:07:30.000Z");
+  const from = (ip: string) => ({ "x-forwarded-for": ip });
+
+  beforeAll(async () => {
+    service = await startTestService({
+      gateway: true,
+      clock: () => new Date(now),
+      env: { CONSENT_TRUST_PROXY: "127.0.0.1" },
+    });
+  });
+  afterAll(() => service.close());
+
+  it("sends the key's limit, what is left and the clock-aligned reset in milliseconds", async () => {
+    const { key } = await mintKey(service, await createTeam(service, "starter"));
+    const first = await http(service, "GET", "/api/v1/banners", { key });
+    const second = await http(service, "GET", "/api/v1/banners", { key });
+    expect(first.headers.get("x-ratelimit-limit")).toBe("200");
+    expect(first.headers.get("x-ratelimit-remaining")).toBe("199");
+    expect(second.headers.get("x-ratelimit-remaining")).toBe("198");
+    expect(first.headers.get("x-ratelimit-reset")).toBe(
+      String(Date.parse("2026-11-22T12:15:00.000Z")),
+    );
+  });
+
+  it("counts every request of a key, starts over in the next window, and follows a plan change at once", async () => {
+    const teamId = await createTeam(service, "free");
+    const { key } = await mintKey(service, teamId);
+    for (let i = 0; i < 50; i++) await http(service, "GET", "/api/v1/banners", { key });
+    const limited = await http(service, "GET", "/api/v1/banners", { key });
+    expect(limited.status).toBe(429);
+    expect(Number(limited.headers.get("retry-after"))).toBe(450);
+
+    const { admin, auth } = operator(service);
+    await admin.setTeamPlan({ id: teamId, plan: "starter" }, auth);
+    const upgraded = await http(service, "GET", "/api/v1/banners", { key });
+    expect([upgraded.status, upgraded.headers.get("x-ratelimit-limit")]).toEqual([200, "200"]);
+
+    now += WINDOW;
+    const next = await http(service, "GET", "/api/v1/banners", { key });
+    expect(next.headers.get("x-ratelimit-remaining")).toBe("199");
+  });
+
+  it("keeps keys of one team apart (the limit is per key)", async () => {
+    const teamId = await createTeam(service, "free");
+    const a = await mintKey(service, teamId);
+    const b = await mintKey(service, teamId);
+    for (let i = 0; i < 51; i++) await http(service, "GET", "/api/v1/banners", { key: a.key });
+    expect((await http(service, "GET", "/api/v1/banners", { key: b.key })).status).toBe(200);
+  });
+
+  it("limits dashboard sessions to 100 requests per 15 minutes per client IP", async () => {
+    const { admin, auth } = operator(service);
+    const { token } = await admin.createSession({ teamId: await createTeam(service) }, auth);
+    const headers = { cookie: `consent_session=${token}`, ...from("192.0.2.10") };
+    for (let i = 0; i < 100; i++)
+      expect((await http(service, "GET", "/api/v1/banners", { headers })).status).toBe(200);
+    const limited = await http(service, "GET", "/api/v1/banners", { headers });
+    expect([
+      limited.status,
+      limited.body.data.code,
+      limited.headers.get("x-ratelimit-limit"),
+    ]).toEqual([429, "rate_limited", "100"]);
+    const elsewhere = await http(service, "GET", "/api/v1/banners", {
+      headers: { ...headers, ...from("192.0.2.11") },
+    });
+    expect(elsewhere.status).toBe(200);
+  });
+
+  it("answers 429 to an IP after 10 failed authentications in a minute, whatever it sends next", async () => {
+    const { key } = await mintKey(service, await createTeam(service, "enterprise"));
+    for (let i = 0; i < 10; i++) {
+      const failed = await http(service, "GET", "/api/v1/banners", {
+        key: "ck_live_guess",
+        headers: from("192.0.2.50"),
+      });
+      expect(failed.status).toBe(401);
+    }
+    const blocked = await http(service, "GET", "/api/v1/banners", {
+      key,
+      headers: from("192.0.2.50"),
+    });
+    expect([blocked.status, blocked.body.data.code]).toEqual([429, "rate_limited"]);
+    expect(Number(blocked.headers.get("retry-after"))).toBeGreaterThan(0);
+    expect(blocked.headers.get("x-ratelimit-limit")).toBeNull();
+    expect(
+      (await http(service, "GET", "/api/v1/banners", { key, headers: from("192.0.2.51") })).status,
+    ).toBe(200);
+    now += 60_000;
+    expect(
+      (await http(service, "GET", "/api/v1/banners", { key, headers: from("192.0.2.50") })).status,
+    ).toBe(200);
+  });
+
+  it("ignores X-Forwarded-For from a peer that is not a trusted proxy", async () => {
+    const untrusting = await startTestService({ gateway: true });
+    try {
+      for (let i = 0; i < 10; i++) {
+        await http(untrusting, "GET", "/api/v1/banners", {
+          key: "ck_live_guess",
+          headers: from(`203.0.113.${i}`),
+        });
+      }
+      const blocked = await http(untrusting, "GET", "/api/v1/banners", {
+        key: "ck_live_guess",
+        headers: from("203.0.113.99"),
+      });
+      expect(blocked.status).toBe(429);
+    } finally {
+      await untrusting.close();
+    }
+  });
+});

@@ -1,0 +1,270 @@
+import { randomBytes } from "node:crypto";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { consentState, createBanner, createTeam, http, mintKey } from "#test/support/api.js";
+import { startTestService, type TestService } from "#test/support/service.js";
+
+const DAY = 86_400_000;
+
+/** Spec 3.2 and decisions §4 through REST: versions, expiry, deletion, races, identity keys. */
+describe("consent subject records", () => {
+  let service: TestService;
+  let now = Date.parse("2026-11-22T12:00:00.000Z");
+  let key: string;
+  let bannerId: string;
+  let publicId: string;
+  let n = 0;
+  const fresh = () => ({ bannerId: publicId, subjectId: `subject-${++n}` });
+  const put = (body: Record<string, unknown>) =>
+    http(service, "PUT", "/api/v1/consent/subjects/state", { key, body });
+  const resolve = (body: Record<string, unknown>) =>
+    http(service, "POST", "/api/v1/consent/subjects/resolve", { key, body });
+  const remove = (body: Record<string, unknown>) =>
+    http(service, "DELETE", "/api/v1/consent/subjects/state", { key, body });
+
+  beforeAll(async () => {
+    service = await startTestService({ gateway: true, clock: () => new Date(now) });
+    key = (await mintKey(service, await createTeam(service, "business"))).key;
+    ({ id: bannerId, publicId } = await createBanner(service, key));
+  });
+  afterAll(() => service.close());
+
+  it("resolves a subject without a record as exactly { found: false }", async () => {
+    const result = await resolve(fresh());
+    expect(result.body).toEqual({ data: { found: false }, version: "v1" });
+  });
+
+  it("writes version 1, then +1 per write, and resolves the latest snapshot", async () => {
+    const subject = fresh();
+    const first = await put({ ...subject, baseVersion: 0, consentState: consentState() });
+    expect(first.status).toBe(200);
+    expect(Object.keys(first.body.data).sort()).toEqual([
+      "clientUpdatedAt",
+      "consentState",
+      "expiresAt",
+      "protocolVersion",
+      "success",
+      "updatedAt",
+      "version",
+    ]);
+    expect(first.body.data).toMatchObject({
+      success: true,
+      version: 1,
+      protocolVersion: 1,
+      clientUpdatedAt: "2026-11-21T10:00:00.000Z",
+    });
+    const state = consentState({
+      categories: ["necessary"],
+      acceptType: "necessary",
+      lastConsentTimestamp: "2026-11-22T11:00:00+01:00",
+    });
+    const second = await put({
+      ...subject,
+      baseVersion: 1,
+      consentState: state,
+      protocolVersion: 1,
+    });
+    expect(second.body.data).toMatchObject({
+      version: 2,
+      consentState: state,
+      clientUpdatedAt: "2026-11-22T11:00:00+01:00",
+    });
+    const resolved = await resolve(subject);
+    expect(resolved.body.data).toEqual({ found: true, ...second.body.data, success: undefined });
+  });
+
+  it('treats an omitted namespace as "default" and keeps other namespaces apart', async () => {
+    const subject = fresh();
+    await put({ ...subject, baseVersion: 0, consentState: consentState() });
+    expect((await resolve({ ...subject, namespace: "default" })).body.data.found).toBe(true);
+    expect((await resolve({ ...subject, namespace: "app" })).body.data.found).toBe(false);
+  });
+
+  it("answers 404 for a baseVersion above 0 without a record, and deletes nothing as 0", async () => {
+    const subject = fresh();
+    const missing = await put({ ...subject, baseVersion: 4, consentState: consentState() });
+    expect([missing.status, missing.body.data.code]).toEqual([404, "not_found"]);
+    expect((await remove(subject)).body.data).toEqual({ success: true, deleted: 0 });
+    await put({ ...subject, baseVersion: 0, consentState: consentState() });
+    expect((await remove(subject)).body.data).toEqual({ success: true, deleted: 1 });
+    expect((await resolve(subject)).body.data).toEqual({ found: false });
+  });
+
+  it("lets exactly one of 20 concurrent writers with one baseVersion win; the rest get 409 with current", async () => {
+    for (const base of [0, 1]) {
+      const subject = base === 0 ? fresh() : { bannerId: publicId, subjectId: `subject-${n}` };
+      const results = await Promise.all(
+        Array.from({ length: 20 }, (_, i) =>
+          put({ ...subject, baseVersion: base, consentState: consentState({ revision: i }) }),
+        ),
+      );
+      const winners = results.filter((r) => r.status === 200);
+      const losers = results.filter((r) => r.status === 409);
+      expect([winners.length, losers.length]).toEqual([1, 19]);
+      for (const loser of losers)
+        expect(loser.body.data.current).toEqual(omitSuccess(winners[0]?.body.data));
+    }
+  });
+
+  it("expires records 13 months after the write by default and caps an explicit expiry at 25 months", async () => {
+    const byDefault = await put({ ...fresh(), baseVersion: 0, consentState: consentState() });
+    expect(byDefault.body.data.expiresAt).toBe("2027-12-22T12:00:00.000Z");
+    const capped = await put({
+      ...fresh(),
+      baseVersion: 0,
+      consentState: consentState(),
+      expiresAt: "2040-01-01T00:00:00Z",
+    });
+    expect(capped.body.data.expiresAt).toBe("2028-12-22T12:00:00.000Z");
+    const explicit = await put({
+      ...fresh(),
+      baseVersion: 0,
+      consentState: consentState(),
+      expiresAt: "2027-01-01T00:00:00Z",
+    });
+    expect(explicit.body.data.expiresAt).toBe("2027-01-01T00:00:00.000Z");
+    const past = await put({
+      ...fresh(),
+      baseVersion: 0,
+      consentState: consentState(),
+      expiresAt: "2026-01-01T00:00:00Z",
+    });
+    expect([past.status, past.body.data.details[0].field]).toEqual([400, "expiresAt"]);
+  });
+
+  it("treats an expired record as absent: resolve, write, delete", async () => {
+    const subject = fresh();
+    await put({
+      ...subject,
+      baseVersion: 0,
+      consentState: consentState(),
+      expiresAt: new Date(now + DAY).toISOString(),
+    });
+    now += 2 * DAY;
+    expect((await resolve(subject)).body.data).toEqual({ found: false });
+    expect((await put({ ...subject, baseVersion: 1, consentState: consentState() })).status).toBe(
+      404,
+    );
+    expect((await remove(subject)).body.data.deleted).toBe(0);
+    const again = await put({ ...subject, baseVersion: 0, consentState: consentState() });
+    expect([again.status, again.body.data.version]).toEqual([200, 1]);
+  });
+
+  it("answers 404 on every subject route once the banner is deactivated", async () => {
+    const other = await createBanner(service, key, { name: "Soon inactive" });
+    const subject = { bannerId: other.publicId, subjectId: "s" };
+    await put({ ...subject, baseVersion: 0, consentState: consentState() });
+    await http(service, "PATCH", `/api/v1/banners/${other.id}`, { key, body: { isActive: false } });
+    for (const result of [
+      await resolve(subject),
+      await put({ ...subject, baseVersion: 1, consentState: consentState() }),
+      await remove(subject),
+    ]) {
+      expect([result.status, result.body.data.code]).toEqual([404, "not_found"]);
+    }
+    expect(bannerId).toBeTruthy();
+  });
+
+  it.each([
+    ["subjectId", { subjectId: "someone@example.com" }],
+    ["subjectId", { subjectId: "x".repeat(257) }],
+    ["namespace", { namespace: "n".repeat(65) }],
+    ["namespace", { namespace: "" }],
+    [
+      "consentState.categories",
+      { consentState: consentState({ categories: Array.from({ length: 51 }, (_, i) => `c${i}`) }) },
+    ],
+    [
+      "consentState.categories[0]",
+      { consentState: consentState({ categories: ["c".repeat(101)] }) },
+    ],
+    ["consentState.revision", { consentState: consentState({ revision: 1_000_001 }) }],
+    ["consentState.languageCode", { consentState: consentState({ languageCode: "l".repeat(21) }) }],
+    ["consentState.acceptType", { consentState: consentState({ acceptType: "some" }) }],
+    ["consentState.consentId", { consentState: consentState({ consentId: "123" }) }],
+    [
+      "consentState.consentTimestamp",
+      { consentState: consentState({ consentTimestamp: "yesterday" }) },
+    ],
+    [
+      "consentState.lastConsentTimestamp",
+      { consentState: consentState({ lastConsentTimestamp: "2026-11-19T10:00:00Z" }) },
+    ],
+    ["consentState.collectedVia", { consentState: consentState({ collectedVia: "fax" }) }],
+    [
+      "consentState.usOptOutChoices.sharing",
+      { consentState: consentState({ usOptOutChoices: { sharing: true } }) },
+    ],
+    ["protocolVersion", { protocolVersion: 2 }],
+    ["baseVersion", { baseVersion: 1.5 }],
+    ["consentState", { consentState: undefined }],
+  ])("400 invalid_request names %s", async (field, override) => {
+    const result = await put({
+      ...fresh(),
+      baseVersion: 0,
+      consentState: consentState(),
+      ...override,
+    });
+    expect(result.status).toBe(400);
+    expect(result.body.data.code).toBe("invalid_request");
+    expect(result.body.data.details.map((d: { field: string }) => d.field)).toContain(field);
+  });
+});
+
+describe("identity key rotation (decisions §4)", () => {
+  const k1 = randomBytes(32).toString("base64");
+  const k2 = randomBytes(32).toString("base64");
+  let dataDir: string;
+  beforeAll(async () => {
+    dataDir = await mkdtemp(path.join(tmpdir(), "consent-rotation-"));
+  });
+  afterAll(() => rm(dataDir, { recursive: true, force: true }));
+
+  it("finds records under the old key while it is listed, updates them in place, and writes new ones under the new key", async () => {
+    const first = await startTestService({ gateway: true, dataDir, identityKeys: [k1] });
+    const key = (await mintKey(first, await createTeam(first, "enterprise"))).key;
+    const { publicId } = await createBanner(first, key);
+    const old = { bannerId: publicId, subjectId: "written-under-k1" };
+    const neu = { bannerId: publicId, subjectId: "written-under-k2" };
+    await http(first, "PUT", "/api/v1/consent/subjects/state", {
+      key,
+      body: { ...old, baseVersion: 0, consentState: consentState() },
+    });
+    await first.close();
+
+    const rotated = await startTestService({ gateway: true, dataDir, identityKeys: [k2, k1] });
+    expect(
+      (await http(rotated, "POST", "/api/v1/consent/subjects/resolve", { key, body: old })).body
+        .data.version,
+    ).toBe(1);
+    const updated = await http(rotated, "PUT", "/api/v1/consent/subjects/state", {
+      key,
+      body: { ...old, baseVersion: 1, consentState: consentState() },
+    });
+    expect(updated.body.data.version).toBe(2);
+    await http(rotated, "PUT", "/api/v1/consent/subjects/state", {
+      key,
+      body: { ...neu, baseVersion: 0, consentState: consentState() },
+    });
+    await rotated.close();
+
+    const retired = await startTestService({ gateway: true, dataDir, identityKeys: [k2] });
+    expect(
+      (await http(retired, "POST", "/api/v1/consent/subjects/resolve", { key, body: neu })).body
+        .data.found,
+    ).toBe(true);
+    // Records kept under a key that left the keyring are unreachable until they expire.
+    expect(
+      (await http(retired, "POST", "/api/v1/consent/subjects/resolve", { key, body: old })).body
+        .data.found,
+    ).toBe(false);
+    await retired.close();
+  });
+});
+
+function omitSuccess(data: Record<string, unknown> | undefined) {
+  const { success: _success, ...rest } = data ?? {};
+  return rest;
+}
