@@ -1,6 +1,8 @@
 #!/usr/bin/env node
 // consentd: the Connect/gRPC daemon alone.
-import { run } from "./run-ts.js";
+import { main, run } from "./run-ts.js";
 
-const { runDaemon } = await run("../daemon/main.ts");
-await runDaemon({ withGateway: false });
+await main("consentd", async () => {
+  const { runDaemon } = await run("../daemon/main.ts");
+  await runDaemon({ withGateway: false });
+});

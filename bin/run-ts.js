@@ -7,3 +7,22 @@ register();
 export function run(entry) {
   return import(new URL(entry, import.meta.url).href);
 }
+
+/** Listen errors an operator fixes from the message alone. */
+const READABLE_CODES = new Set(["EADDRINUSE", "EACCES", "EADDRNOTAVAIL"]);
+
+/**
+ * Runs `start` and turns a start-up failure the operator can fix (bad configuration, a taken port)
+ * into one line on stderr and exit code 1; anything else keeps its stack for a bug report.
+ */
+export async function main(program, start) {
+  try {
+    await start();
+  } catch (error) {
+    if (error?.name === "ConfigError" || READABLE_CODES.has(error?.code)) {
+      process.stderr.write(`${program}: ${error.message}\n`);
+      process.exit(1);
+    }
+    throw error;
+  }
+}

@@ -3,6 +3,7 @@ import { type FastifyBaseLogger, type FastifyInstance, fastify, LogController } 
 import { createDaemonClients } from "#gateway/daemon-clients.js";
 import { httpErrorOf } from "#gateway/errors.js";
 import { v1Api } from "#gateway/v1/plugin.js";
+import { visitorSide } from "#gateway/visitor.js";
 
 /** Hard cap on any request body; each route's own rule (20 KB for subjects) is enforced by the daemon. */
 export const GATEWAY_BODY_LIMIT = 1024 * 1024;
@@ -15,6 +16,10 @@ export interface GatewayOptions {
   /** CONSENT_TRUST_PROXY: proxies whose X-Forwarded-For names the client. */
   trustProxy: string[];
   logger: FastifyBaseLogger;
+  /** CONSENT_GEO_HEADER: a trusted proxy's header naming the visitor's country (loader rules). */
+  geoHeader?: string;
+  /** Single-process mode: the daemon's publish hook, so loader responses refresh at once. */
+  onPublicChange?: (listener: (publicId: string) => void) => void;
 }
 
 /** Builds the gateway without listening: tests and main.ts share it. */
@@ -24,7 +29,9 @@ export async function buildGateway(options: GatewayOptions): Promise<FastifyInst
     logController: new LogController({ disableRequestLogging: true }),
     trustProxy: options.trustProxy.length > 0 ? options.trustProxy : false,
     bodyLimit: GATEWAY_BODY_LIMIT,
-    forceCloseConnections: true,
+    // SIGTERM drains: idle keep-alive sockets close at once, requests already accepted finish
+    // (startGateway bounds the wait), new requests on open sockets get 503.
+    forceCloseConnections: "idle",
     return503OnClosing: true,
   });
   const clients = createDaemonClients(options.transport);
@@ -44,5 +51,11 @@ export async function buildGateway(options: GatewayOptions): Promise<FastifyInst
       .send({ error: httpError.message, code: httpError.code });
   });
   await app.register(v1Api, { prefix: "/api/v1", clients, operatorToken: options.operatorToken });
+  await app.register(visitorSide, {
+    clients,
+    operatorToken: options.operatorToken,
+    geoHeader: options.geoHeader,
+    onPublicChange: options.onPublicChange,
+  });
   return app;
 }

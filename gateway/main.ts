@@ -2,7 +2,7 @@ import type { Transport } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { type Logger, pino } from "pino";
 import { readOperatorToken } from "#daemon/bootstrap.js";
-import { type Config, loadConfig } from "#daemon/config.js";
+import { type Config, ConfigError, loadConfig } from "#daemon/config.js";
 import { buildGateway } from "#gateway/app.js";
 
 export interface StartGatewayOptions {
@@ -10,6 +10,8 @@ export interface StartGatewayOptions {
   transport: Transport;
   operatorToken: string;
   logger: Logger;
+  /** The in-process daemon's publish hook (see GatewayOptions). */
+  onPublicChange?: (listener: (publicId: string) => void) => void;
 }
 
 /** Builds the gateway and listens on CONSENT_HTTP_HOST:CONSENT_HTTP_PORT. */
@@ -19,6 +21,8 @@ export async function startGateway(options: StartGatewayOptions) {
     operatorToken: options.operatorToken,
     trustProxy: options.config.trustProxy,
     logger: options.logger,
+    geoHeader: options.config.geoHeader,
+    onPublicChange: options.onPublicChange,
   });
   await app.listen({ host: options.config.httpHost, port: options.config.httpPort });
   const address = app.server.address();
@@ -26,7 +30,26 @@ export async function startGateway(options: StartGatewayOptions) {
   const host = options.config.httpHost.includes(":")
     ? `[${options.config.httpHost}]`
     : options.config.httpHost;
-  return { app, url: `http://${host}:${port}`, close: () => app.close() };
+  return { app, url: `http://${host}:${port}`, close: () => drain(app) };
+}
+
+/** How long SIGTERM waits for accepted requests before cutting the connections that remain. */
+const DRAIN_TIMEOUT_MS = 10_000;
+
+/**
+ * Stops accepting, lets in-flight requests finish, and bounds the wait by DRAIN_TIMEOUT_MS.
+ * server.close() closes only the sockets idle at that moment; a keep-alive socket whose request
+ * finishes later turns idle afterwards, so idle sockets are swept until the server has closed.
+ */
+async function drain(app: Awaited<ReturnType<typeof buildGateway>>): Promise<void> {
+  const sweep = setInterval(() => app.server.closeIdleConnections(), 25);
+  const cut = setTimeout(() => app.server.closeAllConnections(), DRAIN_TIMEOUT_MS);
+  try {
+    await app.close();
+  } finally {
+    clearInterval(sweep);
+    clearTimeout(cut);
+  }
 }
 
 /** The gateway as its own process, reaching the daemon at CONSENT_DAEMON_URL over HTTP/2. */
@@ -34,8 +57,8 @@ export async function runStandaloneGateway(config: Config = loadConfig()) {
   const logger = pino({ level: config.logLevel, base: { service: "consent-gateway" } });
   const operatorToken = await readOperatorToken(config);
   if (!operatorToken) {
-    throw new Error(
-      `No operator token: set CONSENT_ADMIN_TOKEN, or CONSENT_DATA_DIR to the daemon's data directory (${config.dataDir} has no admin-token)`,
+    throw new ConfigError(
+      `No operator token: set CONSENT_ADMIN_TOKEN, or CONSENT_DATA_DIR to the daemon's data directory (${config.dataDir} has no admin-token).`,
     );
   }
   const transport = createGrpcTransport({ baseUrl: config.daemonUrl });

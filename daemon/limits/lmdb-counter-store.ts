@@ -30,11 +30,10 @@ function isLive(counter: CounterRecord, now: Date): boolean {
 export function createLmdbCounterStore(dbs: LmdbCounterDatabases): CounterStore {
   const { counters, counterNamesByExpiry } = dbs;
   return {
-    increment(name, expiresAt) {
+    increment(name, expiresAt, now) {
       return counters.transaction(() => {
         const stored = counters.get(name);
-        // The port gives increment no `now`; the wall clock decides whether the counter restarts.
-        if (stored && isLive(stored, new Date())) {
+        if (stored && isLive(stored, now)) {
           counters.putSync(name, { count: stored.count + 1, expiresAt: stored.expiresAt });
           return stored.count + 1;
         }

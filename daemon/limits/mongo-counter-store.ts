@@ -21,11 +21,11 @@ export class MongoCounterStore implements CounterStore {
   constructor(private readonly collection: Collection<CounterDocument>) {}
 
   /**
-   * The port passes no `now`, so expiry is judged by this process's clock. A counter past its
-   * expiry that the TTL monitor has not removed yet restarts at 1, in the same atomic update.
+   * A counter past its expiry at `now` that the TTL monitor has not removed yet restarts at 1, in
+   * the same atomic update.
    */
-  async increment(name: string, expiresAt: Date): Promise<number> {
-    const update = [{ $set: nextCounter(new Date(), expiresAt) }];
+  async increment(name: string, expiresAt: Date, now: Date): Promise<number> {
+    const update = [{ $set: nextCounter(now, expiresAt) }];
     try {
       return await this.upsert(name, update);
     } catch (error) {

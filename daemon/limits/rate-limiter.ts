@@ -42,7 +42,11 @@ export class FixedWindowLimiter {
   async hit(bucket: string, limit: number, windowMs: number): Promise<LimitOutcome> {
     const now = this.clock().getTime();
     const { name, resetAtMs } = windowOf(bucket, windowMs, now);
-    const count = await this.counters.increment(name, new Date(resetAtMs + windowMs));
+    const count = await this.counters.increment(
+      name,
+      new Date(resetAtMs + windowMs),
+      new Date(now),
+    );
     return outcome(count, limit, resetAtMs, now);
   }
 
@@ -57,7 +61,7 @@ export class FixedWindowLimiter {
   async record(bucket: string, windowMs: number): Promise<void> {
     const now = this.clock().getTime();
     const { name, resetAtMs } = windowOf(bucket, windowMs, now);
-    await this.counters.increment(name, new Date(resetAtMs + windowMs));
+    await this.counters.increment(name, new Date(resetAtMs + windowMs), new Date(now));
   }
 }
 

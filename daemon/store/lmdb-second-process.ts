@@ -23,7 +23,9 @@ export async function incrementMany(
 ): Promise<void> {
   for (let done = 0; done < times; done += 10) {
     const batch = Math.min(10, times - done);
-    await Promise.all(Array.from({ length: batch }, () => counters.increment(name, expiresAt)));
+    await Promise.all(
+      Array.from({ length: batch }, () => counters.increment(name, expiresAt, new Date())),
+    );
   }
 }
 
