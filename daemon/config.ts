@@ -19,6 +19,8 @@ export interface Config {
   identityKey: string | undefined;
   /** Proxy addresses or CIDRs whose X-Forwarded-For names the client. */
   trustProxy: string[];
+  /** CONSENT_GEO_HEADER: a header set by a trusted proxy with the visitor's country (CF-IPCountry). */
+  geoHeader: string | undefined;
   logLevel: string;
 }
 
@@ -43,6 +45,16 @@ function url(value: string, name: string): string {
   }
 }
 
+function headerName(value: string | undefined, name: string): string | undefined {
+  if (!value) return undefined;
+  if (!/^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/.test(value)) {
+    throw new ConfigError(
+      `${name} must be an HTTP header name such as CF-IPCountry, not "${value}"`,
+    );
+  }
+  return value;
+}
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const trustProxy = (env.CONSENT_TRUST_PROXY ?? "")
     .split(",")
@@ -63,6 +75,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     adminToken: env.CONSENT_ADMIN_TOKEN || undefined,
     identityKey: env.CONSENT_IDENTITY_KEY || undefined,
     trustProxy,
+    geoHeader: headerName(env.CONSENT_GEO_HEADER, "CONSENT_GEO_HEADER"),
     logLevel: env.CONSENT_LOG_LEVEL || "info",
   };
 }

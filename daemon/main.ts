@@ -55,6 +55,7 @@ export async function runDaemon(options: { withGateway: boolean; config?: Config
       transport,
       operatorToken: secrets.operatorToken,
       logger,
+      onPublicChange: daemon.onPublicChange,
     });
   }
   printWelcome(config, store.kind, server.url, gateway?.url, secrets.created);

@@ -1,4 +1,3 @@
-import { createHmac } from "node:crypto";
 import type { ConnectRouter } from "@connectrpc/connect";
 import { createContextValues } from "@connectrpc/connect";
 import { fastifyConnectPlugin } from "@connectrpc/connect-fastify";
@@ -7,8 +6,10 @@ import type { Logger } from "pino";
 import { createAdminService } from "#daemon/admin/admin-service.js";
 import { Authenticator } from "#daemon/auth/authenticator.js";
 import { kPeerAddress } from "#daemon/auth/caller.js";
+import { sharedSecret } from "#daemon/auth/secrets.js";
 import { createBannerService } from "#daemon/banners/banner-service.js";
 import { type Clock, systemClock } from "#daemon/clock.js";
+import { createConsentLogService } from "#daemon/consent-log/consent-log-service.js";
 import { createHealthService } from "#daemon/health/health-service.js";
 import type { IdentityKey } from "#daemon/identity/subject-identity.js";
 import { SubjectIdentity } from "#daemon/identity/subject-identity.js";
@@ -18,6 +19,7 @@ import type { Store } from "#daemon/store/store.js";
 import { createSubjectService } from "#daemon/subjects/subject-service.js";
 import { AdminService } from "#gen/consent/v1/admin_pb.js";
 import { BannerService } from "#gen/consent/v1/banner_pb.js";
+import { ConsentLogService } from "#gen/consent/v1/consent_log_pb.js";
 import { SubjectService } from "#gen/consent/v1/subject_pb.js";
 import { Health } from "#gen/grpc/health/v1/health_pb.js";
 
@@ -38,30 +40,51 @@ export interface DaemonOptions {
 export interface Daemon {
   routes: (router: ConnectRouter) => void;
   interceptors: ReturnType<typeof domainErrorInterceptor>[];
+  /** Subscribes to banners whose public side changed (publish, edit), so loader caches refresh. */
+  onPublicChange(listener: (publicId: string) => void): void;
 }
 
 /** Wires the services over one store: the composition every way of running the daemon shares. */
 export function createDaemon(options: DaemonOptions): Daemon {
   const clock = options.clock ?? systemClock;
   const identity = new SubjectIdentity(options.identityKeys);
+  const secret = (purpose: string) =>
+    sharedSecret((p) => identity.derivedSecret(p), options.operatorToken, purpose);
+  const limiter = new FixedWindowLimiter(options.store.counters, clock);
   // Client IPs are hashed under a secret every daemon on the store shares (decisions §2).
-  const ipSecret =
-    identity.derivedSecret("consent.v1 client ip") ??
-    createHmac("sha256", options.operatorToken).update("consent.v1 client ip").digest();
+  const ipHasher = new ClientIpHasher(secret("consent.v1 client ip"));
   const authenticator = new Authenticator({
     store: options.store,
-    limiter: new FixedWindowLimiter(options.store.counters, clock),
-    ipHasher: new ClientIpHasher(ipSecret),
+    limiter,
+    ipHasher,
     clock,
     operatorToken: options.operatorToken,
     baseOrigin: new URL(options.baseUrl).origin,
   });
   const services = { store: options.store, authenticator, clock };
-  const names = [BannerService, SubjectService, AdminService].map((s) => s.typeName);
+  const names = [BannerService, SubjectService, ConsentLogService, AdminService].map(
+    (s) => s.typeName,
+  );
+  const publicChangeListeners: ((publicId: string) => void)[] = [];
+  const onPublicChange = (publicId: string) => {
+    for (const listener of publicChangeListeners) listener(publicId);
+  };
+  const consentLog = createConsentLogService({
+    ...services,
+    limiter,
+    ipHasher,
+    operatorToken: options.operatorToken,
+    baseUrl: options.baseUrl,
+    linkSecret: secret("consent.v1 preferences link"),
+  });
   return {
     interceptors: [domainErrorInterceptor(options.logger)],
+    onPublicChange(listener) {
+      publicChangeListeners.push(listener);
+    },
     routes(router) {
-      router.service(BannerService, createBannerService(services));
+      router.service(BannerService, createBannerService({ ...services, onPublicChange }));
+      router.service(ConsentLogService, consentLog);
       router.service(SubjectService, createSubjectService({ ...services, identity }));
       router.service(AdminService, createAdminService(services));
       router.service(Health, createHealthService(options.store, names));

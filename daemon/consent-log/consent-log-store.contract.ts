@@ -117,5 +117,28 @@ export function describeConsentLogStoreContract(openStore: OpenStore): void {
         [],
       );
     });
+
+    it("finds the newest row of a consentId, within the team only", async () => {
+      const consentId = randomUUID();
+      const rows = await appendRows(4, (i) => ({
+        consentId: i === 3 ? randomUUID() : consentId,
+        method: i === 0 ? "consent_default" : "consent_changed",
+      }));
+      await store().consentLog.append(aRow(randomUUID(), shifted(now, 9 * MINUTE), { consentId }));
+      expect(await store().consentLog.latestByConsentId(teamId, consentId)).toEqual(rows[2]);
+      expect(
+        await store().consentLog.latestByConsentId(randomUUID(), rows[3]?.consentId ?? ""),
+      ).toBe(null);
+      expect(await store().consentLog.latestByConsentId(teamId, randomUUID())).toBe(null);
+    });
+
+    it("leaves the consentId index untouched by a refused duplicate", async () => {
+      const row = aRow(teamId, now);
+      await store().consentLog.append(row);
+      const duplicate = { ...row, consentId: randomUUID() };
+      await expect(store().consentLog.append(duplicate)).rejects.toBeInstanceOf(DuplicateKeyError);
+      expect(await store().consentLog.latestByConsentId(teamId, duplicate.consentId)).toBe(null);
+      expect(await store().consentLog.latestByConsentId(teamId, row.consentId)).toEqual(row);
+    });
   });
 }

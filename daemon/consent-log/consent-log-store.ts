@@ -48,10 +48,21 @@ export interface ConsentLogQuery {
   limit: number;
 }
 
-/** Storage port for the consent log. */
+/**
+ * Storage port for the consent log. Rows are append-only. append() is one atomic store write
+ * (the row together with its indexes), so that a later outbox event can join the same write.
+ */
 export interface ConsentLogStore {
-  /** Appends a row; it is durable once the promise resolves. */
+  /**
+   * Appends a row; it is durable once the promise resolves. A row whose id is already stored is
+   * refused with DuplicateKeyError and nothing is written.
+   */
   append(record: ConsentLogRecord): Promise<void>;
   /** Rows of one team matching the query, newest first, at most query.limit. */
   list(query: ConsentLogQuery): Promise<ConsentLogRecord[]>;
+  /**
+   * The newest row (highest id) of the team with this consentId, or null: the visitor's current
+   * choice, as the preferences page shows it (decisions §5). Rows of other teams are never seen.
+   */
+  latestByConsentId(teamId: string, consentId: string): Promise<ConsentLogRecord | null>;
 }

@@ -10,11 +10,16 @@ import { DuplicateKeyError } from "#daemon/store/store.js";
 /** Key of a log row: `[teamId, id]`. Ids are UUIDv7, so a reverse scan of a team is newest first. */
 type LogKey = [teamId: string, id: string];
 
+/** Key of the consentId index: `[teamId, consentId, id]`, so a reverse scan finds the newest row. */
+type ConsentIdKey = [teamId: string, consentId: string, id: string];
+
 /** The named databases of the consent log. */
 export interface LmdbConsentLogDatabases {
   consentLog: Database<ConsentLogRecord, LogKey>;
   /** id → teamId; enforces that ids are unique across teams. */
   consentLogTeamsById: Database<string, string>;
+  /** `[teamId, consentId, id]` → nothing: the rows of one consent record, oldest first. */
+  consentLogIdsByConsentId: Database<true, ConsentIdKey>;
 }
 
 /** The filters of `query` other than team and position, which the key range already applies. */
@@ -31,7 +36,7 @@ function matches(row: ConsentLogRecord, query: ConsentLogQuery): boolean {
  * `limit`, so a page costs the rows it returns plus the rows its filters skip.
  */
 export function createLmdbConsentLogStore(dbs: LmdbConsentLogDatabases): ConsentLogStore {
-  const { consentLog, consentLogTeamsById } = dbs;
+  const { consentLog, consentLogTeamsById, consentLogIdsByConsentId } = dbs;
   return {
     // Port: durable once the promise resolves (the environment syncs every commit).
     async append(record) {
@@ -41,8 +46,19 @@ export function createLmdbConsentLogStore(dbs: LmdbConsentLogDatabases): Consent
           throw new DuplicateKeyError("consent log id");
         }
         consentLogTeamsById.putSync(record.id, record.teamId);
+        consentLogIdsByConsentId.putSync([record.teamId, record.consentId, record.id], true);
         consentLog.putSync([record.teamId, record.id], record);
       });
+    },
+    async latestByConsentId(teamId, consentId) {
+      const newest = consentLogIdsByConsentId.getKeys({
+        start: [teamId, consentId, PREFIX_END],
+        end: [teamId, consentId],
+        reverse: true,
+        limit: 1,
+      });
+      for (const key of newest) return consentLog.get([teamId, key[2]]) ?? null;
+      return null;
     },
     async list(query) {
       const rows: ConsentLogRecord[] = [];

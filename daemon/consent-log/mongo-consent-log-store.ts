@@ -15,10 +15,14 @@ export type ConsentLogDocument = Omit<ConsentLogRecord, "id"> & { _id: string };
 
 /** ConsentLogStore over the `consent_log` collection (append-only). */
 export class MongoConsentLogStore implements ConsentLogStore {
-  /** One index per listing shape: a team's rows, and a team's rows of one banner, newest first. */
+  /**
+   * One index per read shape: a team's rows, a team's rows of one banner, and the rows of one
+   * consent record (latestByConsentId), each newest first.
+   */
   static readonly indexes: IndexDescription[] = [
     { key: { teamId: 1, _id: -1 }, name: "consent_log_by_team" },
     { key: { teamId: 1, publicId: 1, _id: -1 }, name: "consent_log_by_banner" },
+    { key: { teamId: 1, consentId: 1, _id: -1 }, name: "consent_log_by_consent_id" },
   ];
 
   constructor(private readonly collection: Collection<ConsentLogDocument>) {}
@@ -37,6 +41,13 @@ export class MongoConsentLogStore implements ConsentLogStore {
       .limit(query.limit)
       .toArray();
     return documents.map(toRecord);
+  }
+
+  async latestByConsentId(teamId: string, consentId: string): Promise<ConsentLogRecord | null> {
+    // Served by consent_log_by_consent_id (equality on both fields, then the newest _id). Rows are
+    // acknowledged at write concern majority, so this majority read sees a row just appended.
+    const document = await this.collection.findOne({ teamId, consentId }, { sort: { _id: -1 } });
+    return document ? toRecord(document) : null;
   }
 }
 

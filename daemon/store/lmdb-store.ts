@@ -74,6 +74,7 @@ export async function openLmdbStore(options: LmdbStoreOptions): Promise<Store> {
     consentLog: createLmdbConsentLogStore({
       consentLog: records.openDB({ name: "consent-log" }),
       consentLogTeamsById: records.openDB({ name: "consent-log-teams-by-id" }),
+      consentLogIdsByConsentId: records.openDB({ name: "consent-log-ids-by-consent-id" }),
     }),
     counters: createLmdbCounterStore({
       counters: counterEnv.openDB({ name: "counters" }),

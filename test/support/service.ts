@@ -78,6 +78,7 @@ export async function startTestService(options: TestServiceOptions = {}): Promis
       transport,
       operatorToken: secrets.operatorToken,
       logger,
+      onPublicChange: daemon.onPublicChange,
     });
   }
   return {

@@ -4,6 +4,8 @@
 
 import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
+import type { PublishedBanner } from "./banner_pb.js";
+import { file_consent_v1_banner } from "./banner_pb.js";
 import type { Timestamp } from "@bufbuild/protobuf/wkt";
 import { file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
 import type { Message } from "@bufbuild/protobuf";
@@ -12,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file consent/v1/consent_log.proto.
  */
 export const file_consent_v1_consent_log: GenFile = /*@__PURE__*/
-  fileDesc("Chxjb25zZW50L3YxL2NvbnNlbnRfbG9nLnByb3RvEgpjb25zZW50LnYxIs4BCg5QdXJwb3NlQ2hvaWNlcxIZCgxzYWxlX3NoYXJpbmcYASABKAhIAIgBARIhChR0YXJnZXRlZF9hZHZlcnRpc2luZxgCIAEoCEgBiAEBEhsKDnNlbnNpdGl2ZV9kYXRhGAMgASgISAKIAQESFgoJcHJvZmlsaW5nGAQgASgISAOIAQFCDwoNX3NhbGVfc2hhcmluZ0IXChVfdGFyZ2V0ZWRfYWR2ZXJ0aXNpbmdCEQoPX3NlbnNpdGl2ZV9kYXRhQgwKCl9wcm9maWxpbmci+AQKFFJlY29yZENvbnNlbnRSZXF1ZXN0EhEKCWJhbm5lcl9pZBgBIAEoCRJGCgtwcmVmZXJlbmNlcxgCIAMoCzIxLmNvbnNlbnQudjEuUmVjb3JkQ29uc2VudFJlcXVlc3QuUHJlZmVyZW5jZXNFbnRyeRIOCgZtZXRob2QYAyABKAkSEQoJdGltZXN0YW1wGAQgASgJEhcKCmNvbnNlbnRfaWQYBSABKAlIAIgBARIVCghyZXZpc2lvbhgGIAEoBUgBiAEBEhoKDWxhbmd1YWdlX2NvZGUYByABKAlIAogBARIUCgdjb3VudHJ5GAggASgJSAOIAQESEwoGcmVnaW9uGAkgASgJSASIAQESHAoPbWF0Y2hlZF9ydWxlX2lkGAogASgJSAWIAQESEAoDZ3BjGAsgASgISAaIAQESMwoPcHVycG9zZV9jaG9pY2VzGAwgASgLMhouY29uc2VudC52MS5QdXJwb3NlQ2hvaWNlcxIVCghwYWdlX3VybBgNIAEoCUgHiAEBEjEKDnJlcXVlc3Rfb3JpZ2luGA4gASgLMhkuY29uc2VudC52MS5SZXF1ZXN0T3JpZ2luEhEKBGpzb24YDyABKAxICIgBARoyChBQcmVmZXJlbmNlc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCDoCOAFCDQoLX2NvbnNlbnRfaWRCCwoJX3JldmlzaW9uQhAKDl9sYW5ndWFnZV9jb2RlQgoKCF9jb3VudHJ5QgkKB19yZWdpb25CEgoQX21hdGNoZWRfcnVsZV9pZEIGCgRfZ3BjQgsKCV9wYWdlX3VybEIHCgVfanNvbiIwCg1SZXF1ZXN0T3JpZ2luEg4KBm9yaWdpbhgBIAEoCRIPCgdyZWZlcmVyGAIgASgJIksKFVJlY29yZENvbnNlbnRSZXNwb25zZRIWCg5jb25zZW50X2xvZ19pZBgBIAEoCRIaChJtYW5hZ2VfcHJlZmVyZW5jZXMYAiABKAkijQUKD0NvbnNlbnRMb2dFbnRyeRIWCg5jb25zZW50X2xvZ19pZBgBIAEoCRIRCgliYW5uZXJfaWQYAiABKAkSEgoKY29uc2VudF9pZBgDIAEoCRIOCgZtZXRob2QYBCABKAkSQQoLcHJlZmVyZW5jZXMYBSADKAsyLC5jb25zZW50LnYxLkNvbnNlbnRMb2dFbnRyeS5QcmVmZXJlbmNlc0VudHJ5EhUKCHJldmlzaW9uGAYgASgFSACIAQESGgoNbGFuZ3VhZ2VfY29kZRgHIAEoCUgBiAEBEhQKB2NvdW50cnkYCCABKAlIAogBARITCgZyZWdpb24YCSABKAlIA4gBARIcCg9tYXRjaGVkX3J1bGVfaWQYCiABKAlIBIgBARIQCgNncGMYCyABKAhIBYgBARIzCg9wdXJwb3NlX2Nob2ljZXMYDCABKAsyGi5jb25zZW50LnYxLlB1cnBvc2VDaG9pY2VzEhUKCHBhZ2VfdXJsGA0gASgJSAaIAQESLwoLb2NjdXJyZWRfYXQYDiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhkKEXRpbWVzdGFtcF9jbGFtcGVkGA8gASgIEi8KC3JlY2VpdmVkX2F0GBAgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBoyChBQcmVmZXJlbmNlc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCDoCOAFCCwoJX3JldmlzaW9uQhAKDl9sYW5ndWFnZV9jb2RlQgoKCF9jb3VudHJ5QgkKB19yZWdpb25CEgoQX21hdGNoZWRfcnVsZV9pZEIGCgRfZ3BjQgsKCV9wYWdlX3VybCK5AQoWTGlzdENvbnNlbnRMb2dzUmVxdWVzdBIRCgliYW5uZXJfaWQYASABKAkSDwoHbWV0aG9kcxgCIAMoCRIpCgVzaW5jZRgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASKQoFdW50aWwYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhEKCXBhZ2Vfc2l6ZRgFIAEoBRISCgpwYWdlX3Rva2VuGAYgASgJImAKF0xpc3RDb25zZW50TG9nc1Jlc3BvbnNlEiwKB2VudHJpZXMYASADKAsyGy5jb25zZW50LnYxLkNvbnNlbnRMb2dFbnRyeRIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkyxQEKEUNvbnNlbnRMb2dTZXJ2aWNlElQKDVJlY29yZENvbnNlbnQSIC5jb25zZW50LnYxLlJlY29yZENvbnNlbnRSZXF1ZXN0GiEuY29uc2VudC52MS5SZWNvcmRDb25zZW50UmVzcG9uc2USWgoPTGlzdENvbnNlbnRMb2dzEiIuY29uc2VudC52MS5MaXN0Q29uc2VudExvZ3NSZXF1ZXN0GiMuY29uc2VudC52MS5MaXN0Q29uc2VudExvZ3NSZXNwb25zZWIGcHJvdG8z", [file_google_protobuf_timestamp]);
+  fileDesc("Chxjb25zZW50L3YxL2NvbnNlbnRfbG9nLnByb3RvEgpjb25zZW50LnYxIs4BCg5QdXJwb3NlQ2hvaWNlcxIZCgxzYWxlX3NoYXJpbmcYASABKAhIAIgBARIhChR0YXJnZXRlZF9hZHZlcnRpc2luZxgCIAEoCEgBiAEBEhsKDnNlbnNpdGl2ZV9kYXRhGAMgASgISAKIAQESFgoJcHJvZmlsaW5nGAQgASgISAOIAQFCDwoNX3NhbGVfc2hhcmluZ0IXChVfdGFyZ2V0ZWRfYWR2ZXJ0aXNpbmdCEQoPX3NlbnNpdGl2ZV9kYXRhQgwKCl9wcm9maWxpbmci+AQKFFJlY29yZENvbnNlbnRSZXF1ZXN0EhEKCWJhbm5lcl9pZBgBIAEoCRJGCgtwcmVmZXJlbmNlcxgCIAMoCzIxLmNvbnNlbnQudjEuUmVjb3JkQ29uc2VudFJlcXVlc3QuUHJlZmVyZW5jZXNFbnRyeRIOCgZtZXRob2QYAyABKAkSEQoJdGltZXN0YW1wGAQgASgJEhcKCmNvbnNlbnRfaWQYBSABKAlIAIgBARIVCghyZXZpc2lvbhgGIAEoBUgBiAEBEhoKDWxhbmd1YWdlX2NvZGUYByABKAlIAogBARIUCgdjb3VudHJ5GAggASgJSAOIAQESEwoGcmVnaW9uGAkgASgJSASIAQESHAoPbWF0Y2hlZF9ydWxlX2lkGAogASgJSAWIAQESEAoDZ3BjGAsgASgISAaIAQESMwoPcHVycG9zZV9jaG9pY2VzGAwgASgLMhouY29uc2VudC52MS5QdXJwb3NlQ2hvaWNlcxIVCghwYWdlX3VybBgNIAEoCUgHiAEBEjEKDnJlcXVlc3Rfb3JpZ2luGA4gASgLMhkuY29uc2VudC52MS5SZXF1ZXN0T3JpZ2luEhEKBGpzb24YDyABKAxICIgBARoyChBQcmVmZXJlbmNlc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCDoCOAFCDQoLX2NvbnNlbnRfaWRCCwoJX3JldmlzaW9uQhAKDl9sYW5ndWFnZV9jb2RlQgoKCF9jb3VudHJ5QgkKB19yZWdpb25CEgoQX21hdGNoZWRfcnVsZV9pZEIGCgRfZ3BjQgsKCV9wYWdlX3VybEIHCgVfanNvbiIwCg1SZXF1ZXN0T3JpZ2luEg4KBm9yaWdpbhgBIAEoCRIPCgdyZWZlcmVyGAIgASgJIksKFVJlY29yZENvbnNlbnRSZXNwb25zZRIWCg5jb25zZW50X2xvZ19pZBgBIAEoCRIaChJtYW5hZ2VfcHJlZmVyZW5jZXMYAiABKAkijQUKD0NvbnNlbnRMb2dFbnRyeRIWCg5jb25zZW50X2xvZ19pZBgBIAEoCRIRCgliYW5uZXJfaWQYAiABKAkSEgoKY29uc2VudF9pZBgDIAEoCRIOCgZtZXRob2QYBCABKAkSQQoLcHJlZmVyZW5jZXMYBSADKAsyLC5jb25zZW50LnYxLkNvbnNlbnRMb2dFbnRyeS5QcmVmZXJlbmNlc0VudHJ5EhUKCHJldmlzaW9uGAYgASgFSACIAQESGgoNbGFuZ3VhZ2VfY29kZRgHIAEoCUgBiAEBEhQKB2NvdW50cnkYCCABKAlIAogBARITCgZyZWdpb24YCSABKAlIA4gBARIcCg9tYXRjaGVkX3J1bGVfaWQYCiABKAlIBIgBARIQCgNncGMYCyABKAhIBYgBARIzCg9wdXJwb3NlX2Nob2ljZXMYDCABKAsyGi5jb25zZW50LnYxLlB1cnBvc2VDaG9pY2VzEhUKCHBhZ2VfdXJsGA0gASgJSAaIAQESLwoLb2NjdXJyZWRfYXQYDiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhkKEXRpbWVzdGFtcF9jbGFtcGVkGA8gASgIEi8KC3JlY2VpdmVkX2F0GBAgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBoyChBQcmVmZXJlbmNlc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCDoCOAFCCwoJX3JldmlzaW9uQhAKDl9sYW5ndWFnZV9jb2RlQgoKCF9jb3VudHJ5QgkKB19yZWdpb25CEgoQX21hdGNoZWRfcnVsZV9pZEIGCgRfZ3BjQgsKCV9wYWdlX3VybCK5AQoWTGlzdENvbnNlbnRMb2dzUmVxdWVzdBIRCgliYW5uZXJfaWQYASABKAkSDwoHbWV0aG9kcxgCIAMoCRIpCgVzaW5jZRgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASKQoFdW50aWwYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhEKCXBhZ2Vfc2l6ZRgFIAEoBRISCgpwYWdlX3Rva2VuGAYgASgJImAKF0xpc3RDb25zZW50TG9nc1Jlc3BvbnNlEiwKB2VudHJpZXMYASADKAsyGy5jb25zZW50LnYxLkNvbnNlbnRMb2dFbnRyeRIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiJgoVR2V0UHJlZmVyZW5jZXNSZXF1ZXN0Eg0KBXRva2VuGAEgASgJIpACCg9QcmVmZXJlbmNlc1ZpZXcSKwoGYmFubmVyGAEgASgLMhsuY29uc2VudC52MS5QdWJsaXNoZWRCYW5uZXISEgoKY29uc2VudF9pZBgCIAEoCRJBCgtwcmVmZXJlbmNlcxgDIAMoCzIsLmNvbnNlbnQudjEuUHJlZmVyZW5jZXNWaWV3LlByZWZlcmVuY2VzRW50cnkSFQoNbGFuZ3VhZ2VfY29kZRgEIAEoCRIuCgpleHBpcmVzX2F0GAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBoyChBQcmVmZXJlbmNlc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCDoCOAEiQwoWR2V0UHJlZmVyZW5jZXNSZXNwb25zZRIpCgR2aWV3GAEgASgLMhsuY29uc2VudC52MS5QcmVmZXJlbmNlc1ZpZXciqQEKGFVwZGF0ZVByZWZlcmVuY2VzUmVxdWVzdBINCgV0b2tlbhgBIAEoCRJKCgtwcmVmZXJlbmNlcxgCIAMoCzI1LmNvbnNlbnQudjEuVXBkYXRlUHJlZmVyZW5jZXNSZXF1ZXN0LlByZWZlcmVuY2VzRW50cnkaMgoQUHJlZmVyZW5jZXNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAg6AjgBIl4KGVVwZGF0ZVByZWZlcmVuY2VzUmVzcG9uc2USFgoOY29uc2VudF9sb2dfaWQYASABKAkSKQoEdmlldxgCIAEoCzIbLmNvbnNlbnQudjEuUHJlZmVyZW5jZXNWaWV3MoADChFDb25zZW50TG9nU2VydmljZRJUCg1SZWNvcmRDb25zZW50EiAuY29uc2VudC52MS5SZWNvcmRDb25zZW50UmVxdWVzdBohLmNvbnNlbnQudjEuUmVjb3JkQ29uc2VudFJlc3BvbnNlEloKD0xpc3RDb25zZW50TG9ncxIiLmNvbnNlbnQudjEuTGlzdENvbnNlbnRMb2dzUmVxdWVzdBojLmNvbnNlbnQudjEuTGlzdENvbnNlbnRMb2dzUmVzcG9uc2USVwoOR2V0UHJlZmVyZW5jZXMSIS5jb25zZW50LnYxLkdldFByZWZlcmVuY2VzUmVxdWVzdBoiLmNvbnNlbnQudjEuR2V0UHJlZmVyZW5jZXNSZXNwb25zZRJgChFVcGRhdGVQcmVmZXJlbmNlcxIkLmNvbnNlbnQudjEuVXBkYXRlUHJlZmVyZW5jZXNSZXF1ZXN0GiUuY29uc2VudC52MS5VcGRhdGVQcmVmZXJlbmNlc1Jlc3BvbnNlYgZwcm90bzM", [file_consent_v1_banner, file_google_protobuf_timestamp]);
 
 /**
  * PurposeChoices are the US opt-out choices of a visitor.
@@ -390,6 +392,144 @@ export const ListConsentLogsResponseSchema: GenMessage<ListConsentLogsResponse> 
   messageDesc(file_consent_v1_consent_log, 6);
 
 /**
+ * GetPreferencesRequest carries the token of a managePreferences link.
+ *
+ * @generated from message consent.v1.GetPreferencesRequest
+ */
+export type GetPreferencesRequest = Message<"consent.v1.GetPreferencesRequest"> & {
+  /**
+   * @generated from field: string token = 1;
+   */
+  token: string;
+};
+
+/**
+ * Describes the message consent.v1.GetPreferencesRequest.
+ * Use `create(GetPreferencesRequestSchema)` to create a new message.
+ */
+export const GetPreferencesRequestSchema: GenMessage<GetPreferencesRequest> = /*@__PURE__*/
+  messageDesc(file_consent_v1_consent_log, 7);
+
+/**
+ * PreferencesView is what the preferences page shows.
+ *
+ * @generated from message consent.v1.PreferencesView
+ */
+export type PreferencesView = Message<"consent.v1.PreferencesView"> & {
+  /**
+   * The banner's production side: categories, texts and colours.
+   *
+   * @generated from field: consent.v1.PublishedBanner banner = 1;
+   */
+  banner?: PublishedBanner | undefined;
+
+  /**
+   * The consent record the link belongs to.
+   *
+   * @generated from field: string consent_id = 2;
+   */
+  consentId: string;
+
+  /**
+   * Category name to accepted, from the newest row of the consentId; required categories are on.
+   *
+   * @generated from field: map<string, bool> preferences = 3;
+   */
+  preferences: { [key: string]: boolean };
+
+  /**
+   * Language of the newest row, when it named one.
+   *
+   * @generated from field: string language_code = 4;
+   */
+  languageCode: string;
+
+  /**
+   * When the link stops working.
+   *
+   * @generated from field: google.protobuf.Timestamp expires_at = 5;
+   */
+  expiresAt?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message consent.v1.PreferencesView.
+ * Use `create(PreferencesViewSchema)` to create a new message.
+ */
+export const PreferencesViewSchema: GenMessage<PreferencesView> = /*@__PURE__*/
+  messageDesc(file_consent_v1_consent_log, 8);
+
+/**
+ * GetPreferencesResponse is the page's content.
+ *
+ * @generated from message consent.v1.GetPreferencesResponse
+ */
+export type GetPreferencesResponse = Message<"consent.v1.GetPreferencesResponse"> & {
+  /**
+   * @generated from field: consent.v1.PreferencesView view = 1;
+   */
+  view?: PreferencesView | undefined;
+};
+
+/**
+ * Describes the message consent.v1.GetPreferencesResponse.
+ * Use `create(GetPreferencesResponseSchema)` to create a new message.
+ */
+export const GetPreferencesResponseSchema: GenMessage<GetPreferencesResponse> = /*@__PURE__*/
+  messageDesc(file_consent_v1_consent_log, 9);
+
+/**
+ * UpdatePreferencesRequest is the preferences form as submitted.
+ *
+ * @generated from message consent.v1.UpdatePreferencesRequest
+ */
+export type UpdatePreferencesRequest = Message<"consent.v1.UpdatePreferencesRequest"> & {
+  /**
+   * @generated from field: string token = 1;
+   */
+  token: string;
+
+  /**
+   * Category name to accepted; categories the banner does not offer are ignored, required ones
+   * are always on.
+   *
+   * @generated from field: map<string, bool> preferences = 2;
+   */
+  preferences: { [key: string]: boolean };
+};
+
+/**
+ * Describes the message consent.v1.UpdatePreferencesRequest.
+ * Use `create(UpdatePreferencesRequestSchema)` to create a new message.
+ */
+export const UpdatePreferencesRequestSchema: GenMessage<UpdatePreferencesRequest> = /*@__PURE__*/
+  messageDesc(file_consent_v1_consent_log, 10);
+
+/**
+ * UpdatePreferencesResponse identifies the new row and shows the page as it now stands.
+ *
+ * @generated from message consent.v1.UpdatePreferencesResponse
+ */
+export type UpdatePreferencesResponse = Message<"consent.v1.UpdatePreferencesResponse"> & {
+  /**
+   * @generated from field: string consent_log_id = 1;
+   */
+  consentLogId: string;
+
+  /**
+   * @generated from field: consent.v1.PreferencesView view = 2;
+   */
+  view?: PreferencesView | undefined;
+};
+
+/**
+ * Describes the message consent.v1.UpdatePreferencesResponse.
+ * Use `create(UpdatePreferencesResponseSchema)` to create a new message.
+ */
+export const UpdatePreferencesResponseSchema: GenMessage<UpdatePreferencesResponse> = /*@__PURE__*/
+  messageDesc(file_consent_v1_consent_log, 11);
+
+/**
  * ConsentLogService records visitors' consent choices as privacy-minimised rows (spec 2.5,
  * decisions §5) and lets operators read them back as proof of consent.
  *
@@ -418,6 +558,29 @@ export const ConsentLogService: GenService<{
     methodKind: "unary";
     input: typeof ListConsentLogsRequestSchema;
     output: typeof ListConsentLogsResponseSchema;
+  },
+  /**
+   * Reads what the preferences page behind a managePreferences link shows: the banner's
+   * production categories and the visitor's current choice. The signed token is the credential;
+   * an expired or altered token fails with link_expired or link_invalid (PERMISSION_DENIED).
+   *
+   * @generated from rpc consent.v1.ConsentLogService.GetPreferences
+   */
+  getPreferences: {
+    methodKind: "unary";
+    input: typeof GetPreferencesRequestSchema;
+    output: typeof GetPreferencesResponseSchema;
+  },
+  /**
+   * Records a change made on the preferences page as a consent_changed row with the token's
+   * consentId. Same credential and limits as GetPreferences and RecordConsent.
+   *
+   * @generated from rpc consent.v1.ConsentLogService.UpdatePreferences
+   */
+  updatePreferences: {
+    methodKind: "unary";
+    input: typeof UpdatePreferencesRequestSchema;
+    output: typeof UpdatePreferencesResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_consent_v1_consent_log, 0);

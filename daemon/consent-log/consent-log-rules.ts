@@ -1,0 +1,185 @@
+import { randomInt } from "node:crypto";
+import { v7 as uuidv7 } from "uuid";
+import { z } from "zod";
+import type { BannerRecord, TelemetryLevel } from "#daemon/banners/banner-store.js";
+import { hostAllowed, hostOf } from "#daemon/banners/domains.js";
+import { DomainError, invalidRequest } from "#daemon/errors.js";
+import { integer, isoDateTime, text, uuid } from "#daemon/validation/rules.js";
+import { parseOrThrow } from "#daemon/validation/violations.js";
+
+/** decisions §5: the log route takes the 20 KB body limit of spec 8. */
+export const LOG_BODY_LIMIT = 20 * 1024;
+/** spec 8: POST /api/consent/log requests per client IP per minute. */
+export const LOG_IP_LIMIT = 1_000;
+
+/** spec 3.3: the allowed values of `method`. */
+export const CONSENT_LOG_METHODS = [
+  "consent_given",
+  "consent_changed",
+  "consent_default",
+  "accept_all",
+  "accept_necessary",
+] as const;
+export type ConsentLogMethod = (typeof CONSENT_LOG_METHODS)[number];
+
+/** spec 3.3: every method but consent_default is a visitor's explicit choice. */
+export function isExplicitChoice(method: string): boolean {
+  return method !== "consent_default";
+}
+
+/**
+ * decisions §5: the log payload. A plain (stripping) object: unknown fields are ignored, since
+ * the runtime evolves, and so never reach the store.
+ */
+const logBody = z.object({
+  bannerId: uuid,
+  preferences: z
+    .record(text(1, 100), z.boolean())
+    .refine((value) => Object.keys(value).length <= 50, "must have at most 50 entries"),
+  method: z.enum(CONSENT_LOG_METHODS, {
+    error: (issue) => (issue.input === undefined ? "is required" : undefined),
+  }),
+  timestamp: isoDateTime,
+  consentId: uuid.optional(),
+  revision: integer(0, 1_000_000).optional(),
+  languageCode: text(1, 20).optional(),
+  country: text(1, 64).optional(),
+  region: text(1, 64).optional(),
+  matchedRuleId: text(1, 64).optional(),
+  gpc: z.boolean().optional(),
+  purposeChoices: z
+    .object({
+      saleSharing: z.boolean().optional(),
+      targetedAdvertising: z.boolean().optional(),
+      sensitiveData: z.boolean().optional(),
+      profiling: z.boolean().optional(),
+    })
+    .optional(),
+  pageUrl: text(0, 4096).optional(),
+});
+
+export type ConsentLogBody = z.infer<typeof logBody>;
+
+/** Validates a log payload (decisions §5); failures are 400 invalid_request with details. */
+export function readConsentLogBody(body: unknown): ConsentLogBody {
+  return parseOrThrow(logBody, body, (violations) => invalidRequest(violations));
+}
+
+/** decisions §5: how far a client timestamp may lie before or after the time of receipt. */
+const MAX_PAST_MS = 24 * 60 * 60_000;
+const MAX_FUTURE_MS = 5 * 60_000;
+
+/**
+ * decisions §5: a client timestamp outside [received − 24 h, received + 5 min] is clamped to the
+ * nearest bound and marked, so a wrong device clock cannot back- or post-date a record.
+ */
+export function clampTimestamp(
+  timestamp: string,
+  receivedAt: Date,
+): { occurredAt: Date; timestampClamped: boolean } {
+  const client = Date.parse(timestamp);
+  const earliest = receivedAt.getTime() - MAX_PAST_MS;
+  const latest = receivedAt.getTime() + MAX_FUTURE_MS;
+  const bounded = Math.min(Math.max(client, earliest), latest);
+  return { occurredAt: new Date(bounded), timestampClamped: bounded !== client };
+}
+
+function httpUrl(value: string | undefined): URL | null {
+  if (!value) return null;
+  try {
+    const url = new URL(value);
+    return url.protocol === "http:" || url.protocol === "https:" ? url : null;
+  } catch {
+    return null; // Not an address: nothing of it is kept.
+  }
+}
+
+/**
+ * decisions §5: the page address kept with a row, `pageUrl` else the Referer, reduced to the
+ * banner's telemetry level: `none` keeps nothing, `origin` scheme and host, `path` adds the path
+ * (never the query, the fragment or credentials, which may identify the visitor).
+ */
+export function reducePageUrl(
+  pageUrl: string | undefined,
+  referer: string,
+  level: TelemetryLevel,
+): string | undefined {
+  if (level === "none") return undefined;
+  const url = httpUrl(pageUrl) ?? httpUrl(referer);
+  if (!url) return undefined;
+  return level === "origin" ? url.origin : `${url.origin}${url.pathname}`;
+}
+
+/**
+ * decisions §5: the host the domain check judges: Origin's when the header is present (an opaque
+ * "null" origin has none), else Referer's. Null when neither names an http(s) host.
+ */
+export function requestHost(origin: string, referer: string): string | null {
+  const source = origin ? httpUrl(origin) : httpUrl(referer);
+  return source ? source.hostname.toLowerCase() : null;
+}
+
+/**
+ * consentLogIds: UUIDv7 from the time of receipt, strictly increasing within this process even
+ * when rows share a millisecond or the clock steps back, so "newest first" and "the newest row of
+ * a consentId" follow the order rows were written.
+ */
+export function createLogIdGenerator(): (receivedAt: Date) => string {
+  let lastMs = Number.NEGATIVE_INFINITY;
+  let seq = 0;
+  return (receivedAt) => {
+    const ms = receivedAt.getTime();
+    if (ms > lastMs) {
+      lastMs = ms;
+      seq = randomInt(0, 2 ** 30); // leaves room to count up within one millisecond
+    } else if (++seq > 0xffffffff) {
+      lastMs += 1;
+      seq = 0;
+    }
+    return uuidv7({ msecs: lastMs, seq });
+  };
+}
+
+/** ListConsentLogs: page sizes and the page token (the previous page's last id). */
+export function readListPaging(pageSize: number, pageToken: string, methods: readonly string[]) {
+  const violations = [];
+  if (pageSize < 0 || pageSize > 1_000) {
+    violations.push({ field: "pageSize", message: "pageSize must be from 1 to 1000" });
+  }
+  if (pageToken && !uuid.safeParse(pageToken).success) {
+    violations.push({ field: "pageToken", message: "pageToken is not a token this service made" });
+  }
+  const unknown = methods.filter((m) => !(CONSENT_LOG_METHODS as readonly string[]).includes(m));
+  if (unknown.length > 0) {
+    violations.push({
+      field: "methods",
+      message: `methods must be among ${CONSENT_LOG_METHODS.join(", ")}; unknown: ${unknown.join(", ")}`,
+    });
+  }
+  if (violations.length > 0) throw invalidRequest(violations);
+  return { limit: pageSize || 100, beforeId: pageToken || undefined };
+}
+
+/**
+ * decisions §5: the host of Origin (else Referer) must be the banner's domain or one of its
+ * production additionalDomains, or a subdomain of one; with neither header the post is refused.
+ */
+export function authorizeOrigin(banner: BannerRecord, origin: string, referer: string): void {
+  const host = requestHost(origin, referer);
+  const allowed = [hostOf(banner.domain), ...banner.production.configuration.additionalDomains];
+  if (
+    host !== null &&
+    hostAllowed(
+      host,
+      allowed.filter((h): h is string => h !== null),
+    )
+  )
+    return;
+  throw new DomainError(
+    "forbidden",
+    "domain_not_authorized",
+    host === null
+      ? "The request names no origin: send it from a page of the banner's domain"
+      : `${host} is not a domain this banner is configured for`,
+  );
+}

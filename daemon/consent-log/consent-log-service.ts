@@ -1,0 +1,158 @@
+import { randomUUID } from "node:crypto";
+import { toJson } from "@bufbuild/protobuf";
+import { timestampDate } from "@bufbuild/protobuf/wkt";
+import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
+import type { Authenticator } from "#daemon/auth/authenticator.js";
+import { callerOf } from "#daemon/auth/caller.js";
+import { activeBanner } from "#daemon/banners/active-banner.js";
+import type { BannerRecord } from "#daemon/banners/banner-store.js";
+import type { Clock } from "#daemon/clock.js";
+import { compact, consentLogEntryMessage } from "#daemon/consent-log/consent-log-messages.js";
+import {
+  authorizeOrigin,
+  type ConsentLogBody,
+  clampTimestamp,
+  createLogIdGenerator,
+  isExplicitChoice,
+  LOG_BODY_LIMIT,
+  LOG_IP_LIMIT,
+  readConsentLogBody,
+  readListPaging,
+  reducePageUrl,
+} from "#daemon/consent-log/consent-log-rules.js";
+import type { ConsentLogRecord } from "#daemon/consent-log/consent-log-store.js";
+import { PreferenceLinks } from "#daemon/consent-log/preference-links.js";
+import { createPreferencesHandlers } from "#daemon/consent-log/preferences-handlers.js";
+import {
+  type ClientIpHasher,
+  type FixedWindowLimiter,
+  MINUTE_MS,
+  rateLimited,
+} from "#daemon/limits/rate-limiter.js";
+import { afterAdmission } from "#daemon/rpc/rate-limit-headers.js";
+import { bodyOf } from "#daemon/rpc/request-body.js";
+import type { Store } from "#daemon/store/store.js";
+import {
+  type ConsentLogService,
+  type RecordConsentRequest,
+  RecordConsentRequestSchema,
+} from "#gen/consent/v1/consent_log_pb.js";
+
+export interface ConsentLogServiceOptions {
+  store: Store;
+  authenticator: Authenticator;
+  clock: Clock;
+  /** The Authenticator's limiter: counters live in the store, shared by every daemon. */
+  limiter: FixedWindowLimiter;
+  /** Client IPs become counter names only as HMACs (decisions §2). */
+  ipHasher: ClientIpHasher;
+  /** Lets a gateway's relayed client IP be trusted (daemon/auth/caller.ts). */
+  operatorToken: string;
+  /** CONSENT_BASE_URL: managePreferences links point at its /preferences/ page. */
+  baseUrl: string;
+  /** Signs managePreferences tokens; the same on every daemon of the store. */
+  linkSecret: Buffer;
+}
+
+/** The typed gRPC fields in the shape of the REST body, so both meet the same rules. */
+function typedLogBody(request: RecordConsentRequest): unknown {
+  const fields = toJson(RecordConsentRequestSchema, request) as Record<string, unknown>;
+  delete fields.requestOrigin;
+  return { ...fields, preferences: { ...request.preferences } };
+}
+
+/** The privacy-minimised row of one post (spec 2.5, decisions §5): no IP, no user agent. */
+function logRecord(
+  banner: BannerRecord,
+  body: ConsentLogBody,
+  referer: string,
+  receivedAt: Date,
+  id: string,
+): ConsentLogRecord {
+  const production = banner.production.configuration;
+  return compact({
+    id,
+    teamId: banner.teamId,
+    bannerId: banner.id,
+    publicId: banner.publicId,
+    consentId: (body.consentId ?? randomUUID()).toLowerCase(),
+    method: body.method,
+    preferences: { ...body.preferences },
+    revision: body.revision,
+    languageCode: body.languageCode,
+    country: body.country,
+    region: body.region,
+    matchedRuleId: body.matchedRuleId,
+    gpc: body.gpc,
+    purposeChoices: body.purposeChoices && compact({ ...body.purposeChoices }),
+    pageUrl: reducePageUrl(body.pageUrl, referer, production.telemetryLevel),
+    ...clampTimestamp(body.timestamp, receivedAt),
+    receivedAt,
+  });
+}
+
+/**
+ * The consent log (spec 2.5, 3.3, 4.4; decisions §5): the banner runtime's posts, the operator's
+ * listing, and the preferences page behind managePreferences links.
+ */
+export function createConsentLogService(
+  options: ConsentLogServiceOptions,
+): ServiceImpl<typeof ConsentLogService> {
+  const { store, authenticator, clock } = options;
+  const links = new PreferenceLinks(options.linkSecret);
+  const nextLogId = createLogIdGenerator();
+  const preferencesPage = `${options.baseUrl.replace(/\/+$/, "")}/preferences/`;
+
+  /** spec 8: 1,000 calls a minute per client IP, counted before the body is even read. */
+  async function admitVisitor(ctx: HandlerContext): Promise<void> {
+    const { clientIp } = callerOf(ctx, options.operatorToken);
+    const bucket = `consent-log-ip:${options.ipHasher.hash(clientIp)}`;
+    const outcome = await options.limiter.hit(bucket, LOG_IP_LIMIT, MINUTE_MS);
+    if (!outcome.allowed) throw rateLimited(outcome.retryAfterSeconds);
+  }
+
+  return {
+    async recordConsent(request, ctx) {
+      await admitVisitor(ctx);
+      const body = readConsentLogBody(
+        bodyOf(request, typedLogBody, { maxBytes: LOG_BODY_LIMIT, failure: "subject" }),
+      );
+      const banner = await activeBanner(store.banners, body.bannerId.toLowerCase());
+      const { origin = "", referer = "" } = request.requestOrigin ?? {};
+      authorizeOrigin(banner, origin, referer);
+      const receivedAt = clock();
+      const record = logRecord(banner, body, referer, receivedAt, nextLogId(receivedAt));
+      // The port's promise: durable once append resolves, so the 200 follows a durable row.
+      await store.consentLog.append(record);
+      const managePreferences = isExplicitChoice(record.method)
+        ? preferencesPage + links.sign(banner.publicId, record.consentId, receivedAt)
+        : "";
+      return { consentLogId: record.id, managePreferences };
+    },
+
+    async listConsentLogs(request, ctx) {
+      const auth = await authenticator.authorize(ctx, { scope: "logs:read", write: false });
+      return afterAdmission(ctx, auth, async () => {
+        const paging = readListPaging(request.pageSize, request.pageToken, request.methods);
+        // One row more than the page tells whether another page follows.
+        const rows = await store.consentLog.list({
+          teamId: auth.team.id,
+          publicId: request.bannerId ? request.bannerId.toLowerCase() : undefined,
+          methods: request.methods.length > 0 ? request.methods : undefined,
+          since: request.since && timestampDate(request.since),
+          until: request.until && timestampDate(request.until),
+          beforeId: paging.beforeId,
+          limit: paging.limit + 1,
+        });
+        const page = rows.slice(0, paging.limit);
+        const more = rows.length > paging.limit;
+        return {
+          entries: page.map(consentLogEntryMessage),
+          nextPageToken: more ? (page.at(-1)?.id ?? "") : "",
+        };
+      });
+    },
+
+    ...createPreferencesHandlers({ store, clock, links, nextLogId, admitVisitor }),
+  };
+}

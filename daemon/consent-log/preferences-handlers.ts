@@ -1,0 +1,81 @@
+import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
+import { activeBanner } from "#daemon/banners/active-banner.js";
+import type { Clock } from "#daemon/clock.js";
+import {
+  compact,
+  currentChoice,
+  preferencesViewMessage,
+} from "#daemon/consent-log/consent-log-messages.js";
+import type { ConsentLogRecord } from "#daemon/consent-log/consent-log-store.js";
+import type { PreferenceLinks } from "#daemon/consent-log/preference-links.js";
+import type { Store } from "#daemon/store/store.js";
+import type { ConsentLogService } from "#gen/consent/v1/consent_log_pb.js";
+
+export interface PreferencesHandlerOptions {
+  store: Store;
+  clock: Clock;
+  links: PreferenceLinks;
+  /** The service's consentLogId generator, so its rows stay in one increasing order. */
+  nextLogId: (receivedAt: Date) => string;
+  /** The log route's per-IP limit, which the page shares. */
+  admitVisitor: (ctx: HandlerContext) => Promise<void>;
+}
+
+type PreferencesHandlers = Pick<
+  ServiceImpl<typeof ConsentLogService>,
+  "getPreferences" | "updatePreferences"
+>;
+
+/**
+ * The preferences page behind managePreferences links (decisions §5): the signed token is the
+ * credential, the newest row of its consentId is the current choice, and a change is a new
+ * consent_changed row with that consentId.
+ */
+export function createPreferencesHandlers(options: PreferencesHandlerOptions): PreferencesHandlers {
+  const { store, clock, links } = options;
+
+  /** A link's grant, banner and current row; expired, altered and inactive all fail here. */
+  async function granted(ctx: HandlerContext, token: string) {
+    await options.admitVisitor(ctx);
+    const grant = links.verify(token, clock());
+    const banner = await activeBanner(store.banners, grant.publicId);
+    const latest = await store.consentLog.latestByConsentId(banner.teamId, grant.consentId);
+    return { grant, banner, latest };
+  }
+
+  return {
+    async getPreferences(request, ctx) {
+      const { grant, banner, latest } = await granted(ctx, request.token);
+      return { view: preferencesViewMessage(banner, grant.consentId, latest, grant.expiresAt) };
+    },
+
+    async updatePreferences(request, ctx) {
+      const { grant, banner, latest } = await granted(ctx, request.token);
+      const receivedAt = clock();
+      // The jurisdiction context of the choice being changed carries over; nothing about the
+      // visitor is added (no page address: the page is ours, not the site's).
+      const record: ConsentLogRecord = compact({
+        id: options.nextLogId(receivedAt),
+        teamId: banner.teamId,
+        bannerId: banner.id,
+        publicId: banner.publicId,
+        consentId: grant.consentId,
+        method: "consent_changed",
+        preferences: currentChoice(banner, request.preferences),
+        revision: banner.production.revision,
+        languageCode: latest?.languageCode,
+        country: latest?.country,
+        region: latest?.region,
+        matchedRuleId: latest?.matchedRuleId,
+        occurredAt: receivedAt,
+        timestampClamped: false,
+        receivedAt,
+      });
+      await store.consentLog.append(record);
+      return {
+        consentLogId: record.id,
+        view: preferencesViewMessage(banner, grant.consentId, record, grant.expiresAt),
+      };
+    },
+  };
+}

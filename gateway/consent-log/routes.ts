@@ -1,0 +1,88 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import type { DaemonClients } from "#gateway/daemon-clients.js";
+import { type HttpError, httpErrorOf } from "#gateway/errors.js";
+import { rawBody, relayOptions } from "#gateway/relay.js";
+
+export interface ConsentLogRouteOptions {
+  clients: DaemonClients;
+  operatorToken: string;
+}
+
+const PATH = "/api/consent/log";
+const ALLOWED = "POST, OPTIONS";
+
+/** decisions §5: this route's errors are not enveloped. */
+function sendError(reply: FastifyReply, error: HttpError): FastifyReply {
+  return reply
+    .code(error.status)
+    .headers(error.headers)
+    .send({
+      success: false,
+      error: error.message,
+      code: error.code ?? "internal_error",
+      ...(error.details && { details: error.details }),
+    });
+}
+
+function header(request: FastifyRequest, name: "origin" | "referer"): string {
+  return request.headers[name] ?? "";
+}
+
+/**
+ * POST /api/consent/log (spec 4.4, decisions §5): the banner runtime's choices, relayed verbatim
+ * to the daemon, which limits, parses (application/json or text/plain, so sendBeacon works),
+ * validates, checks the domain and stores. This plugin adds only CORS: the preflight, and the
+ * request's Origin echoed with `Vary: Origin` on every answer, errors included, since the domain
+ * check (not CORS) is what guards the route and needs the body.
+ */
+export async function consentLogRoutes(app: FastifyInstance, options: ConsentLogRouteOptions) {
+  const { clients, operatorToken } = options;
+  app.addHook("onRequest", async (request, reply) => {
+    reply.header("Vary", "Origin");
+    if (request.headers.origin) reply.header("Access-Control-Allow-Origin", request.headers.origin);
+  });
+  app.setErrorHandler((error, request, reply) => {
+    const httpError = httpErrorOf(error);
+    if (httpError.status === 500) request.log.error({ err: error }, "consent log request failed");
+    return sendError(reply, httpError);
+  });
+
+  app.post(PATH, async (request, reply) => {
+    const recorded = await clients.consentLog.recordConsent(
+      {
+        json: rawBody(request),
+        requestOrigin: { origin: header(request, "origin"), referer: header(request, "referer") },
+      },
+      relayOptions(request, reply, operatorToken),
+    );
+    return reply.code(200).send({
+      success: true,
+      consentLogId: recorded.consentLogId,
+      ...(recorded.managePreferences && { managePreferences: recorded.managePreferences }),
+    });
+  });
+
+  app.options(PATH, async (request, reply) =>
+    reply
+      .code(204)
+      .headers({
+        "Access-Control-Allow-Methods": ALLOWED,
+        "Access-Control-Allow-Headers":
+          request.headers["access-control-request-headers"] ?? "Content-Type",
+        "Access-Control-Max-Age": "86400",
+      })
+      .send(),
+  );
+
+  app.route({
+    method: ["GET", "HEAD", "PUT", "PATCH", "DELETE"],
+    url: PATH,
+    handler: async (request, reply) =>
+      sendError(reply.header("Allow", ALLOWED), {
+        status: 405,
+        code: "method_not_allowed",
+        message: `Method ${request.method} is not allowed on this endpoint; allowed: ${ALLOWED}`,
+        headers: {},
+      }),
+  });
+}

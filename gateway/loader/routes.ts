@@ -1,0 +1,102 @@
+import { Code, ConnectError } from "@connectrpc/connect";
+import type { FastifyInstance, FastifyReply } from "fastify";
+import type { DaemonClients } from "#gateway/daemon-clients.js";
+import { LoaderCache, type LoaderVariant } from "#gateway/loader/loader-cache.js";
+import { parseGeo } from "#gateway/loader/runtime-config.js";
+
+/**
+ * decisions §6: browsers and CDNs keep a loader for 5 minutes, then revalidate with its ETag
+ * (a 304 costs no body); a publish therefore reaches visitors within about 5 minutes.
+ */
+const CACHE_CONTROL = "public, max-age=300, stale-while-revalidate=60";
+/** How long a gateway serves a banner before asking the daemon whether it changed. */
+export const LOADER_REVALIDATE_MS = 30_000;
+
+export interface LoaderRouteOptions {
+  clients: DaemonClients;
+  /** CONSENT_GEO_HEADER: a header set by a trusted proxy (e.g. CF-IPCountry). */
+  geoHeader?: string;
+  onPublicChange?: (listener: (publicId: string) => void) => void;
+  revalidateMs?: number;
+}
+
+type Encoding = "br" | "gzip" | "identity";
+
+/** The best encoding the client accepts (q=0 refuses one): brotli, then gzip, then none. */
+function negotiate(acceptEncoding: string | undefined): Encoding {
+  const accepted = new Set<string>();
+  for (const part of (acceptEncoding ?? "").toLowerCase().split(",")) {
+    const [name = "", ...params] = part.trim().split(";");
+    const q = params.map((p) => /^\s*q=([\d.]+)/.exec(p)?.[1]).find(Boolean);
+    if (q === undefined || Number(q) > 0) accepted.add(name.trim());
+  }
+  if (accepted.has("br")) return "br";
+  return accepted.has("gzip") || accepted.has("*") ? "gzip" : "identity";
+}
+
+function etagOf(variant: LoaderVariant, encoding: Encoding): string {
+  const suffix = { br: "-br", gzip: "-gz", identity: "" }[encoding];
+  return `"${variant.hash}${suffix}"`;
+}
+
+/** If-None-Match holds the current ETag (weak comparison, as RFC 9110 asks for it). */
+function notModified(ifNoneMatch: string | undefined, etag: string): boolean {
+  if (!ifNoneMatch) return false;
+  if (ifNoneMatch.trim() === "*") return true;
+  return ifNoneMatch.split(",").some((tag) => tag.trim().replace(/^W\//, "") === etag);
+}
+
+function notFound(reply: FastifyReply): FastifyReply {
+  return reply
+    .code(404)
+    .header("Cache-Control", "no-store")
+    .send({ error: "No active banner with that public Banner ID", code: "not_found" });
+}
+
+/**
+ * GET /loader/{publicId}.js (decisions §6): the runtime and the banner's production configuration
+ * in one script, from memory, with ETag, Cache-Control and brotli/gzip by Accept-Encoding.
+ * Unknown and inactive banners are 404.
+ */
+export async function loaderRoutes(app: FastifyInstance, options: LoaderRouteOptions) {
+  const cache = new LoaderCache({
+    revalidateMs: options.revalidateMs ?? LOADER_REVALIDATE_MS,
+    async fetchBanner(publicId) {
+      try {
+        return (await options.clients.banners.getPublishedBanner({ publicId })).banner ?? null;
+      } catch (error) {
+        if (error instanceof ConnectError && error.code === Code.NotFound) return null;
+        throw error;
+      }
+    },
+  });
+  options.onPublicChange?.((publicId) => cache.invalidate(publicId));
+  const geoHeader = options.geoHeader?.toLowerCase();
+
+  app.get("/loader/:file", async (request, reply) => {
+    const publicId = /^([0-9a-f-]{36})\.js$/i.exec((request.params as { file: string }).file)?.[1];
+    if (!publicId) return notFound(reply);
+    const geoValue = geoHeader ? request.headers[geoHeader] : undefined;
+    const geo = parseGeo(Array.isArray(geoValue) ? geoValue[0] : geoValue);
+    const variant = await cache.variant(publicId.toLowerCase(), geo);
+    if (!variant) return notFound(reply);
+    const encoding = negotiate(request.headers["accept-encoding"]);
+    const etag = etagOf(variant, encoding);
+    reply.headers({
+      "Content-Type": "text/javascript; charset=utf-8",
+      "Cache-Control": CACHE_CONTROL,
+      ETag: etag,
+      Vary:
+        variant.variesByGeo && geoHeader
+          ? `Accept-Encoding, ${options.geoHeader}`
+          : "Accept-Encoding",
+      // Lets a site load it with crossorigin/SRI, or under Cross-Origin-Embedder-Policy.
+      "Access-Control-Allow-Origin": "*",
+      "Cross-Origin-Resource-Policy": "cross-origin",
+      "X-Content-Type-Options": "nosniff",
+    });
+    if (notModified(request.headers["if-none-match"], etag)) return reply.code(304).send();
+    if (encoding !== "identity") reply.header("Content-Encoding", encoding);
+    return reply.code(200).send(variant[encoding]);
+  });
+}

@@ -1,0 +1,117 @@
+import { timestampDate } from "@bufbuild/protobuf/wkt";
+import { runtimeConfig } from "#gateway/loader/runtime-config.js";
+import { resolveTexts } from "#gateway/runtime/texts.js";
+import type { PreferencesView } from "#gen/consent/v1/consent_log_pb.js";
+
+const ESCAPES: Record<string, string> = {
+  "&": "&amp;",
+  "<": "&lt;",
+  ">": "&gt;",
+  '"': "&quot;",
+  "'": "&#39;",
+};
+
+/** Every configured string reaches the page through this: the operator's texts are not HTML. */
+export function escapeHtml(value: string): string {
+  return value.replace(/[&<>"']/g, (c) => ESCAPES[c] as string);
+}
+
+interface Colors {
+  primary: string;
+  secondary: string;
+  text: string;
+  accent: string;
+}
+
+const DEFAULT_COLORS: Colors = {
+  primary: "#000000",
+  secondary: "#ffffff",
+  text: "#333333",
+  accent: "#007bff",
+};
+
+/** A whole page; styles carry the response's CSP nonce, the only style the policy allows. */
+function document(lang: string, title: string, body: string, nonce: string, c: Colors): string {
+  return `<!doctype html>
+<html lang="${escapeHtml(lang)}"><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width,initial-scale=1">
+<title>${escapeHtml(title)}</title>
+<style nonce="${nonce}">
+body{margin:0;background:${c.secondary};color:${c.text};font:16px/1.5 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif}
+main{max-width:40rem;margin:2rem auto;padding:0 1rem}
+fieldset{border:1px solid ${c.text};border-radius:8px;padding:1rem;margin:0 0 1rem}
+label{display:flex;gap:.75em;margin:0 0 .75em}
+input{accent-color:${c.accent};width:1.2em;height:1.2em;margin:.2em 0 0;flex:none}
+small{display:block}
+button{font:inherit;cursor:pointer;padding:.5em 1.5em;border-radius:4px;border:2px solid ${c.primary};background:${c.primary};color:${c.secondary}}
+:focus-visible{outline:3px solid ${c.accent};outline-offset:2px}
+a{color:inherit}
+.status{border-left:4px solid ${c.accent};padding:.5em 1em}
+</style></head>
+<body><main>${body}</main></body></html>
+`;
+}
+
+/**
+ * The preferences page (decisions §5): the banner's categories with the visitor's current choice,
+ * in the language of that choice, as a plain form (no script) posted back to the same address.
+ */
+export function preferencesPage(view: PreferencesView, nonce: string, saved: boolean): string {
+  const banner = view.banner;
+  const config = banner ? runtimeConfig(banner, null) : undefined;
+  const texts = resolveTexts(config?.texts ?? {}, view.languageCode || "en");
+  const rows = (config?.categories ?? []).map((category) => {
+    const text = texts.category(category);
+    const checked = category.required || view.preferences[category.name] === true;
+    const attributes = category.required
+      ? " checked disabled"
+      : `${checked ? " checked" : ""} name="category" value="${escapeHtml(category.name)}"`;
+    const description = text.description ? `<small>${escapeHtml(text.description)}</small>` : "";
+    return `<label><input type="checkbox"${attributes}><span><b>${escapeHtml(text.label)}</b>${description}</span></label>`;
+  });
+  const until = view.expiresAt ? timestampDate(view.expiresAt).toISOString().slice(11, 16) : "";
+  const policy = texts.get("privacyPolicyUrl");
+  const body = [
+    `<h1>${escapeHtml(texts.get("title"))}</h1>`,
+    saved ? `<p class="status" role="status">Your choices have been saved.</p>` : "",
+    `<p>${escapeHtml(texts.get("description"))}</p>`,
+    `<form method="post"><fieldset><legend>${escapeHtml(texts.get("customize"))}</legend>`,
+    rows.join("\n"),
+    `</fieldset><button type="submit">${escapeHtml(texts.get("save"))}</button></form>`,
+    `<p><small>This link works until ${until} UTC.</small></p>`,
+    policy ? `<p><a href="${escapeHtml(policy)}">Privacy policy</a></p>` : "",
+  ].join("\n");
+  return document(
+    texts.languageCode,
+    texts.get("title"),
+    body,
+    nonce,
+    config?.colors ?? DEFAULT_COLORS,
+  );
+}
+
+const ERROR_TEXTS: Record<string, [string, string]> = {
+  link_expired: [
+    "This link has expired",
+    "Links to change your privacy choices work for 30 minutes after a choice. Open the site again and change your choices from its privacy settings.",
+  ],
+  link_invalid: [
+    "This link is not valid",
+    "It may have been copied incompletely or changed. Open the site again and change your choices from its privacy settings.",
+  ],
+  not_found: [
+    "These privacy settings are no longer available",
+    "The site no longer collects choices with this banner.",
+  ],
+  rate_limited: ["Too many requests", "Please wait a minute and try again."],
+};
+
+/** A clear page for a link that cannot be used; never internal detail (decisions §5). */
+export function errorPage(code: string | undefined, nonce: string): string {
+  const [title, text] = ERROR_TEXTS[code ?? ""] ?? [
+    "Something went wrong",
+    "Your privacy settings could not be shown just now. Please try again later.",
+  ];
+  const body = `<h1>${escapeHtml(title)}</h1>\n<p>${escapeHtml(text)}</p>`;
+  return document("en", title, body, nonce, DEFAULT_COLORS);
+}

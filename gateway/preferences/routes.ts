@@ -1,0 +1,78 @@
+import { randomBytes } from "node:crypto";
+import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import type { DaemonClients } from "#gateway/daemon-clients.js";
+import { httpErrorOf } from "#gateway/errors.js";
+import { errorPage, preferencesPage } from "#gateway/preferences/page.js";
+import { relayOptions } from "#gateway/relay.js";
+
+export interface PreferencesRouteOptions {
+  clients: DaemonClients;
+  operatorToken: string;
+}
+
+/** Form fields read from one submission; a banner has at most 30 categories. */
+const MAX_FIELDS = 100;
+
+const tokenOf = (request: FastifyRequest) => (request.params as { token: string }).token;
+
+/**
+ * The page's headers: no script at all, styles by nonce, no framing, and no Referer, since the
+ * address itself is the credential.
+ */
+function sendPage(reply: FastifyReply, status: number, html: string, nonce: string) {
+  return reply
+    .code(status)
+    .headers({
+      "Content-Type": "text/html; charset=utf-8",
+      "Content-Security-Policy": `default-src 'none'; style-src 'nonce-${nonce}'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'`,
+      "Referrer-Policy": "no-referrer",
+      "Cache-Control": "no-store",
+      "X-Content-Type-Options": "nosniff",
+    })
+    .send(html);
+}
+
+/** The categories ticked in the submitted form (application/x-www-form-urlencoded). */
+function submittedChoice(request: FastifyRequest): Record<string, boolean> {
+  const text = Buffer.isBuffer(request.body) ? request.body.toString("utf8") : "";
+  const names = new URLSearchParams(text).getAll("category").slice(0, MAX_FIELDS);
+  return Object.fromEntries(names.map((name) => [name, true]));
+}
+
+/**
+ * GET and POST /preferences/{token} (decisions §5): the page behind a managePreferences link.
+ * A saved form redirects back to the page (303), so reloading it never records twice. Any
+ * failure, an expired or altered link above all, is a plain page with a 4xx, never a trace.
+ */
+export async function preferencesRoutes(app: FastifyInstance, options: PreferencesRouteOptions) {
+  const { clients, operatorToken } = options;
+  app.setErrorHandler((error, request, reply) => {
+    const httpError = httpErrorOf(error);
+    if (httpError.status === 500) request.log.error({ err: error }, "preferences page failed");
+    const nonce = randomBytes(16).toString("base64");
+    reply.headers(httpError.headers);
+    return sendPage(reply, httpError.status, errorPage(httpError.code, nonce), nonce);
+  });
+
+  app.get("/preferences/:token", async (request, reply) => {
+    const { view } = await clients.consentLog.getPreferences(
+      { token: tokenOf(request) },
+      relayOptions(request, reply, operatorToken),
+    );
+    const nonce = randomBytes(16).toString("base64");
+    const saved = (request.query as { saved?: string }).saved === "1";
+    return sendPage(reply, 200, view ? preferencesPage(view, nonce, saved) : "", nonce);
+  });
+
+  app.post("/preferences/:token", async (request, reply) => {
+    const token = tokenOf(request);
+    await clients.consentLog.updatePreferences(
+      { token, preferences: submittedChoice(request) },
+      relayOptions(request, reply, operatorToken),
+    );
+    return reply
+      .code(303)
+      .header("Location", `${encodeURIComponent(token)}?saved=1`)
+      .send();
+  });
+}

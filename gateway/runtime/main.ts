@@ -1,0 +1,187 @@
+import type { RuntimeConfig, RuntimeRule } from "./config.js";
+import { consentDefault, consentUpdate, isAdCategory } from "./consent-mode.js";
+import { activateScripts } from "./scripts.js";
+import { type ConsentState, isConsentState, randomUuid, readState, writeState } from "./state.js";
+import { resolveTexts } from "./texts.js";
+import { type Choice, showBanner } from "./view.js";
+
+/** Supplied by the loader around this bundle (gateway/loader/loader-cache.ts). */
+declare const __CONFIG__: RuntimeConfig;
+
+const config = __CONFIG__;
+// Only valid while the loader script itself runs: read both at once.
+const script = document.currentScript as HTMLScriptElement | null;
+const nonce = script?.nonce || "";
+const loaderUrl = new URL(script?.src || location.href);
+/** The gateway the loader came from (any path prefix kept): the log route lives beside it. */
+const apiBase = loaderUrl.origin + loaderUrl.pathname.replace(/\/loader\/[^/]*$/, "");
+const gpc = (navigator as { globalPrivacyControl?: boolean }).globalPrivacyControl === true;
+/** Global Privacy Control opts out of sale and sharing where a US rule applies. */
+const gpcApplies = gpc && !!config.rule?.us;
+const texts = resolveTexts(
+  config.texts,
+  document.documentElement.lang || navigator.language || "en",
+);
+const all = config.categories.map((category) => category.name);
+const required = config.categories.filter((category) => category.required).map((c) => c.name);
+
+let state = readState(config.id);
+let closeView: (() => void) | undefined;
+
+const explicit = (s: ConsentState | null) => (s && !s.isDefaultState ? s : null);
+const copy = (s: ConsentState | null) =>
+  s ? (JSON.parse(JSON.stringify(s)) as ConsentState) : null;
+
+function whenReady(run: () => void): void {
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", run);
+  else run();
+}
+
+function emit(type: "ready" | "change"): void {
+  window.dispatchEvent(
+    new CustomEvent(`consent:${type}`, { detail: { consentState: copy(state) } }),
+  );
+}
+
+function acceptTypeOf(categories: string[]): ConsentState["acceptType"] {
+  if (categories.length === all.length) return "all";
+  return categories.length === required.length ? "necessary" : "custom";
+}
+
+/** The next canonical state (spec 2.4); the consentId and first-choice time carry over. */
+function nextState(categories: string[], extra: Partial<ConsentState>): ConsentState {
+  const at = new Date().toISOString();
+  const ads = categories.some(isAdCategory);
+  return {
+    schemaVersion: 2,
+    categories,
+    revision: config.revision,
+    acceptType: acceptTypeOf(categories),
+    consentId: state?.consentId ?? randomUuid(),
+    consentTimestamp: explicit(state)?.consentTimestamp ?? at,
+    lastConsentTimestamp: at,
+    languageCode: texts.languageCode,
+    ...(config.rule && { jurisdictions: [config.rule.id] }),
+    ...(config.rule?.us && {
+      usOptOutChoices: { saleSharing: !ads, targetedAdvertising: !ads },
+      gpcRespected: gpcApplies && !ads,
+    }),
+    ...extra,
+  };
+}
+
+/** Posts the row with sendBeacon (text/plain: no preflight), else fetch with keepalive. */
+function post(method: string, s: ConsentState): void {
+  const body = JSON.stringify({
+    bannerId: config.id,
+    method,
+    timestamp: s.lastConsentTimestamp,
+    consentId: s.consentId,
+    revision: s.revision,
+    languageCode: s.languageCode,
+    preferences: Object.fromEntries(all.map((name) => [name, s.categories.includes(name)])),
+    gpc,
+    purposeChoices: s.usOptOutChoices,
+    pageUrl: location.href,
+    country: config.country,
+    region: config.region,
+    matchedRuleId: config.rule?.id,
+  });
+  const url = `${apiBase}/api/consent/log`;
+  let queued = false;
+  try {
+    queued = navigator.sendBeacon(url, body);
+  } catch {
+    // No beacon support (or refused): the fetch below carries the row instead.
+  }
+  if (!queued) {
+    fetch(url, { method: "POST", body, keepalive: true, credentials: "omit" }).catch(() => {});
+  }
+}
+
+function apply(s: ConsentState): void {
+  consentUpdate(s.categories);
+  whenReady(() => activateScripts(s.categories, nonce));
+}
+
+function commit(next: ConsentState, method: string): void {
+  state = next;
+  writeState(config.id, next);
+  apply(next);
+  post(method, next);
+  if (method !== "consent_default") emit("change");
+}
+
+/** An explicit choice: the first one by its button, any later one as consent_changed. */
+function choose(choice: Choice, selected: string[]): void {
+  closeView = undefined;
+  const categories =
+    choice === "accept"
+      ? all
+      : choice === "reject"
+        ? required
+        : all.filter((n) => selected.includes(n) || required.includes(n));
+  const first = { accept: "accept_all", reject: "accept_necessary", save: "consent_given" }[choice];
+  commit(
+    nextState(categories, { collectedVia: "banner" }),
+    explicit(state) ? "consent_changed" : first,
+  );
+}
+
+/** A jurisdiction default (spec 3.3): a consent_default row, never a visitor's choice. */
+function defaultState(rule: RuntimeRule): ConsentState {
+  const categories =
+    rule.mode === "opt_in" ? required : all.filter((name) => !(gpcApplies && isAdCategory(name)));
+  return nextState(categories, {
+    isDefaultState: true,
+    collectedVia: `default_${rule.mode.replace("_", "")}` as ConsentState["collectedVia"],
+    ...(rule.mode === "opt_in" && { isPending: true }),
+  });
+}
+
+function open(customize: boolean): void {
+  whenReady(() => {
+    closeView?.();
+    closeView = showBanner({
+      config,
+      texts,
+      nonce,
+      accepted: state?.categories ?? [],
+      customize,
+      dismissible: !!explicit(state) && (state?.revision ?? 0) >= config.revision,
+      onChoice: choose,
+    });
+  });
+}
+
+consentDefault();
+const current = explicit(state);
+if (current && current.revision >= config.revision) {
+  apply(current);
+} else {
+  const storedDefault = state?.isDefaultState && state.revision >= config.revision;
+  if (config.rule && !current && !storedDefault)
+    commit(defaultState(config.rule), "consent_default");
+  else if (state) apply(state);
+  open(false);
+}
+whenReady(() => emit("ready"));
+
+/** The integrator API (docs/banner-runtime.md). */
+(window as unknown as { consentBanner: unknown }).consentBanner = {
+  getState: () => copy(state),
+  /** Cross-device: a state resolved by the integrator's backend, applied without a new row. */
+  applyState(next: unknown): boolean {
+    if (!isConsentState(next)) return false;
+    state = copy(next);
+    writeState(config.id, next);
+    apply(next);
+    if (!next.isDefaultState && next.revision >= config.revision) {
+      closeView?.();
+      closeView = undefined;
+    }
+    emit("change");
+    return true;
+  },
+  showPreferences: () => open(true),
+};

@@ -1,0 +1,71 @@
+/** spec 2.4: the canonical consent state, schemaVersion 2, exactly as PUT state accepts it. */
+export interface ConsentState {
+  schemaVersion: 2;
+  categories: string[];
+  revision: number;
+  acceptType: "all" | "custom" | "necessary";
+  consentId: string;
+  consentTimestamp: string;
+  lastConsentTimestamp: string;
+  languageCode: string;
+  jurisdictions?: string[];
+  gpcRespected?: boolean;
+  usOptOutChoices?: { saleSharing?: boolean; targetedAdvertising?: boolean };
+  isPending?: boolean;
+  isDefaultState?: boolean;
+  collectedVia?:
+    | "banner"
+    | "preferences"
+    | "api"
+    | "default_optin"
+    | "default_optout"
+    | "default_notice";
+}
+
+/** Chromium caps cookie lifetimes at 400 days; 13 months fits under it. */
+const MAX_AGE_SECONDS = 395 * 24 * 3600;
+
+/** One first-party cookie per banner, so two banners on one site never overwrite each other. */
+const cookieName = (publicId: string) => `consent_${publicId.slice(0, 8)}`;
+
+/** A value that can stand as a stored or applied state (the shape spec 2.4 requires). */
+export function isConsentState(value: unknown): value is ConsentState {
+  const state = value as ConsentState | null;
+  return (
+    !!state &&
+    state.schemaVersion === 2 &&
+    Array.isArray(state.categories) &&
+    typeof state.revision === "number" &&
+    typeof state.consentId === "string" &&
+    typeof state.consentTimestamp === "string"
+  );
+}
+
+/** The state in the banner's cookie, or null when there is none or it is unreadable. */
+export function readState(publicId: string): ConsentState | null {
+  const prefix = `${cookieName(publicId)}=`;
+  const entry = document.cookie.split("; ").find((part) => part.startsWith(prefix));
+  if (!entry) return null;
+  try {
+    const state: unknown = JSON.parse(decodeURIComponent(entry.slice(prefix.length)));
+    return isConsentState(state) ? state : null;
+  } catch {
+    return null; // A damaged cookie counts as no choice: the banner asks again.
+  }
+}
+
+/** Stores the state in a first-party cookie (Secure on https, SameSite=Lax). */
+export function writeState(publicId: string, state: ConsentState): void {
+  const secure = location.protocol === "https:" ? "; secure" : "";
+  // biome-ignore lint/suspicious/noDocumentCookie: the Cookie Store API is async and not in every browser the banner supports.
+  document.cookie = `${cookieName(publicId)}=${encodeURIComponent(JSON.stringify(state))}; path=/; max-age=${MAX_AGE_SECONDS}; samesite=lax${secure}`;
+}
+
+/** A random (version 4) UUID; crypto.randomUUID needs a secure context, this does not. */
+export function randomUuid(): string {
+  const bytes = crypto.getRandomValues(new Uint8Array(16));
+  bytes[6] = ((bytes[6] as number) & 0x0f) | 0x40;
+  bytes[8] = ((bytes[8] as number) & 0x3f) | 0x80;
+  const hex = Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
+}

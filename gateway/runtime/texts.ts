@@ -1,0 +1,45 @@
+import type { RuntimeCategory, RuntimeTexts } from "./config.js";
+
+/** The English fallback of every visible string; the banner and the preferences page share it. */
+export const DEFAULT_TEXTS = {
+  title: "We value your privacy",
+  description:
+    "We use cookies and similar technologies to run this site, to measure its use and to personalise content and ads. Choose what you allow.",
+  acceptAll: "Accept all",
+  rejectAll: "Reject all",
+  customize: "Customize",
+  save: "Save choices",
+  privacyPolicyUrl: "",
+};
+
+export type TextKey = keyof typeof DEFAULT_TEXTS;
+
+/** Texts of one language with the fallbacks applied, and the language they are in. */
+export interface ResolvedTexts {
+  languageCode: string;
+  get(key: TextKey): string;
+  category(category: RuntimeCategory): { label: string; description: string };
+}
+
+/**
+ * Picks the texts for a wanted language (the page's `<html lang>` or the browser's): the exact
+ * tag, else its primary subtag, else English; each field falls back on its own, to the operator's
+ * English text and then to DEFAULT_TEXTS, so a half-translated banner still shows every string.
+ */
+export function resolveTexts(texts: Record<string, RuntimeTexts>, wanted: string): ResolvedTexts {
+  const keys = Object.keys(texts);
+  const find = (tag: string) => keys.find((key) => key.toLowerCase() === tag.toLowerCase());
+  const lang = find(wanted) ?? find(wanted.split("-")[0] ?? "");
+  const chain = [lang && texts[lang], texts.en, {}].filter(Boolean) as RuntimeTexts[];
+  return {
+    languageCode: lang ?? "en",
+    get: (key) => chain.map((t) => t[key]).find(Boolean) || DEFAULT_TEXTS[key],
+    category: (category) => {
+      const own = chain.map((t) => t.categories?.[category.name]);
+      return {
+        label: own.map((t) => t?.label).find(Boolean) || category.label || category.name,
+        description: own.map((t) => t?.description).find(Boolean) || category.description,
+      };
+    },
+  };
+}

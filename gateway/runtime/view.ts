@@ -1,0 +1,178 @@
+import type { RuntimeConfig } from "./config.js";
+import { warnOnLowContrast } from "./contrast.js";
+import { bannerCss } from "./styles.js";
+import type { ResolvedTexts, TextKey } from "./texts.js";
+
+export type Choice = "accept" | "reject" | "save";
+
+export interface ViewOptions {
+  config: RuntimeConfig;
+  texts: ResolvedTexts;
+  nonce: string;
+  /** Categories shown as switched on. */
+  accepted: readonly string[];
+  /** Open on the category list (preferences re-opened) rather than the first view. */
+  customize: boolean;
+  /** Escape closes without a choice: only when the visitor has a current choice already. */
+  dismissible: boolean;
+  onChoice(choice: Choice, selected: string[]): void;
+}
+
+/** Creates an element with properties, attributes (aria-*, role) and children; never innerHTML. */
+function h<K extends keyof HTMLElementTagNameMap>(
+  tag: K,
+  props: Partial<HTMLElementTagNameMap[K]> = {},
+  attributes: Record<string, string> = {},
+  ...children: (Node | string)[]
+): HTMLElementTagNameMap[K] {
+  const element = Object.assign(document.createElement(tag), props);
+  for (const [name, value] of Object.entries(attributes)) element.setAttribute(name, value);
+  element.append(...children);
+  return element;
+}
+
+/** Constructed stylesheets need no CSP allowance; older browsers get a `<style>` with the nonce. */
+function addStyles(shadow: ShadowRoot, css: string, nonce: string): void {
+  if ("adoptedStyleSheets" in shadow && "replaceSync" in CSSStyleSheet.prototype) {
+    const sheet = new CSSStyleSheet();
+    sheet.replaceSync(css);
+    shadow.adoptedStyleSheets = [sheet];
+  } else {
+    shadow.append(h("style", { nonce, textContent: css }));
+  }
+}
+
+/**
+ * Inline banners go into `[data-consent-banner]` when the page has one. Everything else comes
+ * first in the body, so keyboard and screen-reader users meet the banner before the page.
+ */
+function mount(host: HTMLElement, config: RuntimeConfig): void {
+  const slot = config.layout === "inline" && document.querySelector("[data-consent-banner]");
+  if (slot) slot.append(host);
+  else if (config.layout === "inline" && config.position === "bottom") document.body.append(host);
+  else document.body.prepend(host);
+}
+
+/** The category switches, required ones locked on; hidden until Customize. */
+function categoryList(options: ViewOptions) {
+  const { config, texts } = options;
+  const boxes = config.categories.map((category) =>
+    h("input", {
+      type: "checkbox",
+      name: category.name,
+      checked: category.required || options.accepted.includes(category.name),
+      disabled: category.required,
+    }),
+  );
+  const labels = config.categories.map((category, i) => {
+    const text = texts.category(category);
+    const caption = h("span", {}, {}, h("b", { textContent: text.label }));
+    if (text.description) caption.append(h("small", { textContent: text.description }));
+    return h("label", {}, {}, boxes[i] as HTMLInputElement, caption);
+  });
+  const attributes = { role: "group", "aria-label": texts.get("customize") };
+  return { boxes, list: h("div", { hidden: !options.customize }, attributes, ...labels) };
+}
+
+/** The dialog: title, description (with the privacy policy link), categories, buttons. */
+function dialogPanel(options: ViewOptions) {
+  const { config, texts } = options;
+  const description = h("p", { textContent: texts.get("description") }, { id: "d" });
+  const policy = texts.get("privacyPolicyUrl");
+  if (policy) description.append(" ", h("a", { href: policy, textContent: "Privacy policy" }));
+  const button = (action: string, key: TextKey, outlined = false) =>
+    h(
+      "button",
+      { type: "button", textContent: texts.get(key), className: outlined ? "o" : "" },
+      {
+        "data-a": action,
+      },
+    );
+  const customize = button("customize", "customize", true);
+  const save = button("save", "save", true);
+  customize.hidden = options.customize;
+  save.hidden = !options.customize;
+  const { boxes, list } = categoryList(options);
+  const buttons = [button("accept", "acceptAll"), button("reject", "rejectAll"), customize, save];
+  const panel = h(
+    "div",
+    { className: "p" },
+    {
+      role: "dialog",
+      "aria-modal": String(config.layout === "modal"),
+      "aria-labelledby": "t",
+      "aria-describedby": "d",
+    },
+    h("h2", { textContent: texts.get("title") }, { id: "t" }),
+    description,
+    list,
+    h("div", { className: "b" }, {}, ...buttons),
+  );
+  return { panel, boxes, list, customize, save };
+}
+
+/**
+ * Renders the banner in a shadow root: a dialog (modal with backdrop and focus trap, or a
+ * non-modal banner or inline box) with Accept all, Reject all and Customize, and a category list
+ * whose required entries are locked on. Returns a function that removes it.
+ */
+export function showBanner(options: ViewOptions): () => void {
+  const { config } = options;
+  const modal = config.layout === "modal";
+  const previousFocus = document.activeElement as HTMLElement | null;
+  const host = h("div", { id: `consent-banner-${config.id.slice(0, 8)}` });
+  const shadow = host.attachShadow({ mode: "open" });
+  addStyles(shadow, bannerCss(config.colors), options.nonce);
+  const { panel, boxes, list, customize, save } = dialogPanel(options);
+  const root = h("div", { className: `r ${config.layout} ${config.position}` });
+  if (modal) root.append(h("div", { className: "bd" }));
+  root.append(panel);
+  shadow.append(root);
+  mount(host, config);
+  const probe = shadow.appendChild(h("span"));
+  warnOnLowContrast(probe, config.colors);
+  probe.remove();
+
+  const focusable = () =>
+    Array.from(panel.querySelectorAll<HTMLElement>("a[href],input:not(:disabled),button")).filter(
+      (element) => !element.closest("[hidden]"),
+    );
+  const firstControl = () => boxes.find((box) => !box.disabled) ?? save;
+  // Focus trap, part 1: in a modal, focus that leaves the dialog comes back to it.
+  const keepFocus = (event: FocusEvent) => {
+    if (event.target !== host) focusable()[0]?.focus();
+  };
+  const close = () => {
+    document.removeEventListener("focusin", keepFocus);
+    host.remove();
+    if (modal) previousFocus?.focus?.();
+  };
+  panel.addEventListener("click", (event) => {
+    const action = (event.target as HTMLElement).closest("button")?.dataset.a;
+    if (action === "customize") {
+      list.hidden = save.hidden = false;
+      customize.hidden = true;
+      firstControl().focus();
+    } else if (action) {
+      const selected = boxes.filter((box) => box.checked).map((box) => box.name);
+      close();
+      options.onChoice(action as Choice, selected);
+    }
+  });
+  panel.addEventListener("keydown", (event) => {
+    if (event.key === "Escape" && options.dismissible) close();
+    if (event.key === "Tab" && modal) wrapTab(event, focusable(), shadow.activeElement);
+  });
+  if (modal) document.addEventListener("focusin", keepFocus);
+  if (options.customize) firstControl().focus();
+  else if (modal) focusable()[0]?.focus();
+  return close;
+}
+
+/** Focus trap, part 2: Tab past the last control (or Shift+Tab before the first) wraps around. */
+function wrapTab(event: KeyboardEvent, elements: HTMLElement[], active: Element | null): void {
+  const edge = event.shiftKey ? elements[0] : elements.at(-1);
+  if (active !== edge) return;
+  event.preventDefault();
+  (event.shiftKey ? elements.at(-1) : elements[0])?.focus();
+}

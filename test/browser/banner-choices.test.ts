@@ -1,0 +1,188 @@
+import type { BrowserContext, Page } from "playwright-core";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { http } from "#test/support/api.js";
+import {
+  dialog,
+  skipBrowserTests,
+  stateOf,
+  useBrowserSite,
+  waitForRows,
+} from "#test/support/browser.js";
+import { bannerFixture } from "#test/support/consent-log.js";
+
+const categories = [
+  { name: "necessary", required: true, label: "Necessary" },
+  { name: "analytics", label: "Analytics", description: "Usage statistics" },
+  { name: "marketing", label: "Marketing" },
+];
+
+/** The banner in real Chromium: layouts, the three choices, the keyboard, re-prompts, texts. */
+describe.skipIf(skipBrowserTests)("banner runtime in Chromium: layouts and choices", () => {
+  const ctx = useBrowserSite();
+  let context: BrowserContext;
+  let page: Page;
+  let warnings: string[];
+  beforeEach(async () => {
+    context = await ctx.browser.newContext();
+    page = await context.newPage();
+    warnings = [];
+    page.on("console", (message) => {
+      if (message.type() === "warning" || message.type() === "error") warnings.push(message.text());
+    });
+  });
+  afterEach(() => context.close());
+
+  /** A banner on localhost (any port) and a page of the site embedding it. */
+  async function bannerPage(configuration: Record<string, unknown> = {}, lang = "en") {
+    const fixture = await bannerFixture(ctx.service, {
+      domain: "localhost",
+      configuration: { categories, ...configuration },
+    });
+    const url = ctx.site.page(`/${fixture.publicId}`, {
+      publicId: fixture.publicId,
+      lang,
+      body: "<div data-consent-banner></div><p>Page content</p>",
+    });
+    await page.goto(url);
+    return { ...fixture, url };
+  }
+
+  it("renders each layout at its position, in the configured colours", async () => {
+    const layouts = [
+      ["banner", "bottom", "fixed", "false"],
+      ["modal", "center", "fixed", "true"],
+      ["inline", "top", "static", "false"],
+    ] as const;
+    for (const [layout, position, cssPosition, modal] of layouts) {
+      await bannerPage({ layout, position, secondaryColor: "#fafafa", primaryColor: "#123456" });
+      const panel = dialog(page);
+      await expect.poll(() => panel.count()).toBe(1);
+      const style = await panel.evaluate((element) => {
+        const s = getComputedStyle(element);
+        return [s.position, s.backgroundColor, element.getAttribute("aria-modal")];
+      });
+      expect(style).toEqual([cssPosition, "rgb(250, 250, 250)", modal]);
+      const button = await panel
+        .getByRole("button", { name: "Accept all" })
+        .evaluate((element) => getComputedStyle(element).backgroundColor);
+      expect(button).toBe("rgb(18, 52, 86)");
+      if (layout === "inline") {
+        expect(await page.locator("[data-consent-banner] [role=dialog]").count()).toBe(1);
+      }
+    }
+    expect(warnings).toEqual([]);
+  });
+
+  it("records Accept all, Reject all and Customize as the right rows", async () => {
+    const choices = [
+      ["Accept all", "accept_all", { necessary: true, analytics: true, marketing: true }, "all"],
+      [
+        "Reject all",
+        "accept_necessary",
+        { necessary: true, analytics: false, marketing: false },
+        "necessary",
+      ],
+    ] as const;
+    for (const [button, method, preferences, acceptType] of choices) {
+      const { teamId } = await bannerPage();
+      await dialog(page).getByRole("button", { name: button }).click();
+      const [row] = await waitForRows(ctx.service, teamId, 1);
+      expect(row).toMatchObject({
+        method,
+        preferences,
+        revision: 1,
+        languageCode: "en",
+        gpc: false,
+      });
+      expect(row?.pageUrl).toBe(ctx.site.origin);
+      expect(await dialog(page).count()).toBe(0);
+      expect(await stateOf(page)).toMatchObject({ acceptType, consentId: row?.consentId });
+    }
+    const { teamId } = await bannerPage();
+    await dialog(page).getByRole("button", { name: "Customize" }).click();
+    await dialog(page)
+      .getByRole("checkbox", { name: /Analytics/ })
+      .check();
+    expect(
+      await dialog(page)
+        .getByRole("checkbox", { name: /Necessary/ })
+        .isDisabled(),
+    ).toBe(true);
+    await dialog(page).getByRole("button", { name: "Save choices" }).click();
+    const [row] = await waitForRows(ctx.service, teamId, 1);
+    expect(row).toMatchObject({
+      method: "consent_given",
+      preferences: { necessary: true, analytics: true, marketing: false },
+    });
+    expect(await stateOf(page)).toMatchObject({
+      schemaVersion: 2,
+      categories: ["necessary", "analytics"],
+      acceptType: "custom",
+      collectedVia: "banner",
+    });
+  });
+
+  it("works with the keyboard alone, and traps focus in the modal", async () => {
+    const { teamId } = await bannerPage({ layout: "modal" });
+    const focused = () =>
+      page.evaluate(() => {
+        const host = document.activeElement;
+        const inner = host?.shadowRoot?.activeElement;
+        return inner ? inner.textContent || (inner as HTMLInputElement).name : host?.tagName;
+      });
+    await expect.poll(focused).toBe("Accept all");
+    await page.keyboard.press("Tab");
+    await page.keyboard.press("Tab");
+    expect(await focused()).toBe("Customize");
+    await page.keyboard.press("Tab");
+    expect(await focused()).toBe("Accept all"); // wrapped inside the dialog
+    await page.keyboard.press("Shift+Tab");
+    expect(await focused()).toBe("Customize");
+    await page.keyboard.press("Enter");
+    expect(await focused()).toBe("analytics");
+    await page.keyboard.press("Space");
+    await page.keyboard.press("Tab");
+    await page.keyboard.press("Space");
+    await page.keyboard.press("Shift+Tab");
+    await page.keyboard.press("Space");
+    for (const key of ["Tab", "Tab", "Tab", "Tab"]) await page.keyboard.press(key);
+    expect(await focused()).toBe("Save choices");
+    await page.keyboard.press("Enter");
+    const [row] = await waitForRows(ctx.service, teamId, 1);
+    expect(row?.preferences).toEqual({ necessary: true, analytics: false, marketing: true });
+  });
+
+  it("asks again only after a publish raises the revision, keeping the consentId", async () => {
+    const { teamId, key, id, url } = await bannerPage();
+    await dialog(page).getByRole("button", { name: "Accept all" }).click();
+    const [first] = await waitForRows(ctx.service, teamId, 1);
+    await page.goto(url);
+    await page.waitForFunction(() => "consentBanner" in window);
+    expect(await dialog(page).count()).toBe(0);
+    await http(ctx.service, "POST", `/api/v1/banners/${id}/publish`, { key });
+    await page.goto(url);
+    await expect.poll(() => dialog(page).count()).toBe(1);
+    await dialog(page).getByRole("button", { name: "Reject all" }).click();
+    const rows = await waitForRows(ctx.service, teamId, 2);
+    expect(rows[1]).toMatchObject({
+      method: "consent_changed",
+      revision: 2,
+      consentId: first?.consentId,
+    });
+  });
+
+  it("speaks the page's language with English fallback, and warns of low contrast", async () => {
+    const texts = { de: { title: "Ihre Privatsphäre", acceptAll: "Alle akzeptieren" } };
+    const { teamId } = await bannerPage({ texts, textColor: "#bbbbbb" }, "de-AT");
+    await expect
+      .poll(() => dialog(page).getByRole("heading").textContent())
+      .toBe("Ihre Privatsphäre");
+    expect(await dialog(page).getByRole("button", { name: "Reject all" }).count()).toBe(1);
+    await dialog(page).getByRole("button", { name: "Alle akzeptieren" }).click();
+    const [row] = await waitForRows(ctx.service, teamId, 1);
+    expect(row?.languageCode).toBe("de");
+    expect(warnings).toEqual([
+      expect.stringMatching(/textColor on secondaryColor: contrast 1\.\d+:1 is below WCAG 2\.2 AA/),
+    ]);
+  });
+});

@@ -1,0 +1,224 @@
+import type { BrowserContext, Page } from "playwright-core";
+import { describe, expect, it } from "vitest";
+import { http } from "#test/support/api.js";
+import {
+  dialog,
+  NONCE,
+  skipBrowserTests,
+  stateOf,
+  useBrowserSite,
+  waitForRows,
+} from "#test/support/browser.js";
+import { bannerFixture } from "#test/support/consent-log.js";
+
+const categories = [
+  { name: "necessary", required: true },
+  { name: "analytics" },
+  { name: "marketing" },
+];
+const jurisdictionRules = [
+  { id: "eu", countries: ["DE"], mode: "opt_in" },
+  { id: "us-ca", regions: ["US-CA"], mode: "opt_out" },
+];
+/** Tags gated on categories, under the page's nonce-only CSP. */
+const taggedBody = `
+<script type="text/plain" data-category="analytics" nonce="${NONCE}">window.analyticsRan = true;</script>
+<script type="text/plain" data-category="marketing" nonce="${NONCE}">window.marketingRan = true;</script>`;
+const dataLayerHead = `<script nonce="${NONCE}">window.dataLayer = [];</script>`;
+
+/** Consent Mode, script activation, GPC with jurisdiction defaults, and the cross-device API. */
+describe.skipIf(skipBrowserTests)("banner runtime in Chromium: signals and integrations", () => {
+  const ctx = useBrowserSite({ CONSENT_GEO_HEADER: "CF-IPCountry" });
+
+  async function openPage(
+    publicId: string,
+    options: { country?: string; gpc?: boolean } = {},
+  ): Promise<{ context: BrowserContext; page: Page; violations: string[] }> {
+    const context = await ctx.browser.newContext({
+      extraHTTPHeaders: options.country ? { "CF-IPCountry": options.country } : {},
+    });
+    if (options.gpc) {
+      await context.addInitScript(() =>
+        Object.defineProperty(Navigator.prototype, "globalPrivacyControl", { get: () => true }),
+      );
+    }
+    await context.addInitScript(() => {
+      (window as unknown as { violations: string[] }).violations = [];
+      document.addEventListener("securitypolicyviolation", (event) =>
+        (window as unknown as { violations: string[] }).violations.push(event.violatedDirective),
+      );
+    });
+    const page = await context.newPage();
+    await page.goto(
+      ctx.site.page(`/${publicId}`, { publicId, head: dataLayerHead, body: taggedBody }),
+    );
+    await page.waitForFunction(() => "consentBanner" in window);
+    const violations = await page.evaluate(
+      () => (window as unknown as { violations: string[] }).violations,
+    );
+    return { context, page, violations };
+  }
+
+  /** The dataLayer as [command, action, signals] triples (entries are `arguments` objects). */
+  const dataLayer = (page: Page) =>
+    page.evaluate(() =>
+      ((window as unknown as { dataLayer: ArrayLike<unknown>[] }).dataLayer ?? []).map((entry) =>
+        Array.from(entry),
+      ),
+    );
+  const ran = (page: Page) =>
+    page.evaluate(() => {
+      const w = window as unknown as { analyticsRan?: boolean; marketingRan?: boolean };
+      return [w.analyticsRan ?? false, w.marketingRan ?? false];
+    });
+
+  it("sends Consent Mode default before any tag, update after the choice, and runs accepted tags only", async () => {
+    const { publicId, teamId } = await bannerFixture(ctx.service, {
+      domain: "localhost",
+      configuration: { categories },
+    });
+    const { context, page, violations } = await openPage(publicId);
+    const before = await dataLayer(page);
+    expect(before).toEqual([
+      [
+        "consent",
+        "default",
+        expect.objectContaining({
+          ad_storage: "denied",
+          analytics_storage: "denied",
+          security_storage: "granted",
+          wait_for_update: 500,
+        }),
+      ],
+    ]);
+    expect(await ran(page)).toEqual([false, false]);
+    await dialog(page).getByRole("button", { name: "Customize" }).click();
+    await dialog(page).getByRole("checkbox", { name: "analytics" }).check();
+    await dialog(page).getByRole("button", { name: "Save choices" }).click();
+    expect((await dataLayer(page)).slice(1)).toEqual([
+      [
+        "consent",
+        "update",
+        expect.objectContaining({
+          analytics_storage: "granted",
+          ad_storage: "denied",
+          ad_user_data: "denied",
+        }),
+      ],
+    ]);
+    await expect.poll(() => ran(page)).toEqual([true, false]);
+    await waitForRows(ctx.service, teamId, 1);
+    expect(violations).toEqual([]);
+    expect(
+      await page.evaluate(() => (window as unknown as { violations: string[] }).violations),
+    ).toEqual([]);
+    await context.close();
+  });
+
+  it("writes a jurisdiction default as consent_default, honouring GPC under a US rule", async () => {
+    const { publicId, teamId } = await bannerFixture(ctx.service, {
+      domain: "localhost",
+      configuration: { categories, jurisdictionRules },
+    });
+    const { context, page } = await openPage(publicId, { country: "US-CA", gpc: true });
+    const [row] = await waitForRows(ctx.service, teamId, 1);
+    expect(row).toMatchObject({
+      method: "consent_default",
+      preferences: { necessary: true, analytics: true, marketing: false },
+      gpc: true,
+      purposeChoices: { saleSharing: true, targetedAdvertising: true },
+      matchedRuleId: "us-ca",
+      country: "US",
+      region: "US-CA",
+    });
+    expect(await stateOf(page)).toMatchObject({
+      isDefaultState: true,
+      collectedVia: "default_optout",
+      gpcRespected: true,
+      jurisdictions: ["us-ca"],
+      usOptOutChoices: { saleSharing: true, targetedAdvertising: true },
+    });
+    expect((await dataLayer(page))[1]).toEqual([
+      "consent",
+      "update",
+      expect.objectContaining({ analytics_storage: "granted", ad_storage: "denied" }),
+    ]);
+    expect(await ran(page)).toEqual([true, false]);
+    expect(await dialog(page).count()).toBe(1); // a default is not a choice: the banner still asks
+    await dialog(page).getByRole("button", { name: "Reject all" }).click();
+    const rows = await waitForRows(ctx.service, teamId, 2);
+    expect(rows[1]).toMatchObject({
+      method: "accept_necessary",
+      consentId: row?.consentId,
+      gpc: true,
+    });
+    await context.close();
+
+    const eu = await openPage(publicId, { country: "DE", gpc: true });
+    const euRows = await waitForRows(ctx.service, teamId, 3);
+    expect(euRows[2]).toMatchObject({
+      method: "consent_default",
+      preferences: { necessary: true, analytics: false, marketing: false },
+      matchedRuleId: "eu",
+    });
+    expect(euRows[2]?.purposeChoices).toBeUndefined();
+    expect(await stateOf(eu.page)).toMatchObject({
+      isPending: true,
+      collectedVia: "default_optin",
+    });
+    await eu.context.close();
+  });
+
+  it("carries a choice across devices: change event → PUT state → resolve → applyState", async () => {
+    const { publicId, teamId, key } = await bannerFixture(ctx.service, {
+      domain: "localhost",
+      configuration: { categories },
+    });
+    const laptop = await openPage(publicId);
+    const changed = laptop.page.evaluate(
+      () =>
+        new Promise((resolve) =>
+          window.addEventListener(
+            "consent:change",
+            (event) => resolve((event as CustomEvent).detail.consentState),
+            { once: true },
+          ),
+        ),
+    );
+    await dialog(laptop.page).getByRole("button", { name: "Customize" }).click();
+    await dialog(laptop.page).getByRole("checkbox", { name: "analytics" }).check();
+    await dialog(laptop.page).getByRole("button", { name: "Save choices" }).click();
+    const consentState = await changed;
+    const subject = { bannerId: publicId, subjectId: "user-1842" };
+    const put = await http(ctx.service, "PUT", "/api/v1/consent/subjects/state", {
+      key,
+      body: { ...subject, baseVersion: 0, consentState },
+    });
+    expect(put.status).toBe(200);
+    const resolved = await http(ctx.service, "POST", "/api/v1/consent/subjects/resolve", {
+      key,
+      body: subject,
+    });
+    expect(resolved.body.data.consentState).toEqual(consentState);
+
+    const phone = await openPage(publicId);
+    expect(await dialog(phone.page).count()).toBe(1);
+    const applied = await phone.page.evaluate(
+      (state) =>
+        (
+          window as unknown as { consentBanner: { applyState(s: unknown): boolean } }
+        ).consentBanner.applyState(state),
+      resolved.body.data.consentState,
+    );
+    expect(applied).toBe(true);
+    expect(await dialog(phone.page).count()).toBe(0);
+    expect(await stateOf(phone.page)).toEqual(consentState);
+    await expect.poll(() => ran(phone.page)).toEqual([true, false]);
+    await phone.page.reload();
+    await phone.page.waitForFunction(() => "consentBanner" in window);
+    expect(await dialog(phone.page).count()).toBe(0);
+    expect(await waitForRows(ctx.service, teamId, 1)).toHaveLength(1); // applying records nothing
+    await laptop.context.close();
+    await phone.context.close();
+  });
+});

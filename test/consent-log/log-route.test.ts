@@ -1,0 +1,227 @@
+import { describe, expect, it } from "vitest";
+import { http } from "#test/support/api.js";
+import {
+  aChoice,
+  bannerFixture,
+  ipSource,
+  postLog,
+  storedRows,
+  useVisitorService,
+} from "#test/support/consent-log.js";
+
+const UUID_V7 = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
+
+/** decisions §5 over real HTTP: payload, methods, bodies, storage and errors of the log route. */
+describe("POST /api/consent/log", () => {
+  const ctx = useVisitorService("2026-11-22T12:00:10.000Z", {
+    CONSENT_BASE_URL: "https://consent.example.org",
+  });
+  const ip = ipSource();
+
+  it("stores an explicit choice and answers success, a UUIDv7 consentLogId and a preferences link", async () => {
+    const { teamId, publicId } = await bannerFixture(ctx.service);
+    const consentId = "0b6f9a52-4d1e-4c3b-9a8e-2f1d0c9b8a7e";
+    const timestamp = new Date(ctx.clock.now - 2_000).toISOString();
+    const result = await postLog(ctx.service, aChoice(publicId, { consentId, timestamp }), {
+      ip: ip(),
+    });
+    expect(result.status).toBe(200);
+    expect(result.body).toEqual({
+      success: true,
+      consentLogId: expect.stringMatching(UUID_V7),
+      managePreferences: expect.stringMatching(
+        /^https:\/\/consent\.example\.org\/preferences\/[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/,
+      ),
+    });
+    const [row] = await storedRows(ctx.service, teamId);
+    expect(row).toMatchObject({
+      id: result.body.consentLogId,
+      publicId,
+      consentId,
+      method: "consent_given",
+      preferences: { necessary: true, analytics: true, marketing: false },
+      timestampClamped: false,
+      receivedAt: new Date(ctx.clock.now),
+    });
+  });
+
+  it("accepts every method of spec 3.3; consent_default rows get no preferences link", async () => {
+    const { teamId, publicId } = await bannerFixture(ctx.service);
+    const methods = [
+      "consent_given",
+      "consent_changed",
+      "consent_default",
+      "accept_all",
+      "accept_necessary",
+    ];
+    for (const method of methods) {
+      const result = await postLog(ctx.service, aChoice(publicId, { method }), { ip: ip() });
+      expect(result.status).toBe(200);
+      expect("managePreferences" in result.body).toBe(method !== "consent_default");
+    }
+    expect((await storedRows(ctx.service, teamId)).map((r) => r.method).toReversed()).toEqual(
+      methods,
+    );
+    const refused = await postLog(ctx.service, aChoice(publicId, { method: "reject_all" }), {
+      ip: ip(),
+    });
+    expect([refused.status, refused.body.success, refused.body.code]).toEqual([
+      400,
+      false,
+      "invalid_request",
+    ]);
+    expect(refused.body.details[0].message).toMatch(/^method must be one of/);
+  });
+
+  it("reads application/json and text/plain bodies alike (sendBeacon sends text/plain)", async () => {
+    const { teamId, publicId } = await bannerFixture(ctx.service);
+    for (const contentType of ["application/json", "text/plain;charset=UTF-8", "text/plain"]) {
+      const result = await postLog(ctx.service, aChoice(publicId), { ip: ip(), contentType });
+      expect(result.status).toBe(200);
+    }
+    expect(await storedRows(ctx.service, teamId)).toHaveLength(3);
+  });
+
+  it("refuses invalid JSON, prototype poisoning and missing fields with 400 invalid_request, unenveloped", async () => {
+    const { teamId, publicId } = await bannerFixture(ctx.service);
+    const invalid = await postLog(ctx.service, "{not json", { ip: ip() });
+    expect(invalid.body).toEqual({
+      success: false,
+      error: "Request body is not valid JSON",
+      code: "invalid_request",
+      details: [{ message: "The request body is not valid JSON" }],
+    });
+    const poisoned = `{"bannerId":"${publicId}","__proto__":{"admin":true},"preferences":{},"method":"accept_all","timestamp":"2026-11-22T12:00:00Z"}`;
+    expect((await postLog(ctx.service, poisoned, { ip: ip() })).status).toBe(400);
+    const missing = await postLog(ctx.service, { bannerId: publicId }, { ip: ip() });
+    expect(missing.status).toBe(400);
+    expect(missing.body.details.map((d: { message: string }) => d.message)).toEqual([
+      "preferences is required",
+      "method is required",
+      "timestamp is required",
+    ]);
+    expect("data" in missing.body || "version" in missing.body).toBe(false);
+    expect(await storedRows(ctx.service, teamId)).toEqual([]);
+  });
+
+  it("ignores unknown fields and never stores them", async () => {
+    const { teamId, publicId } = await bannerFixture(ctx.service);
+    const body = aChoice(publicId, { userAgent: "Mozilla/5.0 Test", ip: "203.0.113.9", extra: 1 });
+    expect((await postLog(ctx.service, body, { ip: "203.0.113.9" })).status).toBe(200);
+    const [row] = await storedRows(ctx.service, teamId);
+    const stored = JSON.stringify(row);
+    expect(stored).not.toContain("203.0.113.9");
+    expect(stored).not.toContain("Mozilla");
+    expect(Object.keys(row ?? {})).not.toContain("extra");
+  });
+
+  it("never stores the client's IP address or user agent", async () => {
+    const { teamId, publicId } = await bannerFixture(ctx.service);
+    await postLog(ctx.service, aChoice(publicId), {
+      ip: "192.0.2.77",
+      headers: { "user-agent": "Mozilla/5.0 (X11; Linux x86_64) UniqueAgent/1.0" },
+    });
+    const stored = JSON.stringify(await storedRows(ctx.service, teamId));
+    expect(stored).not.toMatch(/192\.0\.2\.77|UniqueAgent/);
+  });
+
+  it("keeps the optional fields of decisions §5", async () => {
+    const { teamId, publicId } = await bannerFixture(ctx.service);
+    const optional = {
+      revision: 1,
+      languageCode: "de",
+      country: "US",
+      region: "US-CA",
+      matchedRuleId: "us-ca",
+      gpc: true,
+      purposeChoices: { saleSharing: true, targetedAdvertising: true, other: 1 },
+    };
+    await postLog(ctx.service, aChoice(publicId, optional), { ip: ip() });
+    const [row] = await storedRows(ctx.service, teamId);
+    expect(row).toMatchObject({
+      ...optional,
+      purposeChoices: { saleSharing: true, targetedAdvertising: true },
+    });
+    expect(row?.consentId).toMatch(/^[0-9a-f-]{36}$/); // made by the server when absent
+  });
+
+  it("reduces pageUrl, else the Referer, to the banner's telemetry level", async () => {
+    const page = "https://shop.example.com/checkout/step-2?email=a@b.example#pay";
+    const cases = [
+      ["origin", { pageUrl: page }, "", "https://shop.example.com"],
+      ["path", { pageUrl: page }, "", "https://shop.example.com/checkout/step-2"],
+      ["none", { pageUrl: page }, "", undefined],
+      ["path", {}, "https://shop.example.com/cart?id=7", "https://shop.example.com/cart"],
+      ["origin", { pageUrl: "not a url" }, "", undefined],
+    ] as const;
+    for (const [telemetryLevel, fields, referer, expected] of cases) {
+      const { teamId, publicId } = await bannerFixture(ctx.service, {
+        configuration: { telemetryLevel },
+      });
+      await postLog(ctx.service, aChoice(publicId, fields), { ip: ip(), referer });
+      const [row] = await storedRows(ctx.service, teamId);
+      expect(row?.pageUrl).toBe(expected);
+    }
+  });
+
+  it("clamps client timestamps outside [received - 24 h, received + 5 min] and marks them", async () => {
+    const { teamId, publicId } = await bannerFixture(ctx.service);
+    const at = (ms: number) => new Date(ctx.clock.now + ms).toISOString();
+    const H = 3_600_000;
+    for (const offset of [-48 * H, -23 * H, 4 * 60_000, 2 * H]) {
+      await postLog(ctx.service, aChoice(publicId, { timestamp: at(offset) }), { ip: ip() });
+    }
+    const rows = (await storedRows(ctx.service, teamId)).toReversed();
+    expect(rows.map((r) => [r.occurredAt.toISOString(), r.timestampClamped])).toEqual([
+      [at(-24 * H), true],
+      [at(-23 * H), false],
+      [at(4 * 60_000), false],
+      [at(5 * 60_000), true],
+    ]);
+  });
+
+  it("answers 404 not_found for an unknown or inactive banner", async () => {
+    const unknown = await postLog(ctx.service, aChoice(crypto.randomUUID()), { ip: ip() });
+    expect([unknown.status, unknown.body.success, unknown.body.code]).toEqual([
+      404,
+      false,
+      "not_found",
+    ]);
+    const { key, id, publicId } = await bannerFixture(ctx.service);
+    await http(ctx.service, "PATCH", `/api/v1/banners/${id}`, { key, body: { isActive: false } });
+    expect((await postLog(ctx.service, aChoice(publicId), { ip: ip() })).status).toBe(404);
+  });
+
+  it("answers 413 invalid_request for a body over 20 KB", async () => {
+    const { publicId } = await bannerFixture(ctx.service);
+    const result = await postLog(
+      ctx.service,
+      aChoice(publicId, { padding: "x".repeat(20 * 1024) }),
+      {
+        ip: ip(),
+      },
+    );
+    expect([result.status, result.body.success, result.body.code]).toEqual([
+      413,
+      false,
+      "invalid_request",
+    ]);
+  });
+
+  it("answers 405 with Allow to other methods", async () => {
+    const result = await http(ctx.service, "GET", "/api/consent/log");
+    expect([result.status, result.headers.get("allow"), result.body.code]).toEqual([
+      405,
+      "POST, OPTIONS",
+      "method_not_allowed",
+    ]);
+  });
+
+  it("moves on with the clock: received times come from the server", async () => {
+    const { teamId, publicId } = await bannerFixture(ctx.service);
+    ctx.clock.now += 60_000;
+    await postLog(ctx.service, aChoice(publicId), { ip: ip() });
+    const [row] = await storedRows(ctx.service, teamId);
+    expect(row?.receivedAt).toEqual(new Date(ctx.clock.now));
+  });
+});

@@ -1,0 +1,152 @@
+import { describe, expect, it } from "vitest";
+import { http } from "#test/support/api.js";
+import {
+  aChoice,
+  bannerFixture,
+  headerRecord,
+  ipSource,
+  postLog,
+  storedRows,
+  useVisitorService,
+} from "#test/support/consent-log.js";
+
+/** decisions §5: the domain check, CORS and the per-IP limit of the log route, over real HTTP. */
+describe("POST /api/consent/log: origins, CORS and the client-IP limit", () => {
+  const ctx = useVisitorService("2026-11-22T12:00:30.000Z");
+  const ip = ipSource();
+
+  it("accepts the banner's host and its subdomains, from Origin else Referer", async () => {
+    const { teamId, publicId } = await bannerFixture(ctx.service);
+    const accepted = [
+      { origin: "https://shop.example.com" },
+      { origin: "http://shop.example.com:8443" },
+      { origin: "https://eu.shop.example.com" },
+      { origin: null, referer: "https://shop.example.com/cart?x=1" },
+    ];
+    for (const headers of accepted) {
+      const result = await postLog(ctx.service, aChoice(publicId), { ip: ip(), ...headers });
+      expect([headers, result.status]).toEqual([headers, 200]);
+    }
+    expect(await storedRows(ctx.service, teamId)).toHaveLength(4);
+  });
+
+  it("refuses other hosts, look-alikes and requests naming no origin with 403 domain_not_authorized", async () => {
+    const { teamId, publicId } = await bannerFixture(ctx.service);
+    const refused = [
+      { origin: "https://example.com" },
+      { origin: "https://notshop.example.com" },
+      { origin: "https://shop.example.com.evil.test" },
+      { origin: "null", referer: "https://shop.example.com/" },
+      { origin: null, referer: "https://evil.test/?https://shop.example.com" },
+      { origin: null },
+    ];
+    for (const headers of refused) {
+      const result = await postLog(ctx.service, aChoice(publicId), { ip: ip(), ...headers });
+      expect([headers, result.status, result.body.success, result.body.code]).toEqual([
+        headers,
+        403,
+        false,
+        "domain_not_authorized",
+      ]);
+    }
+    expect(await storedRows(ctx.service, teamId)).toEqual([]);
+  });
+
+  it("accepts the production additionalDomains, not the draft's until published", async () => {
+    const { key, id, publicId } = await bannerFixture(ctx.service);
+    const fromPartner = { ip: ip(), origin: "https://www.partner.test" };
+    await http(ctx.service, "PATCH", `/api/v1/banners/${id}`, {
+      key,
+      body: { configuration: { additionalDomains: ["partner.test"] } },
+    });
+    expect((await postLog(ctx.service, aChoice(publicId), fromPartner)).status).toBe(403);
+    await http(ctx.service, "POST", `/api/v1/banners/${id}/publish`, { key });
+    expect((await postLog(ctx.service, aChoice(publicId), fromPartner)).status).toBe(200);
+  });
+
+  it("lets a localhost banner accept any port", async () => {
+    const { publicId } = await bannerFixture(ctx.service, { domain: "localhost" });
+    for (const origin of ["http://localhost:3000", "http://localhost:5173", "http://localhost"]) {
+      expect((await postLog(ctx.service, aChoice(publicId), { ip: ip(), origin })).status).toBe(
+        200,
+      );
+    }
+  });
+
+  it("answers the CORS preflight", async () => {
+    const result = await http(ctx.service, "OPTIONS", "/api/consent/log", {
+      headers: {
+        origin: "https://shop.example.com",
+        "access-control-request-method": "POST",
+        "access-control-request-headers": "content-type",
+      },
+    });
+    expect(result.status).toBe(204);
+    expect(headerRecord(result.headers)).toMatchObject({
+      "access-control-allow-origin": "https://shop.example.com",
+      "access-control-allow-methods": "POST, OPTIONS",
+      "access-control-allow-headers": "content-type",
+      vary: "Origin",
+    });
+  });
+
+  it("echoes the request's Origin with Vary: Origin on success and on errors", async () => {
+    const { publicId } = await bannerFixture(ctx.service);
+    const ok = await postLog(ctx.service, aChoice(publicId), { ip: ip() });
+    const forbidden = await postLog(ctx.service, aChoice(publicId), {
+      ip: ip(),
+      origin: "https://evil.test",
+    });
+    const invalid = await postLog(ctx.service, "{", { ip: ip() });
+    for (const [result, origin] of [
+      [ok, "https://shop.example.com"],
+      [forbidden, "https://evil.test"],
+      [invalid, "https://shop.example.com"],
+    ] as const) {
+      expect(result.headers.get("access-control-allow-origin")).toBe(origin);
+      expect(result.headers.get("vary")).toBe("Origin");
+    }
+  });
+
+  it("allows 1,000 requests a minute per client IP, then 429 rate_limited with Retry-After", async () => {
+    const { teamId, publicId } = await bannerFixture(ctx.service);
+    const busy = "203.0.113.50";
+    const statuses: number[] = [];
+    for (let batch = 0; batch < 20; batch++) {
+      const results = await Promise.all(
+        Array.from({ length: 50 }, () => postLog(ctx.service, aChoice(publicId), { ip: busy })),
+      );
+      statuses.push(...results.map((r) => r.status));
+    }
+    expect(statuses.filter((s) => s === 200)).toHaveLength(1000);
+    const limited = await postLog(ctx.service, aChoice(publicId), { ip: busy });
+    expect([limited.status, limited.body.success, limited.body.code]).toEqual([
+      429,
+      false,
+      "rate_limited",
+    ]);
+    expect(limited.headers.get("retry-after")).toBe("30");
+    expect(limited.headers.get("access-control-allow-origin")).toBe("https://shop.example.com");
+    // Another client is unaffected; the next minute starts over.
+    expect((await postLog(ctx.service, aChoice(publicId), { ip: "203.0.113.51" })).status).toBe(
+      200,
+    );
+    ctx.clock.now += 30_000;
+    expect((await postLog(ctx.service, aChoice(publicId), { ip: busy })).status).toBe(200);
+    expect(await storedRows(ctx.service, teamId)).toHaveLength(1002);
+  });
+
+  it("counts refused requests too, and stores no IP in the counters", async () => {
+    const { publicId } = await bannerFixture(ctx.service);
+    const busy = "203.0.113.60";
+    for (let batch = 0; batch < 20; batch++) {
+      await Promise.all(Array.from({ length: 50 }, () => postLog(ctx.service, "{", { ip: busy })));
+    }
+    expect((await postLog(ctx.service, aChoice(publicId), { ip: busy })).status).toBe(429);
+    const { readdir, readFile } = await import("node:fs/promises");
+    const dir = `${ctx.service.dataDir}/counters`;
+    for (const file of await readdir(dir)) {
+      expect((await readFile(`${dir}/${file}`)).includes("203.0.113.60")).toBe(false);
+    }
+  });
+});

@@ -1,0 +1,122 @@
+import { describe, expect, it } from "vitest";
+import { http } from "#test/support/api.js";
+import {
+  aChoice,
+  bannerFixture,
+  ipSource,
+  postLog,
+  storedRows,
+  useVisitorService,
+} from "#test/support/consent-log.js";
+
+const configuration = {
+  categories: [
+    { name: "necessary", required: true, label: "Necessary" },
+    { name: "analytics", label: "Analytics", description: "Usage statistics" },
+    { name: "marketing", label: "Marketing" },
+  ],
+  texts: { de: { title: "Datenschutz-Einstellungen", save: "Speichern" } },
+};
+
+/** decisions §5: the page behind managePreferences, its form, and expired or altered links. */
+describe("GET and POST /preferences/{token}", () => {
+  const ctx = useVisitorService("2026-11-22T12:00:00.000Z");
+  const ip = ipSource();
+
+  /** Records a choice and returns the gateway path of its preferences link. */
+  async function linkFor(publicId: string, fields: Record<string, unknown> = {}) {
+    const result = await postLog(ctx.service, aChoice(publicId, fields), { ip: ip() });
+    return new URL(result.body.managePreferences).pathname;
+  }
+
+  it("shows the banner's categories with the current choice, in the choice's language", async () => {
+    const { publicId } = await bannerFixture(ctx.service, { configuration });
+    const page = await http(ctx.service, "GET", await linkFor(publicId, { languageCode: "de" }));
+    expect(page.status).toBe(200);
+    expect(page.headers.get("content-type")).toBe("text/html; charset=utf-8");
+    expect(page.headers.get("referrer-policy")).toBe("no-referrer");
+    expect(page.headers.get("content-security-policy")).toMatch(/default-src 'none'/);
+    expect(page.text).toContain('<html lang="de">');
+    expect(page.text).toContain("<h1>Datenschutz-Einstellungen</h1>");
+    expect(page.text).toContain('<input type="checkbox" checked disabled><span><b>Necessary</b>');
+    expect(page.text).toContain(
+      '<input type="checkbox" checked name="category" value="analytics">',
+    );
+    expect(page.text).toContain('<input type="checkbox" name="category" value="marketing">');
+    expect(page.text).toContain("<small>Usage statistics</small>");
+    expect(page.text).toContain("works until 12:30 UTC");
+  });
+
+  it("records a change as consent_changed with the same consentId, then shows it saved", async () => {
+    const { teamId, publicId } = await bannerFixture(ctx.service, { configuration });
+    const consentId = "7d1f8f3e-1c2b-4a5d-8e9f-0a1b2c3d4e5f";
+    const path = await linkFor(publicId, { consentId, languageCode: "de", country: "DE" });
+    const saved = await fetch(`${ctx.service.gatewayUrl}${path}`, {
+      method: "POST",
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+      body: "category=marketing&category=unknown",
+      redirect: "manual",
+    });
+    expect(saved.status).toBe(303);
+    const next = new URL(saved.headers.get("location") ?? "", `${ctx.service.gatewayUrl}${path}`);
+    expect(next.pathname + next.search).toBe(`${path}?saved=1`);
+    const page = await http(ctx.service, "GET", `${path}?saved=1`);
+    expect(page.text).toContain('role="status"');
+    expect(page.text).toContain(
+      '<input type="checkbox" checked name="category" value="marketing">',
+    );
+    const [row] = await storedRows(ctx.service, teamId);
+    expect(row).toMatchObject({
+      method: "consent_changed",
+      consentId,
+      preferences: { necessary: true, analytics: false, marketing: true },
+      revision: 1,
+      languageCode: "de",
+      country: "DE",
+      timestampClamped: false,
+    });
+    expect(row?.pageUrl).toBeUndefined();
+  });
+
+  it("shows a clear page, 403 and no internals, for an expired link", async () => {
+    const { publicId } = await bannerFixture(ctx.service, { configuration });
+    const path = await linkFor(publicId);
+    ctx.clock.now += 30 * 60_000;
+    const page = await http(ctx.service, "GET", path);
+    expect(page.status).toBe(403);
+    expect(page.headers.get("content-type")).toBe("text/html; charset=utf-8");
+    expect(page.text).toContain("<h1>This link has expired</h1>");
+    expect(page.text).not.toMatch(/Error|at .*\.ts|stack/);
+    const post = await http(ctx.service, "POST", path, { body: "category=analytics" });
+    expect(post.status).toBe(403);
+  });
+
+  it("shows a clear page for an altered or malformed link", async () => {
+    const { publicId } = await bannerFixture(ctx.service, { configuration });
+    const path = await linkFor(publicId);
+    const [payload = "", signature = ""] = path.split("/").at(-1)?.split(".") ?? [];
+    const flip = (text: string, at: number) =>
+      text.slice(0, at) + (text[at] === "A" ? "B" : "A") + text.slice(at + 1);
+    const altered = [
+      `${flip(payload, 30)}.${signature}`,
+      `${payload}.${flip(signature, 3)}`,
+      `${payload}.${flip(signature, signature.length - 1)}`,
+      `${payload}.${signature}.x`,
+      "garbage",
+    ];
+    for (const token of altered) {
+      const page = await http(ctx.service, "GET", `/preferences/${encodeURIComponent(token)}`);
+      expect([token, page.status]).toEqual([token, 403]);
+      expect(page.text).toContain("<h1>This link is not valid</h1>");
+    }
+  });
+
+  it("shows a not-found page once the banner is inactive", async () => {
+    const { key, id, publicId } = await bannerFixture(ctx.service, { configuration });
+    const path = await linkFor(publicId);
+    await http(ctx.service, "PATCH", `/api/v1/banners/${id}`, { key, body: { isActive: false } });
+    const page = await http(ctx.service, "GET", path);
+    expect(page.status).toBe(404);
+    expect(page.text).toContain("no longer available");
+  });
+});

@@ -1,0 +1,180 @@
+import { get } from "node:http";
+import { brotliDecompressSync, gunzipSync } from "node:zlib";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { RuntimeConfig } from "#gateway/runtime/config.js";
+import { http } from "#test/support/api.js";
+import { bannerFixture, headerRecord } from "#test/support/consent-log.js";
+import { startTestService, type TestService } from "#test/support/service.js";
+
+/** One loader response as sent: node:http, since fetch would undo the content encoding. */
+function loader(service: TestService, publicId: string, headers: Record<string, string> = {}) {
+  return new Promise<{ status: number; headers: Headers; bytes: Buffer }>((resolve, reject) => {
+    const url = `${service.gatewayUrl}/loader/${publicId}.js`;
+    get(url, { headers: { "accept-encoding": "identity", ...headers } }, (response) => {
+      const chunks: Buffer[] = [];
+      response.on("data", (chunk: Buffer) => chunks.push(chunk));
+      response.on("end", () =>
+        resolve({
+          status: response.statusCode ?? 0,
+          headers: new Headers(response.headers as Record<string, string>),
+          bytes: Buffer.concat(chunks),
+        }),
+      );
+    }).on("error", reject);
+  });
+}
+
+/** The configuration bound around the runtime: `(function(__CONFIG__){…})(<json>);`. */
+function configOf(body: Buffer): RuntimeConfig {
+  const json = /\}\)\((\{.*\})\);\n$/s.exec(body.toString("utf8"))?.[1];
+  return JSON.parse(json ?? "null");
+}
+
+const rules = [
+  { id: "eu", countries: ["DE", "FR"], mode: "opt_in" },
+  { id: "us-ca", regions: ["US-CA"], mode: "opt_out" },
+  { id: "everyone", mode: "notice" },
+];
+
+/** decisions §6: GET /loader/{publicId}.js over real HTTP. */
+describe("GET /loader/{publicId}.js", () => {
+  let service: TestService;
+  beforeAll(async () => {
+    service = await startTestService({
+      gateway: true,
+      env: { CONSENT_GEO_HEADER: "CF-IPCountry" },
+    });
+  });
+  afterAll(() => service.close());
+
+  it("serves the runtime with the production configuration, cacheable", async () => {
+    const { publicId } = await bannerFixture(service, { configuration: { layout: "modal" } });
+    const result = await loader(service, publicId);
+    expect(result.status).toBe(200);
+    expect(headerRecord(result.headers)).toMatchObject({
+      "content-type": "text/javascript; charset=utf-8",
+      "cache-control": "public, max-age=300, stale-while-revalidate=60",
+      etag: expect.stringMatching(/^"[A-Za-z0-9_-]{27}"$/),
+      vary: "Accept-Encoding",
+      "access-control-allow-origin": "*",
+    });
+    expect(configOf(result.bytes)).toMatchObject({ id: publicId, revision: 1, layout: "modal" });
+    expect(result.bytes.toString()).not.toMatch(/\beval\(|new Function/);
+  });
+
+  it("compresses with brotli or gzip as Accept-Encoding allows, each with its own ETag", async () => {
+    const { publicId } = await bannerFixture(service);
+    const plain = await loader(service, publicId);
+    const br = await loader(service, publicId, { "accept-encoding": "gzip, deflate, br" });
+    const gz = await loader(service, publicId, { "accept-encoding": "br;q=0, gzip" });
+    expect(br.headers.get("content-encoding")).toBe("br");
+    expect(gz.headers.get("content-encoding")).toBe("gzip");
+    expect(plain.headers.get("content-encoding")).toBeNull();
+    expect(brotliDecompressSync(br.bytes)).toEqual(plain.bytes);
+    expect(gunzipSync(gz.bytes)).toEqual(plain.bytes);
+    const etags = new Set([plain, br, gz].map((r) => r.headers.get("etag")));
+    expect(etags.size).toBe(3);
+  });
+
+  it("answers 304 to a matching If-None-Match, 200 to a stale one", async () => {
+    const { publicId } = await bannerFixture(service);
+    const first = await loader(service, publicId, { "accept-encoding": "br" });
+    const etag = first.headers.get("etag") ?? "";
+    const again = await loader(service, publicId, {
+      "accept-encoding": "br",
+      "if-none-match": `W/${etag}`,
+    });
+    expect([again.status, again.bytes.length, again.headers.get("etag")]).toEqual([304, 0, etag]);
+    const stale = await loader(service, publicId, {
+      "accept-encoding": "br",
+      "if-none-match": '"old"',
+    });
+    expect(stale.status).toBe(200);
+  });
+
+  it("answers 404 for unknown, malformed and inactive banners", async () => {
+    expect((await loader(service, crypto.randomUUID())).status).toBe(404);
+    expect((await http(service, "GET", "/loader/not-a-banner.js")).status).toBe(404);
+    const { key, id, publicId } = await bannerFixture(service);
+    expect((await loader(service, publicId)).status).toBe(200);
+    await http(service, "PATCH", `/api/v1/banners/${id}`, { key, body: { isActive: false } });
+    const inactive = await loader(service, publicId);
+    expect([inactive.status, inactive.headers.get("cache-control")]).toEqual([404, "no-store"]);
+  });
+
+  it("serves a publish at once, and never an unpublished draft", async () => {
+    const { key, id, publicId } = await bannerFixture(service);
+    const before = await loader(service, publicId);
+    await http(service, "PATCH", `/api/v1/banners/${id}`, {
+      key,
+      body: { configuration: { position: "top" } },
+    });
+    const draft = await loader(service, publicId);
+    expect(draft.headers.get("etag")).toBe(before.headers.get("etag"));
+    await http(service, "POST", `/api/v1/banners/${id}/publish`, { key });
+    const published = await loader(service, publicId);
+    expect(published.headers.get("etag")).not.toBe(before.headers.get("etag"));
+    expect(configOf(published.bytes)).toMatchObject({ revision: 2, position: "top" });
+  });
+
+  it("picks the jurisdiction rule from the trusted geo header, and varies on it", async () => {
+    const { publicId } = await bannerFixture(service, {
+      configuration: { jurisdictionRules: rules },
+    });
+    const at = async (place?: string) => {
+      const result = await loader(service, publicId, place ? { "cf-ipcountry": place } : {});
+      expect(result.headers.get("vary")).toBe("Accept-Encoding, CF-IPCountry");
+      const config = configOf(result.bytes);
+      return [config.rule, config.country, config.region];
+    };
+    expect(await at("DE")).toEqual([{ id: "eu", mode: "opt_in", us: false }, "DE", undefined]);
+    expect(await at("US-CA")).toEqual([{ id: "us-ca", mode: "opt_out", us: true }, "US", "US-CA"]);
+    expect(await at("US")).toEqual([{ id: "everyone", mode: "notice", us: true }, "US", undefined]);
+    expect(await at()).toEqual([
+      { id: "everyone", mode: "notice", us: false },
+      undefined,
+      undefined,
+    ]);
+    expect(await at("XX")).toEqual([
+      { id: "everyone", mode: "notice", us: false },
+      undefined,
+      undefined,
+    ]);
+  });
+
+  it("keeps the whole first-visit payload (JS, CSS, configuration) within 10 KB brotli", async () => {
+    const texts = Object.fromEntries(
+      ["en", "de", "fr"].map((lang) => [
+        lang,
+        {
+          title: `Privacy (${lang})`,
+          description: "We use cookies to run this site, measure its use and show relevant ads.",
+          acceptAll: "Accept all",
+          rejectAll: "Reject all",
+          customize: "Choose",
+          save: "Save",
+          privacyPolicyUrl: "https://shop.example.com/privacy",
+        },
+      ]),
+    );
+    const categories = ["necessary", "functional", "analytics", "marketing", "social"].map(
+      (name, i) => ({ name, required: i === 0, label: name, description: `What ${name} does.` }),
+    );
+    const { publicId } = await bannerFixture(service, {
+      configuration: { texts, categories, jurisdictionRules: rules },
+    });
+    const plain = await loader(service, publicId, { "cf-ipcountry": "US-CA" });
+    const br = await loader(service, publicId, {
+      "accept-encoding": "br",
+      "cf-ipcountry": "US-CA",
+    });
+    const gz = await loader(service, publicId, {
+      "accept-encoding": "gzip",
+      "cf-ipcountry": "US-CA",
+    });
+    expect(br.bytes.length).toBeLessThanOrEqual(10 * 1024);
+    console.info(
+      `loader payload: ${plain.bytes.length} B raw, ${gz.bytes.length} B gzip, ${br.bytes.length} B brotli`,
+    );
+  });
+});

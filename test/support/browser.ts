@@ -1,0 +1,126 @@
+import { existsSync } from "node:fs";
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { type Browser, chromium, type Page } from "playwright-core";
+import { afterAll, beforeAll } from "vitest";
+import type { ConsentLogRecord } from "#daemon/consent-log/consent-log-store.js";
+import { startTestService, type TestService } from "#test/support/service.js";
+
+/** Debian's Chromium (apt-get install -y chromium); never a downloaded browser. */
+export const CHROMIUM = "/usr/bin/chromium";
+
+/**
+ * Browser tests run wherever Chromium is installed; CI (CONSENT_REQUIRE_BROWSER, set by .ci/run,
+ * which installs it) never skips them; elsewhere they are skipped with a notice.
+ */
+export const skipBrowserTests =
+  !existsSync(CHROMIUM) && !process.env.CONSENT_REQUIRE_BROWSER && !process.env.CI;
+if (skipBrowserTests) console.warn(`browser tests skipped: ${CHROMIUM} is not installed`);
+
+/** One headless Chromium per test file. */
+export function launchChromium(): Promise<Browser> {
+  return chromium.launch({
+    executablePath: CHROMIUM,
+    args: [
+      "--headless",
+      "--no-sandbox",
+      "--disable-gpu",
+      "--disable-background-networking",
+      "--disable-component-update",
+      "--no-first-run",
+    ],
+  });
+}
+
+/** The nonce every test page puts on its scripts and in its CSP. */
+export const NONCE = "dGVzdC1ub25jZQ";
+
+export interface SitePage {
+  publicId: string;
+  /** Markup placed in <body> after the loader. */
+  body?: string;
+  /** Markup placed in <head> before the loader. */
+  head?: string;
+  lang?: string;
+}
+
+/**
+ * A website on its own origin (http://localhost:<port>) embedding the loader from the gateway
+ * (http://127.0.0.1:<port>), under a strict CSP: scripts only by nonce, no inline styles, and
+ * connections only to the gateway. Each page load gets a fresh loader URL query, so the browser's
+ * HTTP cache never hides a publish between two loads.
+ */
+export async function startSite(service: TestService) {
+  let loads = 0;
+  const pages = new Map<string, SitePage>();
+  const server: Server = createServer((request, response) => {
+    const page = pages.get((request.url ?? "/").split("?")[0] ?? "/");
+    if (!page) return response.writeHead(request.url === "/favicon.ico" ? 204 : 404).end();
+    loads++;
+    const loader = `${service.gatewayUrl}/loader/${page.publicId}.js?load=${loads}`;
+    response.writeHead(200, {
+      "content-type": "text/html; charset=utf-8",
+      "content-security-policy": `script-src 'nonce-${NONCE}'; style-src 'self'; connect-src ${service.gatewayUrl}`,
+    });
+    response.end(`<!doctype html><html lang="${page.lang ?? "en"}"><head><title>Shop</title>
+${page.head ?? ""}<script src="${loader}" nonce="${NONCE}"></script></head>
+<body><h1>Shop</h1><a href="#top">Top</a>${page.body ?? ""}</body></html>`);
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const origin = `http://localhost:${(server.address() as AddressInfo).port}`;
+  return {
+    origin,
+    /** Serves a page at `path` and returns its address. */
+    page(path: string, page: SitePage): string {
+      pages.set(path, page);
+      return `${origin}${path}`;
+    },
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}
+
+/** Waits until the team has `count` rows (beacons are asynchronous) and returns them, oldest first. */
+export async function waitForRows(
+  service: TestService,
+  teamId: string,
+  count: number,
+): Promise<ConsentLogRecord[]> {
+  const deadline = Date.now() + 5_000;
+  for (;;) {
+    const rows = await service.store.consentLog.list({ teamId, limit: 100 });
+    if (rows.length >= count || Date.now() > deadline) return rows.toReversed();
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+/** The banner's dialog inside its shadow root (Playwright's CSS selectors pierce open roots). */
+export const dialog = (page: Page) => page.locator("[id^=consent-banner-] [role=dialog]");
+
+/** The consent state the runtime exposes. */
+export const stateOf = (page: Page) =>
+  page.evaluate(() =>
+    (window as unknown as { consentBanner: { getState(): unknown } }).consentBanner.getState(),
+  );
+
+/**
+ * For the enclosing describe: a service with the gateway, a website embedding its loader, and
+ * one Chromium, all closed after the file's tests.
+ */
+export function useBrowserSite(env: Record<string, string> = {}) {
+  const context = {} as {
+    service: TestService;
+    site: Awaited<ReturnType<typeof startSite>>;
+    browser: Browser;
+  };
+  beforeAll(async () => {
+    context.service = await startTestService({ gateway: true, env });
+    context.site = await startSite(context.service);
+    context.browser = await launchChromium();
+  });
+  afterAll(async () => {
+    await context.browser?.close();
+    await context.site?.close();
+    await context.service?.close();
+  });
+  return context;
+}

@@ -1,0 +1,133 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { readFile } from "node:fs/promises";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import type { TestService } from "#test/support/service.js";
+
+const ROOT = fileURLToPath(new URL("../..", import.meta.url));
+
+/** The package's programs, as `npm start` and the `bin` entries run them. */
+export const PROGRAMS = {
+  /** npm start: daemon and gateway in one process. */
+  consent: "bin/consent.js",
+  consentd: "bin/consentd.js",
+  gateway: "bin/consent-gateway.js",
+} as const;
+
+/** A running program with everything it has written so far. */
+export interface Program {
+  child: ChildProcess;
+  stdout(): string;
+  stderr(): string;
+  /** Resolves with the first capture group of `pattern` once stdout matches it. */
+  waitFor(pattern: RegExp, timeoutMs?: number): Promise<string>;
+  /** Sends `signal` (if still running) and resolves with the exit code. */
+  stop(signal?: NodeJS.Signals, timeoutMs?: number): Promise<number | null>;
+  exited: Promise<number | null>;
+  /** The exit code, or "still running" if the program has not exited after `timeoutMs`. */
+  exitWithin(timeoutMs: number): Promise<number | null | "still running">;
+}
+
+const running = new Set<Program>();
+
+/**
+ * Starts one of the package's programs as a child process with a clean CONSENT_* environment (the
+ * test runner's own settings must not leak in) plus `env`. Ports default to 0: the program prints
+ * the URLs it listens on.
+ */
+export function startProgram(bin: string, env: Record<string, string>): Program {
+  const inherited = Object.fromEntries(
+    Object.entries(process.env).filter(
+      ([name]) => !name.startsWith("CONSENT_") && name !== "MONGODB_URI" && name !== "PORT",
+    ),
+  );
+  const child = spawn(process.execPath, [path.join(ROOT, bin)], {
+    cwd: ROOT,
+    env: {
+      ...inherited,
+      CONSENT_LOG_LEVEL: "warn",
+      CONSENT_HTTP_PORT: "0",
+      CONSENT_GRPC_PORT: "0",
+      ...env,
+    },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let out = "";
+  let err = "";
+  child.stdout?.setEncoding("utf8").on("data", (chunk: string) => {
+    out += chunk;
+  });
+  child.stderr?.setEncoding("utf8").on("data", (chunk: string) => {
+    err += chunk;
+  });
+  const exited = new Promise<number | null>((resolve) => {
+    child.once("exit", (code) => resolve(code));
+  });
+  const program: Program = {
+    child,
+    exited,
+    exitWithin: (timeoutMs) =>
+      Promise.race([exited, pause(timeoutMs).then(() => "still running" as const)]),
+    stdout: () => out,
+    stderr: () => err,
+    async waitFor(pattern, timeoutMs = 15_000) {
+      const deadline = Date.now() + timeoutMs;
+      for (;;) {
+        const match = pattern.exec(out);
+        if (match) return match[1] ?? match[0];
+        if (child.exitCode !== null || child.signalCode !== null) {
+          throw new Error(`${bin} exited (${child.exitCode}) before printing ${pattern}:\n${err}`);
+        }
+        if (Date.now() > deadline) {
+          throw new Error(`${bin} did not print ${pattern} in ${timeoutMs} ms:\n${out}\n${err}`);
+        }
+        await Promise.race([exited, pause(50)]);
+      }
+    },
+    async stop(signal = "SIGTERM", timeoutMs = 10_000) {
+      if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+      const timer = setTimeout(() => child.kill("SIGKILL"), timeoutMs);
+      try {
+        return await exited;
+      } finally {
+        clearTimeout(timer);
+        running.delete(program);
+      }
+    },
+  };
+  running.add(program);
+  return program;
+}
+
+/** Kills every program still running: for afterEach/afterAll, so no test leaves a child behind. */
+export async function stopAllPrograms(): Promise<void> {
+  await Promise.all([...running].map((program) => program.stop("SIGKILL")));
+}
+
+function pause(ms: number) {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/** The URLs `npm start` and consentd print on start-up. */
+export const DAEMON_URL = /gRPC \/ Connect daemon\s+(http:\/\/\S+)/;
+export const GATEWAY_URL = /REST gateway\s+(http:\/\/\S+)/;
+export const STANDALONE_GATEWAY_URL = /consent gateway listening on (http:\/\/[^\s,]+)/;
+
+/**
+ * The addresses of programs started here, in the shape test/support/api.ts helpers take (they use
+ * only the URLs and the operator token).
+ */
+export function endpoints(
+  running: Pick<TestService, "gatewayUrl" | "daemonUrl" | "operatorToken">,
+): TestService {
+  return running as TestService;
+}
+
+/** `npm start` on `dataDir`, once it has printed its URLs; the token is the one it uses. */
+export async function startService(dataDir: string, env: Record<string, string> = {}) {
+  const program = startProgram(PROGRAMS.consent, { CONSENT_DATA_DIR: dataDir, ...env });
+  const gatewayUrl = await program.waitFor(GATEWAY_URL);
+  const daemonUrl = await program.waitFor(DAEMON_URL);
+  const operatorToken = (await readFile(path.join(dataDir, "admin-token"), "utf8")).trim();
+  return { program, service: endpoints({ gatewayUrl, daemonUrl, operatorToken }) };
+}
