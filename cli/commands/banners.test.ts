@@ -1,0 +1,142 @@
+import { writeFile } from "node:fs/promises";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import {
+  argv,
+  type cliFor,
+  E2E_TIMEOUT_MS,
+  startServiceWithTeam,
+} from "#cli/test-support/cli-process.js";
+import type { TestService } from "#test/support/service.js";
+
+const BASE_URL = "https://consent.example.org";
+
+describe.concurrent("consentctl banners (against a real daemon)", {
+  timeout: E2E_TIMEOUT_MS,
+}, () => {
+  let service: TestService;
+  let cli: ReturnType<typeof cliFor>;
+  let teamId: string;
+  const create = (...extra: string[]) =>
+    cli.json([...argv`banners create --team ${teamId} --name Main --domain example.com`, ...extra]);
+
+  beforeAll(async () => {
+    ({ service, cli, teamId } = await startServiceWithTeam("starter", {
+      CONSENT_BASE_URL: BASE_URL,
+    }));
+  });
+  afterAll(() => service.close());
+
+  it("creates a banner from flags and a --config file, flags winning over the file", async () => {
+    const file = path.join(service.dataDir, "banner.json");
+    await writeFile(
+      file,
+      JSON.stringify({
+        layout: "inline",
+        categories: [{ name: "necessary", required: true }, { name: "stats" }],
+        texts: { de: { title: "Cookies" } },
+      }),
+    );
+    const banner = await create(
+      ...argv`--layout modal --primary-color #0a7 --ccpa --config ${file}`,
+    );
+    expect(banner).toMatchObject({
+      teamId,
+      name: "Main",
+      domain: "https://example.com",
+      isActive: true,
+      revision: 1,
+      compliance: { gdpr: true, ccpa: true, lgpd: false },
+      configuration: { layout: "modal", primaryColor: "#0a7" },
+    });
+    const categories = banner.configuration.categories.map((c: { name: string }) => c.name);
+    expect(categories).toEqual(["necessary", "stats"]);
+    expect(Object.keys(banner.configuration.texts)).toEqual(["de"]);
+    expect(banner.loaderSnippet).toBe(
+      `<script src="${BASE_URL}/loader/${banner.publicId}.js" async></script>`,
+    );
+  });
+
+  it("lists and shows banners; show prints the loader snippet", async () => {
+    const banner = await create();
+    const [{ banners }, shown, human] = await Promise.all([
+      cli.json(argv`banners list --team ${teamId}`),
+      cli.json(argv`banners show ${banner.id} --team ${teamId}`),
+      cli.run(argv`banners show ${banner.id} --team ${teamId}`),
+    ]);
+    expect(banners.map((b: { id: string }) => b.id)).toContain(banner.id);
+    expect(shown).toMatchObject({ id: banner.id, publicId: banner.publicId });
+    expect(human.code).toBe(0);
+    expect(human.stdout).toContain(banner.publicId);
+    expect(human.stdout).toContain(
+      `<script src="${BASE_URL}/loader/${banner.publicId}.js" async></script>`,
+    );
+  });
+
+  it("updates the draft, publishes it, deactivates and activates", async () => {
+    const { id } = await create();
+    const updated = await cli.json(
+      argv`banners update ${id} --team ${teamId} --position top --name Renamed --no-gdpr`,
+    );
+    expect(updated).toMatchObject({
+      name: "Renamed",
+      hasUnpublishedChanges: true,
+      revision: 1,
+      compliance: { gdpr: false },
+      configuration: { position: "top" },
+    });
+    const published = await cli.json(argv`banners publish ${id} --team ${teamId}`);
+    expect(published).toMatchObject({ revision: 2, hasUnpublishedChanges: false });
+    const inactive = await cli.json(argv`banners deactivate ${id} --team ${teamId}`);
+    expect(inactive.isActive).toBe(false);
+    const active = await cli.json(argv`banners activate ${id} --team ${teamId}`);
+    expect(active.isActive).toBe(true);
+  });
+
+  it("exits 1 listing every violated rule the daemon reports", async () => {
+    const error = await cli.fails(
+      argv`banners create --team ${teamId} --name Bad --domain example.com
+        --layout sideways --primary-color url(evil)`,
+    );
+    expect(error.error).toBe("Validation failed.");
+    expect(error.details?.map((d) => d.field)).toEqual([
+      "configuration.layout",
+      "configuration.primaryColor",
+    ]);
+  });
+
+  it("exits 1 for an unknown banner or team and for an unreadable or invalid --config", async () => {
+    const notJson = path.join(service.dataDir, "not-json.json");
+    await writeFile(notJson, "{ layout: modal");
+    const withConfig = (file: string) =>
+      cli.fails(argv`banners create --team ${teamId} --name A --domain a.com --config ${file}`);
+    const [banner, team, missingFile, badFile] = await Promise.all([
+      cli.fails(argv`banners show no-such-banner --team ${teamId}`),
+      cli.fails(argv`banners list --team no-such-team`),
+      withConfig("/nonexistent.json"),
+      withConfig(notJson),
+    ]);
+    expect(banner).toMatchObject({
+      code: "not_found",
+      hint: expect.stringContaining("banners list"),
+    });
+    expect(team.code).toBe("not_found");
+    expect(missingFile).toMatchObject({
+      code: "config_file_unreadable",
+      error: expect.stringContaining("ENOENT"),
+    });
+    expect(badFile.code).toBe("config_file_invalid");
+  });
+
+  it("exits 2 when --team is missing or an update names no field", async () => {
+    const [noTeam, noFields] = await Promise.all([
+      cli.run(argv`banners list`),
+      cli.run(argv`banners update some-id --team ${teamId}`),
+    ]);
+    expect(noTeam.code).toBe(2);
+    expect(noTeam.stderr).toContain("required option '--team <id>'");
+    expect(noFields.code).toBe(2);
+    expect(noFields.stderr).toContain("nothing to update");
+    expect(noTeam.stdout + noFields.stdout).toBe("");
+  });
+});

@@ -1,0 +1,169 @@
+import { checkHealth } from "#cli/commands/health-check.js";
+import type { CheckResult } from "#cli/components/check-list.js";
+import {
+  type CommandContext,
+  findOperatorToken,
+  type GlobalOptions,
+  tryLoadConfig,
+} from "#cli/context.js";
+import { createDaemonClient, type DaemonClient } from "#cli/daemon-client.js";
+import { describeProblem } from "#cli/problems.js";
+import { ConfigError } from "#daemon/config.js";
+
+/** Beyond this difference between local and daemon clocks, expiries and windows drift visibly. */
+export const MAX_CLOCK_SKEW_MS = 30_000;
+
+export interface DoctorInput {
+  globals: GlobalOptions;
+  context: CommandContext;
+  /** A client without credentials, for the health call. */
+  client: DaemonClient;
+}
+
+/**
+ * Runs every check even after a failure, so one `doctor` run shows everything that is wrong.
+ * Checks that depend on an earlier one (token validity needs a reachable daemon) are skipped.
+ */
+export async function runDoctor(input: DoctorInput): Promise<CheckResult[]> {
+  const { context, client } = input;
+  const checks: CheckResult[] = [configCheck(context.env)];
+  const token = await tokenCheck(input);
+  checks.push(token.check);
+  const daemon = await daemonChecks(client, context);
+  checks.push(...daemon.checks);
+  if (!daemon.reachable) {
+    checks.push(skipped("token valid", "daemon not reachable"));
+  } else if (!token.value) {
+    checks.push(skipped("token valid", "no token to try"));
+  } else {
+    checks.push(await tokenValidityCheck(context, token.value, token.source));
+  }
+  checks.push(clockCheck(daemon.reachable ? client.lastServerDate() : undefined, daemon.reachable));
+  return checks;
+}
+
+/** The whole environment, as daemon and gateway read it, not only the CLI's variables. */
+function configCheck(env: NodeJS.ProcessEnv): CheckResult {
+  const config = tryLoadConfig(env);
+  if (config instanceof ConfigError) {
+    return {
+      name: "config",
+      status: "fail",
+      detail: config.message,
+      hint: "fix or unset the variable; decisions §1 lists each one and its default",
+    };
+  }
+  return {
+    name: "config",
+    status: "pass",
+    detail: `environment parses; data dir ${config.dataDir}, base URL ${config.baseUrl}`,
+  };
+}
+
+async function tokenCheck(input: DoctorInput) {
+  if (input.context.config instanceof ConfigError && !input.globals.token) {
+    return {
+      check: skipped("token", "the configuration is invalid"),
+      value: undefined,
+      source: undefined,
+    };
+  }
+  try {
+    const found = await findOperatorToken(input.globals, input.context);
+    if (found) {
+      const check: CheckResult = {
+        name: "token",
+        status: "pass",
+        detail: `found (${found.source})`,
+      };
+      return { check, value: found.token, source: found.source };
+    }
+    const check: CheckResult = {
+      name: "token",
+      status: "fail",
+      detail: "no operator token found",
+      hint: "pass --token, set CONSENT_ADMIN_TOKEN, or set CONSENT_DATA_DIR to the daemon's data directory",
+    };
+    return { check, value: undefined, source: undefined };
+  } catch (error) {
+    const problem = describeProblem(error, { daemonUrl: input.context.daemonUrl });
+    const check: CheckResult = {
+      name: "token",
+      status: "fail",
+      detail: problem.message,
+      hint: problem.hint,
+    };
+    return { check, value: undefined, source: undefined };
+  }
+}
+
+async function daemonChecks(client: DaemonClient, context: CommandContext) {
+  try {
+    const report = await checkHealth(client);
+    const checks: CheckResult[] = [
+      {
+        name: "daemon",
+        status: "pass",
+        detail: `reachable at ${report.daemonUrl} (${report.latencyMs} ms)`,
+      },
+      report.storeOk
+        ? { name: "store", status: "pass", detail: "the daemon's store answers" }
+        : {
+            name: "store",
+            status: "fail",
+            detail: `the daemon reports ${report.status}`,
+            hint: "check the daemon's log: its store (LMDB data dir or MONGODB_URI) does not answer",
+          },
+    ];
+    return { reachable: true, checks };
+  } catch (error) {
+    const problem = describeProblem(error, { daemonUrl: context.daemonUrl });
+    const checks: CheckResult[] = [
+      { name: "daemon", status: "fail", detail: problem.message, hint: problem.hint },
+      skipped("store", "daemon not reachable"),
+    ];
+    return { reachable: false, checks };
+  }
+}
+
+async function tokenValidityCheck(
+  context: CommandContext,
+  token: string,
+  source: string | undefined,
+): Promise<CheckResult> {
+  const client = createDaemonClient({ url: context.daemonUrl, token });
+  try {
+    const { teams } = await client.admin.listTeams({});
+    return {
+      name: "token valid",
+      status: "pass",
+      detail: `the daemon accepts it (${teams.length} team${teams.length === 1 ? "" : "s"})`,
+    };
+  } catch (error) {
+    const problem = describeProblem(error, { daemonUrl: context.daemonUrl, tokenSource: source });
+    return { name: "token valid", status: "fail", detail: problem.message, hint: problem.hint };
+  } finally {
+    client.close();
+  }
+}
+
+export function clockCheck(serverDate: Date | undefined, reachable: boolean): CheckResult {
+  if (!serverDate) {
+    return skipped("clock", reachable ? "the daemon sent no date header" : "daemon not reachable");
+  }
+  // The date header has whole seconds: differences below a second are noise.
+  const skewMs = Date.now() - serverDate.getTime();
+  const seconds = Math.round(skewMs / 1000);
+  const detail = `local clock is ${Math.abs(seconds)} s ${seconds >= 0 ? "ahead of" : "behind"} the daemon's`;
+  if (Math.abs(skewMs) <= MAX_CLOCK_SKEW_MS) return { name: "clock", status: "pass", detail };
+  return {
+    name: "clock",
+    status: "fail",
+    detail,
+    hint: "synchronise both machines with NTP; key expiry and rate-limit windows follow the daemon's clock",
+  };
+}
+
+function skipped(name: string, why: string): CheckResult {
+  return { name, status: "skip", detail: `skipped: ${why}` };
+}

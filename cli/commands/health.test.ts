@@ -1,0 +1,111 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { clockCheck } from "#cli/commands/doctor-checks.js";
+import { cliFor, E2E_TIMEOUT_MS, runCli } from "#cli/test-support/cli-process.js";
+import { startTestService, type TestService } from "#test/support/service.js";
+
+describe.concurrent("consentctl health and doctor (against a real daemon)", {
+  timeout: E2E_TIMEOUT_MS,
+}, () => {
+  let service: TestService;
+  let cli: ReturnType<typeof cliFor>;
+
+  beforeAll(async () => {
+    service = await startTestService();
+    cli = cliFor(service);
+  });
+  afterAll(() => service.close());
+
+  it("reports daemon and store up, without needing a token", async () => {
+    const result = await runCli(["health", "--daemon", service.daemonUrl, "--json"]);
+    expect(result.code).toBe(0);
+    expect(result.stderr).toBe("");
+    expect(JSON.parse(result.stdout)).toMatchObject({
+      daemon: { url: service.daemonUrl, reachable: true, status: "SERVING" },
+      store: { ok: true },
+    });
+  });
+
+  it("exits 1 with a hint when the daemon is not there", async () => {
+    const result = await runCli(["health", "--daemon", "http://127.0.0.1:9"]);
+    expect(result.code).toBe(1);
+    expect(result.stdout).toBe("");
+    expect(result.stderr).toContain("Cannot reach the daemon at http://127.0.0.1:9.");
+    expect(result.stderr).toContain("hint: start it with `npm start`");
+  });
+
+  it("passes every doctor check against a healthy daemon", async () => {
+    const report = await cli.json(["doctor"]);
+    expect(report.ok).toBe(true);
+    expect(report.checks.map((c: { name: string; status: string }) => [c.name, c.status])).toEqual([
+      ["config", "pass"],
+      ["token", "pass"],
+      ["daemon", "pass"],
+      ["store", "pass"],
+      ["token valid", "pass"],
+      ["clock", "pass"],
+    ]);
+  });
+
+  it("reports each problem on its own line and exits 1: bad env, bad token, no daemon", async () => {
+    const [badEnv, badToken, noDaemon] = await Promise.all([
+      cli.run(["doctor", "--json"], { env: { CONSENT_HTTP_PORT: "eighty" } }),
+      runCli(["doctor", "--daemon", service.daemonUrl, "--token", "wrong", "--json"]),
+      runCli(["doctor", "--daemon", "http://127.0.0.1:9", "--token", "x"]),
+    ]);
+    const statuses = (run: { stdout: string }) =>
+      Object.fromEntries(
+        JSON.parse(run.stdout).checks.map((c: { name: string; status: string }) => [
+          c.name,
+          c.status,
+        ]),
+      );
+    expect(badEnv.code).toBe(1);
+    expect(statuses(badEnv)).toMatchObject({
+      config: "fail",
+      daemon: "pass",
+      "token valid": "pass",
+    });
+    expect(badToken.code).toBe(1);
+    expect(statuses(badToken)).toMatchObject({ token: "pass", "token valid": "fail" });
+    expect(noDaemon.code).toBe(1);
+    expect(noDaemon.stderr).toBe("");
+    expect(noDaemon.stdout).toMatch(
+      /✖ daemon\s+Cannot reach the daemon at http:\/\/127\.0\.0\.1:9\./,
+    );
+    expect(noDaemon.stdout).toMatch(/– token valid skipped: daemon not reachable/);
+    expect(noDaemon.stdout).toContain("1 check failed.");
+  });
+
+  it("reports NOT_SERVING and exits 1 when the daemon's store is gone", async () => {
+    const broken = await startTestService();
+    try {
+      await broken.store.close();
+      const result = await runCli(["health", "--daemon", broken.daemonUrl, "--json"]);
+      expect(result.code).toBe(1);
+      expect(JSON.parse(result.stdout)).toMatchObject({
+        daemon: { reachable: true, status: "NOT_SERVING" },
+        store: { ok: false },
+      });
+    } finally {
+      await broken.close().catch(() => undefined); // the store is already closed
+    }
+  });
+});
+
+describe("doctor's clock check", () => {
+  it("passes within 30 s, fails beyond with an NTP hint, skips without a date header", () => {
+    expect(clockCheck(new Date(Date.now() - 2_000), true)).toMatchObject({
+      status: "pass",
+      detail: "local clock is 2 s ahead of the daemon's",
+    });
+    expect(clockCheck(new Date(Date.now() + 120_000), true)).toMatchObject({
+      status: "fail",
+      detail: "local clock is 120 s behind the daemon's",
+      hint: expect.stringContaining("NTP"),
+    });
+    expect(clockCheck(undefined, true)).toMatchObject({
+      status: "skip",
+      detail: "skipped: the daemon sent no date header",
+    });
+  });
+});

@@ -1,0 +1,65 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import {
+  argv,
+  type cliFor,
+  E2E_TIMEOUT_MS,
+  startServiceWithTeam,
+} from "#cli/test-support/cli-process.js";
+import type { TestService } from "#test/support/service.js";
+
+const HOUR = 3600_000;
+
+describe.concurrent("consentctl sessions (against a real daemon)", {
+  timeout: E2E_TIMEOUT_MS,
+}, () => {
+  let service: TestService;
+  let cli: ReturnType<typeof cliFor>;
+  let teamId: string;
+
+  beforeAll(async () => {
+    ({ service, cli, teamId } = await startServiceWithTeam("free"));
+  });
+  afterAll(() => service.close());
+
+  it("creates a 12-hour session by default and a shorter one with --ttl, each with its token", async () => {
+    const [standard, short] = await Promise.all([
+      cli.json(argv`sessions create --team ${teamId}`),
+      cli.json(argv`sessions create --team ${teamId} --ttl 2h`),
+    ]);
+    for (const session of [standard, short]) {
+      expect(session).toMatchObject({
+        teamId,
+        id: expect.any(String),
+        expiresAt: expect.any(String),
+      });
+      expect(session.token.length).toBeGreaterThan(20);
+    }
+    const lifetime = (s: { createdAt: string; expiresAt: string }) =>
+      Date.parse(s.expiresAt) - Date.parse(s.createdAt);
+    expect(lifetime(standard)).toBe(12 * HOUR);
+    expect(lifetime(short)).toBe(2 * HOUR);
+    expect(standard.token).not.toBe(short.token);
+  });
+
+  it("revokes a session", async () => {
+    const { id } = await cli.json(argv`sessions create --team ${teamId}`);
+    const revoked = await cli.json(argv`sessions revoke ${id}`);
+    expect(revoked).toMatchObject({ id, revokedAt: expect.any(String) });
+    expect(revoked.token).toBeUndefined();
+  });
+
+  it("exits 1 for a lifetime the daemon refuses, an unknown team or session; 2 for a bad --ttl", async () => {
+    const [tooShort, team, session, usage] = await Promise.all([
+      cli.fails(argv`sessions create --team ${teamId} --ttl 10s`),
+      cli.fails(argv`sessions create --team no-such-team`),
+      cli.fails(argv`sessions revoke no-such-session`),
+      cli.run(argv`sessions create --team ${teamId} --ttl soon --json`),
+    ]);
+    expect(tooShort.details?.[0]?.field).toBe("ttlSeconds");
+    expect(team.code).toBe("not_found");
+    expect(session.code).toBe("not_found");
+    expect(usage.code).toBe(2);
+    expect(usage.stdout).toBe("");
+    expect(JSON.parse(usage.stderr).code).toBe("usage");
+  });
+});

@@ -1,0 +1,67 @@
+import type { Command } from "commander";
+import { TEAMS_HINT } from "#cli/commands/teams.js";
+import { examples, messageJson, required } from "#cli/format.js";
+import { parseDuration } from "#cli/option-parsers.js";
+import type { Runtime } from "#cli/program.js";
+import { SessionSchema } from "#gen/consent/v1/admin_pb.js";
+
+/** `sessions create|revoke`: dashboard sessions for a team (decisions §2). */
+export function registerSessionCommands(program: Command, runtime: Runtime): void {
+  const sessions = program
+    .command("sessions")
+    .description("mint and revoke dashboard sessions (the consent_session cookie)");
+  addCreateSession(sessions, runtime);
+  addRevokeSession(sessions, runtime);
+}
+
+function addCreateSession(sessions: Command, runtime: Runtime): void {
+  sessions
+    .command("create")
+    .description("mint a dashboard session for a team; its token is printed once")
+    .requiredOption("--team <id>", "team id")
+    .option("--ttl <duration>", "lifetime, 1m to 30d (default: 12h)", parseDuration)
+    .addHelpText(
+      "after",
+      examples(
+        "consentctl sessions create --team TEAM_ID",
+        "consentctl sessions create --team TEAM_ID --ttl 2h --json",
+      ),
+    )
+    .action((options: { team: string; ttl?: number }, command: Command) =>
+      runtime.run(command, {
+        progress: "Creating session…",
+        auth: "operator",
+        call: async ({ client }) => {
+          const response = await client.admin.createSession({
+            teamId: options.team,
+            ttlSeconds: options.ttl,
+          });
+          return { session: required(response.session, "session"), token: response.token };
+        },
+        json: ({ session, token }) => ({
+          ...(messageJson(SessionSchema, session) as object),
+          token,
+        }),
+        view: async () => (await import("#cli/views/session-views.js")).newSessionView(),
+        notFoundHint: TEAMS_HINT,
+      }),
+    );
+}
+
+function addRevokeSession(sessions: Command, runtime: Runtime): void {
+  sessions
+    .command("revoke")
+    .description("revoke a dashboard session at once")
+    .argument("<session-id>", "session id (printed by `sessions create`)")
+    .addHelpText("after", examples("consentctl sessions revoke SESSION_ID"))
+    .action((id: string, _options: unknown, command: Command) =>
+      runtime.run(command, {
+        progress: "Revoking session…",
+        auth: "operator",
+        call: async ({ client }) =>
+          required((await client.admin.revokeSession({ id })).session, "session"),
+        json: (session) => messageJson(SessionSchema, session),
+        view: async () => (await import("#cli/views/session-views.js")).sessionView(),
+      }),
+    );
+}

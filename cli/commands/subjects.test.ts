@@ -1,0 +1,112 @@
+import type { JsonObject } from "@bufbuild/protobuf";
+import { createClient } from "@connectrpc/connect";
+import { createGrpcTransport } from "@connectrpc/connect-node";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import {
+  argv,
+  type cliFor,
+  E2E_TIMEOUT_MS,
+  startServiceWithTeam,
+} from "#cli/test-support/cli-process.js";
+import { SubjectService } from "#gen/consent/v1/subject_pb.js";
+import { consentState } from "#test/support/api.js";
+import type { TestService } from "#test/support/service.js";
+
+describe.concurrent("consentctl subjects (against a real daemon)", {
+  timeout: E2E_TIMEOUT_MS,
+}, () => {
+  let service: TestService;
+  let cli: ReturnType<typeof cliFor>;
+  let teamId: string;
+  let publicId: string;
+  let key: string;
+  let n = 0;
+
+  /** Stores a consent state the way an integrator does: SubjectService with a live key. */
+  async function storeState(subjectId: string, namespace?: string) {
+    const subjects = createClient(
+      SubjectService,
+      createGrpcTransport({ baseUrl: service.daemonUrl }),
+    );
+    await subjects.putSubjectState(
+      {
+        bannerId: publicId,
+        namespace,
+        subjectId,
+        baseVersion: 0,
+        consentState: consentState() as JsonObject,
+      },
+      { headers: { authorization: `Bearer ${key}` } },
+    );
+  }
+  const args = (command: string, subjectId: string, ...extra: string[]) => [
+    ...argv`subjects ${command} --team ${teamId} --banner ${publicId} --subject ${subjectId}`,
+    ...extra,
+  ];
+
+  beforeAll(async () => {
+    ({ service, cli, teamId } = await startServiceWithTeam("professional"));
+    const banner = await cli.json(
+      argv`banners create --team ${teamId} --name B --domain example.com`,
+    );
+    publicId = banner.publicId;
+    const scopes = "consent:read,consent:write";
+    key = (await cli.json(argv`keys create --team ${teamId} --env live --scopes ${scopes}`)).key;
+  });
+  afterAll(() => service.close());
+
+  it("resolves a subject without a stored state as found: false", async () => {
+    expect(await cli.json(args("resolve", `nobody-${++n}`))).toEqual({ found: false });
+  });
+
+  it("resolves a stored state, deletes it, then finds nothing", async () => {
+    const subject = `user-${++n}`;
+    await storeState(subject, "shop");
+    const found = await cli.json(args("resolve", subject, "--namespace", "shop"));
+    expect(found).toMatchObject({
+      found: true,
+      snapshot: { version: 1, consentState: { acceptType: "custom", schemaVersion: 2 } },
+    });
+    // Another namespace is another subject.
+    expect(await cli.json(args("resolve", subject))).toEqual({ found: false });
+    expect(await cli.json(args("delete", subject, "--namespace", "shop"))).toEqual({ deleted: 1 });
+    expect(await cli.json(args("delete", subject, "--namespace", "shop"))).toEqual({ deleted: 0 });
+    expect(await cli.json(args("resolve", subject, "--namespace", "shop"))).toEqual({
+      found: false,
+    });
+  });
+
+  it("prints the consent state for a human, and says so when none is stored", async () => {
+    const subject = `human-${++n}`;
+    await storeState(subject);
+    const [found, missing] = await Promise.all([
+      cli.run(args("resolve", subject)),
+      cli.run(args("resolve", `absent-${++n}`)),
+    ]);
+    expect(found.stdout).toContain('"acceptType": "custom"');
+    expect(missing.stdout).toContain("No consent state is stored for this subject.");
+  });
+
+  it("exits 1 for an invalid subject id or an unknown banner, with the daemon's reason", async () => {
+    const [invalid, unknown] = await Promise.all([
+      cli.fails(args("resolve", "someone@example.com")),
+      cli.fails(
+        argv`subjects resolve --team ${teamId} --banner 00000000-0000-4000-8000-000000000000 --subject x`,
+      ),
+    ]);
+    expect(invalid.details).toEqual([
+      { field: "subjectId", message: "subjectId must not contain @" },
+    ]);
+    expect(unknown).toMatchObject({
+      code: "not_found",
+      hint: expect.stringContaining("public id"),
+    });
+  });
+
+  it("says in --help that the daemon hashes the subject id", async () => {
+    const help = await cli.run(argv`subjects resolve --help`);
+    expect(help.code).toBe(0);
+    expect(help.stdout).toContain("hashes it");
+    expect(help.stdout).toContain("never stores it");
+  });
+});

@@ -1,0 +1,102 @@
+import { render } from "ink-testing-library";
+import { describe, expect, it } from "vitest";
+import { CheckList } from "#cli/components/check-list.js";
+import { ErrorMessage, renderProblem } from "#cli/components/error-message.js";
+import { KeyValue } from "#cli/components/key-value.js";
+import { SecretNotice } from "#cli/components/secret-notice.js";
+import { Spinner } from "#cli/components/spinner.js";
+import type { Problem } from "#cli/problems.js";
+
+const problem: Problem = {
+  message: "Validation failed.",
+  hint: "see consentctl banners create --help",
+  code: "",
+  details: [
+    { field: "configuration.layout", message: "configuration.layout must be one of: banner" },
+    { field: "name", message: "name is required" },
+  ],
+  bug: false,
+  cause: new Error("boom"),
+};
+
+describe("KeyValue", () => {
+  it("aligns values after the longest label", () => {
+    const { lastFrame } = render(
+      <KeyValue
+        fields={[
+          { label: "ID", value: "t-1" },
+          { label: "Cross-device", value: "yes" },
+        ]}
+      />,
+    );
+    expect(lastFrame()).toBe("ID            t-1\nCross-device  yes");
+  });
+});
+
+describe("ErrorMessage", () => {
+  it("prints the sentence, each violated rule and the hint, without a stack", () => {
+    const { lastFrame } = render(<ErrorMessage problem={problem} />);
+    expect(lastFrame()).toBe(
+      [
+        "✖ Validation failed.",
+        " • configuration.layout must be one of: banner",
+        " • name is required",
+        "hint: see consentctl banners create --help",
+      ].join("\n"),
+    );
+  });
+
+  it("adds the stack only in debug mode", () => {
+    const { lastFrame } = render(<ErrorMessage problem={problem} debug />);
+    expect(lastFrame()).toContain("Error: boom");
+    expect(lastFrame()).toMatch(/at .*components\.test\.tsx/);
+  });
+
+  it("renders to plain text for stderr when colours are off", () => {
+    const text = renderProblem(problem, { color: false, columns: 200, debug: false });
+    expect(text).not.toContain("\u001b[");
+    expect(text.split("\n")[0]).toBe("✖ Validation failed.");
+  });
+});
+
+describe("SecretNotice", () => {
+  it("prints the secret whole on its own line with the once-only warning", () => {
+    const secret = `ck_live_${"a".repeat(38)}`;
+    const { lastFrame } = render(<SecretNotice label="API key" secret={secret} />);
+    const lines = lastFrame()?.split("\n") ?? [];
+    expect(lines[0]).toContain("It will not be shown again");
+    expect(lines).toContain(secret);
+  });
+});
+
+describe("CheckList", () => {
+  it("marks each check and shows hints under failures only", () => {
+    const { lastFrame } = render(
+      <CheckList
+        checks={[
+          { name: "config", status: "pass", detail: "ok", hint: "unused" },
+          { name: "daemon", status: "fail", detail: "down", hint: "start it" },
+          { name: "clock", status: "skip", detail: "skipped: daemon not reachable" },
+        ]}
+      />,
+    );
+    expect(lastFrame()).toBe(
+      [
+        "✔ config ok",
+        "✖ daemon down",
+        "         hint: start it",
+        "– clock  skipped: daemon not reachable",
+      ].join("\n"),
+    );
+  });
+});
+
+describe("Spinner", () => {
+  it("shows its label and animates", async () => {
+    const { lastFrame, frames, unmount } = render(<Spinner label="Listing teams…" />);
+    expect(lastFrame()).toMatch(/^⠋ Listing teams…$/);
+    await new Promise((resolve) => setTimeout(resolve, 250));
+    expect(new Set(frames).size).toBeGreaterThan(1);
+    unmount();
+  });
+});

@@ -1,0 +1,26 @@
+import { Box, Text } from "ink";
+import { Toned } from "#cli/theme.js";
+
+export interface SecretNoticeProps {
+  /** What the secret is ("API key", "Session token"). */
+  label: string;
+  secret: string;
+  /** Extra guidance, e.g. the cookie the token goes in. */
+  note?: string;
+}
+
+/**
+ * A secret the daemon shows exactly once (decisions §2: only its digest is stored). It is printed
+ * on a line of its own, never truncated, with a warning that it cannot be shown again.
+ */
+export function SecretNotice({ label, secret, note }: SecretNoticeProps) {
+  return (
+    <Box flexDirection="column" marginBottom={1}>
+      <Toned tone="warning">
+        ⚠ {label}: copy it now. It will not be shown again (only its digest is stored).
+      </Toned>
+      <Text>{secret}</Text>
+      {note ? <Toned tone="muted">{note}</Toned> : null}
+    </Box>
+  );
+}

@@ -1,0 +1,94 @@
+import { Box, Text, useStdout } from "ink";
+import type { ReactNode } from "react";
+import { type Tone, Toned } from "#cli/theme.js";
+
+/** One column: its header, how a row shows in it, and optionally a tone per row. */
+export interface Column<Row> {
+  header: string;
+  value: (row: Row) => string;
+  tone?: (row: Row) => Tone | undefined;
+}
+
+export interface TableProps<Row> {
+  columns: readonly Column<Row>[];
+  rows: readonly Row[];
+  /** Printed instead of an empty table ("No teams yet."). */
+  empty: string;
+  /** Width to fit; defaults to the terminal's. */
+  width?: number;
+}
+
+const GAP = 2;
+/** A column never shrinks below this, so "…" always has something in front of it. */
+const MIN_WIDTH = 4;
+
+/**
+ * Column widths that fit `available` characters: when the natural widths are too wide, the widest
+ * columns give way first (ids and names shrink before "plan" or "env").
+ */
+export function fitColumns(natural: readonly number[], available: number, gap = GAP): number[] {
+  const budget = available - gap * Math.max(0, natural.length - 1);
+  const used = (cap: number) => natural.reduce((sum, width) => sum + Math.min(width, cap), 0);
+  if (used(Number.POSITIVE_INFINITY) <= budget) return [...natural];
+  let cap = Math.max(...natural);
+  while (cap > MIN_WIDTH && used(cap) > budget) cap--;
+  const widths = natural.map((width) => Math.min(width, cap));
+  // Hand the characters the last step freed back to the columns that were cut.
+  let spare = budget - used(cap);
+  for (let i = 0; i < widths.length && spare > 0; i++) {
+    if ((natural[i] as number) > (widths[i] as number)) {
+      widths[i] = (widths[i] as number) + 1;
+      spare--;
+    }
+  }
+  return widths;
+}
+
+/** Rows as a table fitted to the terminal width; long cells end in "…". */
+export function Table<Row>({ columns, rows, empty, width }: TableProps<Row>) {
+  const { stdout } = useStdout();
+  if (rows.length === 0) return <Toned tone="muted">{empty}</Toned>;
+  const cells = rows.map((row) => columns.map((column) => column.value(row)));
+  const natural = columns.map((column, i) =>
+    Math.max(column.header.length, ...cells.map((line) => [...(line[i] ?? "")].length)),
+  );
+  const widths = fitColumns(natural, width ?? (stdout.columns || 80));
+  const cell = (i: number, content: ReactNode) => (
+    <Box key={i} width={widths[i]} marginRight={i < columns.length - 1 ? GAP : 0} flexShrink={0}>
+      {content}
+    </Box>
+  );
+  return (
+    <Box flexDirection="column">
+      <Box>
+        {columns.map((column, i) =>
+          cell(
+            i,
+            <Toned tone="strong" wrap="truncate-end">
+              {column.header}
+            </Toned>,
+          ),
+        )}
+      </Box>
+      {rows.map((row, r) => (
+        // biome-ignore lint/suspicious/noArrayIndexKey: rows are static output, never reordered
+        <Box key={r}>
+          {columns.map((column, i) => {
+            const tone = column.tone?.(row);
+            const text = cells[r]?.[i] ?? "";
+            return cell(
+              i,
+              tone ? (
+                <Toned tone={tone} wrap="truncate-end">
+                  {text}
+                </Toned>
+              ) : (
+                <Text wrap="truncate-end">{text}</Text>
+              ),
+            );
+          })}
+        </Box>
+      ))}
+    </Box>
+  );
+}

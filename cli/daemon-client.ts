@@ -1,0 +1,93 @@
+import { type Client, createClient, type Interceptor } from "@connectrpc/connect";
+import { createGrpcTransport, Http2SessionManager } from "@connectrpc/connect-node";
+import { CallerHeaders } from "#daemon/auth/caller.js";
+import { AdminService } from "#gen/consent/v1/admin_pb.js";
+import { BannerService } from "#gen/consent/v1/banner_pb.js";
+import { SubjectService } from "#gen/consent/v1/subject_pb.js";
+import { Health } from "#gen/grpc/health/v1/health_pb.js";
+
+/** How long one call may take before the operator is told the daemon did not answer. */
+export const CALL_TIMEOUT_MS = 10_000;
+
+export interface DaemonClientOptions {
+  /** The daemon's h2c URL (CONSENT_DAEMON_URL or --daemon). */
+  url: string;
+  /** Operator token; unset for calls that need none (health). */
+  token?: string;
+  /** Receives one line per call and outcome when --debug is on. */
+  log?: (line: string) => void;
+}
+
+/** Typed clients for every daemon service the CLI uses, over one shared HTTP/2 session. */
+export interface DaemonClient {
+  readonly url: string;
+  readonly admin: Client<typeof AdminService>;
+  readonly health: Client<typeof Health>;
+  /** BannerService as an operator acting for one team (the daemon reads `consent-team`). */
+  banners(teamId: string): Client<typeof BannerService>;
+  /** SubjectService as an operator acting for one team. */
+  subjects(teamId: string): Client<typeof SubjectService>;
+  /** The `date` header of the latest response, for the doctor's clock-skew check. */
+  lastServerDate(): Date | undefined;
+  /** Closes the HTTP/2 session so the process can exit at once. */
+  close(): void;
+}
+
+/**
+ * Creates the CLI's connection to the daemon: gRPC over h2c with the operator token as
+ * `authorization: Bearer` metadata on every call (daemon/auth/caller.ts reads it there).
+ */
+export function createDaemonClient(options: DaemonClientOptions): DaemonClient {
+  const sessionManager = new Http2SessionManager(options.url);
+  let serverDate: Date | undefined;
+  const remember = (headers: Headers) => {
+    const date = new Date(headers.get("date") ?? "");
+    if (!Number.isNaN(date.getTime())) serverDate = date;
+  };
+  const transportFor = (teamId?: string) =>
+    createGrpcTransport({
+      baseUrl: options.url,
+      sessionManager,
+      defaultTimeoutMs: CALL_TIMEOUT_MS,
+      interceptors: [credentials(options.token, teamId), observe(remember, options.log)],
+    });
+  const operatorTransport = transportFor();
+  return {
+    url: options.url,
+    admin: createClient(AdminService, operatorTransport),
+    health: createClient(Health, operatorTransport),
+    banners: (teamId) => createClient(BannerService, transportFor(teamId)),
+    subjects: (teamId) => createClient(SubjectService, transportFor(teamId)),
+    lastServerDate: () => serverDate,
+    close: () => sessionManager.abort(),
+  };
+}
+
+/** Adds the operator token and, for banner and subject calls, the team the operator acts for. */
+function credentials(token: string | undefined, teamId: string | undefined): Interceptor {
+  return (next) => (request) => {
+    if (token !== undefined) request.header.set(CallerHeaders.authorization, `Bearer ${token}`);
+    if (teamId !== undefined) request.header.set(CallerHeaders.team, teamId);
+    return next(request);
+  };
+}
+
+/** Notes the server's clock from each answer and, with --debug, logs the call and its outcome. */
+function observe(remember: (headers: Headers) => void, log?: (line: string) => void): Interceptor {
+  return (next) => async (request) => {
+    const started = performance.now();
+    const name = `${request.service.typeName}/${request.method.name}`;
+    log?.(`→ ${name} ${request.url}`);
+    try {
+      const response = await next(request);
+      remember(response.header);
+      log?.(`← ${name} ok in ${Math.round(performance.now() - started)} ms`);
+      return response;
+    } catch (error) {
+      const metadata = (error as { metadata?: unknown }).metadata;
+      if (metadata instanceof Headers) remember(metadata);
+      log?.(`← ${name} failed in ${Math.round(performance.now() - started)} ms`);
+      throw error;
+    }
+  };
+}

@@ -1,0 +1,67 @@
+import { Code, ConnectError, createClient } from "@connectrpc/connect";
+import { createGrpcTransport } from "@connectrpc/connect-node";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { argv, cliFor, E2E_TIMEOUT_MS } from "#cli/test-support/cli-process.js";
+import { BannerService } from "#gen/consent/v1/banner_pb.js";
+import { ErrorInfoSchema } from "#gen/consent/v1/errors_pb.js";
+import { startTestService, type TestService } from "#test/support/service.js";
+
+/**
+ * An operator's whole job, through the CLI only, checked from the integrator's side: what
+ * consentctl mints works against BannerService, and what it revokes stops working.
+ */
+describe("operator flow: team → key → banner → rotate → revoke → session", {
+  timeout: E2E_TIMEOUT_MS,
+}, () => {
+  let service: TestService;
+  let cli: ReturnType<typeof cliFor>;
+  let banners: ReturnType<typeof createClient<typeof BannerService>>;
+
+  /** ListBanners as an integrator: the machine code of the failure, or the banner ids. */
+  async function listWith(headers: Record<string, string>): Promise<string[] | string> {
+    try {
+      return (await banners.listBanners({}, { headers })).banners.map((b) => b.id);
+    } catch (error) {
+      const connectError = ConnectError.from(error);
+      expect(connectError.code).toBe(Code.Unauthenticated);
+      return connectError.findDetails(ErrorInfoSchema)[0]?.code ?? "?";
+    }
+  }
+  const bearer = (key: string) => ({ authorization: `Bearer ${key}` });
+
+  beforeAll(async () => {
+    service = await startTestService();
+    cli = cliFor(service);
+    banners = createClient(BannerService, createGrpcTransport({ baseUrl: service.daemonUrl }));
+  });
+  afterAll(() => service.close());
+
+  it("mints a key that works, rotates it away and revokes its successor", async () => {
+    const team = await cli.json(["teams", "create", "--name", "Flow", "--plan", "starter"]);
+    const banner = await cli.json(
+      argv`banners create --team ${team.id} --name Site --domain flow.example.com`,
+    );
+    const first = await cli.json(
+      argv`keys create --team ${team.id} --env live --scopes banners:read`,
+    );
+    expect(await listWith(bearer(first.key))).toEqual([banner.id]);
+
+    const second = await cli.json(["keys", "rotate", first.id, "--grace", "0"]);
+    expect(await listWith(bearer(first.key))).toBe("expired_key");
+    expect(await listWith(bearer(second.key))).toEqual([banner.id]);
+
+    await cli.json(["keys", "revoke", second.id]);
+    expect(await listWith(bearer(second.key))).toBe("revoked_key");
+
+    const { keys } = await cli.json(["keys", "list", "--team", team.id]);
+    expect(keys.map((k: { id: string }) => k.id).sort()).toEqual([first.id, second.id].sort());
+  });
+
+  it("mints a dashboard session that works until it is revoked", async () => {
+    const team = await cli.json(["teams", "create", "--name", "Dashboard", "--plan", "free"]);
+    const session = await cli.json(["sessions", "create", "--team", team.id, "--ttl", "1h"]);
+    expect(await listWith({ "consent-session": session.token })).toEqual([]);
+    await cli.json(["sessions", "revoke", session.id]);
+    expect(await listWith({ "consent-session": session.token })).toBe("unauthorized");
+  });
+});

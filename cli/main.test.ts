@@ -1,0 +1,101 @@
+import type { Command } from "commander";
+import { afterEach, describe, expect, it } from "vitest";
+import { main } from "#cli/main.js";
+import { createProgram } from "#cli/program.js";
+import { memoryIo } from "#cli/test-support/memory-io.js";
+
+/** Every runnable command, as its path of names ("keys rotate"). */
+function leafCommands(command: Command, prefix: string[] = []): string[][] {
+  return command.commands.flatMap((sub) => {
+    const path = [...prefix, sub.name()];
+    return sub.commands.length > 0 ? leafCommands(sub, path) : [path];
+  });
+}
+
+async function run(...args: string[]) {
+  const io = memoryIo();
+  const code = await main(["node", "consentctl", ...args], io);
+  return { code, stdout: io.stdout.text, stderr: io.stderr.text };
+}
+
+describe("consentctl command line", () => {
+  afterEach(() => {
+    process.exitCode = undefined;
+  });
+
+  it("has the commands of this round", () => {
+    const names = leafCommands(createProgram(memoryIo(), { exitCode: 0 }, false)).map((p) =>
+      p.join(" "),
+    );
+    expect(names).toEqual([
+      "teams create",
+      "teams list",
+      "teams show",
+      "teams set-plan",
+      "keys create",
+      "keys list",
+      "keys revoke",
+      "keys rotate",
+      "sessions create",
+      "sessions revoke",
+      "banners list",
+      "banners show",
+      "banners create",
+      "banners update",
+      "banners publish",
+      "banners activate",
+      "banners deactivate",
+      "subjects resolve",
+      "subjects delete",
+      "health",
+      "doctor",
+    ]);
+  });
+
+  it("gives every command a description and an example in --help, exit 0", async () => {
+    const program = createProgram(memoryIo(), { exitCode: 0 }, false);
+    for (const path of leafCommands(program)) {
+      const help = await run(...path, "--help");
+      expect(help.code, path.join(" ")).toBe(0);
+      expect(help.stderr).toBe("");
+      expect(help.stdout, path.join(" ")).toMatch(/^Usage: consentctl /);
+      expect(help.stdout, path.join(" ")).toContain(`Examples:\n  $ `);
+      expect(help.stdout).toContain(`consentctl ${path.join(" ")}`);
+    }
+  });
+
+  it("lists the global options in the top-level help", async () => {
+    const help = await run("--help");
+    expect(help.code).toBe(0);
+    for (const option of ["--daemon <url>", "--token <token>", "--json", "--debug"]) {
+      expect(help.stdout).toContain(option);
+    }
+  });
+
+  it("exits 2 for an unknown command, a group without subcommand, or an extra argument", async () => {
+    const results = await Promise.all([
+      run("frobnicate"),
+      run("teams"),
+      run("teams", "show"),
+      run("teams", "list", "extra"),
+      run("health", "--daemon", "not a url"),
+    ]);
+    for (const result of results) {
+      expect(result.code).toBe(2);
+      expect(result.stdout).toBe("");
+      expect(result.stderr).not.toBe("");
+    }
+    expect(results[0]?.stderr).toContain("unknown command 'frobnicate'");
+    expect(results[4]?.stderr).toContain("is not an absolute URL");
+  });
+
+  it("prints usage errors as one JSON object on stderr with --json", async () => {
+    const result = await run("teams", "show", "--json");
+    expect(result.code).toBe(2);
+    expect(result.stdout).toBe("");
+    expect(JSON.parse(result.stderr)).toEqual({
+      error: "missing required argument 'id'",
+      code: "usage",
+    });
+  });
+});

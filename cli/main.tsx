@@ -1,0 +1,32 @@
+import { CommanderError } from "commander";
+import type { Io } from "#cli/output.js";
+import { EXIT_USAGE } from "#cli/problems.js";
+import { createProgram } from "#cli/program.js";
+import type { Session } from "#cli/run-command.js";
+
+/** commander codes that mean "help or version was asked for": a success, not a usage error. */
+const SUCCESS_CODES = new Set(["commander.helpDisplayed", "commander.version"]);
+
+/**
+ * Entry point of `consentctl` (bin/consentctl.js). Sets process.exitCode rather than calling
+ * process.exit(), so piped stdout is always flushed: 0 on success, 1 when the command failed,
+ * 2 when the command line itself was wrong.
+ */
+export async function main(argv: readonly string[], io: Io = processIo()): Promise<number> {
+  const session: Session = { exitCode: 0 };
+  const json = argv.slice(2).includes("--json");
+  const program = createProgram(io, session, json);
+  try {
+    await program.parseAsync([...argv]);
+  } catch (error) {
+    if (!(error instanceof CommanderError)) throw error;
+    // commander has already printed its message (help, or the parse error) on the right stream.
+    session.exitCode = SUCCESS_CODES.has(error.code) ? 0 : EXIT_USAGE;
+  }
+  process.exitCode = session.exitCode;
+  return session.exitCode;
+}
+
+function processIo(): Io {
+  return { stdout: process.stdout, stderr: process.stderr, env: process.env };
+}

@@ -1,0 +1,60 @@
+import { InvalidArgumentError } from "commander";
+import { describe, expect, it } from "vitest";
+import {
+  formatDuration,
+  parseDuration,
+  parseHttpUrl,
+  parseIsoDateTime,
+  parseList,
+} from "#cli/option-parsers.js";
+
+describe("option parsers", () => {
+  it("reads durations with units, compound durations and 0", () => {
+    expect(parseDuration("0")).toBe(0);
+    expect(parseDuration("30s")).toBe(30);
+    expect(parseDuration("30m")).toBe(1800);
+    expect(parseDuration("24h")).toBe(86_400);
+    expect(parseDuration("7d")).toBe(604_800);
+    expect(parseDuration("1h30m")).toBe(5400);
+  });
+
+  it("refuses bare numbers, unknown units and overflowing durations", () => {
+    for (const value of ["10", "1w", "h", "-1h", "1.5h", "", "99999999999d"]) {
+      expect(() => parseDuration(value), value).toThrow(InvalidArgumentError);
+    }
+  });
+
+  it("formats seconds in the largest exact unit", () => {
+    expect([0, 45, 90 * 60, 86_400, 3 * 86_400].map(formatDuration)).toEqual([
+      "0",
+      "45s",
+      "90m",
+      "1d",
+      "3d",
+    ]);
+  });
+
+  it("reads ISO 8601 date-times only with a zone", () => {
+    expect(parseIsoDateTime("2026-12-31T23:59:59Z").toISOString()).toBe("2026-12-31T23:59:59.000Z");
+    expect(parseIsoDateTime("2026-12-31T23:59+02:00").toISOString()).toBe(
+      "2026-12-31T21:59:00.000Z",
+    );
+    for (const value of ["2026-12-31", "2026-12-31T23:59:59", "tomorrow", "2026-13-01T00:00:00Z"]) {
+      expect(() => parseIsoDateTime(value), value).toThrow(InvalidArgumentError);
+    }
+  });
+
+  it("reads comma lists without blanks or repeats", () => {
+    expect(parseList(" banners:read, consent:read,,banners:read ")).toEqual([
+      "banners:read",
+      "consent:read",
+    ]);
+    expect(() => parseList(" , ")).toThrow(InvalidArgumentError);
+  });
+
+  it("reads http(s) URLs without a trailing slash", () => {
+    expect(parseHttpUrl("http://127.0.0.1:50051/")).toBe("http://127.0.0.1:50051");
+    expect(() => parseHttpUrl("127.0.0.1:50051")).toThrow(InvalidArgumentError);
+    expect(() => parseHttpUrl("ftp://host")).toThrow(InvalidArgumentError);
+  });
+});

@@ -1,0 +1,78 @@
+import { InvalidArgumentError } from "commander";
+
+const UNIT_SECONDS = { s: 1, m: 60, h: 3600, d: 86400 } as const;
+const DURATION = /^(?:\d+[smhd])+$/;
+
+/**
+ * Reads a duration such as `24h`, `30m`, `7d`, `1h30m` or `0` as whole seconds. A bare number
+ * other than 0 is refused: "10" could mean seconds or hours, and a key rotation is no place to guess.
+ */
+export function parseDuration(value: string): number {
+  const text = value.trim();
+  if (text === "0") return 0;
+  if (!DURATION.test(text)) {
+    throw new InvalidArgumentError(
+      `"${value}" is not a duration; use a number with a unit (s, m, h, d), e.g. 24h, 30m, 7d, or 0.`,
+    );
+  }
+  let seconds = 0;
+  for (const [, amount, unit] of text.matchAll(/(\d+)([smhd])/g)) {
+    seconds += Number(amount) * UNIT_SECONDS[unit as keyof typeof UNIT_SECONDS];
+  }
+  if (!Number.isSafeInteger(seconds) || seconds > 2 ** 31 - 1) {
+    throw new InvalidArgumentError(`"${value}" is too long a duration.`);
+  }
+  return seconds;
+}
+
+/** Reads an ISO 8601 date-time with an explicit zone (`2026-01-31T12:00:00Z`) as a Date. */
+export function parseIsoDateTime(value: string): Date {
+  // A date without a zone would be read in the operator's local zone: refuse the ambiguity.
+  const zoned = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:\d{2})$/i;
+  const date = new Date(value);
+  if (!zoned.test(value) || Number.isNaN(date.getTime())) {
+    throw new InvalidArgumentError(
+      `"${value}" is not an ISO 8601 date-time with a zone, e.g. 2026-12-31T23:59:59Z.`,
+    );
+  }
+  return date;
+}
+
+/** Reads a comma-separated list (`banners:read,consent:read`), dropping blanks and repeats. */
+export function parseList(value: string): string[] {
+  const items = value
+    .split(",")
+    .map((item) => item.trim())
+    .filter(Boolean);
+  if (items.length === 0) throw new InvalidArgumentError("expected a comma-separated list.");
+  return [...new Set(items)];
+}
+
+/** Reads an absolute http(s) URL such as the daemon's `http://127.0.0.1:50051`. */
+export function parseHttpUrl(value: string): string {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw new InvalidArgumentError(
+      `"${value}" is not an absolute URL, e.g. http://127.0.0.1:50051.`,
+    );
+  }
+  if (url.protocol !== "http:" && url.protocol !== "https:") {
+    throw new InvalidArgumentError(`"${value}" must be an http:// or https:// URL.`);
+  }
+  return url.toString().replace(/\/$/, "");
+}
+
+/** Formats seconds back into the largest exact unit, for messages ("24h", "90m", "0"). */
+export function formatDuration(seconds: number): string {
+  if (seconds === 0) return "0";
+  for (const [unit, size] of [
+    ["d", 86400],
+    ["h", 3600],
+    ["m", 60],
+  ] as const) {
+    if (seconds % size === 0) return `${seconds / size}${unit}`;
+  }
+  return `${seconds}s`;
+}

@@ -1,0 +1,177 @@
+import { Code, ConnectError } from "@connectrpc/connect";
+import { ConfigError } from "#daemon/config.js";
+import { ErrorInfoSchema } from "#gen/consent/v1/errors_pb.js";
+
+/**
+ * A failure the operator can act on (bad input, missing token, unreadable file): printed as one
+ * sentence plus a hint, exit 1, never a stack trace. Anything that is not a UserError, a
+ * ConnectError or a ConfigError is treated as a bug in consentctl (cli-kit's split).
+ */
+export class UserError extends Error {
+  override name = "UserError";
+  constructor(
+    message: string,
+    readonly hint?: string,
+    /** Machine code for `--json` error output. */
+    readonly code = "user_error",
+  ) {
+    super(message);
+  }
+}
+
+/** What the operator sees of a failure, in human or JSON form. */
+export interface Problem {
+  /** One human sentence. */
+  message: string;
+  hint?: string;
+  /** Machine code: the daemon's ErrorInfo code when it sent one, else a CLI code. */
+  code: string;
+  /** Validation failures, one per violated rule. */
+  details: { field: string; message: string }[];
+  /** True when the failure is a bug (ours or the daemon's) rather than something to fix. */
+  bug: boolean;
+  /** The original error, for `--debug`. */
+  cause: unknown;
+}
+
+/** Where the failing command was talking to, so messages can name it. */
+export interface ProblemContext {
+  daemonUrl: string;
+  /** Where the operator token came from ("--token", "CONSENT_ADMIN_TOKEN", a file path). */
+  tokenSource?: string;
+}
+
+const NETWORK_CODES = new Set([
+  "ECONNREFUSED",
+  "ECONNRESET",
+  "ENOTFOUND",
+  "EAI_AGAIN",
+  "ETIMEDOUT",
+  "EHOSTUNREACH",
+  "ENETUNREACH",
+  "EPIPE",
+]);
+
+const START_HINT =
+  "start it with `npm start` (or `consentd`), or set CONSENT_DAEMON_URL / --daemon";
+
+/** Translates any thrown value into the one Problem shape every output path prints. */
+export function describeProblem(error: unknown, context: ProblemContext): Problem {
+  const base = { details: [], bug: false, cause: error };
+  if (error instanceof UserError) {
+    return { ...base, message: error.message, hint: error.hint, code: error.code };
+  }
+  if (error instanceof ConfigError) {
+    return {
+      ...base,
+      message: `The configuration is invalid: ${error.message}.`,
+      hint: "fix the environment variable (see decisions §1 for each variable and its default)",
+      code: "invalid_config",
+    };
+  }
+  if (error instanceof ConnectError) return describeConnectError(error, context);
+  const message = error instanceof Error ? error.message : String(error);
+  return {
+    ...base,
+    bug: true,
+    message: `consentctl failed unexpectedly: ${message}`,
+    hint: "run the command again with --debug and report the output",
+    code: "internal",
+  };
+}
+
+function describeConnectError(error: ConnectError, context: ProblemContext): Problem {
+  const info = error.findDetails(ErrorInfoSchema)[0];
+  const base = { details: [], bug: false, cause: error };
+  if (!info && isNetworkFailure(error)) {
+    return {
+      ...base,
+      message: `Cannot reach the daemon at ${context.daemonUrl}.`,
+      hint: START_HINT,
+      code: "daemon_unreachable",
+    };
+  }
+  if (error.code === Code.DeadlineExceeded) {
+    return {
+      ...base,
+      message: `The daemon at ${context.daemonUrl} did not answer in time.`,
+      hint: "check that the URL points at consentd (not the REST gateway) and that it is not overloaded",
+      code: "deadline_exceeded",
+    };
+  }
+  const code = info?.code || codeName(error.code);
+  const details = info?.details.map(({ field, message }) => ({ field, message })) ?? [];
+  const message = sentence(withoutRepeatedDetail(error.rawMessage, details));
+  switch (error.code) {
+    case Code.Unauthenticated:
+      return { ...base, details, code, message, hint: tokenHint(context) };
+    case Code.Internal:
+    case Code.Unknown:
+    case Code.DataLoss:
+    case Code.Unimplemented:
+      return {
+        ...base,
+        bug: true,
+        code,
+        message: `The daemon failed: ${message}`,
+        hint: "see the daemon's log; run again with --debug for details",
+      };
+    case Code.ResourceExhausted:
+      return { ...base, details, code, message, hint: retryHint(info?.retryAfterSeconds) };
+    default:
+      return { ...base, details, code, message };
+  }
+}
+
+/** A transport failure (nothing listening, DNS, reset) rather than an answer from the daemon. */
+function isNetworkFailure(error: ConnectError): boolean {
+  let cause: unknown = error.cause;
+  for (let depth = 0; cause instanceof Error && depth < 10; depth++) {
+    const nodeCode = (cause as NodeJS.ErrnoException).code;
+    if (nodeCode && (NETWORK_CODES.has(nodeCode) || nodeCode.startsWith("ERR_HTTP2_"))) return true;
+    cause = cause.cause;
+  }
+  return false;
+}
+
+function tokenHint(context: ProblemContext): string {
+  const source = context.tokenSource ? ` (the token came from ${context.tokenSource})` : "";
+  return `pass the daemon's operator token with --token or CONSENT_ADMIN_TOKEN, or point CONSENT_DATA_DIR at the daemon's data directory${source}`;
+}
+
+function retryHint(seconds: number | undefined): string | undefined {
+  return seconds ? `retry in ${seconds} s` : undefined;
+}
+
+/** Code.NotFound → "not_found", the spelling the daemon's own codes use. */
+function codeName(code: Code): string {
+  return Code[code].replace(/([a-z])([A-Z])/g, "$1_$2").toLowerCase();
+}
+
+/** "Validation failed: name is required" → "Validation failed" when the detail list says it anyway. */
+function withoutRepeatedDetail(message: string, details: { message: string }[]): string {
+  const first = details[0]?.message;
+  return first && message.endsWith(`: ${first}`) ? message.slice(0, -first.length - 2) : message;
+}
+
+/** Daemon messages are sentences without a final stop; print them as sentences. */
+function sentence(text: string): string {
+  const trimmed = text.trim() || "The daemon refused the request";
+  return /[.!?]$/.test(trimmed) ? trimmed : `${trimmed}.`;
+}
+
+/** The stack of an error and of each of its causes, for --debug. */
+export function stackOf(error: unknown): string {
+  const parts: string[] = [];
+  let current: unknown = error;
+  for (let depth = 0; current !== undefined && depth < 5; depth++) {
+    parts.push(current instanceof Error ? (current.stack ?? String(current)) : String(current));
+    current = current instanceof Error ? current.cause : undefined;
+    if (current !== undefined) parts.push("caused by:");
+  }
+  return parts.join("\n");
+}
+
+/** Exit status of a failure: 1 for anything but a usage error, which commander exits with 2. */
+export const EXIT_FAILURE = 1;
+export const EXIT_USAGE = 2;

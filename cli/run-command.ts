@@ -1,0 +1,122 @@
+import type { Command } from "commander";
+import type { ReactNode } from "react";
+import {
+  type CommandContext,
+  findOperatorToken,
+  type GlobalOptions,
+  type OperatorToken,
+  requireOperatorToken,
+  resolveContext,
+} from "#cli/context.js";
+import { createDaemonClient, type DaemonClient } from "#cli/daemon-client.js";
+import { type Io, reportProblem, writeJson } from "#cli/output.js";
+import { describeProblem, EXIT_FAILURE } from "#cli/problems.js";
+import { colorEnabled, pipedStream } from "#cli/terminal.js";
+import { ConfigError } from "#daemon/config.js";
+
+/** Everything a command needs once its arguments are parsed. */
+export interface Invocation {
+  client: DaemonClient;
+  context: CommandContext;
+  /** Unset only for commands declared `auth: "none"` or `"optional"` without a token. */
+  token: OperatorToken | undefined;
+}
+
+/**
+ * A command: its daemon call(s), its JSON form and its view. Commands declare these and the
+ * runner does the rest, so every command gets the same --json, spinner, error and exit rules.
+ */
+export interface CommandSpec<T> {
+  /** Spinner label ("Creating team…"). */
+  progress: string;
+  /** operator: refuse to start without a token; optional: use one if found; none: never send one. */
+  auth: "operator" | "optional" | "none";
+  /** doctor only: run even when the environment does not parse, to report it. */
+  diagnoses?: boolean;
+  call(invocation: Invocation): Promise<T>;
+  json(value: T): unknown;
+  /**
+   * Loads the command's view. A loader rather than the view itself: Ink and the views are
+   * imported only for human output, so `--json` (scripts, tests) starts in half the time.
+   */
+  view(): Promise<(value: T) => ReactNode>;
+  exitCode?(value: T): number;
+  /** Where to look up the right id when the daemon answers not_found. */
+  notFoundHint?: string;
+}
+
+/** Exit status the program ends with; main() hands it to the process. */
+export interface Session {
+  exitCode: number;
+}
+
+/** Runs one command to completion: resolve settings, call the daemon, print, decide the exit. */
+export async function runCommand<T>(
+  command: Command,
+  spec: CommandSpec<T>,
+  io: Io,
+  session: Session,
+): Promise<void> {
+  const globals = command.optsWithGlobals<GlobalOptions>();
+  const context = resolveContext(globals, io.env);
+  let token: OperatorToken | undefined;
+  let client: DaemonClient | undefined;
+  try {
+    if (context.config instanceof ConfigError && !spec.diagnoses) throw context.config;
+    token = await resolveToken(spec, globals, context);
+    client = createDaemonClient({
+      url: context.daemonUrl,
+      token: token?.token,
+      log: context.debug ? (line) => console.error(line) : undefined,
+    });
+    const invocation: Invocation = { client, context, token };
+    session.exitCode = await present(spec, invocation, io);
+  } catch (error) {
+    const problem = describeProblem(error, {
+      daemonUrl: context.daemonUrl,
+      tokenSource: token?.source,
+    });
+    if (problem.code === "not_found") problem.hint ??= spec.notFoundHint;
+    await reportProblem(io, problem, { json: context.json, debug: context.debug });
+    session.exitCode = EXIT_FAILURE;
+  } finally {
+    client?.close();
+  }
+}
+
+async function resolveToken(
+  spec: Pick<CommandSpec<unknown>, "auth">,
+  globals: GlobalOptions,
+  context: CommandContext,
+): Promise<OperatorToken | undefined> {
+  if (spec.auth === "operator") return requireOperatorToken(globals, context);
+  if (spec.auth === "optional") return findOperatorToken(globals, context);
+  return undefined;
+}
+
+/** JSON straight to stdout; human output through the Ink lifecycle root. Failures are thrown. */
+async function present<T>(spec: CommandSpec<T>, invocation: Invocation, io: Io): Promise<number> {
+  const task = () => spec.call(invocation);
+  if (invocation.context.json) {
+    const value = await task();
+    writeJson(io, spec.json(value));
+    return spec.exitCode?.(value) ?? 0;
+  }
+  const [{ renderCommand, settle }, view] = await Promise.all([
+    import("#cli/lifecycle.js"),
+    spec.view(),
+  ]);
+  // Piped output gets the finished frame only: Ink would otherwise write its erase sequences.
+  const settled = io.stdout.isTTY ? undefined : await settle(task);
+  if (settled?.status === "failed") throw settled.error;
+  const outcome = await renderCommand(
+    { task, settled, progress: spec.progress, view, exitCode: spec.exitCode },
+    {
+      stdout: io.stdout.isTTY ? io.stdout : pipedStream(io.stdout),
+      stderr: io.stderr,
+      color: colorEnabled(io.stdout, io.env),
+    },
+  );
+  if (!outcome.ok) throw outcome.error;
+  return outcome.exitCode;
+}

@@ -1,0 +1,101 @@
+import { spawn } from "node:child_process";
+import { fileURLToPath } from "node:url";
+import { expect } from "vitest";
+import { startTestService, type TestService } from "#test/support/service.js";
+
+/**
+ * Per-test time limit of the end-to-end files: each test runs several child processes (about a
+ * second of CPU each for tsx and the module graph), and a shared two-core runner can be busy.
+ */
+export const E2E_TIMEOUT_MS = 120_000;
+
+const BIN = fileURLToPath(new URL("../../bin/consentctl.js", import.meta.url));
+
+/** What one `consentctl` child process did. */
+export interface CliRun {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+export interface CliRunOptions {
+  /** The process environment, on top of a clean one (no CONSENT_* leaks in from the runner). */
+  env?: Record<string, string>;
+}
+
+/** Runs bin/consentctl.js as an operator would, with piped stdio. */
+export function runCli(args: readonly string[], options: CliRunOptions = {}): Promise<CliRun> {
+  const env: NodeJS.ProcessEnv = { PATH: process.env.PATH, HOME: process.env.HOME, ...options.env };
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [BIN, ...args], {
+      env,
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.setEncoding("utf8").on("data", (chunk: string) => (stdout += chunk));
+    child.stderr.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk));
+    child.on("error", reject);
+    child.on("close", (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+/**
+ * A `consentctl` bound to a test daemon: `--daemon`, `--token` and the data dir are filled in.
+ * `json(...)` adds --json and checks the JSON contract: exit 0, stdout is exactly one JSON
+ * document, stderr is empty.
+ */
+export function cliFor(service: TestService, env: Record<string, string> = {}) {
+  const connection = ["--daemon", service.daemonUrl, "--token", service.operatorToken];
+  const withEnv = { CONSENT_DATA_DIR: service.dataDir, ...env };
+  const run = (args: readonly string[], options: CliRunOptions = {}) =>
+    runCli([...args, ...connection], { env: { ...withEnv, ...options.env } });
+  return {
+    run,
+    /** Runs with --json and returns the parsed stdout of a successful run. */
+    // biome-ignore lint/suspicious/noExplicitAny: parsed --json output, checked by each test's assertions
+    async json<T = any>(args: readonly string[]): Promise<T> {
+      const result = await run([...args, "--json"]);
+      expect(result.stderr, `stderr of ${args.join(" ")}`).toBe("");
+      expect(result.code, `exit code of ${args.join(" ")}`).toBe(0);
+      return parseSingleJson(result.stdout) as T;
+    },
+    /** Runs with --json, expects exit 1, an empty stdout and a JSON error on stderr. */
+    async fails(args: readonly string[]): Promise<{
+      error: string;
+      code: string;
+      hint?: string;
+      details?: { field: string; message: string }[];
+    }> {
+      const result = await run([...args, "--json"]);
+      expect(result.stdout, `stdout of failing ${args.join(" ")}`).toBe("");
+      expect(result.code, `exit code of ${args.join(" ")}`).toBe(1);
+      return parseSingleJson(result.stderr) as never;
+    },
+  };
+}
+
+/**
+ * A command line as a template: literal text splits on whitespace, interpolated values stay one
+ * argument each, so `argv\`teams create --name ${"Acme Ltd"}\`` is ["teams", "create", "--name", "Acme Ltd"].
+ */
+export function argv(strings: TemplateStringsArray, ...values: string[]): string[] {
+  return strings.flatMap((text, i) => {
+    const words = text.split(/\s+/).filter(Boolean);
+    return i < values.length ? [...words, values[i] as string] : words;
+  });
+}
+
+/** A daemon of its own for one test file, a CLI bound to it, and one team to work in. */
+export async function startServiceWithTeam(plan: string, env: Record<string, string> = {}) {
+  const service = await startTestService();
+  const cli = cliFor(service, env);
+  const team = await cli.json(argv`teams create --name ${`${plan} team`} --plan ${plan}`);
+  return { service, cli, teamId: team.id as string };
+}
+
+/** Parses text that must be one JSON document and nothing else. */
+export function parseSingleJson(text: string): unknown {
+  expect(text.endsWith("\n")).toBe(true);
+  return JSON.parse(text);
+}

@@ -1,0 +1,44 @@
+import { Box, Text } from "ink";
+import type { HealthReport } from "#cli/commands/health-check.js";
+import { CheckList, type CheckResult } from "#cli/components/check-list.js";
+import { KeyValue } from "#cli/components/key-value.js";
+
+/** `health`: the daemon answered; whether its store does. */
+export function HealthView({ report }: { report: HealthReport }) {
+  return (
+    <KeyValue
+      fields={[
+        {
+          label: "Daemon",
+          value: `up at ${report.daemonUrl} (${report.latencyMs} ms)`,
+          tone: "success",
+        },
+        {
+          label: "Store",
+          value: report.storeOk ? "ok" : `unavailable (daemon reports ${report.status})`,
+          tone: report.storeOk ? "success" : "failure",
+        },
+      ]}
+    />
+  );
+}
+
+/** `doctor`: one line per check, then a verdict. */
+export function DoctorView({ checks }: { checks: readonly CheckResult[] }) {
+  const failures = checks.filter((check) => check.status === "fail").length;
+  return (
+    <Box flexDirection="column">
+      <CheckList checks={checks} />
+      <Box marginTop={1}>
+        <Text>
+          {failures === 0
+            ? "All checks passed."
+            : `${failures} check${failures === 1 ? "" : "s"} failed.`}
+        </Text>
+      </Box>
+    </Box>
+  );
+}
+
+export const healthView = () => (report: HealthReport) => <HealthView report={report} />;
+export const doctorView = () => (checks: readonly CheckResult[]) => <DoctorView checks={checks} />;

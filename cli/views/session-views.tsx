@@ -1,0 +1,43 @@
+import { Box } from "ink";
+import { type Field, KeyValue } from "#cli/components/key-value.js";
+import { SecretNotice } from "#cli/components/secret-notice.js";
+import { formatTime } from "#cli/format.js";
+import type { Session } from "#gen/consent/v1/admin_pb.js";
+
+function sessionFields(session: Session): Field[] {
+  return [
+    { label: "ID", value: session.id },
+    { label: "Team", value: session.teamId },
+    { label: "Created", value: formatTime(session.createdAt) },
+    { label: "Expires", value: formatTime(session.expiresAt) },
+    ...(session.revokedAt
+      ? [{ label: "Revoked", value: formatTime(session.revokedAt), tone: "failure" as const }]
+      : []),
+  ];
+}
+
+/** A dashboard session (never its token). */
+export function SessionView({ session }: { session: Session }) {
+  return <KeyValue fields={sessionFields(session)} />;
+}
+
+/** A new session: the token once, with its warning, then the session's fields. */
+export function NewSessionView({ session, token }: { session: Session; token: string }) {
+  return (
+    <Box flexDirection="column">
+      <SecretNotice
+        label="Session token"
+        secret={token}
+        note="The browser sends it as the consent_session cookie."
+      />
+      <SessionView session={session} />
+    </Box>
+  );
+}
+
+export const sessionView = () => (session: Session) => <SessionView session={session} />;
+export const newSessionView =
+  () =>
+  ({ session, token }: { session: Session; token: string }) => (
+    <NewSessionView session={session} token={token} />
+  );
