@@ -1,0 +1,241 @@
+import type { Client } from "@grpc/grpc-js";
+import { credentials, status } from "@grpc/grpc-js";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { consentState, createBanner, createTeam, http, mintKey } from "#test/support/api.js";
+import {
+  addressOf,
+  type BannerObject,
+  bearer,
+  errorInfoOf,
+  fromStruct,
+  isoOf,
+  loadConsentProtos,
+  type Outcome,
+  responseOf,
+  type SnapshotObject,
+  toStruct,
+  unary,
+} from "#test/support/grpc-js.js";
+import { startTestService, type TestService } from "#test/support/service.js";
+
+/**
+ * Issue 2 item 8 and decisions §7: a grpc-js client built only from the .proto files gets the same
+ * answers from the daemon as a REST client gets from the gateway.
+ */
+describe("grpc-js against the daemon", () => {
+  let service: TestService;
+  let key: string;
+  let publicId: string;
+  let banners: Client;
+  let subjects: Client;
+  let health: Client;
+  let n = 0;
+  const subject = () => ({
+    bannerId: publicId,
+    subjectId: `grpc-subject-${++n}`,
+    namespace: "app",
+  });
+  const rest = (method: string, path: string, body: unknown, restKey = key) =>
+    http(service, method, path, { key: restKey, body });
+  const failure = (outcome: Outcome<unknown>) => {
+    if (outcome.ok) throw new Error("expected the call to fail");
+    return { code: outcome.error.code, ...errorInfoOf(outcome.error) };
+  };
+
+  beforeAll(async () => {
+    service = await startTestService({ gateway: true });
+    ({ key } = await mintKey(service, await createTeam(service, "professional")));
+    ({ publicId } = await createBanner(service, key, { name: "Made over REST" }));
+    const { consent, grpc } = loadConsentProtos();
+    const address = addressOf(service.daemonUrl);
+    const insecure = credentials.createInsecure();
+    banners = new consent.v1.BannerService(address, insecure);
+    subjects = new consent.v1.SubjectService(address, insecure);
+    health = new grpc.health.v1.Health(address, insecure);
+  });
+  afterAll(async () => {
+    for (const client of [banners, subjects, health]) client?.close();
+    await service?.close();
+  });
+
+  it("grpc.health.v1.Health/Check answers SERVING for the server and for a consent.v1 service", async () => {
+    for (const name of ["", "consent.v1.SubjectService"]) {
+      const outcome = await unary(health, "Check", { service: name });
+      expect(outcome).toMatchObject({ ok: true, response: { status: "SERVING" } });
+    }
+  });
+
+  it("CreateBanner and ListBanners give the banners REST lists, field for field", async () => {
+    const created = await unary<{ banner: BannerObject }>(
+      banners,
+      "CreateBanner",
+      { name: "Made over gRPC", domain: "grpc.example.com", configuration: { layout: "modal" } },
+      bearer(key),
+    );
+    expect(responseOf(created).banner.configuration.layout).toBe("modal");
+    const listed = await unary<{ banners: BannerObject[] }>(
+      banners,
+      "ListBanners",
+      {},
+      bearer(key),
+    );
+    const restListed = await rest("GET", "/api/v1/banners", undefined);
+    const summary = (b: BannerObject) => ({
+      id: b.id,
+      publicId: b.publicId,
+      name: b.name,
+      domain: b.domain,
+      isActive: b.isActive,
+      revision: b.revision,
+      layout: b.configuration.layout,
+      compliance: b.compliance,
+    });
+    const overGrpc = responseOf(listed).banners;
+    expect(overGrpc.map(summary)).toEqual(restListed.body.data.banners.map(summary));
+    expect(overGrpc.map((b) => b.name)).toEqual(["Made over REST", "Made over gRPC"]);
+    expect(overGrpc[1]).toMatchObject({ domain: "https://grpc.example.com", revision: 1 });
+    expect(overGrpc.map((b) => isoOf(b.createdAt))).toEqual(
+      restListed.body.data.banners.map((b: { createdAt: string }) => b.createdAt),
+    );
+  });
+
+  it("PutSubjectState and ResolveSubject agree with REST on the snapshot and its version", async () => {
+    const who = subject();
+    const written = await unary<{ snapshot: SnapshotObject }>(
+      subjects,
+      "PutSubjectState",
+      { ...who, baseVersion: 0, consentState: toStruct(consentState()) },
+      bearer(key),
+    );
+    const { snapshot } = responseOf(written);
+    expect(snapshot).toMatchObject({ version: 1, protocolVersion: 1 });
+    expect(fromStruct(snapshot.consentState)).toEqual(consentState());
+
+    const overRest = await rest("POST", "/api/v1/consent/subjects/resolve", who);
+    expect(overRest.body.data).toEqual({
+      found: true,
+      consentState: consentState(),
+      protocolVersion: 1,
+      version: 1,
+      clientUpdatedAt: snapshot.clientUpdatedAt,
+      updatedAt: isoOf(snapshot.updatedAt),
+      expiresAt: isoOf(snapshot.expiresAt),
+    });
+
+    const next = consentState({ categories: ["necessary"], acceptType: "necessary" });
+    const putOverRest = await rest("PUT", "/api/v1/consent/subjects/state", {
+      ...who,
+      baseVersion: 1,
+      consentState: next,
+    });
+    const resolved = await unary<{ found: boolean; snapshot: SnapshotObject }>(
+      subjects,
+      "ResolveSubject",
+      who,
+      bearer(key),
+    );
+    const current = responseOf(resolved);
+    expect(current).toMatchObject({ found: true, snapshot: { version: 2 } });
+    expect(fromStruct(current.snapshot.consentState)).toEqual(next);
+    expect(isoOf(current.snapshot.updatedAt)).toBe(putOverRest.body.data.updatedAt);
+
+    const unknown = await unary(subjects, "ResolveSubject", subject(), bearer(key));
+    expect(unknown).toMatchObject({ ok: true, response: { found: false, snapshot: null } });
+  });
+
+  it("DeleteSubjectState counts 1 then 0, as REST does", async () => {
+    const who = subject();
+    await rest("PUT", "/api/v1/consent/subjects/state", {
+      ...who,
+      baseVersion: 0,
+      consentState: consentState(),
+    });
+    const first = await unary(subjects, "DeleteSubjectState", who, bearer(key));
+    expect(first).toMatchObject({ ok: true, response: { deleted: 1 } });
+    const overRest = await rest("DELETE", "/api/v1/consent/subjects/state", who);
+    expect(overRest.body.data).toEqual({ success: true, deleted: 0 });
+    const again = await unary(subjects, "DeleteSubjectState", who, bearer(key));
+    expect(again).toMatchObject({ ok: true, response: { deleted: 0 } });
+  });
+
+  it("a stale baseVersion is ABORTED with version_conflict and the current snapshot REST's 409 holds", async () => {
+    const who = subject();
+    const state = consentState();
+    await rest("PUT", "/api/v1/consent/subjects/state", {
+      ...who,
+      baseVersion: 0,
+      consentState: state,
+    });
+    const stale = { ...who, baseVersion: 0, consentState: toStruct(state) };
+    const overGrpc = failure(await unary(subjects, "PutSubjectState", stale, bearer(key)));
+    const overRest = await rest("PUT", "/api/v1/consent/subjects/state", {
+      ...who,
+      baseVersion: 0,
+      consentState: state,
+    });
+
+    expect(overRest.status).toBe(409);
+    expect(overGrpc.code).toBe(status.ABORTED);
+    expect(overGrpc.typeUrls).toEqual(["type.googleapis.com/consent.v1.ErrorInfo"]);
+    expect(overGrpc.info?.code).toBe(overRest.body.data.code);
+    expect(overGrpc.info?.code).toBe("version_conflict");
+    const current = overGrpc.info?.current;
+    expect(current?.version).toBe(overRest.body.data.current.version);
+    expect(current?.consentState).toEqual(overRest.body.data.current.consentState);
+    expect(current?.clientUpdatedAt).toBe(overRest.body.data.current.clientUpdatedAt);
+  });
+
+  it("a key without the scope is PERMISSION_DENIED with missing_scope, REST's 403", async () => {
+    const { key: readOnly } = await mintKey(service, await createTeam(service, "professional"), {
+      scopes: ["consent:read"],
+    });
+    const write = { ...subject(), baseVersion: 0, consentState: consentState() };
+    const overGrpc = failure(
+      await unary(
+        subjects,
+        "PutSubjectState",
+        { ...write, consentState: toStruct(write.consentState) },
+        bearer(readOnly),
+      ),
+    );
+    const overRest = await rest("PUT", "/api/v1/consent/subjects/state", write, readOnly);
+    expect([overRest.status, overRest.body.data.code]).toEqual([403, "missing_scope"]);
+    expect([overGrpc.code, overGrpc.info?.code]).toEqual([
+      status.PERMISSION_DENIED,
+      "missing_scope",
+    ]);
+  });
+
+  it("a malformed key is UNAUTHENTICATED with invalid_key, REST's 401", async () => {
+    const overGrpc = failure(await unary(banners, "ListBanners", {}, bearer("ck_live_nope")));
+    const overRest = await rest("GET", "/api/v1/banners", undefined, "ck_live_nope");
+    expect([overRest.status, overRest.body.data.code]).toEqual([401, "invalid_key"]);
+    expect([overGrpc.code, overGrpc.info?.code]).toEqual([status.UNAUTHENTICATED, "invalid_key"]);
+  });
+
+  it("a body failing validation is INVALID_ARGUMENT naming the same fields as REST's 400", async () => {
+    const bad = { bannerId: publicId, subjectId: "someone@example.com", namespace: "" };
+    const overGrpc = failure(await unary(subjects, "ResolveSubject", bad, bearer(key)));
+    const overRest = await rest("POST", "/api/v1/consent/subjects/resolve", bad);
+    expect(overRest.status).toBe(400);
+    expect(overGrpc.code).toBe(status.INVALID_ARGUMENT);
+    expect(overGrpc.info?.code).toBe(overRest.body.data.code);
+    const fields = overGrpc.info?.details.map((d) => d.field);
+    expect(fields).toEqual(overRest.body.data.details.map((d: { field: string }) => d.field));
+    expect(fields).toEqual(expect.arrayContaining(["subjectId", "namespace"]));
+  });
+
+  it("gRPC and REST calls count against the same rate-limit window of a key", async () => {
+    const window = 15 * 60_000;
+    const left = window - (Date.now() % window);
+    if (left < 5_000) await new Promise((resolve) => setTimeout(resolve, left + 100));
+    const remaining = async () =>
+      Number(
+        (await rest("GET", "/api/v1/banners", undefined)).headers.get("x-ratelimit-remaining"),
+      );
+    const before = await remaining();
+    const listed = await unary(banners, "ListBanners", {}, bearer(key));
+    expect(listed.ok && listed.metadata.get("x-ratelimit-remaining")).toEqual([String(before - 1)]);
+    expect(await remaining()).toBe(before - 2);
+  });
+});

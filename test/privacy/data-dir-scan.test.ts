@@ -1,0 +1,149 @@
+import { createHash } from "node:crypto";
+import { mkdtemp, readdir, readFile, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import ipaddr from "ipaddr.js";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import {
+  consentState,
+  createBanner,
+  createTeam,
+  http,
+  mintKey,
+  operator,
+} from "#test/support/api.js";
+import { startTestService } from "#test/support/service.js";
+
+const SUBJECT_IDS = [
+  "subject-ZXQ-7781-unique",
+  "device:QK4F-88JD-ZZ01-7713",
+  "crm_customer_00993127741",
+  "Jürgen-Größe-ID-55120",
+];
+const NAMESPACES = [undefined, "mobile-app", "web-eu-2"];
+const CLIENT_IPS = ["203.0.113.77", "2001:db8::7781:abcd", "198.51.100.23"];
+/** Stored on purpose: they prove the scan reads the records the subjects and banners live in. */
+const BANNER_NAME = "Distinctive banner QWX-5519";
+const CONSENT_ID = "7d0e5c2a-1b3f-4c8d-9e6a-5f4b3c2d1e0f";
+
+/** Every way a string could sit in a file: UTF-8, UTF-16 (both byte orders). */
+function encodings(text: string): Buffer[] {
+  const utf16le = Buffer.from(text, "utf16le");
+  return [Buffer.from(text, "utf8"), utf16le, Buffer.from(utf16le).swap16()];
+}
+
+/** An IP address as text and as its packed bytes. */
+function ipEncodings(ip: string): Buffer[] {
+  return [...encodings(ip), Buffer.from(ipaddr.parse(ip).toByteArray())];
+}
+
+async function filesUnder(dir: string): Promise<string[]> {
+  const entries = await readdir(dir, { withFileTypes: true, recursive: true });
+  return entries
+    .filter((entry) => entry.isFile())
+    .map((entry) => path.join(entry.parentPath, entry.name));
+}
+
+/**
+ * Issue 2 item 8, decisions §2 and §4: after a run, nothing under CONSENT_DATA_DIR holds a raw
+ * subject id, a raw client IP or a full API key.
+ */
+describe("data directory after a run", () => {
+  let dataDir: string;
+  let key: string;
+  let files: { file: string; bytes: Buffer }[];
+
+  const where = (needles: Buffer[]) =>
+    files
+      .filter(({ bytes }) => needles.some((needle) => bytes.includes(needle)))
+      .map(({ file }) => path.relative(dataDir, file));
+
+  beforeAll(async () => {
+    dataDir = await mkdtemp(path.join(tmpdir(), "consent-privacy-"));
+    const service = await startTestService({
+      gateway: true,
+      dataDir,
+      env: { CONSENT_TRUST_PROXY: "127.0.0.1" },
+    });
+    try {
+      const teamId = await createTeam(service, "business");
+      ({ key } = await mintKey(service, teamId));
+      const { publicId } = await createBanner(service, key, { name: BANNER_NAME });
+      const [visitorIp = "", failingIp = "", dashboardIp = ""] = CLIENT_IPS;
+      const from = (ip: string) => ({ "x-forwarded-for": ip });
+      const send = async (method: string, route: string, body: unknown) => {
+        const result = await http(service, method, route, { key, body, headers: from(visitorIp) });
+        expect(result.status, result.text).toBe(200);
+      };
+
+      for (const subjectId of SUBJECT_IDS) {
+        for (const namespace of NAMESPACES) {
+          const subject = { bannerId: publicId, subjectId, namespace };
+          const state = consentState({ consentId: CONSENT_ID });
+          await send("PUT", "/api/v1/consent/subjects/state", {
+            ...subject,
+            baseVersion: 0,
+            consentState: state,
+          });
+          await send("PUT", "/api/v1/consent/subjects/state", {
+            ...subject,
+            baseVersion: 1,
+            consentState: { ...state, categories: ["necessary"] },
+          });
+          await send("POST", "/api/v1/consent/subjects/resolve", subject);
+        }
+        await send("DELETE", "/api/v1/consent/subjects/state", {
+          bannerId: publicId,
+          subjectId,
+          namespace: "web-eu-2",
+        });
+      }
+
+      // Failed authentications are counted per client IP: the 11th in a minute is refused.
+      let lastStatus = 0;
+      for (let i = 0; i < 11; i++) {
+        const result = await http(service, "GET", "/api/v1/banners", {
+          key: "ck_live_not-a-key",
+          headers: from(failingIp),
+        });
+        lastStatus = result.status;
+      }
+      expect(lastStatus).toBe(429);
+      const { admin, auth } = operator(service);
+      const { token } = await admin.createSession({ teamId }, auth);
+      const viaSession = await http(service, "GET", "/api/v1/banners", {
+        headers: { cookie: `consent_session=${token}`, ...from(dashboardIp) },
+      });
+      expect(viaSession.headers.get("x-ratelimit-remaining")).toBe("99");
+    } finally {
+      await service.close();
+    }
+    files = await Promise.all(
+      (await filesUnder(dataDir)).map(async (file) => ({ file, bytes: await readFile(file) })),
+    );
+  });
+  afterAll(() => rm(dataDir, { recursive: true, force: true }));
+
+  it("scans the store's files, which do hold the banner and the consent states written", () => {
+    expect(files.map(({ file }) => path.relative(dataDir, file))).toEqual(
+      expect.arrayContaining(["admin-token", "identity-key"]),
+    );
+    expect(where(encodings(BANNER_NAME)).length).toBeGreaterThan(0);
+    expect(where(encodings(CONSENT_ID)).length).toBeGreaterThan(0);
+  });
+
+  it.each(SUBJECT_IDS)("holds no trace of the subject id %s", (subjectId) => {
+    expect(where(encodings(subjectId))).toEqual([]);
+  });
+
+  it.each(CLIENT_IPS)("holds no trace of the client IP %s, as text or as bytes", (ip) => {
+    expect(where(ipEncodings(ip))).toEqual([]);
+  });
+
+  it("holds no full API key and not its secret part, only its digest", () => {
+    const digest = createHash("sha256").update(key).digest();
+    expect(where([digest, Buffer.from(digest.toString("hex"))]).length).toBeGreaterThan(0);
+    expect(where(encodings(key))).toEqual([]);
+    expect(where(encodings(key.slice("ck_live_".length)))).toEqual([]);
+  });
+});

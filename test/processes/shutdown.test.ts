@@ -1,0 +1,157 @@
+import { mkdtemp, rm } from "node:fs/promises";
+import { Agent, request } from "node:http";
+import { connect } from "node:net";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { consentState, createBanner, createTeam, http, mintKey } from "#test/support/api.js";
+import { startService, stopAllPrograms } from "#test/support/processes.js";
+
+/** A response, or status 0 and the socket error when the connection was lost without one. */
+interface Answer {
+  status: number;
+  text: string;
+}
+
+/**
+ * A PUT whose headers and first half of the body are sent now and the rest on `finish()`: a
+ * request the server has certainly accepted and not yet answered, on a keep-alive connection
+ * as browsers and HTTP client libraries use.
+ */
+function slowPut(gatewayUrl: string, key: string, body: unknown, agent: Agent) {
+  const bytes = Buffer.from(JSON.stringify(body));
+  const half = Math.floor(bytes.length / 2);
+  const req = request(`${gatewayUrl}/api/v1/consent/subjects/state`, {
+    method: "PUT",
+    agent,
+    headers: {
+      authorization: `Bearer ${key}`,
+      "content-type": "application/json",
+      "content-length": bytes.length,
+    },
+  });
+  const answer = new Promise<Answer>((resolve) => {
+    const lost = (error: NodeJS.ErrnoException) =>
+      resolve({ status: 0, text: `connection lost: ${error.code ?? error.message}` });
+    req.on("error", lost);
+    req.on("response", (res) => {
+      let text = "";
+      res.setEncoding("utf8");
+      res.on("data", (chunk: string) => {
+        text += chunk;
+      });
+      res.on("error", lost);
+      res.on("end", () => resolve({ status: res.statusCode ?? 0, text }));
+    });
+  });
+  const sent = new Promise<void>((resolve) => req.write(bytes.subarray(0, half), () => resolve()));
+  return { sent, answer, finish: () => req.end(bytes.subarray(half)) };
+}
+
+/** Resolves once nothing accepts connections on the URL's port any more (shutdown has begun). */
+async function listenerClosed(url: string, timeoutMs = 5_000): Promise<void> {
+  const { hostname, port } = new URL(url);
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    const refused = await new Promise<boolean>((resolve) => {
+      const socket = connect(Number(port), hostname);
+      socket.once("connect", () => {
+        socket.destroy();
+        resolve(false);
+      });
+      socket.once("error", () => resolve(true));
+    });
+    if (refused) return;
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  throw new Error(`${url} still accepts connections ${timeoutMs} ms after SIGTERM`);
+}
+
+/** Issue 2 item 6: SIGTERM drains in-flight requests and exits cleanly; acknowledged writes last. */
+describe("SIGTERM on npm start", () => {
+  let root: string;
+
+  beforeAll(async () => {
+    root = await mkdtemp(path.join(tmpdir(), "consent-shutdown-"));
+  });
+  afterAll(async () => {
+    await stopAllPrograms();
+    await rm(root, { recursive: true, force: true });
+  });
+
+  it("finishes in-flight requests, exits 0 within seconds, and every acknowledged write is there after a restart", async () => {
+    const dataDir = path.join(root, "data");
+    const first = await startService(dataDir);
+    const service = first.service;
+    const { key } = await mintKey(service, await createTeam(service, "business"));
+    const { publicId } = await createBanner(service, key);
+    const write = (subjectId: string) => ({
+      bannerId: publicId,
+      subjectId,
+      baseVersion: 0,
+      consentState: consentState(),
+    });
+    const before = await http(service, "PUT", "/api/v1/consent/subjects/state", {
+      key,
+      body: write("written-before-sigterm"),
+    });
+    expect(before.status).toBe(200);
+
+    // One request certainly in flight (headers read, body incomplete), plus a burst racing the signal.
+    const agent = new Agent({ keepAlive: true });
+    const inFlight = slowPut(service.gatewayUrl, key, write("in-flight-at-sigterm"), agent);
+    await inFlight.sent;
+    expect((await http(service, "GET", "/api/v1/health")).status).toBe(200);
+    const burst = Array.from({ length: 20 }, (_, i) => `burst-${i}`).map(async (subjectId) => {
+      let response: Response;
+      try {
+        response = await fetch(`${service.gatewayUrl}/api/v1/consent/subjects/state`, {
+          method: "PUT",
+          headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+          body: JSON.stringify(write(subjectId)),
+        });
+      } catch {
+        return { subjectId, outcome: "no response" as const };
+      }
+      const text = await response.text().catch(() => undefined);
+      return { subjectId, outcome: text === undefined ? "truncated" : response.status, text };
+    });
+
+    await Promise.race(burst);
+    const signalledAt = Date.now();
+    // Drain means: finish what was accepted, refuse what was not, exit 0 within seconds.
+    first.program.child.kill("SIGTERM");
+    await listenerClosed(service.gatewayUrl);
+    inFlight.finish();
+    const answer = await inFlight.answer;
+    agent.destroy();
+    expect(answer).toEqual({ status: 200, text: expect.stringContaining('"success":true') });
+    expect(JSON.parse(answer.text)).toMatchObject({ data: { version: 1 } });
+
+    const outcomes = await Promise.all(burst);
+    for (const { outcome, text } of outcomes) {
+      expect(outcome === 200 || outcome === 503 || outcome === "no response").toBe(true);
+      if (outcome === 200) expect(JSON.parse(text ?? "")).toMatchObject({ data: { version: 1 } });
+    }
+    expect(await first.program.exitWithin(5_000 - (Date.now() - signalledAt))).toBe(0);
+    expect(first.program.stderr()).toBe("");
+
+    const second = await startService(dataDir);
+    const acknowledged = [
+      "written-before-sigterm",
+      "in-flight-at-sigterm",
+      ...outcomes.filter((o) => o.outcome === 200).map((o) => o.subjectId),
+    ];
+    for (const subjectId of acknowledged) {
+      const resolved = await http(second.service, "POST", "/api/v1/consent/subjects/resolve", {
+        key,
+        body: { bannerId: publicId, subjectId },
+      });
+      expect([subjectId, resolved.body.data]).toMatchObject([
+        subjectId,
+        { found: true, version: 1, consentState: consentState() },
+      ]);
+    }
+    expect(await second.program.stop()).toBe(0);
+  });
+});

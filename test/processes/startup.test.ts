@@ -1,0 +1,87 @@
+import { mkdtemp, readFile, rm, stat } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import {
+  DAEMON_URL,
+  GATEWAY_URL,
+  PROGRAMS,
+  startProgram,
+  stopAllPrograms,
+} from "#test/support/processes.js";
+
+/** Issue 2 item 6 and decisions §1: what a newcomer sees on `npm start`, and a misconfigured gateway. */
+describe("start-up of the real programs", () => {
+  let root: string;
+
+  beforeAll(async () => {
+    root = await mkdtemp(path.join(tmpdir(), "consent-startup-"));
+  });
+  afterEach(() => stopAllPrograms());
+  afterAll(() => rm(root, { recursive: true, force: true }));
+
+  it("npm start on an empty data dir creates it and its secrets, prints the URLs and how to mint a key, and is healthy", async () => {
+    const dataDir = path.join(root, "first", "data");
+    const program = startProgram(PROGRAMS.consent, { CONSENT_DATA_DIR: dataDir });
+    const gatewayUrl = await program.waitFor(GATEWAY_URL);
+    const daemonUrl = await program.waitFor(DAEMON_URL);
+
+    expect(gatewayUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+    expect(daemonUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+    expect(gatewayUrl).not.toBe(daemonUrl);
+    const out = program.stdout();
+    expect(out).toContain(`embedded store (${dataDir})`);
+    expect(out).toMatch(/First start: created .*admin-token.*identity-key/);
+    expect(out).toContain("npx consentctl teams create");
+    expect(out).toContain("npx consentctl keys create --team <team id> --env live --scopes");
+
+    expect((await stat(dataDir)).isDirectory()).toBe(true);
+    const token = await stat(path.join(dataDir, "admin-token"));
+    expect(token.mode & 0o777).toBe(0o600);
+    expect((await stat(path.join(dataDir, "identity-key"))).mode & 0o777).toBe(0o600);
+    const identityKey = (await readFile(path.join(dataDir, "identity-key"), "utf8")).trim();
+    expect(Buffer.from(identityKey, "base64")).toHaveLength(32);
+
+    const health = await fetch(`${gatewayUrl}/api/v1/health`);
+    expect(health.status).toBe(200);
+    expect(await health.json()).toEqual({ data: { status: "ok" }, version: "v1" });
+    expect(program.stderr()).toBe("");
+  });
+
+  it("a second start on the same data dir keeps the admin token and identity key and says nothing of a first start", async () => {
+    const dataDir = path.join(root, "second");
+    const secrets = async () =>
+      Promise.all(
+        ["admin-token", "identity-key"].map((file) => readFile(path.join(dataDir, file), "utf8")),
+      );
+    const first = startProgram(PROGRAMS.consent, { CONSENT_DATA_DIR: dataDir });
+    await first.waitFor(GATEWAY_URL);
+    const before = await secrets();
+    expect(await first.stop()).toBe(0);
+
+    const second = startProgram(PROGRAMS.consent, { CONSENT_DATA_DIR: dataDir });
+    const gatewayUrl = await second.waitFor(GATEWAY_URL);
+    expect(await secrets()).toEqual(before);
+    expect(second.stdout()).not.toContain("First start");
+    expect(second.stdout()).toContain("npx consentctl keys create");
+    expect((await fetch(`${gatewayUrl}/api/v1/health`)).status).toBe(200);
+  });
+
+  it("the gateway alone with no admin token exits non-zero with one readable line and no stack trace", async () => {
+    const dataDir = await mkdtemp(path.join(root, "no-token-"));
+    const program = startProgram(PROGRAMS.gateway, {
+      CONSENT_DATA_DIR: dataDir,
+      CONSENT_DAEMON_URL: "http://127.0.0.1:9",
+    });
+    const code = await program.exited;
+
+    expect(code).not.toBe(0);
+    expect(code).not.toBeNull();
+    const message = program.stderr().trim();
+    expect(message).not.toMatch(/^\s+at /m);
+    expect(message).not.toMatch(/\.ts:\d+/);
+    expect(message.split("\n")).toHaveLength(1);
+    expect(message).toContain("CONSENT_ADMIN_TOKEN");
+    expect(message).toContain(dataDir);
+  });
+});
