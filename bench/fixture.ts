@@ -1,0 +1,121 @@
+import { readFile } from "node:fs/promises";
+import path from "node:path";
+import { createClient } from "@connectrpc/connect";
+import { createGrpcTransport } from "@connectrpc/connect-node";
+import { ADMIN_TOKEN_FILE } from "#daemon/bootstrap.js";
+import { AdminService } from "#gen/consent/v1/admin_pb.js";
+import { ALL_SCOPES, consentState } from "#test/support/api.js";
+import type { RunningService } from "./service.js";
+
+/** What the scenarios load: one enterprise team, its keys, a banner and stored subject states. */
+export interface Fixture {
+  teamId: string;
+  /** Live keys with every consent and banner scope; requests are spread over them. */
+  keys: string[];
+  banner: { id: string; publicId: string; domain: string };
+  /** Subject ids with a stored state (version 1) in the `default` namespace of the banner. */
+  subjectIds: string[];
+}
+
+export interface FixtureSize {
+  keys: number;
+  subjects: number;
+}
+
+/** Runs `task` for 0..count-1 with at most `concurrency` in flight; results keep their order. */
+async function pool<T>(
+  count: number,
+  concurrency: number,
+  task: (index: number) => Promise<T>,
+): Promise<T[]> {
+  const results: T[] = new Array(count);
+  let next = 0;
+  const worker = async () => {
+    while (next < count) {
+      const index = next++;
+      results[index] = await task(index);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(concurrency, count) }, worker));
+  return results;
+}
+
+/** A JSON request with a key to the gateway, which must answer `status`; returns the body text. */
+async function send(
+  gatewayUrl: string,
+  request: { method: string; path: string; key: string; body: string; status: number },
+): Promise<string> {
+  const response = await fetch(`${gatewayUrl}${request.path}`, {
+    method: request.method,
+    headers: { authorization: `Bearer ${request.key}`, "content-type": "application/json" },
+    body: request.body,
+  });
+  const text = await response.text();
+  if (response.status !== request.status) {
+    throw new Error(`${request.method} ${request.path}: ${response.status} ${text}`);
+  }
+  return text;
+}
+
+/** The body of a first write (baseVersion 0) of `subjectId`'s state. */
+export function firstWriteBody(bannerPublicId: string, subjectId: string): string {
+  return JSON.stringify({
+    bannerId: bannerPublicId,
+    namespace: "default",
+    subjectId,
+    baseVersion: 0,
+    consentState: consentState(),
+  });
+}
+
+/**
+ * Mints the fixture through the service's own interfaces: team and keys over gRPC with the
+ * operator token from the data directory (as consentctl does), banner and states over REST.
+ */
+export async function createFixture(
+  service: RunningService,
+  dataDir: string,
+  size: FixtureSize,
+): Promise<Fixture> {
+  const operatorToken = (await readFile(path.join(dataDir, ADMIN_TOKEN_FILE), "utf8")).trim();
+  const admin = createClient(AdminService, createGrpcTransport({ baseUrl: service.daemonUrl }));
+  const auth = { headers: { authorization: `Bearer ${operatorToken}` } };
+  const { team } = await admin.createTeam({ name: "Bench team", plan: "enterprise" }, auth);
+  if (!team) throw new Error("createTeam returned no team");
+  const keys = await pool(size.keys, 16, async (index) => {
+    const minted = await admin.createApiKey(
+      { teamId: team.id, environment: "live", scopes: ALL_SCOPES, name: `bench-${index}` },
+      auth,
+    );
+    return minted.secret;
+  });
+  const keyOf = (index: number) => keys[index % keys.length] as string;
+
+  const domain = "shop.example.com";
+  const created = await send(service.gatewayUrl, {
+    method: "POST",
+    path: "/api/v1/banners",
+    key: keyOf(0),
+    body: JSON.stringify({ name: "Bench shop", domain, configuration: {} }),
+    status: 201,
+  });
+  const { banner } = (JSON.parse(created) as { data: { banner: { id: string; publicId: string } } })
+    .data;
+
+  const subjectIds = Array.from({ length: size.subjects }, (_, i) => `bench-subject-${i}`);
+  await pool(subjectIds.length, 32, (index) =>
+    send(service.gatewayUrl, {
+      method: "PUT",
+      path: "/api/v1/consent/subjects/state",
+      key: keyOf(index),
+      body: firstWriteBody(banner.publicId, subjectIds[index] as string),
+      status: 200,
+    }),
+  );
+  return {
+    teamId: team.id,
+    keys,
+    banner: { id: banner.id, publicId: banner.publicId, domain },
+    subjectIds,
+  };
+}

@@ -1,0 +1,248 @@
+import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { parseArgs } from "node:util";
+import type { ControlRoute } from "./control-server.js";
+import { createFixture, type Fixture } from "./fixture.js";
+import { failures, type LoadSettings, probe, type RunResult, runLoad } from "./load.js";
+import { renderSummary, summariseProfiles } from "./profile.js";
+import { disturbed, judge, runsTable, verdictTable } from "./report.js";
+import { type Scenario, scenarios } from "./scenarios.js";
+import {
+  freePort,
+  PROCESSES,
+  REPO_ROOT,
+  type RunningService,
+  startProcess,
+  startService,
+  stopProcess,
+  type Topology,
+  waitUntil,
+} from "./service.js";
+
+/**
+ * `npm run bench`: starts the service from its bins on a fresh data directory, mints a fixture,
+ * loads every scenario with autocannon beside a bare-Fastify control in the same run, prints the
+ * ratios against the targets and writes the raw figures to bench/results/latest.json.
+ * Options: --only a,b  --duration s  --warmup s  --connections n  --keys n  --subjects n
+ *          --quiet-wait s (before each run, wait up to s seconds for other work to stop)
+ *          --profile (service under node --cpu-prof; summary printed, figures to profiled.json)
+ *          --check (exit 1 when a target is missed)
+ */
+
+const { values: args } = parseArgs({
+  options: {
+    only: { type: "string" },
+    duration: { type: "string", default: "10" },
+    warmup: { type: "string", default: "2" },
+    connections: { type: "string", default: "50" },
+    keys: { type: "string", default: "400" },
+    subjects: { type: "string", default: "2000" },
+    "quiet-wait": { type: "string", default: "10" },
+    profile: { type: "boolean", default: false },
+    check: { type: "boolean", default: false },
+  },
+});
+
+const RESULTS_DIR = path.join(REPO_ROOT, "bench", "results");
+/** The service trusts the benchmark as a proxy, so a scenario may spread client IPs (X-Forwarded-For). */
+const TRUST_PROXY = "127.0.0.1";
+
+const settings: LoadSettings = {
+  connections: Number(args.connections),
+  durationSeconds: Number(args.duration),
+  warmupSeconds: Number(args.warmup),
+  pipelining: 1,
+  quietWaitSeconds: Number(args["quiet-wait"]),
+};
+
+const log = (line: string) => process.stderr.write(`${line}\n`);
+
+function selectedScenarios(): Scenario[] {
+  if (!args.only) return scenarios;
+  const names = new Set(args.only.split(","));
+  const unknown = [...names].filter((name) => !scenarios.some((s) => s.name === name));
+  if (unknown.length) throw new Error(`unknown scenario(s): ${unknown.join(", ")}`);
+  return scenarios.filter((scenario) => names.has(scenario.name));
+}
+
+const controlUrlOf = (scenario: Scenario) => `/control/${scenario.name}`;
+
+/** The bare-Fastify control in its own process, serving the captured reply of each route. */
+async function startControl(routes: ControlRoute[], logFile: string) {
+  const routesFile = path.join(RESULTS_DIR, "control-routes.json");
+  await writeFile(routesFile, JSON.stringify(routes));
+  const port = await freePort();
+  const child = startProcess(
+    "control",
+    ["--import", "tsx", "bench/control-server.ts", String(port), routesFile, TRUST_PROXY],
+    { env: {}, logFile },
+  );
+  const url = `http://127.0.0.1:${port}`;
+  const healthy = async () => (await fetch(`${url}/health`)).status === 200;
+  await waitUntil("control", healthy, [child], logFile).catch(async (error) => {
+    await stopProcess(child);
+    throw error;
+  });
+  return { url, pid: child.pid ?? -1, stop: () => stopProcess(child) };
+}
+
+/** Runs one topology's scenarios: each on the service, then on the control when it has one. */
+async function runTopology(
+  service: RunningService,
+  group: Scenario[],
+  fixture: Fixture,
+  logFile: string,
+): Promise<RunResult[]> {
+  const routes: ControlRoute[] = [];
+  for (const scenario of group) {
+    const reply = await probe(service.gatewayUrl, scenario, fixture);
+    if (scenario.targets.some((target) => target.kind === "control")) {
+      routes.push({ method: scenario.method, url: controlUrlOf(scenario), reply });
+    }
+  }
+  const control = routes.length ? await startControl(routes, logFile) : undefined;
+  const runs: RunResult[] = [];
+  try {
+    for (const scenario of group) {
+      log(`  ${scenario.name}: ${service.topology} service…`);
+      const serviceTarget = {
+        side: service.topology,
+        baseUrl: service.gatewayUrl,
+        path: scenario.path,
+        pids: service.pids,
+      };
+      runs.push(await runLoad(serviceTarget, scenario, fixture, settings));
+      if (control && routes.some((route) => route.url === controlUrlOf(scenario))) {
+        log(`  ${scenario.name}: control…`);
+        const controlTarget = {
+          side: "control" as const,
+          baseUrl: control.url,
+          path: controlUrlOf(scenario),
+          pids: [control.pid],
+        };
+        runs.push(await runLoad(controlTarget, scenario, fixture, settings));
+      }
+    }
+  } finally {
+    await control?.stop();
+  }
+  return runs;
+}
+
+/**
+ * For each measured service run, the profiles of its topology's processes cut to the run's
+ * window; threads that were nearly idle then (tsx's loader thread) are left out.
+ */
+async function printProfiles(profileDir: string, runs: RunResult[]) {
+  for (const run of runs) {
+    if (run.side === "control") continue;
+    process.stdout.write(`\n=== profile of ${run.scenario} (${run.side}) ===\n`);
+    for (const name of PROCESSES[run.side]) {
+      const summaries = await summariseProfiles(path.join(profileDir, name), {
+        window: run.window,
+      });
+      for (const summary of summaries.filter((s) => (s.utilisation ?? 1) > 0.05)) {
+        process.stdout.write(`\n${renderSummary(summary)}\n`);
+      }
+    }
+  }
+}
+
+/** Runs every selected scenario, topology after topology, on one data directory. */
+async function measureAll(selected: Scenario[], logFile: string, profileDir: string | undefined) {
+  const dataDir = await mkdtemp(path.join(os.tmpdir(), "consent-bench-"));
+  const topologies = [...new Set(selected.map((scenario) => scenario.topology))] as Topology[];
+  const runs: RunResult[] = [];
+  let fixture: Fixture | undefined;
+  try {
+    for (const topology of topologies) {
+      log(`Starting the ${topology} service on ${dataDir}…`);
+      const service = await startService(topology, {
+        dataDir,
+        env: { CONSENT_TRUST_PROXY: TRUST_PROXY },
+        logFile,
+        profileDir,
+      });
+      try {
+        if (!fixture) {
+          log(`Minting ${args.keys} keys, a banner and ${args.subjects} subject states…`);
+          fixture = await createFixture(service, dataDir, {
+            keys: Number(args.keys),
+            subjects: Number(args.subjects),
+          });
+        }
+        const group = selected.filter((scenario) => scenario.topology === topology);
+        runs.push(...(await runTopology(service, group, fixture, logFile)));
+      } finally {
+        await service.stop();
+      }
+    }
+  } finally {
+    await rm(dataDir, { recursive: true, force: true });
+  }
+  return { runs, fixture };
+}
+
+/** Prints the tables and writes every figure as JSON; returns how many requests failed. */
+async function report(selected: Scenario[], runs: RunResult[], fixture: Fixture | undefined) {
+  const verdicts = judge(selected, runs);
+  const machine = {
+    node: process.version,
+    cpus: os.cpus().length,
+    cpuModel: os.cpus()[0]?.model ?? "unknown",
+    platform: `${os.platform()} ${os.release()}`,
+  };
+  const date = new Date().toISOString();
+  const { connections, warmupSeconds, durationSeconds, pipelining } = settings;
+  const out = [
+    `\nconsent-service benchmark, ${date}, Node ${machine.node}, ${machine.cpus} CPUs (${machine.cpuModel})`,
+    `${connections} connections, ${warmupSeconds} s warm-up + ${durationSeconds} s per run, pipelining ${pipelining}${args.profile ? ", SERVICE UNDER --cpu-prof" : ""}`,
+    `\n${runsTable(runs)}\n\n${verdictTable(verdicts)}`,
+  ];
+  if (runs.some(disturbed)) {
+    out.push(
+      "\n* Other processes used over 10% of the machine during a run: its figures are unreliable.",
+    );
+  }
+  const failed = runs.reduce((sum, run) => sum + failures(run), 0);
+  if (failed > 0) out.push(`\nINVALID: ${failed} requests did not succeed as expected`);
+
+  const file = path.join(RESULTS_DIR, args.profile ? "profiled.json" : "latest.json");
+  const fixtureSize = { keys: fixture?.keys.length, subjects: fixture?.subjectIds.length };
+  const described = selected.map((scenario) => ({
+    name: scenario.name,
+    description: scenario.description,
+    topology: scenario.topology,
+    route: `${scenario.method} ${scenario.path}`,
+  }));
+  const json = {
+    date,
+    machine,
+    settings,
+    fixture: fixtureSize,
+    scenarios: described,
+    runs,
+    verdicts,
+  };
+  await writeFile(file, `${JSON.stringify(json, null, 2)}\n`);
+  out.push(`\nRaw figures: ${path.relative(REPO_ROOT, file)}`);
+  process.stdout.write(`${out.join("\n")}\n`);
+  return { failed, missed: verdicts.some((verdict) => verdict.result === "FAIL") };
+}
+
+async function main(): Promise<number> {
+  const selected = selectedScenarios();
+  await mkdir(RESULTS_DIR, { recursive: true });
+  const logFile = path.join(RESULTS_DIR, "service.log");
+  await writeFile(logFile, "");
+  const stamp = new Date().toISOString().replace(/[:.]/g, "-");
+  const profileDir = args.profile ? path.join(RESULTS_DIR, "profiles", stamp) : undefined;
+  const { runs, fixture } = await measureAll(selected, logFile, profileDir);
+  const { failed, missed } = await report(selected, runs, fixture);
+  if (profileDir) await printProfiles(profileDir, runs);
+  if (failed > 0) return 1;
+  return args.check && missed ? 1 : 0;
+}
+
+process.exit(await main());

@@ -1,0 +1,204 @@
+import { randomBytes } from "node:crypto";
+import { mkdtemp, rm } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { create } from "@bufbuild/protobuf";
+import {
+  type ConnectRouter,
+  createClient,
+  createContextValues,
+  createHandlerContext,
+  createRouterTransport,
+  type ServiceImpl,
+  type Transport,
+} from "@connectrpc/connect";
+import { createConnectTransport, createGrpcTransport } from "@connectrpc/connect-node";
+import { pino } from "pino";
+import { CallerHeaders } from "#daemon/auth/caller.js";
+import { createHealthService } from "#daemon/health/health-service.js";
+import { parseIdentityKeys } from "#daemon/identity/subject-identity.js";
+import { createDaemon, type Daemon } from "#daemon/server.js";
+import { openLmdbStore } from "#daemon/store/lmdb-store.js";
+import type { Store } from "#daemon/store/store.js";
+import { AdminService } from "#gen/consent/v1/admin_pb.js";
+import { BannerService } from "#gen/consent/v1/banner_pb.js";
+import { ResolveSubjectRequestSchema, SubjectService } from "#gen/consent/v1/subject_pb.js";
+import {
+  Health,
+  HealthCheckResponse_ServingStatus as Status,
+} from "#gen/grpc/health/v1/health_pb.js";
+import { ALL_SCOPES } from "#test/support/api.js";
+import { firstWriteBody } from "./fixture.js";
+import {
+  freePort,
+  processCpuMs,
+  REPO_ROOT,
+  startProcess,
+  stopProcess,
+  waitUntil,
+} from "./service.js";
+
+/**
+ * What the gateway → daemon hop costs, as evidence for the profile findings in README.md:
+ * 1. an empty call (`grpc.health.v1.Health/Check`) through the in-memory transport `npm start`
+ *    uses, over gRPC/HTTP/2 to a consentd process (split mode), and with the Connect protocol
+ *    over HTTP/2 to the same process;
+ * 2. a real resolve (auth, rate limit, store, hashing) through the in-memory transport, and the
+ *    same call made on the SubjectService implementation directly.
+ * Run: `node --import tsx bench/transport-hop.ts [calls] [concurrency]`.
+ */
+
+const [calls = 20_000, concurrency = 50] = process.argv.slice(2).map(Number);
+const encoder = new TextEncoder();
+
+/** Runs `call` `calls` times, `concurrency` at a time, and prints calls/s and CPU per call. */
+async function measure(label: string, call: () => Promise<unknown>, daemonPid?: number) {
+  for (let i = 0; i < 2_000; i++) await call(); // warm-up
+  const daemonCpuMs = async () => (daemonPid ? ((await processCpuMs([daemonPid])) ?? 0) : 0);
+  const daemonBefore = await daemonCpuMs();
+  const before = process.cpuUsage();
+  const started = performance.now();
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      for (let i = 0; i < calls / concurrency; i++) await call();
+    }),
+  );
+  const elapsedMs = performance.now() - started;
+  const own = process.cpuUsage(before);
+  const daemonUs = (((await daemonCpuMs()) - daemonBefore) * 1000) / calls;
+  const rate = Math.round((calls / elapsedMs) * 1000).toLocaleString("en-US");
+  process.stdout.write(
+    `  ${label.padEnd(40)} ${rate.padStart(7)} calls/s   CPU per call: ${Math.round(
+      (own.user + own.system) / calls,
+    )} µs here${daemonPid ? ` + ${Math.round(daemonUs)} µs in consentd` : ""}\n`,
+  );
+}
+
+const healthCheck = (transport: Transport) => {
+  const client = createClient(Health, transport);
+  return () => client.check({ service: "" });
+};
+
+async function emptyCalls() {
+  process.stdout.write("Empty call (Health/Check):\n");
+  const pingOnlyStore = { kind: "lmdb", ping: async () => {} } as unknown as Store;
+  const inMemory = createRouterTransport((router) => {
+    router.service(Health, createHealthService(pingOnlyStore, []));
+  });
+  await measure("in-memory (npm start)", healthCheck(inMemory));
+
+  const dataDir = await mkdtemp(path.join(os.tmpdir(), "consent-hop-"));
+  const port = await freePort();
+  const baseUrl = `http://127.0.0.1:${port}`;
+  const logFile = path.join(REPO_ROOT, "bench", "results", "transport-hop.log");
+  const consentd = startProcess("consentd", ["bin/consentd.js"], {
+    env: { CONSENT_DATA_DIR: dataDir, CONSENT_GRPC_PORT: String(port), CONSENT_LOG_LEVEL: "warn" },
+    logFile,
+  });
+  try {
+    const grpc = createGrpcTransport({ baseUrl });
+    const serving = async () => (await healthCheck(grpc)()).status === Status.SERVING;
+    await waitUntil("consentd", serving, [consentd], logFile);
+    await measure("gRPC over HTTP/2 (split mode)", healthCheck(grpc), consentd.pid);
+    // The daemon's port also speaks the Connect protocol: the alternative for split mode.
+    const connect = createConnectTransport({ baseUrl, httpVersion: "2", useBinaryFormat: true });
+    await measure("Connect over HTTP/2, binary", healthCheck(connect), consentd.pid);
+  } finally {
+    await stopProcess(consentd);
+    await rm(dataDir, { recursive: true, force: true });
+  }
+}
+
+/** The SubjectService implementation the daemon registers, captured from its routes. */
+function subjectServiceOf(daemon: Daemon): ServiceImpl<typeof SubjectService> {
+  let impl: ServiceImpl<typeof SubjectService> | undefined;
+  const capture = {
+    service(service: { typeName: string }, serviceImpl: unknown) {
+      if (service.typeName === SubjectService.typeName) {
+        impl = serviceImpl as ServiceImpl<typeof SubjectService>;
+      }
+      return capture;
+    },
+  };
+  daemon.routes(capture as unknown as ConnectRouter);
+  if (!impl) throw new Error("the daemon registers no SubjectService");
+  return impl;
+}
+
+async function resolveCalls() {
+  process.stdout.write("Resolve of a stored subject (auth, rate limit, store, hashing):\n");
+  const dataDir = await mkdtemp(path.join(os.tmpdir(), "consent-hop-"));
+  const store = await openLmdbStore({ dataDir });
+  try {
+    const operatorToken = `consent_op_${randomBytes(32).toString("base64url")}`;
+    const daemon = createDaemon({
+      store,
+      operatorToken,
+      identityKeys: parseIdentityKeys(randomBytes(32).toString("base64")),
+      baseUrl: "http://localhost:8080",
+      logger: pino({ level: "silent" }),
+    });
+    const transport = createRouterTransport(daemon.routes, {
+      router: { interceptors: daemon.interceptors },
+    });
+    const admin = createClient(AdminService, transport);
+    const operator = { headers: { authorization: `Bearer ${operatorToken}` } };
+    const { team } = await admin.createTeam({ name: "Hop", plan: "enterprise" }, operator);
+    const keys: string[] = [];
+    // Each key allows 5,000 calls per 15 minutes.
+    for (let i = 0; i < Math.ceil((calls * 2 + 10_000) / 4_000); i++) {
+      const minted = await admin.createApiKey(
+        { teamId: team?.id, environment: "live", scopes: ALL_SCOPES, name: "hop" },
+        operator,
+      );
+      keys.push(minted.secret);
+    }
+    let next = 0;
+    // As the gateway relays a REST call (gateway/relay.ts).
+    const relayed = () => ({
+      [CallerHeaders.authorization]: `Bearer ${keys[next++ % keys.length]}`,
+      [CallerHeaders.clientIp]: "127.0.0.1",
+      [CallerHeaders.gatewayToken]: operatorToken,
+    });
+    const bannerJson = { name: "Hop", domain: "shop.example.com", configuration: {} };
+    const { banner } = await createClient(BannerService, transport).createBanner(
+      { json: encoder.encode(JSON.stringify(bannerJson)) },
+      { headers: relayed() },
+    );
+    const publicId = banner?.publicId ?? "";
+    const subjects = createClient(SubjectService, transport);
+    const put = encoder.encode(firstWriteBody(publicId, "hop-subject"));
+    await subjects.putSubjectState({ json: put }, { headers: relayed() });
+    const json = encoder.encode(
+      JSON.stringify({ bannerId: publicId, namespace: "default", subjectId: "hop-subject" }),
+    );
+
+    await measure("through the in-memory transport", async () => {
+      const { found } = await subjects.resolveSubject({ json }, { headers: relayed() });
+      if (!found) throw new Error("resolve found nothing");
+    });
+    const impl = subjectServiceOf(daemon);
+    const request = create(ResolveSubjectRequestSchema, { json });
+    await measure("SubjectService implementation, directly", async () => {
+      const ctx = createHandlerContext({
+        service: SubjectService,
+        method: SubjectService.method.resolveSubject,
+        protocolName: "direct",
+        requestMethod: "POST",
+        url: "",
+        requestHeader: relayed(),
+        contextValues: createContextValues(),
+      });
+      const { found } = await impl.resolveSubject(request, ctx);
+      if (!found) throw new Error("resolve found nothing");
+    });
+  } finally {
+    await store.close();
+    await rm(dataDir, { recursive: true, force: true });
+  }
+}
+
+process.stdout.write(`${calls} calls, ${concurrency} in flight, Node ${process.version}\n`);
+await emptyCalls();
+await resolveCalls();
+process.exit(0);
