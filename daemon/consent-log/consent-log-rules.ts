@@ -28,6 +28,19 @@ export function isExplicitChoice(method: string): boolean {
 }
 
 /**
+ * The opt-in of `logs stats` (docs/behaviour.md): a row's preferences accept (true) at least one
+ * category that its banner does not mark required, i.e. more than the necessary minimum.
+ */
+export function isOptIn(
+  preferences: Readonly<Record<string, boolean>>,
+  requiredCategories: readonly string[],
+): boolean {
+  return Object.entries(preferences).some(
+    ([name, accepted]) => accepted === true && !requiredCategories.includes(name),
+  );
+}
+
+/**
  * decisions §5: the log payload. A plain (stripping) object: unknown fields are ignored, since
  * the runtime evolves, and so never reach the store.
  */

@@ -1,4 +1,5 @@
 import { randomUUID } from "node:crypto";
+import { EventEmitter, once } from "node:events";
 import { toJson } from "@bufbuild/protobuf";
 import { timestampDate } from "@bufbuild/protobuf/wkt";
 import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
@@ -8,6 +9,7 @@ import { activeBanner } from "#daemon/banners/active-banner.js";
 import type { BannerRecord } from "#daemon/banners/banner-store.js";
 import type { Clock } from "#daemon/clock.js";
 import { compact, consentLogEntryMessage } from "#daemon/consent-log/consent-log-messages.js";
+import { createConsentLogReads } from "#daemon/consent-log/consent-log-reads.js";
 import {
   authorizeOrigin,
   type ConsentLogBody,
@@ -102,6 +104,8 @@ export function createConsentLogService(
   const links = new PreferenceLinks(options.linkSecret);
   const nextLogId = createLogIdGenerator();
   const preferencesPage = `${options.baseUrl.replace(/\/+$/, "")}/preferences/`;
+  // Wakes this daemon's tails at once; rows of other daemons reach them by polling.
+  const appends = new EventEmitter().setMaxListeners(0);
 
   /** spec 8: 1,000 calls a minute per client IP, counted before the body is even read. */
   async function admitVisitor(ctx: HandlerContext): Promise<void> {
@@ -124,6 +128,7 @@ export function createConsentLogService(
       const record = logRecord(banner, body, referer, receivedAt, nextLogId(receivedAt));
       // The port's promise: durable once append resolves, so the 200 follows a durable row.
       await store.consentLog.append(record);
+      appends.emit("append");
       const managePreferences = isExplicitChoice(record.method)
         ? preferencesPage + links.sign(banner.publicId, record.consentId, receivedAt)
         : "";
@@ -152,6 +157,15 @@ export function createConsentLogService(
         };
       });
     },
+
+    ...createConsentLogReads({
+      store,
+      authenticator,
+      clock,
+      nextAppend: async (signal) => {
+        await once(appends, "append", { signal });
+      },
+    }),
 
     ...createPreferencesHandlers({ store, clock, links, nextLogId, admitVisitor }),
   };

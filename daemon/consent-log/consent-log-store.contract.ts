@@ -140,5 +140,87 @@ export function describeConsentLogStoreContract(openStore: OpenStore): void {
       expect(await store().consentLog.latestByConsentId(teamId, duplicate.consentId)).toBe(null);
       expect(await store().consentLog.latestByConsentId(teamId, row.consentId)).toEqual(row);
     });
+
+    it("reads forward: oldest first after afterId, with the same filters, in pages", async () => {
+      const rows = await appendRows(6, (i) => ({ method: i === 2 ? "custom" : "accept_all" }));
+      await store().consentLog.append(aRow(randomUUID(), shifted(now, MINUTE)));
+      const read = (afterId?: string) =>
+        store().consentLog.listForward({ teamId, methods: ["accept_all"], afterId, limit: 2 });
+      const pages: string[][] = [];
+      let afterId: string | undefined;
+      do {
+        const page = await read(afterId);
+        pages.push(page.map((r) => r.id));
+        afterId = page.length === 2 ? page[1]?.id : undefined;
+      } while (afterId !== undefined);
+      const expected = [0, 1, 3, 4, 5].map((i) => rows[i]?.id);
+      expect(pages).toEqual([expected.slice(0, 2), expected.slice(2, 4), expected.slice(4)]);
+      const since = rows[1]?.receivedAt;
+      const until = rows[4]?.receivedAt;
+      const ranged = await store().consentLog.listForward({ teamId, since, until, limit: 10 });
+      expect(ranged).toEqual([rows[1], rows[2], rows[3]]);
+      expect(await store().consentLog.listForward({ teamId, limit: 0 })).toEqual([]);
+    });
+
+    it("counts rows by method and UTC day, and explicit choices that opted in", async () => {
+      const day = new Date("2026-03-01T23:58:00Z");
+      const rows: [string, Record<string, boolean>, string][] = [
+        ["accept_all", { necessary: true, analytics: true }, "pb_a"],
+        ["accept_necessary", { necessary: true, analytics: false }, "pb_a"],
+        ["consent_default", { necessary: true, analytics: true }, "pb_a"],
+        ["consent_given", { necessary: true, functional: true }, "pb_a"],
+        ["consent_given", { essential: true, functional: true }, "pb_b"],
+        ["consent_changed", {}, "pb_b"],
+      ];
+      for (const [i, [method, preferences, publicId]] of rows.entries()) {
+        // Two minutes apart: the first two rows fall on 1 March, the rest on 2 March (UTC).
+        const receivedAt = shifted(day, i * 2 * MINUTE);
+        await store().consentLog.append(
+          aRow(teamId, receivedAt, { method, preferences, publicId }),
+        );
+      }
+      await store().consentLog.append(aRow(randomUUID(), day, { publicId: "pb_a" }));
+      // functional is required for pb_b only; essential is required nowhere.
+      const requiredCategories = { pb_a: ["necessary"], pb_b: ["functional"] };
+      expect(await store().consentLog.stats({ teamId, requiredCategories })).toEqual({
+        total: 6,
+        byMethod: {
+          accept_all: 1,
+          accept_necessary: 1,
+          consent_default: 1,
+          consent_given: 2,
+          consent_changed: 1,
+        },
+        byDay: [
+          { day: "2026-03-01", count: 1 },
+          { day: "2026-03-02", count: 5 },
+        ],
+        explicitChoices: 5,
+        optedIn: 3,
+      });
+      const filtered = await store().consentLog.stats({
+        teamId,
+        publicId: "pb_a",
+        methods: ["accept_all", "accept_necessary"],
+        since: day,
+        until: shifted(day, 3 * MINUTE),
+        requiredCategories,
+      });
+      expect(filtered).toEqual({
+        total: 2,
+        byMethod: { accept_all: 1, accept_necessary: 1 },
+        byDay: [
+          { day: "2026-03-01", count: 1 },
+          { day: "2026-03-02", count: 1 },
+        ],
+        explicitChoices: 2,
+        optedIn: 1,
+      });
+      const empty = await store().consentLog.stats({
+        teamId: randomUUID(),
+        requiredCategories: {},
+      });
+      expect(empty).toEqual({ total: 0, byMethod: {}, byDay: [], explicitChoices: 0, optedIn: 0 });
+    });
   });
 }

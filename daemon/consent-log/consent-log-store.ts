@@ -48,6 +48,34 @@ export interface ConsentLogQuery {
   limit: number;
 }
 
+/** Filters of an oldest-first read: what follows a position (tail) or a whole range (export). */
+export interface ConsentLogForwardQuery extends Omit<ConsentLogQuery, "beforeId"> {
+  /** Only rows with an id higher than this one (the last row already read). */
+  afterId?: string;
+}
+
+/** Filters of a count; `requiredCategories` decides which accepted categories are an opt-in. */
+export interface ConsentLogStatsQuery extends Omit<ConsentLogQuery, "beforeId" | "limit"> {
+  /**
+   * Public Banner ID to the names of the categories its production configuration marks required.
+   * A row opts in when its preferences accept (true) a category not listed for its banner.
+   */
+  requiredCategories: Readonly<Record<string, readonly string[]>>;
+}
+
+/** Counts of the rows a ConsentLogStatsQuery selects. */
+export interface ConsentLogStats {
+  total: number;
+  /** Method to number of rows; methods without rows are absent. */
+  byMethod: Record<string, number>;
+  /** UTC day of receivedAt (YYYY-MM-DD) to number of rows, days in ascending order. */
+  byDay: { day: string; count: number }[];
+  /** Rows whose method is an explicit choice: every method but consent_default (spec 3.3). */
+  explicitChoices: number;
+  /** Explicit choices that accepted at least one category not required for their banner. */
+  optedIn: number;
+}
+
 /**
  * Storage port for the consent log. Rows are append-only. append() is one atomic store write
  * (the row together with its indexes), so that a later outbox event can join the same write.
@@ -65,4 +93,11 @@ export interface ConsentLogStore {
    * choice, as the preferences page shows it (decisions §5). Rows of other teams are never seen.
    */
   latestByConsentId(teamId: string, consentId: string): Promise<ConsentLogRecord | null>;
+  /**
+   * Rows of one team matching the query with an id above afterId, oldest first, at most
+   * query.limit. Rows another process appended are seen once their append resolved.
+   */
+  listForward(query: ConsentLogForwardQuery): Promise<ConsentLogRecord[]>;
+  /** Counts of one team's rows matching the query, computed by the store in one pass. */
+  stats(query: ConsentLogStatsQuery): Promise<ConsentLogStats>;
 }

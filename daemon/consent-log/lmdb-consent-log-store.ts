@@ -1,10 +1,13 @@
 import type { Database } from "lmdb";
+import { isExplicitChoice, isOptIn } from "#daemon/consent-log/consent-log-rules.js";
 import type {
+  ConsentLogForwardQuery,
   ConsentLogQuery,
   ConsentLogRecord,
+  ConsentLogStats,
   ConsentLogStore,
 } from "#daemon/consent-log/consent-log-store.js";
-import { PREFIX_END } from "#daemon/store/lmdb-keys.js";
+import { PREFIX_END, prefixRange } from "#daemon/store/lmdb-keys.js";
 import { DuplicateKeyError } from "#daemon/store/store.js";
 
 /** Key of a log row: `[teamId, id]`. Ids are UUIDv7, so a reverse scan of a team is newest first. */
@@ -23,7 +26,10 @@ export interface LmdbConsentLogDatabases {
 }
 
 /** The filters of `query` other than team and position, which the key range already applies. */
-function matches(row: ConsentLogRecord, query: ConsentLogQuery): boolean {
+function matches(
+  row: ConsentLogRecord,
+  query: Omit<ConsentLogQuery, "beforeId" | "limit">,
+): boolean {
   if (query.publicId !== undefined && row.publicId !== query.publicId) return false;
   if (query.methods !== undefined && !query.methods.includes(row.method)) return false;
   if (query.since !== undefined && row.receivedAt < query.since) return false;
@@ -74,6 +80,48 @@ export function createLmdbConsentLogStore(dbs: LmdbConsentLogDatabases): Consent
         if (rows.length >= query.limit) break;
       }
       return rows;
+    },
+    async listForward(query: ConsentLogForwardQuery) {
+      const rows: ConsentLogRecord[] = [];
+      if (query.limit <= 0) return rows;
+      const range = consentLog.getRange({
+        start: [query.teamId, query.afterId ?? ""],
+        exclusiveStart: query.afterId !== undefined,
+        end: [query.teamId, PREFIX_END],
+      });
+      for (const { value } of range) {
+        if (matches(value, query)) rows.push(value);
+        if (rows.length >= query.limit) break;
+      }
+      return rows;
+    },
+    // One ascending range scan of the team's rows.
+    async stats(query) {
+      const stats: ConsentLogStats = {
+        total: 0,
+        byMethod: {},
+        byDay: [],
+        explicitChoices: 0,
+        optedIn: 0,
+      };
+      const days = new Map<string, number>();
+      for (const { value } of consentLog.getRange(prefixRange(query.teamId, "ascending"))) {
+        if (!matches(value, query)) continue;
+        stats.total += 1;
+        stats.byMethod[value.method] = (stats.byMethod[value.method] ?? 0) + 1;
+        const day = value.receivedAt.toISOString().slice(0, 10);
+        days.set(day, (days.get(day) ?? 0) + 1);
+        if (!isExplicitChoice(value.method)) continue;
+        stats.explicitChoices += 1;
+        if (isOptIn(value.preferences, query.requiredCategories[value.publicId] ?? [])) {
+          stats.optedIn += 1;
+        }
+      }
+      // Ids ascend with receipt time, but a clock step back can reorder days: sort to be sure.
+      stats.byDay = [...days]
+        .sort(([a], [b]) => (a < b ? -1 : 1))
+        .map(([day, count]) => ({ day, count }));
+      return stats;
     },
   };
 }

@@ -1,7 +1,10 @@
-import type { Collection, Filter, IndexDescription, WithId } from "mongodb";
+import type { Collection, Document, Filter, IndexDescription, WithId } from "mongodb";
 import type {
+  ConsentLogForwardQuery,
   ConsentLogQuery,
   ConsentLogRecord,
+  ConsentLogStats,
+  ConsentLogStatsQuery,
   ConsentLogStore,
 } from "#daemon/consent-log/consent-log-store.js";
 import { insertUnique } from "#daemon/store/mongo-writes.js";
@@ -43,6 +46,33 @@ export class MongoConsentLogStore implements ConsentLogStore {
     return documents.map(toRecord);
   }
 
+  async listForward(query: ConsentLogForwardQuery): Promise<ConsentLogRecord[]> {
+    if (query.limit <= 0) return [];
+    const filter = filterOf(query);
+    if (query.afterId !== undefined) filter._id = { $gt: query.afterId };
+    const documents = await this.collection
+      .find(filter)
+      .sort({ _id: 1 })
+      .limit(query.limit)
+      .toArray();
+    return documents.map(toRecord);
+  }
+
+  /** One aggregation: $match on the query's index, then the three counts side by side ($facet). */
+  async stats(query: ConsentLogStatsQuery): Promise<ConsentLogStats> {
+    const [result] = await this.collection
+      .aggregate<StatsFacets>([{ $match: filterOf(query) }, { $facet: statsFacets(query) }])
+      .toArray();
+    const choices = result?.choices[0];
+    return {
+      total: (result?.byMethod ?? []).reduce((sum, group) => sum + group.count, 0),
+      byMethod: Object.fromEntries((result?.byMethod ?? []).map((g) => [g._id, g.count])),
+      byDay: (result?.byDay ?? []).map((g) => ({ day: g._id, count: g.count })),
+      explicitChoices: choices?.explicitChoices ?? 0,
+      optedIn: choices?.optedIn ?? 0,
+    };
+  }
+
   async latestByConsentId(teamId: string, consentId: string): Promise<ConsentLogRecord | null> {
     // Served by consent_log_by_consent_id (equality on both fields, then the newest _id). Rows are
     // acknowledged at write concern majority, so this majority read sees a row just appended.
@@ -51,7 +81,77 @@ export class MongoConsentLogStore implements ConsentLogStore {
   }
 }
 
-function filterOf(query: ConsentLogQuery): Filter<ConsentLogDocument> {
+/** What the $facet stage of stats() answers with. */
+interface StatsFacets {
+  byMethod: { _id: string; count: number }[];
+  byDay: { _id: string; count: number }[];
+  choices: { explicitChoices: number; optedIn: number }[];
+}
+
+/**
+ * The facets of stats(): rows per method, rows per UTC day of receivedAt, and the explicit choices
+ * (every method but consent_default, spec 3.3) with how many of them opted in: accepted a category
+ * that is not among the required ones of the row's banner (consent-log-rules.ts isOptIn).
+ */
+function statsFacets(query: ConsentLogStatsQuery): Record<string, Document[]> {
+  const banners = Object.entries(query.requiredCategories);
+  // $switch needs at least one branch; with no banner known nothing is required.
+  const required =
+    banners.length === 0
+      ? { $literal: [] }
+      : {
+          $switch: {
+            branches: banners.map(([publicId, names]) => ({
+              case: { $eq: ["$publicId", publicId] },
+              // biome-ignore lint/suspicious/noThenProperty: $switch's branch field is named "then"
+              then: { $literal: [...names] },
+            })),
+            default: { $literal: [] },
+          },
+        };
+  const acceptsOptional = {
+    $anyElementTrue: [
+      {
+        $map: {
+          input: { $objectToArray: { $ifNull: ["$preferences", {}] } },
+          as: "category",
+          in: {
+            $and: [
+              { $eq: ["$$category.v", true] },
+              { $not: [{ $in: ["$$category.k", required] }] },
+            ],
+          },
+        },
+      },
+    ],
+  };
+  return {
+    byMethod: [{ $group: { _id: "$method", count: { $sum: 1 } } }],
+    byDay: [
+      {
+        $group: {
+          _id: { $dateToString: { format: "%Y-%m-%d", date: "$receivedAt", timezone: "UTC" } },
+          count: { $sum: 1 },
+        },
+      },
+      { $sort: { _id: 1 } },
+    ],
+    choices: [
+      { $match: { method: { $ne: "consent_default" } } },
+      {
+        $group: {
+          _id: null,
+          explicitChoices: { $sum: 1 },
+          optedIn: { $sum: { $cond: [acceptsOptional, 1, 0] } },
+        },
+      },
+    ],
+  };
+}
+
+function filterOf(
+  query: Omit<ConsentLogQuery, "beforeId" | "limit"> & { beforeId?: string },
+): Filter<ConsentLogDocument> {
   const filter: Filter<ConsentLogDocument> = { teamId: query.teamId };
   if (query.publicId !== undefined) filter.publicId = query.publicId;
   if (query.methods !== undefined) filter.method = { $in: [...query.methods] };

@@ -56,25 +56,42 @@ export interface ErrorLogger {
 /**
  * Server interceptor at the RPC edge: domain failures become ConnectErrors with ErrorInfo; any
  * other error is logged with its stack and leaves as a bare "internal error", so no internal text
- * reaches a client.
+ * reaches a client. A server-streaming handler fails while its messages are read, so the
+ * messages of a stream pass through the same translation.
  */
 export function domainErrorInterceptor(logger: ErrorLogger): Interceptor {
   return (next) => async (request) => {
-    try {
-      return await next(request);
-    } catch (error) {
-      if (error instanceof DomainError) throw toConnectError(error);
+    const translate = (error: unknown): ConnectError => {
+      if (error instanceof DomainError) return toConnectError(error);
       if (
         error instanceof ConnectError &&
         error.code !== Code.Internal &&
         error.code !== Code.Unknown
       )
-        throw error;
+        return error;
       logger.error(
         { err: error, procedure: request.method.name },
         "unexpected error in RPC handler",
       );
-      throw new ConnectError("internal error", Code.Internal, undefined, undefined, error);
+      return new ConnectError("internal error", Code.Internal, undefined, undefined, error);
+    };
+    let response: Awaited<ReturnType<typeof next>>;
+    try {
+      response = await next(request);
+    } catch (error) {
+      throw translate(error);
     }
+    if (!response.stream) return response;
+    const messages = response.message;
+    return {
+      ...response,
+      message: (async function* () {
+        try {
+          yield* messages;
+        } catch (error) {
+          throw translate(error);
+        }
+      })(),
+    };
   };
 }

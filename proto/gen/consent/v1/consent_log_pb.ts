@@ -14,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file consent/v1/consent_log.proto.
  */
 export const file_consent_v1_consent_log: GenFile = /*@__PURE__*/
-  fileDesc("Chxjb25zZW50L3YxL2NvbnNlbnRfbG9nLnByb3RvEgpjb25zZW50LnYxIs4BCg5QdXJwb3NlQ2hvaWNlcxIZCgxzYWxlX3NoYXJpbmcYASABKAhIAIgBARIhChR0YXJnZXRlZF9hZHZlcnRpc2luZxgCIAEoCEgBiAEBEhsKDnNlbnNpdGl2ZV9kYXRhGAMgASgISAKIAQESFgoJcHJvZmlsaW5nGAQgASgISAOIAQFCDwoNX3NhbGVfc2hhcmluZ0IXChVfdGFyZ2V0ZWRfYWR2ZXJ0aXNpbmdCEQoPX3NlbnNpdGl2ZV9kYXRhQgwKCl9wcm9maWxpbmci+AQKFFJlY29yZENvbnNlbnRSZXF1ZXN0EhEKCWJhbm5lcl9pZBgBIAEoCRJGCgtwcmVmZXJlbmNlcxgCIAMoCzIxLmNvbnNlbnQudjEuUmVjb3JkQ29uc2VudFJlcXVlc3QuUHJlZmVyZW5jZXNFbnRyeRIOCgZtZXRob2QYAyABKAkSEQoJdGltZXN0YW1wGAQgASgJEhcKCmNvbnNlbnRfaWQYBSABKAlIAIgBARIVCghyZXZpc2lvbhgGIAEoBUgBiAEBEhoKDWxhbmd1YWdlX2NvZGUYByABKAlIAogBARIUCgdjb3VudHJ5GAggASgJSAOIAQESEwoGcmVnaW9uGAkgASgJSASIAQESHAoPbWF0Y2hlZF9ydWxlX2lkGAogASgJSAWIAQESEAoDZ3BjGAsgASgISAaIAQESMwoPcHVycG9zZV9jaG9pY2VzGAwgASgLMhouY29uc2VudC52MS5QdXJwb3NlQ2hvaWNlcxIVCghwYWdlX3VybBgNIAEoCUgHiAEBEjEKDnJlcXVlc3Rfb3JpZ2luGA4gASgLMhkuY29uc2VudC52MS5SZXF1ZXN0T3JpZ2luEhEKBGpzb24YDyABKAxICIgBARoyChBQcmVmZXJlbmNlc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCDoCOAFCDQoLX2NvbnNlbnRfaWRCCwoJX3JldmlzaW9uQhAKDl9sYW5ndWFnZV9jb2RlQgoKCF9jb3VudHJ5QgkKB19yZWdpb25CEgoQX21hdGNoZWRfcnVsZV9pZEIGCgRfZ3BjQgsKCV9wYWdlX3VybEIHCgVfanNvbiIwCg1SZXF1ZXN0T3JpZ2luEg4KBm9yaWdpbhgBIAEoCRIPCgdyZWZlcmVyGAIgASgJIksKFVJlY29yZENvbnNlbnRSZXNwb25zZRIWCg5jb25zZW50X2xvZ19pZBgBIAEoCRIaChJtYW5hZ2VfcHJlZmVyZW5jZXMYAiABKAkijQUKD0NvbnNlbnRMb2dFbnRyeRIWCg5jb25zZW50X2xvZ19pZBgBIAEoCRIRCgliYW5uZXJfaWQYAiABKAkSEgoKY29uc2VudF9pZBgDIAEoCRIOCgZtZXRob2QYBCABKAkSQQoLcHJlZmVyZW5jZXMYBSADKAsyLC5jb25zZW50LnYxLkNvbnNlbnRMb2dFbnRyeS5QcmVmZXJlbmNlc0VudHJ5EhUKCHJldmlzaW9uGAYgASgFSACIAQESGgoNbGFuZ3VhZ2VfY29kZRgHIAEoCUgBiAEBEhQKB2NvdW50cnkYCCABKAlIAogBARITCgZyZWdpb24YCSABKAlIA4gBARIcCg9tYXRjaGVkX3J1bGVfaWQYCiABKAlIBIgBARIQCgNncGMYCyABKAhIBYgBARIzCg9wdXJwb3NlX2Nob2ljZXMYDCABKAsyGi5jb25zZW50LnYxLlB1cnBvc2VDaG9pY2VzEhUKCHBhZ2VfdXJsGA0gASgJSAaIAQESLwoLb2NjdXJyZWRfYXQYDiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhkKEXRpbWVzdGFtcF9jbGFtcGVkGA8gASgIEi8KC3JlY2VpdmVkX2F0GBAgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBoyChBQcmVmZXJlbmNlc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCDoCOAFCCwoJX3JldmlzaW9uQhAKDl9sYW5ndWFnZV9jb2RlQgoKCF9jb3VudHJ5QgkKB19yZWdpb25CEgoQX21hdGNoZWRfcnVsZV9pZEIGCgRfZ3BjQgsKCV9wYWdlX3VybCK5AQoWTGlzdENvbnNlbnRMb2dzUmVxdWVzdBIRCgliYW5uZXJfaWQYASABKAkSDwoHbWV0aG9kcxgCIAMoCRIpCgVzaW5jZRgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASKQoFdW50aWwYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhEKCXBhZ2Vfc2l6ZRgFIAEoBRISCgpwYWdlX3Rva2VuGAYgASgJImAKF0xpc3RDb25zZW50TG9nc1Jlc3BvbnNlEiwKB2VudHJpZXMYASADKAsyGy5jb25zZW50LnYxLkNvbnNlbnRMb2dFbnRyeRIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiJgoVR2V0UHJlZmVyZW5jZXNSZXF1ZXN0Eg0KBXRva2VuGAEgASgJIpACCg9QcmVmZXJlbmNlc1ZpZXcSKwoGYmFubmVyGAEgASgLMhsuY29uc2VudC52MS5QdWJsaXNoZWRCYW5uZXISEgoKY29uc2VudF9pZBgCIAEoCRJBCgtwcmVmZXJlbmNlcxgDIAMoCzIsLmNvbnNlbnQudjEuUHJlZmVyZW5jZXNWaWV3LlByZWZlcmVuY2VzRW50cnkSFQoNbGFuZ3VhZ2VfY29kZRgEIAEoCRIuCgpleHBpcmVzX2F0GAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBoyChBQcmVmZXJlbmNlc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCDoCOAEiQwoWR2V0UHJlZmVyZW5jZXNSZXNwb25zZRIpCgR2aWV3GAEgASgLMhsuY29uc2VudC52MS5QcmVmZXJlbmNlc1ZpZXciqQEKGFVwZGF0ZVByZWZlcmVuY2VzUmVxdWVzdBINCgV0b2tlbhgBIAEoCRJKCgtwcmVmZXJlbmNlcxgCIAMoCzI1LmNvbnNlbnQudjEuVXBkYXRlUHJlZmVyZW5jZXNSZXF1ZXN0LlByZWZlcmVuY2VzRW50cnkaMgoQUHJlZmVyZW5jZXNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAg6AjgBIl4KGVVwZGF0ZVByZWZlcmVuY2VzUmVzcG9uc2USFgoOY29uc2VudF9sb2dfaWQYASABKAkSKQoEdmlldxgCIAEoCzIbLmNvbnNlbnQudjEuUHJlZmVyZW5jZXNWaWV3MoADChFDb25zZW50TG9nU2VydmljZRJUCg1SZWNvcmRDb25zZW50EiAuY29uc2VudC52MS5SZWNvcmRDb25zZW50UmVxdWVzdBohLmNvbnNlbnQudjEuUmVjb3JkQ29uc2VudFJlc3BvbnNlEloKD0xpc3RDb25zZW50TG9ncxIiLmNvbnNlbnQudjEuTGlzdENvbnNlbnRMb2dzUmVxdWVzdBojLmNvbnNlbnQudjEuTGlzdENvbnNlbnRMb2dzUmVzcG9uc2USVwoOR2V0UHJlZmVyZW5jZXMSIS5jb25zZW50LnYxLkdldFByZWZlcmVuY2VzUmVxdWVzdBoiLmNvbnNlbnQudjEuR2V0UHJlZmVyZW5jZXNSZXNwb25zZRJgChFVcGRhdGVQcmVmZXJlbmNlcxIkLmNvbnNlbnQudjEuVXBkYXRlUHJlZmVyZW5jZXNSZXF1ZXN0GiUuY29uc2VudC52MS5VcGRhdGVQcmVmZXJlbmNlc1Jlc3BvbnNlYgZwcm90bzM", [file_consent_v1_banner, file_google_protobuf_timestamp]);
+  fileDesc("Chxjb25zZW50L3YxL2NvbnNlbnRfbG9nLnByb3RvEgpjb25zZW50LnYxIs4BCg5QdXJwb3NlQ2hvaWNlcxIZCgxzYWxlX3NoYXJpbmcYASABKAhIAIgBARIhChR0YXJnZXRlZF9hZHZlcnRpc2luZxgCIAEoCEgBiAEBEhsKDnNlbnNpdGl2ZV9kYXRhGAMgASgISAKIAQESFgoJcHJvZmlsaW5nGAQgASgISAOIAQFCDwoNX3NhbGVfc2hhcmluZ0IXChVfdGFyZ2V0ZWRfYWR2ZXJ0aXNpbmdCEQoPX3NlbnNpdGl2ZV9kYXRhQgwKCl9wcm9maWxpbmci+AQKFFJlY29yZENvbnNlbnRSZXF1ZXN0EhEKCWJhbm5lcl9pZBgBIAEoCRJGCgtwcmVmZXJlbmNlcxgCIAMoCzIxLmNvbnNlbnQudjEuUmVjb3JkQ29uc2VudFJlcXVlc3QuUHJlZmVyZW5jZXNFbnRyeRIOCgZtZXRob2QYAyABKAkSEQoJdGltZXN0YW1wGAQgASgJEhcKCmNvbnNlbnRfaWQYBSABKAlIAIgBARIVCghyZXZpc2lvbhgGIAEoBUgBiAEBEhoKDWxhbmd1YWdlX2NvZGUYByABKAlIAogBARIUCgdjb3VudHJ5GAggASgJSAOIAQESEwoGcmVnaW9uGAkgASgJSASIAQESHAoPbWF0Y2hlZF9ydWxlX2lkGAogASgJSAWIAQESEAoDZ3BjGAsgASgISAaIAQESMwoPcHVycG9zZV9jaG9pY2VzGAwgASgLMhouY29uc2VudC52MS5QdXJwb3NlQ2hvaWNlcxIVCghwYWdlX3VybBgNIAEoCUgHiAEBEjEKDnJlcXVlc3Rfb3JpZ2luGA4gASgLMhkuY29uc2VudC52MS5SZXF1ZXN0T3JpZ2luEhEKBGpzb24YDyABKAxICIgBARoyChBQcmVmZXJlbmNlc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCDoCOAFCDQoLX2NvbnNlbnRfaWRCCwoJX3JldmlzaW9uQhAKDl9sYW5ndWFnZV9jb2RlQgoKCF9jb3VudHJ5QgkKB19yZWdpb25CEgoQX21hdGNoZWRfcnVsZV9pZEIGCgRfZ3BjQgsKCV9wYWdlX3VybEIHCgVfanNvbiIwCg1SZXF1ZXN0T3JpZ2luEg4KBm9yaWdpbhgBIAEoCRIPCgdyZWZlcmVyGAIgASgJIksKFVJlY29yZENvbnNlbnRSZXNwb25zZRIWCg5jb25zZW50X2xvZ19pZBgBIAEoCRIaChJtYW5hZ2VfcHJlZmVyZW5jZXMYAiABKAkijQUKD0NvbnNlbnRMb2dFbnRyeRIWCg5jb25zZW50X2xvZ19pZBgBIAEoCRIRCgliYW5uZXJfaWQYAiABKAkSEgoKY29uc2VudF9pZBgDIAEoCRIOCgZtZXRob2QYBCABKAkSQQoLcHJlZmVyZW5jZXMYBSADKAsyLC5jb25zZW50LnYxLkNvbnNlbnRMb2dFbnRyeS5QcmVmZXJlbmNlc0VudHJ5EhUKCHJldmlzaW9uGAYgASgFSACIAQESGgoNbGFuZ3VhZ2VfY29kZRgHIAEoCUgBiAEBEhQKB2NvdW50cnkYCCABKAlIAogBARITCgZyZWdpb24YCSABKAlIA4gBARIcCg9tYXRjaGVkX3J1bGVfaWQYCiABKAlIBIgBARIQCgNncGMYCyABKAhIBYgBARIzCg9wdXJwb3NlX2Nob2ljZXMYDCABKAsyGi5jb25zZW50LnYxLlB1cnBvc2VDaG9pY2VzEhUKCHBhZ2VfdXJsGA0gASgJSAaIAQESLwoLb2NjdXJyZWRfYXQYDiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhkKEXRpbWVzdGFtcF9jbGFtcGVkGA8gASgIEi8KC3JlY2VpdmVkX2F0GBAgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBoyChBQcmVmZXJlbmNlc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCDoCOAFCCwoJX3JldmlzaW9uQhAKDl9sYW5ndWFnZV9jb2RlQgoKCF9jb3VudHJ5QgkKB19yZWdpb25CEgoQX21hdGNoZWRfcnVsZV9pZEIGCgRfZ3BjQgsKCV9wYWdlX3VybCK5AQoWTGlzdENvbnNlbnRMb2dzUmVxdWVzdBIRCgliYW5uZXJfaWQYASABKAkSDwoHbWV0aG9kcxgCIAMoCRIpCgVzaW5jZRgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASKQoFdW50aWwYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhEKCXBhZ2Vfc2l6ZRgFIAEoBRISCgpwYWdlX3Rva2VuGAYgASgJImAKF0xpc3RDb25zZW50TG9nc1Jlc3BvbnNlEiwKB2VudHJpZXMYASADKAsyGy5jb25zZW50LnYxLkNvbnNlbnRMb2dFbnRyeRIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiJgoVR2V0UHJlZmVyZW5jZXNSZXF1ZXN0Eg0KBXRva2VuGAEgASgJIpACCg9QcmVmZXJlbmNlc1ZpZXcSKwoGYmFubmVyGAEgASgLMhsuY29uc2VudC52MS5QdWJsaXNoZWRCYW5uZXISEgoKY29uc2VudF9pZBgCIAEoCRJBCgtwcmVmZXJlbmNlcxgDIAMoCzIsLmNvbnNlbnQudjEuUHJlZmVyZW5jZXNWaWV3LlByZWZlcmVuY2VzRW50cnkSFQoNbGFuZ3VhZ2VfY29kZRgEIAEoCRIuCgpleHBpcmVzX2F0GAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBoyChBQcmVmZXJlbmNlc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCDoCOAEiQwoWR2V0UHJlZmVyZW5jZXNSZXNwb25zZRIpCgR2aWV3GAEgASgLMhsuY29uc2VudC52MS5QcmVmZXJlbmNlc1ZpZXciqQEKGFVwZGF0ZVByZWZlcmVuY2VzUmVxdWVzdBINCgV0b2tlbhgBIAEoCRJKCgtwcmVmZXJlbmNlcxgCIAMoCzI1LmNvbnNlbnQudjEuVXBkYXRlUHJlZmVyZW5jZXNSZXF1ZXN0LlByZWZlcmVuY2VzRW50cnkaMgoQUHJlZmVyZW5jZXNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAg6AjgBIl4KGVVwZGF0ZVByZWZlcmVuY2VzUmVzcG9uc2USFgoOY29uc2VudF9sb2dfaWQYASABKAkSKQoEdmlldxgCIAEoCzIbLmNvbnNlbnQudjEuUHJlZmVyZW5jZXNWaWV3IjwKFlRhaWxDb25zZW50TG9nc1JlcXVlc3QSEQoJYmFubmVyX2lkGAEgASgJEg8KB21ldGhvZHMYAiADKAkiRwoXVGFpbENvbnNlbnRMb2dzUmVzcG9uc2USLAoHZW50cmllcxgBIAMoCzIbLmNvbnNlbnQudjEuQ29uc2VudExvZ0VudHJ5IpIBChZDb25zZW50TG9nU3RhdHNSZXF1ZXN0EhEKCWJhbm5lcl9pZBgBIAEoCRIPCgdtZXRob2RzGAIgAygJEikKBXNpbmNlGAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIpCgV1bnRpbBgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiMAoSQ29uc2VudExvZ0RheUNvdW50EgsKA2RheRgBIAEoCRINCgVjb3VudBgCIAEoAyKQAgoXQ29uc2VudExvZ1N0YXRzUmVzcG9uc2USDQoFdG90YWwYASABKAMSRAoJYnlfbWV0aG9kGAIgAygLMjEuY29uc2VudC52MS5Db25zZW50TG9nU3RhdHNSZXNwb25zZS5CeU1ldGhvZEVudHJ5Ei4KBmJ5X2RheRgDIAMoCzIeLmNvbnNlbnQudjEuQ29uc2VudExvZ0RheUNvdW50EhgKEGV4cGxpY2l0X2Nob2ljZXMYBCABKAMSEAoIb3B0ZWRfaW4YBSABKAMSEwoLb3B0X2luX3JhdGUYBiABKAEaLwoNQnlNZXRob2RFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAM6AjgBIpQBChhFeHBvcnRDb25zZW50TG9nc1JlcXVlc3QSEQoJYmFubmVyX2lkGAEgASgJEg8KB21ldGhvZHMYAiADKAkSKQoFc2luY2UYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEikKBXVudGlsGAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJJChlFeHBvcnRDb25zZW50TG9nc1Jlc3BvbnNlEiwKB2VudHJpZXMYASADKAsyGy5jb25zZW50LnYxLkNvbnNlbnRMb2dFbnRyeTKeBQoRQ29uc2VudExvZ1NlcnZpY2USVAoNUmVjb3JkQ29uc2VudBIgLmNvbnNlbnQudjEuUmVjb3JkQ29uc2VudFJlcXVlc3QaIS5jb25zZW50LnYxLlJlY29yZENvbnNlbnRSZXNwb25zZRJaCg9MaXN0Q29uc2VudExvZ3MSIi5jb25zZW50LnYxLkxpc3RDb25zZW50TG9nc1JlcXVlc3QaIy5jb25zZW50LnYxLkxpc3RDb25zZW50TG9nc1Jlc3BvbnNlElcKDkdldFByZWZlcmVuY2VzEiEuY29uc2VudC52MS5HZXRQcmVmZXJlbmNlc1JlcXVlc3QaIi5jb25zZW50LnYxLkdldFByZWZlcmVuY2VzUmVzcG9uc2USYAoRVXBkYXRlUHJlZmVyZW5jZXMSJC5jb25zZW50LnYxLlVwZGF0ZVByZWZlcmVuY2VzUmVxdWVzdBolLmNvbnNlbnQudjEuVXBkYXRlUHJlZmVyZW5jZXNSZXNwb25zZRJcCg9UYWlsQ29uc2VudExvZ3MSIi5jb25zZW50LnYxLlRhaWxDb25zZW50TG9nc1JlcXVlc3QaIy5jb25zZW50LnYxLlRhaWxDb25zZW50TG9nc1Jlc3BvbnNlMAESWgoPQ29uc2VudExvZ1N0YXRzEiIuY29uc2VudC52MS5Db25zZW50TG9nU3RhdHNSZXF1ZXN0GiMuY29uc2VudC52MS5Db25zZW50TG9nU3RhdHNSZXNwb25zZRJiChFFeHBvcnRDb25zZW50TG9ncxIkLmNvbnNlbnQudjEuRXhwb3J0Q29uc2VudExvZ3NSZXF1ZXN0GiUuY29uc2VudC52MS5FeHBvcnRDb25zZW50TG9nc1Jlc3BvbnNlMAFiBnByb3RvMw", [file_consent_v1_banner, file_google_protobuf_timestamp]);
 
 /**
  * PurposeChoices are the US opt-out choices of a visitor.
@@ -530,6 +530,239 @@ export const UpdatePreferencesResponseSchema: GenMessage<UpdatePreferencesRespon
   messageDesc(file_consent_v1_consent_log, 11);
 
 /**
+ * TailConsentLogsRequest filters the followed rows; every filter is optional.
+ *
+ * @generated from message consent.v1.TailConsentLogsRequest
+ */
+export type TailConsentLogsRequest = Message<"consent.v1.TailConsentLogsRequest"> & {
+  /**
+   * Public Banner ID.
+   *
+   * @generated from field: string banner_id = 1;
+   */
+  bannerId: string;
+
+  /**
+   * Only rows with one of these methods.
+   *
+   * @generated from field: repeated string methods = 2;
+   */
+  methods: string[];
+};
+
+/**
+ * Describes the message consent.v1.TailConsentLogsRequest.
+ * Use `create(TailConsentLogsRequestSchema)` to create a new message.
+ */
+export const TailConsentLogsRequestSchema: GenMessage<TailConsentLogsRequest> = /*@__PURE__*/
+  messageDesc(file_consent_v1_consent_log, 12);
+
+/**
+ * TailConsentLogsResponse carries rows recorded since the previous response, oldest first.
+ *
+ * @generated from message consent.v1.TailConsentLogsResponse
+ */
+export type TailConsentLogsResponse = Message<"consent.v1.TailConsentLogsResponse"> & {
+  /**
+   * Empty in a keep-alive.
+   *
+   * @generated from field: repeated consent.v1.ConsentLogEntry entries = 1;
+   */
+  entries: ConsentLogEntry[];
+};
+
+/**
+ * Describes the message consent.v1.TailConsentLogsResponse.
+ * Use `create(TailConsentLogsResponseSchema)` to create a new message.
+ */
+export const TailConsentLogsResponseSchema: GenMessage<TailConsentLogsResponse> = /*@__PURE__*/
+  messageDesc(file_consent_v1_consent_log, 13);
+
+/**
+ * ConsentLogStatsRequest selects the rows counted; every filter is optional.
+ *
+ * @generated from message consent.v1.ConsentLogStatsRequest
+ */
+export type ConsentLogStatsRequest = Message<"consent.v1.ConsentLogStatsRequest"> & {
+  /**
+   * Public Banner ID.
+   *
+   * @generated from field: string banner_id = 1;
+   */
+  bannerId: string;
+
+  /**
+   * Only rows with one of these methods.
+   *
+   * @generated from field: repeated string methods = 2;
+   */
+  methods: string[];
+
+  /**
+   * Rows received at or after this time.
+   *
+   * @generated from field: google.protobuf.Timestamp since = 3;
+   */
+  since?: Timestamp | undefined;
+
+  /**
+   * Rows received before this time.
+   *
+   * @generated from field: google.protobuf.Timestamp until = 4;
+   */
+  until?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message consent.v1.ConsentLogStatsRequest.
+ * Use `create(ConsentLogStatsRequestSchema)` to create a new message.
+ */
+export const ConsentLogStatsRequestSchema: GenMessage<ConsentLogStatsRequest> = /*@__PURE__*/
+  messageDesc(file_consent_v1_consent_log, 14);
+
+/**
+ * ConsentLogDayCount is the number of rows received on one UTC day.
+ *
+ * @generated from message consent.v1.ConsentLogDayCount
+ */
+export type ConsentLogDayCount = Message<"consent.v1.ConsentLogDayCount"> & {
+  /**
+   * YYYY-MM-DD, UTC.
+   *
+   * @generated from field: string day = 1;
+   */
+  day: string;
+
+  /**
+   * @generated from field: int64 count = 2;
+   */
+  count: bigint;
+};
+
+/**
+ * Describes the message consent.v1.ConsentLogDayCount.
+ * Use `create(ConsentLogDayCountSchema)` to create a new message.
+ */
+export const ConsentLogDayCountSchema: GenMessage<ConsentLogDayCount> = /*@__PURE__*/
+  messageDesc(file_consent_v1_consent_log, 15);
+
+/**
+ * ConsentLogStatsResponse holds the counts of the selected rows.
+ *
+ * @generated from message consent.v1.ConsentLogStatsResponse
+ */
+export type ConsentLogStatsResponse = Message<"consent.v1.ConsentLogStatsResponse"> & {
+  /**
+   * @generated from field: int64 total = 1;
+   */
+  total: bigint;
+
+  /**
+   * Method to number of rows; methods without rows are absent.
+   *
+   * @generated from field: map<string, int64> by_method = 2;
+   */
+  byMethod: { [key: string]: bigint };
+
+  /**
+   * Days with at least one row, oldest first.
+   *
+   * @generated from field: repeated consent.v1.ConsentLogDayCount by_day = 3;
+   */
+  byDay: ConsentLogDayCount[];
+
+  /**
+   * Rows whose method is an explicit choice (every method but consent_default).
+   *
+   * @generated from field: int64 explicit_choices = 4;
+   */
+  explicitChoices: bigint;
+
+  /**
+   * Explicit choices that accepted at least one category the banner's production configuration
+   * does not mark required.
+   *
+   * @generated from field: int64 opted_in = 5;
+   */
+  optedIn: bigint;
+
+  /**
+   * opted_in / explicit_choices; 0 when there is no explicit choice.
+   *
+   * @generated from field: double opt_in_rate = 6;
+   */
+  optInRate: number;
+};
+
+/**
+ * Describes the message consent.v1.ConsentLogStatsResponse.
+ * Use `create(ConsentLogStatsResponseSchema)` to create a new message.
+ */
+export const ConsentLogStatsResponseSchema: GenMessage<ConsentLogStatsResponse> = /*@__PURE__*/
+  messageDesc(file_consent_v1_consent_log, 16);
+
+/**
+ * ExportConsentLogsRequest selects the exported rows; every filter is optional.
+ *
+ * @generated from message consent.v1.ExportConsentLogsRequest
+ */
+export type ExportConsentLogsRequest = Message<"consent.v1.ExportConsentLogsRequest"> & {
+  /**
+   * Public Banner ID.
+   *
+   * @generated from field: string banner_id = 1;
+   */
+  bannerId: string;
+
+  /**
+   * Only rows with one of these methods.
+   *
+   * @generated from field: repeated string methods = 2;
+   */
+  methods: string[];
+
+  /**
+   * Rows received at or after this time.
+   *
+   * @generated from field: google.protobuf.Timestamp since = 3;
+   */
+  since?: Timestamp | undefined;
+
+  /**
+   * Rows received before this time.
+   *
+   * @generated from field: google.protobuf.Timestamp until = 4;
+   */
+  until?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message consent.v1.ExportConsentLogsRequest.
+ * Use `create(ExportConsentLogsRequestSchema)` to create a new message.
+ */
+export const ExportConsentLogsRequestSchema: GenMessage<ExportConsentLogsRequest> = /*@__PURE__*/
+  messageDesc(file_consent_v1_consent_log, 17);
+
+/**
+ * ExportConsentLogsResponse is one batch of rows, oldest first.
+ *
+ * @generated from message consent.v1.ExportConsentLogsResponse
+ */
+export type ExportConsentLogsResponse = Message<"consent.v1.ExportConsentLogsResponse"> & {
+  /**
+   * @generated from field: repeated consent.v1.ConsentLogEntry entries = 1;
+   */
+  entries: ConsentLogEntry[];
+};
+
+/**
+ * Describes the message consent.v1.ExportConsentLogsResponse.
+ * Use `create(ExportConsentLogsResponseSchema)` to create a new message.
+ */
+export const ExportConsentLogsResponseSchema: GenMessage<ExportConsentLogsResponse> = /*@__PURE__*/
+  messageDesc(file_consent_v1_consent_log, 18);
+
+/**
  * ConsentLogService records visitors' consent choices as privacy-minimised rows (spec 2.5,
  * decisions §5) and lets operators read them back as proof of consent.
  *
@@ -581,6 +814,41 @@ export const ConsentLogService: GenService<{
     methodKind: "unary";
     input: typeof UpdatePreferencesRequestSchema;
     output: typeof UpdatePreferencesResponseSchema;
+  },
+  /**
+   * Follows new rows as they are recorded, oldest first, until the caller cancels. Rows written
+   * by any daemon on the same store appear (the daemon polls the store). The first response has
+   * no entries and is sent once the tail follows; later empty ones are keep-alives. Same
+   * credentials as ListConsentLogs.
+   *
+   * @generated from rpc consent.v1.ConsentLogService.TailConsentLogs
+   */
+  tailConsentLogs: {
+    methodKind: "server_streaming";
+    input: typeof TailConsentLogsRequestSchema;
+    output: typeof TailConsentLogsResponseSchema;
+  },
+  /**
+   * Counts rows by method and by UTC day, and the opt-in rate of explicit choices, over a range.
+   * Same credentials as ListConsentLogs.
+   *
+   * @generated from rpc consent.v1.ConsentLogService.ConsentLogStats
+   */
+  consentLogStats: {
+    methodKind: "unary";
+    input: typeof ConsentLogStatsRequestSchema;
+    output: typeof ConsentLogStatsResponseSchema;
+  },
+  /**
+   * Streams every matching row, oldest first, in batches: proof of consent. Same credentials as
+   * ListConsentLogs.
+   *
+   * @generated from rpc consent.v1.ConsentLogService.ExportConsentLogs
+   */
+  exportConsentLogs: {
+    methodKind: "server_streaming";
+    input: typeof ExportConsentLogsRequestSchema;
+    output: typeof ExportConsentLogsResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_consent_v1_consent_log, 0);

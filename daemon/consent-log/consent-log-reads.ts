@@ -1,0 +1,193 @@
+import { setTimeout as sleep } from "node:timers/promises";
+import type { Timestamp } from "@bufbuild/protobuf/wkt";
+import { timestampDate } from "@bufbuild/protobuf/wkt";
+import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
+import type { Authenticator } from "#daemon/auth/authenticator.js";
+import type { Clock } from "#daemon/clock.js";
+import { consentLogEntryMessage } from "#daemon/consent-log/consent-log-messages.js";
+import { readListPaging } from "#daemon/consent-log/consent-log-rules.js";
+import type {
+  ConsentLogForwardQuery,
+  ConsentLogRecord,
+} from "#daemon/consent-log/consent-log-store.js";
+import { afterAdmission } from "#daemon/rpc/rate-limit-headers.js";
+import type { Store } from "#daemon/store/store.js";
+import type { ConsentLogService } from "#gen/consent/v1/consent_log_pb.js";
+
+/** Rows per store read and per streamed message of an export or a tail. */
+export const LOG_STREAM_BATCH = 500;
+/** How often a tail asks the store for new rows when no in-process append wakes it earlier. */
+export const TAIL_POLL_MS = 500;
+/**
+ * How far behind the newest row a tail keeps re-reading. Ids are UUIDv7 of each daemon's clock:
+ * a row another daemon commits a moment late can carry an id below one already sent, so the tail
+ * reads a trailing window and skips the ids it has sent.
+ */
+export const TAIL_LOOKBACK_MS = 5_000;
+/** A tail with nothing to send sends an empty message this often, so idle connections stay up. */
+export const TAIL_KEEPALIVE_MS = 20_000;
+
+export interface ConsentLogReadOptions {
+  store: Store;
+  authenticator: Authenticator;
+  clock: Clock;
+  /** Resolves when this daemon appends a row, so a tail can wake before its next poll. */
+  nextAppend(signal: AbortSignal): Promise<void>;
+}
+
+type ConsentLogReads = Pick<
+  ServiceImpl<typeof ConsentLogService>,
+  "tailConsentLogs" | "consentLogStats" | "exportConsentLogs"
+>;
+
+interface LogFilterRequest {
+  bannerId: string;
+  methods: string[];
+  since?: Timestamp;
+  until?: Timestamp;
+}
+
+/** The millisecond a UUIDv7 carries in its first 48 bits. */
+function idMillis(id: string): number {
+  return Number.parseInt(id.slice(0, 8) + id.slice(9, 13), 16);
+}
+
+/** The lowest UUIDv7 string of a millisecond: every id of that millisecond or later sorts above. */
+function lowestIdAt(ms: number): string {
+  const hex = Math.max(0, ms).toString(16).padStart(12, "0");
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-0000-0000-000000000000`;
+}
+
+/**
+ * The operator's reads of the consent log beyond ListConsentLogs: a live tail, counts, and an
+ * export for proof of consent. Same credentials as ListConsentLogs (operator token with
+ * consent-team, or a key with logs:read); the team always comes from the credential.
+ */
+export function createConsentLogReads(options: ConsentLogReadOptions): ConsentLogReads {
+  const { store, authenticator, clock } = options;
+
+  /** Authorizes as ListConsentLogs does and reads the shared filters. */
+  async function admit(ctx: HandlerContext, request: LogFilterRequest) {
+    const auth = await authenticator.authorize(ctx, { scope: "logs:read", write: false });
+    return afterAdmission(ctx, auth, async () => {
+      readListPaging(0, "", request.methods);
+      return {
+        teamId: auth.team.id,
+        publicId: request.bannerId ? request.bannerId.toLowerCase() : undefined,
+        methods: request.methods.length > 0 ? request.methods : undefined,
+        since: request.since && timestampDate(request.since),
+        until: request.until && timestampDate(request.until),
+      };
+    });
+  }
+
+  /** Every row of the query after `afterId`, oldest first, one store page at a time. */
+  async function* forward(query: Omit<ConsentLogForwardQuery, "limit">) {
+    let afterId = query.afterId;
+    for (;;) {
+      const rows = await store.consentLog.listForward({
+        ...query,
+        afterId,
+        limit: LOG_STREAM_BATCH,
+      });
+      if (rows.length > 0) yield rows;
+      if (rows.length < LOG_STREAM_BATCH) return;
+      afterId = rows.at(-1)?.id;
+    }
+  }
+
+  /** publicId → required category names of each of the team's banners (or of the one asked for). */
+  async function requiredCategories(teamId: string, publicId: string | undefined) {
+    const banners = publicId
+      ? [await store.banners.getByPublicId(publicId)].filter((b) => b?.teamId === teamId)
+      : await store.banners.listByTeam(teamId);
+    return Object.fromEntries(
+      banners.flatMap((banner) =>
+        banner
+          ? [
+              [
+                banner.publicId,
+                banner.production.configuration.categories
+                  .filter((category) => category.required)
+                  .map((category) => category.name),
+              ],
+            ]
+          : [],
+      ),
+    );
+  }
+
+  return {
+    async *tailConsentLogs(request, ctx) {
+      const { since: _since, until: _until, ...filters } = await admit(ctx, request);
+      const sent = new Set<string>();
+      let windowStart = clock().getTime() - TAIL_LOOKBACK_MS;
+      // Rows stored before the tail began are not part of it.
+      for await (const rows of forward({ ...filters, afterId: lowestIdAt(windowStart) })) {
+        for (const row of rows) sent.add(row.id);
+      }
+      // The first message, empty, tells the caller the tail is following from here on.
+      yield { entries: [] };
+      let lastMessage = clock().getTime();
+      while (!ctx.signal.aborted) {
+        const readAt = clock().getTime();
+        const fresh: ConsentLogRecord[] = [];
+        for await (const rows of forward({ ...filters, afterId: lowestIdAt(windowStart) })) {
+          for (const row of rows) {
+            if (sent.has(row.id)) continue;
+            sent.add(row.id);
+            fresh.push(row);
+          }
+        }
+        if (fresh.length > 0 || readAt - lastMessage >= TAIL_KEEPALIVE_MS) {
+          yield { entries: fresh.map(consentLogEntryMessage) };
+          lastMessage = readAt;
+        }
+        // The next read starts a lookback before this one began, so a late row is still met;
+        // ids that fell out of the window cannot come back and are forgotten.
+        windowStart = Math.max(windowStart, readAt - TAIL_LOOKBACK_MS);
+        for (const id of sent) if (idMillis(id) < windowStart) sent.delete(id);
+        await wake(ctx.signal);
+      }
+    },
+
+    async consentLogStats(request, ctx) {
+      const filters = await admit(ctx, request);
+      const stats = await store.consentLog.stats({
+        ...filters,
+        requiredCategories: await requiredCategories(filters.teamId, filters.publicId),
+      });
+      return {
+        total: BigInt(stats.total),
+        byMethod: Object.fromEntries(
+          Object.entries(stats.byMethod).map(([method, count]) => [method, BigInt(count)]),
+        ),
+        byDay: stats.byDay.map(({ day, count }) => ({ day, count: BigInt(count) })),
+        explicitChoices: BigInt(stats.explicitChoices),
+        optedIn: BigInt(stats.optedIn),
+        optInRate: stats.explicitChoices === 0 ? 0 : stats.optedIn / stats.explicitChoices,
+      };
+    },
+
+    async *exportConsentLogs(request, ctx) {
+      const filters = await admit(ctx, request);
+      // Without an end the export stops at the moment it began: one fixed set of rows.
+      const until = filters.until ?? clock();
+      for await (const rows of forward({ ...filters, until })) {
+        if (ctx.signal.aborted) return;
+        yield { entries: rows.map(consentLogEntryMessage) };
+      }
+    },
+  };
+
+  /** Waits for the next poll, an append by this daemon, or the caller's cancellation. */
+  async function wake(signal: AbortSignal): Promise<void> {
+    const done = new AbortController();
+    const both = AbortSignal.any([signal, done.signal]);
+    await Promise.race([
+      sleep(TAIL_POLL_MS, undefined, { signal: both }).catch(() => undefined),
+      options.nextAppend(both).catch(() => undefined),
+    ]);
+    done.abort();
+  }
+}

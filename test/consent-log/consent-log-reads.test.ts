@@ -1,0 +1,155 @@
+import { Code, ConnectError, createClient } from "@connectrpc/connect";
+import { createGrpcTransport } from "@connectrpc/connect-node";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type ConsentLogEntry, ConsentLogService } from "#gen/consent/v1/consent_log_pb.js";
+import { ErrorInfoSchema } from "#gen/consent/v1/errors_pb.js";
+import { mintKey } from "#test/support/api.js";
+import { aChoice, bannerFixture, postLog } from "#test/support/consent-log.js";
+import { startTestService, type TestService } from "#test/support/service.js";
+
+/** TailConsentLogs, ConsentLogStats and ExportConsentLogs over gRPC, against real daemons. */
+describe("ConsentLogService operator reads over gRPC", () => {
+  let service: TestService;
+  /** A second daemon on the same data directory: its appends reach the first only by polling. */
+  let sibling: TestService;
+  let client: ReturnType<typeof createClient<typeof ConsentLogService>>;
+  beforeAll(async () => {
+    service = await startTestService({ gateway: true });
+    sibling = await startTestService({ gateway: true, dataDir: service.dataDir });
+    client = createClient(ConsentLogService, createGrpcTransport({ baseUrl: service.daemonUrl }));
+  });
+  afterAll(async () => {
+    await sibling.close();
+    await service.close();
+  });
+
+  const bearer = (token: string, team?: string) => ({
+    headers: { authorization: `Bearer ${token}`, ...(team && { "consent-team": team }) },
+  });
+
+  async function failure(call: Promise<unknown>): Promise<[Code, string | undefined]> {
+    const error = await call.then(
+      () => undefined,
+      (e: unknown) => ConnectError.from(e),
+    );
+    return [error?.code as Code, error?.findDetails(ErrorInfoSchema)[0]?.code];
+  }
+
+  async function record(target: TestService, publicId: string, method = "consent_given") {
+    const posted = await postLog(target, aChoice(publicId, { method }));
+    expect(posted.status).toBe(200);
+    return posted.body.consentLogId as string;
+  }
+
+  it("tails rows recorded after it began, by this daemon and by another one, then ends on cancel", async () => {
+    const { teamId, publicId } = await bannerFixture(service);
+    const other = await bannerFixture(service);
+    const before = await record(service, publicId);
+    const abort = new AbortController();
+    const stream = client.tailConsentLogs(
+      { methods: ["consent_given", "accept_all"] },
+      { ...bearer(service.operatorToken, teamId), signal: abort.signal },
+    );
+    const responses = stream[Symbol.asyncIterator]();
+    // The first, empty message says the tail is following.
+    expect((await responses.next()).value?.entries).toEqual([]);
+    const seen: string[] = [];
+    const next = async (): Promise<ConsentLogEntry[]> => {
+      for (;;) {
+        const { value } = await responses.next();
+        if (value && value.entries.length > 0) return value.entries;
+      }
+    };
+    await record(service, other.publicId); // another team's row: never shown
+    await record(service, publicId, "accept_necessary"); // filtered out by method
+    const local = await record(service, publicId);
+    seen.push(...(await next()).map((e) => e.consentLogId));
+    expect(seen).toEqual([local]);
+    const remote = await record(sibling, publicId, "accept_all");
+    seen.push(...(await next()).map((e) => e.consentLogId));
+    expect(seen).toEqual([local, remote]);
+    expect(seen).not.toContain(before);
+    abort.abort();
+    await expect(responses.next()).rejects.toMatchObject({ code: Code.Canceled });
+  });
+
+  it("counts by method and day with the opt-in rate of explicit choices", async () => {
+    const { teamId, publicId } = await bannerFixture(service);
+    await bannerFixture(service).then(({ publicId: foreign }) => record(service, foreign));
+    // aChoice accepts analytics, which the default configuration does not require.
+    await record(service, publicId, "consent_given");
+    await record(service, publicId, "accept_all");
+    await postLog(
+      service,
+      aChoice(publicId, { method: "accept_necessary", preferences: { necessary: true } }),
+    );
+    await record(service, publicId, "consent_default");
+    const stats = await client.consentLogStats({}, bearer(service.operatorToken, teamId));
+    const today = new Date().toISOString().slice(0, 10);
+    expect(stats).toMatchObject({
+      total: 4n,
+      byMethod: { consent_given: 1n, accept_all: 1n, accept_necessary: 1n, consent_default: 1n },
+      explicitChoices: 3n,
+      optedIn: 2n,
+      optInRate: 2 / 3,
+    });
+    expect(stats.byDay.map((d) => [d.day, d.count])).toEqual([[today, 4n]]);
+    const filtered = await client.consentLogStats(
+      { bannerId: publicId, methods: ["consent_default"] },
+      bearer(service.operatorToken, teamId),
+    );
+    expect(filtered).toMatchObject({ total: 1n, explicitChoices: 0n, optInRate: 0 });
+  });
+
+  it("exports a team's rows oldest first in batches, never another team's", async () => {
+    const { teamId, publicId } = await bannerFixture(service);
+    const other = await bannerFixture(service);
+    const ids = [];
+    for (let i = 0; i < 3; i++) ids.push(await record(service, publicId));
+    await record(service, other.publicId);
+    const exported: string[] = [];
+    for await (const batch of client.exportConsentLogs({}, bearer(service.operatorToken, teamId))) {
+      exported.push(...batch.entries.map((e) => e.consentLogId));
+    }
+    expect(exported).toEqual(ids);
+    const reader = await mintKey(service, other.teamId, {
+      scopes: ["logs:read"],
+      environment: "test",
+    });
+    const theirs: string[] = [];
+    // A key of the other team naming this team's banner still reads only its own rows.
+    for await (const batch of client.exportConsentLogs(
+      { bannerId: publicId },
+      bearer(reader.key),
+    )) {
+      theirs.push(...batch.entries.map((e) => e.consentLogId));
+    }
+    expect(theirs).toEqual([]);
+    const stats = await client.consentLogStats({ bannerId: publicId }, bearer(reader.key));
+    expect(stats.total).toBe(0n);
+  });
+
+  it("needs the operator token with a team, or a key with logs:read, and known methods", async () => {
+    const { teamId } = await bannerFixture(service);
+    const drain = async (stream: AsyncIterable<unknown>) => {
+      for await (const _ of stream) break;
+    };
+    expect(await failure(client.consentLogStats({}))).toEqual([
+      Code.Unauthenticated,
+      "unauthorized",
+    ]);
+    expect(
+      await failure(drain(client.exportConsentLogs({}, bearer(service.operatorToken)))),
+    ).toEqual([Code.InvalidArgument, "invalid_request"]);
+    const writer = await mintKey(service, teamId, { scopes: ["banners:read"] });
+    expect(await failure(drain(client.tailConsentLogs({}, bearer(writer.key))))).toEqual([
+      Code.PermissionDenied,
+      "missing_scope",
+    ]);
+    expect(
+      await failure(
+        client.consentLogStats({ methods: ["reject_all"] }, bearer(service.operatorToken, teamId)),
+      ),
+    ).toEqual([Code.InvalidArgument, "invalid_request"]);
+  });
+});
