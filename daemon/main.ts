@@ -1,9 +1,9 @@
-import { createRouterTransport } from "@connectrpc/connect";
 import { pino } from "pino";
 import { loadSecrets } from "#daemon/bootstrap.js";
 import { systemClock } from "#daemon/clock.js";
 import { type Config, loadConfig } from "#daemon/config.js";
 import { schedulePurge } from "#daemon/purge.js";
+import { createInProcessTransport } from "#daemon/rpc/in-process-transport.js";
 import { createDaemon, listenDaemon } from "#daemon/server.js";
 import type { Store } from "#daemon/store/store.js";
 
@@ -47,8 +47,9 @@ export async function runDaemon(options: { withGateway: boolean; config?: Config
   let gateway: { close(): Promise<unknown>; url: string } | undefined;
   if (options.withGateway) {
     const { startGateway } = await import("#gateway/main.js");
-    const transport = createRouterTransport(daemon.routes, {
-      router: { interceptors: daemon.interceptors },
+    const transport = createInProcessTransport({
+      routes: daemon.routes,
+      interceptors: daemon.interceptors,
     });
     gateway = await startGateway({
       config,

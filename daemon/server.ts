@@ -15,6 +15,7 @@ import type { IdentityKey } from "#daemon/identity/subject-identity.js";
 import { SubjectIdentity } from "#daemon/identity/subject-identity.js";
 import { ClientIpHasher, FixedWindowLimiter } from "#daemon/limits/rate-limiter.js";
 import { domainErrorInterceptor } from "#daemon/rpc/connect-errors.js";
+import { withReadCache } from "#daemon/store/read-cache.js";
 import type { Store } from "#daemon/store/store.js";
 import { createSubjectService } from "#daemon/subjects/subject-service.js";
 import { AdminService } from "#gen/consent/v1/admin_pb.js";
@@ -47,21 +48,23 @@ export interface Daemon {
 /** Wires the services over one store: the composition every way of running the daemon shares. */
 export function createDaemon(options: DaemonOptions): Daemon {
   const clock = options.clock ?? systemClock;
+  // Keys, teams and banners read by every request come from a short-lived cache (read-cache.ts).
+  const store = withReadCache(options.store);
   const identity = new SubjectIdentity(options.identityKeys);
   const secret = (purpose: string) =>
     sharedSecret((p) => identity.derivedSecret(p), options.operatorToken, purpose);
-  const limiter = new FixedWindowLimiter(options.store.counters, clock);
+  const limiter = new FixedWindowLimiter(store.counters, clock);
   // Client IPs are hashed under a secret every daemon on the store shares (decisions §2).
   const ipHasher = new ClientIpHasher(secret("consent.v1 client ip"));
   const authenticator = new Authenticator({
-    store: options.store,
+    store,
     limiter,
     ipHasher,
     clock,
     operatorToken: options.operatorToken,
     baseOrigin: new URL(options.baseUrl).origin,
   });
-  const services = { store: options.store, authenticator, clock };
+  const services = { store, authenticator, clock };
   const names = [BannerService, SubjectService, ConsentLogService, AdminService].map(
     (s) => s.typeName,
   );

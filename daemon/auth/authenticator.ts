@@ -1,7 +1,8 @@
+import { timingSafeEqual } from "node:crypto";
 import type { HandlerContext } from "@connectrpc/connect";
 import { type Caller, callerOf } from "#daemon/auth/caller.js";
 import { planIncludesCrossDevice, type Scope } from "#daemon/auth/scopes.js";
-import { secretsEqual } from "#daemon/auth/secrets.js";
+import { type SecretCheck, secretCheck } from "#daemon/auth/secrets.js";
 import type { Clock } from "#daemon/clock.js";
 import { DomainError, type RateLimitState } from "#daemon/errors.js";
 import { parseApiKey, secretHash } from "#daemon/keys/api-key-format.js";
@@ -64,11 +65,16 @@ export interface AuthenticatorOptions {
  * Body validation and the operation itself follow in the service.
  */
 export class Authenticator {
-  constructor(private readonly options: AuthenticatorOptions) {}
+  /** The operator token, hashed once. */
+  private readonly operator: SecretCheck;
+
+  constructor(private readonly options: AuthenticatorOptions) {
+    this.operator = secretCheck(options.operatorToken);
+  }
 
   async authorize(ctx: HandlerContext, requirement: Requirement): Promise<Authorized> {
     const caller = callerOf(ctx, this.options.operatorToken);
-    if (caller.bearer !== undefined && secretsEqual(caller.bearer, this.options.operatorToken)) {
+    if (caller.bearer !== undefined && this.operator.matches(caller.bearer)) {
       return { principal: { kind: "operator" }, team: await this.operatorTeam(caller), caller };
     }
     const ipBucket = this.options.ipHasher.hash(caller.clientIp);
@@ -91,7 +97,7 @@ export class Authenticator {
   /** Authenticates the operator token alone (admin calls). */
   authorizeOperator(ctx: HandlerContext): Caller {
     const caller = callerOf(ctx, this.options.operatorToken);
-    if (caller.bearer === undefined || !secretsEqual(caller.bearer, this.options.operatorToken)) {
+    if (caller.bearer === undefined || !this.operator.matches(caller.bearer)) {
       throw new DomainError(
         "unauthenticated",
         "unauthorized",
@@ -143,10 +149,10 @@ export class Authenticator {
   private async lookUpKey(bearer: string, ipBucket: string) {
     const now = this.options.clock();
     // decisions §2: a string failing the format or checksum is invalid_key without a look-up.
-    const key = parseApiKey(bearer)
-      ? await this.options.store.keys.findByHash(secretHash(bearer))
-      : null;
-    if (!key || !secretsEqual(key.keyHash, secretHash(bearer))) {
+    const bearerHash = parseApiKey(bearer) ? secretHash(bearer) : undefined;
+    const key = bearerHash ? await this.options.store.keys.findByHash(bearerHash) : null;
+    // Found through the hash index, so equal: checked again, in constant time (fixed-length hex).
+    if (!key || !bearerHash || !hashesEqual(key.keyHash, bearerHash)) {
       throw await this.failed(ipBucket, "invalid_key", "The API key is malformed or unknown");
     }
     if (key.revokedAt && key.revokedAt <= now) {
@@ -233,4 +239,9 @@ export class Authenticator {
     if (!team) throw new DomainError("not_found", "not_found", `No team with id ${caller.team}`);
     return team;
   }
+}
+
+/** Two lower-case hex SHA-256 digests compared in constant time. */
+function hashesEqual(a: string, b: string): boolean {
+  return a.length === b.length && timingSafeEqual(Buffer.from(a), Buffer.from(b));
 }

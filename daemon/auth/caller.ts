@@ -1,5 +1,5 @@
 import { createContextKey, type HandlerContext } from "@connectrpc/connect";
-import { secretsEqual } from "#daemon/auth/secrets.js";
+import { secretCheck } from "#daemon/auth/secrets.js";
 
 /** The TCP peer of a call, put into the context by the server adapter. */
 export const kPeerAddress = createContextKey<string | undefined>(undefined, {
@@ -34,8 +34,20 @@ export interface Caller {
   team: string | undefined;
 }
 
-/** Reads the caller from a handler context. */
+/** Callers already read, so the services and the Authenticator of one call share one reading. */
+const callers = new WeakMap<HandlerContext, Caller>();
+
+/** Reads the caller from a handler context (once per call). */
 export function callerOf(ctx: HandlerContext, operatorToken: string): Caller {
+  let caller = callers.get(ctx);
+  if (!caller) {
+    caller = readCaller(ctx, operatorToken);
+    callers.set(ctx, caller);
+  }
+  return caller;
+}
+
+function readCaller(ctx: HandlerContext, operatorToken: string): Caller {
   const header = ctx.requestHeader;
   const authorization = (header.get(CallerHeaders.authorization) ?? "").trim();
   // A header that is present but not "Bearer <token>" still counts as a (malformed) credential.
@@ -43,7 +55,7 @@ export function callerOf(ctx: HandlerContext, operatorToken: string): Caller {
   const relayedIp = header.get(CallerHeaders.clientIp);
   const gatewayToken = header.get(CallerHeaders.gatewayToken);
   const relayTrusted =
-    relayedIp !== null && gatewayToken !== null && secretsEqual(gatewayToken, operatorToken);
+    relayedIp !== null && gatewayToken !== null && secretCheck(operatorToken).matches(gatewayToken);
   return {
     clientIp: (relayTrusted ? relayedIp : ctx.values.get(kPeerAddress)) ?? "unknown",
     bearer,

@@ -2,9 +2,42 @@ import { createHash, createHmac, randomBytes, timingSafeEqual } from "node:crypt
 
 /** Compares two secrets in time independent of where they differ (and of their lengths). */
 export function secretsEqual(presented: string, expected: string): boolean {
-  const a = createHash("sha256").update(presented).digest();
-  const b = createHash("sha256").update(expected).digest();
-  return timingSafeEqual(a, b);
+  return timingSafeEqual(sha256(presented), sha256(expected));
+}
+
+function sha256(value: string): Buffer {
+  return createHash("sha256").update(value).digest();
+}
+
+/**
+ * One expected secret (the operator token), hashed once: each check hashes only what was
+ * presented and compares fixed-length digests in constant time, as secretsEqual does.
+ */
+export class SecretCheck {
+  private readonly digest: Buffer;
+
+  constructor(expected: string) {
+    this.digest = sha256(expected);
+  }
+
+  matches(presented: string): boolean {
+    return timingSafeEqual(sha256(presented), this.digest);
+  }
+}
+
+const checks = new Map<string, SecretCheck>();
+/** Daemons per process: one, a few in tests; the map never grows past this. */
+const MAX_CHECKS = 16;
+
+/** The SecretCheck of an expected secret, made once per secret and kept for the process. */
+export function secretCheck(expected: string): SecretCheck {
+  let check = checks.get(expected);
+  if (!check) {
+    if (checks.size >= MAX_CHECKS) checks.clear();
+    check = new SecretCheck(expected);
+    checks.set(expected, check);
+  }
+  return check;
 }
 
 /** A new operator token: 32 random bytes. */

@@ -1,12 +1,12 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { createRouterTransport } from "@connectrpc/connect";
 import { pino } from "pino";
 import { loadSecrets } from "#daemon/bootstrap.js";
 import type { Clock } from "#daemon/clock.js";
 import { type Config, loadConfig } from "#daemon/config.js";
 import { parseIdentityKeys } from "#daemon/identity/subject-identity.js";
+import { createInProcessTransport } from "#daemon/rpc/in-process-transport.js";
 import { createDaemon, listenDaemon } from "#daemon/server.js";
 import { openLmdbStore } from "#daemon/store/lmdb-store.js";
 import type { Store } from "#daemon/store/store.js";
@@ -70,8 +70,9 @@ export async function startTestService(options: TestServiceOptions = {}): Promis
   let gateway: { url: string; close(): Promise<unknown> } | undefined;
   if (options.gateway) {
     const { startGateway } = await import("#gateway/main.js");
-    const transport = createRouterTransport(daemon.routes, {
-      router: { interceptors: daemon.interceptors },
+    const transport = createInProcessTransport({
+      routes: daemon.routes,
+      interceptors: daemon.interceptors,
     });
     gateway = await startGateway({
       config,

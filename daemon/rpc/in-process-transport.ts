@@ -1,0 +1,350 @@
+import {
+  create,
+  type DescMessage,
+  type DescMethod,
+  type DescMethodStreaming,
+  type DescMethodUnary,
+  type DescService,
+  type MessageInitShape,
+  type MessageShape,
+} from "@bufbuild/protobuf";
+import {
+  Code,
+  ConnectError,
+  type ConnectRouter,
+  type ContextValues,
+  createContextValues,
+  createHandlerContext,
+  createServiceImplSpec,
+  type HandlerContext,
+  type Interceptor,
+  type MethodImplSpec,
+  type ServiceImpl,
+  type StreamRequest,
+  type StreamResponse,
+  type Transport,
+  type UnaryRequest,
+  type UnaryResponse,
+} from "@connectrpc/connect";
+
+export interface InProcessTransportOptions {
+  /** The services, registered as for a server (Daemon.routes). */
+  routes: (router: ConnectRouter) => void;
+  /** Server interceptors, run around every call as a server runs them (Daemon.interceptors). */
+  interceptors?: Interceptor[];
+}
+
+/** The reason a finished call's context signal is aborted with: a value, so no DOMException is built. */
+const CALL_FINISHED = new ConnectError("the call has finished", Code.Canceled);
+
+/** The URL a call reports to the daemon's handlers: no network is involved. */
+const URL_BASE = "in-process://consentd";
+
+/** The registration side of a ConnectRouter, collecting each method's implementation. */
+function collectMethods(routes: (router: ConnectRouter) => void): Map<DescMethod, MethodImplSpec> {
+  const methods = new Map<DescMethod, MethodImplSpec>();
+  const router = {
+    handlers: [],
+    service(service: DescService, implementation: Partial<ServiceImpl<DescService>>) {
+      const spec = createServiceImplSpec(service, implementation);
+      for (const method of service.methods) {
+        const impl = spec.methods[method.localName];
+        if (impl) methods.set(method, impl);
+      }
+      return router;
+    },
+    rpc(method: DescMethod, impl: unknown) {
+      methods.set(method, { kind: method.methodKind, method, impl } as MethodImplSpec);
+      return router;
+    },
+  };
+  routes(router as unknown as ConnectRouter);
+  return methods;
+}
+
+/** Server-side failures as a client sees them: always a ConnectError (connect-es does the same). */
+function asConnectError(error: unknown): ConnectError {
+  return ConnectError.from(error, Code.Internal);
+}
+
+/**
+ * A Transport that calls the daemon's service implementations in the same process: the gateway's
+ * clients work unchanged, but no message is serialised, no HTTP request is simulated, and a call
+ * costs one HandlerContext and the interceptor chain (what `npm start` uses instead of
+ * createRouterTransport). What a handler sees is what it sees behind a server: the caller's
+ * headers, the context values the caller passes (the peer address, daemon/auth/caller.ts), a
+ * signal aborted when the call ends; errors leave as ConnectErrors with their details
+ * (ErrorInfo, decisions §7) and the gateway translates them as it does errors from the network.
+ * Messages are handed over as objects: neither side keeps or changes them after the call.
+ */
+export function createInProcessTransport(options: InProcessTransportOptions): Transport {
+  const methods = collectMethods(options.routes);
+  const interceptors = (options.interceptors ?? []).concat().reverse();
+
+  function implOf(method: DescMethod): MethodImplSpec {
+    const spec = methods.get(method);
+    if (spec) return spec;
+    // The same answer a server gives for a procedure it does not serve.
+    throw new ConnectError(
+      `${method.parent.typeName}/${method.name} is not implemented`,
+      Code.Unimplemented,
+    );
+  }
+
+  function contextOf(
+    method: DescMethod,
+    signal: AbortSignal | undefined,
+    timeoutMs: number | undefined,
+    header: HeadersInit | undefined,
+    contextValues: ContextValues | undefined,
+  ): CallContext {
+    const init = {
+      service: method.parent,
+      method,
+      protocolName: "connect",
+      requestMethod: "POST",
+      url: `${URL_BASE}/${method.parent.typeName}/${method.name}`,
+      requestHeader: header,
+      contextValues,
+    };
+    // A deadline or a caller's signal needs connect-es' linked signals; a plain call does not.
+    if (signal !== undefined || (timeoutMs !== undefined && timeoutMs > 0)) {
+      return createHandlerContext({ ...init, timeoutMs, requestSignal: signal });
+    }
+    return plainContext(init);
+  }
+
+  function intercepted<T>(next: T): T {
+    let wrapped = next;
+    for (const interceptor of interceptors) wrapped = interceptor(wrapped as never) as unknown as T;
+    return wrapped;
+  }
+
+  return {
+    async unary<I extends DescMessage, O extends DescMessage>(
+      method: DescMethodUnary<I, O>,
+      signal: AbortSignal | undefined,
+      timeoutMs: number | undefined,
+      header: HeadersInit | undefined,
+      input: MessageInitShape<I>,
+      contextValues?: ContextValues,
+    ): Promise<UnaryResponse<I, O>> {
+      const ctx = contextOf(method, signal, timeoutMs, header, contextValues);
+      try {
+        const spec = implOf(method);
+        if (spec.kind !== "unary") throw new ConnectError("not a unary method", Code.Internal);
+        const call = intercepted(async (request: UnaryRequest<I, O>) => {
+          const output = await spec.impl(request.message as never, ctx);
+          return unaryResponse(method, ctx, create(method.output, output as never));
+        });
+        const response = await call(unaryRequest(method, ctx, create(method.input, input)));
+        return response as UnaryResponse<I, O>;
+      } catch (error) {
+        throw asConnectError(error);
+      } finally {
+        ctx.abort(CALL_FINISHED);
+      }
+    },
+
+    async stream<I extends DescMessage, O extends DescMessage>(
+      method: DescMethodStreaming<I, O>,
+      signal: AbortSignal | undefined,
+      timeoutMs: number | undefined,
+      header: HeadersInit | undefined,
+      input: AsyncIterable<MessageInitShape<I>>,
+      contextValues?: ContextValues,
+    ): Promise<StreamResponse<I, O>> {
+      const ctx = contextOf(method, signal, timeoutMs, header, contextValues);
+      try {
+        const spec = implOf(method);
+        if (spec.kind === "unary") throw new ConnectError("not a streaming method", Code.Internal);
+        const call = intercepted(async (request: StreamRequest<I, O>) => {
+          const output = await outputOf(spec, request.message, ctx);
+          return streamResponse(method, ctx, created(method.output, output));
+        });
+        const response = await call(streamRequest(method, ctx, created(method.input, input)));
+        return {
+          ...response,
+          message: finishing(response.message as AsyncIterable<MessageShape<O>>, ctx),
+        };
+      } catch (error) {
+        ctx.abort(CALL_FINISHED);
+        throw asConnectError(error);
+      }
+    },
+  } as Transport;
+}
+
+/** A HandlerContext that the transport ends when the call is over. */
+type CallContext = HandlerContext & { abort(reason?: unknown): void };
+
+/**
+ * The context of a call with neither deadline nor caller signal. Most handlers never read the
+ * signal or the trailers, so both are made on first use; abort() reaches the signal only if one
+ * was made, and it is then aborted exactly as createHandlerContext's would be.
+ */
+function plainContext(init: {
+  service: DescService;
+  method: DescMethod;
+  protocolName: string;
+  requestMethod: string;
+  url: string;
+  requestHeader: HeadersInit | undefined;
+  contextValues: ContextValues | undefined;
+}): CallContext {
+  let controller: AbortController | undefined;
+  let trailer: Headers | undefined;
+  let finished: { reason: unknown } | undefined;
+  return {
+    service: init.service,
+    method: init.method,
+    protocolName: init.protocolName,
+    requestMethod: init.requestMethod,
+    url: init.url,
+    requestHeader: new Headers(init.requestHeader),
+    responseHeader: new Headers(),
+    get responseTrailer() {
+      trailer ??= new Headers();
+      return trailer;
+    },
+    get signal() {
+      if (!controller) {
+        controller = new AbortController();
+        if (finished) controller.abort(finished.reason);
+      }
+      return controller.signal;
+    },
+    timeoutMs: () => undefined,
+    values: init.contextValues ?? createContextValues(),
+    abort(reason) {
+      finished ??= { reason };
+      controller?.abort(reason);
+    },
+  };
+}
+
+function unaryRequest<I extends DescMessage, O extends DescMessage>(
+  method: DescMethodUnary<I, O>,
+  ctx: HandlerContext,
+  message: MessageShape<I>,
+): UnaryRequest<I, O> {
+  return {
+    stream: false,
+    service: method.parent,
+    method,
+    requestMethod: ctx.requestMethod,
+    url: ctx.url,
+    get signal() {
+      return ctx.signal;
+    },
+    header: ctx.requestHeader,
+    contextValues: ctx.values,
+    message,
+  };
+}
+
+function unaryResponse<I extends DescMessage, O extends DescMessage>(
+  method: DescMethodUnary<I, O>,
+  ctx: HandlerContext,
+  message: MessageShape<O>,
+): UnaryResponse<I, O> {
+  return {
+    stream: false,
+    service: method.parent,
+    method,
+    header: ctx.responseHeader,
+    get trailer() {
+      return ctx.responseTrailer;
+    },
+    message,
+  };
+}
+
+function streamRequest<I extends DescMessage, O extends DescMessage>(
+  method: DescMethodStreaming<I, O>,
+  ctx: HandlerContext,
+  message: AsyncIterable<MessageShape<I>>,
+): StreamRequest<I, O> {
+  return {
+    stream: true,
+    service: method.parent,
+    method,
+    requestMethod: ctx.requestMethod,
+    url: ctx.url,
+    get signal() {
+      return ctx.signal;
+    },
+    header: ctx.requestHeader,
+    contextValues: ctx.values,
+    message,
+  };
+}
+
+function streamResponse<I extends DescMessage, O extends DescMessage>(
+  method: DescMethodStreaming<I, O>,
+  ctx: HandlerContext,
+  message: AsyncIterable<MessageShape<O>>,
+): StreamResponse<I, O> {
+  return {
+    stream: true,
+    service: method.parent,
+    method,
+    header: ctx.responseHeader,
+    get trailer() {
+      return ctx.responseTrailer;
+    },
+    message,
+  };
+}
+
+/** Calls a streaming implementation; a server-streaming one takes the single request message. */
+async function outputOf(
+  spec: Exclude<MethodImplSpec, { kind: "unary" }>,
+  requests: AsyncIterable<unknown>,
+  ctx: HandlerContext,
+): Promise<AsyncIterable<unknown>> {
+  switch (spec.kind) {
+    case "server_streaming": {
+      let first: unknown;
+      let count = 0;
+      for await (const request of requests) {
+        if (count++ === 0) first = request;
+      }
+      if (count !== 1) {
+        throw new ConnectError(
+          `protocol error: expected one request message, got ${count}`,
+          Code.InvalidArgument,
+        );
+      }
+      return spec.impl(first as never, ctx);
+    }
+    case "client_streaming":
+      return (async function* () {
+        yield await spec.impl(requests as never, ctx);
+      })();
+    case "bidi_streaming":
+      return spec.impl(requests as never, ctx);
+  }
+}
+
+/** Each message of a stream as a message of `schema`. */
+async function* created<D extends DescMessage>(
+  schema: D,
+  messages: AsyncIterable<unknown>,
+): AsyncIterable<MessageShape<D>> {
+  for await (const message of messages) yield create(schema, message as never);
+}
+
+/**
+ * The response stream as the caller reads it: failures arrive as ConnectErrors, and the context's
+ * signal is aborted once the caller stops reading or the stream ends (Health/Watch waits on it).
+ */
+async function* finishing<T>(messages: AsyncIterable<T>, ctx: CallContext): AsyncIterable<T> {
+  try {
+    yield* messages;
+  } catch (error) {
+    throw asConnectError(error);
+  } finally {
+    ctx.abort(CALL_FINISHED);
+  }
+}

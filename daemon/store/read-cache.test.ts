@@ -1,0 +1,97 @@
+import { randomUUID } from "node:crypto";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import type { ApiKeyRecord } from "#daemon/keys/key-store.js";
+import { openLmdbStore } from "#daemon/store/lmdb-store.js";
+import { READ_CACHE_TTL_MS, withReadCache } from "#daemon/store/read-cache.js";
+import type { Store } from "#daemon/store/store.js";
+
+function aKey(teamId: string): ApiKeyRecord {
+  return {
+    id: randomUUID(),
+    teamId,
+    environment: "live",
+    name: "cached",
+    scopes: ["consent:read"],
+    keyHash: randomUUID().replaceAll("-", "").repeat(2),
+    hint: "ck_live_…abcd",
+    createdAt: new Date(),
+    expiresAt: null,
+    revokedAt: null,
+  };
+}
+
+describe("the daemon's read cache (docs/behaviour.md, Caching)", () => {
+  let dataDir: string;
+  /** The daemon's view: the store behind the cache. */
+  let store: Store;
+  /** Another daemon on the same data directory, writing without this daemon's cache. */
+  let other: Store;
+  let clockMs = 0;
+  let cached: Store;
+
+  beforeEach(async () => {
+    dataDir = await mkdtemp(path.join(tmpdir(), "consent-read-cache-"));
+    store = await openLmdbStore({ dataDir });
+    other = await openLmdbStore({ dataDir });
+    clockMs = 0;
+    cached = withReadCache(store, { now: () => clockMs });
+  });
+  afterEach(async () => {
+    await Promise.all([store.close(), other.close()]);
+    await rm(dataDir, { recursive: true, force: true });
+  });
+
+  it("sees its own revocation at once", async () => {
+    const key = aKey(randomUUID());
+    await cached.keys.insert(key);
+    expect((await cached.keys.findByHash(key.keyHash))?.revokedAt).toBeNull();
+    const at = new Date();
+    await cached.keys.revoke(key.id, at);
+    expect((await cached.keys.findByHash(key.keyHash))?.revokedAt).toEqual(at);
+  });
+
+  it("sees another daemon's revocation once the TTL has passed, not later", async () => {
+    const key = aKey(randomUUID());
+    await other.keys.insert(key);
+    expect((await cached.keys.findByHash(key.keyHash))?.revokedAt).toBeNull();
+    const at = new Date();
+    await other.keys.revoke(key.id, at);
+    clockMs += READ_CACHE_TTL_MS - 1;
+    expect((await cached.keys.findByHash(key.keyHash))?.revokedAt).toBeNull();
+    clockMs += 1;
+    expect((await cached.keys.findByHash(key.keyHash))?.revokedAt).toEqual(at);
+  });
+
+  it("finds a key another daemon minted at once (absence is never cached)", async () => {
+    const key = aKey(randomUUID());
+    expect(await cached.keys.findByHash(key.keyHash)).toBeNull();
+    await other.keys.insert(key);
+    expect((await cached.keys.findByHash(key.keyHash))?.id).toBe(key.id);
+  });
+
+  it("follows its own plan change at once", async () => {
+    const team = {
+      id: randomUUID(),
+      name: "Cached",
+      plan: "free",
+      createdAt: new Date(),
+      updatedAt: new Date(),
+    };
+    await cached.teams.insert(team);
+    expect((await cached.teams.get(team.id))?.plan).toBe("free");
+    await cached.teams.setPlan(team.id, "enterprise", new Date());
+    expect((await cached.teams.get(team.id))?.plan).toBe("enterprise");
+  });
+
+  it("passes every other part of the store through", async () => {
+    expect(cached.kind).toBe("lmdb");
+    await cached.ping();
+    const name = `counter:${randomUUID()}`;
+    const now = new Date();
+    await cached.counters.increment(name, new Date(now.getTime() + 60_000), now);
+    expect(await other.counters.get(name, now)).toBe(1);
+  });
+});
