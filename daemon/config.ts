@@ -1,4 +1,5 @@
 import path from "node:path";
+import { AddressGuard } from "#daemon/webhooks/address-guard.js";
 
 /**
  * Settings of decisions §1, read from the environment. One table serves the daemon, the gateway
@@ -22,6 +23,8 @@ export interface Config {
   /** CONSENT_GEO_HEADER: a header set by a trusted proxy with the visitor's country (CF-IPCountry). */
   geoHeader: string | undefined;
   logLevel: string;
+  /** CONSENT_WEBHOOK_ALLOW_CIDRS: ranges webhook delivery may reach despite the SSRF guard. */
+  webhookAllowCidrs: string[];
 }
 
 export class ConfigError extends Error {
@@ -55,6 +58,20 @@ function headerName(value: string | undefined, name: string): string | undefined
   return value;
 }
 
+/** decisions §8: comma-separated CIDRs (or single addresses), each checked now, not at first use. */
+function cidrList(value: string | undefined, name: string): string[] {
+  const entries = (value ?? "")
+    .split(",")
+    .map((entry) => entry.trim())
+    .filter(Boolean);
+  try {
+    new AddressGuard(entries);
+  } catch (error) {
+    throw new ConfigError(`${name}: ${(error as Error).message}`);
+  }
+  return entries;
+}
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const trustProxy = (env.CONSENT_TRUST_PROXY ?? "")
     .split(",")
@@ -77,5 +94,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     trustProxy,
     geoHeader: headerName(env.CONSENT_GEO_HEADER, "CONSENT_GEO_HEADER"),
     logLevel: env.CONSENT_LOG_LEVEL || "info",
+    webhookAllowCidrs: cidrList(env.CONSENT_WEBHOOK_ALLOW_CIDRS, "CONSENT_WEBHOOK_ALLOW_CIDRS"),
   };
 }

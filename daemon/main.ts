@@ -37,6 +37,7 @@ export async function runDaemon(options: { withGateway: boolean; config?: Config
     identityKeys: secrets.identityKeys,
     baseUrl: config.baseUrl,
     logger,
+    webhooks: { allowCidrs: config.webhookAllowCidrs },
   });
   const server = await listenDaemon(daemon, {
     host: config.grpcHost,

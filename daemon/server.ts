@@ -18,10 +18,15 @@ import { domainErrorInterceptor } from "#daemon/rpc/connect-errors.js";
 import { withReadCache } from "#daemon/store/read-cache.js";
 import type { Store } from "#daemon/store/store.js";
 import { createSubjectService } from "#daemon/subjects/subject-service.js";
+import { AddressGuard } from "#daemon/webhooks/address-guard.js";
+import { WebhookDispatcher } from "#daemon/webhooks/dispatcher.js";
+import { WebhookSecretBox } from "#daemon/webhooks/webhook-secrets.js";
+import { createWebhookService } from "#daemon/webhooks/webhook-service.js";
 import { AdminService } from "#gen/consent/v1/admin_pb.js";
 import { BannerService } from "#gen/consent/v1/banner_pb.js";
 import { ConsentLogService } from "#gen/consent/v1/consent_log_pb.js";
 import { SubjectService } from "#gen/consent/v1/subject_pb.js";
+import { WebhookService } from "#gen/consent/v1/webhook_pb.js";
 import { Health } from "#gen/grpc/health/v1/health_pb.js";
 
 /** The largest message the daemon reads: every REST body limit fits well inside it. */
@@ -35,6 +40,8 @@ export interface DaemonOptions {
   baseUrl: string;
   logger: Logger;
   clock?: Clock;
+  /** Webhook delivery: CONSENT_WEBHOOK_ALLOW_CIDRS, and how often the dispatcher polls the store. */
+  webhooks?: { allowCidrs?: readonly string[]; pollIntervalMs?: number };
 }
 
 /** Everything the daemon serves, as Connect routes usable by a server or an in-memory transport. */
@@ -43,6 +50,8 @@ export interface Daemon {
   interceptors: ReturnType<typeof domainErrorInterceptor>[];
   /** Subscribes to banners whose public side changed (publish, edit), so loader caches refresh. */
   onPublicChange(listener: (publicId: string) => void): void;
+  /** Delivers webhook events; listenDaemon starts it and stops it when the server closes. */
+  dispatcher: WebhookDispatcher;
 }
 
 /** Wires the services over one store: the composition every way of running the daemon shares. */
@@ -65,9 +74,24 @@ export function createDaemon(options: DaemonOptions): Daemon {
     baseOrigin: new URL(options.baseUrl).origin,
   });
   const services = { store, authenticator, clock };
-  const names = [BannerService, SubjectService, ConsentLogService, AdminService].map(
-    (s) => s.typeName,
-  );
+  const webhookGuard = new AddressGuard(options.webhooks?.allowCidrs ?? []);
+  // Endpoint secrets are sealed under a key every daemon on the store derives alike.
+  const webhookSecrets = new WebhookSecretBox(secret("consent.v1 webhook secrets"));
+  const dispatcher = new WebhookDispatcher({
+    store: services.store,
+    clock,
+    guard: webhookGuard,
+    secrets: webhookSecrets,
+    logger: options.logger,
+    pollIntervalMs: options.webhooks?.pollIntervalMs,
+  });
+  const names = [
+    BannerService,
+    SubjectService,
+    ConsentLogService,
+    AdminService,
+    WebhookService,
+  ].map((s) => s.typeName);
   const publicChangeListeners: ((publicId: string) => void)[] = [];
   const onPublicChange = (publicId: string) => {
     for (const listener of publicChangeListeners) listener(publicId);
@@ -82,6 +106,7 @@ export function createDaemon(options: DaemonOptions): Daemon {
   });
   return {
     interceptors: [domainErrorInterceptor(options.logger)],
+    dispatcher,
     onPublicChange(listener) {
       publicChangeListeners.push(listener);
     },
@@ -90,6 +115,10 @@ export function createDaemon(options: DaemonOptions): Daemon {
       router.service(ConsentLogService, consentLog);
       router.service(SubjectService, createSubjectService({ ...services, identity }));
       router.service(AdminService, createAdminService(services));
+      router.service(
+        WebhookService,
+        createWebhookService({ ...services, guard: webhookGuard, secrets: webhookSecrets }),
+      );
       router.service(Health, createHealthService(options.store, names));
     },
   };
@@ -119,7 +148,10 @@ export async function listenDaemon(daemon: Daemon, options: ListenOptions) {
     shutdownTimeoutMs: 5_000,
     contextValues: (request) => createContextValues().set(kPeerAddress, request.ip),
   });
+  // Webhook delivery runs while the server does; closing stops it before the store is closed.
+  app.addHook("onClose", () => daemon.dispatcher.stop());
   await app.listen({ host: options.host, port: options.port });
+  daemon.dispatcher.start();
   const address = app.server.address();
   const port = typeof address === "object" && address ? address.port : options.port;
   return {

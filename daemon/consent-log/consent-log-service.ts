@@ -34,6 +34,7 @@ import {
 import { afterAdmission } from "#daemon/rpc/rate-limit-headers.js";
 import { bodyOf } from "#daemon/rpc/request-body.js";
 import type { Store } from "#daemon/store/store.js";
+import { appendConsentLog } from "#daemon/webhooks/outbox.js";
 import {
   type ConsentLogService,
   type RecordConsentRequest,
@@ -127,7 +128,8 @@ export function createConsentLogService(
       const receivedAt = clock();
       const record = logRecord(banner, body, referer, receivedAt, nextLogId(receivedAt));
       // The port's promise: durable once append resolves, so the 200 follows a durable row.
-      await store.consentLog.append(record);
+      // With its consent.given event for an explicit choice, in the same atomic write (spec 6).
+      await appendConsentLog(store, record);
       appends.emit("append");
       const managePreferences = isExplicitChoice(record.method)
         ? preferencesPage + links.sign(banner.publicId, record.consentId, receivedAt)

@@ -76,16 +76,27 @@ export interface ConsentLogStats {
   optedIn: number;
 }
 
+/** What append() writes beside the row. */
+export interface AppendOptions {
+  /**
+   * spec 1.4 and 6: an explicit choice's `consent.given` event, put in the webhook outbox
+   * (daemon/webhooks/webhook-store.ts) by the same atomic write as the row.
+   */
+  event?: "consent.given";
+}
+
 /**
  * Storage port for the consent log. Rows are append-only. append() is one atomic store write
- * (the row together with its indexes), so that a later outbox event can join the same write.
+ * (the row together with its indexes and its outbox event): an acknowledged row always has its
+ * event, and a failed append leaves neither.
  */
 export interface ConsentLogStore {
   /**
-   * Appends a row; it is durable once the promise resolves. A row whose id is already stored is
-   * refused with DuplicateKeyError and nothing is written.
+   * Appends a row (and its outbox event when options.event is set); both are durable once the
+   * promise resolves. A row whose id is already stored is refused with DuplicateKeyError and
+   * nothing is written.
    */
-  append(record: ConsentLogRecord): Promise<void>;
+  append(record: ConsentLogRecord, options?: AppendOptions): Promise<void>;
   /** Rows of one team matching the query, newest first, at most query.limit. */
   list(query: ConsentLogQuery): Promise<ConsentLogRecord[]>;
   /**

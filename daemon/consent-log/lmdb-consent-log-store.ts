@@ -9,6 +9,7 @@ import type {
 } from "#daemon/consent-log/consent-log-store.js";
 import { PREFIX_END, prefixRange } from "#daemon/store/lmdb-keys.js";
 import { DuplicateKeyError } from "#daemon/store/store.js";
+import type { OutboxEntry } from "#daemon/webhooks/lmdb-webhook-store.js";
 
 /** Key of a log row: `[teamId, id]`. Ids are UUIDv7, so a reverse scan of a team is newest first. */
 type LogKey = [teamId: string, id: string];
@@ -23,6 +24,8 @@ export interface LmdbConsentLogDatabases {
   consentLogTeamsById: Database<string, string>;
   /** `[teamId, consentId, id]` → nothing: the rows of one consent record, oldest first. */
   consentLogIdsByConsentId: Database<true, ConsentIdKey>;
+  /** consentLogId → pending webhook event (the transactional outbox of the webhook store). */
+  webhookOutbox: Database<OutboxEntry, string>;
 }
 
 /** The filters of `query` other than team and position, which the key range already applies. */
@@ -44,8 +47,9 @@ function matches(
 export function createLmdbConsentLogStore(dbs: LmdbConsentLogDatabases): ConsentLogStore {
   const { consentLog, consentLogTeamsById, consentLogIdsByConsentId } = dbs;
   return {
-    // Port: durable once the promise resolves (the environment syncs every commit).
-    async append(record) {
+    // Port: durable once the promise resolves (the environment syncs every commit). The outbox
+    // entry is written in the same transaction as the row: both commit or neither does.
+    async append(record, options = {}) {
       await consentLog.transaction(() => {
         // Checked before any write: lmdb does not roll back a callback that throws.
         if (consentLogTeamsById.doesExist(record.id)) {
@@ -54,6 +58,12 @@ export function createLmdbConsentLogStore(dbs: LmdbConsentLogDatabases): Consent
         consentLogTeamsById.putSync(record.id, record.teamId);
         consentLogIdsByConsentId.putSync([record.teamId, record.consentId, record.id], true);
         consentLog.putSync([record.teamId, record.id], record);
+        if (options.event) {
+          dbs.webhookOutbox.putSync(record.id, {
+            teamId: record.teamId,
+            dueAtMs: record.receivedAt.getTime(),
+          });
+        }
       });
     },
     async latestByConsentId(teamId, consentId) {

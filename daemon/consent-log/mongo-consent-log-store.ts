@@ -1,5 +1,6 @@
 import type { Collection, Document, Filter, IndexDescription, WithId } from "mongodb";
 import type {
+  AppendOptions,
   ConsentLogForwardQuery,
   ConsentLogQuery,
   ConsentLogRecord,
@@ -14,7 +15,23 @@ import { insertUnique } from "#daemon/store/mongo-writes.js";
  * its time order, so `_id` alone gives newest-first listings and keyset pages (beforeId).
  * Optional fields are left out rather than stored as null.
  */
-export type ConsentLogDocument = Omit<ConsentLogRecord, "id"> & { _id: string };
+export type ConsentLogDocument = Omit<ConsentLogRecord, "id"> & {
+  _id: string;
+  /**
+   * The row's pending webhook event (the transactional outbox), present until the webhook store
+   * fans it out. Embedded in the row's own document, so one single-document insert writes both:
+   * atomic without a multi-document transaction.
+   */
+  outbox?: OutboxField;
+};
+
+/** A pending `consent.given` event, claimed under a lease (daemon/webhooks/mongo-webhook-store.ts). */
+export interface OutboxField {
+  type: "consent.given";
+  /** When the event may next be claimed: the append, then the end of each lease. */
+  dueAt: Date;
+  leaseOwner?: string;
+}
 
 /** ConsentLogStore over the `consent_log` collection (append-only). */
 export class MongoConsentLogStore implements ConsentLogStore {
@@ -26,13 +43,21 @@ export class MongoConsentLogStore implements ConsentLogStore {
     { key: { teamId: 1, _id: -1 }, name: "consent_log_by_team" },
     { key: { teamId: 1, publicId: 1, _id: -1 }, name: "consent_log_by_banner" },
     { key: { teamId: 1, consentId: 1, _id: -1 }, name: "consent_log_by_consent_id" },
+    // Only rows with a pending event are indexed, so the outbox scan stays as small as the outbox.
+    {
+      key: { "outbox.dueAt": 1 },
+      name: "consent_log_outbox",
+      partialFilterExpression: { outbox: { $exists: true } },
+    },
   ];
 
   constructor(private readonly collection: Collection<ConsentLogDocument>) {}
 
   /** Durable on resolve: the client's write concern is majority and journaled. */
-  async append(record: ConsentLogRecord): Promise<void> {
-    await insertUnique(this.collection, toDocument(record), "consent log row");
+  async append(record: ConsentLogRecord, options: AppendOptions = {}): Promise<void> {
+    const document = toDocument(record);
+    if (options.event) document.outbox = { type: options.event, dueAt: record.receivedAt };
+    await insertUnique(this.collection, document, "consent log row");
   }
 
   async list(query: ConsentLogQuery): Promise<ConsentLogRecord[]> {

@@ -9,6 +9,7 @@ import {
 import type { ConsentLogRecord } from "#daemon/consent-log/consent-log-store.js";
 import type { PreferenceLinks } from "#daemon/consent-log/preference-links.js";
 import type { Store } from "#daemon/store/store.js";
+import { appendConsentLog } from "#daemon/webhooks/outbox.js";
 import type { ConsentLogService } from "#gen/consent/v1/consent_log_pb.js";
 
 export interface PreferencesHandlerOptions {
@@ -71,7 +72,8 @@ export function createPreferencesHandlers(options: PreferencesHandlerOptions): P
         timestampClamped: false,
         receivedAt,
       });
-      await store.consentLog.append(record);
+      // With its consent.given event for an explicit choice, in the same atomic write (spec 6).
+      await appendConsentLog(store, record);
       return {
         consentLogId: record.id,
         view: preferencesViewMessage(banner, grant.consentId, record, grant.expiresAt),

@@ -2,6 +2,7 @@ import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
 import { open, type RootDatabase } from "lmdb";
 import { createLmdbBannerStore } from "#daemon/banners/lmdb-banner-store.js";
+import type { ConsentLogRecord } from "#daemon/consent-log/consent-log-store.js";
 import { createLmdbConsentLogStore } from "#daemon/consent-log/lmdb-consent-log-store.js";
 import { createLmdbKeyStore } from "#daemon/keys/lmdb-key-store.js";
 import { createLmdbCounterStore } from "#daemon/limits/lmdb-counter-store.js";
@@ -9,6 +10,7 @@ import { createLmdbSessionStore } from "#daemon/sessions/lmdb-session-store.js";
 import type { Store } from "#daemon/store/store.js";
 import { createLmdbSubjectStore } from "#daemon/subjects/lmdb-subject-store.js";
 import { createLmdbTeamStore } from "#daemon/teams/lmdb-team-store.js";
+import { createLmdbWebhookStore, type OutboxEntry } from "#daemon/webhooks/lmdb-webhook-store.js";
 
 export interface LmdbStoreOptions {
   /** Directory holding the environments; created when missing. Several daemons may share it. */
@@ -23,7 +25,7 @@ export interface LmdbStoreOptions {
  * site responsible for the wait. No `cache`: another process's writes must be seen at once.
  */
 function openRecords(dataDir: string): RootDatabase {
-  return open({ path: join(dataDir, "records"), overlappingSync: false, maxDbs: 20 });
+  return open({ path: join(dataDir, "records"), overlappingSync: false, maxDbs: 32 });
 }
 
 /**
@@ -49,6 +51,9 @@ export async function openLmdbStore(options: LmdbStoreOptions): Promise<Store> {
     await records.close();
     throw error;
   }
+  // The consent log and the webhook store share the outbox: append writes it, the dispatcher reads it.
+  const consentLog = records.openDB<ConsentLogRecord, [string, string]>({ name: "consent-log" });
+  const webhookOutbox = records.openDB<OutboxEntry, string>({ name: "webhook-outbox" });
   return {
     kind: "lmdb",
     teams: createLmdbTeamStore({ teams: records.openDB({ name: "teams" }) }),
@@ -72,9 +77,19 @@ export async function openLmdbStore(options: LmdbStoreOptions): Promise<Store> {
       subjectHashesByExpiry: records.openDB({ name: "subject-hashes-by-expiry" }),
     }),
     consentLog: createLmdbConsentLogStore({
-      consentLog: records.openDB({ name: "consent-log" }),
+      consentLog,
       consentLogTeamsById: records.openDB({ name: "consent-log-teams-by-id" }),
       consentLogIdsByConsentId: records.openDB({ name: "consent-log-ids-by-consent-id" }),
+      webhookOutbox,
+    }),
+    webhooks: createLmdbWebhookStore({
+      webhookEndpoints: records.openDB({ name: "webhook-endpoints" }),
+      webhookEndpointIdsByTeam: records.openDB({ name: "webhook-endpoint-ids-by-team" }),
+      webhookOutbox,
+      consentLog,
+      webhookDeliveries: records.openDB({ name: "webhook-deliveries" }),
+      webhookDeliveryIdsByEndpoint: records.openDB({ name: "webhook-delivery-ids-by-endpoint" }),
+      webhookDeliveriesDue: records.openDB({ name: "webhook-deliveries-due" }),
     }),
     counters: createLmdbCounterStore({
       counters: counterEnv.openDB({ name: "counters" }),

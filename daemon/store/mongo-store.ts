@@ -10,6 +10,11 @@ import { MongoSessionStore, type SessionDocument } from "#daemon/sessions/mongo-
 import type { Store } from "#daemon/store/store.js";
 import { MongoSubjectStore, type SubjectDocument } from "#daemon/subjects/mongo-subject-store.js";
 import { MongoTeamStore, type TeamDocument } from "#daemon/teams/mongo-team-store.js";
+import {
+  type DeliveryDocument,
+  MongoWebhookStore,
+  type WebhookEndpointDocument,
+} from "#daemon/webhooks/mongo-webhook-store.js";
 
 export interface MongoStoreOptions {
   /** A standard `mongodb://` or `mongodb+srv://` connection string (MONGODB_URI). */
@@ -73,6 +78,11 @@ function createStore(client: MongoClient, db: Db): Store {
     subjects: new MongoSubjectStore(collections.subjects),
     consentLog: new MongoConsentLogStore(collections.consentLog),
     counters: new MongoCounterStore(collections.counters),
+    webhooks: new MongoWebhookStore(
+      collections.webhookEndpoints,
+      collections.webhookDeliveries,
+      collections.consentLog,
+    ),
     async ping() {
       await db.command({ ping: 1 });
     },
@@ -91,6 +101,8 @@ function collectionsOf(db: Db) {
     subjects: db.collection<SubjectDocument>("subjects"),
     consentLog: db.collection<ConsentLogDocument>("consent_log"),
     counters: db.collection<CounterDocument>("counters"),
+    webhookEndpoints: db.collection<WebhookEndpointDocument>("webhook_endpoints"),
+    webhookDeliveries: db.collection<DeliveryDocument>("webhook_deliveries"),
   };
 }
 
@@ -105,6 +117,8 @@ async function createIndexes(db: Db): Promise<void> {
     collections.subjects.createIndexes(MongoSubjectStore.indexes),
     collections.consentLog.createIndexes(MongoConsentLogStore.indexes),
     collections.counters.createIndexes(MongoCounterStore.indexes),
+    collections.webhookEndpoints.createIndexes(MongoWebhookStore.endpointIndexes),
+    collections.webhookDeliveries.createIndexes(MongoWebhookStore.deliveryIndexes),
   ]);
 }
 

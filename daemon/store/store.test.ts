@@ -17,6 +17,7 @@ import { openLmdbStore } from "#daemon/store/lmdb-store.js";
 import { DAY, type OpenStore, shifted } from "#daemon/store/store-contract-harness.js";
 import { aSubject, describeSubjectStoreContract } from "#daemon/subjects/subject-store.contract.js";
 import { describeTeamStoreContract } from "#daemon/teams/team-store.contract.js";
+import { describeWebhookStoreContract } from "#daemon/webhooks/webhook-store.contract.js";
 
 /** Every port's contract, plus the Store's own promises, for one adapter. */
 function describeStoreContracts(openStore: OpenStore): void {
@@ -27,6 +28,7 @@ function describeStoreContracts(openStore: OpenStore): void {
   describeSubjectStoreContract(openStore);
   describeConsentLogStoreContract(openStore);
   describeCounterStoreContract(openStore);
+  describeWebhookStoreContract(openStore);
   it("answers ping while open", async () => {
     const store = await openStore();
     await expect(store.ping()).resolves.toBeUndefined();

@@ -5,6 +5,7 @@ import type { CounterStore } from "#daemon/limits/counter-store.js";
 import type { SessionStore } from "#daemon/sessions/session-store.js";
 import type { SubjectStore } from "#daemon/subjects/subject-store.js";
 import type { TeamStore } from "#daemon/teams/team-store.js";
+import type { WebhookStore } from "#daemon/webhooks/webhook-store.js";
 
 /**
  * The storage port of the daemon: one adapter per backend (LMDB, the embedded default, and
@@ -19,6 +20,8 @@ export interface Store {
   readonly subjects: SubjectStore;
   readonly consentLog: ConsentLogStore;
   readonly counters: CounterStore;
+  /** Webhook endpoints, the event outbox the consent log's append fills, and deliveries. */
+  readonly webhooks: WebhookStore;
   /** Resolves when the backend answers; rejects otherwise. */
   ping(): Promise<void>;
   /** Releases connections and file handles. */

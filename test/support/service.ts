@@ -65,6 +65,8 @@ export async function startTestService(options: TestServiceOptions = {}): Promis
     baseUrl: config.baseUrl,
     logger,
     clock: options.clock,
+    // A short poll, so tests that move the clock see due retries promptly.
+    webhooks: { allowCidrs: config.webhookAllowCidrs, pollIntervalMs: 50 },
   });
   const server = await listenDaemon(daemon, { host: "127.0.0.1", port: 0, logger });
   let gateway: { url: string; close(): Promise<unknown> } | undefined;

@@ -1,0 +1,121 @@
+import { lookup as dnsLookup, type LookupAddress } from "node:dns";
+import type { LookupFunction } from "node:net";
+import ipaddr from "ipaddr.js";
+
+type Address = ipaddr.IPv4 | ipaddr.IPv6;
+type Cidr = [Address, number];
+
+/** Raised when a delivery would reach an address the guard refuses (SSRF). */
+export class RefusedAddressError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "RefusedAddressError";
+  }
+}
+
+/** Cloud metadata endpoints, refused by name in the messages (their ranges are refused anyway). */
+const METADATA = new Set(["169.254.169.254", "fd00:ec2::254"]);
+
+/** An address literal as ipaddr.js parses it, IPv4-mapped IPv6 turned into its IPv4. */
+function parseAddress(value: string): Address | null {
+  const bare = value.replace(/^\[|\]$/g, "");
+  return ipaddr.isValid(bare) ? ipaddr.process(bare) : null;
+}
+
+/**
+ * The SSRF guard of webhook delivery (issue 5, decisions §8). Only public unicast addresses are
+ * reached: loopback, private, link-local (cloud metadata included), carrier-grade NAT, unique
+ * local, multicast, unspecified and every other special range are refused, IPv4 and IPv6 alike,
+ * unless an operator listed the range in CONSENT_WEBHOOK_ALLOW_CIDRS. Plain http is only for
+ * allow-listed hosts. The check runs on the resolved address as the socket connects (the lookup
+ * hook), so a name that resolves differently later (DNS rebinding) gains nothing.
+ */
+export class AddressGuard {
+  private readonly allowed: Cidr[];
+
+  /** @throws RangeError naming the first entry that is not a CIDR or an address. */
+  constructor(allowCidrs: readonly string[]) {
+    this.allowed = allowCidrs.map((entry) => {
+      try {
+        const [address, bits] = entry.includes("/")
+          ? ipaddr.parseCIDR(entry)
+          : ([ipaddr.parse(entry), entry.includes(":") ? 128 : 32] as Cidr);
+        // ::ffff:10.0.0.0/104 and 10.0.0.0/8 name the same addresses; addresses are compared as IPv4.
+        if (address instanceof ipaddr.IPv6 && address.isIPv4MappedAddress()) {
+          return [address.toIPv4Address(), bits - 96] as Cidr;
+        }
+        return [address, bits] as Cidr;
+      } catch {
+        throw new RangeError(`"${entry}" is not a CIDR such as 10.0.0.0/8 or an address`);
+      }
+    });
+  }
+
+  /** True when `address` lies in a range the operator allowed. */
+  isAllowListed(address: string): boolean {
+    const parsed = parseAddress(address);
+    if (!parsed) return false;
+    return this.allowed.some(
+      ([range, bits]) => range.kind() === parsed.kind() && parsed.match(range, bits),
+    );
+  }
+
+  /** Why a connection to `address` is refused, or null when it is permitted. */
+  refusalOf(address: string, httpOnlyAllowListed = false): string | null {
+    const parsed = parseAddress(address);
+    if (!parsed) return `${address} is not an IP address`;
+    if (this.isAllowListed(address)) return null;
+    if (httpOnlyAllowListed) {
+      return `plain http is only allowed to addresses in CONSENT_WEBHOOK_ALLOW_CIDRS, and ${address} is not`;
+    }
+    const range = parsed.range();
+    if (range === "unicast") return null;
+    const what = METADATA.has(parsed.toString())
+      ? "a cloud metadata address"
+      : `a ${range} address`;
+    return `${address} is ${what}; webhooks are only delivered to public addresses`;
+  }
+
+  /**
+   * Checks a URL before any connection: scheme, and an address literal host. A host name is
+   * checked later, on each address it resolves to (lookup()).
+   */
+  checkUrl(url: URL): string | null {
+    if (url.protocol !== "https:" && url.protocol !== "http:") {
+      return "the URL must use https (or http for hosts in CONSENT_WEBHOOK_ALLOW_CIDRS)";
+    }
+    const literal = parseAddress(url.hostname);
+    if (literal) return this.refusalOf(url.hostname, url.protocol === "http:");
+    if (url.protocol === "http:" && this.allowed.length === 0) {
+      return "the URL must use https: plain http is only allowed to hosts in CONSENT_WEBHOOK_ALLOW_CIDRS, and none are set";
+    }
+    return null;
+  }
+
+  /**
+   * A dns.lookup that refuses every answer unless all resolved addresses are permitted: the
+   * socket connects only to what was checked here. For plain http, each address must be allow-listed.
+   */
+  lookup(httpOnlyAllowListed: boolean): LookupFunction {
+    return (hostname, options, callback) => {
+      dnsLookup(hostname, { ...options, all: true }, (error, addresses: LookupAddress[]) => {
+        if (error) {
+          callback(error, "", 0);
+          return;
+        }
+        for (const { address } of addresses) {
+          const refusal = this.refusalOf(address, httpOnlyAllowListed);
+          if (refusal) {
+            callback(new RefusedAddressError(`${hostname} resolves to ${refusal}`), "", 0);
+            return;
+          }
+        }
+        const first = addresses[0];
+        if (options.all)
+          (callback as unknown as (e: null, a: LookupAddress[]) => void)(null, addresses);
+        else if (first) callback(null, first.address, first.family);
+        else callback(new RefusedAddressError(`${hostname} has no address`), "", 0);
+      });
+    };
+  }
+}

@@ -1,0 +1,281 @@
+import { randomUUID } from "node:crypto";
+import type { Logger } from "pino";
+import type { Clock } from "#daemon/clock.js";
+import type { ConsentLogRecord } from "#daemon/consent-log/consent-log-store.js";
+import type { Store } from "#daemon/store/store.js";
+import type { AddressGuard } from "#daemon/webhooks/address-guard.js";
+import { consentGivenBody, onOutboxEvent } from "#daemon/webhooks/outbox.js";
+import { nextAttemptAt, retryAfterMs } from "#daemon/webhooks/retry-schedule.js";
+import { signedHeaders } from "#daemon/webhooks/signing.js";
+import type { WebhookSecretBox } from "#daemon/webhooks/webhook-secrets.js";
+import {
+  DELIVERY_TIMEOUT_MS,
+  type SendOutcome,
+  sendWebhook,
+} from "#daemon/webhooks/webhook-sender.js";
+import {
+  type AttemptResult,
+  type DeliveryRecord,
+  deliveryId,
+  eventIdOf,
+  type WebhookEndpointRecord,
+} from "#daemon/webhooks/webhook-store.js";
+
+/** issue 5: an endpoint whose every attempt failed for this long is disabled. */
+export const FAILING_DISABLE_AFTER_MS = 5 * 24 * 3_600_000;
+/** A claim outlives the longest attempt by far, so a live holder never loses it mid-send. */
+export const LEASE_MS = DELIVERY_TIMEOUT_MS * 4;
+const EVENT_BATCH = 50;
+const DELIVERY_BATCH = 16;
+const ENDPOINT_CHANGE_ATTEMPTS = 5;
+
+export interface DispatcherOptions {
+  store: Store;
+  clock: Clock;
+  guard: AddressGuard;
+  secrets: WebhookSecretBox;
+  logger: Logger;
+  /** How often the store is polled for due work (other daemons' events, retries). */
+  pollIntervalMs?: number;
+  /** Jitter source of the retry schedule. */
+  random?: () => number;
+}
+
+/** The secrets that sign an attempt at `now`: the current one, plus the previous during a rotation. */
+export function signingSecrets(
+  endpoint: WebhookEndpointRecord,
+  secrets: WebhookSecretBox,
+  now: Date,
+): string[] {
+  const current = secrets.open(endpoint.sealedSecret);
+  const previous =
+    endpoint.sealedPreviousSecret &&
+    endpoint.previousSecretExpiresAt &&
+    endpoint.previousSecretExpiresAt > now
+      ? [secrets.open(endpoint.sealedPreviousSecret)]
+      : [];
+  return [current, ...previous];
+}
+
+/**
+ * Delivers webhook events, at least once, from the store's outbox (issue 5). Runs beside the RPC
+ * server, never on a visitor's request: it polls the store, and appends in this process wake it.
+ * Every claim is a lease in the store, so any number of daemons on one store share the work
+ * without sending one attempt twice, and work held by a daemon that died is picked up when its
+ * lease ends.
+ */
+export class WebhookDispatcher {
+  private readonly owner = `dispatcher-${randomUUID()}`;
+  private running = false;
+  private loop: Promise<void> | undefined;
+  private wake: (() => void) | undefined;
+  private woken = false;
+  private unsubscribe: (() => void) | undefined;
+
+  constructor(private readonly options: DispatcherOptions) {}
+
+  start(): void {
+    if (this.running) return;
+    this.running = true;
+    this.unsubscribe = onOutboxEvent(this.options.store, () => this.nudge());
+    this.loop = this.run();
+  }
+
+  /** Stops polling and waits for the attempts in flight to finish. */
+  async stop(): Promise<void> {
+    this.running = false;
+    this.unsubscribe?.();
+    this.nudge();
+    await this.loop;
+  }
+
+  /** Runs the next pass now instead of after the poll interval. */
+  nudge(): void {
+    this.woken = true;
+    this.wake?.();
+  }
+
+  private async run(): Promise<void> {
+    const interval = this.options.pollIntervalMs ?? 1_000;
+    while (this.running) {
+      this.woken = false;
+      let worked = 0;
+      try {
+        worked = await this.runOnce();
+      } catch (error) {
+        this.options.logger.error({ err: error }, "webhook dispatch pass failed");
+      }
+      if (!this.running || worked > 0 || this.woken) continue;
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, interval);
+        this.wake = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+      });
+      this.wake = undefined;
+    }
+  }
+
+  /** One pass: fans out pending events, then makes the due attempts. Returns how much it did. */
+  async runOnce(): Promise<number> {
+    const { store, clock } = this.options;
+    const events = await store.webhooks.claimEvents(this.lease(), clock(), EVENT_BATCH);
+    for (const event of events) await this.fanOut(event);
+    const due = await store.webhooks.claimDeliveries(this.lease(), clock(), DELIVERY_BATCH);
+    await Promise.all(due.map((delivery) => this.attempt(delivery)));
+    return events.length + due.length;
+  }
+
+  private lease() {
+    return { owner: this.owner, until: new Date(this.options.clock().getTime() + LEASE_MS) };
+  }
+
+  /** One delivery per enabled endpoint of the team subscribed to the event and its banner. */
+  private async fanOut(row: ConsentLogRecord): Promise<void> {
+    const eventId = eventIdOf(row.id);
+    const payload = consentGivenBody(row);
+    const endpoints = await this.options.store.webhooks.listEndpoints(row.teamId);
+    const deliveries: DeliveryRecord[] = endpoints
+      .filter(
+        (endpoint) =>
+          endpoint.enabled &&
+          endpoint.eventTypes.includes("consent.given") &&
+          (endpoint.bannerIds.length === 0 || endpoint.bannerIds.includes(row.publicId)),
+      )
+      .map((endpoint) => ({
+        id: deliveryId(eventId, endpoint.id),
+        teamId: row.teamId,
+        webhookId: endpoint.id,
+        eventId,
+        eventType: "consent.given",
+        publicId: row.publicId,
+        payload,
+        status: "pending",
+        attempts: 0,
+        createdAt: row.receivedAt,
+        nextAttemptAt: row.receivedAt,
+      }));
+    await this.options.store.webhooks.fanOut(row.id, deliveries);
+  }
+
+  private async attempt(delivery: DeliveryRecord): Promise<void> {
+    const { store, clock } = this.options;
+    const endpoint = await store.webhooks.getEndpoint(delivery.teamId, delivery.webhookId);
+    if (!endpoint?.enabled) {
+      // Not sent: kept as a dead letter, replayable once the endpoint is enabled again.
+      const reason = endpoint?.disabledReason ?? "the endpoint was removed";
+      await this.complete(delivery, {
+        attempts: delivery.attempts,
+        status: "failed",
+        lastAttemptAt: delivery.lastAttemptAt,
+        lastStatusCode: delivery.lastStatusCode,
+        lastError: `not sent: the endpoint is disabled (${reason})`,
+        lastResponseExcerpt: delivery.lastResponseExcerpt,
+      });
+      return;
+    }
+    const at = clock();
+    let outcome: SendOutcome;
+    try {
+      const headers = signedHeaders(
+        signingSecrets(endpoint, this.options.secrets, at),
+        delivery.eventId,
+        at,
+        delivery.payload,
+      );
+      outcome = await sendWebhook({
+        url: endpoint.url,
+        headers,
+        body: delivery.payload,
+        guard: this.options.guard,
+      });
+    } catch (error) {
+      outcome = {
+        ok: false,
+        statusCode: 0,
+        error: error instanceof Error ? error.message : String(error),
+      };
+    }
+    const attempts = delivery.attempts + 1;
+    const observed = {
+      attempts,
+      lastAttemptAt: at,
+      lastStatusCode: outcome.statusCode,
+      lastError: outcome.error,
+      lastResponseExcerpt: outcome.excerpt,
+    };
+    if (outcome.ok) {
+      await this.complete(delivery, { ...observed, status: "succeeded", succeededAt: at });
+      if (endpoint.failingSince)
+        await this.changeEndpoint(endpoint, (e) => ({ ...e, failingSince: undefined }));
+      return;
+    }
+    const disableReason = this.disableReason(endpoint, outcome, at);
+    const next = disableReason
+      ? null
+      : nextAttemptAt(attempts, at, retryAfterMs(outcome.retryAfter, at), this.options.random);
+    await this.complete(
+      delivery,
+      next
+        ? { ...observed, status: "pending", nextAttemptAt: next }
+        : { ...observed, status: "failed" },
+    );
+    await this.changeEndpoint(endpoint, (e) => ({
+      ...e,
+      failingSince: e.failingSince ?? at,
+      ...(disableReason && { enabled: false, disabledReason: disableReason, disabledAt: at }),
+    }));
+    if (disableReason)
+      this.options.logger.warn(
+        { webhookId: endpoint.id, reason: disableReason },
+        "webhook endpoint disabled",
+      );
+  }
+
+  /** issue 5: 410 Gone disables at once; so does a run of failures lasting five days. */
+  private disableReason(
+    endpoint: WebhookEndpointRecord,
+    outcome: SendOutcome,
+    at: Date,
+  ): string | undefined {
+    if (outcome.statusCode === 410) return "the endpoint answered 410 Gone";
+    const since = endpoint.failingSince;
+    if (since && at.getTime() - since.getTime() >= FAILING_DISABLE_AFTER_MS) {
+      return `every attempt failed for 5 days (since ${since.toISOString()})`;
+    }
+    return undefined;
+  }
+
+  private async complete(delivery: DeliveryRecord, result: AttemptResult): Promise<void> {
+    const stored = await this.options.store.webhooks.completeAttempt(
+      delivery.id,
+      this.owner,
+      delivery.attempts,
+      result,
+    );
+    if (!stored) {
+      this.options.logger.warn(
+        { deliveryId: delivery.id },
+        "webhook delivery moved on during its attempt",
+      );
+    }
+  }
+
+  /** Optimistic read-modify-write of an endpoint; an endpoint removed meanwhile is left alone. */
+  private async changeEndpoint(
+    endpoint: WebhookEndpointRecord,
+    change: (endpoint: WebhookEndpointRecord) => WebhookEndpointRecord,
+  ): Promise<void> {
+    let current: WebhookEndpointRecord | null = endpoint;
+    for (let i = 0; i < ENDPOINT_CHANGE_ATTEMPTS && current; i++) {
+      const next = withoutUndefined({ ...change(current), version: current.version + 1 });
+      if (await this.options.store.webhooks.replaceEndpoint(next, current.version)) return;
+      current = await this.options.store.webhooks.getEndpoint(endpoint.teamId, endpoint.id);
+    }
+  }
+}
+
+function withoutUndefined<T extends object>(value: T): T {
+  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as T;
+}

@@ -1,0 +1,233 @@
+import type { Database } from "lmdb";
+import type { ConsentLogRecord } from "#daemon/consent-log/consent-log-store.js";
+import { PREFIX_END, prefixRange } from "#daemon/store/lmdb-keys.js";
+import { DuplicateKeyError } from "#daemon/store/store.js";
+import {
+  type DeliveryRecord,
+  type WebhookEndpointRecord,
+  type WebhookStore,
+  withAttempt,
+} from "#daemon/webhooks/webhook-store.js";
+
+/** A pending `consent.given` event: written by the consent log's append in the same transaction. */
+export interface OutboxEntry {
+  teamId: string;
+  /** When the event may next be claimed: its append, then the end of each lease. */
+  dueAtMs: number;
+  leaseOwner?: string;
+}
+
+/** `[teamId, createdAt in ms, id]`: a forward scan lists a team's endpoints oldest first. */
+type TeamEndpointKey = [teamId: string, createdAtMs: number, id: string];
+/** `[webhookId, deliveryId]`: a reverse scan lists an endpoint's deliveries newest first. */
+type EndpointDeliveryKey = [webhookId: string, id: string];
+/** `[due in ms, deliveryId]` of every pending delivery: the later of nextAttemptAt and leaseUntil. */
+type DueKey = [dueAtMs: number, id: string];
+
+export interface LmdbWebhookDatabases {
+  webhookEndpoints: Database<WebhookEndpointRecord, string>;
+  webhookEndpointIdsByTeam: Database<string, TeamEndpointKey>;
+  /** consentLogId → pending event; shared with the consent log store, whose append fills it. */
+  webhookOutbox: Database<OutboxEntry, string>;
+  /** The consent log rows, `[teamId, id]` → row, read to build events. */
+  consentLog: Database<ConsentLogRecord, [string, string]>;
+  webhookDeliveries: Database<DeliveryRecord, string>;
+  webhookDeliveryIdsByEndpoint: Database<true, EndpointDeliveryKey>;
+  webhookDeliveriesDue: Database<true, DueKey>;
+}
+
+/** When a pending delivery may next be claimed; null for a delivery that is not pending. */
+function dueKey(delivery: DeliveryRecord): DueKey | null {
+  if (delivery.status !== "pending") return null;
+  const next = delivery.nextAttemptAt?.getTime() ?? 0;
+  const lease = delivery.leaseUntil?.getTime() ?? 0;
+  return [Math.max(next, lease), delivery.id];
+}
+
+/**
+ * WebhookStore over LMDB. Every claim, fan-out and completion is one write transaction, which LMDB
+ * serialises across processes: two daemons on one data directory never claim the same item.
+ */
+export function createLmdbWebhookStore(dbs: LmdbWebhookDatabases): WebhookStore {
+  const { webhookEndpoints: endpoints, webhookDeliveries: deliveries } = dbs;
+  const { webhookDeliveriesDue: due, webhookOutbox: outbox } = dbs;
+
+  /** Writes a delivery and moves its due-index entry; inside a write transaction. */
+  function putDelivery(next: DeliveryRecord, previous: DeliveryRecord | undefined): void {
+    const before = previous && dueKey(previous);
+    if (before) due.removeSync(before);
+    const after = dueKey(next);
+    if (after) due.putSync(after, true);
+    deliveries.putSync(next.id, next);
+  }
+
+  function removeDeliveriesOf(webhookId: string): void {
+    const keys = Array.from(
+      dbs.webhookDeliveryIdsByEndpoint.getKeys(prefixRange(webhookId, "ascending")),
+    );
+    for (const key of keys) {
+      const delivery = deliveries.get(key[1]);
+      const entry = delivery && dueKey(delivery);
+      if (entry) due.removeSync(entry);
+      deliveries.removeSync(key[1]);
+      dbs.webhookDeliveryIdsByEndpoint.removeSync(key);
+    }
+  }
+
+  return {
+    async insertEndpoint(endpoint) {
+      await endpoints.transaction(() => {
+        if (endpoints.doesExist(endpoint.id)) throw new DuplicateKeyError("webhook id");
+        endpoints.putSync(endpoint.id, endpoint);
+        dbs.webhookEndpointIdsByTeam.putSync(
+          [endpoint.teamId, endpoint.createdAt.getTime(), endpoint.id],
+          endpoint.id,
+        );
+      });
+    },
+    async getEndpoint(teamId, id) {
+      const endpoint = endpoints.get(id);
+      return endpoint?.teamId === teamId ? endpoint : null;
+    },
+    async listEndpoints(teamId) {
+      const ids = dbs.webhookEndpointIdsByTeam.getRange(prefixRange(teamId, "ascending"));
+      return Array.from(ids, ({ value }) => endpoints.get(value)).filter((e) => e !== undefined);
+    },
+    async replaceEndpoint(next, expectedVersion) {
+      if (next.version !== expectedVersion + 1) {
+        throw new RangeError(`webhook version ${next.version} does not follow ${expectedVersion}`);
+      }
+      return endpoints.transaction(() => {
+        const stored = endpoints.get(next.id);
+        if (stored?.version !== expectedVersion) return false;
+        if (
+          stored.teamId !== next.teamId ||
+          stored.createdAt.getTime() !== next.createdAt.getTime()
+        ) {
+          throw new RangeError("replace cannot change a webhook's teamId or createdAt");
+        }
+        endpoints.putSync(next.id, next);
+        return true;
+      });
+    },
+    async deleteEndpoint(teamId, id) {
+      return endpoints.transaction(() => {
+        const stored = endpoints.get(id);
+        if (stored?.teamId !== teamId) return false;
+        endpoints.removeSync(id);
+        dbs.webhookEndpointIdsByTeam.removeSync([teamId, stored.createdAt.getTime(), id]);
+        removeDeliveriesOf(id);
+        return true;
+      });
+    },
+
+    async claimEvents(lease, now, limit) {
+      if (limit <= 0) return [];
+      return outbox.transaction(() => {
+        const claimed: ConsentLogRecord[] = [];
+        // Keys are UUIDv7 consentLogIds: a forward scan meets the oldest events first.
+        for (const { key, value } of outbox.getRange({})) {
+          if (value.dueAtMs > now.getTime()) continue;
+          const row = dbs.consentLog.get([value.teamId, key]);
+          if (!row) {
+            outbox.removeSync(key);
+            continue;
+          }
+          outbox.putSync(key, {
+            ...value,
+            dueAtMs: lease.until.getTime(),
+            leaseOwner: lease.owner,
+          });
+          claimed.push(row);
+          if (claimed.length >= limit) break;
+        }
+        return claimed;
+      });
+    },
+    async fanOut(consentLogId, created) {
+      await outbox.transaction(() => {
+        for (const delivery of created) {
+          if (deliveries.doesExist(delivery.id)) continue;
+          putDelivery(delivery, undefined);
+          dbs.webhookDeliveryIdsByEndpoint.putSync([delivery.webhookId, delivery.id], true);
+        }
+        outbox.removeSync(consentLogId);
+      });
+    },
+
+    async claimDeliveries(lease, now, limit) {
+      if (limit <= 0) return [];
+      return deliveries.transaction(() => {
+        const claimed: DeliveryRecord[] = [];
+        const dueKeys = Array.from(due.getKeys({ end: [now.getTime(), PREFIX_END], limit }));
+        for (const key of dueKeys) {
+          const stored = deliveries.get(key[1]);
+          if (stored?.status !== "pending") {
+            due.removeSync(key);
+            continue;
+          }
+          const next = { ...stored, leaseOwner: lease.owner, leaseUntil: lease.until };
+          putDelivery(next, stored);
+          claimed.push(next);
+        }
+        return claimed;
+      });
+    },
+    async completeAttempt(id, owner, claimedAttempts, result) {
+      return deliveries.transaction(() => {
+        const stored = deliveries.get(id);
+        if (stored?.leaseOwner !== owner || stored.attempts !== claimedAttempts) return false;
+        putDelivery(withAttempt(stored, result), stored);
+        return true;
+      });
+    },
+    async getDelivery(teamId, id) {
+      const delivery = deliveries.get(id);
+      return delivery?.teamId === teamId ? delivery : null;
+    },
+    async listDeliveries(query) {
+      const found: DeliveryRecord[] = [];
+      if (query.limit <= 0) return found;
+      const stored = await this.getEndpoint(query.teamId, query.webhookId);
+      if (!stored) return found;
+      const keys = dbs.webhookDeliveryIdsByEndpoint.getKeys({
+        start: [query.webhookId, query.beforeId ?? PREFIX_END],
+        exclusiveStart: query.beforeId !== undefined,
+        end: [query.webhookId],
+        reverse: true,
+      });
+      for (const key of keys) {
+        const delivery = deliveries.get(key[1]);
+        if (!delivery || (query.status && delivery.status !== query.status)) continue;
+        found.push(delivery);
+        if (found.length >= query.limit) break;
+      }
+      return found;
+    },
+    async replay(teamId, webhookId, selection, now) {
+      return deliveries.transaction(() => {
+        const endpoint = endpoints.get(webhookId);
+        if (endpoint?.teamId !== teamId) return 0;
+        const ids =
+          "deliveryId" in selection
+            ? [selection.deliveryId]
+            : Array.from(
+                dbs.webhookDeliveryIdsByEndpoint.getKeys(prefixRange(webhookId, "ascending")),
+                (key) => key[1],
+              );
+        let replayed = 0;
+        for (const id of ids) {
+          const stored = deliveries.get(id);
+          if (!stored || stored.webhookId !== webhookId || stored.status === "pending") continue;
+          if ("failedSince" in selection) {
+            if (stored.status !== "failed" || stored.createdAt < selection.failedSince) continue;
+          }
+          const { succeededAt: _succeededAt, ...kept } = stored;
+          putDelivery({ ...kept, status: "pending", attempts: 0, nextAttemptAt: now }, stored);
+          replayed++;
+        }
+        return replayed;
+      });
+    },
+  };
+}

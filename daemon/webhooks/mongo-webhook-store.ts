@@ -1,0 +1,228 @@
+import type { AnyBulkWriteOperation, Collection, Filter, IndexDescription, WithId } from "mongodb";
+import type { ConsentLogRecord } from "#daemon/consent-log/consent-log-store.js";
+import type { ConsentLogDocument } from "#daemon/consent-log/mongo-consent-log-store.js";
+import { insertUnique, isDuplicateKey, READ_LATEST } from "#daemon/store/mongo-writes.js";
+import {
+  type AttemptResult,
+  type DeliveryRecord,
+  type WebhookEndpointRecord,
+  type WebhookStore,
+  withAttempt,
+} from "#daemon/webhooks/webhook-store.js";
+
+/** An endpoint as stored in MongoDB; optional fields are left out rather than stored as null. */
+export type WebhookEndpointDocument = Omit<WebhookEndpointRecord, "id"> & { _id: string };
+
+/**
+ * A delivery as stored in MongoDB. `dueAt` is present while the delivery is pending: the later of
+ * nextAttemptAt and leaseUntil, so one indexed range finds what may be claimed.
+ */
+export type DeliveryDocument = Omit<DeliveryRecord, "id"> & { _id: string; dueAt?: Date };
+
+/**
+ * WebhookStore over the `webhook_endpoints` and `webhook_deliveries` collections, and the outbox
+ * embedded in `consent_log` documents (mongo-consent-log-store.ts). Claims are findOneAndUpdate
+ * calls whose filter holds the lease condition, so two daemons never claim the same item while a
+ * lease runs; a completion is an updateOne conditional on the lease owner and the attempt number.
+ */
+export class MongoWebhookStore implements WebhookStore {
+  static readonly endpointIndexes: IndexDescription[] = [
+    { key: { teamId: 1, createdAt: 1, _id: 1 }, name: "webhook_endpoints_by_team" },
+  ];
+  static readonly deliveryIndexes: IndexDescription[] = [
+    { key: { webhookId: 1, _id: -1 }, name: "webhook_deliveries_by_endpoint" },
+    {
+      key: { dueAt: 1 },
+      name: "webhook_deliveries_due",
+      partialFilterExpression: { status: "pending" },
+    },
+  ];
+
+  constructor(
+    private readonly endpoints: Collection<WebhookEndpointDocument>,
+    private readonly deliveries: Collection<DeliveryDocument>,
+    private readonly consentLog: Collection<ConsentLogDocument>,
+  ) {}
+
+  async insertEndpoint(endpoint: WebhookEndpointRecord): Promise<void> {
+    const { id, ...fields } = endpoint;
+    await insertUnique(this.endpoints, withoutAbsent({ _id: id, ...fields }), "webhook");
+  }
+
+  async getEndpoint(teamId: string, id: string): Promise<WebhookEndpointRecord | null> {
+    const document = await this.endpoints.findOne({ _id: id, teamId });
+    return document ? endpointOf(document) : null;
+  }
+
+  async listEndpoints(teamId: string): Promise<WebhookEndpointRecord[]> {
+    const documents = await this.endpoints
+      .find({ teamId })
+      .sort({ createdAt: 1, _id: 1 })
+      .toArray();
+    return documents.map(endpointOf);
+  }
+
+  async replaceEndpoint(next: WebhookEndpointRecord, expectedVersion: number): Promise<boolean> {
+    if (next.version !== expectedVersion + 1) {
+      throw new RangeError(`webhook version ${next.version} does not follow ${expectedVersion}`);
+    }
+    const { id, ...fields } = next;
+    // The version in the filter makes the replace a compare-and-set: one of concurrent callers wins.
+    const result = await this.endpoints.replaceOne(
+      { _id: id, teamId: next.teamId, version: expectedVersion },
+      withoutAbsent(fields),
+    );
+    return result.modifiedCount === 1;
+  }
+
+  async deleteEndpoint(teamId: string, id: string): Promise<boolean> {
+    const result = await this.endpoints.deleteOne({ _id: id, teamId });
+    if (result.deletedCount === 0) return false;
+    await this.deliveries.deleteMany({ webhookId: id, teamId });
+    return true;
+  }
+
+  async claimEvents(
+    lease: { owner: string; until: Date },
+    now: Date,
+    limit: number,
+  ): Promise<ConsentLogRecord[]> {
+    const claimed: ConsentLogRecord[] = [];
+    for (let i = 0; i < limit; i++) {
+      // The due time in the filter is the lease: a claimed event is due again only at lease end.
+      const document = await this.consentLog.findOneAndUpdate(
+        { outbox: { $exists: true }, "outbox.dueAt": { $lte: now } },
+        { $set: { "outbox.dueAt": lease.until, "outbox.leaseOwner": lease.owner } },
+        { sort: { "outbox.dueAt": 1 }, returnDocument: "after" },
+      );
+      if (!document) break;
+      claimed.push(logRecordOf(document));
+    }
+    return claimed;
+  }
+
+  async fanOut(consentLogId: string, created: readonly DeliveryRecord[]): Promise<void> {
+    if (created.length > 0) {
+      // Deterministic ids make a repeated fan-out a no-op: $setOnInsert leaves stored ones alone.
+      const writes: AnyBulkWriteOperation<DeliveryDocument>[] = created.map((delivery) => ({
+        updateOne: {
+          filter: { _id: delivery.id },
+          update: { $setOnInsert: deliveryDocumentOf(delivery) },
+          upsert: true,
+        },
+      }));
+      try {
+        await this.deliveries.bulkWrite(writes, { ordered: false });
+      } catch (error) {
+        // Two concurrent upserts of one _id: the loser's duplicate-key error means it is stored.
+        if (!isDuplicateKey(error)) throw error;
+      }
+    }
+    await this.consentLog.updateOne({ _id: consentLogId }, { $unset: { outbox: "" } });
+  }
+
+  async claimDeliveries(
+    lease: { owner: string; until: Date },
+    now: Date,
+    limit: number,
+  ): Promise<DeliveryRecord[]> {
+    const claimed: DeliveryRecord[] = [];
+    for (let i = 0; i < limit; i++) {
+      const document = await this.deliveries.findOneAndUpdate(
+        {
+          status: "pending",
+          dueAt: { $lte: now },
+          $or: [{ leaseUntil: { $exists: false } }, { leaseUntil: { $lte: now } }],
+        },
+        { $set: { leaseOwner: lease.owner, leaseUntil: lease.until, dueAt: lease.until } },
+        { sort: { dueAt: 1 }, returnDocument: "after" },
+      );
+      if (!document) break;
+      claimed.push(deliveryOf(document));
+    }
+    return claimed;
+  }
+
+  async completeAttempt(
+    id: string,
+    owner: string,
+    claimedAttempts: number,
+    result: AttemptResult,
+  ): Promise<boolean> {
+    const claimed = { _id: id, leaseOwner: owner, attempts: claimedAttempts };
+    const stored = await this.deliveries.findOne(claimed, READ_LATEST);
+    if (!stored) return false;
+    const next = deliveryDocumentOf(withAttempt(deliveryOf(stored), result));
+    // The same condition again: a delivery that moved on between read and write is left alone.
+    const replaced = await this.deliveries.replaceOne(claimed, next);
+    return replaced.modifiedCount === 1;
+  }
+
+  async getDelivery(teamId: string, id: string): Promise<DeliveryRecord | null> {
+    const document = await this.deliveries.findOne({ _id: id, teamId });
+    return document ? deliveryOf(document) : null;
+  }
+
+  async listDeliveries(query: Parameters<WebhookStore["listDeliveries"]>[0]) {
+    if (query.limit <= 0) return [];
+    const filter: Filter<DeliveryDocument> = { teamId: query.teamId, webhookId: query.webhookId };
+    if (query.status) filter.status = query.status;
+    if (query.beforeId !== undefined) filter._id = { $lt: query.beforeId };
+    const documents = await this.deliveries
+      .find(filter)
+      .sort({ _id: -1 })
+      .limit(query.limit)
+      .toArray();
+    return documents.map(deliveryOf);
+  }
+
+  async replay(
+    teamId: string,
+    webhookId: string,
+    selection: Parameters<WebhookStore["replay"]>[2],
+    now: Date,
+  ): Promise<number> {
+    const filter: Filter<DeliveryDocument> =
+      "deliveryId" in selection
+        ? { _id: selection.deliveryId, teamId, webhookId, status: { $ne: "pending" } }
+        : { teamId, webhookId, status: "failed", createdAt: { $gte: selection.failedSince } };
+    const result = await this.deliveries.updateMany(filter, {
+      $set: { status: "pending", attempts: 0, nextAttemptAt: now, dueAt: now },
+      $unset: { succeededAt: "", leaseOwner: "", leaseUntil: "" },
+    });
+    return result.modifiedCount;
+  }
+}
+
+function endpointOf(document: WithId<WebhookEndpointDocument>): WebhookEndpointRecord {
+  const { _id, ...fields } = document;
+  return withoutAbsent({ id: _id, ...fields });
+}
+
+function deliveryOf(document: WithId<DeliveryDocument>): DeliveryRecord {
+  const { _id, dueAt: _dueAt, ...fields } = document;
+  return withoutAbsent({ id: _id, ...fields });
+}
+
+function deliveryDocumentOf(delivery: DeliveryRecord): DeliveryDocument {
+  const { id, ...fields } = delivery;
+  const document: DeliveryDocument = { _id: id, ...fields };
+  if (delivery.status === "pending") {
+    const next = delivery.nextAttemptAt?.getTime() ?? 0;
+    const lease = delivery.leaseUntil?.getTime() ?? 0;
+    document.dueAt = new Date(Math.max(next, lease));
+  }
+  return withoutAbsent(document);
+}
+
+function logRecordOf(document: WithId<ConsentLogDocument>): ConsentLogRecord {
+  const { _id, outbox: _outbox, ...fields } = document;
+  return withoutAbsent({ id: _id, ...fields });
+}
+
+/** Drops undefined and null fields: an optional field of the port is present or missing. */
+function withoutAbsent<T extends object>(value: T): T {
+  return Object.fromEntries(
+    Object.entries(value).filter(([, field]) => field !== undefined && field !== null),
+  ) as T;
+}

@@ -1,0 +1,61 @@
+import { createCipheriv, createDecipheriv, randomBytes } from "node:crypto";
+
+/** Standard Webhooks: a signing secret is `whsec_` + base64 of its key bytes (24 at least; 32 here). */
+const SECRET_PREFIX = "whsec_";
+const SECRET_BYTES = 32;
+/** Version tag of the sealed form, so the format can change without ambiguity. */
+const SEALED_PREFIX = "v1.";
+const IV_BYTES = 12;
+
+/** A new endpoint signing secret, shown to the integrator once. */
+export function generateWebhookSecret(): string {
+  return SECRET_PREFIX + randomBytes(SECRET_BYTES).toString("base64");
+}
+
+/** The HMAC key of a signing secret: the base64 after `whsec_`, decoded. */
+export function signingKeyOf(secret: string): Buffer {
+  return Buffer.from(
+    secret.startsWith(SECRET_PREFIX) ? secret.slice(SECRET_PREFIX.length) : secret,
+    "base64",
+  );
+}
+
+/**
+ * Seals endpoint secrets at rest with AES-256-GCM under a key every daemon of the store derives
+ * alike (daemon/auth/secrets.ts sharedSecret): the store alone never reveals a secret, and a
+ * sealed value altered in the store fails to open instead of signing with a wrong key.
+ */
+export class WebhookSecretBox {
+  constructor(private readonly key: Buffer) {
+    if (key.length !== 32) throw new RangeError("the webhook secret key must be 32 bytes");
+  }
+
+  seal(secret: string): string {
+    const iv = randomBytes(IV_BYTES);
+    const cipher = createCipheriv("aes-256-gcm", this.key, iv);
+    const sealed = Buffer.concat([cipher.update(secret, "utf8"), cipher.final()]);
+    const parts = [iv, cipher.getAuthTag(), sealed].map((part) => part.toString("base64url"));
+    return SEALED_PREFIX + parts.join(".");
+  }
+
+  /** The secret; throws when the value was sealed under another key or altered. */
+  open(sealed: string): string {
+    const [iv, tag, data] = sealed.slice(SEALED_PREFIX.length).split(".");
+    if (!sealed.startsWith(SEALED_PREFIX) || !iv || !tag || data === undefined) {
+      throw new Error("the stored webhook secret is not in a known sealed form");
+    }
+    const decipher = createDecipheriv("aes-256-gcm", this.key, Buffer.from(iv, "base64url"));
+    decipher.setAuthTag(Buffer.from(tag, "base64url"));
+    try {
+      return Buffer.concat([
+        decipher.update(Buffer.from(data, "base64url")),
+        decipher.final(),
+      ]).toString("utf8");
+    } catch (error) {
+      throw new Error(
+        "the stored webhook secret cannot be opened: it was sealed under another identity key or operator token",
+        { cause: error },
+      );
+    }
+  }
+}

@@ -1,0 +1,266 @@
+import { randomUUID } from "node:crypto";
+import { timestampDate } from "@bufbuild/protobuf/wkt";
+import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
+import type { Authenticator, Authorized } from "#daemon/auth/authenticator.js";
+import type { Clock } from "#daemon/clock.js";
+import { DomainError, invalidRequest, notFound } from "#daemon/errors.js";
+import { afterAdmission } from "#daemon/rpc/rate-limit-headers.js";
+import { bodyOf } from "#daemon/rpc/request-body.js";
+import type { Store } from "#daemon/store/store.js";
+import type { AddressGuard } from "#daemon/webhooks/address-guard.js";
+import { signingSecrets } from "#daemon/webhooks/dispatcher.js";
+import { signedHeaders } from "#daemon/webhooks/signing.js";
+import { deliveryMessage, webhookMessage } from "#daemon/webhooks/webhook-messages.js";
+import {
+  DEFAULT_GRACE_SECONDS,
+  readDeliveryPaging,
+  readWebhookCreation,
+  readWebhookUpdate,
+  WEBHOOK_BODY_LIMIT,
+} from "#daemon/webhooks/webhook-rules.js";
+import { generateWebhookSecret, type WebhookSecretBox } from "#daemon/webhooks/webhook-secrets.js";
+import { sendWebhook } from "#daemon/webhooks/webhook-sender.js";
+import type { WebhookEndpointRecord } from "#daemon/webhooks/webhook-store.js";
+import type {
+  CreateWebhookRequest,
+  UpdateWebhookRequest,
+  WebhookService,
+} from "#gen/consent/v1/webhook_pb.js";
+
+export interface WebhookServiceOptions {
+  store: Store;
+  authenticator: Authenticator;
+  clock: Clock;
+  guard: AddressGuard;
+  secrets: WebhookSecretBox;
+}
+
+const bodyLimit = { maxBytes: WEBHOOK_BODY_LIMIT, failure: "subject" } as const;
+const REPLACE_ATTEMPTS = 5;
+
+/** The typed gRPC fields of a create, in the shape of the REST body. */
+function typedCreation(request: CreateWebhookRequest): unknown {
+  return {
+    url: request.url,
+    ...(request.eventTypes.length > 0 && { eventTypes: request.eventTypes }),
+    ...(request.bannerIds.length > 0 && { bannerIds: request.bannerIds }),
+    ...(request.description && { description: request.description }),
+  };
+}
+
+/** The typed gRPC fields of an update, in the shape of the REST body. */
+function typedUpdate(request: UpdateWebhookRequest): unknown {
+  return Object.fromEntries(
+    Object.entries({
+      url: request.url,
+      eventTypes: request.eventTypes?.values,
+      bannerIds: request.bannerIds?.values,
+      description: request.description,
+      enabled: request.enabled,
+      rotateSecret: request.rotateSecret,
+      secretGracePeriodSeconds: request.secretGracePeriodSeconds,
+    }).filter(([, value]) => value !== undefined),
+  );
+}
+
+/** Webhook endpoints and their deliveries (spec 1.4 and 6, decisions §8). */
+export function createWebhookService(
+  options: WebhookServiceOptions,
+): ServiceImpl<typeof WebhookService> {
+  const { store, authenticator, clock, guard, secrets } = options;
+
+  async function admitted<T>(
+    ctx: HandlerContext,
+    write: boolean,
+    operation: (auth: Authorized) => Promise<T>,
+  ): Promise<T> {
+    const auth = await authenticator.authorize(ctx, {
+      scope: write ? "webhooks:write" : "webhooks:read",
+      write,
+    });
+    return afterAdmission(ctx, auth, () => operation(auth));
+  }
+
+  async function ownEndpoint(auth: Authorized, id: string): Promise<WebhookEndpointRecord> {
+    const endpoint = await store.webhooks.getEndpoint(auth.team.id, id);
+    if (!endpoint) throw notFound("No webhook with that id on this team");
+    return endpoint;
+  }
+
+  /** Every listed banner must be one of the team's (by public id). */
+  async function checkBanners(auth: Authorized, publicIds: readonly string[] | undefined) {
+    for (const [index, publicId] of (publicIds ?? []).entries()) {
+      const banner = await store.banners.getByPublicId(publicId);
+      if (banner?.teamId !== auth.team.id) {
+        throw invalidRequest([
+          {
+            field: `bannerIds[${index}]`,
+            message: `bannerIds[${index}] is not a banner of this team`,
+          },
+        ]);
+      }
+    }
+  }
+
+  return {
+    listWebhooks: (_request, ctx) =>
+      admitted(ctx, false, async (auth) => ({
+        webhooks: (await store.webhooks.listEndpoints(auth.team.id)).map((e) => webhookMessage(e)),
+      })),
+
+    getWebhook: (request, ctx) =>
+      admitted(ctx, false, async (auth) => ({
+        webhook: webhookMessage(await ownEndpoint(auth, request.id)),
+      })),
+
+    createWebhook: (request, ctx) =>
+      admitted(ctx, true, async (auth) => {
+        const input = readWebhookCreation(bodyOf(request, typedCreation, bodyLimit), guard);
+        await checkBanners(auth, input.bannerIds);
+        const now = clock();
+        const secret = generateWebhookSecret();
+        const endpoint: WebhookEndpointRecord = {
+          id: randomUUID(),
+          teamId: auth.team.id,
+          ...input,
+          enabled: true,
+          sealedSecret: secrets.seal(secret),
+          createdAt: now,
+          updatedAt: now,
+          version: 1,
+        };
+        await store.webhooks.insertEndpoint(endpoint);
+        return { webhook: webhookMessage(endpoint, secret) };
+      }),
+
+    updateWebhook: (request, ctx) =>
+      admitted(ctx, true, async (auth) => {
+        const update = readWebhookUpdate(bodyOf(request, typedUpdate, bodyLimit), guard);
+        await checkBanners(auth, update.bannerIds);
+        const secret = update.rotateSecret ? generateWebhookSecret() : "";
+        for (let attempt = 0; attempt < REPLACE_ATTEMPTS; attempt++) {
+          const current = await ownEndpoint(auth, request.id);
+          const now = clock();
+          const next: WebhookEndpointRecord = {
+            ...current,
+            url: update.url ?? current.url,
+            eventTypes: update.eventTypes ?? current.eventTypes,
+            bannerIds: update.bannerIds ?? current.bannerIds,
+            description: update.description ?? current.description,
+            updatedAt: now,
+            version: current.version + 1,
+          };
+          if (update.enabled === true && !current.enabled) {
+            next.enabled = true;
+            delete next.disabledReason;
+            delete next.disabledAt;
+            delete next.failingSince;
+          } else if (update.enabled === false && current.enabled) {
+            Object.assign(next, {
+              enabled: false,
+              disabledReason: "disabled by request",
+              disabledAt: now,
+            });
+          }
+          if (secret) {
+            const grace = (update.secretGracePeriodSeconds ?? DEFAULT_GRACE_SECONDS) * 1000;
+            next.sealedSecret = secrets.seal(secret);
+            next.sealedPreviousSecret = current.sealedSecret;
+            next.previousSecretExpiresAt = new Date(now.getTime() + grace);
+          }
+          if (await store.webhooks.replaceEndpoint(next, current.version)) {
+            return { webhook: webhookMessage(next, secret) };
+          }
+        }
+        throw new DomainError(
+          "conflict",
+          "conflict",
+          "The webhook is being changed concurrently; retry the request",
+        );
+      }),
+
+    deleteWebhook: (request, ctx) =>
+      admitted(ctx, true, async (auth) => {
+        if (!(await store.webhooks.deleteEndpoint(auth.team.id, request.id))) {
+          throw notFound("No webhook with that id on this team");
+        }
+        return { deleted: true };
+      }),
+
+    testWebhook: (request, ctx) =>
+      admitted(ctx, true, async (auth) => {
+        const endpoint = await ownEndpoint(auth, request.id);
+        const at = clock();
+        const eventId = `evt_test_${randomUUID().replaceAll("-", "")}`;
+        const body = JSON.stringify({
+          type: "webhook.test",
+          timestamp: at.toISOString(),
+          data: { webhookId: endpoint.id },
+        });
+        const headers = signedHeaders(signingSecrets(endpoint, secrets, at), eventId, at, body);
+        const outcome = await sendWebhook({ url: endpoint.url, headers, body, guard });
+        return {
+          success: outcome.ok,
+          eventId,
+          statusCode: outcome.statusCode,
+          error: outcome.error ?? "",
+          responseExcerpt: outcome.excerpt ?? "",
+        };
+      }),
+
+    listDeliveries: (request, ctx) =>
+      admitted(ctx, false, async (auth) => {
+        const paging = readDeliveryPaging(request.pageSize, request.pageToken, request.status);
+        await ownEndpoint(auth, request.webhookId);
+        const found = await store.webhooks.listDeliveries({
+          teamId: auth.team.id,
+          webhookId: request.webhookId,
+          status: paging.status,
+          beforeId: paging.beforeId,
+          limit: paging.limit + 1,
+        });
+        const page = found.slice(0, paging.limit);
+        return {
+          deliveries: page.map(deliveryMessage),
+          nextPageToken: found.length > paging.limit ? (page.at(-1)?.id ?? "") : "",
+        };
+      }),
+
+    replayDeliveries: (request, ctx) =>
+      admitted(ctx, true, async (auth) => {
+        await ownEndpoint(auth, request.webhookId);
+        if (!request.deliveryId === !request.since) {
+          throw invalidRequest([
+            {
+              field: "",
+              message: "Name either one delivery (deliveryId) or a time (since), not both",
+            },
+          ]);
+        }
+        const now = clock();
+        if (request.deliveryId) {
+          const delivery = await store.webhooks.getDelivery(auth.team.id, request.deliveryId);
+          if (delivery?.webhookId !== request.webhookId) {
+            throw notFound("No delivery with that id for this webhook");
+          }
+          if (delivery.status === "pending") {
+            throw new DomainError(
+              "conflict",
+              "conflict",
+              "The delivery is still pending; it is already scheduled",
+            );
+          }
+        }
+        const selection = request.deliveryId
+          ? { deliveryId: request.deliveryId }
+          : { failedSince: request.since ? timestampDate(request.since) : new Date(0) };
+        const replayed = await store.webhooks.replay(
+          auth.team.id,
+          request.webhookId,
+          selection,
+          now,
+        );
+        return { replayed };
+      }),
+  };
+}

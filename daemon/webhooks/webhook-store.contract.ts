@@ -1,0 +1,235 @@
+import { randomUUID } from "node:crypto";
+import { v7 as uuidv7 } from "uuid";
+import { describe, expect, it } from "vitest";
+import type { ConsentLogRecord } from "#daemon/consent-log/consent-log-store.js";
+import {
+  MINUTE,
+  type OpenStore,
+  shifted,
+  useFreshStore,
+} from "#daemon/store/store-contract-harness.js";
+import {
+  type DeliveryRecord,
+  deliveryId,
+  eventIdOf,
+  type WebhookEndpointRecord,
+} from "#daemon/webhooks/webhook-store.js";
+
+function aRow(teamId: string, receivedAt: Date, method = "accept_all"): ConsentLogRecord {
+  return {
+    id: uuidv7({ msecs: receivedAt.getTime() }),
+    teamId,
+    bannerId: "banner-1",
+    publicId: randomUUID(),
+    consentId: randomUUID(),
+    method,
+    preferences: { necessary: true },
+    occurredAt: receivedAt,
+    timestampClamped: false,
+    receivedAt,
+  };
+}
+
+function anEndpoint(teamId: string, createdAt: Date): WebhookEndpointRecord {
+  return {
+    id: randomUUID(),
+    teamId,
+    url: "https://hooks.example.com/consent",
+    eventTypes: ["consent.given"],
+    bannerIds: [],
+    description: "",
+    enabled: true,
+    sealedSecret: "v1.sealed",
+    createdAt,
+    updatedAt: createdAt,
+    version: 1,
+  };
+}
+
+function aDelivery(row: ConsentLogRecord, webhookId: string): DeliveryRecord {
+  const eventId = eventIdOf(row.id);
+  return {
+    id: deliveryId(eventId, webhookId),
+    teamId: row.teamId,
+    webhookId,
+    eventId,
+    eventType: "consent.given",
+    publicId: row.publicId,
+    payload: "{}",
+    status: "pending",
+    attempts: 0,
+    createdAt: row.receivedAt,
+    nextAttemptAt: row.receivedAt,
+  };
+}
+
+/** The WebhookStore promises (daemon/webhooks/webhook-store.ts), for any adapter. */
+export function describeWebhookStoreContract(openStore: OpenStore): void {
+  describe("WebhookStore contract", () => {
+    const store = useFreshStore(openStore);
+    const now = new Date();
+    const teamId = randomUUID();
+    const lease = (owner: string, at = now) => ({ owner, until: shifted(at, MINUTE) });
+
+    it("stores endpoints per team and replaces them by version", async () => {
+      const endpoint = anEndpoint(teamId, now);
+      await store().webhooks.insertEndpoint(endpoint);
+      expect(await store().webhooks.getEndpoint(teamId, endpoint.id)).toEqual(endpoint);
+      expect(await store().webhooks.getEndpoint(randomUUID(), endpoint.id)).toBeNull();
+      expect(await store().webhooks.listEndpoints(teamId)).toEqual([endpoint]);
+      const next = { ...endpoint, enabled: false, disabledReason: "gone", version: 2 };
+      const results = await Promise.all([
+        store().webhooks.replaceEndpoint(next, 1),
+        store().webhooks.replaceEndpoint({ ...next, disabledReason: "other" }, 1),
+      ]);
+      expect(results.filter(Boolean)).toHaveLength(1);
+      expect(await store().webhooks.deleteEndpoint(randomUUID(), endpoint.id)).toBe(false);
+      expect(await store().webhooks.deleteEndpoint(teamId, endpoint.id)).toBe(true);
+      expect(await store().webhooks.listEndpoints(teamId)).toEqual([]);
+    });
+
+    it("puts an explicit choice's event in the outbox with its row, and nothing for a default row", async () => {
+      const explicit = aRow(teamId, now);
+      const byDefault = aRow(teamId, shifted(now, 1), "consent_default");
+      await store().consentLog.append(explicit, { event: "consent.given" });
+      await store().consentLog.append(byDefault);
+      const claimed = await store().webhooks.claimEvents(lease("a"), shifted(now, 10), 10);
+      expect(claimed).toEqual([explicit]);
+    });
+
+    it("leaves a failed append without an event", async () => {
+      const row = aRow(teamId, now, "consent_default");
+      await store().consentLog.append(row);
+      await expect(
+        store().consentLog.append({ ...row, method: "accept_all" }, { event: "consent.given" }),
+      ).rejects.toThrow();
+      expect(await store().webhooks.claimEvents(lease("a"), shifted(now, 10), 10)).toEqual([]);
+    });
+
+    it("hands an event to one of two racing claimers, and again once the lease expires", async () => {
+      const row = aRow(teamId, now);
+      await store().consentLog.append(row, { event: "consent.given" });
+      const [a, b] = await Promise.all([
+        store().webhooks.claimEvents(lease("a"), now, 10),
+        store().webhooks.claimEvents(lease("b"), now, 10),
+      ]);
+      expect(a.length + b.length).toBe(1);
+      expect(await store().webhooks.claimEvents(lease("c"), shifted(now, 1000), 10)).toEqual([]);
+      const later = shifted(now, 2 * MINUTE);
+      expect(await store().webhooks.claimEvents(lease("c", later), later, 10)).toEqual([row]);
+    });
+
+    it("fans an event out once, however often the fan-out repeats, and retires it", async () => {
+      const endpoint = anEndpoint(teamId, now);
+      await store().webhooks.insertEndpoint(endpoint);
+      const row = aRow(teamId, now);
+      await store().consentLog.append(row, { event: "consent.given" });
+      const delivery = aDelivery(row, endpoint.id);
+      await store().webhooks.fanOut(row.id, [delivery]);
+      await store().webhooks.fanOut(row.id, [{ ...delivery, payload: "changed" }]);
+      expect(await store().webhooks.claimEvents(lease("a"), shifted(now, 2 * MINUTE), 10)).toEqual(
+        [],
+      );
+      const listed = await store().webhooks.listDeliveries({
+        teamId,
+        webhookId: endpoint.id,
+        limit: 10,
+      });
+      expect(listed).toEqual([delivery]);
+    });
+
+    it("lets racing claimers share due deliveries without overlap, and completes only under the lease", async () => {
+      const endpoint = anEndpoint(teamId, now);
+      await store().webhooks.insertEndpoint(endpoint);
+      const rows = Array.from({ length: 6 }, (_, i) => aRow(teamId, shifted(now, i)));
+      for (const row of rows) await store().webhooks.fanOut(row.id, [aDelivery(row, endpoint.id)]);
+      const at = shifted(now, 1000);
+      const [a, b] = await Promise.all([
+        store().webhooks.claimDeliveries(lease("a", at), at, 6),
+        store().webhooks.claimDeliveries(lease("b", at), at, 6),
+      ]);
+      const ids = [...a, ...b].map((d) => d.id);
+      expect(new Set(ids).size).toBe(6);
+      expect(ids).toHaveLength(6);
+      const first = a[0] ?? (b[0] as DeliveryRecord);
+      const other = first.leaseOwner === "a" ? "b" : "a";
+      const result = {
+        attempts: 1,
+        status: "succeeded" as const,
+        lastAttemptAt: at,
+        lastStatusCode: 200,
+        succeededAt: at,
+      };
+      expect(await store().webhooks.completeAttempt(first.id, other, 0, result)).toBe(false);
+      expect(
+        await store().webhooks.completeAttempt(first.id, first.leaseOwner as string, 0, result),
+      ).toBe(true);
+      const stored = await store().webhooks.getDelivery(teamId, first.id);
+      expect(stored).toMatchObject({ status: "succeeded", attempts: 1, lastStatusCode: 200 });
+      expect(stored?.leaseOwner).toBeUndefined();
+      // Nothing is due while the leases run; once they end, the five uncompleted ones are.
+      expect(await store().webhooks.claimDeliveries(lease("c", at), shifted(at, 1000), 10)).toEqual(
+        [],
+      );
+      const later = shifted(at, 2 * MINUTE);
+      expect(await store().webhooks.claimDeliveries(lease("c", later), later, 10)).toHaveLength(5);
+    });
+
+    it("schedules a retry at nextAttemptAt and replays dead letters", async () => {
+      const endpoint = anEndpoint(teamId, now);
+      await store().webhooks.insertEndpoint(endpoint);
+      const row = aRow(teamId, now);
+      const delivery = aDelivery(row, endpoint.id);
+      await store().webhooks.fanOut(row.id, [delivery]);
+      const [claimed] = await store().webhooks.claimDeliveries(lease("a"), now, 1);
+      const retryAt = shifted(now, 5000);
+      await store().webhooks.completeAttempt(delivery.id, "a", 0, {
+        attempts: 1,
+        status: "pending",
+        nextAttemptAt: retryAt,
+        lastAttemptAt: now,
+        lastStatusCode: 500,
+        lastError: "the endpoint answered 500",
+      });
+      expect(claimed?.id).toBe(delivery.id);
+      expect(await store().webhooks.claimDeliveries(lease("a"), shifted(retryAt, -1), 1)).toEqual(
+        [],
+      );
+      const [again] = await store().webhooks.claimDeliveries(lease("a", retryAt), retryAt, 1);
+      await store().webhooks.completeAttempt(delivery.id, "a", 1, {
+        attempts: 2,
+        status: "failed",
+        lastAttemptAt: retryAt,
+        lastError: "gone",
+      });
+      expect(again?.attempts).toBe(1);
+      expect(
+        await store().webhooks.listDeliveries({
+          teamId,
+          webhookId: endpoint.id,
+          status: "failed",
+          limit: 5,
+        }),
+      ).toHaveLength(1);
+      expect(
+        await store().webhooks.replay(
+          teamId,
+          endpoint.id,
+          { failedSince: shifted(now, MINUTE) },
+          retryAt,
+        ),
+      ).toBe(0);
+      expect(
+        await store().webhooks.replay(randomUUID(), endpoint.id, { failedSince: now }, retryAt),
+      ).toBe(0);
+      expect(
+        await store().webhooks.replay(teamId, endpoint.id, { failedSince: now }, retryAt),
+      ).toBe(1);
+      const replayed = await store().webhooks.getDelivery(teamId, delivery.id);
+      expect(replayed).toMatchObject({ status: "pending", attempts: 0, nextAttemptAt: retryAt });
+      expect(await store().webhooks.claimDeliveries(lease("b", retryAt), retryAt, 1)).toHaveLength(
+        1,
+      );
+    });
+  });
+}

@@ -1,0 +1,184 @@
+import type { ConsentLogRecord } from "#daemon/consent-log/consent-log-store.js";
+
+/** Event types an endpoint may subscribe to (spec 6: only `consent.given` exists). */
+export const EVENT_TYPES = ["consent.given"] as const;
+export type EventType = (typeof EVENT_TYPES)[number];
+
+/** One subscribed endpoint of a team (decisions §8). */
+export interface WebhookEndpointRecord {
+  id: string;
+  teamId: string;
+  url: string;
+  eventTypes: string[];
+  /** Public Banner IDs; empty: every banner of the team. */
+  bannerIds: string[];
+  description: string;
+  enabled: boolean;
+  /** The signing secret, sealed with the daemon's webhook-secret key (webhook-secrets.ts). */
+  sealedSecret: string;
+  /** After a rotation: the previous secret, still signing until previousSecretExpiresAt. */
+  sealedPreviousSecret?: string;
+  previousSecretExpiresAt?: Date;
+  disabledReason?: string;
+  disabledAt?: Date;
+  /** First failed attempt of the current run of failures; cleared by a success. */
+  failingSince?: Date;
+  createdAt: Date;
+  updatedAt: Date;
+  /** Optimistic-concurrency counter: 1 on creation, +1 per replace. */
+  version: number;
+}
+
+export type DeliveryStatus = "pending" | "succeeded" | "failed";
+
+/** One event's delivery to one endpoint. */
+export interface DeliveryRecord {
+  /** Deterministic: deliveryId(eventId, webhookId), so a repeated fan-out adds nothing. */
+  id: string;
+  teamId: string;
+  webhookId: string;
+  /** The Standard Webhooks `webhook-id`, the same on every attempt. */
+  eventId: string;
+  eventType: string;
+  publicId: string;
+  /** The exact body of every attempt. */
+  payload: string;
+  status: DeliveryStatus;
+  attempts: number;
+  createdAt: Date;
+  /** When a pending delivery is next due. */
+  nextAttemptAt?: Date;
+  /** The daemon holding the delivery while it sends, and until when (lease-based claiming). */
+  leaseOwner?: string;
+  leaseUntil?: Date;
+  lastAttemptAt?: Date;
+  lastStatusCode?: number;
+  lastError?: string;
+  lastResponseExcerpt?: string;
+  succeededAt?: Date;
+}
+
+/** The result of one attempt, as completeAttempt() stores it. */
+export type AttemptResult = Pick<
+  DeliveryRecord,
+  | "attempts"
+  | "status"
+  | "nextAttemptAt"
+  | "lastAttemptAt"
+  | "lastStatusCode"
+  | "lastError"
+  | "lastResponseExcerpt"
+  | "succeededAt"
+>;
+
+/** The fields an attempt sets; completeAttempt() clears those the result leaves unset. */
+export const ATTEMPT_FIELDS = [
+  "attempts",
+  "status",
+  "nextAttemptAt",
+  "lastAttemptAt",
+  "lastStatusCode",
+  "lastError",
+  "lastResponseExcerpt",
+  "succeededAt",
+] as const satisfies readonly (keyof AttemptResult)[];
+
+/** A stored delivery with the result of one more attempt; the lease is released. */
+export function withAttempt(stored: DeliveryRecord, result: AttemptResult): DeliveryRecord {
+  const next: DeliveryRecord = { ...stored };
+  delete next.leaseOwner;
+  delete next.leaseUntil;
+  for (const field of ATTEMPT_FIELDS) delete next[field];
+  for (const [field, value] of Object.entries(result)) {
+    if (value !== undefined) Object.assign(next, { [field]: value });
+  }
+  return next;
+}
+
+/** A claim: `owner` holds what it claimed until `until`, after which anyone may claim it again. */
+export interface Lease {
+  owner: string;
+  until: Date;
+}
+
+export interface DeliveryQuery {
+  teamId: string;
+  webhookId: string;
+  status?: DeliveryStatus;
+  /** Only deliveries with an id lower than this one (the previous page's last id). */
+  beforeId?: string;
+  limit: number;
+}
+
+export type ReplaySelection = { deliveryId: string } | { failedSince: Date };
+
+/**
+ * The id of an event's delivery to one endpoint. Event ids carry the consentLogId, a UUIDv7, so
+ * delivery ids of one endpoint sort by the time of their event.
+ */
+export function deliveryId(eventId: string, webhookId: string): string {
+  return `dlv_${eventId.replace(/^evt_/, "")}_${webhookId.replaceAll("-", "")}`;
+}
+
+/** The `webhook-id` of the `consent.given` event of a consent log row. */
+export function eventIdOf(consentLogId: string): string {
+  return `evt_${consentLogId.replaceAll("-", "")}`;
+}
+
+/**
+ * Storage port for webhook endpoints, the event outbox and deliveries.
+ *
+ * The outbox: ConsentLogStore.append() writes a row and, for an explicit choice, its pending
+ * `consent.given` event in one atomic write. claimEvents() hands pending events out under a lease,
+ * fanOut() turns one into deliveries (one per matching endpoint) and retires it.
+ *
+ * Leases: under concurrent claimEvents()/claimDeliveries() calls, from any number of daemons on the
+ * store, an item is handed to exactly one caller until its lease expires; an item whose lease
+ * expired (its holder died) is handed out again.
+ */
+export interface WebhookStore {
+  /** Stores a new endpoint. The id is unique (DuplicateKeyError). */
+  insertEndpoint(endpoint: WebhookEndpointRecord): Promise<void>;
+  /** An endpoint of the team; null when absent or another team's. */
+  getEndpoint(teamId: string, id: string): Promise<WebhookEndpointRecord | null>;
+  /** The team's endpoints, oldest first. */
+  listEndpoints(teamId: string): Promise<WebhookEndpointRecord[]>;
+  /**
+   * Replaces the endpoint when the stored version equals expectedVersion (next.version must be
+   * expectedVersion + 1). Under concurrent calls with the same expectedVersion exactly one succeeds.
+   */
+  replaceEndpoint(next: WebhookEndpointRecord, expectedVersion: number): Promise<boolean>;
+  /** Removes an endpoint of the team and its deliveries; false when there was none. */
+  deleteEndpoint(teamId: string, id: string): Promise<boolean>;
+
+  /** Claims up to `limit` pending outbox events due at `now` (oldest first) under `lease`. */
+  claimEvents(lease: Lease, now: Date, limit: number): Promise<ConsentLogRecord[]>;
+  /**
+   * Stores the deliveries of one event (those already stored are left as they are) and retires the
+   * event from the outbox. Safe to repeat: a fan-out interrupted half-way is finished by the next.
+   */
+  fanOut(consentLogId: string, deliveries: readonly DeliveryRecord[]): Promise<void>;
+
+  /** Claims up to `limit` pending deliveries due at `now`, earliest due first, under `lease`. */
+  claimDeliveries(lease: Lease, now: Date, limit: number): Promise<DeliveryRecord[]>;
+  /**
+   * Records what became of a delivery claimed under `owner` with `claimedAttempts` attempts made,
+   * and releases the lease. False (nothing written) when the delivery has moved on meanwhile (its
+   * lease passed to another owner, or it was replayed or removed).
+   */
+  completeAttempt(
+    id: string,
+    owner: string,
+    claimedAttempts: number,
+    result: AttemptResult,
+  ): Promise<boolean>;
+  /** A delivery of the team; null when absent or another team's. */
+  getDelivery(teamId: string, id: string): Promise<DeliveryRecord | null>;
+  /** One endpoint's deliveries, newest first. */
+  listDeliveries(query: DeliveryQuery): Promise<DeliveryRecord[]>;
+  /**
+   * Makes deliveries of the endpoint pending and due at `now`, attempts reset to 0: one delivery
+   * (any status but pending), or every failed one created at or after failedSince. Returns how many.
+   */
+  replay(teamId: string, webhookId: string, selection: ReplaySelection, now: Date): Promise<number>;
+}
