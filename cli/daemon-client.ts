@@ -3,6 +3,7 @@ import { createGrpcTransport, Http2SessionManager } from "@connectrpc/connect-no
 import { CallerHeaders } from "#daemon/auth/caller.js";
 import { AdminService } from "#gen/consent/v1/admin_pb.js";
 import { BannerService } from "#gen/consent/v1/banner_pb.js";
+import { ConsentLogService } from "#gen/consent/v1/consent_log_pb.js";
 import { SubjectService } from "#gen/consent/v1/subject_pb.js";
 import { Health } from "#gen/grpc/health/v1/health_pb.js";
 
@@ -27,6 +28,11 @@ export interface DaemonClient {
   banners(teamId: string): Client<typeof BannerService>;
   /** SubjectService as an operator acting for one team. */
   subjects(teamId: string): Client<typeof SubjectService>;
+  /**
+   * ConsentLogService as an operator acting for one team. `streaming` drops the per-call time
+   * limit: a tail runs until Ctrl-C and an export as long as its rows take.
+   */
+  logs(teamId: string, options?: { streaming?: boolean }): Client<typeof ConsentLogService>;
   /** The `date` header of the latest response, for the doctor's clock-skew check. */
   lastServerDate(): Date | undefined;
   /** Closes the HTTP/2 session so the process can exit at once. */
@@ -44,11 +50,11 @@ export function createDaemonClient(options: DaemonClientOptions): DaemonClient {
     const date = new Date(headers.get("date") ?? "");
     if (!Number.isNaN(date.getTime())) serverDate = date;
   };
-  const transportFor = (teamId?: string) =>
+  const transportFor = (teamId?: string, timeoutMs: number | undefined = CALL_TIMEOUT_MS) =>
     createGrpcTransport({
       baseUrl: options.url,
       sessionManager,
-      defaultTimeoutMs: CALL_TIMEOUT_MS,
+      defaultTimeoutMs: timeoutMs,
       interceptors: [credentials(options.token, teamId), observe(remember, options.log)],
     });
   const operatorTransport = transportFor();
@@ -58,6 +64,11 @@ export function createDaemonClient(options: DaemonClientOptions): DaemonClient {
     health: createClient(Health, operatorTransport),
     banners: (teamId) => createClient(BannerService, transportFor(teamId)),
     subjects: (teamId) => createClient(SubjectService, transportFor(teamId)),
+    logs: (teamId, { streaming = false } = {}) =>
+      createClient(
+        ConsentLogService,
+        transportFor(teamId, streaming ? undefined : CALL_TIMEOUT_MS),
+      ),
     lastServerDate: () => serverDate,
     close: () => sessionManager.abort(),
   };

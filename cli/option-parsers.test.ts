@@ -2,10 +2,12 @@ import { InvalidArgumentError } from "commander";
 import { describe, expect, it } from "vitest";
 import {
   formatDuration,
+  integerIn,
   parseDuration,
   parseHttpUrl,
   parseIsoDateTime,
   parseList,
+  parseTimeBound,
 } from "#cli/option-parsers.js";
 
 describe("option parsers", () => {
@@ -56,5 +58,22 @@ describe("option parsers", () => {
     expect(parseHttpUrl("http://127.0.0.1:50051/")).toBe("http://127.0.0.1:50051");
     expect(() => parseHttpUrl("127.0.0.1:50051")).toThrow(InvalidArgumentError);
     expect(() => parseHttpUrl("ftp://host")).toThrow(InvalidArgumentError);
+  });
+
+  it("reads a time bound as a zoned date-time or as a duration before now", () => {
+    const now = new Date("2026-05-02T00:00:00Z");
+    expect(parseTimeBound("24h", now)).toEqual(new Date("2026-05-01T00:00:00Z"));
+    expect(parseTimeBound("1d12h", now)).toEqual(new Date("2026-04-30T12:00:00Z"));
+    expect(parseTimeBound("2026-01-01T00:00:00Z", now)).toEqual(new Date("2026-01-01T00:00:00Z"));
+    for (const bad of ["yesterday", "2026-01-01", "10"]) {
+      expect(() => parseTimeBound(bad, now)).toThrow(InvalidArgumentError);
+    }
+  });
+
+  it("reads whole numbers within bounds", () => {
+    expect(integerIn(1, 1000)("50")).toBe(50);
+    for (const bad of ["0", "1001", "1.5", "ten", ""]) {
+      expect(() => integerIn(1, 1000)(bad)).toThrow(InvalidArgumentError);
+    }
   });
 });

@@ -38,6 +38,34 @@ export function parseIsoDateTime(value: string): Date {
   return date;
 }
 
+/**
+ * Reads a bound of a time range: an ISO 8601 date-time with a zone, or a duration meaning that
+ * long before now (`24h`, `7d`, `90m`), so `--since 24h` is "the last day".
+ */
+export function parseTimeBound(value: string, now = new Date()): Date {
+  if (/^\s*(?:\d+[smhd])+\s*$/.test(value)) {
+    return new Date(now.getTime() - parseDuration(value) * 1000);
+  }
+  try {
+    return parseIsoDateTime(value);
+  } catch {
+    throw new InvalidArgumentError(
+      `"${value}" is neither a date-time with a zone (2026-05-01T00:00:00Z) nor a duration before now (24h, 7d).`,
+    );
+  }
+}
+
+/** Reads a whole number from `min` to `max` (a page size). */
+export function integerIn(min: number, max: number): (value: string) => number {
+  return (value) => {
+    const number = Number(value);
+    if (!/^\d+$/.test(value.trim()) || number < min || number > max) {
+      throw new InvalidArgumentError(`"${value}" is not a whole number from ${min} to ${max}.`);
+    }
+    return number;
+  };
+}
+
 /** Reads a comma-separated list (`banners:read,consent:read`), dropping blanks and repeats. */
 export function parseList(value: string): string[] {
   const items = value

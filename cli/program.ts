@@ -3,16 +3,24 @@ import { registerBannerCommands } from "#cli/commands/banners.js";
 import { registerDoctorCommand } from "#cli/commands/doctor.js";
 import { registerHealthCommand } from "#cli/commands/health.js";
 import { registerKeyCommands } from "#cli/commands/keys.js";
+import { registerLogCommands } from "#cli/commands/logs.js";
 import { registerSessionCommands } from "#cli/commands/sessions.js";
 import { registerSubjectCommands } from "#cli/commands/subjects.js";
 import { registerTeamCommands } from "#cli/commands/teams.js";
 import { parseHttpUrl } from "#cli/option-parsers.js";
 import type { Io } from "#cli/output.js";
-import { type CommandSpec, runCommand, type Session } from "#cli/run-command.js";
+import {
+  type CommandSpec,
+  runCommand,
+  runStreamCommand,
+  type Session,
+  type StreamCommandSpec,
+} from "#cli/run-command.js";
 
 /** What command modules get: one way to run a spec, bound to this invocation's streams. */
 export interface Runtime {
   run<T>(command: Command, spec: CommandSpec<T>): Promise<void>;
+  stream(command: Command, spec: StreamCommandSpec): Promise<void>;
 }
 
 /**
@@ -23,7 +31,7 @@ export interface Runtime {
 export function createProgram(io: Io, session: Session, json: boolean): Command {
   const program = new Command("consentctl")
     .description(
-      "Operator CLI of the consent service: teams, API keys, sessions, banners, subjects.",
+      "Operator CLI of the consent service: teams, API keys, sessions, banners, subjects, consent logs.",
     )
     .addOption(
       new Option(
@@ -44,12 +52,16 @@ export function createProgram(io: Io, session: Session, json: boolean): Command 
       writeErr: (text) => io.stderr.write(text),
       outputError: (text, write) => write(json ? usageErrorJson(text) : text),
     });
-  const runtime: Runtime = { run: (command, spec) => runCommand(command, spec, io, session) };
+  const runtime: Runtime = {
+    run: (command, spec) => runCommand(command, spec, io, session),
+    stream: (command, spec) => runStreamCommand(command, spec, io, session),
+  };
   registerTeamCommands(program, runtime);
   registerKeyCommands(program, runtime);
   registerSessionCommands(program, runtime);
   registerBannerCommands(program, runtime);
   registerSubjectCommands(program, runtime);
+  registerLogCommands(program, runtime);
   registerHealthCommand(program, runtime);
   registerDoctorCommand(program, runtime);
   return program;

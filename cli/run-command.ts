@@ -50,12 +50,44 @@ export interface Session {
   exitCode: number;
 }
 
+/**
+ * A command whose answer is a stream (logs tail, logs export): it writes its own output as the
+ * rows arrive and returns its exit status; the runner supplies settings, token, client and the
+ * one error printer, as for every other command.
+ */
+export interface StreamCommandSpec {
+  auth: "operator";
+  run(invocation: Invocation, io: Io): Promise<number>;
+  notFoundHint?: string;
+}
+
 /** Runs one command to completion: resolve settings, call the daemon, print, decide the exit. */
 export async function runCommand<T>(
   command: Command,
   spec: CommandSpec<T>,
   io: Io,
   session: Session,
+): Promise<void> {
+  await withInvocation(command, spec, io, session, (invocation) => present(spec, invocation, io));
+}
+
+/** Runs a streaming command under the same settings, token and error rules as runCommand. */
+export async function runStreamCommand(
+  command: Command,
+  spec: StreamCommandSpec,
+  io: Io,
+  session: Session,
+): Promise<void> {
+  await withInvocation(command, spec, io, session, (invocation) => spec.run(invocation, io));
+}
+
+/** Resolves settings, token and client, runs `body`, and reports any failure (exit 1). */
+async function withInvocation(
+  command: Command,
+  spec: Pick<CommandSpec<unknown>, "auth" | "diagnoses" | "notFoundHint">,
+  io: Io,
+  session: Session,
+  body: (invocation: Invocation) => Promise<number>,
 ): Promise<void> {
   const globals = command.optsWithGlobals<GlobalOptions>();
   const context = resolveContext(globals, io.env);
@@ -70,7 +102,7 @@ export async function runCommand<T>(
       log: context.debug ? (line) => console.error(line) : undefined,
     });
     const invocation: Invocation = { client, context, token };
-    session.exitCode = await present(spec, invocation, io);
+    session.exitCode = await body(invocation);
   } catch (error) {
     const problem = describeProblem(error, {
       daemonUrl: context.daemonUrl,

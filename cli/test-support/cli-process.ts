@@ -40,6 +40,67 @@ export function runCli(args: readonly string[], options: CliRunOptions = {}): Pr
   });
 }
 
+/** A running `consentctl` (logs tail): its output so far, a wait for some of it, and a stop. */
+export interface CliProcess {
+  readonly stdout: () => string;
+  readonly stderr: () => string;
+  /** Resolves once stdout or stderr (as named) satisfies `test`; rejects if the process ends first. */
+  waitFor(stream: "stdout" | "stderr", test: (text: string) => boolean): Promise<string>;
+  /** Sends SIGINT, as Ctrl-C does, and resolves with how the process ended. */
+  interrupt(): Promise<CliRun>;
+}
+
+/** Starts bin/consentctl.js and returns at once, for commands that run until stopped. */
+export function startCli(args: readonly string[], options: CliRunOptions = {}): CliProcess {
+  const env: NodeJS.ProcessEnv = { PATH: process.env.PATH, HOME: process.env.HOME, ...options.env };
+  const child = spawn(process.execPath, [BIN, ...args], { env, stdio: ["ignore", "pipe", "pipe"] });
+  const output = { stdout: "", stderr: "" };
+  let ended = false;
+  const waiters = new Set<() => void>();
+  const notify = () => {
+    for (const waiter of waiters) waiter();
+  };
+  child.stdout.setEncoding("utf8").on("data", (chunk: string) => {
+    output.stdout += chunk;
+    notify();
+  });
+  child.stderr.setEncoding("utf8").on("data", (chunk: string) => {
+    output.stderr += chunk;
+    notify();
+  });
+  const closed = new Promise<CliRun>((resolve, reject) => {
+    child.on("error", reject);
+    child.on("close", (code) => {
+      ended = true;
+      notify();
+      resolve({ code, ...output });
+    });
+  });
+  return {
+    stdout: () => output.stdout,
+    stderr: () => output.stderr,
+    waitFor(stream, test) {
+      return new Promise((resolve, reject) => {
+        const check = () => {
+          if (test(output[stream])) {
+            waiters.delete(check);
+            resolve(output[stream]);
+          } else if (ended) {
+            waiters.delete(check);
+            reject(new Error(`consentctl ended first: ${JSON.stringify(output)}`));
+          }
+        };
+        waiters.add(check);
+        check();
+      });
+    },
+    interrupt() {
+      child.kill("SIGINT");
+      return closed;
+    },
+  };
+}
+
 /**
  * A `consentctl` bound to a test daemon: `--daemon`, `--token` and the data dir are filled in.
  * `json(...)` adds --json and checks the JSON contract: exit 0, stdout is exactly one JSON
@@ -52,6 +113,8 @@ export function cliFor(service: TestService, env: Record<string, string> = {}) {
     runCli([...args, ...connection], { env: { ...withEnv, ...options.env } });
   return {
     run,
+    /** Starts a long-running command (logs tail) bound to the daemon. */
+    start: (args: readonly string[]) => startCli([...args, ...connection], { env: withEnv }),
     /** Runs with --json and returns the parsed stdout of a successful run. */
     // biome-ignore lint/suspicious/noExplicitAny: parsed --json output, checked by each test's assertions
     async json<T = any>(args: readonly string[]): Promise<T> {

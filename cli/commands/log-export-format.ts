@@ -1,0 +1,75 @@
+import { type Timestamp, timestampDate } from "@bufbuild/protobuf/wkt";
+import { stringify } from "csv-stringify/sync";
+import { messageJson } from "#cli/format.js";
+import { type ConsentLogEntry, ConsentLogEntrySchema } from "#gen/consent/v1/consent_log_pb.js";
+
+export const EXPORT_FORMATS = ["jsonl", "csv"] as const;
+export type ExportFormat = (typeof EXPORT_FORMATS)[number];
+
+/** A row as `--json` and JSON Lines print it: the proto JSON mapping with every scalar present. */
+export function entryJson(entry: ConsentLogEntry) {
+  return messageJson(ConsentLogEntrySchema, entry);
+}
+
+/** The CSV columns, in order: one per field of ConsentLogEntry, purpose choices flattened. */
+const CSV_COLUMNS: readonly [header: string, value: (e: ConsentLogEntry) => unknown][] = [
+  ["consentLogId", (e) => e.consentLogId],
+  ["receivedAt", (e) => isoTime(e.receivedAt)],
+  ["occurredAt", (e) => isoTime(e.occurredAt)],
+  ["timestampClamped", (e) => e.timestampClamped],
+  ["bannerId", (e) => e.bannerId],
+  ["consentId", (e) => e.consentId],
+  ["method", (e) => e.method],
+  // The whole choice in one cell, as JSON: category names are free text and may hold commas.
+  ["preferences", (e) => JSON.stringify(e.preferences)],
+  ["revision", (e) => e.revision],
+  ["languageCode", (e) => e.languageCode],
+  ["country", (e) => e.country],
+  ["region", (e) => e.region],
+  ["matchedRuleId", (e) => e.matchedRuleId],
+  ["gpc", (e) => e.gpc],
+  ["saleSharing", (e) => e.purposeChoices?.saleSharing],
+  ["targetedAdvertising", (e) => e.purposeChoices?.targetedAdvertising],
+  ["sensitiveData", (e) => e.purposeChoices?.sensitiveData],
+  ["profiling", (e) => e.purposeChoices?.profiling],
+  ["pageUrl", (e) => e.pageUrl],
+];
+
+/** A time as RFC 3339 in UTC with milliseconds, the form JSON Lines use too. */
+function isoTime(timestamp: Timestamp | undefined): string {
+  return timestamp ? timestampDate(timestamp).toISOString() : "";
+}
+
+/**
+ * Writes batches of rows as JSON Lines or CSV. CSV goes through csv-stringify (RFC 4180 quoting)
+ * with its formula escaping on: a visitor-supplied cell such as `=HYPERLINK(…)` is prefixed with
+ * `'`, so opening the proof file in a spreadsheet never runs it. The header comes with the first
+ * batch, or alone when there are no rows.
+ */
+export function createExportWriter(format: ExportFormat) {
+  let headerWritten = false;
+  return {
+    batch(entries: readonly ConsentLogEntry[]): string {
+      if (format === "jsonl") {
+        return entries.map((entry) => `${JSON.stringify(entryJson(entry))}\n`).join("");
+      }
+      const text = stringify(
+        entries.map((entry) => CSV_COLUMNS.map(([, value]) => value(entry))),
+        {
+          header: !headerWritten,
+          columns: CSV_COLUMNS.map(([header]) => header),
+          cast: { boolean: (value) => String(value) },
+          escape_formulas: true,
+        },
+      );
+      headerWritten = true;
+      return text;
+    },
+    /** What a run without rows still writes: the CSV header line, nothing for JSON Lines. */
+    end(): string {
+      if (format === "jsonl" || headerWritten) return "";
+      headerWritten = true;
+      return `${CSV_COLUMNS.map(([header]) => header).join(",")}\n`;
+    },
+  };
+}

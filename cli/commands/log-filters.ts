@@ -1,0 +1,58 @@
+import { timestampFromDate } from "@bufbuild/protobuf/wkt";
+import { type Command, Option } from "commander";
+import { parseList, parseTimeBound } from "#cli/option-parsers.js";
+import { CONSENT_LOG_METHODS } from "#daemon/consent-log/consent-log-rules.js";
+
+/** The filters every `logs` command takes. */
+export interface LogFilterOptions {
+  team: string;
+  banner?: string;
+  method?: string[];
+}
+
+/** The filters of commands over a time range (list, stats, export). */
+export interface LogRangeOptions extends LogFilterOptions {
+  since?: Date;
+  until?: Date;
+}
+
+export const LOGS_HINT =
+  "check the team id with `consentctl teams list` and the banner's public id with `consentctl banners list --team TEAM_ID`";
+
+/** --team, --banner and --method, on every logs command. */
+export function addFilterOptions(command: Command): Command {
+  return command
+    .requiredOption("--team <id>", "team id (sent as consent-team metadata)")
+    .option("--banner <public-id>", "only rows of this banner (its public id)")
+    .option(
+      "--method <list>",
+      `only these methods, comma-separated: ${CONSENT_LOG_METHODS.join(", ")}`,
+      parseList,
+    );
+}
+
+/** --since and --until: ISO 8601 with a zone, or a duration before now. */
+export function addRangeOptions(command: Command): Command {
+  return addFilterOptions(command)
+    .addOption(
+      new Option(
+        "--since <when>",
+        "rows received at or after: 2026-05-01T00:00:00Z, or a duration ago such as 24h or 7d",
+      ).argParser((value: string) => parseTimeBound(value)),
+    )
+    .addOption(
+      new Option("--until <when>", "rows received before: a date-time or a duration ago").argParser(
+        (value: string) => parseTimeBound(value),
+      ),
+    );
+}
+
+/** The request fields of the shared filters. */
+export function filterRequest(options: LogRangeOptions) {
+  return {
+    bannerId: options.banner ?? "",
+    methods: options.method ?? [],
+    since: options.since && timestampFromDate(options.since),
+    until: options.until && timestampFromDate(options.until),
+  };
+}

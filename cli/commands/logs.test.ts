@@ -1,0 +1,191 @@
+import { readFile } from "node:fs/promises";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { argv, cliFor, E2E_TIMEOUT_MS } from "#cli/test-support/cli-process.js";
+import { aChoice, postLog } from "#test/support/consent-log.js";
+import { startTestService, type TestService } from "#test/support/service.js";
+
+describe.concurrent("consentctl logs (against a real daemon)", { timeout: E2E_TIMEOUT_MS }, () => {
+  let service: TestService;
+  let cli: ReturnType<typeof cliFor>;
+
+  /** A team with a banner on shop.example.com, in a fresh state for one test. */
+  async function teamWithBanner() {
+    const team = await cli.json(argv`teams create --name ${"Logs team"} --plan professional`);
+    const banner = await cli.json(
+      argv`banners create --team ${team.id} --name B --domain shop.example.com`,
+    );
+    return { teamId: team.id as string, publicId: banner.publicId as string };
+  }
+
+  /** Records a choice as the banner runtime does: POST /api/consent/log through the gateway. */
+  async function record(publicId: string, overrides: Record<string, unknown> = {}) {
+    const posted = await postLog(service, aChoice(publicId, overrides));
+    expect(posted.status).toBe(200);
+    return posted.body.consentLogId as string;
+  }
+
+  beforeAll(async () => {
+    service = await startTestService({ gateway: true });
+    cli = cliFor(service);
+  });
+  afterAll(() => service.close());
+
+  it("lists rows newest first with banner, method and time filters, and pages", async () => {
+    const { teamId, publicId } = await teamWithBanner();
+    const other = await teamWithBanner();
+    const ids = [];
+    for (const method of ["accept_all", "consent_default", "consent_given", "accept_all"]) {
+      ids.push(await record(publicId, { method }));
+    }
+    await record(other.publicId);
+    const all = await cli.json(argv`logs list --team ${teamId}`);
+    expect(all.entries.map((e: { consentLogId: string }) => e.consentLogId)).toEqual(
+      ids.toReversed(),
+    );
+    expect(all.entries[0]).toMatchObject({
+      bannerId: publicId,
+      method: "accept_all",
+      preferences: { necessary: true, analytics: true, marketing: false },
+      timestampClamped: false,
+    });
+    expect(all.nextPageToken).toBe("");
+    const page = await cli.json(
+      argv`logs list --team ${teamId} --banner ${publicId} --method accept_all,consent_given --since 1h --limit 2`,
+    );
+    expect(page.entries.map((e: { consentLogId: string }) => e.consentLogId)).toEqual([
+      ids[3],
+      ids[2],
+    ]);
+    const next = await cli.json(
+      argv`logs list --team ${teamId} --method accept_all,consent_given --page-token ${page.nextPageToken}`,
+    );
+    expect(next.entries.map((e: { consentLogId: string }) => e.consentLogId)).toEqual([ids[0]]);
+    const future = await cli.json(argv`logs list --team ${teamId} --since 2999-01-01T00:00:00Z`);
+    expect(future.entries).toEqual([]);
+    const human = await cli.run(argv`logs list --team ${teamId} --method consent_default`);
+    expect(human.code).toBe(0);
+    expect(human.stdout).toMatch(/RECEIVED\s+METHOD\s+BANNER/);
+    expect(human.stdout).toContain("consent_default");
+  });
+
+  it("never shows another team's rows, whatever banner is named", async () => {
+    const mine = await teamWithBanner();
+    const theirs = await teamWithBanner();
+    await record(theirs.publicId);
+    const listed = await cli.json(
+      argv`logs list --team ${mine.teamId} --banner ${theirs.publicId}`,
+    );
+    expect(listed.entries).toEqual([]);
+    const stats = await cli.json(argv`logs stats --team ${mine.teamId}`);
+    expect(stats.total).toBe(0);
+    const exported = await cli.run(argv`logs export --team ${mine.teamId} --json`);
+    expect(exported).toMatchObject({ code: 0, stdout: "", stderr: "" });
+  });
+
+  it("counts by method and day with the opt-in rate", async () => {
+    const { teamId, publicId } = await teamWithBanner();
+    await record(publicId, { method: "accept_all" });
+    await record(publicId, { method: "accept_necessary", preferences: { necessary: true } });
+    await record(publicId, { method: "consent_given", preferences: { marketing: true } });
+    await record(publicId, { method: "consent_default" });
+    const stats = await cli.json(argv`logs stats --team ${teamId} --banner ${publicId}`);
+    expect(stats).toEqual({
+      total: 4,
+      byMethod: { accept_all: 1, accept_necessary: 1, consent_given: 1, consent_default: 1 },
+      byDay: [{ day: new Date().toISOString().slice(0, 10), count: 4 }],
+      explicitChoices: 3,
+      optedIn: 2,
+      optInRate: 2 / 3,
+    });
+    const human = await cli.run(argv`logs stats --team ${teamId}`);
+    expect(human.code).toBe(0);
+    expect(human.stdout).toMatch(/Opt-in rate\s+66\.7%/);
+  });
+
+  it("exports JSON Lines to stdout and quoted CSV to a file, with progress on stderr", async () => {
+    const { teamId, publicId } = await teamWithBanner();
+    const first = await record(publicId, { country: "=HYPERLINK(1)" });
+    const second = await record(publicId, { preferences: { "a,b": true, 'say "hi"': false } });
+    const jsonl = await cli.run(argv`logs export --team ${teamId} --json`);
+    expect(jsonl).toMatchObject({ code: 0, stderr: "" });
+    const lines = jsonl.stdout
+      .trimEnd()
+      .split("\n")
+      .map((line) => JSON.parse(line));
+    expect(lines.map((row) => row.consentLogId)).toEqual([first, second]);
+    const out = path.join(service.dataDir, `proof-${teamId}.csv`);
+    const human = await cli.run(argv`logs export --team ${teamId} --format csv --out ${out}`);
+    expect(human.code).toBe(0);
+    expect(human.stderr).toContain("Exporting… 2 rows");
+    expect(human.stderr).toContain(`Exported 2 rows as csv to ${out}.`);
+    const csv = (await readFile(out, "utf8")).trimEnd().split("\n");
+    expect(csv[0]).toMatch(/^consentLogId,receivedAt,occurredAt,timestampClamped,bannerId,/);
+    expect(csv).toHaveLength(3);
+    expect(csv[1]).toContain(`${first},`);
+    expect(csv[1]).toContain(",'=HYPERLINK(1),");
+    expect(csv[2]).toContain('"{""a,b"":true,""say \\""hi\\"""":false}"');
+    const summary = await cli.json(argv`logs export --team ${teamId} --format csv --out ${out}`);
+    expect(summary).toEqual({ rows: 2, format: "csv", out });
+  });
+
+  it("follows rows recorded after it started until Ctrl-C, then exits 0", async () => {
+    const { teamId, publicId } = await teamWithBanner();
+    const before = await record(publicId);
+    const tail = cli.start(argv`logs tail --team ${teamId} --method consent_given`);
+    await tail.waitFor("stderr", (text) => text.includes("press Ctrl-C to stop"));
+    await record(publicId, { method: "accept_all" }); // filtered out
+    const consentId = crypto.randomUUID();
+    await record(publicId, { consentId });
+    await tail.waitFor("stdout", (text) => text.includes(consentId));
+    const ended = await tail.interrupt();
+    expect(ended.code).toBe(0);
+    const lines = ended.stdout.trimEnd().split("\n");
+    expect(lines[0]).toMatch(/^RECEIVED\s+METHOD\s+BANNER/);
+    expect(lines).toHaveLength(2);
+    expect(lines[1]).toContain("consent_given");
+    expect(ended.stdout).not.toContain(before);
+  });
+
+  it("prints each followed row as one JSON line with --json, nothing on stderr", async () => {
+    const { teamId, publicId } = await teamWithBanner();
+    const tail = cli.start(argv`logs tail --team ${teamId} --banner ${publicId} --json`);
+    // The JSON form announces nothing: record until a row recorded after the start shows up.
+    const recorded: string[] = [];
+    while (!tail.stdout().includes("\n")) {
+      recorded.push(await record(publicId));
+      await Promise.race([
+        tail.waitFor("stdout", (text) => text.includes("\n")),
+        new Promise((resolve) => setTimeout(resolve, 200)),
+      ]);
+    }
+    const ended = await tail.interrupt();
+    expect(ended).toMatchObject({ code: 0, stderr: "" });
+    const rows = ended.stdout
+      .trimEnd()
+      .split("\n")
+      .map((line) => JSON.parse(line));
+    expect(rows.length).toBeGreaterThan(0);
+    for (const row of rows) {
+      expect(recorded).toContain(row.consentLogId);
+      expect(row).toMatchObject({ bannerId: publicId, method: "consent_given" });
+    }
+  });
+
+  it("exits 2 for a malformed time or limit, and 1 for a method the daemon refuses", async () => {
+    const { teamId } = await teamWithBanner();
+    const [since, limit, csvToStdout] = await Promise.all([
+      cli.run(argv`logs list --team ${teamId} --since yesterday --json`),
+      cli.run(argv`logs list --team ${teamId} --limit 5000`),
+      cli.run(argv`logs export --team ${teamId} --format csv --json`),
+    ]);
+    for (const result of [since, limit, csvToStdout]) {
+      expect(result.code).toBe(2);
+      expect(result.stdout).toBe("");
+    }
+    expect(JSON.parse(since.stderr)).toMatchObject({ code: "usage" });
+    const refused = await cli.fails(argv`logs stats --team ${teamId} --method reject_all`);
+    expect(refused.code).toBe("invalid_request");
+    expect(refused.details?.[0]?.field).toBe("methods");
+  });
+});

@@ -1,0 +1,91 @@
+import { create } from "@bufbuild/protobuf";
+import { timestampFromDate } from "@bufbuild/protobuf/wkt";
+import { render } from "ink-testing-library";
+import { describe, expect, it } from "vitest";
+import { createExportWriter } from "#cli/commands/log-export-format.js";
+import { LogPageView, LogStatsView, renderTailLine, TailLine } from "#cli/views/log-views.js";
+import { ConsentLogEntrySchema } from "#gen/consent/v1/consent_log_pb.js";
+
+const entry = create(ConsentLogEntrySchema, {
+  consentLogId: "01a207c9-3f1d-72fd-a6d3-b7ac001777cb",
+  bannerId: "f2e7b882-ec0b-4fe5-9786-6b7b47afa71d",
+  consentId: "9d1511cb-c2b9-4398-aeac-8bc02d3d5501",
+  method: "consent_given",
+  preferences: { necessary: true, analytics: true, marketing: false },
+  country: "DE",
+  receivedAt: timestampFromDate(new Date("2026-05-01T12:00:00.250Z")),
+  occurredAt: timestampFromDate(new Date("2026-05-01T11:59:59Z")),
+});
+
+describe("LogPageView", () => {
+  it("shows a row's time, method, banner, consent id, country and accepted categories, fitted", () => {
+    const frame =
+      render(<LogPageView page={{ entries: [entry], nextPageToken: "tok" }} />).lastFrame() ?? "";
+    const [header, row, more] = frame.split("\n");
+    expect(header).toMatch(/^RECEIVED\s+METHOD\s+BANNER\s+CONSENT ID\s+COUNTRY\s+ACCEPTED/);
+    // ink-testing-library's 100 columns: the widest columns (ids) give way first.
+    expect(row).toMatch(/^2026-05-01 12:00:.*\s+consent_given\s+f2e7b882-.*\s+DE\s+necessary, /);
+    expect(more).toContain("--page-token tok");
+  });
+
+  it("says how to widen an empty result", () => {
+    const frame = render(<LogPageView page={{ entries: [], nextPageToken: "" }} />).lastFrame();
+    expect(frame).toContain("No consent log rows match");
+  });
+});
+
+describe("LogStatsView", () => {
+  it("prints totals, the opt-in rate as a percentage, and counts by method and day", () => {
+    const stats = {
+      total: 4,
+      byMethod: { accept_all: 3, consent_default: 1 },
+      byDay: [{ day: "2026-05-01", count: 4 }],
+      explicitChoices: 3,
+      optedIn: 2,
+      optInRate: 2 / 3,
+    };
+    const frame = render(<LogStatsView stats={stats} />).lastFrame() ?? "";
+    expect(frame).toMatch(/Opt-in rate\s+66\.7%/);
+    expect(frame).toMatch(/accept_all\s+3/);
+    expect(frame).toMatch(/2026-05-01\s+4/);
+  });
+
+  it("shows no rate when there is no explicit choice", () => {
+    const stats = {
+      total: 0,
+      byMethod: {},
+      byDay: [],
+      explicitChoices: 0,
+      optedIn: 0,
+      optInRate: 0,
+    };
+    const frame = render(<LogStatsView stats={stats} />).lastFrame() ?? "";
+    expect(frame).toMatch(/Opt-in rate\s+- \(no choices\)/);
+    expect(frame).toContain("No rows in this range.");
+  });
+});
+
+describe("TailLine", () => {
+  it("aligns the header and rows at fixed widths, without colour when told so", () => {
+    const header = renderTailLine(undefined, { color: false });
+    const line = renderTailLine(entry, { color: false });
+    expect(header.indexOf("METHOD")).toBe(line.indexOf("consent_given"));
+    expect(header.indexOf("ACCEPTED")).toBe(line.indexOf("necessary, analytics"));
+    expect(line).not.toContain("\u001b[");
+    expect(render(<TailLine entry={entry} />).lastFrame()).toContain(entry.consentId);
+  });
+});
+
+describe("export formats", () => {
+  it("writes the CSV header once, with the first batch, and quotes as RFC 4180", () => {
+    const writer = createExportWriter("csv");
+    const first = writer.batch([entry]).split("\n");
+    const second = writer.batch([{ ...entry, country: 'Côte "d"' }]).split("\n");
+    expect(first[0]).toMatch(/^consentLogId,/);
+    expect(first[1]).toContain(",2026-05-01T12:00:00.250Z,2026-05-01T11:59:59.000Z,false,");
+    expect(second[0]).toContain(',"Côte ""d""",');
+    expect(writer.end()).toBe("");
+    expect(createExportWriter("csv").end()).toMatch(/^consentLogId,.*,pageUrl\n$/);
+    expect(createExportWriter("jsonl").end()).toBe("");
+  });
+});
