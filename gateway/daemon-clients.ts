@@ -2,6 +2,7 @@ import { type Client, createClient, type Transport } from "@connectrpc/connect";
 import { BannerService } from "#gen/consent/v1/banner_pb.js";
 import { ConsentLogService } from "#gen/consent/v1/consent_log_pb.js";
 import { SubjectService } from "#gen/consent/v1/subject_pb.js";
+import { WebhookService } from "#gen/consent/v1/webhook_pb.js";
 import { Health } from "#gen/grpc/health/v1/health_pb.js";
 
 /** The daemon's services as the gateway calls them, over whichever transport reaches the daemon. */
@@ -10,6 +11,7 @@ export interface DaemonClients {
   subjects: Client<typeof SubjectService>;
   consentLog: Client<typeof ConsentLogService>;
   health: Client<typeof Health>;
+  webhooks: Client<typeof WebhookService>;
 }
 
 export function createDaemonClients(transport: Transport): DaemonClients {
@@ -18,5 +20,6 @@ export function createDaemonClients(transport: Transport): DaemonClients {
     subjects: createClient(SubjectService, transport),
     consentLog: createClient(ConsentLogService, transport),
     health: createClient(Health, transport),
+    webhooks: createClient(WebhookService, transport),
   };
 }

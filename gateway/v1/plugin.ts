@@ -5,6 +5,7 @@ import { httpErrorOf } from "#gateway/errors.js";
 import { bannerRoutes } from "#gateway/v1/banners/routes.js";
 import { healthRoutes } from "#gateway/v1/health/routes.js";
 import { subjectRoutes } from "#gateway/v1/subjects/routes.js";
+import { webhookRoutes } from "#gateway/v1/webhooks/routes.js";
 
 export interface V1Options {
   clients: DaemonClients;
@@ -39,4 +40,5 @@ export async function v1Api(app: FastifyInstance, options: V1Options): Promise<v
   healthRoutes(app, clients);
   bannerRoutes(app, clients, operatorToken);
   subjectRoutes(app, clients, operatorToken);
+  webhookRoutes(app, clients, operatorToken);
 }

@@ -1,0 +1,71 @@
+import { createServer, type IncomingHttpHeaders, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+
+/** One request the receiver got. */
+export interface ReceivedWebhook {
+  headers: IncomingHttpHeaders;
+  body: string;
+}
+
+/** What the receiver answers: a status and optional headers and body. */
+export type Answer = { status: number; headers?: Record<string, string>; body?: string };
+
+/**
+ * A real HTTP endpoint on 127.0.0.1 recording every webhook it receives. `answer` decides the
+ * response (200 by default); `stop()` closes the port and `start()` reopens it on the same port,
+ * so a test can take the integrator's endpoint down and bring it back.
+ */
+export class WebhookReceiver {
+  readonly received: ReceivedWebhook[] = [];
+  answer: (request: ReceivedWebhook) => Answer = () => ({ status: 200, body: "ok" });
+  private server: Server | undefined;
+  private port = 0;
+
+  get url(): string {
+    return `http://127.0.0.1:${this.port}/hooks`;
+  }
+
+  async start(): Promise<this> {
+    const server = createServer((request, response) => {
+      const chunks: Buffer[] = [];
+      request.on("data", (chunk: Buffer) => chunks.push(chunk));
+      request.on("end", () => {
+        const received = { headers: request.headers, body: Buffer.concat(chunks).toString("utf8") };
+        this.received.push(received);
+        const answer = this.answer(received);
+        response.writeHead(answer.status, answer.headers).end(answer.body ?? "");
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(this.port, "127.0.0.1", resolve));
+    this.port = (server.address() as AddressInfo).port;
+    this.server = server;
+    return this;
+  }
+
+  async stop(): Promise<void> {
+    const server = this.server;
+    this.server = undefined;
+    if (!server) return;
+    server.closeAllConnections();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+  }
+
+  /** Bodies received, parsed. */
+  events(): { type: string; data: Record<string, unknown> }[] {
+    return this.received.map((r) => JSON.parse(r.body));
+  }
+}
+
+/** Polls `check` until it returns a value other than undefined (the condition, not a duration, is the assertion). */
+export async function eventually<T>(
+  check: () => T | undefined | Promise<T | undefined>,
+  what: string,
+): Promise<T> {
+  const deadline = Date.now() + 20_000;
+  for (;;) {
+    const value = await check();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`never happened: ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+}

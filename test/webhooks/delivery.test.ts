@@ -1,0 +1,349 @@
+import { Webhook } from "standardwebhooks";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { FAILING_DISABLE_AFTER_MS } from "#daemon/webhooks/dispatcher.js";
+import { JITTER, RETRY_DELAYS_MS } from "#daemon/webhooks/retry-schedule.js";
+import { signature } from "#daemon/webhooks/signing.js";
+import type { DeliveryRecord } from "#daemon/webhooks/webhook-store.js";
+import { createTeam, http, mintKey } from "#test/support/api.js";
+import { aChoice, bannerFixture, postLog } from "#test/support/consent-log.js";
+import { startTestService, type TestService } from "#test/support/service.js";
+import { eventually, WebhookReceiver } from "#test/support/webhook-receiver.js";
+
+const WEBHOOK_SCOPES = ["banners:read", "banners:write", "webhooks:read", "webhooks:write"];
+
+describe("Standard Webhooks signing", () => {
+  it("matches the specification's published test vector", () => {
+    const secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+    expect(
+      signature(secret, "msg_p5jXN8AQM9LWM0D4loKWxJek", 1614265330, '{"test": 2432232314}'),
+    ).toBe("v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=");
+  });
+});
+
+/** spec 6 and issue 5 over the real daemon, gateway and a real receiver on 127.0.0.1. */
+describe("consent.given delivery", () => {
+  let service: TestService;
+  let receiver: WebhookReceiver;
+  let offsetMs = 0;
+  const clock = () => new Date(Date.now() + offsetMs);
+
+  beforeAll(async () => {
+    receiver = await new WebhookReceiver().start();
+    service = await startTestService({
+      gateway: true,
+      clock,
+      env: { CONSENT_WEBHOOK_ALLOW_CIDRS: "127.0.0.1/32" },
+    });
+  });
+  afterAll(async () => {
+    await service.close();
+    await receiver.stop();
+  });
+
+  /** A team with a banner, a webhook key and one endpoint at the receiver. */
+  async function subscribed(body: Record<string, unknown> = {}) {
+    const fixture = await bannerFixture(service);
+    const { key } = await mintKey(service, fixture.teamId, { scopes: WEBHOOK_SCOPES });
+    const created = await http(service, "POST", "/api/v1/webhooks", {
+      key,
+      body: { url: `${receiver.url}?team=${fixture.teamId}`, ...body },
+    });
+    expect(created.status).toBe(201);
+    return { ...fixture, key, webhook: created.body.data.webhook };
+  }
+
+  const deliveriesOf = (teamId: string, webhookId: string) =>
+    service.store.webhooks.listDeliveries({ teamId, webhookId, limit: 100 });
+
+  it("delivers each explicit choice once, signed, and nothing for a default-state row", async () => {
+    const team = await subscribed();
+    expect(team.webhook).toMatchObject({
+      eventTypes: ["consent.given"],
+      bannerIds: [],
+      enabled: true,
+    });
+    expect(team.webhook.secret).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/);
+    const before = receiver.received.length;
+    expect(
+      (await postLog(service, aChoice(team.publicId, { method: "consent_default" }))).status,
+    ).toBe(200);
+    const posted = await postLog(service, aChoice(team.publicId, { country: "DE", gpc: true }));
+    const consentLogId = posted.body.consentLogId;
+    const delivered = await eventually(
+      () => receiver.received.slice(before).find((r) => r.body.includes(consentLogId)),
+      "the event reaches the receiver",
+    );
+    const verified = new Webhook(team.webhook.secret).verify(
+      delivered.body,
+      delivered.headers as Record<string, string>,
+    );
+    expect(verified).toMatchObject({
+      type: "consent.given",
+      data: {
+        consentLogId,
+        bannerId: team.publicId,
+        method: "consent_given",
+        preferences: { necessary: true, analytics: true, marketing: false },
+        country: "DE",
+        gpc: true,
+      },
+    });
+    const data = JSON.parse(delivered.body).data;
+    expect(Object.keys(data).sort()).toEqual(
+      [
+        "bannerId",
+        "consentId",
+        "consentLogId",
+        "country",
+        "gpc",
+        "languageCode",
+        "matchedRuleId",
+        "method",
+        "occurredAt",
+        "preferences",
+        "purposeChoices",
+        "region",
+        "revision",
+      ].sort(),
+    );
+    expect(delivered.headers["webhook-id"]).toBe(`evt_${consentLogId.replaceAll("-", "")}`);
+    const deliveries = await eventually(async () => {
+      const found = await deliveriesOf(team.teamId, team.webhook.id);
+      return found.every((d) => d.status === "succeeded") ? found : undefined;
+    }, "the delivery is recorded as succeeded");
+    // One delivery: the default-state row emitted nothing.
+    expect(deliveries).toHaveLength(1);
+  });
+
+  it("signs with both secrets during a rotation's grace period", async () => {
+    const team = await subscribed();
+    const rotated = await http(service, "PATCH", `/api/v1/webhooks/${team.webhook.id}`, {
+      key: team.key,
+      body: { rotateSecret: true, secretGracePeriodSeconds: 3600 },
+    });
+    expect(rotated.status).toBe(200);
+    const newSecret = rotated.body.data.webhook.secret;
+    expect(newSecret).toMatch(/^whsec_/);
+    expect(newSecret).not.toBe(team.webhook.secret);
+    const posted = await postLog(service, aChoice(team.publicId));
+    const delivered = await eventually(
+      () => receiver.received.find((r) => r.body.includes(posted.body.consentLogId)),
+      "the event arrives",
+    );
+    expect(String(delivered.headers["webhook-signature"]).split(" ")).toHaveLength(2);
+    for (const secret of [team.webhook.secret, newSecret]) {
+      expect(
+        new Webhook(secret).verify(delivered.body, delivered.headers as Record<string, string>),
+      ).toBeTruthy();
+    }
+    const got = await http(service, "GET", `/api/v1/webhooks/${team.webhook.id}`, {
+      key: team.key,
+    });
+    expect(got.body.data.webhook.secret).toBeUndefined();
+  });
+
+  it("retries on failure with the same webhook-id, on the schedule, honouring Retry-After", async () => {
+    const team = await subscribed();
+    let failures = 0;
+    const previous = receiver.answer;
+    receiver.answer = (request) =>
+      request.body.includes(team.publicId) && failures++ < 1
+        ? { status: 503, headers: { "retry-after": "3600" }, body: "x".repeat(1000) }
+        : previous(request);
+    const posted = await postLog(service, aChoice(team.publicId));
+    const failed = await eventually(async () => {
+      const [d] = await deliveriesOf(team.teamId, team.webhook.id);
+      return d?.attempts === 1 ? d : undefined;
+    }, "the first attempt fails");
+    expect(failed).toMatchObject({ status: "pending", lastStatusCode: 503 });
+    expect(failed.lastResponseExcerpt).toHaveLength(256);
+    // Retry-After: 3600 asks for longer than the 5 s of the schedule.
+    const wait =
+      (failed.nextAttemptAt as Date).getTime() - (failed.lastAttemptAt as Date).getTime();
+    expect(wait).toBe(3_600_000);
+    offsetMs += wait;
+    const succeeded = await eventually(async () => {
+      const [d] = await deliveriesOf(team.teamId, team.webhook.id);
+      return d?.status === "succeeded" ? d : undefined;
+    }, "the retry succeeds");
+    expect(succeeded.attempts).toBe(2);
+    const ids = receiver.received
+      .filter((r) => r.body.includes(posted.body.consentLogId))
+      .map((r) => r.headers["webhook-id"]);
+    expect(ids).toHaveLength(2);
+    expect(new Set(ids).size).toBe(1);
+    receiver.answer = previous;
+  });
+
+  // The clock moves on by days from here: deliveries are signed with the moved clock.
+  it("follows 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h with jitter, then keeps a dead letter that replays", async () => {
+    const team = await subscribed();
+    const previous = receiver.answer;
+    let down = true;
+    receiver.answer = (request) =>
+      down && request.body.includes(team.publicId) ? { status: 500 } : previous(request);
+    await postLog(service, aChoice(team.publicId));
+    let last: DeliveryRecord | undefined;
+    for (let attempt = 1; attempt <= RETRY_DELAYS_MS.length + 1; attempt++) {
+      last = await eventually(async () => {
+        const [d] = await deliveriesOf(team.teamId, team.webhook.id);
+        return d?.attempts === attempt ? d : undefined;
+      }, `attempt ${attempt}`);
+      const delay = RETRY_DELAYS_MS[attempt - 1];
+      if (delay === undefined) break;
+      const wait = (last.nextAttemptAt as Date).getTime() - (last.lastAttemptAt as Date).getTime();
+      expect(wait).toBeGreaterThanOrEqual(delay * (1 - JITTER) - 1);
+      expect(wait).toBeLessThanOrEqual(delay * (1 + JITTER) + 1);
+      offsetMs += wait;
+    }
+    expect(last).toMatchObject({ status: "failed", attempts: 8, lastStatusCode: 500 });
+    down = false;
+    const replay = await http(service, "GET", `/api/v1/webhooks/${team.webhook.id}`, {
+      key: team.key,
+    });
+    expect(replay.body.data.webhook.enabled).toBe(true);
+    const { replayed } = await service.store.webhooks
+      .replay(team.teamId, team.webhook.id, { failedSince: new Date(0) }, clock())
+      .then((n) => ({ replayed: n }));
+    expect(replayed).toBe(1);
+    await eventually(async () => {
+      const [d] = await deliveriesOf(team.teamId, team.webhook.id);
+      return d?.status === "succeeded" ? d : undefined;
+    }, "the replayed delivery succeeds");
+    receiver.answer = previous;
+  });
+
+  it("delivers after the receiver comes back up", async () => {
+    const team = await subscribed();
+    await receiver.stop();
+    const posted = await postLog(service, aChoice(team.publicId));
+    const failed = await eventually(async () => {
+      const [d] = await deliveriesOf(team.teamId, team.webhook.id);
+      return d?.attempts === 1 ? d : undefined;
+    }, "the attempt against the closed port fails");
+    expect(failed.lastError).toMatch(/ECONNREFUSED/);
+    await receiver.start();
+    offsetMs += RETRY_DELAYS_MS[0] * 2;
+    await eventually(
+      () => receiver.received.find((r) => r.body.includes(posted.body.consentLogId)),
+      "the event arrives once the receiver is back",
+    );
+  });
+
+  it("disables an endpoint that answers 410 Gone and shows why", async () => {
+    const team = await subscribed();
+    const previous = receiver.answer;
+    receiver.answer = (request) =>
+      request.body.includes(team.publicId) ? { status: 410 } : previous(request);
+    await postLog(service, aChoice(team.publicId));
+    const shown = await eventually(async () => {
+      const got = await http(service, "GET", `/api/v1/webhooks/${team.webhook.id}`, {
+        key: team.key,
+      });
+      return got.body.data.webhook.enabled === false ? got.body.data.webhook : undefined;
+    }, "the endpoint is disabled");
+    expect(shown.disabledReason).toBe("the endpoint answered 410 Gone");
+    const [delivery] = await deliveriesOf(team.teamId, team.webhook.id);
+    expect(delivery?.status).toBe("failed");
+    receiver.answer = previous;
+  });
+
+  it("disables an endpoint whose every attempt failed for 5 days", async () => {
+    const team = await subscribed();
+    const previous = receiver.answer;
+    receiver.answer = (request) =>
+      request.body.includes(team.publicId) ? { status: 500 } : previous(request);
+    await postLog(service, aChoice(team.publicId));
+    await eventually(async () => {
+      const [d] = await deliveriesOf(team.teamId, team.webhook.id);
+      return d?.attempts === 1 ? d : undefined;
+    }, "the first attempt fails");
+    offsetMs += FAILING_DISABLE_AFTER_MS;
+    await postLog(service, aChoice(team.publicId));
+    const shown = await eventually(async () => {
+      const got = await http(service, "GET", `/api/v1/webhooks/${team.webhook.id}`, {
+        key: team.key,
+      });
+      return got.body.data.webhook.enabled === false ? got.body.data.webhook : undefined;
+    }, "the endpoint is disabled");
+    expect(shown.disabledReason).toMatch(/^every attempt failed for 5 days/);
+    receiver.answer = previous;
+  });
+
+  it("delivers only the banners an endpoint filters on", async () => {
+    const team = await subscribed();
+    const other = await http(service, "POST", "/api/v1/banners", {
+      key: team.key,
+      body: { name: "Other", domain: "shop.example.com", configuration: {} },
+    });
+    const filtered = await http(service, "POST", "/api/v1/webhooks", {
+      key: team.key,
+      body: { url: receiver.url, bannerIds: [other.body.data.banner.publicId] },
+    });
+    expect(filtered.status).toBe(201);
+    await postLog(service, aChoice(team.publicId));
+    await eventually(async () => {
+      const found = await deliveriesOf(team.teamId, team.webhook.id);
+      return found.length === 1 ? found : undefined;
+    }, "the unfiltered endpoint gets a delivery");
+    expect(await deliveriesOf(team.teamId, filtered.body.data.webhook.id)).toEqual([]);
+  });
+});
+
+describe("SSRF guard", () => {
+  let service: TestService;
+  let key: string;
+  let receiver: WebhookReceiver;
+
+  beforeAll(async () => {
+    receiver = await new WebhookReceiver().start();
+    service = await startTestService({ gateway: true });
+    const teamId = await createTeam(service);
+    key = (await mintKey(service, teamId, { scopes: WEBHOOK_SCOPES })).key;
+  });
+  afterAll(async () => {
+    await service.close();
+    await receiver.stop();
+  });
+
+  it.each([
+    ["http://example.com/hook", /plain http/],
+    ["https://10.1.2.3/hook", /private address/],
+    ["https://127.0.0.1/hook", /loopback address/],
+    ["https://169.254.169.254/latest", /cloud metadata address/],
+    ["https://[::1]/hook", /loopback address/],
+    ["https://[fd00:ec2::254]/", /cloud metadata address/],
+    ["https://[::ffff:192.168.0.1]/", /private address/],
+    ["ftp://example.com/", /must use https/],
+  ])("refuses %s at creation", async (url, message) => {
+    const result = await http(service, "POST", "/api/v1/webhooks", { key, body: { url } });
+    expect(result.status).toBe(400);
+    expect(result.body.data.code).toBe("invalid_request");
+    expect(result.body.data.details[0].field).toBe("url");
+    expect(result.body.data.details[0].message).toMatch(message);
+  });
+
+  it("refuses, at connect time, a host name that resolves to loopback", async () => {
+    const url = receiver.url.replace("http://127.0.0.1", "https://localhost");
+    const created = await http(service, "POST", "/api/v1/webhooks", { key, body: { url } });
+    expect(created.status).toBe(201);
+    const tested = await http(service, "GET", `/api/v1/webhooks/${created.body.data.webhook.id}`, {
+      key,
+    });
+    expect(tested.status).toBe(200);
+    const { createClient } = await import("@connectrpc/connect");
+    const { createGrpcTransport } = await import("@connectrpc/connect-node");
+    const { WebhookService } = await import("#gen/consent/v1/webhook_pb.js");
+    const client = createClient(
+      WebhookService,
+      createGrpcTransport({ baseUrl: service.daemonUrl }),
+    );
+    const outcome = await client.testWebhook(
+      { id: created.body.data.webhook.id },
+      { headers: { authorization: `Bearer ${key}` } },
+    );
+    expect(outcome.success).toBe(false);
+    expect(outcome.error).toMatch(/localhost resolves to .*loopback/);
+    expect(receiver.received).toHaveLength(0);
+  });
+});
