@@ -28,7 +28,7 @@ export function isExplicitChoice(method: string): boolean {
 }
 
 /**
- * The opt-in of `logs stats` (docs/behaviour.md): a row's preferences accept (true) at least one
+ * The opt-in of `logs stats` (cli/README.md, "Consent logs"): a row's preferences accept (true) at least one
  * category that its banner does not mark required, i.e. more than the necessary minimum.
  */
 export function isOptIn(
