@@ -1,8 +1,11 @@
+import { readFile } from "node:fs/promises";
+import path from "node:path";
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { argv, cliFor, E2E_TIMEOUT_MS } from "#cli/test-support/cli-process.js";
 import { BannerService } from "#gen/consent/v1/banner_pb.js";
+import { ConsentLogService } from "#gen/consent/v1/consent_log_pb.js";
 import { ErrorInfoSchema } from "#gen/consent/v1/errors_pb.js";
 import { startTestService, type TestService } from "#test/support/service.js";
 
@@ -10,7 +13,7 @@ import { startTestService, type TestService } from "#test/support/service.js";
  * An operator's whole job, through the CLI only, checked from the integrator's side: what
  * consentctl mints works against BannerService, and what it revokes stops working.
  */
-describe("operator flow: team → key → banner → rotate → revoke → session", {
+describe("operator flow: team → key → banner → rotate → revoke → session → logs", {
   timeout: E2E_TIMEOUT_MS,
 }, () => {
   let service: TestService;
@@ -63,5 +66,41 @@ describe("operator flow: team → key → banner → rotate → revoke → sessi
     expect(await listWith({ "consent-session": session.token })).toEqual([]);
     await cli.json(["sessions", "revoke", session.id]);
     expect(await listWith({ "consent-session": session.token })).toBe("unauthorized");
+  });
+
+  it("publishes a banner, watches a visitor's choice arrive, and exports it as proof", async () => {
+    const team = await cli.json(["teams", "create", "--name", "Proof", "--plan", "business"]);
+    const banner = await cli.json(
+      argv`banners create --team ${team.id} --name Shop --domain proof.example.com`,
+    );
+    const published = await cli.json(argv`banners publish ${banner.id} --team ${team.id}`);
+    expect(published.loaderSnippet).toContain(`/loader/${banner.publicId}.js`);
+    const tail = cli.start(argv`logs tail --team ${team.id}`);
+    await tail.waitFor("stderr", (text) => text.includes("press Ctrl-C to stop"));
+    // The visitor's choice, as the gateway relays it: RecordConsent over gRPC.
+    const logs = createClient(
+      ConsentLogService,
+      createGrpcTransport({ baseUrl: service.daemonUrl }),
+    );
+    const { consentLogId } = await logs.recordConsent({
+      bannerId: banner.publicId,
+      preferences: { necessary: true, analytics: true },
+      method: "accept_all",
+      timestamp: new Date().toISOString(),
+      requestOrigin: { origin: "https://proof.example.com" },
+    });
+    const consentId = (await cli.json(argv`logs list --team ${team.id}`)).entries[0].consentId;
+    await tail.waitFor("stdout", (text) => text.includes(consentId));
+    expect((await tail.interrupt()).code).toBe(0);
+    const out = path.join(service.dataDir, "proof.jsonl");
+    const summary = await cli.json(
+      argv`logs export --team ${team.id} --banner ${banner.publicId} --out ${out}`,
+    );
+    expect(summary).toEqual({ rows: 1, format: "jsonl", out });
+    const [row] = (await readFile(out, "utf8"))
+      .trimEnd()
+      .split("\n")
+      .map((l) => JSON.parse(l));
+    expect(row).toMatchObject({ consentLogId, consentId, method: "accept_all" });
   });
 });

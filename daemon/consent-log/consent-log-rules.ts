@@ -28,8 +28,9 @@ export function isExplicitChoice(method: string): boolean {
 }
 
 /**
- * The opt-in of `logs stats` (cli/README.md, "Consent logs"): a row's preferences accept (true) at least one
- * category that its banner does not mark required, i.e. more than the necessary minimum.
+ * The opt-in of `logs stats` (cli/README.md, "Consent logs"): a row's preferences accept
+ * (true) at least one category that its banner does not mark required, i.e. more than the
+ * necessary minimum.
  */
 export function isOptIn(
   preferences: Readonly<Record<string, boolean>>,
