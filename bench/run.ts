@@ -5,6 +5,7 @@ import { parseArgs } from "node:util";
 import type { ControlRoute } from "./control-server.js";
 import { createFixture, type Fixture } from "./fixture.js";
 import { failures, type LoadSettings, probe, type RunResult, runLoad } from "./load.js";
+import { type LoaderSize, measureLoader } from "./loader-size.js";
 import { renderSummary, summariseProfiles } from "./profile.js";
 import { disturbed, judge, runsTable, verdictTable } from "./report.js";
 import { type Scenario, scenarios } from "./scenarios.js";
@@ -155,6 +156,7 @@ async function measureAll(selected: Scenario[], logFile: string, profileDir: str
   const topologies = [...new Set(selected.map((scenario) => scenario.topology))] as Topology[];
   const runs: RunResult[] = [];
   let fixture: Fixture | undefined;
+  let loader: LoaderSize | undefined;
   try {
     for (const topology of topologies) {
       log(`Starting the ${topology} service on ${dataDir}…`);
@@ -171,6 +173,7 @@ async function measureAll(selected: Scenario[], logFile: string, profileDir: str
             keys: Number(args.keys),
             subjects: Number(args.subjects),
           });
+          loader = await measureLoader(service.gatewayUrl, fixture.banner.publicId);
         }
         const group = selected.filter((scenario) => scenario.topology === topology);
         runs.push(...(await runTopology(service, group, fixture, logFile)));
@@ -181,11 +184,16 @@ async function measureAll(selected: Scenario[], logFile: string, profileDir: str
   } finally {
     await rm(dataDir, { recursive: true, force: true });
   }
-  return { runs, fixture };
+  return { runs, fixture, loader };
 }
 
 /** Prints the tables and writes every figure as JSON; returns how many requests failed. */
-async function report(selected: Scenario[], runs: RunResult[], fixture: Fixture | undefined) {
+async function report(
+  selected: Scenario[],
+  runs: RunResult[],
+  fixture: Fixture | undefined,
+  loader: LoaderSize | undefined,
+) {
   const verdicts = judge(selected, runs);
   const machine = {
     node: process.version,
@@ -200,6 +208,12 @@ async function report(selected: Scenario[], runs: RunResult[], fixture: Fixture 
     `${connections} connections, ${warmupSeconds} s warm-up + ${durationSeconds} s per run, pipelining ${pipelining}${args.profile ? ", SERVICE UNDER --cpu-prof" : ""}`,
     `\n${runsTable(runs)}\n\n${verdictTable(verdicts)}`,
   ];
+  if (loader) {
+    const kb = (bytes: number) => `${(bytes / 1024).toFixed(1)} KB`;
+    out.push(
+      `\nLoader payload (GET ${loader.url}, the fixture's banner): ${kb(loader.identity)} raw, ${kb(loader.gzip)} gzip, ${kb(loader.brotli)} brotli (budget 10 KB brotli)`,
+    );
+  }
   if (runs.some(disturbed)) {
     out.push(
       "\n* Other processes used over 10% of the machine during a run: its figures are unreliable.",
@@ -221,6 +235,7 @@ async function report(selected: Scenario[], runs: RunResult[], fixture: Fixture 
     machine,
     settings,
     fixture: fixtureSize,
+    loader,
     scenarios: described,
     runs,
     verdicts,
@@ -238,8 +253,8 @@ async function main(): Promise<number> {
   await writeFile(logFile, "");
   const stamp = new Date().toISOString().replace(/[:.]/g, "-");
   const profileDir = args.profile ? path.join(RESULTS_DIR, "profiles", stamp) : undefined;
-  const { runs, fixture } = await measureAll(selected, logFile, profileDir);
-  const { failed, missed } = await report(selected, runs, fixture);
+  const { runs, fixture, loader } = await measureAll(selected, logFile, profileDir);
+  const { failed, missed } = await report(selected, runs, fixture, loader);
   if (profileDir) await printProfiles(profileDir, runs);
   if (failed > 0) return 1;
   return args.check && missed ? 1 : 0;

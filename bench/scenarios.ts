@@ -73,6 +73,35 @@ const resolve: Omit<Scenario, "name" | "description" | "topology" | "targets"> =
 };
 
 /**
+ * The banner runtime's post (issue 3, decisions §5): a `text/plain` body from a page on the
+ * banner's domain, each request from its own client IP (spec 8: 1,000 a minute per IP).
+ */
+const consentLog: Omit<Scenario, "name" | "description" | "overallRate" | "targets"> = {
+  topology: "single",
+  method: "POST",
+  path: "/api/consent/log",
+  request: (fixture, sequence) => ({
+    headers: {
+      "content-type": "text/plain;charset=UTF-8",
+      origin: `https://${fixture.banner.domain}`,
+      ...spreadClientIp(sequence),
+    },
+    body: JSON.stringify({
+      bannerId: fixture.banner.publicId,
+      preferences: { necessary: true, analytics: sequence % 2 === 0, marketing: false },
+      method: "consent_given",
+      timestamp: new Date().toISOString(),
+      revision: 1,
+      languageCode: "en",
+      gpc: false,
+      pageUrl: `https://${fixture.banner.domain}/products/${sequence % 100}?ref=bench`,
+    }),
+  }),
+  expectStatus: 200,
+  expectBody: '"success":true',
+};
+
+/**
  * The benchmark's scenarios, run in this order (grouped by topology). A new route is one more
  * entry; bench/README.md shows the log route's.
  */
@@ -109,6 +138,19 @@ export const scenarios: Scenario[] = [
     expectBody: '"banners":[{',
     // The issue sets no target for the banner list: its ratio is reported only.
     targets: [{ kind: "control" }],
+  },
+  {
+    name: "consent-log",
+    description: "POST /api/consent/log, text/plain, a client IP per request",
+    ...consentLog,
+    targets: [{ kind: "control", minRatio: 0.4 }],
+  },
+  {
+    name: "consent-log-1000",
+    description: "the log route at a fixed 1,000 requests/s",
+    ...consentLog,
+    overallRate: 1_000,
+    targets: [{ kind: "p99", maxMs: 10 }],
   },
   {
     name: "resolve-split",

@@ -17,6 +17,7 @@ import { pino } from "pino";
 import { CallerHeaders } from "#daemon/auth/caller.js";
 import { createHealthService } from "#daemon/health/health-service.js";
 import { parseIdentityKeys } from "#daemon/identity/subject-identity.js";
+import { createInProcessTransport } from "#daemon/rpc/in-process-transport.js";
 import { createDaemon, type Daemon } from "#daemon/server.js";
 import { openLmdbStore } from "#daemon/store/lmdb-store.js";
 import type { Store } from "#daemon/store/store.js";
@@ -40,10 +41,10 @@ import {
 
 /**
  * What the gateway → daemon hop costs, as evidence for the profile findings in README.md:
- * 1. an empty call (`grpc.health.v1.Health/Check`) through the in-memory transport `npm start`
- *    uses, over gRPC/HTTP/2 to a consentd process (split mode), and with the Connect protocol
- *    over HTTP/2 to the same process;
- * 2. a real resolve (auth, rate limit, store, hashing) through the in-memory transport, and the
+ * 1. an empty call (`grpc.health.v1.Health/Check`) through connect-es' in-memory router
+ *    transport, through the in-process transport `npm start` uses, over gRPC/HTTP/2 to a consentd
+ *    process, and with the Connect protocol over HTTP/2 to the same process (split mode);
+ * 2. a real resolve (auth, rate limit, store, hashing) through both in-memory transports, and the
  *    same call made on the SubjectService implementation directly.
  * Run: `node --import tsx bench/transport-hop.ts [calls] [concurrency]`.
  */
@@ -85,7 +86,11 @@ async function emptyCalls() {
   const inMemory = createRouterTransport((router) => {
     router.service(Health, createHealthService(pingOnlyStore, []));
   });
-  await measure("in-memory (npm start)", healthCheck(inMemory));
+  await measure("createRouterTransport (in memory)", healthCheck(inMemory));
+  const inProcess = createInProcessTransport({
+    routes: (router) => router.service(Health, createHealthService(pingOnlyStore, [])),
+  });
+  await measure("in-process (npm start)", healthCheck(inProcess));
 
   const dataDir = await mkdtemp(path.join(os.tmpdir(), "consent-hop-"));
   const port = await freePort();
@@ -99,10 +104,10 @@ async function emptyCalls() {
     const grpc = createGrpcTransport({ baseUrl });
     const serving = async () => (await healthCheck(grpc)()).status === Status.SERVING;
     await waitUntil("consentd", serving, [consentd], logFile);
-    await measure("gRPC over HTTP/2 (split mode)", healthCheck(grpc), consentd.pid);
-    // The daemon's port also speaks the Connect protocol: the alternative for split mode.
+    await measure("gRPC over HTTP/2", healthCheck(grpc), consentd.pid);
+    // The daemon's port also speaks the Connect protocol: what the stand-alone gateway uses.
     const connect = createConnectTransport({ baseUrl, httpVersion: "2", useBinaryFormat: true });
-    await measure("Connect over HTTP/2, binary", healthCheck(connect), consentd.pid);
+    await measure("Connect over HTTP/2, binary (split)", healthCheck(connect), consentd.pid);
   } finally {
     await stopProcess(consentd);
     await rm(dataDir, { recursive: true, force: true });
@@ -173,8 +178,16 @@ async function resolveCalls() {
       JSON.stringify({ bannerId: publicId, namespace: "default", subjectId: "hop-subject" }),
     );
 
-    await measure("through the in-memory transport", async () => {
+    await measure("through createRouterTransport", async () => {
       const { found } = await subjects.resolveSubject({ json }, { headers: relayed() });
+      if (!found) throw new Error("resolve found nothing");
+    });
+    const inProcess = createClient(
+      SubjectService,
+      createInProcessTransport({ routes: daemon.routes, interceptors: daemon.interceptors }),
+    );
+    await measure("through the in-process transport", async () => {
+      const { found } = await inProcess.resolveSubject({ json }, { headers: relayed() });
       if (!found) throw new Error("resolve found nothing");
     });
     const impl = subjectServiceOf(daemon);

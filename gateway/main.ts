@@ -1,5 +1,5 @@
 import type { Transport } from "@connectrpc/connect";
-import { createGrpcTransport } from "@connectrpc/connect-node";
+import { createConnectTransport } from "@connectrpc/connect-node";
 import { type Logger, pino } from "pino";
 import { readOperatorToken } from "#daemon/bootstrap.js";
 import { type Config, ConfigError, loadConfig } from "#daemon/config.js";
@@ -61,7 +61,14 @@ export async function runStandaloneGateway(config: Config = loadConfig()) {
       `No operator token: set CONSENT_ADMIN_TOKEN, or CONSENT_DATA_DIR to the daemon's data directory (${config.dataDir} has no admin-token).`,
     );
   }
-  const transport = createGrpcTransport({ baseUrl: config.daemonUrl });
+  // The daemon serves gRPC, gRPC-Web and Connect on one port (decisions §7); the Connect protocol
+  // in binary over HTTP/2 costs about half the CPU of gRPC per call at both ends
+  // (bench/transport-hop.ts).
+  const transport = createConnectTransport({
+    baseUrl: config.daemonUrl,
+    httpVersion: "2",
+    useBinaryFormat: true,
+  });
   const gateway = await startGateway({ config, transport, operatorToken, logger });
   process.stdout.write(
     `consent gateway listening on ${gateway.url}, daemon at ${config.daemonUrl}\n`,
