@@ -1,6 +1,6 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { createWriteStream } from "node:fs";
-import { readFile } from "node:fs/promises";
+import { readdir, readFile } from "node:fs/promises";
 import { createConnection, createServer } from "node:net";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -112,7 +112,7 @@ async function tail(logFile: string): Promise<string> {
 export async function processCpuMs(pids: number[]): Promise<number | undefined> {
   try {
     let ticks = 0;
-    for (const pid of pids) {
+    for (const pid of await withDescendants(pids)) {
       const stat = await readFile(`/proc/${pid}/stat`, "utf8");
       // Fields after the command name "(...)": utime and stime are the 12th and 13th.
       const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
@@ -124,6 +124,21 @@ export async function processCpuMs(pids: number[]): Promise<number | undefined> 
     if ((error as NodeJS.ErrnoException).code === "ENOENT") return undefined;
     throw error;
   }
+}
+
+/** The processes and every process they started (npm start's workers, CONSENT_WORKERS). */
+async function withDescendants(pids: number[]): Promise<number[]> {
+  const all: number[] = [];
+  const pending = [...pids];
+  while (pending.length > 0) {
+    const pid = pending.pop() as number;
+    all.push(pid);
+    for (const task of await readdir(`/proc/${pid}/task`).catch(() => [])) {
+      const children = await readFile(`/proc/${pid}/task/${task}/children`, "utf8").catch(() => "");
+      pending.push(...children.split(" ").filter(Boolean).map(Number));
+    }
+  }
+  return all;
 }
 
 /** 200 from GET <url>/api/v1/health: the gateway answers and reaches the daemon and its store. */

@@ -21,7 +21,15 @@ async function openStore(config: Config): Promise<Store> {
  * consentd: serves the daemon; with `withGateway` (what `npm start` runs) the REST gateway runs in
  * the same process and reaches the daemon through an in-memory transport.
  */
-export async function runDaemon(options: { withGateway: boolean; config?: Config }) {
+export async function runDaemon(options: {
+  withGateway: boolean;
+  config?: Config;
+  /**
+   * What to print once listening: by default the URLs and what this start created; `false` for a
+   * silent worker of `npm start` (daemon/workers.ts), whose primary created the secrets.
+   */
+  welcome?: { created: string[] } | false;
+}) {
   const config = options.config ?? loadConfig();
   const logger = pino({ level: config.logLevel, base: { service: "consentd" } });
   const secrets = await loadSecrets(config);
@@ -60,7 +68,10 @@ export async function runDaemon(options: { withGateway: boolean; config?: Config
       onPublicChange: daemon.onPublicChange,
     });
   }
-  printWelcome(config, store.kind, server.url, gateway?.url, secrets.created);
+  if (options.welcome !== false) {
+    const created = options.welcome?.created ?? secrets.created;
+    printWelcome(config, store.kind, server.url, gateway?.url, created);
+  }
 
   const shutdown = async (signal: string) => {
     logger.info({ signal }, "draining and shutting down");
@@ -70,8 +81,15 @@ export async function runDaemon(options: { withGateway: boolean; config?: Config
     await store.close();
     process.exit(0);
   };
-  for (const signal of ["SIGTERM", "SIGINT"] as const)
-    process.once(signal, () => void shutdown(signal));
+  // Once: a second signal (Ctrl-C reaches a worker directly and through its primary) changes nothing.
+  let stopping = false;
+  for (const signal of ["SIGTERM", "SIGINT"] as const) {
+    process.on(signal, () => {
+      if (stopping) return;
+      stopping = true;
+      void shutdown(signal);
+    });
+  }
 }
 
 function printWelcome(

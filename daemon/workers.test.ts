@@ -1,0 +1,26 @@
+import os from "node:os";
+import { describe, expect, it } from "vitest";
+import { workerCount } from "#daemon/workers.js";
+
+describe("CONSENT_WORKERS (npm start's daemon + gateway processes)", () => {
+  it("defaults to one per core, at most 2", () => {
+    expect(workerCount({})).toBe(Math.min(2, os.availableParallelism()));
+    expect(workerCount({ CONSENT_WORKERS: "" })).toBe(Math.min(2, os.availableParallelism()));
+  });
+
+  it("takes a whole number from 1 to 64", () => {
+    expect(workerCount({ CONSENT_WORKERS: "1" })).toBe(1);
+    expect(workerCount({ CONSENT_WORKERS: "4" })).toBe(4);
+  });
+
+  it("refuses anything else with a ConfigError naming the variable", () => {
+    for (const value of ["0", "-1", "1.5", "two", "65"]) {
+      expect(() => workerCount({ CONSENT_WORKERS: value })).toThrow(
+        expect.objectContaining({
+          name: "ConfigError",
+          message: expect.stringContaining("CONSENT_WORKERS"),
+        }),
+      );
+    }
+  });
+});

@@ -1,0 +1,87 @@
+import cluster from "node:cluster";
+import os from "node:os";
+import { loadSecrets } from "#daemon/bootstrap.js";
+import { ConfigError, loadConfig } from "#daemon/config.js";
+import { runDaemon } from "#daemon/main.js";
+
+/** Set by the primary in a worker's environment: its number, and the secrets this start created. */
+const WORKER_INDEX = "CONSENT_WORKER_INDEX";
+const CREATED_SECRETS = "CONSENT_WORKER_CREATED";
+
+/**
+ * CONSENT_WORKERS: how many daemon + gateway processes `npm start` runs on the data directory.
+ * Default: one per core, at most 2.
+ */
+export function workerCount(env: NodeJS.ProcessEnv = process.env): number {
+  const value = env.CONSENT_WORKERS;
+  if (value === undefined || value === "") return Math.min(2, os.availableParallelism());
+  const count = Number(value);
+  if (!Number.isInteger(count) || count < 1 || count > 64) {
+    throw new ConfigError(`CONSENT_WORKERS must be a whole number from 1 to 64, not "${value}"`);
+  }
+  return count;
+}
+
+/**
+ * `npm start`: daemon and gateway in one process, or in CONSENT_WORKERS such processes (node:cluster)
+ * on the same data directory. The workers share the two listening ports, so a client sees one
+ * service; every daemon on a store shares its counters and records (decisions §1: several daemons
+ * may share one store), and reads from the store's caches within their bound (docs/behaviour.md).
+ */
+export async function runService(): Promise<void> {
+  if (cluster.isWorker) {
+    const created = JSON.parse(process.env[CREATED_SECRETS] ?? "[]") as string[];
+    // The first worker speaks for the service; the others start silently.
+    const welcome = process.env[WORKER_INDEX] === "0" ? { created } : false;
+    await runDaemon({ withGateway: true, welcome });
+    return;
+  }
+  const count = workerCount();
+  if (count === 1) {
+    await runDaemon({ withGateway: true });
+    return;
+  }
+  await runPrimary(count);
+}
+
+/**
+ * The primary creates the secrets first (so workers read them instead of racing to write them),
+ * forks the workers, forwards SIGTERM/SIGINT to them and exits 0 once every one has drained. A
+ * worker that stops on its own (a start-up error it has already printed, a crash) stops the
+ * service: the others are told to drain, and the primary exits 1.
+ */
+async function runPrimary(count: number): Promise<void> {
+  const { created } = await loadSecrets(loadConfig());
+  let stopping = false;
+  let failed = false;
+  const stopAll = (signal: NodeJS.Signals) => {
+    for (const worker of Object.values(cluster.workers ?? {})) {
+      if (worker && !worker.isDead()) worker.process.kill(signal);
+    }
+  };
+  for (let index = 0; index < count; index++) {
+    cluster.fork({ [WORKER_INDEX]: String(index), [CREATED_SECRETS]: JSON.stringify(created) });
+  }
+  cluster.on("exit", (worker, code, signal) => {
+    if (!stopping) {
+      stopping = true;
+      failed = true;
+      if (code !== 1) {
+        process.stderr.write(
+          `consent: worker ${worker.process.pid} stopped (${signal ?? `exit code ${code}`}); stopping\n`,
+        );
+      }
+      stopAll("SIGTERM");
+    }
+    if (Object.values(cluster.workers ?? {}).every((w) => !w || w.isDead())) {
+      process.exit(failed ? 1 : 0);
+    }
+  });
+  for (const signal of ["SIGTERM", "SIGINT"] as const) {
+    process.on(signal, () => {
+      if (stopping) return;
+      stopping = true;
+      stopAll(signal);
+    });
+  }
+}
