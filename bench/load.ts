@@ -1,6 +1,7 @@
 import os from "node:os";
 import autocannon, { type Result } from "autocannon";
 import type { Fixture } from "./fixture.js";
+import { pacedLoad } from "./paced.js";
 import { monotonicUs, type Window } from "./profile.js";
 import type { Scenario } from "./scenarios.js";
 import { processCpuMs } from "./service.js";
@@ -139,14 +140,24 @@ export async function probe(baseUrl: string, scenario: Scenario, fixture: Fixtur
   return JSON.parse(text) as unknown;
 }
 
-/** One autocannon run of the scenario's requests, each built afresh (own key, own body). */
+/**
+ * One run of the scenario's requests, each built afresh (own key, own body): autocannon, or the
+ * steady open-loop load of paced.ts for a `paced` scenario.
+ */
 function cannon(
   target: LoadTarget,
   scenario: Scenario,
   fixture: Fixture,
   options: { connections: number; duration: number; pipelining: number },
-) {
+): PromiseLike<Result> {
   const { expectBody } = scenario;
+  if (scenario.paced && scenario.overallRate) {
+    return pacedLoad(target.baseUrl, target.path, scenario, fixture, {
+      rate: scenario.overallRate,
+      duration: options.duration,
+      nextSequence: takeSequence,
+    });
+  }
   return autocannon({
     url: target.baseUrl,
     ...options,
