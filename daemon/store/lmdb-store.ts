@@ -54,7 +54,8 @@ export async function openLmdbStore(options: LmdbStoreOptions): Promise<Store> {
   // The consent log and the webhook store share the outbox: append writes it, the dispatcher reads it.
   const consentLog = records.openDB<ConsentLogRecord, [string, string]>({ name: "consent-log" });
   const webhookOutbox = records.openDB<OutboxEntry, string>({ name: "webhook-outbox" });
-  return {
+  let closed = false;
+  const store: Store = {
     kind: "lmdb",
     teams: createLmdbTeamStore({ teams: records.openDB({ name: "teams" }) }),
     keys: createLmdbKeyStore({
@@ -102,7 +103,39 @@ export async function openLmdbStore(options: LmdbStoreOptions): Promise<Store> {
       Array.from(counterEnv.getKeys({ limit: 1 }));
     },
     async close() {
+      closed = true;
       await Promise.all([records.close(), counterEnv.close()]);
     },
   };
+  const parts = store as unknown as Record<(typeof SUB_STORES)[number], object>;
+  for (const part of SUB_STORES) parts[part] = refusingAfterClose(parts[part], () => closed);
+  return store;
+}
+
+const SUB_STORES = [
+  "teams",
+  "keys",
+  "sessions",
+  "banners",
+  "subjects",
+  "consentLog",
+  "webhooks",
+  "counters",
+] as const;
+
+/**
+ * After close() every call of the sub-store rejects with a plain error. lmdb-js would instead
+ * throw a write on a closed environment from its write scheduler, where no caller can catch it,
+ * and leave the caller's promise pending for ever (a dispatcher pass, a request in a drain).
+ */
+function refusingAfterClose<T extends object>(subStore: T, isClosed: () => boolean): T {
+  const guarded = { ...subStore } as Record<string, unknown>;
+  for (const [name, member] of Object.entries(subStore)) {
+    if (typeof member !== "function") continue;
+    guarded[name] = (...args: unknown[]) => {
+      if (isClosed()) return Promise.reject(new Error("the embedded store is closed"));
+      return member.apply(subStore, args);
+    };
+  }
+  return guarded as T;
 }
