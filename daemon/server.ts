@@ -75,8 +75,12 @@ export function createDaemon(options: DaemonOptions): Daemon {
   });
   const services = { store, authenticator, clock };
   const webhookGuard = new AddressGuard(options.webhooks?.allowCidrs ?? []);
-  // Endpoint secrets are sealed under a key every daemon on the store derives alike.
-  const webhookSecrets = new WebhookSecretBox(secret("consent.v1 webhook secrets"));
+  // Endpoint secrets are sealed under keys every daemon on the store derives alike: each identity
+  // key (current first, so rotation keeps old secrets readable), then the operator token's.
+  const webhookSecrets = new WebhookSecretBox([
+    ...identity.derivedSecrets("consent.v1 webhook secrets"),
+    sharedSecret(() => null, options.operatorToken, "consent.v1 webhook secrets"),
+  ]);
   const dispatcher = new WebhookDispatcher({
     store: services.store,
     clock,

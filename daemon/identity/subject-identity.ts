@@ -78,7 +78,11 @@ export class SubjectIdentity {
    * names, so no raw IP is stored and every daemon sharing the key shares the counters.
    */
   derivedSecret(purpose: string): Buffer | null {
-    const current = this.#keys[0];
-    return current ? createHmac("sha256", current.secret).update(purpose).digest() : null;
+    return this.derivedSecrets(purpose)[0] ?? null;
+  }
+
+  /** The secret for `purpose` under every configured key, current first (for keyrings). */
+  derivedSecrets(purpose: string): Buffer[] {
+    return this.#keys.map((key) => createHmac("sha256", key.secret).update(purpose).digest());
   }
 }

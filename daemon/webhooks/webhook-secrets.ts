@@ -21,18 +21,26 @@ export function signingKeyOf(secret: string): Buffer {
 }
 
 /**
- * Seals endpoint secrets at rest with AES-256-GCM under a key every daemon of the store derives
- * alike (daemon/auth/secrets.ts sharedSecret): the store alone never reveals a secret, and a
- * sealed value altered in the store fails to open instead of signing with a wrong key.
+ * Seals endpoint secrets at rest with AES-256-GCM under keys every daemon of the store derives
+ * alike (daemon/auth/secrets.ts): the store alone never reveals a secret, and a sealed value
+ * altered in the store fails to open instead of signing with a wrong key. The keyring follows
+ * identity-key rotation (README, Privacy): new secrets are sealed under the first key, and a
+ * secret sealed under any key still listed opens.
  */
 export class WebhookSecretBox {
-  constructor(private readonly key: Buffer) {
-    if (key.length !== 32) throw new RangeError("the webhook secret key must be 32 bytes");
+  private readonly keys: readonly Buffer[];
+
+  constructor(keys: readonly Buffer[]) {
+    if (keys.length === 0) throw new RangeError("the webhook secret keyring is empty");
+    for (const key of keys) {
+      if (key.length !== 32) throw new RangeError("a webhook secret key must be 32 bytes");
+    }
+    this.keys = keys;
   }
 
   seal(secret: string): string {
     const iv = randomBytes(IV_BYTES);
-    const cipher = createCipheriv("aes-256-gcm", this.key, iv);
+    const cipher = createCipheriv("aes-256-gcm", this.keys[0] as Buffer, iv);
     const sealed = Buffer.concat([cipher.update(secret, "utf8"), cipher.final()]);
     const parts = [iv, cipher.getAuthTag(), sealed].map((part) => part.toString("base64url"));
     return SEALED_PREFIX + parts.join(".");
@@ -44,18 +52,20 @@ export class WebhookSecretBox {
     if (!sealed.startsWith(SEALED_PREFIX) || !iv || !tag || data === undefined) {
       throw new Error("the stored webhook secret is not in a known sealed form");
     }
-    const decipher = createDecipheriv("aes-256-gcm", this.key, Buffer.from(iv, "base64url"));
-    decipher.setAuthTag(Buffer.from(tag, "base64url"));
-    try {
-      return Buffer.concat([
-        decipher.update(Buffer.from(data, "base64url")),
-        decipher.final(),
-      ]).toString("utf8");
-    } catch (error) {
-      throw new Error(
-        "the stored webhook secret cannot be opened: it was sealed under another identity key or operator token",
-        { cause: error },
-      );
+    for (const key of this.keys) {
+      const decipher = createDecipheriv("aes-256-gcm", key, Buffer.from(iv, "base64url"));
+      decipher.setAuthTag(Buffer.from(tag, "base64url"));
+      try {
+        return Buffer.concat([
+          decipher.update(Buffer.from(data, "base64url")),
+          decipher.final(),
+        ]).toString("utf8");
+      } catch {
+        // The GCM tag does not verify under this key: try the next one.
+      }
     }
+    throw new Error(
+      "the stored webhook secret cannot be opened: it was sealed under an identity key or operator token no longer configured, or altered",
+    );
   }
 }
