@@ -6,6 +6,7 @@ import { schedulePurge } from "#daemon/purge.js";
 import { createInProcessTransport } from "#daemon/rpc/in-process-transport.js";
 import { createDaemon, listenDaemon } from "#daemon/server.js";
 import type { Store } from "#daemon/store/store.js";
+import { workerPublicChanges } from "#daemon/worker-messages.js";
 
 /** The one place that picks the store adapter: MongoDB when MONGODB_URI is set, else LMDB. */
 async function openStore(config: Config): Promise<Store> {
@@ -65,7 +66,7 @@ export async function runDaemon(options: {
       transport,
       operatorToken: secrets.operatorToken,
       logger,
-      onPublicChange: daemon.onPublicChange,
+      onPublicChange: workerPublicChanges(daemon.onPublicChange),
     });
   }
   if (options.welcome !== false) {

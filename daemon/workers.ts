@@ -3,6 +3,7 @@ import os from "node:os";
 import { loadSecrets } from "#daemon/bootstrap.js";
 import { ConfigError, loadConfig } from "#daemon/config.js";
 import { runDaemon } from "#daemon/main.js";
+import { isPublicChange } from "#daemon/worker-messages.js";
 
 /** Set by the primary in a worker's environment: its number, and the secrets this start created. */
 const WORKER_INDEX = "CONSENT_WORKER_INDEX";
@@ -62,6 +63,12 @@ async function runPrimary(count: number): Promise<void> {
   for (let index = 0; index < count; index++) {
     cluster.fork({ [WORKER_INDEX]: String(index), [CREATED_SECRETS]: JSON.stringify(created) });
   }
+  cluster.on("message", (from, message) => {
+    if (!isPublicChange(message)) return;
+    for (const worker of Object.values(cluster.workers ?? {})) {
+      if (worker && worker !== from && worker.isConnected()) worker.send(message);
+    }
+  });
   cluster.on("exit", (worker, code, signal) => {
     if (!stopping) {
       stopping = true;
