@@ -5,6 +5,7 @@ import { AdminService } from "#gen/consent/v1/admin_pb.js";
 import { BannerService } from "#gen/consent/v1/banner_pb.js";
 import { ConsentLogService } from "#gen/consent/v1/consent_log_pb.js";
 import { SubjectService } from "#gen/consent/v1/subject_pb.js";
+import { WebhookService } from "#gen/consent/v1/webhook_pb.js";
 import { Health } from "#gen/grpc/health/v1/health_pb.js";
 
 /** How long one call may take before the operator is told the daemon did not answer. */
@@ -33,6 +34,8 @@ export interface DaemonClient {
    * limit: a tail runs until Ctrl-C and an export as long as its rows take.
    */
   logs(teamId: string, options?: { streaming?: boolean }): Client<typeof ConsentLogService>;
+  /** WebhookService as an operator acting for one team. */
+  webhooks(teamId: string): Client<typeof WebhookService>;
   /** The `date` header of the latest response, for the doctor's clock-skew check. */
   lastServerDate(): Date | undefined;
   /** Closes the HTTP/2 session so the process can exit at once. */
@@ -69,12 +72,13 @@ export function createDaemonClient(options: DaemonClientOptions): DaemonClient {
         ConsentLogService,
         transportFor(teamId, streaming ? undefined : CALL_TIMEOUT_MS),
       ),
+    webhooks: (teamId) => createClient(WebhookService, transportFor(teamId)),
     lastServerDate: () => serverDate,
     close: () => sessionManager.abort(),
   };
 }
 
-/** Adds the operator token and, for banner and subject calls, the team the operator acts for. */
+/** Adds the operator token and, for team-scoped calls (banners, subjects, logs, webhooks), the team the operator acts for. */
 function credentials(token: string | undefined, teamId: string | undefined): Interceptor {
   return (next) => (request) => {
     if (token !== undefined) request.header.set(CallerHeaders.authorization, `Bearer ${token}`);

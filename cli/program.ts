@@ -7,6 +7,7 @@ import { registerLogCommands } from "#cli/commands/logs.js";
 import { registerSessionCommands } from "#cli/commands/sessions.js";
 import { registerSubjectCommands } from "#cli/commands/subjects.js";
 import { registerTeamCommands } from "#cli/commands/teams.js";
+import { registerWebhookCommands } from "#cli/commands/webhooks.js";
 import { parseHttpUrl } from "#cli/option-parsers.js";
 import type { Io } from "#cli/output.js";
 import {
@@ -31,7 +32,7 @@ export interface Runtime {
 export function createProgram(io: Io, session: Session, json: boolean): Command {
   const program = new Command("consentctl")
     .description(
-      "Operator CLI of the consent service: teams, API keys, sessions, banners, subjects, consent logs.",
+      "Operator CLI of the consent service: teams, API keys, sessions, banners, subjects, consent logs, webhooks.",
     )
     .addOption(
       new Option(
@@ -62,6 +63,7 @@ export function createProgram(io: Io, session: Session, json: boolean): Command 
   registerBannerCommands(program, runtime);
   registerSubjectCommands(program, runtime);
   registerLogCommands(program, runtime);
+  registerWebhookCommands(program, runtime);
   registerHealthCommand(program, runtime);
   registerDoctorCommand(program, runtime);
   return program;

@@ -1,0 +1,158 @@
+import { Box, Text } from "ink";
+import { type Field, KeyValue } from "#cli/components/key-value.js";
+import { SecretNotice } from "#cli/components/secret-notice.js";
+import { Table } from "#cli/components/table.js";
+import { formatTime } from "#cli/format.js";
+import { type Tone, Toned } from "#cli/theme.js";
+import type { Delivery, TestWebhookResponse, Webhook } from "#gen/consent/v1/webhook_pb.js";
+
+/** One endpoint as `webhooks add|show|update` answer: a title when the command changed it. */
+export interface WebhookResult {
+  webhook: Webhook;
+  title: string | undefined;
+}
+
+/** One page of `webhooks deliveries`. */
+export interface DeliveryPage {
+  deliveries: Delivery[];
+  nextPageToken: string;
+}
+
+export interface ReplayResult {
+  replayed: number;
+}
+
+/** An endpoint's state: enabled, or disabled with the daemon's reason (410 Gone, 5 days failing). */
+export function webhookState(webhook: Webhook): { label: string; tone: Tone } {
+  if (webhook.enabled) {
+    return webhook.failingSince
+      ? { label: `enabled, failing since ${formatTime(webhook.failingSince)}`, tone: "warning" }
+      : { label: "enabled", tone: "success" };
+  }
+  const reason = webhook.disabledReason || "disabled";
+  return { label: `disabled: ${reason}`, tone: "failure" };
+}
+
+function webhookFields(webhook: Webhook): Field[] {
+  const state = webhookState(webhook);
+  return [
+    { label: "ID", value: webhook.id },
+    { label: "URL", value: webhook.url },
+    { label: "Events", value: webhook.eventTypes.join(", ") },
+    { label: "Banners", value: webhook.bannerIds.length ? webhook.bannerIds.join(", ") : "all" },
+    { label: "Description", value: webhook.description || "-" },
+    { label: "State", value: state.label, tone: state.tone },
+    ...(webhook.disabledAt ? [{ label: "Disabled", value: formatTime(webhook.disabledAt) }] : []),
+    { label: "Created", value: formatTime(webhook.createdAt) },
+    { label: "Updated", value: formatTime(webhook.updatedAt) },
+    ...(webhook.previousSecretExpiresAt
+      ? [{ label: "Old secret until", value: formatTime(webhook.previousSecretExpiresAt) }]
+      : []),
+  ];
+}
+
+/** An endpoint; its secret first, once, when the command created or rotated it. */
+export function WebhookView({ result }: { result: WebhookResult }) {
+  const { webhook, title } = result;
+  return (
+    <Box flexDirection="column">
+      {webhook.secret ? (
+        <SecretNotice
+          label="Signing secret"
+          secret={webhook.secret}
+          note="Verify deliveries with any Standard Webhooks library and this secret."
+        />
+      ) : null}
+      {title ? <Toned tone="success">✓ {title}</Toned> : null}
+      <KeyValue fields={webhookFields(webhook)} />
+    </Box>
+  );
+}
+
+/** A team's endpoints, oldest first. */
+export function WebhooksTable({ webhooks }: { webhooks: readonly Webhook[] }) {
+  return (
+    <Table
+      rows={webhooks}
+      empty="This team has no webhook endpoints yet."
+      columns={[
+        { header: "ID", value: (w) => w.id },
+        { header: "STATE", value: (w) => webhookState(w).label, tone: (w) => webhookState(w).tone },
+        { header: "EVENTS", value: (w) => w.eventTypes.join(",") },
+        { header: "BANNERS", value: (w) => (w.bannerIds.length ? w.bannerIds.join(",") : "all") },
+        { header: "URL", value: (w) => w.url },
+      ]}
+    />
+  );
+}
+
+const STATUS_TONES: Record<string, Tone> = {
+  succeeded: "success",
+  failed: "failure",
+  pending: "warning",
+};
+
+/** An endpoint's deliveries, newest first, and the token of the next page. */
+export function DeliveriesTable({ page }: { page: DeliveryPage }) {
+  return (
+    <Box flexDirection="column">
+      <Table
+        rows={page.deliveries}
+        empty="No deliveries match."
+        columns={[
+          { header: "ID", value: (d) => d.id },
+          { header: "STATUS", value: (d) => d.status, tone: (d) => STATUS_TONES[d.status] },
+          { header: "TRIES", value: (d) => String(d.attempts) },
+          { header: "CREATED", value: (d) => formatTime(d.createdAt) },
+          { header: "LAST", value: (d) => formatTime(d.lastAttemptAt) },
+          { header: "HTTP", value: (d) => (d.lastStatusCode ? String(d.lastStatusCode) : "-") },
+          { header: "NEXT", value: (d) => formatTime(d.nextAttemptAt) },
+          { header: "ERROR", value: (d) => d.lastError || "-" },
+        ]}
+      />
+      {page.nextPageToken ? (
+        <Toned tone="muted">more deliveries: add --page-token {page.nextPageToken}</Toned>
+      ) : null}
+    </Box>
+  );
+}
+
+/** The one attempt `webhooks test` made. */
+export function TestResultView({ result }: { result: TestWebhookResponse }) {
+  return (
+    <Box flexDirection="column">
+      {result.success ? (
+        <Toned tone="success">✓ The endpoint accepted the test event.</Toned>
+      ) : (
+        <Toned tone="failure">✗ The test event was not accepted.</Toned>
+      )}
+      <KeyValue
+        fields={[
+          { label: "webhook-id", value: result.eventId },
+          { label: "HTTP status", value: result.statusCode ? String(result.statusCode) : "-" },
+          ...(result.error
+            ? [{ label: "Error", value: result.error, tone: "failure" as const }]
+            : []),
+          ...(result.responseExcerpt ? [{ label: "Response", value: result.responseExcerpt }] : []),
+        ]}
+      />
+    </Box>
+  );
+}
+
+export const webhookView = () => (result: WebhookResult) => <WebhookView result={result} />;
+export const webhooksView = () => (webhooks: readonly Webhook[]) => (
+  <WebhooksTable webhooks={webhooks} />
+);
+export const deliveriesView = () => (page: DeliveryPage) => <DeliveriesTable page={page} />;
+export const testResultView = () => (result: TestWebhookResponse) => (
+  <TestResultView result={result} />
+);
+export const removedView = () => (result: { id: string }) => (
+  <Toned tone="success">✓ Webhook endpoint {result.id} removed.</Toned>
+);
+export const replayView = () => (result: ReplayResult) => (
+  <Text>
+    {result.replayed === 1 ? "1 delivery" : `${result.replayed} deliveries`} scheduled again.
+  </Text>
+);
