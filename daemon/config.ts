@@ -25,6 +25,11 @@ export interface Config {
   logLevel: string;
   /** CONSENT_WEBHOOK_ALLOW_CIDRS: ranges webhook delivery may reach despite the SSRF guard. */
   webhookAllowCidrs: string[];
+  /**
+   * CONSENT_WEBHOOK_LEASE_MS: how long a dispatcher's claim on a webhook event or delivery lasts
+   * before another daemon (or its own restart) may take it over; unset: 60 s (dispatcher.ts).
+   */
+  webhookLeaseMs: number | undefined;
 }
 
 export class ConfigError extends Error {
@@ -56,6 +61,23 @@ function headerName(value: string | undefined, name: string): string | undefined
     );
   }
   return value;
+}
+
+/** A whole number of milliseconds from `min` to `max`, or undefined when unset. */
+function milliseconds(
+  value: string | undefined,
+  min: number,
+  max: number,
+  name: string,
+): number | undefined {
+  if (value === undefined || value === "") return undefined;
+  const parsed = Number(value);
+  if (!/^\d+$/.test(value.trim()) || parsed < min || parsed > max) {
+    throw new ConfigError(
+      `${name} must be a whole number of milliseconds from ${min} to ${max}, not "${value}"`,
+    );
+  }
+  return parsed;
 }
 
 /** decisions §8: comma-separated CIDRs (or single addresses), each checked now, not at first use. */
@@ -95,5 +117,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     geoHeader: headerName(env.CONSENT_GEO_HEADER, "CONSENT_GEO_HEADER"),
     logLevel: env.CONSENT_LOG_LEVEL || "info",
     webhookAllowCidrs: cidrList(env.CONSENT_WEBHOOK_ALLOW_CIDRS, "CONSENT_WEBHOOK_ALLOW_CIDRS"),
+    webhookLeaseMs: milliseconds(
+      env.CONSENT_WEBHOOK_LEASE_MS,
+      1_000,
+      3_600_000,
+      "CONSENT_WEBHOOK_LEASE_MS",
+    ),
   };
 }

@@ -46,7 +46,7 @@ export async function runDaemon(options: {
     identityKeys: secrets.identityKeys,
     baseUrl: config.baseUrl,
     logger,
-    webhooks: { allowCidrs: config.webhookAllowCidrs },
+    webhooks: { allowCidrs: config.webhookAllowCidrs, leaseMs: config.webhookLeaseMs },
   });
   const server = await listenDaemon(daemon, {
     host: config.grpcHost,

@@ -40,8 +40,11 @@ export interface DaemonOptions {
   baseUrl: string;
   logger: Logger;
   clock?: Clock;
-  /** Webhook delivery: CONSENT_WEBHOOK_ALLOW_CIDRS, and how often the dispatcher polls the store. */
-  webhooks?: { allowCidrs?: readonly string[]; pollIntervalMs?: number };
+  /**
+   * Webhook delivery: CONSENT_WEBHOOK_ALLOW_CIDRS, how often the dispatcher polls the store, and
+   * CONSENT_WEBHOOK_LEASE_MS.
+   */
+  webhooks?: { allowCidrs?: readonly string[]; pollIntervalMs?: number; leaseMs?: number };
 }
 
 /** Everything the daemon serves, as Connect routes usable by a server or an in-memory transport. */
@@ -88,6 +91,7 @@ export function createDaemon(options: DaemonOptions): Daemon {
     secrets: webhookSecrets,
     logger: options.logger,
     pollIntervalMs: options.webhooks?.pollIntervalMs,
+    leaseMs: options.webhooks?.leaseMs,
   });
   const names = [
     BannerService,

@@ -37,6 +37,11 @@ export interface DispatcherOptions {
   logger: Logger;
   /** How often the store is polled for due work (other daemons' events, retries). */
   pollIntervalMs?: number;
+  /**
+   * Length of a claim (CONSENT_WEBHOOK_LEASE_MS); default LEASE_MS. A lease shorter than an
+   * attempt can last (15 s) lets another daemon take over a live attempt and send it twice.
+   */
+  leaseMs?: number;
   /** Jitter source of the retry schedule. */
   random?: () => number;
 }
@@ -128,7 +133,8 @@ export class WebhookDispatcher {
   }
 
   private lease() {
-    return { owner: this.owner, until: new Date(this.options.clock().getTime() + LEASE_MS) };
+    const leaseMs = this.options.leaseMs ?? LEASE_MS;
+    return { owner: this.owner, until: new Date(this.options.clock().getTime() + leaseMs) };
   }
 
   /** One delivery per enabled endpoint of the team subscribed to the event and its banner. */

@@ -10,6 +10,9 @@ export interface ReceivedWebhook {
 /** What the receiver answers: a status and optional headers and body. */
 export type Answer = { status: number; headers?: Record<string, string>; body?: string };
 
+/** Makes the receiver hang: a promise that never settles, for an answer that never comes. */
+export const NEVER: Promise<Answer> = new Promise<Answer>(() => {});
+
 /**
  * A real HTTP endpoint on 127.0.0.1 recording every webhook it receives. `answer` decides the
  * response (200 by default); `stop()` closes the port and `start()` reopens it on the same port,
@@ -17,7 +20,11 @@ export type Answer = { status: number; headers?: Record<string, string>; body?: 
  */
 export class WebhookReceiver {
   readonly received: ReceivedWebhook[] = [];
-  answer: (request: ReceivedWebhook) => Answer = () => ({ status: 200, body: "ok" });
+  /** The response to a request; a promise delays it (NEVER: the request hangs until stop()). */
+  answer: (request: ReceivedWebhook) => Answer | Promise<Answer> = () => ({
+    status: 200,
+    body: "ok",
+  });
   private server: Server | undefined;
   private port = 0;
 
@@ -29,10 +36,10 @@ export class WebhookReceiver {
     const server = createServer((request, response) => {
       const chunks: Buffer[] = [];
       request.on("data", (chunk: Buffer) => chunks.push(chunk));
-      request.on("end", () => {
+      request.on("end", async () => {
         const received = { headers: request.headers, body: Buffer.concat(chunks).toString("utf8") };
         this.received.push(received);
-        const answer = this.answer(received);
+        const answer = await this.answer(received);
         response.writeHead(answer.status, answer.headers).end(answer.body ?? "");
       });
     });

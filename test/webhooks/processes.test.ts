@@ -1,0 +1,121 @@
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { Webhook } from "standardwebhooks";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { http, mintKey } from "#test/support/api.js";
+import { aChoice, bannerFixture, postLog } from "#test/support/consent-log.js";
+import { startService, stopAllPrograms } from "#test/support/processes.js";
+import type { TestService } from "#test/support/service.js";
+import { eventually, NEVER, WebhookReceiver } from "#test/support/webhook-receiver.js";
+
+const WEBHOOK_SCOPES = ["banners:read", "banners:write", "webhooks:read", "webhooks:write"];
+/** One daemon + gateway process per `npm start`, so a SIGKILL leaves no worker behind. */
+const SERVICE_ENV = { CONSENT_WORKERS: "1", CONSENT_WEBHOOK_ALLOW_CIDRS: "127.0.0.1/32" };
+
+/** Issue 5 with the real programs: a daemon that dies mid-delivery, two daemons on one store. */
+describe("webhook delivery across daemon processes", { timeout: 120_000 }, () => {
+  let root: string;
+  let receiver: WebhookReceiver;
+
+  beforeAll(async () => {
+    root = await mkdtemp(path.join(tmpdir(), "consent-webhook-processes-"));
+    receiver = await new WebhookReceiver().start();
+  });
+  afterAll(async () => {
+    await stopAllPrograms();
+    await receiver.stop();
+    await rm(root, { recursive: true, force: true });
+  });
+
+  /** A team with a banner and one endpoint at the receiver; returns the endpoint's secret. */
+  async function subscribe(service: TestService) {
+    const fixture = await bannerFixture(service);
+    const { key } = await mintKey(service, fixture.teamId, { scopes: WEBHOOK_SCOPES });
+    const created = await http(service, "POST", "/api/v1/webhooks", {
+      key,
+      body: { url: `${receiver.url}?team=${fixture.teamId}` },
+    });
+    expect(created.status).toBe(201);
+    return { ...fixture, secret: created.body.data.webhook.secret as string };
+  }
+
+  /** The consentLogId of every verified delivery of the endpoint, in arrival order. */
+  const verifiedLogIds = (secret: string, from = 0) =>
+    receiver.received.slice(from).flatMap((request) => {
+      const verifier = new Webhook(secret);
+      try {
+        const event = verifier.verify(request.body, request.headers as Record<string, string>) as {
+          data: { consentLogId: string };
+        };
+        return [{ logId: event.data.consentLogId, webhookId: request.headers["webhook-id"] }];
+      } catch {
+        return [];
+      }
+    });
+
+  it("delivers every event after a daemon killed with SIGKILL mid-delivery restarts", async () => {
+    const dataDir = path.join(root, "restart");
+    // A short lease, so the restarted daemon takes over the dead one's claims without a minute's wait.
+    const env = { ...SERVICE_ENV, CONSENT_WEBHOOK_LEASE_MS: "2000" };
+    const first = await startService(dataDir, env);
+    const team = await subscribe(first.service);
+    // The receiver takes the requests and never answers: the daemon holds its claims mid-attempt.
+    receiver.answer = () => NEVER;
+    const logIds: string[] = [];
+    for (let i = 0; i < 5; i++) {
+      const posted = await postLog(first.service, aChoice(team.publicId));
+      expect(posted.status).toBe(200);
+      logIds.push(posted.body.consentLogId);
+    }
+    const hung = await eventually(
+      () => (verifiedLogIds(team.secret).length > 0 ? verifiedLogIds(team.secret) : undefined),
+      "an attempt is in flight",
+    );
+    await first.program.stop("SIGKILL");
+
+    receiver.answer = () => ({ status: 200, body: "ok" });
+    const from = receiver.received.length;
+    const second = await startService(dataDir, env);
+    const delivered = await eventually(() => {
+      const got = verifiedLogIds(team.secret, from);
+      return logIds.every((id) => got.some((d) => d.logId === id)) ? got : undefined;
+    }, "every event is delivered after the restart");
+    // A re-sent attempt carries the webhook-id of the one cut off by the kill.
+    const resent = delivered.find((d) => d.logId === hung[0]?.logId);
+    expect(resent?.webhookId).toBe(hung[0]?.webhookId);
+    expect(await second.program.stop("SIGTERM")).toBe(0);
+  });
+
+  it("two daemons on one data directory deliver each event exactly once", async () => {
+    const dataDir = path.join(root, "shared");
+    const a = await startService(dataDir, SERVICE_ENV);
+    const b = await startService(dataDir, SERVICE_ENV);
+    const team = await subscribe(a.service);
+    const from = receiver.received.length;
+    const logIds: string[] = [];
+    for (let i = 0; i < 20; i++) {
+      const via = i % 2 === 0 ? a.service : b.service;
+      const posted = await postLog(via, aChoice(team.publicId));
+      expect(posted.status).toBe(200);
+      logIds.push(posted.body.consentLogId);
+    }
+    await eventually(() => {
+      const got = verifiedLogIds(team.secret, from);
+      return logIds.every((id) => got.some((d) => d.logId === id)) ? true : undefined;
+    }, "every event is delivered");
+    // Both daemons drain and exit: nothing can be sent after this, so the counts are final.
+    expect(await Promise.all([a.program.stop("SIGTERM"), b.program.stop("SIGTERM")])).toEqual([
+      0, 0,
+    ]);
+    const got = verifiedLogIds(team.secret, from);
+    const perWebhookId = new Map<string, number>();
+    for (const { webhookId } of got) {
+      perWebhookId.set(String(webhookId), (perWebhookId.get(String(webhookId)) ?? 0) + 1);
+    }
+    expect(got).toHaveLength(logIds.length);
+    expect(perWebhookId.size).toBe(logIds.length);
+    expect([...perWebhookId.values()].every((count) => count === 1)).toBe(true);
+    expect(new Set(got.map((d) => d.logId))).toEqual(new Set(logIds));
+  });
+});
