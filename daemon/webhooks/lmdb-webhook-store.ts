@@ -61,6 +61,16 @@ export function createLmdbWebhookStore(dbs: LmdbWebhookDatabases): WebhookStore 
     deliveries.putSync(next.id, next);
   }
 
+  function hasDueEvent(now: Date): boolean {
+    for (const { value } of outbox.getRange({})) if (value.dueAtMs <= now.getTime()) return true;
+    return false;
+  }
+
+  function hasDueDelivery(now: Date): boolean {
+    for (const _ of due.getKeys({ end: [now.getTime(), PREFIX_END], limit: 1 })) return true;
+    return false;
+  }
+
   function removeDeliveriesOf(webhookId: string): void {
     const keys = Array.from(
       dbs.webhookDeliveryIdsByEndpoint.getKeys(prefixRange(webhookId, "ascending")),
@@ -123,6 +133,8 @@ export function createLmdbWebhookStore(dbs: LmdbWebhookDatabases): WebhookStore 
 
     async claimEvents(lease, now, limit) {
       if (limit <= 0) return [];
+      // A read first: with nothing due, no write transaction (which queues behind every append).
+      if (!hasDueEvent(now)) return [];
       return outbox.transaction(() => {
         const claimed: ConsentLogRecord[] = [];
         // Keys are UUIDv7 consentLogIds: a forward scan meets the oldest events first.
@@ -157,6 +169,8 @@ export function createLmdbWebhookStore(dbs: LmdbWebhookDatabases): WebhookStore 
 
     async claimDeliveries(lease, now, limit) {
       if (limit <= 0) return [];
+      // A read first: with nothing due, no write transaction.
+      if (!hasDueDelivery(now)) return [];
       return deliveries.transaction(() => {
         const claimed: DeliveryRecord[] = [];
         const dueKeys = Array.from(due.getKeys({ end: [now.getTime(), PREFIX_END], limit }));
