@@ -58,6 +58,8 @@ export const ALL_SCOPES = [
   "consent:read",
   "consent:write",
   "logs:read",
+  "webhooks:read",
+  "webhooks:write",
 ];
 
 /** Creates a team on a plan. */
