@@ -67,8 +67,9 @@ export class WebhookReceiver {
 export async function eventually<T>(
   check: () => T | undefined | Promise<T | undefined>,
   what: string,
+  timeoutMs = 20_000,
 ): Promise<T> {
-  const deadline = Date.now() + 20_000;
+  const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await check();
     if (value !== undefined) return value;

@@ -1,11 +1,18 @@
-import { mkdtemp, rm } from "node:fs/promises";
+import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { Webhook } from "standardwebhooks";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { http, mintKey } from "#test/support/api.js";
 import { aChoice, bannerFixture, postLog } from "#test/support/consent-log.js";
-import { startService, stopAllPrograms } from "#test/support/processes.js";
+import {
+  DAEMON_URL,
+  endpoints,
+  GATEWAY_URL,
+  PROGRAMS,
+  startProgram,
+  stopAllPrograms,
+} from "#test/support/processes.js";
 import type { TestService } from "#test/support/service.js";
 import { eventually, NEVER, WebhookReceiver } from "#test/support/webhook-receiver.js";
 
@@ -13,8 +20,20 @@ const WEBHOOK_SCOPES = ["banners:read", "banners:write", "webhooks:read", "webho
 /** One daemon + gateway process per `npm start`, so a SIGKILL leaves no worker behind. */
 const SERVICE_ENV = { CONSENT_WORKERS: "1", CONSENT_WEBHOOK_ALLOW_CIDRS: "127.0.0.1/32" };
 
+/** Start-up and delivery on a two-core runner shared with other test files can take a while. */
+const SLOW_MS = 60_000;
+
+/** `npm start` on `dataDir`, allowed SLOW_MS to print its URLs. */
+async function startService(dataDir: string, env: Record<string, string>) {
+  const program = startProgram(PROGRAMS.consent, { CONSENT_DATA_DIR: dataDir, ...env });
+  const gatewayUrl = await program.waitFor(GATEWAY_URL, SLOW_MS);
+  const daemonUrl = await program.waitFor(DAEMON_URL, SLOW_MS);
+  const operatorToken = (await readFile(path.join(dataDir, "admin-token"), "utf8")).trim();
+  return { program, service: endpoints({ gatewayUrl, daemonUrl, operatorToken }) };
+}
+
 /** Issue 5 with the real programs: a daemon that dies mid-delivery, two daemons on one store. */
-describe("webhook delivery across daemon processes", { timeout: 120_000 }, () => {
+describe("webhook delivery across daemon processes", { timeout: 240_000 }, () => {
   let root: string;
   let receiver: WebhookReceiver;
 
@@ -71,16 +90,21 @@ describe("webhook delivery across daemon processes", { timeout: 120_000 }, () =>
     const hung = await eventually(
       () => (verifiedLogIds(team.secret).length > 0 ? verifiedLogIds(team.secret) : undefined),
       "an attempt is in flight",
+      SLOW_MS,
     );
     await first.program.stop("SIGKILL");
 
     receiver.answer = () => ({ status: 200, body: "ok" });
     const from = receiver.received.length;
     const second = await startService(dataDir, env);
-    const delivered = await eventually(() => {
-      const got = verifiedLogIds(team.secret, from);
-      return logIds.every((id) => got.some((d) => d.logId === id)) ? got : undefined;
-    }, "every event is delivered after the restart");
+    const delivered = await eventually(
+      () => {
+        const got = verifiedLogIds(team.secret, from);
+        return logIds.every((id) => got.some((d) => d.logId === id)) ? got : undefined;
+      },
+      "every event is delivered after the restart",
+      SLOW_MS,
+    );
     // A re-sent attempt carries the webhook-id of the one cut off by the kill.
     const resent = delivered.find((d) => d.logId === hung[0]?.logId);
     expect(resent?.webhookId).toBe(hung[0]?.webhookId);
@@ -100,10 +124,14 @@ describe("webhook delivery across daemon processes", { timeout: 120_000 }, () =>
       expect(posted.status).toBe(200);
       logIds.push(posted.body.consentLogId);
     }
-    await eventually(() => {
-      const got = verifiedLogIds(team.secret, from);
-      return logIds.every((id) => got.some((d) => d.logId === id)) ? true : undefined;
-    }, "every event is delivered");
+    await eventually(
+      () => {
+        const got = verifiedLogIds(team.secret, from);
+        return logIds.every((id) => got.some((d) => d.logId === id)) ? true : undefined;
+      },
+      "every event is delivered",
+      SLOW_MS,
+    );
     // Both daemons drain and exit: nothing can be sent after this, so the counts are final.
     expect(await Promise.all([a.program.stop("SIGTERM"), b.program.stop("SIGTERM")])).toEqual([
       0, 0,
