@@ -178,6 +178,8 @@ export async function startService(
     CONSENT_GRPC_HOST: "127.0.0.1",
     CONSENT_GRPC_PORT: String(grpcPort),
     CONSENT_DAEMON_URL: daemonUrl,
+    // The single-process topology is measured with both cores serving (bench/README.md).
+    CONSENT_WORKERS: "2",
     ...options.env,
   };
   const io = { env, logFile: options.logFile, profileDir: options.profileDir };

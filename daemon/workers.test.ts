@@ -1,11 +1,10 @@
-import os from "node:os";
 import { describe, expect, it } from "vitest";
 import { workerCount } from "#daemon/workers.js";
 
 describe("CONSENT_WORKERS (npm start's daemon + gateway processes)", () => {
-  it("defaults to one per core, at most 2", () => {
-    expect(workerCount({})).toBe(Math.min(2, os.availableParallelism()));
-    expect(workerCount({ CONSENT_WORKERS: "" })).toBe(Math.min(2, os.availableParallelism()));
+  it("defaults to one process", () => {
+    expect(workerCount({})).toBe(1);
+    expect(workerCount({ CONSENT_WORKERS: "" })).toBe(1);
   });
 
   it("takes a whole number from 1 to 64", () => {

@@ -1,5 +1,4 @@
 import cluster from "node:cluster";
-import os from "node:os";
 import { loadSecrets } from "#daemon/bootstrap.js";
 import { ConfigError, loadConfig } from "#daemon/config.js";
 import { runDaemon } from "#daemon/main.js";
@@ -11,11 +10,12 @@ const CREATED_SECRETS = "CONSENT_WORKER_CREATED";
 
 /**
  * CONSENT_WORKERS: how many daemon + gateway processes `npm start` runs on the data directory.
- * Default: one per core, at most 2.
+ * Default 1: one process is the conservative choice until several writers on one embedded store
+ * have run longer under load (docs/behaviour.md); operators opt in to more, up to one per core.
  */
 export function workerCount(env: NodeJS.ProcessEnv = process.env): number {
   const value = env.CONSENT_WORKERS;
-  if (value === undefined || value === "") return Math.min(2, os.availableParallelism());
+  if (value === undefined || value === "") return 1;
   const count = Number(value);
   if (!Number.isInteger(count) || count < 1 || count > 64) {
     throw new ConfigError(`CONSENT_WORKERS must be a whole number from 1 to 64, not "${value}"`);
