@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { toJson } from "@bufbuild/protobuf";
-import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
+import type { ServiceImpl } from "@connectrpc/connect";
 import type { Authenticator, Authorized } from "#daemon/auth/authenticator.js";
 import { activeBanner } from "#daemon/banners/active-banner.js";
 import { applyConfiguration, defaultConfiguration } from "#daemon/banners/banner-configuration.js";
@@ -13,7 +13,7 @@ import {
 import type { BannerRecord } from "#daemon/banners/banner-store.js";
 import type { Clock } from "#daemon/clock.js";
 import { DomainError, notFound } from "#daemon/errors.js";
-import { afterAdmission } from "#daemon/rpc/rate-limit-headers.js";
+import { admission } from "#daemon/rpc/rate-limit-headers.js";
 import { bodyOf } from "#daemon/rpc/request-body.js";
 import type { Store } from "#daemon/store/store.js";
 import {
@@ -40,18 +40,11 @@ export function createBannerService(
 ): ServiceImpl<typeof BannerService> {
   const { store, authenticator, clock } = options;
 
-  async function admitted<T>(
-    ctx: HandlerContext,
-    write: boolean,
-    operation: (auth: Authorized) => Promise<T>,
-  ): Promise<T> {
-    const auth = await authenticator.authorize(ctx, {
-      scope: write ? "banners:write" : "banners:read",
-      write,
-      session: true,
-    });
-    return afterAdmission(ctx, auth, () => operation(auth));
-  }
+  const admitted = admission(
+    authenticator,
+    { read: "banners:read", write: "banners:write" },
+    { session: true },
+  );
 
   async function ownBanner(auth: Authorized, id: string): Promise<BannerRecord> {
     const banner = await store.banners.get(auth.team.id, id);

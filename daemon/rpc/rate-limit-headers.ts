@@ -1,5 +1,6 @@
 import type { HandlerContext } from "@connectrpc/connect";
-import type { Authorized } from "#daemon/auth/authenticator.js";
+import type { Authenticator, Authorized, Requirement } from "#daemon/auth/authenticator.js";
+import type { Scope } from "#daemon/auth/scopes.js";
 import { DomainError, type RateLimitState } from "#daemon/errors.js";
 
 /** spec 8: X-RateLimit-Limit, -Remaining and -Reset (Unix milliseconds). */
@@ -30,4 +31,27 @@ export async function afterAdmission<T>(
   } catch (error) {
     throw error instanceof DomainError ? error.withRateLimit(auth.rateLimit) : error;
   }
+}
+
+/**
+ * A service's gate: authorizes the call (decisions §2 check order) with the read or the write
+ * scope, then runs the operation under afterAdmission.
+ */
+export function admission(
+  authenticator: Authenticator,
+  scopes: { read: Scope; write: Scope },
+  requirement: Omit<Requirement, "scope" | "write"> = {},
+) {
+  return async <T>(
+    ctx: HandlerContext,
+    write: boolean,
+    operation: (auth: Authorized) => Promise<T>,
+  ): Promise<T> => {
+    const auth = await authenticator.authorize(ctx, {
+      ...requirement,
+      scope: write ? scopes.write : scopes.read,
+      write,
+    });
+    return afterAdmission(ctx, auth, () => operation(auth));
+  };
 }

@@ -1,12 +1,12 @@
 import { create } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
-import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
+import type { ServiceImpl } from "@connectrpc/connect";
 import type { Authenticator, Authorized } from "#daemon/auth/authenticator.js";
 import { activeBanner } from "#daemon/banners/active-banner.js";
 import type { Clock } from "#daemon/clock.js";
 import { DomainError, notFound } from "#daemon/errors.js";
 import type { SubjectIdentity } from "#daemon/identity/subject-identity.js";
-import { afterAdmission } from "#daemon/rpc/rate-limit-headers.js";
+import { admission } from "#daemon/rpc/rate-limit-headers.js";
 import { bodyOf } from "#daemon/rpc/request-body.js";
 import type { Store } from "#daemon/store/store.js";
 import {
@@ -58,18 +58,11 @@ export function createSubjectService(
     return { hashes, bannerId: banner.id };
   }
 
-  async function admitted<T>(
-    ctx: HandlerContext,
-    write: boolean,
-    operation: (auth: Authorized) => Promise<T>,
-  ): Promise<T> {
-    const auth = await authenticator.authorize(ctx, {
-      scope: write ? "consent:write" : "consent:read",
-      write,
-      crossDevice: true,
-    });
-    return afterAdmission(ctx, auth, () => operation(auth));
-  }
+  const admitted = admission(
+    authenticator,
+    { read: "consent:read", write: "consent:write" },
+    { crossDevice: true },
+  );
 
   return {
     resolveSubject: (request, ctx) =>

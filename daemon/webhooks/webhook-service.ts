@@ -1,10 +1,10 @@
 import { randomUUID } from "node:crypto";
 import { timestampDate } from "@bufbuild/protobuf/wkt";
-import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
+import type { ServiceImpl } from "@connectrpc/connect";
 import type { Authenticator, Authorized } from "#daemon/auth/authenticator.js";
 import type { Clock } from "#daemon/clock.js";
 import { DomainError, invalidRequest, notFound } from "#daemon/errors.js";
-import { afterAdmission } from "#daemon/rpc/rate-limit-headers.js";
+import { admission } from "#daemon/rpc/rate-limit-headers.js";
 import { bodyOf } from "#daemon/rpc/request-body.js";
 import type { Store } from "#daemon/store/store.js";
 import type { AddressGuard } from "#daemon/webhooks/address-guard.js";
@@ -69,17 +69,7 @@ export function createWebhookService(
 ): ServiceImpl<typeof WebhookService> {
   const { store, authenticator, clock, guard, secrets } = options;
 
-  async function admitted<T>(
-    ctx: HandlerContext,
-    write: boolean,
-    operation: (auth: Authorized) => Promise<T>,
-  ): Promise<T> {
-    const auth = await authenticator.authorize(ctx, {
-      scope: write ? "webhooks:write" : "webhooks:read",
-      write,
-    });
-    return afterAdmission(ctx, auth, () => operation(auth));
-  }
+  const admitted = admission(authenticator, { read: "webhooks:read", write: "webhooks:write" });
 
   async function ownEndpoint(auth: Authorized, id: string): Promise<WebhookEndpointRecord> {
     const endpoint = await store.webhooks.getEndpoint(auth.team.id, id);
