@@ -1,8 +1,14 @@
 import { Text } from "ink";
 import { render } from "ink-testing-library";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { CommandRoot, renderCommand } from "#cli/lifecycle.js";
 import { MemoryStream } from "#cli/test-support/memory-io.js";
+
+// Ink writes only the final frame when it detects CI (is-in-ci, read when Ink loads); these tests
+// look at the frames an operator's terminal shows, so they run as outside CI wherever they run.
+vi.hoisted(() => {
+  process.env.CI = "false";
+});
 
 const tick = (ms = 20) => new Promise((resolve) => setTimeout(resolve, ms));
 

@@ -66,7 +66,7 @@ export async function runDaemon(options: {
       transport,
       operatorToken: secrets.operatorToken,
       logger,
-      onPublicChange: workerPublicChanges(daemon.onPublicChange),
+      onPublicChange: workerPublicChanges(daemon),
     });
   }
   if (options.welcome !== false) {

@@ -53,6 +53,11 @@ export interface Daemon {
   interceptors: ReturnType<typeof domainErrorInterceptor>[];
   /** Subscribes to banners whose public side changed (publish, edit), so loader caches refresh. */
   onPublicChange(listener: (publicId: string) => void): void;
+  /**
+   * Told of a change another process made to a banner (a publish relayed between the workers of
+   * `npm start`): drops this daemon's cached reads so its next read, e.g. for the loader, sees it.
+   */
+  forgetCachedReads(): void;
   /** Delivers webhook events; listenDaemon starts it and stops it when the server closes. */
   dispatcher: WebhookDispatcher;
 }
@@ -118,6 +123,7 @@ export function createDaemon(options: DaemonOptions): Daemon {
     onPublicChange(listener) {
       publicChangeListeners.push(listener);
     },
+    forgetCachedReads: () => store.forgetCachedReads(),
     routes(router) {
       router.service(BannerService, createBannerService({ ...services, onPublicChange }));
       router.service(ConsentLogService, consentLog);

@@ -1,4 +1,5 @@
 import cluster from "node:cluster";
+import type { Daemon } from "#daemon/server.js";
 
 /** The message a worker sends its primary, and the primary relays, when a banner's public side changed. */
 interface PublicChangeMessage {
@@ -17,11 +18,14 @@ export function isPublicChange(message: unknown): message is PublicChangeMessage
  * In a worker of `npm start`: a subscription to banner publishes and edits made by this worker's
  * daemon and by every other worker's, so each worker's loader drops a changed banner at once
  * (decisions §6) instead of after its cache bound. Local changes go to the primary, which relays
- * them to the other workers; relayed changes reach the listeners without going back out.
+ * them to the other workers; a relayed change first drops the daemon's cached reads (the loader's
+ * next read must not be served the record the change replaced), then reaches the listeners
+ * without going back out.
  */
 export function workerPublicChanges(
-  subscribeLocal: (listener: (publicId: string) => void) => void,
+  daemon: Pick<Daemon, "onPublicChange" | "forgetCachedReads">,
 ): (listener: (publicId: string) => void) => void {
+  const subscribeLocal = daemon.onPublicChange;
   if (!cluster.isWorker) return subscribeLocal;
   const listeners: ((publicId: string) => void)[] = [];
   subscribeLocal((publicId) => {
@@ -29,6 +33,7 @@ export function workerPublicChanges(
   });
   process.on("message", (message) => {
     if (!isPublicChange(message)) return;
+    daemon.forgetCachedReads();
     for (const listener of listeners) listener(message.consentPublicChange);
   });
   return (listener) => {

@@ -5,7 +5,7 @@ import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { ApiKeyRecord } from "#daemon/keys/key-store.js";
 import { openLmdbStore } from "#daemon/store/lmdb-store.js";
-import { READ_CACHE_TTL_MS, withReadCache } from "#daemon/store/read-cache.js";
+import { type CachedStore, READ_CACHE_TTL_MS, withReadCache } from "#daemon/store/read-cache.js";
 import type { Store } from "#daemon/store/store.js";
 
 function aKey(teamId: string): ApiKeyRecord {
@@ -29,7 +29,7 @@ describe("the daemon's read cache (docs/behaviour.md, Caching)", () => {
   let store: Store;
   let other: Store;
   let clockMs = 0;
-  let cached: Store;
+  let cached: CachedStore;
 
   beforeEach(async () => {
     dataDir = await mkdtemp(path.join(tmpdir(), "consent-read-cache-"));
@@ -61,6 +61,16 @@ describe("the daemon's read cache (docs/behaviour.md, Caching)", () => {
     clockMs += READ_CACHE_TTL_MS - 1;
     expect((await cached.keys.findByHash(key.keyHash))?.revokedAt).toBeNull();
     clockMs += 1;
+    expect((await cached.keys.findByHash(key.keyHash))?.revokedAt).toEqual(at);
+  });
+
+  it("sees another daemon's write at once when told of it (a relayed publish)", async () => {
+    const key = aKey(randomUUID());
+    await other.keys.insert(key);
+    expect((await cached.keys.findByHash(key.keyHash))?.revokedAt).toBeNull();
+    const at = new Date();
+    await other.keys.revoke(key.id, at);
+    cached.forgetCachedReads();
     expect((await cached.keys.findByHash(key.keyHash))?.revokedAt).toEqual(at);
   });
 

@@ -26,18 +26,31 @@ export interface ReadCacheOptions {
  * works at once. Expiry and revocation are still checked on the cached record against the clock.
  * Subject states, sessions, counters and the consent log are never cached.
  */
-export function withReadCache(store: Store, options: ReadCacheOptions = {}): Store {
+export function withReadCache(store: Store, options: ReadCacheOptions = {}): CachedStore {
   const ttlMs = options.ttlMs ?? READ_CACHE_TTL_MS;
   const now = options.now ?? (() => performance.now());
-  const cached = Object.create(store) as Store;
+  const keys = cachedReads(store.keys, "findByHash", ["get", "listByTeam"], ttlMs, now);
+  const teams = cachedReads(store.teams, "get", ["list"], ttlMs, now);
+  const banners = cachedReads(store.banners, "getByPublicId", ["get", "listByTeam"], ttlMs, now);
+  const cached = Object.create(store) as CachedStore;
   Object.defineProperties(cached, {
-    keys: { value: cachedReads(store.keys, "findByHash", ["get", "listByTeam"], ttlMs, now) },
-    teams: { value: cachedReads(store.teams, "get", ["list"], ttlMs, now) },
-    banners: {
-      value: cachedReads(store.banners, "getByPublicId", ["get", "listByTeam"], ttlMs, now),
+    keys: { value: keys.subStore },
+    teams: { value: teams.subStore },
+    banners: { value: banners.subStore },
+    forgetCachedReads: {
+      value: () => {
+        keys.invalidate();
+        teams.invalidate();
+        banners.invalidate();
+      },
     },
   });
   return cached;
+}
+
+/** The store with cached reads, and a way to drop them when another process reports a write. */
+export interface CachedStore extends Store {
+  forgetCachedReads(): void;
 }
 
 interface Entry {
@@ -56,7 +69,7 @@ function cachedReads<T extends object>(
   otherReads: readonly string[],
   ttlMs: number,
   now: () => number,
-): T {
+): { subStore: T; invalidate: () => void } {
   const entries = new Map<string, Entry>();
   let generation = 0;
   const invalidate = () => {
@@ -77,7 +90,7 @@ function cachedReads<T extends object>(
     return value;
   }
   const passThrough = new Set(otherReads);
-  return new Proxy(subStore, {
+  const proxy = new Proxy(subStore, {
     get(target, property, receiver) {
       if (property === read) return cachedRead;
       const member = Reflect.get(target, property, receiver);
@@ -94,4 +107,5 @@ function cachedReads<T extends object>(
       };
     },
   });
+  return { subStore: proxy, invalidate };
 }
