@@ -1,6 +1,6 @@
 import { readFile } from "node:fs/promises";
 import path from "node:path";
-import { createClient } from "@connectrpc/connect";
+import { type Client, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { ADMIN_TOKEN_FILE } from "#daemon/bootstrap.js";
 import { AdminService } from "#gen/consent/v1/admin_pb.js";
@@ -15,6 +15,11 @@ export interface Fixture {
   banner: { id: string; publicId: string; domain: string };
   /** Subject ids with a stored state (version 1) in the `default` namespace of the banner. */
   subjectIds: string[];
+  /**
+   * A banner of a second team that has one webhook endpoint subscribed to `consent.given`, at
+   * the benchmark's receiver (set when the run has a receiver); `banner`'s team has none.
+   */
+  subscribed?: { publicId: string; domain: string; webhookSecret: string };
 }
 
 export interface FixtureSize {
@@ -76,6 +81,7 @@ export async function createFixture(
   service: RunningService,
   dataDir: string,
   size: FixtureSize,
+  webhookReceiverUrl?: string,
 ): Promise<Fixture> {
   const operatorToken = (await readFile(path.join(dataDir, ADMIN_TOKEN_FILE), "utf8")).trim();
   const admin = createClient(AdminService, createGrpcTransport({ baseUrl: service.daemonUrl }));
@@ -112,10 +118,49 @@ export async function createFixture(
       status: 200,
     }),
   );
+  const subscribed = webhookReceiverUrl
+    ? await createSubscribedBanner(service, admin, auth, webhookReceiverUrl)
+    : undefined;
   return {
     teamId: team.id,
     keys,
     banner: { id: banner.id, publicId: banner.publicId, domain },
     subjectIds,
+    subscribed,
   };
+}
+
+/** A second team with one banner and one endpoint for every `consent.given` at the receiver. */
+async function createSubscribedBanner(
+  service: RunningService,
+  admin: Client<typeof AdminService>,
+  auth: { headers: Record<string, string> },
+  receiverUrl: string,
+): Promise<NonNullable<Fixture["subscribed"]>> {
+  const { team } = await admin.createTeam({ name: "Bench subscriber", plan: "enterprise" }, auth);
+  if (!team) throw new Error("createTeam returned no team");
+  const { secret: key } = await admin.createApiKey(
+    { teamId: team.id, environment: "live", scopes: ALL_SCOPES, name: "bench-webhooks" },
+    auth,
+  );
+  const domain = "subscribed.example.com";
+  const created = await send(service.gatewayUrl, {
+    method: "POST",
+    path: "/api/v1/banners",
+    key,
+    body: JSON.stringify({ name: "Bench subscribed shop", domain, configuration: {} }),
+    status: 201,
+  });
+  const { publicId } = (JSON.parse(created) as { data: { banner: { publicId: string } } }).data
+    .banner;
+  const webhook = await send(service.gatewayUrl, {
+    method: "POST",
+    path: "/api/v1/webhooks",
+    key,
+    body: JSON.stringify({ url: `${receiverUrl}/hooks`, eventTypes: ["consent.given"] }),
+    status: 201,
+  });
+  const { secret } = (JSON.parse(webhook) as { data: { webhook: { secret: string } } }).data
+    .webhook;
+  return { publicId, domain, webhookSecret: secret };
 }

@@ -22,6 +22,11 @@ export interface LoadTarget {
   path: string;
   /** The processes serving it, whose CPU time the run reports. */
   pids: number[];
+  /**
+   * The benchmark's own helper processes working during the run (the webhook receiver): neither
+   * the service's CPU nor other people's work.
+   */
+  helperPids?: number[];
 }
 
 /** What one side of a scenario measured: the figures the table shows and the JSON keeps. */
@@ -56,13 +61,51 @@ export interface RunResult {
   warmup: { requests: number; wrongStatus: number; mismatches: number; errors: number };
   /** The measured part on the monotonic clock, to cut a CPU profile to it. */
   window: Window;
+  /** For a `webhookSubscriber` scenario: what the receiver got (bench/run.ts fills it in). */
+  webhooks?: WebhookDrain;
 }
 
-/** Requests that did not succeed as the scenario expects; 0 for a valid run. */
+/** The deliveries of a `webhookSubscriber` scenario's events, counted at the receiver. */
+export interface WebhookDrain {
+  /** Explicit choices acknowledged with 200 (probe, warm-up and measured run). */
+  expected: number;
+  /** Distinct events received. */
+  events: number;
+  /** Deliveries whose Standard Webhooks signature verified; `rejected` the others. */
+  verified: number;
+  rejected: number;
+  /** Distinct events received when the measured run ended. */
+  eventsAtRunEnd: number;
+  /** Seconds from the end of the measured run to the last event's arrival (0: none trailed). */
+  trailingSeconds: number;
+}
+
+/** Requests that got the expected answer, warm-up included. */
+export function succeeded(run: RunResult): number {
+  const ok = (requests: number, wrongStatus: number, mismatches: number) =>
+    requests - Math.max(wrongStatus, mismatches);
+  return (
+    ok(run.requests, run.wrongStatus, run.mismatches) +
+    ok(run.warmup.requests, run.warmup.wrongStatus, run.warmup.mismatches)
+  );
+}
+
+/**
+ * Requests that did not succeed as the scenario expects, and for a webhook scenario each
+ * acknowledged choice whose event never arrived or arrived unverifiable; 0 for a valid run.
+ */
 export function failures(run: RunResult): number {
   // An error body never holds the expected text, so mismatches already include wrong statuses.
   const measured = Math.max(run.wrongStatus, run.mismatches) + run.errors;
-  return measured + Math.max(run.warmup.wrongStatus, run.warmup.mismatches) + run.warmup.errors;
+  const webhooks = run.webhooks
+    ? Math.max(0, run.webhooks.expected - run.webhooks.events) + run.webhooks.rejected
+    : 0;
+  return (
+    measured +
+    Math.max(run.warmup.wrongStatus, run.warmup.mismatches) +
+    run.warmup.errors +
+    webhooks
+  );
 }
 
 /** Request numbers are never reused in one benchmark, so fresh subject ids stay fresh. */
@@ -190,6 +233,7 @@ export async function runLoad(
     duration: settings.warmupSeconds,
   });
   const cpuBefore = await processCpuMs(target.pids);
+  const helpersBefore = await processCpuMs(target.helperPids ?? []);
   const benchBefore = process.cpuUsage();
   const machineBefore = machineTimes();
   const startUs = monotonicUs();
@@ -201,11 +245,12 @@ export async function runLoad(
   const machineAfter = machineTimes();
   const bench = process.cpuUsage(benchBefore);
   const cpuAfter = await processCpuMs(target.pids);
+  const helpersAfter = await processCpuMs(target.helperPids ?? []);
   const requests = result.requests.total;
   const machineTotalMs = machineAfter.total - machineBefore.total;
   const servingMs =
     cpuBefore === undefined || cpuAfter === undefined ? undefined : cpuAfter - cpuBefore;
-  const benchMs = (bench.user + bench.system) / 1000;
+  const benchMs = (bench.user + bench.system) / 1000 + ((helpersAfter ?? 0) - (helpersBefore ?? 0));
   return {
     scenario: scenario.name,
     side: target.side,

@@ -162,3 +162,16 @@ export function verdictTable(verdicts: Verdict[]): string {
     ]),
   );
 }
+
+/** For each webhook scenario: whether every acknowledged choice reached the receiver, verified. */
+export function webhookLines(runs: RunResult[]): string[] {
+  return runs.flatMap((run) => {
+    const drain = run.webhooks;
+    if (!drain) return [];
+    return [
+      `${run.scenario}: ${number(drain.events)} of ${number(drain.expected)} acknowledged choices delivered ` +
+        `(${number(drain.verified)} deliveries verified, ${number(drain.rejected)} rejected); ` +
+        `${number(drain.eventsAtRunEnd)} had arrived when the run ended, the last ${number(drain.trailingSeconds, 1)} s after it`,
+    ];
+  });
+}

@@ -4,10 +4,18 @@ import path from "node:path";
 import { parseArgs } from "node:util";
 import type { ControlRoute } from "./control-server.js";
 import { createFixture, type Fixture } from "./fixture.js";
-import { failures, type LoadSettings, probe, type RunResult, runLoad } from "./load.js";
+import {
+  failures,
+  type LoadSettings,
+  probe,
+  type RunResult,
+  runLoad,
+  succeeded,
+  type WebhookDrain,
+} from "./load.js";
 import { type LoaderSize, measureLoader } from "./loader-size.js";
 import { renderSummary, summariseProfiles } from "./profile.js";
-import { disturbed, judge, runsTable, verdictTable } from "./report.js";
+import { disturbed, judge, runsTable, verdictTable, webhookLines } from "./report.js";
 import { type Scenario, scenarios } from "./scenarios.js";
 import {
   freePort,
@@ -20,6 +28,7 @@ import {
   type Topology,
   waitUntil,
 } from "./service.js";
+import type { ReceiverStats } from "./webhook-receiver.js";
 
 /**
  * `npm run bench`: starts the service from its bins on a fresh data directory, mints a fixture,
@@ -88,12 +97,79 @@ async function startControl(routes: ControlRoute[], logFile: string) {
   return { url, pid: child.pid ?? -1, stop: () => stopProcess(child) };
 }
 
+/** How long the benchmark waits for a webhook scenario's deliveries after its run. */
+const WEBHOOK_DRAIN_LIMIT_MS = 180_000;
+
+/** The integrator's webhook endpoint (bench/webhook-receiver.ts) in its own process. */
+async function startReceiver(logFile: string) {
+  const port = await freePort();
+  const child = startProcess(
+    "webhook-receiver",
+    ["--import", "tsx", "bench/webhook-receiver.ts", String(port)],
+    {
+      env: {},
+      logFile,
+    },
+  );
+  const url = `http://127.0.0.1:${port}`;
+  const stats = async () => (await (await fetch(`${url}/_bench/stats`)).json()) as ReceiverStats;
+  await waitUntil(
+    "webhook receiver",
+    async () => (await stats()).received >= 0,
+    [child],
+    logFile,
+  ).catch(async (error) => {
+    await stopProcess(child);
+    throw error;
+  });
+  return {
+    url,
+    pid: child.pid ?? -1,
+    stats,
+    /** Arms the receiver's signature check with the endpoint's secret. */
+    async arm(secret: string) {
+      await fetch(`${url}/_bench/secret`, { method: "PUT", body: secret });
+    },
+    stop: () => stopProcess(child),
+  };
+}
+
+type Receiver = Awaited<ReturnType<typeof startReceiver>>;
+
+/**
+ * After a webhook scenario's run: waits until the receiver holds an event for every choice the
+ * log route acknowledged (probe included), so the deliveries neither go missing unnoticed nor
+ * spill into the next scenario.
+ */
+async function drainWebhooks(
+  receiver: Receiver,
+  expected: number,
+  runEndedAt: number,
+  eventsAtRunEnd: number,
+): Promise<WebhookDrain> {
+  const deadline = Date.now() + WEBHOOK_DRAIN_LIMIT_MS;
+  let stats = await receiver.stats();
+  while (stats.events < expected && Date.now() < deadline) {
+    await new Promise((resolve) => setTimeout(resolve, 250));
+    stats = await receiver.stats();
+  }
+  return {
+    expected,
+    events: stats.events,
+    verified: stats.verified,
+    rejected: stats.rejected,
+    eventsAtRunEnd,
+    trailingSeconds: Math.max(0, (stats.lastAt - runEndedAt) / 1000),
+  };
+}
+
 /** Runs one topology's scenarios: each on the service, then on the control when it has one. */
 async function runTopology(
   service: RunningService,
   group: Scenario[],
   fixture: Fixture,
   logFile: string,
+  receiver: Receiver | undefined,
 ): Promise<RunResult[]> {
   const routes: ControlRoute[] = [];
   for (const scenario of group) {
@@ -112,8 +188,17 @@ async function runTopology(
         baseUrl: service.gatewayUrl,
         path: scenario.path,
         pids: service.pids,
+        helperPids: receiver ? [receiver.pid] : [],
       };
-      runs.push(await runLoad(serviceTarget, scenario, fixture, settings));
+      const run = await runLoad(serviceTarget, scenario, fixture, settings);
+      if (scenario.webhookSubscriber && receiver) {
+        const runEndedAt = Date.now();
+        const atEnd = (await receiver.stats()).events;
+        log(`  ${scenario.name}: waiting for the webhook deliveries…`);
+        // +1: the probe's choice.
+        run.webhooks = await drainWebhooks(receiver, succeeded(run) + 1, runEndedAt, atEnd);
+      }
+      runs.push(run);
       if (control && routes.some((route) => route.url === controlUrlOf(scenario))) {
         log(`  ${scenario.name}: control…`);
         const controlTarget = {
@@ -157,31 +242,42 @@ async function measureAll(selected: Scenario[], logFile: string, profileDir: str
   const runs: RunResult[] = [];
   let fixture: Fixture | undefined;
   let loader: LoaderSize | undefined;
+  const receiver = selected.some((scenario) => scenario.webhookSubscriber)
+    ? await startReceiver(logFile)
+    : undefined;
   try {
     for (const topology of topologies) {
       log(`Starting the ${topology} service on ${dataDir}…`);
       const service = await startService(topology, {
         dataDir,
-        env: { CONSENT_TRUST_PROXY: TRUST_PROXY },
+        // The receiver listens on loopback, which the SSRF guard refuses unless allowed.
+        env: {
+          CONSENT_TRUST_PROXY: TRUST_PROXY,
+          ...(receiver && { CONSENT_WEBHOOK_ALLOW_CIDRS: "127.0.0.1/32" }),
+        },
         logFile,
         profileDir,
       });
       try {
         if (!fixture) {
           log(`Minting ${args.keys} keys, a banner and ${args.subjects} subject states…`);
-          fixture = await createFixture(service, dataDir, {
-            keys: Number(args.keys),
-            subjects: Number(args.subjects),
-          });
+          fixture = await createFixture(
+            service,
+            dataDir,
+            { keys: Number(args.keys), subjects: Number(args.subjects) },
+            receiver?.url,
+          );
+          if (fixture.subscribed) await receiver?.arm(fixture.subscribed.webhookSecret);
           loader = await measureLoader(service.gatewayUrl, fixture.banner.publicId);
         }
         const group = selected.filter((scenario) => scenario.topology === topology);
-        runs.push(...(await runTopology(service, group, fixture, logFile)));
+        runs.push(...(await runTopology(service, group, fixture, logFile, receiver)));
       } finally {
         await service.stop();
       }
     }
   } finally {
+    await receiver?.stop();
     await rm(dataDir, { recursive: true, force: true });
   }
   return { runs, fixture, loader };
@@ -214,6 +310,9 @@ async function report(
       `\nLoader payload (GET ${loader.url}, the fixture's banner): ${kb(loader.identity)} raw, ${kb(loader.gzip)} gzip, ${kb(loader.brotli)} brotli (budget 10 KB brotli)`,
     );
   }
+  const webhooks = webhookLines(runs);
+  if (webhooks.length)
+    out.push(`\nWebhook deliveries (bench/webhook-receiver.ts):\n${webhooks.join("\n")}`);
   if (runs.some(disturbed)) {
     out.push(
       "\n* Other processes used over 10% of the machine during a run: its figures are unreliable.",

@@ -42,6 +42,12 @@ export interface Scenario {
    * autocannon's per-second allowance, which each connection spends in a burst as a second begins.
    */
   paced?: boolean;
+  /**
+   * Posts to the fixture's `subscribed` banner, whose team has one webhook endpoint at the
+   * benchmark's receiver: after the run the benchmark waits until every event has arrived,
+   * verified, and reports how long the deliveries trailed the load.
+   */
+  webhookSubscriber?: boolean;
   targets: Target[];
 }
 
@@ -78,33 +84,43 @@ const resolve: Omit<Scenario, "name" | "description" | "topology" | "targets"> =
 };
 
 /**
- * The banner runtime's post (issue 3, decisions §5): a `text/plain` body from a page on the
- * banner's domain, each request from its own client IP (spec 8: 1,000 a minute per IP).
+ * The banner runtime's post (issue 3, decisions §5) for a banner of the fixture: a `text/plain`
+ * body from a page on the banner's domain, each request from its own client IP (spec 8: 1,000 a
+ * minute per IP).
  */
-const consentLog: Omit<Scenario, "name" | "description" | "overallRate" | "targets"> = {
-  topology: "single",
-  method: "POST",
-  path: "/api/consent/log",
-  request: (fixture, sequence) => ({
-    headers: {
-      "content-type": "text/plain;charset=UTF-8",
-      origin: `https://${fixture.banner.domain}`,
-      ...spreadClientIp(sequence),
+function consentLogTo(
+  bannerOf: (fixture: Fixture) => { publicId: string; domain: string },
+): Omit<Scenario, "name" | "description" | "overallRate" | "targets"> {
+  return {
+    topology: "single",
+    method: "POST",
+    path: "/api/consent/log",
+    request: (fixture, sequence) => {
+      const banner = bannerOf(fixture);
+      return {
+        headers: {
+          "content-type": "text/plain;charset=UTF-8",
+          origin: `https://${banner.domain}`,
+          ...spreadClientIp(sequence),
+        },
+        body: JSON.stringify({
+          bannerId: banner.publicId,
+          preferences: { necessary: true, analytics: sequence % 2 === 0, marketing: false },
+          method: "consent_given",
+          timestamp: new Date().toISOString(),
+          revision: 1,
+          languageCode: "en",
+          gpc: false,
+          pageUrl: `https://${banner.domain}/products/${sequence % 100}?ref=bench`,
+        }),
+      };
     },
-    body: JSON.stringify({
-      bannerId: fixture.banner.publicId,
-      preferences: { necessary: true, analytics: sequence % 2 === 0, marketing: false },
-      method: "consent_given",
-      timestamp: new Date().toISOString(),
-      revision: 1,
-      languageCode: "en",
-      gpc: false,
-      pageUrl: `https://${fixture.banner.domain}/products/${sequence % 100}?ref=bench`,
-    }),
-  }),
-  expectStatus: 200,
-  expectBody: '"success":true',
-};
+    expectStatus: 200,
+    expectBody: '"success":true',
+  };
+}
+
+const consentLog = consentLogTo((fixture) => fixture.banner);
 
 /**
  * The benchmark's scenarios, run in this order (grouped by topology). A new route is one more
@@ -149,6 +165,16 @@ export const scenarios: Scenario[] = [
     description: "POST /api/consent/log, text/plain, a client IP per request",
     ...consentLog,
     targets: [{ kind: "control", minRatio: 0.4 }],
+  },
+  {
+    name: "consent-log-webhook",
+    description: "the log route for a banner whose team has one subscribed webhook endpoint",
+    ...consentLogTo((fixture) => {
+      if (!fixture.subscribed) throw new Error("the fixture has no subscribed banner");
+      return fixture.subscribed;
+    }),
+    webhookSubscriber: true,
+    targets: [{ kind: "scenario", scenario: "consent-log", minRatio: 0.9 }],
   },
   {
     name: "consent-log-1000",

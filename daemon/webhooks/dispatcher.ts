@@ -10,6 +10,7 @@ import { signedHeaders } from "#daemon/webhooks/signing.js";
 import type { WebhookSecretBox } from "#daemon/webhooks/webhook-secrets.js";
 import {
   DELIVERY_TIMEOUT_MS,
+  DeliveryAgents,
   type SendOutcome,
   sendWebhook,
 } from "#daemon/webhooks/webhook-sender.js";
@@ -25,14 +26,18 @@ import {
 export const FAILING_DISABLE_AFTER_MS = 5 * 24 * 3_600_000;
 /** A claim outlives the longest attempt by far, so a live holder never loses it mid-send. */
 export const LEASE_MS = DELIVERY_TIMEOUT_MS * 4;
-const EVENT_BATCH = 50;
+const EVENT_BATCH = 200;
 /**
  * After a pass that found work, or a nudge, the next pass waits this long, so the events appended
  * meanwhile are claimed and fanned out together: a few store commits per batch instead of three
  * per event, which every append (and every other daemon's append) would otherwise queue behind.
  */
 export const BATCH_WINDOW_MS = 10;
-const DELIVERY_BATCH = 16;
+/**
+ * Attempts one daemon has in flight at most. Attempts run beside the passes, not inside them: a
+ * slow endpoint (up to the 15 s timeout) holds only its own attempts, never the others' turn.
+ */
+const MAX_IN_FLIGHT = 64;
 const ENDPOINT_CHANGE_ATTEMPTS = 5;
 
 export interface DispatcherOptions {
@@ -55,7 +60,7 @@ export interface DispatcherOptions {
 /** The secrets that sign an attempt at `now`: the current one, plus the previous during a rotation. */
 export function signingSecrets(
   endpoint: WebhookEndpointRecord,
-  secrets: WebhookSecretBox,
+  secrets: Pick<WebhookSecretBox, "open">,
   now: Date,
 ): string[] {
   const current = secrets.open(endpoint.sealedSecret);
@@ -66,6 +71,29 @@ export function signingSecrets(
       ? [secrets.open(endpoint.sealedPreviousSecret)]
       : [];
   return [current, ...previous];
+}
+
+/** Opened endpoint secrets kept per dispatcher; past this many the cache starts over. */
+const OPENED_SECRETS_MAX = 1_000;
+
+/**
+ * Secrets opened once per sealed value instead of once per attempt (each open is an AES-GCM
+ * decryption under every identity key until one fits). A rotation seals a new value, so a rotated
+ * secret is never served from here.
+ */
+function openedSecrets(box: WebhookSecretBox): Pick<WebhookSecretBox, "open"> {
+  const opened = new Map<string, string>();
+  return {
+    open(sealed) {
+      let secret = opened.get(sealed);
+      if (secret === undefined) {
+        secret = box.open(sealed);
+        if (opened.size >= OPENED_SECRETS_MAX) opened.clear();
+        opened.set(sealed, secret);
+      }
+      return secret;
+    },
+  };
 }
 
 /**
@@ -85,8 +113,16 @@ export class WebhookDispatcher {
   private halt: (() => void) | undefined;
   private woken = false;
   private unsubscribe: (() => void) | undefined;
+  /** Attempts started and not yet recorded. */
+  private readonly inFlight = new Set<Promise<void>>();
+  /** The last pass filled every free slot: more may be due once an attempt ends. */
+  private full = false;
+  private agents = new DeliveryAgents();
+  private readonly secrets: Pick<WebhookSecretBox, "open">;
 
-  constructor(private readonly options: DispatcherOptions) {}
+  constructor(private readonly options: DispatcherOptions) {
+    this.secrets = openedSecrets(options.secrets);
+  }
 
   start(): void {
     if (this.running) return;
@@ -101,6 +137,9 @@ export class WebhookDispatcher {
     this.unsubscribe?.();
     this.halt?.();
     await this.loop;
+    await Promise.all(this.inFlight);
+    this.agents.destroy();
+    this.agents = new DeliveryAgents();
   }
 
   /** Runs the next pass now instead of after the poll interval. */
@@ -143,15 +182,42 @@ export class WebhookDispatcher {
     });
   }
 
-  /** One pass: fans out pending events, then makes the due attempts. Returns how much it did. */
+  /**
+   * One pass: fans out pending events, then starts the due attempts that fit beside those in
+   * flight. Returns how much it did.
+   */
   async runOnce(): Promise<number> {
     const { store, clock } = this.options;
     const events = await store.webhooks.claimEvents(this.lease(), clock(), EVENT_BATCH);
-    // Concurrent fan-outs: the embedded store commits them together.
-    await Promise.all(events.map((event) => this.fanOut(event)));
-    const due = await store.webhooks.claimDeliveries(this.lease(), clock(), DELIVERY_BATCH);
-    await Promise.all(due.map((delivery) => this.attempt(delivery)));
+    // Concurrent fan-outs: the embedded store commits them together. The free attempt slots go
+    // to their deliveries first, stored leased and attempted at once, without a claim.
+    const slots = { free: MAX_IN_FLIGHT - this.inFlight.size };
+    await Promise.all(events.map((event) => this.fanOut(event, slots)));
+    const room = MAX_IN_FLIGHT - this.inFlight.size;
+    const due = room > 0 ? await store.webhooks.claimDeliveries(this.lease(), clock(), room) : [];
+    this.full = room === 0 || due.length === room;
+    for (const delivery of due) this.track(delivery);
     return events.length + due.length;
+  }
+
+  /** Runs an attempt beside the passes; a slot freed after a full pass wakes the loop. */
+  private track(delivery: DeliveryRecord): void {
+    const attempt = this.attempt(delivery)
+      .catch((error: unknown) => {
+        // The claim's lease runs out and the attempt is made again (at least once).
+        this.options.logger.error(
+          { err: error, deliveryId: delivery.id },
+          "webhook attempt failed",
+        );
+      })
+      .finally(() => {
+        this.inFlight.delete(attempt);
+        if (this.full && this.running) {
+          this.full = false;
+          this.nudge();
+        }
+      });
+    this.inFlight.add(attempt);
   }
 
   private lease() {
@@ -159,11 +225,15 @@ export class WebhookDispatcher {
     return { owner: this.owner, until: new Date(this.options.clock().getTime() + leaseMs) };
   }
 
-  /** One delivery per enabled endpoint of the team subscribed to the event and its banner. */
-  private async fanOut(row: ConsentLogRecord): Promise<void> {
+  /**
+   * One delivery per enabled endpoint of the team subscribed to the event and its banner. While
+   * `slots` has room, a delivery is stored under this dispatcher's lease and attempted at once.
+   */
+  private async fanOut(row: ConsentLogRecord, slots: { free: number }): Promise<void> {
     const eventId = eventIdOf(row.id);
     const payload = consentGivenBody(row);
     const endpoints = await this.options.store.webhooks.listEndpoints(row.teamId);
+    const lease = this.lease();
     const deliveries: DeliveryRecord[] = endpoints
       .filter(
         (endpoint) =>
@@ -183,8 +253,11 @@ export class WebhookDispatcher {
         attempts: 0,
         createdAt: row.receivedAt,
         nextAttemptAt: row.receivedAt,
+        ...(slots.free-- > 0 && { leaseOwner: lease.owner, leaseUntil: lease.until }),
       }));
-    await this.options.store.webhooks.fanOut(row.id, deliveries);
+    const stored = await this.options.store.webhooks.fanOut(row.id, deliveries);
+    // Only what this fan-out stored is held: a delivery stored before keeps its own state.
+    for (const delivery of stored) if (delivery.leaseOwner === this.owner) this.track(delivery);
   }
 
   private async attempt(delivery: DeliveryRecord): Promise<void> {
@@ -207,7 +280,7 @@ export class WebhookDispatcher {
     let outcome: SendOutcome;
     try {
       const headers = signedHeaders(
-        signingSecrets(endpoint, this.options.secrets, at),
+        signingSecrets(endpoint, this.secrets, at),
         delivery.eventId,
         at,
         delivery.payload,
@@ -217,6 +290,7 @@ export class WebhookDispatcher {
         headers,
         body: delivery.payload,
         guard: this.options.guard,
+        agents: this.agents,
       });
     } catch (error) {
       outcome = {

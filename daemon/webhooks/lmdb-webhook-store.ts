@@ -157,13 +157,16 @@ export function createLmdbWebhookStore(dbs: LmdbWebhookDatabases): WebhookStore 
       });
     },
     async fanOut(consentLogId, created) {
-      await outbox.transaction(() => {
+      return outbox.transaction(() => {
+        const stored: DeliveryRecord[] = [];
         for (const delivery of created) {
           if (deliveries.doesExist(delivery.id)) continue;
           putDelivery(delivery, undefined);
           dbs.webhookDeliveryIdsByEndpoint.putSync([delivery.webhookId, delivery.id], true);
+          stored.push(delivery);
         }
         outbox.removeSync(consentLogId);
+        return stored;
       });
     },
 

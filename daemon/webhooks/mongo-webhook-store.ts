@@ -101,7 +101,11 @@ export class MongoWebhookStore implements WebhookStore {
     return claimed;
   }
 
-  async fanOut(consentLogId: string, created: readonly DeliveryRecord[]): Promise<void> {
+  async fanOut(
+    consentLogId: string,
+    created: readonly DeliveryRecord[],
+  ): Promise<DeliveryRecord[]> {
+    let stored: DeliveryRecord[] = [];
     if (created.length > 0) {
       // Deterministic ids make a repeated fan-out a no-op: $setOnInsert leaves stored ones alone.
       const writes: AnyBulkWriteOperation<DeliveryDocument>[] = created.map((delivery) => ({
@@ -112,13 +116,20 @@ export class MongoWebhookStore implements WebhookStore {
         },
       }));
       try {
-        await this.deliveries.bulkWrite(writes, { ordered: false });
+        const result = await this.deliveries.bulkWrite(writes, { ordered: false });
+        // upsertedIds: operation index → _id of each document this call inserted.
+        stored = Object.keys(result.upsertedIds).map(
+          (index) => created[Number(index)] as DeliveryRecord,
+        );
       } catch (error) {
         // Two concurrent upserts of one _id: the loser's duplicate-key error means it is stored.
+        // What this call inserted is then unknown: it reports none, and any it did insert wait
+        // for their lease to end and are claimed like every other pending delivery.
         if (!isDuplicateKey(error)) throw error;
       }
     }
     await this.consentLog.updateOne({ _id: consentLogId }, { $unset: { outbox: "" } });
+    return stored;
   }
 
   async claimDeliveries(

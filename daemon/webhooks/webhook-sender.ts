@@ -1,5 +1,10 @@
-import { request as httpRequest, type IncomingMessage } from "node:http";
-import { request as httpsRequest } from "node:https";
+import {
+  type ClientRequest,
+  Agent as HttpAgent,
+  request as httpRequest,
+  type IncomingMessage,
+} from "node:http";
+import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
 import type { AddressGuard } from "#daemon/webhooks/address-guard.js";
 import type { SignedHeaders } from "#daemon/webhooks/signing.js";
 
@@ -28,12 +33,46 @@ export interface SendOptions {
   body: string;
   guard: AddressGuard;
   timeoutMs?: number;
+  /**
+   * Keep-alive connections to reuse (the dispatcher's DeliveryAgents); without them the attempt
+   * opens a connection of its own and closes it (a test send from the API).
+   */
+  agents?: DeliveryAgents;
+}
+
+/** Connections per endpoint origin one daemon keeps open and uses at once. */
+const SOCKETS_PER_ORIGIN = 16;
+
+/**
+ * The dispatcher's keep-alive connection pools, one per scheme. A connection is checked by the
+ * guard when it is opened (the socket's own DNS lookup): a reused connection stays with the
+ * address that was checked, so reuse gives DNS rebinding nothing to swap. Idle connections close
+ * when the endpoint's server says so (its Keep-Alive hint) and never keep the process alive.
+ */
+export class DeliveryAgents {
+  readonly http = new HttpAgent({
+    keepAlive: true,
+    maxSockets: SOCKETS_PER_ORIGIN,
+    scheduling: "lifo",
+  });
+  readonly https = new HttpsAgent({
+    keepAlive: true,
+    maxSockets: SOCKETS_PER_ORIGIN,
+    scheduling: "lifo",
+  });
+
+  destroy(): void {
+    this.http.destroy();
+    this.https.destroy();
+  }
 }
 
 /**
  * POSTs one signed event. The address is checked by the guard as the socket connects; redirects
- * are not followed (a 3xx is a failure); only a short excerpt of the body is read, then the
- * response is dropped. Never throws: every failure becomes an outcome.
+ * are not followed (a 3xx is a failure); only a short excerpt of the body is read. Never throws:
+ * every failure becomes an outcome. A reused keep-alive connection that the endpoint had just
+ * closed (ECONNRESET before any answer) is retried once on a new connection, as Node documents
+ * for `request.reusedSocket`: the endpoint never saw that request.
  */
 export function sendWebhook(options: SendOptions): Promise<SendOutcome> {
   let url: URL;
@@ -44,78 +83,100 @@ export function sendWebhook(options: SendOptions): Promise<SendOutcome> {
   }
   const refusal = options.guard.checkUrl(url);
   if (refusal) return Promise.resolve({ ok: false, statusCode: 0, error: refusal });
-  const request = url.protocol === "https:" ? httpsRequest : httpRequest;
+  const https = url.protocol === "https:";
+  const request = https ? httpsRequest : httpRequest;
+  const agent = options.agents ? (https ? options.agents.https : options.agents.http) : false;
   const body = Buffer.from(options.body, "utf8");
+  const timeoutMs = options.timeoutMs ?? DELIVERY_TIMEOUT_MS;
   return new Promise((resolve) => {
     let settled = false;
-    const finish = (outcome: SendOutcome) => {
+    let req: ClientRequest;
+    const finish = (outcome: SendOutcome, destroy: boolean) => {
       if (settled) return;
       settled = true;
       clearTimeout(timer);
-      req.destroy();
+      // A finished exchange leaves its connection to the pool; anything else closes it.
+      if (destroy) req.destroy();
       resolve(outcome);
     };
-    const req = request(url, {
-      method: "POST",
-      // A fresh connection per attempt: every attempt resolves and checks the address anew.
-      agent: false,
-      lookup: options.guard.lookup(url.protocol === "http:"),
-      headers: {
-        ...options.headers,
-        "content-type": "application/json",
-        "content-length": String(body.length),
-        "user-agent": "consent-service-webhooks/1",
-      },
-    });
-    const timeoutMs = options.timeoutMs ?? DELIVERY_TIMEOUT_MS;
     const timer = setTimeout(
-      () => finish({ ok: false, statusCode: 0, error: `no response within ${timeoutMs / 1000} s` }),
+      () =>
+        finish(
+          { ok: false, statusCode: 0, error: `no response within ${timeoutMs / 1000} s` },
+          true,
+        ),
       timeoutMs,
     );
-    req.on("error", (error) => finish({ ok: false, statusCode: 0, error: describe(error) }));
-    req.on("response", (response) => {
-      readExcerpt(response).then((excerpt) => {
-        const statusCode = response.statusCode ?? 0;
-        const ok = statusCode >= 200 && statusCode < 300;
-        const retryAfter = response.headers["retry-after"];
-        finish({
-          ok,
-          statusCode,
-          excerpt,
-          ...(retryAfter !== undefined && { retryAfter }),
-          ...(!ok && {
-            error:
-              statusCode >= 300 && statusCode < 400
-                ? `the endpoint answered ${statusCode}; redirects are not followed`
-                : `the endpoint answered ${statusCode}`,
-          }),
+    const send = (mayRetryStale: boolean) => {
+      req = request(url, {
+        method: "POST",
+        agent,
+        lookup: options.guard.lookup(!https),
+        headers: {
+          ...options.headers,
+          "content-type": "application/json",
+          "content-length": String(body.length),
+          "user-agent": "consent-service-webhooks/1",
+        },
+      });
+      req.on("error", (error) => {
+        const stale =
+          mayRetryStale &&
+          req.reusedSocket &&
+          (error as NodeJS.ErrnoException).code === "ECONNRESET";
+        if (stale && !settled) send(false);
+        else finish({ ok: false, statusCode: 0, error: describe(error) }, true);
+      });
+      req.on("response", (response) => {
+        readExcerpt(response).then(({ excerpt, complete }) => {
+          const statusCode = response.statusCode ?? 0;
+          const ok = statusCode >= 200 && statusCode < 300;
+          const retryAfter = response.headers["retry-after"];
+          const outcome: SendOutcome = {
+            ok,
+            statusCode,
+            excerpt,
+            ...(retryAfter !== undefined && { retryAfter }),
+            ...(!ok && {
+              error:
+                statusCode >= 300 && statusCode < 400
+                  ? `the endpoint answered ${statusCode}; redirects are not followed`
+                  : `the endpoint answered ${statusCode}`,
+            }),
+          };
+          finish(outcome, !complete);
         });
       });
-    });
-    req.end(body);
+      req.end(body);
+    };
+    send(true);
   });
 }
 
-/** The first RESPONSE_EXCERPT_BYTES of a body; the rest is never read. */
-function readExcerpt(response: IncomingMessage): Promise<string> {
+/**
+ * The first RESPONSE_EXCERPT_BYTES of a body; the rest is never read (a longer body ends the
+ * connection). `complete`: the whole body was read, so the connection may serve another attempt.
+ */
+function readExcerpt(response: IncomingMessage): Promise<{ excerpt: string; complete: boolean }> {
   return new Promise((resolve) => {
     const chunks: Buffer[] = [];
     let length = 0;
-    const done = () => {
+    const done = (complete: boolean) => {
       response.removeAllListeners("data");
-      resolve(Buffer.concat(chunks).subarray(0, RESPONSE_EXCERPT_BYTES).toString("utf8"));
+      const excerpt = Buffer.concat(chunks).subarray(0, RESPONSE_EXCERPT_BYTES).toString("utf8");
+      resolve({ excerpt, complete });
     };
     response.on("data", (chunk: Buffer) => {
       chunks.push(chunk);
       length += chunk.length;
       if (length >= RESPONSE_EXCERPT_BYTES) {
-        done();
+        done(false);
         response.destroy();
       }
     });
-    response.on("end", done);
-    response.on("error", done);
-    response.on("close", done);
+    response.on("end", () => done(true));
+    response.on("error", () => done(false));
+    response.on("close", () => done(false));
   });
 }
 

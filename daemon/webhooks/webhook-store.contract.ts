@@ -125,8 +125,10 @@ export function describeWebhookStoreContract(openStore: OpenStore): void {
       const row = aRow(teamId, now);
       await store().consentLog.append(row, { event: "consent.given" });
       const delivery = aDelivery(row, endpoint.id);
-      await store().webhooks.fanOut(row.id, [delivery]);
-      await store().webhooks.fanOut(row.id, [{ ...delivery, payload: "changed" }]);
+      expect(await store().webhooks.fanOut(row.id, [delivery])).toEqual([delivery]);
+      expect(await store().webhooks.fanOut(row.id, [{ ...delivery, payload: "changed" }])).toEqual(
+        [],
+      );
       expect(await store().webhooks.claimEvents(lease("a"), shifted(now, 2 * MINUTE), 10)).toEqual(
         [],
       );
@@ -136,6 +138,30 @@ export function describeWebhookStoreContract(openStore: OpenStore): void {
         limit: 10,
       });
       expect(listed).toEqual([delivery]);
+    });
+
+    it("stores a delivery leased at fan-out, due to others only when the lease ends", async () => {
+      const endpoint = anEndpoint(teamId, now);
+      await store().webhooks.insertEndpoint(endpoint);
+      const row = aRow(teamId, now);
+      const { owner, until } = lease("a");
+      const leased = { ...aDelivery(row, endpoint.id), leaseOwner: owner, leaseUntil: until };
+      expect(await store().webhooks.fanOut(row.id, [leased])).toEqual([leased]);
+      expect(await store().webhooks.claimDeliveries(lease("b"), shifted(now, 1000), 10)).toEqual(
+        [],
+      );
+      const result = {
+        attempts: 1,
+        status: "succeeded" as const,
+        lastAttemptAt: now,
+        lastStatusCode: 204,
+        succeededAt: now,
+      };
+      expect(await store().webhooks.completeAttempt(leased.id, "a", 0, result)).toBe(true);
+      expect(await store().webhooks.getDelivery(teamId, leased.id)).toMatchObject({
+        status: "succeeded",
+        attempts: 1,
+      });
     });
 
     it("lets racing claimers share due deliveries without overlap, and completes only under the lease", async () => {

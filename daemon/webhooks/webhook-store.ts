@@ -156,8 +156,10 @@ export interface WebhookStore {
   /**
    * Stores the deliveries of one event (those already stored are left as they are) and retires the
    * event from the outbox. Safe to repeat: a fan-out interrupted half-way is finished by the next.
+   * A delivery may be stored already leased (leaseOwner, leaseUntil), so its fan-out can attempt it
+   * at once without a claim. Returns the deliveries this call stored, which alone its caller holds.
    */
-  fanOut(consentLogId: string, deliveries: readonly DeliveryRecord[]): Promise<void>;
+  fanOut(consentLogId: string, deliveries: readonly DeliveryRecord[]): Promise<DeliveryRecord[]>;
 
   /** Claims up to `limit` pending deliveries due at `now`, earliest due first, under `lease`. */
   claimDeliveries(lease: Lease, now: Date, limit: number): Promise<DeliveryRecord[]>;

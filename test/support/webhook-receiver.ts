@@ -20,6 +20,8 @@ export const NEVER: Promise<Answer> = new Promise<Answer>(() => {});
  */
 export class WebhookReceiver {
   readonly received: ReceivedWebhook[] = [];
+  /** TCP connections accepted so far (a keep-alive connection carries many requests). */
+  connections = 0;
   /** The response to a request; a promise delays it (NEVER: the request hangs until stop()). */
   answer: (request: ReceivedWebhook) => Answer | Promise<Answer> = () => ({
     status: 200,
@@ -42,6 +44,9 @@ export class WebhookReceiver {
         const answer = await this.answer(received);
         response.writeHead(answer.status, answer.headers).end(answer.body ?? "");
       });
+    });
+    server.on("connection", () => {
+      this.connections++;
     });
     await new Promise<void>((resolve) => server.listen(this.port, "127.0.0.1", resolve));
     this.port = (server.address() as AddressInfo).port;

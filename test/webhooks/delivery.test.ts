@@ -7,7 +7,7 @@ import type { DeliveryRecord } from "#daemon/webhooks/webhook-store.js";
 import { createTeam, http, mintKey } from "#test/support/api.js";
 import { aChoice, bannerFixture, postLog } from "#test/support/consent-log.js";
 import { startTestService, type TestService } from "#test/support/service.js";
-import { eventually, WebhookReceiver } from "#test/support/webhook-receiver.js";
+import { eventually, NEVER, WebhookReceiver } from "#test/support/webhook-receiver.js";
 
 const WEBHOOK_SCOPES = ["banners:read", "banners:write", "webhooks:read", "webhooks:write"];
 
@@ -268,6 +268,51 @@ describe("consent.given delivery", () => {
     }, "the endpoint is disabled");
     expect(shown.disabledReason).toMatch(/^every attempt failed for 5 days/);
     receiver.answer = previous;
+  });
+
+  it("sends one endpoint's deliveries over a kept-alive connection", async () => {
+    const team = await subscribed();
+    const connectionsBefore = receiver.connections;
+    for (let i = 0; i < 5; i++) {
+      const posted = await postLog(service, aChoice(team.publicId));
+      await eventually(
+        () => receiver.received.find((r) => r.body.includes(posted.body.consentLogId)),
+        `choice ${i} arrives`,
+      );
+    }
+    // One after the other: the first may open a connection, the others reuse it.
+    expect(receiver.connections - connectionsBefore).toBeLessThanOrEqual(1);
+  });
+
+  it("keeps delivering to other endpoints while one endpoint hangs", async () => {
+    const hanging = await new WebhookReceiver().start();
+    hanging.answer = () => NEVER;
+    try {
+      const stuck = await bannerFixture(service);
+      const { key } = await mintKey(service, stuck.teamId, { scopes: WEBHOOK_SCOPES });
+      const created = await http(service, "POST", "/api/v1/webhooks", {
+        key,
+        body: { url: hanging.url },
+      });
+      expect(created.status).toBe(201);
+      for (let i = 0; i < 3; i++) await postLog(service, aChoice(stuck.publicId));
+      await eventually(
+        () => (hanging.received.length === 3 ? true : undefined),
+        "the hanging endpoint holds three attempts",
+      );
+      const team = await subscribed();
+      const posted = await postLog(service, aChoice(team.publicId));
+      // Well inside the 15 s the hanging attempts may last: they hold no one else's turn.
+      await eventually(
+        () => receiver.received.find((r) => r.body.includes(posted.body.consentLogId)),
+        "another team's event arrives meanwhile",
+        10_000,
+      );
+      const held = await deliveriesOf(stuck.teamId, created.body.data.webhook.id);
+      expect(held.map((d) => d.attempts)).toEqual([0, 0, 0]);
+    } finally {
+      await hanging.stop();
+    }
   });
 
   it("delivers only the banners an endpoint filters on", async () => {
