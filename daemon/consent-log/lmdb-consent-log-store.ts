@@ -50,21 +50,21 @@ export function createLmdbConsentLogStore(dbs: LmdbConsentLogDatabases): Consent
     // Port: durable once the promise resolves (the environment syncs every commit). The outbox
     // entry is written in the same transaction as the row: both commit or neither does.
     async append(record, options = {}) {
-      await consentLog.transaction(() => {
-        // Checked before any write: lmdb does not roll back a callback that throws.
-        if (consentLogTeamsById.doesExist(record.id)) {
-          throw new DuplicateKeyError("consent log id");
-        }
-        consentLogTeamsById.putSync(record.id, record.teamId);
-        consentLogIdsByConsentId.putSync([record.teamId, record.consentId, record.id], true);
-        consentLog.putSync([record.teamId, record.id], record);
+      // One conditional write block, run whole on lmdb's write thread (no JavaScript inside the
+      // write transaction, so no process holds the write lock while its event loop is busy):
+      // the row, its indexes and its outbox entry are written only if the id is new.
+      const written = await consentLogTeamsById.ifNoExists(record.id, () => {
+        consentLogTeamsById.put(record.id, record.teamId);
+        consentLogIdsByConsentId.put([record.teamId, record.consentId, record.id], true);
+        consentLog.put([record.teamId, record.id], record);
         if (options.event) {
-          dbs.webhookOutbox.putSync(record.id, {
+          dbs.webhookOutbox.put(record.id, {
             teamId: record.teamId,
             dueAtMs: record.receivedAt.getTime(),
           });
         }
       });
+      if (!written) throw new DuplicateKeyError("consent log id");
     },
     async latestByConsentId(teamId, consentId) {
       const newest = consentLogIdsByConsentId.getKeys({

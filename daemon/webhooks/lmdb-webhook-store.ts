@@ -157,17 +157,21 @@ export function createLmdbWebhookStore(dbs: LmdbWebhookDatabases): WebhookStore 
       });
     },
     async fanOut(consentLogId, created) {
-      return outbox.transaction(() => {
-        const stored: DeliveryRecord[] = [];
-        for (const delivery of created) {
-          if (deliveries.doesExist(delivery.id)) continue;
-          putDelivery(delivery, undefined);
-          dbs.webhookDeliveryIdsByEndpoint.putSync([delivery.webhookId, delivery.id], true);
-          stored.push(delivery);
-        }
-        outbox.removeSync(consentLogId);
-        return stored;
-      });
+      // Conditional write blocks queued in one event turn, so lmdb commits them and the outbox
+      // removal in one transaction, run whole on its write thread: a delivery already stored is
+      // left alone, and the event is retired with its deliveries or not at all.
+      const stored = created.map((delivery) =>
+        deliveries.ifNoExists(delivery.id, () => {
+          const after = dueKey(delivery);
+          if (after) due.put(after, true);
+          deliveries.put(delivery.id, delivery);
+          dbs.webhookDeliveryIdsByEndpoint.put([delivery.webhookId, delivery.id], true);
+        }),
+      );
+      const retired = outbox.remove(consentLogId);
+      const written = await Promise.all(stored);
+      await retired;
+      return created.filter((_, index) => written[index]);
     },
 
     async claimDeliveries(lease, now, limit) {
