@@ -38,6 +38,7 @@ import type { ReceiverStats } from "./webhook-receiver.js";
  *          --quiet-wait s (before each run, wait up to s seconds for other work to stop)
  *          --profile (service under node --cpu-prof; summary printed, figures to profiled.json)
  *          --check (exit 1 when a target is missed)
+ *          --workers n (CONSENT_WORKERS of the single topology; default 2)
  */
 
 const { values: args } = parseArgs({
@@ -51,6 +52,7 @@ const { values: args } = parseArgs({
     "quiet-wait": { type: "string", default: "10" },
     profile: { type: "boolean", default: false },
     check: { type: "boolean", default: false },
+    workers: { type: "string", default: "2" },
   },
 });
 
@@ -253,6 +255,7 @@ async function measureAll(selected: Scenario[], logFile: string, profileDir: str
         // The receiver listens on loopback, which the SSRF guard refuses unless allowed.
         env: {
           CONSENT_TRUST_PROXY: TRUST_PROXY,
+          CONSENT_WORKERS: args.workers,
           ...(receiver && { CONSENT_WEBHOOK_ALLOW_CIDRS: "127.0.0.1/32" }),
         },
         logFile,
