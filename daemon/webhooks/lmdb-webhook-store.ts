@@ -168,9 +168,7 @@ export function createLmdbWebhookStore(dbs: LmdbWebhookDatabases): WebhookStore 
           dbs.webhookDeliveryIdsByEndpoint.put([delivery.webhookId, delivery.id], true);
         }),
       );
-      const retired = outbox.remove(consentLogId);
-      const written = await Promise.all(stored);
-      await retired;
+      const [, ...written] = await Promise.all([outbox.remove(consentLogId), ...stored]);
       return created.filter((_, index) => written[index]);
     },
 
