@@ -25,7 +25,7 @@ export function isPublicChange(message: unknown): message is PublicChangeMessage
 export function workerPublicChanges(
   daemon: Pick<Daemon, "onPublicChange" | "forgetCachedReads">,
 ): (listener: (publicId: string) => void) => void {
-  const subscribeLocal = daemon.onPublicChange;
+  const subscribeLocal = (listener: (publicId: string) => void) => daemon.onPublicChange(listener);
   if (!cluster.isWorker) return subscribeLocal;
   const listeners: ((publicId: string) => void)[] = [];
   subscribeLocal((publicId) => {

@@ -12,6 +12,7 @@ import {
   DELIVERY_TIMEOUT_MS,
   DeliveryAgents,
   type SendOutcome,
+  SOCKETS_PER_ORIGIN,
   sendWebhook,
 } from "#daemon/webhooks/webhook-sender.js";
 import {
@@ -115,6 +116,10 @@ export class WebhookDispatcher {
   private unsubscribe: (() => void) | undefined;
   /** Attempts started and not yet recorded. */
   private readonly inFlight = new Set<Promise<void>>();
+  /** Their delivery ids, so a claim of a delivery already in flight here is never sent twice. */
+  private readonly inFlightIds = new Set<string>();
+  /** Attempts in flight per endpoint, each at most SOCKETS_PER_ORIGIN. */
+  private readonly inFlightPerEndpoint = new Map<string, number>();
   /** The last pass filled every free slot: more may be due once an attempt ends. */
   private full = false;
   private agents = new DeliveryAgents();
@@ -137,7 +142,7 @@ export class WebhookDispatcher {
     this.unsubscribe?.();
     this.halt?.();
     await this.loop;
-    await Promise.all(this.inFlight);
+    while (this.inFlight.size > 0) await Promise.all(this.inFlight);
     this.agents.destroy();
     this.agents = new DeliveryAgents();
   }
@@ -191,17 +196,38 @@ export class WebhookDispatcher {
     const events = await store.webhooks.claimEvents(this.lease(), clock(), EVENT_BATCH);
     // Concurrent fan-outs: the embedded store commits them together. The free attempt slots go
     // to their deliveries first, stored leased and attempted at once, without a claim.
-    const slots = { free: MAX_IN_FLIGHT - this.inFlight.size };
-    await Promise.all(events.map((event) => this.fanOut(event, slots)));
+    const slots = {
+      free: MAX_IN_FLIGHT - this.inFlight.size,
+      perEndpoint: new Map(this.inFlightPerEndpoint),
+    };
+    const fanOuts = await Promise.allSettled(events.map((event) => this.fanOut(event, slots)));
+    const failedFanOut = fanOuts.find((result) => result.status === "rejected");
+    if (failedFanOut) throw failedFanOut.reason;
     const room = MAX_IN_FLIGHT - this.inFlight.size;
-    const due = room > 0 ? await store.webhooks.claimDeliveries(this.lease(), clock(), room) : [];
+    // An endpoint with as many attempts in flight as it has connections waits its turn, so one
+    // slow endpoint never holds every slot.
+    const busy = new Set(
+      [...this.inFlightPerEndpoint]
+        .filter(([, count]) => count >= SOCKETS_PER_ORIGIN)
+        .map(([id]) => id),
+    );
+    const due =
+      room > 0 ? await store.webhooks.claimDeliveries(this.lease(), clock(), room, busy) : [];
     this.full = room === 0 || due.length === room;
     for (const delivery of due) this.track(delivery);
     return events.length + due.length;
   }
 
-  /** Runs an attempt beside the passes; a slot freed after a full pass wakes the loop. */
+  /**
+   * Runs an attempt beside the passes; a slot freed after a full pass wakes the loop. A delivery
+   * already in flight here (claimed again after a lease shorter than its attempt) is not sent
+   * again, and nothing starts once the dispatcher is stopping: its lease runs out instead.
+   */
   private track(delivery: DeliveryRecord): void {
+    if (!this.running || this.inFlightIds.has(delivery.id)) return;
+    const endpointId = delivery.webhookId;
+    this.inFlightIds.add(delivery.id);
+    this.inFlightPerEndpoint.set(endpointId, (this.inFlightPerEndpoint.get(endpointId) ?? 0) + 1);
     const attempt = this.attempt(delivery)
       .catch((error: unknown) => {
         // The claim's lease runs out and the attempt is made again (at least once).
@@ -212,12 +238,25 @@ export class WebhookDispatcher {
       })
       .finally(() => {
         this.inFlight.delete(attempt);
+        this.inFlightIds.delete(delivery.id);
+        const left = (this.inFlightPerEndpoint.get(endpointId) ?? 1) - 1;
+        if (left > 0) this.inFlightPerEndpoint.set(endpointId, left);
+        else this.inFlightPerEndpoint.delete(endpointId);
         if (this.full && this.running) {
           this.full = false;
           this.nudge();
         }
       });
     this.inFlight.add(attempt);
+  }
+
+  /** Takes an attempt slot of this pass for the endpoint, if one is free for it. */
+  private takeSlot(slots: { free: number; perEndpoint: Map<string, number> }, endpointId: string) {
+    const endpointCount = slots.perEndpoint.get(endpointId) ?? 0;
+    if (slots.free <= 0 || endpointCount >= SOCKETS_PER_ORIGIN) return false;
+    slots.free--;
+    slots.perEndpoint.set(endpointId, endpointCount + 1);
+    return true;
   }
 
   private lease() {
@@ -229,7 +268,10 @@ export class WebhookDispatcher {
    * One delivery per enabled endpoint of the team subscribed to the event and its banner. While
    * `slots` has room, a delivery is stored under this dispatcher's lease and attempted at once.
    */
-  private async fanOut(row: ConsentLogRecord, slots: { free: number }): Promise<void> {
+  private async fanOut(
+    row: ConsentLogRecord,
+    slots: { free: number; perEndpoint: Map<string, number> },
+  ): Promise<void> {
     const eventId = eventIdOf(row.id);
     const payload = consentGivenBody(row);
     const endpoints = await this.options.store.webhooks.listEndpoints(row.teamId);
@@ -253,7 +295,10 @@ export class WebhookDispatcher {
         attempts: 0,
         createdAt: row.receivedAt,
         nextAttemptAt: row.receivedAt,
-        ...(slots.free-- > 0 && { leaseOwner: lease.owner, leaseUntil: lease.until }),
+        ...(this.takeSlot(slots, endpoint.id) && {
+          leaseOwner: lease.owner,
+          leaseUntil: lease.until,
+        }),
       }));
     const stored = await this.options.store.webhooks.fanOut(row.id, deliveries);
     // Only what this fan-out stored is held: a delivery stored before keeps its own state.

@@ -36,6 +36,9 @@ export interface LmdbWebhookDatabases {
   webhookDeliveriesDue: Database<true, DueKey>;
 }
 
+/** Due deliveries a claim looks past at most for endpoints it was asked to skip. */
+const SKIPPED_SCAN = 1_000;
+
 /** When a pending delivery may next be claimed; null for a delivery that is not pending. */
 function dueKey(delivery: DeliveryRecord): DueKey | null {
   if (delivery.status !== "pending") return null;
@@ -172,22 +175,26 @@ export function createLmdbWebhookStore(dbs: LmdbWebhookDatabases): WebhookStore 
       return created.filter((_, index) => written[index]);
     },
 
-    async claimDeliveries(lease, now, limit) {
+    async claimDeliveries(lease, now, limit, skipWebhookIds = new Set()) {
       if (limit <= 0) return [];
       // A read first: with nothing due, no write transaction.
       if (!hasDueDelivery(now)) return [];
       return deliveries.transaction(() => {
         const claimed: DeliveryRecord[] = [];
-        const dueKeys = Array.from(due.getKeys({ end: [now.getTime(), PREFIX_END], limit }));
+        // Skipped endpoints' deliveries are looked past, within a bound on the scan.
+        const scan = limit + (skipWebhookIds.size > 0 ? SKIPPED_SCAN : 0);
+        const dueKeys = Array.from(due.getKeys({ end: [now.getTime(), PREFIX_END], limit: scan }));
         for (const key of dueKeys) {
           const stored = deliveries.get(key[1]);
           if (stored?.status !== "pending") {
             due.removeSync(key);
             continue;
           }
+          if (skipWebhookIds.has(stored.webhookId)) continue;
           const next = { ...stored, leaseOwner: lease.owner, leaseUntil: lease.until };
           putDelivery(next, stored);
           claimed.push(next);
+          if (claimed.length >= limit) break;
         }
         return claimed;
       });

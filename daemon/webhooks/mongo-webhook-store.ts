@@ -122,10 +122,14 @@ export class MongoWebhookStore implements WebhookStore {
           (index) => created[Number(index)] as DeliveryRecord,
         );
       } catch (error) {
-        // Two concurrent upserts of one _id: the loser's duplicate-key error means it is stored.
-        // What this call inserted is then unknown: it reports none, and any it did insert wait
-        // for their lease to end and are claimed like every other pending delivery.
+        // Two concurrent upserts of one _id: the loser's duplicate-key error means it is stored
+        // (by the other caller). The error's result still says what this call inserted.
         if (!isDuplicateKey(error)) throw error;
+        const inserted = (error as { result?: { upsertedIds?: Record<number, unknown> } }).result
+          ?.upsertedIds;
+        stored = Object.keys(inserted ?? {}).map(
+          (index) => created[Number(index)] as DeliveryRecord,
+        );
       }
     }
     await this.consentLog.updateOne({ _id: consentLogId }, { $unset: { outbox: "" } });
@@ -136,6 +140,7 @@ export class MongoWebhookStore implements WebhookStore {
     lease: { owner: string; until: Date },
     now: Date,
     limit: number,
+    skipWebhookIds: ReadonlySet<string> = new Set(),
   ): Promise<DeliveryRecord[]> {
     const claimed: DeliveryRecord[] = [];
     for (let i = 0; i < limit; i++) {
@@ -144,6 +149,7 @@ export class MongoWebhookStore implements WebhookStore {
           status: "pending",
           dueAt: { $lte: now },
           $or: [{ leaseUntil: { $exists: false } }, { leaseUntil: { $lte: now } }],
+          ...(skipWebhookIds.size > 0 && { webhookId: { $nin: [...skipWebhookIds] } }),
         },
         { $set: { leaseOwner: lease.owner, leaseUntil: lease.until, dueAt: lease.until } },
         { sort: { dueAt: 1 }, returnDocument: "after" },

@@ -54,6 +54,32 @@ describe("sendWebhook over kept-alive connections", () => {
     expect(endpoint.seen).toEqual({ connections: 2, requests: 3, answered: 2 });
   });
 
+  it("does not resend once the endpoint has begun to answer on a reused connection", async () => {
+    const endpoint = await closingEndpoint();
+    server?.removeAllListeners("request");
+    server?.on("request", (request, response) => {
+      endpoint.seen.requests++;
+      const socket = request.socket as typeof request.socket & { served?: boolean };
+      request.resume();
+      if (!socket.served) {
+        socket.served = true;
+        request.on("end", () => response.writeHead(204).end());
+        return;
+      }
+      // The answer begins, then the connection is reset mid-body.
+      response.writeHead(500, { "content-length": "100" });
+      response.write("partial");
+      setTimeout(() => socket.resetAndDestroy(), 20);
+    });
+    agents = new DeliveryAgents();
+    const send = () => sendWebhook({ url: endpoint.url, headers, body: "{}", guard, agents });
+    expect(await send()).toMatchObject({ ok: true, statusCode: 204 });
+    const outcome = await send();
+    expect(outcome.ok).toBe(false);
+    // Sent once: no second copy of the event after an answer had begun.
+    expect(endpoint.seen.requests).toBe(2);
+  });
+
   it("does not resend when the connection was new (the endpoint itself failed)", async () => {
     const endpoint = await closingEndpoint();
     server?.removeAllListeners("request");

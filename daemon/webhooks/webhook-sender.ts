@@ -41,25 +41,33 @@ export interface SendOptions {
 }
 
 /** Connections per endpoint origin one daemon keeps open and uses at once. */
-const SOCKETS_PER_ORIGIN = 16;
+export const SOCKETS_PER_ORIGIN = 16;
+/** Connections one daemon keeps open to all endpoints together. */
+const SOCKETS_IN_ALL = 512;
+/** An idle kept-alive connection is closed after this long (sooner if the endpoint asks). */
+const IDLE_SOCKET_MS = 30_000;
 
 /**
  * The dispatcher's keep-alive connection pools, one per scheme. A connection is checked by the
  * guard when it is opened (the socket's own DNS lookup): a reused connection stays with the
- * address that was checked, so reuse gives DNS rebinding nothing to swap. Idle connections close
- * when the endpoint's server says so (its Keep-Alive hint) and never keep the process alive.
+ * address that was checked, so reuse gives DNS rebinding nothing to swap. An idle connection is
+ * closed after 30 s, or after the endpoint's shorter Keep-Alive hint, and never keeps the
+ * process alive.
  */
 export class DeliveryAgents {
-  readonly http = new HttpAgent({
-    keepAlive: true,
-    maxSockets: SOCKETS_PER_ORIGIN,
-    scheduling: "lifo",
-  });
-  readonly https = new HttpsAgent({
-    keepAlive: true,
-    maxSockets: SOCKETS_PER_ORIGIN,
-    scheduling: "lifo",
-  });
+  readonly http = new HttpAgent(DeliveryAgents.options);
+  readonly https = new HttpsAgent(DeliveryAgents.options);
+
+  private static get options() {
+    return {
+      keepAlive: true,
+      maxSockets: SOCKETS_PER_ORIGIN,
+      maxTotalSockets: SOCKETS_IN_ALL,
+      // Node applies it to idle pooled sockets only (and caps the endpoint's hint with it).
+      timeout: IDLE_SOCKET_MS,
+      scheduling: "lifo" as const,
+    };
+  }
 
   destroy(): void {
     this.http.destroy();
@@ -70,9 +78,10 @@ export class DeliveryAgents {
 /**
  * POSTs one signed event. The address is checked by the guard as the socket connects; redirects
  * are not followed (a 3xx is a failure); only a short excerpt of the body is read. Never throws:
- * every failure becomes an outcome. A reused keep-alive connection that the endpoint had just
- * closed (ECONNRESET before any answer) is retried once on a new connection, as Node documents
- * for `request.reusedSocket`: the endpoint never saw that request.
+ * every failure becomes an outcome. A reused keep-alive connection that the endpoint had closed
+ * before answering at all (ECONNRESET with no response) is retried once on a new connection of
+ * its own, as Node documents for `request.reusedSocket`; once any answer has begun, a failure is
+ * the attempt's outcome and is never resent here.
  */
 export function sendWebhook(options: SendOptions): Promise<SendOutcome> {
   let url: URL;
@@ -85,18 +94,19 @@ export function sendWebhook(options: SendOptions): Promise<SendOutcome> {
   if (refusal) return Promise.resolve({ ok: false, statusCode: 0, error: refusal });
   const https = url.protocol === "https:";
   const request = https ? httpsRequest : httpRequest;
-  const agent = options.agents ? (https ? options.agents.https : options.agents.http) : false;
+  const pooled = options.agents ? (https ? options.agents.https : options.agents.http) : false;
   const body = Buffer.from(options.body, "utf8");
   const timeoutMs = options.timeoutMs ?? DELIVERY_TIMEOUT_MS;
   return new Promise((resolve) => {
     let settled = false;
-    let req: ClientRequest;
+    /** The request in progress: the first, or its one resend. */
+    let current: ClientRequest | undefined;
     const finish = (outcome: SendOutcome, destroy: boolean) => {
       if (settled) return;
       settled = true;
       clearTimeout(timer);
       // A finished exchange leaves its connection to the pool; anything else closes it.
-      if (destroy) req.destroy();
+      if (destroy) current?.destroy();
       resolve(outcome);
     };
     const timer = setTimeout(
@@ -107,28 +117,40 @@ export function sendWebhook(options: SendOptions): Promise<SendOutcome> {
         ),
       timeoutMs,
     );
-    const send = (mayRetryStale: boolean) => {
-      req = request(url, {
-        method: "POST",
-        agent,
-        lookup: options.guard.lookup(!https),
-        headers: {
-          ...options.headers,
-          "content-type": "application/json",
-          "content-length": String(body.length),
-          "user-agent": "consent-service-webhooks/1",
-        },
-      });
+    const send = (agent: HttpAgent | false, mayResend: boolean) => {
+      let req: ClientRequest;
+      try {
+        req = request(url, {
+          method: "POST",
+          agent,
+          lookup: options.guard.lookup(!https),
+          headers: {
+            ...options.headers,
+            "content-type": "application/json",
+            "content-length": String(body.length),
+            "user-agent": "consent-service-webhooks/1",
+          },
+        });
+      } catch (error) {
+        finish({ ok: false, statusCode: 0, error: describe(error as Error) }, false);
+        return;
+      }
+      current = req;
+      let answered = false;
       req.on("error", (error) => {
+        if (current !== req) return;
         const stale =
-          mayRetryStale &&
+          mayResend &&
+          !answered &&
           req.reusedSocket &&
           (error as NodeJS.ErrnoException).code === "ECONNRESET";
-        if (stale && !settled) send(false);
+        if (stale && !settled) send(false, false);
         else finish({ ok: false, statusCode: 0, error: describe(error) }, true);
       });
       req.on("response", (response) => {
+        answered = true;
         readExcerpt(response).then(({ excerpt, complete }) => {
+          if (current !== req) return;
           const statusCode = response.statusCode ?? 0;
           const ok = statusCode >= 200 && statusCode < 300;
           const retryAfter = response.headers["retry-after"];
@@ -149,7 +171,7 @@ export function sendWebhook(options: SendOptions): Promise<SendOutcome> {
       });
       req.end(body);
     };
-    send(true);
+    send(pooled, pooled !== false);
   });
 }
 

@@ -201,6 +201,27 @@ export function describeWebhookStoreContract(openStore: OpenStore): void {
       expect(await store().webhooks.claimDeliveries(lease("c", later), later, 10)).toHaveLength(5);
     });
 
+    it("leaves the deliveries of skipped endpoints due when claiming", async () => {
+      const busy = anEndpoint(teamId, now);
+      const free = anEndpoint(teamId, shifted(now, 1));
+      await store().webhooks.insertEndpoint(busy);
+      await store().webhooks.insertEndpoint(free);
+      const rows = Array.from({ length: 4 }, (_, i) => aRow(teamId, shifted(now, i)));
+      for (const [i, row] of rows.entries()) {
+        await store().webhooks.fanOut(row.id, [aDelivery(row, (i < 3 ? busy : free).id)]);
+      }
+      const at = shifted(now, 1000);
+      const claimed = await store().webhooks.claimDeliveries(
+        lease("a", at),
+        at,
+        10,
+        new Set([busy.id]),
+      );
+      expect(claimed.map((d) => d.webhookId)).toEqual([free.id]);
+      const later = await store().webhooks.claimDeliveries(lease("b", at), at, 10);
+      expect(later.map((d) => d.webhookId)).toEqual([busy.id, busy.id, busy.id]);
+    });
+
     it("schedules a retry at nextAttemptAt and replays dead letters", async () => {
       const endpoint = anEndpoint(teamId, now);
       await store().webhooks.insertEndpoint(endpoint);

@@ -161,8 +161,17 @@ export interface WebhookStore {
    */
   fanOut(consentLogId: string, deliveries: readonly DeliveryRecord[]): Promise<DeliveryRecord[]>;
 
-  /** Claims up to `limit` pending deliveries due at `now`, earliest due first, under `lease`. */
-  claimDeliveries(lease: Lease, now: Date, limit: number): Promise<DeliveryRecord[]>;
+  /**
+   * Claims up to `limit` pending deliveries due at `now`, earliest due first, under `lease`,
+   * leaving those of the endpoints in `skipWebhookIds` (ones the caller has enough in flight for)
+   * due for later.
+   */
+  claimDeliveries(
+    lease: Lease,
+    now: Date,
+    limit: number,
+    skipWebhookIds?: ReadonlySet<string>,
+  ): Promise<DeliveryRecord[]>;
   /**
    * Records what became of a delivery claimed under `owner` with `claimedAttempts` attempts made,
    * and releases the lease. False (nothing written) when the delivery has moved on meanwhile (its
