@@ -38,7 +38,7 @@ export const BATCH_WINDOW_MS = 10;
  * Attempts one daemon has in flight at most. Attempts run beside the passes, not inside them: a
  * slow endpoint (up to the 15 s timeout) holds only its own attempts, never the others' turn.
  */
-const MAX_IN_FLIGHT = 64;
+const MAX_IN_FLIGHT = 128;
 const ENDPOINT_CHANGE_ATTEMPTS = 5;
 
 export interface DispatcherOptions {
@@ -228,7 +228,16 @@ export class WebhookDispatcher {
     const endpointId = delivery.webhookId;
     this.inFlightIds.add(delivery.id);
     this.inFlightPerEndpoint.set(endpointId, (this.inFlightPerEndpoint.get(endpointId) ?? 0) + 1);
-    const attempt = this.attempt(delivery)
+    // The endpoint's share counts the exchange with it, not the store write that records it.
+    let released = false;
+    const releaseEndpoint = () => {
+      if (released) return;
+      released = true;
+      const left = (this.inFlightPerEndpoint.get(endpointId) ?? 1) - 1;
+      if (left > 0) this.inFlightPerEndpoint.set(endpointId, left);
+      else this.inFlightPerEndpoint.delete(endpointId);
+    };
+    const attempt = this.attempt(delivery, releaseEndpoint)
       .catch((error: unknown) => {
         // The claim's lease runs out and the attempt is made again (at least once).
         this.options.logger.error(
@@ -239,9 +248,7 @@ export class WebhookDispatcher {
       .finally(() => {
         this.inFlight.delete(attempt);
         this.inFlightIds.delete(delivery.id);
-        const left = (this.inFlightPerEndpoint.get(endpointId) ?? 1) - 1;
-        if (left > 0) this.inFlightPerEndpoint.set(endpointId, left);
-        else this.inFlightPerEndpoint.delete(endpointId);
+        releaseEndpoint();
         if (this.full && this.running) {
           this.full = false;
           this.nudge();
@@ -305,7 +312,8 @@ export class WebhookDispatcher {
     for (const delivery of stored) if (delivery.leaseOwner === this.owner) this.track(delivery);
   }
 
-  private async attempt(delivery: DeliveryRecord): Promise<void> {
+  /** Makes one attempt; `sent` is called once the exchange with the endpoint is over. */
+  private async attempt(delivery: DeliveryRecord, sent: () => void): Promise<void> {
     const { store, clock } = this.options;
     const endpoint = await store.webhooks.getEndpoint(delivery.teamId, delivery.webhookId);
     if (!endpoint?.enabled) {
@@ -344,6 +352,7 @@ export class WebhookDispatcher {
         error: error instanceof Error ? error.message : String(error),
       };
     }
+    sent();
     const attempts = delivery.attempts + 1;
     const observed = {
       attempts,

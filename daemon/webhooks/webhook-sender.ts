@@ -41,7 +41,7 @@ export interface SendOptions {
 }
 
 /** Connections per endpoint origin one daemon keeps open and uses at once. */
-export const SOCKETS_PER_ORIGIN = 16;
+export const SOCKETS_PER_ORIGIN = 32;
 /** Connections one daemon keeps open to all endpoints together. */
 const SOCKETS_IN_ALL = 512;
 /** An idle kept-alive connection is closed after this long (sooner if the endpoint asks). */

@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { FAILING_DISABLE_AFTER_MS } from "#daemon/webhooks/dispatcher.js";
 import { JITTER, RETRY_DELAYS_MS } from "#daemon/webhooks/retry-schedule.js";
 import { signature } from "#daemon/webhooks/signing.js";
+import { SOCKETS_PER_ORIGIN } from "#daemon/webhooks/webhook-sender.js";
 import type { DeliveryRecord } from "#daemon/webhooks/webhook-store.js";
 import { createTeam, http, mintKey } from "#test/support/api.js";
 import { aChoice, bannerFixture, postLog } from "#test/support/consent-log.js";
@@ -295,11 +296,12 @@ describe("consent.given delivery", () => {
         body: { url: hanging.url },
       });
       expect(created.status).toBe(201);
-      // More choices than one endpoint may have attempts in flight (16, its connections).
-      for (let i = 0; i < 20; i++) await postLog(service, aChoice(stuck.publicId));
+      // More choices than one endpoint may have attempts in flight (one per connection).
+      const choices = SOCKETS_PER_ORIGIN + 4;
+      for (let i = 0; i < choices; i++) await postLog(service, aChoice(stuck.publicId));
       await eventually(
-        () => (hanging.received.length === 16 ? true : undefined),
-        "the hanging endpoint holds sixteen attempts",
+        () => (hanging.received.length === SOCKETS_PER_ORIGIN ? true : undefined),
+        "the hanging endpoint holds as many attempts as it has connections",
       );
       const team = await subscribed();
       const posted = await postLog(service, aChoice(team.publicId));
@@ -309,10 +311,10 @@ describe("consent.given delivery", () => {
         "another team's event arrives meanwhile",
         10_000,
       );
-      // The other four wait their turn: never more than sixteen in flight to one endpoint.
-      expect(hanging.received).toHaveLength(16);
+      // The other four wait their turn: never more in flight to one endpoint.
+      expect(hanging.received).toHaveLength(SOCKETS_PER_ORIGIN);
       const held = await deliveriesOf(stuck.teamId, created.body.data.webhook.id);
-      expect(held).toHaveLength(20);
+      expect(held).toHaveLength(choices);
       expect(held.every((d) => d.attempts === 0 && d.status === "pending")).toBe(true);
     } finally {
       await hanging.stop();
