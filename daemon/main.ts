@@ -77,9 +77,12 @@ export async function runDaemon(options: {
   const shutdown = async (signal: string) => {
     logger.info({ signal }, "draining and shutting down");
     stopPurge();
-    await gateway?.close();
-    await server.app.close();
-    await store.close();
+    try {
+      await gateway?.close();
+      await server.app.close();
+    } finally {
+      await store.close();
+    }
     process.exit(0);
   };
   // Once: a second signal (Ctrl-C reaches a worker directly and through its primary) changes nothing.
@@ -88,7 +91,10 @@ export async function runDaemon(options: {
     process.on(signal, () => {
       if (stopping) return;
       stopping = true;
-      void shutdown(signal);
+      shutdown(signal).catch((error: unknown) => {
+        logger.error({ err: error }, "shutdown failed");
+        process.exit(1);
+      });
     });
   }
 }

@@ -76,7 +76,13 @@ export async function runStandaloneGateway(config: Config = loadConfig()) {
   for (const signal of ["SIGTERM", "SIGINT"] as const) {
     process.once(signal, () => {
       logger.info({ signal }, "draining and shutting down");
-      void gateway.close().then(() => process.exit(0));
+      gateway.close().then(
+        () => process.exit(0),
+        (error: unknown) => {
+          logger.error({ err: error }, "shutdown failed");
+          process.exit(1);
+        },
+      );
     });
   }
 }

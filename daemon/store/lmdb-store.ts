@@ -42,6 +42,7 @@ function openCounters(dataDir: string): RootDatabase {
  * at once (LMDB serialises write transactions across processes through its lock file).
  */
 export async function openLmdbStore(options: LmdbStoreOptions): Promise<Store> {
+  observeBatchFailures();
   await mkdir(options.dataDir, { recursive: true });
   const records = openRecords(options.dataDir);
   let counterEnv: RootDatabase;
@@ -127,6 +128,7 @@ const SUB_STORES = [
  * After close() every call of the sub-store rejects with a plain error. lmdb-js would instead
  * throw a write on a closed environment from its write scheduler, where no caller can catch it,
  * and leave the caller's promise pending for ever (a dispatcher pass, a request in a drain).
+ * A failed commit is handed to the caller whole (see observeCommitFailure).
  */
 function refusingAfterClose<T extends object>(subStore: T, isClosed: () => boolean): T {
   const guarded = { ...subStore } as Record<string, unknown>;
@@ -134,8 +136,49 @@ function refusingAfterClose<T extends object>(subStore: T, isClosed: () => boole
     if (typeof member !== "function") continue;
     guarded[name] = (...args: unknown[]) => {
       if (isClosed()) return Promise.reject(new Error("the embedded store is closed"));
-      return member.apply(subStore, args);
+      return Promise.resolve(member.apply(subStore, args)).catch(observeCommitFailure);
     };
   }
   return guarded as T;
+}
+
+/** lmdb-js's error for a failed commit: the reason (EIO, EFBIG, MDB_MAP_FULL …) is a promise. */
+type CommitFailure = Error & { commitError: Promise<unknown> };
+
+function isCommitFailure(reason: unknown): reason is CommitFailure {
+  return (
+    reason instanceof Error && (reason as Partial<CommitFailure>).commitError instanceof Promise
+  );
+}
+
+/**
+ * When a commit fails (a full disk, an I/O error, the file size limit), lmdb-js rejects the
+ * caller's write with "Commit failed (see commitError for details)" and rejects two more promises
+ * of its own that nothing observes: the reason, kept on the error as `commitError`, and its write
+ * batch's. Node ends a process on an unobserved rejection, so one failed write would take every
+ * other request down with it. The caller's error gets the reason as its `cause` instead.
+ */
+function observeCommitFailure(error: unknown): never {
+  if (isCommitFailure(error)) {
+    error.commitError.catch((cause: unknown) => {
+      error.cause ??= cause;
+    });
+  }
+  throw error;
+}
+
+let batchFailuresObserved = false;
+
+/**
+ * The other unobserved rejection of a failed commit (the write batch's, which no caller holds) is
+ * marked handled here, once per process; the caller has its own error for the same failure.
+ * Every other unobserved rejection still ends the process, as Node's default does.
+ */
+function observeBatchFailures(): void {
+  if (batchFailuresObserved) return;
+  batchFailuresObserved = true;
+  process.on("unhandledRejection", (reason) => {
+    if (!isCommitFailure(reason)) throw reason;
+    reason.commitError.catch(() => undefined);
+  });
 }

@@ -30,18 +30,41 @@ export interface Program {
 
 const running = new Set<Program>();
 
+/** Resource limits of a started program. */
+export interface ProgramLimits {
+  /** Largest file the program may write, in KiB. */
+  fileSizeKb?: number;
+}
+
 /**
  * Starts one of the package's programs as a child process with a clean CONSENT_* environment (the
  * test runner's own settings must not leak in) plus `env`. Ports default to 0: the program prints
  * the URLs it listens on.
  */
-export function startProgram(bin: string, env: Record<string, string>): Program {
+export function startProgram(
+  bin: string,
+  env: Record<string, string>,
+  limits: ProgramLimits = {},
+): Program {
   const inherited = Object.fromEntries(
     Object.entries(process.env).filter(
       ([name]) => !name.startsWith("CONSENT_") && name !== "MONGODB_URI" && name !== "PORT",
     ),
   );
-  const child = spawn(process.execPath, [path.join(ROOT, bin)], {
+  // A file size limit (bash's `ulimit -f`, in KiB) makes the disk refuse writes past it.
+  const [command, args] =
+    limits.fileSizeKb === undefined
+      ? [process.execPath, [path.join(ROOT, bin)]]
+      : [
+          "bash",
+          [
+            "-c",
+            `ulimit -f ${limits.fileSizeKb} && exec "$0" "$@"`,
+            process.execPath,
+            path.join(ROOT, bin),
+          ],
+        ];
+  const child = spawn(command, args, {
     cwd: ROOT,
     env: {
       ...inherited,
@@ -124,8 +147,12 @@ export function endpoints(
 }
 
 /** `npm start` on `dataDir`, once it has printed its URLs; the token is the one it uses. */
-export async function startService(dataDir: string, env: Record<string, string> = {}) {
-  const program = startProgram(PROGRAMS.consent, { CONSENT_DATA_DIR: dataDir, ...env });
+export async function startService(
+  dataDir: string,
+  env: Record<string, string> = {},
+  limits: ProgramLimits = {},
+) {
+  const program = startProgram(PROGRAMS.consent, { CONSENT_DATA_DIR: dataDir, ...env }, limits);
   const gatewayUrl = await program.waitFor(GATEWAY_URL);
   const daemonUrl = await program.waitFor(DAEMON_URL);
   const operatorToken = (await readFile(path.join(dataDir, "admin-token"), "utf8")).trim();

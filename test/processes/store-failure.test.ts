@@ -1,0 +1,66 @@
+import { mkdtemp, rm, stat } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createBanner, createTeam, http, mintKey } from "#test/support/api.js";
+import { aChoice, ipSource, postLog } from "#test/support/consent-log.js";
+import { startService, stopAllPrograms } from "#test/support/processes.js";
+
+/** Room the embedded store may grow into past its size after start-up, in KiB. */
+const ROOM_KB = 256;
+
+/**
+ * A write the disk refuses (here the file size limit; in production a full disk or an I/O error)
+ * fails that request in the spec's error shape, and the service keeps serving everything else.
+ */
+describe("npm start when the disk refuses a write", () => {
+  let root: string;
+  beforeAll(async () => {
+    root = await mkdtemp(path.join(tmpdir(), "consent-disk-"));
+  });
+  afterAll(async () => {
+    await stopAllPrograms();
+    await rm(root, { recursive: true, force: true });
+  });
+
+  it("answers 500 for the refused write and stays up", async () => {
+    const dataDir = path.join(root, "data");
+    // A first start creates the store; the second runs with little room left to grow it.
+    const first = await startService(dataDir);
+    const { key } = await mintKey(first.service, await createTeam(first.service));
+    const { publicId } = await createBanner(first.service, key);
+    expect(await first.program.stop()).toBe(0);
+    const sizeKb = Math.ceil((await stat(path.join(dataDir, "records", "data.mdb"))).size / 1024);
+
+    const { program, service } = await startService(
+      dataDir,
+      { CONSENT_TRUST_PROXY: "127.0.0.1" },
+      { fileSizeKb: sizeKb + ROOM_KB },
+    );
+    const nextIp = ipSource();
+    const pageUrl = `https://shop.example.com/${"p".repeat(1_500)}`;
+    let refused: Awaited<ReturnType<typeof postLog>> | undefined;
+    let accepted = 0;
+    for (let batch = 0; batch < 100 && !refused; batch++) {
+      const answers = await Promise.all(
+        Array.from({ length: 20 }, () =>
+          postLog(service, aChoice(publicId, { pageUrl }), { ip: nextIp() }),
+        ),
+      );
+      accepted += answers.filter((answer) => answer.status === 200).length;
+      refused = answers.find((answer) => answer.status !== 200);
+    }
+    expect(accepted).toBeGreaterThan(0);
+    expect(refused?.status).toBe(500);
+    // The log route's own error shape (decisions §5).
+    expect(refused?.body).toMatchObject({ success: false, error: "Internal server error" });
+    expect(JSON.stringify(refused?.body)).not.toMatch(/EFBIG|Commit failed|at .*\.js/);
+
+    // Still serving: reads answer, the process has not exited, and it stops cleanly.
+    expect(await program.exitWithin(500)).toBe("still running");
+    const listed = await http(service, "GET", "/api/v1/banners", { key });
+    expect(listed.status).toBe(200);
+    expect(program.stderr()).not.toMatch(/Unhandled|unhandledRejection/i);
+    expect(await program.stop()).toBe(0);
+  });
+});
