@@ -29,7 +29,12 @@ export function workerPublicChanges(
   if (!cluster.isWorker) return subscribeLocal;
   const listeners: ((publicId: string) => void)[] = [];
   subscribeLocal((publicId) => {
-    process.send?.({ consentPublicChange: publicId } satisfies PublicChangeMessage);
+    // A relay lost to a closing channel (the service stopping) is not an error: the other
+    // loaders still refresh within their bound. With a callback, send() reports, never throws.
+    process.send?.(
+      { consentPublicChange: publicId } satisfies PublicChangeMessage,
+      ignoreSendError,
+    );
   });
   process.on("message", (message) => {
     if (!isPublicChange(message)) return;
@@ -41,3 +46,6 @@ export function workerPublicChanges(
     subscribeLocal(listener);
   };
 }
+
+/** For send()'s callback: a message that could not be sent is dropped (see the callers). */
+export function ignoreSendError(): void {}

@@ -2,7 +2,7 @@ import cluster from "node:cluster";
 import { loadSecrets } from "#daemon/bootstrap.js";
 import { ConfigError, loadConfig } from "#daemon/config.js";
 import { runDaemon } from "#daemon/main.js";
-import { isPublicChange } from "#daemon/worker-messages.js";
+import { ignoreSendError, isPublicChange } from "#daemon/worker-messages.js";
 
 /** Set by the primary in a worker's environment: its number, and the secrets this start created. */
 const WORKER_INDEX = "CONSENT_WORKER_INDEX";
@@ -66,7 +66,7 @@ async function runPrimary(count: number): Promise<void> {
   cluster.on("message", (from, message) => {
     if (!isPublicChange(message)) return;
     for (const worker of Object.values(cluster.workers ?? {})) {
-      if (worker && worker !== from && worker.isConnected()) worker.send(message);
+      if (worker && worker !== from && worker.isConnected()) worker.send(message, ignoreSendError);
     }
   });
   cluster.on("exit", (worker, code, signal) => {
