@@ -61,7 +61,7 @@ export interface DispatcherOptions {
 /** The secrets that sign an attempt at `now`: the current one, plus the previous during a rotation. */
 export function signingSecrets(
   endpoint: WebhookEndpointRecord,
-  secrets: Pick<WebhookSecretBox, "open">,
+  secrets: WebhookSecretBox,
   now: Date,
 ): string[] {
   const current = secrets.open(endpoint.sealedSecret);
@@ -72,29 +72,6 @@ export function signingSecrets(
       ? [secrets.open(endpoint.sealedPreviousSecret)]
       : [];
   return [current, ...previous];
-}
-
-/** Opened endpoint secrets kept per dispatcher; past this many the cache starts over. */
-const OPENED_SECRETS_MAX = 1_000;
-
-/**
- * Secrets opened once per sealed value instead of once per attempt (each open is an AES-GCM
- * decryption under every identity key until one fits). A rotation seals a new value, so a rotated
- * secret is never served from here.
- */
-function openedSecrets(box: WebhookSecretBox): Pick<WebhookSecretBox, "open"> {
-  const opened = new Map<string, string>();
-  return {
-    open(sealed) {
-      let secret = opened.get(sealed);
-      if (secret === undefined) {
-        secret = box.open(sealed);
-        if (opened.size >= OPENED_SECRETS_MAX) opened.clear();
-        opened.set(sealed, secret);
-      }
-      return secret;
-    },
-  };
 }
 
 /**
@@ -114,20 +91,18 @@ export class WebhookDispatcher {
   private halt: (() => void) | undefined;
   private woken = false;
   private unsubscribe: (() => void) | undefined;
-  /** Attempts started and not yet recorded. */
-  private readonly inFlight = new Set<Promise<void>>();
-  /** Their delivery ids, so a claim of a delivery already in flight here is never sent twice. */
-  private readonly inFlightIds = new Set<string>();
+  /**
+   * Attempts started and not yet recorded, by delivery id: a claim of a delivery already in
+   * flight here is never sent twice.
+   */
+  private readonly inFlight = new Map<string, Promise<void>>();
   /** Attempts in flight per endpoint, each at most SOCKETS_PER_ORIGIN. */
   private readonly inFlightPerEndpoint = new Map<string, number>();
   /** The last pass filled every free slot: more may be due once an attempt ends. */
   private full = false;
   private agents = new DeliveryAgents();
-  private readonly secrets: Pick<WebhookSecretBox, "open">;
 
-  constructor(private readonly options: DispatcherOptions) {
-    this.secrets = openedSecrets(options.secrets);
-  }
+  constructor(private readonly options: DispatcherOptions) {}
 
   start(): void {
     if (this.running) return;
@@ -142,7 +117,7 @@ export class WebhookDispatcher {
     this.unsubscribe?.();
     this.halt?.();
     await this.loop;
-    while (this.inFlight.size > 0) await Promise.all(this.inFlight);
+    while (this.inFlight.size > 0) await Promise.all(this.inFlight.values());
     this.agents.destroy();
     this.agents = new DeliveryAgents();
   }
@@ -224,9 +199,8 @@ export class WebhookDispatcher {
    * again, and nothing starts once the dispatcher is stopping: its lease runs out instead.
    */
   private track(delivery: DeliveryRecord): void {
-    if (!this.running || this.inFlightIds.has(delivery.id)) return;
+    if (!this.running || this.inFlight.has(delivery.id)) return;
     const endpointId = delivery.webhookId;
-    this.inFlightIds.add(delivery.id);
     this.inFlightPerEndpoint.set(endpointId, (this.inFlightPerEndpoint.get(endpointId) ?? 0) + 1);
     // The endpoint's share counts the exchange with it, not the store write that records it.
     let released = false;
@@ -246,15 +220,14 @@ export class WebhookDispatcher {
         );
       })
       .finally(() => {
-        this.inFlight.delete(attempt);
-        this.inFlightIds.delete(delivery.id);
+        this.inFlight.delete(delivery.id);
         releaseEndpoint();
         if (this.full && this.running) {
           this.full = false;
           this.nudge();
         }
       });
-    this.inFlight.add(attempt);
+    this.inFlight.set(delivery.id, attempt);
   }
 
   /** Takes an attempt slot of this pass for the endpoint, if one is free for it. */
@@ -333,7 +306,7 @@ export class WebhookDispatcher {
     let outcome: SendOutcome;
     try {
       const headers = signedHeaders(
-        signingSecrets(endpoint, this.secrets, at),
+        signingSecrets(endpoint, this.options.secrets, at),
         delivery.eventId,
         at,
         delivery.payload,

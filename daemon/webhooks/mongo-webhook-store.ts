@@ -105,7 +105,8 @@ export class MongoWebhookStore implements WebhookStore {
     consentLogId: string,
     created: readonly DeliveryRecord[],
   ): Promise<DeliveryRecord[]> {
-    let stored: DeliveryRecord[] = [];
+    // upsertedIds: operation index → _id of each document this call inserted.
+    let inserted: Record<number, unknown> = {};
     if (created.length > 0) {
       // Deterministic ids make a repeated fan-out a no-op: $setOnInsert leaves stored ones alone.
       const writes: AnyBulkWriteOperation<DeliveryDocument>[] = created.map((delivery) => ({
@@ -116,24 +117,18 @@ export class MongoWebhookStore implements WebhookStore {
         },
       }));
       try {
-        const result = await this.deliveries.bulkWrite(writes, { ordered: false });
-        // upsertedIds: operation index → _id of each document this call inserted.
-        stored = Object.keys(result.upsertedIds).map(
-          (index) => created[Number(index)] as DeliveryRecord,
-        );
+        inserted = (await this.deliveries.bulkWrite(writes, { ordered: false })).upsertedIds;
       } catch (error) {
         // Two concurrent upserts of one _id: the loser's duplicate-key error means it is stored
         // (by the other caller). The error's result still says what this call inserted.
         if (!isDuplicateKey(error)) throw error;
-        const inserted = (error as { result?: { upsertedIds?: Record<number, unknown> } }).result
-          ?.upsertedIds;
-        stored = Object.keys(inserted ?? {}).map(
-          (index) => created[Number(index)] as DeliveryRecord,
-        );
+        inserted =
+          (error as { result?: { upsertedIds?: Record<number, unknown> } }).result?.upsertedIds ??
+          {};
       }
     }
     await this.consentLog.updateOne({ _id: consentLogId }, { $unset: { outbox: "" } });
-    return stored;
+    return Object.keys(inserted).map((index) => created[Number(index)] as DeliveryRecord);
   }
 
   async claimDeliveries(

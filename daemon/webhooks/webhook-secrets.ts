@@ -6,6 +6,8 @@ const SECRET_BYTES = 32;
 /** Version tag of the sealed form, so the format can change without ambiguity. */
 const SEALED_PREFIX = "v1.";
 const IV_BYTES = 12;
+/** Opened secrets a box keeps; past this many it starts over. */
+const OPENED_MAX = 1_000;
 
 /** A new endpoint signing secret, shown to the integrator once. */
 export function generateWebhookSecret(): string {
@@ -29,6 +31,8 @@ export function signingKeyOf(secret: string): Buffer {
  */
 export class WebhookSecretBox {
   private readonly keys: readonly Buffer[];
+  /** Opened secrets by sealed value, at most OPENED_MAX. */
+  private readonly opened = new Map<string, string>();
 
   constructor(keys: readonly Buffer[]) {
     if (keys.length === 0) throw new RangeError("the webhook secret keyring is empty");
@@ -46,20 +50,34 @@ export class WebhookSecretBox {
     return SEALED_PREFIX + parts.join(".");
   }
 
-  /** The secret; throws when the value was sealed under another key or altered. */
+  /**
+   * The secret; throws when the value was sealed under another key or altered. A value is
+   * opened once (an AES-GCM decryption under each listed key until one fits) and then kept: a
+   * rotation seals a new value, so a kept secret is never a stale one.
+   */
   open(sealed: string): string {
-    const [iv, tag, data] = sealed.slice(SEALED_PREFIX.length).split(".");
-    if (!sealed.startsWith(SEALED_PREFIX) || !iv || !tag || data === undefined) {
+    let secret = this.opened.get(sealed);
+    if (secret === undefined) {
+      secret = this.decrypt(sealed);
+      if (this.opened.size >= OPENED_MAX) this.opened.clear();
+      this.opened.set(sealed, secret);
+    }
+    return secret;
+  }
+
+  private decrypt(sealed: string): string {
+    const [iv, tag, data] = sealed
+      .slice(SEALED_PREFIX.length)
+      .split(".")
+      .map((part) => Buffer.from(part, "base64url"));
+    if (!sealed.startsWith(SEALED_PREFIX) || !iv?.length || !tag?.length || data === undefined) {
       throw new Error("the stored webhook secret is not in a known sealed form");
     }
     for (const key of this.keys) {
-      const decipher = createDecipheriv("aes-256-gcm", key, Buffer.from(iv, "base64url"));
-      decipher.setAuthTag(Buffer.from(tag, "base64url"));
+      const decipher = createDecipheriv("aes-256-gcm", key, iv);
+      decipher.setAuthTag(tag);
       try {
-        return Buffer.concat([
-          decipher.update(Buffer.from(data, "base64url")),
-          decipher.final(),
-        ]).toString("utf8");
+        return Buffer.concat([decipher.update(data), decipher.final()]).toString("utf8");
       } catch {
         // The GCM tag does not verify under this key: try the next one.
       }

@@ -117,7 +117,7 @@ export function sendWebhook(options: SendOptions): Promise<SendOutcome> {
         ),
       timeoutMs,
     );
-    const send = (agent: HttpAgent | false, mayResend: boolean) => {
+    const send = (agent: HttpAgent | false) => {
       let req: ClientRequest;
       try {
         req = request(url, {
@@ -139,12 +139,10 @@ export function sendWebhook(options: SendOptions): Promise<SendOutcome> {
       let answered = false;
       req.on("error", (error) => {
         if (current !== req) return;
+        // Only a pooled connection is ever reused; the resend's own connection never is.
         const stale =
-          mayResend &&
-          !answered &&
-          req.reusedSocket &&
-          (error as NodeJS.ErrnoException).code === "ECONNRESET";
-        if (stale && !settled) send(false, false);
+          !answered && req.reusedSocket && (error as NodeJS.ErrnoException).code === "ECONNRESET";
+        if (stale && !settled) send(false);
         else finish({ ok: false, statusCode: 0, error: describe(error) }, true);
       });
       req.on("response", (response) => {
@@ -171,7 +169,7 @@ export function sendWebhook(options: SendOptions): Promise<SendOutcome> {
       });
       req.end(body);
     };
-    send(pooled, pooled !== false);
+    send(pooled);
   });
 }
 
