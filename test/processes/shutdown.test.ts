@@ -1,11 +1,8 @@
-import { mkdtemp, rm } from "node:fs/promises";
 import { Agent, request } from "node:http";
 import { connect } from "node:net";
-import { tmpdir } from "node:os";
-import path from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { consentState, createBanner, createTeam, http, mintKey } from "#test/support/api.js";
-import { startService, stopAllPrograms } from "#test/support/processes.js";
+import { startService, useProgramRoot } from "#test/support/processes.js";
 
 /** A response, or status 0 and the socket error when the connection was lost without one. */
 interface Answer {
@@ -69,18 +66,10 @@ async function listenerClosed(url: string, timeoutMs = 5_000): Promise<void> {
 
 /** Issue 2 item 6: SIGTERM drains in-flight requests and exits cleanly; acknowledged writes last. */
 describe("SIGTERM on npm start", () => {
-  let root: string;
-
-  beforeAll(async () => {
-    root = await mkdtemp(path.join(tmpdir(), "consent-shutdown-"));
-  });
-  afterAll(async () => {
-    await stopAllPrograms();
-    await rm(root, { recursive: true, force: true });
-  });
+  const dirs = useProgramRoot("consent-shutdown-");
 
   it("finishes in-flight requests, exits 0 within seconds, and every acknowledged write is there after a restart", async () => {
-    const dataDir = path.join(root, "data");
+    const dataDir = dirs.join("data");
     const first = await startService(dataDir);
     const service = first.service;
     const { key } = await mintKey(service, await createTeam(service, "business"));

@@ -1,7 +1,6 @@
-import { mkdtemp, readFile, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { readFile } from "node:fs/promises";
 import path from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { consentState, createBanner, createTeam, http, mintKey } from "#test/support/api.js";
 import {
   DAEMON_URL,
@@ -9,7 +8,7 @@ import {
   PROGRAMS,
   STANDALONE_GATEWAY_URL,
   startProgram,
-  stopAllPrograms,
+  useProgramRoot,
 } from "#test/support/processes.js";
 import type { TestService } from "#test/support/service.js";
 
@@ -17,15 +16,7 @@ const WINDOW = 15 * 60_000;
 
 /** Decisions §1: consentd and the gateway as separate processes, several of each on one store. */
 describe("split mode and a shared data directory", () => {
-  let root: string;
-
-  beforeAll(async () => {
-    root = await mkdtemp(path.join(tmpdir(), "consent-split-"));
-  });
-  afterAll(async () => {
-    await stopAllPrograms();
-    await rm(root, { recursive: true, force: true });
-  });
+  const dirs = useProgramRoot("consent-split-");
 
   const startDaemon = async (dataDir: string) => {
     const program = startProgram(PROGRAMS.consentd, { CONSENT_DATA_DIR: dataDir });
@@ -47,7 +38,7 @@ describe("split mode and a shared data directory", () => {
     });
 
   it("a key minted over gRPC works through the stand-alone gateway, and both exit 0 on SIGTERM", async () => {
-    const dataDir = path.join(root, "split");
+    const dataDir = dirs.join("split");
     const daemon = await startDaemon(dataDir);
     expect(daemon.program.stdout()).not.toContain("REST gateway");
     const gateway = await startGateway(dataDir, daemon.url);
@@ -86,7 +77,7 @@ describe("split mode and a shared data directory", () => {
     let b: TestService;
 
     beforeAll(async () => {
-      const dataDir = path.join(root, "shared");
+      const dataDir = dirs.join("shared");
       // The first daemon creates the secrets; the second finds them.
       const daemon1 = await startDaemon(dataDir);
       const daemon2 = await startDaemon(dataDir);

@@ -1,10 +1,9 @@
-import { mkdtemp, rm, stat } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { stat } from "node:fs/promises";
 import path from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { createBanner, createTeam, http, mintKey } from "#test/support/api.js";
 import { aChoice, ipSource, postLog } from "#test/support/consent-log.js";
-import { startService, stopAllPrograms } from "#test/support/processes.js";
+import { startService, useProgramRoot } from "#test/support/processes.js";
 
 /** Room the embedded store may grow into past its size after start-up, in KiB. */
 const ROOM_KB = 256;
@@ -14,17 +13,10 @@ const ROOM_KB = 256;
  * fails that request in the spec's error shape, and the service keeps serving everything else.
  */
 describe("npm start when the disk refuses a write", () => {
-  let root: string;
-  beforeAll(async () => {
-    root = await mkdtemp(path.join(tmpdir(), "consent-disk-"));
-  });
-  afterAll(async () => {
-    await stopAllPrograms();
-    await rm(root, { recursive: true, force: true });
-  });
+  const dirs = useProgramRoot("consent-disk-");
 
   it("answers 500 for the refused write and stays up", async () => {
-    const dataDir = path.join(root, "data");
+    const dataDir = dirs.join("data");
     // A first start creates the store; the second runs with little room left to grow it.
     const first = await startService(dataDir);
     const { key } = await mintKey(first.service, await createTeam(first.service));

@@ -1,10 +1,7 @@
-import { mkdtemp, rm } from "node:fs/promises";
 import { get } from "node:http";
-import { tmpdir } from "node:os";
-import path from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { createBanner, createTeam, http, mintKey } from "#test/support/api.js";
-import { startService, stopAllPrograms } from "#test/support/processes.js";
+import { startService, useProgramRoot } from "#test/support/processes.js";
 
 /** The loader's bound configuration revision, each call on a new connection (so on any worker). */
 function loaderRevision(gatewayUrl: string, publicId: string) {
@@ -26,17 +23,10 @@ function loaderRevision(gatewayUrl: string, publicId: string) {
 
 /** npm start with CONSENT_WORKERS=2: one service to clients, one loader truth after a publish. */
 describe("npm start with two workers", () => {
-  let root: string;
-  beforeAll(async () => {
-    root = await mkdtemp(path.join(tmpdir(), "consent-workers-"));
-  });
-  afterAll(async () => {
-    await stopAllPrograms();
-    await rm(root, { recursive: true, force: true });
-  });
+  const dirs = useProgramRoot("consent-workers-");
 
   it("serves a publish from every worker's loader at once", async () => {
-    const { program, service } = await startService(path.join(root, "data"), {
+    const { program, service } = await startService(dirs.join("data"), {
       CONSENT_WORKERS: "2",
     });
     const { key } = await mintKey(service, await createTeam(service, "business"));

@@ -1,7 +1,9 @@
 import { type ChildProcess, spawn } from "node:child_process";
-import { readFile } from "node:fs/promises";
+import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { afterAll, beforeAll } from "vitest";
 import type { TestService } from "#test/support/service.js";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
@@ -120,6 +122,22 @@ export function startProgram(
   };
   running.add(program);
   return program;
+}
+
+/**
+ * For a describe of process tests: a temporary directory for their data directories
+ * (`join(name)`), and once they are done, every program stopped and the directory removed.
+ */
+export function useProgramRoot(prefix: string): { join(name: string): string } {
+  let root = "";
+  beforeAll(async () => {
+    root = await mkdtemp(path.join(tmpdir(), prefix));
+  });
+  afterAll(async () => {
+    await stopAllPrograms();
+    await rm(root, { recursive: true, force: true });
+  });
+  return { join: (name) => path.join(root, name) };
 }
 
 /** Kills every program still running: for afterEach/afterAll, so no test leaves a child behind. */
