@@ -80,14 +80,17 @@ export interface WebhookDrain {
   trailingSeconds: number;
 }
 
+/**
+ * Answers of a run (or its warm-up) without the expected status and body text. An error body
+ * never holds the expected text, so mismatches already include wrong statuses.
+ */
+function unexpected(part: { wrongStatus: number; mismatches: number }): number {
+  return Math.max(part.wrongStatus, part.mismatches);
+}
+
 /** Requests that got the expected answer, warm-up included. */
 export function succeeded(run: RunResult): number {
-  const ok = (requests: number, wrongStatus: number, mismatches: number) =>
-    requests - Math.max(wrongStatus, mismatches);
-  return (
-    ok(run.requests, run.wrongStatus, run.mismatches) +
-    ok(run.warmup.requests, run.warmup.wrongStatus, run.warmup.mismatches)
-  );
+  return run.requests - unexpected(run) + run.warmup.requests - unexpected(run.warmup);
 }
 
 /**
@@ -95,17 +98,10 @@ export function succeeded(run: RunResult): number {
  * acknowledged choice whose event never arrived or arrived unverifiable; 0 for a valid run.
  */
 export function failures(run: RunResult): number {
-  // An error body never holds the expected text, so mismatches already include wrong statuses.
-  const measured = Math.max(run.wrongStatus, run.mismatches) + run.errors;
   const webhooks = run.webhooks
     ? Math.max(0, run.webhooks.expected - run.webhooks.events) + run.webhooks.rejected
     : 0;
-  return (
-    measured +
-    Math.max(run.warmup.wrongStatus, run.warmup.mismatches) +
-    run.warmup.errors +
-    webhooks
-  );
+  return unexpected(run) + run.errors + unexpected(run.warmup) + run.warmup.errors + webhooks;
 }
 
 /** Request numbers are never reused in one benchmark, so fresh subject ids stay fresh. */

@@ -80,23 +80,36 @@ function selectedScenarios(): Scenario[] {
 
 const controlUrlOf = (scenario: Scenario) => `/control/${scenario.name}`;
 
-/** The bare-Fastify control in its own process, serving the captured reply of each route. */
-async function startControl(routes: ControlRoute[], logFile: string) {
-  const routesFile = path.join(RESULTS_DIR, "control-routes.json");
-  await writeFile(routesFile, JSON.stringify(routes));
+/**
+ * A helper program of the benchmark (`bench/<script>`, its own process) on a free port, once
+ * `readyPath` answers 200.
+ */
+async function startHelper(
+  name: string,
+  script: string,
+  args: string[],
+  readyPath: string,
+  logFile: string,
+) {
   const port = await freePort();
-  const child = startProcess(
-    "control",
-    ["--import", "tsx", "bench/control-server.ts", String(port), routesFile, TRUST_PROXY],
-    { env: {}, logFile },
-  );
+  const child = startProcess(name, ["--import", "tsx", `bench/${script}`, String(port), ...args], {
+    env: {},
+    logFile,
+  });
   const url = `http://127.0.0.1:${port}`;
-  const healthy = async () => (await fetch(`${url}/health`)).status === 200;
-  await waitUntil("control", healthy, [child], logFile).catch(async (error) => {
+  const ready = async () => (await fetch(`${url}${readyPath}`)).status === 200;
+  await waitUntil(name, ready, [child], logFile).catch(async (error) => {
     await stopProcess(child);
     throw error;
   });
   return { url, pid: child.pid ?? -1, stop: () => stopProcess(child) };
+}
+
+/** The bare-Fastify control in its own process, serving the captured reply of each route. */
+async function startControl(routes: ControlRoute[], logFile: string) {
+  const routesFile = path.join(RESULTS_DIR, "control-routes.json");
+  await writeFile(routesFile, JSON.stringify(routes));
+  return startHelper("control", "control-server.ts", [routesFile, TRUST_PROXY], "/health", logFile);
 }
 
 /** How long the benchmark waits for a webhook scenario's deliveries after its run. */
@@ -104,35 +117,21 @@ const WEBHOOK_DRAIN_LIMIT_MS = 180_000;
 
 /** The integrator's webhook endpoint (bench/webhook-receiver.ts) in its own process. */
 async function startReceiver(logFile: string) {
-  const port = await freePort();
-  const child = startProcess(
+  const helper = await startHelper(
     "webhook-receiver",
-    ["--import", "tsx", "bench/webhook-receiver.ts", String(port)],
-    {
-      env: {},
-      logFile,
-    },
-  );
-  const url = `http://127.0.0.1:${port}`;
-  const stats = async () => (await (await fetch(`${url}/_bench/stats`)).json()) as ReceiverStats;
-  await waitUntil(
-    "webhook receiver",
-    async () => (await stats()).received >= 0,
-    [child],
+    "webhook-receiver.ts",
+    [],
+    "/_bench/stats",
     logFile,
-  ).catch(async (error) => {
-    await stopProcess(child);
-    throw error;
-  });
+  );
+  const { url } = helper;
   return {
-    url,
-    pid: child.pid ?? -1,
-    stats,
+    ...helper,
+    stats: async () => (await (await fetch(`${url}/_bench/stats`)).json()) as ReceiverStats,
     /** Arms the receiver's signature check with the endpoint's secret. */
     async arm(secret: string) {
       await fetch(`${url}/_bench/secret`, { method: "PUT", body: secret });
     },
-    stop: () => stopProcess(child),
   };
 }
 
