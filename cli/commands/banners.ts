@@ -7,7 +7,7 @@ import {
   hasBannerFields,
 } from "#cli/commands/banner-body.js";
 import { bannerJson } from "#cli/commands/banner-loader.js";
-import { TEAMS_HINT } from "#cli/commands/teams.js";
+import { TEAM_HELP, TEAMS_HINT } from "#cli/commands/teams.js";
 import { examples, required } from "#cli/format.js";
 import type { Runtime } from "#cli/program.js";
 import type { CommandSpec, Invocation } from "#cli/run-command.js";
@@ -39,7 +39,6 @@ function bannerSpec(
 
 const BANNERS_HINT =
   "list the team's banners with `consentctl banners list --team TEAM_ID` (and teams with `consentctl teams list`)";
-const TEAM_HELP = "team id (the operator acts for this team: sent as consent-team metadata)";
 
 /** `banners list|show|create|update|publish|activate|deactivate`, as an operator for a team. */
 export function registerBannerCommands(program: Command, runtime: Runtime): void {

@@ -7,6 +7,8 @@ import { type Team, TeamSchema } from "#gen/consent/v1/admin_pb.js";
 
 /** Where an operator finds team ids; shared by every command that takes one. */
 export const TEAMS_HINT = "list the teams and their ids with `consentctl teams list`";
+/** `--team` help of the team-scoped commands (banners, webhooks). */
+export const TEAM_HELP = "team id (the operator acts for this team: sent as consent-team metadata)";
 
 const PLAN_LIST = PLANS.join(", ");
 

@@ -1,6 +1,6 @@
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { type Command, Option } from "commander";
-import { TEAMS_HINT } from "#cli/commands/teams.js";
+import { TEAM_HELP, TEAMS_HINT } from "#cli/commands/teams.js";
 import { examples, messageJson, required } from "#cli/format.js";
 import {
   formatDuration,
@@ -11,7 +11,7 @@ import {
 } from "#cli/option-parsers.js";
 import type { Runtime } from "#cli/program.js";
 import type { CommandSpec, Invocation } from "#cli/run-command.js";
-import type { DeliveryPage, ReplayResult, WebhookResult } from "#cli/views/webhook-views.js";
+import type { DeliveryPage, ReplayResult } from "#cli/views/webhook-views.js";
 import {
   DeliverySchema,
   type TestWebhookResponse,
@@ -22,7 +22,6 @@ import {
 
 const WEBHOOKS_HINT =
   "list the team's endpoints with `consentctl webhooks list --team TEAM_ID` (and teams with `consentctl teams list`)";
-const TEAM_HELP = "team id (the operator acts for this team: sent as consent-team metadata)";
 const EVENTS_HELP = "comma-separated event types (today only consent.given)";
 const BANNERS_HELP = "comma-separated public banner ids whose events are delivered";
 
@@ -35,18 +34,18 @@ function webhookSpec(
   progress: string,
   title: string | undefined,
   call: (invocation: Invocation) => Promise<Webhook | undefined>,
-): CommandSpec<WebhookResult> {
+): CommandSpec<Webhook> {
   return {
     progress,
     auth: "operator",
-    call: async (invocation) => ({ webhook: required(await call(invocation), "webhook"), title }),
+    call: async (invocation) => required(await call(invocation), "webhook"),
     // decisions §8: the secret is set only in the answer that created or rotated it; the JSON
     // form omits the empty field elsewhere so no script mistakes "" for a secret.
-    json: ({ webhook }) => {
+    json: (webhook) => {
       const { secret, ...rest } = messageJson(WebhookSchema, webhook) as Record<string, unknown>;
       return secret ? { ...rest, secret } : rest;
     },
-    view: async () => (await import("#cli/views/webhook-views.js")).webhookView(),
+    view: async () => (await import("#cli/views/webhook-views.js")).webhookView(title),
     notFoundHint: WEBHOOKS_HINT,
   };
 }
@@ -227,7 +226,7 @@ function addUpdateWebhook(webhooks: Command, runtime: Runtime): void {
             description: options.description,
             enabled,
             rotateSecret: options.rotateSecret,
-            secretGracePeriodSeconds: options.rotateSecret ? options.grace : undefined,
+            secretGracePeriodSeconds: options.grace,
           });
           return response.webhook;
         }),
@@ -319,15 +318,13 @@ function addListDeliveries(webhooks: Command, runtime: Runtime): void {
       runtime.run<DeliveryPage>(command, {
         progress: "Listing deliveries…",
         auth: "operator",
-        call: async ({ client }) => {
-          const page = await client.webhooks(options.team).listDeliveries({
+        call: ({ client }) =>
+          client.webhooks(options.team).listDeliveries({
             webhookId: id,
             status: options.status ?? "",
             pageSize: options.limit,
             pageToken: options.pageToken ?? "",
-          });
-          return { deliveries: page.deliveries, nextPageToken: page.nextPageToken };
-        },
+          }),
         json: (page) => ({
           deliveries: page.deliveries.map((delivery) => messageJson(DeliverySchema, delivery)),
           nextPageToken: page.nextPageToken,

@@ -6,12 +6,6 @@ import { formatTime } from "#cli/format.js";
 import { type Tone, Toned } from "#cli/theme.js";
 import type { Delivery, TestWebhookResponse, Webhook } from "#gen/consent/v1/webhook_pb.js";
 
-/** One endpoint as `webhooks add|show|update` answer: a title when the command changed it. */
-export interface WebhookResult {
-  webhook: Webhook;
-  title: string | undefined;
-}
-
 /** One page of `webhooks deliveries`. */
 export interface DeliveryPage {
   deliveries: Delivery[];
@@ -52,8 +46,7 @@ function webhookFields(webhook: Webhook): Field[] {
 }
 
 /** An endpoint; its secret first, once, when the command created or rotated it. */
-export function WebhookView({ result }: { result: WebhookResult }) {
-  const { webhook, title } = result;
+export function WebhookView({ webhook, title }: { webhook: Webhook; title?: string }) {
   return (
     <Box flexDirection="column">
       {webhook.secret ? (
@@ -140,7 +133,9 @@ export function TestResultView({ result }: { result: TestWebhookResponse }) {
   );
 }
 
-export const webhookView = () => (result: WebhookResult) => <WebhookView result={result} />;
+export const webhookView = (title?: string) => (webhook: Webhook) => (
+  <WebhookView webhook={webhook} title={title} />
+);
 export const webhooksView = () => (webhooks: readonly Webhook[]) => (
   <WebhooksTable webhooks={webhooks} />
 );
