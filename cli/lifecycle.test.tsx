@@ -8,6 +8,7 @@ import { MemoryStream } from "#cli/test-support/memory-io.js";
 // look at the frames an operator's terminal shows, so they run as outside CI wherever they run.
 vi.hoisted(() => {
   process.env.CI = "false";
+  delete process.env.CONTINUOUS_INTEGRATION;
 });
 
 const tick = (ms = 20) => new Promise((resolve) => setTimeout(resolve, ms));

@@ -4,7 +4,10 @@ import { loadConfig } from "#daemon/config.js";
 describe("CONSENT_WEBHOOK_LEASE_MS", () => {
   it("is unset by default (the dispatcher's 60 s) and read as whole milliseconds", () => {
     expect(loadConfig({}).webhookLeaseMs).toBeUndefined();
+    expect(loadConfig({ CONSENT_WEBHOOK_LEASE_MS: "" }).webhookLeaseMs).toBeUndefined();
     expect(loadConfig({ CONSENT_WEBHOOK_LEASE_MS: "2000" }).webhookLeaseMs).toBe(2000);
+    expect(loadConfig({ CONSENT_WEBHOOK_LEASE_MS: "1000" }).webhookLeaseMs).toBe(1000);
+    expect(loadConfig({ CONSENT_WEBHOOK_LEASE_MS: "3600000" }).webhookLeaseMs).toBe(3_600_000);
   });
 
   it("refuses anything but a whole number from 1000 to 3600000, naming the variable", () => {

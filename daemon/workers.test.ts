@@ -10,6 +10,7 @@ describe("CONSENT_WORKERS (npm start's daemon + gateway processes)", () => {
   it("takes a whole number from 1 to 64", () => {
     expect(workerCount({ CONSENT_WORKERS: "1" })).toBe(1);
     expect(workerCount({ CONSENT_WORKERS: "4" })).toBe(4);
+    expect(workerCount({ CONSENT_WORKERS: "64" })).toBe(64);
   });
 
   it("refuses anything else with a ConfigError naming the variable", () => {

@@ -162,6 +162,15 @@ export function describeWebhookStoreContract(openStore: OpenStore): void {
         status: "succeeded",
         attempts: 1,
       });
+      // One whose holder never completes it is claimed by another once the lease has ended,
+      // and the first holder can then no longer record an attempt.
+      const other = aRow(teamId, shifted(now, 1));
+      const abandoned = { ...aDelivery(other, endpoint.id), leaseOwner: owner, leaseUntil: until };
+      expect(await store().webhooks.fanOut(other.id, [abandoned])).toEqual([abandoned]);
+      const after = shifted(until, 1);
+      const [taken] = await store().webhooks.claimDeliveries(lease("b", after), after, 10);
+      expect(taken).toMatchObject({ id: abandoned.id, leaseOwner: "b", attempts: 0 });
+      expect(await store().webhooks.completeAttempt(abandoned.id, "a", 0, result)).toBe(false);
     });
 
     it("lets racing claimers share due deliveries without overlap, and completes only under the lease", async () => {

@@ -1,6 +1,9 @@
 import { stat } from "node:fs/promises";
 import path from "node:path";
+import { createClient } from "@connectrpc/connect";
+import { createGrpcTransport } from "@connectrpc/connect-node";
 import { describe, expect, it } from "vitest";
+import { ConsentLogService } from "#gen/consent/v1/consent_log_pb.js";
 import { createBanner, createTeam, http, mintKey } from "#test/support/api.js";
 import { aChoice, ipSource, postLog } from "#test/support/consent-log.js";
 import { startService, useProgramRoot } from "#test/support/processes.js";
@@ -12,7 +15,7 @@ const ROOM_KB = 256;
  * A write the disk refuses (here the file size limit; in production a full disk or an I/O error)
  * fails that request in the spec's error shape, and the service keeps serving everything else.
  */
-describe("npm start when the disk refuses a write", () => {
+describe("npm start when the disk refuses a write", { timeout: 120_000 }, () => {
   const dirs = useProgramRoot("consent-disk-");
 
   it("answers 500 for the refused write and stays up", async () => {
@@ -32,17 +35,19 @@ describe("npm start when the disk refuses a write", () => {
     const nextIp = ipSource();
     const pageUrl = `https://shop.example.com/${"p".repeat(1_500)}`;
     let refused: Awaited<ReturnType<typeof postLog>> | undefined;
-    let accepted = 0;
+    const acknowledged: string[] = [];
     for (let batch = 0; batch < 100 && !refused; batch++) {
       const answers = await Promise.all(
         Array.from({ length: 20 }, () =>
           postLog(service, aChoice(publicId, { pageUrl }), { ip: nextIp() }),
         ),
       );
-      accepted += answers.filter((answer) => answer.status === 200).length;
+      for (const answer of answers) {
+        if (answer.status === 200) acknowledged.push(answer.body.consentLogId);
+      }
       refused = answers.find((answer) => answer.status !== 200);
     }
-    expect(accepted).toBeGreaterThan(0);
+    expect(acknowledged.length).toBeGreaterThan(0);
     expect(refused?.status).toBe(500);
     // The log route's own error shape (decisions §5).
     expect(refused?.body).toMatchObject({ success: false, error: "Internal server error" });
@@ -54,5 +59,18 @@ describe("npm start when the disk refuses a write", () => {
     expect(listed.status).toBe(200);
     expect(program.stderr()).not.toMatch(/Unhandled|unhandledRejection/i);
     expect(await program.stop()).toBe(0);
+
+    // With room again: every acknowledged choice is stored, and nothing refused is.
+    const again = await startService(dataDir);
+    const logs = createClient(
+      ConsentLogService,
+      createGrpcTransport({ baseUrl: again.service.daemonUrl }),
+    );
+    const { entries } = await logs.listConsentLogs(
+      { bannerId: publicId, pageSize: 1_000 },
+      { headers: { authorization: `Bearer ${key}` } },
+    );
+    expect(new Set(entries.map((entry) => entry.consentLogId))).toEqual(new Set(acknowledged));
+    expect(await again.program.stop()).toBe(0);
   });
 });

@@ -38,6 +38,12 @@ export interface ProgramLimits {
   fileSizeKb?: number;
 }
 
+/** How a test service is started: limits, and how long it may take to print its URLs. */
+export interface ServiceStart extends ProgramLimits {
+  /** Default 15 s (Program.waitFor). */
+  startupMs?: number;
+}
+
 /**
  * Starts one of the package's programs as a child process with a clean CONSENT_* environment (the
  * test runner's own settings must not leak in) plus `env`. Ports default to 0: the program prints
@@ -168,11 +174,11 @@ export function endpoints(
 export async function startService(
   dataDir: string,
   env: Record<string, string> = {},
-  limits: ProgramLimits = {},
+  start: ServiceStart = {},
 ) {
-  const program = startProgram(PROGRAMS.consent, { CONSENT_DATA_DIR: dataDir, ...env }, limits);
-  const gatewayUrl = await program.waitFor(GATEWAY_URL);
-  const daemonUrl = await program.waitFor(DAEMON_URL);
+  const program = startProgram(PROGRAMS.consent, { CONSENT_DATA_DIR: dataDir, ...env }, start);
+  const gatewayUrl = await program.waitFor(GATEWAY_URL, start.startupMs);
+  const daemonUrl = await program.waitFor(DAEMON_URL, start.startupMs);
   const operatorToken = (await readFile(path.join(dataDir, "admin-token"), "utf8")).trim();
   return { program, service: endpoints({ gatewayUrl, daemonUrl, operatorToken }) };
 }

@@ -45,6 +45,9 @@ export class WebhookReceiver {
         response.writeHead(answer.status, answer.headers).end(answer.body ?? "");
       });
     });
+    // Idle connections stay open as long as the daemon keeps them (30 s), not Node's 5 s, so a
+    // slow test does not see a reconnection it did not cause.
+    server.keepAliveTimeout = 60_000;
     server.on("connection", () => {
       this.connections++;
     });

@@ -1,17 +1,11 @@
-import { mkdtemp, readFile, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import path from "node:path";
 import { Webhook } from "standardwebhooks";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { http, mintKey } from "#test/support/api.js";
 import { aChoice, bannerFixture, postLog } from "#test/support/consent-log.js";
 import {
-  DAEMON_URL,
-  endpoints,
-  GATEWAY_URL,
-  PROGRAMS,
-  startProgram,
+  startService as startServiceProgram,
   stopAllPrograms,
+  useProgramRoot,
 } from "#test/support/processes.js";
 import type { TestService } from "#test/support/service.js";
 import { eventually, NEVER, WebhookReceiver } from "#test/support/webhook-receiver.js";
@@ -24,27 +18,24 @@ const SERVICE_ENV = { CONSENT_WORKERS: "1", CONSENT_WEBHOOK_ALLOW_CIDRS: "127.0.
 const SLOW_MS = 60_000;
 
 /** `npm start` on `dataDir`, allowed SLOW_MS to print its URLs. */
-async function startService(dataDir: string, env: Record<string, string>) {
-  const program = startProgram(PROGRAMS.consent, { CONSENT_DATA_DIR: dataDir, ...env });
-  const gatewayUrl = await program.waitFor(GATEWAY_URL, SLOW_MS);
-  const daemonUrl = await program.waitFor(DAEMON_URL, SLOW_MS);
-  const operatorToken = (await readFile(path.join(dataDir, "admin-token"), "utf8")).trim();
-  return { program, service: endpoints({ gatewayUrl, daemonUrl, operatorToken }) };
-}
+const startService = (dataDir: string, env: Record<string, string>) =>
+  startServiceProgram(dataDir, env, { startupMs: SLOW_MS });
 
 /** Issue 5 with the real programs: a daemon that dies mid-delivery, two daemons on one store. */
 describe("webhook delivery across daemon processes", { timeout: 240_000 }, () => {
-  let root: string;
+  const dirs = useProgramRoot("consent-webhook-processes-");
   let receiver: WebhookReceiver;
 
   beforeAll(async () => {
-    root = await mkdtemp(path.join(tmpdir(), "consent-webhook-processes-"));
     receiver = await new WebhookReceiver().start();
+  });
+  // Each test starts with a receiver that answers, whatever the one before left it doing.
+  beforeEach(() => {
+    receiver.answer = () => ({ status: 200, body: "ok" });
   });
   afterAll(async () => {
     await stopAllPrograms();
     await receiver.stop();
-    await rm(root, { recursive: true, force: true });
   });
 
   /** A team with a banner and one endpoint at the receiver; returns the endpoint's secret. */
@@ -74,7 +65,7 @@ describe("webhook delivery across daemon processes", { timeout: 240_000 }, () =>
     });
 
   it("delivers every event after a daemon killed with SIGKILL mid-delivery restarts", async () => {
-    const dataDir = path.join(root, "restart");
+    const dataDir = dirs.join("restart");
     // A short lease, so the restarted daemon takes over the dead one's claims without a minute's wait.
     const env = { ...SERVICE_ENV, CONSENT_WEBHOOK_LEASE_MS: "2000" };
     const first = await startService(dataDir, env);
@@ -112,7 +103,7 @@ describe("webhook delivery across daemon processes", { timeout: 240_000 }, () =>
   });
 
   it("two daemons on one data directory deliver each event exactly once", async () => {
-    const dataDir = path.join(root, "shared");
+    const dataDir = dirs.join("shared");
     const a = await startService(dataDir, SERVICE_ENV);
     const b = await startService(dataDir, SERVICE_ENV);
     const team = await subscribe(a.service);
