@@ -1,4 +1,4 @@
-import type { ConnectRouter } from "@connectrpc/connect";
+import type { ConnectRouter, Interceptor } from "@connectrpc/connect";
 import { createContextValues } from "@connectrpc/connect";
 import { fastifyConnectPlugin } from "@connectrpc/connect-fastify";
 import { fastify, LogController } from "fastify";
@@ -20,6 +20,7 @@ import type { Store } from "#daemon/store/store.js";
 import { createSubjectService } from "#daemon/subjects/subject-service.js";
 import { AddressGuard } from "#daemon/webhooks/address-guard.js";
 import { WebhookDispatcher } from "#daemon/webhooks/dispatcher.js";
+import { type Load, LoadGauge } from "#daemon/webhooks/load-gauge.js";
 import { WebhookSecretBox } from "#daemon/webhooks/webhook-secrets.js";
 import { createWebhookService } from "#daemon/webhooks/webhook-service.js";
 import { AdminService } from "#gen/consent/v1/admin_pb.js";
@@ -45,12 +46,14 @@ export interface DaemonOptions {
    * CONSENT_WEBHOOK_LEASE_MS.
    */
   webhooks?: { allowCidrs?: readonly string[]; pollIntervalMs?: number; leaseMs?: number };
+  /** The load webhook delivery yields to; by default this process's (LoadGauge). */
+  load?: Load;
 }
 
 /** Everything the daemon serves, as Connect routes usable by a server or an in-memory transport. */
 export interface Daemon {
   routes: (router: ConnectRouter) => void;
-  interceptors: ReturnType<typeof domainErrorInterceptor>[];
+  interceptors: Interceptor[];
   /** Subscribes to banners whose public side changed (publish, edit), so loader caches refresh. */
   onPublicChange(listener: (publicId: string) => void): void;
   /**
@@ -89,6 +92,8 @@ export function createDaemon(options: DaemonOptions): Daemon {
     ...identity.derivedSecrets("consent.v1 webhook secrets"),
     sharedSecret(() => null, options.operatorToken, "consent.v1 webhook secrets"),
   ]);
+  // Deliveries yield to the calls this process serves while they saturate it.
+  const gauge = new LoadGauge();
   const dispatcher = new WebhookDispatcher({
     store: services.store,
     clock,
@@ -97,6 +102,7 @@ export function createDaemon(options: DaemonOptions): Daemon {
     logger: options.logger,
     pollIntervalMs: options.webhooks?.pollIntervalMs,
     leaseMs: options.webhooks?.leaseMs,
+    load: options.load ?? gauge,
   });
   const names = [
     BannerService,
@@ -118,7 +124,7 @@ export function createDaemon(options: DaemonOptions): Daemon {
     linkSecret: secret("consent.v1 preferences link"),
   });
   return {
-    interceptors: [domainErrorInterceptor(options.logger)],
+    interceptors: [gauge.interceptor, domainErrorInterceptor(options.logger)],
     dispatcher,
     onPublicChange(listener) {
       publicChangeListeners.push(listener);

@@ -4,6 +4,7 @@ import type { Clock } from "#daemon/clock.js";
 import type { ConsentLogRecord } from "#daemon/consent-log/consent-log-store.js";
 import type { Store } from "#daemon/store/store.js";
 import type { AddressGuard } from "#daemon/webhooks/address-guard.js";
+import type { Load } from "#daemon/webhooks/load-gauge.js";
 import { consentGivenBody, onOutboxEvent } from "#daemon/webhooks/outbox.js";
 import { nextAttemptAt, retryAfterMs } from "#daemon/webhooks/retry-schedule.js";
 import { signedHeaders } from "#daemon/webhooks/signing.js";
@@ -39,7 +40,34 @@ export const BATCH_WINDOW_MS = 10;
  * slow endpoint (up to the 15 s timeout) holds only its own attempts, never the others' turn.
  */
 const MAX_IN_FLIGHT = 128;
+/** What one pass may take on: events claimed, attempts in flight, and of them per endpoint. */
+interface PassLimits {
+  events: number;
+  inFlight: number;
+  perEndpoint: number;
+}
+
+const FULL_SPEED: PassLimits = {
+  events: EVENT_BATCH,
+  inFlight: MAX_IN_FLIGHT,
+  perEndpoint: SOCKETS_PER_ORIGIN,
+};
+/**
+ * Under load (docs/webhooks.md, "Under load"): while the process is saturated by calls, a pass
+ * runs every YIELD_WINDOW_MS with these limits, so visitors' requests keep the CPU; the backlog
+ * is delivered at full speed once the load drops, or after MAX_YIELD_MS of yielding in a row.
+ */
+export const YIELDING: PassLimits = { events: 8, inFlight: 8, perEndpoint: 4 };
+export const YIELD_WINDOW_MS = 100;
+export const MAX_YIELD_MS = 30_000;
 const ENDPOINT_CHANGE_ATTEMPTS = 5;
+
+/** The attempt slots a pass has left: in all, and per endpoint (taken so far, and the most). */
+interface Slots {
+  free: number;
+  perEndpoint: Map<string, number>;
+  perEndpointMax: number;
+}
 
 export interface DispatcherOptions {
   store: Store;
@@ -56,6 +84,8 @@ export interface DispatcherOptions {
   leaseMs?: number;
   /** Jitter source of the retry schedule. */
   random?: () => number;
+  /** The daemon's load: while busy, deliveries yield to the calls (LoadGauge). */
+  load?: Load;
 }
 
 /** The secrets that sign an attempt at `now`: the current one, plus the previous during a rotation. */
@@ -95,12 +125,18 @@ export class WebhookDispatcher {
    * Attempts started and not yet recorded, by delivery id: a claim of a delivery already in
    * flight here is never sent twice.
    */
-  private readonly inFlight = new Map<string, Promise<void>>();
+  private readonly inFlight = new Map<string, { attempts: number; done: Promise<void> }>();
   /** Attempts in flight per endpoint, each at most SOCKETS_PER_ORIGIN. */
   private readonly inFlightPerEndpoint = new Map<string, number>();
   /** The last pass filled every free slot: more may be due once an attempt ends. */
   private full = false;
   private agents = new DeliveryAgents();
+  /** When the current run of yielding passes began (dispatcher clock, ms). */
+  private yieldingSince: number | undefined;
+  /** Yielded for MAX_YIELD_MS: full speed until a pass finds the backlog gone. */
+  private catchingUp = false;
+  /** The last pass yielded: the next waits YIELD_WINDOW_MS. */
+  private yielded = false;
 
   constructor(private readonly options: DispatcherOptions) {}
 
@@ -117,7 +153,9 @@ export class WebhookDispatcher {
     this.unsubscribe?.();
     this.halt?.();
     await this.loop;
-    while (this.inFlight.size > 0) await Promise.all(this.inFlight.values());
+    while (this.inFlight.size > 0) {
+      await Promise.all(Array.from(this.inFlight.values(), (running) => running.done));
+    }
     this.agents.destroy();
     this.agents = new DeliveryAgents();
   }
@@ -143,7 +181,7 @@ export class WebhookDispatcher {
         await this.pause(interval, true);
         if (!this.running || !this.woken) continue;
       }
-      await this.pause(BATCH_WINDOW_MS, false);
+      await this.pause(this.yielded ? YIELD_WINDOW_MS : BATCH_WINDOW_MS, false);
     }
   }
 
@@ -168,38 +206,66 @@ export class WebhookDispatcher {
    */
   async runOnce(): Promise<number> {
     const { store, clock } = this.options;
-    const events = await store.webhooks.claimEvents(this.lease(), clock(), EVENT_BATCH);
+    this.yielded = this.yielding();
+    const limits = this.yielded ? YIELDING : FULL_SPEED;
+    const events = await store.webhooks.claimEvents(this.lease(), clock(), limits.events);
     // Concurrent fan-outs: the embedded store commits them together. The free attempt slots go
     // to their deliveries first, stored leased and attempted at once, without a claim.
-    const slots = {
-      free: MAX_IN_FLIGHT - this.inFlight.size,
+    const slots: Slots = {
+      free: limits.inFlight - this.inFlight.size,
       perEndpoint: new Map(this.inFlightPerEndpoint),
+      perEndpointMax: limits.perEndpoint,
     };
     const fanOuts = await Promise.allSettled(events.map((event) => this.fanOut(event, slots)));
     const failedFanOut = fanOuts.find((result) => result.status === "rejected");
     if (failedFanOut) throw failedFanOut.reason;
-    const room = MAX_IN_FLIGHT - this.inFlight.size;
-    // An endpoint with as many attempts in flight as it has connections waits its turn, so one
-    // slow endpoint never holds every slot.
-    const busy = new Set(
-      [...this.inFlightPerEndpoint]
-        .filter(([, count]) => count >= SOCKETS_PER_ORIGIN)
-        .map(([id]) => id),
-    );
+    const room = Math.max(0, limits.inFlight - this.inFlight.size);
+    // An endpoint gets no more attempts in flight than it has connections (fewer while
+    // yielding); the rest wait their turn in the store, so one slow endpoint never holds every slot.
+    const perEndpoint = { max: limits.perEndpoint, inFlight: this.inFlightPerEndpoint };
     const due =
-      room > 0 ? await store.webhooks.claimDeliveries(this.lease(), clock(), room, busy) : [];
+      room > 0
+        ? await store.webhooks.claimDeliveries(this.lease(), clock(), room, perEndpoint)
+        : [];
     this.full = room === 0 || due.length === room;
+    if (this.catchingUp && events.length < limits.events && !this.full) this.catchingUp = false;
     for (const delivery of due) this.track(delivery);
     return events.length + due.length;
   }
 
   /**
-   * Runs an attempt beside the passes; a slot freed after a full pass wakes the loop. A delivery
-   * already in flight here (claimed again after a lease shorter than its attempt) is not sent
-   * again, and nothing starts once the dispatcher is stopping: its lease runs out instead.
+   * Whether this pass yields to the daemon's calls: while the load is busy, for at most
+   * MAX_YIELD_MS in a row; then the backlog goes out at full speed before yielding again.
+   */
+  private yielding(): boolean {
+    if (this.catchingUp || !this.options.load?.busy()) {
+      this.yieldingSince = undefined;
+      return false;
+    }
+    const now = this.options.clock().getTime();
+    this.yieldingSince ??= now;
+    if (now - this.yieldingSince < MAX_YIELD_MS) return true;
+    this.catchingUp = true;
+    this.yieldingSince = undefined;
+    return false;
+  }
+
+  /**
+   * Runs an attempt beside the passes; a slot freed after a full pass wakes the loop. Nothing
+   * starts once the dispatcher is stopping: its lease runs out instead. A delivery claimed while
+   * its attempt here is still running is either claimed again mid-attempt (after a lease shorter
+   * than the attempt: not sent again, the running attempt records it) or claimed after that
+   * attempt recorded its outcome, while the endpoint's failure record is still being written (a
+   * slow store, or a clock moved on, let its retry fall due meanwhile): attempted once that
+   * attempt ends, instead of being held unattempted until the new lease runs out.
    */
   private track(delivery: DeliveryRecord): void {
-    if (!this.running || this.inFlight.has(delivery.id)) return;
+    if (!this.running) return;
+    const running = this.inFlight.get(delivery.id);
+    if (running) {
+      if (delivery.attempts > running.attempts) void running.done.then(() => this.track(delivery));
+      return;
+    }
     const endpointId = delivery.webhookId;
     this.inFlightPerEndpoint.set(endpointId, (this.inFlightPerEndpoint.get(endpointId) ?? 0) + 1);
     // The endpoint's share counts the exchange with it, not the store write that records it.
@@ -227,13 +293,13 @@ export class WebhookDispatcher {
           this.nudge();
         }
       });
-    this.inFlight.set(delivery.id, attempt);
+    this.inFlight.set(delivery.id, { attempts: delivery.attempts, done: attempt });
   }
 
   /** Takes an attempt slot of this pass for the endpoint, if one is free for it. */
-  private takeSlot(slots: { free: number; perEndpoint: Map<string, number> }, endpointId: string) {
+  private takeSlot(slots: Slots, endpointId: string) {
     const endpointCount = slots.perEndpoint.get(endpointId) ?? 0;
-    if (slots.free <= 0 || endpointCount >= SOCKETS_PER_ORIGIN) return false;
+    if (slots.free <= 0 || endpointCount >= slots.perEndpointMax) return false;
     slots.free--;
     slots.perEndpoint.set(endpointId, endpointCount + 1);
     return true;
@@ -248,10 +314,7 @@ export class WebhookDispatcher {
    * One delivery per enabled endpoint of the team subscribed to the event and its banner. While
    * `slots` has room, a delivery is stored under this dispatcher's lease and attempted at once.
    */
-  private async fanOut(
-    row: ConsentLogRecord,
-    slots: { free: number; perEndpoint: Map<string, number> },
-  ): Promise<void> {
+  private async fanOut(row: ConsentLogRecord, slots: Slots): Promise<void> {
     const eventId = eventIdOf(row.id);
     const payload = consentGivenBody(row);
     const endpoints = await this.options.store.webhooks.listEndpoints(row.teamId);

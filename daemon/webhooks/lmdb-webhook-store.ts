@@ -36,6 +36,8 @@ export interface LmdbWebhookDatabases {
   webhookDeliveriesDue: Database<true, DueKey>;
 }
 
+/** Events of teams without endpoints one claim retires at most (bounding its transaction). */
+const MAX_RETIRED = 1_000;
 /** Due deliveries a claim looks past at most for endpoints it was asked to skip. */
 const SKIPPED_SCAN = 1_000;
 
@@ -67,6 +69,21 @@ export function createLmdbWebhookStore(dbs: LmdbWebhookDatabases): WebhookStore 
   function hasDueEvent(now: Date): boolean {
     for (const { value } of outbox.getRange({})) if (value.dueAtMs <= now.getTime()) return true;
     return false;
+  }
+
+  /** Whether a team has any endpoint, each team looked up once per call. */
+  function teamsWithEndpoints(): (teamId: string) => boolean {
+    const known = new Map<string, boolean>();
+    return (teamId) => {
+      let found = known.get(teamId);
+      if (found === undefined) {
+        found = false;
+        const range = { ...prefixRange(teamId, "ascending"), limit: 1 };
+        for (const _ of dbs.webhookEndpointIdsByTeam.getKeys(range)) found = true;
+        known.set(teamId, found);
+      }
+      return found;
+    };
   }
 
   function hasDueDelivery(now: Date): boolean {
@@ -140,11 +157,14 @@ export function createLmdbWebhookStore(dbs: LmdbWebhookDatabases): WebhookStore 
       if (!hasDueEvent(now)) return [];
       return outbox.transaction(() => {
         const claimed: ConsentLogRecord[] = [];
+        const subscribes = teamsWithEndpoints();
+        let retired = 0;
         // Keys are UUIDv7 consentLogIds: a forward scan meets the oldest events first.
         for (const { key, value } of outbox.getRange({})) {
           if (value.dueAtMs > now.getTime()) continue;
           const row = dbs.consentLog.get([value.teamId, key]);
-          if (!row) {
+          // Port: an event of a team without endpoints fans out to nothing, so it is retired here.
+          if (!row || (!subscribes(value.teamId) && retired++ < MAX_RETIRED)) {
             outbox.removeSync(key);
             continue;
           }
@@ -175,14 +195,15 @@ export function createLmdbWebhookStore(dbs: LmdbWebhookDatabases): WebhookStore 
       return created.filter((_, index) => written[index]);
     },
 
-    async claimDeliveries(lease, now, limit, skipWebhookIds = new Set()) {
+    async claimDeliveries(lease, now, limit, perEndpoint) {
       if (limit <= 0) return [];
       // A read first: with nothing due, no write transaction.
       if (!hasDueDelivery(now)) return [];
       return deliveries.transaction(() => {
         const claimed: DeliveryRecord[] = [];
-        // Skipped endpoints' deliveries are looked past, within a bound on the scan.
-        const scan = limit + (skipWebhookIds.size > 0 ? SKIPPED_SCAN : 0);
+        const taken = new Map(perEndpoint?.inFlight);
+        // Full endpoints' deliveries are looked past, within a bound on the scan.
+        const scan = limit + (perEndpoint ? SKIPPED_SCAN : 0);
         const dueKeys = Array.from(due.getKeys({ end: [now.getTime(), PREFIX_END], limit: scan }));
         for (const key of dueKeys) {
           const stored = deliveries.get(key[1]);
@@ -190,7 +211,9 @@ export function createLmdbWebhookStore(dbs: LmdbWebhookDatabases): WebhookStore 
             due.removeSync(key);
             continue;
           }
-          if (skipWebhookIds.has(stored.webhookId)) continue;
+          const endpointTaken = taken.get(stored.webhookId) ?? 0;
+          if (perEndpoint && endpointTaken >= perEndpoint.max) continue;
+          taken.set(stored.webhookId, endpointTaken + 1);
           const next = { ...stored, leaseOwner: lease.owner, leaseUntil: lease.until };
           putDelivery(next, stored);
           claimed.push(next);

@@ -5,6 +5,7 @@ import { insertUnique, isDuplicateKey, READ_LATEST } from "#daemon/store/mongo-w
 import {
   type AttemptResult,
   type DeliveryRecord,
+  type EndpointRoom,
   type WebhookEndpointRecord,
   type WebhookStore,
   withAttempt,
@@ -18,6 +19,9 @@ export type WebhookEndpointDocument = Omit<WebhookEndpointRecord, "id"> & { _id:
  * nextAttemptAt and leaseUntil, so one indexed range finds what may be claimed.
  */
 export type DeliveryDocument = Omit<DeliveryRecord, "id"> & { _id: string; dueAt?: Date };
+
+/** Events of teams without endpoints one claim retires at most. */
+const MAX_RETIRED = 1_000;
 
 /**
  * WebhookStore over the `webhook_endpoints` and `webhook_deliveries` collections, and the outbox
@@ -88,7 +92,9 @@ export class MongoWebhookStore implements WebhookStore {
     limit: number,
   ): Promise<ConsentLogRecord[]> {
     const claimed: ConsentLogRecord[] = [];
-    for (let i = 0; i < limit; i++) {
+    const subscribes = new Map<string, boolean>();
+    let retired = 0;
+    while (claimed.length < limit) {
       // The due time in the filter is the lease: a claimed event is due again only at lease end.
       const document = await this.consentLog.findOneAndUpdate(
         { outbox: { $exists: true }, "outbox.dueAt": { $lte: now } },
@@ -96,9 +102,29 @@ export class MongoWebhookStore implements WebhookStore {
         { sort: { "outbox.dueAt": 1 }, returnDocument: "after" },
       );
       if (!document) break;
-      claimed.push(logRecordOf(document));
+      const row = logRecordOf(document);
+      // Port: an event of a team without endpoints fans out to nothing, so it is retired here.
+      if (retired < MAX_RETIRED && !(await this.hasEndpoints(row.teamId, subscribes))) {
+        await this.consentLog.updateOne(
+          { _id: document._id, "outbox.leaseOwner": lease.owner },
+          { $unset: { outbox: "" } },
+        );
+        retired++;
+        continue;
+      }
+      claimed.push(row);
     }
     return claimed;
+  }
+
+  /** Whether a team has any endpoint, each team looked up once per claim (`known`). */
+  private async hasEndpoints(teamId: string, known: Map<string, boolean>): Promise<boolean> {
+    let found = known.get(teamId);
+    if (found === undefined) {
+      found = (await this.endpoints.findOne({ teamId }, { projection: { _id: 1 } })) !== null;
+      known.set(teamId, found);
+    }
+    return found;
   }
 
   async fanOut(
@@ -135,22 +161,30 @@ export class MongoWebhookStore implements WebhookStore {
     lease: { owner: string; until: Date },
     now: Date,
     limit: number,
-    skipWebhookIds: ReadonlySet<string> = new Set(),
+    perEndpoint?: EndpointRoom,
   ): Promise<DeliveryRecord[]> {
     const claimed: DeliveryRecord[] = [];
+    const taken = new Map(perEndpoint?.inFlight);
+    const full = new Set(
+      [...taken].filter(([, count]) => perEndpoint && count >= perEndpoint.max).map(([id]) => id),
+    );
     for (let i = 0; i < limit; i++) {
       const document = await this.deliveries.findOneAndUpdate(
         {
           status: "pending",
           dueAt: { $lte: now },
           $or: [{ leaseUntil: { $exists: false } }, { leaseUntil: { $lte: now } }],
-          ...(skipWebhookIds.size > 0 && { webhookId: { $nin: [...skipWebhookIds] } }),
+          ...(full.size > 0 && { webhookId: { $nin: [...full] } }),
         },
         { $set: { leaseOwner: lease.owner, leaseUntil: lease.until, dueAt: lease.until } },
         { sort: { dueAt: 1 }, returnDocument: "after" },
       );
       if (!document) break;
-      claimed.push(deliveryOf(document));
+      const delivery = deliveryOf(document);
+      claimed.push(delivery);
+      const count = (taken.get(delivery.webhookId) ?? 0) + 1;
+      taken.set(delivery.webhookId, count);
+      if (perEndpoint && count >= perEndpoint.max) full.add(delivery.webhookId);
     }
     return claimed;
   }

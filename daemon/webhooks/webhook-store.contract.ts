@@ -89,6 +89,7 @@ export function describeWebhookStoreContract(openStore: OpenStore): void {
     });
 
     it("puts an explicit choice's event in the outbox with its row, and nothing for a default row", async () => {
+      await store().webhooks.insertEndpoint(anEndpoint(teamId, now));
       const explicit = aRow(teamId, now);
       const byDefault = aRow(teamId, shifted(now, 1), "consent_default");
       await store().consentLog.append(explicit, { event: "consent.given" });
@@ -107,6 +108,7 @@ export function describeWebhookStoreContract(openStore: OpenStore): void {
     });
 
     it("hands an event to one of two racing claimers, and again once the lease expires", async () => {
+      await store().webhooks.insertEndpoint(anEndpoint(teamId, now));
       const row = aRow(teamId, now);
       await store().consentLog.append(row, { event: "consent.given" });
       const [a, b] = await Promise.all([
@@ -117,6 +119,24 @@ export function describeWebhookStoreContract(openStore: OpenStore): void {
       expect(await store().webhooks.claimEvents(lease("c"), shifted(now, 1000), 10)).toEqual([]);
       const later = shifted(now, 2 * MINUTE);
       expect(await store().webhooks.claimEvents(lease("c", later), later, 10)).toEqual([row]);
+    });
+
+    it("retires the events of a team without endpoints instead of handing them out", async () => {
+      const lone = randomUUID();
+      await store().webhooks.insertEndpoint(anEndpoint(teamId, now));
+      const unsubscribed = [aRow(lone, now), aRow(lone, shifted(now, 1))];
+      const subscribed = aRow(teamId, shifted(now, 2));
+      for (const row of [...unsubscribed, subscribed])
+        await store().consentLog.append(row, { event: "consent.given" });
+      expect(await store().webhooks.claimEvents(lease("a"), shifted(now, 10), 10)).toEqual([
+        subscribed,
+      ]);
+      // Retired, not leased: due again never, and the rows stay in the log.
+      const later = shifted(now, 2 * MINUTE);
+      expect(await store().webhooks.claimEvents(lease("b", later), later, 10)).toEqual([
+        subscribed,
+      ]);
+      expect(await store().consentLog.list({ teamId: lone, limit: 10 })).toHaveLength(2);
     });
 
     it("fans an event out once, however often the fan-out repeats, and retires it", async () => {
@@ -210,25 +230,36 @@ export function describeWebhookStoreContract(openStore: OpenStore): void {
       expect(await store().webhooks.claimDeliveries(lease("c", later), later, 10)).toHaveLength(5);
     });
 
-    it("leaves the deliveries of skipped endpoints due when claiming", async () => {
+    it("claims no more of an endpoint's deliveries than the caller has room for", async () => {
       const busy = anEndpoint(teamId, now);
-      const free = anEndpoint(teamId, shifted(now, 1));
-      await store().webhooks.insertEndpoint(busy);
-      await store().webhooks.insertEndpoint(free);
-      const rows = Array.from({ length: 4 }, (_, i) => aRow(teamId, shifted(now, i)));
-      for (const [i, row] of rows.entries()) {
-        await store().webhooks.fanOut(row.id, [aDelivery(row, (i < 3 ? busy : free).id)]);
+      const half = anEndpoint(teamId, shifted(now, 1));
+      const free = anEndpoint(teamId, shifted(now, 2));
+      for (const endpoint of [busy, half, free]) await store().webhooks.insertEndpoint(endpoint);
+      // Three due deliveries for each endpoint, oldest first: busy, half, free, busy, half, ...
+      const endpoints = [busy, half, free, busy, half, free, busy, half, free];
+      for (const [i, endpoint] of endpoints.entries()) {
+        const row = aRow(teamId, shifted(now, i));
+        await store().webhooks.fanOut(row.id, [aDelivery(row, endpoint.id)]);
       }
       const at = shifted(now, 1000);
-      const claimed = await store().webhooks.claimDeliveries(
-        lease("a", at),
-        at,
-        10,
-        new Set([busy.id]),
-      );
-      expect(claimed.map((d) => d.webhookId)).toEqual([free.id]);
+      const perEndpoint = {
+        max: 2,
+        inFlight: new Map([
+          [busy.id, 2],
+          [half.id, 1],
+        ]),
+      };
+      const claimed = await store().webhooks.claimDeliveries(lease("a", at), at, 10, perEndpoint);
+      expect(claimed.map((d) => d.webhookId)).toEqual([half.id, free.id, free.id]);
       const later = await store().webhooks.claimDeliveries(lease("b", at), at, 10);
-      expect(later.map((d) => d.webhookId)).toEqual([busy.id, busy.id, busy.id]);
+      expect(later.map((d) => d.webhookId)).toEqual([
+        busy.id,
+        busy.id,
+        half.id,
+        busy.id,
+        half.id,
+        free.id,
+      ]);
     });
 
     it("schedules a retry at nextAttemptAt and replays dead letters", async () => {

@@ -125,6 +125,12 @@ export function eventIdOf(consentLogId: string): string {
   return `evt_${consentLogId.replaceAll("-", "")}`;
 }
 
+/** How many more deliveries of each endpoint a caller takes: `max` less those it has in flight. */
+export interface EndpointRoom {
+  max: number;
+  inFlight: ReadonlyMap<string, number>;
+}
+
 /**
  * Storage port for webhook endpoints, the event outbox and deliveries.
  *
@@ -151,7 +157,11 @@ export interface WebhookStore {
   /** Removes an endpoint of the team and its deliveries; false when there was none. */
   deleteEndpoint(teamId: string, id: string): Promise<boolean>;
 
-  /** Claims up to `limit` pending outbox events due at `now` (oldest first) under `lease`. */
+  /**
+   * Claims up to `limit` pending outbox events due at `now` (oldest first) under `lease`. The due
+   * events it meets of a team that has no endpoint at all would fan out to nothing: it retires
+   * them instead of handing them out (up to a bound per call; past it they are handed out).
+   */
   claimEvents(lease: Lease, now: Date, limit: number): Promise<ConsentLogRecord[]>;
   /**
    * Stores the deliveries of one event (those already stored are left as they are) and retires the
@@ -162,15 +172,15 @@ export interface WebhookStore {
   fanOut(consentLogId: string, deliveries: readonly DeliveryRecord[]): Promise<DeliveryRecord[]>;
 
   /**
-   * Claims up to `limit` pending deliveries due at `now`, earliest due first, under `lease`,
-   * leaving those of the endpoints in `skipWebhookIds` (ones the caller has enough in flight for)
-   * due for later.
+   * Claims up to `limit` pending deliveries due at `now`, earliest due first, under `lease`. With
+   * `perEndpoint`, at most `max` minus the endpoint's `inFlight` count of one endpoint's
+   * deliveries are claimed (the caller's connections to it); the others stay due for later.
    */
   claimDeliveries(
     lease: Lease,
     now: Date,
     limit: number,
-    skipWebhookIds?: ReadonlySet<string>,
+    perEndpoint?: EndpointRoom,
   ): Promise<DeliveryRecord[]>;
   /**
    * Records what became of a delivery claimed under `owner` with `claimedAttempts` attempts made,

@@ -10,6 +10,7 @@ import { createInProcessTransport } from "#daemon/rpc/in-process-transport.js";
 import { createDaemon, listenDaemon } from "#daemon/server.js";
 import { openLmdbStore } from "#daemon/store/lmdb-store.js";
 import type { Store } from "#daemon/store/store.js";
+import type { Load } from "#daemon/webhooks/load-gauge.js";
 
 export interface TestService {
   /** http://127.0.0.1:<port> of the daemon (gRPC, gRPC-Web, Connect). */
@@ -33,6 +34,8 @@ export interface TestServiceOptions {
   clock?: Clock;
   /** Reuse this data directory (kept on close) instead of a fresh temp one. */
   dataDir?: string;
+  /** The load webhook delivery yields to, instead of the process's own. */
+  load?: Load;
 }
 
 /**
@@ -65,6 +68,7 @@ export async function startTestService(options: TestServiceOptions = {}): Promis
     baseUrl: config.baseUrl,
     logger,
     clock: options.clock,
+    load: options.load,
     // A short poll, so tests that move the clock see due retries promptly.
     webhooks: { allowCidrs: config.webhookAllowCidrs, pollIntervalMs: 50 },
   });

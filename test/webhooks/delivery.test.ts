@@ -1,6 +1,11 @@
 import { Webhook } from "standardwebhooks";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { FAILING_DISABLE_AFTER_MS } from "#daemon/webhooks/dispatcher.js";
+import {
+  FAILING_DISABLE_AFTER_MS,
+  MAX_YIELD_MS,
+  YIELD_WINDOW_MS,
+  YIELDING,
+} from "#daemon/webhooks/dispatcher.js";
 import { JITTER, RETRY_DELAYS_MS } from "#daemon/webhooks/retry-schedule.js";
 import { signature } from "#daemon/webhooks/signing.js";
 import { SOCKETS_PER_ORIGIN } from "#daemon/webhooks/webhook-sender.js";
@@ -20,6 +25,18 @@ describe("Standard Webhooks signing", () => {
     ).toBe("v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=");
   });
 });
+
+/** A team with a banner, a webhook key and one endpoint at `url` (or as `body` says). */
+async function subscribe(service: TestService, url: string, body: Record<string, unknown> = {}) {
+  const fixture = await bannerFixture(service);
+  const { key } = await mintKey(service, fixture.teamId, { scopes: WEBHOOK_SCOPES });
+  const created = await http(service, "POST", "/api/v1/webhooks", {
+    key,
+    body: { url: `${url}?team=${fixture.teamId}`, ...body },
+  });
+  expect(created.status).toBe(201);
+  return { ...fixture, key, webhook: created.body.data.webhook };
+}
 
 /** spec 6 and issue 5 over the real daemon, gateway and a real receiver on 127.0.0.1. */
 describe("consent.given delivery", () => {
@@ -41,17 +58,7 @@ describe("consent.given delivery", () => {
     await receiver.stop();
   });
 
-  /** A team with a banner, a webhook key and one endpoint at the receiver. */
-  async function subscribed(body: Record<string, unknown> = {}) {
-    const fixture = await bannerFixture(service);
-    const { key } = await mintKey(service, fixture.teamId, { scopes: WEBHOOK_SCOPES });
-    const created = await http(service, "POST", "/api/v1/webhooks", {
-      key,
-      body: { url: `${receiver.url}?team=${fixture.teamId}`, ...body },
-    });
-    expect(created.status).toBe(201);
-    return { ...fixture, key, webhook: created.body.data.webhook };
-  }
+  const subscribed = (body: Record<string, unknown> = {}) => subscribe(service, receiver.url, body);
 
   const deliveriesOf = (teamId: string, webhookId: string) =>
     service.store.webhooks.listDeliveries({ teamId, webhookId, limit: 100 });
@@ -174,6 +181,52 @@ describe("consent.given delivery", () => {
     expect(ids).toHaveLength(2);
     expect(new Set(ids).size).toBe(1);
     receiver.answer = previous;
+  });
+
+  it("retries a delivery that fell due while its failed attempt was still being recorded", async () => {
+    const team = await subscribed();
+    const previous = receiver.answer;
+    let failures = 0;
+    receiver.answer = (request) =>
+      request.body.includes(team.publicId) && failures++ < 1 ? { status: 503 } : previous(request);
+    // The endpoint's failure record (written after the attempt's outcome) waits for the test.
+    const webhooks = service.store.webhooks;
+    const replaceEndpoint = webhooks.replaceEndpoint;
+    let release = () => {};
+    const released = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    webhooks.replaceEndpoint = async (...args) => {
+      await released;
+      return replaceEndpoint.apply(webhooks, args);
+    };
+    try {
+      await postLog(service, aChoice(team.publicId));
+      await eventually(async () => {
+        const [d] = await deliveriesOf(team.teamId, team.webhook.id);
+        return d?.attempts === 1 && d.leaseOwner === undefined ? d : undefined;
+      }, "the first attempt's outcome is recorded");
+      offsetMs += RETRY_DELAYS_MS[0] * 2;
+      // The retry is due and claimed while the first attempt is still running.
+      await eventually(async () => {
+        const [d] = await deliveriesOf(team.teamId, team.webhook.id);
+        return d?.leaseOwner !== undefined ? d : undefined;
+      }, "the retry is claimed");
+      release();
+      const succeeded = await eventually(
+        async () => {
+          const [d] = await deliveriesOf(team.teamId, team.webhook.id);
+          return d?.status === "succeeded" ? d : undefined;
+        },
+        "the retry is sent once the first attempt ends, not after the retry's lease",
+        5_000,
+      );
+      expect(succeeded.attempts).toBe(2);
+    } finally {
+      release();
+      webhooks.replaceEndpoint = replaceEndpoint;
+      receiver.answer = previous;
+    }
   });
 
   // The clock moves on by days from here: deliveries are signed with the moved clock.
@@ -340,6 +393,75 @@ describe("consent.given delivery", () => {
       return found.length === 1 ? found : undefined;
     }, "the unfiltered endpoint gets a delivery");
     expect(await deliveriesOf(team.teamId, filtered.body.data.webhook.id)).toEqual([]);
+  });
+});
+
+/** docs/webhooks.md "Under load": deliveries yield to the calls that saturate the daemon. */
+describe("delivery under load", () => {
+  let service: TestService;
+  let busy = true;
+  let offsetMs = 0;
+  const clock = () => new Date(Date.now() + offsetMs);
+
+  beforeAll(async () => {
+    service = await startTestService({
+      gateway: true,
+      clock,
+      env: { CONSENT_WEBHOOK_ALLOW_CIDRS: "127.0.0.1/32" },
+      load: { busy: () => busy },
+    });
+  });
+  afterAll(() => service.close());
+
+  /** Posts more choices than a yielding dispatcher attempts at once to one endpoint, which hangs. */
+  async function holdAttempts(hanging: WebhookReceiver) {
+    hanging.answer = () => NEVER;
+    const team = await subscribe(service, hanging.url);
+    const choices = YIELDING.perEndpoint + 4;
+    for (let i = 0; i < choices; i++) await postLog(service, aChoice(team.publicId));
+    await eventually(
+      () => (hanging.received.length >= YIELDING.perEndpoint ? true : undefined),
+      "the yielding dispatcher's attempts arrive",
+    );
+    // Several passes later, still no more than a yielding dispatcher keeps in flight.
+    await new Promise((resolve) => setTimeout(resolve, 5 * YIELD_WINDOW_MS));
+    expect(hanging.received).toHaveLength(YIELDING.perEndpoint);
+    return choices;
+  }
+
+  it("keeps few attempts in flight while the daemon is busy, and catches up when it is not", async () => {
+    busy = true;
+    const hanging = await new WebhookReceiver().start();
+    try {
+      const choices = await holdAttempts(hanging);
+      busy = false;
+      await eventually(
+        () => (hanging.received.length === choices ? true : undefined),
+        "every event is attempted once the load is gone",
+        // Well before the hanging attempts' 15 s timeout would free their slots.
+        5_000,
+      );
+    } finally {
+      await hanging.stop();
+    }
+  });
+
+  it("yields for at most 30 s in a row, then delivers the backlog at full speed", async () => {
+    busy = true;
+    const hanging = await new WebhookReceiver().start();
+    try {
+      const choices = await holdAttempts(hanging);
+      expect(MAX_YIELD_MS).toBe(30_000);
+      offsetMs += MAX_YIELD_MS;
+      await eventually(
+        () => (hanging.received.length === choices ? true : undefined),
+        "every event is attempted although the daemon is still busy",
+        // Well before the hanging attempts' 15 s timeout would free their slots.
+        5_000,
+      );
+    } finally {
+      await hanging.stop();
+    }
   });
 });
 
