@@ -40,26 +40,32 @@ export const BATCH_WINDOW_MS = 10;
  * slow endpoint (up to the 15 s timeout) holds only its own attempts, never the others' turn.
  */
 const MAX_IN_FLIGHT = 128;
-/** What one pass may take on: events claimed, attempts in flight, and of them per endpoint. */
+/**
+ * What one pass may take on: events claimed, attempts started (never more than MAX_IN_FLIGHT in
+ * flight in all), and attempts in flight to one endpoint.
+ */
 interface PassLimits {
   events: number;
-  inFlight: number;
+  starts: number;
   perEndpoint: number;
 }
 
 const FULL_SPEED: PassLimits = {
   events: EVENT_BATCH,
-  inFlight: MAX_IN_FLIGHT,
+  starts: MAX_IN_FLIGHT,
   perEndpoint: SOCKETS_PER_ORIGIN,
 };
 /**
  * Under load (docs/webhooks.md, "Under load"): while the process is saturated by calls, a pass
- * runs every YIELD_WINDOW_MS with these limits, so visitors' requests keep the CPU; the backlog
- * is delivered at full speed once the load drops, or after MAX_YIELD_MS of yielding in a row.
+ * runs every YIELD_WINDOW_MS with these limits, so visitors' requests keep the CPU. Starts, not
+ * attempts in flight, are limited: attempts hanging at one endpoint cost no CPU and must not
+ * hold the other endpoints' turn. The backlog is delivered at full speed once the load drops, or
+ * after MAX_YIELD_MS of yielding with a backlog (until the load has been gone for QUIET_MS).
  */
-export const YIELDING: PassLimits = { events: 8, inFlight: 8, perEndpoint: 4 };
+export const YIELDING: PassLimits = { events: 8, starts: 8, perEndpoint: 4 };
 export const YIELD_WINDOW_MS = 100;
 export const MAX_YIELD_MS = 30_000;
+const QUIET_MS = 1_000;
 const ENDPOINT_CHANGE_ATTEMPTS = 5;
 
 /** The attempt slots a pass has left: in all, and per endpoint (taken so far, and the most). */
@@ -131,8 +137,10 @@ export class WebhookDispatcher {
   /** The last pass filled every free slot: more may be due once an attempt ends. */
   private full = false;
   private agents = new DeliveryAgents();
-  /** When the current run of yielding passes began (dispatcher clock, ms). */
+  /** When yielding began, unless the load has since been gone for QUIET_MS (dispatcher clock, ms). */
   private yieldingSince: number | undefined;
+  /** Since when the load has been gone, while yieldingSince is set. */
+  private quietSince: number | undefined;
   /** Yielded for MAX_YIELD_MS: full speed until a pass finds the backlog gone. */
   private catchingUp = false;
   /** The last pass yielded: the next waits YIELD_WINDOW_MS. */
@@ -212,14 +220,14 @@ export class WebhookDispatcher {
     // Concurrent fan-outs: the embedded store commits them together. The free attempt slots go
     // to their deliveries first, stored leased and attempted at once, without a claim.
     const slots: Slots = {
-      free: limits.inFlight - this.inFlight.size,
+      free: Math.min(limits.starts, MAX_IN_FLIGHT - this.inFlight.size),
       perEndpoint: new Map(this.inFlightPerEndpoint),
       perEndpointMax: limits.perEndpoint,
     };
     const fanOuts = await Promise.allSettled(events.map((event) => this.fanOut(event, slots)));
     const failedFanOut = fanOuts.find((result) => result.status === "rejected");
     if (failedFanOut) throw failedFanOut.reason;
-    const room = Math.max(0, limits.inFlight - this.inFlight.size);
+    const room = Math.max(0, Math.min(slots.free, MAX_IN_FLIGHT - this.inFlight.size));
     // An endpoint gets no more attempts in flight than it has connections (fewer while
     // yielding); the rest wait their turn in the store, so one slow endpoint never holds every slot.
     const perEndpoint = { max: limits.perEndpoint, inFlight: this.inFlightPerEndpoint };
@@ -228,21 +236,28 @@ export class WebhookDispatcher {
         ? await store.webhooks.claimDeliveries(this.lease(), clock(), room, perEndpoint)
         : [];
     this.full = room === 0 || due.length === room;
-    if (this.catchingUp && events.length < limits.events && !this.full) this.catchingUp = false;
+    // Caught up: fewer events than asked for and fewer deliveries than there was room for (or no
+    // room at all: every slot is held by attempts in flight, yielding or not).
+    const caughtUp = events.length < limits.events && (room === 0 || due.length < room);
+    if (this.catchingUp && caughtUp) this.catchingUp = false;
     for (const delivery of due) this.track(delivery);
     return events.length + due.length;
   }
 
   /**
    * Whether this pass yields to the daemon's calls: while the load is busy, for at most
-   * MAX_YIELD_MS in a row; then the backlog goes out at full speed before yielding again.
+   * MAX_YIELD_MS; then the backlog goes out at full speed before yielding again. A short dip in
+   * the load does not restart the MAX_YIELD_MS: only QUIET_MS without load does.
    */
   private yielding(): boolean {
-    if (this.catchingUp || !this.options.load?.busy()) {
-      this.yieldingSince = undefined;
+    if (this.catchingUp) return false;
+    const now = this.options.clock().getTime();
+    if (!this.options.load?.busy()) {
+      this.quietSince ??= now;
+      if (now - this.quietSince >= QUIET_MS) this.yieldingSince = undefined;
       return false;
     }
-    const now = this.options.clock().getTime();
+    this.quietSince = undefined;
     this.yieldingSince ??= now;
     if (now - this.yieldingSince < MAX_YIELD_MS) return true;
     this.catchingUp = true;

@@ -20,9 +20,6 @@ export type WebhookEndpointDocument = Omit<WebhookEndpointRecord, "id"> & { _id:
  */
 export type DeliveryDocument = Omit<DeliveryRecord, "id"> & { _id: string; dueAt?: Date };
 
-/** Events of teams without endpoints one claim retires at most. */
-const MAX_RETIRED = 1_000;
-
 /**
  * WebhookStore over the `webhook_endpoints` and `webhook_deliveries` collections, and the outbox
  * embedded in `consent_log` documents (mongo-consent-log-store.ts). Claims are findOneAndUpdate
@@ -92,7 +89,7 @@ export class MongoWebhookStore implements WebhookStore {
     limit: number,
   ): Promise<ConsentLogRecord[]> {
     const claimed: ConsentLogRecord[] = [];
-    const subscribes = new Map<string, boolean>();
+    const subscribes = new Set<string>();
     let retired = 0;
     while (claimed.length < limit) {
       // The due time in the filter is the lease: a claimed event is due again only at lease end.
@@ -104,7 +101,7 @@ export class MongoWebhookStore implements WebhookStore {
       if (!document) break;
       const row = logRecordOf(document);
       // Port: an event of a team without endpoints fans out to nothing, so it is retired here.
-      if (retired < MAX_RETIRED && !(await this.hasEndpoints(row.teamId, subscribes))) {
+      if (retired < limit && !(await this.hasEndpoints(row.teamId, subscribes))) {
         await this.consentLog.updateOne(
           { _id: document._id, "outbox.leaseOwner": lease.owner },
           { $unset: { outbox: "" } },
@@ -117,14 +114,19 @@ export class MongoWebhookStore implements WebhookStore {
     return claimed;
   }
 
-  /** Whether a team has any endpoint, each team looked up once per claim (`known`). */
-  private async hasEndpoints(teamId: string, known: Map<string, boolean>): Promise<boolean> {
-    let found = known.get(teamId);
-    if (found === undefined) {
-      found = (await this.endpoints.findOne({ teamId }, { projection: { _id: 1 } })) !== null;
-      known.set(teamId, found);
-    }
-    return found;
+  /**
+   * Whether a team has any endpoint. Only a yes is remembered (`subscribed`): a no is asked again
+   * for each event, after its claim, so an event appended once an endpoint exists is never
+   * retired on an answer read before (the claim spans many round trips).
+   */
+  private async hasEndpoints(teamId: string, subscribed: Set<string>): Promise<boolean> {
+    if (subscribed.has(teamId)) return true;
+    const found = await this.endpoints.findOne(
+      { teamId },
+      { ...READ_LATEST, projection: { _id: 1 } },
+    );
+    if (found) subscribed.add(teamId);
+    return found !== null;
   }
 
   async fanOut(

@@ -99,6 +99,7 @@ export function describeWebhookStoreContract(openStore: OpenStore): void {
     });
 
     it("leaves a failed append without an event", async () => {
+      await store().webhooks.insertEndpoint(anEndpoint(teamId, now));
       const row = aRow(teamId, now, "consent_default");
       await store().consentLog.append(row);
       await expect(

@@ -160,7 +160,8 @@ export interface WebhookStore {
   /**
    * Claims up to `limit` pending outbox events due at `now` (oldest first) under `lease`. The due
    * events it meets of a team that has no endpoint at all would fan out to nothing: it retires
-   * them instead of handing them out (up to a bound per call; past it they are handed out).
+   * them instead of handing them out (up to a bound per call, at least `limit`; past it they are
+   * handed out). An event appended after the team's first endpoint was stored is never retired.
    */
   claimEvents(lease: Lease, now: Date, limit: number): Promise<ConsentLogRecord[]>;
   /**

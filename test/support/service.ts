@@ -34,7 +34,10 @@ export interface TestServiceOptions {
   clock?: Clock;
   /** Reuse this data directory (kept on close) instead of a fresh temp one. */
   dataDir?: string;
-  /** The load webhook delivery yields to, instead of the process's own. */
+  /**
+   * The load webhook delivery yields to. By default never busy: a test's own bursts must not
+   * slow its deliveries (the tests of yielding set their own).
+   */
   load?: Load;
 }
 
@@ -68,7 +71,7 @@ export async function startTestService(options: TestServiceOptions = {}): Promis
     baseUrl: config.baseUrl,
     logger,
     clock: options.clock,
-    load: options.load,
+    load: options.load ?? { busy: () => false },
     // A short poll, so tests that move the clock see due retries promptly.
     webhooks: { allowCidrs: config.webhookAllowCidrs, pollIntervalMs: 50 },
   });

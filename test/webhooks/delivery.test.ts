@@ -423,9 +423,17 @@ describe("delivery under load", () => {
       () => (hanging.received.length >= YIELDING.perEndpoint ? true : undefined),
       "the yielding dispatcher's attempts arrive",
     );
-    // Several passes later, still no more than a yielding dispatcher keeps in flight.
+    // Several passes later, still no more than a yielding dispatcher keeps in flight to one
+    // endpoint; the others wait in the store, unleased.
     await new Promise((resolve) => setTimeout(resolve, 5 * YIELD_WINDOW_MS));
     expect(hanging.received).toHaveLength(YIELDING.perEndpoint);
+    const held = await service.store.webhooks.listDeliveries({
+      teamId: team.teamId,
+      webhookId: team.webhook.id,
+      limit: 100,
+    });
+    expect(held).toHaveLength(choices);
+    expect(held.filter((d) => d.leaseOwner !== undefined)).toHaveLength(YIELDING.perEndpoint);
     return choices;
   }
 
@@ -443,6 +451,33 @@ describe("delivery under load", () => {
       );
     } finally {
       await hanging.stop();
+    }
+  });
+
+  it("starts other endpoints' deliveries while yielding, however many attempts hang at one", async () => {
+    busy = false;
+    const hanging = await new WebhookReceiver().start();
+    const other = await new WebhookReceiver().start();
+    try {
+      hanging.answer = () => NEVER;
+      const stuck = await subscribe(service, hanging.url);
+      for (let i = 0; i < SOCKETS_PER_ORIGIN; i++) await postLog(service, aChoice(stuck.publicId));
+      await eventually(
+        () => (hanging.received.length === SOCKETS_PER_ORIGIN ? true : undefined),
+        "the hanging endpoint holds every connection it may have",
+      );
+      busy = true;
+      const team = await subscribe(service, other.url);
+      const posted = await postLog(service, aChoice(team.publicId));
+      await eventually(
+        () => other.received.find((r) => r.body.includes(posted.body.consentLogId)),
+        "another endpoint's event arrives while the dispatcher yields",
+        // Well before the hanging attempts' 15 s timeout would free their slots.
+        5_000,
+      );
+    } finally {
+      await hanging.stop();
+      await other.stop();
     }
   });
 
