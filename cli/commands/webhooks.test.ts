@@ -177,6 +177,15 @@ describe("consentctl webhooks (against a real daemon)", { timeout: E2E_TIMEOUT_M
     expect(new Webhook(rotated.secret).verify(arrived?.body ?? "", headers)).toBeTruthy();
     expect(new Webhook(team.webhook.secret).verify(arrived?.body ?? "", headers)).toBeTruthy();
 
+    // The terminal shows the daemon's answer: the new secret and until when the old one signs.
+    const human = await cli.run(
+      argv`webhooks update ${team.webhook.id} --team ${team.teamId} --rotate-secret --grace 2h`,
+    );
+    expect(human.code).toBe(0);
+    expect(human.stdout).toContain("Secret rotated");
+    expect(human.stdout).toMatch(/Old secret until/);
+    expect(human.stdout).toMatch(/whsec_/);
+
     expect(await cli.json(argv`webhooks remove ${team.webhook.id} --team ${team.teamId}`)).toEqual({
       id: team.webhook.id,
       deleted: true,

@@ -2,13 +2,7 @@ import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { type Command, Option } from "commander";
 import { TEAM_HELP, TEAMS_HINT } from "#cli/commands/teams.js";
 import { examples, messageJson, required } from "#cli/format.js";
-import {
-  formatDuration,
-  integerIn,
-  parseDuration,
-  parseList,
-  parseTimeBound,
-} from "#cli/option-parsers.js";
+import { integerIn, parseDuration, parseList, parseTimeBound } from "#cli/option-parsers.js";
 import type { Runtime } from "#cli/program.js";
 import type { CommandSpec, Invocation } from "#cli/run-command.js";
 import type { DeliveryPage, ReplayResult } from "#cli/views/webhook-views.js";
@@ -213,7 +207,7 @@ function addUpdateWebhook(webhooks: Command, runtime: Runtime): void {
         command.error("error: nothing to update: pass at least one option (see --help)");
       }
       const title = options.rotateSecret
-        ? `Secret rotated (the previous one also signs for ${formatDuration(options.grace ?? 86_400)})`
+        ? "Secret rotated (the old secret also signs until the time shown)"
         : "Webhook endpoint updated";
       return runtime.run(
         command,
