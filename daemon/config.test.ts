@@ -18,3 +18,18 @@ describe("CONSENT_WEBHOOK_LEASE_MS", () => {
     }
   });
 });
+
+describe("numeric settings", () => {
+  it("read ports as decimal whole numbers, spaces around allowed", () => {
+    expect(loadConfig({ CONSENT_HTTP_PORT: " 8081 " }).httpPort).toBe(8081);
+    expect(loadConfig({ CONSENT_GRPC_PORT: "0" }).grpcPort).toBe(0);
+  });
+
+  it("refuse what Number() would accept but is not written as a whole number", () => {
+    for (const value of ["0x50", "1e3", "80.0", "65536", "-1", "eighty"]) {
+      expect(() => loadConfig({ CONSENT_HTTP_PORT: value })).toThrow(
+        `CONSENT_HTTP_PORT must be a port number from 0 to 65535, not "${value}"`,
+      );
+    }
+  });
+});

@@ -36,13 +36,28 @@ export class ConfigError extends Error {
   override name = "ConfigError";
 }
 
-function port(value: string | undefined, fallback: number, name: string): number {
-  if (value === undefined || value === "") return fallback;
+/**
+ * A whole number from `min` to `max` written in decimal digits (surrounding spaces allowed), or
+ * undefined when unset: what every numeric setting accepts, so "1e3", "0x50" or "8.0" are refused
+ * alike. `what` names the number in the error ("a port number", "a whole number of milliseconds").
+ */
+export function wholeNumberIn(
+  value: string | undefined,
+  min: number,
+  max: number,
+  name: string,
+  what: string,
+): number | undefined {
+  if (value === undefined || value === "") return undefined;
   const parsed = Number(value);
-  if (!Number.isInteger(parsed) || parsed < 0 || parsed > 65535) {
-    throw new ConfigError(`${name} must be a port number from 0 to 65535, not "${value}"`);
+  if (!/^\s*\d+\s*$/.test(value) || parsed < min || parsed > max) {
+    throw new ConfigError(`${name} must be ${what} from ${min} to ${max}, not "${value}"`);
   }
   return parsed;
+}
+
+function port(value: string | undefined, fallback: number, name: string): number {
+  return wholeNumberIn(value, 0, 65535, name, "a port number") ?? fallback;
 }
 
 function url(value: string, name: string): string {
@@ -70,14 +85,7 @@ function milliseconds(
   max: number,
   name: string,
 ): number | undefined {
-  if (value === undefined || value === "") return undefined;
-  const parsed = Number(value);
-  if (!/^\d+$/.test(value.trim()) || parsed < min || parsed > max) {
-    throw new ConfigError(
-      `${name} must be a whole number of milliseconds from ${min} to ${max}, not "${value}"`,
-    );
-  }
-  return parsed;
+  return wholeNumberIn(value, min, max, name, "a whole number of milliseconds");
 }
 
 /** decisions §8: comma-separated CIDRs (or single addresses), each checked now, not at first use. */

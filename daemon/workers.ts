@@ -1,6 +1,6 @@
 import cluster from "node:cluster";
 import { loadSecrets } from "#daemon/bootstrap.js";
-import { ConfigError, loadConfig } from "#daemon/config.js";
+import { loadConfig, wholeNumberIn } from "#daemon/config.js";
 import { runDaemon } from "#daemon/main.js";
 import { ignoreSendError, isPublicChange } from "#daemon/worker-messages.js";
 
@@ -14,13 +14,7 @@ const CREATED_SECRETS = "CONSENT_WORKER_CREATED";
  * have run longer under load (docs/behaviour.md); operators opt in to more, up to one per core.
  */
 export function workerCount(env: NodeJS.ProcessEnv = process.env): number {
-  const value = env.CONSENT_WORKERS;
-  if (value === undefined || value === "") return 1;
-  const count = Number(value);
-  if (!Number.isInteger(count) || count < 1 || count > 64) {
-    throw new ConfigError(`CONSENT_WORKERS must be a whole number from 1 to 64, not "${value}"`);
-  }
-  return count;
+  return wholeNumberIn(env.CONSENT_WORKERS, 1, 64, "CONSENT_WORKERS", "a whole number") ?? 1;
 }
 
 /**
