@@ -413,7 +413,17 @@ export class WebhookDispatcher {
       lastResponseExcerpt: outcome.excerpt,
     };
     if (outcome.ok) {
-      await this.complete(delivery, { ...observed, status: "succeeded", succeededAt: at });
+      const recorded = await this.complete(delivery, {
+        ...observed,
+        status: "succeeded",
+        succeededAt: at,
+      });
+      if (recorded) {
+        this.options.logger.debug(
+          { deliveryId: delivery.id, webhookId: delivery.webhookId, attempts },
+          "webhook delivered",
+        );
+      }
       if (endpoint.failingSince)
         await this.changeEndpoint(endpoint, (e) => ({ ...e, failingSince: undefined }));
       return;
@@ -454,7 +464,8 @@ export class WebhookDispatcher {
     return undefined;
   }
 
-  private async complete(delivery: DeliveryRecord, result: AttemptResult): Promise<void> {
+  /** Records the attempt's outcome under this dispatcher's claim; false when it moved on. */
+  private async complete(delivery: DeliveryRecord, result: AttemptResult): Promise<boolean> {
     const stored = await this.options.store.webhooks.completeAttempt(
       delivery.id,
       this.owner,
@@ -467,6 +478,7 @@ export class WebhookDispatcher {
         "webhook delivery moved on during its attempt",
       );
     }
+    return stored;
   }
 
   /** Optimistic read-modify-write of an endpoint; an endpoint removed meanwhile is left alone. */

@@ -21,6 +21,14 @@ const SLOW_MS = 60_000;
 const startService = (dataDir: string, env: Record<string, string>) =>
   startServiceProgram(dataDir, env, { startupMs: SLOW_MS });
 
+/** The delivery ids a daemon logged as delivered (debug level), from its stdout. */
+function deliveredBy(stdout: string): string[] {
+  return stdout.split("\n").flatMap((line) => {
+    if (!line.includes('"webhook delivered"')) return [];
+    return [String((JSON.parse(line) as { deliveryId: string }).deliveryId)];
+  });
+}
+
 /** Issue 5 with the real programs: a daemon that dies mid-delivery, two daemons on one store. */
 describe("webhook delivery across daemon processes", { timeout: 240_000 }, () => {
   const dirs = useProgramRoot("consent-webhook-processes-");
@@ -104,8 +112,10 @@ describe("webhook delivery across daemon processes", { timeout: 240_000 }, () =>
 
   it("two daemons on one data directory deliver each event exactly once", async () => {
     const dataDir = dirs.join("shared");
-    const a = await startService(dataDir, SERVICE_ENV);
-    const b = await startService(dataDir, SERVICE_ENV);
+    // At debug level each daemon logs the deliveries it recorded as delivered.
+    const env = { ...SERVICE_ENV, CONSENT_LOG_LEVEL: "debug" };
+    const a = await startService(dataDir, env);
+    const b = await startService(dataDir, env);
     const team = await subscribe(a.service);
     const from = receiver.received.length;
     const logIds: string[] = [];
@@ -136,5 +146,13 @@ describe("webhook delivery across daemon processes", { timeout: 240_000 }, () =>
     expect(perWebhookId.size).toBe(logIds.length);
     expect([...perWebhookId.values()].every((count) => count === 1)).toBe(true);
     expect(new Set(got.map((d) => d.logId))).toEqual(new Set(logIds));
+    // Both daemons took part (each event was posted alternately through each, which wakes that
+    // daemon's dispatcher), and no delivery was recorded by both.
+    const byA = deliveredBy(a.program.stdout());
+    const byB = deliveredBy(b.program.stdout());
+    expect(byA.length).toBeGreaterThan(0);
+    expect(byB.length).toBeGreaterThan(0);
+    expect(new Set([...byA, ...byB]).size).toBe(logIds.length);
+    expect(byA.length + byB.length).toBe(logIds.length);
   });
 });
