@@ -19,8 +19,10 @@ import {
 import {
   type AttemptResult,
   type DeliveryRecord,
+  type DeliveryRoom,
   deliveryId,
   eventIdOf,
+  RoomCounter,
   type WebhookEndpointRecord,
 } from "#daemon/webhooks/webhook-store.js";
 
@@ -42,18 +44,24 @@ export const BATCH_WINDOW_MS = 10;
 const MAX_IN_FLIGHT = 128;
 /**
  * What one pass may take on: events claimed, attempts started (never more than MAX_IN_FLIGHT in
- * flight in all), and attempts in flight to one endpoint.
+ * flight in all), and attempts in flight to one endpoint and for one team.
  */
 interface PassLimits {
   events: number;
   starts: number;
   perEndpoint: number;
+  perTeam: number;
 }
 
-const FULL_SPEED: PassLimits = {
+/**
+ * A team gets at most half the slots, however many endpoints it has, so the other teams'
+ * deliveries always have the other half (several slow endpoints of one team cannot hold them all).
+ */
+export const FULL_SPEED: PassLimits = {
   events: EVENT_BATCH,
   starts: MAX_IN_FLIGHT,
   perEndpoint: SOCKETS_PER_ORIGIN,
+  perTeam: MAX_IN_FLIGHT / 2,
 };
 /**
  * Under load (docs/webhooks.md, "Under load"): while the process is saturated by calls, a pass
@@ -62,17 +70,16 @@ const FULL_SPEED: PassLimits = {
  * hold the other endpoints' turn. The backlog is delivered at full speed once the load drops, or
  * after MAX_YIELD_MS of yielding with a backlog (until the load has been gone for QUIET_MS).
  */
-export const YIELDING: PassLimits = { events: 8, starts: 8, perEndpoint: 4 };
+export const YIELDING: PassLimits = { events: 8, starts: 8, perEndpoint: 4, perTeam: 4 };
 export const YIELD_WINDOW_MS = 100;
 export const MAX_YIELD_MS = 30_000;
 const QUIET_MS = 1_000;
 const ENDPOINT_CHANGE_ATTEMPTS = 5;
 
-/** The attempt slots a pass has left: in all, and per endpoint (taken so far, and the most). */
+/** The attempt slots a pass has left: in all, and per endpoint and team. */
 interface Slots {
   free: number;
-  perEndpoint: Map<string, number>;
-  perEndpointMax: number;
+  taken: RoomCounter;
 }
 
 export interface DispatcherOptions {
@@ -132,8 +139,9 @@ export class WebhookDispatcher {
    * flight here is never sent twice.
    */
   private readonly inFlight = new Map<string, { attempts: number; done: Promise<void> }>();
-  /** Attempts in flight per endpoint, each at most SOCKETS_PER_ORIGIN. */
+  /** Attempts in flight per endpoint (each at most SOCKETS_PER_ORIGIN) and per team. */
   private readonly inFlightPerEndpoint = new Map<string, number>();
+  private readonly inFlightPerTeam = new Map<string, number>();
   /** The last pass filled every free slot: more may be due once an attempt ends. */
   private full = false;
   private agents = new DeliveryAgents();
@@ -219,26 +227,24 @@ export class WebhookDispatcher {
     const events = await store.webhooks.claimEvents(this.lease(), clock(), limits.events);
     // Concurrent fan-outs: the embedded store commits them together. The free attempt slots go
     // to their deliveries first, stored leased and attempted at once, without a claim.
+    const room = this.roomOf(limits);
     const slots: Slots = {
       free: Math.min(limits.starts, MAX_IN_FLIGHT - this.inFlight.size),
-      perEndpoint: new Map(this.inFlightPerEndpoint),
-      perEndpointMax: limits.perEndpoint,
+      taken: new RoomCounter(room),
     };
     const fanOuts = await Promise.allSettled(events.map((event) => this.fanOut(event, slots)));
     const failedFanOut = fanOuts.find((result) => result.status === "rejected");
     if (failedFanOut) throw failedFanOut.reason;
-    const room = Math.max(0, Math.min(slots.free, MAX_IN_FLIGHT - this.inFlight.size));
+    const free = Math.max(0, Math.min(slots.free, MAX_IN_FLIGHT - this.inFlight.size));
     // An endpoint gets no more attempts in flight than it has connections (fewer while
-    // yielding); the rest wait their turn in the store, so one slow endpoint never holds every slot.
-    const perEndpoint = { max: limits.perEndpoint, inFlight: this.inFlightPerEndpoint };
+    // yielding), a team no more than its share; the rest wait their turn in the store, so slow
+    // endpoints never hold every slot.
     const due =
-      room > 0
-        ? await store.webhooks.claimDeliveries(this.lease(), clock(), room, perEndpoint)
-        : [];
-    this.full = room === 0 || due.length === room;
+      free > 0 ? await store.webhooks.claimDeliveries(this.lease(), clock(), free, room) : [];
+    this.full = free === 0 || due.length === free;
     // Caught up: fewer events than asked for and fewer deliveries than there was room for (or no
     // room at all: every slot is held by attempts in flight, yielding or not).
-    const caughtUp = events.length < limits.events && (room === 0 || due.length < room);
+    const caughtUp = events.length < limits.events && (free === 0 || due.length < free);
     if (this.catchingUp && caughtUp) this.catchingUp = false;
     for (const delivery of due) this.track(delivery);
     return events.length + due.length;
@@ -281,16 +287,22 @@ export class WebhookDispatcher {
       if (delivery.attempts > running.attempts) void running.done.then(() => this.track(delivery));
       return;
     }
-    const endpointId = delivery.webhookId;
-    this.inFlightPerEndpoint.set(endpointId, (this.inFlightPerEndpoint.get(endpointId) ?? 0) + 1);
-    // The endpoint's share counts the exchange with it, not the store write that records it.
+    const shares: [Map<string, number>, string][] = [
+      [this.inFlightPerEndpoint, delivery.webhookId],
+      [this.inFlightPerTeam, delivery.teamId],
+    ];
+    for (const [counts, id] of shares) counts.set(id, (counts.get(id) ?? 0) + 1);
+    // The endpoint's and the team's shares count the exchange with the endpoint, not the store
+    // write that records it.
     let released = false;
     const releaseEndpoint = () => {
       if (released) return;
       released = true;
-      const left = (this.inFlightPerEndpoint.get(endpointId) ?? 1) - 1;
-      if (left > 0) this.inFlightPerEndpoint.set(endpointId, left);
-      else this.inFlightPerEndpoint.delete(endpointId);
+      for (const [counts, id] of shares) {
+        const left = (counts.get(id) ?? 1) - 1;
+        if (left > 0) counts.set(id, left);
+        else counts.delete(id);
+      }
     };
     const attempt = this.attempt(delivery, releaseEndpoint)
       .catch((error: unknown) => {
@@ -311,13 +323,20 @@ export class WebhookDispatcher {
     this.inFlight.set(delivery.id, { attempts: delivery.attempts, done: attempt });
   }
 
-  /** Takes an attempt slot of this pass for the endpoint, if one is free for it. */
-  private takeSlot(slots: Slots, endpointId: string) {
-    const endpointCount = slots.perEndpoint.get(endpointId) ?? 0;
-    if (slots.free <= 0 || endpointCount >= slots.perEndpointMax) return false;
+  /** Takes an attempt slot of this pass for the delivery, if one is free for its endpoint and team. */
+  private takeSlot(slots: Slots, delivery: Pick<DeliveryRecord, "webhookId" | "teamId">) {
+    if (slots.free <= 0 || !slots.taken.fits(delivery)) return false;
     slots.free--;
-    slots.perEndpoint.set(endpointId, endpointCount + 1);
+    slots.taken.take(delivery);
     return true;
+  }
+
+  /** The room this dispatcher's attempts in flight leave under `limits`. */
+  private roomOf(limits: PassLimits): DeliveryRoom {
+    return {
+      perEndpoint: { max: limits.perEndpoint, inFlight: this.inFlightPerEndpoint },
+      perTeam: { max: limits.perTeam, inFlight: this.inFlightPerTeam },
+    };
   }
 
   private lease() {
@@ -353,7 +372,7 @@ export class WebhookDispatcher {
         attempts: 0,
         createdAt: row.receivedAt,
         nextAttemptAt: row.receivedAt,
-        ...(this.takeSlot(slots, endpoint.id) && {
+        ...(this.takeSlot(slots, { webhookId: endpoint.id, teamId: row.teamId }) && {
           leaseOwner: lease.owner,
           leaseUntil: lease.until,
         }),

@@ -4,6 +4,7 @@ import { PREFIX_END, prefixRange } from "#daemon/store/lmdb-keys.js";
 import { DuplicateKeyError } from "#daemon/store/store.js";
 import {
   type DeliveryRecord,
+  RoomCounter,
   type WebhookEndpointRecord,
   type WebhookStore,
   withAttempt,
@@ -195,15 +196,15 @@ export function createLmdbWebhookStore(dbs: LmdbWebhookDatabases): WebhookStore 
       return created.filter((_, index) => written[index]);
     },
 
-    async claimDeliveries(lease, now, limit, perEndpoint) {
+    async claimDeliveries(lease, now, limit, room) {
       if (limit <= 0) return [];
       // A read first: with nothing due, no write transaction.
       if (!hasDueDelivery(now)) return [];
       return deliveries.transaction(() => {
         const claimed: DeliveryRecord[] = [];
-        const taken = new Map(perEndpoint?.inFlight);
-        // Full endpoints' deliveries are looked past, within a bound on the scan.
-        const scan = limit + (perEndpoint ? SKIPPED_SCAN : 0);
+        const taken = new RoomCounter(room);
+        // Full endpoints' and teams' deliveries are looked past, within a bound on the scan.
+        const scan = limit + (room ? SKIPPED_SCAN : 0);
         const dueKeys = Array.from(due.getKeys({ end: [now.getTime(), PREFIX_END], limit: scan }));
         for (const key of dueKeys) {
           const stored = deliveries.get(key[1]);
@@ -211,9 +212,8 @@ export function createLmdbWebhookStore(dbs: LmdbWebhookDatabases): WebhookStore 
             due.removeSync(key);
             continue;
           }
-          const endpointTaken = taken.get(stored.webhookId) ?? 0;
-          if (perEndpoint && endpointTaken >= perEndpoint.max) continue;
-          taken.set(stored.webhookId, endpointTaken + 1);
+          if (!taken.fits(stored)) continue;
+          taken.take(stored);
           const next = { ...stored, leaseOwner: lease.owner, leaseUntil: lease.until };
           putDelivery(next, stored);
           claimed.push(next);

@@ -5,7 +5,8 @@ import { insertUnique, isDuplicateKey, READ_LATEST } from "#daemon/store/mongo-w
 import {
   type AttemptResult,
   type DeliveryRecord,
-  type EndpointRoom,
+  type DeliveryRoom,
+  RoomCounter,
   type WebhookEndpointRecord,
   type WebhookStore,
   withAttempt,
@@ -163,20 +164,20 @@ export class MongoWebhookStore implements WebhookStore {
     lease: { owner: string; until: Date },
     now: Date,
     limit: number,
-    perEndpoint?: EndpointRoom,
+    room?: DeliveryRoom,
   ): Promise<DeliveryRecord[]> {
     const claimed: DeliveryRecord[] = [];
-    const taken = new Map(perEndpoint?.inFlight);
-    const full = new Set(
-      [...taken].filter(([, count]) => perEndpoint && count >= perEndpoint.max).map(([id]) => id),
-    );
+    const taken = new RoomCounter(room);
     for (let i = 0; i < limit; i++) {
+      // Endpoints and teams without room are left out of the query, so it never claims for them.
+      const full = taken.full();
       const document = await this.deliveries.findOneAndUpdate(
         {
           status: "pending",
           dueAt: { $lte: now },
           $or: [{ leaseUntil: { $exists: false } }, { leaseUntil: { $lte: now } }],
-          ...(full.size > 0 && { webhookId: { $nin: [...full] } }),
+          ...(full.webhookIds.length > 0 && { webhookId: { $nin: full.webhookIds } }),
+          ...(full.teamIds.length > 0 && { teamId: { $nin: full.teamIds } }),
         },
         { $set: { leaseOwner: lease.owner, leaseUntil: lease.until, dueAt: lease.until } },
         { sort: { dueAt: 1 }, returnDocument: "after" },
@@ -184,9 +185,7 @@ export class MongoWebhookStore implements WebhookStore {
       if (!document) break;
       const delivery = deliveryOf(document);
       claimed.push(delivery);
-      const count = (taken.get(delivery.webhookId) ?? 0) + 1;
-      taken.set(delivery.webhookId, count);
-      if (perEndpoint && count >= perEndpoint.max) full.add(delivery.webhookId);
+      taken.take(delivery);
     }
     return claimed;
   }

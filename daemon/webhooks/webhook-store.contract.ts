@@ -243,14 +243,17 @@ export function describeWebhookStoreContract(openStore: OpenStore): void {
         await store().webhooks.fanOut(row.id, [aDelivery(row, endpoint.id)]);
       }
       const at = shifted(now, 1000);
-      const perEndpoint = {
-        max: 2,
-        inFlight: new Map([
-          [busy.id, 2],
-          [half.id, 1],
-        ]),
+      const room = {
+        perEndpoint: {
+          max: 2,
+          inFlight: new Map([
+            [busy.id, 2],
+            [half.id, 1],
+          ]),
+        },
+        perTeam: { max: 10, inFlight: new Map() },
       };
-      const claimed = await store().webhooks.claimDeliveries(lease("a", at), at, 10, perEndpoint);
+      const claimed = await store().webhooks.claimDeliveries(lease("a", at), at, 10, room);
       expect(claimed.map((d) => d.webhookId)).toEqual([half.id, free.id, free.id]);
       const later = await store().webhooks.claimDeliveries(lease("b", at), at, 10);
       expect(later.map((d) => d.webhookId)).toEqual([
@@ -263,6 +266,27 @@ export function describeWebhookStoreContract(openStore: OpenStore): void {
       ]);
     });
 
+    it("claims no more of a team's deliveries than the caller has room for", async () => {
+      const other = randomUUID();
+      const mine = [anEndpoint(teamId, now), anEndpoint(teamId, shifted(now, 1))];
+      const theirs = anEndpoint(other, now);
+      for (const endpoint of [...mine, theirs]) await store().webhooks.insertEndpoint(endpoint);
+      // Two due deliveries for each of the team's endpoints, then one for the other team's.
+      const endpoints = [mine[0], mine[1], mine[0], mine[1], theirs];
+      for (const [i, endpoint] of endpoints.entries()) {
+        const row = aRow(endpoint?.teamId ?? "", shifted(now, i));
+        await store().webhooks.fanOut(row.id, [aDelivery(row, endpoint?.id ?? "")]);
+      }
+      const at = shifted(now, 1000);
+      const room = {
+        perEndpoint: { max: 10, inFlight: new Map() },
+        perTeam: { max: 3, inFlight: new Map([[teamId, 1]]) },
+      };
+      const claimed = await store().webhooks.claimDeliveries(lease("a", at), at, 10, room);
+      expect(claimed.map((d) => d.teamId)).toEqual([teamId, teamId, other]);
+      const later = await store().webhooks.claimDeliveries(lease("b", at), at, 10);
+      expect(later.map((d) => d.teamId)).toEqual([teamId, teamId]);
+    });
     it("schedules a retry at nextAttemptAt and replays dead letters", async () => {
       const endpoint = anEndpoint(teamId, now);
       await store().webhooks.insertEndpoint(endpoint);

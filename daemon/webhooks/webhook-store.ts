@@ -125,10 +125,54 @@ export function eventIdOf(consentLogId: string): string {
   return `evt_${consentLogId.replaceAll("-", "")}`;
 }
 
-/** How many more deliveries of each endpoint a caller takes: `max` less those it has in flight. */
-export interface EndpointRoom {
+/** At most `max` attempts in flight per key (an endpoint id, a team id); `inFlight`: those now. */
+export interface InFlightCap {
   max: number;
   inFlight: ReadonlyMap<string, number>;
+}
+
+/** What a caller may add to its attempts in flight, per endpoint and per team. */
+export interface DeliveryRoom {
+  perEndpoint: InFlightCap;
+  perTeam: InFlightCap;
+}
+
+/** Counts what a claim (or a fan-out) takes against a DeliveryRoom; no room given: no limit. */
+export class RoomCounter {
+  private readonly endpoints: Map<string, number>;
+  private readonly teams: Map<string, number>;
+
+  constructor(private readonly room: DeliveryRoom | undefined) {
+    this.endpoints = new Map(room?.perEndpoint.inFlight);
+    this.teams = new Map(room?.perTeam.inFlight);
+  }
+
+  fits(delivery: Pick<DeliveryRecord, "webhookId" | "teamId">): boolean {
+    const { room } = this;
+    return (
+      !room ||
+      ((this.endpoints.get(delivery.webhookId) ?? 0) < room.perEndpoint.max &&
+        (this.teams.get(delivery.teamId) ?? 0) < room.perTeam.max)
+    );
+  }
+
+  take(delivery: Pick<DeliveryRecord, "webhookId" | "teamId">): void {
+    this.endpoints.set(delivery.webhookId, (this.endpoints.get(delivery.webhookId) ?? 0) + 1);
+    this.teams.set(delivery.teamId, (this.teams.get(delivery.teamId) ?? 0) + 1);
+  }
+
+  /** The endpoints and the teams with no room left, for a query to leave out. */
+  full(): { webhookIds: string[]; teamIds: string[] } {
+    const { room } = this;
+    const atMax = (counts: Map<string, number>, max: number) =>
+      [...counts].filter(([, count]) => count >= max).map(([id]) => id);
+    return room
+      ? {
+          webhookIds: atMax(this.endpoints, room.perEndpoint.max),
+          teamIds: atMax(this.teams, room.perTeam.max),
+        }
+      : { webhookIds: [], teamIds: [] };
+  }
 }
 
 /**
@@ -174,14 +218,15 @@ export interface WebhookStore {
 
   /**
    * Claims up to `limit` pending deliveries due at `now`, earliest due first, under `lease`. With
-   * `perEndpoint`, at most `max` minus the endpoint's `inFlight` count of one endpoint's
-   * deliveries are claimed (the caller's connections to it); the others stay due for later.
+   * `room`, no endpoint and no team gets more than its `max` less its `inFlight` count (the
+   * caller's connections to an endpoint, a team's share of the caller's slots); the others stay
+   * due for later.
    */
   claimDeliveries(
     lease: Lease,
     now: Date,
     limit: number,
-    perEndpoint?: EndpointRoom,
+    room?: DeliveryRoom,
   ): Promise<DeliveryRecord[]>;
   /**
    * Records what became of a delivery claimed under `owner` with `claimedAttempts` attempts made,

@@ -2,6 +2,7 @@ import { Webhook } from "standardwebhooks";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   FAILING_DISABLE_AFTER_MS,
+  FULL_SPEED,
   MAX_YIELD_MS,
   YIELD_WINDOW_MS,
   YIELDING,
@@ -59,6 +60,17 @@ describe("consent.given delivery", () => {
   });
 
   const subscribed = (body: Record<string, unknown> = {}) => subscribe(service, receiver.url, body);
+
+  /** A new team's choice reaches the receiver (while other attempts hang). */
+  async function anotherTeamDelivers(timeoutMs?: number) {
+    const team = await subscribed();
+    const posted = await postLog(service, aChoice(team.publicId));
+    await eventually(
+      () => receiver.received.find((r) => r.body.includes(posted.body.consentLogId)),
+      "another team's event arrives meanwhile",
+      timeoutMs,
+    );
+  }
 
   const deliveriesOf = (teamId: string, webhookId: string) =>
     service.store.webhooks.listDeliveries({ teamId, webhookId, limit: 100 });
@@ -356,12 +368,7 @@ describe("consent.given delivery", () => {
         () => (hanging.received.length >= SOCKETS_PER_ORIGIN ? true : undefined),
         "the hanging endpoint holds as many attempts as it has connections",
       );
-      const team = await subscribed();
-      const posted = await postLog(service, aChoice(team.publicId));
-      await eventually(
-        () => receiver.received.find((r) => r.body.includes(posted.body.consentLogId)),
-        "another team's event arrives meanwhile",
-      );
+      await anotherTeamDelivers();
       // The hanging attempts are still open (none has timed out: no attempt is recorded), and
       // the other four wait their turn in the store, unclaimed: never more in flight to one
       // endpoint, nor queued behind its connections.
@@ -373,6 +380,33 @@ describe("consent.given delivery", () => {
       expect(held.filter((d) => d.leaseOwner !== undefined)).toHaveLength(SOCKETS_PER_ORIGIN);
     } finally {
       await hanging.stop();
+    }
+  });
+
+  it("gives one team at most half the attempt slots, however many endpoints of it hang", async () => {
+    const hanging = await Promise.all([0, 1, 2].map(() => new WebhookReceiver().start()));
+    for (const receiver of hanging) receiver.answer = () => NEVER;
+    try {
+      const team = await subscribed({ url: hanging[0]?.url });
+      for (const receiver of hanging.slice(1)) {
+        const created = await http(service, "POST", "/api/v1/webhooks", {
+          key: team.key,
+          body: { url: receiver.url },
+        });
+        expect(created.status).toBe(201);
+      }
+      // Every choice is a delivery to each of the three endpoints: 3 × 32 could be in flight.
+      for (let i = 0; i < SOCKETS_PER_ORIGIN; i++) await postLog(service, aChoice(team.publicId));
+      const inFlight = () => hanging.reduce((sum, receiver) => sum + receiver.received.length, 0);
+      await eventually(
+        () => (inFlight() >= FULL_SPEED.perTeam ? true : undefined),
+        "the team's endpoints hold the team's share of the slots",
+      );
+      // Well before the hanging attempts' 15 s timeout would free their slots.
+      await anotherTeamDelivers(5_000);
+      expect(inFlight()).toBe(FULL_SPEED.perTeam);
+    } finally {
+      await Promise.all(hanging.map((receiver) => receiver.stop()));
     }
   });
 
