@@ -70,7 +70,7 @@ export const FULL_SPEED: PassLimits = {
  * hold the other endpoints' turn. The backlog is delivered at full speed once the load drops, or
  * after MAX_YIELD_MS of yielding with a backlog (until the load has been gone for QUIET_MS).
  */
-export const YIELDING: PassLimits = { events: 8, starts: 8, perEndpoint: 4, perTeam: 4 };
+export const YIELDING: PassLimits = { events: 8, starts: 8, perEndpoint: 4, perTeam: 8 };
 export const YIELD_WINDOW_MS = 100;
 export const MAX_YIELD_MS = 30_000;
 const QUIET_MS = 1_000;

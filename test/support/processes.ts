@@ -1,4 +1,5 @@
 import { type ChildProcess, spawn } from "node:child_process";
+import { once } from "node:events";
 import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -119,7 +120,13 @@ export function startProgram(
       if (child.exitCode === null && child.signalCode === null) child.kill(signal);
       const timer = setTimeout(() => child.kill("SIGKILL"), timeoutMs);
       try {
-        return await exited;
+        const code = await exited;
+        // Output written just before the exit may still be in the pipe: read it to the end
+        // (bounded, since a process the child started may hold the pipe open).
+        if (child.stdout && !child.stdout.closed) {
+          await Promise.race([once(child.stdout, "close"), pause(1_000)]);
+        }
+        return code;
       } finally {
         clearTimeout(timer);
         running.delete(program);

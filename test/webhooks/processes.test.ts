@@ -24,8 +24,12 @@ const startService = (dataDir: string, env: Record<string, string>) =>
 /** The delivery ids a daemon logged as delivered (debug level), from its stdout. */
 function deliveredBy(stdout: string): string[] {
   return stdout.split("\n").flatMap((line) => {
-    if (!line.includes('"webhook delivered"')) return [];
-    return [String((JSON.parse(line) as { deliveryId: string }).deliveryId)];
+    try {
+      const entry = JSON.parse(line) as { msg?: string; deliveryId?: string };
+      return entry.msg === "webhook delivered" ? [String(entry.deliveryId)] : [];
+    } catch {
+      return []; // not a log line (the start-up banner), or the last line still incomplete
+    }
   });
 }
 
@@ -119,11 +123,16 @@ describe("webhook delivery across daemon processes", { timeout: 240_000 }, () =>
     const team = await subscribe(a.service);
     const from = receiver.received.length;
     const logIds: string[] = [];
-    for (let i = 0; i < 20; i++) {
-      const via = i % 2 === 0 ? a.service : b.service;
-      const posted = await postLog(via, aChoice(team.publicId));
-      expect(posted.status).toBe(200);
-      logIds.push(posted.body.consentLogId);
+    // Pairs of choices, one through each daemon (which wakes that daemon's dispatcher), until
+    // both daemons have delivered some: 10 pairs at least, 50 at most.
+    const bothDelivered = () =>
+      deliveredBy(a.program.stdout()).length > 0 && deliveredBy(b.program.stdout()).length > 0;
+    for (let pair = 0; pair < 50 && (pair < 10 || !bothDelivered()); pair++) {
+      for (const via of [a.service, b.service]) {
+        const posted = await postLog(via, aChoice(team.publicId));
+        expect(posted.status).toBe(200);
+        logIds.push(posted.body.consentLogId);
+      }
     }
     await eventually(
       () => {
