@@ -17,6 +17,7 @@ import {
   sendWebhook,
 } from "#daemon/webhooks/webhook-sender.js";
 import {
+  type AttemptOwner,
   type AttemptResult,
   type DeliveryRecord,
   type DeliveryRoom,
@@ -75,6 +76,13 @@ export const YIELD_WINDOW_MS = 100;
 export const MAX_YIELD_MS = 30_000;
 const QUIET_MS = 1_000;
 const ENDPOINT_CHANGE_ATTEMPTS = 5;
+
+/** An attempt this dispatcher started; `exchanging` until the exchange with the endpoint ends. */
+interface InFlightAttempt {
+  delivery: DeliveryRecord;
+  exchanging: boolean;
+  done: Promise<void>;
+}
 
 /** The attempt slots a pass has left: in all, and per endpoint and team. */
 interface Slots {
@@ -136,12 +144,10 @@ export class WebhookDispatcher {
   private unsubscribe: (() => void) | undefined;
   /**
    * Attempts started and not yet recorded, by delivery id: a claim of a delivery already in
-   * flight here is never sent twice.
+   * flight here is never sent twice. Those still exchanging with their endpoint count against
+   * the endpoint's and the team's share (roomOf).
    */
-  private readonly inFlight = new Map<string, { attempts: number; done: Promise<void> }>();
-  /** Attempts in flight per endpoint (each at most SOCKETS_PER_ORIGIN) and per team. */
-  private readonly inFlightPerEndpoint = new Map<string, number>();
-  private readonly inFlightPerTeam = new Map<string, number>();
+  private readonly inFlight = new Map<string, InFlightAttempt>();
   /** The last pass filled every free slot: more may be due once an attempt ends. */
   private full = false;
   private agents = new DeliveryAgents();
@@ -227,10 +233,9 @@ export class WebhookDispatcher {
     const events = await store.webhooks.claimEvents(this.lease(), clock(), limits.events);
     // Concurrent fan-outs: the embedded store commits them together. The free attempt slots go
     // to their deliveries first, stored leased and attempted at once, without a claim.
-    const room = this.roomOf(limits);
     const slots: Slots = {
       free: Math.min(limits.starts, MAX_IN_FLIGHT - this.inFlight.size),
-      taken: new RoomCounter(room),
+      taken: new RoomCounter(this.roomOf(limits)),
     };
     const fanOuts = await Promise.allSettled(events.map((event) => this.fanOut(event, slots)));
     const failedFanOut = fanOuts.find((result) => result.status === "rejected");
@@ -240,7 +245,9 @@ export class WebhookDispatcher {
     // yielding), a team no more than its share; the rest wait their turn in the store, so slow
     // endpoints never hold every slot.
     const due =
-      free > 0 ? await store.webhooks.claimDeliveries(this.lease(), clock(), free, room) : [];
+      free > 0
+        ? await store.webhooks.claimDeliveries(this.lease(), clock(), free, this.roomOf(limits))
+        : [];
     this.full = free === 0 || due.length === free;
     // Caught up: fewer events than asked for and fewer deliveries than there was room for (or no
     // room at all: every slot is held by attempts in flight, yielding or not).
@@ -284,27 +291,18 @@ export class WebhookDispatcher {
     if (!this.running) return;
     const running = this.inFlight.get(delivery.id);
     if (running) {
-      if (delivery.attempts > running.attempts) void running.done.then(() => this.track(delivery));
+      if (delivery.attempts > running.delivery.attempts) {
+        void running.done.then(() => this.track(delivery));
+      }
       return;
     }
-    const shares: [Map<string, number>, string][] = [
-      [this.inFlightPerEndpoint, delivery.webhookId],
-      [this.inFlightPerTeam, delivery.teamId],
-    ];
-    for (const [counts, id] of shares) counts.set(id, (counts.get(id) ?? 0) + 1);
     // The endpoint's and the team's shares count the exchange with the endpoint, not the store
     // write that records it.
-    let released = false;
-    const releaseEndpoint = () => {
-      if (released) return;
-      released = true;
-      for (const [counts, id] of shares) {
-        const left = (counts.get(id) ?? 1) - 1;
-        if (left > 0) counts.set(id, left);
-        else counts.delete(id);
-      }
-    };
-    const attempt = this.attempt(delivery, releaseEndpoint)
+    const entry: InFlightAttempt = { delivery, exchanging: true, done: Promise.resolve() };
+    this.inFlight.set(delivery.id, entry);
+    entry.done = this.attempt(delivery, () => {
+      entry.exchanging = false;
+    })
       .catch((error: unknown) => {
         // The claim's lease runs out and the attempt is made again (at least once).
         this.options.logger.error(
@@ -314,28 +312,28 @@ export class WebhookDispatcher {
       })
       .finally(() => {
         this.inFlight.delete(delivery.id);
-        releaseEndpoint();
         if (this.full && this.running) {
           this.full = false;
           this.nudge();
         }
       });
-    this.inFlight.set(delivery.id, { attempts: delivery.attempts, done: attempt });
   }
 
   /** Takes an attempt slot of this pass for the delivery, if one is free for its endpoint and team. */
-  private takeSlot(slots: Slots, delivery: Pick<DeliveryRecord, "webhookId" | "teamId">) {
+  private takeSlot(slots: Slots, delivery: AttemptOwner) {
     if (slots.free <= 0 || !slots.taken.fits(delivery)) return false;
     slots.free--;
     slots.taken.take(delivery);
     return true;
   }
 
-  /** The room this dispatcher's attempts in flight leave under `limits`. */
+  /** The room this dispatcher's attempts still exchanging with their endpoints leave under `limits`. */
   private roomOf(limits: PassLimits): DeliveryRoom {
+    const exchanging = [...this.inFlight.values()].filter((attempt) => attempt.exchanging);
     return {
-      perEndpoint: { max: limits.perEndpoint, inFlight: this.inFlightPerEndpoint },
-      perTeam: { max: limits.perTeam, inFlight: this.inFlightPerTeam },
+      perEndpoint: limits.perEndpoint,
+      perTeam: limits.perTeam,
+      inFlight: exchanging.map((attempt) => attempt.delivery),
     };
   }
 

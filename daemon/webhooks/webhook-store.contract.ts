@@ -243,16 +243,8 @@ export function describeWebhookStoreContract(openStore: OpenStore): void {
         await store().webhooks.fanOut(row.id, [aDelivery(row, endpoint.id)]);
       }
       const at = shifted(now, 1000);
-      const room = {
-        perEndpoint: {
-          max: 2,
-          inFlight: new Map([
-            [busy.id, 2],
-            [half.id, 1],
-          ]),
-        },
-        perTeam: { max: 10, inFlight: new Map() },
-      };
+      const inFlight = [busy.id, busy.id, half.id].map((webhookId) => ({ webhookId, teamId }));
+      const room = { perEndpoint: 2, perTeam: 10, inFlight };
       const claimed = await store().webhooks.claimDeliveries(lease("a", at), at, 10, room);
       expect(claimed.map((d) => d.webhookId)).toEqual([half.id, free.id, free.id]);
       const later = await store().webhooks.claimDeliveries(lease("b", at), at, 10);
@@ -279,8 +271,9 @@ export function describeWebhookStoreContract(openStore: OpenStore): void {
       }
       const at = shifted(now, 1000);
       const room = {
-        perEndpoint: { max: 10, inFlight: new Map() },
-        perTeam: { max: 3, inFlight: new Map([[teamId, 1]]) },
+        perEndpoint: 10,
+        perTeam: 3,
+        inFlight: [{ webhookId: randomUUID(), teamId }],
       };
       const claimed = await store().webhooks.claimDeliveries(lease("a", at), at, 10, room);
       expect(claimed.map((d) => d.teamId)).toEqual([teamId, teamId, other]);

@@ -125,38 +125,38 @@ export function eventIdOf(consentLogId: string): string {
   return `evt_${consentLogId.replaceAll("-", "")}`;
 }
 
-/** At most `max` attempts in flight per key (an endpoint id, a team id); `inFlight`: those now. */
-export interface InFlightCap {
-  max: number;
-  inFlight: ReadonlyMap<string, number>;
-}
+/** Whose attempt a delivery is: its endpoint and its team. */
+export type AttemptOwner = Pick<DeliveryRecord, "webhookId" | "teamId">;
 
-/** What a caller may add to its attempts in flight, per endpoint and per team. */
+/**
+ * What a caller may add to its attempts in flight: at most `perEndpoint` to one endpoint and
+ * `perTeam` for one team, counting the attempts it has `inFlight`.
+ */
 export interface DeliveryRoom {
-  perEndpoint: InFlightCap;
-  perTeam: InFlightCap;
+  perEndpoint: number;
+  perTeam: number;
+  inFlight: Iterable<AttemptOwner>;
 }
 
 /** Counts what a claim (or a fan-out) takes against a DeliveryRoom; no room given: no limit. */
 export class RoomCounter {
-  private readonly endpoints: Map<string, number>;
-  private readonly teams: Map<string, number>;
+  private readonly endpoints = new Map<string, number>();
+  private readonly teams = new Map<string, number>();
 
   constructor(private readonly room: DeliveryRoom | undefined) {
-    this.endpoints = new Map(room?.perEndpoint.inFlight);
-    this.teams = new Map(room?.perTeam.inFlight);
+    for (const owner of room?.inFlight ?? []) this.take(owner);
   }
 
-  fits(delivery: Pick<DeliveryRecord, "webhookId" | "teamId">): boolean {
+  fits(delivery: AttemptOwner): boolean {
     const { room } = this;
     return (
       !room ||
-      ((this.endpoints.get(delivery.webhookId) ?? 0) < room.perEndpoint.max &&
-        (this.teams.get(delivery.teamId) ?? 0) < room.perTeam.max)
+      ((this.endpoints.get(delivery.webhookId) ?? 0) < room.perEndpoint &&
+        (this.teams.get(delivery.teamId) ?? 0) < room.perTeam)
     );
   }
 
-  take(delivery: Pick<DeliveryRecord, "webhookId" | "teamId">): void {
+  take(delivery: AttemptOwner): void {
     this.endpoints.set(delivery.webhookId, (this.endpoints.get(delivery.webhookId) ?? 0) + 1);
     this.teams.set(delivery.teamId, (this.teams.get(delivery.teamId) ?? 0) + 1);
   }
@@ -168,8 +168,8 @@ export class RoomCounter {
       [...counts].filter(([, count]) => count >= max).map(([id]) => id);
     return room
       ? {
-          webhookIds: atMax(this.endpoints, room.perEndpoint.max),
-          teamIds: atMax(this.teams, room.perTeam.max),
+          webhookIds: atMax(this.endpoints, room.perEndpoint),
+          teamIds: atMax(this.teams, room.perTeam),
         }
       : { webhookIds: [], teamIds: [] };
   }
@@ -218,9 +218,9 @@ export interface WebhookStore {
 
   /**
    * Claims up to `limit` pending deliveries due at `now`, earliest due first, under `lease`. With
-   * `room`, no endpoint and no team gets more than its `max` less its `inFlight` count (the
-   * caller's connections to an endpoint, a team's share of the caller's slots); the others stay
-   * due for later.
+   * `room`, no endpoint and no team gets more than its maximum less the caller's attempts in
+   * flight for it (the caller's connections to an endpoint, a team's share of the caller's
+   * slots); the others stay due for later.
    */
   claimDeliveries(
     lease: Lease,
