@@ -39,9 +39,7 @@ export function withReadCache(store: Store, options: ReadCacheOptions = {}): Cac
     banners: { value: banners.subStore },
     forgetCachedReads: {
       value: () => {
-        keys.invalidate();
-        teams.invalidate();
-        banners.invalidate();
+        for (const cache of [keys, teams, banners]) cache.invalidate();
       },
     },
   });

@@ -17,6 +17,11 @@ import { startTestService, type TestService } from "#test/support/service.js";
 import { eventually, NEVER, WebhookReceiver } from "#test/support/webhook-receiver.js";
 
 const WEBHOOK_SCOPES = ["banners:read", "banners:write", "webhooks:read", "webhooks:write"];
+/**
+ * How long a test waits for what must happen while attempts hang: well before their 15 s timeout
+ * would free the slots they hold (and so let it happen anyway).
+ */
+const BEFORE_TIMEOUTS_MS = 5_000;
 
 describe("Standard Webhooks signing", () => {
   it("matches the specification's published test vector", () => {
@@ -402,8 +407,7 @@ describe("consent.given delivery", () => {
         () => (inFlight() >= FULL_SPEED.perTeam ? true : undefined),
         "the team's endpoints hold the team's share of the slots",
       );
-      // Well before the hanging attempts' 15 s timeout would free their slots.
-      await anotherTeamDelivers(5_000);
+      await anotherTeamDelivers(BEFORE_TIMEOUTS_MS);
       expect(inFlight()).toBe(FULL_SPEED.perTeam);
     } finally {
       await Promise.all(hanging.map((receiver) => receiver.stop()));
@@ -471,22 +475,30 @@ describe("delivery under load", () => {
     return choices;
   }
 
-  it("keeps few attempts in flight while the daemon is busy, and catches up when it is not", async () => {
+  /**
+   * While busy, holds attempts at a hanging endpoint (holdAttempts); then `release` changes what
+   * the dispatcher sees, and every event must be attempted before slots free themselves.
+   */
+  async function attemptedAfter(release: () => void, what: string) {
     busy = true;
     const hanging = await new WebhookReceiver().start();
     try {
       const choices = await holdAttempts(hanging);
-      busy = false;
+      release();
       await eventually(
         () => (hanging.received.length === choices ? true : undefined),
-        "every event is attempted once the load is gone",
-        // Well before the hanging attempts' 15 s timeout would free their slots.
-        5_000,
+        what,
+        BEFORE_TIMEOUTS_MS,
       );
     } finally {
       await hanging.stop();
     }
-  });
+  }
+
+  it("keeps few attempts in flight while the daemon is busy, and catches up when it is not", () =>
+    attemptedAfter(() => {
+      busy = false;
+    }, "every event is attempted once the load is gone"));
 
   it("starts other endpoints' deliveries while yielding, however many attempts hang at one", async () => {
     busy = false;
@@ -506,8 +518,7 @@ describe("delivery under load", () => {
       await eventually(
         () => other.received.find((r) => r.body.includes(posted.body.consentLogId)),
         "another endpoint's event arrives while the dispatcher yields",
-        // Well before the hanging attempts' 15 s timeout would free their slots.
-        5_000,
+        BEFORE_TIMEOUTS_MS,
       );
     } finally {
       await hanging.stop();
@@ -515,22 +526,11 @@ describe("delivery under load", () => {
     }
   });
 
-  it("yields for at most 30 s in a row, then delivers the backlog at full speed", async () => {
-    busy = true;
-    const hanging = await new WebhookReceiver().start();
-    try {
-      const choices = await holdAttempts(hanging);
-      expect(MAX_YIELD_MS).toBe(30_000);
+  it("yields for at most 30 s in a row, then delivers the backlog at full speed", () => {
+    expect(MAX_YIELD_MS).toBe(30_000);
+    return attemptedAfter(() => {
       offsetMs += MAX_YIELD_MS;
-      await eventually(
-        () => (hanging.received.length === choices ? true : undefined),
-        "every event is attempted although the daemon is still busy",
-        // Well before the hanging attempts' 15 s timeout would free their slots.
-        5_000,
-      );
-    } finally {
-      await hanging.stop();
-    }
+    }, "every event is attempted although the daemon is still busy");
   });
 });
 
