@@ -2,6 +2,7 @@ import { pino } from "pino";
 import { loadSecrets } from "#daemon/bootstrap.js";
 import { systemClock } from "#daemon/clock.js";
 import { type Config, loadConfig } from "#daemon/config.js";
+import { exitAfterDrain } from "#daemon/drain-exit.js";
 import { schedulePurge } from "#daemon/purge.js";
 import { createInProcessTransport } from "#daemon/rpc/in-process-transport.js";
 import { createDaemon, listenDaemon } from "#daemon/server.js";
@@ -83,7 +84,6 @@ export async function runDaemon(options: {
     } finally {
       await store.close();
     }
-    process.exit(0);
   };
   // Once: a second signal (Ctrl-C reaches a worker directly and through its primary) changes nothing.
   let stopping = false;
@@ -91,10 +91,7 @@ export async function runDaemon(options: {
     process.on(signal, () => {
       if (stopping) return;
       stopping = true;
-      shutdown(signal).catch((error: unknown) => {
-        logger.error({ err: error }, "shutdown failed");
-        process.exit(1);
-      });
+      exitAfterDrain(shutdown(signal), logger);
     });
   }
 }

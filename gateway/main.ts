@@ -3,6 +3,7 @@ import { createConnectTransport } from "@connectrpc/connect-node";
 import { type Logger, pino } from "pino";
 import { readOperatorToken } from "#daemon/bootstrap.js";
 import { type Config, ConfigError, loadConfig } from "#daemon/config.js";
+import { exitAfterDrain } from "#daemon/drain-exit.js";
 import { buildGateway } from "#gateway/app.js";
 
 export interface StartGatewayOptions {
@@ -76,13 +77,7 @@ export async function runStandaloneGateway(config: Config = loadConfig()) {
   for (const signal of ["SIGTERM", "SIGINT"] as const) {
     process.once(signal, () => {
       logger.info({ signal }, "draining and shutting down");
-      gateway.close().then(
-        () => process.exit(0),
-        (error: unknown) => {
-          logger.error({ err: error }, "shutdown failed");
-          process.exit(1);
-        },
-      );
+      exitAfterDrain(gateway.close(), logger);
     });
   }
 }
