@@ -86,27 +86,11 @@ export async function createFixture(
   const operatorToken = (await readFile(path.join(dataDir, ADMIN_TOKEN_FILE), "utf8")).trim();
   const admin = createClient(AdminService, createGrpcTransport({ baseUrl: service.daemonUrl }));
   const auth = { headers: { authorization: `Bearer ${operatorToken}` } };
-  const { team } = await admin.createTeam({ name: "Bench team", plan: "enterprise" }, auth);
-  if (!team) throw new Error("createTeam returned no team");
-  const keys = await pool(size.keys, 16, async (index) => {
-    const minted = await admin.createApiKey(
-      { teamId: team.id, environment: "live", scopes: ALL_SCOPES, name: `bench-${index}` },
-      auth,
-    );
-    return minted.secret;
-  });
+  const { team, keys } = await mintTeam(admin, auth, "Bench team", size.keys);
   const keyOf = (index: number) => keys[index % keys.length] as string;
 
   const domain = "shop.example.com";
-  const created = await send(service.gatewayUrl, {
-    method: "POST",
-    path: "/api/v1/banners",
-    key: keyOf(0),
-    body: JSON.stringify({ name: "Bench shop", domain, configuration: {} }),
-    status: 201,
-  });
-  const { banner } = (JSON.parse(created) as { data: { banner: { id: string; publicId: string } } })
-    .data;
+  const banner = await createBanner(service, keyOf(0), "Bench shop", domain);
 
   const subjectIds = Array.from({ length: size.subjects }, (_, i) => `bench-subject-${i}`);
   await pool(subjectIds.length, 32, (index) =>
@@ -130,6 +114,38 @@ export async function createFixture(
   };
 }
 
+/** An enterprise team with `keyCount` live keys of every scope, minted over gRPC. */
+async function mintTeam(
+  admin: Client<typeof AdminService>,
+  auth: { headers: Record<string, string> },
+  name: string,
+  keyCount: number,
+) {
+  const { team } = await admin.createTeam({ name, plan: "enterprise" }, auth);
+  if (!team) throw new Error("createTeam returned no team");
+  const keys = await pool(keyCount, 16, async (index) => {
+    const minted = await admin.createApiKey(
+      { teamId: team.id, environment: "live", scopes: ALL_SCOPES, name: `bench-${index}` },
+      auth,
+    );
+    return minted.secret;
+  });
+  return { team, keys };
+}
+
+/** A banner of the key's team, created over REST. */
+async function createBanner(service: RunningService, key: string, name: string, domain: string) {
+  const created = await send(service.gatewayUrl, {
+    method: "POST",
+    path: "/api/v1/banners",
+    key,
+    body: JSON.stringify({ name, domain, configuration: {} }),
+    status: 201,
+  });
+  return (JSON.parse(created) as { data: { banner: { id: string; publicId: string } } }).data
+    .banner;
+}
+
 /** A second team with one banner and one endpoint for every `consent.given` at the receiver. */
 async function createSubscribedBanner(
   service: RunningService,
@@ -137,22 +153,10 @@ async function createSubscribedBanner(
   auth: { headers: Record<string, string> },
   receiverUrl: string,
 ): Promise<NonNullable<Fixture["subscribed"]>> {
-  const { team } = await admin.createTeam({ name: "Bench subscriber", plan: "enterprise" }, auth);
-  if (!team) throw new Error("createTeam returned no team");
-  const { secret: key } = await admin.createApiKey(
-    { teamId: team.id, environment: "live", scopes: ALL_SCOPES, name: "bench-webhooks" },
-    auth,
-  );
+  const { keys } = await mintTeam(admin, auth, "Bench subscriber", 1);
+  const key = keys[0] as string;
   const domain = "subscribed.example.com";
-  const created = await send(service.gatewayUrl, {
-    method: "POST",
-    path: "/api/v1/banners",
-    key,
-    body: JSON.stringify({ name: "Bench subscribed shop", domain, configuration: {} }),
-    status: 201,
-  });
-  const { publicId } = (JSON.parse(created) as { data: { banner: { publicId: string } } }).data
-    .banner;
+  const { publicId } = await createBanner(service, key, "Bench subscribed shop", domain);
   const webhook = await send(service.gatewayUrl, {
     method: "POST",
     path: "/api/v1/webhooks",
