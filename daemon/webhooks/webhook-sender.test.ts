@@ -1,4 +1,4 @@
-import { createServer, type Server } from "node:http";
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import { AddressGuard } from "#daemon/webhooks/address-guard.js";
@@ -17,84 +17,85 @@ describe("sendWebhook over kept-alive connections", () => {
   });
 
   /**
-   * An endpoint that answers the first request of each connection and, like a server closing an
-   * idle connection just as a request arrives, drops the connection on the next one unanswered.
+   * An endpoint on loopback; `handle` decides each request, told whether it is the first on its
+   * connection. `seen` counts connections, requests, and those answered through `answer`.
    */
-  async function closingEndpoint() {
+  async function endpoint(
+    handle: (request: IncomingMessage, response: ServerResponse, first: boolean) => void,
+  ) {
     const seen = { connections: 0, requests: 0, answered: 0 };
     server = createServer((request, response) => {
       seen.requests++;
       const socket = request.socket as typeof request.socket & { served?: boolean };
-      if (socket.served) {
-        socket.destroy();
-        return;
-      }
+      const first = !socket.served;
       socket.served = true;
-      request.resume();
-      request.on("end", () => {
-        seen.answered++;
-        response.writeHead(204).end();
-      });
+      handle(request, response, first);
     });
     server.on("connection", () => {
       seen.connections++;
     });
     await new Promise<void>((resolve) => server?.listen(0, "127.0.0.1", resolve));
     const { port } = server.address() as AddressInfo;
-    return { url: `http://127.0.0.1:${port}/hooks`, seen };
+    /** Reads the request and answers 204. */
+    const answer = (request: IncomingMessage, response: ServerResponse) => {
+      request.resume();
+      request.on("end", () => {
+        seen.answered++;
+        response.writeHead(204).end();
+      });
+    };
+    return { url: `http://127.0.0.1:${port}/hooks`, seen, answer };
+  }
+
+  /** Two sends over one DeliveryAgents; the outcome of each. */
+  async function twoSends(url: string) {
+    agents = new DeliveryAgents();
+    const send = () => sendWebhook({ url, headers, body: "{}", guard, agents });
+    return [await send(), await send()];
   }
 
   it("resends once on a new connection when a reused one was closed before any answer", async () => {
-    const endpoint = await closingEndpoint();
-    agents = new DeliveryAgents();
-    const send = () => sendWebhook({ url: endpoint.url, headers, body: "{}", guard, agents });
-    expect(await send()).toMatchObject({ ok: true, statusCode: 204 });
-    expect(await send()).toMatchObject({ ok: true, statusCode: 204 });
+    // Like a server closing an idle connection just as a request arrives: the second request on
+    // a connection is dropped unanswered.
+    const hooks = await endpoint((request, response, first) => {
+      if (first) hooks.answer(request, response);
+      else request.socket.destroy();
+    });
+    const outcomes = await twoSends(hooks.url);
+    expect(outcomes).toMatchObject([
+      { ok: true, statusCode: 204 },
+      { ok: true, statusCode: 204 },
+    ]);
     // The second send met the closing connection, then succeeded on a new one.
-    expect(endpoint.seen).toEqual({ connections: 2, requests: 3, answered: 2 });
+    expect(hooks.seen).toEqual({ connections: 2, requests: 3, answered: 2 });
   });
 
   it("does not resend once the endpoint has begun to answer on a reused connection", async () => {
-    const endpoint = await closingEndpoint();
-    server?.removeAllListeners("request");
-    server?.on("request", (request, response) => {
-      endpoint.seen.requests++;
-      const socket = request.socket as typeof request.socket & { served?: boolean };
+    const hooks = await endpoint((request, response, first) => {
+      if (first) return hooks.answer(request, response);
       request.resume();
-      if (!socket.served) {
-        socket.served = true;
-        request.on("end", () => response.writeHead(204).end());
-        return;
-      }
       // The answer begins, then the connection is reset mid-body.
       response.writeHead(500, { "content-length": "100" });
       response.write("partial");
-      setTimeout(() => socket.resetAndDestroy(), 20);
+      setTimeout(() => request.socket.resetAndDestroy(), 20);
     });
-    agents = new DeliveryAgents();
-    const send = () => sendWebhook({ url: endpoint.url, headers, body: "{}", guard, agents });
-    expect(await send()).toMatchObject({ ok: true, statusCode: 204 });
-    const outcome = await send();
+    const [first, second] = await twoSends(hooks.url);
+    expect(first).toMatchObject({ ok: true, statusCode: 204 });
     // The reset or the cut answer, whichever Node reports first: a failed attempt either way.
-    expect(outcome).toMatchObject({
+    expect(second).toMatchObject({
       ok: false,
       error: expect.stringMatching(/ECONNRESET|answered 500/),
     });
     // Sent once, on the one kept-alive connection: no second copy after an answer had begun.
-    expect(endpoint.seen).toMatchObject({ connections: 1, requests: 2 });
+    expect(hooks.seen).toMatchObject({ connections: 1, requests: 2 });
   });
 
   it("does not resend when the connection was new (the endpoint itself failed)", async () => {
-    const endpoint = await closingEndpoint();
-    server?.removeAllListeners("request");
-    server?.on("request", (request) => {
-      endpoint.seen.requests++;
-      request.socket.destroy();
-    });
+    const hooks = await endpoint((request) => request.socket.destroy());
     agents = new DeliveryAgents();
-    const outcome = await sendWebhook({ url: endpoint.url, headers, body: "{}", guard, agents });
+    const outcome = await sendWebhook({ url: hooks.url, headers, body: "{}", guard, agents });
     expect(outcome).toMatchObject({ ok: false, statusCode: 0 });
     expect(outcome.error).toMatch(/ECONNRESET/);
-    expect(endpoint.seen.requests).toBe(1);
+    expect(hooks.seen.requests).toBe(1);
   });
 });
