@@ -71,6 +71,14 @@ export function describeWebhookStoreContract(openStore: OpenStore): void {
     const teamId = randomUUID();
     const lease = (owner: string, at = now) => ({ owner, until: shifted(at, MINUTE) });
 
+    /** One pending delivery to each endpoint listed, each of its own event, due in list order. */
+    async function dueInOrder(endpoints: readonly WebhookEndpointRecord[]) {
+      for (const [i, endpoint] of endpoints.entries()) {
+        const row = aRow(endpoint.teamId, shifted(now, i));
+        await store().webhooks.fanOut(row.id, [aDelivery(row, endpoint.id)]);
+      }
+    }
+
     it("stores endpoints per team and replaces them by version", async () => {
       const endpoint = anEndpoint(teamId, now);
       await store().webhooks.insertEndpoint(endpoint);
@@ -237,11 +245,7 @@ export function describeWebhookStoreContract(openStore: OpenStore): void {
       const free = anEndpoint(teamId, shifted(now, 2));
       for (const endpoint of [busy, half, free]) await store().webhooks.insertEndpoint(endpoint);
       // Three due deliveries for each endpoint, oldest first: busy, half, free, busy, half, ...
-      const endpoints = [busy, half, free, busy, half, free, busy, half, free];
-      for (const [i, endpoint] of endpoints.entries()) {
-        const row = aRow(teamId, shifted(now, i));
-        await store().webhooks.fanOut(row.id, [aDelivery(row, endpoint.id)]);
-      }
+      await dueInOrder([busy, half, free, busy, half, free, busy, half, free]);
       const at = shifted(now, 1000);
       const inFlight = [busy.id, busy.id, half.id].map((webhookId) => ({ webhookId, teamId }));
       const room = { perEndpoint: 2, perTeam: 10, inFlight };
@@ -260,15 +264,12 @@ export function describeWebhookStoreContract(openStore: OpenStore): void {
 
     it("claims no more of a team's deliveries than the caller has room for", async () => {
       const other = randomUUID();
-      const mine = [anEndpoint(teamId, now), anEndpoint(teamId, shifted(now, 1))];
+      const [first, second] = [anEndpoint(teamId, now), anEndpoint(teamId, shifted(now, 1))];
       const theirs = anEndpoint(other, now);
-      for (const endpoint of [...mine, theirs]) await store().webhooks.insertEndpoint(endpoint);
+      for (const endpoint of [first, second, theirs])
+        await store().webhooks.insertEndpoint(endpoint);
       // Two due deliveries for each of the team's endpoints, then one for the other team's.
-      const endpoints = [mine[0], mine[1], mine[0], mine[1], theirs];
-      for (const [i, endpoint] of endpoints.entries()) {
-        const row = aRow(endpoint?.teamId ?? "", shifted(now, i));
-        await store().webhooks.fanOut(row.id, [aDelivery(row, endpoint?.id ?? "")]);
-      }
+      await dueInOrder([first, second, first, second, theirs]);
       const at = shifted(now, 1000);
       const room = {
         perEndpoint: 10,
@@ -280,6 +281,7 @@ export function describeWebhookStoreContract(openStore: OpenStore): void {
       const later = await store().webhooks.claimDeliveries(lease("b", at), at, 10);
       expect(later.map((d) => d.teamId)).toEqual([teamId, teamId]);
     });
+
     it("schedules a retry at nextAttemptAt and replays dead letters", async () => {
       const endpoint = anEndpoint(teamId, now);
       await store().webhooks.insertEndpoint(endpoint);

@@ -2,11 +2,7 @@ import { Webhook } from "standardwebhooks";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { http, mintKey } from "#test/support/api.js";
 import { aChoice, bannerFixture, postLog } from "#test/support/consent-log.js";
-import {
-  startService as startServiceProgram,
-  stopAllPrograms,
-  useProgramRoot,
-} from "#test/support/processes.js";
+import { startService as startServiceProgram, useProgramRoot } from "#test/support/processes.js";
 import type { TestService } from "#test/support/service.js";
 import { eventually, NEVER, WebhookReceiver } from "#test/support/webhook-receiver.js";
 
@@ -45,10 +41,8 @@ describe("webhook delivery across daemon processes", { timeout: 240_000 }, () =>
   beforeEach(() => {
     receiver.answer = () => ({ status: 200, body: "ok" });
   });
-  afterAll(async () => {
-    await stopAllPrograms();
-    await receiver.stop();
-  });
+  // useProgramRoot stops the programs.
+  afterAll(() => receiver.stop());
 
   /** A team with a banner and one endpoint at the receiver; returns the endpoint's secret. */
   async function subscribe(service: TestService) {
