@@ -78,16 +78,6 @@ function headerName(value: string | undefined, name: string): string | undefined
   return value;
 }
 
-/** A whole number of milliseconds from `min` to `max`, or undefined when unset. */
-function milliseconds(
-  value: string | undefined,
-  min: number,
-  max: number,
-  name: string,
-): number | undefined {
-  return wholeNumberIn(value, min, max, name, "a whole number of milliseconds");
-}
-
 /** decisions §8: comma-separated CIDRs (or single addresses), each checked now, not at first use. */
 function cidrList(value: string | undefined, name: string): string[] {
   const entries = (value ?? "")
@@ -125,11 +115,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     geoHeader: headerName(env.CONSENT_GEO_HEADER, "CONSENT_GEO_HEADER"),
     logLevel: env.CONSENT_LOG_LEVEL || "info",
     webhookAllowCidrs: cidrList(env.CONSENT_WEBHOOK_ALLOW_CIDRS, "CONSENT_WEBHOOK_ALLOW_CIDRS"),
-    webhookLeaseMs: milliseconds(
+    webhookLeaseMs: wholeNumberIn(
       env.CONSENT_WEBHOOK_LEASE_MS,
       1_000,
       3_600_000,
       "CONSENT_WEBHOOK_LEASE_MS",
+      "a whole number of milliseconds",
     ),
   };
 }
