@@ -47,5 +47,31 @@ export function workerPublicChanges(
   };
 }
 
+/** The message a worker sends its primary every heartbeat interval while its event loop runs. */
+interface HeartbeatMessage {
+  consentAlive: true;
+}
+
+export function isHeartbeat(message: unknown): message is HeartbeatMessage {
+  return (
+    typeof message === "object" &&
+    message !== null &&
+    (message as HeartbeatMessage).consentAlive === true
+  );
+}
+
+/**
+ * In a worker of `npm start`: tells the primary every `intervalMs` that this worker's event loop
+ * still runs. A worker that stops answering (a loop that never yields, a process stuck in its
+ * exit) falls silent, and the primary stops the service (daemon/workers.ts). The timer never keeps
+ * the worker alive on its own.
+ */
+export function beatForPrimary(intervalMs: number): void {
+  const beat = () =>
+    process.send?.({ consentAlive: true } satisfies HeartbeatMessage, ignoreSendError);
+  beat();
+  setInterval(beat, intervalMs).unref();
+}
+
 /** For send()'s callback: a message that could not be sent is dropped (see the callers). */
 export function ignoreSendError(): void {}

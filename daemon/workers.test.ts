@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { workerCount } from "#daemon/workers.js";
+import { workerCount, workerTimeoutMs } from "#daemon/workers.js";
 
 describe("CONSENT_WORKERS (npm start's daemon + gateway processes)", () => {
   it("defaults to one process", () => {
@@ -19,6 +19,24 @@ describe("CONSENT_WORKERS (npm start's daemon + gateway processes)", () => {
         expect.objectContaining({
           name: "ConfigError",
           message: expect.stringContaining("CONSENT_WORKERS"),
+        }),
+      );
+    }
+  });
+});
+
+describe("CONSENT_WORKER_TIMEOUT_MS (how long a silent worker is tolerated)", () => {
+  it("defaults to 15 seconds", () => {
+    expect(workerTimeoutMs({})).toBe(15_000);
+  });
+
+  it("takes whole milliseconds from 1 s to an hour, and refuses anything else", () => {
+    expect(workerTimeoutMs({ CONSENT_WORKER_TIMEOUT_MS: "2000" })).toBe(2_000);
+    for (const value of ["999", "3600001", "2e3", "15s"]) {
+      expect(() => workerTimeoutMs({ CONSENT_WORKER_TIMEOUT_MS: value })).toThrow(
+        expect.objectContaining({
+          name: "ConfigError",
+          message: expect.stringContaining("CONSENT_WORKER_TIMEOUT_MS"),
         }),
       );
     }

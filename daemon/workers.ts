@@ -1,12 +1,20 @@
-import cluster from "node:cluster";
+import cluster, { type Worker } from "node:cluster";
+import { performance } from "node:perf_hooks";
 import { loadSecrets } from "#daemon/bootstrap.js";
 import { loadConfig, wholeNumberIn } from "#daemon/config.js";
 import { runDaemon } from "#daemon/main.js";
-import { ignoreSendError, isPublicChange } from "#daemon/worker-messages.js";
+import {
+  beatForPrimary,
+  ignoreSendError,
+  isHeartbeat,
+  isPublicChange,
+} from "#daemon/worker-messages.js";
 
 /** Set by the primary in a worker's environment: its number, and the secrets this start created. */
 const WORKER_INDEX = "CONSENT_WORKER_INDEX";
 const CREATED_SECRETS = "CONSENT_WORKER_CREATED";
+/** Set by the primary: how often a worker tells it that it still runs. */
+const HEARTBEAT_MS = "CONSENT_WORKER_HEARTBEAT_MS";
 
 /**
  * CONSENT_WORKERS: how many daemon + gateway processes `npm start` runs on the data directory.
@@ -18,6 +26,24 @@ export function workerCount(env: NodeJS.ProcessEnv = process.env): number {
 }
 
 /**
+ * CONSENT_WORKER_TIMEOUT_MS: how long a worker may go without answering its primary (its event
+ * loop blocked, or the process stuck while exiting) before the primary kills it and stops the
+ * service. Default 15 s: far above any pause of a working process (a garbage collection, a
+ * start-up), short enough that a stuck worker does not hold its share of connections for long.
+ */
+export function workerTimeoutMs(env: NodeJS.ProcessEnv = process.env): number {
+  return (
+    wholeNumberIn(
+      env.CONSENT_WORKER_TIMEOUT_MS,
+      1_000,
+      3_600_000,
+      "CONSENT_WORKER_TIMEOUT_MS",
+      "a whole number of milliseconds",
+    ) ?? 15_000
+  );
+}
+
+/**
  * `npm start`: daemon and gateway in one process, or in CONSENT_WORKERS such processes (node:cluster)
  * on the same data directory. The workers share the two listening ports, so a client sees one
  * service; every daemon on a store shares its counters and records (decisions §1: several daemons
@@ -25,6 +51,7 @@ export function workerCount(env: NodeJS.ProcessEnv = process.env): number {
  */
 export async function runService(): Promise<void> {
   if (cluster.isWorker) {
+    beatForPrimary(Number(process.env[HEARTBEAT_MS]));
     const created = JSON.parse(process.env[CREATED_SECRETS] ?? "[]") as string[];
     // The first worker speaks for the service; the others start silently.
     const welcome = process.env[WORKER_INDEX] === "0" ? { created } : false;
@@ -43,9 +70,13 @@ export async function runService(): Promise<void> {
  * The primary creates the secrets first (so workers read them instead of racing to write them),
  * forks the workers, forwards SIGTERM/SIGINT to them and exits 0 once every one has drained. A
  * worker that stops on its own (a start-up error it has already printed, a crash) stops the
- * service: the others are told to drain, and the primary exits 1.
+ * service: the others are told to drain, and the primary exits 1. So does a worker that stops
+ * answering: silent for CONSENT_WORKER_TIMEOUT_MS after it started, it is killed, since it may
+ * still hold connections the primary handed it that will never be answered. Exiting, not
+ * replacing the worker, leaves the restart to the supervisor, as for any other failure.
  */
 async function runPrimary(count: number): Promise<void> {
+  const timeoutMs = workerTimeoutMs();
   const { created } = await loadSecrets(loadConfig());
   let stopping = false;
   let failed = false;
@@ -54,20 +85,48 @@ async function runPrimary(count: number): Promise<void> {
       if (worker && !worker.isDead()) worker.process.kill(signal);
     }
   };
+  const heartbeatMs = Math.min(1_000, Math.floor(timeoutMs / 5));
   for (let index = 0; index < count; index++) {
-    cluster.fork({ [WORKER_INDEX]: String(index), [CREATED_SECRETS]: JSON.stringify(created) });
+    cluster.fork({
+      [WORKER_INDEX]: String(index),
+      [CREATED_SECRETS]: JSON.stringify(created),
+      [HEARTBEAT_MS]: String(heartbeatMs),
+    });
   }
+  /** Each started worker's last heartbeat (monotonic ms); a worker counts from its first. */
+  const lastBeat = new Map<Worker, number>();
+  /** Workers the primary killed for their silence (already reported). */
+  const killed = new WeakSet<Worker>();
+  setInterval(() => {
+    const now = performance.now();
+    for (const [worker, beat] of lastBeat) {
+      if (now - beat <= timeoutMs) continue;
+      lastBeat.delete(worker);
+      if (worker.isDead()) continue;
+      process.stderr.write(
+        `consent: worker ${worker.process.pid} has not answered for ${Math.round((now - beat) / 1_000)} s; killing it and stopping\n`,
+      );
+      failed = true;
+      killed.add(worker);
+      worker.process.kill("SIGKILL");
+    }
+  }, heartbeatMs).unref();
   cluster.on("message", (from, message) => {
+    if (isHeartbeat(message)) {
+      if (!from.isDead()) lastBeat.set(from, performance.now());
+      return;
+    }
     if (!isPublicChange(message)) return;
     for (const worker of Object.values(cluster.workers ?? {})) {
       if (worker && worker !== from && worker.isConnected()) worker.send(message, ignoreSendError);
     }
   });
   cluster.on("exit", (worker, code, signal) => {
+    lastBeat.delete(worker);
     if (!stopping) {
       stopping = true;
       failed = true;
-      if (code !== 1) {
+      if (code !== 1 && !killed.has(worker)) {
         process.stderr.write(
           `consent: worker ${worker.process.pid} stopped (${signal ?? `exit code ${code}`}); stopping\n`,
         );

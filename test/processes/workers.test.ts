@@ -1,7 +1,9 @@
+import { readFileSync } from "node:fs";
 import { get } from "node:http";
+import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { createBanner, createTeam, http, mintKey } from "#test/support/api.js";
-import { startService, useProgramRoot } from "#test/support/processes.js";
+import { type Program, startService, useProgramRoot } from "#test/support/processes.js";
 import { eventually } from "#test/support/webhook-receiver.js";
 
 /** The loader's bound configuration revision, each call on a new connection (so on any worker). */
@@ -21,6 +23,20 @@ function loaderRevision(gatewayUrl: string, publicId: string) {
     }).on("error", reject);
   });
 }
+
+/** The worker processes a primary of `npm start` has forked (Linux's /proc). */
+function workerPids(program: Program): number[] {
+  const pid = program.child.pid as number;
+  return readFileSync(`/proc/${pid}/task/${pid}/children`, "utf8")
+    .trim()
+    .split(/\s+/)
+    .filter(Boolean)
+    .map(Number);
+}
+
+const STUCK_IN_EXIT = fileURLToPath(
+  new URL("../support/workers-stuck-in-exit.mjs", import.meta.url),
+);
 
 /** npm start with CONSENT_WORKERS=2: one service to clients, one loader truth after a publish. */
 describe("npm start with two workers", { timeout: 120_000 }, () => {
@@ -53,5 +69,33 @@ describe("npm start with two workers", { timeout: 120_000 }, () => {
       10_000,
     );
     expect(await program.stop()).toBe(0);
+  });
+
+  it("kills a worker that stops answering, and stops the service with exit code 1", async () => {
+    const { program, service } = await startService(dirs.join("stuck"), {
+      CONSENT_WORKERS: "2",
+      CONSENT_WORKER_TIMEOUT_MS: "2000",
+      NODE_OPTIONS: `--import ${STUCK_IN_EXIT}`,
+    });
+    // Working workers are never taken for stuck ones: calls keep being answered past the timeout.
+    const started = Date.now();
+    while (Date.now() - started < 3_000) {
+      expect((await http(service, "GET", "/api/v1/health")).status).toBe(200);
+    }
+    expect(program.child.exitCode).toBeNull();
+    const workers = workerPids(program);
+    expect(workers).toHaveLength(2);
+
+    // One worker told to stop drains, then never finishes exiting: without the primary's
+    // watchdog it would stay, holding the connections handed to it, and the service with it.
+    process.kill(workers[0] as number, "SIGTERM");
+    expect(await program.exitWithin(60_000)).toBe(1);
+    // The other worker, told to drain in turn, is stuck in its exit too and is killed as well.
+    for (const pid of workers) {
+      expect(program.stderr()).toMatch(
+        new RegExp(`worker ${pid} has not answered for \\d+ s; killing it and stopping`),
+      );
+    }
+    for (const pid of workers) expect(() => process.kill(pid, 0)).toThrow();
   });
 });
