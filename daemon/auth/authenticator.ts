@@ -77,13 +77,16 @@ export class Authenticator {
     if (caller.bearer !== undefined && this.operator.matches(caller.bearer)) {
       return { principal: { kind: "operator" }, team: await this.operatorTeam(caller), caller };
     }
-    const ipBucket = this.options.ipHasher.hash(caller.clientIp);
-    await this.refuseBlockedIp(ipBucket);
-    if (caller.bearer !== undefined) {
-      return this.authorizeKey(caller, ipBucket, requirement);
-    }
-    if (caller.sessionToken !== undefined && requirement.session) {
-      return this.authorizeSession(caller, ipBucket, requirement);
+    const presented =
+      caller.bearer !== undefined || (caller.sessionToken !== undefined && requirement.session);
+    if (presented) {
+      // spec 8: the failed-authentication limit applies to attempts; a request that presents no
+      // credential is not one, and gets its 401 below even from a blocked IP (docs/behaviour.md).
+      const ipBucket = this.options.ipHasher.hash(caller.clientIp);
+      await this.refuseBlockedIp(ipBucket);
+      return caller.bearer !== undefined
+        ? this.authorizeKey(caller, ipBucket, requirement)
+        : this.authorizeSession(caller, ipBucket, requirement);
     }
     throw new DomainError(
       "unauthenticated",

@@ -75,7 +75,7 @@ describe("rate limits", () => {
     expect(elsewhere.status).toBe(200);
   });
 
-  it("answers 429 to an IP after 10 failed authentications in a minute, whatever it sends next", async () => {
+  it("answers 429 to an IP after 10 failed authentications in a minute, whatever credential it sends next", async () => {
     const { key } = await mintKey(service, await createTeam(service, "enterprise"));
     for (let i = 0; i < 10; i++) {
       const failed = await http(service, "GET", "/api/v1/banners", {
@@ -91,6 +91,11 @@ describe("rate limits", () => {
     expect([blocked.status, blocked.body.data.code]).toEqual([429, "rate_limited"]);
     expect(Number(blocked.headers.get("retry-after"))).toBeGreaterThan(0);
     expect(blocked.headers.get("x-ratelimit-limit")).toBeNull();
+    // Not an attempt: a request without any credential still learns it needs one.
+    const anonymous = await http(service, "GET", "/api/v1/banners", {
+      headers: from("192.0.2.50"),
+    });
+    expect([anonymous.status, anonymous.body.data.code]).toEqual([401, "unauthorized"]);
     expect(
       (await http(service, "GET", "/api/v1/banners", { key, headers: from("192.0.2.51") })).status,
     ).toBe(200);
