@@ -29,6 +29,8 @@ export async function buildGateway(options: GatewayOptions): Promise<FastifyInst
     logController: new LogController({ disableRequestLogging: true }),
     trustProxy: options.trustProxy.length > 0 ? options.trustProxy : false,
     bodyLimit: GATEWAY_BODY_LIMIT,
+    // `/api/v1/banners/` is the banner list, not a banner with an empty id (docs/behaviour.md).
+    routerOptions: { ignoreTrailingSlash: true },
     // SIGTERM drains: idle keep-alive sockets close at once, requests already accepted finish
     // (startGateway bounds the wait), new requests on open sockets get 503.
     forceCloseConnections: "idle",

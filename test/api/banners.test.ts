@@ -190,6 +190,21 @@ describe("banners", () => {
     );
   });
 
+  it("reads a path with a trailing slash as the path without it", async () => {
+    const own = await createBanner(service, key, { name: "Slashed" });
+    const list = await http(service, "GET", "/api/v1/banners/", { key });
+    expect(list.status).toBe(200);
+    expect(list.body.data.banners.map((b: { id: string }) => b.id)).toContain(own.id);
+    const one = await http(service, "GET", `/api/v1/banners/${own.id}/`, { key });
+    expect([one.status, one.body.data.banner.name]).toEqual([200, "Slashed"]);
+    const unknown = await http(service, "GET", "/api/v1/nothing/", { key });
+    expect([unknown.status, unknown.body.data.code, unknown.body.version]).toEqual([
+      404,
+      "not_found",
+      "v1",
+    ]);
+  });
+
   it("treats an empty body as invalid JSON and ignores read-only fields sent back in a PATCH", async () => {
     const empty = await http(service, "POST", "/api/v1/banners", { key });
     expect([empty.status, empty.body.data.error]).toEqual([400, "Request body is not valid JSON"]);
