@@ -6,9 +6,13 @@ export function loaderUrl(baseUrl: string, publicId: string): string {
   return `${baseUrl.replace(/\/$/, "")}/loader/${publicId}.js`;
 }
 
-/** The tag an integrator pastes into their pages. */
+/**
+ * The tag an integrator pastes first into their pages' `<head>`: a plain (blocking) script, so
+ * the Consent Mode defaults and script gating are in place before any tag it governs runs
+ * (docs/banner-runtime.md, "Embedding").
+ */
 export function loaderSnippet(baseUrl: string, publicId: string): string {
-  return `<script src="${loaderUrl(baseUrl, publicId)}" async></script>`;
+  return `<script src="${loaderUrl(baseUrl, publicId)}"></script>`;
 }
 
 /** A banner as `--json` prints it: the Banner message plus its loader URL and snippet. */

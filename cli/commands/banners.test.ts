@@ -53,7 +53,7 @@ describe.concurrent("consentctl banners (against a real daemon)", {
     expect(categories).toEqual(["necessary", "stats"]);
     expect(Object.keys(banner.configuration.texts)).toEqual(["de"]);
     expect(banner.loaderSnippet).toBe(
-      `<script src="${BASE_URL}/loader/${banner.publicId}.js" async></script>`,
+      `<script src="${BASE_URL}/loader/${banner.publicId}.js"></script>`,
     );
   });
 
@@ -69,7 +69,7 @@ describe.concurrent("consentctl banners (against a real daemon)", {
     expect(human.code).toBe(0);
     expect(human.stdout).toContain(banner.publicId);
     expect(human.stdout).toContain(
-      `<script src="${BASE_URL}/loader/${banner.publicId}.js" async></script>`,
+      `<script src="${BASE_URL}/loader/${banner.publicId}.js"></script>`,
     );
   });
 

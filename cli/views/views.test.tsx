@@ -62,7 +62,7 @@ describe("BannerView", () => {
     const frame =
       render(<BannerView banner={banner} baseUrl="http://localhost:8080" />).lastFrame() ?? "";
     expect(frame.split("\n")).toContain(
-      '<script src="http://localhost:8080/loader/5a147607-8673-4f5b-8305-71ebc1b37e18.js" async></script>',
+      '<script src="http://localhost:8080/loader/5a147607-8673-4f5b-8305-71ebc1b37e18.js"></script>',
     );
     expect(frame).toContain("GDPR, LGPD");
     expect(frame).toContain("has unpublished changes");
