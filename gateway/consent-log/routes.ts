@@ -70,6 +70,8 @@ export async function consentLogRoutes(app: FastifyInstance, options: ConsentLog
         "Access-Control-Allow-Headers":
           request.headers["access-control-request-headers"] ?? "Content-Type",
         "Access-Control-Max-Age": "86400",
+        // The allowed headers echo the request's, so a cache must key the answer on them too.
+        Vary: "Origin, Access-Control-Request-Headers",
       })
       .send(),
   );

@@ -86,7 +86,7 @@ describe("POST /api/consent/log: origins, CORS and the client-IP limit", () => {
       "access-control-allow-origin": "https://shop.example.com",
       "access-control-allow-methods": "POST, OPTIONS",
       "access-control-allow-headers": "content-type",
-      vary: "Origin",
+      vary: "Origin, Access-Control-Request-Headers",
     });
   });
 
