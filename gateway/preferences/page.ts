@@ -104,6 +104,10 @@ const ERROR_TEXTS: Record<string, [string, string]> = {
     "The site no longer collects choices with this banner.",
   ],
   rate_limited: ["Too many requests", "Please wait a minute and try again."],
+  unsupported_form: [
+    "Your choices were not saved",
+    "Open the link again and save your choices with the form on its page.",
+  ],
 };
 
 /** A clear page for a link that cannot be used; never internal detail (decisions §5). */

@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { DaemonClients } from "#gateway/daemon-clients.js";
-import { httpErrorOf } from "#gateway/errors.js";
+import { type HttpError, httpErrorOf } from "#gateway/errors.js";
 import { errorPage, preferencesPage } from "#gateway/preferences/page.js";
 import { relayOptions } from "#gateway/relay.js";
 
@@ -32,6 +32,19 @@ function sendPage(reply: FastifyReply, status: number, html: string, nonce: stri
     .send(html);
 }
 
+/** The clear page for a failure: its status, headers and a text for its code, never internals. */
+function sendErrorPage(reply: FastifyReply, httpError: HttpError) {
+  const nonce = randomBytes(16).toString("base64");
+  reply.headers(httpError.headers);
+  return sendPage(reply, httpError.status, errorPage(httpError.code, nonce), nonce);
+}
+
+/** A submission of the page's form (application/x-www-form-urlencoded), whatever its charset. */
+function isFormSubmission(request: FastifyRequest): boolean {
+  const type = request.headers["content-type"] ?? "";
+  return type.split(";")[0]?.trim().toLowerCase() === "application/x-www-form-urlencoded";
+}
+
 /** The categories ticked in the submitted form (application/x-www-form-urlencoded). */
 function submittedChoice(request: FastifyRequest): Record<string, boolean> {
   const text = Buffer.isBuffer(request.body) ? request.body.toString("utf8") : "";
@@ -49,9 +62,7 @@ export async function preferencesRoutes(app: FastifyInstance, options: Preferenc
   app.setErrorHandler((error, request, reply) => {
     const httpError = httpErrorOf(error);
     if (httpError.status === 500) request.log.error({ err: error }, "preferences page failed");
-    const nonce = randomBytes(16).toString("base64");
-    reply.headers(httpError.headers);
-    return sendPage(reply, httpError.status, errorPage(httpError.code, nonce), nonce);
+    return sendErrorPage(reply, httpError);
   });
 
   app.get("/preferences/:token", async (request, reply) => {
@@ -66,6 +77,20 @@ export async function preferencesRoutes(app: FastifyInstance, options: Preferenc
 
   app.post("/preferences/:token", async (request, reply) => {
     const token = tokenOf(request);
+    // Only the page's own form is a choice: any other body would record every optional
+    // category as refused. An expired or altered link still gets its own page first.
+    if (!isFormSubmission(request)) {
+      await clients.consentLog.getPreferences(
+        { token },
+        relayOptions(request, reply, operatorToken),
+      );
+      return sendErrorPage(reply, {
+        status: 415,
+        code: "unsupported_form",
+        message: "Submit the privacy settings with the page's form",
+        headers: {},
+      });
+    }
     await clients.consentLog.updatePreferences(
       { token, preferences: submittedChoice(request) },
       relayOptions(request, reply, operatorToken),

@@ -78,6 +78,27 @@ describe("GET and POST /preferences/{token}", () => {
     expect(row?.pageUrl).toBeUndefined();
   });
 
+  it("refuses a submission that is not the page's form, and records nothing", async () => {
+    const { teamId, publicId } = await bannerFixture(ctx.service, { configuration });
+    const path = await linkFor(publicId);
+    const before = await storedRows(ctx.service, teamId);
+    for (const [type, body] of [
+      ["application/json", '{"category":1}'],
+      ["text/plain", "category=marketing"],
+    ]) {
+      const refused = await fetch(`${ctx.service.gatewayUrl}${path}`, {
+        method: "POST",
+        headers: { "content-type": type as string },
+        body,
+        redirect: "manual",
+      });
+      expect(refused.status).toBe(415);
+      expect(refused.headers.get("content-type")).toBe("text/html; charset=utf-8");
+      expect(await refused.text()).toContain("<h1>Your choices were not saved</h1>");
+    }
+    expect(await storedRows(ctx.service, teamId)).toHaveLength(before.length);
+  });
+
   it("shows a clear page, 403 and no internals, for an expired link", async () => {
     const { publicId } = await bannerFixture(ctx.service, { configuration });
     const path = await linkFor(publicId);
