@@ -1,8 +1,8 @@
 import type { JsonObject } from "@bufbuild/protobuf";
 import { z } from "zod";
-import { invalidRequest } from "#daemon/errors.js";
+import { invalidRequest, type Violation } from "#daemon/errors.js";
 import { integer, isoDateTime, text, uuid } from "#daemon/validation/rules.js";
-import { parseOrThrow } from "#daemon/validation/violations.js";
+import { check, parseOrThrow } from "#daemon/validation/violations.js";
 
 /** spec 8: request bodies of the subject endpoints. */
 export const SUBJECT_BODY_LIMIT = 20 * 1024;
@@ -24,36 +24,53 @@ const COLLECTED_VIA = [
   "hidden_autogrant",
 ] as const;
 
-/** spec 2.4: the canonical consent state, schemaVersion 2. Unknown fields are a 400 (decisions §4). */
-const consentState = z
-  .strictObject({
-    schemaVersion: z.literal(2, "must be 2"),
-    categories: z.array(text(1, 100)).max(50, "must have at most 50 entries"),
-    revision: integer(0, 1_000_000),
-    acceptType: z.enum(["all", "custom", "necessary"]),
-    consentId: uuid,
-    consentTimestamp: isoDateTime,
-    lastConsentTimestamp: isoDateTime,
-    languageCode: text(1, 20),
-    services: z.record(text(1, 100), z.array(text(1, 100)).max(100)).optional(),
-    jurisdictions: z.array(text(1, 64)).max(50).optional(),
-    gpcRespected: z.boolean().optional(),
-    usOptOutChoices: z
-      .strictObject({
-        saleSharing: z.boolean().optional(),
-        targetedAdvertising: z.boolean().optional(),
-        sensitiveData: z.boolean().optional(),
-        profiling: z.boolean().optional(),
-      })
-      .optional(),
-    isPending: z.boolean().optional(),
-    isDefaultState: z.boolean().optional(),
-    collectedVia: z.enum(COLLECTED_VIA).optional(),
-  })
-  .refine((state) => Date.parse(state.lastConsentTimestamp) >= Date.parse(state.consentTimestamp), {
-    message: "must not precede consentState.consentTimestamp",
-    path: ["lastConsentTimestamp"],
-  });
+/**
+ * spec 2.4: the canonical consent state, schemaVersion 2. Unknown fields are a 400 (decisions §4).
+ * The order of the two timestamps is checked apart (timestampOrder).
+ */
+const consentState = z.strictObject({
+  schemaVersion: z.literal(2),
+  categories: z.array(text(1, 100)).max(50, "must have at most 50 entries"),
+  revision: integer(0, 1_000_000),
+  acceptType: z.enum(["all", "custom", "necessary"]),
+  consentId: uuid,
+  consentTimestamp: isoDateTime,
+  lastConsentTimestamp: isoDateTime,
+  languageCode: text(1, 20),
+  services: z.record(text(1, 100), z.array(text(1, 100)).max(100)).optional(),
+  jurisdictions: z.array(text(1, 64)).max(50).optional(),
+  gpcRespected: z.boolean().optional(),
+  usOptOutChoices: z
+    .strictObject({
+      saleSharing: z.boolean().optional(),
+      targetedAdvertising: z.boolean().optional(),
+      sensitiveData: z.boolean().optional(),
+      profiling: z.boolean().optional(),
+    })
+    .optional(),
+  isPending: z.boolean().optional(),
+  isDefaultState: z.boolean().optional(),
+  collectedVia: z.enum(COLLECTED_VIA).optional(),
+});
+
+/** The two timestamps of a consent state, each valid on its own. */
+const timestamps = z.object({
+  consentState: z.object({ consentTimestamp: isoDateTime, lastConsentTimestamp: isoDateTime }),
+});
+
+/**
+ * spec 2.4: lastConsentTimestamp must not precede consentTimestamp. Checked outside the schema so
+ * it is listed beside the violations of every other field (spec 7; a zod refinement of the whole
+ * object is skipped once any field fails), and only between two valid timestamps.
+ */
+function timestampOrder(body: unknown): Violation[] {
+  const pair = timestamps.safeParse(body);
+  if (!pair.success) return [];
+  const { consentTimestamp, lastConsentTimestamp } = pair.data.consentState;
+  if (Date.parse(lastConsentTimestamp) >= Date.parse(consentTimestamp)) return [];
+  const field = "consentState.lastConsentTimestamp";
+  return [{ field, message: `${field} must not precede consentState.consentTimestamp` }];
+}
 
 const referenceBody = z.object(subjectReference);
 
@@ -62,7 +79,7 @@ const putBody = z.object({
   baseVersion: integer(0, 2_147_483_646),
   consentState,
   expiresAt: isoDateTime.optional(),
-  protocolVersion: z.literal(1, "must be 1").optional(),
+  protocolVersion: z.literal(1).optional(),
 });
 
 export interface SubjectReference {
@@ -84,9 +101,14 @@ export function readSubjectReference(body: unknown): SubjectReference {
   return { ...value, namespace: value.namespace ?? "default" };
 }
 
-/** Validates a PUT state body (spec 2.4, 4.6). */
+/** Validates a PUT state body (spec 2.4, 4.6), with one message per violated field. */
 export function readStateWrite(body: unknown): StateWrite {
-  const value = parseOrThrow(putBody, body, (violations) => invalidRequest(violations));
+  const result = check(putBody, body);
+  const disorder = timestampOrder(body);
+  if ("violations" in result || disorder.length > 0) {
+    throw invalidRequest([...("violations" in result ? result.violations : []), ...disorder]);
+  }
+  const { value } = result;
   return {
     ...value,
     namespace: value.namespace ?? "default",

@@ -3,7 +3,8 @@ import { DomainError, invalidRequest } from "#daemon/errors.js";
 
 /**
  * Parses a REST body relayed verbatim by the gateway. Prototype-poisoning keys (__proto__,
- * constructor.prototype) are rejected, as for every body parsed by hand.
+ * constructor.prototype) are rejected, as for every body parsed by hand, with a message of their
+ * own: the body is valid JSON, and a client told otherwise would look for the wrong mistake.
  *
  * @param maxBytes spec 8: over the limit is 413 invalid_request (decisions §2: checked after the
  *   rate limiter, like every other body rule).
@@ -18,21 +19,36 @@ export function parseJsonBody(
   if (bytes.byteLength > maxBytes) {
     throw tooLarge(maxBytes);
   }
+  const text = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   try {
-    return secureJson.parse(
-      Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength),
-      undefined,
-      {
-        protoAction: "error",
-        constructorAction: "error",
-      },
-    );
+    return secureJson.parse(text, undefined, {
+      protoAction: "error",
+      constructorAction: "error",
+    });
   } catch {
     // The parser's own text may quote the body; the client gets a fixed sentence instead.
-    const details = [{ field: "", message: "The request body is not valid JSON" }];
-    if (failure === "subject") throw invalidRequest(details, "Request body is not valid JSON");
-    throw new DomainError("invalid", "", "Request body is not valid JSON", { details });
+    // safeParse tells the two failures apart: null for a forbidden key in valid JSON, undefined
+    // for text that is not JSON (valid JSON `null` parsed above without a failure).
+    if (secureJson.safeParse(text) === null) {
+      throw invalidBody(
+        failure,
+        "Request body contains a forbidden key",
+        "The request body must not contain a __proto__ or constructor.prototype key",
+      );
+    }
+    throw invalidBody(
+      failure,
+      "Request body is not valid JSON",
+      "The request body is not valid JSON",
+    );
   }
+}
+
+/** A body that cannot be read: 400 with the invalid_request code or, on banner routes, none. */
+function invalidBody(failure: "subject" | "banner", error: string, detail: string): DomainError {
+  const details = [{ field: "", message: detail }];
+  if (failure === "subject") return invalidRequest(details, error);
+  return new DomainError("invalid", "", error, { details });
 }
 
 /** spec 8: 413 invalid_request for a body over the route's limit. */

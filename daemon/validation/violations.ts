@@ -38,13 +38,19 @@ export function pathOf(path: readonly PropertyKey[]): string {
   return out;
 }
 
-/** Default wording for rules whose schema gives no message of its own. */
+/**
+ * Default wording for rules whose schema gives no message of its own: a missing field "is
+ * required", whatever its type; a present one says what it must be.
+ */
 function describe(issue: Issue): string | undefined {
   switch (issue.code) {
     case "invalid_type":
       return issue.input === undefined ? "is required" : `must be ${article(issue.expected)}`;
     case "invalid_value":
-      return `must be one of: ${issue.values.map((v) => JSON.stringify(v)).join(", ")}`;
+      if (issue.input === undefined) return "is required";
+      return issue.values.length === 1
+        ? `must be ${JSON.stringify(issue.values[0])}`
+        : `must be one of: ${issue.values.map((v) => JSON.stringify(v)).join(", ")}`;
     case "too_big":
       return issue.origin === "array"
         ? `must have at most ${issue.maximum} entries`

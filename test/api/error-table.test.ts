@@ -74,6 +74,40 @@ describe("spec 7 error table", () => {
     for (const detail of data.details) expect(detail.message).toContain(detail.field);
   });
 
+  it("400 invalid_request: a body with a __proto__ or constructor.prototype key, on every route parsing JSON, in each route's shape", async () => {
+    const error = "Request body contains a forbidden key";
+    const details = [
+      { message: "The request body must not contain a __proto__ or constructor.prototype key" },
+    ];
+    const coded = { error, code: "invalid_request", details };
+    const unknownId = "00000000-0000-4000-8000-000000000000";
+    for (const body of [
+      `{"bannerId":"${publicId}","subjectId":"s","__proto__":{"admin":true}}`,
+      `{"bannerId":"${publicId}","subjectId":"s","a":[{"constructor":{"prototype":{"admin":true}}}]}`,
+    ]) {
+      // Banner routes keep spec 7's validation shape without a code.
+      for (const [method, path, data] of [
+        ["POST", "/api/v1/consent/subjects/resolve", coded],
+        ["PUT", "/api/v1/consent/subjects/state", coded],
+        ["DELETE", "/api/v1/consent/subjects/state", coded],
+        ["POST", "/api/v1/webhooks", coded],
+        ["PATCH", `/api/v1/webhooks/${unknownId}`, coded],
+        ["POST", "/api/v1/banners", { error, details }],
+        ["PATCH", `/api/v1/banners/${unknownId}`, { error, details }],
+      ] as const) {
+        const result = await http(service, method, path, { key, body });
+        expect([method, path, result.status, result.body]).toEqual([
+          method,
+          path,
+          400,
+          { data, version: "v1" },
+        ]);
+      }
+      const log = await http(service, "POST", "/api/consent/log", { body });
+      expect([log.status, log.body]).toEqual([400, { success: false, ...coded }]);
+    }
+  });
+
   it("400 without a code: banner creation validation failure", async () => {
     const result = await http(service, "POST", "/api/v1/banners", {
       key,

@@ -211,6 +211,100 @@ describe("consent subject records", () => {
     expect(result.body.data.code).toBe("invalid_request");
     expect(result.body.data.details.map((d: { field: string }) => d.field)).toContain(field);
   });
+
+  /** The 400 invalid_request details of a PUT whose body is a valid write with `override` applied. */
+  const detailsOf = async (override: Record<string, unknown>) => {
+    const result = await put({
+      ...fresh(),
+      baseVersion: 0,
+      consentState: consentState(),
+      ...override,
+    });
+    expect([result.status, result.body.data.code]).toEqual([400, "invalid_request"]);
+    return result.body.data.details;
+  };
+  const violation = (field: string, rule: string) => ({ field, message: `${field} ${rule}` });
+  const precedes = violation(
+    "consentState.lastConsentTimestamp",
+    "must not precede consentState.consentTimestamp",
+  );
+  const notIso = (field: string) =>
+    violation(field, "must be an ISO 8601 date-time with a time zone, e.g. 2026-01-31T12:00:00Z");
+
+  it("lists timestamps out of order beside every other violated field", async () => {
+    const early = { lastConsentTimestamp: "2026-11-19T10:00:00Z" };
+    expect(await detailsOf({ consentState: consentState({ ...early, schemaVersion: 1 }) })).toEqual(
+      [violation("consentState.schemaVersion", "must be 2"), precedes],
+    );
+    expect(await detailsOf({ consentState: consentState({ ...early, languageCode: "" }) })).toEqual(
+      [violation("consentState.languageCode", "must be 1-20 characters"), precedes],
+    );
+    expect(await detailsOf({ consentState: consentState({ ...early, extra: true }) })).toEqual([
+      violation("consentState.extra", "is not a known field"),
+      precedes,
+    ]);
+    expect(
+      await detailsOf({
+        subjectId: "",
+        consentState: consentState({ ...early, categories: [""] }),
+      }),
+    ).toEqual([
+      violation("subjectId", "must be 1-256 characters"),
+      violation("consentState.categories[0]", "must be 1-100 characters"),
+      precedes,
+    ]);
+  });
+
+  it("names an invalid timestamp as such and never compares it with the other one", async () => {
+    for (const invalid of ["yesterday", "2026-13-45T08:00:00Z", "2026-02-30T08:00:00Z"]) {
+      expect(
+        await detailsOf({ consentState: consentState({ lastConsentTimestamp: invalid }) }),
+      ).toEqual([notIso("consentState.lastConsentTimestamp")]);
+      expect(
+        await detailsOf({ consentState: consentState({ consentTimestamp: invalid }) }),
+      ).toEqual([notIso("consentState.consentTimestamp")]);
+    }
+    expect(await detailsOf({ expiresAt: "2027-04-31T00:00:00Z" })).toEqual([notIso("expiresAt")]);
+    expect(
+      (
+        await put({
+          ...fresh(),
+          baseVersion: 0,
+          consentState: consentState(),
+          expiresAt: "2028-02-29T00:00:00Z",
+        })
+      ).status,
+    ).toBe(200);
+  });
+
+  it("says a missing field is required and a present one what it must be", async () => {
+    const required = (field: string) => violation(field, "is required");
+    expect((await put({})).body.data.details).toEqual(
+      ["bannerId", "subjectId", "baseVersion", "consentState"].map(required),
+    );
+    expect(await detailsOf({ consentState: {} })).toEqual(
+      [
+        "schemaVersion",
+        "categories",
+        "revision",
+        "acceptType",
+        "consentId",
+        "consentTimestamp",
+        "lastConsentTimestamp",
+        "languageCode",
+      ].map((field) => required(`consentState.${field}`)),
+    );
+    expect(
+      await detailsOf({
+        protocolVersion: 2,
+        consentState: consentState({ schemaVersion: null, acceptType: "some" }),
+      }),
+    ).toEqual([
+      violation("consentState.schemaVersion", "must be 2"),
+      violation("consentState.acceptType", 'must be one of: "all", "custom", "necessary"'),
+      violation("protocolVersion", "must be 1"),
+    ]);
+  });
 });
 
 describe("identity key rotation (decisions §4)", () => {
