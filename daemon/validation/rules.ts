@@ -46,16 +46,15 @@ export const uuid = z
 
 const ISO_DATE_TIME = /^(\d{4})-(\d{2})-(\d{2})T\d{2}:\d{2}:\d{2}(\.\d{1,9})?(Z|[+-]\d{2}:\d{2})$/i;
 
-const DAYS_IN_MONTH = [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
-
 /** Whether `value` is an ISO 8601 date-time of a real calendar day that Date can read. */
 function isIsoDateTime(value: string): boolean {
   const parts = ISO_DATE_TIME.exec(value);
   if (!parts || Number.isNaN(Date.parse(value))) return false;
-  // Date.parse rolls a day past the month's end over (2026-02-30 reads as March 2).
-  const [year, month, day] = [Number(parts[1]), Number(parts[2]), Number(parts[3])];
-  const leap = year % 4 === 0 && (year % 100 !== 0 || year % 400 === 0);
-  return day <= (month === 2 && leap ? 29 : (DAYS_IN_MONTH[month - 1] ?? 0));
+  // Date.parse rolls a day past the month's end over (2026-02-30 reads as March 2): the day must
+  // come back unchanged from the calendar.
+  const [year, month, day] = [Number(parts[1]), Number(parts[2]) - 1, Number(parts[3])];
+  const date = new Date(Date.UTC(year, month, day));
+  return date.getUTCMonth() === month && date.getUTCDate() === day;
 }
 
 /** An ISO 8601 date-time with seconds and a time zone, e.g. 2026-01-31T12:00:00Z. */
