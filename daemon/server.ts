@@ -1,3 +1,5 @@
+import type { Http2Server } from "node:http2";
+import type { Socket } from "node:net";
 import type { ConnectRouter, Interceptor } from "@connectrpc/connect";
 import { createContextValues } from "@connectrpc/connect";
 import { fastifyConnectPlugin } from "@connectrpc/connect-fastify";
@@ -10,6 +12,7 @@ import { sharedSecret } from "#daemon/auth/secrets.js";
 import { createBannerService } from "#daemon/banners/banner-service.js";
 import { type Clock, systemClock } from "#daemon/clock.js";
 import { createConsentLogService } from "#daemon/consent-log/consent-log-service.js";
+import { DRAIN_TIMEOUT_MS } from "#daemon/drain-exit.js";
 import { createHealthService } from "#daemon/health/health-service.js";
 import type { IdentityKey } from "#daemon/identity/subject-identity.js";
 import { SubjectIdentity } from "#daemon/identity/subject-identity.js";
@@ -152,7 +155,8 @@ export interface ListenOptions {
 
 /**
  * Serves the daemon on one h2c port: gRPC, gRPC-Web and Connect (decisions §7). Closing drains
- * in-flight calls briefly, then forces connections shut (Node 20 keeps HTTP/2 sessions open).
+ * in-flight calls within DRAIN_TIMEOUT_MS (boundDrain), then forces connections shut (Node 20
+ * keeps HTTP/2 sessions open).
  */
 export async function listenDaemon(daemon: Daemon, options: ListenOptions) {
   const app = fastify({
@@ -170,6 +174,11 @@ export async function listenDaemon(daemon: Daemon, options: ListenOptions) {
   });
   // Webhook delivery runs while the server does; closing stops it before the store is closed.
   app.addHook("onClose", () => daemon.dispatcher.stop());
+  const drain = boundDrain(app.server);
+  app.addHook("preClose", (done) => {
+    drain();
+    done();
+  });
   await app.listen({ host: options.host, port: options.port });
   daemon.dispatcher.start();
   const address = app.server.address();
@@ -178,5 +187,30 @@ export async function listenDaemon(daemon: Daemon, options: ListenOptions) {
     app,
     port,
     url: `http://${options.host.includes(":") ? `[${options.host}]` : options.host}:${port}`,
+  };
+}
+
+/**
+ * Bounds closing by DRAIN_TIMEOUT_MS, as the gateway's drain is; the returned function starts
+ * the drain. Fastify sends every HTTP/2 session GOAWAY and ends it once its calls finish, but the
+ * server closes only when each client has closed its side of the connection, which a client that
+ * hangs never does, and a call may never finish. So a connection on which the client has sent
+ * nothing (no call can be in flight on it) is closed at once, and whatever remains at the
+ * deadline is cut.
+ */
+function boundDrain(server: Http2Server): () => void {
+  const connections = new Set<Socket>();
+  server.on("connection", (socket: Socket) => {
+    connections.add(socket);
+    socket.once("close", () => connections.delete(socket));
+  });
+  return () => {
+    for (const socket of connections) {
+      if (socket.bytesRead === 0) socket.destroy();
+    }
+    const cut = setTimeout(() => {
+      for (const socket of connections) socket.destroy();
+    }, DRAIN_TIMEOUT_MS);
+    server.once("close", () => clearTimeout(cut));
   };
 }

@@ -3,7 +3,7 @@ import { createConnectTransport } from "@connectrpc/connect-node";
 import { type Logger, pino } from "pino";
 import { readOperatorToken } from "#daemon/bootstrap.js";
 import { type Config, ConfigError, loadConfig } from "#daemon/config.js";
-import { exitAfterDrain } from "#daemon/drain-exit.js";
+import { DRAIN_TIMEOUT_MS, exitAfterDrain } from "#daemon/drain-exit.js";
 import { buildGateway } from "#gateway/app.js";
 
 export interface StartGatewayOptions {
@@ -33,9 +33,6 @@ export async function startGateway(options: StartGatewayOptions) {
     : options.config.httpHost;
   return { app, url: `http://${host}:${port}`, close: () => drain(app) };
 }
-
-/** How long SIGTERM waits for accepted requests before cutting the connections that remain. */
-const DRAIN_TIMEOUT_MS = 10_000;
 
 /**
  * Stops accepting, lets in-flight requests finish, and bounds the wait by DRAIN_TIMEOUT_MS.

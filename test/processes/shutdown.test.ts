@@ -1,8 +1,15 @@
+import { once } from "node:events";
 import { Agent, request } from "node:http";
-import { connect } from "node:net";
+import { connect, type Socket } from "node:net";
 import { describe, expect, it } from "vitest";
 import { consentState, createBanner, createTeam, http, mintKey } from "#test/support/api.js";
-import { startService, useProgramRoot } from "#test/support/processes.js";
+import {
+  DAEMON_URL,
+  PROGRAMS,
+  startProgram,
+  startService,
+  useProgramRoot,
+} from "#test/support/processes.js";
 
 /** A response, or status 0 and the socket error when the connection was lost without one. */
 interface Answer {
@@ -142,5 +149,57 @@ describe("SIGTERM on npm start", () => {
       ]);
     }
     expect(await second.program.stop()).toBe(0);
+  });
+});
+
+/**
+ * A raw TCP connection to the URL's port that sends `bytes` (nothing by default) and never closes
+ * its side, not even once the server has closed its own: a client that hangs, or a port scanner.
+ * Resolves once the server has written on it (its HTTP/2 settings), so it has been accepted.
+ */
+async function heldConnection(url: string, bytes = ""): Promise<Socket> {
+  const { hostname, port } = new URL(url);
+  const socket = connect({ host: hostname, port: Number(port), allowHalfOpen: true });
+  // A cut connection is what the drain may do to it; the test looks at the program's exit.
+  socket.on("error", () => socket.destroy());
+  await once(socket, "connect");
+  if (bytes) socket.write(bytes);
+  await once(socket, "data");
+  return socket;
+}
+
+/** A drain that waits for a client to close its connection could wait for ever. */
+describe("SIGTERM with a connection held open on the daemon port", { timeout: 60_000 }, () => {
+  const dirs = useProgramRoot("consent-shutdown-held-");
+
+  it("npm start exits 0 while a connection that never sent a byte stays open", async () => {
+    const { program, service } = await startService(dirs.join("npm-start"));
+    const silent = await heldConnection(service.daemonUrl);
+
+    program.child.kill("SIGTERM");
+    expect(await program.exitWithin(25_000)).toBe(0);
+    silent.destroy();
+    expect(program.stderr()).toBe("");
+  });
+
+  it("consentd exits 0 while a connection that never sent a byte stays open", async () => {
+    const program = startProgram(PROGRAMS.consentd, { CONSENT_DATA_DIR: dirs.join("consentd") });
+    const silent = await heldConnection(await program.waitFor(DAEMON_URL));
+
+    program.child.kill("SIGTERM");
+    expect(await program.exitWithin(25_000)).toBe(0);
+    silent.destroy();
+    expect(program.stderr()).toBe("");
+  });
+
+  it("consentd exits 0 once the drain times out on a client that began HTTP/2 and then stalled", async () => {
+    const program = startProgram(PROGRAMS.consentd, { CONSENT_DATA_DIR: dirs.join("stalled") });
+    // Half the HTTP/2 connection preface: the daemon waits for the rest, which never comes.
+    const stalled = await heldConnection(await program.waitFor(DAEMON_URL), "PRI * HTTP/2.0\r\n");
+
+    program.child.kill("SIGTERM");
+    expect(await program.exitWithin(25_000)).toBe(0);
+    stalled.destroy();
+    expect(program.stderr()).toBe("");
   });
 });
