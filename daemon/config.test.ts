@@ -1,5 +1,7 @@
+import { randomBytes } from "node:crypto";
+import { fastify } from "fastify";
 import { describe, expect, it } from "vitest";
-import { loadConfig } from "#daemon/config.js";
+import { ConfigError, loadConfig } from "#daemon/config.js";
 
 describe("CONSENT_WEBHOOK_LEASE_MS", () => {
   it("is unset by default (the dispatcher's 60 s) and read as whole milliseconds", () => {
@@ -31,5 +33,93 @@ describe("numeric settings", () => {
         `CONSENT_HTTP_PORT must be a port number from 0 to 65535, not "${value}"`,
       );
     }
+  });
+});
+
+/** The error loadConfig throws for `env`. */
+function configErrorOf(env: NodeJS.ProcessEnv): Error {
+  try {
+    loadConfig(env);
+  } catch (error) {
+    return error as Error;
+  }
+  throw new Error(`loadConfig accepted ${JSON.stringify(env)}`);
+}
+
+describe("CONSENT_IDENTITY_KEY", () => {
+  const key = () => randomBytes(32).toString("base64");
+
+  it("takes one or more base64 keys of 32 bytes, comma-separated, and is unset by default", () => {
+    const [current, previous] = [key(), key()];
+    expect(loadConfig({}).identityKey).toBeUndefined();
+    expect(loadConfig({ CONSENT_IDENTITY_KEY: current }).identityKey).toBe(current);
+    expect(loadConfig({ CONSENT_IDENTITY_KEY: `${current}, ${previous}` }).identityKey).toBe(
+      `${current}, ${previous}`,
+    );
+  });
+
+  it("refuses a key that is not the base64 form of 32 bytes, naming the variable and the key's place, never a key", () => {
+    const valid = key();
+    const cases = [
+      ["not-base64", "#1"],
+      [randomBytes(16).toString("base64"), "#1"],
+      [`${valid},not-base64`, "#2"],
+    ] as const;
+    for (const [value, place] of cases) {
+      const error = configErrorOf({ CONSENT_IDENTITY_KEY: value });
+      expect(error).toBeInstanceOf(ConfigError);
+      expect(error.message).toMatch(
+        new RegExp(
+          `^CONSENT_IDENTITY_KEY: identity key ${place} is not the base64 form of 32 bytes`,
+        ),
+      );
+      for (const part of value.split(",")) expect(error.message).not.toContain(part);
+    }
+    expect(configErrorOf({ CONSENT_IDENTITY_KEY: " , " })).toBeInstanceOf(ConfigError);
+  });
+});
+
+describe("CONSENT_TRUST_PROXY", () => {
+  const accepted = [
+    "10.0.0.1",
+    "10.0.0.0/8",
+    "10.0.0.0/255.0.0.0",
+    "2001:db8::/32",
+    "::1",
+    "loopback",
+    "linklocal",
+    "uniquelocal",
+  ];
+
+  it("takes addresses, CIDRs and the names loopback, linklocal and uniquelocal, each of which the gateway's Fastify accepts", async () => {
+    expect(loadConfig({}).trustProxy).toEqual([]);
+    const { trustProxy } = loadConfig({ CONSENT_TRUST_PROXY: ` ${accepted.join(" , ")} ` });
+    expect(trustProxy).toEqual(accepted);
+    const app = fastify({ trustProxy });
+    await app.ready();
+    await app.close();
+  });
+
+  it("refuses an entry that is none of those, naming the variable and the entry", () => {
+    for (const entry of [
+      "notanip",
+      "10.0.0.0/33",
+      "0.0.0.0/0",
+      "10.0.0.1/x",
+      "[::1]",
+      "LOOPBACK",
+    ]) {
+      const error = configErrorOf({ CONSENT_TRUST_PROXY: `127.0.0.1, ${entry}` });
+      expect(error).toBeInstanceOf(ConfigError);
+      expect(error.message).toMatch(/^CONSENT_TRUST_PROXY: /);
+      expect(error.message).toContain(`"${entry}"`);
+      expect(() => fastify({ trustProxy: [entry] }).ready()).toThrow();
+    }
+  });
+
+  it("refuses a hop count, which would let any client name its own address", () => {
+    expect(configErrorOf({ CONSENT_TRUST_PROXY: "1" }).message).toBe(
+      "CONSENT_TRUST_PROXY lists proxy addresses or CIDRs, never a hop count",
+    );
   });
 });

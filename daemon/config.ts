@@ -1,4 +1,6 @@
 import path from "node:path";
+import proxyAddr from "@fastify/proxy-addr";
+import { parseIdentityKeys } from "#daemon/identity/subject-identity.js";
 import { AddressGuard } from "#daemon/webhooks/address-guard.js";
 
 /**
@@ -18,7 +20,10 @@ export interface Config {
   adminToken: string | undefined;
   /** CONSENT_IDENTITY_KEY; else (embedded store only) <dataDir>/identity-key. */
   identityKey: string | undefined;
-  /** Proxy addresses or CIDRs whose X-Forwarded-For names the client. */
+  /**
+   * Proxy addresses, CIDRs or the names loopback, linklocal and uniquelocal, whose
+   * X-Forwarded-For names the client.
+   */
   trustProxy: string[];
   /** CONSENT_GEO_HEADER: a header set by a trusted proxy with the visitor's country (CF-IPCountry). */
   geoHeader: string | undefined;
@@ -92,14 +97,49 @@ function cidrList(value: string | undefined, name: string): string[] {
   return entries;
 }
 
-export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
-  const trustProxy = (env.CONSENT_TRUST_PROXY ?? "")
+/**
+ * CONSENT_TRUST_PROXY (decisions §1: addresses or CIDRs, never a hop count), each entry checked now
+ * by the parser the gateway's Fastify compiles it with (@fastify/proxy-addr), so a mistake stops
+ * start-up before anything listens. That parser also takes the names loopback, linklocal and
+ * uniquelocal for their ranges.
+ */
+function trustedProxies(value: string | undefined): string[] {
+  const entries = (value ?? "")
     .split(",")
     .map((entry) => entry.trim())
     .filter(Boolean);
-  if (trustProxy.some((entry) => /^\d+$/.test(entry))) {
+  if (entries.some((entry) => /^\d+$/.test(entry))) {
     throw new ConfigError("CONSENT_TRUST_PROXY lists proxy addresses or CIDRs, never a hop count");
   }
+  for (const entry of entries) {
+    try {
+      proxyAddr.compile(entry);
+    } catch {
+      throw new ConfigError(
+        `CONSENT_TRUST_PROXY: "${entry}" is not an IP address, a CIDR such as 10.0.0.0/8, or one of loopback, linklocal, uniquelocal`,
+      );
+    }
+  }
+  return entries;
+}
+
+/**
+ * CONSENT_IDENTITY_KEY checked now, so a malformed key stops start-up with a readable line. The
+ * message says which key of the list is wrong, never what it holds: the value is a secret.
+ */
+function identityKey(value: string | undefined): string | undefined {
+  if (!value) return undefined;
+  try {
+    parseIdentityKeys(value);
+  } catch (error) {
+    throw new ConfigError(
+      `CONSENT_IDENTITY_KEY: ${(error as Error).message} (make one with: openssl rand -base64 32)`,
+    );
+  }
+  return value;
+}
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   return {
     dataDir: path.resolve(env.CONSENT_DATA_DIR || "./data"),
     mongoUri: env.MONGODB_URI || undefined,
@@ -110,8 +150,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     daemonUrl: url(env.CONSENT_DAEMON_URL || "http://127.0.0.1:50051", "CONSENT_DAEMON_URL"),
     baseUrl: url(env.CONSENT_BASE_URL || "http://localhost:8080", "CONSENT_BASE_URL"),
     adminToken: env.CONSENT_ADMIN_TOKEN || undefined,
-    identityKey: env.CONSENT_IDENTITY_KEY || undefined,
-    trustProxy,
+    identityKey: identityKey(env.CONSENT_IDENTITY_KEY),
+    trustProxy: trustedProxies(env.CONSENT_TRUST_PROXY),
     geoHeader: headerName(env.CONSENT_GEO_HEADER, "CONSENT_GEO_HEADER"),
     logLevel: env.CONSENT_LOG_LEVEL || "info",
     webhookAllowCidrs: cidrList(env.CONSENT_WEBHOOK_ALLOW_CIDRS, "CONSENT_WEBHOOK_ALLOW_CIDRS"),

@@ -1,3 +1,4 @@
+import { once } from "node:events";
 import { mkdtemp, readFile, rm, stat } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -83,5 +84,64 @@ describe("start-up of the real programs", () => {
     expect(message.split("\n")).toHaveLength(1);
     expect(message).toContain("CONSENT_ADMIN_TOKEN");
     expect(message).toContain(dataDir);
+  });
+
+  /**
+   * Runs `bin` with `env` to its exit; at log level info, a server that started listening would
+   * have said so on stdout.
+   */
+  async function refusedStart(bin: string, env: Record<string, string>) {
+    const dataDir = await mkdtemp(path.join(root, "refused-"));
+    const program = startProgram(bin, {
+      CONSENT_DATA_DIR: dataDir,
+      CONSENT_LOG_LEVEL: "info",
+      ...env,
+    });
+    const code = await program.exited;
+    if (program.child.stderr && !program.child.stderr.closed) {
+      await once(program.child.stderr, "close");
+    }
+    return { code, stdout: program.stdout(), message: program.stderr().trim() };
+  }
+
+  /** One line on stderr, `<program>: <message>`, with no stack trace. */
+  function expectOneLine(message: string, program: string) {
+    expect(message).not.toMatch(/^\s+at /m);
+    expect(message).not.toMatch(/\.[tj]s:\d+/);
+    expect(message.split("\n")).toHaveLength(1);
+    expect(message.startsWith(`${program}: `)).toBe(true);
+  }
+
+  it("a CONSENT_IDENTITY_KEY that is not a key stops npm start and consentd with exit code 1 and one line naming the variable, not the value", async () => {
+    const value = "not-base64";
+    for (const [bin, name] of [
+      [PROGRAMS.consent, "consent"],
+      [PROGRAMS.consentd, "consentd"],
+    ] as const) {
+      const { code, stdout, message } = await refusedStart(bin, { CONSENT_IDENTITY_KEY: value });
+      expect(code).toBe(1);
+      expectOneLine(message, name);
+      expect(message).toContain("CONSENT_IDENTITY_KEY");
+      expect(message).not.toContain(value);
+      expect(stdout).not.toContain("listening");
+    }
+  });
+
+  it("a CONSENT_TRUST_PROXY entry that is not an address stops npm start and the gateway alone before anything listens, with exit code 1 and one line naming the variable and the entry", async () => {
+    for (const [bin, name] of [
+      [PROGRAMS.consent, "consent"],
+      [PROGRAMS.gateway, "consent-gateway"],
+    ] as const) {
+      const { code, stdout, message } = await refusedStart(bin, {
+        CONSENT_TRUST_PROXY: "10.0.0.0/8, notanip",
+        CONSENT_ADMIN_TOKEN: "operator-token-for-the-gateway-alone",
+        CONSENT_DAEMON_URL: "http://127.0.0.1:9",
+      });
+      expect(code).toBe(1);
+      expectOneLine(message, name);
+      expect(message).toContain("CONSENT_TRUST_PROXY");
+      expect(message).toContain('"notanip"');
+      expect(stdout).not.toContain("listening");
+    }
   });
 });
