@@ -1,7 +1,6 @@
-import type { Http2Server } from "node:http2";
-import type { Socket } from "node:net";
+import { setMaxListeners } from "node:events";
 import type { ConnectRouter, Interceptor } from "@connectrpc/connect";
-import { createContextValues } from "@connectrpc/connect";
+import { Code, ConnectError, createContextValues } from "@connectrpc/connect";
 import { fastifyConnectPlugin } from "@connectrpc/connect-fastify";
 import { fastify, LogController } from "fastify";
 import type { Logger } from "pino";
@@ -12,7 +11,7 @@ import { sharedSecret } from "#daemon/auth/secrets.js";
 import { createBannerService } from "#daemon/banners/banner-service.js";
 import { type Clock, systemClock } from "#daemon/clock.js";
 import { createConsentLogService } from "#daemon/consent-log/consent-log-service.js";
-import { DRAIN_TIMEOUT_MS } from "#daemon/drain-exit.js";
+import { DRAIN_TIMEOUT_MS, trackConnections } from "#daemon/drain-exit.js";
 import { createHealthService } from "#daemon/health/health-service.js";
 import type { IdentityKey } from "#daemon/identity/subject-identity.js";
 import { SubjectIdentity } from "#daemon/identity/subject-identity.js";
@@ -153,10 +152,17 @@ export interface ListenOptions {
   logger: Logger;
 }
 
+/** How long calls may still run after closing begins before their context signal is aborted. */
+const CALL_SHUTDOWN_MS = 5_000;
+
 /**
  * Serves the daemon on one h2c port: gRPC, gRPC-Web and Connect (decisions §7). Closing drains
- * in-flight calls within DRAIN_TIMEOUT_MS (boundDrain), then forces connections shut (Node 20
- * keeps HTTP/2 sessions open).
+ * in-flight calls within DRAIN_TIMEOUT_MS, as the gateway's drain is: Fastify sends every HTTP/2
+ * session GOAWAY and ends it once its calls finish, but the server closes only when each client
+ * has closed its side of the connection, which a client that hangs never does, and a call may
+ * never finish. So a connection on which the client has sent nothing is closed at once, calls
+ * still running after CALL_SHUTDOWN_MS see their signal aborted, and whatever remains at the
+ * deadline is cut (Node 20 keeps HTTP/2 sessions open).
  */
 export async function listenDaemon(daemon: Daemon, options: ListenOptions) {
   const app = fastify({
@@ -165,18 +171,32 @@ export async function listenDaemon(daemon: Daemon, options: ListenOptions) {
     loggerInstance: options.logger,
     logController: new LogController({ disableRequestLogging: true }),
   });
+  // Every call in flight links its signal to this one: more than ten at once is normal, not a
+  // listener leak (connect-es removes each link when its call ends).
+  const shutdown = new AbortController();
+  setMaxListeners(0, shutdown.signal);
   await app.register(fastifyConnectPlugin, {
     routes: daemon.routes,
     interceptors: daemon.interceptors,
     readMaxBytes: DAEMON_READ_MAX_BYTES,
-    shutdownTimeoutMs: 5_000,
+    shutdownSignal: shutdown.signal,
     contextValues: (request) => createContextValues().set(kPeerAddress, request.ip),
   });
   // Webhook delivery runs while the server does; closing stops it before the store is closed.
   app.addHook("onClose", () => daemon.dispatcher.stop());
-  const drain = boundDrain(app.server);
+  const connections = trackConnections(app.server);
   app.addHook("preClose", (done) => {
-    drain();
+    connections.closeSilent();
+    const timers = [
+      setTimeout(
+        () => shutdown.abort(new ConnectError("the daemon is shutting down", Code.Unavailable)),
+        CALL_SHUTDOWN_MS,
+      ),
+      setTimeout(() => connections.destroyAll(), DRAIN_TIMEOUT_MS),
+    ];
+    app.server.once("close", () => {
+      for (const timer of timers) clearTimeout(timer);
+    });
     done();
   });
   await app.listen({ host: options.host, port: options.port });
@@ -187,30 +207,5 @@ export async function listenDaemon(daemon: Daemon, options: ListenOptions) {
     app,
     port,
     url: `http://${options.host.includes(":") ? `[${options.host}]` : options.host}:${port}`,
-  };
-}
-
-/**
- * Bounds closing by DRAIN_TIMEOUT_MS, as the gateway's drain is; the returned function starts
- * the drain. Fastify sends every HTTP/2 session GOAWAY and ends it once its calls finish, but the
- * server closes only when each client has closed its side of the connection, which a client that
- * hangs never does, and a call may never finish. So a connection on which the client has sent
- * nothing (no call can be in flight on it) is closed at once, and whatever remains at the
- * deadline is cut.
- */
-function boundDrain(server: Http2Server): () => void {
-  const connections = new Set<Socket>();
-  server.on("connection", (socket: Socket) => {
-    connections.add(socket);
-    socket.once("close", () => connections.delete(socket));
-  });
-  return () => {
-    for (const socket of connections) {
-      if (socket.bytesRead === 0) socket.destroy();
-    }
-    const cut = setTimeout(() => {
-      for (const socket of connections) socket.destroy();
-    }, DRAIN_TIMEOUT_MS);
-    server.once("close", () => clearTimeout(cut));
   };
 }

@@ -65,6 +65,23 @@ describe("grpc-js against the daemon", () => {
     }
   });
 
+  it("answers many calls at once without a listener-leak warning", async () => {
+    const warnings: string[] = [];
+    const onWarning = (warning: Error) => warnings.push(`${warning.name}: ${warning.message}`);
+    process.on("warning", onWarning);
+    try {
+      const outcomes = await Promise.all(
+        Array.from({ length: 30 }, () => unary(health, "Check", { service: "" })),
+      );
+      expect(outcomes.every((outcome) => outcome.ok)).toBe(true);
+      // Warnings are emitted on the next tick.
+      await new Promise((resolve) => setImmediate(resolve));
+    } finally {
+      process.off("warning", onWarning);
+    }
+    expect(warnings.filter((warning) => warning.includes("MaxListeners"))).toEqual([]);
+  });
+
   it("CreateBanner and ListBanners give the banners REST lists, field for field", async () => {
     const created = await unary<{ banner: BannerObject }>(
       banners,

@@ -2,6 +2,7 @@ import { once } from "node:events";
 import { Agent, request } from "node:http";
 import { connect, type Socket } from "node:net";
 import { describe, expect, it } from "vitest";
+import { DRAIN_TIMEOUT_MS } from "#daemon/drain-exit.js";
 import { consentState, createBanner, createTeam, http, mintKey } from "#test/support/api.js";
 import {
   DAEMON_URL,
@@ -167,6 +168,34 @@ async function heldConnection(url: string, bytes = ""): Promise<Socket> {
   await once(socket, "data");
   return socket;
 }
+
+/**
+ * A browser's preconnect to the REST port: a connection that sends nothing and waits for no
+ * answer. Resolves once the gateway has had time to accept it (it writes nothing first).
+ */
+async function preconnect(url: string): Promise<Socket> {
+  const { hostname, port } = new URL(url);
+  const socket = connect({ host: hostname, port: Number(port), allowHalfOpen: true });
+  socket.on("error", () => socket.destroy());
+  await once(socket, "connect");
+  await new Promise((resolve) => setTimeout(resolve, 300));
+  return socket;
+}
+
+describe("SIGTERM with a preconnect held open on the REST port", { timeout: 60_000 }, () => {
+  const dirs = useProgramRoot("consent-shutdown-preconnect-");
+
+  it("npm start closes it at once instead of waiting for the drain's deadline", async () => {
+    const { program, service } = await startService(dirs.join("npm-start"));
+    const silent = await preconnect(service.gatewayUrl);
+
+    program.child.kill("SIGTERM");
+    // Well inside DRAIN_TIMEOUT_MS (10 s), which is what the connection cost before.
+    expect(await program.exitWithin(DRAIN_TIMEOUT_MS / 2)).toBe(0);
+    silent.destroy();
+    expect(program.stderr()).toBe("");
+  });
+});
 
 /** A drain that waits for a client to close its connection could wait for ever. */
 describe("SIGTERM with a connection held open on the daemon port", { timeout: 60_000 }, () => {
