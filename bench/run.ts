@@ -39,6 +39,7 @@ import type { ReceiverStats } from "./webhook-receiver.js";
  *          --profile (service under node --cpu-prof; summary printed, figures to profiled.json)
  *          --check (exit 1 when a target is missed)
  *          --workers n (CONSENT_WORKERS of the single topology; default 2)
+ *          --node-options=... (NODE_OPTIONS of the service's processes only, e.g. a heap setting)
  */
 
 const { values: args } = parseArgs({
@@ -53,6 +54,7 @@ const { values: args } = parseArgs({
     profile: { type: "boolean", default: false },
     check: { type: "boolean", default: false },
     workers: { type: "string", default: "2" },
+    "node-options": { type: "string" },
   },
 });
 
@@ -256,6 +258,7 @@ async function measureAll(selected: Scenario[], logFile: string, profileDir: str
           CONSENT_TRUST_PROXY: TRUST_PROXY,
           CONSENT_WORKERS: args.workers,
           ...(receiver && { CONSENT_WEBHOOK_ALLOW_CIDRS: "127.0.0.1/32" }),
+          ...(args["node-options"] && { NODE_OPTIONS: args["node-options"] }),
         },
         logFile,
         profileDir,
