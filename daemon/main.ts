@@ -1,8 +1,8 @@
-import { pino } from "pino";
 import { loadSecrets } from "#daemon/bootstrap.js";
 import { systemClock } from "#daemon/clock.js";
 import { type Config, loadConfig } from "#daemon/config.js";
 import { exitAfterDrain } from "#daemon/drain-exit.js";
+import { serviceLogger } from "#daemon/logging.js";
 import { schedulePurge } from "#daemon/purge.js";
 import { createInProcessTransport } from "#daemon/rpc/in-process-transport.js";
 import { createDaemon, listenDaemon } from "#daemon/server.js";
@@ -33,7 +33,7 @@ export async function runDaemon(options: {
   welcome?: { created: string[] } | false;
 }) {
   const config = options.config ?? loadConfig();
-  const logger = pino({ level: config.logLevel, base: { service: "consentd" } });
+  const logger = serviceLogger(config.logLevel, "consentd");
   const secrets = await loadSecrets(config);
   if (secrets.identityProblem) {
     logger.error(
@@ -66,7 +66,7 @@ export async function runDaemon(options: {
       config,
       transport,
       operatorToken: secrets.operatorToken,
-      logger,
+      logger: serviceLogger(config.logLevel, "consent-gateway"),
       onPublicChange: workerPublicChanges(daemon),
     });
   }

@@ -1,6 +1,6 @@
 import type { Transport } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
-import { type Logger, pino } from "pino";
+import type { Logger } from "pino";
 import { readOperatorToken } from "#daemon/bootstrap.js";
 import { type Config, ConfigError, loadConfig } from "#daemon/config.js";
 import {
@@ -9,6 +9,7 @@ import {
   type TrackedConnections,
   trackConnections,
 } from "#daemon/drain-exit.js";
+import { serviceLogger } from "#daemon/logging.js";
 import { buildGateway } from "#gateway/app.js";
 
 export interface StartGatewayOptions {
@@ -64,7 +65,7 @@ async function drain(
 
 /** The gateway as its own process, reaching the daemon at CONSENT_DAEMON_URL over HTTP/2. */
 export async function runStandaloneGateway(config: Config = loadConfig()) {
-  const logger = pino({ level: config.logLevel, base: { service: "consent-gateway" } });
+  const logger = serviceLogger(config.logLevel, "consent-gateway");
   const operatorToken = await readOperatorToken(config);
   if (!operatorToken) {
     throw new ConfigError(

@@ -49,6 +49,28 @@ describe("start-up of the real programs", () => {
     expect(program.stderr()).toBe("");
   });
 
+  it("npm start tags each log line with the service that wrote it, daemon or gateway", async () => {
+    const program = startProgram(PROGRAMS.consent, {
+      CONSENT_DATA_DIR: path.join(root, "logs"),
+      CONSENT_LOG_LEVEL: "info",
+    });
+    const gatewayPort = new URL(await program.waitFor(GATEWAY_URL)).port;
+    const daemonPort = new URL(await program.waitFor(DAEMON_URL)).port;
+    // Each server's own "listening" line, whenever the logger has flushed it.
+    const serviceAt = async (port: string) =>
+      (
+        JSON.parse(
+          await program.waitFor(
+            new RegExp(`^(\\{.*"msg":"Server listening at [^"]*:${port}"\\})$`, "m"),
+          ),
+        ) as { service: string }
+      ).service;
+    expect([await serviceAt(daemonPort), await serviceAt(gatewayPort)]).toEqual([
+      "consentd",
+      "consent-gateway",
+    ]);
+  });
+
   it("a second start on the same data dir keeps the admin token and identity key and says nothing of a first start", async () => {
     const dataDir = path.join(root, "second");
     const secrets = async () =>
