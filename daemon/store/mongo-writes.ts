@@ -3,6 +3,7 @@ import {
   type Document,
   type Filter,
   type FindOptions,
+  MongoBulkWriteError,
   MongoServerError,
   type OptionalUnlessRequiredId,
   type UpdateFilter,
@@ -26,6 +27,22 @@ const DUPLICATE_KEY_CODE = 11000;
  */
 export function isDuplicateKey(error: unknown): error is MongoServerError {
   return error instanceof MongoServerError && error.code === DUPLICATE_KEY_CODE;
+}
+
+/**
+ * True when an unordered bulk write failed only on unique indexes (every failed operation a
+ * duplicate key) and met its write concern: its other operations were applied, as `error.result`
+ * says. The driver's error carries the first failure's code only, so isDuplicateKey alone would
+ * let another operation's different failure pass as a duplicate.
+ */
+export function isOnlyDuplicateKeys(error: unknown): error is MongoBulkWriteError {
+  if (!(error instanceof MongoBulkWriteError)) return false;
+  const failures = error.result.getWriteErrors();
+  return (
+    failures.length > 0 &&
+    failures.every((failure) => failure.code === DUPLICATE_KEY_CODE) &&
+    error.result.getWriteConcernError() === undefined
+  );
 }
 
 /**

@@ -1,7 +1,7 @@
 import type { AnyBulkWriteOperation, Collection, Filter, IndexDescription, WithId } from "mongodb";
 import type { ConsentLogRecord } from "#daemon/consent-log/consent-log-store.js";
 import type { ConsentLogDocument } from "#daemon/consent-log/mongo-consent-log-store.js";
-import { insertUnique, isDuplicateKey, READ_LATEST } from "#daemon/store/mongo-writes.js";
+import { insertUnique, isOnlyDuplicateKeys, READ_LATEST } from "#daemon/store/mongo-writes.js";
 import {
   type AttemptResult,
   type DeliveryRecord,
@@ -149,11 +149,10 @@ export class MongoWebhookStore implements WebhookStore {
         inserted = (await this.deliveries.bulkWrite(writes, { ordered: false })).upsertedIds;
       } catch (error) {
         // Two concurrent upserts of one _id: the loser's duplicate-key error means it is stored
-        // (by the other caller). The error's result still says what this call inserted.
-        if (!isDuplicateKey(error)) throw error;
-        inserted =
-          (error as { result?: { upsertedIds?: Record<number, unknown> } }).result?.upsertedIds ??
-          {};
+        // (by the other caller). The error's result still says what this call inserted. Any other
+        // failure is thrown before the event is retired, so the next fan-out stores what is missing.
+        if (!isOnlyDuplicateKeys(error)) throw error;
+        inserted = error.result.upsertedIds;
       }
     }
     await this.consentLog.updateOne({ _id: consentLogId }, { $unset: { outbox: "" } });
