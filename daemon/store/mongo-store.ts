@@ -29,9 +29,12 @@ const SERVER_SELECTION_TIMEOUT_MS = 5_000;
  * Several daemons and gateways share one database (decisions §1), and an acknowledged write (a
  * consent log row, a subject version, a revocation) must survive a primary failover, so writes
  * wait for a journaled majority. Reads go to the primary with read concern majority: they never
- * return data a failover could roll back, and never lag behind a write on a secondary. Every write
- * here is a single-document operation, so retryWrites/retryReads ride out an election or a
- * dropped connection. These options override the same options in the URI.
+ * return data a failover could roll back, and never lag behind a write on a secondary.
+ * retryWrites/retryReads ride out an election or a dropped connection for every read and every
+ * single-document write (bulk fan-out upserts included). The multi-document writes (a replay's
+ * updateMany, the purges' and an endpoint's deliveries' deleteMany) are not retryable: an
+ * election in the middle of one fails it to its caller. These options override the same options
+ * in the URI.
  */
 const CLIENT_OPTIONS: MongoClientOptions = {
   writeConcern: { w: "majority", journal: true },
