@@ -4,7 +4,7 @@ import { z } from "zod";
 import type { BannerRecord, TelemetryLevel } from "#daemon/banners/banner-store.js";
 import { hostAllowed, hostOf } from "#daemon/banners/domains.js";
 import { DomainError, invalidRequest } from "#daemon/errors.js";
-import { integer, isoDateTime, text, uuid } from "#daemon/validation/rules.js";
+import { integer, isoDateTime, mapKey, text, uuid } from "#daemon/validation/rules.js";
 import { parseOrThrow } from "#daemon/validation/violations.js";
 
 /** decisions §5: the log route takes the 20 KB body limit of spec 8. */
@@ -48,7 +48,7 @@ export function isOptIn(
 const logBody = z.object({
   bannerId: uuid,
   preferences: z
-    .record(text(1, 100), z.boolean())
+    .record(mapKey(1, 100), z.boolean())
     .refine((value) => Object.keys(value).length <= 50, "must have at most 50 entries"),
   method: z.enum(CONSENT_LOG_METHODS, {
     error: (issue) => (issue.input === undefined ? "is required" : undefined),

@@ -24,6 +24,12 @@ export interface MongoStoreOptions {
 }
 
 const SERVER_SELECTION_TIMEOUT_MS = 5_000;
+/**
+ * How long a write waits for its majority: past it the request fails (500, nothing acknowledged)
+ * instead of hanging while the primary is up but a majority is not (a secondary down beside an
+ * arbiter). The write itself may still complete on the server.
+ */
+const MAJORITY_WAIT_MS = 10_000;
 
 /**
  * Several daemons and gateways share one database (decisions §1), and an acknowledged write (a
@@ -37,7 +43,7 @@ const SERVER_SELECTION_TIMEOUT_MS = 5_000;
  * in the URI.
  */
 const CLIENT_OPTIONS: MongoClientOptions = {
-  writeConcern: { w: "majority", journal: true },
+  writeConcern: { w: "majority", journal: true, wtimeoutMS: MAJORITY_WAIT_MS },
   readConcern: { level: "majority" },
   readPreference: "primary",
   retryWrites: true,

@@ -1,7 +1,7 @@
 import type { JsonObject } from "@bufbuild/protobuf";
 import { z } from "zod";
 import { invalidRequest, type Violation } from "#daemon/errors.js";
-import { integer, isoDateTime, text, uuid } from "#daemon/validation/rules.js";
+import { integer, isoDateTime, mapKey, text, uuid } from "#daemon/validation/rules.js";
 import { check, parseOrThrow } from "#daemon/validation/violations.js";
 
 /** spec 8: request bodies of the subject endpoints. */
@@ -37,7 +37,7 @@ const consentState = z.strictObject({
   consentTimestamp: isoDateTime,
   lastConsentTimestamp: isoDateTime,
   languageCode: text(1, 20),
-  services: z.record(text(1, 100), z.array(text(1, 100)).max(100)).optional(),
+  services: z.record(mapKey(1, 100), z.array(text(1, 100)).max(100)).optional(),
   jurisdictions: z.array(text(1, 64)).max(50).optional(),
   gpcRespected: z.boolean().optional(),
   usOptOutChoices: z

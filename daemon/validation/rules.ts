@@ -27,6 +27,14 @@ export function text(min: number, max: number) {
   );
 }
 
+/**
+ * A key of a free-form map that is stored as an object (`preferences`, `services`): min-max
+ * characters and no NUL, which MongoDB cannot hold in a field name (the embedded store could).
+ */
+export function mapKey(min: number, max: number) {
+  return text(min, max).refine((value) => !value.includes("\u0000"), "must not contain NUL");
+}
+
 /** An integer within [min, max]. */
 export function integer(min: number, max: number) {
   return z

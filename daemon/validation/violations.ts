@@ -24,6 +24,12 @@ function toViolations(issue: Issue): Violation[] {
       return { field: name, message: `${name} is not a known field` };
     });
   }
+  if (issue.code === "invalid_key") {
+    // A record's key: named by its map, not echoed (it is the client's own, of any length).
+    const map = pathOf(issue.path.slice(0, -1)) || "The request body";
+    const rules = issue.issues.map((inner) => inner.message);
+    return rules.map((rule) => ({ field: map, message: `${map} keys ${rule}` }));
+  }
   const subject = field || "The request body";
   return [{ field, message: `${subject} ${issue.message}` }];
 }

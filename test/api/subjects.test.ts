@@ -277,6 +277,12 @@ describe("consent subject records", () => {
     ).toBe(200);
   });
 
+  it("refuses a NUL character in a services key, which a database field name cannot hold", async () => {
+    expect(
+      await detailsOf({ consentState: consentState({ services: { "a\u0000b": ["x"] } }) }),
+    ).toEqual([violation("consentState.services", "keys must not contain NUL")]);
+  });
+
   it("says a missing field is required and a present one what it must be", async () => {
     const required = (field: string) => violation(field, "is required");
     expect((await put({})).body.data.details).toEqual(

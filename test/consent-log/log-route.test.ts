@@ -104,6 +104,26 @@ describe("POST /api/consent/log", () => {
     expect(await storedRows(ctx.service, teamId)).toEqual([]);
   });
 
+  it("refuses preference names that are empty, too long or hold NUL, naming the map only", async () => {
+    const { teamId, publicId } = await bannerFixture(ctx.service);
+    for (const [name, rule] of [
+      ["", "must be 1-100 characters"],
+      ["x".repeat(101), "must be 1-100 characters"],
+      ["analytics\u0000", "must not contain NUL"],
+    ]) {
+      const refused = await postLog(
+        ctx.service,
+        aChoice(publicId, { preferences: { necessary: true, [name as string]: true } }),
+        { ip: ip() },
+      );
+      expect([refused.status, refused.body.details]).toEqual([
+        400,
+        [{ field: "preferences", message: `preferences keys ${rule}` }],
+      ]);
+    }
+    expect(await storedRows(ctx.service, teamId)).toEqual([]);
+  });
+
   it("ignores unknown fields and never stores them", async () => {
     const { teamId, publicId } = await bannerFixture(ctx.service);
     const body = aChoice(publicId, { userAgent: "Mozilla/5.0 Test", ip: "203.0.113.9", extra: 1 });
