@@ -154,20 +154,7 @@ function open(customize: boolean): void {
   });
 }
 
-consentDefault();
-const current = explicit(state);
-if (current && current.revision >= config.revision) {
-  apply(current);
-} else {
-  const storedDefault = state?.isDefaultState && state.revision >= config.revision;
-  if (config.rule && !current && !storedDefault)
-    commit(defaultState(config.rule), "consent_default");
-  else if (state) apply(state);
-  open(false);
-}
-whenReady(() => emit("ready"));
-
-/** The integrator API (docs/banner-runtime.md). */
+/** The integrator API (docs/banner-runtime.md), in place before consent:ready can fire. */
 (window as unknown as { consentBanner: unknown }).consentBanner = {
   getState: () => copy(state),
   /** Cross-device: a state resolved by the integrator's backend, applied without a new row. */
@@ -185,3 +172,16 @@ whenReady(() => emit("ready"));
   },
   showPreferences: () => open(true),
 };
+
+consentDefault();
+const current = explicit(state);
+if (current && current.revision >= config.revision) {
+  apply(current);
+} else {
+  const storedDefault = state?.isDefaultState && state.revision >= config.revision;
+  if (config.rule && !current && !storedDefault)
+    commit(defaultState(config.rule), "consent_default");
+  else if (state) apply(state);
+  open(false);
+}
+whenReady(() => emit("ready"));

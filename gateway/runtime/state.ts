@@ -28,16 +28,37 @@ const MAX_AGE_SECONDS = 395 * 24 * 3600;
 /** One first-party cookie per banner, so two banners on one site never overwrite each other. */
 const cookieName = (publicId: string) => `consent_${publicId.slice(0, 8)}`;
 
-/** A value that can stand as a stored or applied state (the shape spec 2.4 requires). */
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const isText = (value: unknown) => typeof value === "string" && value !== "";
+const isTime = (value: unknown) => isText(value) && !Number.isNaN(Date.parse(value as string));
+const isTexts = (value: unknown) => Array.isArray(value) && value.every(isText);
+const optional = (value: unknown, check: (value: unknown) => boolean) =>
+  value === undefined || check(value);
+const isFlag = (value: unknown) => typeof value === "boolean";
+
+/**
+ * A value that can stand as a stored or applied state: the canonical state of spec 2.4 as PUT
+ * state accepts it, so a state handed in by an integrator or read from a cookie someone edited
+ * never reaches the rest of the runtime half-formed (and a later choice is always recordable).
+ */
 export function isConsentState(value: unknown): value is ConsentState {
   const state = value as ConsentState | null;
   return (
-    !!state &&
+    typeof state === "object" &&
+    state !== null &&
     state.schemaVersion === 2 &&
-    Array.isArray(state.categories) &&
-    typeof state.revision === "number" &&
-    typeof state.consentId === "string" &&
-    typeof state.consentTimestamp === "string"
+    isTexts(state.categories) &&
+    Number.isInteger(state.revision) &&
+    state.revision >= 1 &&
+    ["all", "custom", "necessary"].includes(state.acceptType) &&
+    UUID.test(String(state.consentId)) &&
+    isTime(state.consentTimestamp) &&
+    isTime(state.lastConsentTimestamp) &&
+    isText(state.languageCode) &&
+    optional(state.jurisdictions, isTexts) &&
+    optional(state.gpcRespected, isFlag) &&
+    optional(state.isPending, isFlag) &&
+    optional(state.isDefaultState, isFlag)
   );
 }
 

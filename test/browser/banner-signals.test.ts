@@ -221,4 +221,79 @@ describe.skipIf(skipBrowserTests)("banner runtime in Chromium: signals and integ
     await laptop.context.close();
     await phone.context.close();
   });
+
+  it("refuses a state that is not a whole canonical state, and asks again over a damaged cookie", async () => {
+    const { publicId } = await bannerFixture(ctx.service, {
+      domain: "localhost",
+      configuration: { categories },
+    });
+    const { context, page } = await openPage(publicId);
+    const whole = {
+      schemaVersion: 2,
+      categories: ["necessary", "analytics"],
+      revision: 1,
+      acceptType: "custom",
+      consentId: "6f1c2a8e-8d3b-4a53-9d4e-0c1f1b2a3c4d",
+      consentTimestamp: "2026-11-22T08:00:00Z",
+      lastConsentTimestamp: "2026-11-22T08:00:00Z",
+      languageCode: "en",
+    };
+    const broken = [
+      { ...whole, categories: ["necessary", 42] },
+      { ...whole, consentId: "abc" },
+      { ...whole, consentTimestamp: "yesterday" },
+      { ...whole, acceptType: undefined },
+      { ...whole, languageCode: undefined },
+      { ...whole, revision: 1.5 },
+      { ...whole, gpcRespected: "yes" },
+    ];
+    const apply = (state: unknown) =>
+      page.evaluate(
+        (s) =>
+          (
+            window as unknown as { consentBanner: { applyState(s: unknown): boolean } }
+          ).consentBanner.applyState(s),
+        state,
+      );
+    for (const state of broken) expect(await apply(state)).toBe(false);
+    expect(await stateOf(page)).toBeNull();
+    expect(await dialog(page).count()).toBe(1);
+
+    // A cookie edited by hand (or written by anything else) counts as no choice.
+    const cookie = `consent_${publicId.slice(0, 8)}`;
+    await context.addCookies([
+      {
+        name: cookie,
+        value: encodeURIComponent(JSON.stringify(broken[0])),
+        url: ctx.site.origin,
+      },
+    ]);
+    await page.reload();
+    await page.waitForFunction(() => "consentBanner" in window);
+    expect(await dialog(page).count()).toBe(1);
+    expect(await apply(whole)).toBe(true);
+    expect(await dialog(page).count()).toBe(0);
+    await context.close();
+  });
+
+  it("has its API in place when consent:ready fires, even for an async loader", async () => {
+    const { publicId } = await bannerFixture(ctx.service, {
+      domain: "localhost",
+      configuration: { categories },
+    });
+    const context = await ctx.browser.newContext();
+    await context.addInitScript(() => {
+      const w = window as unknown as { apiAtReady?: string; consentBanner?: unknown };
+      window.addEventListener("consent:ready", () => {
+        w.apiAtReady = typeof w.consentBanner;
+      });
+    });
+    const page = await context.newPage();
+    await page.goto(ctx.site.page(`/async-${publicId}`, { publicId, loaderAttributes: "async" }));
+    await page.waitForFunction(() => "apiAtReady" in window);
+    expect(
+      await page.evaluate(() => (window as unknown as { apiAtReady: string }).apiAtReady),
+    ).toBe("object");
+    await context.close();
+  });
 });

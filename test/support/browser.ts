@@ -42,6 +42,8 @@ export interface SitePage {
   /** Markup placed in <head> before the loader. */
   head?: string;
   lang?: string;
+  /** Attributes added to the loader's tag, e.g. `async`. */
+  loaderAttributes?: string;
 }
 
 /**
@@ -63,7 +65,7 @@ export async function startSite(service: TestService) {
       "content-security-policy": `script-src 'nonce-${NONCE}'; style-src 'self'; connect-src ${service.gatewayUrl}`,
     });
     response.end(`<!doctype html><html lang="${page.lang ?? "en"}"><head><title>Shop</title>
-${page.head ?? ""}<script src="${loader}" nonce="${NONCE}"></script></head>
+${page.head ?? ""}<script src="${loader}" nonce="${NONCE}"${page.loaderAttributes ? ` ${page.loaderAttributes}` : ""}></script></head>
 <body><h1>Shop</h1><a href="#top">Top</a>${page.body ?? ""}</body></html>`);
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
