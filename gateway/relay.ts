@@ -48,3 +48,8 @@ export function relayOptions(
 export function rawBody(request: FastifyRequest): Uint8Array {
   return Buffer.isBuffer(request.body) ? request.body : new Uint8Array(0);
 }
+
+/** The request's media type, without parameters, lower-case ("" when there is none). */
+export function mediaTypeOf(request: FastifyRequest): string {
+  return (request.headers["content-type"] ?? "").split(";")[0]?.trim().toLowerCase() ?? "";
+}

@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { DaemonClients } from "#gateway/daemon-clients.js";
 import { type HttpError, httpErrorOf } from "#gateway/errors.js";
-import { rawBody, relayOptions } from "#gateway/relay.js";
+import { mediaTypeOf, rawBody, relayOptions } from "#gateway/relay.js";
 
 export interface ConsentLogRouteOptions {
   clients: DaemonClients;
@@ -10,6 +10,14 @@ export interface ConsentLogRouteOptions {
 
 const PATH = "/api/consent/log";
 const ALLOWED = "POST, OPTIONS";
+/** decisions §5: JSON, sent as application/json or as text/plain (sendBeacon's type). */
+const LOG_MEDIA_TYPES = ["application/json", "text/plain"];
+const WRONG_MEDIA_TYPE: HttpError = {
+  status: 400,
+  code: "invalid_request",
+  message: "Content-Type must be application/json or text/plain",
+  headers: {},
+};
 
 /** decisions §5: this route's errors are not enveloped. */
 function sendError(reply: FastifyReply, error: HttpError): FastifyReply {
@@ -42,12 +50,17 @@ export async function consentLogRoutes(app: FastifyInstance, options: ConsentLog
     if (request.headers.origin) reply.header("Access-Control-Allow-Origin", request.headers.origin);
   });
   app.setErrorHandler((error, request, reply) => {
+    // Fastify refuses an empty or unparseable Content-Type itself, before the route.
+    if ((error as { code?: string }).code === "FST_ERR_CTP_INVALID_MEDIA_TYPE") {
+      return sendError(reply, WRONG_MEDIA_TYPE);
+    }
     const httpError = httpErrorOf(error);
     if (httpError.status === 500) request.log.error({ err: error }, "consent log request failed");
     return sendError(reply, httpError);
   });
 
   app.post(PATH, async (request, reply) => {
+    if (!LOG_MEDIA_TYPES.includes(mediaTypeOf(request))) return sendError(reply, WRONG_MEDIA_TYPE);
     const recorded = await clients.consentLog.recordConsent(
       {
         json: rawBody(request),

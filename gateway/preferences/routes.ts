@@ -3,7 +3,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { DaemonClients } from "#gateway/daemon-clients.js";
 import { type HttpError, httpErrorOf } from "#gateway/errors.js";
 import { errorPage, preferencesPage } from "#gateway/preferences/page.js";
-import { relayOptions } from "#gateway/relay.js";
+import { mediaTypeOf, relayOptions } from "#gateway/relay.js";
 
 export interface PreferencesRouteOptions {
   clients: DaemonClients;
@@ -41,8 +41,7 @@ function sendErrorPage(reply: FastifyReply, httpError: HttpError) {
 
 /** A submission of the page's form (application/x-www-form-urlencoded), whatever its charset. */
 function isFormSubmission(request: FastifyRequest): boolean {
-  const type = request.headers["content-type"] ?? "";
-  return type.split(";")[0]?.trim().toLowerCase() === "application/x-www-form-urlencoded";
+  return mediaTypeOf(request) === "application/x-www-form-urlencoded";
 }
 
 /** The categories ticked in the submitted form (application/x-www-form-urlencoded). */

@@ -82,6 +82,22 @@ describe("POST /api/consent/log", () => {
     expect(await storedRows(ctx.service, teamId)).toHaveLength(3);
   });
 
+  it("refuses any other Content-Type with 400 invalid_request, recording nothing", async () => {
+    const { teamId, publicId } = await bannerFixture(ctx.service);
+    for (const contentType of ["application/x-www-form-urlencoded", "multipart/form-data", ""]) {
+      const refused = await postLog(ctx.service, aChoice(publicId), { ip: ip(), contentType });
+      expect([refused.status, refused.body]).toEqual([
+        400,
+        {
+          success: false,
+          error: "Content-Type must be application/json or text/plain",
+          code: "invalid_request",
+        },
+      ]);
+    }
+    expect(await storedRows(ctx.service, teamId)).toEqual([]);
+  });
+
   it("refuses invalid JSON, prototype poisoning and missing fields with 400 invalid_request, unenveloped", async () => {
     const { teamId, publicId } = await bannerFixture(ctx.service);
     const invalid = await postLog(ctx.service, "{not json", { ip: ip() });
