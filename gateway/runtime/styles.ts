@@ -30,6 +30,7 @@ a{color:inherit}
 button{font:inherit;cursor:pointer;padding:.5em 1.2em;border-radius:4px;border:2px solid ${p};background:${p};color:${s}}
 button.o{background:${s};color:${p}}
 :focus-visible{outline:3px solid ${a};outline-offset:2px}
+.p:focus{outline:0}
 label{display:flex;gap:.6em;margin:0 0 .75em}
 input{accent-color:${a};width:1.1em;height:1.1em;margin:.2em 0 0;flex:none}
 small{display:block}

@@ -100,6 +100,8 @@ function dialogPanel(options: ViewOptions) {
     {
       role: "dialog",
       "aria-modal": String(config.layout === "modal"),
+      // Focusable itself, so a modal opens on the dialog, not on one of its choices.
+      tabindex: "-1",
       "aria-labelledby": "t",
       "aria-describedby": "d",
     },
@@ -165,14 +167,17 @@ export function showBanner(options: ViewOptions): () => void {
   });
   if (modal) document.addEventListener("focusin", keepFocus);
   if (options.customize) firstControl().focus();
-  else if (modal) focusable()[0]?.focus();
+  else if (modal) panel.focus();
   return close;
 }
 
-/** Focus trap, part 2: Tab past the last control (or Shift+Tab before the first) wraps around. */
+/**
+ * Focus trap, part 2: Tab past the last control (or Shift+Tab before the first) wraps around;
+ * from the dialog itself, Tab goes to the first control and Shift+Tab to the last.
+ */
 function wrapTab(event: KeyboardEvent, elements: HTMLElement[], active: Element | null): void {
   const edge = event.shiftKey ? elements[0] : elements.at(-1);
-  if (active !== edge) return;
+  if (active !== edge && elements.includes(active as HTMLElement)) return;
   event.preventDefault();
   (event.shiftKey ? elements.at(-1) : elements[0])?.focus();
 }

@@ -130,7 +130,18 @@ describe.skipIf(skipBrowserTests)("banner runtime in Chromium: layouts and choic
         const inner = host?.shadowRoot?.activeElement;
         return inner ? inner.textContent || (inner as HTMLInputElement).name : host?.tagName;
       });
-    await expect.poll(focused).toBe("Accept all");
+    // The modal opens on the dialog itself: no choice is preselected.
+    await expect
+      .poll(() =>
+        page.evaluate(() =>
+          document.activeElement?.shadowRoot?.activeElement?.getAttribute("role"),
+        ),
+      )
+      .toBe("dialog");
+    await page.keyboard.press("Shift+Tab");
+    expect(await focused()).toBe("Customize"); // wrapped to the last control
+    await page.keyboard.press("Tab");
+    expect(await focused()).toBe("Accept all");
     await page.keyboard.press("Tab");
     await page.keyboard.press("Tab");
     expect(await focused()).toBe("Customize");
