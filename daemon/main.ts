@@ -109,7 +109,16 @@ function printWelcome(
     `consent service is running on the ${storeKind === "lmdb" ? `embedded store (${config.dataDir})` : "MongoDB store"}`,
     `  gRPC / Connect daemon  ${daemonUrl}`,
     ...(gatewayUrl
-      ? [`  REST gateway           ${gatewayUrl}   (try: curl ${gatewayUrl}/api/v1/health)`]
+      ? [
+          `  REST gateway           ${gatewayUrl}   (try: curl ${gatewayUrl}/api/v1/health)`,
+          `  Public base URL        ${config.baseUrl}   (CONSENT_BASE_URL: loader tags, preference links)`,
+          ...(basePortDiffers(config, gatewayUrl)
+            ? [
+                "  The gateway listens on another port than the public base URL names: set CONSENT_BASE_URL",
+                "  to the address visitors reach, or loader tags and preference links will not work.",
+              ]
+            : []),
+        ]
       : []),
     ...(created.length ? ["", `First start: created ${created.join(", ")}`] : []),
     "",
@@ -119,4 +128,10 @@ function printWelcome(
     "",
   ];
   process.stdout.write(`${lines.join("\n")}\n`);
+}
+
+/** Whether the public base URL names a port other than the gateway's (a proxy may map them). */
+function basePortDiffers(config: Config, gatewayUrl: string): boolean {
+  const port = (url: URL) => url.port || (url.protocol === "https:" ? "443" : "80");
+  return port(new URL(config.baseUrl)) !== port(new URL(gatewayUrl));
 }

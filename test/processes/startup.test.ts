@@ -35,6 +35,9 @@ describe("start-up of the real programs", () => {
     expect(out).toMatch(/First start: created .*admin-token.*identity-key/);
     expect(out).toContain("npx consentctl teams create");
     expect(out).toContain("npx consentctl keys create --team <team id> --env live --scopes");
+    // Port 0 here: the default public base URL (port 8080) is not where the gateway listens.
+    expect(out).toContain("Public base URL        http://localhost:8080");
+    expect(out).toContain("set CONSENT_BASE_URL");
 
     expect((await stat(dataDir)).isDirectory()).toBe(true);
     const token = await stat(path.join(dataDir, "admin-token"));
