@@ -144,8 +144,10 @@ export function showBanner(options: ViewOptions): () => void {
   const keepFocus = (event: FocusEvent) => {
     if (event.target !== host) focusable()[0]?.focus();
   };
+  const release = config.layout === "banner" ? reserveEdge(panel, config.position) : undefined;
   const close = () => {
     document.removeEventListener("focusin", keepFocus);
+    release?.();
     host.remove();
     if (modal) previousFocus?.focus?.();
   };
@@ -169,6 +171,36 @@ export function showBanner(options: ViewOptions): () => void {
   if (options.customize) firstControl().focus();
   else if (modal) panel.focus();
   return close;
+}
+
+/**
+ * WCAG 2.2 2.4.11 (focus not obscured): while a banner is fixed to the top or bottom edge, the
+ * page keeps that much room free at the edge (scroll padding, so focus scrolls a control clear of
+ * the banner, and body padding, so the page's last controls can scroll above it). Set through
+ * CSSOM, which a strict CSP allows; the page's own values come back when the banner closes.
+ * Returns the function that gives the room back.
+ */
+function reserveEdge(panel: HTMLElement, position: string): (() => void) | undefined {
+  if (position === "center") return undefined;
+  const edge = position === "top" ? "Top" : "Bottom";
+  const page = document.documentElement.style;
+  const body = document.body.style;
+  const scrollPadding = `scrollPadding${edge}` as const;
+  const padding = `padding${edge}` as const;
+  const saved = [page[scrollPadding], body[padding]] as const;
+  const base = Number.parseFloat(getComputedStyle(document.body)[padding]) || 0;
+  const reserve = () => {
+    const height = panel.offsetHeight;
+    page[scrollPadding] = `${height}px`;
+    body[padding] = `${base + height}px`;
+  };
+  const observer = new ResizeObserver(reserve);
+  observer.observe(panel);
+  reserve();
+  return () => {
+    observer.disconnect();
+    [page[scrollPadding], body[padding]] = saved;
+  };
 }
 
 /**

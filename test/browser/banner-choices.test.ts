@@ -163,6 +163,49 @@ describe.skipIf(skipBrowserTests)("banner runtime in Chromium: layouts and choic
     expect(row?.preferences).toEqual({ necessary: true, analytics: false, marketing: true });
   });
 
+  it("keeps a keyboard user's focus clear of a banner fixed to the bottom, and gives the room back", async () => {
+    await page.setViewportSize({ width: 375, height: 667 });
+    const fixture = await bannerFixture(ctx.service, {
+      domain: "localhost",
+      configuration: { categories, layout: "banner", position: "bottom" },
+    });
+    const filler = Array.from({ length: 40 }, (_, i) => `<p>Paragraph ${i}</p>`).join("");
+    await page.goto(
+      ctx.site.page(`/edge-${fixture.publicId}`, {
+        publicId: fixture.publicId,
+        body: `${filler}<footer><a id="end" href="#privacy">Privacy</a></footer>`,
+      }),
+    );
+    await page.waitForFunction(() => "consentBanner" in window);
+    for (let i = 0; i < 20; i++) {
+      await page.keyboard.press("Tab");
+      if (await page.evaluate(() => document.activeElement?.id === "end")) break;
+    }
+    const overlap = () =>
+      page.evaluate(() => {
+        const link = document.getElementById("end")?.getBoundingClientRect();
+        const banner = document
+          .querySelector("[id^=consent-banner-]")
+          ?.shadowRoot?.querySelector("[role=dialog]")
+          ?.getBoundingClientRect();
+        return {
+          focused: document.activeElement?.id,
+          linkBottom: link?.bottom,
+          bannerTop: banner?.top,
+        };
+      });
+    const seen = await overlap();
+    expect(seen.focused).toBe("end");
+    expect(seen.linkBottom).toBeLessThanOrEqual(seen.bannerTop as number);
+    await dialog(page).getByRole("button", { name: "Accept all" }).click();
+    expect(
+      await page.evaluate(() => [
+        document.body.style.paddingBottom,
+        document.documentElement.style.scrollPaddingBottom,
+      ]),
+    ).toEqual(["", ""]);
+  });
+
   it("asks again only after a publish raises the revision, keeping the consentId", async () => {
     const { teamId, key, id, url } = await bannerPage();
     await dialog(page).getByRole("button", { name: "Accept all" }).click();
