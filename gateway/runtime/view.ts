@@ -144,7 +144,12 @@ export function showBanner(options: ViewOptions): () => void {
   const keepFocus = (event: FocusEvent) => {
     if (event.target !== host) focusable()[0]?.focus();
   };
-  const release = config.layout === "banner" ? reserveEdge(panel, config.position) : undefined;
+  const release =
+    config.layout === "banner"
+      ? reserveEdge(panel, config.position)
+      : modal
+        ? holdPageScroll()
+        : undefined;
   const close = () => {
     document.removeEventListener("focusin", keepFocus);
     release?.();
@@ -200,6 +205,16 @@ function reserveEdge(panel: HTMLElement, position: string): (() => void) | undef
   return () => {
     observer.disconnect();
     [page[scrollPadding], body[padding]] = saved;
+  };
+}
+
+/** A modal keeps the page behind its backdrop still; the page's own overflow comes back after. */
+function holdPageScroll(): () => void {
+  const page = document.documentElement.style;
+  const saved = page.overflow;
+  page.overflow = "hidden";
+  return () => {
+    page.overflow = saved;
   };
 }
 

@@ -163,6 +163,15 @@ describe.skipIf(skipBrowserTests)("banner runtime in Chromium: layouts and choic
     expect(row?.preferences).toEqual({ necessary: true, analytics: false, marketing: true });
   });
 
+  it("holds the page still behind a modal, and lets it scroll again after the choice", async () => {
+    await bannerPage({ layout: "modal" });
+    const overflow = () => page.evaluate(() => getComputedStyle(document.documentElement).overflow);
+    await page.waitForFunction(() => "consentBanner" in window);
+    expect(await overflow()).toBe("hidden");
+    await dialog(page).getByRole("button", { name: "Reject all" }).click();
+    expect(await overflow()).toBe("visible");
+  });
+
   it("keeps a keyboard user's focus clear of a banner fixed to the bottom, and gives the room back", async () => {
     await page.setViewportSize({ width: 375, height: 667 });
     const fixture = await bannerFixture(ctx.service, {
