@@ -35,6 +35,7 @@ const texts = z.strictObject({
   customize: text(0, 100).optional(),
   save: text(0, 100).optional(),
   privacyPolicyUrl: httpUrl.optional(),
+  privacyPolicyLabel: text(0, 100).optional(),
   categories: z
     .record(
       categoryName,
@@ -186,6 +187,7 @@ function completeTexts(
         customize: t.customize ?? "",
         save: t.save ?? "",
         privacyPolicyUrl: t.privacyPolicyUrl ?? "",
+        privacyPolicyLabel: t.privacyPolicyLabel ?? "",
         categories: Object.fromEntries(
           Object.entries(t.categories ?? {}).map(([name, c]) => [
             name,

@@ -21,6 +21,8 @@ export interface BannerTexts {
   customize: string;
   save: string;
   privacyPolicyUrl: string;
+  /** The text of the link to privacyPolicyUrl; absent in banners stored before it existed. */
+  privacyPolicyLabel?: string;
   categories: Record<string, CategoryTexts>;
 }
 

@@ -68,6 +68,7 @@ function runtimeTexts(texts: BannerTexts): RuntimeTexts {
     customize: texts.customize,
     save: texts.save,
     privacyPolicyUrl: texts.privacyPolicyUrl,
+    privacyPolicyLabel: texts.privacyPolicyLabel,
     ...(Object.keys(categories).length > 0 && { categories }),
   });
 }

@@ -79,7 +79,9 @@ export function preferencesPage(view: PreferencesView, nonce: string, saved: boo
     rows.join("\n"),
     `</fieldset><button type="submit">${escapeHtml(texts.get("save"))}</button></form>`,
     `<p><small>This link works until ${until} UTC.</small></p>`,
-    policy ? `<p><a href="${escapeHtml(policy)}">Privacy policy</a></p>` : "",
+    policy
+      ? `<p><a href="${escapeHtml(policy)}">${escapeHtml(texts.get("privacyPolicyLabel"))}</a></p>`
+      : "",
   ].join("\n");
   return document(
     texts.languageCode,

@@ -36,6 +36,7 @@ export interface RuntimeTexts {
   customize?: string;
   save?: string;
   privacyPolicyUrl?: string;
+  privacyPolicyLabel?: string;
   categories?: Record<string, { label?: string; description?: string }>;
 }
 

@@ -10,6 +10,7 @@ export const DEFAULT_TEXTS = {
   customize: "Customize",
   save: "Save choices",
   privacyPolicyUrl: "",
+  privacyPolicyLabel: "Privacy policy",
 };
 
 export type TextKey = keyof typeof DEFAULT_TEXTS;

@@ -79,7 +79,9 @@ function dialogPanel(options: ViewOptions) {
   const { config, texts } = options;
   const description = h("p", { textContent: texts.get("description") }, { id: "d" });
   const policy = texts.get("privacyPolicyUrl");
-  if (policy) description.append(" ", h("a", { href: policy, textContent: "Privacy policy" }));
+  if (policy) {
+    description.append(" ", h("a", { href: policy, textContent: texts.get("privacyPolicyLabel") }));
+  }
   const button = (action: string, key: TextKey, outlined = false) =>
     h(
       "button",

@@ -128,6 +128,31 @@ describe("banners", () => {
     ]);
   });
 
+  it("keeps a privacy policy link text per language, at most 100 characters", async () => {
+    const de = {
+      privacyPolicyUrl: "https://u.example/datenschutz",
+      privacyPolicyLabel: "Datenschutz",
+    };
+    const created = await post({
+      name: "P",
+      domain: "u.example",
+      configuration: { texts: { de } },
+    });
+    expect(created.status).toBe(201);
+    expect(created.body.data.banner.configuration.texts.de).toMatchObject(de);
+    const long = await post({
+      name: "P",
+      domain: "u.example",
+      configuration: { texts: { de: { privacyPolicyLabel: "x".repeat(101) } } },
+    });
+    expect(long.body.data.details).toEqual([
+      {
+        field: "configuration.texts.de.privacyPolicyLabel",
+        message: "configuration.texts.de.privacyPolicyLabel must be at most 100 characters",
+      },
+    ]);
+  });
+
   it("edits the draft with PATCH and makes it live with publish, bumping the revision", async () => {
     const { id, publicId } = await createBanner(service, key, {
       configuration: { layout: "modal" },

@@ -235,12 +235,20 @@ describe.skipIf(skipBrowserTests)("banner runtime in Chromium: layouts and choic
   });
 
   it("speaks the page's language with English fallback, and warns of low contrast", async () => {
-    const texts = { de: { title: "Ihre Privatsphäre", acceptAll: "Alle akzeptieren" } };
+    const texts = {
+      de: {
+        title: "Ihre Privatsphäre",
+        acceptAll: "Alle akzeptieren",
+        privacyPolicyUrl: "https://shop.example.com/datenschutz",
+        privacyPolicyLabel: "Datenschutzerklärung",
+      },
+    };
     const { teamId } = await bannerPage({ texts, textColor: "#bbbbbb" }, "de-AT");
     await expect
       .poll(() => dialog(page).getByRole("heading").textContent())
       .toBe("Ihre Privatsphäre");
     expect(await dialog(page).getByRole("button", { name: "Reject all" }).count()).toBe(1);
+    expect(await dialog(page).getByRole("link").textContent()).toBe("Datenschutzerklärung");
     await dialog(page).getByRole("button", { name: "Alle akzeptieren" }).click();
     const [row] = await waitForRows(ctx.service, teamId, 1);
     expect(row?.languageCode).toBe("de");

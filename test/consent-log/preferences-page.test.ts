@@ -15,7 +15,14 @@ const configuration = {
     { name: "analytics", label: "Analytics", description: "Usage statistics" },
     { name: "marketing", label: "Marketing" },
   ],
-  texts: { de: { title: "Datenschutz-Einstellungen", save: "Speichern" } },
+  texts: {
+    de: {
+      title: "Datenschutz-Einstellungen",
+      save: "Speichern",
+      privacyPolicyUrl: "https://shop.example.com/datenschutz",
+      privacyPolicyLabel: "Datenschutzerklärung",
+    },
+  },
 };
 
 /** decisions §5: the page behind managePreferences, its form, and expired or altered links. */
@@ -44,6 +51,9 @@ describe("GET and POST /preferences/{token}", () => {
     );
     expect(page.text).toContain('<input type="checkbox" name="category" value="marketing">');
     expect(page.text).toContain("<small>Usage statistics</small>");
+    expect(page.text).toContain(
+      '<a href="https://shop.example.com/datenschutz">Datenschutzerklärung</a>',
+    );
     expect(page.text).toContain("works until 12:30 UTC");
   });
 
