@@ -51,11 +51,13 @@ export function workerTimeoutMs(env: NodeJS.ProcessEnv = process.env): number {
  */
 export async function runService(): Promise<void> {
   if (cluster.isWorker) {
-    beatForPrimary(Number(process.env[HEARTBEAT_MS]));
     const created = JSON.parse(process.env[CREATED_SECRETS] ?? "[]") as string[];
     // The first worker speaks for the service; the others start silently.
     const welcome = process.env[WORKER_INDEX] === "0" ? { created } : false;
     await runDaemon({ withGateway: true, welcome });
+    // Watched from the moment it serves: start-up (building the loader's runtime, opening the
+    // store) may hold the loop longer on a loaded machine, and is not a stuck worker.
+    beatForPrimary(Number(process.env[HEARTBEAT_MS]));
     return;
   }
   const count = workerCount();
@@ -71,7 +73,7 @@ export async function runService(): Promise<void> {
  * forks the workers, forwards SIGTERM/SIGINT to them and exits 0 once every one has drained. A
  * worker that stops on its own (a start-up error it has already printed, a crash) stops the
  * service: the others are told to drain, and the primary exits 1. So does a worker that stops
- * answering: silent for CONSENT_WORKER_TIMEOUT_MS after it started, it is killed, since it may
+ * answering: silent for CONSENT_WORKER_TIMEOUT_MS once it serves, it is killed, since it may
  * still hold connections the primary handed it that will never be answered. Exiting, not
  * replacing the worker, leaves the restart to the supervisor, as for any other failure.
  */
@@ -93,7 +95,7 @@ async function runPrimary(count: number): Promise<void> {
       [HEARTBEAT_MS]: String(heartbeatMs),
     });
   }
-  /** Each started worker's last heartbeat (monotonic ms); a worker counts from its first. */
+  /** Each serving worker's last heartbeat (monotonic ms); a worker counts from its first. */
   const lastBeat = new Map<Worker, number>();
   /** Workers the primary killed for their silence (already reported). */
   const killed = new WeakSet<Worker>();
