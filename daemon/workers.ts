@@ -99,8 +99,17 @@ async function runPrimary(count: number): Promise<void> {
   const lastBeat = new Map<Worker, number>();
   /** Workers the primary killed for their silence (already reported). */
   const killed = new WeakSet<Worker>();
+  let lastTick = performance.now();
   setInterval(() => {
     const now = performance.now();
+    const late = now - lastTick > 2 * heartbeatMs;
+    lastTick = now;
+    // The primary itself was paused (stopped, frozen, starved): its workers' heartbeats are
+    // still waiting in the channels, read after this tick. Count everyone from now instead.
+    if (late) {
+      for (const worker of lastBeat.keys()) lastBeat.set(worker, now);
+      return;
+    }
     for (const [worker, beat] of lastBeat) {
       if (now - beat <= timeoutMs) continue;
       lastBeat.delete(worker);

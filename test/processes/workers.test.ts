@@ -98,4 +98,21 @@ describe("npm start with two workers", { timeout: 120_000 }, () => {
     }
     for (const pid of workers) expect(() => process.kill(pid, 0)).toThrow();
   });
+
+  it("does not take its workers for stuck after the primary itself was paused", async () => {
+    const { program, service } = await startService(dirs.join("paused"), {
+      CONSENT_WORKERS: "2",
+      CONSENT_WORKER_TIMEOUT_MS: "2000",
+    });
+    // Both workers serve, and beat, while the primary is stopped for longer than the limit.
+    process.kill(program.child.pid as number, "SIGSTOP");
+    await new Promise((resolve) => setTimeout(resolve, 4_000));
+    process.kill(program.child.pid as number, "SIGCONT");
+    const resumed = Date.now();
+    while (Date.now() - resumed < 3_000) {
+      expect((await http(service, "GET", "/api/v1/health")).status).toBe(200);
+    }
+    expect(program.stderr()).not.toContain("has not answered");
+    expect(await program.stop()).toBe(0);
+  });
 });
