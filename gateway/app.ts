@@ -5,6 +5,9 @@ import { httpErrorOf } from "#gateway/errors.js";
 import { v1Api } from "#gateway/v1/plugin.js";
 import { visitorSide } from "#gateway/visitor.js";
 
+/** spec 9: the versioned API's prefix. */
+const V1_PREFIX = "/api/v1";
+
 /** Hard cap on any request body; each route's own rule (20 KB for subjects) is enforced by the daemon. */
 export const GATEWAY_BODY_LIMIT = 1024 * 1024;
 
@@ -29,8 +32,7 @@ export async function buildGateway(options: GatewayOptions): Promise<FastifyInst
     logController: new LogController({ disableRequestLogging: true }),
     trustProxy: options.trustProxy.length > 0 ? options.trustProxy : false,
     bodyLimit: GATEWAY_BODY_LIMIT,
-    // `/api/v1/banners/` is the banner list, not a banner with an empty id (docs/behaviour.md).
-    routerOptions: { ignoreTrailingSlash: true },
+    rewriteUrl: (request) => withoutTrailingSlash(request.url ?? "/"),
     // SIGTERM drains: idle keep-alive sockets close at once, requests already accepted finish
     // (startGateway bounds the wait), new requests on open sockets get 503.
     forceCloseConnections: "idle",
@@ -52,7 +54,7 @@ export async function buildGateway(options: GatewayOptions): Promise<FastifyInst
       .headers(httpError.headers)
       .send({ error: httpError.message, code: httpError.code });
   });
-  await app.register(v1Api, { prefix: "/api/v1", clients, operatorToken: options.operatorToken });
+  await app.register(v1Api, { prefix: V1_PREFIX, clients, operatorToken: options.operatorToken });
   await app.register(visitorSide, {
     clients,
     operatorToken: options.operatorToken,
@@ -60,4 +62,19 @@ export async function buildGateway(options: GatewayOptions): Promise<FastifyInst
     onPublicChange: options.onPublicChange,
   });
   return app;
+}
+
+/**
+ * Under the versioned API a trailing slash is ignored: `/api/v1/banners/` is the banner list, not
+ * a banner with an empty id (docs/behaviour.md). Other paths (the loader, the log route, the
+ * preferences page) keep theirs, so they answer only at their exact address.
+ */
+export function withoutTrailingSlash(url: string): string {
+  const queryAt = url.indexOf("?");
+  const path = queryAt === -1 ? url : url.slice(0, queryAt);
+  if (!path.startsWith(`${V1_PREFIX}/`) || !path.endsWith("/")) return url;
+  const trimmed = path.replace(/\/+$/, "");
+  return trimmed.length > V1_PREFIX.length
+    ? trimmed + (queryAt === -1 ? "" : url.slice(queryAt))
+    : url;
 }

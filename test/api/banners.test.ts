@@ -222,6 +222,11 @@ describe("banners", () => {
     expect(list.body.data.banners.map((b: { id: string }) => b.id)).toContain(own.id);
     const one = await http(service, "GET", `/api/v1/banners/${own.id}/`, { key });
     expect([one.status, one.body.data.banner.name]).toEqual([200, "Slashed"]);
+    const listed = await http(service, "GET", "/api/v1/banners/?limit=1", { key });
+    expect(listed.status).toBe(200);
+    // Outside the versioned API a path answers only at its exact address.
+    expect((await http(service, "GET", `/loader/${own.publicId}.js`)).status).toBe(200);
+    expect((await http(service, "GET", `/loader/${own.publicId}.js/`)).status).toBe(404);
     const unknown = await http(service, "GET", "/api/v1/nothing/", { key });
     expect([unknown.status, unknown.body.data.code, unknown.body.version]).toEqual([
       404,
