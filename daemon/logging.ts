@@ -1,9 +1,14 @@
 import { type Logger, pino } from "pino";
 
 /**
- * The JSON logger of one of the programs' services, each line tagged with the service that wrote
- * it: `consentd` or `consent-gateway`, also when `npm start` runs both in one process.
+ * The JSON loggers of the programs' two services, each line tagged with the service that wrote
+ * it: `consentd` or `consent-gateway`. Both are children of one logger, so when `npm start` runs
+ * both in one process their lines go out through one writer and never interleave.
  */
-export function serviceLogger(level: string, service: "consentd" | "consent-gateway"): Logger {
-  return pino({ level, base: { service } });
+export function serviceLoggers(level: string): { daemon: Logger; gateway: Logger } {
+  const root = pino({ level, base: null });
+  return {
+    daemon: root.child({ service: "consentd" }),
+    gateway: root.child({ service: "consent-gateway" }),
+  };
 }

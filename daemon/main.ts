@@ -2,7 +2,7 @@ import { loadSecrets } from "#daemon/bootstrap.js";
 import { systemClock } from "#daemon/clock.js";
 import { type Config, loadConfig } from "#daemon/config.js";
 import { exitAfterDrain } from "#daemon/drain-exit.js";
-import { serviceLogger } from "#daemon/logging.js";
+import { serviceLoggers } from "#daemon/logging.js";
 import { schedulePurge } from "#daemon/purge.js";
 import { createInProcessTransport } from "#daemon/rpc/in-process-transport.js";
 import { createDaemon, listenDaemon } from "#daemon/server.js";
@@ -33,7 +33,8 @@ export async function runDaemon(options: {
   welcome?: { created: string[] } | false;
 }) {
   const config = options.config ?? loadConfig();
-  const logger = serviceLogger(config.logLevel, "consentd");
+  const loggers = serviceLoggers(config.logLevel);
+  const logger = loggers.daemon;
   const secrets = await loadSecrets(config);
   if (secrets.identityProblem) {
     logger.error(
@@ -66,7 +67,7 @@ export async function runDaemon(options: {
       config,
       transport,
       operatorToken: secrets.operatorToken,
-      logger: serviceLogger(config.logLevel, "consent-gateway"),
+      logger: loggers.gateway,
       onPublicChange: workerPublicChanges(daemon),
     });
   }
@@ -130,8 +131,12 @@ function printWelcome(
   process.stdout.write(`${lines.join("\n")}\n`);
 }
 
-/** Whether the public base URL names a port other than the gateway's (a proxy may map them). */
+/**
+ * Whether the default public base URL (CONSENT_BASE_URL unset) names a port other than the
+ * gateway's; one the operator set stands, since a proxy may map it.
+ */
 function basePortDiffers(config: Config, gatewayUrl: string): boolean {
+  if (process.env.CONSENT_BASE_URL) return false;
   const port = (url: URL) => url.port || (url.protocol === "https:" ? "443" : "80");
   return port(new URL(config.baseUrl)) !== port(new URL(gatewayUrl));
 }

@@ -9,7 +9,7 @@ import {
   type TrackedConnections,
   trackConnections,
 } from "#daemon/drain-exit.js";
-import { serviceLogger } from "#daemon/logging.js";
+import { serviceLoggers } from "#daemon/logging.js";
 import { buildGateway } from "#gateway/app.js";
 
 export interface StartGatewayOptions {
@@ -65,7 +65,7 @@ async function drain(
 
 /** The gateway as its own process, reaching the daemon at CONSENT_DAEMON_URL over HTTP/2. */
 export async function runStandaloneGateway(config: Config = loadConfig()) {
-  const logger = serviceLogger(config.logLevel, "consent-gateway");
+  const logger = serviceLoggers(config.logLevel).gateway;
   const operatorToken = await readOperatorToken(config);
   if (!operatorToken) {
     throw new ConfigError(

@@ -56,6 +56,7 @@ describe("start-up of the real programs", () => {
     const program = startProgram(PROGRAMS.consent, {
       CONSENT_DATA_DIR: path.join(root, "logs"),
       CONSENT_LOG_LEVEL: "info",
+      CONSENT_BASE_URL: "https://consent.example.com",
     });
     const gatewayPort = new URL(await program.waitFor(GATEWAY_URL)).port;
     const daemonPort = new URL(await program.waitFor(DAEMON_URL)).port;
@@ -72,6 +73,9 @@ describe("start-up of the real programs", () => {
       "consentd",
       "consent-gateway",
     ]);
+    // A base URL the operator set stands (a proxy may map its port): no warning.
+    expect(program.stdout()).toContain("Public base URL        https://consent.example.com");
+    expect(program.stdout()).not.toContain("set CONSENT_BASE_URL");
   });
 
   it("a second start on the same data dir keeps the admin token and identity key and says nothing of a first start", async () => {
