@@ -28,6 +28,14 @@ const MAX_AGE_SECONDS = 395 * 24 * 3600;
 /** One first-party cookie per banner, so two banners on one site never overwrite each other. */
 const cookieName = (publicId: string) => `consent_${publicId.slice(0, 8)}`;
 
+const COLLECTED_VIA = [
+  "banner",
+  "preferences",
+  "api",
+  "default_optin",
+  "default_optout",
+  "default_notice",
+];
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const isText = (value: unknown) => typeof value === "string" && value !== "";
 const isTime = (value: unknown) => isText(value) && !Number.isNaN(Date.parse(value as string));
@@ -49,7 +57,8 @@ export function isConsentState(value: unknown): value is ConsentState {
     state.schemaVersion === 2 &&
     isTexts(state.categories) &&
     Number.isInteger(state.revision) &&
-    state.revision >= 1 &&
+    state.revision >= 0 &&
+    state.revision <= 1_000_000 &&
     ["all", "custom", "necessary"].includes(state.acceptType) &&
     UUID.test(String(state.consentId)) &&
     isTime(state.consentTimestamp) &&
@@ -58,7 +67,9 @@ export function isConsentState(value: unknown): value is ConsentState {
     optional(state.jurisdictions, isTexts) &&
     optional(state.gpcRespected, isFlag) &&
     optional(state.isPending, isFlag) &&
-    optional(state.isDefaultState, isFlag)
+    optional(state.isDefaultState, isFlag) &&
+    optional(state.usOptOutChoices, (value) => typeof value === "object" && value !== null) &&
+    optional(state.collectedVia, (value) => COLLECTED_VIA.includes(value as string))
   );
 }
 

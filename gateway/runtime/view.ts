@@ -144,7 +144,7 @@ export function showBanner(options: ViewOptions): () => void {
   const firstControl = () => boxes.find((box) => !box.disabled) ?? save;
   // Focus trap, part 1: in a modal, focus that leaves the dialog comes back to it.
   const keepFocus = (event: FocusEvent) => {
-    if (event.target !== host) focusable()[0]?.focus();
+    if (event.target !== host) panel.focus();
   };
   const release =
     config.layout === "banner"
@@ -152,7 +152,11 @@ export function showBanner(options: ViewOptions): () => void {
       : modal
         ? holdPageScroll()
         : undefined;
+  let closed = false;
   const close = () => {
+    // Once: a view closed by Escape may be closed again by the next showPreferences.
+    if (closed) return;
+    closed = true;
     document.removeEventListener("focusin", keepFocus);
     release?.();
     host.remove();

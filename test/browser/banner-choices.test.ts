@@ -138,6 +138,13 @@ describe.skipIf(skipBrowserTests)("banner runtime in Chromium: layouts and choic
         ),
       )
       .toBe("dialog");
+    // Focus a page script pulls out of the modal comes back to the dialog, not to a choice.
+    await page.evaluate(() => (document.querySelector('a[href="#top"]') as HTMLElement).focus());
+    expect(
+      await page.evaluate(() =>
+        document.activeElement?.shadowRoot?.activeElement?.getAttribute("role"),
+      ),
+    ).toBe("dialog");
     await page.keyboard.press("Shift+Tab");
     expect(await focused()).toBe("Customize"); // wrapped to the last control
     await page.keyboard.press("Tab");
