@@ -10,6 +10,14 @@ export interface PreferencesRouteOptions {
   operatorToken: string;
 }
 
+/** A submission that is not the page's form: nothing is recorded. */
+const NOT_THE_FORM: HttpError = {
+  status: 415,
+  code: "unsupported_form",
+  message: "Submit the privacy settings with the page's form",
+  headers: {},
+};
+
 /** Form fields read from one submission; a banner has at most 30 categories. */
 const MAX_FIELDS = 100;
 
@@ -61,6 +69,10 @@ export async function preferencesRoutes(app: FastifyInstance, options: Preferenc
   app.setErrorHandler((error, request, reply) => {
     const httpError = httpErrorOf(error);
     if (httpError.status === 500) request.log.error({ err: error }, "preferences page failed");
+    // Fastify refuses an empty or unparseable Content-Type itself, before the route.
+    if ((error as { code?: string }).code === "FST_ERR_CTP_INVALID_MEDIA_TYPE") {
+      return sendErrorPage(reply, NOT_THE_FORM);
+    }
     return sendErrorPage(reply, httpError);
   });
 
@@ -83,12 +95,7 @@ export async function preferencesRoutes(app: FastifyInstance, options: Preferenc
         { token },
         relayOptions(request, reply, operatorToken),
       );
-      return sendErrorPage(reply, {
-        status: 415,
-        code: "unsupported_form",
-        message: "Submit the privacy settings with the page's form",
-        headers: {},
-      });
+      return sendErrorPage(reply, NOT_THE_FORM);
     }
     await clients.consentLog.updatePreferences(
       { token, preferences: submittedChoice(request) },

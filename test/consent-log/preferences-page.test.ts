@@ -95,6 +95,7 @@ describe("GET and POST /preferences/{token}", () => {
     for (const [type, body] of [
       ["application/json", '{"category":1}'],
       ["text/plain", "category=marketing"],
+      ["", "category=marketing"],
     ]) {
       const refused = await fetch(`${ctx.service.gatewayUrl}${path}`, {
         method: "POST",
