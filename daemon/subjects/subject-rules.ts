@@ -1,6 +1,7 @@
 import type { JsonObject } from "@bufbuild/protobuf";
 import { z } from "zod";
 import { invalidRequest, type Violation } from "#daemon/errors.js";
+import { COLLECTED_VIA } from "#daemon/subjects/collected-via.js";
 import { integer, isoDateTime, mapKey, text, uuid } from "#daemon/validation/rules.js";
 import { check, parseOrThrow } from "#daemon/validation/violations.js";
 
@@ -13,16 +14,6 @@ const subjectReference = {
   namespace: text(1, 64).optional(),
   subjectId: text(1, 256).refine((value) => !value.includes("@"), "must not contain @"),
 };
-
-const COLLECTED_VIA = [
-  "banner",
-  "preferences",
-  "api",
-  "default_optin",
-  "default_optout",
-  "default_notice",
-  "hidden_autogrant",
-] as const;
 
 /**
  * spec 2.4: the canonical consent state, schemaVersion 2. Unknown fields are a 400 (decisions §4).

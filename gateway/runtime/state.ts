@@ -1,3 +1,5 @@
+import { COLLECTED_VIA, type CollectedVia } from "../../daemon/subjects/collected-via.js";
+
 /** spec 2.4: the canonical consent state, schemaVersion 2, exactly as PUT state accepts it. */
 export interface ConsentState {
   schemaVersion: 2;
@@ -13,13 +15,7 @@ export interface ConsentState {
   usOptOutChoices?: { saleSharing?: boolean; targetedAdvertising?: boolean };
   isPending?: boolean;
   isDefaultState?: boolean;
-  collectedVia?:
-    | "banner"
-    | "preferences"
-    | "api"
-    | "default_optin"
-    | "default_optout"
-    | "default_notice";
+  collectedVia?: CollectedVia;
 }
 
 /** Chromium caps cookie lifetimes at 400 days; 13 months fits under it. */
@@ -28,14 +24,6 @@ const MAX_AGE_SECONDS = 395 * 24 * 3600;
 /** One first-party cookie per banner, so two banners on one site never overwrite each other. */
 const cookieName = (publicId: string) => `consent_${publicId.slice(0, 8)}`;
 
-const COLLECTED_VIA = [
-  "banner",
-  "preferences",
-  "api",
-  "default_optin",
-  "default_optout",
-  "default_notice",
-];
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const isText = (value: unknown) => typeof value === "string" && value !== "";
 const isTime = (value: unknown) => isText(value) && !Number.isNaN(Date.parse(value as string));
@@ -69,7 +57,7 @@ export function isConsentState(value: unknown): value is ConsentState {
     optional(state.isPending, isFlag) &&
     optional(state.isDefaultState, isFlag) &&
     optional(state.usOptOutChoices, (value) => typeof value === "object" && value !== null) &&
-    optional(state.collectedVia, (value) => COLLECTED_VIA.includes(value as string))
+    optional(state.collectedVia, (value) => COLLECTED_VIA.includes(value as CollectedVia))
   );
 }
 
