@@ -22,33 +22,27 @@ export function exitAfterDrain(drain: Promise<unknown>, logger: Logger): void {
   );
 }
 
-/** A server's open connections, for a drain that must not wait on clients that never finish. */
-export interface TrackedConnections {
-  /**
-   * Closes the connections on which the client has not sent a byte: no request or call can be in
-   * flight on them (a browser's preconnect, a port check), and an HTTP server only closes a
-   * connection once a request has been served on it.
-   */
-  closeSilent(): void;
-  /** Cuts every connection still open. */
-  destroyAll(): void;
-}
-
-/** Tracks `server`'s connections from now on. */
-export function trackConnections(server: Server): TrackedConnections {
+/**
+ * Tracks `server`'s connections from now on, for a drain that must not wait on clients that never
+ * finish. The returned function begins the drain's bound: the connections on which the client
+ * has not sent a byte are closed at once (no request or call can be in flight on them: a
+ * browser's preconnect, a port check; an HTTP server only closes a connection once a request has
+ * been served on it), and whatever is still open after DRAIN_TIMEOUT_MS is cut, unless the server
+ * has closed by then.
+ */
+export function boundedDrain(server: Server): () => void {
   const connections = new Set<Socket>();
   server.on("connection", (socket: Socket) => {
     connections.add(socket);
     socket.once("close", () => connections.delete(socket));
   });
-  return {
-    closeSilent() {
-      for (const socket of connections) {
-        if (socket.bytesRead === 0) socket.destroy();
-      }
-    },
-    destroyAll() {
+  return () => {
+    for (const socket of connections) {
+      if (socket.bytesRead === 0) socket.destroy();
+    }
+    const cut = setTimeout(() => {
       for (const socket of connections) socket.destroy();
-    },
+    }, DRAIN_TIMEOUT_MS);
+    server.once("close", () => clearTimeout(cut));
   };
 }

@@ -11,7 +11,7 @@ import { sharedSecret } from "#daemon/auth/secrets.js";
 import { createBannerService } from "#daemon/banners/banner-service.js";
 import { type Clock, systemClock } from "#daemon/clock.js";
 import { createConsentLogService } from "#daemon/consent-log/consent-log-service.js";
-import { DRAIN_TIMEOUT_MS, trackConnections } from "#daemon/drain-exit.js";
+import { boundedDrain } from "#daemon/drain-exit.js";
 import { createHealthService } from "#daemon/health/health-service.js";
 import type { IdentityKey } from "#daemon/identity/subject-identity.js";
 import { SubjectIdentity } from "#daemon/identity/subject-identity.js";
@@ -184,19 +184,14 @@ export async function listenDaemon(daemon: Daemon, options: ListenOptions) {
   });
   // Webhook delivery runs while the server does; closing stops it before the store is closed.
   app.addHook("onClose", () => daemon.dispatcher.stop());
-  const connections = trackConnections(app.server);
+  const beginDrain = boundedDrain(app.server);
   app.addHook("preClose", (done) => {
-    connections.closeSilent();
-    const timers = [
-      setTimeout(
-        () => shutdown.abort(new ConnectError("the daemon is shutting down", Code.Unavailable)),
-        CALL_SHUTDOWN_MS,
-      ),
-      setTimeout(() => connections.destroyAll(), DRAIN_TIMEOUT_MS),
-    ];
-    app.server.once("close", () => {
-      for (const timer of timers) clearTimeout(timer);
-    });
+    beginDrain();
+    const abortCalls = setTimeout(
+      () => shutdown.abort(new ConnectError("the daemon is shutting down", Code.Unavailable)),
+      CALL_SHUTDOWN_MS,
+    );
+    app.server.once("close", () => clearTimeout(abortCalls));
     done();
   });
   await app.listen({ host: options.host, port: options.port });

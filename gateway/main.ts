@@ -3,12 +3,7 @@ import { createConnectTransport } from "@connectrpc/connect-node";
 import type { Logger } from "pino";
 import { readOperatorToken } from "#daemon/bootstrap.js";
 import { type Config, ConfigError, loadConfig } from "#daemon/config.js";
-import {
-  DRAIN_TIMEOUT_MS,
-  exitAfterDrain,
-  type TrackedConnections,
-  trackConnections,
-} from "#daemon/drain-exit.js";
+import { boundedDrain, exitAfterDrain } from "#daemon/drain-exit.js";
 import { serviceLoggers } from "#daemon/logging.js";
 import { buildGateway } from "#gateway/app.js";
 
@@ -31,35 +26,31 @@ export async function startGateway(options: StartGatewayOptions) {
     geoHeader: options.config.geoHeader,
     onPublicChange: options.onPublicChange,
   });
-  const connections = trackConnections(app.server);
+  const beginDrain = boundedDrain(app.server);
   await app.listen({ host: options.config.httpHost, port: options.config.httpPort });
   const address = app.server.address();
   const port = typeof address === "object" && address ? address.port : options.config.httpPort;
   const host = options.config.httpHost.includes(":")
     ? `[${options.config.httpHost}]`
     : options.config.httpHost;
-  return { app, url: `http://${host}:${port}`, close: () => drain(app, connections) };
+  return { app, url: `http://${host}:${port}`, close: () => drain(app, beginDrain) };
 }
 
 /**
- * Stops accepting, lets in-flight requests finish, and bounds the wait by DRAIN_TIMEOUT_MS.
+ * Stops accepting, lets in-flight requests finish, and bounds the wait (boundedDrain).
  * server.close() closes only the sockets idle at that moment; a keep-alive socket whose request
  * finishes later turns idle afterwards, so idle sockets are swept until the server has closed.
- * A connection that never sent a byte (a browser's preconnect) is not idle to Node, so it is
- * closed at once.
  */
 async function drain(
   app: Awaited<ReturnType<typeof buildGateway>>,
-  connections: TrackedConnections,
+  beginDrain: () => void,
 ): Promise<void> {
-  connections.closeSilent();
+  beginDrain();
   const sweep = setInterval(() => app.server.closeIdleConnections(), 25);
-  const cut = setTimeout(() => app.server.closeAllConnections(), DRAIN_TIMEOUT_MS);
   try {
     await app.close();
   } finally {
     clearInterval(sweep);
-    clearTimeout(cut);
   }
 }
 
