@@ -7,6 +7,7 @@ import { consentState, createBanner, createTeam, http, mintKey } from "#test/sup
 import {
   DAEMON_URL,
   PROGRAMS,
+  type Program,
   startProgram,
   startService,
   useProgramRoot,
@@ -155,45 +156,50 @@ describe("SIGTERM on npm start", () => {
 
 /**
  * A raw TCP connection to the URL's port that sends `bytes` (nothing by default) and never closes
- * its side, not even once the server has closed its own: a client that hangs, or a port scanner.
- * Resolves once the server has written on it (its HTTP/2 settings), so it has been accepted.
+ * its side, not even once the server has closed its own: a client that hangs, a port scanner, a
+ * browser's preconnect. Resolves once the server has accepted it: when the server writes first
+ * (the daemon's HTTP/2 settings), on its first bytes; else (the REST port) after a moment.
  */
-async function heldConnection(url: string, bytes = ""): Promise<Socket> {
+async function heldConnection(
+  url: string,
+  { bytes = "", serverSpeaksFirst = true } = {},
+): Promise<Socket> {
   const { hostname, port } = new URL(url);
   const socket = connect({ host: hostname, port: Number(port), allowHalfOpen: true });
   // A cut connection is what the drain may do to it; the test looks at the program's exit.
   socket.on("error", () => socket.destroy());
   await once(socket, "connect");
   if (bytes) socket.write(bytes);
-  await once(socket, "data");
+  if (serverSpeaksFirst) await once(socket, "data");
+  else await new Promise((resolve) => setTimeout(resolve, 300));
   return socket;
 }
 
-/**
- * A browser's preconnect to the REST port: a connection that sends nothing and waits for no
- * answer. Resolves once the gateway has had time to accept it (it writes nothing first).
- */
-async function preconnect(url: string): Promise<Socket> {
-  const { hostname, port } = new URL(url);
-  const socket = connect({ host: hostname, port: Number(port), allowHalfOpen: true });
-  socket.on("error", () => socket.destroy());
-  await once(socket, "connect");
-  await new Promise((resolve) => setTimeout(resolve, 300));
-  return socket;
+/** SIGTERM while `held` stays open: the program exits 0 within `withinMs`, saying nothing on stderr. */
+async function expectCleanExit(program: Program, held: Socket, withinMs = 25_000) {
+  program.child.kill("SIGTERM");
+  expect(await program.exitWithin(withinMs)).toBe(0);
+  held.destroy();
+  expect(program.stderr()).toBe("");
 }
 
-describe("SIGTERM with a preconnect held open on the REST port", { timeout: 60_000 }, () => {
+describe("SIGTERM with a connection held open on the REST port", { timeout: 60_000 }, () => {
   const dirs = useProgramRoot("consent-shutdown-preconnect-");
 
-  it("npm start closes it at once instead of waiting for the drain's deadline", async () => {
+  it("npm start closes a preconnect at once instead of waiting for the drain's deadline", async () => {
     const { program, service } = await startService(dirs.join("npm-start"));
-    const silent = await preconnect(service.gatewayUrl);
-
-    program.child.kill("SIGTERM");
+    const silent = await heldConnection(service.gatewayUrl, { serverSpeaksFirst: false });
     // Well inside DRAIN_TIMEOUT_MS (10 s), which is what the connection cost before.
-    expect(await program.exitWithin(DRAIN_TIMEOUT_MS / 2)).toBe(0);
-    silent.destroy();
-    expect(program.stderr()).toBe("");
+    await expectCleanExit(program, silent, DRAIN_TIMEOUT_MS / 2);
+  });
+
+  it("npm start exits 0 once the drain times out on a client that sent half a request", async () => {
+    const { program, service } = await startService(dirs.join("half-request"));
+    const stalled = await heldConnection(service.gatewayUrl, {
+      bytes: "GET /api/v1/health HTTP/1.1\r\nHost: x\r\n",
+      serverSpeaksFirst: false,
+    });
+    await expectCleanExit(program, stalled);
   });
 });
 
@@ -203,32 +209,20 @@ describe("SIGTERM with a connection held open on the daemon port", { timeout: 60
 
   it("npm start exits 0 while a connection that never sent a byte stays open", async () => {
     const { program, service } = await startService(dirs.join("npm-start"));
-    const silent = await heldConnection(service.daemonUrl);
-
-    program.child.kill("SIGTERM");
-    expect(await program.exitWithin(25_000)).toBe(0);
-    silent.destroy();
-    expect(program.stderr()).toBe("");
+    await expectCleanExit(program, await heldConnection(service.daemonUrl));
   });
 
   it("consentd exits 0 while a connection that never sent a byte stays open", async () => {
     const program = startProgram(PROGRAMS.consentd, { CONSENT_DATA_DIR: dirs.join("consentd") });
-    const silent = await heldConnection(await program.waitFor(DAEMON_URL));
-
-    program.child.kill("SIGTERM");
-    expect(await program.exitWithin(25_000)).toBe(0);
-    silent.destroy();
-    expect(program.stderr()).toBe("");
+    await expectCleanExit(program, await heldConnection(await program.waitFor(DAEMON_URL)));
   });
 
   it("consentd exits 0 once the drain times out on a client that began HTTP/2 and then stalled", async () => {
     const program = startProgram(PROGRAMS.consentd, { CONSENT_DATA_DIR: dirs.join("stalled") });
     // Half the HTTP/2 connection preface: the daemon waits for the rest, which never comes.
-    const stalled = await heldConnection(await program.waitFor(DAEMON_URL), "PRI * HTTP/2.0\r\n");
-
-    program.child.kill("SIGTERM");
-    expect(await program.exitWithin(25_000)).toBe(0);
-    stalled.destroy();
-    expect(program.stderr()).toBe("");
+    const stalled = await heldConnection(await program.waitFor(DAEMON_URL), {
+      bytes: "PRI * HTTP/2.0\r\n",
+    });
+    await expectCleanExit(program, stalled);
   });
 });
