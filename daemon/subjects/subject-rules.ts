@@ -2,7 +2,14 @@ import type { JsonObject } from "@bufbuild/protobuf";
 import { z } from "zod";
 import { invalidRequest, type Violation } from "#daemon/errors.js";
 import { COLLECTED_VIA } from "#daemon/subjects/collected-via.js";
-import { integer, isoDateTime, mapKey, text, uuid } from "#daemon/validation/rules.js";
+import {
+  integer,
+  isIsoDateTime,
+  isoDateTime,
+  mapKey,
+  text,
+  uuid,
+} from "#daemon/validation/rules.js";
 import { check, parseOrThrow } from "#daemon/validation/violations.js";
 
 /** spec 8: request bodies of the subject endpoints. */
@@ -44,21 +51,17 @@ const consentState = z.strictObject({
   collectedVia: z.enum(COLLECTED_VIA).optional(),
 });
 
-/** The two timestamps of a consent state, each valid on its own. */
-const timestamps = z.object({
-  consentState: z.object({ consentTimestamp: isoDateTime, lastConsentTimestamp: isoDateTime }),
-});
-
 /**
  * spec 2.4: lastConsentTimestamp must not precede consentTimestamp. Checked outside the schema so
  * it is listed beside the violations of every other field (spec 7; a zod refinement of the whole
  * object is skipped once any field fails), and only between two valid timestamps.
  */
 function timestampOrder(body: unknown): Violation[] {
-  const pair = timestamps.safeParse(body);
-  if (!pair.success) return [];
-  const { consentTimestamp, lastConsentTimestamp } = pair.data.consentState;
-  if (Date.parse(lastConsentTimestamp) >= Date.parse(consentTimestamp)) return [];
+  const state = (body as { consentState?: Record<string, unknown> } | null)?.consentState;
+  const [first, last] = [state?.consentTimestamp, state?.lastConsentTimestamp];
+  if (typeof first !== "string" || typeof last !== "string") return [];
+  if (!isIsoDateTime(first) || !isIsoDateTime(last)) return [];
+  if (Date.parse(last) >= Date.parse(first)) return [];
   const field = "consentState.lastConsentTimestamp";
   return [{ field, message: `${field} must not precede consentState.consentTimestamp` }];
 }

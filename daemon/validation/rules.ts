@@ -55,7 +55,7 @@ export const uuid = z
 const ISO_DATE_TIME = /^(\d{4})-(\d{2})-(\d{2})T\d{2}:\d{2}:\d{2}(\.\d{1,9})?(Z|[+-]\d{2}:\d{2})$/i;
 
 /** Whether `value` is an ISO 8601 date-time of a real calendar day that Date can read. */
-function isIsoDateTime(value: string): boolean {
+export function isIsoDateTime(value: string): boolean {
   const parts = ISO_DATE_TIME.exec(value);
   if (!parts || Number.isNaN(Date.parse(value))) return false;
   // Date.parse rolls a day past the month's end over (2026-02-30 reads as March 2): the day must
