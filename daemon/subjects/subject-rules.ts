@@ -1,7 +1,7 @@
 import type { JsonObject } from "@bufbuild/protobuf";
 import { z } from "zod";
 import { invalidRequest, type Violation } from "#daemon/errors.js";
-import { COLLECTED_VIA } from "#daemon/subjects/collected-via.js";
+import { ACCEPT_TYPES, COLLECTED_VIA } from "#daemon/subjects/state-vocabulary.js";
 import {
   integer,
   isIsoDateTime,
@@ -30,7 +30,7 @@ const consentState = z.strictObject({
   schemaVersion: z.literal(2),
   categories: z.array(text(1, 100)).max(50, "must have at most 50 entries"),
   revision: integer(0, 1_000_000),
-  acceptType: z.enum(["all", "custom", "necessary"]),
+  acceptType: z.enum(ACCEPT_TYPES),
   consentId: uuid,
   consentTimestamp: isoDateTime,
   lastConsentTimestamp: isoDateTime,

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { UUID_PATTERN } from "#daemon/validation/patterns.js";
 
 /** Length in characters (code points), as the spec counts them. */
 function charCount(value: string): number {
@@ -48,9 +49,7 @@ export function integer(min: number, max: number) {
 }
 
 /** A UUID in its canonical 8-4-4-4-12 hexadecimal form. */
-export const uuid = z
-  .string()
-  .regex(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i, "must be a UUID");
+export const uuid = z.string().regex(UUID_PATTERN, "must be a UUID");
 
 const ISO_DATE_TIME = /^(\d{4})-(\d{2})-(\d{2})T\d{2}:\d{2}:\d{2}(\.\d{1,9})?(Z|[+-]\d{2}:\d{2})$/i;
 

@@ -1,11 +1,17 @@
-import { COLLECTED_VIA, type CollectedVia } from "../../daemon/subjects/collected-via.js";
+import {
+  ACCEPT_TYPES,
+  type AcceptType,
+  COLLECTED_VIA,
+  type CollectedVia,
+} from "../../daemon/subjects/state-vocabulary.js";
+import { UUID_PATTERN } from "../../daemon/validation/patterns.js";
 
 /** spec 2.4: the canonical consent state, schemaVersion 2, exactly as PUT state accepts it. */
 export interface ConsentState {
   schemaVersion: 2;
   categories: string[];
   revision: number;
-  acceptType: "all" | "custom" | "necessary";
+  acceptType: AcceptType;
   consentId: string;
   consentTimestamp: string;
   lastConsentTimestamp: string;
@@ -24,7 +30,6 @@ const MAX_AGE_SECONDS = 395 * 24 * 3600;
 /** One first-party cookie per banner, so two banners on one site never overwrite each other. */
 const cookieName = (publicId: string) => `consent_${publicId.slice(0, 8)}`;
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const isText = (value: unknown) => typeof value === "string" && value !== "";
 const isTime = (value: unknown) => isText(value) && !Number.isNaN(Date.parse(value as string));
 const isTexts = (value: unknown) => Array.isArray(value) && value.every(isText);
@@ -47,8 +52,8 @@ export function isConsentState(value: unknown): value is ConsentState {
     Number.isInteger(state.revision) &&
     state.revision >= 0 &&
     state.revision <= 1_000_000 &&
-    ["all", "custom", "necessary"].includes(state.acceptType) &&
-    UUID.test(String(state.consentId)) &&
+    ACCEPT_TYPES.includes(state.acceptType) &&
+    UUID_PATTERN.test(String(state.consentId)) &&
     isTime(state.consentTimestamp) &&
     isTime(state.lastConsentTimestamp) &&
     isText(state.languageCode) &&
