@@ -276,7 +276,7 @@ describe.skipIf(skipBrowserTests)("banner runtime in Chromium: signals and integ
     await context.close();
   });
 
-  it("has its API in place when consent:ready fires, even for an async loader", async () => {
+  it("has its API in place when consent:ready fires, even for a deferred loader", async () => {
     const { publicId } = await bannerFixture(ctx.service, {
       domain: "localhost",
       configuration: { categories },
@@ -289,7 +289,10 @@ describe.skipIf(skipBrowserTests)("banner runtime in Chromium: signals and integ
       });
     });
     const page = await context.newPage();
-    await page.goto(ctx.site.page(`/async-${publicId}`, { publicId, loaderAttributes: "async" }));
+    // Deferred: the loader runs once the page is parsed, so the page is ready as it starts.
+    await page.goto(
+      ctx.site.page(`/deferred-${publicId}`, { publicId, loaderAttributes: "defer" }),
+    );
     await page.waitForFunction(() => "apiAtReady" in window);
     expect(
       await page.evaluate(() => (window as unknown as { apiAtReady: string }).apiAtReady),

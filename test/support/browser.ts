@@ -42,7 +42,7 @@ export interface SitePage {
   /** Markup placed in <head> before the loader. */
   head?: string;
   lang?: string;
-  /** Attributes added to the loader's tag, e.g. `async`. */
+  /** Attributes added to the loader's tag, e.g. `defer`. */
   loaderAttributes?: string;
 }
 
