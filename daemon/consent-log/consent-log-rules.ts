@@ -4,7 +4,14 @@ import { z } from "zod";
 import type { BannerRecord, TelemetryLevel } from "#daemon/banners/banner-store.js";
 import { hostAllowed, hostOf } from "#daemon/banners/domains.js";
 import { DomainError, invalidRequest } from "#daemon/errors.js";
-import { integer, isoDateTime, mapKey, text, uuid } from "#daemon/validation/rules.js";
+import {
+  integer,
+  isoDateTime,
+  mapKey,
+  text,
+  usOptOutPurposes,
+  uuid,
+} from "#daemon/validation/rules.js";
 import { parseOrThrow } from "#daemon/validation/violations.js";
 
 /** decisions §5: the log route takes the 20 KB body limit of spec 8. */
@@ -61,14 +68,7 @@ const logBody = z.object({
   region: text(1, 64).optional(),
   matchedRuleId: text(1, 64).optional(),
   gpc: z.boolean().optional(),
-  purposeChoices: z
-    .object({
-      saleSharing: z.boolean().optional(),
-      targetedAdvertising: z.boolean().optional(),
-      sensitiveData: z.boolean().optional(),
-      profiling: z.boolean().optional(),
-    })
-    .optional(),
+  purposeChoices: z.object(usOptOutPurposes).optional(),
   pageUrl: text(0, 4096).optional(),
 });
 

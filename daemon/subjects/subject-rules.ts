@@ -8,6 +8,7 @@ import {
   isoDateTime,
   mapKey,
   text,
+  usOptOutPurposes,
   uuid,
 } from "#daemon/validation/rules.js";
 import { check, parseOrThrow } from "#daemon/validation/violations.js";
@@ -38,14 +39,7 @@ const consentState = z.strictObject({
   services: z.record(mapKey(1, 100), z.array(text(1, 100)).max(100)).optional(),
   jurisdictions: z.array(text(1, 64)).max(50).optional(),
   gpcRespected: z.boolean().optional(),
-  usOptOutChoices: z
-    .strictObject({
-      saleSharing: z.boolean().optional(),
-      targetedAdvertising: z.boolean().optional(),
-      sensitiveData: z.boolean().optional(),
-      profiling: z.boolean().optional(),
-    })
-    .optional(),
+  usOptOutChoices: z.strictObject(usOptOutPurposes).optional(),
   isPending: z.boolean().optional(),
   isDefaultState: z.boolean().optional(),
   collectedVia: z.enum(COLLECTED_VIA).optional(),

@@ -36,6 +36,17 @@ export function mapKey(min: number, max: number) {
   return text(min, max).refine((value) => !value.includes("\u0000"), "must not contain NUL");
 }
 
+/**
+ * spec 2.4 `usOptOutChoices` and the log payload's `purposeChoices` (decisions §5): the US opt-out
+ * purposes, each a yes or no. Strict in a stored state, tolerant in the evolving log payload.
+ */
+export const usOptOutPurposes = {
+  saleSharing: z.boolean().optional(),
+  targetedAdvertising: z.boolean().optional(),
+  sensitiveData: z.boolean().optional(),
+  profiling: z.boolean().optional(),
+};
+
 /** An integer within [min, max]. */
 export function integer(min: number, max: number) {
   return z
