@@ -50,17 +50,17 @@ export async function consentLogRoutes(app: FastifyInstance, options: ConsentLog
     if (request.headers.origin) reply.header("Access-Control-Allow-Origin", request.headers.origin);
   });
   app.setErrorHandler((error, request, reply) => {
-    // Fastify refuses an empty or unparseable Content-Type itself, before the route.
-    if ((error as { code?: string }).code === "FST_ERR_CTP_INVALID_MEDIA_TYPE") {
-      return sendError(reply, WRONG_MEDIA_TYPE);
-    }
     const httpError = httpErrorOf(error);
     if (httpError.status === 500) request.log.error({ err: error }, "consent log request failed");
     return sendError(reply, httpError);
   });
 
-  app.post(PATH, async (request, reply) => {
+  // The media type is checked before the body is read, so a missing or unparseable Content-Type
+  // (which Fastify would refuse itself) gets the same answer as any other wrong one.
+  const mediaTypeGate = async (request: FastifyRequest, reply: FastifyReply) => {
     if (!LOG_MEDIA_TYPES.includes(mediaTypeOf(request))) return sendError(reply, WRONG_MEDIA_TYPE);
+  };
+  app.post(PATH, { onRequest: mediaTypeGate }, async (request, reply) => {
     const recorded = await clients.consentLog.recordConsent(
       {
         json: rawBody(request),

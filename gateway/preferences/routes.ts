@@ -69,10 +69,6 @@ export async function preferencesRoutes(app: FastifyInstance, options: Preferenc
   app.setErrorHandler((error, request, reply) => {
     const httpError = httpErrorOf(error);
     if (httpError.status === 500) request.log.error({ err: error }, "preferences page failed");
-    // Fastify refuses an empty or unparseable Content-Type itself, before the route.
-    if ((error as { code?: string }).code === "FST_ERR_CTP_INVALID_MEDIA_TYPE") {
-      return sendErrorPage(reply, NOT_THE_FORM);
-    }
     return sendErrorPage(reply, httpError);
   });
 
@@ -86,17 +82,19 @@ export async function preferencesRoutes(app: FastifyInstance, options: Preferenc
     return sendPage(reply, 200, view ? preferencesPage(view, nonce, saved) : "", nonce);
   });
 
-  app.post("/preferences/:token", async (request, reply) => {
+  // Only the page's own form is a choice: any other body would record every optional category
+  // as refused. Checked before the body is read (a missing Content-Type included); an expired or
+  // altered link still gets its own page first.
+  const formGate = async (request: FastifyRequest, reply: FastifyReply) => {
+    if (isFormSubmission(request)) return;
+    await clients.consentLog.getPreferences(
+      { token: tokenOf(request) },
+      relayOptions(request, reply, operatorToken),
+    );
+    return sendErrorPage(reply, NOT_THE_FORM);
+  };
+  app.post("/preferences/:token", { onRequest: formGate }, async (request, reply) => {
     const token = tokenOf(request);
-    // Only the page's own form is a choice: any other body would record every optional
-    // category as refused. An expired or altered link still gets its own page first.
-    if (!isFormSubmission(request)) {
-      await clients.consentLog.getPreferences(
-        { token },
-        relayOptions(request, reply, operatorToken),
-      );
-      return sendErrorPage(reply, NOT_THE_FORM);
-    }
     await clients.consentLog.updatePreferences(
       { token, preferences: submittedChoice(request) },
       relayOptions(request, reply, operatorToken),
