@@ -6,12 +6,15 @@ interface PublicChangeMessage {
   consentPublicChange: string;
 }
 
+/** A field of a message between primary and workers, if the message is an object. */
+function fieldOf(message: unknown, name: string): unknown {
+  return typeof message === "object" && message !== null
+    ? (message as Record<string, unknown>)[name]
+    : undefined;
+}
+
 export function isPublicChange(message: unknown): message is PublicChangeMessage {
-  return (
-    typeof message === "object" &&
-    message !== null &&
-    typeof (message as PublicChangeMessage).consentPublicChange === "string"
-  );
+  return typeof fieldOf(message, "consentPublicChange") === "string";
 }
 
 /**
@@ -53,11 +56,7 @@ interface HeartbeatMessage {
 }
 
 export function isHeartbeat(message: unknown): message is HeartbeatMessage {
-  return (
-    typeof message === "object" &&
-    message !== null &&
-    (message as HeartbeatMessage).consentAlive === true
-  );
+  return fieldOf(message, "consentAlive") === true;
 }
 
 /**
