@@ -16,6 +16,8 @@ export interface Config {
   grpcPort: number;
   daemonUrl: string;
   baseUrl: string;
+  /** Whether CONSENT_BASE_URL was set; unset, baseUrl is the default a newcomer's gateway uses. */
+  baseUrlSet: boolean;
   /** Operator token from CONSENT_ADMIN_TOKEN; else it lives in <dataDir>/admin-token. */
   adminToken: string | undefined;
   /** CONSENT_IDENTITY_KEY; else (embedded store only) <dataDir>/identity-key. */
@@ -149,6 +151,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     grpcPort: port(env.CONSENT_GRPC_PORT, 50051, "CONSENT_GRPC_PORT"),
     daemonUrl: url(env.CONSENT_DAEMON_URL || "http://127.0.0.1:50051", "CONSENT_DAEMON_URL"),
     baseUrl: url(env.CONSENT_BASE_URL || "http://localhost:8080", "CONSENT_BASE_URL"),
+    baseUrlSet: Boolean(env.CONSENT_BASE_URL),
     adminToken: env.CONSENT_ADMIN_TOKEN || undefined,
     identityKey: identityKey(env.CONSENT_IDENTITY_KEY),
     trustProxy: trustedProxies(env.CONSENT_TRUST_PROXY),

@@ -136,7 +136,7 @@ function printWelcome(
  * gateway's; one the operator set stands, since a proxy may map it.
  */
 function basePortDiffers(config: Config, gatewayUrl: string): boolean {
-  if (process.env.CONSENT_BASE_URL) return false;
+  if (config.baseUrlSet) return false;
   const port = (url: URL) => url.port || (url.protocol === "https:" ? "443" : "80");
   return port(new URL(config.baseUrl)) !== port(new URL(gatewayUrl));
 }
