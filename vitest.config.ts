@@ -2,11 +2,27 @@ import { defineConfig } from "vitest/config";
 
 export default defineConfig({
   test: {
-    include: ["{daemon,gateway,cli,test}/**/*.test.{ts,tsx}"],
     testTimeout: 30_000,
     hookTimeout: 60_000,
     // Test files start real servers on port 0 and real stores in temp dirs; two cores here.
     pool: "forks",
     maxWorkers: 2,
+    projects: [
+      {
+        extends: true,
+        test: { name: "service", include: ["{daemon,gateway,cli,test}/**/*.test.{ts,tsx}"] },
+      },
+      {
+        // The REST suites again with the gateway reaching the daemon over its port, as the
+        // stand-alone gateway does (test/support/service.ts): every status, header and envelope
+        // of split mode, through gateway/daemon-transport.ts and the daemon's Connect route.
+        extends: true,
+        test: {
+          name: "split",
+          include: ["test/{api,consent-log,loader,webhooks}/**/*.test.ts"],
+          env: { CONSENT_TEST_GATEWAY: "network" },
+        },
+      },
+    ],
   },
 });

@@ -21,6 +21,7 @@ import { createInProcessTransport } from "#daemon/rpc/in-process-transport.js";
 import { createDaemon, type Daemon } from "#daemon/server.js";
 import { openLmdbStore } from "#daemon/store/lmdb-store.js";
 import type { Store } from "#daemon/store/store.js";
+import { createDaemonTransport } from "#gateway/daemon-transport.js";
 import { AdminService } from "#gen/consent/v1/admin_pb.js";
 import { BannerService } from "#gen/consent/v1/banner_pb.js";
 import { ResolveSubjectRequestSchema, SubjectService } from "#gen/consent/v1/subject_pb.js";
@@ -43,7 +44,8 @@ import {
  * What the gateway → daemon hop costs, as evidence for the profile findings in README.md:
  * 1. an empty call (`grpc.health.v1.Health/Check`) through connect-es' in-memory router
  *    transport, through the in-process transport `npm start` uses, over gRPC/HTTP/2 to a consentd
- *    process, and with the Connect protocol over HTTP/2 to the same process (split mode);
+ *    process, and with the Connect protocol over HTTP/2 to the same process, from connect-node's
+ *    transport and from the stand-alone gateway's (split mode);
  * 2. a real resolve (auth, rate limit, store, hashing) through both in-memory transports, and the
  *    same call made on the SubjectService implementation directly.
  * Run: `node --import tsx bench/transport-hop.ts [calls] [concurrency]`.
@@ -109,9 +111,12 @@ async function emptyCalls() {
     const serving = async () => (await healthCheck(grpc)()).status === Status.SERVING;
     await waitUntil("consentd", serving, [consentd], logFile);
     await measure("gRPC over HTTP/2", healthCheck(grpc), consentd.pid);
-    // The daemon's port also speaks the Connect protocol: what the stand-alone gateway uses.
+    // The daemon's port also speaks the Connect protocol; binary unary calls take its short way
+    // (daemon/rpc/connect-unary-route.ts), from connect-node's transport as from the gateway's.
     const connect = createConnectTransport({ baseUrl, httpVersion: "2", useBinaryFormat: true });
-    await measure("Connect over HTTP/2, binary (split)", healthCheck(connect), consentd.pid);
+    await measure("Connect, binary, connect-node client", healthCheck(connect), consentd.pid);
+    const gateway = createDaemonTransport({ baseUrl });
+    await measure("Connect, binary, gateway client (split)", healthCheck(gateway), consentd.pid);
   } finally {
     await stopProcess(consentd);
     await rm(dataDir, { recursive: true, force: true });

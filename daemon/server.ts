@@ -17,6 +17,8 @@ import type { IdentityKey } from "#daemon/identity/subject-identity.js";
 import { SubjectIdentity } from "#daemon/identity/subject-identity.js";
 import { ClientIpHasher, FixedWindowLimiter } from "#daemon/limits/rate-limiter.js";
 import { domainErrorInterceptor } from "#daemon/rpc/connect-errors.js";
+import { serveConnectUnary } from "#daemon/rpc/connect-unary-route.js";
+import { createServiceTable } from "#daemon/rpc/in-process-transport.js";
 import { withReadCache } from "#daemon/store/read-cache.js";
 import type { Store } from "#daemon/store/store.js";
 import { createSubjectService } from "#daemon/subjects/subject-service.js";
@@ -175,12 +177,21 @@ export async function listenDaemon(daemon: Daemon, options: ListenOptions) {
   // listener leak (connect-es removes each link when its call ends).
   const shutdown = new AbortController();
   setMaxListeners(0, shutdown.signal);
+  const contextValues = (request: { ip: string }) =>
+    createContextValues().set(kPeerAddress, request.ip);
+  // The gateway's calls (binary Connect unary) take the short way; everything else is connect-es'.
+  serveConnectUnary(app, {
+    table: createServiceTable({ routes: daemon.routes, interceptors: daemon.interceptors }),
+    readMaxBytes: DAEMON_READ_MAX_BYTES,
+    contextValues,
+    shutdownSignal: shutdown.signal,
+  });
   await app.register(fastifyConnectPlugin, {
     routes: daemon.routes,
     interceptors: daemon.interceptors,
     readMaxBytes: DAEMON_READ_MAX_BYTES,
     shutdownSignal: shutdown.signal,
-    contextValues: (request) => createContextValues().set(kPeerAddress, request.ip),
+    contextValues,
   });
   // Webhook delivery runs while the server does; closing stops it before the store is closed.
   app.addHook("onClose", () => daemon.dispatcher.stop());

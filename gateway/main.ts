@@ -1,11 +1,11 @@
 import type { Transport } from "@connectrpc/connect";
-import { createConnectTransport } from "@connectrpc/connect-node";
 import type { Logger } from "pino";
 import { readOperatorToken } from "#daemon/bootstrap.js";
 import { type Config, ConfigError, loadConfig } from "#daemon/config.js";
 import { boundedDrain, exitAfterDrain } from "#daemon/drain-exit.js";
 import { serviceLoggers } from "#daemon/logging.js";
 import { buildGateway } from "#gateway/app.js";
+import { createDaemonTransport } from "#gateway/daemon-transport.js";
 
 export interface StartGatewayOptions {
   config: Config;
@@ -63,14 +63,9 @@ export async function runStandaloneGateway(config: Config = loadConfig()) {
       `No operator token: set CONSENT_ADMIN_TOKEN, or CONSENT_DATA_DIR to the daemon's data directory (${config.dataDir} has no admin-token).`,
     );
   }
-  // The daemon serves gRPC, gRPC-Web and Connect on one port (decisions §7); the Connect protocol
-  // in binary over HTTP/2 costs about half the CPU of gRPC per call at both ends
-  // (bench/transport-hop.ts).
-  const transport = createConnectTransport({
-    baseUrl: config.daemonUrl,
-    httpVersion: "2",
-    useBinaryFormat: true,
-  });
+  // The daemon serves gRPC, gRPC-Web and Connect on one port (decisions §7); the gateway calls it
+  // in the Connect protocol, binary, over HTTP/2 (gateway/daemon-transport.ts).
+  const transport = createDaemonTransport({ baseUrl: config.daemonUrl });
   const gateway = await startGateway({ config, transport, operatorToken, logger });
   process.stdout.write(
     `consent gateway listening on ${gateway.url}, daemon at ${config.daemonUrl}\n`,

@@ -35,7 +35,7 @@ export interface InProcessTransportOptions {
 }
 
 /** The reason a finished call's context signal is aborted with: a value, so no DOMException is built. */
-const CALL_FINISHED = new ConnectError("the call has finished", Code.Canceled);
+export const CALL_FINISHED = new ConnectError("the call has finished", Code.Canceled);
 
 /** The URL a call reports to the daemon's handlers: no network is involved. */
 const URL_BASE = "in-process://consentd";
@@ -68,18 +68,37 @@ function asConnectError(error: unknown): ConnectError {
 }
 
 /**
- * A Transport that calls the daemon's service implementations in the same process: the gateway's
- * clients work unchanged, but no message is serialised, no HTTP request is simulated, and a call
- * costs one HandlerContext and the interceptor chain (what `npm start` uses instead of
- * createRouterTransport). What a handler sees is what it sees behind a server: the caller's
- * headers, the context values the caller passes (the peer address, daemon/auth/caller.ts), a
- * signal aborted when the call ends; errors leave as ConnectErrors with their details
- * (ErrorInfo, decisions §7) and the gateway translates them as it does errors from the network.
- * Messages are handed over as objects: neither side keeps or changes them after the call.
+ * The daemon's services as a table of implementations: each method's implementation run behind
+ * the server interceptors, as a server runs it. The in-process transport calls through it, and so
+ * does the daemon's port for Connect unary calls (connect-unary-route.ts).
  */
-export function createInProcessTransport(options: InProcessTransportOptions): Transport {
+export interface ServiceTable {
+  /** The unary method served at `/package.Service/Method`, if any. */
+  unaryAt(path: string): DescMethodUnary | undefined;
+  /**
+   * Runs a unary method's implementation for a request message, behind the interceptors. Throws
+   * what the implementation or an interceptor threw.
+   */
+  invokeUnary<I extends DescMessage, O extends DescMessage>(
+    method: DescMethodUnary<I, O>,
+    ctx: HandlerContext,
+    message: MessageShape<I>,
+  ): Promise<UnaryResponse<I, O>>;
+  /** The implementation of a method; UNIMPLEMENTED when the daemon does not serve it. */
+  implOf(method: DescMethod): MethodImplSpec;
+  /** Wraps a call in the interceptors, the first one outermost. */
+  intercepted<T>(next: T): T;
+}
+
+export function createServiceTable(options: InProcessTransportOptions): ServiceTable {
   const methods = collectMethods(options.routes);
   const interceptors = (options.interceptors ?? []).concat().reverse();
+  const unaryByPath = new Map<string, DescMethodUnary>();
+  for (const method of methods.keys()) {
+    if (method.methodKind === "unary") {
+      unaryByPath.set(`/${method.parent.typeName}/${method.name}`, method as DescMethodUnary);
+    }
+  }
 
   function implOf(method: DescMethod): MethodImplSpec {
     const spec = methods.get(method);
@@ -90,6 +109,46 @@ export function createInProcessTransport(options: InProcessTransportOptions): Tr
       Code.Unimplemented,
     );
   }
+
+  function intercepted<T>(next: T): T {
+    let wrapped = next;
+    for (const interceptor of interceptors) wrapped = interceptor(wrapped as never) as unknown as T;
+    return wrapped;
+  }
+
+  return {
+    unaryAt: (path) => unaryByPath.get(path),
+    implOf,
+    intercepted,
+    async invokeUnary<I extends DescMessage, O extends DescMessage>(
+      method: DescMethodUnary<I, O>,
+      ctx: HandlerContext,
+      message: MessageShape<I>,
+    ): Promise<UnaryResponse<I, O>> {
+      const spec = implOf(method);
+      if (spec.kind !== "unary") throw new ConnectError("not a unary method", Code.Internal);
+      const call = intercepted(async (request: UnaryRequest<I, O>) => {
+        const output = await spec.impl(request.message as never, ctx);
+        return unaryResponse(method, ctx, create(method.output, output as never));
+      });
+      return (await call(unaryRequest(method, ctx, message))) as UnaryResponse<I, O>;
+    },
+  };
+}
+
+/**
+ * A Transport that calls the daemon's service implementations in the same process: the gateway's
+ * clients work unchanged, but no message is serialised, no HTTP request is simulated, and a call
+ * costs one HandlerContext and the interceptor chain (what `npm start` uses instead of
+ * createRouterTransport). What a handler sees is what it sees behind a server: the caller's
+ * headers, the context values the caller passes (the peer address, daemon/auth/caller.ts), a
+ * signal aborted when the call ends; errors leave as ConnectErrors with their details
+ * (ErrorInfo, decisions §7) and the gateway translates them as it does errors from the network.
+ * Messages are handed over as objects: neither side keeps or changes them after the call.
+ */
+export function createInProcessTransport(options: InProcessTransportOptions): Transport {
+  const table = createServiceTable(options);
+  const { implOf, intercepted } = table;
 
   function contextOf(
     method: DescMethod,
@@ -114,12 +173,6 @@ export function createInProcessTransport(options: InProcessTransportOptions): Tr
     return plainContext(init);
   }
 
-  function intercepted<T>(next: T): T {
-    let wrapped = next;
-    for (const interceptor of interceptors) wrapped = interceptor(wrapped as never) as unknown as T;
-    return wrapped;
-  }
-
   return {
     async unary<I extends DescMessage, O extends DescMessage>(
       method: DescMethodUnary<I, O>,
@@ -131,14 +184,7 @@ export function createInProcessTransport(options: InProcessTransportOptions): Tr
     ): Promise<UnaryResponse<I, O>> {
       const ctx = contextOf(method, signal, timeoutMs, header, contextValues);
       try {
-        const spec = implOf(method);
-        if (spec.kind !== "unary") throw new ConnectError("not a unary method", Code.Internal);
-        const call = intercepted(async (request: UnaryRequest<I, O>) => {
-          const output = await spec.impl(request.message as never, ctx);
-          return unaryResponse(method, ctx, create(method.output, output as never));
-        });
-        const response = await call(unaryRequest(method, ctx, create(method.input, input)));
-        return response as UnaryResponse<I, O>;
+        return await table.invokeUnary(method, ctx, create(method.input, input));
       } catch (error) {
         throw asConnectError(error);
       } finally {
@@ -176,14 +222,14 @@ export function createInProcessTransport(options: InProcessTransportOptions): Tr
 }
 
 /** A HandlerContext that the transport ends when the call is over. */
-type CallContext = HandlerContext & { abort(reason?: unknown): void };
+export type CallContext = HandlerContext & { abort(reason?: unknown): void };
 
 /**
  * The context of a call with neither deadline nor caller signal. Most handlers never read the
  * signal or the trailers, so both are made on first use; abort() reaches the signal only if one
  * was made, and it is then aborted exactly as createHandlerContext's would be.
  */
-function plainContext(init: {
+export function plainContext(init: {
   service: DescService;
   method: DescMethod;
   protocolName: string;

@@ -11,6 +11,7 @@ import { createDaemon, listenDaemon } from "#daemon/server.js";
 import { openLmdbStore } from "#daemon/store/lmdb-store.js";
 import type { Store } from "#daemon/store/store.js";
 import type { Load } from "#daemon/webhooks/load-gauge.js";
+import { createDaemonTransport } from "#gateway/daemon-transport.js";
 
 export interface TestService {
   /** http://127.0.0.1:<port> of the daemon (gRPC, gRPC-Web, Connect). */
@@ -25,7 +26,11 @@ export interface TestService {
 }
 
 export interface TestServiceOptions {
-  /** Also start the REST gateway (in-process transport, as `npm start` does). */
+  /**
+   * Also start the REST gateway: with the in-process transport, as `npm start` does, or, when the
+   * environment sets CONSENT_TEST_GATEWAY=network (the "split" vitest project), with the
+   * stand-alone gateway's transport over the daemon's port.
+   */
   gateway?: boolean;
   /** Environment overrides (CONSENT_TRUST_PROXY, CONSENT_IDENTITY_KEY, ...). */
   env?: Record<string, string>;
@@ -79,10 +84,10 @@ export async function startTestService(options: TestServiceOptions = {}): Promis
   let gateway: { url: string; close(): Promise<unknown> } | undefined;
   if (options.gateway) {
     const { startGateway } = await import("#gateway/main.js");
-    const transport = createInProcessTransport({
-      routes: daemon.routes,
-      interceptors: daemon.interceptors,
-    });
+    const transport =
+      process.env.CONSENT_TEST_GATEWAY === "network"
+        ? createDaemonTransport({ baseUrl: server.url })
+        : createInProcessTransport({ routes: daemon.routes, interceptors: daemon.interceptors });
     gateway = await startGateway({
       config,
       transport,

@@ -1,0 +1,236 @@
+import http2 from "node:http2";
+import { create, toBinary } from "@bufbuild/protobuf";
+import {
+  Code,
+  ConnectError,
+  type ConnectRouter,
+  createClient,
+  createContextValues,
+  type HandlerContext,
+} from "@connectrpc/connect";
+import { fastifyConnectPlugin } from "@connectrpc/connect-fastify";
+import {
+  compressionGzip,
+  createConnectTransport,
+  createGrpcTransport,
+} from "@connectrpc/connect-node";
+import { fastify } from "fastify";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { serveConnectUnary } from "#daemon/rpc/connect-unary-route.js";
+import { createServiceTable } from "#daemon/rpc/in-process-transport.js";
+import { createDaemonTransport } from "#gateway/daemon-transport.js";
+import { ErrorInfoSchema } from "#gen/consent/v1/errors_pb.js";
+import {
+  Health,
+  HealthCheckRequestSchema,
+  HealthCheckResponse_ServingStatus as Status,
+} from "#gen/grpc/health/v1/health_pb.js";
+
+const READ_MAX_BYTES = 4096;
+const CHECK_PATH = "/grpc.health.v1.Health/Check";
+
+/** What the test service's handlers saw, by the `service` field of the request. */
+const seen = new Map<string, { signalReason?: unknown; header?: string | null; peer?: unknown }>();
+const kPeer = { id: Symbol("peer"), defaultValue: "" };
+
+/** grpc.health.v1.Health/Check, its `service` field choosing what the handler does. */
+function routes(router: ConnectRouter) {
+  router.service(Health, {
+    async check(request, ctx: HandlerContext) {
+      const record: { signalReason?: unknown; header?: string | null; peer?: unknown } = {
+        header: ctx.requestHeader.get("x-caller"),
+        peer: ctx.values.get(kPeer),
+      };
+      seen.set(request.service, record);
+      switch (request.service) {
+        case "headers":
+          ctx.responseHeader.set("x-figure", "7");
+          ctx.responseTrailer.set("x-after", "8");
+          return { status: Status.SERVING };
+        case "refused":
+          throw new ConnectError("no such thing", Code.NotFound, { "x-figure": "9" }, [
+            { desc: ErrorInfoSchema, value: { code: "not_found", message: "no such thing" } },
+          ]);
+        case "crash":
+          throw new Error("secret internal detail");
+        case "wait":
+          await new Promise<void>((resolve) => {
+            ctx.signal.addEventListener("abort", () => {
+              record.signalReason = ctx.signal.reason;
+              resolve();
+            });
+          });
+          throw ConnectError.from(ctx.signal.reason);
+        default:
+          return { status: Status.SERVING };
+      }
+    },
+  });
+}
+
+interface RawReply {
+  status: number;
+  headers: http2.IncomingHttpHeaders;
+  body: Buffer;
+}
+
+/** One request over its own HTTP/2 connection, answered as it came off the wire. */
+function rawCall(url: string, headers: http2.OutgoingHttpHeaders, body: Uint8Array) {
+  return new Promise<RawReply>((resolve, reject) => {
+    const session = http2.connect(url);
+    session.on("error", reject);
+    const stream = session.request({ ":method": "POST", ":path": CHECK_PATH, ...headers });
+    const chunks: Buffer[] = [];
+    let responseHeaders: http2.IncomingHttpHeaders = {};
+    stream.on("response", (received) => {
+      responseHeaders = received;
+    });
+    stream.on("data", (chunk: Buffer) => chunks.push(chunk));
+    stream.on("end", () => {
+      session.close();
+      resolve({
+        status: Number(responseHeaders[":status"]),
+        headers: responseHeaders,
+        body: Buffer.concat(chunks),
+      });
+    });
+    stream.on("error", reject);
+    stream.end(body);
+  });
+}
+
+const plainHeaders = { "content-type": "application/proto", "connect-protocol-version": "1" };
+/** The same request with a deadline: the short way leaves it to connect-es. */
+const viaConnectEs = { ...plainHeaders, "connect-timeout-ms": "60000" };
+const checkBody = (service: string) =>
+  toBinary(HealthCheckRequestSchema, create(HealthCheckRequestSchema, { service }));
+
+describe("the daemon's short way for binary Connect unary calls", () => {
+  const shutdown = new AbortController();
+  let app: ReturnType<typeof fastify>;
+  let url: string;
+
+  beforeAll(async () => {
+    app = fastify({ http2: true, forceCloseConnections: true });
+    const contextValues = () => createContextValues().set(kPeer, "peer-1");
+    serveConnectUnary(app as never, {
+      table: createServiceTable({ routes }),
+      readMaxBytes: READ_MAX_BYTES,
+      contextValues,
+      shutdownSignal: shutdown.signal,
+    });
+    await app.register(fastifyConnectPlugin, {
+      routes,
+      readMaxBytes: READ_MAX_BYTES,
+      shutdownSignal: shutdown.signal,
+      contextValues,
+    });
+    await app.listen({ host: "127.0.0.1", port: 0 });
+    const address = app.server.address();
+    url = `http://127.0.0.1:${typeof address === "object" && address ? address.port : 0}`;
+  });
+  afterAll(async () => {
+    await app.close();
+  });
+
+  it("answers a call as connect-es does: status, body, headers and trailers", async () => {
+    const short = await rawCall(url, { ...plainHeaders, "x-caller": "a" }, checkBody("headers"));
+    expect(seen.get("headers")).toEqual({ header: "a", peer: "peer-1" });
+    const long = await rawCall(url, { ...viaConnectEs, "x-caller": "a" }, checkBody("headers"));
+    expect(short.status).toBe(200);
+    expect(short.headers["content-type"]).toBe("application/proto");
+    expect(short.body.equals(long.body)).toBe(true);
+    for (const name of ["x-figure", "trailer-x-after", "content-type", "content-length"]) {
+      expect(short.headers[name], name).toBe(long.headers[name]);
+    }
+  });
+
+  it("answers a refusal with the same status, error JSON, details and metadata", async () => {
+    const short = await rawCall(url, plainHeaders, checkBody("refused"));
+    const long = await rawCall(url, viaConnectEs, checkBody("refused"));
+    expect(short.status).toBe(404);
+    expect(short.headers["content-type"]).toBe("application/json");
+    expect(short.headers["x-figure"]).toBe("9");
+    expect(JSON.parse(short.body.toString())).toEqual(JSON.parse(long.body.toString()));
+    expect(JSON.parse(short.body.toString())).toMatchObject({
+      code: "not_found",
+      message: "no such thing",
+      details: [{ type: "consent.v1.ErrorInfo" }],
+    });
+  });
+
+  it("answers an unexpected failure as a bare internal error, as connect-es does", async () => {
+    const short = await rawCall(url, plainHeaders, checkBody("crash"));
+    const long = await rawCall(url, viaConnectEs, checkBody("crash"));
+    expect(short.status).toBe(500);
+    expect(JSON.parse(short.body.toString())).toEqual(JSON.parse(long.body.toString()));
+    expect(short.body.toString()).not.toContain("secret");
+  });
+
+  it("refuses a body it cannot parse with invalid_argument", async () => {
+    // connect-es' own server answers internal (500) here; connect-go and gRPC answer
+    // invalid_argument, the code the protocol gives a message that cannot be read.
+    const short = await rawCall(url, plainHeaders, new Uint8Array([0x0a, 0xff]));
+    expect(short.status).toBe(400);
+    expect(JSON.parse(short.body.toString())).toMatchObject({
+      code: "invalid_argument",
+      message: expect.stringMatching(/^parse binary: /),
+    });
+  });
+
+  it("refuses a body over readMaxBytes with resource_exhausted, declared or not", async () => {
+    const large = checkBody("x".repeat(READ_MAX_BYTES + 10));
+    const declared = await rawCall(
+      url,
+      { ...plainHeaders, "content-length": String(large.byteLength) },
+      large,
+    );
+    const streamed = await rawCall(url, plainHeaders, large);
+    const long = await rawCall(url, viaConnectEs, large);
+    for (const reply of [declared, streamed, long]) {
+      expect(reply.status).toBe(429);
+      expect(JSON.parse(reply.body.toString())).toMatchObject({ code: "resource_exhausted" });
+    }
+  });
+
+  it("leaves gRPC, Connect JSON and compressed calls to connect-es, which answers them", async () => {
+    for (const transport of [
+      createGrpcTransport({ baseUrl: url }),
+      createConnectTransport({ baseUrl: url, httpVersion: "2" }),
+      createConnectTransport({
+        baseUrl: url,
+        httpVersion: "2",
+        useBinaryFormat: true,
+        sendCompression: compressionGzip,
+        compressMinBytes: 0,
+      }),
+    ]) {
+      const response = await createClient(Health, transport).check({ service: "plain" });
+      expect(response.status).toBe(Status.SERVING);
+    }
+  });
+
+  it("aborts a call's signal when its client cancels it", async () => {
+    const controller = new AbortController();
+    const call = createClient(Health, createDaemonTransport({ baseUrl: url }))
+      .check({ service: "wait" }, { signal: controller.signal })
+      .catch((error: unknown) => error);
+    await expect.poll(() => seen.has("wait")).toBe(true);
+    controller.abort();
+    expect(ConnectError.from(await call).code).toBe(Code.Canceled);
+    await expect.poll(() => seen.get("wait")?.signalReason).toBeDefined();
+    expect(ConnectError.from(seen.get("wait")?.signalReason).code).toBe(Code.Canceled);
+  });
+
+  it("aborts the signal of every call in flight when the shutdown signal fires", async () => {
+    seen.delete("wait");
+    const call = createClient(Health, createDaemonTransport({ baseUrl: url }))
+      .check({ service: "wait" })
+      .catch((error: unknown) => error);
+    await expect.poll(() => seen.has("wait")).toBe(true);
+    shutdown.abort(new ConnectError("the daemon is shutting down", Code.Unavailable));
+    const failure = ConnectError.from(await call);
+    expect(failure.code).toBe(Code.Unavailable);
+    expect(failure.rawMessage).toBe("the daemon is shutting down");
+  });
+});

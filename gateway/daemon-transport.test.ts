@@ -1,0 +1,136 @@
+import http2 from "node:http2";
+import { createServer } from "node:net";
+import { Code, ConnectError, createClient } from "@connectrpc/connect";
+import { fastifyConnectPlugin } from "@connectrpc/connect-fastify";
+import { fastify } from "fastify";
+import { pino } from "pino";
+import { afterEach, describe, expect, it } from "vitest";
+import { generateOperatorToken } from "#daemon/auth/secrets.js";
+import { loadConfig } from "#daemon/config.js";
+import { createDaemonTransport } from "#gateway/daemon-transport.js";
+import { startGateway } from "#gateway/main.js";
+import {
+  Health,
+  HealthCheckResponse_ServingStatus as Status,
+} from "#gen/grpc/health/v1/health_pb.js";
+
+/** A port nothing listens on (bound, read, released). */
+async function closedPort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const address = server.address();
+  await new Promise((resolve) => server.close(resolve));
+  return typeof address === "object" && address ? address.port : 0;
+}
+
+/** A daemon stand-in serving Health/Check through connect-es on `port` (0: any). */
+async function healthDaemon(port = 0) {
+  const app = fastify({ http2: true, forceCloseConnections: true });
+  await app.register(fastifyConnectPlugin, {
+    routes: (router) => router.service(Health, { check: () => ({ status: Status.SERVING }) }),
+  });
+  await app.listen({ host: "127.0.0.1", port });
+  const address = app.server.address();
+  return { app, port: typeof address === "object" && address ? address.port : port };
+}
+
+/** An HTTP/2 server answering every request with `respond` (one that never answers: a hang). */
+async function rawServer(respond: (stream: http2.ServerHttp2Stream) => void) {
+  const server = http2.createServer();
+  const streams: http2.ServerHttp2Stream[] = [];
+  const sessions: http2.ServerHttp2Session[] = [];
+  server.on("session", (session) => sessions.push(session));
+  server.on("stream", (stream) => {
+    streams.push(stream);
+    stream.resume();
+    stream.on("end", () => respond(stream));
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const address = server.address();
+  const port = typeof address === "object" && address ? address.port : 0;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    streams,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        for (const session of sessions) session.destroy();
+      }),
+  };
+}
+
+const failureOf = (call: Promise<unknown>) => call.then(() => undefined, ConnectError.from);
+
+describe("the stand-alone gateway's transport to the daemon", () => {
+  const cleanups: (() => Promise<unknown>)[] = [];
+  afterEach(async () => {
+    for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+  });
+
+  it("fails with UNAVAILABLE when no daemon listens, which the gateway answers with 503", async () => {
+    const daemonUrl = `http://127.0.0.1:${await closedPort()}`;
+    const transport = createDaemonTransport({ baseUrl: daemonUrl });
+    const failure = await failureOf(createClient(Health, transport).check({ service: "" }));
+    expect(failure?.code).toBe(Code.Unavailable);
+
+    const config = loadConfig({ CONSENT_HTTP_PORT: "0", CONSENT_DAEMON_URL: daemonUrl });
+    const gateway = await startGateway({
+      config,
+      transport,
+      operatorToken: generateOperatorToken(),
+      logger: pino({ level: "silent" }),
+    });
+    cleanups.push(() => gateway.close());
+    const response = await fetch(`${gateway.url}/api/v1/banners`, {
+      headers: { authorization: "Bearer cs_live_0000000000000000000000000000000000000000" },
+    });
+    expect(response.status).toBe(503);
+    expect(await response.json()).toMatchObject({ data: { code: "unavailable" }, version: "v1" });
+  });
+
+  it("reconnects once a daemon that went away listens again", async () => {
+    const first = await healthDaemon();
+    const health = createClient(
+      Health,
+      createDaemonTransport({ baseUrl: `http://127.0.0.1:${first.port}` }),
+    );
+    expect((await health.check({ service: "" })).status).toBe(Status.SERVING);
+    await first.app.close();
+    expect((await failureOf(health.check({ service: "" })))?.code).toBe(Code.Unavailable);
+    const again = await healthDaemon(first.port);
+    cleanups.push(() => again.app.close());
+    expect((await health.check({ service: "" })).status).toBe(Status.SERVING);
+  });
+
+  it("gives up at the call's deadline with DEADLINE_EXCEEDED and cancels the stream", async () => {
+    const silent = await rawServer(() => {});
+    cleanups.push(silent.close);
+    const health = createClient(Health, createDaemonTransport({ baseUrl: silent.url }));
+    const failure = await failureOf(health.check({ service: "" }, { timeoutMs: 100 }));
+    expect(failure?.code).toBe(Code.DeadlineExceeded);
+    await expect.poll(() => silent.streams[0]?.closed).toBe(true);
+  });
+
+  it("refuses a response larger than readMaxBytes with RESOURCE_EXHAUSTED", async () => {
+    const large = await rawServer((stream) => {
+      stream.respond({ ":status": 200, "content-type": "application/proto" });
+      stream.end(Buffer.alloc(64 * 1024));
+    });
+    cleanups.push(large.close);
+    const health = createClient(
+      Health,
+      createDaemonTransport({ baseUrl: large.url, readMaxBytes: 1024 }),
+    );
+    expect((await failureOf(health.check({ service: "" })))?.code).toBe(Code.ResourceExhausted);
+  });
+
+  it("reads an answer that is not the Connect protocol's (a proxy's 502) as UNAVAILABLE", async () => {
+    const proxy = await rawServer((stream) => {
+      stream.respond({ ":status": 502, "content-type": "text/plain" });
+      stream.end("Bad Gateway");
+    });
+    cleanups.push(proxy.close);
+    const health = createClient(Health, createDaemonTransport({ baseUrl: proxy.url }));
+    expect((await failureOf(health.check({ service: "" })))?.code).toBe(Code.Unavailable);
+  });
+});
