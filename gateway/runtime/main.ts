@@ -154,34 +154,48 @@ function open(customize: boolean): void {
   });
 }
 
-/** The integrator API (docs/banner-runtime.md), in place before consent:ready can fire. */
-(window as unknown as { consentBanner: unknown }).consentBanner = {
-  getState: () => copy(state),
-  /** Cross-device: a state resolved by the integrator's backend, applied without a new row. */
-  applyState(next: unknown): boolean {
-    if (!isConsentState(next)) return false;
-    state = copy(next);
-    writeState(config.id, next);
-    apply(next);
-    if (!next.isDefaultState && next.revision >= config.revision) {
-      closeView?.();
-      closeView = undefined;
-    }
-    emit("change");
-    return true;
-  },
-  showPreferences: () => open(true),
-};
-
-consentDefault();
-const current = explicit(state);
-if (current && current.revision >= config.revision) {
-  apply(current);
+/**
+ * One banner per page (docs/banner-runtime.md): the page's consent state, its `window.consentBanner`
+ * API and its modal are one each. A loader that finds a banner already running (the tag pasted
+ * twice, or another banner's) warns and starts nothing.
+ */
+const running = (window as unknown as { consentBanner?: { bannerId?: string } }).consentBanner;
+if (running) {
+  console.warn(
+    `consent banner ${config.id}: banner ${running.bannerId ?? "(unknown)"} already runs on this page; one banner per page, so this loader starts nothing`,
+  );
 } else {
-  const storedDefault = state?.isDefaultState && state.revision >= config.revision;
-  if (config.rule && !current && !storedDefault)
-    commit(defaultState(config.rule), "consent_default");
-  else if (state) apply(state);
-  open(false);
+  /** The integrator API (docs/banner-runtime.md), in place before consent:ready can fire. */
+  (window as unknown as { consentBanner: unknown }).consentBanner = {
+    /** The public ID of the banner this API belongs to. */
+    bannerId: config.id,
+    getState: () => copy(state),
+    /** Cross-device: a state resolved by the integrator's backend, applied without a new row. */
+    applyState(next: unknown): boolean {
+      if (!isConsentState(next)) return false;
+      state = copy(next);
+      writeState(config.id, next);
+      apply(next);
+      if (!next.isDefaultState && next.revision >= config.revision) {
+        closeView?.();
+        closeView = undefined;
+      }
+      emit("change");
+      return true;
+    },
+    showPreferences: () => open(true),
+  };
+
+  consentDefault();
+  const current = explicit(state);
+  if (current && current.revision >= config.revision) {
+    apply(current);
+  } else {
+    const storedDefault = state?.isDefaultState && state.revision >= config.revision;
+    if (config.rule && !current && !storedDefault)
+      commit(defaultState(config.rule), "consent_default");
+    else if (state) apply(state);
+    open(false);
+  }
+  whenReady(() => emit("ready"));
 }
-whenReady(() => emit("ready"));

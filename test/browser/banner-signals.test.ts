@@ -299,4 +299,39 @@ describe.skipIf(skipBrowserTests)("banner runtime in Chromium: signals and integ
     ).toBe("object");
     await context.close();
   });
+  it("starts one banner per page: a second loader on it warns and starts nothing", async () => {
+    const { publicId, teamId } = await bannerFixture(ctx.service, {
+      domain: "localhost",
+      configuration: { categories, layout: "modal" },
+    });
+    const context = await ctx.browser.newContext();
+    const page = await context.newPage();
+    const errors: string[] = [];
+    const warnings: string[] = [];
+    page.on("pageerror", (error) => errors.push(error.message));
+    page.on("console", (message) => {
+      if (message.type() === "warning") warnings.push(message.text());
+    });
+    // The same tag pasted a second time, further down the page.
+    const again = `<script src="${ctx.service.gatewayUrl}/loader/${publicId}.js?again" nonce="${NONCE}"></script>`;
+    await page.goto(ctx.site.page(`/twice-${publicId}`, { publicId, body: again }));
+    await page.waitForFunction(() => "consentBanner" in window);
+    await expect.poll(() => warnings.some((text) => text.includes("already runs"))).toBe(true);
+    expect(await page.locator(`[id^=consent-banner-]`).count()).toBe(1);
+    expect(
+      await page.evaluate(
+        () => (window as unknown as { consentBanner: { bannerId: string } }).consentBanner.bannerId,
+      ),
+    ).toBe(publicId);
+    // The one modal keeps focus and takes the choice, recorded once.
+    await page.keyboard.press("Tab");
+    await page.keyboard.press("Enter");
+    const rows = await waitForRows(ctx.service, teamId, 2);
+    expect(rows.map((row) => row.preferences)).toEqual([
+      { necessary: true, analytics: true, marketing: true },
+    ]);
+    expect(await dialog(page).count()).toBe(0);
+    expect(errors).toEqual([]);
+    await context.close();
+  });
 });
