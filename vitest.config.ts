@@ -20,6 +20,8 @@ export default defineConfig({
         test: {
           name: "split",
           include: ["test/{api,consent-log,loader,webhooks}/**/*.test.ts"],
+          // Starts its own programs, which the setting does not reach.
+          exclude: ["test/webhooks/processes.test.ts"],
           env: { CONSENT_TEST_GATEWAY: "network" },
         },
       },

@@ -92,8 +92,18 @@ export function startProgram(
   child.stderr?.setEncoding("utf8").on("data", (chunk: string) => {
     err += chunk;
   });
+  /**
+   * The signal the test sent last. Our programs answer SIGTERM and SIGINT with an exit code, so a
+   * program ended by a signal other than the test's SIGKILL crashed: its stderr goes to the log.
+   */
+  let sent: NodeJS.Signals | undefined;
   const exited = new Promise<number | null>((resolve) => {
-    child.once("exit", (code) => resolve(code));
+    child.once("exit", (code, signal) => {
+      if (signal && sent !== "SIGKILL") {
+        process.stderr.write(`${bin} was ended by ${signal}; its stderr:\n${err.slice(-4000)}\n`);
+      }
+      resolve(code);
+    });
   });
   const program: Program = {
     child,
@@ -117,8 +127,14 @@ export function startProgram(
       }
     },
     async stop(signal = "SIGTERM", timeoutMs = 10_000) {
-      if (child.exitCode === null && child.signalCode === null) child.kill(signal);
-      const timer = setTimeout(() => child.kill("SIGKILL"), timeoutMs);
+      if (child.exitCode === null && child.signalCode === null) {
+        sent = signal;
+        child.kill(signal);
+      }
+      const timer = setTimeout(() => {
+        sent = "SIGKILL";
+        child.kill("SIGKILL");
+      }, timeoutMs);
       try {
         const code = await exited;
         // Output written just before the exit may still be in the pipe: read it to the end
