@@ -21,7 +21,10 @@ export interface GatewayOptions {
   logger: FastifyBaseLogger;
   /** CONSENT_GEO_HEADER: a trusted proxy's header naming the visitor's country (loader rules). */
   geoHeader?: string;
-  /** Single-process mode: the daemon's publish hook, so loader responses refresh at once. */
+  /**
+   * Single-process mode: the daemon's publish hook, so loader responses refresh at once after a
+   * change made through any worker or the daemon's own port.
+   */
   onPublicChange?: (listener: (publicId: string) => void) => void;
 }
 
@@ -54,12 +57,27 @@ export async function buildGateway(options: GatewayOptions): Promise<FastifyInst
       .headers(httpError.headers)
       .send({ error: httpError.message, code: httpError.code });
   });
-  await app.register(v1Api, { prefix: V1_PREFIX, clients, operatorToken: options.operatorToken });
+  // The loader refreshes on the daemon's publish hook (one process) and on every banner edit or
+  // publish this gateway relays, so a stand-alone gateway serves its own publishes at once too.
+  const publicChangeListeners: ((publicId: string) => void)[] = [];
+  const onPublicChange = (listener: (publicId: string) => void) => {
+    publicChangeListeners.push(listener);
+    options.onPublicChange?.(listener);
+  };
+  const onBannerWritten = (publicId: string) => {
+    for (const listener of publicChangeListeners) listener(publicId);
+  };
+  await app.register(v1Api, {
+    prefix: V1_PREFIX,
+    clients,
+    operatorToken: options.operatorToken,
+    onBannerWritten,
+  });
   await app.register(visitorSide, {
     clients,
     operatorToken: options.operatorToken,
     geoHeader: options.geoHeader,
-    onPublicChange: options.onPublicChange,
+    onPublicChange,
   });
   return app;
 }

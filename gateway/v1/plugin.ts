@@ -10,6 +10,8 @@ import { webhookRoutes } from "#gateway/v1/webhooks/routes.js";
 export interface V1Options {
   clients: DaemonClients;
   operatorToken: string;
+  /** Told the public ID of a banner this gateway edited or published (its loader refreshes). */
+  onBannerWritten: (publicId: string) => void;
 }
 
 /**
@@ -18,7 +20,7 @@ export interface V1Options {
  * protection and validates them after authentication (decisions §2).
  */
 export async function v1Api(app: FastifyInstance, options: V1Options): Promise<void> {
-  const { clients, operatorToken } = options;
+  const { clients, operatorToken, onBannerWritten } = options;
   app.removeAllContentTypeParsers();
   app.addContentTypeParser("*", { parseAs: "buffer" }, (_request, body, done) => done(null, body));
   // spec 9.4: every response of the versioned wrapper names the version that handled it.
@@ -38,7 +40,7 @@ export async function v1Api(app: FastifyInstance, options: V1Options): Promise<v
     }),
   );
   healthRoutes(app, clients);
-  bannerRoutes(app, clients, operatorToken);
+  bannerRoutes(app, clients, operatorToken, onBannerWritten);
   subjectRoutes(app, clients, operatorToken);
   webhookRoutes(app, clients, operatorToken);
 }

@@ -84,16 +84,17 @@ export async function startTestService(options: TestServiceOptions = {}): Promis
   let gateway: { url: string; close(): Promise<unknown> } | undefined;
   if (options.gateway) {
     const { startGateway } = await import("#gateway/main.js");
-    const transport =
-      process.env.CONSENT_TEST_GATEWAY === "network"
-        ? createDaemonTransport({ baseUrl: server.url })
-        : createInProcessTransport({ routes: daemon.routes, interceptors: daemon.interceptors });
+    const network = process.env.CONSENT_TEST_GATEWAY === "network";
+    const transport = network
+      ? createDaemonTransport({ baseUrl: server.url })
+      : createInProcessTransport({ routes: daemon.routes, interceptors: daemon.interceptors });
     gateway = await startGateway({
       config,
       transport,
       operatorToken: secrets.operatorToken,
       logger,
-      onPublicChange: daemon.onPublicChange,
+      // The stand-alone gateway hears of no publish but its own (gateway/main.ts).
+      onPublicChange: network ? undefined : daemon.onPublicChange,
     });
   }
   return {

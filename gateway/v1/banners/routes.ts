@@ -7,11 +7,15 @@ import { routePath } from "#gateway/v1/methods.js";
 
 const idOf = (request: FastifyRequest) => (request.params as { id: string }).id;
 
-/** spec 4.2-4.3 and decisions §3: banners, by API key or dashboard session. */
+/**
+ * spec 4.2-4.3 and decisions §3: banners, by API key or dashboard session. An edit or a publish
+ * is told to `onBannerWritten`, so this gateway's loader serves it at once.
+ */
 export function bannerRoutes(
   app: FastifyInstance,
   clients: DaemonClients,
   operatorToken: string,
+  onBannerWritten: (publicId: string) => void,
 ): void {
   routePath(app, "/banners", {
     async GET(request, reply) {
@@ -43,6 +47,7 @@ export function bannerRoutes(
         { id: idOf(request), json: rawBody(request) },
         relayOptions(request, reply, operatorToken),
       );
+      if (banner) onBannerWritten(banner.publicId);
       return sendData(reply, 200, { banner: banner && bannerJson(banner) });
     },
   });
@@ -53,6 +58,7 @@ export function bannerRoutes(
         { id: idOf(request) },
         relayOptions(request, reply, operatorToken),
       );
+      if (banner) onBannerWritten(banner.publicId);
       return sendData(reply, 200, { banner: banner && bannerJson(banner) });
     },
   });
