@@ -9,6 +9,7 @@ import { generateOperatorToken } from "#daemon/auth/secrets.js";
 import { loadConfig } from "#daemon/config.js";
 import { createDaemonTransport } from "#gateway/daemon-transport.js";
 import { startGateway } from "#gateway/main.js";
+import { ErrorInfoSchema } from "#gen/consent/v1/errors_pb.js";
 import {
   Health,
   HealthCheckResponse_ServingStatus as Status,
@@ -42,6 +43,8 @@ async function rawServer(respond: (stream: http2.ServerHttp2Stream) => void) {
   server.on("session", (session) => sessions.push(session));
   server.on("stream", (stream) => {
     streams.push(stream);
+    // A stream the stand-in closes with an error code reports it here; nothing to do.
+    stream.on("error", () => {});
     stream.resume();
     stream.on("end", () => respond(stream));
   });
@@ -111,7 +114,7 @@ describe("the stand-alone gateway's transport to the daemon", () => {
     await expect.poll(() => silent.streams[0]?.closed).toBe(true);
   });
 
-  it("refuses a response larger than readMaxBytes with RESOURCE_EXHAUSTED", async () => {
+  it("refuses a response larger than readMaxBytes as an internal failure", async () => {
     const large = await rawServer((stream) => {
       stream.respond({ ":status": 200, "content-type": "application/proto" });
       stream.end(Buffer.alloc(64 * 1024));
@@ -121,7 +124,88 @@ describe("the stand-alone gateway's transport to the daemon", () => {
       Health,
       createDaemonTransport({ baseUrl: large.url, readMaxBytes: 1024 }),
     );
-    expect((await failureOf(health.check({ service: "" })))?.code).toBe(Code.ResourceExhausted);
+    expect((await failureOf(health.check({ service: "" })))?.code).toBe(Code.Internal);
+  });
+
+  it("fails with UNAVAILABLE when the connection is lost part-way through an answer", async () => {
+    // HealthCheckResponse{status: SERVING} is two bytes; the answer promises more, then the
+    // daemon's connection is gone.
+    const dying = await rawServer((stream) => {
+      stream.respond({
+        ":status": 200,
+        "content-type": "application/proto",
+        "content-length": "100",
+      });
+      stream.write(Buffer.from([0x08, 0x01]), () => stream.session?.destroy());
+    });
+    cleanups.push(dying.close);
+    const health = createClient(Health, createDaemonTransport({ baseUrl: dying.url }));
+    expect((await failureOf(health.check({ service: "" })))?.code).toBe(Code.Unavailable);
+  });
+
+  it("sends a call the daemon refused unprocessed once more, on a new connection", async () => {
+    // Each connection's first stream is refused (as past a GOAWAY's last stream), the next answered.
+    const firstOnConnection = new WeakSet<http2.ServerHttp2Session>();
+    let refused = 0;
+    const refusing = await rawServer((stream) => {
+      const session = stream.session as http2.ServerHttp2Session;
+      if (!firstOnConnection.has(session)) {
+        firstOnConnection.add(session);
+        refused++;
+        stream.close(http2.constants.NGHTTP2_REFUSED_STREAM);
+        return;
+      }
+      stream.respond({ ":status": 200, "content-type": "application/proto" });
+      stream.end(Buffer.from([0x08, 0x01]));
+    });
+    cleanups.push(refusing.close);
+    const health = createClient(Health, createDaemonTransport({ baseUrl: refusing.url }));
+    expect((await health.check({ service: "" })).status).toBe(Status.SERVING);
+    expect(refused).toBe(1);
+  });
+
+  it("hands the daemon's headers, trailers and error details to the caller", async () => {
+    const app = fastify({ http2: true, forceCloseConnections: true });
+    await app.register(fastifyConnectPlugin, {
+      routes: (router) =>
+        router.service(Health, {
+          check(request, ctx) {
+            ctx.responseHeader.set("x-ratelimit-limit", "50");
+            ctx.responseTrailer.set("x-after", "1");
+            if (request.service === "ok") return { status: Status.SERVING };
+            throw new ConnectError("slow down", Code.ResourceExhausted, { "x-retry": "9" }, [
+              { desc: ErrorInfoSchema, value: { code: "rate_limited", message: "slow down" } },
+            ]);
+          },
+        }),
+    });
+    await app.listen({ host: "127.0.0.1", port: 0 });
+    cleanups.push(() => app.close());
+    const address = app.server.address();
+    const port = typeof address === "object" && address ? address.port : 0;
+    const health = createClient(
+      Health,
+      createDaemonTransport({ baseUrl: `http://127.0.0.1:${port}` }),
+    );
+    const seen: Record<string, string | null> = {};
+    await health.check(
+      { service: "ok" },
+      {
+        onHeader: (header) => {
+          seen.header = header.get("x-ratelimit-limit");
+        },
+        onTrailer: (trailer) => {
+          seen.trailer = trailer.get("x-after");
+        },
+      },
+    );
+    expect(seen).toEqual({ header: "50", trailer: "1" });
+    const failure = await failureOf(health.check({ service: "no" }));
+    expect(failure?.code).toBe(Code.ResourceExhausted);
+    expect(failure?.rawMessage).toBe("slow down");
+    expect(failure?.metadata.get("x-retry")).toBe("9");
+    expect(failure?.metadata.get("x-ratelimit-limit")).toBe("50");
+    expect(failure?.findDetails(ErrorInfoSchema)[0]?.code).toBe("rate_limited");
   });
 
   it("reads an answer that is not the Connect protocol's (a proxy's 502) as UNAVAILABLE", async () => {

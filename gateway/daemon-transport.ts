@@ -20,14 +20,14 @@ import {
   errorFromJsonBytes,
   requestHeader,
   trailerDemux,
-  validateResponse,
+  validateResponseWithCompression,
 } from "@connectrpc/connect/protocol-connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
 
 export interface DaemonTransportOptions {
   /** CONSENT_DAEMON_URL: the daemon's h2c port. */
   baseUrl: string;
-  /** The largest response body read; a larger one fails the call with RESOURCE_EXHAUSTED. */
+  /** The largest response body read; a larger one fails the call with INTERNAL. */
   readMaxBytes?: number;
 }
 
@@ -40,6 +40,7 @@ const {
   HTTP2_HEADER_STATUS,
   HTTP2_HEADER_CONTENT_LENGTH,
   NGHTTP2_CANCEL,
+  NGHTTP2_NO_ERROR,
   NGHTTP2_REFUSED_STREAM,
 } = http2.constants;
 
@@ -54,8 +55,9 @@ const {
  * demultiplexing and error JSON (`@connectrpc/connect/protocol-connect`). Streaming calls, which
  * the gateway does not make, go through connect-node's transport.
  *
- * A call that cannot reach the daemon (refused, reset, connection lost) fails with UNAVAILABLE, so
- * the gateway answers 503 (spec 7); the next call opens a new connection.
+ * A call that cannot reach the daemon, or loses it before the whole answer arrived (refused,
+ * reset, connection lost, cut short), fails with UNAVAILABLE, so the gateway answers 503 (spec 7);
+ * the next call opens a new connection. An answer larger than `readMaxBytes` fails as INTERNAL.
  */
 export function createDaemonTransport(options: DaemonTransportOptions): Transport {
   const baseUrl = options.baseUrl.replace(/\/+$/, "");
@@ -72,8 +74,9 @@ export function createDaemonTransport(options: DaemonTransportOptions): Transpor
       input: MessageInitShape<I>,
       _contextValues?: ContextValues,
     ): Promise<UnaryResponse<I, O>> {
+      // As connect-es' transports: no deadline when none is given or it is not positive.
       const deadline = timeoutMs !== undefined && timeoutMs > 0 ? timeoutMs : undefined;
-      signal?.throwIfAborted();
+      if (signal?.aborted) throw ConnectError.from(signal.reason, Code.Canceled);
       const headers: http2.OutgoingHttpHeaders = {
         [HTTP2_HEADER_METHOD]: "POST",
         [HTTP2_HEADER_PATH]: `${connection.pathPrefix}/${method.parent.typeName}/${method.name}`,
@@ -83,8 +86,10 @@ export function createDaemonTransport(options: DaemonTransportOptions): Transpor
       });
       const body = toBinary(method.input, create(method.input, input));
       const reply = await connection.exchange(headers, body, readMaxBytes, signal, deadline);
-      const { isUnaryError, unaryError } = validateResponse(
+      // No compression is offered, so an encoded answer is refused here, not misread.
+      const { isUnaryError, unaryError } = validateResponseWithCompression(
         method.methodKind,
+        [],
         true,
         reply.status,
         reply.header,
@@ -134,16 +139,33 @@ interface Reply {
   body: Uint8Array;
 }
 
+/** A stream the daemon refused before processing it (REFUSED_STREAM, or past a GOAWAY). */
+class Refused extends Error {}
+
+/** After this long without a call, a connection is pinged before it carries the next one. */
+const IDLE_PING_MS = 60_000;
+/** How long a ping may take before the connection counts as gone. */
+const PING_TIMEOUT_MS = 2_000;
 /**
- * One HTTP/2 connection to the daemon, opened on first use and replaced once it closes, fails or
- * is told to go away (calls already on it finish there). It keeps the process alive only while a
- * call is in flight.
+ * A client opens at most 2^30 streams on one connection (odd IDs below 2^31); the connection is
+ * replaced well before it runs out.
+ */
+const MAX_STREAM_ID = 2 ** 31 - 2 ** 20;
+
+/**
+ * One HTTP/2 connection to the daemon, opened on first use and replaced once it closes, fails, is
+ * told to go away (calls already on it finish there) or nears its last stream ID. A connection
+ * idle for a minute is pinged before it carries a call, so a connection dropped silently (a NAT
+ * or load balancer forgetting an idle flow) costs one ping, not a hung request. A call the daemon
+ * refused unprocessed is sent once more on a new connection. The connection keeps the process
+ * alive only while a call is in flight.
  */
 class DaemonConnection {
   readonly pathPrefix: string;
   private readonly origin: string;
   private session: http2.ClientHttp2Session | undefined;
   private inFlight = 0;
+  private lastUsed = 0;
 
   constructor(baseUrl: string) {
     const url = new URL(baseUrl);
@@ -151,7 +173,41 @@ class DaemonConnection {
     this.pathPrefix = url.pathname.replace(/\/+$/, "");
   }
 
-  exchange(
+  async exchange(
+    headers: http2.OutgoingHttpHeaders,
+    body: Uint8Array,
+    readMaxBytes: number,
+    signal: AbortSignal | undefined,
+    timeoutMs: number | undefined,
+  ): Promise<Reply> {
+    try {
+      return await this.attempt(
+        await this.usable(),
+        headers,
+        body,
+        readMaxBytes,
+        signal,
+        timeoutMs,
+      );
+    } catch (error) {
+      if (!(error instanceof Refused)) throw error;
+      try {
+        return await this.attempt(
+          await this.usable(),
+          headers,
+          body,
+          readMaxBytes,
+          signal,
+          timeoutMs,
+        );
+      } catch (again) {
+        throw again instanceof Refused ? unreachable(again.cause) : again;
+      }
+    }
+  }
+
+  private attempt(
+    session: http2.ClientHttp2Session,
     headers: http2.OutgoingHttpHeaders,
     body: Uint8Array,
     readMaxBytes: number,
@@ -160,22 +216,22 @@ class DaemonConnection {
   ): Promise<Reply> {
     return new Promise<Reply>((resolve, reject) => {
       let stream: http2.ClientHttp2Stream;
-      const session = this.current();
       try {
         stream = session.request(headers, { endStream: false });
       } catch (error) {
-        this.forget(session);
+        this.retire(session);
         reject(unreachable(error));
         return;
       }
       this.begin(session);
       let status = 0;
       let header: Headers | undefined;
+      let declaredLength: number | undefined;
       const chunks: Buffer[] = [];
       let received = 0;
       let settled = false;
       let timer: NodeJS.Timeout | undefined;
-      const finish = (error: ConnectError | undefined) => {
+      const finish = (error: Error | undefined) => {
         if (settled) return;
         settled = true;
         if (timer) clearTimeout(timer);
@@ -203,8 +259,11 @@ class DaemonConnection {
       stream.on("response", (received) => {
         status = Number(received[HTTP2_HEADER_STATUS]);
         header = headersOf(received);
-        const length = Number(received[HTTP2_HEADER_CONTENT_LENGTH]);
-        if (length > readMaxBytes) finish(tooLarge(readMaxBytes));
+        const length = received[HTTP2_HEADER_CONTENT_LENGTH];
+        declaredLength = length === undefined ? undefined : Number(length);
+        // The limit guards the gateway against a bad answer: an internal failure, not the caller's.
+        if (declaredLength !== undefined && declaredLength > readMaxBytes)
+          finish(tooLarge(readMaxBytes));
       });
       stream.on("data", (chunk: Buffer) => {
         received += chunk.byteLength;
@@ -215,25 +274,38 @@ class DaemonConnection {
         chunks.push(chunk);
       });
       stream.on("end", () => {
-        if (header) finish(undefined);
-        else
-          finish(
-            new ConnectError("the daemon closed the call without answering", Code.Unavailable),
-          );
+        // A stream cut off (reset, connection lost) still ends: only a whole answer counts.
+        const cut =
+          (stream.rstCode !== undefined && stream.rstCode !== NGHTTP2_NO_ERROR) ||
+          (declaredLength !== undefined && declaredLength !== received);
+        if (header && !cut) finish(undefined);
+        else finish(lost());
       });
-      stream.on("error", (error) => finish(unreachable(error)));
-      stream.on("close", () => {
-        if (settled) return;
-        finish(closedWith(stream.rstCode));
+      stream.on("error", (error) => {
+        if (!header && stream.rstCode === NGHTTP2_REFUSED_STREAM) {
+          finish(new Refused("the daemon refused the call unprocessed", { cause: error }));
+          return;
+        }
+        finish(unreachable(error));
       });
+      stream.on("close", () => finish(lost()));
       stream.end(body);
     });
   }
 
-  /** The open connection, or a new one. */
-  private current(): http2.ClientHttp2Session {
+  /** The open connection, checked with a ping after a long idle time, or a new one. */
+  private async usable(): Promise<http2.ClientHttp2Session> {
     const open = this.session;
-    if (open && !open.closed && !open.destroyed) return open;
+    if (open && !open.closed && !open.destroyed) {
+      if ((open.state.nextStreamID ?? 0) < MAX_STREAM_ID) {
+        if (Date.now() - this.lastUsed < IDLE_PING_MS || (await answersPing(open))) {
+          this.lastUsed = Date.now();
+          return open;
+        }
+        open.destroy();
+      }
+      this.retire(open);
+    }
     const session = http2.connect(this.origin);
     const drop = () => this.forget(session);
     session.on("error", drop);
@@ -242,7 +314,14 @@ class DaemonConnection {
     session.unref();
     this.session = session;
     this.inFlight = 0;
+    this.lastUsed = Date.now();
     return session;
+  }
+
+  /** Stops using a connection: calls in flight on it finish, then it closes. */
+  private retire(session: http2.ClientHttp2Session): void {
+    this.forget(session);
+    if (!session.closed && !session.destroyed) session.close();
   }
 
   private forget(session: http2.ClientHttp2Session): void {
@@ -256,6 +335,22 @@ class DaemonConnection {
   private end(session: http2.ClientHttp2Session): void {
     if (session === this.session && --this.inFlight === 0) session.unref();
   }
+}
+
+/** Whether a connection answers a ping in time. */
+function answersPing(session: http2.ClientHttp2Session): Promise<boolean> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => resolve(false), PING_TIMEOUT_MS);
+    try {
+      session.ping((error) => {
+        clearTimeout(timer);
+        resolve(!error);
+      });
+    } catch {
+      clearTimeout(timer);
+      resolve(false);
+    }
+  });
 }
 
 /** HTTP/2 response headers as Fetch Headers, without pseudo-headers. */
@@ -273,9 +368,14 @@ function headersOf(received: http2.IncomingHttpHeaders): Headers {
 
 function tooLarge(readMaxBytes: number): ConnectError {
   return new ConnectError(
-    `message size is larger than configured readMaxBytes ${readMaxBytes}`,
-    Code.ResourceExhausted,
+    `the daemon's answer is larger than readMaxBytes ${readMaxBytes}`,
+    Code.Internal,
   );
+}
+
+/** The daemon went away before answering in full (reset, connection lost, shut down). */
+function lost(): ConnectError {
+  return new ConnectError("the daemon closed the call without answering it", Code.Unavailable);
 }
 
 /** A failure below the protocol: the daemon could not be reached or went away. */
@@ -287,16 +387,4 @@ function unreachable(error: unknown): ConnectError {
   );
   connectError.cause = error;
   return connectError;
-}
-
-/** A stream that closed before it ended, by its RST_STREAM code. */
-function closedWith(rstCode: number | undefined): ConnectError {
-  if (rstCode === NGHTTP2_CANCEL) return new ConnectError("the call was canceled", Code.Canceled);
-  if (rstCode === undefined || rstCode === 0 || rstCode === NGHTTP2_REFUSED_STREAM) {
-    return new ConnectError("the daemon closed the call without answering", Code.Unavailable);
-  }
-  return new ConnectError(
-    `http/2 stream closed with error code 0x${rstCode.toString(16)}`,
-    Code.Internal,
-  );
 }

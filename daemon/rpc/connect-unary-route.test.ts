@@ -105,38 +105,63 @@ const viaConnectEs = { ...plainHeaders, "connect-timeout-ms": "60000" };
 const checkBody = (service: string) =>
   toBinary(HealthCheckRequestSchema, create(HealthCheckRequestSchema, { service }));
 
-describe("the daemon's short way for binary Connect unary calls", () => {
+/**
+ * A daemon stand-in: the short way and connect-es' plugin on one Fastify HTTP/2 port, as
+ * listenDaemon composes them, counting the calls the short way answered.
+ */
+async function startDaemonStandIn() {
   const shutdown = new AbortController();
-  let app: ReturnType<typeof fastify>;
+  const app = fastify({ http2: true, forceCloseConnections: true });
+  const contextValues = () => createContextValues().set(kPeer, "peer-1");
+  const table = createServiceTable({ routes });
+  let shortWayCalls = 0;
+  serveConnectUnary(app as never, {
+    table: {
+      ...table,
+      invokeUnary: (method, ctx, message) => {
+        shortWayCalls++;
+        return table.invokeUnary(method, ctx, message);
+      },
+    },
+    readMaxBytes: READ_MAX_BYTES,
+    contextValues,
+    shutdownSignal: shutdown.signal,
+  });
+  await app.register(fastifyConnectPlugin, {
+    routes,
+    readMaxBytes: READ_MAX_BYTES,
+    shutdownSignal: shutdown.signal,
+    contextValues,
+  });
+  await app.listen({ host: "127.0.0.1", port: 0 });
+  const address = app.server.address();
+  return {
+    url: `http://127.0.0.1:${typeof address === "object" && address ? address.port : 0}`,
+    shutdown,
+    shortWayCalls: () => shortWayCalls,
+    close: () => app.close(),
+  };
+}
+
+describe("the daemon's short way for binary Connect unary calls", () => {
+  let daemon: Awaited<ReturnType<typeof startDaemonStandIn>>;
   let url: string;
 
   beforeAll(async () => {
-    app = fastify({ http2: true, forceCloseConnections: true });
-    const contextValues = () => createContextValues().set(kPeer, "peer-1");
-    serveConnectUnary(app as never, {
-      table: createServiceTable({ routes }),
-      readMaxBytes: READ_MAX_BYTES,
-      contextValues,
-      shutdownSignal: shutdown.signal,
-    });
-    await app.register(fastifyConnectPlugin, {
-      routes,
-      readMaxBytes: READ_MAX_BYTES,
-      shutdownSignal: shutdown.signal,
-      contextValues,
-    });
-    await app.listen({ host: "127.0.0.1", port: 0 });
-    const address = app.server.address();
-    url = `http://127.0.0.1:${typeof address === "object" && address ? address.port : 0}`;
+    daemon = await startDaemonStandIn();
+    url = daemon.url;
   });
   afterAll(async () => {
-    await app.close();
+    await daemon.close();
   });
 
   it("answers a call as connect-es does: status, body, headers and trailers", async () => {
+    const before = daemon.shortWayCalls();
     const short = await rawCall(url, { ...plainHeaders, "x-caller": "a" }, checkBody("headers"));
+    expect(daemon.shortWayCalls()).toBe(before + 1);
     expect(seen.get("headers")).toEqual({ header: "a", peer: "peer-1" });
     const long = await rawCall(url, { ...viaConnectEs, "x-caller": "a" }, checkBody("headers"));
+    expect(daemon.shortWayCalls()).toBe(before + 1);
     expect(short.status).toBe(200);
     expect(short.headers["content-type"]).toBe("application/proto");
     expect(short.body.equals(long.body)).toBe(true);
@@ -194,9 +219,10 @@ describe("the daemon's short way for binary Connect unary calls", () => {
   });
 
   it("leaves gRPC, Connect JSON and compressed calls to connect-es, which answers them", async () => {
+    const before = daemon.shortWayCalls();
     for (const transport of [
       createGrpcTransport({ baseUrl: url }),
-      createConnectTransport({ baseUrl: url, httpVersion: "2" }),
+      createConnectTransport({ baseUrl: url, httpVersion: "2", useBinaryFormat: false }),
       createConnectTransport({
         baseUrl: url,
         httpVersion: "2",
@@ -208,9 +234,11 @@ describe("the daemon's short way for binary Connect unary calls", () => {
       const response = await createClient(Health, transport).check({ service: "plain" });
       expect(response.status).toBe(Status.SERVING);
     }
+    expect(daemon.shortWayCalls()).toBe(before);
   });
 
   it("aborts a call's signal when its client cancels it", async () => {
+    seen.delete("wait");
     const controller = new AbortController();
     const call = createClient(Health, createDaemonTransport({ baseUrl: url }))
       .check({ service: "wait" }, { signal: controller.signal })
@@ -223,14 +251,20 @@ describe("the daemon's short way for binary Connect unary calls", () => {
   });
 
   it("aborts the signal of every call in flight when the shutdown signal fires", async () => {
-    seen.delete("wait");
-    const call = createClient(Health, createDaemonTransport({ baseUrl: url }))
-      .check({ service: "wait" })
-      .catch((error: unknown) => error);
-    await expect.poll(() => seen.has("wait")).toBe(true);
-    shutdown.abort(new ConnectError("the daemon is shutting down", Code.Unavailable));
-    const failure = ConnectError.from(await call);
-    expect(failure.code).toBe(Code.Unavailable);
-    expect(failure.rawMessage).toBe("the daemon is shutting down");
+    const closing = await startDaemonStandIn();
+    try {
+      seen.delete("wait");
+      const call = createClient(Health, createDaemonTransport({ baseUrl: closing.url }))
+        .check({ service: "wait" })
+        .catch((error: unknown) => error);
+      await expect.poll(() => seen.has("wait")).toBe(true);
+      closing.shutdown.abort(new ConnectError("the daemon is shutting down", Code.Unavailable));
+      const failure = ConnectError.from(await call);
+      expect(failure.code).toBe(Code.Unavailable);
+      expect(failure.rawMessage).toBe("the daemon is shutting down");
+      expect(closing.shortWayCalls()).toBe(1);
+    } finally {
+      await closing.close();
+    }
   });
 });

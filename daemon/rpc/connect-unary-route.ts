@@ -1,5 +1,9 @@
 import type { IncomingHttpHeaders } from "node:http";
-import type { Http2Server, Http2ServerRequest, Http2ServerResponse } from "node:http2";
+import http2, {
+  type Http2Server,
+  type Http2ServerRequest,
+  type Http2ServerResponse,
+} from "node:http2";
 import { type DescMethodUnary, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { Code, ConnectError, type ContextValues } from "@connectrpc/connect";
 import {
@@ -108,7 +112,7 @@ export function serveConnectUnary(app: DaemonApp, options: ConnectUnaryRouteOpti
       ctx.abort(CALL_FINISHED);
     }
     response.off("close", onClose);
-    if (response.destroyed || response.writableEnded) return;
+    if (response.stream.destroyed || response.writableEnded) return;
     const out: Record<string, string> = {};
     (trailer ? trailerMux(header, trailer) : header).forEach((value, name) => {
       out[name] = value;
@@ -129,9 +133,24 @@ export function serveConnectUnary(app: DaemonApp, options: ConnectUnaryRouteOpti
     done();
     serve(method, request, reply.raw).catch((error: unknown) => {
       request.log.error({ err: error }, "a Connect call could not be answered");
-      reply.raw.destroy();
+      answerInternalError(reply.raw);
     });
   });
+}
+
+/** The last resort when writing an answer failed: a bare internal error, or a reset stream. */
+function answerInternalError(response: Http2ServerResponse): void {
+  if (response.stream.destroyed || response.writableEnded) return;
+  if (response.headersSent) {
+    response.stream.close(http2.constants.NGHTTP2_INTERNAL_ERROR);
+    return;
+  }
+  const body = errorToJsonBytes(new ConnectError("internal error", Code.Internal), undefined);
+  response.writeHead(codeToHttpStatus(Code.Internal), {
+    "content-type": "application/json",
+    "content-length": String(body.byteLength),
+  });
+  response.end(body);
 }
 
 /** A binary Connect unary call with nothing the short way does not handle. */
