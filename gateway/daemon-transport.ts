@@ -150,7 +150,7 @@ const PING_TIMEOUT_MS = 2_000;
  * A client opens at most 2^30 streams on one connection (odd IDs below 2^31); the connection is
  * replaced well before it runs out.
  */
-const MAX_STREAM_ID = 2 ** 31 - 2 ** 20;
+const MAX_STREAMS = 2 ** 30 - 2 ** 20;
 
 /**
  * One HTTP/2 connection to the daemon, opened on first use and replaced once it closes, fails, is
@@ -166,6 +166,8 @@ class DaemonConnection {
   private session: http2.ClientHttp2Session | undefined;
   private inFlight = 0;
   private lastUsed = 0;
+  /** Streams opened on the current connection (cheaper to count than to ask session.state). */
+  private opened = 0;
 
   constructor(baseUrl: string) {
     const url = new URL(baseUrl);
@@ -297,7 +299,7 @@ class DaemonConnection {
   private async usable(): Promise<http2.ClientHttp2Session> {
     const open = this.session;
     if (open && !open.closed && !open.destroyed) {
-      if ((open.state.nextStreamID ?? 0) < MAX_STREAM_ID) {
+      if (this.opened < MAX_STREAMS) {
         if (Date.now() - this.lastUsed < IDLE_PING_MS || (await answersPing(open))) {
           this.lastUsed = Date.now();
           return open;
@@ -314,6 +316,7 @@ class DaemonConnection {
     session.unref();
     this.session = session;
     this.inFlight = 0;
+    this.opened = 0;
     this.lastUsed = Date.now();
     return session;
   }
@@ -329,7 +332,9 @@ class DaemonConnection {
   }
 
   private begin(session: http2.ClientHttp2Session): void {
-    if (session === this.session && this.inFlight++ === 0) session.ref();
+    if (session !== this.session) return;
+    this.opened++;
+    if (this.inFlight++ === 0) session.ref();
   }
 
   private end(session: http2.ClientHttp2Session): void {
