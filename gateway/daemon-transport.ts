@@ -182,29 +182,17 @@ class DaemonConnection {
     signal: AbortSignal | undefined,
     timeoutMs: number | undefined,
   ): Promise<Reply> {
+    const send = async () =>
+      this.attempt(await this.usable(), headers, body, readMaxBytes, signal, timeoutMs);
     try {
-      return await this.attempt(
-        await this.usable(),
-        headers,
-        body,
-        readMaxBytes,
-        signal,
-        timeoutMs,
-      );
+      return await send();
     } catch (error) {
       if (!(error instanceof Refused)) throw error;
-      try {
-        return await this.attempt(
-          await this.usable(),
-          headers,
-          body,
-          readMaxBytes,
-          signal,
-          timeoutMs,
-        );
-      } catch (again) {
-        throw again instanceof Refused ? unreachable(again.cause) : again;
-      }
+    }
+    try {
+      return await send();
+    } catch (again) {
+      throw again instanceof Refused ? unreachable(again.cause) : again;
     }
   }
 
