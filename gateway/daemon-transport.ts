@@ -85,7 +85,13 @@ export function createDaemonTransport(options: DaemonTransportOptions): Transpor
         headers[name] = value;
       });
       const body = toBinary(method.input, create(method.input, input));
-      const reply = await connection.exchange(headers, body, readMaxBytes, signal, deadline);
+      const reply = await connection.exchange({
+        headers,
+        body,
+        readMaxBytes,
+        signal,
+        timeoutMs: deadline,
+      });
       // No compression is offered, so an encoded answer is refused here, not misread.
       const { isUnaryError, unaryError } = validateResponseWithCompression(
         method.methodKind,
@@ -132,6 +138,15 @@ export function createDaemonTransport(options: DaemonTransportOptions): Transpor
   };
 }
 
+/** A request as sent on the wire, with the bounds of its answer. */
+interface Call {
+  headers: http2.OutgoingHttpHeaders;
+  body: Uint8Array;
+  readMaxBytes: number;
+  signal: AbortSignal | undefined;
+  timeoutMs: number | undefined;
+}
+
 /** A response as read off the wire. */
 interface Reply {
   status: number;
@@ -175,15 +190,8 @@ class DaemonConnection {
     this.pathPrefix = url.pathname.replace(/\/+$/, "");
   }
 
-  async exchange(
-    headers: http2.OutgoingHttpHeaders,
-    body: Uint8Array,
-    readMaxBytes: number,
-    signal: AbortSignal | undefined,
-    timeoutMs: number | undefined,
-  ): Promise<Reply> {
-    const send = async () =>
-      this.attempt(await this.usable(), headers, body, readMaxBytes, signal, timeoutMs);
+  async exchange(call: Call): Promise<Reply> {
+    const send = async () => this.attempt(await this.usable(), call);
     try {
       return await send();
     } catch (error) {
@@ -196,14 +204,8 @@ class DaemonConnection {
     }
   }
 
-  private attempt(
-    session: http2.ClientHttp2Session,
-    headers: http2.OutgoingHttpHeaders,
-    body: Uint8Array,
-    readMaxBytes: number,
-    signal: AbortSignal | undefined,
-    timeoutMs: number | undefined,
-  ): Promise<Reply> {
+  private attempt(session: http2.ClientHttp2Session, call: Call): Promise<Reply> {
+    const { headers, body, readMaxBytes, signal, timeoutMs } = call;
     return new Promise<Reply>((resolve, reject) => {
       let stream: http2.ClientHttp2Stream;
       try {
