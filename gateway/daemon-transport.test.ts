@@ -1,5 +1,5 @@
 import http2 from "node:http2";
-import { createServer } from "node:net";
+import { connect, createServer } from "node:net";
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { fastifyConnectPlugin } from "@connectrpc/connect-fastify";
 import { fastify } from "fastify";
@@ -162,6 +162,36 @@ describe("the stand-alone gateway's transport to the daemon", () => {
     const health = createClient(Health, createDaemonTransport({ baseUrl: refusing.url }));
     expect((await health.check({ service: "" })).status).toBe(Status.SERVING);
     expect(refused).toBe(1);
+  });
+
+  it("gives up a connection that stops answering pings while a call waits on it", async () => {
+    const silent = await rawServer(() => {});
+    cleanups.push(silent.close);
+    // A relay that, once told to, drops every byte both ways without closing anything: a
+    // connection dead somewhere on the network.
+    let blackHole = false;
+    const relay = createServer((client) => {
+      const upstream = connect(Number(new URL(silent.url).port), "127.0.0.1");
+      client.on("data", (chunk) => blackHole || upstream.write(chunk));
+      upstream.on("data", (chunk) => blackHole || client.write(chunk));
+      client.on("close", () => upstream.destroy());
+      upstream.on("close", () => client.destroy());
+    });
+    await new Promise<void>((resolve) => relay.listen(0, "127.0.0.1", resolve));
+    cleanups.push(() => new Promise((resolve) => relay.close(resolve)));
+    const address = relay.address();
+    const port = typeof address === "object" && address ? address.port : 0;
+    const health = createClient(
+      Health,
+      createDaemonTransport({
+        baseUrl: `http://127.0.0.1:${port}`,
+        keepAlive: { intervalMs: 50, timeoutMs: 200 },
+      }),
+    );
+    const call = failureOf(health.check({ service: "" }));
+    await expect.poll(() => silent.streams.length).toBe(1);
+    blackHole = true;
+    expect((await call)?.code).toBe(Code.Unavailable);
   });
 
   it("hands the daemon's headers, trailers and error details to the caller", async () => {

@@ -29,6 +29,12 @@ export interface DaemonTransportOptions {
   baseUrl: string;
   /** The largest response body read; a larger one fails the call with INTERNAL. */
   readMaxBytes?: number;
+  /**
+   * While calls are in flight, the connection is pinged every `intervalMs`; one that has not
+   * answered within `timeoutMs` is given up, failing its calls with UNAVAILABLE. Defaults: 5 s
+   * and 10 s.
+   */
+  keepAlive?: { intervalMs: number; timeoutMs: number };
 }
 
 /** Responses the gateway relays are small (a banner list page is the largest); this bounds a bad one. */
@@ -62,7 +68,7 @@ const {
 export function createDaemonTransport(options: DaemonTransportOptions): Transport {
   const baseUrl = options.baseUrl.replace(/\/+$/, "");
   const readMaxBytes = options.readMaxBytes ?? DEFAULT_READ_MAX_BYTES;
-  const connection = new DaemonConnection(baseUrl);
+  const connection = new DaemonConnection(baseUrl, options.keepAlive ?? DEFAULT_KEEP_ALIVE);
   let streaming: Transport | undefined;
 
   return {
@@ -157,6 +163,7 @@ interface Reply {
 /** A stream the daemon refused before processing it (REFUSED_STREAM, or past a GOAWAY). */
 class Refused extends Error {}
 
+const DEFAULT_KEEP_ALIVE = { intervalMs: 5_000, timeoutMs: 10_000 };
 /** After this long without a call, a connection is pinged before it carries the next one. */
 const IDLE_PING_MS = 60_000;
 /** How long a ping may take before the connection counts as gone. */
@@ -172,8 +179,10 @@ const MAX_STREAMS = 2 ** 30 - 2 ** 20;
  * told to go away (calls already on it finish there) or nears its last stream ID. A connection
  * idle for a minute is pinged before it carries a call, so a connection dropped silently (a NAT
  * or load balancer forgetting an idle flow) costs one ping, not a hung request. A call the daemon
- * refused unprocessed is sent once more on a new connection. The connection keeps the process
- * alive only while a call is in flight.
+ * refused unprocessed is sent once more on a new connection. While calls are in flight the
+ * connection is pinged now and then, so one that dies silently under them fails them (503) instead
+ * of leaving them waiting for TCP to give up. The connection keeps the process alive only while a
+ * call is in flight.
  */
 class DaemonConnection {
   readonly pathPrefix: string;
@@ -184,7 +193,13 @@ class DaemonConnection {
   /** Streams opened on the current connection (cheaper to count than to ask session.state). */
   private opened = 0;
 
-  constructor(baseUrl: string) {
+  /** Pings the current connection while calls are in flight. */
+  private watch: NodeJS.Timeout | undefined;
+
+  constructor(
+    baseUrl: string,
+    private readonly keepAlive: { intervalMs: number; timeoutMs: number },
+  ) {
     const url = new URL(baseUrl);
     this.origin = url.origin;
     this.pathPrefix = url.pathname.replace(/\/+$/, "");
@@ -318,29 +333,59 @@ class DaemonConnection {
   }
 
   private forget(session: http2.ClientHttp2Session): void {
-    if (this.session === session) this.session = undefined;
+    if (this.session !== session) return;
+    this.session = undefined;
+    this.stopWatching();
   }
 
   private begin(session: http2.ClientHttp2Session): void {
     if (session !== this.session) return;
     this.opened++;
-    if (this.inFlight++ === 0) session.ref();
+    if (this.inFlight++ > 0) return;
+    session.ref();
+    let pinging = false;
+    this.watch = setInterval(() => {
+      if (pinging) return;
+      pinging = true;
+      void answersPing(session, this.keepAlive.timeoutMs).then((answered) => {
+        pinging = false;
+        if (!answered && !session.destroyed) {
+          session.destroy(new Error("the daemon's connection stopped answering pings"));
+        }
+      });
+    }, this.keepAlive.intervalMs);
+    this.watch.unref();
   }
 
   private end(session: http2.ClientHttp2Session): void {
-    if (session === this.session && --this.inFlight === 0) session.unref();
+    if (session !== this.session || --this.inFlight > 0) return;
+    session.unref();
+    this.stopWatching();
+  }
+
+  private stopWatching(): void {
+    clearInterval(this.watch);
+    this.watch = undefined;
   }
 }
 
-/** Whether a connection answers a ping in time. */
-function answersPing(session: http2.ClientHttp2Session): Promise<boolean> {
+/** Whether a connection answers a ping within `timeoutMs`. */
+function answersPing(
+  session: http2.ClientHttp2Session,
+  timeoutMs = PING_TIMEOUT_MS,
+): Promise<boolean> {
   return new Promise((resolve) => {
-    const timer = setTimeout(() => resolve(false), PING_TIMEOUT_MS);
+    const timer = setTimeout(() => resolve(false), timeoutMs);
     try {
-      session.ping((error) => {
+      const sent = session.ping((error) => {
         clearTimeout(timer);
         resolve(!error);
       });
+      // Too many pings outstanding already: the connection is not judged by this one.
+      if (!sent) {
+        clearTimeout(timer);
+        resolve(true);
+      }
     } catch {
       clearTimeout(timer);
       resolve(false);
