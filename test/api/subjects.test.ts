@@ -256,7 +256,14 @@ describe("consent subject records", () => {
   });
 
   it("names an invalid timestamp as such and never compares it with the other one", async () => {
-    for (const invalid of ["yesterday", "2026-13-45T08:00:00Z", "2026-02-30T08:00:00Z"]) {
+    for (const invalid of [
+      "yesterday",
+      "2026-13-45T08:00:00Z",
+      "2026-02-30T08:00:00Z",
+      "2026-01-31T24:00:00Z",
+      "2026-01-31T08:60:00Z",
+      "2026-01-31T08:00:00+24:00",
+    ]) {
       expect(
         await detailsOf({ consentState: consentState({ lastConsentTimestamp: invalid }) }),
       ).toEqual([notIso("consentState.lastConsentTimestamp")]);
