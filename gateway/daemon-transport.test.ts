@@ -1,5 +1,5 @@
 import http2 from "node:http2";
-import { connect, createServer } from "node:net";
+import { connect, createServer, type Socket } from "node:net";
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { fastifyConnectPlugin } from "@connectrpc/connect-fastify";
 import { fastify } from "fastify";
@@ -58,6 +58,40 @@ async function rawServer(respond: (stream: http2.ServerHttp2Stream) => void) {
       new Promise<void>((resolve) => {
         server.close(() => resolve());
         for (const session of sessions) session.destroy();
+      }),
+  };
+}
+
+/**
+ * A TCP relay to `port` whose connections, once `drop()` is called, lose every byte both ways
+ * without closing: connections dead somewhere on the network. Later connections pass.
+ */
+async function blackHoleRelay(port: number) {
+  const live: { dropped: boolean; client: Socket }[] = [];
+  const relay = createServer((client) => {
+    const flow = { dropped: false, client };
+    live.push(flow);
+    const upstream = connect(port, "127.0.0.1");
+    client.on("data", (chunk) => flow.dropped || upstream.write(chunk));
+    upstream.on("data", (chunk) => flow.dropped || client.write(chunk));
+    client.on("close", () => upstream.destroy());
+    upstream.on("close", () => client.destroy());
+    client.on("error", () => {});
+    upstream.on("error", () => {});
+  });
+  await new Promise<void>((resolve) => relay.listen(0, "127.0.0.1", resolve));
+  const address = relay.address();
+  return {
+    url: `http://127.0.0.1:${typeof address === "object" && address ? address.port : 0}`,
+    drop: () => {
+      for (const flow of live) flow.dropped = true;
+    },
+    connections: () => live.length,
+    close: () =>
+      new Promise<void>((resolve) => {
+        relay.close(() => resolve());
+        // Connections still open would keep close() waiting.
+        for (const flow of live) flow.client.destroy();
       }),
   };
 }
@@ -144,13 +178,14 @@ describe("the stand-alone gateway's transport to the daemon", () => {
   });
 
   it("sends a call the daemon refused unprocessed once more, on a new connection", async () => {
-    // Each connection's first stream is refused (as past a GOAWAY's last stream), the next answered.
-    const firstOnConnection = new WeakSet<http2.ServerHttp2Session>();
+    // The first connection refuses its first stream (as past a GOAWAY's last stream); the call
+    // is answered on the next connection.
+    const connections = new Set<http2.ServerHttp2Session>();
     let refused = 0;
     const refusing = await rawServer((stream) => {
       const session = stream.session as http2.ServerHttp2Session;
-      if (!firstOnConnection.has(session)) {
-        firstOnConnection.add(session);
+      connections.add(session);
+      if (connections.size === 1) {
         refused++;
         stream.close(http2.constants.NGHTTP2_REFUSED_STREAM);
         return;
@@ -161,37 +196,74 @@ describe("the stand-alone gateway's transport to the daemon", () => {
     cleanups.push(refusing.close);
     const health = createClient(Health, createDaemonTransport({ baseUrl: refusing.url }));
     expect((await health.check({ service: "" })).status).toBe(Status.SERVING);
-    expect(refused).toBe(1);
+    expect({ refused, connections: connections.size }).toEqual({ refused: 1, connections: 2 });
   });
 
   it("gives up a connection that stops answering pings while a call waits on it", async () => {
     const silent = await rawServer(() => {});
     cleanups.push(silent.close);
-    // A relay that, once told to, drops every byte both ways without closing anything: a
-    // connection dead somewhere on the network.
-    let blackHole = false;
-    const relay = createServer((client) => {
-      const upstream = connect(Number(new URL(silent.url).port), "127.0.0.1");
-      client.on("data", (chunk) => blackHole || upstream.write(chunk));
-      upstream.on("data", (chunk) => blackHole || client.write(chunk));
-      client.on("close", () => upstream.destroy());
-      upstream.on("close", () => client.destroy());
-    });
-    await new Promise<void>((resolve) => relay.listen(0, "127.0.0.1", resolve));
-    cleanups.push(() => new Promise((resolve) => relay.close(resolve)));
-    const address = relay.address();
-    const port = typeof address === "object" && address ? address.port : 0;
+    const relay = await blackHoleRelay(Number(new URL(silent.url).port));
+    cleanups.push(relay.close);
     const health = createClient(
       Health,
       createDaemonTransport({
-        baseUrl: `http://127.0.0.1:${port}`,
+        baseUrl: relay.url,
         keepAlive: { intervalMs: 50, timeoutMs: 200 },
       }),
     );
     const call = failureOf(health.check({ service: "" }));
     await expect.poll(() => silent.streams.length).toBe(1);
-    blackHole = true;
+    relay.drop();
     expect((await call)?.code).toBe(Code.Unavailable);
+  });
+
+  it("checks a connection idle for a while with one ping, however many calls arrive at once", async () => {
+    const daemon = await healthDaemon();
+    cleanups.push(() => daemon.app.close());
+    let connections = 0;
+    let pings = 0;
+    daemon.app.server.on("session", (session: http2.ServerHttp2Session) => {
+      connections++;
+      session.on("ping", () => pings++);
+    });
+    const health = createClient(
+      Health,
+      createDaemonTransport({
+        baseUrl: `http://127.0.0.1:${daemon.port}`,
+        keepAlive: { intervalMs: 5_000, timeoutMs: 10_000, idleMs: 50 },
+      }),
+    );
+    expect((await health.check({ service: "" })).status).toBe(Status.SERVING);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    // More calls than the pings Node lets wait for an answer (ten).
+    const answers = await Promise.all(
+      Array.from({ length: 30 }, () => health.check({ service: "" })),
+    );
+    expect(answers.every((answer) => answer.status === Status.SERVING)).toBe(true);
+    expect({ connections, pings }).toEqual({ connections: 1, pings: 1 });
+  });
+
+  it("replaces a connection that went silent while idle before it carries the next call", async () => {
+    const daemon = await healthDaemon();
+    cleanups.push(() => daemon.app.close());
+    const relay = await blackHoleRelay(daemon.port);
+    cleanups.push(relay.close);
+    const health = createClient(
+      Health,
+      createDaemonTransport({
+        baseUrl: relay.url,
+        keepAlive: { intervalMs: 5_000, timeoutMs: 200, idleMs: 50 },
+      }),
+    );
+    expect((await health.check({ service: "" })).status).toBe(Status.SERVING);
+    relay.drop();
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    const answers = await Promise.all([
+      health.check({ service: "" }),
+      health.check({ service: "" }),
+    ]);
+    expect(answers.map((answer) => answer.status)).toEqual([Status.SERVING, Status.SERVING]);
+    expect(relay.connections()).toBe(2);
   });
 
   it("hands the daemon's headers, trailers and error details to the caller", async () => {

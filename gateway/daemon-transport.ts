@@ -31,10 +31,12 @@ export interface DaemonTransportOptions {
   readMaxBytes?: number;
   /**
    * While calls are in flight, the connection is pinged every `intervalMs`; one that has not
-   * answered within `timeoutMs` is given up, failing its calls with UNAVAILABLE. Defaults: 5 s
-   * and 10 s.
+   * answered within `timeoutMs` is given up, failing its calls with UNAVAILABLE. A connection idle
+   * for `idleMs` is pinged before it carries a call (waiting at most `timeoutMs`, at most 2 s) and
+   * replaced if it does not answer. A connection not set up within `timeoutMs` fails its calls.
+   * Defaults: 5 s, 10 s and 60 s.
    */
-  keepAlive?: { intervalMs: number; timeoutMs: number };
+  keepAlive?: KeepAlive;
 }
 
 /** Responses the gateway relays are small (a banner list page is the largest); this bounds a bad one. */
@@ -163,11 +165,15 @@ interface Reply {
 /** A stream the daemon refused before processing it (REFUSED_STREAM, or past a GOAWAY). */
 class Refused extends Error {}
 
-const DEFAULT_KEEP_ALIVE = { intervalMs: 5_000, timeoutMs: 10_000 };
-/** After this long without a call, a connection is pinged before it carries the next one. */
-const IDLE_PING_MS = 60_000;
-/** How long a ping may take before the connection counts as gone. */
-const PING_TIMEOUT_MS = 2_000;
+interface KeepAlive {
+  intervalMs: number;
+  timeoutMs: number;
+  idleMs?: number;
+}
+
+const DEFAULT_KEEP_ALIVE = { intervalMs: 5_000, timeoutMs: 10_000, idleMs: 60_000 };
+/** How long the ping after an idle time may take before the connection counts as gone. */
+const IDLE_PING_TIMEOUT_MS = 2_000;
 /**
  * A client opens at most 2^30 streams on one connection (odd IDs below 2^31); the connection is
  * replaced well before it runs out.
@@ -193,12 +199,17 @@ class DaemonConnection {
   /** Streams opened on the current connection (cheaper to count than to ask session.state). */
   private opened = 0;
 
-  /** Pings the current connection while calls are in flight. */
+  /**
+   * Pings the current connection while calls are in flight. A connection retired with calls still
+   * on it (told to go away, out of stream IDs) is no longer watched: the daemon closes it.
+   */
   private watch: NodeJS.Timeout | undefined;
+  /** The ping checking the current connection after an idle time, shared by the calls waiting. */
+  private probe: { session: http2.ClientHttp2Session; answer: Promise<boolean> } | undefined;
 
   constructor(
     baseUrl: string,
-    private readonly keepAlive: { intervalMs: number; timeoutMs: number },
+    private readonly keepAlive: KeepAlive,
   ) {
     const url = new URL(baseUrl);
     this.origin = url.origin;
@@ -222,12 +233,18 @@ class DaemonConnection {
   private attempt(session: http2.ClientHttp2Session, call: Call): Promise<Reply> {
     const { headers, body, readMaxBytes, signal, timeoutMs } = call;
     return new Promise<Reply>((resolve, reject) => {
+      // Aborted while the connection was being checked, or before the second attempt.
+      if (signal?.aborted) {
+        reject(ConnectError.from(signal.reason, Code.Canceled));
+        return;
+      }
       let stream: http2.ClientHttp2Stream;
       try {
         stream = session.request(headers, { endStream: false });
       } catch (error) {
+        // Nothing was sent (the connection is closing or going away): the call may go again.
         this.retire(session);
-        reject(unreachable(error));
+        reject(new Refused("the connection could not carry the call", { cause: error }));
         return;
       }
       this.begin(session);
@@ -290,6 +307,8 @@ class DaemonConnection {
       });
       stream.on("error", (error) => {
         if (!header && stream.rstCode === NGHTTP2_REFUSED_STREAM) {
+          // Sent again on a new connection: this one may be past the daemon's limits.
+          this.retire(session);
           finish(new Refused("the daemon refused the call unprocessed", { cause: error }));
           return;
         }
@@ -302,22 +321,50 @@ class DaemonConnection {
 
   /** The open connection, checked with a ping after a long idle time, or a new one. */
   private async usable(): Promise<http2.ClientHttp2Session> {
-    const open = this.session;
-    if (open && !open.closed && !open.destroyed) {
-      if (this.opened < MAX_STREAMS) {
-        if (Date.now() - this.lastUsed < IDLE_PING_MS || (await answersPing(open))) {
-          this.lastUsed = Date.now();
-          return open;
-        }
-        open.destroy();
+    for (;;) {
+      const open = this.session;
+      if (!open || open.closed || open.destroyed || this.opened >= MAX_STREAMS) {
+        if (open) this.retire(open);
+        return this.connect();
       }
-      this.retire(open);
+      // A connection carrying calls is watched by the keep-alive pings instead.
+      const idleMs = this.keepAlive.idleMs ?? DEFAULT_KEEP_ALIVE.idleMs;
+      if (this.inFlight > 0 || Date.now() - this.lastUsed < idleMs) return open;
+      // Calls arriving together after an idle time share one ping.
+      if (this.probe?.session !== open) {
+        const answer = answersPing(open, Math.min(this.keepAlive.timeoutMs, IDLE_PING_TIMEOUT_MS));
+        const probe = { session: open, answer };
+        this.probe = probe;
+        void answer.then(() => {
+          if (this.probe === probe) this.probe = undefined;
+        });
+      }
+      const answered = await this.probe.answer;
+      // Replaced meanwhile (by another call, a GOAWAY or an error): look again.
+      if (this.session !== open) continue;
+      if (answered) {
+        this.lastUsed = Date.now();
+        continue;
+      }
+      open.destroy();
+      this.forget(open);
     }
+  }
+
+  private connect(): http2.ClientHttp2Session {
     const session = http2.connect(this.origin);
     const drop = () => this.forget(session);
     session.on("error", drop);
     session.on("close", drop);
     session.on("goaway", drop);
+    // A connection that is not set up in time fails its calls (503) instead of waiting for TCP.
+    const connecting = setTimeout(() => {
+      if (session.connecting && !session.destroyed) {
+        session.destroy(new Error("the daemon did not accept the connection in time"));
+      }
+    }, this.keepAlive.timeoutMs);
+    connecting.unref();
+    session.once("connect", () => clearTimeout(connecting));
     session.unref();
     this.session = session;
     this.inFlight = 0;
@@ -343,6 +390,7 @@ class DaemonConnection {
     this.opened++;
     if (this.inFlight++ > 0) return;
     session.ref();
+    this.stopWatching();
     let pinging = false;
     this.watch = setInterval(() => {
       if (pinging) return;
@@ -358,7 +406,9 @@ class DaemonConnection {
   }
 
   private end(session: http2.ClientHttp2Session): void {
-    if (session !== this.session || --this.inFlight > 0) return;
+    if (session !== this.session) return;
+    this.lastUsed = Date.now();
+    if (--this.inFlight > 0) return;
     session.unref();
     this.stopWatching();
   }
@@ -369,19 +419,26 @@ class DaemonConnection {
   }
 }
 
-/** Whether a connection answers a ping within `timeoutMs`. */
-function answersPing(
-  session: http2.ClientHttp2Session,
-  timeoutMs = PING_TIMEOUT_MS,
-): Promise<boolean> {
+/**
+ * Whether a connection answers a ping within `timeoutMs`. A connection still being set up is not
+ * judged (Node cancels a ping sent then; the connect timeout covers it), nor one with too many
+ * pings outstanding already (Node refuses the ping at once, calling back with an error).
+ */
+function answersPing(session: http2.ClientHttp2Session, timeoutMs: number): Promise<boolean> {
+  if (session.connecting) return Promise.resolve(true);
   return new Promise((resolve) => {
-    const timer = setTimeout(() => resolve(false), timeoutMs);
+    // The verdict waits for the next turn of the loop: after a stall, an acknowledgement already
+    // received is read before the timeout counts.
+    const timer = setTimeout(() => setImmediate(() => resolve(false)), timeoutMs);
+    timer.unref();
+    let synchronous = true;
     try {
       const sent = session.ping((error) => {
+        if (synchronous) return;
         clearTimeout(timer);
         resolve(!error);
       });
-      // Too many pings outstanding already: the connection is not judged by this one.
+      synchronous = false;
       if (!sent) {
         clearTimeout(timer);
         resolve(true);
