@@ -157,16 +157,19 @@ function open(customize: boolean): void {
 /**
  * One banner per page (docs/banner-runtime.md): the page's consent state, its `window.consentBanner`
  * API and its modal are one each. A loader that finds a banner already running (the tag pasted
- * twice, or another banner's) warns and starts nothing.
+ * twice, or another banner's) warns and starts nothing. Only an API this runtime made counts: an
+ * element with id "consentBanner" or an integrator's placeholder object is replaced.
  */
-const running = (window as unknown as { consentBanner?: { bannerId?: string } }).consentBanner;
-if (running) {
+const RUNTIME: unique symbol = Symbol.for("consent-banner.runtime");
+const running = (window as unknown as { consentBanner?: { [RUNTIME]?: string } }).consentBanner;
+if (running?.[RUNTIME]) {
   console.warn(
-    `consent banner ${config.id}: banner ${running.bannerId ?? "(unknown)"} already runs on this page; one banner per page, so this loader starts nothing`,
+    `consent banner ${config.id}: banner ${running[RUNTIME]} already runs on this page; one banner per page, so this loader starts nothing`,
   );
 } else {
   /** The integrator API (docs/banner-runtime.md), in place before consent:ready can fire. */
   (window as unknown as { consentBanner: unknown }).consentBanner = {
+    [RUNTIME]: config.id,
     /** The public ID of the banner this API belongs to. */
     bannerId: config.id,
     getState: () => copy(state),

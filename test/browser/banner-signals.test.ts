@@ -334,4 +334,39 @@ describe.skipIf(skipBrowserTests)("banner runtime in Chromium: signals and integ
     expect(errors).toEqual([]);
     await context.close();
   });
+  it("takes the place of anything else named consentBanner: an element, an integrator's placeholder", async () => {
+    const { publicId } = await bannerFixture(ctx.service, {
+      domain: "localhost",
+      configuration: { categories, layout: "modal" },
+    });
+    const pages = {
+      // A deferred loader runs after the element exists, which window.consentBanner then names.
+      element: { loaderAttributes: "defer", body: `<div id="consentBanner"></div>` },
+      placeholder: {
+        head: `<script nonce="${NONCE}">window.consentBanner = { queue: [] };</script>`,
+      },
+    };
+    for (const [name, markup] of Object.entries(pages)) {
+      const context = await ctx.browser.newContext();
+      const page = await context.newPage();
+      const warnings: string[] = [];
+      page.on("console", (message) => {
+        if (message.type() === "warning") warnings.push(message.text());
+      });
+      await page.goto(ctx.site.page(`/named-${name}-${publicId}`, { publicId, ...markup }));
+      await dialog(page).waitFor();
+      expect(
+        await page.evaluate(
+          () =>
+            (window as unknown as { consentBanner: { bannerId?: string } }).consentBanner.bannerId,
+        ),
+        name,
+      ).toBe(publicId);
+      expect(
+        warnings.filter((text) => text.includes("already runs")),
+        name,
+      ).toEqual([]);
+      await context.close();
+    }
+  });
 });
