@@ -60,17 +60,23 @@ async function buildVariant(banner: PublishedBanner, geo: Geo | null): Promise<L
   return { hash: sha256(identity), identity, br, gzip: gz, variesByGeo };
 }
 
+/** A read of a banner from the daemon in flight; `stale` once the banner changed meanwhile. */
+interface Loading {
+  token: { stale: boolean };
+  promise: Promise<CachedBanner | null>;
+}
+
 /**
- * Loader responses served from memory (decisions §6). A banner's responses are dropped at once
- * when this process learns of a change (invalidate, wired to the daemon's publish hook in
- * single-process mode) and otherwise re-checked against the daemon after `revalidateMs`, which is
- * how a publish through another gateway or daemon reaches this one; an unchanged banner keeps its
- * compressed bodies. Concurrent requests for one banner share one daemon call.
+ * Loader responses served from memory (decisions §6). A banner is re-checked against the daemon
+ * on its next request once this process learns of a change (invalidate, wired to the daemon's
+ * publish hook in single-process mode and to the banner routes a stand-alone gateway relays), and
+ * otherwise after `revalidateMs`, which is how a publish through another gateway or daemon reaches
+ * this one; a banner whose production side is unchanged keeps its compressed bodies. Concurrent
+ * requests for one banner share one daemon call.
  */
 export class LoaderCache {
   readonly #banners = new Map<string, CachedBanner>();
-  readonly #loading = new Map<string, Promise<CachedBanner | null>>();
-  readonly #invalidations = new Map<string, number>();
+  readonly #loading = new Map<string, Loading>();
   readonly #now: () => number;
 
   constructor(private readonly options: LoaderCacheOptions) {
@@ -93,11 +99,18 @@ export class LoaderCache {
     return variant;
   }
 
-  /** Forgets a banner, and any answer for it still in flight, so the next request reads it anew. */
+  /**
+   * Marks a banner for a new read on its next request, and any answer for it still in flight as
+   * stale (it may predate the change).
+   */
   invalidate(publicId: string): void {
-    this.#invalidations.set(publicId, (this.#invalidations.get(publicId) ?? 0) + 1);
-    this.#banners.delete(publicId);
-    this.#loading.delete(publicId);
+    const cached = this.#banners.get(publicId);
+    if (cached) cached.checkedAt = Number.NEGATIVE_INFINITY;
+    const loading = this.#loading.get(publicId);
+    if (loading) {
+      loading.token.stale = true;
+      this.#loading.delete(publicId);
+    }
   }
 
   async #banner(publicId: string): Promise<CachedBanner | null> {
@@ -110,21 +123,27 @@ export class LoaderCache {
     }
     let loading = this.#loading.get(publicId);
     if (!loading) {
-      loading = this.#load(publicId, cached);
-      this.#loading.set(publicId, loading);
+      const token = { stale: false };
+      const current: Loading = { token, promise: this.#load(publicId, cached, token) };
+      this.#loading.set(publicId, current);
       const clear = () => {
-        if (this.#loading.get(publicId) === loading) this.#loading.delete(publicId);
+        if (this.#loading.get(publicId) === current) this.#loading.delete(publicId);
       };
-      loading.then(clear, clear);
+      current.promise.then(clear, clear);
+      loading = current;
     }
-    return loading;
+    return loading.promise;
   }
 
-  async #load(publicId: string, previous: CachedBanner | undefined): Promise<CachedBanner | null> {
-    const invalidations = this.#invalidations.get(publicId) ?? 0;
+  async #load(
+    publicId: string,
+    previous: CachedBanner | undefined,
+    token: { stale: boolean },
+  ): Promise<CachedBanner | null> {
     const banner = await this.options.fetchBanner(publicId);
-    // An invalidation while the daemon answered: this answer may predate the change.
-    const current = (this.#invalidations.get(publicId) ?? 0) === invalidations;
+    // Invalidated while the daemon answered: this answer may predate the change, so it answers
+    // the requests waiting for it but is not kept.
+    const current = !token.stale;
     if (!banner) {
       if (current) this.#banners.delete(publicId);
       return null;

@@ -68,7 +68,26 @@ describe("LoaderCache against a daemon it hears nothing from", () => {
     expect(await cache.variant(publicId, null)).toBeNull();
   });
 
-  it("drops a banner at once on invalidate, even with a daemon answer in flight", async () => {
+  it("re-reads a banner at once on invalidate, keeping its bodies when production is unchanged", async () => {
+    const { key, id, publicId } = await bannerFixture(service);
+    const first = await cache.variant(publicId, null);
+    const before = fetches;
+    // A draft edit: the daemon is asked again, the compressed bodies stay.
+    await http(service, "PATCH", `/api/v1/banners/${id}`, {
+      key,
+      body: { configuration: { layout: "modal" } },
+    });
+    cache.invalidate(publicId);
+    expect(await cache.variant(publicId, null)).toBe(first);
+    expect(fetches).toBe(before + 1);
+    await http(service, "POST", `/api/v1/banners/${id}/publish`, { key });
+    cache.invalidate(publicId);
+    const published = await cache.variant(publicId, null);
+    expect(published?.identity.toString()).toContain('"layout":"modal"');
+    expect(fetches).toBe(before + 2);
+  });
+
+  it("re-reads a banner at once on invalidate, even with a daemon answer in flight", async () => {
     const { key, id, publicId } = await bannerFixture(service);
     const inFlight = cache.variant(publicId, null);
     await http(service, "POST", `/api/v1/banners/${id}/publish`, { key });
