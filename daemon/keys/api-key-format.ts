@@ -1,4 +1,4 @@
-import { createHash, randomBytes } from "node:crypto";
+import { hash, randomBytes } from "node:crypto";
 import { crc32 } from "node:zlib";
 import type { Environment } from "#daemon/keys/key-store.js";
 
@@ -43,7 +43,7 @@ function checksum(body: string): string {
 
 /** Lower-case hex SHA-256: the only form in which keys and session tokens are stored. */
 export function secretHash(secret: string): string {
-  return createHash("sha256").update(secret).digest("hex");
+  return hash("sha256", secret, "hex");
 }
 
 /** Prefix and last four characters, enough for an operator to recognise a key. */
