@@ -175,7 +175,8 @@ if (running?.[RUNTIME]) {
     getState: () => copy(state),
     /** Cross-device: a state resolved by the integrator's backend, applied without a new row. */
     applyState(next: unknown): boolean {
-      if (!isConsentState(next)) return false;
+      // A revision this banner has not published would keep it from asking after the next ones.
+      if (!isConsentState(next) || next.revision > config.revision) return false;
       state = copy(next);
       writeState(config.id, next);
       apply(next);

@@ -246,6 +246,8 @@ describe.skipIf(skipBrowserTests)("banner runtime in Chromium: signals and integ
       { ...whole, languageCode: undefined },
       { ...whole, revision: 1.5 },
       { ...whole, gpcRespected: "yes" },
+      // A revision above the published one would silence the banner past the next publishes.
+      { ...whole, revision: 2 },
     ];
     const apply = (state: unknown) =>
       page.evaluate(
