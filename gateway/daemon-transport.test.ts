@@ -104,6 +104,27 @@ describe("the stand-alone gateway's transport to the daemon", () => {
     for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
   });
 
+  /**
+   * A call the daemon stand-in received and never answers, through a relay that can drop the
+   * connection silently; the transport pings every 50 ms and gives up after 200 ms.
+   */
+  async function callLeftWaiting() {
+    const silent = await rawServer(() => {});
+    cleanups.push(silent.close);
+    const relay = await blackHoleRelay(Number(new URL(silent.url).port));
+    cleanups.push(relay.close);
+    const health = createClient(
+      Health,
+      createDaemonTransport({
+        baseUrl: relay.url,
+        keepAlive: { intervalMs: 50, timeoutMs: 200 },
+      }),
+    );
+    const call = failureOf(health.check({ service: "" }));
+    await expect.poll(() => silent.streams.length).toBe(1);
+    return { call, relay, silent };
+  }
+
   it("fails with UNAVAILABLE when no daemon listens, which the gateway answers with 503", async () => {
     const daemonUrl = `http://127.0.0.1:${await closedPort()}`;
     const transport = createDaemonTransport({ baseUrl: daemonUrl });
@@ -177,15 +198,15 @@ describe("the stand-alone gateway's transport to the daemon", () => {
     expect((await failureOf(health.check({ service: "" })))?.code).toBe(Code.Unavailable);
   });
 
-  it("sends a call the daemon refused unprocessed once more, on a new connection", async () => {
-    // The first connection refuses its first stream (as past a GOAWAY's last stream); the call
-    // is answered on the next connection.
-    const connections = new Set<http2.ServerHttp2Session>();
+  it("sends a call the daemon refused unprocessed once more", async () => {
+    // Each connection's first stream is refused (as past the daemon's stream limit), the next
+    // answered.
+    const firstOnConnection = new WeakSet<http2.ServerHttp2Session>();
     let refused = 0;
     const refusing = await rawServer((stream) => {
       const session = stream.session as http2.ServerHttp2Session;
-      connections.add(session);
-      if (connections.size === 1) {
+      if (!firstOnConnection.has(session)) {
+        firstOnConnection.add(session);
         refused++;
         stream.close(http2.constants.NGHTTP2_REFUSED_STREAM);
         return;
@@ -196,23 +217,41 @@ describe("the stand-alone gateway's transport to the daemon", () => {
     cleanups.push(refusing.close);
     const health = createClient(Health, createDaemonTransport({ baseUrl: refusing.url }));
     expect((await health.check({ service: "" })).status).toBe(Status.SERVING);
-    expect({ refused, connections: connections.size }).toEqual({ refused: 1, connections: 2 });
+    expect(refused).toBe(1);
+  });
+
+  it("fails a call HTTP/2 cannot carry as INTERNAL, and keeps the connection for the next", async () => {
+    const daemon = await healthDaemon();
+    cleanups.push(() => daemon.app.close());
+    let connections = 0;
+    daemon.app.server.on("session", () => connections++);
+    const health = createClient(
+      Health,
+      createDaemonTransport({ baseUrl: `http://127.0.0.1:${daemon.port}` }),
+    );
+    expect((await health.check({ service: "" })).status).toBe(Status.SERVING);
+    // A connection-specific header is forbidden in HTTP/2: the gateway's mistake, not the daemon's.
+    const failure = await failureOf(
+      health.check({ service: "" }, { headers: { connection: "keep-alive" } }),
+    );
+    expect(failure?.code).toBe(Code.Internal);
+    expect((await health.check({ service: "" })).status).toBe(Status.SERVING);
+    expect(connections).toBe(1);
   });
 
   it("gives up a connection that stops answering pings while a call waits on it", async () => {
-    const silent = await rawServer(() => {});
-    cleanups.push(silent.close);
-    const relay = await blackHoleRelay(Number(new URL(silent.url).port));
-    cleanups.push(relay.close);
-    const health = createClient(
-      Health,
-      createDaemonTransport({
-        baseUrl: relay.url,
-        keepAlive: { intervalMs: 50, timeoutMs: 200 },
-      }),
-    );
-    const call = failureOf(health.check({ service: "" }));
-    await expect.poll(() => silent.streams.length).toBe(1);
+    const { call, relay } = await callLeftWaiting();
+    relay.drop();
+    expect((await call)?.code).toBe(Code.Unavailable);
+  });
+
+  it("keeps watching a connection the daemon told to go away while calls still wait on it", async () => {
+    const { call, relay, silent } = await callLeftWaiting();
+    // The daemon goes away, promising to finish the call already on the connection; then the
+    // connection dies silently.
+    const [stream] = silent.streams as [http2.ServerHttp2Stream];
+    stream.session?.goaway(http2.constants.NGHTTP2_NO_ERROR, stream.id);
+    await new Promise((resolve) => setTimeout(resolve, 50));
     relay.drop();
     expect((await call)?.code).toBe(Code.Unavailable);
   });

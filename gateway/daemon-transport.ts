@@ -1,4 +1,6 @@
 import http2 from "node:http2";
+import { isIP, connect as netConnect, type Socket } from "node:net";
+import { connect as tlsConnect } from "node:tls";
 import {
   create,
   type DescMessage,
@@ -33,8 +35,8 @@ export interface DaemonTransportOptions {
    * While calls are in flight, the connection is pinged every `intervalMs`; one that has not
    * answered within `timeoutMs` is given up, failing its calls with UNAVAILABLE. A connection idle
    * for `idleMs` is pinged before it carries a call (waiting at most `timeoutMs`, at most 2 s) and
-   * replaced if it does not answer. A connection not set up within `timeoutMs` fails its calls.
-   * Defaults: 5 s, 10 s and 60 s.
+   * replaced if it does not answer. A connection not set up within `timeoutMs` fails its calls, and
+   * one going away fails the calls still on it after 3 × `timeoutMs`. Defaults: 5 s, 10 s, 60 s.
    */
   keepAlive?: KeepAlive;
 }
@@ -172,6 +174,11 @@ interface KeepAlive {
 }
 
 const DEFAULT_KEEP_ALIVE = { intervalMs: 5_000, timeoutMs: 10_000, idleMs: 60_000 };
+/**
+ * A connection going away (told by the daemon, or replaced) cannot be pinged: the calls still on
+ * it are given up this many keep-alive timeouts after it began closing.
+ */
+const CLOSING_GRACE_FACTOR = 3;
 /** How long the ping after an idle time may take before the connection counts as gone. */
 const IDLE_PING_TIMEOUT_MS = 2_000;
 /**
@@ -180,32 +187,35 @@ const IDLE_PING_TIMEOUT_MS = 2_000;
  */
 const MAX_STREAMS = 2 ** 30 - 2 ** 20;
 
+/** One HTTP/2 connection and what is known of its use. */
+interface Link {
+  session: http2.ClientHttp2Session;
+  /** Calls on it not yet settled. */
+  inFlight: number;
+  /** Streams opened on it (cheaper to count than to ask session.state). */
+  opened: number;
+  lastUsed: number;
+  /** Pings it while calls are in flight on it, whether or not it is still the current one. */
+  watch: NodeJS.Timeout | undefined;
+  /** The ping checking it after an idle time, shared by the calls waiting for it. */
+  probe: Promise<boolean> | undefined;
+}
+
 /**
  * One HTTP/2 connection to the daemon, opened on first use and replaced once it closes, fails, is
  * told to go away (calls already on it finish there) or nears its last stream ID. A connection
  * idle for a minute is pinged before it carries a call, so a connection dropped silently (a NAT
  * or load balancer forgetting an idle flow) costs one ping, not a hung request. A call the daemon
- * refused unprocessed is sent once more on a new connection. While calls are in flight the
- * connection is pinged now and then, so one that dies silently under them fails them (503) instead
- * of leaving them waiting for TCP to give up. The connection keeps the process alive only while a
- * call is in flight.
+ * refused unprocessed is sent once more (on a new connection when the daemon is going away).
+ * While calls are in flight on a connection, current or replaced, it is pinged now and then, so
+ * one that dies silently under them fails them (503) instead of leaving them waiting for TCP to
+ * give up. A connection keeps the process alive only while a call is in flight on it.
  */
 class DaemonConnection {
   readonly pathPrefix: string;
   private readonly origin: string;
-  private session: http2.ClientHttp2Session | undefined;
-  private inFlight = 0;
-  private lastUsed = 0;
-  /** Streams opened on the current connection (cheaper to count than to ask session.state). */
-  private opened = 0;
-
-  /**
-   * Pings the current connection while calls are in flight. A connection retired with calls still
-   * on it (told to go away, out of stream IDs) is no longer watched: the daemon closes it.
-   */
-  private watch: NodeJS.Timeout | undefined;
-  /** The ping checking the current connection after an idle time, shared by the calls waiting. */
-  private probe: { session: http2.ClientHttp2Session; answer: Promise<boolean> } | undefined;
+  /** The connection new calls go on. */
+  private current: Link | undefined;
 
   constructor(
     baseUrl: string,
@@ -217,7 +227,14 @@ class DaemonConnection {
   }
 
   async exchange(call: Call): Promise<Reply> {
-    const send = async () => this.attempt(await this.usable(), call);
+    // One deadline for the whole call: the connection check and a second attempt count in it.
+    const deadlineAt = call.timeoutMs === undefined ? undefined : Date.now() + call.timeoutMs;
+    const send = async () => {
+      const link = await this.usable();
+      const left = deadlineAt === undefined ? undefined : deadlineAt - Date.now();
+      if (left !== undefined && left <= 0) throw deadlineExceeded();
+      return this.attempt(link, { ...call, timeoutMs: left });
+    };
     try {
       return await send();
     } catch (error) {
@@ -230,8 +247,9 @@ class DaemonConnection {
     }
   }
 
-  private attempt(session: http2.ClientHttp2Session, call: Call): Promise<Reply> {
+  private attempt(link: Link, call: Call): Promise<Reply> {
     const { headers, body, readMaxBytes, signal, timeoutMs } = call;
+    const { session } = link;
     return new Promise<Reply>((resolve, reject) => {
       // Aborted while the connection was being checked, or before the second attempt.
       if (signal?.aborted) {
@@ -242,12 +260,16 @@ class DaemonConnection {
       try {
         stream = session.request(headers, { endStream: false });
       } catch (error) {
+        if (!sendable(session, error)) {
+          reject(new ConnectError(`the call could not be sent: ${String(error)}`, Code.Internal));
+          return;
+        }
         // Nothing was sent (the connection is closing or going away): the call may go again.
-        this.retire(session);
+        this.retire(link);
         reject(new Refused("the connection could not carry the call", { cause: error }));
         return;
       }
-      this.begin(session);
+      this.begin(link);
       let status = 0;
       let header: Headers | undefined;
       let declaredLength: number | undefined;
@@ -260,7 +282,7 @@ class DaemonConnection {
         settled = true;
         if (timer) clearTimeout(timer);
         signal?.removeEventListener("abort", onAbort);
-        this.end(session);
+        this.end(link);
         if (error) {
           if (!stream.closed) stream.close(NGHTTP2_CANCEL);
           reject(error);
@@ -274,12 +296,7 @@ class DaemonConnection {
       };
       const onAbort = () => finish(ConnectError.from(signal?.reason, Code.Canceled));
       signal?.addEventListener("abort", onAbort);
-      if (timeoutMs !== undefined) {
-        timer = setTimeout(
-          () => finish(new ConnectError("the operation timed out", Code.DeadlineExceeded)),
-          timeoutMs,
-        );
-      }
+      if (timeoutMs !== undefined) timer = setTimeout(() => finish(deadlineExceeded()), timeoutMs);
       stream.on("response", (received) => {
         status = Number(received[HTTP2_HEADER_STATUS]);
         header = headersOf(received);
@@ -307,8 +324,6 @@ class DaemonConnection {
       });
       stream.on("error", (error) => {
         if (!header && stream.rstCode === NGHTTP2_REFUSED_STREAM) {
-          // Sent again on a new connection: this one may be past the daemon's limits.
-          this.retire(session);
           finish(new Refused("the daemon refused the call unprocessed", { cause: error }));
           return;
         }
@@ -319,80 +334,111 @@ class DaemonConnection {
     });
   }
 
-  /** The open connection, checked with a ping after a long idle time, or a new one. */
-  private async usable(): Promise<http2.ClientHttp2Session> {
+  /** The current connection, checked with a ping after a long idle time, or a new one. */
+  private async usable(): Promise<Link> {
     for (;;) {
-      const open = this.session;
-      if (!open || open.closed || open.destroyed || this.opened >= MAX_STREAMS) {
-        if (open) this.retire(open);
+      const link = this.current;
+      const { session } = link ?? {};
+      if (!link || !session || session.closed || session.destroyed || link.opened >= MAX_STREAMS) {
+        if (link) this.retire(link);
         return this.connect();
       }
       // A connection carrying calls is watched by the keep-alive pings instead.
       const idleMs = this.keepAlive.idleMs ?? DEFAULT_KEEP_ALIVE.idleMs;
-      if (this.inFlight > 0 || Date.now() - this.lastUsed < idleMs) return open;
+      if (link.inFlight > 0 || Date.now() - link.lastUsed < idleMs) return link;
       // Calls arriving together after an idle time share one ping.
-      if (this.probe?.session !== open) {
-        const answer = answersPing(open, Math.min(this.keepAlive.timeoutMs, IDLE_PING_TIMEOUT_MS));
-        const probe = { session: open, answer };
-        this.probe = probe;
-        void answer.then(() => {
-          if (this.probe === probe) this.probe = undefined;
+      if (!link.probe) {
+        // Held open for the calls waiting on it, as a call in flight holds it.
+        session.ref();
+        const probe = answersPing(
+          session,
+          Math.min(this.keepAlive.timeoutMs, IDLE_PING_TIMEOUT_MS),
+        );
+        link.probe = probe;
+        void probe.then(() => {
+          link.probe = undefined;
+          if (link.inFlight === 0) session.unref();
         });
       }
-      const answered = await this.probe.answer;
+      const answered = await link.probe;
       // Replaced meanwhile (by another call, a GOAWAY or an error): look again.
-      if (this.session !== open) continue;
+      if (this.current !== link) continue;
       if (answered) {
-        this.lastUsed = Date.now();
-        continue;
+        link.lastUsed = Date.now();
+        return link;
       }
-      open.destroy();
-      this.forget(open);
+      session.destroy();
+      this.forget(link);
     }
   }
 
-  private connect(): http2.ClientHttp2Session {
-    const session = http2.connect(this.origin);
-    const drop = () => this.forget(session);
+  private connect(): Link {
+    let socket: Socket | undefined;
+    const session = http2.connect(this.origin, {
+      createConnection: (authority: URL) => {
+        socket = openSocket(authority);
+        return socket;
+      },
+    });
+    const link: Link = {
+      session,
+      inFlight: 0,
+      opened: 0,
+      lastUsed: Date.now(),
+      watch: undefined,
+      probe: undefined,
+    };
+    const drop = () => this.forget(link);
     session.on("error", drop);
-    session.on("close", drop);
     session.on("goaway", drop);
+    session.on("close", () => {
+      drop();
+      stopWatching(link);
+    });
     // A connection that is not set up in time fails its calls (503) instead of waiting for TCP.
     const connecting = setTimeout(() => {
       if (session.connecting && !session.destroyed) {
         session.destroy(new Error("the daemon did not accept the connection in time"));
+        // The session alone would leave the connect attempt running until the kernel gives up.
+        socket?.destroy();
       }
     }, this.keepAlive.timeoutMs);
     connecting.unref();
     session.once("connect", () => clearTimeout(connecting));
     session.unref();
-    this.session = session;
-    this.inFlight = 0;
-    this.opened = 0;
-    this.lastUsed = Date.now();
-    return session;
+    this.current = link;
+    return link;
   }
 
-  /** Stops using a connection: calls in flight on it finish, then it closes. */
-  private retire(session: http2.ClientHttp2Session): void {
-    this.forget(session);
-    if (!session.closed && !session.destroyed) session.close();
+  /** Stops sending new calls on a connection: calls in flight on it finish, then it closes. */
+  private retire(link: Link): void {
+    this.forget(link);
+    if (!link.session.closed && !link.session.destroyed) link.session.close();
   }
 
-  private forget(session: http2.ClientHttp2Session): void {
-    if (this.session !== session) return;
-    this.session = undefined;
-    this.stopWatching();
+  private forget(link: Link): void {
+    if (this.current === link) this.current = undefined;
   }
 
-  private begin(session: http2.ClientHttp2Session): void {
-    if (session !== this.session) return;
-    this.opened++;
-    if (this.inFlight++ > 0) return;
+  private begin(link: Link): void {
+    link.opened++;
+    if (link.inFlight++ > 0) return;
+    const { session } = link;
     session.ref();
-    this.stopWatching();
+    stopWatching(link);
     let pinging = false;
-    this.watch = setInterval(() => {
+    let closingSince: number | undefined;
+    link.watch = setInterval(() => {
+      if (session.closed) {
+        // Going away (Node sends no pings on a closing connection): its calls get a grace time.
+        closingSince ??= Date.now();
+        if (Date.now() - closingSince >= CLOSING_GRACE_FACTOR * this.keepAlive.timeoutMs) {
+          session.destroy(
+            new Error("the daemon's connection went away without finishing its calls"),
+          );
+        }
+        return;
+      }
       if (pinging) return;
       pinging = true;
       void answersPing(session, this.keepAlive.timeoutMs).then((answered) => {
@@ -402,21 +448,50 @@ class DaemonConnection {
         }
       });
     }, this.keepAlive.intervalMs);
-    this.watch.unref();
+    link.watch.unref();
   }
 
-  private end(session: http2.ClientHttp2Session): void {
-    if (session !== this.session) return;
-    this.lastUsed = Date.now();
-    if (--this.inFlight > 0) return;
-    session.unref();
-    this.stopWatching();
+  private end(link: Link): void {
+    link.lastUsed = Date.now();
+    if (--link.inFlight > 0) return;
+    if (!link.probe) link.session.unref();
+    stopWatching(link);
   }
+}
 
-  private stopWatching(): void {
-    clearInterval(this.watch);
-    this.watch = undefined;
+/** A connection's socket, opened here so that an attempt to connect can be abandoned. */
+function openSocket(authority: URL): Socket {
+  const host = authority.hostname.replace(/^\[|\]$/g, "");
+  if (authority.protocol === "https:") {
+    return tlsConnect({
+      host,
+      port: Number(authority.port || 443),
+      servername: isIP(host) ? undefined : host,
+      ALPNProtocols: ["h2"],
+    });
   }
+  return netConnect({ host, port: Number(authority.port || 80) });
+}
+
+function stopWatching(link: Link): void {
+  clearInterval(link.watch);
+  link.watch = undefined;
+}
+
+/**
+ * Whether a call that `session.request()` refused may go again: the connection was closing, gone
+ * or told to go away, so nothing was sent. Anything else (a header HTTP/2 forbids) is the
+ * gateway's own mistake and would fail the same way again.
+ */
+function sendable(session: http2.ClientHttp2Session, error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return (
+    session.closed ||
+    session.destroyed ||
+    code === "ERR_HTTP2_GOAWAY_SESSION" ||
+    code === "ERR_HTTP2_INVALID_SESSION" ||
+    code === "ERR_HTTP2_OUT_OF_STREAMS"
+  );
 }
 
 /**
@@ -461,6 +536,10 @@ function headersOf(received: http2.IncomingHttpHeaders): Headers {
     else headers.append(name, value);
   }
   return headers;
+}
+
+function deadlineExceeded(): ConnectError {
+  return new ConnectError("the operation timed out", Code.DeadlineExceeded);
 }
 
 function tooLarge(readMaxBytes: number): ConnectError {
