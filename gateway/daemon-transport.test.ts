@@ -305,6 +305,30 @@ describe("the stand-alone gateway's transport to the daemon", () => {
     expect(relay.connections()).toBe(2);
   });
 
+  it("ends a call's wait for the idle check at its abort or deadline", async () => {
+    const daemon = await healthDaemon();
+    cleanups.push(() => daemon.app.close());
+    const relay = await blackHoleRelay(daemon.port);
+    cleanups.push(relay.close);
+    const health = createClient(
+      Health,
+      createDaemonTransport({
+        baseUrl: relay.url,
+        keepAlive: { intervalMs: 5_000, timeoutMs: 10_000, idleMs: 50 },
+      }),
+    );
+    expect((await health.check({ service: "" })).status).toBe(Status.SERVING);
+    relay.drop();
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    // The idle check's ping goes unanswered for its 2 s; both calls end well before that.
+    const started = Date.now();
+    const aborted = failureOf(health.check({ service: "" }, { signal: AbortSignal.timeout(50) }));
+    const late = failureOf(health.check({ service: "" }, { timeoutMs: 100 }));
+    expect((await aborted)?.code).toBe(Code.Canceled);
+    expect((await late)?.code).toBe(Code.DeadlineExceeded);
+    expect(Date.now() - started).toBeLessThan(1_500);
+  });
+
   it("hands the daemon's headers, trailers and error details to the caller", async () => {
     const app = fastify({ http2: true, forceCloseConnections: true });
     await app.register(fastifyConnectPlugin, {

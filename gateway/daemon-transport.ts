@@ -230,7 +230,7 @@ class DaemonConnection {
     // One deadline for the whole call: the connection check and a second attempt count in it.
     const deadlineAt = call.timeoutMs === undefined ? undefined : Date.now() + call.timeoutMs;
     const send = async () => {
-      const link = await this.usable();
+      const link = await this.usable(call.signal, deadlineAt);
       const left = deadlineAt === undefined ? undefined : deadlineAt - Date.now();
       if (left !== undefined && left <= 0) throw deadlineExceeded();
       return this.attempt(link, { ...call, timeoutMs: left });
@@ -335,7 +335,10 @@ class DaemonConnection {
   }
 
   /** The current connection, checked with a ping after a long idle time, or a new one. */
-  private async usable(): Promise<Link> {
+  private async usable(
+    signal: AbortSignal | undefined,
+    deadlineAt: number | undefined,
+  ): Promise<Link> {
     for (;;) {
       const link = this.current;
       const { session } = link ?? {};
@@ -360,7 +363,8 @@ class DaemonConnection {
           if (link.inFlight === 0) session.unref();
         });
       }
-      const answered = await link.probe;
+      // The call's abort and deadline end its wait; the check goes on for the others.
+      const answered = await bounded(link.probe, signal, deadlineAt);
       // Replaced meanwhile (by another call, a GOAWAY or an error): look again.
       if (this.current !== link) continue;
       if (answered) {
@@ -471,6 +475,38 @@ function openSocket(authority: URL): Socket {
     });
   }
   return netConnect({ host, port: Number(authority.port || 80) });
+}
+
+/** `promise`, or the call's cancellation or deadline if either comes first. */
+function bounded<T>(
+  promise: Promise<T>,
+  signal: AbortSignal | undefined,
+  deadlineAt: number | undefined,
+): Promise<T> {
+  if (!signal && deadlineAt === undefined) return promise;
+  return new Promise<T>((resolve, reject) => {
+    let timer: NodeJS.Timeout | undefined;
+    const done = () => {
+      clearTimeout(timer);
+      signal?.removeEventListener("abort", onAbort);
+    };
+    const onAbort = () => {
+      done();
+      reject(ConnectError.from(signal?.reason, Code.Canceled));
+    };
+    if (signal?.aborted) return onAbort();
+    signal?.addEventListener("abort", onAbort);
+    if (deadlineAt !== undefined) {
+      timer = setTimeout(() => {
+        done();
+        reject(deadlineExceeded());
+      }, deadlineAt - Date.now());
+    }
+    void promise.then((value) => {
+      done();
+      resolve(value);
+    });
+  });
 }
 
 function stopWatching(link: Link): void {
