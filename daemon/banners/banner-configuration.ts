@@ -36,6 +36,7 @@ const texts = z.strictObject({
   save: text(0, 100).optional(),
   privacyPolicyUrl: httpUrl.optional(),
   privacyPolicyLabel: text(0, 100).optional(),
+  alwaysOnLabel: text(0, 50).optional(),
   categories: z
     .record(
       categoryName,
@@ -188,6 +189,7 @@ function completeTexts(
         save: t.save ?? "",
         privacyPolicyUrl: t.privacyPolicyUrl ?? "",
         privacyPolicyLabel: t.privacyPolicyLabel ?? "",
+        alwaysOnLabel: t.alwaysOnLabel ?? "",
         categories: Object.fromEntries(
           Object.entries(t.categories ?? {}).map(([name, c]) => [
             name,

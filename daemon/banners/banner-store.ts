@@ -23,6 +23,7 @@ export interface BannerTexts {
   privacyPolicyUrl: string;
   /** The text of the link to privacyPolicyUrl; absent in banners stored before it existed. */
   privacyPolicyLabel?: string;
+  alwaysOnLabel?: string;
   categories: Record<string, CategoryTexts>;
 }
 

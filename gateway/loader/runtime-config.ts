@@ -69,6 +69,7 @@ function runtimeTexts(texts: BannerTexts): RuntimeTexts {
     save: texts.save,
     privacyPolicyUrl: texts.privacyPolicyUrl,
     privacyPolicyLabel: texts.privacyPolicyLabel,
+    alwaysOnLabel: texts.alwaysOnLabel,
     ...(Object.keys(categories).length > 0 && { categories }),
   });
 }

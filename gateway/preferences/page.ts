@@ -67,7 +67,8 @@ export function preferencesPage(view: PreferencesView, nonce: string, saved: boo
       ? " checked disabled"
       : `${checked ? " checked" : ""} name="category" value="${escapeHtml(category.name)}"`;
     const description = text.description ? `<small>${escapeHtml(text.description)}</small>` : "";
-    return `<label><input type="checkbox"${attributes}><span><b>${escapeHtml(text.label)}</b>${description}</span></label>`;
+    const note = category.required ? ` <i>${escapeHtml(texts.get("alwaysOnLabel"))}</i>` : "";
+    return `<label><input type="checkbox"${attributes}><span><b>${escapeHtml(text.label)}</b>${note}${description}</span></label>`;
   });
   const until = view.expiresAt ? timestampDate(view.expiresAt).toISOString().slice(11, 16) : "";
   const policy = texts.get("privacyPolicyUrl");

@@ -37,6 +37,7 @@ export interface RuntimeTexts {
   save?: string;
   privacyPolicyUrl?: string;
   privacyPolicyLabel?: string;
+  alwaysOnLabel?: string;
   categories?: Record<string, { label?: string; description?: string }>;
 }
 

@@ -11,6 +11,7 @@ export const DEFAULT_TEXTS = {
   save: "Save choices",
   privacyPolicyUrl: "",
   privacyPolicyLabel: "Privacy policy",
+  alwaysOnLabel: "Always on",
 };
 
 export type TextKey = keyof typeof DEFAULT_TEXTS;

@@ -67,6 +67,8 @@ function categoryList(options: ViewOptions) {
   const labels = config.categories.map((category, i) => {
     const text = texts.category(category);
     const caption = h("span", {}, {}, h("b", { textContent: text.label }));
+    // A locked box alone does not say why: the note reads with the label.
+    if (category.required) caption.append(" ", h("i", { textContent: texts.get("alwaysOnLabel") }));
     if (text.description) caption.append(h("small", { textContent: text.description }));
     return h("label", {}, {}, boxes[i] as HTMLInputElement, caption);
   });

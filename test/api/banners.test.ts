@@ -128,10 +128,11 @@ describe("banners", () => {
     ]);
   });
 
-  it("keeps a privacy policy link text per language, at most 100 characters", async () => {
+  it("keeps the privacy policy link's text and the always-on note per language, within their limits", async () => {
     const de = {
       privacyPolicyUrl: "https://u.example/datenschutz",
       privacyPolicyLabel: "Datenschutz",
+      alwaysOnLabel: "Immer aktiv",
     };
     const created = await post({
       name: "P",
@@ -143,12 +144,18 @@ describe("banners", () => {
     const long = await post({
       name: "P",
       domain: "u.example",
-      configuration: { texts: { de: { privacyPolicyLabel: "x".repeat(101) } } },
+      configuration: {
+        texts: { de: { privacyPolicyLabel: "x".repeat(101), alwaysOnLabel: "x".repeat(51) } },
+      },
     });
     expect(long.body.data.details).toEqual([
       {
         field: "configuration.texts.de.privacyPolicyLabel",
         message: "configuration.texts.de.privacyPolicyLabel must be at most 100 characters",
+      },
+      {
+        field: "configuration.texts.de.alwaysOnLabel",
+        message: "configuration.texts.de.alwaysOnLabel must be at most 50 characters",
       },
     ]);
   });

@@ -248,6 +248,7 @@ describe.skipIf(skipBrowserTests)("banner runtime in Chromium: layouts and choic
         acceptAll: "Alle akzeptieren",
         privacyPolicyUrl: "https://shop.example.com/datenschutz",
         privacyPolicyLabel: "Datenschutzerklärung",
+        alwaysOnLabel: "Immer aktiv",
       },
     };
     const { teamId } = await bannerPage({ texts, textColor: "#bbbbbb" }, "de-AT");
@@ -256,6 +257,11 @@ describe.skipIf(skipBrowserTests)("banner runtime in Chromium: layouts and choic
       .toBe("Ihre Privatsphäre");
     expect(await dialog(page).getByRole("button", { name: "Reject all" }).count()).toBe(1);
     expect(await dialog(page).getByRole("link").textContent()).toBe("Datenschutzerklärung");
+    await dialog(page).getByRole("button", { name: "Customize" }).click();
+    // The required category's locked box says why, in the page's language.
+    expect(
+      await dialog(page).getByRole("checkbox", { name: "Necessary Immer aktiv" }).isDisabled(),
+    ).toBe(true);
     await dialog(page).getByRole("button", { name: "Alle akzeptieren" }).click();
     const [row] = await waitForRows(ctx.service, teamId, 1);
     expect(row?.languageCode).toBe("de");

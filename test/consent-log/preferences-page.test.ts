@@ -21,6 +21,7 @@ const configuration = {
       save: "Speichern",
       privacyPolicyUrl: "https://shop.example.com/datenschutz",
       privacyPolicyLabel: "Datenschutzerklärung",
+      alwaysOnLabel: "Immer aktiv",
     },
   },
 };
@@ -45,7 +46,9 @@ describe("GET and POST /preferences/{token}", () => {
     expect(page.headers.get("content-security-policy")).toMatch(/default-src 'none'/);
     expect(page.text).toContain('<html lang="de">');
     expect(page.text).toContain("<h1>Datenschutz-Einstellungen</h1>");
-    expect(page.text).toContain('<input type="checkbox" checked disabled><span><b>Necessary</b>');
+    expect(page.text).toContain(
+      '<input type="checkbox" checked disabled><span><b>Necessary</b> <i>Immer aktiv</i>',
+    );
     expect(page.text).toContain(
       '<input type="checkbox" checked name="category" value="analytics">',
     );
