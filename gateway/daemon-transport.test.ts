@@ -146,6 +146,43 @@ describe("the stand-alone gateway's transport to the daemon", () => {
     expect(await response.json()).toMatchObject({ data: { code: "unavailable" }, version: "v1" });
   });
 
+  it("tells the operator once that the daemon is unreachable, not once per failed request", async () => {
+    const daemonUrl = `http://127.0.0.1:${await closedPort()}`;
+    const lines: {
+      level: number;
+      msg: string;
+      failedRequests?: number;
+      err?: { message: string };
+    }[] = [];
+    const logger = pino(
+      { level: "info" },
+      { write: (line: string) => lines.push(JSON.parse(line)) },
+    );
+    const gateway = await startGateway({
+      config: loadConfig({ CONSENT_HTTP_PORT: "0", CONSENT_DAEMON_URL: daemonUrl }),
+      transport: createDaemonTransport({ baseUrl: daemonUrl }),
+      operatorToken: generateOperatorToken(),
+      logger,
+    });
+    cleanups.push(() => gateway.close());
+    for (let i = 0; i < 3; i++) {
+      const response = await fetch(`${gateway.url}/api/v1/banners`, {
+        headers: { authorization: "Bearer cs_live_0000000000000000000000000000000000000000" },
+      });
+      expect(response.status).toBe(503);
+    }
+    const warnings = lines.filter((line) => line.level === 40);
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]).toMatchObject({
+      msg: "the daemon could not be reached: requests are answered 503",
+      failedRequests: 1,
+    });
+    // The cause once, not repeated by each error in its chain.
+    expect(warnings[0]?.err?.message).toMatch(
+      /^\[unavailable\] the daemon could not be reached: connect ECONNREFUSED [\d.:]+$/,
+    );
+  });
+
   it("reconnects once a daemon that went away listens again", async () => {
     const first = await healthDaemon();
     const health = createClient(

@@ -590,13 +590,17 @@ function lost(): ConnectError {
   return new ConnectError("the daemon closed the call without answering it", Code.Unavailable);
 }
 
-/** A failure below the protocol: the daemon could not be reached or went away. */
+/**
+ * A failure below the protocol: the daemon could not be reached or went away. The message names
+ * the first failure only (Node's stream errors repeat their cause in their own message, and a
+ * logger would print the chain again).
+ */
 function unreachable(error: unknown): ConnectError {
   if (error instanceof ConnectError) return error;
-  const connectError = new ConnectError(
-    `the daemon could not be reached: ${error instanceof Error ? error.message : String(error)}`,
+  let root = error;
+  while (root instanceof Error && root.cause !== undefined) root = root.cause;
+  return new ConnectError(
+    `the daemon could not be reached: ${root instanceof Error ? root.message : String(root)}`,
     Code.Unavailable,
   );
-  connectError.cause = error;
-  return connectError;
 }

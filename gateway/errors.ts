@@ -1,10 +1,13 @@
 import { Code, ConnectError } from "@connectrpc/connect";
+import type { FastifyRequest } from "fastify";
 import { snapshotJson } from "#gateway/json.js";
 import { type ErrorInfo, ErrorInfoSchema } from "#gen/consent/v1/errors_pb.js";
 
 /** An error as an HTTP response: status, spec 7 body fields and headers. */
 export interface HttpError {
   status: number;
+  /** Set when the daemon could not be reached (no answer from it), for the operator's log. */
+  daemonUnreachable?: boolean;
   message: string;
   code?: string;
   details?: { field?: string; message: string }[];
@@ -46,6 +49,38 @@ const INTERNAL: HttpError = {
   headers: {},
 };
 
+/** Warnings of an unreachable daemon: at most one per this interval, with the count in between. */
+const UNREACHABLE_LOG_INTERVAL_MS = 10_000;
+/** Per gateway (its HTTP server, which every plugin of one app shares): last warning, failures since. */
+const unreachableLogs = new WeakMap<object, { loggedAt: number; failed: number }>();
+
+/**
+ * Logs what the operator needs of a failed request: an internal failure with its error, and the
+ * daemon being unreachable as a warning at most every 10 s (an outage fails every request; the
+ * log says so once, with how many requests failed since the last warning).
+ */
+export function logFailure(request: FastifyRequest, error: unknown, httpError: HttpError): void {
+  if (httpError.status === 500) {
+    request.log.error({ err: error }, "request failed");
+    return;
+  }
+  if (!httpError.daemonUnreachable) return;
+  let state = unreachableLogs.get(request.server.server);
+  if (!state) {
+    state = { loggedAt: Number.NEGATIVE_INFINITY, failed: 0 };
+    unreachableLogs.set(request.server.server, state);
+  }
+  state.failed++;
+  const now = Date.now();
+  if (now - state.loggedAt < UNREACHABLE_LOG_INTERVAL_MS) return;
+  request.log.warn(
+    { err: error, failedRequests: state.failed },
+    "the daemon could not be reached: requests are answered 503",
+  );
+  state.loggedAt = now;
+  state.failed = 0;
+}
+
 /** Translates anything a route threw. Internal error text never reaches the client. */
 export function httpErrorOf(error: unknown): HttpError {
   if (error instanceof ConnectError) return fromConnectError(error);
@@ -80,6 +115,7 @@ function fromConnectError(error: ConnectError): HttpError {
         code: "unavailable",
         message: "The service is temporarily unavailable; retry later",
         headers: {},
+        daemonUnreachable: true,
       };
     }
     return status >= 500 ? INTERNAL : { status, message: error.rawMessage, headers: {} };

@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { DaemonClients } from "#gateway/daemon-clients.js";
-import { type HttpError, httpErrorOf } from "#gateway/errors.js";
+import { type HttpError, httpErrorOf, logFailure } from "#gateway/errors.js";
 import { mediaTypeOf, rawBody, relayOptions } from "#gateway/relay.js";
 
 export interface ConsentLogRouteOptions {
@@ -51,7 +51,7 @@ export async function consentLogRoutes(app: FastifyInstance, options: ConsentLog
   });
   app.setErrorHandler((error, request, reply) => {
     const httpError = httpErrorOf(error);
-    if (httpError.status === 500) request.log.error({ err: error }, "consent log request failed");
+    logFailure(request, error, httpError);
     return sendError(reply, httpError);
   });
 

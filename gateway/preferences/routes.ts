@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { DaemonClients } from "#gateway/daemon-clients.js";
-import { type HttpError, httpErrorOf } from "#gateway/errors.js";
+import { type HttpError, httpErrorOf, logFailure } from "#gateway/errors.js";
 import { errorPage, preferencesPage } from "#gateway/preferences/page.js";
 import { mediaTypeOf, relayOptions } from "#gateway/relay.js";
 
@@ -68,7 +68,7 @@ export async function preferencesRoutes(app: FastifyInstance, options: Preferenc
   const { clients, operatorToken } = options;
   app.setErrorHandler((error, request, reply) => {
     const httpError = httpErrorOf(error);
-    if (httpError.status === 500) request.log.error({ err: error }, "preferences page failed");
+    logFailure(request, error, httpError);
     return sendErrorPage(reply, httpError);
   });
 

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from "fastify";
 import type { DaemonClients } from "#gateway/daemon-clients.js";
 import { sendEnvelopedError, setVersionHeaders } from "#gateway/envelope.js";
-import { httpErrorOf } from "#gateway/errors.js";
+import { httpErrorOf, logFailure } from "#gateway/errors.js";
 import { bannerRoutes } from "#gateway/v1/banners/routes.js";
 import { healthRoutes } from "#gateway/v1/health/routes.js";
 import { subjectRoutes } from "#gateway/v1/subjects/routes.js";
@@ -27,7 +27,7 @@ export async function v1Api(app: FastifyInstance, options: V1Options): Promise<v
   app.addHook("onRequest", async (_request, reply) => setVersionHeaders(reply));
   app.setErrorHandler((error, request, reply) => {
     const httpError = httpErrorOf(error);
-    if (httpError.status === 500) request.log.error({ err: error }, "request failed");
+    logFailure(request, error, httpError);
     return sendEnvelopedError(reply, httpError);
   });
   // decisions §6: an unknown path under /api/v1/ is a 404 with the envelope.
