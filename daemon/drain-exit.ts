@@ -6,6 +6,8 @@ import type { Logger } from "pino";
  * remain: the bound of the gateway's drain and of the daemon's.
  */
 export const DRAIN_TIMEOUT_MS = 10_000;
+/** How long before the cut a drain's last answers are made (the gateway's 503s). */
+const BEFORE_CUT_MS = 500;
 
 /**
  * Ends a program once its drain on SIGTERM/SIGINT settles: exit 0, or exit 1 with the failure
@@ -28,9 +30,9 @@ export function exitAfterDrain(drain: Promise<unknown>, logger: Logger): void {
  * has not sent a byte are closed at once (no request or call can be in flight on them: a
  * browser's preconnect, a port check; an HTTP server only closes a connection once a request has
  * been served on it), and whatever is still open after DRAIN_TIMEOUT_MS is cut, unless the server
- * has closed by then.
+ * has closed by then. `beforeCut` runs BEFORE_CUT_MS earlier, to answer what can still be answered.
  */
-export function boundedDrain(server: Server): () => void {
+export function boundedDrain(server: Server, beforeCut?: () => void): () => void {
   const connections = new Set<Socket>();
   server.on("connection", (socket: Socket) => {
     connections.add(socket);
@@ -40,9 +42,13 @@ export function boundedDrain(server: Server): () => void {
     for (const socket of connections) {
       if (socket.bytesRead === 0) socket.destroy();
     }
+    const last = beforeCut && setTimeout(beforeCut, DRAIN_TIMEOUT_MS - BEFORE_CUT_MS);
     const cut = setTimeout(() => {
       for (const socket of connections) socket.destroy();
     }, DRAIN_TIMEOUT_MS);
-    server.once("close", () => clearTimeout(cut));
+    server.once("close", () => {
+      clearTimeout(last);
+      clearTimeout(cut);
+    });
   };
 }

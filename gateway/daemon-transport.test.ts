@@ -125,6 +125,28 @@ describe("the stand-alone gateway's transport to the daemon", () => {
     return { call, relay, silent };
   }
 
+  /**
+   * A client whose one connection, idle past its 50 ms, has died silently: the next call's idle
+   * check gets no answer (waiting up to `timeoutMs`, at most 2 s).
+   */
+  async function idleDeadConnection(timeoutMs: number) {
+    const daemon = await healthDaemon();
+    cleanups.push(() => daemon.app.close());
+    const relay = await blackHoleRelay(daemon.port);
+    cleanups.push(relay.close);
+    const health = createClient(
+      Health,
+      createDaemonTransport({
+        baseUrl: relay.url,
+        keepAlive: { intervalMs: 5_000, timeoutMs, idleMs: 50 },
+      }),
+    );
+    expect((await health.check({ service: "" })).status).toBe(Status.SERVING);
+    relay.drop();
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    return { health, relay };
+  }
+
   it("fails with UNAVAILABLE when no daemon listens, which the gateway answers with 503", async () => {
     const daemonUrl = `http://127.0.0.1:${await closedPort()}`;
     const transport = createDaemonTransport({ baseUrl: daemonUrl });
@@ -320,20 +342,7 @@ describe("the stand-alone gateway's transport to the daemon", () => {
   });
 
   it("replaces a connection that went silent while idle before it carries the next call", async () => {
-    const daemon = await healthDaemon();
-    cleanups.push(() => daemon.app.close());
-    const relay = await blackHoleRelay(daemon.port);
-    cleanups.push(relay.close);
-    const health = createClient(
-      Health,
-      createDaemonTransport({
-        baseUrl: relay.url,
-        keepAlive: { intervalMs: 5_000, timeoutMs: 200, idleMs: 50 },
-      }),
-    );
-    expect((await health.check({ service: "" })).status).toBe(Status.SERVING);
-    relay.drop();
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    const { health, relay } = await idleDeadConnection(200);
     const answers = await Promise.all([
       health.check({ service: "" }),
       health.check({ service: "" }),
@@ -343,20 +352,7 @@ describe("the stand-alone gateway's transport to the daemon", () => {
   });
 
   it("ends a call's wait for the idle check at its abort or deadline", async () => {
-    const daemon = await healthDaemon();
-    cleanups.push(() => daemon.app.close());
-    const relay = await blackHoleRelay(daemon.port);
-    cleanups.push(relay.close);
-    const health = createClient(
-      Health,
-      createDaemonTransport({
-        baseUrl: relay.url,
-        keepAlive: { intervalMs: 5_000, timeoutMs: 10_000, idleMs: 50 },
-      }),
-    );
-    expect((await health.check({ service: "" })).status).toBe(Status.SERVING);
-    relay.drop();
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    const { health } = await idleDeadConnection(10_000);
     // The idle check's ping goes unanswered for its 2 s; both calls end well before that.
     const started = Date.now();
     const aborted = failureOf(health.check({ service: "" }, { signal: AbortSignal.timeout(50) }));

@@ -69,13 +69,25 @@ const {
  * reset, connection lost, cut short), fails with UNAVAILABLE, so the gateway answers 503 (spec 7);
  * the next call opens a new connection. An answer larger than `readMaxBytes` fails as INTERNAL.
  */
-export function createDaemonTransport(options: DaemonTransportOptions): Transport {
+/** The stand-alone gateway's transport, which its shutdown can make give up on its calls. */
+export interface DaemonTransport extends Transport {
+  /**
+   * Fails every call in flight with UNAVAILABLE at once (the gateway answers them 503): for a
+   * shutdown whose drain is running out, so that its clients get an answer before it cuts their
+   * connections.
+   */
+  abandonCalls(): void;
+}
+
+export function createDaemonTransport(options: DaemonTransportOptions): DaemonTransport {
   const baseUrl = options.baseUrl.replace(/\/+$/, "");
   const readMaxBytes = options.readMaxBytes ?? DEFAULT_READ_MAX_BYTES;
   const connection = new DaemonConnection(baseUrl, options.keepAlive ?? DEFAULT_KEEP_ALIVE);
   let streaming: Transport | undefined;
 
   return {
+    abandonCalls: () => connection.abandonCalls(),
+
     async unary<I extends DescMessage, O extends DescMessage>(
       method: DescMethodUnary<I, O>,
       signal: AbortSignal | undefined,
@@ -216,6 +228,8 @@ class DaemonConnection {
   private readonly origin: string;
   /** The connection new calls go on. */
   private current: Link | undefined;
+  /** How to fail each call in flight, on any connection. */
+  private readonly active = new Set<(error: Error) => void>();
 
   constructor(
     baseUrl: string,
@@ -280,6 +294,7 @@ class DaemonConnection {
       const finish = (error: Error | undefined) => {
         if (settled) return;
         settled = true;
+        this.active.delete(fail);
         if (timer) clearTimeout(timer);
         signal?.removeEventListener("abort", onAbort);
         this.end(link);
@@ -294,6 +309,8 @@ class DaemonConnection {
           body: chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, received),
         });
       };
+      const fail = (error: Error) => finish(error);
+      this.active.add(fail);
       const onAbort = () => finish(ConnectError.from(signal?.reason, Code.Canceled));
       signal?.addEventListener("abort", onAbort);
       if (timeoutMs !== undefined) timer = setTimeout(() => finish(deadlineExceeded()), timeoutMs);
@@ -332,6 +349,11 @@ class DaemonConnection {
       stream.on("close", () => finish(lost()));
       stream.end(body);
     });
+  }
+
+  abandonCalls(): void {
+    const error = new ConnectError("the gateway is shutting down", Code.Unavailable);
+    for (const fail of [...this.active]) fail(error);
   }
 
   /** The current connection, checked with a ping after a long idle time, or a new one. */

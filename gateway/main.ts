@@ -14,6 +14,8 @@ export interface StartGatewayOptions {
   logger: Logger;
   /** The in-process daemon's publish hook (see GatewayOptions). */
   onPublicChange?: (listener: (publicId: string) => void) => void;
+  /** Run shortly before a shutdown's drain cuts the connections still open (boundedDrain). */
+  beforeCut?: () => void;
 }
 
 /** Builds the gateway and listens on CONSENT_HTTP_HOST:CONSENT_HTTP_PORT. */
@@ -26,7 +28,7 @@ export async function startGateway(options: StartGatewayOptions) {
     geoHeader: options.config.geoHeader,
     onPublicChange: options.onPublicChange,
   });
-  const beginDrain = boundedDrain(app.server);
+  const beginDrain = boundedDrain(app.server, options.beforeCut);
   await app.listen({ host: options.config.httpHost, port: options.config.httpPort });
   const address = app.server.address();
   const port = typeof address === "object" && address ? address.port : options.config.httpPort;
@@ -66,7 +68,14 @@ export async function runStandaloneGateway(config: Config = loadConfig()) {
   // The daemon serves gRPC, gRPC-Web and Connect on one port (decisions §7); the gateway calls it
   // in the Connect protocol, binary, over HTTP/2 (gateway/daemon-transport.ts).
   const transport = createDaemonTransport({ baseUrl: config.daemonUrl });
-  const gateway = await startGateway({ config, transport, operatorToken, logger });
+  const gateway = await startGateway({
+    config,
+    transport,
+    operatorToken,
+    logger,
+    // Requests still waiting on the daemon when the drain runs out are answered 503, not cut.
+    beforeCut: () => transport.abandonCalls(),
+  });
   process.stdout.write(
     `consent gateway listening on ${gateway.url}, daemon at ${config.daemonUrl}\n`,
   );

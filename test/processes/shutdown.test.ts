@@ -1,5 +1,6 @@
 import { once } from "node:events";
 import { Agent, request } from "node:http";
+import http2 from "node:http2";
 import { connect, type Socket } from "node:net";
 import { describe, expect, it } from "vitest";
 import { DRAIN_TIMEOUT_MS } from "#daemon/drain-exit.js";
@@ -8,6 +9,7 @@ import {
   DAEMON_URL,
   PROGRAMS,
   type Program,
+  STANDALONE_GATEWAY_URL,
   startProgram,
   startService,
   useProgramRoot,
@@ -224,5 +226,46 @@ describe("SIGTERM with a connection held open on the daemon port", { timeout: 60
       bytes: "PRI * HTTP/2.0\r\n",
     });
     await expectCleanExit(program, stalled);
+  });
+});
+
+/** A stand-alone gateway's drain runs out while its daemon has stopped answering. */
+describe("SIGTERM on a stand-alone gateway whose daemon stopped answering", {
+  timeout: 60_000,
+}, () => {
+  it("answers the requests still waiting with 503 before its drain cuts them, and exits 0", async () => {
+    // A daemon that accepts calls and never answers them (a frozen process, a dead network).
+    const silent = http2.createServer();
+    const sessions: http2.ServerHttp2Session[] = [];
+    silent.on("session", (session) => sessions.push(session));
+    silent.on("stream", (stream) => {
+      stream.on("error", () => {});
+      stream.resume();
+    });
+    await new Promise<void>((resolve) => silent.listen(0, "127.0.0.1", resolve));
+    const address = silent.address();
+    const port = typeof address === "object" && address ? address.port : 0;
+    try {
+      const program = startProgram(PROGRAMS.gateway, {
+        CONSENT_DAEMON_URL: `http://127.0.0.1:${port}`,
+        CONSENT_ADMIN_TOKEN: "operator-token-for-the-gateway-alone",
+      });
+      const gatewayUrl = await program.waitFor(STANDALONE_GATEWAY_URL);
+      const waiting = fetch(`${gatewayUrl}/api/v1/banners`, {
+        headers: { authorization: "Bearer cs_live_0000000000000000000000000000000000000000" },
+      });
+      await expect.poll(() => sessions.length).toBe(1);
+      program.child.kill("SIGTERM");
+      const response = await waiting;
+      expect(response.status).toBe(503);
+      expect(await response.json()).toEqual({
+        data: { error: "The service is temporarily unavailable; retry later", code: "unavailable" },
+        version: "v1",
+      });
+      expect(await program.exitWithin(DRAIN_TIMEOUT_MS + 5_000)).toBe(0);
+    } finally {
+      for (const session of sessions) session.destroy();
+      await new Promise((resolve) => silent.close(resolve));
+    }
   });
 });
