@@ -7,7 +7,7 @@ import { pino } from "pino";
 import { afterEach, describe, expect, it } from "vitest";
 import { generateOperatorToken } from "#daemon/auth/secrets.js";
 import { loadConfig } from "#daemon/config.js";
-import { createDaemonTransport } from "#gateway/daemon-transport.js";
+import { createDaemonTransport, firstFailure } from "#gateway/daemon-transport.js";
 import { startGateway } from "#gateway/main.js";
 import { ErrorInfoSchema } from "#gen/consent/v1/errors_pb.js";
 import {
@@ -205,6 +205,23 @@ describe("the stand-alone gateway's transport to the daemon", () => {
     );
   });
 
+  it("names the first failure of a chain, every address of a refused host name, and ends on a loop", () => {
+    const refused = new Error("connect ECONNREFUSED 127.0.0.1:9");
+    const stream = new Error("The pending stream has been canceled (caused by: …)", {
+      cause: refused,
+    });
+    expect(firstFailure(stream)).toBe("connect ECONNREFUSED 127.0.0.1:9");
+    // Node 20 trying a host name's IPv4 and IPv6 addresses: an AggregateError without a message.
+    const both = new AggregateError([refused, new Error("connect ECONNREFUSED ::1:9")], "");
+    expect(firstFailure(new Error("canceled", { cause: both }))).toBe(
+      "connect ECONNREFUSED 127.0.0.1:9; connect ECONNREFUSED ::1:9",
+    );
+    const looped = new Error("looped");
+    looped.cause = looped;
+    expect(firstFailure(looped)).toBe("looped");
+    expect(firstFailure(Object.assign(new Error(""), { code: "ECONNRESET" }))).toBe("ECONNRESET");
+  });
+
   it("reconnects once a daemon that went away listens again", async () => {
     const first = await healthDaemon();
     const health = createClient(
@@ -360,6 +377,22 @@ describe("the stand-alone gateway's transport to the daemon", () => {
     expect((await aborted)?.code).toBe(Code.Canceled);
     expect((await late)?.code).toBe(Code.DeadlineExceeded);
     expect(Date.now() - started).toBeLessThan(1_500);
+  });
+
+  it("gives up every call when told to (a shutdown running out of time), and sends no more", async () => {
+    const silent = await rawServer(() => {});
+    cleanups.push(silent.close);
+    const transport = createDaemonTransport({ baseUrl: silent.url });
+    const health = createClient(Health, transport);
+    const waiting = failureOf(health.check({ service: "" }));
+    await expect.poll(() => silent.streams.length).toBe(1);
+    transport.abandonCalls();
+    expect(await waiting).toMatchObject({ code: Code.Unavailable });
+    expect(await failureOf(health.check({ service: "" }))).toMatchObject({
+      code: Code.Unavailable,
+      rawMessage: "the gateway is shutting down",
+    });
+    expect(silent.streams.length).toBe(1);
   });
 
   it("hands the daemon's headers, trailers and error details to the caller", async () => {

@@ -230,6 +230,8 @@ class DaemonConnection {
   private current: Link | undefined;
   /** How to fail each call in flight, on any connection. */
   private readonly active = new Set<(error: Error) => void>();
+  /** Set by abandonCalls: every call from then on fails at once. */
+  private abandoned = false;
 
   constructor(
     baseUrl: string,
@@ -241,6 +243,8 @@ class DaemonConnection {
   }
 
   async exchange(call: Call): Promise<Reply> {
+    // Calls that start after the shutdown gave the others up, or were waiting to be sent.
+    if (this.abandoned) throw shuttingDown();
     // One deadline for the whole call: the connection check and a second attempt count in it.
     const deadlineAt = call.timeoutMs === undefined ? undefined : Date.now() + call.timeoutMs;
     const send = async () => {
@@ -265,6 +269,11 @@ class DaemonConnection {
     const { headers, body, readMaxBytes, signal, timeoutMs } = call;
     const { session } = link;
     return new Promise<Reply>((resolve, reject) => {
+      // Given up by a shutdown while the connection was being checked.
+      if (this.abandoned) {
+        reject(shuttingDown());
+        return;
+      }
       // Aborted while the connection was being checked, or before the second attempt.
       if (signal?.aborted) {
         reject(ConnectError.from(signal.reason, Code.Canceled));
@@ -352,8 +361,8 @@ class DaemonConnection {
   }
 
   abandonCalls(): void {
-    const error = new ConnectError("the gateway is shutting down", Code.Unavailable);
-    for (const fail of [...this.active]) fail(error);
+    this.abandoned = true;
+    for (const fail of [...this.active]) fail(shuttingDown());
   }
 
   /** The current connection, checked with a ping after a long idle time, or a new one. */
@@ -596,6 +605,10 @@ function headersOf(received: http2.IncomingHttpHeaders): Headers {
   return headers;
 }
 
+function shuttingDown(): ConnectError {
+  return new ConnectError("the gateway is shutting down", Code.Unavailable);
+}
+
 function deadlineExceeded(): ConnectError {
   return new ConnectError("the operation timed out", Code.DeadlineExceeded);
 }
@@ -609,20 +622,55 @@ function tooLarge(readMaxBytes: number): ConnectError {
 
 /** The daemon went away before answering in full (reset, connection lost, shut down). */
 function lost(): ConnectError {
-  return new ConnectError("the daemon closed the call without answering it", Code.Unavailable);
+  return marked(
+    new ConnectError("the daemon closed the call without answering it", Code.Unavailable),
+  );
+}
+
+/** Failures of the connection to the daemon, as opposed to answers of a daemon that was reached. */
+const connectionFailures = new WeakSet<ConnectError>();
+
+function marked(error: ConnectError): ConnectError {
+  connectionFailures.add(error);
+  return error;
+}
+
+/**
+ * Whether a call failed because the daemon could not be reached or was lost (not because it
+ * answered, timed out or the gateway gave the call up): what the gateway's log warns of.
+ */
+export function isDaemonUnreachable(error: unknown): boolean {
+  return error instanceof ConnectError && connectionFailures.has(error);
 }
 
 /**
  * A failure below the protocol: the daemon could not be reached or went away. The message names
- * the first failure only (Node's stream errors repeat their cause in their own message, and a
- * logger would print the chain again).
+ * the first failure (Node's stream errors repeat their cause in their own message, and a logger
+ * would print the chain again); every address tried when there were several.
  */
 function unreachable(error: unknown): ConnectError {
   if (error instanceof ConnectError) return error;
-  let root = error;
-  while (root instanceof Error && root.cause !== undefined) root = root.cause;
-  return new ConnectError(
-    `the daemon could not be reached: ${root instanceof Error ? root.message : String(root)}`,
-    Code.Unavailable,
+  return marked(
+    new ConnectError(`the daemon could not be reached: ${firstFailure(error)}`, Code.Unavailable),
   );
+}
+
+/** The text of the failure that started `error`'s chain (exported for its tests). */
+export function firstFailure(error: unknown): string {
+  let root = error;
+  const seen = new Set<unknown>();
+  while (root instanceof Error && root.cause !== undefined && !seen.has(root)) {
+    seen.add(root);
+    root = root.cause;
+  }
+  const messageOf = (value: unknown) =>
+    value instanceof Error
+      ? value.message || String((value as { code?: unknown }).code ?? value.name)
+      : String(value);
+  // Several addresses refused (a host name with IPv4 and IPv6 addresses): Node's AggregateError
+  // has an empty message and one error per address.
+  if (root instanceof AggregateError && root.errors.length > 0) {
+    return root.errors.map(messageOf).join("; ");
+  }
+  return messageOf(root) || messageOf(error);
 }

@@ -1,13 +1,12 @@
 import { Code, ConnectError } from "@connectrpc/connect";
-import type { FastifyRequest } from "fastify";
+import type { FastifyBaseLogger, FastifyRequest } from "fastify";
+import { isDaemonUnreachable } from "#gateway/daemon-transport.js";
 import { snapshotJson } from "#gateway/json.js";
 import { type ErrorInfo, ErrorInfoSchema } from "#gen/consent/v1/errors_pb.js";
 
 /** An error as an HTTP response: status, spec 7 body fields and headers. */
 export interface HttpError {
   status: number;
-  /** Set when the daemon could not be reached (no answer from it), for the operator's log. */
-  daemonUnreachable?: boolean;
   message: string;
   code?: string;
   details?: { field?: string; message: string }[];
@@ -51,34 +50,65 @@ const INTERNAL: HttpError = {
 
 /** Warnings of an unreachable daemon: at most one per this interval, with the count in between. */
 const UNREACHABLE_LOG_INTERVAL_MS = 10_000;
-/** Per gateway (its HTTP server, which every plugin of one app shares): last warning, failures since. */
-const unreachableLogs = new WeakMap<object, { loggedAt: number; failed: number }>();
+
+interface UnreachableLog {
+  loggedAt: number;
+  /** Requests failed since the last warning, and the last of them. */
+  failed: number;
+  last?: { log: FastifyBaseLogger; error: unknown };
+  /** Logs the failures held back, once their interval is over. */
+  flush?: NodeJS.Timeout;
+}
+
+/** Per gateway (its HTTP server, which every plugin of one app shares). */
+const unreachableLogs = new WeakMap<object, UnreachableLog>();
+
+function warnUnreachable(state: UnreachableLog, now: number): void {
+  if (!state.last || state.failed === 0) return;
+  state.last.log.warn(
+    { err: state.last.error, failedRequests: state.failed },
+    "the daemon could not be reached: requests are answered 503",
+  );
+  state.loggedAt = now;
+  state.failed = 0;
+  state.last = undefined;
+}
 
 /**
  * Logs what the operator needs of a failed request: an internal failure with its error, and the
  * daemon being unreachable as a warning at most every 10 s (an outage fails every request; the
- * log says so once, with how many requests failed since the last warning).
+ * log says so at once, then every 10 s while it lasts, with how many requests failed since the
+ * previous warning, the last ones included once the outage is over).
  */
 export function logFailure(request: FastifyRequest, error: unknown, httpError: HttpError): void {
   if (httpError.status === 500) {
     request.log.error({ err: error }, "request failed");
     return;
   }
-  if (!httpError.daemonUnreachable) return;
-  let state = unreachableLogs.get(request.server.server);
+  if (!isDaemonUnreachable(error)) return;
+  const server = request.server.server;
+  let state = unreachableLogs.get(server);
   if (!state) {
     state = { loggedAt: Number.NEGATIVE_INFINITY, failed: 0 };
-    unreachableLogs.set(request.server.server, state);
+    unreachableLogs.set(server, state);
   }
   state.failed++;
+  state.last = { log: request.log, error };
   const now = Date.now();
-  if (now - state.loggedAt < UNREACHABLE_LOG_INTERVAL_MS) return;
-  request.log.warn(
-    { err: error, failedRequests: state.failed },
-    "the daemon could not be reached: requests are answered 503",
+  if (now - state.loggedAt >= UNREACHABLE_LOG_INTERVAL_MS) {
+    warnUnreachable(state, now);
+    return;
+  }
+  if (state.flush) return;
+  const held = state;
+  state.flush = setTimeout(
+    () => {
+      held.flush = undefined;
+      warnUnreachable(held, Date.now());
+    },
+    state.loggedAt + UNREACHABLE_LOG_INTERVAL_MS - now,
   );
-  state.loggedAt = now;
-  state.failed = 0;
+  state.flush.unref();
 }
 
 /** Translates anything a route threw. Internal error text never reaches the client. */
@@ -115,7 +145,6 @@ function fromConnectError(error: ConnectError): HttpError {
         code: "unavailable",
         message: "The service is temporarily unavailable; retry later",
         headers: {},
-        daemonUnreachable: true,
       };
     }
     return status >= 500 ? INTERNAL : { status, message: error.rawMessage, headers: {} };

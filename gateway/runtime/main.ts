@@ -161,10 +161,21 @@ function open(customize: boolean): void {
  * element with id "consentBanner" or an integrator's placeholder object is replaced.
  */
 const RUNTIME: unique symbol = Symbol.for("consent-banner.runtime");
-const running = (window as unknown as { consentBanner?: { [RUNTIME]?: string } }).consentBanner;
-if (running?.[RUNTIME]) {
+/** The public ID of the banner already running on the page, if one is. */
+function runningBanner(): string | undefined {
+  try {
+    return (window as unknown as { consentBanner?: { [RUNTIME]?: string } }).consentBanner?.[
+      RUNTIME
+    ];
+  } catch {
+    // A cross-origin frame named "consentBanner" refuses to be read: not a banner.
+    return undefined;
+  }
+}
+const running = runningBanner();
+if (running) {
   console.warn(
-    `consent banner ${config.id}: banner ${running[RUNTIME]} already runs on this page; one banner per page, so this loader starts nothing`,
+    `consent banner ${config.id}: banner ${running} already runs on this page; one banner per page, so this loader starts nothing`,
   );
 } else {
   /** The integrator API (docs/banner-runtime.md), in place before consent:ready can fire. */

@@ -336,7 +336,7 @@ describe.skipIf(skipBrowserTests)("banner runtime in Chromium: signals and integ
     expect(errors).toEqual([]);
     await context.close();
   });
-  it("takes the place of anything else named consentBanner: an element, an integrator's placeholder", async () => {
+  it("takes the place of anything else named consentBanner: an element, a placeholder, a frame", async () => {
     const { publicId } = await bannerFixture(ctx.service, {
       domain: "localhost",
       configuration: { categories, layout: "modal" },
@@ -347,6 +347,9 @@ describe.skipIf(skipBrowserTests)("banner runtime in Chromium: signals and integ
       placeholder: {
         head: `<script nonce="${NONCE}">window.consentBanner = { queue: [] };</script>`,
       },
+      // A frame of another origin, which refuses to have its properties read.
+      // (Placed before the loader's tag, which then runs in the body after it.)
+      frame: { head: `<iframe name="consentBanner" src="data:text/html,hi"></iframe>` },
     };
     for (const [name, markup] of Object.entries(pages)) {
       const context = await ctx.browser.newContext();
