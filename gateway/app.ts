@@ -1,7 +1,7 @@
 import type { Transport } from "@connectrpc/connect";
 import { type FastifyBaseLogger, type FastifyInstance, fastify, LogController } from "fastify";
 import { createDaemonClients } from "#gateway/daemon-clients.js";
-import { httpErrorOf, logFailure } from "#gateway/errors.js";
+import { failureOf } from "#gateway/errors.js";
 import { v1Api } from "#gateway/v1/plugin.js";
 import { visitorSide } from "#gateway/visitor.js";
 
@@ -50,8 +50,7 @@ export async function buildGateway(options: GatewayOptions): Promise<FastifyInst
     }),
   );
   app.setErrorHandler((error, request, reply) => {
-    const httpError = httpErrorOf(error);
-    logFailure(request, error, httpError);
+    const httpError = failureOf(request, error);
     return reply
       .code(httpError.status)
       .headers(httpError.headers)

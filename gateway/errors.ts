@@ -75,17 +75,20 @@ function warnUnreachable(state: UnreachableLog, now: number): void {
 }
 
 /**
- * Logs what the operator needs of a failed request: an internal failure with its error, and the
- * daemon being unreachable as a warning at most every 10 s (an outage fails every request; the
- * log says so at once, then every 10 s while it lasts, with how many requests failed since the
- * previous warning, the last ones included once the outage is over).
+ * What a route's error handler answers for `error` (httpErrorOf), having logged what the operator
+ * needs: an internal failure with its error, and the daemon being unreachable as a warning at
+ * most every 10 s (an outage fails every request; the log says so at once, then every 10 s while
+ * it lasts, with how many requests failed since the previous warning, the last ones included once
+ * the outage is over).
  */
-export function logFailure(request: FastifyRequest, error: unknown, httpError: HttpError): void {
-  if (httpError.status === 500) {
-    request.log.error({ err: error }, "request failed");
-    return;
-  }
-  if (!isDaemonUnreachable(error)) return;
+export function failureOf(request: FastifyRequest, error: unknown): HttpError {
+  const httpError = httpErrorOf(error);
+  if (httpError.status === 500) request.log.error({ err: error }, "request failed");
+  else if (isDaemonUnreachable(error)) countUnreachable(request, error);
+  return httpError;
+}
+
+function countUnreachable(request: FastifyRequest, error: unknown): void {
   const server = request.server.server;
   let state = unreachableLogs.get(server);
   if (!state) {

@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { DaemonClients } from "#gateway/daemon-clients.js";
-import { type HttpError, httpErrorOf, logFailure } from "#gateway/errors.js";
+import { failureOf, type HttpError } from "#gateway/errors.js";
 import { mediaTypeOf, rawBody, relayOptions } from "#gateway/relay.js";
 
 export interface ConsentLogRouteOptions {
@@ -50,8 +50,7 @@ export async function consentLogRoutes(app: FastifyInstance, options: ConsentLog
     if (request.headers.origin) reply.header("Access-Control-Allow-Origin", request.headers.origin);
   });
   app.setErrorHandler((error, request, reply) => {
-    const httpError = httpErrorOf(error);
-    logFailure(request, error, httpError);
+    const httpError = failureOf(request, error);
     return sendError(reply, httpError);
   });
 

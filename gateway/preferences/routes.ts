@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { DaemonClients } from "#gateway/daemon-clients.js";
-import { type HttpError, httpErrorOf, logFailure } from "#gateway/errors.js";
+import { failureOf, type HttpError } from "#gateway/errors.js";
 import { errorPage, preferencesPage } from "#gateway/preferences/page.js";
 import { mediaTypeOf, relayOptions } from "#gateway/relay.js";
 
@@ -67,8 +67,7 @@ function submittedChoice(request: FastifyRequest): Record<string, boolean> {
 export async function preferencesRoutes(app: FastifyInstance, options: PreferencesRouteOptions) {
   const { clients, operatorToken } = options;
   app.setErrorHandler((error, request, reply) => {
-    const httpError = httpErrorOf(error);
-    logFailure(request, error, httpError);
+    const httpError = failureOf(request, error);
     return sendErrorPage(reply, httpError);
   });
 

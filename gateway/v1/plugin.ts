@@ -1,7 +1,7 @@
 import type { FastifyInstance } from "fastify";
 import type { DaemonClients } from "#gateway/daemon-clients.js";
 import { sendEnvelopedError, setVersionHeaders } from "#gateway/envelope.js";
-import { httpErrorOf, logFailure } from "#gateway/errors.js";
+import { failureOf } from "#gateway/errors.js";
 import { bannerRoutes } from "#gateway/v1/banners/routes.js";
 import { healthRoutes } from "#gateway/v1/health/routes.js";
 import { subjectRoutes } from "#gateway/v1/subjects/routes.js";
@@ -26,8 +26,7 @@ export async function v1Api(app: FastifyInstance, options: V1Options): Promise<v
   // spec 9.4: every response of the versioned wrapper names the version that handled it.
   app.addHook("onRequest", async (_request, reply) => setVersionHeaders(reply));
   app.setErrorHandler((error, request, reply) => {
-    const httpError = httpErrorOf(error);
-    logFailure(request, error, httpError);
+    const httpError = failureOf(request, error);
     return sendEnvelopedError(reply, httpError);
   });
   // decisions §6: an unknown path under /api/v1/ is a 404 with the envelope.
