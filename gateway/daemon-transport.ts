@@ -54,6 +54,16 @@ const {
   NGHTTP2_REFUSED_STREAM,
 } = http2.constants;
 
+/** The stand-alone gateway's transport, which its shutdown can make give up on its calls. */
+export interface DaemonTransport extends Transport {
+  /**
+   * Fails every call in flight with UNAVAILABLE at once (the gateway answers them 503): for a
+   * shutdown whose drain is running out, so that its clients get an answer before it cuts their
+   * connections.
+   */
+  abandonCalls(): void;
+}
+
 /**
  * The gateway's client for a daemon in another process (split mode): unary calls in the Connect
  * protocol, binary, over one HTTP/2 connection, written on node:http2 directly. connect-node's
@@ -69,16 +79,6 @@ const {
  * reset, connection lost, cut short), fails with UNAVAILABLE, so the gateway answers 503 (spec 7);
  * the next call opens a new connection. An answer larger than `readMaxBytes` fails as INTERNAL.
  */
-/** The stand-alone gateway's transport, which its shutdown can make give up on its calls. */
-export interface DaemonTransport extends Transport {
-  /**
-   * Fails every call in flight with UNAVAILABLE at once (the gateway answers them 503): for a
-   * shutdown whose drain is running out, so that its clients get an answer before it cuts their
-   * connections.
-   */
-  abandonCalls(): void;
-}
-
 export function createDaemonTransport(options: DaemonTransportOptions): DaemonTransport {
   const baseUrl = options.baseUrl.replace(/\/+$/, "");
   const readMaxBytes = options.readMaxBytes ?? DEFAULT_READ_MAX_BYTES;
@@ -303,7 +303,7 @@ class DaemonConnection {
       const finish = (error: Error | undefined) => {
         if (settled) return;
         settled = true;
-        this.active.delete(fail);
+        this.active.delete(finish);
         if (timer) clearTimeout(timer);
         signal?.removeEventListener("abort", onAbort);
         this.end(link);
@@ -318,8 +318,7 @@ class DaemonConnection {
           body: chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, received),
         });
       };
-      const fail = (error: Error) => finish(error);
-      this.active.add(fail);
+      this.active.add(finish);
       const onAbort = () => finish(ConnectError.from(signal?.reason, Code.Canceled));
       signal?.addEventListener("abort", onAbort);
       if (timeoutMs !== undefined) timer = setTimeout(() => finish(deadlineExceeded()), timeoutMs);
@@ -372,9 +371,10 @@ class DaemonConnection {
   ): Promise<Link> {
     for (;;) {
       const link = this.current;
-      const { session } = link ?? {};
-      if (!link || !session || session.closed || session.destroyed || link.opened >= MAX_STREAMS) {
-        if (link) this.retire(link);
+      if (!link) return this.connect();
+      const { session } = link;
+      if (session.closed || session.destroyed || link.opened >= MAX_STREAMS) {
+        this.retire(link);
         return this.connect();
       }
       // A connection carrying calls is watched by the keep-alive pings instead.
