@@ -147,52 +147,44 @@ describe("the stand-alone gateway's transport to the daemon", () => {
     return { health, relay };
   }
 
-  it("fails with UNAVAILABLE when no daemon listens, which the gateway answers with 503", async () => {
+  /** A gateway whose daemon URL names a port nothing listens on. */
+  async function gatewayWithoutDaemon(logger = pino({ level: "silent" })) {
     const daemonUrl = `http://127.0.0.1:${await closedPort()}`;
     const transport = createDaemonTransport({ baseUrl: daemonUrl });
-    const failure = await failureOf(createClient(Health, transport).check({ service: "" }));
-    expect(failure?.code).toBe(Code.Unavailable);
-
-    const config = loadConfig({ CONSENT_HTTP_PORT: "0", CONSENT_DAEMON_URL: daemonUrl });
     const gateway = await startGateway({
-      config,
+      config: loadConfig({ CONSENT_HTTP_PORT: "0", CONSENT_DAEMON_URL: daemonUrl }),
       transport,
       operatorToken: generateOperatorToken(),
-      logger: pino({ level: "silent" }),
+      logger,
     });
     cleanups.push(() => gateway.close());
-    const response = await fetch(`${gateway.url}/api/v1/banners`, {
-      headers: { authorization: "Bearer cs_live_0000000000000000000000000000000000000000" },
-    });
+    const listBanners = () =>
+      fetch(`${gateway.url}/api/v1/banners`, {
+        headers: { authorization: "Bearer cs_live_0000000000000000000000000000000000000000" },
+      });
+    return { transport, listBanners };
+  }
+
+  it("fails with UNAVAILABLE when no daemon listens, which the gateway answers with 503", async () => {
+    const { transport, listBanners } = await gatewayWithoutDaemon();
+    const failure = await failureOf(createClient(Health, transport).check({ service: "" }));
+    expect(failure?.code).toBe(Code.Unavailable);
+    const response = await listBanners();
     expect(response.status).toBe(503);
     expect(await response.json()).toMatchObject({ data: { code: "unavailable" }, version: "v1" });
   });
 
   it("tells the operator once that the daemon is unreachable, not once per failed request", async () => {
-    const daemonUrl = `http://127.0.0.1:${await closedPort()}`;
     const lines: {
       level: number;
       msg: string;
       failedRequests?: number;
       err?: { message: string };
     }[] = [];
-    const logger = pino(
-      { level: "info" },
-      { write: (line: string) => lines.push(JSON.parse(line)) },
+    const { listBanners } = await gatewayWithoutDaemon(
+      pino({ level: "info" }, { write: (line: string) => lines.push(JSON.parse(line)) }),
     );
-    const gateway = await startGateway({
-      config: loadConfig({ CONSENT_HTTP_PORT: "0", CONSENT_DAEMON_URL: daemonUrl }),
-      transport: createDaemonTransport({ baseUrl: daemonUrl }),
-      operatorToken: generateOperatorToken(),
-      logger,
-    });
-    cleanups.push(() => gateway.close());
-    for (let i = 0; i < 3; i++) {
-      const response = await fetch(`${gateway.url}/api/v1/banners`, {
-        headers: { authorization: "Bearer cs_live_0000000000000000000000000000000000000000" },
-      });
-      expect(response.status).toBe(503);
-    }
+    for (let i = 0; i < 3; i++) expect((await listBanners()).status).toBe(503);
     const warnings = lines.filter((line) => line.level === 40);
     expect(warnings).toHaveLength(1);
     expect(warnings[0]).toMatchObject({

@@ -38,24 +38,19 @@ const STUCK_IN_EXIT = fileURLToPath(
   new URL("../support/workers-stuck-in-exit.mjs", import.meta.url),
 );
 
-/**
- * Two workers print their URLs later than one process, and later still on a two-core machine
- * busy with the rest of the suite (15 s was once not enough in CI).
- */
-const TWO_WORKERS_START = { startupMs: 40_000 };
-
 /** npm start with CONSENT_WORKERS=2: one service to clients, one loader truth after a publish. */
 describe("npm start with two workers", { timeout: 120_000 }, () => {
   const dirs = useProgramRoot("consent-workers-");
+  /**
+   * npm start with CONSENT_WORKERS=2 on a data dir of its own. Two workers print their URLs later
+   * than one process, and later still on a two-core machine busy with the rest of the suite (15 s
+   * was once not enough in CI).
+   */
+  const startTwoWorkers = (name: string, env: Record<string, string> = {}) =>
+    startService(dirs.join(name), { CONSENT_WORKERS: "2", ...env }, { startupMs: 40_000 });
 
   it("serves a publish from every worker's loader at once", async () => {
-    const { program, service } = await startService(
-      dirs.join("data"),
-      {
-        CONSENT_WORKERS: "2",
-      },
-      TWO_WORKERS_START,
-    );
+    const { program, service } = await startTwoWorkers("data");
     const { key } = await mintKey(service, await createTeam(service, "business"));
     const { id, publicId } = await createBanner(service, key);
     // The edit first: only the publish below is left for a worker to learn from another.
@@ -82,15 +77,10 @@ describe("npm start with two workers", { timeout: 120_000 }, () => {
   });
 
   it("kills a worker that stops answering, and stops the service with exit code 1", async () => {
-    const { program, service } = await startService(
-      dirs.join("stuck"),
-      {
-        CONSENT_WORKERS: "2",
-        CONSENT_WORKER_TIMEOUT_MS: "3000",
-        NODE_OPTIONS: `--import ${STUCK_IN_EXIT}`,
-      },
-      TWO_WORKERS_START,
-    );
+    const { program, service } = await startTwoWorkers("stuck", {
+      CONSENT_WORKER_TIMEOUT_MS: "3000",
+      NODE_OPTIONS: `--import ${STUCK_IN_EXIT}`,
+    });
     // Working workers are never taken for stuck ones: calls keep being answered past the timeout.
     const started = Date.now();
     while (Date.now() - started < 4_000) {
@@ -114,14 +104,9 @@ describe("npm start with two workers", { timeout: 120_000 }, () => {
   });
 
   it("does not take its workers for stuck after the primary itself was paused", async () => {
-    const { program, service } = await startService(
-      dirs.join("paused"),
-      {
-        CONSENT_WORKERS: "2",
-        CONSENT_WORKER_TIMEOUT_MS: "2000",
-      },
-      TWO_WORKERS_START,
-    );
+    const { program, service } = await startTwoWorkers("paused", {
+      CONSENT_WORKER_TIMEOUT_MS: "2000",
+    });
     // Both workers serve, and beat, while the primary is stopped for longer than the limit.
     process.kill(program.child.pid as number, "SIGSTOP");
     await new Promise((resolve) => setTimeout(resolve, 4_000));
