@@ -15,6 +15,32 @@ export function sendData(reply: FastifyReply, status: number, data: unknown): Fa
   return reply.code(status).send({ data, version: API_VERSION });
 }
 
+/**
+ * sendData for a `data` object one of whose members is JSON text already (a subject's state as
+ * the daemon sent it, consent_state_json): the text goes into the body as it is, between the
+ * members of `before` and those of `after`, and the body is what sendData would have sent.
+ */
+export function sendDataWithJsonMember(
+  reply: FastifyReply,
+  status: number,
+  data: {
+    before: Record<string, unknown>;
+    name: string;
+    json: string;
+    after: Record<string, unknown>;
+  },
+): FastifyReply {
+  const members = [
+    JSON.stringify(data.before).slice(1, -1),
+    `${JSON.stringify(data.name)}:${data.json}`,
+    JSON.stringify(data.after).slice(1, -1),
+  ].filter((member) => member !== "");
+  return reply
+    .code(status)
+    .type("application/json; charset=utf-8")
+    .send(`{"data":{${members.join(",")}},"version":${JSON.stringify(API_VERSION)}}`);
+}
+
 /** spec 7: the error fields of a response body, in the order the spec lists them. */
 export function errorFields(error: HttpError): Record<string, unknown> {
   const fields: Record<string, unknown> = { error: error.message };

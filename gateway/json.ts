@@ -8,10 +8,26 @@ export function isoTime(timestamp: Timestamp | undefined): string | undefined {
   return timestamp ? timestampDate(timestamp).toISOString() : undefined;
 }
 
-/** spec 2.3: a snapshot without `found`. */
+/** UTF-8 bytes as text, without copying them first. */
+export function utf8(bytes: Uint8Array): string {
+  return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString();
+}
+
+/** spec 2.3: a snapshot without `found`, its state as an object. */
 export function snapshotJson(snapshot: SubjectSnapshot): Record<string, unknown> {
+  const { consentStateJson } = snapshot;
   return {
-    consentState: snapshot.consentState ?? {},
+    consentState:
+      consentStateJson === undefined
+        ? (snapshot.consentState ?? {})
+        : JSON.parse(utf8(consentStateJson)),
+    ...snapshotFields(snapshot),
+  };
+}
+
+/** spec 2.3: the members of a snapshot that follow `consentState`. */
+export function snapshotFields(snapshot: SubjectSnapshot): Record<string, unknown> {
+  return {
     protocolVersion: snapshot.protocolVersion,
     version: snapshot.version,
     clientUpdatedAt: snapshot.clientUpdatedAt,

@@ -139,7 +139,7 @@ describe.concurrent("consentctl logs (against a real daemon)", { timeout: E2E_TI
     await record(publicId, { consentId });
     await tail.waitFor("stdout", (text) => text.includes(consentId));
     const ended = await tail.interrupt();
-    expect(ended.code).toBe(0);
+    expect(ended).toMatchObject({ code: 0, signal: null });
     const lines = ended.stdout.trimEnd().split("\n");
     expect(lines[0]).toMatch(/^RECEIVED\s+METHOD\s+BANNER/);
     expect(lines).toHaveLength(2);
@@ -160,7 +160,7 @@ describe.concurrent("consentctl logs (against a real daemon)", { timeout: E2E_TI
       ]);
     }
     const ended = await tail.interrupt();
-    expect(ended).toMatchObject({ code: 0, stderr: "" });
+    expect(ended).toMatchObject({ code: 0, signal: null, stderr: "" });
     const rows = ended.stdout
       .trimEnd()
       .split("\n")

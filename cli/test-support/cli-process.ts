@@ -14,6 +14,8 @@ const BIN = fileURLToPath(new URL("../../bin/consentctl.js", import.meta.url));
 /** What one `consentctl` child process did. */
 export interface CliRun {
   code: number | null;
+  /** The signal that ended the process, when one did (then `code` is null). */
+  signal?: NodeJS.Signals | null;
   stdout: string;
   stderr: string;
 }
@@ -70,10 +72,10 @@ export function startCli(args: readonly string[], options: CliRunOptions = {}): 
   });
   const closed = new Promise<CliRun>((resolve, reject) => {
     child.on("error", reject);
-    child.on("close", (code) => {
+    child.on("close", (code, signal) => {
       ended = true;
       notify();
-      resolve({ code, ...output });
+      resolve({ code, signal, ...output });
     });
   });
   return {

@@ -75,6 +75,39 @@ describe("consent subject records", () => {
     expect(resolved.body.data).toEqual({ found: true, ...second.body.data, success: undefined });
   });
 
+  it("answers with the stored state in the envelope's compact JSON, escapes and all", async () => {
+    const subject = fresh();
+    // Service names out of alphabetical order, unicode and escapes: the answer keeps them.
+    const state = {
+      ...consentState(),
+      services: { "zeta-pixel": ["pixel"], "ä-analytics": ['quote"d', "line\nbreak \u2028 ✓"] },
+    };
+    const written = await put({ ...subject, baseVersion: 0, consentState: state });
+    const resolved = await resolve(subject);
+    for (const [answer, lead] of [
+      [written, { success: true }],
+      [resolved, { found: true }],
+    ] as const) {
+      expect(answer.status).toBe(200);
+      expect(answer.headers.get("content-type")).toBe("application/json; charset=utf-8");
+      const { data } = answer.body;
+      expect(answer.text).toBe(
+        JSON.stringify({
+          data: {
+            ...lead,
+            consentState: state,
+            protocolVersion: 1,
+            version: 1,
+            clientUpdatedAt: data.clientUpdatedAt,
+            updatedAt: data.updatedAt,
+            expiresAt: data.expiresAt,
+          },
+          version: "v1",
+        }),
+      );
+    }
+  });
+
   it('treats an omitted namespace as "default" and keeps other namespaces apart', async () => {
     const subject = fresh();
     await put({ ...subject, baseVersion: 0, consentState: consentState() });

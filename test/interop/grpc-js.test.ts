@@ -160,6 +160,31 @@ describe("grpc-js against the daemon", () => {
     expect(unknown).toMatchObject({ ok: true, response: { found: false, snapshot: null } });
   });
 
+  it("answers a request sent as a REST body with the state as JSON text, a typed one with a Struct", async () => {
+    const who = subject();
+    const state = { ...consentState(), services: { "b-second": ["x"], "a-first": ["y"] } };
+    const body = { ...who, baseVersion: 0, consentState: state };
+    const written = await unary<{ snapshot: SnapshotObject & { consentStateJson?: Buffer } }>(
+      subjects,
+      "PutSubjectState",
+      { json: Buffer.from(JSON.stringify(body)) },
+      bearer(key),
+    );
+    const { snapshot } = responseOf(written);
+    expect(snapshot).toMatchObject({ version: 1, consentState: null });
+    expect(snapshot.consentStateJson?.toString()).toBe(JSON.stringify(state));
+
+    const typed = await unary<{ snapshot: SnapshotObject & { consentStateJson?: Buffer } }>(
+      subjects,
+      "ResolveSubject",
+      who,
+      bearer(key),
+    );
+    const resolved = responseOf(typed).snapshot;
+    expect(fromStruct(resolved.consentState)).toEqual(state);
+    expect(resolved.consentStateJson ?? null).toBeNull();
+  });
+
   it("DeleteSubjectState counts 1 then 0, as REST does", async () => {
     const who = subject();
     await rest("PUT", "/api/v1/consent/subjects/state", {

@@ -1,9 +1,10 @@
-import type { FastifyInstance } from "fastify";
+import type { FastifyInstance, FastifyReply } from "fastify";
 import type { DaemonClients } from "#gateway/daemon-clients.js";
-import { sendData } from "#gateway/envelope.js";
-import { snapshotJson } from "#gateway/json.js";
+import { sendData, sendDataWithJsonMember } from "#gateway/envelope.js";
+import { snapshotFields, snapshotJson, utf8 } from "#gateway/json.js";
 import { rawBody, relayOptions } from "#gateway/relay.js";
 import { routePath } from "#gateway/v1/methods.js";
+import type { SubjectSnapshot } from "#gen/consent/v1/subject_pb.js";
 
 /**
  * spec 4.5-4.7: the cross-device consent endpoints. Bodies go to the daemon verbatim; it checks
@@ -21,11 +22,8 @@ export function subjectRoutes(
         relayOptions(request, reply, operatorToken),
       );
       // decisions §4: no snapshot → { found: false } and nothing else.
-      return sendData(
-        reply,
-        200,
-        found && snapshot ? { found: true, ...snapshotJson(snapshot) } : { found: false },
-      );
+      if (!found || !snapshot) return sendData(reply, 200, { found: false });
+      return sendSnapshot(reply, { found: true }, snapshot);
     },
   });
 
@@ -35,7 +33,8 @@ export function subjectRoutes(
         { json: rawBody(request) },
         relayOptions(request, reply, operatorToken),
       );
-      return sendData(reply, 200, { success: true, ...(snapshot ? snapshotJson(snapshot) : {}) });
+      if (!snapshot) return sendData(reply, 200, { success: true });
+      return sendSnapshot(reply, { success: true }, snapshot);
     },
     async DELETE(request, reply) {
       const { deleted } = await clients.subjects.deleteSubjectState(
@@ -44,5 +43,25 @@ export function subjectRoutes(
       );
       return sendData(reply, 200, { success: true, deleted });
     },
+  });
+}
+
+/**
+ * A 200 with `lead` and the snapshot (spec 2.3). The daemon answers a relayed body with the state
+ * as JSON text, which goes out as it is; a state sent as a Struct is serialised here.
+ */
+function sendSnapshot(
+  reply: FastifyReply,
+  lead: Record<string, unknown>,
+  snapshot: SubjectSnapshot,
+): FastifyReply {
+  if (snapshot.consentStateJson === undefined) {
+    return sendData(reply, 200, { ...lead, ...snapshotJson(snapshot) });
+  }
+  return sendDataWithJsonMember(reply, 200, {
+    before: lead,
+    name: "consentState",
+    json: utf8(snapshot.consentStateJson),
+    after: snapshotFields(snapshot),
   });
 }
