@@ -1,5 +1,4 @@
-import { isDeepStrictEqual } from "node:util";
-import { create } from "@bufbuild/protobuf";
+import { create, equals } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type {
   BannerRecord,
@@ -21,6 +20,8 @@ export function configurationMessage(configuration: StoredConfiguration): Banner
 
 /** A banner record as the Banner message (spec 2.1 plus decisions §3). */
 export function bannerMessage(record: BannerRecord): Banner {
+  const draft = configurationMessage(record.draft);
+  const production = configurationMessage(record.production.configuration);
   return create(BannerSchema, {
     id: record.id,
     publicId: record.publicId,
@@ -28,13 +29,15 @@ export function bannerMessage(record: BannerRecord): Banner {
     name: record.name,
     domain: record.domain,
     isActive: record.isActive,
-    configuration: configurationMessage(record.draft),
+    configuration: draft,
     compliance: record.compliance,
     createdAt: timestampFromDate(record.createdAt),
     updatedAt: timestampFromDate(record.updatedAt),
     revision: record.production.revision,
     publishedAt: timestampFromDate(record.production.publishedAt),
-    hasUnpublishedChanges: !isDeepStrictEqual(record.draft, record.production.configuration),
+    // Compared as messages: a field the stored side predates (a text added to BannerTexts later)
+    // equals its default, so re-sending unchanged texts shows no unpublished change.
+    hasUnpublishedChanges: !equals(BannerConfigurationSchema, draft, production),
   });
 }
 

@@ -1,0 +1,48 @@
+import { describe, expect, it } from "vitest";
+import { defaultConfiguration } from "#daemon/banners/banner-configuration.js";
+import { bannerMessage } from "#daemon/banners/banner-messages.js";
+import type { BannerConfiguration, BannerRecord } from "#daemon/banners/banner-store.js";
+
+function record(draft: BannerConfiguration, published: BannerConfiguration): BannerRecord {
+  const at = new Date("2026-11-24T12:00:00.000Z");
+  return {
+    id: "banner-1",
+    publicId: "5f0c6a55-8f8e-4a4c-9c43-1d2b3c4d5e6f",
+    teamId: "team-1",
+    name: "Shop",
+    domain: "shop.example.com",
+    isActive: true,
+    draft,
+    production: { revision: 1, configuration: published, publishedAt: at },
+    compliance: { gdpr: true, ccpa: false, lgpd: false },
+    createdAt: at,
+    updatedAt: at,
+    version: 1,
+  };
+}
+
+describe("hasUnpublishedChanges", () => {
+  it("is false when the draft differs from what was published only by a text the stored side predates", () => {
+    const texts = {
+      title: "Cookies",
+      description: "We use cookies.",
+      acceptAll: "Accept all",
+      rejectAll: "Reject all",
+      customize: "Customize",
+      save: "Save",
+      privacyPolicyUrl: "",
+      privacyPolicyLabel: "",
+      categories: {},
+    };
+    // Published before BannerTexts had alwaysOnLabel; the same texts sent again carry it empty.
+    const published = { ...defaultConfiguration(), texts: { en: texts } };
+    const draft = { ...defaultConfiguration(), texts: { en: { ...texts, alwaysOnLabel: "" } } };
+    expect(bannerMessage(record(draft, published)).hasUnpublishedChanges).toBe(false);
+  });
+
+  it("is true once a draft's value differs", () => {
+    const draft = defaultConfiguration();
+    draft.primaryColor = "#123456";
+    expect(bannerMessage(record(draft, defaultConfiguration())).hasUnpublishedChanges).toBe(true);
+  });
+});
