@@ -127,15 +127,18 @@ export function createSubjectService(
 }
 
 /**
- * A stored record as the SubjectSnapshot message. A request that came as a REST body (`json`) gets
- * the state as JSON text (consent_state_json): the gateway sends it on as it is, and neither side
- * of a network call encodes or decodes a google.protobuf.Struct (about 45 µs of CPU per call).
+ * A stored record as the SubjectSnapshot message. A caller that asks for it (the gateway) gets the
+ * state as JSON text (consent_state_json): it sends it on as it is, and neither side of a network
+ * call encodes or decodes a google.protobuf.Struct (about 45 µs of CPU per call). Asked for, not
+ * inferred from `json`: a caller built before the field existed still gets the Struct it reads.
  */
-export function snapshotOf(record: SubjectRecord, request: { json?: Uint8Array }): SubjectSnapshot {
-  const state =
-    request.json === undefined
-      ? { consentState: record.consentState }
-      : { consentStateJson: Buffer.from(JSON.stringify(record.consentState)) };
+function snapshotOf(
+  record: SubjectRecord,
+  request: { consentStateAsJson: boolean },
+): SubjectSnapshot {
+  const state = request.consentStateAsJson
+    ? { consentStateJson: Buffer.from(JSON.stringify(record.consentState)) }
+    : { consentState: record.consentState };
   return create(SubjectSnapshotSchema, {
     ...state,
     protocolVersion: record.protocolVersion,

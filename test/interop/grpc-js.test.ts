@@ -160,29 +160,38 @@ describe("grpc-js against the daemon", () => {
     expect(unknown).toMatchObject({ ok: true, response: { found: false, snapshot: null } });
   });
 
-  it("answers a request sent as a REST body with the state as JSON text, a typed one with a Struct", async () => {
+  it("sends the state as JSON text only to a caller that asks for it, sending a REST body or not", async () => {
+    type Answer = { snapshot: SnapshotObject & { consentStateJson?: Buffer } };
     const who = subject();
     const state = { ...consentState(), services: { "b-second": ["x"], "a-first": ["y"] } };
     const body = { ...who, baseVersion: 0, consentState: state };
-    const written = await unary<{ snapshot: SnapshotObject & { consentStateJson?: Buffer } }>(
+    const asked = await unary<Answer>(
       subjects,
       "PutSubjectState",
-      { json: Buffer.from(JSON.stringify(body)) },
+      { json: Buffer.from(JSON.stringify(body)), consentStateAsJson: true },
       bearer(key),
     );
-    const { snapshot } = responseOf(written);
+    const { snapshot } = responseOf(asked);
     expect(snapshot).toMatchObject({ version: 1, consentState: null });
     expect(snapshot.consentStateJson?.toString()).toBe(JSON.stringify(state));
 
-    const typed = await unary<{ snapshot: SnapshotObject & { consentStateJson?: Buffer } }>(
-      subjects,
-      "ResolveSubject",
-      who,
-      bearer(key),
-    );
-    const resolved = responseOf(typed).snapshot;
-    expect(fromStruct(resolved.consentState)).toEqual(state);
-    expect(resolved.consentStateJson ?? null).toBeNull();
+    // A caller that sends the REST body without asking (one built before the field) reads a Struct.
+    for (const request of [{ json: Buffer.from(JSON.stringify(who)) }, who]) {
+      const resolved = responseOf(
+        await unary<Answer>(subjects, "ResolveSubject", request, bearer(key)),
+      ).snapshot;
+      expect(fromStruct(resolved.consentState)).toEqual(state);
+      expect(resolved.consentStateJson ?? null).toBeNull();
+    }
+    const typedAsking = responseOf(
+      await unary<Answer>(
+        subjects,
+        "ResolveSubject",
+        { ...who, consentStateAsJson: true },
+        bearer(key),
+      ),
+    ).snapshot;
+    expect(JSON.parse(String(typedAsking.consentStateJson))).toEqual(state);
   });
 
   it("DeleteSubjectState counts 1 then 0, as REST does", async () => {

@@ -18,7 +18,7 @@ export function subjectRoutes(
   routePath(app, "/consent/subjects/resolve", {
     async POST(request, reply) {
       const { found, snapshot } = await clients.subjects.resolveSubject(
-        { json: rawBody(request) },
+        { json: rawBody(request), consentStateAsJson: true },
         relayOptions(request, reply, operatorToken),
       );
       // decisions §4: no snapshot → { found: false } and nothing else.
@@ -30,7 +30,7 @@ export function subjectRoutes(
   routePath(app, "/consent/subjects/state", {
     async PUT(request, reply) {
       const { snapshot } = await clients.subjects.putSubjectState(
-        { json: rawBody(request) },
+        { json: rawBody(request), consentStateAsJson: true },
         relayOptions(request, reply, operatorToken),
       );
       if (!snapshot) return sendData(reply, 200, { success: true });
@@ -47,8 +47,9 @@ export function subjectRoutes(
 }
 
 /**
- * A 200 with `lead` and the snapshot (spec 2.3). The daemon answers a relayed body with the state
- * as JSON text, which goes out as it is; a state sent as a Struct is serialised here.
+ * A 200 with `lead` and the snapshot (spec 2.3). The state comes as JSON text, as the routes ask,
+ * and goes out as it is; a daemon that predates consent_state_as_json sends a Struct, serialised
+ * here.
  */
 function sendSnapshot(
   reply: FastifyReply,

@@ -12,7 +12,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file consent/v1/subject.proto.
  */
 export const file_consent_v1_subject: GenFile = /*@__PURE__*/
-  fileDesc("Chhjb25zZW50L3YxL3N1YmplY3QucHJvdG8SCmNvbnNlbnQudjEigAEKFVJlc29sdmVTdWJqZWN0UmVxdWVzdBIRCgliYW5uZXJfaWQYASABKAkSFgoJbmFtZXNwYWNlGAIgASgJSACIAQESEgoKc3ViamVjdF9pZBgDIAEoCRIRCgRqc29uGA8gASgMSAGIAQFCDAoKX25hbWVzcGFjZUIHCgVfanNvbiJWChZSZXNvbHZlU3ViamVjdFJlc3BvbnNlEg0KBWZvdW5kGAEgASgIEi0KCHNuYXBzaG90GAIgASgLMhsuY29uc2VudC52MS5TdWJqZWN0U25hcHNob3QiowIKFlB1dFN1YmplY3RTdGF0ZVJlcXVlc3QSEQoJYmFubmVyX2lkGAEgASgJEhYKCW5hbWVzcGFjZRgCIAEoCUgAiAEBEhIKCnN1YmplY3RfaWQYAyABKAkSFAoMYmFzZV92ZXJzaW9uGAQgASgFEi4KDWNvbnNlbnRfc3RhdGUYBSABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhcKCmV4cGlyZXNfYXQYBiABKAlIAYgBARIdChBwcm90b2NvbF92ZXJzaW9uGAcgASgFSAKIAQESEQoEanNvbhgPIAEoDEgDiAEBQgwKCl9uYW1lc3BhY2VCDQoLX2V4cGlyZXNfYXRCEwoRX3Byb3RvY29sX3ZlcnNpb25CBwoFX2pzb24iSAoXUHV0U3ViamVjdFN0YXRlUmVzcG9uc2USLQoIc25hcHNob3QYASABKAsyGy5jb25zZW50LnYxLlN1YmplY3RTbmFwc2hvdCKEAQoZRGVsZXRlU3ViamVjdFN0YXRlUmVxdWVzdBIRCgliYW5uZXJfaWQYASABKAkSFgoJbmFtZXNwYWNlGAIgASgJSACIAQESEgoKc3ViamVjdF9pZBgDIAEoCRIRCgRqc29uGA8gASgMSAGIAQFCDAoKX25hbWVzcGFjZUIHCgVfanNvbiItChpEZWxldGVTdWJqZWN0U3RhdGVSZXNwb25zZRIPCgdkZWxldGVkGAEgASgFIp8CCg9TdWJqZWN0U25hcHNob3QSLgoNY29uc2VudF9zdGF0ZRgBIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSGAoQcHJvdG9jb2xfdmVyc2lvbhgCIAEoBRIPCgd2ZXJzaW9uGAMgASgFEhkKEWNsaWVudF91cGRhdGVkX2F0GAQgASgJEi4KCnVwZGF0ZWRfYXQYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCmV4cGlyZXNfYXQYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEh8KEmNvbnNlbnRfc3RhdGVfanNvbhgHIAEoDEgAiAEBQhUKE19jb25zZW50X3N0YXRlX2pzb24yqgIKDlN1YmplY3RTZXJ2aWNlElcKDlJlc29sdmVTdWJqZWN0EiEuY29uc2VudC52MS5SZXNvbHZlU3ViamVjdFJlcXVlc3QaIi5jb25zZW50LnYxLlJlc29sdmVTdWJqZWN0UmVzcG9uc2USWgoPUHV0U3ViamVjdFN0YXRlEiIuY29uc2VudC52MS5QdXRTdWJqZWN0U3RhdGVSZXF1ZXN0GiMuY29uc2VudC52MS5QdXRTdWJqZWN0U3RhdGVSZXNwb25zZRJjChJEZWxldGVTdWJqZWN0U3RhdGUSJS5jb25zZW50LnYxLkRlbGV0ZVN1YmplY3RTdGF0ZVJlcXVlc3QaJi5jb25zZW50LnYxLkRlbGV0ZVN1YmplY3RTdGF0ZVJlc3BvbnNlYgZwcm90bzM", [file_google_protobuf_struct, file_google_protobuf_timestamp]);
+  fileDesc("Chhjb25zZW50L3YxL3N1YmplY3QucHJvdG8SCmNvbnNlbnQudjEinwEKFVJlc29sdmVTdWJqZWN0UmVxdWVzdBIRCgliYW5uZXJfaWQYASABKAkSFgoJbmFtZXNwYWNlGAIgASgJSACIAQESEgoKc3ViamVjdF9pZBgDIAEoCRIdChVjb25zZW50X3N0YXRlX2FzX2pzb24YDiABKAgSEQoEanNvbhgPIAEoDEgBiAEBQgwKCl9uYW1lc3BhY2VCBwoFX2pzb24iVgoWUmVzb2x2ZVN1YmplY3RSZXNwb25zZRINCgVmb3VuZBgBIAEoCBItCghzbmFwc2hvdBgCIAEoCzIbLmNvbnNlbnQudjEuU3ViamVjdFNuYXBzaG90IsICChZQdXRTdWJqZWN0U3RhdGVSZXF1ZXN0EhEKCWJhbm5lcl9pZBgBIAEoCRIWCgluYW1lc3BhY2UYAiABKAlIAIgBARISCgpzdWJqZWN0X2lkGAMgASgJEhQKDGJhc2VfdmVyc2lvbhgEIAEoBRIuCg1jb25zZW50X3N0YXRlGAUgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIXCgpleHBpcmVzX2F0GAYgASgJSAGIAQESHQoQcHJvdG9jb2xfdmVyc2lvbhgHIAEoBUgCiAEBEh0KFWNvbnNlbnRfc3RhdGVfYXNfanNvbhgOIAEoCBIRCgRqc29uGA8gASgMSAOIAQFCDAoKX25hbWVzcGFjZUINCgtfZXhwaXJlc19hdEITChFfcHJvdG9jb2xfdmVyc2lvbkIHCgVfanNvbiJIChdQdXRTdWJqZWN0U3RhdGVSZXNwb25zZRItCghzbmFwc2hvdBgBIAEoCzIbLmNvbnNlbnQudjEuU3ViamVjdFNuYXBzaG90IoQBChlEZWxldGVTdWJqZWN0U3RhdGVSZXF1ZXN0EhEKCWJhbm5lcl9pZBgBIAEoCRIWCgluYW1lc3BhY2UYAiABKAlIAIgBARISCgpzdWJqZWN0X2lkGAMgASgJEhEKBGpzb24YDyABKAxIAYgBAUIMCgpfbmFtZXNwYWNlQgcKBV9qc29uIi0KGkRlbGV0ZVN1YmplY3RTdGF0ZVJlc3BvbnNlEg8KB2RlbGV0ZWQYASABKAUinwIKD1N1YmplY3RTbmFwc2hvdBIuCg1jb25zZW50X3N0YXRlGAEgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIYChBwcm90b2NvbF92ZXJzaW9uGAIgASgFEg8KB3ZlcnNpb24YAyABKAUSGQoRY2xpZW50X3VwZGF0ZWRfYXQYBCABKAkSLgoKdXBkYXRlZF9hdBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKZXhwaXJlc19hdBgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASHwoSY29uc2VudF9zdGF0ZV9qc29uGAcgASgMSACIAQFCFQoTX2NvbnNlbnRfc3RhdGVfanNvbjKqAgoOU3ViamVjdFNlcnZpY2USVwoOUmVzb2x2ZVN1YmplY3QSIS5jb25zZW50LnYxLlJlc29sdmVTdWJqZWN0UmVxdWVzdBoiLmNvbnNlbnQudjEuUmVzb2x2ZVN1YmplY3RSZXNwb25zZRJaCg9QdXRTdWJqZWN0U3RhdGUSIi5jb25zZW50LnYxLlB1dFN1YmplY3RTdGF0ZVJlcXVlc3QaIy5jb25zZW50LnYxLlB1dFN1YmplY3RTdGF0ZVJlc3BvbnNlEmMKEkRlbGV0ZVN1YmplY3RTdGF0ZRIlLmNvbnNlbnQudjEuRGVsZXRlU3ViamVjdFN0YXRlUmVxdWVzdBomLmNvbnNlbnQudjEuRGVsZXRlU3ViamVjdFN0YXRlUmVzcG9uc2ViBnByb3RvMw", [file_google_protobuf_struct, file_google_protobuf_timestamp]);
 
 /**
  * ResolveSubjectRequest names a subject (spec 2.2).
@@ -40,6 +40,14 @@ export type ResolveSubjectRequest = Message<"consent.v1.ResolveSubjectRequest"> 
    * @generated from field: string subject_id = 3;
    */
   subjectId: string;
+
+  /**
+   * Asks for the snapshot's state as JSON text (SubjectSnapshot.consent_state_json) instead of a
+   * Struct: what the gateway, which sends it on in a REST body, asks for.
+   *
+   * @generated from field: bool consent_state_as_json = 14;
+   */
+  consentStateAsJson: boolean;
 
   /**
    * The REST body of POST /api/v1/consent/subjects/resolve, verbatim.
@@ -130,6 +138,13 @@ export type PutSubjectStateRequest = Message<"consent.v1.PutSubjectStateRequest"
    * @generated from field: optional int32 protocol_version = 7;
    */
   protocolVersion?: number | undefined;
+
+  /**
+   * As in ResolveSubjectRequest.
+   *
+   * @generated from field: bool consent_state_as_json = 14;
+   */
+  consentStateAsJson: boolean;
 
   /**
    * The REST body of PUT /api/v1/consent/subjects/state, verbatim.
@@ -263,9 +278,9 @@ export type SubjectSnapshot = Message<"consent.v1.SubjectSnapshot"> & {
   expiresAt?: Timestamp | undefined;
 
   /**
-   * The same state as UTF-8 JSON text, set instead of consent_state when the request carried
-   * `json`: a caller that relays REST bodies gets the state in the form it sends on, without a
-   * Struct to encode and decode on each side of the call.
+   * The same state as UTF-8 JSON text, set instead of consent_state when the request asked for it
+   * (consent_state_as_json): a caller that relays REST bodies gets the state in the form it sends
+   * on, without a Struct to encode and decode on each side of the call.
    *
    * @generated from field: optional bytes consent_state_json = 7;
    */
@@ -286,7 +301,7 @@ export const SubjectSnapshotSchema: GenMessage<SubjectSnapshot> = /*@__PURE__*/
  *
  * Every request may instead carry the REST body verbatim in `json`; the gateway uses that form so
  * that the daemon alone validates bodies, in the order of decisions §2. A request that sets `json`
- * must leave every other field unset.
+ * must leave every other field unset but `consent_state_as_json`.
  *
  * @generated from service consent.v1.SubjectService
  */
