@@ -8,24 +8,37 @@ function charCount(value: string): number {
   return count;
 }
 
-/** A string of min-max characters. */
+/** A UTF-16 surrogate not in a pair: text no UTF-8 store or client can keep as it was sent. */
+const LONE_SURROGATE = /\p{Cs}/u;
+
+/**
+ * A string of min-max characters, all of them Unicode: JSON allows an unpaired surrogate escape
+ * (`"\ud800"`), but it cannot be stored as written (stores and the wire use UTF-8), so it is
+ * refused rather than answered back changed.
+ */
 export function text(min: number, max: number) {
-  return z.string().refine(
-    (value) => {
-      const length = charCount(value);
-      return length >= min && length <= max;
-    },
-    {
-      message:
-        min === max
-          ? `must be ${min} characters`
-          : min === 0
-            ? `must be at most ${max} characters`
-            : `must be ${min}-${max} characters`,
-      // Later rules on the same field (blank, "@") only speak once the length is right.
+  return z
+    .string()
+    .refine(
+      (value) => {
+        const length = charCount(value);
+        return length >= min && length <= max;
+      },
+      {
+        message:
+          min === max
+            ? `must be ${min} characters`
+            : min === 0
+              ? `must be at most ${max} characters`
+              : `must be ${min}-${max} characters`,
+        // Later rules on the same field (blank, "@") only speak once the length is right.
+        abort: true,
+      },
+    )
+    .refine((value) => !LONE_SURROGATE.test(value), {
+      message: "must be valid Unicode (it holds an unpaired surrogate)",
       abort: true,
-    },
-  );
+    });
 }
 
 /**

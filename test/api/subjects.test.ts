@@ -323,6 +323,26 @@ describe("consent subject records", () => {
     ).toEqual([violation("consentState.services", "keys must not contain NUL")]);
   });
 
+  it("refuses text with an unpaired surrogate, which no store keeps as written", async () => {
+    const invalid = "must be valid Unicode (it holds an unpaired surrogate)";
+    expect(
+      await detailsOf({
+        consentState: consentState({ languageCode: "en\ud800", services: { "\udc00x": ["ok"] } }),
+      }),
+    ).toEqual([
+      violation("consentState.languageCode", invalid),
+      violation("consentState.services", `keys ${invalid}`),
+    ]);
+    // A pair is one character, however it is escaped.
+    const paired = await put({
+      ...fresh(),
+      baseVersion: 0,
+      consentState: consentState({ languageCode: "en-\ud83d\ude00" }),
+    });
+    expect(paired.status).toBe(200);
+    expect(paired.body.data.consentState.languageCode).toBe("en-😀");
+  });
+
   it("says a missing field is required and a present one what it must be", async () => {
     const required = (field: string) => violation(field, "is required");
     expect((await put({})).body.data.details).toEqual(
