@@ -4,7 +4,7 @@ import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { fastifyConnectPlugin } from "@connectrpc/connect-fastify";
 import { fastify } from "fastify";
 import { pino } from "pino";
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { generateOperatorToken } from "#daemon/auth/secrets.js";
 import { loadConfig } from "#daemon/config.js";
 import { createDaemonTransport, firstFailure } from "#gateway/daemon-transport.js";
@@ -174,7 +174,7 @@ describe("the stand-alone gateway's transport to the daemon", () => {
     expect(await response.json()).toMatchObject({ data: { code: "unavailable" }, version: "v1" });
   });
 
-  it("tells the operator once that the daemon is unreachable, not once per failed request", async () => {
+  it("tells the operator once that the daemon is unreachable, then 10 s later how many failed since", async () => {
     const lines: {
       level: number;
       msg: string;
@@ -195,6 +195,14 @@ describe("the stand-alone gateway's transport to the daemon", () => {
     expect(warnings[0]?.err?.message).toMatch(
       /^\[unavailable\] the daemon could not be reached: connect ECONNREFUSED [\d.:]+$/,
     );
+    // The two held back are reported once the interval is over, though no request follows.
+    const warned = Date.now();
+    await vi.waitFor(() => expect(lines.filter((line) => line.level === 40)).toHaveLength(2), {
+      timeout: 12_000,
+      interval: 100,
+    });
+    expect(Date.now() - warned).toBeGreaterThan(9_000);
+    expect(lines.filter((line) => line.level === 40)[1]).toMatchObject({ failedRequests: 2 });
   });
 
   it("names the first failure of a chain, every address of a refused host name, and ends on a loop", () => {
