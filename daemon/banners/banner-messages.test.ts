@@ -1,7 +1,12 @@
 import { describe, expect, it } from "vitest";
 import { defaultConfiguration } from "#daemon/banners/banner-configuration.js";
 import { bannerMessage } from "#daemon/banners/banner-messages.js";
-import type { BannerConfiguration, BannerRecord } from "#daemon/banners/banner-store.js";
+import { configuration } from "#daemon/banners/banner-store.contract.js";
+import type {
+  BannerConfiguration,
+  BannerRecord,
+  BannerTexts,
+} from "#daemon/banners/banner-store.js";
 
 function record(draft: BannerConfiguration, published: BannerConfiguration): BannerRecord {
   const at = new Date("2026-11-24T12:00:00.000Z");
@@ -23,20 +28,10 @@ function record(draft: BannerConfiguration, published: BannerConfiguration): Ban
 
 describe("hasUnpublishedChanges", () => {
   it("is false when the draft differs from what was published only by a text the stored side predates", () => {
-    const texts = {
-      title: "Cookies",
-      description: "We use cookies.",
-      acceptAll: "Accept all",
-      rejectAll: "Reject all",
-      customize: "Customize",
-      save: "Save",
-      privacyPolicyUrl: "",
-      privacyPolicyLabel: "",
-      categories: {},
-    };
     // Published before BannerTexts had alwaysOnLabel; the same texts sent again carry it empty.
-    const published = { ...defaultConfiguration(), texts: { en: texts } };
-    const draft = { ...defaultConfiguration(), texts: { en: { ...texts, alwaysOnLabel: "" } } };
+    const { alwaysOnLabel: _, ...texts } = configuration.texts.en as BannerTexts;
+    const published = { ...configuration, texts: { en: texts } };
+    const draft = { ...configuration, texts: { en: { ...texts, alwaysOnLabel: "" } } };
     expect(bannerMessage(record(draft, published)).hasUnpublishedChanges).toBe(false);
   });
 

@@ -9,7 +9,8 @@ import {
   useFreshStore,
 } from "#daemon/store/store-contract-harness.js";
 
-const configuration: BannerConfiguration = {
+/** A configuration with every kind of field set (the banner unit tests use it too). */
+export const configuration: BannerConfiguration = {
   layout: "banner",
   position: "bottom",
   primaryColor: "#111827",
