@@ -10,7 +10,7 @@ import type { Store } from "#daemon/store/store.js";
 import { workerPublicChanges } from "#daemon/worker-messages.js";
 
 /** The one place that picks the store adapter: MongoDB when MONGODB_URI is set, else LMDB. */
-async function openStore(config: Config): Promise<Store> {
+export async function openStore(config: Config): Promise<Store> {
   if (config.mongoUri) {
     const { openMongoStore } = await import("#daemon/store/mongo-store.js");
     return openMongoStore({ uri: config.mongoUri });

@@ -2,7 +2,7 @@ import cluster, { type Worker } from "node:cluster";
 import { performance } from "node:perf_hooks";
 import { loadSecrets } from "#daemon/bootstrap.js";
 import { loadConfig, wholeNumberIn } from "#daemon/config.js";
-import { runDaemon } from "#daemon/main.js";
+import { openStore, runDaemon } from "#daemon/main.js";
 import {
   beatForPrimary,
   ignoreSendError,
@@ -69,8 +69,8 @@ export async function runService(): Promise<void> {
 }
 
 /**
- * The primary creates the secrets first (so workers read them instead of racing to write them),
- * forks the workers, forwards SIGTERM/SIGINT to them and exits 0 once every one has drained. A
+ * The primary creates the secrets and the store first (so workers read them instead of racing
+ * to create them: the embedded store's files and databases, MongoDB's indexes), forks the workers, forwards SIGTERM/SIGINT to them and exits 0 once every one has drained. A
  * worker that stops on its own (a start-up error it has already printed, a crash) stops the
  * service: the others are told to drain, and the primary exits 1. So does a worker that stops
  * answering: silent for CONSENT_WORKER_TIMEOUT_MS once it serves, it is killed, since it may
@@ -79,7 +79,9 @@ export async function runService(): Promise<void> {
  */
 async function runPrimary(count: number): Promise<void> {
   const timeoutMs = workerTimeoutMs();
-  const { created } = await loadSecrets(loadConfig());
+  const config = loadConfig();
+  const { created } = await loadSecrets(config);
+  await (await openStore(config)).close();
   let stopping = false;
   let failed = false;
   const stopAll = (signal: NodeJS.Signals) => {
