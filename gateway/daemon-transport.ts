@@ -354,7 +354,11 @@ class DaemonConnection {
         }
         finish(unreachable(error));
       });
-      stream.on("close", () => finish(lost()));
+      // Settled by then but for a stream closed without an answer: the error (with its stack) is
+      // only made for that case, not on every call.
+      stream.on("close", () => {
+        if (!settled) finish(lost());
+      });
       stream.end(body);
     });
   }
