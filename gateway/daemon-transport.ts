@@ -233,10 +233,10 @@ class DaemonConnection {
   /** Set by abandonCalls: every call from then on fails at once. */
   private abandoned = false;
 
-  constructor(
-    baseUrl: string,
-    private readonly keepAlive: KeepAlive,
-  ) {
+  private readonly keepAlive: Required<KeepAlive>;
+
+  constructor(baseUrl: string, keepAlive: KeepAlive) {
+    this.keepAlive = { ...keepAlive, idleMs: keepAlive.idleMs ?? DEFAULT_KEEP_ALIVE.idleMs };
     const url = new URL(baseUrl);
     this.origin = url.origin;
     this.pathPrefix = url.pathname.replace(/\/+$/, "");
@@ -382,8 +382,7 @@ class DaemonConnection {
         return this.connect();
       }
       // A connection carrying calls is watched by the keep-alive pings instead.
-      const idleMs = this.keepAlive.idleMs ?? DEFAULT_KEEP_ALIVE.idleMs;
-      if (link.inFlight > 0 || Date.now() - link.lastUsed < idleMs) return link;
+      if (link.inFlight > 0 || Date.now() - link.lastUsed < this.keepAlive.idleMs) return link;
       // Calls arriving together after an idle time share one ping.
       if (!link.probe) {
         // Held open for the calls waiting on it, as a call in flight holds it.

@@ -15,6 +15,9 @@ export function sendData(reply: FastifyReply, status: number, data: unknown): Fa
   return reply.code(status).send({ data, version: API_VERSION });
 }
 
+/** What follows `data` in the envelope's JSON text. */
+const ENVELOPE_END = `},"version":${JSON.stringify(API_VERSION)}}`;
+
 /**
  * sendData for a `data` object one of whose members is JSON text already (a subject's state as
  * the daemon sent it, consent_state_json): the text goes into the body as it is, between the
@@ -38,7 +41,7 @@ export function sendDataWithJsonMember(
   return reply
     .code(status)
     .type("application/json; charset=utf-8")
-    .send(`{"data":{${members.join(",")}},"version":${JSON.stringify(API_VERSION)}}`);
+    .send(`{"data":{${members.join(",")}${ENVELOPE_END}`);
 }
 
 /** spec 7: the error fields of a response body, in the order the spec lists them. */

@@ -13,16 +13,9 @@ export function utf8(bytes: Uint8Array): string {
   return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString();
 }
 
-/** spec 2.3: a snapshot without `found`, its state as an object. */
+/** spec 2.3: a snapshot without `found`, its state sent as a Struct (typed callers, a conflict's `current`). */
 export function snapshotJson(snapshot: SubjectSnapshot): Record<string, unknown> {
-  const { consentStateJson } = snapshot;
-  return {
-    consentState:
-      consentStateJson === undefined
-        ? (snapshot.consentState ?? {})
-        : JSON.parse(utf8(consentStateJson)),
-    ...snapshotFields(snapshot),
-  };
+  return { consentState: snapshot.consentState ?? {}, ...snapshotFields(snapshot) };
 }
 
 /** spec 2.3: the members of a snapshot that follow `consentState`. */
