@@ -14,6 +14,7 @@ import {
   Health,
   HealthCheckResponse_ServingStatus as Status,
 } from "#gen/grpc/health/v1/health_pb.js";
+import { rawServer } from "#test/support/raw-http2.js";
 
 /** A port nothing listens on (bound, read, released). */
 async function closedPort(): Promise<number> {
@@ -33,33 +34,6 @@ async function healthDaemon(port = 0) {
   await app.listen({ host: "127.0.0.1", port });
   const address = app.server.address();
   return { app, port: typeof address === "object" && address ? address.port : port };
-}
-
-/** An HTTP/2 server answering every request with `respond` (one that never answers: a hang). */
-async function rawServer(respond: (stream: http2.ServerHttp2Stream) => void) {
-  const server = http2.createServer();
-  const streams: http2.ServerHttp2Stream[] = [];
-  const sessions: http2.ServerHttp2Session[] = [];
-  server.on("session", (session) => sessions.push(session));
-  server.on("stream", (stream) => {
-    streams.push(stream);
-    // A stream the stand-in closes with an error code reports it here; nothing to do.
-    stream.on("error", () => {});
-    stream.resume();
-    stream.on("end", () => respond(stream));
-  });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const address = server.address();
-  const port = typeof address === "object" && address ? address.port : 0;
-  return {
-    url: `http://127.0.0.1:${port}`,
-    streams,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        for (const session of sessions) session.destroy();
-      }),
-  };
 }
 
 /**

@@ -1,6 +1,5 @@
 import { once } from "node:events";
 import { Agent, request } from "node:http";
-import http2 from "node:http2";
 import { connect, type Socket } from "node:net";
 import { describe, expect, it } from "vitest";
 import { DRAIN_TIMEOUT_MS } from "#daemon/drain-exit.js";
@@ -14,6 +13,7 @@ import {
   startService,
   useProgramRoot,
 } from "#test/support/processes.js";
+import { rawServer } from "#test/support/raw-http2.js";
 
 /** A response, or status 0 and the socket error when the connection was lost without one. */
 interface Answer {
@@ -235,26 +235,17 @@ describe("SIGTERM on a stand-alone gateway whose daemon stopped answering", {
 }, () => {
   it("answers the requests still waiting with 503 before its drain cuts them, and exits 0", async () => {
     // A daemon that accepts calls and never answers them (a frozen process, a dead network).
-    const silent = http2.createServer();
-    const sessions: http2.ServerHttp2Session[] = [];
-    silent.on("session", (session) => sessions.push(session));
-    silent.on("stream", (stream) => {
-      stream.on("error", () => {});
-      stream.resume();
-    });
-    await new Promise<void>((resolve) => silent.listen(0, "127.0.0.1", resolve));
-    const address = silent.address();
-    const port = typeof address === "object" && address ? address.port : 0;
+    const silent = await rawServer(() => {});
     try {
       const program = startProgram(PROGRAMS.gateway, {
-        CONSENT_DAEMON_URL: `http://127.0.0.1:${port}`,
+        CONSENT_DAEMON_URL: silent.url,
         CONSENT_ADMIN_TOKEN: "operator-token-for-the-gateway-alone",
       });
       const gatewayUrl = await program.waitFor(STANDALONE_GATEWAY_URL);
       const waiting = fetch(`${gatewayUrl}/api/v1/banners`, {
         headers: { authorization: "Bearer cs_live_0000000000000000000000000000000000000000" },
       });
-      await expect.poll(() => sessions.length).toBe(1);
+      await expect.poll(() => silent.streams.length).toBe(1);
       program.child.kill("SIGTERM");
       const response = await waiting;
       expect(response.status).toBe(503);
@@ -264,8 +255,7 @@ describe("SIGTERM on a stand-alone gateway whose daemon stopped answering", {
       });
       expect(await program.exitWithin(DRAIN_TIMEOUT_MS + 5_000)).toBe(0);
     } finally {
-      for (const session of sessions) session.destroy();
-      await new Promise((resolve) => silent.close(resolve));
+      await silent.close();
     }
   });
 });
