@@ -1,5 +1,6 @@
 import { timestampDate } from "@bufbuild/protobuf/wkt";
 import { runtimeConfig } from "#gateway/loader/runtime-config.js";
+import { type ErrorCode, pageTexts } from "#gateway/preferences/page-texts.js";
 import { resolveTexts } from "#gateway/runtime/texts.js";
 import type { PreferencesView } from "#gen/consent/v1/consent_log_pb.js";
 
@@ -55,6 +56,7 @@ a{color:inherit}
 /**
  * The preferences page (decisions §5): the banner's categories with the visitor's current choice,
  * in the language of that choice, as a plain form (no script) posted back to the same address.
+ * The page's own two sentences follow the language of the operator's texts it shows.
  */
 export function preferencesPage(view: PreferencesView, nonce: string, saved: boolean): string {
   const banner = view.banner;
@@ -71,15 +73,16 @@ export function preferencesPage(view: PreferencesView, nonce: string, saved: boo
     return `<label><input type="checkbox"${attributes}><span><b>${escapeHtml(text.label)}</b>${note}${description}</span></label>`;
   });
   const until = view.expiresAt ? timestampDate(view.expiresAt).toISOString().slice(11, 16) : "";
+  const own = pageTexts(texts.languageCode).texts;
   const policy = texts.get("privacyPolicyUrl");
   const body = [
     `<h1>${escapeHtml(texts.get("title"))}</h1>`,
-    saved ? `<p class="status" role="status">Your choices have been saved.</p>` : "",
+    saved ? `<p class="status" role="status">${escapeHtml(own.saved)}</p>` : "",
     `<p>${escapeHtml(texts.get("description"))}</p>`,
     `<form method="post"><fieldset><legend>${escapeHtml(texts.get("customize"))}</legend>`,
     rows.join("\n"),
     `</fieldset><button type="submit">${escapeHtml(texts.get("save"))}</button></form>`,
-    `<p><small>This link works until ${until} UTC.</small></p>`,
+    `<p><small>${escapeHtml(own.validUntil(until))}</small></p>`,
     policy
       ? `<p><a href="${escapeHtml(policy)}">${escapeHtml(texts.get("privacyPolicyLabel"))}</a></p>`
       : "",
@@ -93,32 +96,14 @@ export function preferencesPage(view: PreferencesView, nonce: string, saved: boo
   );
 }
 
-const ERROR_TEXTS: Record<string, [string, string]> = {
-  link_expired: [
-    "This link has expired",
-    "Links to change your privacy choices work for 30 minutes after a choice. Open the site again and change your choices from its privacy settings.",
-  ],
-  link_invalid: [
-    "This link is not valid",
-    "It may have been copied incompletely or changed. Open the site again and change your choices from its privacy settings.",
-  ],
-  not_found: [
-    "These privacy settings are no longer available",
-    "The site no longer collects choices with this banner.",
-  ],
-  rate_limited: ["Too many requests", "Please wait a minute and try again."],
-  unsupported_form: [
-    "Your choices were not saved",
-    "Open the link again and save your choices with the form on its page.",
-  ],
-};
-
-/** A clear page for a link that cannot be used; never internal detail (decisions §5). */
-export function errorPage(code: string | undefined, nonce: string): string {
-  const [title, text] = ERROR_TEXTS[code ?? ""] ?? [
-    "Something went wrong",
-    "Your privacy settings could not be shown just now. Please try again later.",
-  ];
+/**
+ * A clear page for a link that cannot be used, in the browser's language where the page ships
+ * it (page-texts.ts); never internal detail (decisions §5).
+ */
+export function errorPage(code: string | undefined, nonce: string, languageCode: string): string {
+  const { lang, texts } = pageTexts(languageCode);
+  const known = code !== undefined && Object.hasOwn(texts.errors, code);
+  const [title, text] = texts.errors[known ? (code as ErrorCode) : "other"];
   const body = `<h1>${escapeHtml(title)}</h1>\n<p>${escapeHtml(text)}</p>`;
-  return document("en", title, body, nonce, DEFAULT_COLORS);
+  return document(lang, title, body, nonce, DEFAULT_COLORS);
 }

@@ -3,6 +3,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { DaemonClients } from "#gateway/daemon-clients.js";
 import { failureOf, type HttpError } from "#gateway/errors.js";
 import { errorPage, preferencesPage } from "#gateway/preferences/page.js";
+import { browserLanguage } from "#gateway/preferences/page-texts.js";
 import { mediaTypeOf, relayOptions } from "#gateway/relay.js";
 
 export interface PreferencesRouteOptions {
@@ -40,11 +41,15 @@ function sendPage(reply: FastifyReply, status: number, html: string, nonce: stri
     .send(html);
 }
 
-/** The clear page for a failure: its status, headers and a text for its code, never internals. */
+/**
+ * The clear page for a failure: its status, headers and a text for its code in the browser's
+ * language, never internals.
+ */
 function sendErrorPage(reply: FastifyReply, httpError: HttpError) {
   const nonce = randomBytes(16).toString("base64");
+  const html = errorPage(httpError.code, nonce, browserLanguage(reply.request.headers));
   reply.headers(httpError.headers);
-  return sendPage(reply, httpError.status, errorPage(httpError.code, nonce), nonce);
+  return sendPage(reply, httpError.status, html, nonce);
 }
 
 /** A submission of the page's form (application/x-www-form-urlencoded), whatever its charset. */

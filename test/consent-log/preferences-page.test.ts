@@ -57,7 +57,16 @@ describe("GET and POST /preferences/{token}", () => {
     expect(page.text).toContain(
       '<a href="https://shop.example.com/datenschutz">Datenschutzerklärung</a>',
     );
-    expect(page.text).toContain("works until 12:30 UTC");
+    expect(page.text).toContain("<small>Dieser Link ist bis 12:30 UTC gültig.</small>");
+  });
+
+  it("keeps the whole page in English when the banner has no texts in the choice's language", async () => {
+    const { publicId } = await bannerFixture(ctx.service, { configuration });
+    const page = await http(ctx.service, "GET", await linkFor(publicId, { languageCode: "fr" }));
+    expect(page.status).toBe(200);
+    expect(page.text).toContain('<html lang="en">');
+    expect(page.text).toContain("<h1>We value your privacy</h1>");
+    expect(page.text).toContain("<small>This link works until 12:30 UTC.</small>");
   });
 
   it("records a change as consent_changed with the same consentId, then shows it saved", async () => {
@@ -74,7 +83,9 @@ describe("GET and POST /preferences/{token}", () => {
     const next = new URL(saved.headers.get("location") ?? "", `${ctx.service.gatewayUrl}${path}`);
     expect(next.pathname + next.search).toBe(`${path}?saved=1`);
     const page = await http(ctx.service, "GET", `${path}?saved=1`);
-    expect(page.text).toContain('role="status"');
+    expect(page.text).toContain(
+      '<p class="status" role="status">Ihre Auswahl wurde gespeichert.</p>',
+    );
     expect(page.text).toContain(
       '<input type="checkbox" checked name="category" value="marketing">',
     );
@@ -124,6 +135,29 @@ describe("GET and POST /preferences/{token}", () => {
     expect(page.text).not.toMatch(/Error|at .*\.ts|stack/);
     const post = await http(ctx.service, "POST", path, { body: "category=analytics" });
     expect(post.status).toBe(403);
+  });
+
+  it("shows a failure's page in the browser's language when the page ships it", async () => {
+    const { publicId } = await bannerFixture(ctx.service, { configuration });
+    const path = await linkFor(publicId);
+    ctx.clock.now += 30 * 60_000;
+    const cases: [string, string, string][] = [
+      ["fr-CH, de;q=0.8, en;q=0.5", "fr", "<h1>Ce lien a expiré</h1>"],
+      ["ja, de-AT;q=0.9", "de", "<h1>Dieser Link ist abgelaufen</h1>"],
+      ["ja", "en", "<h1>This link has expired</h1>"],
+    ];
+    for (const [acceptLanguage, lang, title] of cases) {
+      const page = await http(ctx.service, "GET", path, {
+        headers: { "accept-language": acceptLanguage },
+      });
+      expect(page.status).toBe(403);
+      expect(page.text).toContain(`<html lang="${lang}">`);
+      expect(page.text).toContain(title);
+    }
+    const altered = await http(ctx.service, "GET", "/preferences/garbage", {
+      headers: { "accept-language": "pl" },
+    });
+    expect(altered.text).toContain("<h1>Ten link jest nieprawidłowy</h1>");
   });
 
   it("shows a clear page for an altered or malformed link", async () => {
