@@ -1,7 +1,16 @@
 import type { Transport } from "@connectrpc/connect";
-import { type FastifyBaseLogger, type FastifyInstance, fastify, LogController } from "fastify";
+import {
+  type FastifyBaseLogger,
+  type FastifyInstance,
+  type FastifyReply,
+  type FastifyRequest,
+  fastify,
+  LogController,
+} from "fastify";
 import { createDaemonClients } from "#gateway/daemon-clients.js";
-import { failureOf } from "#gateway/errors.js";
+import { sendEnvelopedError, setVersionHeaders } from "#gateway/envelope.js";
+import { failureOf, type HttpError } from "#gateway/errors.js";
+import { sendErrorPage } from "#gateway/preferences/routes.js";
 import { v1Api } from "#gateway/v1/plugin.js";
 import { visitorSide } from "#gateway/visitor.js";
 
@@ -40,15 +49,11 @@ export async function buildGateway(options: GatewayOptions): Promise<FastifyInst
     // (startGateway bounds the wait), new requests on open sockets get 503.
     forceCloseConnections: "idle",
     return503OnClosing: true,
+    frameworkErrors: unroutable,
   });
   const clients = createDaemonClients(options.transport);
   // Outside the versioned API (spec 9.2: /api/banners, /api/v2/...): a plain 404, no version headers.
-  app.setNotFoundHandler((request, reply) =>
-    reply.code(404).send({
-      error: `No endpoint at ${request.method} ${request.url.split("?")[0]}`,
-      code: "not_found",
-    }),
-  );
+  app.setNotFoundHandler((request, reply) => sendNotFound(reply, noEndpoint(request)));
   app.setErrorHandler((error, request, reply) => {
     const httpError = failureOf(request, error);
     return reply
@@ -79,6 +84,45 @@ export async function buildGateway(options: GatewayOptions): Promise<FastifyInst
     onPublicChange,
   });
   return app;
+}
+
+/** A path the gateway does not serve (spec 7: not_found). */
+function noEndpoint(request: FastifyRequest): HttpError {
+  return {
+    status: 404,
+    code: "not_found",
+    message: `No endpoint at ${request.method} ${request.url.split("?")[0]}`,
+    headers: {},
+  };
+}
+
+function sendNotFound(reply: FastifyReply, error: HttpError): FastifyReply {
+  return reply.code(error.status).send({ error: error.message, code: error.code });
+}
+
+/** What an altered preferences link gets (the daemon's link_invalid, decisions §5). */
+const LINK_INVALID: HttpError = {
+  status: 403,
+  code: "link_invalid",
+  message: "This link is not valid",
+  headers: {},
+};
+
+/**
+ * A request the router cannot match (Fastify's frameworkErrors): a path whose percent-encoding
+ * does not decode, or a path segment over Fastify's 100-character parameter limit. No resource
+ * has such an address, so each family answers as for a path it does not serve, never with
+ * Fastify's own text: the versioned API with its envelope and version headers (decisions §6), a
+ * preferences link with the page for an altered link, anything else with the plain 404.
+ */
+function unroutable(_error: unknown, request: FastifyRequest, reply: FastifyReply) {
+  const path = request.url.split("?")[0] ?? "";
+  if (path === V1_PREFIX || path.startsWith(`${V1_PREFIX}/`)) {
+    setVersionHeaders(reply);
+    return sendEnvelopedError(reply, noEndpoint(request));
+  }
+  if (path.startsWith("/preferences/")) return sendErrorPage(reply, LINK_INVALID);
+  return sendNotFound(reply, noEndpoint(request));
 }
 
 /**

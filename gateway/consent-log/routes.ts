@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { DaemonClients } from "#gateway/daemon-clients.js";
 import { failureOf, type HttpError } from "#gateway/errors.js";
+import { refuseOtherMethods } from "#gateway/methods.js";
 import { mediaTypeOf, rawBody, relayOptions } from "#gateway/relay.js";
 
 export interface ConsentLogRouteOptions {
@@ -9,7 +10,7 @@ export interface ConsentLogRouteOptions {
 }
 
 const PATH = "/api/consent/log";
-const ALLOWED = "POST, OPTIONS";
+const METHODS = ["POST", "OPTIONS"];
 /** decisions §5: JSON, sent as application/json or as text/plain (sendBeacon's type). */
 const LOG_MEDIA_TYPES = ["application/json", "text/plain"];
 const WRONG_MEDIA_TYPE: HttpError = {
@@ -78,7 +79,7 @@ export async function consentLogRoutes(app: FastifyInstance, options: ConsentLog
     reply
       .code(204)
       .headers({
-        "Access-Control-Allow-Methods": ALLOWED,
+        "Access-Control-Allow-Methods": METHODS.join(", "),
         "Access-Control-Allow-Headers":
           request.headers["access-control-request-headers"] ?? "Content-Type",
         "Access-Control-Max-Age": "86400",
@@ -88,15 +89,5 @@ export async function consentLogRoutes(app: FastifyInstance, options: ConsentLog
       .send(),
   );
 
-  app.route({
-    method: ["GET", "HEAD", "PUT", "PATCH", "DELETE"],
-    url: PATH,
-    handler: async (request, reply) =>
-      sendError(reply.header("Allow", ALLOWED), {
-        status: 405,
-        code: "method_not_allowed",
-        message: `Method ${request.method} is not allowed on this endpoint; allowed: ${ALLOWED}`,
-        headers: {},
-      }),
-  });
+  refuseOtherMethods(app, PATH, METHODS, (_request, reply, error) => sendError(reply, error));
 }

@@ -1,8 +1,10 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { FastifyInstance, FastifyReply } from "fastify";
+import Negotiator from "negotiator";
 import type { DaemonClients } from "#gateway/daemon-clients.js";
 import { LoaderCache, type LoaderVariant } from "#gateway/loader/loader-cache.js";
 import { parseGeo } from "#gateway/loader/runtime-config.js";
+import { refuseOtherMethods } from "#gateway/methods.js";
 
 /**
  * decisions §6: browsers and CDNs keep a loader for 5 minutes, then revalidate with its ETag
@@ -20,18 +22,24 @@ export interface LoaderRouteOptions {
   revalidateMs?: number;
 }
 
+const LOADER_PATH = "/loader/:file";
+
 type Encoding = "br" | "gzip" | "identity";
 
-/** The best encoding the client accepts (q=0 refuses one): brotli, then gzip, then none. */
-function negotiate(acceptEncoding: string | undefined): Encoding {
-  const accepted = new Set<string>();
-  for (const part of (acceptEncoding ?? "").toLowerCase().split(",")) {
-    const [name = "", ...params] = part.trim().split(";");
-    const q = params.map((p) => /^\s*q=([\d.]+)/.exec(p)?.[1]).find(Boolean);
-    if (q === undefined || Number(q) > 0) accepted.add(name.trim());
-  }
-  if (accepted.has("br")) return "br";
-  return accepted.has("gzip") || accepted.has("*") ? "gzip" : "identity";
+/** Ours, best first: brotli, then gzip, then none. */
+const ENCODINGS: Encoding[] = ["br", "gzip", "identity"];
+
+/**
+ * The encoding to send (negotiator): the client's highest q-value, ours first among equals;
+ * none when it refuses all three (`identity;q=0` alone), since a loader is better than a 406.
+ */
+function negotiate(headers: Record<string, string | string[] | undefined>): Encoding {
+  // negotiator 1.x takes the tie-break order as a second argument, which @types/negotiator
+  // (written for 0.6) does not declare.
+  const negotiator = new Negotiator({ headers }) as unknown as {
+    encoding(available: Encoding[], options: { preferred: Encoding[] }): Encoding | undefined;
+  };
+  return negotiator.encoding(ENCODINGS, { preferred: ENCODINGS }) ?? "identity";
 }
 
 function etagOf(variant: LoaderVariant, encoding: Encoding): string {
@@ -73,14 +81,14 @@ export async function loaderRoutes(app: FastifyInstance, options: LoaderRouteOpt
   options.onPublicChange?.((publicId) => cache.invalidate(publicId));
   const geoHeader = options.geoHeader?.toLowerCase();
 
-  app.get("/loader/:file", async (request, reply) => {
+  app.get(LOADER_PATH, async (request, reply) => {
     const publicId = /^([0-9a-f-]{36})\.js$/i.exec((request.params as { file: string }).file)?.[1];
     if (!publicId) return notFound(reply);
     const geoValue = geoHeader ? request.headers[geoHeader] : undefined;
     const geo = parseGeo(Array.isArray(geoValue) ? geoValue[0] : geoValue);
     const variant = await cache.variant(publicId.toLowerCase(), geo);
     if (!variant) return notFound(reply);
-    const encoding = negotiate(request.headers["accept-encoding"]);
+    const encoding = negotiate(request.headers);
     const etag = etagOf(variant, encoding);
     reply.headers({
       "Content-Type": "text/javascript; charset=utf-8",
@@ -99,4 +107,7 @@ export async function loaderRoutes(app: FastifyInstance, options: LoaderRouteOpt
     if (encoding !== "identity") reply.header("Content-Encoding", encoding);
     return reply.code(200).send(variant[encoding]);
   });
+  refuseOtherMethods(app, LOADER_PATH, ["GET"], (_request, reply, error) =>
+    reply.code(error.status).send({ error: error.message, code: error.code }),
+  );
 }

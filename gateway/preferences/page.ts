@@ -97,13 +97,26 @@ export function preferencesPage(view: PreferencesView, nonce: string, saved: boo
 }
 
 /**
+ * Failures only a submission the page's form never makes meets (another method, a body too large
+ * or unreadable): the page says the choices were not saved and how to save them.
+ */
+const SUBMISSION_FAILURES: Record<string, ErrorCode> = {
+  method_not_allowed: "unsupported_form",
+  invalid_request: "unsupported_form",
+};
+
+/**
  * A clear page for a link that cannot be used, in the browser's language where the page ships
  * it (page-texts.ts); never internal detail (decisions §5).
  */
 export function errorPage(code: string | undefined, nonce: string, languageCode: string): string {
   const { lang, texts } = pageTexts(languageCode);
-  const known = code !== undefined && Object.hasOwn(texts.errors, code);
-  const [title, text] = texts.errors[known ? (code as ErrorCode) : "other"];
+  const key =
+    code !== undefined && Object.hasOwn(SUBMISSION_FAILURES, code)
+      ? SUBMISSION_FAILURES[code]
+      : code;
+  const known = key !== undefined && Object.hasOwn(texts.errors, key);
+  const [title, text] = texts.errors[known ? (key as ErrorCode) : "other"];
   const body = `<h1>${escapeHtml(title)}</h1>\n<p>${escapeHtml(text)}</p>`;
   return document(lang, title, body, nonce, DEFAULT_COLORS);
 }

@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { DaemonClients } from "#gateway/daemon-clients.js";
 import { failureOf, type HttpError } from "#gateway/errors.js";
+import { refuseOtherMethods } from "#gateway/methods.js";
 import { errorPage, preferencesPage } from "#gateway/preferences/page.js";
 import { browserLanguage } from "#gateway/preferences/page-texts.js";
 import { mediaTypeOf, relayOptions } from "#gateway/relay.js";
@@ -45,7 +46,7 @@ function sendPage(reply: FastifyReply, status: number, html: string, nonce: stri
  * The clear page for a failure: its status, headers and a text for its code in the browser's
  * language, never internals.
  */
-function sendErrorPage(reply: FastifyReply, httpError: HttpError) {
+export function sendErrorPage(reply: FastifyReply, httpError: HttpError) {
   const nonce = randomBytes(16).toString("base64");
   const html = errorPage(httpError.code, nonce, browserLanguage(reply.request.headers));
   reply.headers(httpError.headers);
@@ -108,4 +109,7 @@ export async function preferencesRoutes(app: FastifyInstance, options: Preferenc
       .header("Location", `${encodeURIComponent(token)}?saved=1`)
       .send();
   });
+  refuseOtherMethods(app, "/preferences/:token", ["GET", "POST"], (_request, reply, error) =>
+    sendErrorPage(reply, error),
+  );
 }

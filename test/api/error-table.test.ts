@@ -6,6 +6,7 @@ import {
   http,
   mintKey,
   operator,
+  rawHttp,
 } from "#test/support/api.js";
 import { startTestService, type TestService } from "#test/support/service.js";
 
@@ -240,6 +241,25 @@ describe("spec 7 error table", () => {
     expect(envelopeOf(result).error).toMatch(/DELETE/);
     const state = await http(service, "GET", "/api/v1/consent/subjects/state", { key });
     expect([state.status, state.headers.get("allow")]).toEqual([405, "PUT, DELETE"]);
+    const trace = await rawHttp(service, "TRACE", "/api/v1/consent/subjects/resolve");
+    expect([trace.status, trace.headers.get("allow")]).toEqual([405, "POST"]);
+    expect(JSON.parse(trace.text).data.code).toBe("method_not_allowed");
+  });
+
+  it("404 in the envelope for a path the router cannot read, never the framework's text", async () => {
+    for (const path of [
+      "/api/v1/banners/%zz",
+      `/api/v1/banners/${"a".repeat(101)}`,
+      "/api/v1/webhooks/%E0%A4%A",
+    ]) {
+      const result = await rawHttp(service, "GET", path, { authorization: `Bearer ${key}` });
+      expect([path, result.status]).toEqual([path, 404]);
+      expect(result.headers.get("api-version")).toBe("v1");
+      expect(result.headers.get("api-supported-versions")).toBe("v1");
+      const body = JSON.parse(result.text);
+      expect(body).toMatchObject({ data: { code: "not_found" }, version: "v1" });
+      expect(result.text).not.toMatch(/FST_|valid url component|max param/);
+    }
   });
 
   it("409 version_conflict with the current snapshot", async () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { http } from "#test/support/api.js";
+import { http, rawHttp } from "#test/support/api.js";
 import {
   aChoice,
   bannerFixture,
@@ -251,6 +251,12 @@ describe("POST /api/consent/log", () => {
       "POST, OPTIONS",
       "method_not_allowed",
     ]);
+    const trace = await rawHttp(ctx.service, "TRACE", "/api/consent/log", {
+      origin: "https://shop.example.com",
+    });
+    expect([trace.status, trace.headers.get("allow")]).toEqual([405, "POST, OPTIONS"]);
+    expect(trace.headers.get("access-control-allow-origin")).toBe("https://shop.example.com");
+    expect(JSON.parse(trace.text)).toMatchObject({ success: false, code: "method_not_allowed" });
   });
 
   it("moves on with the clock: received times come from the server", async () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { http } from "#test/support/api.js";
+import { http, rawHttp } from "#test/support/api.js";
 import {
   aChoice,
   bannerFixture,
@@ -178,6 +178,39 @@ describe("GET and POST /preferences/{token}", () => {
       expect([token, page.status]).toEqual([token, 403]);
       expect(page.text).toContain("<h1>This link is not valid</h1>");
     }
+  });
+
+  it("answers other methods with 405 and a page, and an unreadable link with the altered-link page", async () => {
+    const { publicId } = await bannerFixture(ctx.service, { configuration });
+    const path = await linkFor(publicId);
+    for (const method of ["PUT", "DELETE", "PATCH", "OPTIONS", "TRACE"]) {
+      const result = await rawHttp(ctx.service, method, path);
+      expect([method, result.status, result.headers.get("allow")]).toEqual([
+        method,
+        405,
+        "GET, POST, HEAD",
+      ]);
+      expect(result.headers.get("content-type")).toBe("text/html; charset=utf-8");
+      expect(result.text).toContain("<h1>Your choices were not saved</h1>");
+    }
+    for (const bad of ["%zz", `${path.split("/").at(-1)}${"A".repeat(60)}`, "A".repeat(5000)]) {
+      const result = await rawHttp(ctx.service, "GET", `/preferences/${bad}`);
+      expect([bad.slice(0, 20), result.status]).toEqual([bad.slice(0, 20), 403]);
+      expect(result.headers.get("content-type")).toBe("text/html; charset=utf-8");
+      expect(result.text).toContain("<h1>This link is not valid</h1>");
+      expect(result.text).not.toContain("AAAAAAAAAA");
+    }
+  });
+
+  it("says a form too large was not saved", async () => {
+    const { publicId } = await bannerFixture(ctx.service, { configuration });
+    const path = await linkFor(publicId);
+    const result = await http(ctx.service, "POST", path, {
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+      body: `category=${"x".repeat(1024 * 1024 + 1)}`,
+    });
+    expect(result.status).toBe(413);
+    expect(result.text).toContain("<h1>Your choices were not saved</h1>");
   });
 
   it("shows a not-found page once the banner is inactive", async () => {

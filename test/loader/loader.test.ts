@@ -2,7 +2,7 @@ import { get } from "node:http";
 import { brotliDecompressSync, gunzipSync } from "node:zlib";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { RuntimeConfig } from "#gateway/runtime/config.js";
-import { http } from "#test/support/api.js";
+import { http, rawHttp } from "#test/support/api.js";
 import { bannerFixture, headerRecord } from "#test/support/consent-log.js";
 import { startTestService, type TestService } from "#test/support/service.js";
 
@@ -74,6 +74,45 @@ describe("GET /loader/{publicId}.js", () => {
     expect(gunzipSync(gz.bytes)).toEqual(plain.bytes);
     const etags = new Set([plain, br, gz].map((r) => r.headers.get("etag")));
     expect(etags.size).toBe(3);
+  });
+
+  it("follows the client's q-values, ours best first among equals", async () => {
+    const { publicId } = await bannerFixture(service);
+    const cases: [string, string | null][] = [
+      ["gzip, br", "br"],
+      ["br;q=0.5, gzip", "gzip"],
+      ["*", "br"],
+      ["*;q=0.1, gzip;q=0.2", "gzip"],
+      ["identity;q=0", null],
+      ["deflate", null],
+    ];
+    for (const [accept, expected] of cases) {
+      const result = await loader(service, publicId, { "accept-encoding": accept });
+      expect([accept, result.status, result.headers.get("content-encoding")]).toEqual([
+        accept,
+        200,
+        expected,
+      ]);
+    }
+  });
+
+  it("answers 405 with Allow to other methods, and 404 to an address the router cannot read", async () => {
+    const { publicId } = await bannerFixture(service);
+    for (const method of ["POST", "PUT", "DELETE", "OPTIONS", "TRACE"]) {
+      const result = await rawHttp(service, method, `/loader/${publicId}.js`);
+      expect([method, result.status, result.headers.get("allow")]).toEqual([
+        method,
+        405,
+        "GET, HEAD",
+      ]);
+      expect(JSON.parse(result.text)).toMatchObject({ code: "method_not_allowed" });
+    }
+    for (const path of ["/loader/%zz.js", `/loader/${"a".repeat(120)}.js`]) {
+      const result = await rawHttp(service, "GET", path);
+      expect([path, result.status]).toEqual([path, 404]);
+      expect(JSON.parse(result.text)).toMatchObject({ code: "not_found" });
+      expect(result.headers.get("api-version")).toBeNull();
+    }
   });
 
   it("answers 304 to a matching If-None-Match, 200 to a stale one", async () => {

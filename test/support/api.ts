@@ -1,3 +1,4 @@
+import { request as httpRequest } from "node:http";
 import { type Client, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { AdminService } from "#gen/consent/v1/admin_pb.js";
@@ -41,6 +42,33 @@ export async function http(
     parsed = undefined;
   }
   return { status: response.status, headers: response.headers, body: parsed, text };
+}
+
+/**
+ * One request sent as written, through node:http: any method (fetch refuses TRACE) and the path's
+ * bytes unchanged (a broken percent-escape, an over-long segment).
+ */
+export function rawHttp(
+  service: TestService,
+  method: string,
+  path: string,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; headers: Headers; text: string }> {
+  return new Promise((resolve, reject) => {
+    const sent = httpRequest(`${service.gatewayUrl}${path}`, { method, headers }, (response) => {
+      const chunks: Buffer[] = [];
+      response.on("data", (chunk: Buffer) => chunks.push(chunk));
+      response.on("end", () =>
+        resolve({
+          status: response.statusCode ?? 0,
+          headers: new Headers(response.headers as Record<string, string>),
+          text: Buffer.concat(chunks).toString("utf8"),
+        }),
+      );
+    });
+    sent.on("error", reject);
+    sent.end();
+  });
 }
 
 /** The operator's admin client, authenticated with the service's operator token. */

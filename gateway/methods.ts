@@ -1,0 +1,37 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import type { HttpError } from "#gateway/errors.js";
+
+/** How a path's family answers a failure: the v1 envelope, the log route's shape, a page. */
+export type SendFailure = (
+  request: FastifyRequest,
+  reply: FastifyReply,
+  error: HttpError,
+) => FastifyReply | Promise<FastifyReply>;
+
+/**
+ * Answers every method Fastify routes (TRACE and QUERY included) that a path does not serve with
+ * 405 and an `Allow` header (spec 7, decisions §3), in the path's own failure shape, instead of
+ * Fastify's default 404. `allowed` lists the path's methods; HEAD is added for GET, since Fastify
+ * answers it.
+ */
+export function refuseOtherMethods(
+  app: FastifyInstance,
+  url: string,
+  methods: readonly string[],
+  send: SendFailure,
+): void {
+  const allowed = methods.includes("GET") ? [...methods, "HEAD"] : [...methods];
+  const others = app.supportedMethods.filter((method) => !allowed.includes(method));
+  const allow = allowed.join(", ");
+  app.route({
+    method: others,
+    url,
+    handler: (request, reply) =>
+      send(request, reply.header("Allow", allow), {
+        status: 405,
+        code: "method_not_allowed",
+        message: `Method ${request.method} is not allowed on this endpoint; allowed: ${allow}`,
+        headers: {},
+      }),
+  });
+}
