@@ -1,7 +1,7 @@
 import { z } from "zod";
 import type { BannerConfiguration, ConsentCategory } from "#daemon/banners/banner-store.js";
 import { isColor } from "#daemon/banners/colors.js";
-import { hostOf } from "#daemon/banners/domains.js";
+import { hostOf, notPublicSuffix, PUBLIC_SUFFIX_MESSAGE } from "#daemon/banners/domains.js";
 import { text } from "#daemon/validation/rules.js";
 
 /** Category names appear in consent states and in data-category attributes. */
@@ -60,7 +60,8 @@ const jurisdictionRule = z.strictObject({
 
 const additionalDomain = z
   .string()
-  .refine((value) => hostOf(value) !== null, "must be a valid domain or localhost");
+  .refine((value) => hostOf(value) !== null, "must be a valid domain or localhost")
+  .refine(notPublicSuffix, PUBLIC_SUFFIX_MESSAGE);
 
 /**
  * The configuration object of a create or update body: every field optional (spec 4.3), unknown

@@ -3,7 +3,7 @@ import {
   type ConfigurationInput,
   configurationInput,
 } from "#daemon/banners/banner-configuration.js";
-import { hostOf } from "#daemon/banners/domains.js";
+import { hostOf, notPublicSuffix, PUBLIC_SUFFIX_MESSAGE } from "#daemon/banners/domains.js";
 import { DomainError, type Violation } from "#daemon/errors.js";
 import { text } from "#daemon/validation/rules.js";
 import { parseOrThrow } from "#daemon/validation/violations.js";
@@ -17,7 +17,8 @@ const domain = z
   .refine(
     (value) => hostOf(value) !== null,
     "must be a valid domain or localhost, e.g. example.com",
-  );
+  )
+  .refine(notPublicSuffix, PUBLIC_SUFFIX_MESSAGE);
 
 /** spec 4.3: the create body. */
 const createBody = z.strictObject({

@@ -1,3 +1,5 @@
+import { getDomain } from "tldts";
+
 /** One DNS label: letters, digits and inner hyphens, 1-63 characters. */
 const LABEL = /^(?!-)[a-z0-9-]{1,63}(?<!-)$/;
 
@@ -46,10 +48,30 @@ export function hostOf(input: string): string | null {
 }
 
 /**
+ * True for a host that is itself a public suffix, in the ICANN or the private part of the Public
+ * Suffix List (co.uk, github.io): no one site owns it, and the log route's subdomain rule would
+ * let every site under it post choices to the banner (decisions §5).
+ */
+function isPublicSuffix(host: string): boolean {
+  return host !== "localhost" && getDomain(host, { allowPrivateDomains: true }) === null;
+}
+
+export const PUBLIC_SUFFIX_MESSAGE =
+  "must be a domain a site owns, not a public suffix such as co.uk or github.io";
+
+/** The rule for banner domains: true unless the value names a public suffix (invalid is another rule's). */
+export function notPublicSuffix(value: string): boolean {
+  const host = hostOf(value);
+  return host === null || !isPublicSuffix(host);
+}
+
+/**
  * decisions §5: a request host matches when it equals one of the allowed hosts or is a subdomain
  * of one. (A localhost banner accepts any port: ports are never part of the comparison.)
  */
 export function hostAllowed(requestHost: string, allowedHosts: readonly string[]): boolean {
   const host = requestHost.toLowerCase();
+  // An empty label (".shop.example.com", "a..shop.example.com") is no host a browser sends.
+  if (host.split(".").includes("")) return false;
   return allowedHosts.some((allowed) => host === allowed || host.endsWith(`.${allowed}`));
 }

@@ -111,26 +111,31 @@ function httpUrl(value: string | undefined): URL | null {
 /**
  * decisions §5: the page address kept with a row, `pageUrl` else the Referer, reduced to the
  * banner's telemetry level: `none` keeps nothing, `origin` scheme and host, `path` adds the path
- * (never the query, the fragment or credentials, which may identify the visitor).
+ * (never the query, the fragment or credentials, which may identify the visitor). An address on
+ * a host the banner is not configured for is not kept (the row is proof of consent on the
+ * banner's site; the runtime's pageUrl is always the page it runs on).
  */
 export function reducePageUrl(
   pageUrl: string | undefined,
   referer: string,
   level: TelemetryLevel,
+  bannerHosts: readonly string[],
 ): string | undefined {
   if (level === "none") return undefined;
-  const url = httpUrl(pageUrl) ?? httpUrl(referer);
+  const onSite = (url: URL | null) => (url && hostAllowed(url.hostname, bannerHosts) ? url : null);
+  const url = onSite(httpUrl(pageUrl)) ?? onSite(httpUrl(referer));
   if (!url) return undefined;
   return level === "origin" ? url.origin : `${url.origin}${url.pathname}`;
 }
 
 /**
  * decisions §5: the host the domain check judges: Origin's when the header is present (an opaque
- * "null" origin has none), else Referer's. Null when neither names an http(s) host.
+ * "null" origin has none), else Referer's, without the trailing dot of a fully qualified name.
+ * Null when neither names an http(s) host.
  */
 export function requestHost(origin: string, referer: string): string | null {
   const source = origin ? httpUrl(origin) : httpUrl(referer);
-  return source ? source.hostname.toLowerCase() : null;
+  return source ? source.hostname.toLowerCase().replace(/\.$/, "") : null;
 }
 
 /**
@@ -174,21 +179,20 @@ export function readListPaging(pageSize: number, pageToken: string, methods: rea
   return { limit: pageSize || 100, beforeId: pageToken || undefined };
 }
 
+/** The hosts a banner's log posts may come from: its domain and production additionalDomains. */
+export function bannerHosts(banner: BannerRecord): string[] {
+  const domain = hostOf(banner.domain);
+  const additional = banner.production.configuration.additionalDomains;
+  return domain === null ? [...additional] : [domain, ...additional];
+}
+
 /**
  * decisions §5: the host of Origin (else Referer) must be the banner's domain or one of its
  * production additionalDomains, or a subdomain of one; with neither header the post is refused.
  */
 export function authorizeOrigin(banner: BannerRecord, origin: string, referer: string): void {
   const host = requestHost(origin, referer);
-  const allowed = [hostOf(banner.domain), ...banner.production.configuration.additionalDomains];
-  if (
-    host !== null &&
-    hostAllowed(
-      host,
-      allowed.filter((h): h is string => h !== null),
-    )
-  )
-    return;
+  if (host !== null && hostAllowed(host, bannerHosts(banner))) return;
   throw new DomainError(
     "forbidden",
     "domain_not_authorized",

@@ -12,6 +12,7 @@ import { compact, consentLogEntryMessage } from "#daemon/consent-log/consent-log
 import { createConsentLogReads } from "#daemon/consent-log/consent-log-reads.js";
 import {
   authorizeOrigin,
+  bannerHosts,
   type ConsentLogBody,
   clampTimestamp,
   createLogIdGenerator,
@@ -88,7 +89,7 @@ function logRecord(
     matchedRuleId: body.matchedRuleId,
     gpc: body.gpc,
     purposeChoices: body.purposeChoices && compact({ ...body.purposeChoices }),
-    pageUrl: reducePageUrl(body.pageUrl, referer, production.telemetryLevel),
+    pageUrl: reducePageUrl(body.pageUrl, referer, production.telemetryLevel, bannerHosts(banner)),
     ...clampTimestamp(body.timestamp, receivedAt),
     receivedAt,
   });

@@ -75,6 +75,35 @@ describe("banners", () => {
     expect(result.body.data.details).toEqual([expect.objectContaining({ field: "domain" })]);
   });
 
+  it("refuses a public suffix as the domain or an additional domain, with one message", async () => {
+    for (const domain of ["co.uk", "https://github.io"]) {
+      const result = await post({ name: "D", domain, configuration: {} });
+      expect(result.status).toBe(400);
+      expect(result.body.data.details).toEqual([
+        {
+          field: "domain",
+          message:
+            "domain must be a domain a site owns, not a public suffix such as co.uk or github.io",
+        },
+      ]);
+    }
+    const additional = await post({
+      name: "D",
+      domain: "shop.example.co.uk",
+      configuration: { additionalDomains: ["partner.example.com", "co.uk", "myshop.github.io"] },
+    });
+    expect(additional.status).toBe(400);
+    expect(additional.body.data.details).toEqual([
+      expect.objectContaining({ field: "configuration.additionalDomains[1]" }),
+    ]);
+    const fine = await post({
+      name: "D",
+      domain: "shop.example.co.uk",
+      configuration: { additionalDomains: ["myshop.github.io", "localhost"] },
+    });
+    expect(fine.status).toBe(201);
+  });
+
   it.each([
     "#abc",
     "#abcd",

@@ -189,6 +189,15 @@ describe("POST /api/consent/log", () => {
       ["none", { pageUrl: page }, "", undefined],
       ["path", {}, "https://shop.example.com/cart?id=7", "https://shop.example.com/cart"],
       ["origin", { pageUrl: "not a url" }, "", undefined],
+      // An address off the banner's hosts is not kept; the Referer stands in when it is on them.
+      [
+        "path",
+        { pageUrl: "https://evil.test/x" },
+        "https://shop.example.com/cart",
+        "https://shop.example.com/cart",
+      ],
+      ["origin", { pageUrl: "https://evil.test/x" }, "https://evil.test/", undefined],
+      ["path", { pageUrl: "https://eu.shop.example.com/a?b" }, "", "https://eu.shop.example.com/a"],
     ] as const;
     for (const [telemetryLevel, fields, referer, expected] of cases) {
       const { teamId, publicId } = await bannerFixture(ctx.service, {

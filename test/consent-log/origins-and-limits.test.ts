@@ -22,12 +22,13 @@ describe("POST /api/consent/log: origins, CORS and the client-IP limit", () => {
       { origin: "http://shop.example.com:8443" },
       { origin: "https://eu.shop.example.com" },
       { origin: null, referer: "https://shop.example.com/cart?x=1" },
+      { origin: "https://shop.example.com." },
     ];
     for (const headers of accepted) {
       const result = await postLog(ctx.service, aChoice(publicId), { ip: ip(), ...headers });
       expect([headers, result.status]).toEqual([headers, 200]);
     }
-    expect(await storedRows(ctx.service, teamId)).toHaveLength(4);
+    expect(await storedRows(ctx.service, teamId)).toHaveLength(5);
   });
 
   it("refuses other hosts, look-alikes and requests naming no origin with 403 domain_not_authorized", async () => {
@@ -36,6 +37,8 @@ describe("POST /api/consent/log: origins, CORS and the client-IP limit", () => {
       { origin: "https://example.com" },
       { origin: "https://notshop.example.com" },
       { origin: "https://shop.example.com.evil.test" },
+      { origin: "https://.shop.example.com" },
+      { origin: "https://a..shop.example.com" },
       { origin: "null", referer: "https://shop.example.com/" },
       { origin: null, referer: "https://evil.test/?https://shop.example.com" },
       { origin: null },
