@@ -1,3 +1,5 @@
+import { METHODS, STATUS_CODES } from "node:http";
+import type { Socket } from "node:net";
 import type { Transport } from "@connectrpc/connect";
 import {
   type FastifyBaseLogger,
@@ -17,6 +19,13 @@ import { visitorSide } from "#gateway/visitor.js";
 /** spec 9: the versioned API's prefix. */
 const V1_PREFIX = "/api/v1";
 
+/**
+ * How long a client has to send a whole request (headers and body): a body that stops arriving
+ * is answered 408 and its connection closed, instead of holding the socket (Node's default is
+ * 5 minutes). Node checks every half of it, so the answer comes 30–45 s after the request began.
+ */
+export const REQUEST_TIMEOUT_MS = 30_000;
+
 /** Hard cap on any request body; each route's own rule (20 KB for subjects) is enforced by the daemon. */
 export const GATEWAY_BODY_LIMIT = 1024 * 1024;
 
@@ -35,10 +44,13 @@ export interface GatewayOptions {
    * change made through any worker or the daemon's own port.
    */
   onPublicChange?: (listener: (publicId: string) => void) => void;
+  /** How long a client has to send a whole request; REQUEST_TIMEOUT_MS unless a test shortens it. */
+  requestTimeoutMs?: number;
 }
 
 /** Builds the gateway without listening: tests and main.ts share it. */
 export async function buildGateway(options: GatewayOptions): Promise<FastifyInstance> {
+  const requestTimeoutMs = options.requestTimeoutMs ?? REQUEST_TIMEOUT_MS;
   const app = fastify({
     loggerInstance: options.logger,
     logController: new LogController({ disableRequestLogging: true }),
@@ -50,7 +62,21 @@ export async function buildGateway(options: GatewayOptions): Promise<FastifyInst
     forceCloseConnections: "idle",
     return503OnClosing: true,
     frameworkErrors: unroutable,
+    clientErrorHandler: answerUnreadable,
+    requestTimeout: requestTimeoutMs,
+    // Node applies requestTimeout only when headersTimeout (default 60 s) is not longer.
+    http: {
+      headersTimeout: requestTimeoutMs,
+      connectionsCheckingInterval: Math.min(30_000, Math.ceil(requestTimeoutMs / 2)),
+    },
   });
+  // Every method Node parses (WebDAV's PROPFIND, MKCOL, …) reaches the router, so a path answers
+  // the ones it does not serve with 405 and Allow (gateway/methods.ts) rather than 404.
+  for (const method of METHODS) {
+    if (method !== "CONNECT" && !app.supportedMethods.includes(method)) {
+      app.addHttpMethod(method, { hasBody: true });
+    }
+  }
   const clients = createDaemonClients(options.transport);
   // Outside the versioned API (spec 9.2: /api/banners, /api/v2/...): a plain 404, no version headers.
   app.setNotFoundHandler((request, reply) => sendNotFound(reply, noEndpoint(request)));
@@ -98,6 +124,28 @@ function noEndpoint(request: FastifyRequest): HttpError {
 
 function sendNotFound(reply: FastifyReply, error: HttpError): FastifyReply {
   return reply.code(error.status).send({ error: error.message, code: error.code });
+}
+
+/**
+ * A request Node cannot parse (malformed request line or header, headers over 16 KB) or that took
+ * longer than REQUEST_TIMEOUT_MS: no route ever sees it, so it is answered here, in the plain
+ * `{ error, code }` shape, and the connection is closed (Fastify's clientErrorHandler).
+ */
+function answerUnreadable(error: NodeJS.ErrnoException, socket: Socket) {
+  if (error.code === "ECONNRESET" || socket.destroyed) return;
+  const [status, message] =
+    error.code === "ERR_HTTP_REQUEST_TIMEOUT"
+      ? [408, "The request was not received in time"]
+      : error.code === "HPE_HEADER_OVERFLOW"
+        ? [431, "The request headers are too large"]
+        : [400, "The request could not be read"];
+  const body = JSON.stringify({ error: message, code: "invalid_request" });
+  if (socket.writable) {
+    socket.write(
+      `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+    );
+  }
+  socket.destroy(error);
 }
 
 /** What an altered preferences link gets (the daemon's link_invalid, decisions §5). */

@@ -12,6 +12,8 @@ const RATE_LIMIT_HEADERS = [
   ["x-ratelimit-reset", "X-RateLimit-Reset"],
 ] as const;
 
+const asSent = (value: string) => value;
+
 /**
  * Call options that carry a REST request's credentials and client context to the daemon, and copy
  * the daemon's rate-limit figures onto the REST response (spec 8). The client IP is relayed with
@@ -28,8 +30,10 @@ export function relayOptions(
   };
   const authorization = request.headers.authorization;
   if (authorization) headers[CallerHeaders.authorization] = authorization;
+  // Taken as sent, not percent-decoded: the service's tokens never hold an escape, and a decoded
+  // stray cookie (%E2%82%AC) would not fit a header; any other value is an unknown session (401).
   const session = request.headers.cookie
-    ? parseCookie(request.headers.cookie)[SESSION_COOKIE]
+    ? parseCookie(request.headers.cookie, { decode: asSent })[SESSION_COOKIE]
     : undefined;
   if (session) headers[CallerHeaders.session] = session;
   if (request.headers.origin) headers[CallerHeaders.origin] = request.headers.origin;

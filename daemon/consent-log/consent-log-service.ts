@@ -123,7 +123,7 @@ export function createConsentLogService(
       const body = readConsentLogBody(
         bodyOf(request, typedLogBody, { maxBytes: LOG_BODY_LIMIT, failure: "subject" }),
       );
-      const banner = await activeBanner(store.banners, body.bannerId.toLowerCase());
+      const banner = await activeBanner(store.banners, body.bannerId);
       const { origin = "", referer = "" } = request.requestOrigin ?? {};
       authorizeOrigin(banner, origin, referer);
       const receivedAt = clock();

@@ -249,4 +249,24 @@ describe("authentication, scopes, test keys and plans per route", () => {
       code: "unauthorized",
     });
   });
+
+  it("takes a stray session cookie that decodes beyond Latin-1 as an unknown session, never a 500", async () => {
+    const list = routes.find((r) => r.name === "list banners") as Route;
+    const resolve = routes.find((r) => r.name === "resolve subject") as Route;
+    expect(await call(list, { cookie: "%E2%82%AC" })).toMatchObject({
+      status: 401,
+      code: "unauthorized",
+    });
+    expect((await call(list, { cookie: "%E2%82%AC", key: keys.live })).status).toBe(200);
+    expect((await call(resolve, { cookie: "%E2%82%AC", key: keys.live })).status).toBe(200);
+  });
+
+  it("reads a public Banner ID in either case (a UUID)", async () => {
+    const resolve = await http(service, "POST", "/api/v1/consent/subjects/resolve", {
+      key: keys.live,
+      body: { bannerId: publicId.toUpperCase(), subjectId: "case-check" },
+      headers: { "x-forwarded-for": "198.51.100.251" },
+    });
+    expect([resolve.status, resolve.body.data.found]).toEqual([200, false]);
+  });
 });

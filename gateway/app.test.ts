@@ -1,0 +1,90 @@
+import { connect } from "node:net";
+import pino from "pino";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { generateOperatorToken } from "#daemon/auth/secrets.js";
+import { buildGateway } from "#gateway/app.js";
+import { createDaemonTransport } from "#gateway/daemon-transport.js";
+
+/** What came back on a raw connection before the server closed it. */
+function rawExchange(port: number, send: (write: (text: string) => void) => void) {
+  return new Promise<{ status: number; headers: string; body: string }>((resolve, reject) => {
+    const socket = connect(port, "127.0.0.1");
+    let received = "";
+    socket.setEncoding("latin1");
+    socket.on("data", (chunk: string) => {
+      received += chunk;
+    });
+    socket.on("error", () => {}); // the server resets after answering; the answer is what counts
+    socket.on("close", () => {
+      const [head = "", body = ""] = received.split("\r\n\r\n");
+      const status = Number(/^HTTP\/1\.1 (\d{3})/.exec(head)?.[1] ?? 0);
+      if (!status) reject(new Error(`no answer: ${JSON.stringify(received)}`));
+      else resolve({ status, headers: head.toLowerCase(), body });
+    });
+    socket.on("connect", () => send((text) => socket.write(text)));
+  });
+}
+
+/** Requests no route sees: Node refuses them while parsing, or they never finish arriving. */
+describe("the gateway's answers to requests it cannot read", () => {
+  let app: Awaited<ReturnType<typeof buildGateway>>;
+  let port: number;
+  beforeAll(async () => {
+    app = await buildGateway({
+      // Never called: none of these requests reaches a route.
+      transport: createDaemonTransport({ baseUrl: "http://127.0.0.1:9" }),
+      operatorToken: generateOperatorToken(),
+      trustProxy: [],
+      logger: pino({ level: "silent" }),
+      requestTimeoutMs: 1_000,
+    });
+    await app.listen({ host: "127.0.0.1", port: 0 });
+    port = (app.server.address() as { port: number }).port;
+  });
+  afterAll(() => app.close());
+
+  it("400 invalid_request in the plain shape for a request Node cannot parse", async () => {
+    const answer = await rawExchange(port, (write) =>
+      write("GET /api/v1/health HTTP/1.1\r\nHost: x\r\nBad Header Line\r\n\r\n"),
+    );
+    expect(answer.status).toBe(400);
+    expect(answer.headers).toContain("content-type: application/json; charset=utf-8");
+    expect(JSON.parse(answer.body)).toEqual({
+      error: "The request could not be read",
+      code: "invalid_request",
+    });
+  });
+
+  it("431 for headers over Node's 16 KB", async () => {
+    const answer = await rawExchange(port, (write) =>
+      write(`GET /api/v1/health HTTP/1.1\r\nHost: x\r\nX-Big: ${"a".repeat(20_000)}\r\n\r\n`),
+    );
+    expect(answer.status).toBe(431);
+    expect(JSON.parse(answer.body)).toMatchObject({ code: "invalid_request" });
+  });
+
+  it("408 and a closed connection when a body stops arriving, instead of a held socket", async () => {
+    const answer = await rawExchange(port, (write) =>
+      write(
+        "POST /api/v1/consent/subjects/resolve HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{",
+      ),
+    );
+    expect(answer.status).toBe(408);
+    expect(JSON.parse(answer.body)).toEqual({
+      error: "The request was not received in time",
+      code: "invalid_request",
+    });
+  });
+
+  it("405 with Allow for a method outside Fastify's own set (WebDAV)", async () => {
+    const answer = await rawExchange(port, (write) =>
+      write("PROPFIND /api/v1/health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"),
+    );
+    expect(answer.status).toBe(405);
+    expect(answer.headers).toContain("allow: get, head");
+    expect(JSON.parse(answer.body)).toMatchObject({
+      data: { code: "method_not_allowed" },
+      version: "v1",
+    });
+  });
+});
