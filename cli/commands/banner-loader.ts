@@ -1,9 +1,13 @@
 import { messageJson } from "#cli/format.js";
 import { type Banner, BannerSchema } from "#gen/consent/v1/banner_pb.js";
 
-/** decisions §6: the loader URL is `{CONSENT_BASE_URL}/loader/{publicId}.js`. */
-export function loaderUrl(baseUrl: string, publicId: string): string {
-  return `${baseUrl.replace(/\/$/, "")}/loader/${publicId}.js`;
+/**
+ * decisions §6: the loader URL, `{CONSENT_BASE_URL}/loader/{publicId}.js`, as the daemon names it
+ * from its own CONSENT_BASE_URL (Banner.loader_url). A daemon from before that field leaves it
+ * empty, and the CLI's own CONSENT_BASE_URL stands in.
+ */
+export function loaderUrl(banner: Banner, fallbackBaseUrl: string): string {
+  return banner.loaderUrl || `${fallbackBaseUrl.replace(/\/$/, "")}/loader/${banner.publicId}.js`;
 }
 
 /**
@@ -11,15 +15,15 @@ export function loaderUrl(baseUrl: string, publicId: string): string {
  * the Consent Mode defaults and script gating are in place before any tag it governs runs
  * (docs/banner-runtime.md, "Embedding").
  */
-export function loaderSnippet(baseUrl: string, publicId: string): string {
-  return `<script src="${loaderUrl(baseUrl, publicId)}"></script>`;
+export function loaderSnippet(banner: Banner, fallbackBaseUrl: string): string {
+  return `<script src="${loaderUrl(banner, fallbackBaseUrl)}"></script>`;
 }
 
 /** A banner as `--json` prints it: the Banner message plus its loader URL and snippet. */
 export function bannerJson(banner: Banner, baseUrl: string) {
   return {
     ...(messageJson(BannerSchema, banner) as object),
-    loaderUrl: loaderUrl(baseUrl, banner.publicId),
-    loaderSnippet: loaderSnippet(baseUrl, banner.publicId),
+    loaderUrl: loaderUrl(banner, baseUrl),
+    loaderSnippet: loaderSnippet(banner, baseUrl),
   };
 }

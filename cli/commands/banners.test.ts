@@ -57,6 +57,18 @@ describe.concurrent("consentctl banners (against a real daemon)", {
     );
   });
 
+  it("prints the loader address the daemon serves, whatever the CLI's own CONSENT_BASE_URL", async () => {
+    const banner = await create();
+    const shown = await cli.run(argv`banners show ${banner.id} --team ${teamId} --json`, {
+      env: { CONSENT_BASE_URL: "http://localhost:8080" },
+    });
+    expect(shown.code).toBe(0);
+    expect(JSON.parse(shown.stdout)).toMatchObject({
+      loaderUrl: `${BASE_URL}/loader/${banner.publicId}.js`,
+      loaderSnippet: `<script src="${BASE_URL}/loader/${banner.publicId}.js"></script>`,
+    });
+  });
+
   it("lists and shows banners; show prints the loader snippet", async () => {
     const banner = await create();
     const [{ banners }, shown, human] = await Promise.all([

@@ -83,7 +83,7 @@ export function BannerView({ banner, baseUrl, title }: BannerViewProps) {
       <KeyValue fields={bannerFields(banner)} />
       <Box flexDirection="column" marginTop={1}>
         <Text>Loader snippet:</Text>
-        <Text>{loaderSnippet(baseUrl, banner.publicId)}</Text>
+        <Text>{loaderSnippet(banner, baseUrl)}</Text>
       </Box>
     </Box>
   );

@@ -8,6 +8,8 @@ import type {
   BannerTexts,
 } from "#daemon/banners/banner-store.js";
 
+const BASE_URL = "https://consent.example.net/";
+
 function record(draft: BannerConfiguration, published: BannerConfiguration): BannerRecord {
   const at = new Date("2026-11-24T12:00:00.000Z");
   return {
@@ -32,12 +34,21 @@ describe("hasUnpublishedChanges", () => {
     const { alwaysOnLabel: _, ...texts } = configuration.texts.en as BannerTexts;
     const published = { ...configuration, texts: { en: texts } };
     const draft = { ...configuration, texts: { en: { ...texts, alwaysOnLabel: "" } } };
-    expect(bannerMessage(record(draft, published)).hasUnpublishedChanges).toBe(false);
+    expect(bannerMessage(record(draft, published), BASE_URL).hasUnpublishedChanges).toBe(false);
   });
 
   it("is true once a draft's value differs", () => {
     const draft = defaultConfiguration();
     draft.primaryColor = "#123456";
-    expect(bannerMessage(record(draft, defaultConfiguration())).hasUnpublishedChanges).toBe(true);
+    expect(
+      bannerMessage(record(draft, defaultConfiguration()), BASE_URL).hasUnpublishedChanges,
+    ).toBe(true);
+  });
+
+  it("carries the loader's address on the daemon's public base URL", () => {
+    const message = bannerMessage(record(defaultConfiguration(), defaultConfiguration()), BASE_URL);
+    expect(message.loaderUrl).toBe(
+      "https://consent.example.net/loader/5f0c6a55-8f8e-4a4c-9c43-1d2b3c4d5e6f.js",
+    );
   });
 });

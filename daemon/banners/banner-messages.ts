@@ -18,8 +18,16 @@ export function configurationMessage(configuration: StoredConfiguration): Banner
   return create(BannerConfigurationSchema, configuration);
 }
 
-/** A banner record as the Banner message (spec 2.1 plus decisions §3). */
-export function bannerMessage(record: BannerRecord): Banner {
+/** decisions §6: the loader's address, `{CONSENT_BASE_URL}/loader/{publicId}.js`. */
+export function loaderUrl(baseUrl: string, publicId: string): string {
+  return `${baseUrl.replace(/\/+$/, "")}/loader/${publicId}.js`;
+}
+
+/**
+ * A banner record as the Banner message (spec 2.1 plus decisions §3), with its loader address on
+ * the daemon's public base URL, so an operator's tools print the address visitors reach.
+ */
+export function bannerMessage(record: BannerRecord, baseUrl: string): Banner {
   const draft = configurationMessage(record.draft);
   const production = configurationMessage(record.production.configuration);
   return create(BannerSchema, {
@@ -38,6 +46,7 @@ export function bannerMessage(record: BannerRecord): Banner {
     // Compared as messages: a field the stored side predates (a text added to BannerTexts later)
     // equals its default, so re-sending unchanged texts shows no unpublished change.
     hasUnpublishedChanges: !equals(BannerConfigurationSchema, draft, production),
+    loaderUrl: loaderUrl(baseUrl, record.publicId),
   });
 }
 

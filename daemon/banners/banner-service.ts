@@ -26,6 +26,8 @@ export interface BannerServiceOptions {
   store: Store;
   authenticator: Authenticator;
   clock: Clock;
+  /** CONSENT_BASE_URL: where visitors reach the loader (Banner.loader_url). */
+  baseUrl: string;
   /** Called after a publish or any change the public side sees, so caches can refresh. */
   onPublicChange?: (publicId: string) => void;
 }
@@ -39,6 +41,7 @@ export function createBannerService(
   options: BannerServiceOptions,
 ): ServiceImpl<typeof BannerService> {
   const { store, authenticator, clock } = options;
+  const asMessage = (record: BannerRecord) => bannerMessage(record, options.baseUrl);
 
   const admitted = admission(
     authenticator,
@@ -77,12 +80,12 @@ export function createBannerService(
   return {
     listBanners: (_request, ctx) =>
       admitted(ctx, false, async (auth) => ({
-        banners: (await store.banners.listByTeam(auth.team.id)).map(bannerMessage),
+        banners: (await store.banners.listByTeam(auth.team.id)).map(asMessage),
       })),
 
     getBanner: (request, ctx) =>
       admitted(ctx, false, async (auth) => ({
-        banner: bannerMessage(await ownBanner(auth, request.id)),
+        banner: asMessage(await ownBanner(auth, request.id)),
       })),
 
     createBanner: (request, ctx) =>
@@ -112,7 +115,7 @@ export function createBannerService(
           version: 1,
         };
         await store.banners.insert(banner);
-        return { banner: bannerMessage(banner) };
+        return { banner: asMessage(banner) };
       }),
 
     updateBanner: (request, ctx) =>
@@ -144,7 +147,7 @@ export function createBannerService(
             ? applyConfiguration(current.draft, update.configuration)
             : current.draft,
         }));
-        return { banner: bannerMessage(banner) };
+        return { banner: asMessage(banner) };
       }),
 
     publishBanner: (request, ctx) =>
@@ -157,7 +160,7 @@ export function createBannerService(
             publishedAt: now,
           },
         }));
-        return { banner: bannerMessage(banner) };
+        return { banner: asMessage(banner) };
       }),
 
     getPublishedBanner: async (request) => ({
