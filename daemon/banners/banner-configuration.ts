@@ -8,16 +8,55 @@ import { text } from "#daemon/validation/rules.js";
 const categoryName = z
   .string()
   .regex(/^[A-Za-z0-9_.-]{1,100}$/, "must be 1-100 letters, digits, '_', '.' or '-'");
+const LANGUAGE_TAG_MESSAGE = "must be a language tag such as en or pt-BR";
 const languageCode = z
   .string()
-  .regex(/^[A-Za-z]{2,3}(?:-[A-Za-z0-9]{1,8}){0,3}$/, "must be a language tag such as en or pt-BR");
+  .regex(/^[A-Za-z]{2,3}(?:-[A-Za-z0-9]{1,8}){0,3}$/, {
+    message: LANGUAGE_TAG_MESSAGE,
+    abort: true,
+  })
+  .refine((tag) => canonicalLanguage(tag) !== undefined, LANGUAGE_TAG_MESSAGE);
 const color = z
   .string()
   .refine(isColor, "must be a hex, rgb()/rgba()/hsl()/hsla() or named CSS colour");
-const httpUrl = z
-  .string()
-  .max(2000)
-  .refine((value) => value === "" || /^https?:\/\/[^\s]+$/i.test(value), "must be an http(s) URL");
+// text(): counted in characters and refused with an unpaired surrogate, like every other text.
+const httpUrl = text(0, 2000).refine(
+  (value) => value === "" || /^https?:\/\/[^\s]+$/i.test(value),
+  "must be an http(s) URL",
+);
+
+/**
+ * A language tag in its canonical BCP 47 form (RFC 5646 §2.1.1 case, "EN" → "en", "pt-br" →
+ * "pt-BR"; deprecated tags replaced, "iw" → "he"), or undefined for a tag Intl cannot read.
+ */
+function canonicalLanguage(tag: string): string | undefined {
+  try {
+    return Intl.getCanonicalLocales(tag)[0];
+  } catch (error) {
+    if (error instanceof RangeError) return undefined;
+    throw error;
+  }
+}
+
+/**
+ * Texts keyed by canonical tag, so "EN" is the English fallback (texts.en) and one language has
+ * one set of texts; two keys naming one language are refused. The runtime matches a page's tag
+ * in any case (gateway/runtime/texts.ts).
+ */
+function byCanonicalLanguage<T>(map: Record<string, T>, ctx: z.RefinementCtx): Record<string, T> {
+  const out = new Map<string, { tag: string; value: T }>();
+  for (const [tag, value] of Object.entries(map)) {
+    const canonical = canonicalLanguage(tag) ?? tag;
+    const earlier = out.get(canonical);
+    if (earlier) {
+      ctx.addIssue({
+        code: "custom",
+        message: `must not repeat a language: ${earlier.tag} and ${tag} are both ${canonical}`,
+      });
+    } else out.set(canonical, { tag, value });
+  }
+  return Object.fromEntries([...out].map(([canonical, { value }]) => [canonical, value]));
+}
 
 const category = z.strictObject({
   name: categoryName,
@@ -83,7 +122,7 @@ export const configurationInput = z.strictObject({
       "must not repeat a category name",
     )
     .optional(),
-  texts: z.record(languageCode, texts).optional(),
+  texts: z.record(languageCode, texts).transform(byCanonicalLanguage).optional(),
   jurisdictionRules: z
     .array(jurisdictionRule)
     .max(100)

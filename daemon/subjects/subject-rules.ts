@@ -6,6 +6,7 @@ import {
   integer,
   isIsoDateTime,
   isoDateTime,
+  isoInstant,
   mapKey,
   text,
   usOptOutPurposes,
@@ -55,7 +56,8 @@ function timestampOrder(body: unknown): Violation[] {
   const [first, last] = [state?.consentTimestamp, state?.lastConsentTimestamp];
   if (typeof first !== "string" || typeof last !== "string") return [];
   if (!isIsoDateTime(first) || !isIsoDateTime(last)) return [];
-  if (Date.parse(last) >= Date.parse(first)) return [];
+  // Every fractional digit counts: .0001 after a whole second is later (Date.parse drops it).
+  if (isoInstant(last) >= isoInstant(first)) return [];
   const field = "consentState.lastConsentTimestamp";
   return [{ field, message: `${field} must not precede consentState.consentTimestamp` }];
 }

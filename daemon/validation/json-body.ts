@@ -1,3 +1,4 @@
+import { isUtf8 } from "node:buffer";
 import secureJson from "secure-json-parse";
 import { DomainError, invalidRequest } from "#daemon/errors.js";
 
@@ -20,6 +21,12 @@ export function parseJsonBody(
     throw tooLarge(maxBytes);
   }
   const text = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  // RFC 8259 §8.1: JSON exchanged between systems is UTF-8. Decoding other bytes would turn each
+  // invalid sequence into U+FFFD, so two different subject ids could name one record; they are
+  // refused as not JSON instead. A UTF-8 BOM is valid UTF-8 and is still skipped by the parser.
+  if (!isUtf8(text)) {
+    throw notJson(failure);
+  }
   try {
     return secureJson.parse(text, undefined, {
       protoAction: "error",
@@ -36,12 +43,16 @@ export function parseJsonBody(
         "The request body must not contain a __proto__ or constructor.prototype key",
       );
     }
-    throw invalidBody(
-      failure,
-      "Request body is not valid JSON",
-      "The request body is not valid JSON",
-    );
+    throw notJson(failure);
   }
+}
+
+function notJson(failure: "subject" | "banner"): DomainError {
+  return invalidBody(
+    failure,
+    "Request body is not valid JSON",
+    "The request body is not valid JSON",
+  );
 }
 
 /** A body that cannot be read: 400 with the invalid_request code or, on banner routes, none. */

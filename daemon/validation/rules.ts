@@ -89,8 +89,22 @@ export function isIsoDateTime(value: string): boolean {
   // Date.parse rolls a day past the month's end over (2026-02-30 reads as March 2): the day must
   // come back unchanged from the calendar.
   const [year, month, day] = [Number(parts[1]), Number(parts[2]) - 1, Number(parts[3])];
-  const date = new Date(Date.UTC(year, month, day));
+  // setUTCFullYear, not Date.UTC, which reads years 0-99 as 1900-1999 (0000-02-29 is a leap day
+  // in ISO 8601's proleptic calendar, 1900-02-29 is not).
+  const date = new Date(0);
+  date.setUTCFullYear(year, month, day);
   return date.getUTCMonth() === month && date.getUTCDate() === day;
+}
+
+/**
+ * The instant of a valid ISO 8601 date-time (isIsoDateTime) in nanoseconds since the epoch, so
+ * two timestamps compare with all 9 fractional digits the rule accepts (Date keeps 3). Offsets are
+ * whole minutes, so the fraction of a second is the same in UTC.
+ */
+export function isoInstant(value: string): bigint {
+  const fraction = ISO_DATE_TIME.exec(value)?.[5] ?? "";
+  const seconds = Date.parse(fraction ? value.replace(fraction, "") : value);
+  return BigInt(seconds) * 1_000_000n + BigInt(fraction.slice(1).padEnd(9, "0"));
 }
 
 /** An ISO 8601 date-time with seconds and a time zone, e.g. 2026-01-31T12:00:00Z. */

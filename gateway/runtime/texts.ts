@@ -30,9 +30,11 @@ export interface ResolvedTexts {
  */
 export function resolveTexts(texts: Record<string, RuntimeTexts>, wanted: string): ResolvedTexts {
   const keys = Object.keys(texts);
-  const find = (tag: string) => keys.find((key) => key.toLowerCase() === tag.toLowerCase());
-  const lang = find(wanted) ?? find(wanted.split("-")[0] ?? "");
-  const chain = [lang && texts[lang], texts.en, {}].filter(Boolean) as RuntimeTexts[];
+  const find = (tag: string) => keys.find((key) => comparable(key) === tag);
+  const tag = comparable(wanted);
+  const lang = find(tag) ?? find(tag.split("-")[0] ?? "");
+  // find("en"), not texts.en: the daemon stores "en", but a banner saved before it did may say "EN".
+  const chain = [lang, find("en")].flatMap((key) => (key === undefined ? [] : [texts[key] ?? {}]));
   return {
     languageCode: lang ?? "en",
     get: (key) => chain.map((t) => t[key]).find(Boolean) || DEFAULT_TEXTS[key],
@@ -44,4 +46,18 @@ export function resolveTexts(texts: Record<string, RuntimeTexts>, wanted: string
       };
     },
   };
+}
+
+/**
+ * A language tag as texts are matched: canonical BCP 47 in lower case, so any case matches and a
+ * deprecated tag matches its replacement ("iw" a key the daemon stored as "he"). A page's tag
+ * Intl cannot read is compared as written.
+ */
+function comparable(tag: string): string {
+  try {
+    return (Intl.getCanonicalLocales(tag)[0] ?? tag).toLowerCase();
+  } catch (error) {
+    if (error instanceof RangeError) return tag.toLowerCase();
+    throw error;
+  }
 }

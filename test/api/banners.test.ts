@@ -189,6 +189,97 @@ describe("banners", () => {
     ]);
   });
 
+  it("holds the privacy policy URL to the text rules: characters counted, no unpaired surrogate", async () => {
+    const texts = (privacyPolicyUrl: string) => ({ texts: { de: { privacyPolicyUrl } } });
+    const field = "configuration.texts.de.privacyPolicyUrl";
+    for (const [url, rule] of [
+      ["https://u.example/\ud800", "must be valid Unicode (it holds an unpaired surrogate)"],
+      [`https://u.example/${"x".repeat(1983)}`, "must be at most 2000 characters"],
+      ["ftp://u.example/", "must be an http(s) URL"],
+    ] as const) {
+      const refused = await post({ name: "P", domain: "u.example", configuration: texts(url) });
+      expect([refused.status, refused.body.data]).toEqual([
+        400,
+        {
+          error: `Validation failed: ${field} ${rule}`,
+          details: [{ field, message: `${field} ${rule}` }],
+        },
+      ]);
+    }
+    // 2000 characters, counted as code points: an emoji is one.
+    const url = `https://u.example/${"\u{1F600}".repeat(1982)}`;
+    const kept = await post({ name: "P", domain: "u.example", configuration: texts(url) });
+    expect([kept.status, kept.body.data.banner?.configuration.texts.de.privacyPolicyUrl]).toEqual([
+      201,
+      url,
+    ]);
+  });
+
+  it("stores each language under its canonical tag and refuses two keys naming one language", async () => {
+    const { id, banner } = await createBanner(service, key, {
+      configuration: { texts: { EN: { title: "Hello" }, "pt-br": { title: "Olá" }, de: {} } },
+    });
+    expect(Object.keys(banner.configuration.texts)).toEqual(["en", "pt-BR", "de"]);
+    expect(banner.configuration.texts.en.title).toBe("Hello");
+    const patched = await http(service, "PATCH", `/api/v1/banners/${id}`, {
+      key,
+      body: { configuration: { texts: { "ZH-hant-tw": {}, fr: {} } } },
+    });
+    expect(Object.keys(patched.body.data.banner.configuration.texts)).toEqual(["zh-Hant-TW", "fr"]);
+    const field = "configuration.texts";
+    for (const [texts, message] of [
+      [{ en: {}, EN: {} }, `${field} must not repeat a language: en and EN are both en`],
+      [
+        { "pt-BR": {}, "pt-br": {} },
+        `${field} must not repeat a language: pt-BR and pt-br are both pt-BR`,
+      ],
+      [{ "en-a": {} }, `${field} keys must be a language tag such as en or pt-BR`],
+    ] as const) {
+      for (const refused of [
+        await post({ name: "L", domain: "u.example", configuration: { texts } }),
+        await http(service, "PATCH", `/api/v1/banners/${id}`, {
+          key,
+          body: { configuration: { texts } },
+        }),
+      ]) {
+        expect([refused.status, refused.body.data]).toEqual([
+          400,
+          { error: `Validation failed: ${message}`, details: [{ field, message }] },
+        ]);
+      }
+    }
+  });
+
+  it("refuses a body that is not UTF-8 as invalid JSON, without a code; a UTF-8 BOM is read past", async () => {
+    const send = (method: string, path: string, body: Buffer) =>
+      http(service, method, path, { key, body });
+    const nameOf = (bytes: number[]) =>
+      Buffer.concat([Buffer.from('{"name":"'), Buffer.from(bytes), Buffer.from('"}')]);
+    const { id } = await createBanner(service, key);
+    const error = "Request body is not valid JSON";
+    for (const [method, path] of [
+      ["POST", "/api/v1/banners"],
+      ["PATCH", `/api/v1/banners/${id}`],
+    ] as const) {
+      const refused = await send(method, path, nameOf([0x53, 0x68, 0x6f, 0x70, 0xff]));
+      expect([method, refused.status, refused.body]).toEqual([
+        method,
+        400,
+        {
+          data: { error, details: [{ message: "The request body is not valid JSON" }] },
+          version: "v1",
+        },
+      ]);
+    }
+    const bom = Buffer.from([0xef, 0xbb, 0xbf]);
+    const renamed = await send(
+      "PATCH",
+      `/api/v1/banners/${id}`,
+      Buffer.concat([bom, nameOf([0x53, 0xc3, 0xbf])]),
+    );
+    expect([renamed.status, renamed.body.data.banner.name]).toEqual([200, "S\u00ff"]);
+  });
+
   it("edits the draft with PATCH and makes it live with publish, bumping the revision", async () => {
     const { id, publicId } = await createBanner(service, key, {
       configuration: { layout: "modal" },

@@ -115,6 +115,51 @@ describe("consent subject records", () => {
     expect((await resolve({ ...subject, namespace: "app" })).body.data.found).toBe(false);
   });
 
+  it("refuses a body that is not UTF-8 as invalid JSON, so no two byte strings name one subject (RFC 8259 §8.1)", async () => {
+    /** The body of a PUT as bytes, with `subjectId` ending in `tail`. */
+    const bytesOf = (subjectId: string, tail: number[]) =>
+      Buffer.concat([
+        Buffer.from(`{"bannerId":"${publicId}","subjectId":"${subjectId}`),
+        Buffer.from(tail),
+        Buffer.from(`","baseVersion":0,"consentState":${JSON.stringify(consentState())}}`),
+      ]);
+    const send = (method: string, path: string, body: Buffer) =>
+      http(service, method, path, { key, body });
+    const notJson = {
+      data: {
+        error: "Request body is not valid JSON",
+        code: "invalid_request",
+        details: [{ message: "The request body is not valid JSON" }],
+      },
+      version: "v1",
+    };
+    for (const [method, path] of [
+      ["PUT", "/api/v1/consent/subjects/state"],
+      ["POST", "/api/v1/consent/subjects/resolve"],
+      ["DELETE", "/api/v1/consent/subjects/state"],
+    ]) {
+      for (const tail of [[0xff], [0xfe], [0xc3], [0xed, 0xa0, 0x80]]) {
+        const result = await send(method as string, path as string, bytesOf("utf8-", tail));
+        expect([method, tail, result.status, result.body]).toEqual([method, tail, 400, notJson]);
+      }
+    }
+    // Nothing was stored under U+FFFD, what a lossy decoder would have made of each byte.
+    expect((await resolve({ bannerId: publicId, subjectId: "utf8-\uFFFD" })).body.data).toEqual({
+      found: false,
+    });
+    // A UTF-8 byte order mark is valid UTF-8 and still read past; real UTF-8 is kept as sent.
+    const bom = [0xef, 0xbb, 0xbf];
+    const written = await send(
+      "PUT",
+      "/api/v1/consent/subjects/state",
+      Buffer.concat([Buffer.from(bom), bytesOf("utf8-", [0xc3, 0xbf])]),
+    );
+    expect([written.status, written.body.data.version]).toEqual([200, 1]);
+    expect((await resolve({ bannerId: publicId, subjectId: "utf8-\u00ff" })).body.data.found).toBe(
+      true,
+    );
+  });
+
   it("answers 404 for a baseVersion above 0 without a record, and deletes nothing as 0", async () => {
     const subject = fresh();
     const missing = await put({ ...subject, baseVersion: 4, consentState: consentState() });
@@ -286,6 +331,33 @@ describe("consent subject records", () => {
       violation("consentState.categories[0]", "must be 1-100 characters"),
       precedes,
     ]);
+  });
+
+  it("compares the two timestamps with every fractional digit, across offsets (spec 2.4)", async () => {
+    for (const [consentTimestamp, lastConsentTimestamp] of [
+      ["2026-11-22T08:00:00.0001Z", "2026-11-22T08:00:00Z"],
+      ["2026-11-22T08:00:00.000000002Z", "2026-11-22T08:00:00.000000001Z"],
+      ["2026-11-22T09:00:00.0000001+01:00", "2026-11-22T08:00:00.000Z"],
+      ["2026-11-22T08:00:00.1234567Z", "2026-11-22T03:30:00.123456-04:30"],
+    ]) {
+      expect(
+        await detailsOf({ consentState: consentState({ consentTimestamp, lastConsentTimestamp }) }),
+      ).toEqual([precedes]);
+    }
+    for (const [consentTimestamp, lastConsentTimestamp] of [
+      ["2026-11-22T08:00:00.0001Z", "2026-11-22T08:00:00.000100000Z"],
+      ["2026-11-22T09:00:00.0001+01:00", "2026-11-22T08:00:00.00010001Z"],
+    ]) {
+      const written = await put({
+        ...fresh(),
+        baseVersion: 0,
+        consentState: consentState({ consentTimestamp, lastConsentTimestamp }),
+      });
+      expect([written.status, written.body.data.consentState.consentTimestamp]).toEqual([
+        200,
+        consentTimestamp,
+      ]);
+    }
   });
 
   it("names an invalid timestamp as such and never compares it with the other one", async () => {

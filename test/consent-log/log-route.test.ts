@@ -120,6 +120,49 @@ describe("POST /api/consent/log", () => {
     expect(await storedRows(ctx.service, teamId)).toEqual([]);
   });
 
+  it("refuses a body that is not UTF-8 as invalid JSON, unenveloped; a UTF-8 BOM is read past", async () => {
+    const { teamId, publicId } = await bannerFixture(ctx.service);
+    /** The payload's bytes with `bytes` in place of the # of its languageCode. */
+    const withBytes = (bytes: number[]) => {
+      const [head, tail] = JSON.stringify(aChoice(publicId, { languageCode: "de#" })).split("#");
+      return Buffer.concat([
+        Buffer.from(head as string),
+        Buffer.from(bytes),
+        Buffer.from(tail as string),
+      ]);
+    };
+    const send = async (body: Buffer) => {
+      const result = await http(ctx.service, "POST", "/api/consent/log", {
+        body,
+        headers: {
+          "content-type": "text/plain;charset=UTF-8",
+          origin: "https://shop.example.com",
+          "x-forwarded-for": ip(),
+        },
+      });
+      return { status: result.status, body: result.body };
+    };
+    for (const bytes of [[0xff], [0xc3], [0xed, 0xa0, 0x80]]) {
+      expect(await send(withBytes(bytes))).toEqual({
+        status: 400,
+        body: {
+          success: false,
+          error: "Request body is not valid JSON",
+          code: "invalid_request",
+          details: [{ message: "The request body is not valid JSON" }],
+        },
+      });
+    }
+    expect(await storedRows(ctx.service, teamId)).toEqual([]);
+    const stored = await send(
+      Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), withBytes([0xc3, 0xbf])]),
+    );
+    expect([stored.status, stored.body.success]).toEqual([200, true]);
+    expect((await storedRows(ctx.service, teamId)).map((row) => row.languageCode)).toEqual([
+      "de\u00ff",
+    ]);
+  });
+
   it("refuses preference names that are empty, too long or hold NUL, naming the map only", async () => {
     const { teamId, publicId } = await bannerFixture(ctx.service);
     for (const [name, rule] of [

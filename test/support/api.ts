@@ -14,7 +14,7 @@ export interface HttpResult {
 
 export interface RequestOptions {
   key?: string;
-  /** A JSON-serialisable body, or a string sent as is. */
+  /** A JSON-serialisable body, or a string or bytes sent as they are. */
   body?: unknown;
   headers?: Record<string, string>;
 }
@@ -28,8 +28,11 @@ export async function http(
 ): Promise<HttpResult> {
   const headers: Record<string, string> = { ...options.headers };
   if (options.key) headers.authorization = `Bearer ${options.key}`;
-  let body: string | undefined;
-  if (options.body !== undefined) {
+  let body: string | Uint8Array<ArrayBuffer> | undefined;
+  if (options.body instanceof Uint8Array) {
+    body = new Uint8Array(options.body);
+    headers["content-type"] ??= "application/json";
+  } else if (options.body !== undefined) {
     body = typeof options.body === "string" ? options.body : JSON.stringify(options.body);
     headers["content-type"] ??= "application/json";
   }
