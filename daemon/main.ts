@@ -105,6 +105,7 @@ function printWelcome(
   gatewayUrl: string | undefined,
   created: string[],
 ) {
+  const cli = [...cliEnvironment(config, daemonUrl), "npx consentctl"].join(" ");
   const lines = [
     "",
     `consent service is running on the ${storeKind === "lmdb" ? `embedded store (${config.dataDir})` : "MongoDB store"}`,
@@ -124,11 +125,31 @@ function printWelcome(
     ...(created.length ? ["", `First start: created ${created.join(", ")}`] : []),
     "",
     "Mint an API key:",
-    '  npx consentctl teams create --name "My team" --plan professional',
-    "  npx consentctl keys create --team <team id> --env live --scopes banners:read,banners:write,consent:read,consent:write",
+    `  ${cli} teams create --name "My team" --plan professional`,
+    `  ${cli} keys create --team <team id> --env live --scopes banners:read,banners:write,consent:read,consent:write`,
     "",
   ];
   process.stdout.write(`${lines.join("\n")}\n`);
+}
+
+/**
+ * What consentctl needs to be told to reach this process (decisions §1): the daemon's address and
+ * the data directory holding the operator token, when they are not the defaults it assumes. A
+ * token from CONSENT_ADMIN_TOKEN is the operator's own and is never printed.
+ */
+function cliEnvironment(config: Config, daemonUrl: string): string[] {
+  const defaults = loadConfig({});
+  return [
+    ...(config.adminToken === undefined && config.dataDir !== defaults.dataDir
+      ? [`CONSENT_DATA_DIR=${shellWord(config.dataDir)}`]
+      : []),
+    ...(daemonUrl !== defaults.daemonUrl ? [`CONSENT_DAEMON_URL=${daemonUrl}`] : []),
+  ];
+}
+
+/** A word a POSIX shell reads back unchanged: quoted when it holds anything but safe characters. */
+function shellWord(value: string): string {
+  return /^[\w@%+=:,./-]+$/.test(value) ? value : `'${value.replaceAll("'", "'\\''")}'`;
 }
 
 /**

@@ -33,8 +33,10 @@ describe("start-up of the real programs", () => {
     const out = program.stdout();
     expect(out).toContain(`embedded store (${dataDir})`);
     expect(out).toMatch(/First start: created .*admin-token.*identity-key/);
-    expect(out).toContain("npx consentctl teams create");
-    expect(out).toContain("npx consentctl keys create --team <team id> --env live --scopes");
+    // The commands as printed reach this process: its data dir and port are not the defaults.
+    const cli = `CONSENT_DATA_DIR=${dataDir} CONSENT_DAEMON_URL=${daemonUrl} npx consentctl`;
+    expect(out).toContain(`${cli} teams create`);
+    expect(out).toContain(`${cli} keys create --team <team id> --env live --scopes`);
     // Port 0 here: the default public base URL (port 8080) is not where the gateway listens.
     expect(out).toContain("Public base URL        http://localhost:8080");
     expect(out).toContain("set CONSENT_BASE_URL");
