@@ -46,6 +46,23 @@ describe("option parsers", () => {
     }
   });
 
+  // Regression: `new Date` rolled these over (2027-02-30 → March 2, 24:00 → the next day) and
+  // `keys create --expires-at` stored the shifted time.
+  it("refuses impossible days and 24:00 instead of moving them to another day", () => {
+    for (const value of [
+      "2027-02-30T00:00:00Z",
+      "2027-04-31T10:00:00+02:00",
+      "2026-12-01T24:00:00Z",
+      "2026-02-29T00:00:00Z",
+      "2026-01-31T12:60:00Z",
+      "2026-01-31T12:00:60Z",
+      "2026-01-31T12:00:00+24:00",
+    ]) {
+      expect(() => parseIsoDateTime(value), value).toThrow(/not an ISO 8601 date-time .* real/);
+    }
+    expect(parseIsoDateTime("2028-02-29T00:00:00Z").toISOString()).toBe("2028-02-29T00:00:00.000Z");
+  });
+
   it("reads comma lists without blanks or repeats", () => {
     expect(parseList(" banners:read, consent:read,,banners:read ")).toEqual([
       "banners:read",
@@ -68,6 +85,7 @@ describe("option parsers", () => {
     for (const bad of ["yesterday", "2026-01-01", "10"]) {
       expect(() => parseTimeBound(bad, now)).toThrow(InvalidArgumentError);
     }
+    expect(() => parseTimeBound("2026-02-30T00:00:00Z", now)).toThrow(/real calendar day/);
   });
 
   it("reads whole numbers within bounds", () => {

@@ -1,4 +1,5 @@
 import { InvalidArgumentError } from "commander";
+import { isIsoDateTime } from "#daemon/validation/rules.js";
 
 const UNIT_SECONDS = { s: 1, m: 60, h: 3600, d: 86400 } as const;
 const DURATION = /^(?:\d+[smhd])+$/;
@@ -25,17 +26,23 @@ export function parseDuration(value: string): number {
   return seconds;
 }
 
-/** Reads an ISO 8601 date-time with an explicit zone (`2026-01-31T12:00:00Z`) as a Date. */
+/** Hours and minutes without seconds (`2026-01-31T12:00Z`): an operator's shorthand for `:00`. */
+const MINUTES_ONLY = /^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2})(?=Z|[+-])/i;
+
+/**
+ * Reads an ISO 8601 date-time with an explicit zone (`2026-01-31T12:00:00Z`) as a Date, by the
+ * daemon's own RFC 3339 profile: an impossible day (`2027-02-30`) or `24:00` is refused where
+ * Date would move it to another day, and a date without a zone, which Date would read in the
+ * operator's local zone, is refused as ambiguous.
+ */
 export function parseIsoDateTime(value: string): Date {
-  // A date without a zone would be read in the operator's local zone: refuse the ambiguity.
-  const zoned = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:\d{2})$/i;
-  const date = new Date(value);
-  if (!zoned.test(value) || Number.isNaN(date.getTime())) {
+  const withSeconds = value.replace(MINUTES_ONLY, "$1:00");
+  if (!isIsoDateTime(withSeconds)) {
     throw new InvalidArgumentError(
-      `"${value}" is not an ISO 8601 date-time with a zone, e.g. 2026-12-31T23:59:59Z.`,
+      `"${value}" is not an ISO 8601 date-time with a zone on a real calendar day (hours 00-23), e.g. 2026-12-31T23:59:59Z.`,
     );
   }
-  return date;
+  return new Date(withSeconds);
 }
 
 /**
@@ -46,13 +53,11 @@ export function parseTimeBound(value: string, now = new Date()): Date {
   if (/^\s*(?:\d+[smhd])+\s*$/.test(value)) {
     return new Date(now.getTime() - parseDuration(value) * 1000);
   }
-  try {
-    return parseIsoDateTime(value);
-  } catch {
-    throw new InvalidArgumentError(
-      `"${value}" is neither a date-time with a zone (2026-05-01T00:00:00Z) nor a duration before now (24h, 7d).`,
-    );
-  }
+  // Something dated gets the date-time's own complaint (an impossible day, a missing zone).
+  if (/^\d{4}-\d{2}-\d{2}T/i.test(value)) return parseIsoDateTime(value);
+  throw new InvalidArgumentError(
+    `"${value}" is neither a date-time with a zone (2026-05-01T00:00:00Z) nor a duration before now (24h, 7d).`,
+  );
 }
 
 /** Reads a whole number from `min` to `max` (a page size). */

@@ -8,6 +8,7 @@ export type FailureKind =
   | "forbidden"
   | "not_found"
   | "conflict"
+  | "failed_precondition"
   | "rate_limited"
   | "unavailable";
 

@@ -31,6 +31,7 @@ function statusOf(code: Code, info: ErrorInfo | undefined): number {
       return 404;
     case Code.Aborted:
     case Code.AlreadyExists:
+    case Code.FailedPrecondition:
       return 409;
     case Code.ResourceExhausted:
       return info?.code === "rate_limited" ? 429 : 413;

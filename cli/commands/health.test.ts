@@ -25,12 +25,31 @@ describe.concurrent("consentctl health and doctor (against a real daemon)", {
     });
   });
 
-  it("exits 1 with a hint when the daemon is not there", async () => {
-    const result = await runCli(["health", "--daemon", "http://127.0.0.1:9"]);
-    expect(result.code).toBe(1);
-    expect(result.stdout).toBe("");
-    expect(result.stderr).toContain("Cannot reach the daemon at http://127.0.0.1:9.");
-    expect(result.stderr).toContain("hint: start it with `npm start`");
+  // Regression: health printed nothing on stdout (only an error on stderr) when the daemon was
+  // not there; cli/README.md says the report still goes to stdout, as doctor's does.
+  it("reports an unreachable daemon on stdout, with a hint, and exits 1", async () => {
+    const [json, human] = await Promise.all([
+      runCli(["health", "--daemon", "http://127.0.0.1:9", "--json"]),
+      runCli(["health", "--daemon", "http://127.0.0.1:9"]),
+    ]);
+    expect(json.code).toBe(1);
+    expect(json.stderr).toBe("");
+    expect(JSON.parse(json.stdout)).toEqual({
+      daemon: {
+        url: "http://127.0.0.1:9",
+        reachable: false,
+        status: "UNKNOWN",
+        message: "Cannot reach the daemon at http://127.0.0.1:9.",
+        hint: expect.stringContaining("start it with `npm start`"),
+      },
+      store: { ok: false },
+      latencyMs: null,
+    });
+    expect(human.code).toBe(1);
+    expect(human.stderr).toBe("");
+    expect(human.stdout).toMatch(/✖ daemon\s+Cannot reach the daemon at http:\/\/127\.0\.0\.1:9\./);
+    expect(human.stdout).toContain("hint: start it with `npm start`");
+    expect(human.stdout).toMatch(/– store\s+skipped: daemon not reachable/);
   });
 
   it("passes every doctor check against a healthy daemon", async () => {

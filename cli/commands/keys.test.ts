@@ -1,3 +1,4 @@
+import { randomBytes, randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   argv,
@@ -13,8 +14,14 @@ describe.concurrent("consentctl keys (against a real daemon)", { timeout: E2E_TI
   let service: TestService;
   let cli: ReturnType<typeof cliFor>;
   let teamId: string;
-  const mint = (...extra: string[]) =>
-    cli.json([...argv`keys create --team ${teamId} --env live --scopes banners:read`, ...extra]);
+  const mintIn = (team: string, ...extra: string[]) =>
+    cli.json([...argv`keys create --team ${team} --env live --scopes banners:read`, ...extra]);
+  const mint = (...extra: string[]) => mintIn(teamId, ...extra);
+  /** A team of its own, for a test that counts the team's keys while others mint concurrently. */
+  const newTeam = async (name: string): Promise<string> =>
+    (await cli.json(argv`teams create --name ${name} --plan starter`)).id;
+  const keyCount = async (team: string): Promise<number> =>
+    (await cli.json(argv`keys list --team ${team}`)).keys.length;
 
   beforeAll(async () => {
     ({ service, cli, teamId } = await startServiceWithTeam("starter"));
@@ -73,6 +80,75 @@ describe.concurrent("consentctl keys (against a real daemon)", { timeout: E2E_TI
     expect(Date.parse(immediate.previous.expiresAt)).toBeLessThanOrEqual(Date.now());
   });
 
+  it("carries an operator-set expiry over to the replacement key", async () => {
+    const dated = await mint("--expires-at", "2099-01-01T00:00:00Z");
+    const rotated = await cli.json(argv`keys rotate ${dated.id} --grace 1h`);
+    expect(rotated.expiresAt).toBe("2099-01-01T00:00:00Z");
+    expect(Date.parse(rotated.previous.expiresAt)).toBeLessThanOrEqual(Date.now() + 3600_000);
+  });
+
+  // Regression: a second rotation of the same key gave the new key the first grace period's end
+  // as expiry, and rotating an expired key minted an already-expired key and exited 0.
+  it("refuses to rotate a key that is already rotated, expired or revoked, and mints nothing", async () => {
+    const team = await newTeam("rotations");
+    const [dated, stopped, revoked] = await Promise.all([
+      mintIn(team, "--name", "dated", "--expires-at", "2099-01-01T00:00:00Z"),
+      mintIn(team, "--name", "stopped"),
+      mintIn(team, "--name", "revoked"),
+    ]);
+    // A key whose own expiry has passed, stored directly: the daemon refuses to mint one.
+    const expiredAt = new Date(Date.now() - 60_000);
+    const template = await service.store.keys.get(dated.id);
+    const expired = {
+      ...(template as NonNullable<typeof template>),
+      id: randomUUID(),
+      name: "expired",
+      keyHash: randomBytes(32).toString("hex"),
+      expiresAt: expiredAt,
+    };
+    await service.store.keys.insert(expired);
+    const replacement = await cli.json(argv`keys rotate ${dated.id} --grace 24h`);
+    await Promise.all([
+      cli.json(argv`keys rotate ${stopped.id} --grace 0`),
+      cli.json(argv`keys revoke ${revoked.id}`),
+    ]);
+    expect(await keyCount(team)).toBe(6);
+
+    const [again, stoppedAgain, expiredKey, revokedKey, human] = await Promise.all([
+      cli.fails(argv`keys rotate ${dated.id} --grace 24h`),
+      cli.fails(argv`keys rotate ${stopped.id} --grace 24h`),
+      cli.fails(argv`keys rotate ${expired.id} --grace 24h`),
+      cli.fails(argv`keys rotate ${revoked.id} --grace 24h`),
+      cli.run(argv`keys rotate ${dated.id} --grace 1h`),
+    ]);
+    expect(again).toMatchObject({
+      code: "failed_precondition",
+      error: expect.stringContaining(
+        `API key ${dated.id} was already rotated: key ${replacement.id}`,
+      ),
+    });
+    expect(again.error).toContain(
+      `stops working at ${replacement.previous.expiresAt.slice(0, 19)}`,
+    );
+    expect(stoppedAgain).toMatchObject({
+      code: "failed_precondition",
+      error: expect.stringMatching(/was already rotated: .* it stopped working at/),
+    });
+    expect(expiredKey).toMatchObject({
+      code: "failed_precondition",
+      error: `API key ${expired.id} expired at ${expiredAt.toISOString()} and cannot be rotated; create a new key instead.`,
+    });
+    expect(revokedKey).toMatchObject({
+      code: "failed_precondition",
+      error: expect.stringContaining(`API key ${revoked.id} was revoked at`),
+    });
+    expect(human.code).toBe(1);
+    expect(human.stdout).toBe("");
+    expect(human.stderr).toContain(`rotate ${replacement.id} instead`);
+    expect(human.stderr).not.toContain("keeps working until");
+    expect(await keyCount(team)).toBe(6);
+  });
+
   it("exits 1 with the daemon's details for an unknown scope, a past expiry or an unknown key", async () => {
     const [scope, past, unknown, team] = await Promise.all([
       cli.fails(argv`keys create --team ${teamId} --env live --scopes banners:read,nope`),
@@ -92,6 +168,26 @@ describe.concurrent("consentctl keys (against a real daemon)", { timeout: E2E_TI
       hint: expect.stringContaining("keys list"),
     });
     expect(team).toMatchObject({ code: "not_found", hint: expect.stringContaining("teams list") });
+  });
+
+  // Regression: `new Date` read these as 2027-03-02, 2027-05-01 and 2026-12-02 and stored that.
+  it("exits 2 for an impossible --expires-at day or 24:00, and stores no key", async () => {
+    const team = await newTeam("dates");
+    const results = await Promise.all(
+      ["2027-02-30T00:00:00Z", "2027-04-31T10:00:00+02:00", "2026-12-01T24:00:00Z"].map((at) =>
+        cli.run(
+          argv`keys create --team ${team} --env live --scopes banners:read --expires-at ${at}`,
+        ),
+      ),
+    );
+    for (const result of results) {
+      expect(result.code).toBe(2);
+      expect(result.stdout).toBe("");
+      expect(result.stderr).toContain(
+        "is not an ISO 8601 date-time with a zone on a real calendar day",
+      );
+    }
+    expect(await keyCount(team)).toBe(0);
   });
 
   it("exits 2 for a bad --env, --grace or --expires-at before calling the daemon", async () => {

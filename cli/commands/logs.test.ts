@@ -174,16 +174,19 @@ describe.concurrent("consentctl logs (against a real daemon)", { timeout: E2E_TI
 
   it("exits 2 for a malformed time or limit, and 1 for a method the daemon refuses", async () => {
     const { teamId } = await teamWithBanner();
-    const [since, limit, csvToStdout] = await Promise.all([
+    const [since, impossibleDay, limit, csvToStdout] = await Promise.all([
       cli.run(argv`logs list --team ${teamId} --since yesterday --json`),
+      cli.run(argv`logs list --team ${teamId} --since 2026-02-30T00:00:00Z`),
       cli.run(argv`logs list --team ${teamId} --limit 5000`),
       cli.run(argv`logs export --team ${teamId} --format csv --json`),
     ]);
-    for (const result of [since, limit, csvToStdout]) {
+    for (const result of [since, impossibleDay, limit, csvToStdout]) {
       expect(result.code).toBe(2);
       expect(result.stdout).toBe("");
     }
     expect(JSON.parse(since.stderr)).toMatchObject({ code: "usage" });
+    // Regression: Date read February 30 as March 2 and the list ran from there.
+    expect(impossibleDay.stderr).toContain('"2026-02-30T00:00:00Z" is not an ISO 8601 date-time');
     const refused = await cli.fails(argv`logs stats --team ${teamId} --method reject_all`);
     expect(refused.code).toBe("invalid_request");
     expect(refused.details?.[0]?.field).toBe("methods");

@@ -11,11 +11,14 @@ import {
 import type { Authenticator } from "#daemon/auth/authenticator.js";
 import { generateSessionToken } from "#daemon/auth/secrets.js";
 import type { Clock } from "#daemon/clock.js";
-import { invalidRequest, notFound } from "#daemon/errors.js";
+import { DomainError, invalidRequest, notFound } from "#daemon/errors.js";
 import { generateApiKey, keyHint, secretHash } from "#daemon/keys/api-key-format.js";
 import type { ApiKeyRecord } from "#daemon/keys/key-store.js";
 import type { Store } from "#daemon/store/store.js";
 import type { AdminService } from "#gen/consent/v1/admin_pb.js";
+
+/** The longest grace period a rotation accepts: 90 days. */
+const MAX_GRACE_SECONDS = 90 * 86400;
 
 export interface AdminServiceOptions {
   store: Store;
@@ -48,6 +51,33 @@ export function createAdminService(options: AdminServiceOptions): ServiceImpl<ty
     };
     await store.keys.insert(record);
     return { apiKey: apiKeyMessage(record), secret };
+  }
+
+  /**
+   * A rotation replaces the current key only. A revoked or expired key, or one already replaced
+   * (its expiry is now a grace period's end), is refused: the copy would inherit that revocation
+   * or expiry, a key that dies with the old one or is born expired.
+   */
+  function refuseUnrotatable(old: ApiKeyRecord, now: Date): void {
+    const refuse = (message: string) => {
+      throw new DomainError("failed_precondition", "failed_precondition", message);
+    };
+    if (old.revokedAt) {
+      refuse(
+        `API key ${old.id} was revoked at ${old.revokedAt.toISOString()} and cannot be rotated; create a new key instead`,
+      );
+    }
+    if (old.replacedBy) {
+      const ends = old.expiresAt && old.expiresAt <= now ? "stopped" : "stops";
+      refuse(
+        `API key ${old.id} was already rotated: key ${old.replacedBy} replaced it, and it ${ends} working at ${old.expiresAt?.toISOString()}; rotate ${old.replacedBy} instead`,
+      );
+    }
+    if (old.expiresAt && old.expiresAt <= now) {
+      refuse(
+        `API key ${old.id} expired at ${old.expiresAt.toISOString()} and cannot be rotated; create a new key instead`,
+      );
+    }
   }
 
   return {
@@ -112,7 +142,7 @@ export function createAdminService(options: AdminServiceOptions): ServiceImpl<ty
       if (
         !Number.isInteger(request.gracePeriodSeconds) ||
         request.gracePeriodSeconds < 0 ||
-        request.gracePeriodSeconds > 90 * 86400
+        request.gracePeriodSeconds > MAX_GRACE_SECONDS
       ) {
         throw invalidRequest([
           {
@@ -123,8 +153,9 @@ export function createAdminService(options: AdminServiceOptions): ServiceImpl<ty
       }
       const old = await store.keys.get(request.id);
       if (!old) throw notFound(`No API key with id ${request.id}`);
-      if (old.revokedAt)
-        throw invalidRequest([{ field: "id", message: "A revoked key cannot be rotated" }]);
+      refuseUnrotatable(old, clock());
+      // Only the current key gets here, so its expiry is the operator's own (or none), not a
+      // grace period's end: the replacement keeps it.
       const minted = await mintKey({
         teamId: old.teamId,
         environment: old.environment,
@@ -132,11 +163,25 @@ export function createAdminService(options: AdminServiceOptions): ServiceImpl<ty
         scopes: old.scopes,
         expiresAt: old.expiresAt,
       });
-      const previous = await store.keys.expireBy(
-        old.id,
-        new Date(clock().getTime() + request.gracePeriodSeconds * 1000),
-      );
-      return { ...minted, previous: previous ? apiKeyMessage(previous) : undefined };
+      const newId = minted.apiKey.id;
+      const graceEnd = new Date(clock().getTime() + request.gracePeriodSeconds * 1000);
+      const previous = await store.keys.retire(old.id, newId, graceEnd).catch(async (error) => {
+        await store.keys.revoke(newId, clock());
+        throw error;
+      });
+      if (!previous) {
+        // Another rotation (or a revocation) got there between the read and this write: the
+        // key just minted never leaves this call, and is revoked rather than left usable.
+        await store.keys.revoke(newId, clock());
+        const now = await store.keys.get(old.id);
+        refuseUnrotatable(now ?? old, clock());
+        throw new DomainError(
+          "failed_precondition",
+          "failed_precondition",
+          `API key ${old.id} cannot be rotated now; read it again`,
+        );
+      }
+      return { ...minted, previous: apiKeyMessage(previous) };
     },
 
     async createSession(request, ctx) {

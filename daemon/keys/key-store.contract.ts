@@ -88,26 +88,48 @@ export function describeKeyStoreContract(openStore: OpenStore): void {
       expect((await store().keys.get(key.id))?.revokedAt).toEqual(first);
     });
 
-    it("sets an expiry on a key that has none", async () => {
+    it("retires a key once: marks its replacement and sets an expiry on a key that has none", async () => {
       const key = aKey(teamId, now);
       await store().keys.insert(key);
       const at = shifted(now, DAY);
-      expect(await store().keys.expireBy(key.id, at)).toEqual({ ...key, expiresAt: at });
+      const replacement = randomUUID();
+      const retired = await store().keys.retire(key.id, replacement, at);
+      expect(retired).toEqual({ ...key, expiresAt: at, replacedBy: replacement });
+      expect(await store().keys.get(key.id)).toEqual(retired);
+      expect(await store().keys.retire(key.id, randomUUID(), shifted(now, MINUTE))).toBeNull();
+      expect(await store().keys.get(key.id)).toEqual(retired);
     });
 
-    it("keeps the current expiry when it is earlier, moves it when it is later", async () => {
+    it("keeps the current expiry when it is earlier than the rotation's", async () => {
       const key = aKey(teamId, now, { expiresAt: shifted(now, DAY) });
       await store().keys.insert(key);
-      const kept = await store().keys.expireBy(key.id, shifted(now, 2 * DAY));
+      const kept = await store().keys.retire(key.id, randomUUID(), shifted(now, 2 * DAY));
       expect(kept?.expiresAt).toEqual(key.expiresAt);
+      const other = aKey(teamId, now, { expiresAt: shifted(now, DAY) });
+      await store().keys.insert(other);
       const earlier = shifted(now, MINUTE);
-      expect((await store().keys.expireBy(key.id, earlier))?.expiresAt).toEqual(earlier);
-      expect((await store().keys.get(key.id))?.expiresAt).toEqual(earlier);
+      expect((await store().keys.retire(other.id, randomUUID(), earlier))?.expiresAt).toEqual(
+        earlier,
+      );
     });
 
-    it("returns null when revoking or expiring an unknown key", async () => {
+    it("lets one of two racing rotations retire a key, and none retire a revoked one", async () => {
+      const key = aKey(teamId, now);
+      await store().keys.insert(key);
+      const outcomes = await Promise.all(
+        [randomUUID(), randomUUID()].map((id) => store().keys.retire(key.id, id, now)),
+      );
+      expect(outcomes.filter((outcome) => outcome !== null)).toHaveLength(1);
+      const revoked = aKey(teamId, now);
+      await store().keys.insert(revoked);
+      await store().keys.revoke(revoked.id, now);
+      expect(await store().keys.retire(revoked.id, randomUUID(), now)).toBeNull();
+      expect((await store().keys.get(revoked.id))?.replacedBy).toBeUndefined();
+    });
+
+    it("returns null when revoking or retiring an unknown key", async () => {
       expect(await store().keys.revoke(randomUUID(), now)).toBeNull();
-      expect(await store().keys.expireBy(randomUUID(), now)).toBeNull();
+      expect(await store().keys.retire(randomUUID(), randomUUID(), now)).toBeNull();
     });
   });
 }

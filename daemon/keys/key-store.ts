@@ -14,6 +14,8 @@ export interface ApiKeyRecord {
   createdAt: Date;
   expiresAt: Date | null;
   revokedAt: Date | null;
+  /** Set once by a rotation: the id of the key that replaced this one (absent on older records). */
+  replacedBy?: string;
 }
 
 /** Storage port for API keys. */
@@ -30,8 +32,9 @@ export interface KeyStore {
    */
   revoke(id: string, at: Date): Promise<ApiKeyRecord | null>;
   /**
-   * Makes the key expire at `at`, or keeps its current expiry when that is earlier.
-   * Returns the key after the change; null when there is no such key.
+   * A rotation's mark, once per key: records `replacedBy` and makes the key expire at `at`, or
+   * keeps its current expiry when that is earlier. Returns the key after the change; null when
+   * there is no such key, or it is revoked or already replaced (a concurrent rotation won).
    */
-  expireBy(id: string, at: Date): Promise<ApiKeyRecord | null>;
+  retire(id: string, replacedBy: string, at: Date): Promise<ApiKeyRecord | null>;
 }

@@ -58,10 +58,15 @@ export function createLmdbKeyStore(dbs: LmdbKeyDatabases): KeyStore {
       return update(id, (key) => (key.revokedAt ? null : { ...key, revokedAt: at }));
     },
     // Port: an earlier current expiry is kept.
-    expireBy(id, at) {
-      return update(id, (key) =>
-        key.expiresAt && key.expiresAt <= at ? null : { ...key, expiresAt: at },
-      );
+    retire(id, replacedBy, at) {
+      return keys.transaction(() => {
+        const key = keys.get(id);
+        if (!key || key.revokedAt || key.replacedBy) return null;
+        const expiresAt = key.expiresAt && key.expiresAt <= at ? key.expiresAt : at;
+        const next = { ...key, replacedBy, expiresAt };
+        keys.putSync(id, next);
+        return next;
+      });
     },
   };
 }

@@ -42,15 +42,16 @@ export class MongoKeyStore implements KeyStore {
     return document && toKey(document);
   }
 
-  async expireBy(id: string, at: Date): Promise<ApiKeyRecord | null> {
-    // One atomic pipeline update: the earlier of the stored expiry and `at`; no expiry (null) → `at`.
-    // The $type test is explicit because the update operator $min would keep null (null < date).
+  async retire(id: string, replacedBy: string, at: Date): Promise<ApiKeyRecord | null> {
+    // One atomic pipeline update, only on a key neither revoked (null also matches an absent
+    // field) nor replaced (the field is written only by this): the earlier of the stored expiry and `at`; no expiry (null) → `at`. The
+    // $type test is explicit because the operator $min would keep null (null < date).
     const earlierExpiry = {
       $cond: [{ $eq: [{ $type: "$expiresAt" }, "date"] }, { $min: ["$expiresAt", at] }, at],
     };
     const document = await this.collection.findOneAndUpdate(
-      { _id: id },
-      [{ $set: { expiresAt: earlierExpiry } }],
+      { _id: id, revokedAt: null, replacedBy: { $exists: false } },
+      [{ $set: { expiresAt: earlierExpiry, replacedBy } }],
       { returnDocument: "after" },
     );
     return document && toKey(document);
@@ -69,6 +70,7 @@ function toDocument(key: ApiKeyRecord): ApiKeyDocument {
     createdAt: key.createdAt,
     expiresAt: key.expiresAt,
     revokedAt: key.revokedAt,
+    ...(key.replacedBy !== undefined && { replacedBy: key.replacedBy }),
   };
 }
 
@@ -84,5 +86,6 @@ function toKey(document: WithId<ApiKeyDocument>): ApiKeyRecord {
     createdAt: document.createdAt,
     expiresAt: document.expiresAt ?? null,
     revokedAt: document.revokedAt ?? null,
+    ...(typeof document.replacedBy === "string" && { replacedBy: document.replacedBy }),
   };
 }

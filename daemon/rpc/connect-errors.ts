@@ -13,6 +13,7 @@ const CODE_OF_KIND: Record<FailureKind, Code> = {
   forbidden: Code.PermissionDenied,
   not_found: Code.NotFound,
   conflict: Code.Aborted,
+  failed_precondition: Code.FailedPrecondition,
   rate_limited: Code.ResourceExhausted,
   unavailable: Code.Unavailable,
 };

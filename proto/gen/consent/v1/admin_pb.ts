@@ -708,8 +708,9 @@ export const AdminService: GenService<{
     output: typeof RevokeApiKeyResponseSchema;
   },
   /**
-   * Mints a key with the same team, environment, name and scopes, and makes the old key expire
-   * after a grace period.
+   * Mints a key with the same team, environment, name, scopes and expiry, and makes the old key
+   * expire after a grace period. Only the current key: a revoked, expired or already rotated key
+   * is refused with FAILED_PRECONDITION.
    *
    * @generated from rpc consent.v1.AdminService.RotateApiKey
    */
