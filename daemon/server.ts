@@ -135,7 +135,10 @@ export function createDaemon(options: DaemonOptions): Daemon {
     },
     forgetCachedReads: () => store.forgetCachedReads(),
     routes(router) {
-      router.service(BannerService, createBannerService({ ...services, baseUrl: options.baseUrl, onPublicChange }));
+      router.service(
+        BannerService,
+        createBannerService({ ...services, baseUrl: options.baseUrl, onPublicChange }),
+      );
       router.service(ConsentLogService, consentLog);
       router.service(SubjectService, createSubjectService({ ...services, identity }));
       router.service(AdminService, createAdminService(services));

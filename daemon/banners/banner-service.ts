@@ -1,4 +1,5 @@
 import { randomUUID } from "node:crypto";
+import { setTimeout } from "node:timers/promises";
 import { toJson } from "@bufbuild/protobuf";
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { Authenticator, Authorized } from "#daemon/auth/authenticator.js";
@@ -34,7 +35,9 @@ export interface BannerServiceOptions {
 
 const bodyLimit = { maxBytes: BANNER_BODY_LIMIT, failure: "banner" } as const;
 /** Read-modify-write attempts before a concurrent-update failure is reported. */
-const REPLACE_ATTEMPTS = 5;
+const REPLACE_ATTEMPTS = 10;
+/** Upper bound of the first wait after a lost race; it doubles with each attempt (full jitter). */
+const RETRY_BASE_MS = 4;
 
 /** The banner endpoints (spec 4.2-4.3, decisions §3). */
 export function createBannerService(
@@ -69,6 +72,9 @@ export function createBannerService(
         options.onPublicChange?.(next.publicId);
         return next;
       }
+      // Writers that lost together would collide again at once: each waits a random while,
+      // growing with the attempt, so the next round is spread out (at most about 4 s in all).
+      await setTimeout(Math.random() * RETRY_BASE_MS * 2 ** attempt);
     }
     throw new DomainError(
       "conflict",

@@ -280,6 +280,17 @@ describe("banners", () => {
     expect([renamed.status, renamed.body.data.banner.name]).toEqual([200, "S\u00ff"]);
   });
 
+  it("lands concurrent edits of one banner: a lost race is retried after a random wait", async () => {
+    const { id } = await createBanner(service, key);
+    const names = Array.from({ length: 12 }, (_, i) => `Edit ${i}`);
+    const results = await Promise.all(
+      names.map((name) => http(service, "PATCH", `/api/v1/banners/${id}`, { key, body: { name } })),
+    );
+    expect(results.map((r) => r.status)).toEqual(names.map(() => 200));
+    const stored = await http(service, "GET", `/api/v1/banners/${id}`, { key });
+    expect(names).toContain(stored.body.data.banner.name);
+  });
+
   it("edits the draft with PATCH and makes it live with publish, bumping the revision", async () => {
     const { id, publicId } = await createBanner(service, key, {
       configuration: { layout: "modal" },
