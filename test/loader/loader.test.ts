@@ -1,4 +1,3 @@
-import { get } from "node:http";
 import { brotliDecompressSync, gunzipSync } from "node:zlib";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { RuntimeConfig } from "#gateway/runtime/config.js";
@@ -6,21 +5,11 @@ import { http, rawHttp } from "#test/support/api.js";
 import { bannerFixture, headerRecord } from "#test/support/consent-log.js";
 import { startTestService, type TestService } from "#test/support/service.js";
 
-/** One loader response as sent: node:http, since fetch would undo the content encoding. */
+/** One loader response as sent (rawHttp: fetch would undo the content encoding). */
 function loader(service: TestService, publicId: string, headers: Record<string, string> = {}) {
-  return new Promise<{ status: number; headers: Headers; bytes: Buffer }>((resolve, reject) => {
-    const url = `${service.gatewayUrl}/loader/${publicId}.js`;
-    get(url, { headers: { "accept-encoding": "identity", ...headers } }, (response) => {
-      const chunks: Buffer[] = [];
-      response.on("data", (chunk: Buffer) => chunks.push(chunk));
-      response.on("end", () =>
-        resolve({
-          status: response.statusCode ?? 0,
-          headers: new Headers(response.headers as Record<string, string>),
-          bytes: Buffer.concat(chunks),
-        }),
-      );
-    }).on("error", reject);
+  return rawHttp(service, "GET", `/loader/${publicId}.js`, {
+    "accept-encoding": "identity",
+    ...headers,
   });
 }
 

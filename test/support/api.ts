@@ -48,26 +48,29 @@ export async function http(
 }
 
 /**
- * One request sent as written, through node:http: any method (fetch refuses TRACE) and the path's
- * bytes unchanged (a broken percent-escape, an over-long segment).
+ * One request sent as written, through node:http: any method (fetch refuses TRACE), the path's
+ * bytes unchanged (a broken percent-escape, an over-long segment), and the body as sent (fetch
+ * would undo a content encoding).
  */
 export function rawHttp(
   service: TestService,
   method: string,
   path: string,
   headers: Record<string, string> = {},
-): Promise<{ status: number; headers: Headers; text: string }> {
+): Promise<{ status: number; headers: Headers; bytes: Buffer; text: string }> {
   return new Promise((resolve, reject) => {
     const sent = httpRequest(`${service.gatewayUrl}${path}`, { method, headers }, (response) => {
       const chunks: Buffer[] = [];
       response.on("data", (chunk: Buffer) => chunks.push(chunk));
-      response.on("end", () =>
+      response.on("end", () => {
+        const bytes = Buffer.concat(chunks);
         resolve({
           status: response.statusCode ?? 0,
           headers: new Headers(response.headers as Record<string, string>),
-          text: Buffer.concat(chunks).toString("utf8"),
-        }),
-      );
+          bytes,
+          text: bytes.toString("utf8"),
+        });
+      });
     });
     sent.on("error", reject);
     sent.end();
