@@ -137,8 +137,13 @@ function printWelcome(
  * the data directory holding the operator token, when they are not the defaults it assumes. A
  * token from CONSENT_ADMIN_TOKEN is the operator's own and is never printed.
  */
-function cliEnvironment(config: Config, daemonUrl: string): string[] {
+function cliEnvironment(config: Config, listenUrl: string): string[] {
   const defaults = loadConfig({});
+  // A wildcard listen address is no address to call: a local CLI calls loopback.
+  const url = new URL(listenUrl);
+  if (url.hostname === "0.0.0.0") url.hostname = "127.0.0.1";
+  if (url.hostname === "[::]") url.hostname = "[::1]";
+  const daemonUrl = url.origin;
   return [
     ...(config.adminToken === undefined && config.dataDir !== defaults.dataDir
       ? [`CONSENT_DATA_DIR=${shellWord(config.dataDir)}`]

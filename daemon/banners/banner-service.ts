@@ -36,8 +36,8 @@ export interface BannerServiceOptions {
 const bodyLimit = { maxBytes: BANNER_BODY_LIMIT, failure: "banner" } as const;
 /** Read-modify-write attempts before a concurrent-update failure is reported. */
 const REPLACE_ATTEMPTS = 10;
-/** Upper bound of the first wait after a lost race; it doubles with each attempt (full jitter). */
-const RETRY_BASE_MS = 4;
+/** After lost attempt n, a random wait of up to RETRY_BASE_MS × 2^n (full jitter). */
+const RETRY_BASE_MS = 2;
 
 /** The banner endpoints (spec 4.2-4.3, decisions §3). */
 export function createBannerService(
@@ -58,29 +58,52 @@ export function createBannerService(
     return banner;
   }
 
-  /** Optimistic read-modify-write: retried when another writer got in between. */
-  async function modify(
+  /**
+   * Edits of one banner in this process, one after another: they never race each other, and
+   * the optimistic retry below is left to races with other processes on the same store.
+   */
+  const editsInFlight = new Map<string, Promise<unknown>>();
+
+  function oneAtATime<T>(id: string, edit: () => Promise<T>): Promise<T> {
+    const previous = editsInFlight.get(id) ?? Promise.resolve();
+    const result = previous.then(edit, edit);
+    const settled = result.then(
+      () => undefined,
+      () => undefined,
+    );
+    editsInFlight.set(id, settled);
+    void settled.then(() => {
+      if (editsInFlight.get(id) === settled) editsInFlight.delete(id);
+    });
+    return result;
+  }
+
+  /** Optimistic read-modify-write: retried when a writer in another process got in between. */
+  function modify(
     auth: Authorized,
     id: string,
     change: (banner: BannerRecord, now: Date) => BannerRecord,
   ): Promise<BannerRecord> {
-    for (let attempt = 0; attempt < REPLACE_ATTEMPTS; attempt++) {
-      const current = await ownBanner(auth, id);
-      const now = clock();
-      const next = { ...change(current, now), updatedAt: now, version: current.version + 1 };
-      if (await store.banners.replace(next, current.version)) {
-        options.onPublicChange?.(next.publicId);
-        return next;
+    return oneAtATime(id, async () => {
+      for (let attempt = 1; attempt <= REPLACE_ATTEMPTS; attempt++) {
+        const current = await ownBanner(auth, id);
+        const now = clock();
+        const next = { ...change(current, now), updatedAt: now, version: current.version + 1 };
+        if (await store.banners.replace(next, current.version)) {
+          options.onPublicChange?.(next.publicId);
+          return next;
+        }
+        // Processes that lost together would collide again at once: each waits a random while,
+        // growing with the attempt, so the next round is spread out (about 2 s in all at most).
+        if (attempt < REPLACE_ATTEMPTS)
+          await setTimeout(Math.random() * RETRY_BASE_MS * 2 ** attempt);
       }
-      // Writers that lost together would collide again at once: each waits a random while,
-      // growing with the attempt, so the next round is spread out (at most about 4 s in all).
-      await setTimeout(Math.random() * RETRY_BASE_MS * 2 ** attempt);
-    }
-    throw new DomainError(
-      "conflict",
-      "conflict",
-      "The banner is being changed concurrently; retry the request",
-    );
+      throw new DomainError(
+        "conflict",
+        "conflict",
+        "The banner is being changed concurrently; retry the request",
+      );
+    });
   }
 
   return {

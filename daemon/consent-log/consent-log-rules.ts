@@ -122,7 +122,7 @@ export function reducePageUrl(
   bannerHosts: readonly string[],
 ): string | undefined {
   if (level === "none") return undefined;
-  const onSite = (url: URL | null) => (url && hostAllowed(url.hostname, bannerHosts) ? url : null);
+  const onSite = (url: URL | null) => (url && hostAllowed(hostName(url), bannerHosts) ? url : null);
   const url = onSite(httpUrl(pageUrl)) ?? onSite(httpUrl(referer));
   if (!url) return undefined;
   return level === "origin" ? url.origin : `${url.origin}${url.pathname}`;
@@ -135,7 +135,12 @@ export function reducePageUrl(
  */
 export function requestHost(origin: string, referer: string): string | null {
   const source = origin ? httpUrl(origin) : httpUrl(referer);
-  return source ? source.hostname.toLowerCase().replace(/\.$/, "") : null;
+  return source ? hostName(source) : null;
+}
+
+/** A URL's host as the domain check reads it: lower case, without a fully qualified name's dot. */
+function hostName(url: URL): string {
+  return url.hostname.toLowerCase().replace(/\.$/, "");
 }
 
 /**

@@ -241,6 +241,12 @@ describe("POST /api/consent/log", () => {
       ],
       ["origin", { pageUrl: "https://evil.test/x" }, "https://evil.test/", undefined],
       ["path", { pageUrl: "https://eu.shop.example.com/a?b" }, "", "https://eu.shop.example.com/a"],
+      [
+        "path",
+        { pageUrl: "https://shop.example.com./cart?x" },
+        "",
+        "https://shop.example.com./cart",
+      ],
     ] as const;
     for (const [telemetryLevel, fields, referer, expected] of cases) {
       const { teamId, publicId } = await bannerFixture(ctx.service, {
