@@ -1,5 +1,5 @@
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
-import { type Command, Option } from "commander";
+import { type Command, InvalidArgumentError, Option } from "commander";
 import { parseList, parseTimeBound } from "#cli/option-parsers.js";
 import { CONSENT_LOG_METHODS } from "#daemon/consent-log/consent-log-rules.js";
 
@@ -27,8 +27,20 @@ export function addFilterOptions(command: Command): Command {
     .option(
       "--method <list>",
       `only these methods, comma-separated: ${CONSENT_LOG_METHODS.join(", ")}`,
-      parseList,
+      parseMethods,
     );
+}
+
+/** --method: a list of spec 3.3's methods; anything else is a wrong command line (exit 2). */
+function parseMethods(value: string): string[] {
+  const methods = parseList(value);
+  const unknown = methods.filter((m) => !(CONSENT_LOG_METHODS as readonly string[]).includes(m));
+  if (unknown.length > 0) {
+    throw new InvalidArgumentError(
+      `unknown method ${unknown.join(", ")}; the methods are ${CONSENT_LOG_METHODS.join(", ")}.`,
+    );
+  }
+  return methods;
 }
 
 /** --since and --until: ISO 8601 with a zone, or a duration before now. */
@@ -44,7 +56,17 @@ export function addRangeOptions(command: Command): Command {
       new Option("--until <when>", "rows received before: a date-time or a duration ago").argParser(
         (value: string) => parseTimeBound(value),
       ),
-    );
+    )
+    .hook("preAction", (_program, action) => {
+      // An empty range is a mistake in the command line, not a query with no rows.
+      const { since, until } = action.opts<LogRangeOptions>();
+      if (since && until && since >= until) {
+        action.error(
+          `error: --since (${since.toISOString()}) must be before --until (${until.toISOString()}); a duration counts back from now, so --since 2h --until 1h is the hour before last.`,
+          { exitCode: 2, code: "consentctl.emptyRange" },
+        );
+      }
+    });
 }
 
 /** The request fields of the shared filters. */

@@ -172,7 +172,7 @@ describe.concurrent("consentctl logs (against a real daemon)", { timeout: E2E_TI
     }
   });
 
-  it("exits 2 for a malformed time or limit, and 1 for a method the daemon refuses", async () => {
+  it("exits 2 for a malformed time, limit, method or range", async () => {
     const { teamId } = await teamWithBanner();
     const [since, impossibleDay, limit, csvToStdout] = await Promise.all([
       cli.run(argv`logs list --team ${teamId} --since yesterday --json`),
@@ -187,8 +187,15 @@ describe.concurrent("consentctl logs (against a real daemon)", { timeout: E2E_TI
     expect(JSON.parse(since.stderr)).toMatchObject({ code: "usage" });
     // Regression: Date read February 30 as March 2 and the list ran from there.
     expect(impossibleDay.stderr).toContain('"2026-02-30T00:00:00Z" is not an ISO 8601 date-time');
-    const refused = await cli.fails(argv`logs stats --team ${teamId} --method reject_all`);
-    expect(refused.code).toBe("invalid_request");
-    expect(refused.details?.[0]?.field).toBe("methods");
+    const [method, emptyRange] = await Promise.all([
+      cli.run(argv`logs stats --team ${teamId} --method reject_all`),
+      cli.run(argv`logs list --team ${teamId} --since 1h --until 2h`),
+    ]);
+    for (const result of [method, emptyRange]) {
+      expect([result.code, result.stdout]).toEqual([2, ""]);
+    }
+    expect(method.stderr).toContain("unknown method reject_all; the methods are consent_given,");
+    expect(emptyRange.stderr).toContain("--since (");
+    expect(emptyRange.stderr).toContain(") must be before --until (");
   });
 });
