@@ -66,8 +66,11 @@ describe.concurrent("consentctl health and doctor (against a real daemon)", {
   });
 
   it("reports each problem on its own line and exits 1: bad env, bad token, no daemon", async () => {
-    const [badEnv, badToken, noDaemon] = await Promise.all([
+    const [badEnv, badDaemonUrl, badToken, noDaemon] = await Promise.all([
       cli.run(["doctor", "--json"], { env: { CONSENT_HTTP_PORT: "eighty" } }),
+      runCli(["doctor", "--json"], {
+        env: { CONSENT_DAEMON_URL: "notaurl", CONSENT_DATA_DIR: service.dataDir },
+      }),
       runCli(["doctor", "--daemon", service.daemonUrl, "--token", "wrong", "--json"]),
       runCli(["doctor", "--daemon", "http://127.0.0.1:9", "--token", "x"]),
     ]);
@@ -83,6 +86,15 @@ describe.concurrent("consentctl health and doctor (against a real daemon)", {
       config: "fail",
       daemon: "pass",
       "token valid": "pass",
+    });
+    // Without --daemon, an unreadable environment leaves no daemon address to probe.
+    expect(badDaemonUrl.code).toBe(1);
+    expect(statuses(badDaemonUrl)).toMatchObject({
+      config: "fail",
+      daemon: "skip",
+      store: "skip",
+      "token valid": "skip",
+      clock: "skip",
     });
     expect(badToken.code).toBe(1);
     expect(statuses(badToken)).toMatchObject({ token: "pass", "token valid": "fail" });
