@@ -11,7 +11,7 @@ import {
 } from "fastify";
 import { createDaemonClients } from "#gateway/daemon-clients.js";
 import { sendEnvelopedError, setVersionHeaders } from "#gateway/envelope.js";
-import { failureOf, type HttpError } from "#gateway/errors.js";
+import { failureOf, type HttpError, noEndpoint, sendPlainError } from "#gateway/errors.js";
 import { sendErrorPage } from "#gateway/preferences/routes.js";
 import { v1Api } from "#gateway/v1/plugin.js";
 import { visitorSide } from "#gateway/visitor.js";
@@ -79,14 +79,8 @@ export async function buildGateway(options: GatewayOptions): Promise<FastifyInst
   }
   const clients = createDaemonClients(options.transport);
   // Outside the versioned API (spec 9.2: /api/banners, /api/v2/...): a plain 404, no version headers.
-  app.setNotFoundHandler((request, reply) => sendNotFound(reply, noEndpoint(request)));
-  app.setErrorHandler((error, request, reply) => {
-    const httpError = failureOf(request, error);
-    return reply
-      .code(httpError.status)
-      .headers(httpError.headers)
-      .send({ error: httpError.message, code: httpError.code });
-  });
+  app.setNotFoundHandler((request, reply) => sendPlainError(reply, noEndpoint(request)));
+  app.setErrorHandler((error, request, reply) => sendPlainError(reply, failureOf(request, error)));
   // The loader refreshes on the daemon's publish hook (one process) and on every banner edit or
   // publish this gateway relays, so a stand-alone gateway serves its own publishes at once too.
   const publicChangeListeners: ((publicId: string) => void)[] = [];
@@ -110,20 +104,6 @@ export async function buildGateway(options: GatewayOptions): Promise<FastifyInst
     onPublicChange,
   });
   return app;
-}
-
-/** A path the gateway does not serve (spec 7: not_found). */
-function noEndpoint(request: FastifyRequest): HttpError {
-  return {
-    status: 404,
-    code: "not_found",
-    message: `No endpoint at ${request.method} ${request.url.split("?")[0]}`,
-    headers: {},
-  };
-}
-
-function sendNotFound(reply: FastifyReply, error: HttpError): FastifyReply {
-  return reply.code(error.status).send({ error: error.message, code: error.code });
 }
 
 /**
@@ -170,7 +150,7 @@ function unroutable(_error: unknown, request: FastifyRequest, reply: FastifyRepl
     return sendEnvelopedError(reply, noEndpoint(request));
   }
   if (path.startsWith("/preferences/")) return sendErrorPage(reply, LINK_INVALID);
-  return sendNotFound(reply, noEndpoint(request));
+  return sendPlainError(reply, noEndpoint(request));
 }
 
 /**

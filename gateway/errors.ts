@@ -1,5 +1,5 @@
 import { Code, ConnectError } from "@connectrpc/connect";
-import type { FastifyBaseLogger, FastifyRequest } from "fastify";
+import type { FastifyBaseLogger, FastifyReply, FastifyRequest } from "fastify";
 import { isDaemonUnreachable } from "#gateway/daemon-transport.js";
 import { snapshotJson } from "#gateway/json.js";
 import { type ErrorInfo, ErrorInfoSchema } from "#gen/consent/v1/errors_pb.js";
@@ -13,6 +13,24 @@ export interface HttpError {
   /** For version_conflict: the stored snapshot (spec 4.6). */
   current?: Record<string, unknown>;
   headers: Record<string, string>;
+}
+
+/** A path the gateway does not serve (spec 7 not_found; decisions §6 under /api/v1/). */
+export function noEndpoint(request: FastifyRequest): HttpError {
+  return {
+    status: 404,
+    code: "not_found",
+    message: `No endpoint at ${request.method} ${request.url.split("?")[0]}`,
+    headers: {},
+  };
+}
+
+/** An error outside the versioned API and the log route: `{ error, code }`, no envelope. */
+export function sendPlainError(reply: FastifyReply, error: HttpError): FastifyReply {
+  return reply
+    .code(error.status)
+    .headers(error.headers)
+    .send({ error: error.message, code: error.code });
 }
 
 /**

@@ -1,18 +1,17 @@
-import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import type { FastifyInstance, FastifyReply } from "fastify";
 import type { HttpError } from "#gateway/errors.js";
 
 /** How a path's family answers a failure: the v1 envelope, the log route's shape, a page. */
 export type SendFailure = (
-  request: FastifyRequest,
   reply: FastifyReply,
   error: HttpError,
 ) => FastifyReply | Promise<FastifyReply>;
 
 /**
- * Answers every method Fastify routes (TRACE and QUERY included) that a path does not serve with
- * 405 and an `Allow` header (spec 7, decisions §3), in the path's own failure shape, instead of
- * Fastify's default 404. `allowed` lists the path's methods; HEAD is added for GET, since Fastify
- * answers it.
+ * Answers every method the gateway routes (gateway/app.ts adds every one Node parses) that a
+ * path does not serve with 405 and an `Allow` header (spec 7, decisions §3), in the path's own
+ * failure shape, instead of Fastify's default 404. `methods` lists the path's own; HEAD is added
+ * for GET, since Fastify answers it.
  */
 export function refuseOtherMethods(
   app: FastifyInstance,
@@ -27,7 +26,7 @@ export function refuseOtherMethods(
     method: others,
     url,
     handler: (request, reply) =>
-      send(request, reply.header("Allow", allow), {
+      send(reply.header("Allow", allow), {
         status: 405,
         code: "method_not_allowed",
         message: `Method ${request.method} is not allowed on this endpoint; allowed: ${allow}`,

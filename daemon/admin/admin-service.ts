@@ -165,14 +165,16 @@ export function createAdminService(options: AdminServiceOptions): ServiceImpl<ty
       });
       const newId = minted.apiKey.id;
       const graceEnd = new Date(clock().getTime() + request.gracePeriodSeconds * 1000);
-      const previous = await store.keys.retire(old.id, newId, graceEnd).catch(async (error) => {
-        await store.keys.revoke(newId, clock());
-        throw error;
-      });
+      let previous: ApiKeyRecord | null = null;
+      try {
+        previous = await store.keys.retire(old.id, newId, graceEnd);
+      } finally {
+        // The old key not retired (another rotation or a revocation got there between the read
+        // and this write, or the write failed): the key just minted never leaves this call, and
+        // is revoked rather than left usable.
+        if (!previous) await store.keys.revoke(newId, clock());
+      }
       if (!previous) {
-        // Another rotation (or a revocation) got there between the read and this write: the
-        // key just minted never leaves this call, and is revoked rather than left usable.
-        await store.keys.revoke(newId, clock());
         const now = await store.keys.get(old.id);
         refuseUnrotatable(now ?? old, clock());
         throw new DomainError(

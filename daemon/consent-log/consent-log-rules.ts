@@ -192,12 +192,13 @@ export function bannerHosts(banner: BannerRecord): string[] {
 }
 
 /**
- * decisions §5: the host of Origin (else Referer) must be the banner's domain or one of its
- * production additionalDomains, or a subdomain of one; with neither header the post is refused.
+ * decisions §5: the host of Origin (else Referer) must be one of the banner's hosts (bannerHosts:
+ * its domain and production additionalDomains), or a subdomain of one; with neither header the
+ * post is refused.
  */
-export function authorizeOrigin(banner: BannerRecord, origin: string, referer: string): void {
+export function authorizeOrigin(hosts: readonly string[], origin: string, referer: string): void {
   const host = requestHost(origin, referer);
-  if (host !== null && hostAllowed(host, bannerHosts(banner))) return;
+  if (host !== null && hostAllowed(host, hosts)) return;
   throw new DomainError(
     "forbidden",
     "domain_not_authorized",

@@ -68,6 +68,7 @@ function typedLogBody(request: RecordConsentRequest): unknown {
 /** The privacy-minimised row of one post (spec 2.5, decisions §5): no IP, no user agent. */
 function logRecord(
   banner: BannerRecord,
+  hosts: readonly string[],
   body: ConsentLogBody,
   referer: string,
   receivedAt: Date,
@@ -89,7 +90,7 @@ function logRecord(
     matchedRuleId: body.matchedRuleId,
     gpc: body.gpc,
     purposeChoices: body.purposeChoices && compact({ ...body.purposeChoices }),
-    pageUrl: reducePageUrl(body.pageUrl, referer, production.telemetryLevel, bannerHosts(banner)),
+    pageUrl: reducePageUrl(body.pageUrl, referer, production.telemetryLevel, hosts),
     ...clampTimestamp(body.timestamp, receivedAt),
     receivedAt,
   });
@@ -125,9 +126,10 @@ export function createConsentLogService(
       );
       const banner = await activeBanner(store.banners, body.bannerId);
       const { origin = "", referer = "" } = request.requestOrigin ?? {};
-      authorizeOrigin(banner, origin, referer);
+      const hosts = bannerHosts(banner);
+      authorizeOrigin(hosts, origin, referer);
       const receivedAt = clock();
-      const record = logRecord(banner, body, referer, receivedAt, nextLogId(receivedAt));
+      const record = logRecord(banner, hosts, body, referer, receivedAt, nextLogId(receivedAt));
       // The port's promise: durable once append resolves, so the 200 follows a durable row.
       // With its consent.given event for an explicit choice, in the same atomic write (spec 6).
       await appendConsentLog(store, record);

@@ -89,5 +89,5 @@ export async function consentLogRoutes(app: FastifyInstance, options: ConsentLog
       .send(),
   );
 
-  refuseOtherMethods(app, PATH, METHODS, (_request, reply, error) => sendError(reply, error));
+  refuseOtherMethods(app, PATH, METHODS, sendError);
 }

@@ -2,6 +2,7 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import type { FastifyInstance, FastifyReply } from "fastify";
 import Negotiator from "negotiator";
 import type { DaemonClients } from "#gateway/daemon-clients.js";
+import { sendPlainError } from "#gateway/errors.js";
 import { LoaderCache, type LoaderVariant } from "#gateway/loader/loader-cache.js";
 import { parseGeo } from "#gateway/loader/runtime-config.js";
 import { refuseOtherMethods } from "#gateway/methods.js";
@@ -107,7 +108,5 @@ export async function loaderRoutes(app: FastifyInstance, options: LoaderRouteOpt
     if (encoding !== "identity") reply.header("Content-Encoding", encoding);
     return reply.code(200).send(variant[encoding]);
   });
-  refuseOtherMethods(app, LOADER_PATH, ["GET"], (_request, reply, error) =>
-    reply.code(error.status).send({ error: error.message, code: error.code }),
-  );
+  refuseOtherMethods(app, LOADER_PATH, ["GET"], sendPlainError);
 }

@@ -100,10 +100,7 @@ export function preferencesPage(view: PreferencesView, nonce: string, saved: boo
  * Failures only a submission the page's form never makes meets (another method, a body too large
  * or unreadable): the page says the choices were not saved and how to save them.
  */
-const SUBMISSION_FAILURES: Record<string, ErrorCode> = {
-  method_not_allowed: "unsupported_form",
-  invalid_request: "unsupported_form",
-};
+const SUBMISSION_FAILURES = new Set(["method_not_allowed", "invalid_request"]);
 
 /**
  * A clear page for a link that cannot be used, in the browser's language where the page ships
@@ -111,12 +108,9 @@ const SUBMISSION_FAILURES: Record<string, ErrorCode> = {
  */
 export function errorPage(code: string | undefined, nonce: string, languageCode: string): string {
   const { lang, texts } = pageTexts(languageCode);
-  const key =
-    code !== undefined && Object.hasOwn(SUBMISSION_FAILURES, code)
-      ? SUBMISSION_FAILURES[code]
-      : code;
-  const known = key !== undefined && Object.hasOwn(texts.errors, key);
-  const [title, text] = texts.errors[known ? (key as ErrorCode) : "other"];
+  const key = SUBMISSION_FAILURES.has(code ?? "") ? "unsupported_form" : (code ?? "other");
+  const [title, text] =
+    texts.errors[Object.hasOwn(texts.errors, key) ? (key as ErrorCode) : "other"];
   const body = `<h1>${escapeHtml(title)}</h1>\n<p>${escapeHtml(text)}</p>`;
   return document(lang, title, body, nonce, DEFAULT_COLORS);
 }

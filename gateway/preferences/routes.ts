@@ -109,7 +109,5 @@ export async function preferencesRoutes(app: FastifyInstance, options: Preferenc
       .header("Location", `${encodeURIComponent(token)}?saved=1`)
       .send();
   });
-  refuseOtherMethods(app, "/preferences/:token", ["GET", "POST"], (_request, reply, error) =>
-    sendErrorPage(reply, error),
-  );
+  refuseOtherMethods(app, "/preferences/:token", ["GET", "POST"], sendErrorPage);
 }

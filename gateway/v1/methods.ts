@@ -14,7 +14,5 @@ export function routePath(
   handlers: Partial<Record<Method, RouteHandlerMethod>>,
 ): void {
   for (const [method, handler] of Object.entries(handlers)) app.route({ method, url, handler });
-  refuseOtherMethods(app, url, Object.keys(handlers), (_request, reply, error) =>
-    sendEnvelopedError(reply, error),
-  );
+  refuseOtherMethods(app, url, Object.keys(handlers), sendEnvelopedError);
 }

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from "fastify";
 import type { DaemonClients } from "#gateway/daemon-clients.js";
 import { sendEnvelopedError, setVersionHeaders } from "#gateway/envelope.js";
-import { failureOf } from "#gateway/errors.js";
+import { failureOf, noEndpoint } from "#gateway/errors.js";
 import { bannerRoutes } from "#gateway/v1/banners/routes.js";
 import { healthRoutes } from "#gateway/v1/health/routes.js";
 import { subjectRoutes } from "#gateway/v1/subjects/routes.js";
@@ -30,14 +30,7 @@ export async function v1Api(app: FastifyInstance, options: V1Options): Promise<v
     return sendEnvelopedError(reply, httpError);
   });
   // decisions §6: an unknown path under /api/v1/ is a 404 with the envelope.
-  app.setNotFoundHandler((request, reply) =>
-    sendEnvelopedError(reply, {
-      status: 404,
-      code: "not_found",
-      message: `No endpoint at ${request.method} ${request.url.split("?")[0]}`,
-      headers: {},
-    }),
-  );
+  app.setNotFoundHandler((request, reply) => sendEnvelopedError(reply, noEndpoint(request)));
   healthRoutes(app, clients);
   bannerRoutes(app, clients, operatorToken, onBannerWritten);
   subjectRoutes(app, clients, operatorToken);
