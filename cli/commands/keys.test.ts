@@ -149,6 +149,24 @@ describe.concurrent("consentctl keys (against a real daemon)", { timeout: E2E_TI
     expect(await keyCount(team)).toBe(6);
   });
 
+  it("lets one of two simultaneous rotations of a key win, and leaves no other new key usable", async () => {
+    const team = await newTeam("rotation race");
+    const original = await mintIn(team, "--name", "raced");
+    const outcomes = await Promise.all([
+      cli.run(argv`keys rotate ${original.id} --grace 1h --json`),
+      cli.run(argv`keys rotate ${original.id} --grace 1h --json`),
+    ]);
+    expect(outcomes.map((run) => run.code).sort()).toEqual([0, 1]);
+    const refused = outcomes.find((run) => run.code === 1);
+    expect(JSON.parse(refused?.stderr ?? "{}")).toMatchObject({ code: "failed_precondition" });
+    const { keys } = await cli.json(argv`keys list --team ${team}`);
+    const usable = keys.filter((key: { revokedAt?: string }) => key.revokedAt === undefined);
+    const winner = JSON.parse(outcomes.find((run) => run.code === 0)?.stdout ?? "{}");
+    expect(usable.map((key: { id: string }) => key.id).sort()).toEqual(
+      [original.id, winner.id].sort(),
+    );
+  });
+
   it("exits 1 with the daemon's details for an unknown scope, a past expiry or an unknown key", async () => {
     const [scope, past, unknown, team] = await Promise.all([
       cli.fails(argv`keys create --team ${teamId} --env live --scopes banners:read,nope`),
