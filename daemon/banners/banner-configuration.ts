@@ -58,13 +58,52 @@ function byCanonicalLanguage<T>(map: Record<string, T>, ctx: z.RefinementCtx): R
   return Object.fromEntries([...out].map(([canonical, { value }]) => [canonical, value]));
 }
 
+/**
+ * The first value of `values` whose comparison key an earlier value already had, with that
+ * earlier value: `[earlier, repeated]`.
+ */
+function firstRepeat<T>(values: readonly T[], keyOf: (value: T) => string): [T, T] | undefined {
+  const seen = new Map<string, T>();
+  for (const value of values) {
+    const earlier = seen.get(keyOf(value));
+    if (earlier !== undefined) return [earlier, value];
+    seen.set(keyOf(value), value);
+  }
+  return undefined;
+}
+
 const category = z.strictObject({
   name: categoryName,
   required: z.boolean().optional(),
   label: text(0, 100).optional(),
   description: text(0, 1000).optional(),
-  services: z.array(text(1, 100)).max(100).optional(),
+  services: z
+    .array(text(1, 100))
+    .max(100)
+    .superRefine((services, ctx) => {
+      const repeat = firstRepeat(services, (service) => service);
+      if (repeat)
+        ctx.addIssue({ code: "custom", message: `must not repeat a service: ${repeat[1]}` });
+    })
+    .optional(),
 });
+
+/**
+ * Category names are keys of a visitor's `preferences` and values of `data-category`: two that
+ * differ only in case would be two choices a visitor cannot tell apart, so they are refused too.
+ */
+function uniqueCategoryNames(list: readonly { name: string }[], ctx: z.RefinementCtx): void {
+  const repeat = firstRepeat(list, (c) => c.name.toLowerCase());
+  if (!repeat) return;
+  const [earlier, later] = repeat;
+  ctx.addIssue({
+    code: "custom",
+    message:
+      earlier.name === later.name
+        ? `must not repeat a category name: ${later.name}`
+        : `must not repeat a category name: ${earlier.name} and ${later.name} differ only in case`,
+  });
+}
 
 const texts = z.strictObject({
   title: text(0, 200).optional(),
@@ -113,15 +152,7 @@ export const configurationInput = z.strictObject({
   secondaryColor: color.optional(),
   textColor: color.optional(),
   accentColor: color.optional(),
-  categories: z
-    .array(category)
-    .min(1)
-    .max(30)
-    .refine(
-      (list) => new Set(list.map((c) => c.name)).size === list.length,
-      "must not repeat a category name",
-    )
-    .optional(),
+  categories: z.array(category).min(1).max(30).superRefine(uniqueCategoryNames).optional(),
   texts: z.record(languageCode, texts).transform(byCanonicalLanguage).optional(),
   jurisdictionRules: z
     .array(jurisdictionRule)

@@ -3,6 +3,7 @@ import {
   type ConfigurationInput,
   configurationInput,
 } from "#daemon/banners/banner-configuration.js";
+import type { BannerConfiguration } from "#daemon/banners/banner-store.js";
 import { hostOf, notPublicSuffix, PUBLIC_SUFFIX_MESSAGE } from "#daemon/banners/domains.js";
 import { DomainError, type Violation } from "#daemon/errors.js";
 import { text } from "#daemon/validation/rules.js";
@@ -34,30 +35,57 @@ const createBody = z.strictObject({
 const readOnly = z.unknown().optional();
 
 /** decisions §3: the PATCH body; every field optional. */
-const updateBody = z.strictObject({
-  name: name.optional(),
-  domain: domain.optional(),
-  configuration: configurationInput.optional(),
-  gdprEnabled: z.boolean().optional(),
-  ccpaEnabled: z.boolean().optional(),
-  lgpdEnabled: z.boolean().optional(),
-  compliance: z
-    .strictObject({
-      gdpr: z.boolean().optional(),
-      ccpa: z.boolean().optional(),
-      lgpd: z.boolean().optional(),
-    })
-    .optional(),
-  isActive: z.boolean().optional(),
-  id: readOnly,
-  publicId: readOnly,
-  teamId: readOnly,
-  createdAt: readOnly,
-  updatedAt: readOnly,
-  revision: readOnly,
-  publishedAt: readOnly,
-  hasUnpublishedChanges: readOnly,
-});
+const updateBody = z
+  .strictObject({
+    name: name.optional(),
+    domain: domain.optional(),
+    configuration: configurationInput.optional(),
+    gdprEnabled: z.boolean().optional(),
+    ccpaEnabled: z.boolean().optional(),
+    lgpdEnabled: z.boolean().optional(),
+    compliance: z
+      .strictObject({
+        gdpr: z.boolean().optional(),
+        ccpa: z.boolean().optional(),
+        lgpd: z.boolean().optional(),
+      })
+      .optional(),
+    isActive: z.boolean().optional(),
+    id: readOnly,
+    publicId: readOnly,
+    teamId: readOnly,
+    createdAt: readOnly,
+    updatedAt: readOnly,
+    revision: readOnly,
+    publishedAt: readOnly,
+    hasUnpublishedChanges: readOnly,
+  })
+  .superRefine(oneValuePerFlag);
+
+const FLAGS = ["gdpr", "ccpa", "lgpd"] as const;
+
+/**
+ * `ccpaEnabled` and `compliance.ccpa` spell one flag (the Banner shape's `compliance` may come
+ * back in a PATCH): both may be sent, but not with different values, or one would be ignored.
+ */
+function oneValuePerFlag(
+  body: Partial<Record<`${(typeof FLAGS)[number]}Enabled`, boolean>> & {
+    compliance?: Partial<Record<(typeof FLAGS)[number], boolean>>;
+  },
+  ctx: z.RefinementCtx,
+): void {
+  for (const flag of FLAGS) {
+    const enabled = body[`${flag}Enabled`];
+    const mirrored = body.compliance?.[flag];
+    if (enabled !== undefined && mirrored !== undefined && enabled !== mirrored) {
+      ctx.addIssue({
+        code: "custom",
+        path: ["compliance", flag],
+        message: `must equal ${flag}Enabled when both are sent`,
+      });
+    }
+  }
+}
 
 export interface BannerCreation {
   name: string;
@@ -103,6 +131,29 @@ export function readBannerUpdate(body: unknown): BannerUpdate {
     },
     isActive: value.isActive,
   };
+}
+
+/**
+ * Texts sent for a category must name one of the banner's categories: those sent in the same
+ * configuration, else the banner's current ones (a misspelt name would otherwise be kept and
+ * never shown). Texts already stored are not re-checked when only the categories change.
+ */
+export function checkCategoryTexts(
+  configuration: BannerConfiguration,
+  input: ConfigurationInput | undefined,
+): void {
+  const names = new Set(configuration.categories.map((category) => category.name));
+  const violations: Violation[] = [];
+  for (const [language, texts] of Object.entries(input?.texts ?? {})) {
+    const unknown = Object.keys(texts.categories ?? {}).filter((name) => !names.has(name));
+    if (unknown.length === 0) continue;
+    const field = `configuration.texts.${language}.categories`;
+    violations.push({
+      field,
+      message: `${field} names no category of the banner: ${unknown.join(", ")}`,
+    });
+  }
+  if (violations.length > 0) throw bannerValidationFailed(violations);
 }
 
 /** spec 7: a banner validation failure is a 400 whose `error` is a message and has no code. */

@@ -4,10 +4,15 @@ import { toJson } from "@bufbuild/protobuf";
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { Authenticator, Authorized } from "#daemon/auth/authenticator.js";
 import { activeBanner } from "#daemon/banners/active-banner.js";
-import { applyConfiguration, defaultConfiguration } from "#daemon/banners/banner-configuration.js";
+import {
+  applyConfiguration,
+  type ConfigurationInput,
+  defaultConfiguration,
+} from "#daemon/banners/banner-configuration.js";
 import { bannerMessage, publishedBannerMessage } from "#daemon/banners/banner-messages.js";
 import {
   BANNER_BODY_LIMIT,
+  checkCategoryTexts,
   readBannerCreation,
   readBannerUpdate,
 } from "#daemon/banners/banner-rules.js";
@@ -38,6 +43,17 @@ const bodyLimit = { maxBytes: BANNER_BODY_LIMIT, failure: "banner" } as const;
 const REPLACE_ATTEMPTS = 10;
 /** After lost attempt n, a random wait of up to RETRY_BASE_MS × 2^n (full jitter). */
 const RETRY_BASE_MS = 2;
+
+/** The draft after a PATCH's configuration fields (decisions §3), checked as a whole. */
+function editedDraft(
+  draft: BannerRecord["draft"],
+  input: ConfigurationInput | undefined,
+): { draft: BannerRecord["draft"] } {
+  if (!input) return { draft };
+  const edited = applyConfiguration(draft, input);
+  checkCategoryTexts(edited, input);
+  return { draft: edited };
+}
 
 /** The banner endpoints (spec 4.2-4.3, decisions §3). */
 export function createBannerService(
@@ -124,6 +140,7 @@ export function createBannerService(
         );
         const now = clock();
         const configuration = applyConfiguration(defaultConfiguration(), input.configuration);
+        checkCategoryTexts(configuration, input.configuration);
         const banner: BannerRecord = {
           id: randomUUID(),
           publicId: randomUUID(),
@@ -164,6 +181,7 @@ export function createBannerService(
         );
         const banner = await modify(auth, request.id, (current) => ({
           ...current,
+          ...editedDraft(current.draft, update.configuration),
           name: update.name ?? current.name,
           domain: update.domain ?? current.domain,
           isActive: update.isActive ?? current.isActive,
@@ -172,9 +190,6 @@ export function createBannerService(
             ccpa: update.compliance.ccpa ?? current.compliance.ccpa,
             lgpd: update.compliance.lgpd ?? current.compliance.lgpd,
           },
-          draft: update.configuration
-            ? applyConfiguration(current.draft, update.configuration)
-            : current.draft,
         }));
         return { banner: asMessage(banner) };
       }),

@@ -250,6 +250,92 @@ describe("banners", () => {
     }
   });
 
+  it("refuses repeated services, category names differing only in case and texts for no category", async () => {
+    const category = (name: string, services: string[] = []) => ({ name, services });
+    const refusals = [
+      [
+        { categories: [category("necessary"), category("analytics", ["ga", "hotjar", "ga"])] },
+        "configuration.categories[1].services",
+        "must not repeat a service: ga",
+      ],
+      [
+        { categories: [category("analytics"), category("Analytics")] },
+        "configuration.categories",
+        "must not repeat a category name: analytics and Analytics differ only in case",
+      ],
+      [
+        { categories: [category("analytics"), category("analytics")] },
+        "configuration.categories",
+        "must not repeat a category name: analytics",
+      ],
+      [
+        { texts: { de: { categories: { marketin: { label: "Werbung" }, analytics: {} } } } },
+        "configuration.texts.de.categories",
+        "names no category of the banner: marketin",
+      ],
+      [
+        {
+          categories: [category("necessary"), category("stats")],
+          texts: { fr: { categories: { analytics: { label: "Statistiques" } } } },
+        },
+        "configuration.texts.fr.categories",
+        "names no category of the banner: analytics",
+      ],
+    ] as const;
+    const { id } = await createBanner(service, key);
+    for (const [configuration, field, rule] of refusals) {
+      const message = `${field} ${rule}`;
+      for (const refused of [
+        await post({ name: "C", domain: "c.example", configuration }),
+        await http(service, "PATCH", `/api/v1/banners/${id}`, { key, body: { configuration } }),
+      ]) {
+        expect([refused.status, refused.body.data]).toEqual([
+          400,
+          { error: `Validation failed: ${message}`, details: [{ field, message }] },
+        ]);
+      }
+    }
+    const unchanged = await http(service, "GET", `/api/v1/banners/${id}`, { key });
+    expect(unchanged.body.data.banner.hasUnpublishedChanges).toBe(false);
+
+    // Texts name the categories sent beside them, or else the banner's own; texts stored earlier
+    // are kept when a later PATCH changes only the categories.
+    const renamed = await http(service, "PATCH", `/api/v1/banners/${id}`, {
+      key,
+      body: {
+        configuration: {
+          categories: [category("necessary"), category("stats", ["matomo"])],
+          texts: { fr: { categories: { stats: { label: "Statistiques" } } } },
+        },
+      },
+    });
+    expect(renamed.status).toBe(200);
+    const narrowed = await http(service, "PATCH", `/api/v1/banners/${id}`, {
+      key,
+      body: { configuration: { categories: [category("necessary")] } },
+    });
+    expect(narrowed.status).toBe(200);
+    expect(narrowed.body.data.banner.configuration.texts.fr.categories).toEqual({
+      stats: { label: "Statistiques", description: "" },
+    });
+  });
+
+  it("takes a compliance flag sent twice in a PATCH only when both spellings agree", async () => {
+    const { id } = await createBanner(service, key);
+    const patch = (body: unknown) => http(service, "PATCH", `/api/v1/banners/${id}`, { key, body });
+    const refused = await patch({ ccpaEnabled: true, compliance: { ccpa: false, gdpr: true } });
+    const message = "compliance.ccpa must equal ccpaEnabled when both are sent";
+    expect([refused.status, refused.body.data]).toEqual([
+      400,
+      { error: `Validation failed: ${message}`, details: [{ field: "compliance.ccpa", message }] },
+    ]);
+    const agreed = await patch({ ccpaEnabled: true, compliance: { ccpa: true, lgpd: true } });
+    expect([agreed.status, agreed.body.data.banner.compliance]).toEqual([
+      200,
+      { gdpr: true, ccpa: true, lgpd: true },
+    ]);
+  });
+
   it("refuses a body that is not UTF-8 as invalid JSON, without a code; a UTF-8 BOM is read past", async () => {
     const send = (method: string, path: string, body: Buffer) =>
       http(service, method, path, { key, body });
