@@ -48,6 +48,31 @@ describe.concurrent("consentctl sessions (against a real daemon)", {
     expect(revoked.token).toBeUndefined();
   });
 
+  it("lists the team's unexpired sessions newest first, revoked ones marked, never a token", async () => {
+    // A team of its own: the other tests of this file mint sessions for the shared one at once.
+    const team = (await cli.json(argv`teams create --name listed --plan free`)).id;
+    expect(await cli.json(argv`sessions list --team ${team}`)).toEqual({ sessions: [] });
+    const first = await cli.json(argv`sessions create --team ${team}`);
+    const second = await cli.json(argv`sessions create --team ${team} --ttl 1h`);
+    await cli.json(argv`sessions revoke ${first.id}`);
+    const { sessions } = await cli.json(argv`sessions list --team ${team}`);
+    expect(sessions.map((s: { id: string }) => s.id)).toEqual([second.id, first.id]);
+    expect(sessions[0]).toEqual({
+      id: second.id,
+      teamId: team,
+      createdAt: second.createdAt,
+      expiresAt: second.expiresAt,
+    });
+    expect(sessions[1]).toMatchObject({ id: first.id, revokedAt: expect.any(String) });
+    expect(JSON.stringify(sessions)).not.toContain(first.token);
+    const table = await cli.run(argv`sessions list --team ${team}`);
+    expect(table.code).toBe(0);
+    expect(table.stdout).toMatch(new RegExp(`${second.id}\\s+active`));
+    expect(table.stdout).toMatch(new RegExp(`${first.id}\\s+revoked`));
+    const unknown = await cli.fails(argv`sessions list --team no-such-team`);
+    expect(unknown.code).toBe("not_found");
+  });
+
   it("exits 1 for a lifetime the daemon refuses, an unknown team or session; 2 for a bad --ttl", async () => {
     const [tooShort, team, session, usage] = await Promise.all([
       cli.fails(argv`sessions create --team ${teamId} --ttl 10s`),

@@ -5,12 +5,13 @@ import { parseDuration } from "#cli/option-parsers.js";
 import type { Runtime } from "#cli/program.js";
 import { SessionSchema } from "#gen/consent/v1/admin_pb.js";
 
-/** `sessions create|revoke`: dashboard sessions for a team (decisions §2). */
+/** `sessions create|list|revoke`: dashboard sessions for a team (decisions §2). */
 export function registerSessionCommands(program: Command, runtime: Runtime): void {
   const sessions = program
     .command("sessions")
-    .description("mint and revoke dashboard sessions (the consent_session cookie)");
+    .description("mint, list and revoke dashboard sessions (the consent_session cookie)");
   addCreateSession(sessions, runtime);
+  addListSessions(sessions, runtime);
   addRevokeSession(sessions, runtime);
 }
 
@@ -48,11 +49,32 @@ function addCreateSession(sessions: Command, runtime: Runtime): void {
     );
 }
 
+function addListSessions(sessions: Command, runtime: Runtime): void {
+  sessions
+    .command("list")
+    .description("list a team's sessions that have not expired (never their tokens), newest first")
+    .requiredOption("--team <id>", "team id")
+    .addHelpText("after", examples("consentctl sessions list --team TEAM_ID"))
+    .action((options: { team: string }, command: Command) =>
+      runtime.run(command, {
+        progress: "Listing sessions…",
+        auth: "operator",
+        call: async ({ client }) =>
+          (await client.admin.listSessions({ teamId: options.team })).sessions,
+        json: (list) => ({
+          sessions: list.map((session) => messageJson(SessionSchema, session)),
+        }),
+        view: async () => (await import("#cli/views/session-views.js")).sessionsView(),
+        notFoundHint: TEAMS_HINT,
+      }),
+    );
+}
+
 function addRevokeSession(sessions: Command, runtime: Runtime): void {
   sessions
     .command("revoke")
     .description("revoke a dashboard session at once")
-    .argument("<session-id>", "session id (printed by `sessions create`)")
+    .argument("<session-id>", "session id (from `sessions list` or `sessions create`)")
     .addHelpText("after", examples("consentctl sessions revoke SESSION_ID"))
     .action((id: string, _options: unknown, command: Command) =>
       runtime.run(command, {

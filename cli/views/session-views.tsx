@@ -1,6 +1,7 @@
 import { Box } from "ink";
 import { type Field, KeyValue } from "#cli/components/key-value.js";
 import { SecretNotice } from "#cli/components/secret-notice.js";
+import { Table } from "#cli/components/table.js";
 import { formatTime } from "#cli/format.js";
 import type { Session } from "#gen/consent/v1/admin_pb.js";
 
@@ -35,6 +36,29 @@ export function NewSessionView({ session, token }: { session: Session; token: st
   );
 }
 
+/** A team's unexpired sessions, newest first: a revoked one stays listed until it expires. */
+export function SessionsTable({ sessions }: { sessions: readonly Session[] }) {
+  return (
+    <Table
+      rows={sessions}
+      empty="This team has no unexpired sessions."
+      columns={[
+        { header: "ID", value: (s) => s.id },
+        {
+          header: "STATUS",
+          value: (s) => (s.revokedAt ? "revoked" : "active"),
+          tone: (s) => (s.revokedAt ? "failure" : "success"),
+        },
+        { header: "CREATED", value: (s) => formatTime(s.createdAt) },
+        { header: "EXPIRES", value: (s) => formatTime(s.expiresAt) },
+      ]}
+    />
+  );
+}
+
+export const sessionsView = () => (sessions: readonly Session[]) => (
+  <SessionsTable sessions={sessions} />
+);
 export const sessionView = () => (session: Session) => <SessionView session={session} />;
 export const newSessionView =
   () =>

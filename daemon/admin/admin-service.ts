@@ -204,6 +204,13 @@ export function createAdminService(options: AdminServiceOptions): ServiceImpl<ty
       return { session: sessionMessage(session), token };
     },
 
+    async listSessions(request, ctx) {
+      authenticator.authorizeOperator(ctx);
+      await existingTeam(request.teamId);
+      const sessions = await store.sessions.listByTeam(request.teamId, clock());
+      return { sessions: sessions.map(sessionMessage) };
+    },
+
     async revokeSession(request, ctx) {
       authenticator.authorizeOperator(ctx);
       const session = await store.sessions.revoke(request.id, clock());

@@ -12,6 +12,11 @@ export interface LmdbSessionDatabases {
   sessionIdsByExpiry: ExpiryIndex;
 }
 
+/** Port order of listByTeam: newest first, ties by id. */
+export function newestFirst(a: SessionRecord, b: SessionRecord): number {
+  return b.createdAt.getTime() - a.createdAt.getTime() || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
+}
+
 /** SessionStore over LMDB; a session and its index entries are written in one transaction. */
 export function createLmdbSessionStore(dbs: LmdbSessionDatabases): SessionStore {
   const { sessions, sessionIdsByHash, sessionIdsByExpiry } = dbs;
@@ -34,6 +39,15 @@ export function createLmdbSessionStore(dbs: LmdbSessionDatabases): SessionStore 
     },
     async get(id) {
       return sessions.get(id) ?? null;
+    },
+    // A scan rather than a team index: sessions are minted by operators and purged within 30
+    // days of their creation, so there are few, and data directories need no new index.
+    async listByTeam(teamId, now) {
+      const found: SessionRecord[] = [];
+      for (const { value } of sessions.getRange()) {
+        if (value.teamId === teamId && value.expiresAt > now) found.push(value);
+      }
+      return found.sort(newestFirst);
     },
     // Port: the first revocation time stays.
     revoke(id, at) {

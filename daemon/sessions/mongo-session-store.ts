@@ -12,6 +12,7 @@ export type SessionDocument = Omit<SessionRecord, "id"> & { _id: string };
 export class MongoSessionStore implements SessionStore {
   static readonly indexes: IndexDescription[] = [
     { key: { tokenHash: 1 }, name: "sessions_token_hash", unique: true },
+    { key: { teamId: 1, createdAt: -1, _id: 1 }, name: "sessions_team" },
     // TTL: the server removes a session about a minute after expiresAt; purgeExpired is exact.
     { key: { expiresAt: 1 }, name: "sessions_expiry", expireAfterSeconds: 0 },
   ];
@@ -35,6 +36,14 @@ export class MongoSessionStore implements SessionStore {
   async revoke(id: string, at: Date): Promise<SessionRecord | null> {
     const document = await revokeOnce(this.collection, id, at);
     return document && toSession(document);
+  }
+
+  async listByTeam(teamId: string, now: Date): Promise<SessionRecord[]> {
+    const documents = await this.collection
+      .find({ teamId, expiresAt: { $gt: now } })
+      .sort({ createdAt: -1, _id: 1 })
+      .toArray();
+    return documents.map(toSession);
   }
 
   async purgeExpired(now: Date): Promise<number> {

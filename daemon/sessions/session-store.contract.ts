@@ -68,6 +68,30 @@ export function describeSessionStoreContract(openStore: OpenStore): void {
       expect(await store().sessions.revoke(randomUUID(), now)).toBeNull();
     });
 
+    it("lists a team's unexpired sessions, revoked ones included, newest first", async () => {
+      const teamId = randomUUID();
+      const ofTeam = (createdAt: Date, expiresAt: Date) => ({
+        ...aSession(createdAt, expiresAt),
+        teamId,
+      });
+      const older = ofTeam(shifted(now, -2 * MINUTE), shifted(now, DAY));
+      const newer = ofTeam(shifted(now, -MINUTE), shifted(now, DAY));
+      const revoked = ofTeam(shifted(now, -3 * MINUTE), shifted(now, DAY));
+      const expired = ofTeam(shifted(now, -DAY), now);
+      const otherTeam = aSession(now, shifted(now, DAY));
+      for (const session of [older, newer, revoked, expired, otherTeam]) {
+        await store().sessions.insert(session);
+      }
+      const revokedAt = shifted(now, -MINUTE);
+      await store().sessions.revoke(revoked.id, revokedAt);
+      expect(await store().sessions.listByTeam(teamId, now)).toEqual([
+        newer,
+        older,
+        { ...revoked, revokedAt },
+      ]);
+      expect(await store().sessions.listByTeam(randomUUID(), now)).toEqual([]);
+    });
+
     it("purges sessions expired at or before now and counts them", async () => {
       const expired = aSession(shifted(now, -DAY), shifted(now, -MINUTE));
       const expiringNow = aSession(shifted(now, -DAY), now);

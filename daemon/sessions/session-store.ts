@@ -20,6 +20,11 @@ export interface SessionStore {
    * Returns the session after the change; null when there is no such session.
    */
   revoke(id: string, at: Date): Promise<SessionRecord | null>;
+  /**
+   * The team's sessions whose expiry is after `now`, revoked ones included, newest first (by
+   * createdAt, then id).
+   */
+  listByTeam(teamId: string, now: Date): Promise<SessionRecord[]>;
   /** Removes sessions whose expiry is at or before `now`; returns how many. */
   purgeExpired(now: Date): Promise<number>;
 }
