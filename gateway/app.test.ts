@@ -87,4 +87,36 @@ describe("the gateway's answers to requests it cannot read", () => {
       version: "v1",
     });
   });
+
+  it("413 for a body over the limit, answered after the upload so the client never sees a reset", async () => {
+    // The client reads nothing until its whole body is written, as a busy uploader does: an
+    // answer sent and a connection closed before the body was read would be lost to a reset.
+    const upload = (path: string, size: number) =>
+      new Promise<{ received: string; error?: string }>((resolve) => {
+        const socket = connect(port, "127.0.0.1");
+        let received = "";
+        let error: string | undefined;
+        socket.pause();
+        socket.setEncoding("latin1").on("data", (chunk: string) => {
+          received += chunk;
+        });
+        socket.on("error", (failure: NodeJS.ErrnoException) => {
+          error = failure.code;
+        });
+        socket.on("close", () => resolve({ received, error }));
+        socket.on("connect", () => {
+          socket.write(
+            `POST ${path} HTTP/1.1\r\nHost: x\r\nContent-Type: text/plain\r\nContent-Length: ${size}\r\n\r\n`,
+          );
+          socket.write(Buffer.alloc(size, 0x78), () => setTimeout(() => socket.resume(), 200));
+        });
+      });
+    for (const path of ["/api/consent/log", "/api/v1/banners"]) {
+      const { received, error } = await upload(path, 4 * 1024 * 1024);
+      expect(error).toBeUndefined();
+      expect(received).toMatch(/^HTTP\/1\.1 413 /);
+      expect(received).toContain("connection: close");
+      expect(received).toContain('"code":"invalid_request"');
+    }
+  });
 });

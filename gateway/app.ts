@@ -1,4 +1,4 @@
-import { METHODS, STATUS_CODES } from "node:http";
+import { type IncomingMessage, METHODS, STATUS_CODES } from "node:http";
 import type { Socket } from "node:net";
 import type { Transport } from "@connectrpc/connect";
 import {
@@ -25,6 +25,15 @@ const V1_PREFIX = "/api/v1";
  * 5 minutes). Node checks every half of it, so the answer comes 30–45 s after the request began.
  */
 export const REQUEST_TIMEOUT_MS = 30_000;
+
+/**
+ * A refused body (over a limit, unparsable) is answered on a connection that then closes. Closing
+ * while the client is still sending makes the kernel reset the connection, and the client sees a
+ * broken pipe instead of the answer; so the rest of the body is first read and dropped, up to
+ * these bounds (a longer or slower upload gets the answer and the reset).
+ */
+const LINGER_MAX_BYTES = 16 * 1024 * 1024;
+const LINGER_MAX_MS = 10_000;
 
 /** Hard cap on any request body; each route's own rule (20 KB for subjects) is enforced by the daemon. */
 export const GATEWAY_BODY_LIMIT = 1024 * 1024;
@@ -77,6 +86,10 @@ export async function buildGateway(options: GatewayOptions): Promise<FastifyInst
       app.addHttpMethod(method, { hasBody: true });
     }
   }
+  app.addHook("onSend", (request, reply, payload, done) => {
+    if (request.raw.complete || reply.getHeader("connection") !== "close") done(null, payload);
+    else void dropUnread(request.raw).then(() => done(null, payload));
+  });
   const clients = createDaemonClients(options.transport);
   // Outside the versioned API (spec 9.2: /api/banners, /api/v2/...): a plain 404, no version headers.
   app.setNotFoundHandler((request, reply) => sendPlainError(reply, noEndpoint(request)));
@@ -104,6 +117,25 @@ export async function buildGateway(options: GatewayOptions): Promise<FastifyInst
     onPublicChange,
   });
   return app;
+}
+
+/** Reads what is left of a request body and drops it, within the linger bounds. */
+function dropUnread(raw: IncomingMessage): Promise<void> {
+  return new Promise((resolve) => {
+    let received = 0;
+    const onData = (chunk: Buffer) => {
+      received += chunk.length;
+      if (received > LINGER_MAX_BYTES) finish();
+    };
+    const timer = setTimeout(finish, LINGER_MAX_MS);
+    function finish() {
+      clearTimeout(timer);
+      raw.off("data", onData).off("end", finish).off("error", finish).off("close", finish);
+      resolve();
+    }
+    raw.on("data", onData).once("end", finish).once("error", finish).once("close", finish);
+    raw.resume();
+  });
 }
 
 /**
