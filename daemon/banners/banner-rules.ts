@@ -136,21 +136,32 @@ export function readBannerUpdate(body: unknown): BannerUpdate {
 /**
  * Texts sent for a category must name one of the banner's categories: those sent in the same
  * configuration, else the banner's current ones (a misspelt name would otherwise be kept and
- * never shown). Texts already stored are not re-checked when only the categories change.
+ * never shown). Texts already stored (`stored`, the draft's) pass as they are, so a banner's
+ * configuration can always be sent back: a PATCH that changes only the categories keeps them.
  */
 export function checkCategoryTexts(
   configuration: BannerConfiguration,
   input: ConfigurationInput | undefined,
+  stored: BannerConfiguration["texts"] = {},
 ): void {
   const names = new Set(configuration.categories.map((category) => category.name));
   const violations: Violation[] = [];
   for (const [language, texts] of Object.entries(input?.texts ?? {})) {
-    const unknown = Object.keys(texts.categories ?? {}).filter((name) => !names.has(name));
+    const kept = stored[language]?.categories ?? {};
+    const unknown = Object.keys(texts.categories ?? {}).filter(
+      (name) => !names.has(name) && !Object.hasOwn(kept, name),
+    );
     if (unknown.length === 0) continue;
     const field = `configuration.texts.${language}.categories`;
+    const named = unknown.map((name) => {
+      const meant = configuration.categories.find(
+        (category) => category.name.toLowerCase() === name.toLowerCase(),
+      );
+      return meant ? `${name} (the category is ${meant.name})` : name;
+    });
     violations.push({
       field,
-      message: `${field} names no category of the banner: ${unknown.join(", ")}`,
+      message: `${field} names no category of the banner: ${named.join(", ")}`,
     });
   }
   if (violations.length > 0) throw bannerValidationFailed(violations);

@@ -51,7 +51,7 @@ function editedDraft(
 ): { draft: BannerRecord["draft"] } {
   if (!input) return { draft };
   const edited = applyConfiguration(draft, input);
-  checkCategoryTexts(edited, input);
+  checkCategoryTexts(edited, input, draft.texts);
   return { draft: edited };
 }
 

@@ -318,6 +318,28 @@ describe("banners", () => {
     expect(narrowed.body.data.banner.configuration.texts.fr.categories).toEqual({
       stats: { label: "Statistiques", description: "" },
     });
+    // The configuration as read back (texts for a category since removed included), or the whole
+    // Banner shape, can be sent back as it is: read-modify-write works.
+    const { banner } = narrowed.body.data;
+    for (const body of [{ configuration: banner.configuration }, banner]) {
+      const sentBack = await http(service, "PATCH", `/api/v1/banners/${id}`, { key, body });
+      expect([sentBack.status, sentBack.body.data.banner?.configuration]).toEqual([
+        200,
+        banner.configuration,
+      ]);
+    }
+    // A name differing from a category only in case is pointed out.
+    const cased = await http(service, "PATCH", `/api/v1/banners/${id}`, {
+      key,
+      body: { configuration: { texts: { fr: { categories: { Necessary: {} } } } } },
+    });
+    expect(cased.body.data.details).toEqual([
+      {
+        field: "configuration.texts.fr.categories",
+        message:
+          "configuration.texts.fr.categories names no category of the banner: Necessary (the category is necessary)",
+      },
+    ]);
   });
 
   it("takes a compliance flag sent twice in a PATCH only when both spellings agree", async () => {
