@@ -39,6 +39,7 @@ describe("consentctl command line", () => {
         "keys revoke",
         "keys rotate",
         "sessions create",
+        "sessions list",
         "sessions revoke",
         "banners list",
         "banners show",

@@ -119,4 +119,17 @@ describe("the gateway's answers to requests it cannot read", () => {
       expect(received).toContain('"code":"invalid_request"');
     }
   });
+
+  it("413 at once for a declared length too long to read past, without waiting for the body", async () => {
+    // Waiting for the body would end in this server's 1 s request timeout: a 408, not the 413.
+    const answer = await rawExchange(port, (write) =>
+      write(
+        `POST /api/consent/log HTTP/1.1\r\nHost: x\r\nContent-Type: text/plain\r\nContent-Length: ${64 * 1024 * 1024}\r\n\r\n`,
+      ),
+    );
+    expect([answer.status, answer.headers]).toEqual([
+      413,
+      expect.stringContaining("connection: close"),
+    ]);
+  });
 });

@@ -30,7 +30,8 @@ export const REQUEST_TIMEOUT_MS = 30_000;
  * A refused body (over a limit, unparsable) is answered on a connection that then closes. Closing
  * while the client is still sending makes the kernel reset the connection, and the client sees a
  * broken pipe instead of the answer; so the rest of the body is first read and dropped, up to
- * these bounds (a longer or slower upload gets the answer and the reset).
+ * these bounds (a longer or slower upload gets the answer and the reset; one whose declared
+ * length is over the bound gets it at once).
  */
 const LINGER_MAX_BYTES = 16 * 1024 * 1024;
 const LINGER_MAX_MS = 10_000;
@@ -88,6 +89,7 @@ export async function buildGateway(options: GatewayOptions): Promise<FastifyInst
   }
   app.addHook("onSend", (request, reply, payload, done) => {
     if (request.raw.complete || reply.getHeader("connection") !== "close") done(null, payload);
+    else if (Number(request.headers["content-length"]) > LINGER_MAX_BYTES) done(null, payload);
     else void dropUnread(request.raw).then(() => done(null, payload));
   });
   const clients = createDaemonClients(options.transport);
