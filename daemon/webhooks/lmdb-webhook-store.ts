@@ -42,6 +42,11 @@ const MAX_RETIRED = 1_000;
 /** Due deliveries a claim looks past at most for endpoints it was asked to skip. */
 const SKIPPED_SCAN = 1_000;
 
+/** Order of the due index's keys. */
+function compareDue(a: DueKey, b: DueKey): number {
+  return a[0] - b[0] || (a[1] < b[1] ? -1 : a[1] > b[1] ? 1 : 0);
+}
+
 /** When a pending delivery may next be claimed; null for a delivery that is not pending. */
 function dueKey(delivery: DeliveryRecord): DueKey | null {
   if (delivery.status !== "pending") return null;
@@ -57,6 +62,8 @@ function dueKey(delivery: DeliveryRecord): DueKey | null {
 export function createLmdbWebhookStore(dbs: LmdbWebhookDatabases): WebhookStore {
   const { webhookEndpoints: endpoints, webhookDeliveries: deliveries } = dbs;
   const { webhookDeliveriesDue: due, webhookOutbox: outbox } = dbs;
+  /** Where the last claim's second window stopped in a backlog of full endpoints' deliveries. */
+  let beyond: DueKey | undefined;
 
   /** Writes a delivery and moves its due-index entry; inside a write transaction. */
   function putDelivery(next: DeliveryRecord, previous: DeliveryRecord | undefined): void {
@@ -205,20 +212,36 @@ export function createLmdbWebhookStore(dbs: LmdbWebhookDatabases): WebhookStore 
         const taken = new RoomCounter(room);
         // Full endpoints' and teams' deliveries are looked past, within a bound on the scan.
         const scan = limit + (room ? SKIPPED_SCAN : 0);
-        const dueKeys = Array.from(due.getKeys({ end: [now.getTime(), PREFIX_END], limit: scan }));
-        for (const key of dueKeys) {
-          const stored = deliveries.get(key[1]);
-          if (stored?.status !== "pending") {
-            due.removeSync(key);
-            continue;
+        const end = [now.getTime(), PREFIX_END];
+        /** Claims what fits among `keys`; true when the keys ran out before `limit` was met. */
+        const claimFrom = (keys: DueKey[]) => {
+          for (const key of keys) {
+            const stored = deliveries.get(key[1]);
+            if (stored?.status !== "pending") {
+              due.removeSync(key);
+              continue;
+            }
+            if (!taken.fits(stored)) continue;
+            taken.take(stored);
+            const next = { ...stored, leaseOwner: lease.owner, leaseUntil: lease.until };
+            putDelivery(next, stored);
+            claimed.push(next);
+            if (claimed.length >= limit) return false;
           }
-          if (!taken.fits(stored)) continue;
-          taken.take(stored);
-          const next = { ...stored, leaseOwner: lease.owner, leaseUntil: lease.until };
-          putDelivery(next, stored);
-          claimed.push(next);
-          if (claimed.length >= limit) break;
-        }
+          return true;
+        };
+        const earliest = Array.from(due.getKeys({ end, limit: scan })) as DueKey[];
+        if (!claimFrom(earliest) || earliest.length < scan || !room) return claimed;
+        // The scan met only full endpoints' deliveries and more are due: a second window, after
+        // where the previous such claim stopped, so that a delivery behind a backlog longer than
+        // one scan (a hung endpoint's) is reached within a few claims instead of never.
+        const from =
+          beyond && compareDue(beyond, earliest.at(-1) as DueKey) > 0 ? beyond : earliest.at(-1);
+        const further = Array.from(
+          due.getKeys({ start: from, exclusiveStart: true, end, limit: scan }),
+        ) as DueKey[];
+        claimFrom(further);
+        beyond = further.length < scan ? undefined : further.at(-1);
         return claimed;
       });
     },

@@ -262,6 +262,33 @@ export function describeWebhookStoreContract(openStore: OpenStore): void {
       ]);
     });
 
+    it("reaches a delivery with room behind a backlog of a full endpoint's, within a few claims", async () => {
+      const other = randomUUID();
+      const hung = anEndpoint(teamId, now);
+      const waiting = anEndpoint(other, now);
+      for (const endpoint of [hung, waiting]) await store().webhooks.insertEndpoint(endpoint);
+      // 2,500 due deliveries of the hung endpoint, all due before the other team's one.
+      const backlog = Array.from({ length: 2_500 }, (_, i) => aRow(teamId, shifted(now, i)));
+      for (let i = 0; i < backlog.length; i += 250) {
+        await Promise.all(
+          backlog
+            .slice(i, i + 250)
+            .map((row) => store().webhooks.fanOut(row.id, [aDelivery(row, hung.id)])),
+        );
+      }
+      const behind = aRow(other, shifted(now, 3_000));
+      await store().webhooks.fanOut(behind.id, [aDelivery(behind, waiting.id)]);
+      const at = shifted(now, 10_000);
+      // The hung endpoint's one connection is taken: none of its deliveries may be claimed.
+      const room = { perEndpoint: 1, perTeam: 10, inFlight: [{ webhookId: hung.id, teamId }] };
+      const claims: string[][] = [];
+      for (let call = 0; call < 3 && !claims.flat().includes(waiting.id); call++) {
+        const claimed = await store().webhooks.claimDeliveries(lease("a", at), at, 5, room);
+        claims.push(claimed.map((delivery) => delivery.webhookId));
+      }
+      expect(claims.flat()).toEqual([waiting.id]);
+    });
+
     it("claims no more of a team's deliveries than the caller has room for", async () => {
       const other = randomUUID();
       const [first, second] = [anEndpoint(teamId, now), anEndpoint(teamId, shifted(now, 1))];

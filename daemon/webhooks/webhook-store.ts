@@ -220,7 +220,9 @@ export interface WebhookStore {
    * Claims up to `limit` pending deliveries due at `now`, earliest due first, under `lease`. With
    * `room`, no endpoint and no team gets more than its maximum less the caller's attempts in
    * flight for it (the caller's connections to an endpoint, a team's share of the caller's
-   * slots); the others stay due for later.
+   * slots); the others stay due for later. However many due deliveries of endpoints without room
+   * come first (a hung endpoint's backlog), one of an endpoint with room is claimed within a few
+   * calls: a slow endpoint never holds up the others' deliveries for long.
    */
   claimDeliveries(
     lease: Lease,
