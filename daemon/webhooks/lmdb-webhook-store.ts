@@ -112,6 +112,22 @@ export function createLmdbWebhookStore(dbs: LmdbWebhookDatabases): WebhookStore 
     }
   }
 
+  /**
+   * Port: no delivery outlives its endpoint. A fan-out that read the endpoints before one was
+   * removed may commit after the removal; its deliveries to that endpoint are removed again here
+   * (the removal took those stored before it) and are not handed to the caller.
+   */
+  async function withoutRemovedEndpoints(stored: DeliveryRecord[]): Promise<DeliveryRecord[]> {
+    const removed = new Set(
+      stored.map((delivery) => delivery.webhookId).filter((id) => !endpoints.doesExist(id)),
+    );
+    if (removed.size === 0) return stored;
+    await endpoints.transaction(() => {
+      for (const id of removed) if (!endpoints.doesExist(id)) removeDeliveriesOf(id);
+    });
+    return stored.filter((delivery) => !removed.has(delivery.webhookId));
+  }
+
   return {
     async insertEndpoint(endpoint) {
       await endpoints.transaction(() => {
@@ -200,7 +216,7 @@ export function createLmdbWebhookStore(dbs: LmdbWebhookDatabases): WebhookStore 
         }),
       );
       const [, ...written] = await Promise.all([outbox.remove(consentLogId), ...stored]);
-      return created.filter((_, index) => written[index]);
+      return withoutRemovedEndpoints(created.filter((_, index) => written[index]));
     },
 
     async claimDeliveries(lease, now, limit, room) {

@@ -156,7 +156,28 @@ export class MongoWebhookStore implements WebhookStore {
       }
     }
     await this.consentLog.updateOne({ _id: consentLogId }, { $unset: { outbox: "" } });
-    return Object.keys(inserted).map((index) => created[Number(index)] as DeliveryRecord);
+    return this.withoutRemovedEndpoints(
+      Object.keys(inserted).map((index) => created[Number(index)] as DeliveryRecord),
+    );
+  }
+
+  /**
+   * Port: no delivery outlives its endpoint. deleteEndpoint removes the endpoint, then its
+   * deliveries; a fan-out that read the endpoints before the removal may insert after it. Read
+   * after the insert, the endpoint is gone in that case, and what was inserted for it is removed
+   * here and not handed to the caller; an insert made before the removal is the removal's to clear.
+   */
+  private async withoutRemovedEndpoints(stored: DeliveryRecord[]): Promise<DeliveryRecord[]> {
+    const ids = [...new Set(stored.map((delivery) => delivery.webhookId))];
+    if (ids.length === 0) return stored;
+    const live = await this.endpoints
+      .find({ _id: { $in: ids } }, { ...READ_LATEST, projection: { _id: 1 } })
+      .toArray();
+    const liveIds = new Set(live.map((endpoint) => endpoint._id));
+    const removed = ids.filter((id) => !liveIds.has(id));
+    if (removed.length === 0) return stored;
+    await this.deliveries.deleteMany({ webhookId: { $in: removed } });
+    return stored.filter((delivery) => liveIds.has(delivery.webhookId));
   }
 
   async claimDeliveries(

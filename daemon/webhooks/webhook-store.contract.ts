@@ -169,6 +169,27 @@ export function describeWebhookStoreContract(openStore: OpenStore): void {
       expect(listed).toEqual([delivery]);
     });
 
+    it("keeps no delivery of an endpoint removed before or during the fan-out", async () => {
+      const kept = anEndpoint(teamId, now);
+      const removed = anEndpoint(teamId, shifted(now, 1));
+      for (const endpoint of [kept, removed]) await store().webhooks.insertEndpoint(endpoint);
+      const first = aRow(teamId, now);
+      await store().webhooks.fanOut(first.id, [aDelivery(first, removed.id)]);
+      expect(await store().webhooks.deleteEndpoint(teamId, removed.id)).toBe(true);
+      // A dispatcher that read both endpoints before the removal fans the next event out to both.
+      const next = aRow(teamId, shifted(now, 1));
+      const toKept = aDelivery(next, kept.id);
+      const toRemoved = aDelivery(next, removed.id);
+      expect(await store().webhooks.fanOut(next.id, [toKept, toRemoved])).toEqual([toKept]);
+      expect(await store().webhooks.getDelivery(teamId, toRemoved.id)).toBeNull();
+      expect(
+        await store().webhooks.getDelivery(teamId, aDelivery(first, removed.id).id),
+      ).toBeNull();
+      const at = shifted(now, MINUTE);
+      const claimed = await store().webhooks.claimDeliveries(lease("a", at), at, 10);
+      expect(claimed.map((delivery) => delivery.id)).toEqual([toKept.id]);
+    });
+
     it("stores a delivery leased at fan-out, due to others only when the lease ends", async () => {
       const endpoint = anEndpoint(teamId, now);
       await store().webhooks.insertEndpoint(endpoint);

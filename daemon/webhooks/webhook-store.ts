@@ -213,6 +213,8 @@ export interface WebhookStore {
    * event from the outbox. Safe to repeat: a fan-out interrupted half-way is finished by the next.
    * A delivery may be stored already leased (leaseOwner, leaseUntil), so its fan-out can attempt it
    * at once without a claim. Returns the deliveries this call stored, which alone its caller holds.
+   * A delivery to an endpoint removed meanwhile is not kept (nor returned): whether the removal
+   * comes before or after the fan-out, no delivery of a removed endpoint remains.
    */
   fanOut(consentLogId: string, deliveries: readonly DeliveryRecord[]): Promise<DeliveryRecord[]>;
 
