@@ -1,5 +1,5 @@
 import { Code, ConnectError } from "@connectrpc/connect";
-import type { FastifyInstance, FastifyReply } from "fastify";
+import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import Negotiator from "negotiator";
 import type { DaemonClients } from "#gateway/daemon-clients.js";
 import { sendPlainError } from "#gateway/errors.js";
@@ -82,7 +82,18 @@ export async function loaderRoutes(app: FastifyInstance, options: LoaderRouteOpt
   options.onPublicChange?.((publicId) => cache.invalidate(publicId));
   const geoHeader = options.geoHeader?.toLowerCase();
 
-  app.get(LOADER_PATH, async (request, reply) => {
+  // HEAD served by the handler itself rather than Fastify's exposed HEAD route, which gives a
+  // bodiless 304 `Content-Length: 0` (RFC 9110 §8.6: only the 200's length may be sent); Node
+  // sends no body for HEAD, and a 200's Content-Length is the GET's.
+  app.route({
+    method: ["GET", "HEAD"],
+    url: LOADER_PATH,
+    exposeHeadRoute: false,
+    handler: serveLoader,
+  });
+  refuseOtherMethods(app, LOADER_PATH, ["GET"], sendPlainError);
+
+  async function serveLoader(request: FastifyRequest, reply: FastifyReply) {
     const publicId = /^([0-9a-f-]{36})\.js$/i.exec((request.params as { file: string }).file)?.[1];
     if (!publicId) return notFound(reply);
     const geoValue = geoHeader ? request.headers[geoHeader] : undefined;
@@ -107,6 +118,5 @@ export async function loaderRoutes(app: FastifyInstance, options: LoaderRouteOpt
     if (notModified(request.headers["if-none-match"], etag)) return reply.code(304).send();
     if (encoding !== "identity") reply.header("Content-Encoding", encoding);
     return reply.code(200).send(variant[encoding]);
-  });
-  refuseOtherMethods(app, LOADER_PATH, ["GET"], sendPlainError);
+  }
 }

@@ -113,6 +113,18 @@ describe("GET /loader/{publicId}.js", () => {
       "if-none-match": `W/${etag}`,
     });
     expect([again.status, again.bytes.length, again.headers.get("etag")]).toEqual([304, 0, etag]);
+    // HEAD: the 200 names the GET's length; a 304 names none (RFC 9110 §8.6).
+    const head = (headers: Record<string, string>) =>
+      rawHttp(service, "HEAD", `/loader/${publicId}.js`, { "accept-encoding": "br", ...headers });
+    const full = await head({});
+    expect([full.status, full.bytes.length, full.headers.get("content-length")]).toEqual([
+      200,
+      0,
+      String(first.bytes.length),
+    ]);
+    expect(full.headers.get("etag")).toBe(etag);
+    const unchanged = await head({ "if-none-match": etag });
+    expect([unchanged.status, unchanged.headers.get("content-length")]).toEqual([304, null]);
     const stale = await loader(service, publicId, {
       "accept-encoding": "br",
       "if-none-match": '"old"',
