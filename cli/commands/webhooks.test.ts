@@ -60,7 +60,9 @@ describe("consentctl webhooks (against a real daemon)", { timeout: E2E_TIMEOUT_M
 
     const human = await cli.run(argv`webhooks add --team ${team.teamId} --url ${receiver.url}`);
     expect(human.code).toBe(0);
-    expect(human.stdout).toContain("It will not be shown again");
+    expect(human.stdout).toContain(
+      "It will not be shown again (the daemon keeps it sealed, to sign deliveries)",
+    );
     expect(human.stdout).toMatch(/^whsec_\S+$/m);
   });
 
@@ -116,6 +118,14 @@ describe("consentctl webhooks (against a real daemon)", { timeout: E2E_TIMEOUT_M
     );
     expect(none.deliveries).toEqual([]);
 
+    // Disabled, a replay would fail unsent at once: refused until the endpoint is enabled.
+    const refused = await cli.fails(
+      argv`webhooks replay ${team.webhook.id} ${dead.id} --team ${team.teamId}`,
+    );
+    expect([refused.code, refused.error]).toEqual([
+      "failed_precondition",
+      "The webhook is disabled; enable it before replaying its deliveries.",
+    ]);
     const enabled = await cli.json(
       argv`webhooks update ${team.webhook.id} --team ${team.teamId} --enable`,
     );

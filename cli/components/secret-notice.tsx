@@ -7,17 +7,25 @@ export interface SecretNoticeProps {
   secret: string;
   /** Extra guidance, e.g. the cookie the token goes in. */
   note?: string;
+  /** How the daemon keeps it, said in the warning; API keys and sessions: only a digest. */
+  kept?: string;
 }
 
 /**
- * A secret the daemon shows exactly once (decisions §2: only its digest is stored). It is printed
- * on a line of its own, never truncated, with a warning that it cannot be shown again.
+ * A secret the daemon shows exactly once (decisions §2: of keys and sessions only a digest is
+ * stored). It is printed on a line of its own, never truncated, with a warning that it cannot be
+ * shown again.
  */
-export function SecretNotice({ label, secret, note }: SecretNoticeProps) {
+export function SecretNotice({
+  label,
+  secret,
+  note,
+  kept = "only its digest is stored",
+}: SecretNoticeProps) {
   return (
     <Box flexDirection="column" marginBottom={1}>
       <Toned tone="warning">
-        ⚠ {label}: copy it now. It will not be shown again (only its digest is stored).
+        ⚠ {label}: copy it now. It will not be shown again ({kept}).
       </Toned>
       <Text>{secret}</Text>
       {note ? <Toned tone="muted">{note}</Toned> : null}

@@ -53,6 +53,7 @@ export function WebhookView({ webhook, title }: { webhook: Webhook; title?: stri
         <SecretNotice
           label="Signing secret"
           secret={webhook.secret}
+          kept="the daemon keeps it sealed, to sign deliveries"
           note="Verify deliveries with any Standard Webhooks library and this secret."
         />
       ) : null}

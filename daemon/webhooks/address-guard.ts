@@ -16,6 +16,37 @@ export class RefusedAddressError extends Error {
 /** Cloud metadata endpoints, refused by name in the messages (their ranges are refused anyway). */
 const METADATA = new Set(["169.254.169.254", "fd00:ec2::254"]);
 
+/** ipaddr.js range names as the guard's messages say them. */
+const RANGE_NAMES: Readonly<Record<string, string>> = {
+  unspecified: "an unspecified address",
+  broadcast: "a broadcast address",
+  multicast: "a multicast address",
+  linkLocal: "a link-local address",
+  loopback: "a loopback address",
+  carrierGradeNat: "a carrier-grade NAT address",
+  private: "a private address",
+  reserved: "a reserved address",
+  uniqueLocal: "a unique local address",
+  deprecatedSiteLocal: "a site-local address",
+  discard: "a discard-only address",
+  rfc6145: "an IPv4-translated address",
+  rfc6052: "an IPv4/IPv6 translation address",
+  "6to4": "a 6to4 address",
+  teredo: "a Teredo address",
+  benchmarking: "a benchmarking address",
+  ipv4Compatible: "an IPv4-compatible IPv6 address",
+};
+
+/**
+ * `::a.b.c.d` (::/96, deprecated by RFC 4291): ipaddr.js counts it as unicast, but it names an
+ * IPv4 address (::127.0.0.1 is loopback on hosts that still route it), so it is refused.
+ */
+function ipv4Compatible(address: Address): boolean {
+  if (!(address instanceof ipaddr.IPv6)) return false;
+  const parts = address.parts;
+  return parts.slice(0, 6).every((part) => part === 0) && (parts[6] !== 0 || (parts[7] ?? 0) > 1);
+}
+
 /** An address literal as ipaddr.js parses it, IPv4-mapped IPv6 turned into its IPv4. */
 function parseAddress(value: string): Address | null {
   const bare = value.replace(/^\[|\]$/g, "");
@@ -68,11 +99,11 @@ export class AddressGuard {
     if (httpOnlyAllowListed) {
       return `plain http is only allowed to addresses in CONSENT_WEBHOOK_ALLOW_CIDRS, and ${address} is not`;
     }
-    const range = parsed.range();
+    const range = ipv4Compatible(parsed) ? "ipv4Compatible" : parsed.range();
     if (range === "unicast") return null;
     const what = METADATA.has(parsed.toString())
       ? "a cloud metadata address"
-      : `a ${range} address`;
+      : (RANGE_NAMES[range] ?? `a special-purpose address (${range})`);
     return `${address} is ${what}; webhooks are only delivered to public addresses`;
   }
 

@@ -13,7 +13,8 @@ export const MAX_GRACE_SECONDS = 7 * 86_400;
 const DELIVERY_STATUSES: readonly DeliveryStatus[] = ["pending", "succeeded", "failed"];
 
 const url = text(1, 2048).refine((value) => URL.canParse(value), "must be an absolute URL");
-const eventTypes = z.array(z.enum(EVENT_TYPES)).min(1).max(EVENT_TYPES.length);
+// A repeated type is taken once (as repeated bannerIds are), so the bound is on the list sent.
+const eventTypes = z.array(z.enum(EVENT_TYPES)).min(1).max(20);
 const bannerIds = z.array(uuid).max(100);
 const description = text(0, 500);
 /** Fields of the Webhook shape a client may send back unchanged in a PATCH; they are ignored. */

@@ -218,7 +218,7 @@ export function createWebhookService(
 
     replayDeliveries: (request, ctx) =>
       admitted(ctx, true, async (auth) => {
-        await ownEndpoint(auth, request.webhookId);
+        const endpoint = await ownEndpoint(auth, request.webhookId);
         if (!request.deliveryId === !request.since) {
           throw invalidRequest([
             {
@@ -226,6 +226,15 @@ export function createWebhookService(
               message: "Name either one delivery (deliveryId) or a time (since), not both",
             },
           ]);
+        }
+        // A replay to a disabled endpoint would fail at once, unsent ("not sent: the endpoint is
+        // disabled"), with its attempts counted again from zero: refused instead.
+        if (!endpoint.enabled) {
+          throw new DomainError(
+            "failed_precondition",
+            "failed_precondition",
+            "The webhook is disabled; enable it before replaying its deliveries",
+          );
         }
         const now = clock();
         if (request.deliveryId) {

@@ -558,6 +558,11 @@ describe("SSRF guard", () => {
     ["https://[::1]/hook", /loopback address/],
     ["https://[fd00:ec2::254]/", /cloud metadata address/],
     ["https://[::ffff:192.168.0.1]/", /private address/],
+    ["https://[::127.0.0.1]/", /IPv4-compatible IPv6 address/],
+    ["https://[::8.8.8.8]/", /IPv4-compatible IPv6 address/],
+    ["https://100.64.0.1/", /is a carrier-grade NAT address;/],
+    ["https://[fc00::1]/", /is a unique local address;/],
+    ["https://0.0.0.0/", /is an unspecified address;/],
     ["ftp://example.com/", /must use https/],
   ])("refuses %s at creation", async (url, message) => {
     const result = await http(service, "POST", "/api/v1/webhooks", { key, body: { url } });

@@ -25,6 +25,16 @@ describe("webhook routes", () => {
     const webhook = created.body.data.webhook;
     expect(webhook).toMatchObject({ ...body, eventTypes: ["consent.given"], enabled: true });
     expect(webhook.secret).toMatch(/^whsec_/);
+    // A repeated event type is taken once, as repeated bannerIds are.
+    const repeated = await http(service, "POST", "/api/v1/webhooks", {
+      key,
+      body: { ...body, eventTypes: ["consent.given", "consent.given"] },
+    });
+    expect([repeated.status, repeated.body.data.webhook.eventTypes]).toEqual([
+      201,
+      ["consent.given"],
+    ]);
+    await http(service, "DELETE", `/api/v1/webhooks/${repeated.body.data.webhook.id}`, { key });
     const listed = await http(service, "GET", "/api/v1/webhooks", { key });
     expect(listed.body.data.webhooks.map((w: { id: string }) => w.id)).toContain(webhook.id);
     expect(listed.body.data.webhooks[0].secret).toBeUndefined();
