@@ -20,17 +20,42 @@ const NAMED_COLORS = new Set(
 );
 
 const HEX = /^#(?:[0-9a-f]{3,4}|[0-9a-f]{6}|[0-9a-f]{8})$/i;
-const NUMBER = String.raw`[-+]?(?:\d+\.?\d*|\.\d+)(?:%|deg)?`;
-/** rgb()/rgba()/hsl()/hsla() with 3 or 4 numeric arguments, comma- or space-separated (alpha after "/"). */
-const FUNCTIONAL = new RegExp(
-  String.raw`^(?:rgba?|hsla?)\(\s*${NUMBER}(?:\s*,\s*|\s+)${NUMBER}(?:\s*,\s*|\s+)${NUMBER}(?:\s*[,/]\s*${NUMBER})?\s*\)$`,
-  "i",
-);
+const NUMBER = String.raw`[-+]?(?:\d+\.?\d*|\.\d+)(?:e[-+]?\d+)?`;
+const PERCENT = `${NUMBER}%`;
+/** <hue>: a number (degrees) or an angle. */
+const HUE = `${NUMBER}(?:deg|grad|rad|turn)?`;
+const ALPHA = `${NUMBER}%?`;
+const COMMA = String.raw`\s*,\s*`;
+const functional = (body: string) => new RegExp(String.raw`^${body}$`, "i");
+/**
+ * rgb()/rgba()/hsl()/hsla() as CSS Color 4 writes them (§5.1, §7.1): the legacy form with commas
+ * (rgb: three numbers or three percentages; hsl: a hue and two percentages; an optional alpha)
+ * and the modern form with spaces (numbers, percentages or `none` in any mix, alpha after "/").
+ * A browser drops anything else, and the banner would lose the colour without a word.
+ */
+const FUNCTIONAL = [
+  functional(
+    String.raw`rgba?\(\s*(?:${NUMBER}${COMMA}${NUMBER}${COMMA}${NUMBER}|${PERCENT}${COMMA}${PERCENT}${COMMA}${PERCENT})(?:${COMMA}${ALPHA})?\s*\)`,
+  ),
+  functional(
+    String.raw`hsla?\(\s*${HUE}${COMMA}${PERCENT}${COMMA}${PERCENT}(?:${COMMA}${ALPHA})?\s*\)`,
+  ),
+  functional(
+    String.raw`rgba?\(\s*(?:(?:${NUMBER}%?|none)\s+){2}(?:${NUMBER}%?|none)(?:\s*/\s*(?:${ALPHA}|none))?\s*\)`,
+  ),
+  functional(
+    String.raw`hsla?\(\s*(?:${HUE}|none)\s+(?:${NUMBER}%?|none)\s+(?:${NUMBER}%?|none)(?:\s*/\s*(?:${ALPHA}|none))?\s*\)`,
+  ),
+];
 
 /**
  * decisions §3: colours end up inside CSS, so only these forms pass: hex, rgb()/rgba()/hsl()/hsla()
  * with numeric arguments, and CSS named colours.
  */
 export function isColor(value: string): boolean {
-  return HEX.test(value) || FUNCTIONAL.test(value) || NAMED_COLORS.has(value.toLowerCase());
+  return (
+    HEX.test(value) ||
+    FUNCTIONAL.some((form) => form.test(value)) ||
+    NAMED_COLORS.has(value.toLowerCase())
+  );
 }

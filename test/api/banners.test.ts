@@ -113,6 +113,12 @@ describe("banners", () => {
     "rgba(1,2,3,0.5)",
     "hsl(120 50% 50%)",
     "hsla(120, 50%, 50%, .3)",
+    "rgb(10% 20% 30%)",
+    "rgb(1 2 3 / 50%)",
+    "hsl(0.5turn 40% 40% / 0.5)",
+    "hsl(120deg, 50%, 50%)",
+    "hsl(120 50 50)",
+    "rgb(none 2 3)",
     "RebeccaPurple",
     "transparent",
   ])("accepts the colour %s", async (color) => {
@@ -129,6 +135,12 @@ describe("banners", () => {
     "expression(alert(1))",
     "notacolour",
     "rgb(1,2)",
+    "hsl(1,2,3)",
+    "rgb(1, 2 3)",
+    "rgb(1%, 2, 3)",
+    "rgb(1deg 2 3)",
+    "hsl(120, 50%, 50% / 0.5)",
+    "rgb(1 2 3, 0.5)",
   ])("refuses the colour %j", async (color) => {
     const result = await post({
       name: "C",
