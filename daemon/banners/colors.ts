@@ -20,7 +20,11 @@ const NAMED_COLORS = new Set(
 );
 
 const HEX = /^#(?:[0-9a-f]{3,4}|[0-9a-f]{6}|[0-9a-f]{8})$/i;
-const NUMBER = String.raw`[-+]?(?:\d+\.?\d*|\.\d+)(?:e[-+]?\d+)?`;
+// Unambiguous (digits before the point, then the point with its digits): the regexes below run
+// in linear time on any input.
+const NUMBER = String.raw`[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:e[-+]?\d+)?`;
+/** Longer than any colour written sensibly ("hsla(359.5deg, 100%, 100%, 0.25)" is 33). */
+const MAX_LENGTH = 100;
 const PERCENT = `${NUMBER}%`;
 /** <hue>: a number (degrees) or an angle. */
 const HUE = `${NUMBER}(?:deg|grad|rad|turn)?`;
@@ -54,8 +58,9 @@ const FUNCTIONAL = [
  */
 export function isColor(value: string): boolean {
   return (
-    HEX.test(value) ||
-    FUNCTIONAL.some((form) => form.test(value)) ||
-    NAMED_COLORS.has(value.toLowerCase())
+    value.length <= MAX_LENGTH &&
+    (HEX.test(value) ||
+      FUNCTIONAL.some((form) => form.test(value)) ||
+      NAMED_COLORS.has(value.toLowerCase()))
   );
 }

@@ -153,6 +153,19 @@ describe("banners", () => {
     ]);
   });
 
+  it("refuses a colour longer than 100 characters before any pattern runs, however well formed", async () => {
+    const long = `rgb(${"1".repeat(10_000)}, 2, 3)`;
+    const result = await post({
+      name: "C",
+      domain: "c.example",
+      configuration: { textColor: long },
+    });
+    expect([result.status, result.body.data.details[0].field]).toEqual([
+      400,
+      "configuration.textColor",
+    ]);
+  });
+
   it("refuses unknown fields and names them, without a code (spec 7)", async () => {
     const result = await post({
       name: "U",
