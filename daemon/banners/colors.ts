@@ -20,16 +20,18 @@ const NAMED_COLORS = new Set(
 );
 
 const HEX = /^#(?:[0-9a-f]{3,4}|[0-9a-f]{6}|[0-9a-f]{8})$/i;
-// Unambiguous (digits before the point, then the point with its digits): the regexes below run
-// in linear time on any input.
-const NUMBER = String.raw`[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:e[-+]?\d+)?`;
+// A CSS <number>: digits, or digits on both sides of a point, or a point and digits ("1." is not
+// one). Unambiguous, so the patterns below never backtrack far.
+const NUMBER = String.raw`[-+]?(?:\d+(?:\.\d+)?|\.\d+)(?:e[-+]?\d+)?`;
+/** CSS whitespace (CSS Syntax §4.2): not the Unicode spaces JavaScript's \s also matches. */
+const WS = String.raw`[ \t\n\r\f]`;
 /** Longer than any colour written sensibly ("hsla(359.5deg, 100%, 100%, 0.25)" is 33). */
 const MAX_LENGTH = 100;
 const PERCENT = `${NUMBER}%`;
 /** <hue>: a number (degrees) or an angle. */
 const HUE = `${NUMBER}(?:deg|grad|rad|turn)?`;
 const ALPHA = `${NUMBER}%?`;
-const COMMA = String.raw`\s*,\s*`;
+const COMMA = `${WS}*,${WS}*`;
 const functional = (body: string) => new RegExp(String.raw`^${body}$`, "i");
 /**
  * rgb()/rgba()/hsl()/hsla() as CSS Color 4 writes them (§5.1, §7.1): the legacy form with commas
@@ -39,16 +41,16 @@ const functional = (body: string) => new RegExp(String.raw`^${body}$`, "i");
  */
 const FUNCTIONAL = [
   functional(
-    String.raw`rgba?\(\s*(?:${NUMBER}${COMMA}${NUMBER}${COMMA}${NUMBER}|${PERCENT}${COMMA}${PERCENT}${COMMA}${PERCENT})(?:${COMMA}${ALPHA})?\s*\)`,
+    String.raw`rgba?\(${WS}*(?:${NUMBER}${COMMA}${NUMBER}${COMMA}${NUMBER}|${PERCENT}${COMMA}${PERCENT}${COMMA}${PERCENT})(?:${COMMA}${ALPHA})?${WS}*\)`,
   ),
   functional(
-    String.raw`hsla?\(\s*${HUE}${COMMA}${PERCENT}${COMMA}${PERCENT}(?:${COMMA}${ALPHA})?\s*\)`,
+    String.raw`hsla?\(${WS}*${HUE}${COMMA}${PERCENT}${COMMA}${PERCENT}(?:${COMMA}${ALPHA})?${WS}*\)`,
   ),
   functional(
-    String.raw`rgba?\(\s*(?:(?:${NUMBER}%?|none)\s+){2}(?:${NUMBER}%?|none)(?:\s*/\s*(?:${ALPHA}|none))?\s*\)`,
+    String.raw`rgba?\(${WS}*(?:(?:${NUMBER}%?|none)${WS}+){2}(?:${NUMBER}%?|none)(?:${WS}*/${WS}*(?:${ALPHA}|none))?${WS}*\)`,
   ),
   functional(
-    String.raw`hsla?\(\s*(?:${HUE}|none)\s+(?:${NUMBER}%?|none)\s+(?:${NUMBER}%?|none)(?:\s*/\s*(?:${ALPHA}|none))?\s*\)`,
+    String.raw`hsla?\(${WS}*(?:${HUE}|none)${WS}+(?:${NUMBER}%?|none)${WS}+(?:${NUMBER}%?|none)(?:${WS}*/${WS}*(?:${ALPHA}|none))?${WS}*\)`,
   ),
 ];
 

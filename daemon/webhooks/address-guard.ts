@@ -34,6 +34,13 @@ const RANGE_NAMES: Readonly<Record<string, string>> = {
   "6to4": "a 6to4 address",
   teredo: "a Teredo address",
   benchmarking: "a benchmarking address",
+  amt: "an AMT relay address",
+  as112: "an AS112 address",
+  as112v6: "an AS112 address",
+  orchid2: "an ORCHID address",
+  deprecatedOrchid: "an ORCHID address",
+  segmentRouting: "a segment-routing address",
+  droneRemoteIdProtocolEntityTags: "a drone remote ID address",
   ipv4Compatible: "an IPv4-compatible IPv6 address",
 };
 
@@ -47,9 +54,22 @@ function ipv4Compatible(address: Address): boolean {
   return parts.slice(0, 6).every((part) => part === 0) && (parts[6] !== 0 || (parts[7] ?? 0) > 1);
 }
 
-/** An address literal as ipaddr.js parses it, IPv4-mapped IPv6 turned into its IPv4. */
+/** `::a.b.c.d`, the IPv4-compatible form as Node writes it (dns.lookup answers, socket addresses). */
+const IPV4_COMPATIBLE_TEXT = /^::(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})$/;
+
+/**
+ * An address literal as ipaddr.js parses it, IPv4-mapped IPv6 turned into its IPv4. ipaddr.js
+ * reads the dotted `::a.b.c.d` as the mapped `::ffff:a.b.c.d`: it is rewritten in hexadecimal
+ * first, so it stays the IPv6 address it is (and ipv4Compatible() refuses it).
+ */
 function parseAddress(value: string): Address | null {
-  const bare = value.replace(/^\[|\]$/g, "");
+  let bare = value.replace(/^\[|\]$/g, "");
+  const dotted = IPV4_COMPATIBLE_TEXT.exec(bare);
+  if (dotted) {
+    const [a, b, c, d] = dotted.slice(1).map(Number) as [number, number, number, number];
+    if ([a, b, c, d].some((octet) => octet > 255)) return null;
+    bare = `::${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}`;
+  }
   return ipaddr.isValid(bare) ? ipaddr.process(bare) : null;
 }
 

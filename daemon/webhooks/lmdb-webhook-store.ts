@@ -229,8 +229,11 @@ export function createLmdbWebhookStore(dbs: LmdbWebhookDatabases): WebhookStore 
         // Full endpoints' and teams' deliveries are looked past, within a bound on the scan.
         const scan = limit + (room ? SKIPPED_SCAN : 0);
         const end = [now.getTime(), PREFIX_END];
-        /** Claims what fits among `keys`; true when the keys ran out before `limit` was met. */
-        const claimFrom = (keys: DueKey[]) => {
+        /**
+         * Claims what fits among `keys`, in order; returns the last key it looked at (the one
+         * that met `limit`, or the last of `keys`), undefined for no keys.
+         */
+        const claimFrom = (keys: DueKey[]): DueKey | undefined => {
           for (const key of keys) {
             const stored = deliveries.get(key[1]);
             if (stored?.status !== "pending") {
@@ -242,12 +245,13 @@ export function createLmdbWebhookStore(dbs: LmdbWebhookDatabases): WebhookStore 
             const next = { ...stored, leaseOwner: lease.owner, leaseUntil: lease.until };
             putDelivery(next, stored);
             claimed.push(next);
-            if (claimed.length >= limit) return false;
+            if (claimed.length >= limit) return key;
           }
-          return true;
+          return keys.at(-1);
         };
         const earliest = Array.from(due.getKeys({ end, limit: scan })) as DueKey[];
-        if (!claimFrom(earliest) || earliest.length < scan || !room) return claimed;
+        claimFrom(earliest);
+        if (claimed.length >= limit || earliest.length < scan || !room) return claimed;
         // The scan met only full endpoints' deliveries and more are due: a second window, after
         // where the previous such claim stopped, so that a delivery behind a backlog longer than
         // one scan (a hung endpoint's) is reached within a few claims instead of never.
@@ -256,8 +260,9 @@ export function createLmdbWebhookStore(dbs: LmdbWebhookDatabases): WebhookStore 
         const further = Array.from(
           due.getKeys({ start: from, exclusiveStart: true, end, limit: scan }),
         ) as DueKey[];
-        claimFrom(further);
-        beyond = further.length < scan ? undefined : further.at(-1);
+        const last = claimFrom(further);
+        // The next such claim resumes after the last key this one looked at: none is passed over.
+        beyond = claimed.length >= limit ? last : further.length < scan ? undefined : last;
         return claimed;
       });
     },

@@ -227,15 +227,6 @@ export function createWebhookService(
             },
           ]);
         }
-        // A replay to a disabled endpoint would fail at once, unsent ("not sent: the endpoint is
-        // disabled"), with its attempts counted again from zero: refused instead.
-        if (!endpoint.enabled) {
-          throw new DomainError(
-            "failed_precondition",
-            "failed_precondition",
-            "The webhook is disabled; enable it before replaying its deliveries",
-          );
-        }
         const now = clock();
         if (request.deliveryId) {
           const delivery = await store.webhooks.getDelivery(auth.team.id, request.deliveryId);
@@ -249,6 +240,15 @@ export function createWebhookService(
               "The delivery is still pending; it is already scheduled",
             );
           }
+        }
+        // A replay to a disabled endpoint would fail at once, unsent ("not sent: the endpoint is
+        // disabled"), with its attempts counted again from zero: refused instead.
+        if (!endpoint.enabled) {
+          throw new DomainError(
+            "failed_precondition",
+            "failed_precondition",
+            "The webhook is disabled; enable it before replaying its deliveries",
+          );
         }
         const selection = request.deliveryId
           ? { deliveryId: request.deliveryId }

@@ -283,31 +283,37 @@ export function describeWebhookStoreContract(openStore: OpenStore): void {
       ]);
     });
 
-    it("reaches a delivery with room behind a backlog of a full endpoint's, within a few claims", async () => {
+    it("reaches deliveries with room behind a backlog of a full endpoint's, within a few claims", async () => {
       const other = randomUUID();
       const hung = anEndpoint(teamId, now);
-      const waiting = anEndpoint(other, now);
-      for (const endpoint of [hung, waiting]) await store().webhooks.insertEndpoint(endpoint);
-      // 2,500 due deliveries of the hung endpoint, all due before the other team's one.
-      const backlog = Array.from({ length: 2_500 }, (_, i) => aRow(teamId, shifted(now, i)));
-      for (let i = 0; i < backlog.length; i += 250) {
-        await Promise.all(
-          backlog
-            .slice(i, i + 250)
-            .map((row) => store().webhooks.fanOut(row.id, [aDelivery(row, hung.id)])),
-        );
+      const waiting = Array.from({ length: 10 }, (_, i) => anEndpoint(other, shifted(now, i)));
+      for (const endpoint of [hung, ...waiting]) await store().webhooks.insertEndpoint(endpoint);
+      /** One due delivery of `webhookId` per time, stored 250 at a time. */
+      async function dueAt(times: number[], webhookId: (i: number) => string, team: string) {
+        const rows = times.map((ms) => aRow(team, shifted(now, ms)));
+        for (let i = 0; i < rows.length; i += 250) {
+          await Promise.all(
+            rows
+              .slice(i, i + 250)
+              .map((row, j) => store().webhooks.fanOut(row.id, [aDelivery(row, webhookId(i + j))])),
+          );
+        }
       }
-      const behind = aRow(other, shifted(now, 3_000));
-      await store().webhooks.fanOut(behind.id, [aDelivery(behind, waiting.id)]);
+      const range = (from: number, count: number) =>
+        Array.from({ length: count }, (_, i) => from + i);
+      // 1,200 due deliveries of the hung endpoint, one for each of ten others, 1,300 more hung.
+      await dueAt(range(0, 1_200), () => hung.id, teamId);
+      await dueAt(range(1_200, 10), (i) => waiting[i]?.id ?? "", other);
+      await dueAt(range(1_210, 1_300), () => hung.id, teamId);
       const at = shifted(now, 10_000);
       // The hung endpoint's one connection is taken: none of its deliveries may be claimed.
       const room = { perEndpoint: 1, perTeam: 10, inFlight: [{ webhookId: hung.id, teamId }] };
-      const claims: string[][] = [];
-      for (let call = 0; call < 3 && !claims.flat().includes(waiting.id); call++) {
-        const claimed = await store().webhooks.claimDeliveries(lease("a", at), at, 5, room);
-        claims.push(claimed.map((delivery) => delivery.webhookId));
+      const claimed: string[] = [];
+      for (let call = 0; call < 3 && claimed.length < waiting.length; call++) {
+        const batch = await store().webhooks.claimDeliveries(lease("a", at), at, 5, room);
+        claimed.push(...batch.map((delivery) => delivery.webhookId));
       }
-      expect(claims.flat()).toEqual([waiting.id]);
+      expect(claimed).toEqual(waiting.map((endpoint) => endpoint.id));
     });
 
     it("claims no more of a team's deliveries than the caller has room for", async () => {

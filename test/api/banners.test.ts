@@ -141,6 +141,10 @@ describe("banners", () => {
     "rgb(1deg 2 3)",
     "hsl(120, 50%, 50% / 0.5)",
     "rgb(1 2 3, 0.5)",
+    "rgb(1.,2,3)",
+    "rgb(1 2 3 / 1.)",
+    "rgb(1\u00a02 3)",
+    "hsl(1\u3000 2% 3%)",
   ])("refuses the colour %j", async (color) => {
     const result = await post({
       name: "C",
