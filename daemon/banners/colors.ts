@@ -32,7 +32,7 @@ const PERCENT = `${NUMBER}%`;
 const HUE = `${NUMBER}(?:deg|grad|rad|turn)?`;
 const ALPHA = `${NUMBER}%?`;
 const COMMA = `${WS}*,${WS}*`;
-const functional = (body: string) => new RegExp(String.raw`^${body}$`, "i");
+const functional = (body: string) => new RegExp(`^${body}$`, "i");
 /**
  * rgb()/rgba()/hsl()/hsla() as CSS Color 4 writes them (§5.1, §7.1): the legacy form with commas
  * (rgb: three numbers or three percentages; hsl: a hue and two percentages; an optional alpha)

@@ -41,7 +41,7 @@ export interface ProgramLimits {
 
 /** How a test service is started: limits, and how long it may take to print its URLs. */
 export interface ServiceStart extends ProgramLimits {
-  /** Default 15 s (Program.waitFor). */
+  /** Default 30 s (Program.waitFor): on a loaded CI machine a start has taken over 15. */
   startupMs?: number;
 }
 
@@ -112,7 +112,7 @@ export function startProgram(
       Promise.race([exited, pause(timeoutMs).then(() => "still running" as const)]),
     stdout: () => out,
     stderr: () => err,
-    async waitFor(pattern, timeoutMs = 15_000) {
+    async waitFor(pattern, timeoutMs = 30_000) {
       const deadline = Date.now() + timeoutMs;
       for (;;) {
         const match = pattern.exec(out);
