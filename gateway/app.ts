@@ -123,13 +123,16 @@ export async function buildGateway(options: GatewayOptions): Promise<FastifyInst
 
 /** Reads what is left of a request body and drops it, within the linger bounds. */
 function dropUnread(raw: IncomingMessage): Promise<void> {
+  // Nothing more can arrive on a request already ended or torn down (its events have fired).
+  if (raw.readableEnded || raw.destroyed) return Promise.resolve();
   return new Promise((resolve) => {
     let received = 0;
     const onData = (chunk: Buffer) => {
       received += chunk.length;
       if (received > LINGER_MAX_BYTES) finish();
     };
-    const timer = setTimeout(finish, LINGER_MAX_MS);
+    // Unref'd: a lingering upload never keeps a process that is shutting down alive.
+    const timer = setTimeout(finish, LINGER_MAX_MS).unref();
     function finish() {
       clearTimeout(timer);
       raw.off("data", onData).off("end", finish).off("error", finish).off("close", finish);
