@@ -87,10 +87,15 @@ export async function buildGateway(options: GatewayOptions): Promise<FastifyInst
       app.addHttpMethod(method, { hasBody: true });
     }
   }
-  app.addHook("onSend", (request, reply, payload, done) => {
-    if (request.raw.complete || reply.getHeader("connection") !== "close") done(null, payload);
-    else if (Number(request.headers["content-length"]) > LINGER_MAX_BYTES) done(null, payload);
-    else void dropUnread(request.raw).then(() => done(null, payload));
+  // Only a failure leaves a body unread (Fastify then answers with Connection: close), and onError
+  // runs before the error handler answers: the linger costs a request that succeeds nothing.
+  app.addHook("onError", (request, reply, _error, done) => {
+    const lingers =
+      !request.raw.complete &&
+      reply.getHeader("connection") === "close" &&
+      !(Number(request.headers["content-length"]) > LINGER_MAX_BYTES);
+    if (lingers) void dropUnread(request.raw).then(() => done());
+    else done();
   });
   const clients = createDaemonClients(options.transport);
   // Outside the versioned API (spec 9.2: /api/banners, /api/v2/...): a plain 404, no version headers.
