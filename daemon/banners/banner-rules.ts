@@ -141,12 +141,12 @@ export function readBannerUpdate(body: unknown): BannerUpdate {
  */
 export function checkCategoryTexts(
   configuration: BannerConfiguration,
-  input: ConfigurationInput | undefined,
-  stored: BannerConfiguration["texts"] = {},
+  input: ConfigurationInput,
+  stored: BannerConfiguration["texts"],
 ): void {
   const names = new Set(configuration.categories.map((category) => category.name));
   const violations: Violation[] = [];
-  for (const [language, texts] of Object.entries(input?.texts ?? {})) {
+  for (const [language, texts] of Object.entries(input.texts ?? {})) {
     const kept = stored[language]?.categories ?? {};
     const unknown = Object.keys(texts.categories ?? {}).filter(
       (name) => !names.has(name) && !Object.hasOwn(kept, name),

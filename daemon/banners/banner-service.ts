@@ -16,7 +16,7 @@ import {
   readBannerCreation,
   readBannerUpdate,
 } from "#daemon/banners/banner-rules.js";
-import type { BannerRecord } from "#daemon/banners/banner-store.js";
+import type { BannerConfiguration, BannerRecord } from "#daemon/banners/banner-store.js";
 import type { Clock } from "#daemon/clock.js";
 import { DomainError, notFound } from "#daemon/errors.js";
 import { admission } from "#daemon/rpc/rate-limit-headers.js";
@@ -44,15 +44,14 @@ const REPLACE_ATTEMPTS = 10;
 /** After lost attempt n, a random wait of up to RETRY_BASE_MS × 2^n (full jitter). */
 const RETRY_BASE_MS = 2;
 
-/** The draft after a PATCH's configuration fields (decisions §3), checked as a whole. */
-function editedDraft(
-  draft: BannerRecord["draft"],
-  input: ConfigurationInput | undefined,
-): { draft: BannerRecord["draft"] } {
-  if (!input) return { draft };
-  const edited = applyConfiguration(draft, input);
-  checkCategoryTexts(edited, input, draft.texts);
-  return { draft: edited };
+/**
+ * `base` with a body's configuration fields applied (decisions §3: a creation's over the
+ * defaults, a PATCH's over the draft), its category texts checked against the result.
+ */
+function configured(base: BannerConfiguration, input: ConfigurationInput): BannerConfiguration {
+  const next = applyConfiguration(base, input);
+  checkCategoryTexts(next, input, base.texts);
+  return next;
 }
 
 /** The banner endpoints (spec 4.2-4.3, decisions §3). */
@@ -139,8 +138,7 @@ export function createBannerService(
           bodyOf(request, (r) => toJson(CreateBannerRequestSchema, r), bodyLimit),
         );
         const now = clock();
-        const configuration = applyConfiguration(defaultConfiguration(), input.configuration);
-        checkCategoryTexts(configuration, input.configuration);
+        const configuration = configured(defaultConfiguration(), input.configuration);
         const banner: BannerRecord = {
           id: randomUUID(),
           publicId: randomUUID(),
@@ -181,7 +179,6 @@ export function createBannerService(
         );
         const banner = await modify(auth, request.id, (current) => ({
           ...current,
-          ...editedDraft(current.draft, update.configuration),
           name: update.name ?? current.name,
           domain: update.domain ?? current.domain,
           isActive: update.isActive ?? current.isActive,
@@ -190,6 +187,9 @@ export function createBannerService(
             ccpa: update.compliance.ccpa ?? current.compliance.ccpa,
             lgpd: update.compliance.lgpd ?? current.compliance.lgpd,
           },
+          draft: update.configuration
+            ? configured(current.draft, update.configuration)
+            : current.draft,
         }));
         return { banner: asMessage(banner) };
       }),

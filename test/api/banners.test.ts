@@ -303,7 +303,9 @@ describe("banners", () => {
         "names no category of the banner: analytics",
       ],
     ] as const;
-    const { id } = await createBanner(service, key);
+    const { id, banner: created } = await createBanner(service, key);
+    const listed = async () => (await http(service, "GET", "/api/v1/banners", { key })).body.data;
+    const before = await listed();
     for (const [configuration, field, rule] of refusals) {
       const message = `${field} ${rule}`;
       for (const refused of [
@@ -316,8 +318,10 @@ describe("banners", () => {
         ]);
       }
     }
+    // Nothing refused was stored: no new banner, and the edited one exactly as created.
+    expect(await listed()).toEqual(before);
     const unchanged = await http(service, "GET", `/api/v1/banners/${id}`, { key });
-    expect(unchanged.body.data.banner.hasUnpublishedChanges).toBe(false);
+    expect(unchanged.body.data.banner).toEqual(created);
 
     // Texts name the categories sent beside them, or else the banner's own; texts stored earlier
     // are kept when a later PATCH changes only the categories.
