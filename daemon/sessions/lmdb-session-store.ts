@@ -13,7 +13,7 @@ export interface LmdbSessionDatabases {
 }
 
 /** Port order of listByTeam: newest first, ties by id. */
-export function newestFirst(a: SessionRecord, b: SessionRecord): number {
+function newestFirst(a: SessionRecord, b: SessionRecord): number {
   return b.createdAt.getTime() - a.createdAt.getTime() || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
 }
 

@@ -1,4 +1,4 @@
-import type { Database } from "lmdb";
+import { compareKeys, type Database } from "lmdb";
 import type { ConsentLogRecord } from "#daemon/consent-log/consent-log-store.js";
 import { PREFIX_END, prefixRange } from "#daemon/store/lmdb-keys.js";
 import { DuplicateKeyError } from "#daemon/store/store.js";
@@ -41,11 +41,6 @@ export interface LmdbWebhookDatabases {
 const MAX_RETIRED = 1_000;
 /** Due deliveries a claim looks past at most for endpoints it was asked to skip. */
 const SKIPPED_SCAN = 1_000;
-
-/** Order of the due index's keys. */
-function compareDue(a: DueKey, b: DueKey): number {
-  return a[0] - b[0] || (a[1] < b[1] ? -1 : a[1] > b[1] ? 1 : 0);
-}
 
 /** When a pending delivery may next be claimed; null for a delivery that is not pending. */
 function dueKey(delivery: DeliveryRecord): DueKey | null {
@@ -256,7 +251,7 @@ export function createLmdbWebhookStore(dbs: LmdbWebhookDatabases): WebhookStore 
         // where the previous such claim stopped, so that a delivery behind a backlog longer than
         // one scan (a hung endpoint's) is reached within a few claims instead of never.
         const from =
-          beyond && compareDue(beyond, earliest.at(-1) as DueKey) > 0 ? beyond : earliest.at(-1);
+          beyond && compareKeys(beyond, earliest.at(-1) as DueKey) > 0 ? beyond : earliest.at(-1);
         const further = Array.from(
           due.getKeys({ start: from, exclusiveStart: true, end, limit: scan }),
         ) as DueKey[];
