@@ -2,41 +2,25 @@ import { randomUUID } from "node:crypto";
 import { mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
+import type { Histogram } from "autocannon";
 import { v7 as uuidv7 } from "uuid";
 import type { ConsentLogRecord } from "#daemon/consent-log/consent-log-store.js";
 import { openLmdbStore } from "#daemon/store/lmdb-store.js";
+import { histogram, openLoop } from "./paced.js";
 
-/** Latency figures of one series of appends, in milliseconds. */
-export interface LatencySummary {
-  appends: number;
-  p50: number;
-  p99: number;
-  max: number;
-}
-
-/** The disk's floor under the log route: the embedded store's durable append, alone. */
+/** The disk's floor under the log route: the embedded store's durable append, alone (ms). */
 export interface CommitLatency {
   /** One append after the other, each awaited: one commit (and its fsync) per append. */
-  sequential: LatencySummary;
+  sequential: Histogram;
   /** One append issued every millisecond (1,000/s), as the log route sees at its target rate. */
-  paced: LatencySummary;
+  paced: Histogram;
 }
 
 const SEQUENTIAL_APPENDS = 500;
+const PACED_RATE = 1_000;
 const PACED_SECONDS = 2;
 
-function summary(latencies: number[]): LatencySummary {
-  const sorted = latencies.toSorted((a, b) => a - b);
-  const at = (share: number) =>
-    sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * share))] ?? 0;
-  const round = (ms: number) => Math.round(ms * 100) / 100;
-  return {
-    appends: sorted.length,
-    p50: round(at(0.5)),
-    p99: round(at(0.99)),
-    max: round(sorted.at(-1) ?? 0),
-  };
-}
+const summary = (latencies: number[]) => histogram(latencies.toSorted((a, b) => a - b));
 
 /** A row the size of the benchmark's log posts, as the consent-log service stores it. */
 function row(teamId: string): ConsentLogRecord {
@@ -78,28 +62,14 @@ export async function measureCommitLatency(parent = os.tmpdir()): Promise<Commit
       await store.consentLog.append(row(teamId), { event: "consent.given" });
       sequential.push(performance.now() - started);
     }
-    // Open loop: each append's latency counts from its scheduled time, so a stalled commit
-    // delays the appends queued behind it as it would delay the route's answers.
-    const paced: Promise<number>[] = [];
-    const start = performance.now();
-    const total = PACED_SECONDS * 1000;
-    while (paced.length < total) {
-      const due = start + paced.length;
-      const now = performance.now();
-      if (now < due) {
-        await new Promise((resolve) => setTimeout(resolve, Math.max(0, due - now)));
-        continue;
-      }
-      while (paced.length < total && start + paced.length <= performance.now()) {
-        const scheduled = start + paced.length;
-        paced.push(
-          store.consentLog
-            .append(row(teamId), { event: "consent.given" })
-            .then(() => performance.now() - scheduled),
-        );
-      }
-    }
-    return { sequential: summary(sequential), paced: summary(await Promise.all(paced)) };
+    // Open loop, as the paced scenario sends: each append's latency counts from its scheduled
+    // time, so a stalled commit delays the appends queued behind it as it would the answers.
+    const paced: number[] = [];
+    await openLoop(PACED_RATE, PACED_RATE * PACED_SECONDS, async (scheduledAt) => {
+      await store.consentLog.append(row(teamId), { event: "consent.given" });
+      paced.push(performance.now() - scheduledAt);
+    });
+    return { sequential: summary(sequential), paced: summary(paced) };
   } finally {
     await store.close();
     await rm(dataDir, { recursive: true, force: true });
@@ -108,7 +78,7 @@ export async function measureCommitLatency(parent = os.tmpdir()): Promise<Commit
 
 /** One line for the benchmark's report. */
 export function describeCommitLatency({ sequential, paced }: CommitLatency): string {
-  const figures = (s: LatencySummary) => `p50 ${s.p50} ms, p99 ${s.p99} ms, max ${s.max} ms`;
+  const figures = (s: Histogram) => `p50 ${s.p50} ms, p99 ${s.p99} ms, max ${s.max} ms`;
   return `Durable append alone (the embedded store, no HTTP; the log route's floor): one at a time ${figures(sequential)}; 1,000/s ${figures(paced)}`;
 }
 

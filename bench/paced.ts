@@ -26,7 +26,6 @@ export async function pacedLoad(
   let errors = 0;
   let mismatches = 0;
   let bytes = 0;
-  const inFlight = new Set<Promise<void>>();
   const started = performance.now();
   const total = Math.round(options.rate * options.duration);
 
@@ -63,31 +62,12 @@ export async function pacedLoad(
       req.end(next.body);
     });
 
-  let sent = 0;
-  await new Promise<void>((resolve) => {
-    const tick = setInterval(() => {
-      const due = Math.min(
-        total,
-        Math.floor(((performance.now() - started) * options.rate) / 1000),
-      );
-      while (sent < due) {
-        const call = send(started + (sent * 1000) / options.rate);
-        inFlight.add(call);
-        void call.then(() => inFlight.delete(call));
-        sent++;
-      }
-      if (sent >= total) {
-        clearInterval(tick);
-        resolve();
-      }
-    }, 1);
-  });
-  await Promise.all(inFlight);
+  await openLoop(options.rate, total, send);
   const duration = (performance.now() - started) / 1000;
   agent.destroy();
   latencies.sort((a, b) => a - b);
   const rate = latencies.length / duration;
-  const requests = { ...histogram([rate]), total: latencies.length, sent };
+  const requests = { ...histogram([rate]), total: latencies.length, sent: total };
   return {
     url: `${baseUrl}${path}`,
     duration,
@@ -107,8 +87,33 @@ export async function pacedLoad(
   };
 }
 
+/**
+ * Calls `send` `total` times at `rate` per second, open loop: call i starts at start + i / rate
+ * (its `scheduledAt`, on the performance clock) whether or not the earlier ones have finished.
+ * Resolves once every call has.
+ */
+export async function openLoop(
+  rate: number,
+  total: number,
+  send: (scheduledAt: number) => Promise<void>,
+): Promise<void> {
+  const started = performance.now();
+  const calls: Promise<void>[] = [];
+  await new Promise<void>((resolve) => {
+    const tick = setInterval(() => {
+      const due = Math.min(total, Math.floor(((performance.now() - started) * rate) / 1000));
+      while (calls.length < due) calls.push(send(started + (calls.length * 1000) / rate));
+      if (calls.length >= total) {
+        clearInterval(tick);
+        resolve();
+      }
+    }, 1);
+  });
+  await Promise.all(calls);
+}
+
 /** Percentiles of sorted values, in autocannon's histogram shape (ms for latencies). */
-function histogram(sorted: number[]): Histogram {
+export function histogram(sorted: number[]): Histogram {
   const at = (q: number) =>
     sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)] ?? 0;
   const average = sorted.reduce((sum, value) => sum + value, 0) / Math.max(1, sorted.length);

@@ -21,7 +21,7 @@ import {
 import { type LoaderSize, measureLoader } from "./loader-size.js";
 import { renderSummary, summariseProfiles } from "./profile.js";
 import { disturbed, judge, runsTable, verdictTable, webhookLines } from "./report.js";
-import { type Scenario, scenarios } from "./scenarios.js";
+import { LOG_ROUTE, type Scenario, scenarios } from "./scenarios.js";
 import {
   freePort,
   PROCESSES,
@@ -367,7 +367,7 @@ async function main(): Promise<number> {
   const profileDir = args.profile ? path.join(RESULTS_DIR, "profiles", stamp) : undefined;
   const { runs, fixture, loader } = await measureAll(selected, logFile, profileDir);
   // The log route's p99 target beside what the disk alone allows, measured after the loads.
-  const commit = selected.some((scenario) => scenario.path === "/api/consent/log")
+  const commit = selected.some((scenario) => scenario.path === LOG_ROUTE)
     ? await measureCommitLatency()
     : undefined;
   const { failed, missed } = await report(selected, runs, fixture, loader, commit);

@@ -83,6 +83,9 @@ const resolve: Omit<Scenario, "name" | "description" | "topology" | "targets"> =
   expectBody: '"found":true',
 };
 
+/** The unversioned log route (decisions §5). */
+export const LOG_ROUTE = "/api/consent/log";
+
 /**
  * The banner runtime's post (issue 3, decisions §5) for a banner of the fixture: a `text/plain`
  * body from a page on the banner's domain, each request from its own client IP (spec 8: 1,000 a
@@ -94,7 +97,7 @@ function consentLogTo(
   return {
     topology: "single",
     method: "POST",
-    path: "/api/consent/log",
+    path: LOG_ROUTE,
     request: (fixture, sequence) => {
       const banner = bannerOf(fixture);
       return {
