@@ -1,8 +1,9 @@
 import { z } from "zod";
+import type { ParsePayload } from "zod/v4/core";
 import type { BannerConfiguration, ConsentCategory } from "#daemon/banners/banner-store.js";
 import { isColor } from "#daemon/banners/colors.js";
 import { hostOf, notPublicSuffix, PUBLIC_SUFFIX_MESSAGE } from "#daemon/banners/domains.js";
-import { text } from "#daemon/validation/rules.js";
+import { IF_VALID_SO_FAR, text } from "#daemon/validation/rules.js";
 
 /** Category names appear in consent states and in data-category attributes. */
 const categoryName = z
@@ -11,11 +12,11 @@ const categoryName = z
 const LANGUAGE_TAG_MESSAGE = "must be a language tag such as en or pt-BR";
 const languageCode = z
   .string()
-  .regex(/^[A-Za-z]{2,3}(?:-[A-Za-z0-9]{1,8}){0,3}$/, {
+  .regex(/^[A-Za-z]{2,3}(?:-[A-Za-z0-9]{1,8}){0,3}$/, LANGUAGE_TAG_MESSAGE)
+  .refine((tag) => canonicalLanguage(tag) !== undefined, {
     message: LANGUAGE_TAG_MESSAGE,
-    abort: true,
-  })
-  .refine((tag) => canonicalLanguage(tag) !== undefined, LANGUAGE_TAG_MESSAGE);
+    ...IF_VALID_SO_FAR,
+  });
 const color = z
   .string()
   .refine(isColor, "must be a hex, rgb()/rgba()/hsl()/hsla() or named CSS colour");
@@ -72,6 +73,15 @@ function firstRepeat<T>(values: readonly T[], keyOf: (value: T) => string): [T, 
   return undefined;
 }
 
+/**
+ * Lets a check on a whole list run even when some of its entries failed their own rules (zod
+ * skips it by default), so one answer lists every violation instead of revealing them a round
+ * at a time. The check then sees the entries as sent and compares only those it can read.
+ */
+export const EVEN_WITH_FAILED_ENTRIES = {
+  when: (payload: ParsePayload) => Array.isArray(payload.value),
+};
+
 const category = z.strictObject({
   name: categoryName,
   required: z.boolean().optional(),
@@ -81,10 +91,11 @@ const category = z.strictObject({
     .array(text(1, 100))
     .max(100)
     .superRefine((services, ctx) => {
-      const repeat = firstRepeat(services, (service) => service);
+      const named = services.filter((service) => typeof service === "string");
+      const repeat = firstRepeat(named, (service) => service);
       if (repeat)
         ctx.addIssue({ code: "custom", message: `must not repeat a service: ${repeat[1]}` });
-    })
+    }, EVEN_WITH_FAILED_ENTRIES)
     .optional(),
 });
 
@@ -93,7 +104,8 @@ const category = z.strictObject({
  * differ only in case would be two choices a visitor cannot tell apart, so they are refused too.
  */
 function uniqueCategoryNames(list: readonly { name: string }[], ctx: z.RefinementCtx): void {
-  const repeat = firstRepeat(list, (c) => c.name.toLowerCase());
+  const named = list.filter((c) => typeof c?.name === "string");
+  const repeat = firstRepeat(named, (c) => c.name.toLowerCase());
   if (!repeat) return;
   const [earlier, later] = repeat;
   ctx.addIssue({
@@ -152,14 +164,22 @@ export const configurationInput = z.strictObject({
   secondaryColor: color.optional(),
   textColor: color.optional(),
   accentColor: color.optional(),
-  categories: z.array(category).min(1).max(30).superRefine(uniqueCategoryNames).optional(),
+  categories: z
+    .array(category)
+    .min(1)
+    .max(30)
+    .superRefine(uniqueCategoryNames, EVEN_WITH_FAILED_ENTRIES)
+    .optional(),
   texts: z.record(languageCode, texts).transform(byCanonicalLanguage).optional(),
   jurisdictionRules: z
     .array(jurisdictionRule)
     .max(100)
     .refine(
-      (list) => new Set(list.map((r) => r.id)).size === list.length,
-      "must not repeat a rule id",
+      (list) => {
+        const ids = list.map((r) => r?.id).filter((id) => typeof id === "string");
+        return new Set(ids).size === ids.length;
+      },
+      { message: "must not repeat a rule id", ...EVEN_WITH_FAILED_ENTRIES },
     )
     .optional(),
   telemetryLevel: z.enum(["none", "origin", "path"]).optional(),

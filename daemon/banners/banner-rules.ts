@@ -60,7 +60,10 @@ const updateBody = z
     publishedAt: readOnly,
     hasUnpublishedChanges: readOnly,
   })
-  .superRefine(oneValuePerFlag);
+  // Checked even when another field failed, so one answer lists every violation.
+  .superRefine(oneValuePerFlag, {
+    when: (payload) => typeof payload.value === "object" && payload.value !== null,
+  });
 
 const FLAGS = ["gdpr", "ccpa", "lgpd"] as const;
 
@@ -77,7 +80,8 @@ function oneValuePerFlag(
   for (const flag of FLAGS) {
     const enabled = body[`${flag}Enabled`];
     const mirrored = body.compliance?.[flag];
-    if (enabled !== undefined && mirrored !== undefined && enabled !== mirrored) {
+    // The values as sent: either spelling may itself have failed its own rule.
+    if (typeof enabled === "boolean" && typeof mirrored === "boolean" && enabled !== mirrored) {
       ctx.addIssue({
         code: "custom",
         path: ["compliance", flag],

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import type { ParsePayload } from "zod/v4/core";
 import { UUID_PATTERN } from "#daemon/validation/patterns.js";
 
 /** Length in characters (code points), as the spec counts them. */
@@ -17,29 +18,44 @@ const LONE_SURROGATE = /\p{Cs}/u;
  * refused rather than answered back changed.
  */
 export function text(min: number, max: number) {
-  return z
-    .string()
-    .refine(
-      (value) => {
-        const length = charCount(value);
-        return length >= min && length <= max;
-      },
-      {
-        message:
-          min === max
-            ? `must be ${min} characters`
-            : min === 0
-              ? `must be at most ${max} characters`
-              : `must be ${min}-${max} characters`,
-        // Later rules on the same field (blank, "@") only speak once the length is right.
-        abort: true,
-      },
-    )
-    .refine((value) => !LONE_SURROGATE.test(value), {
-      message: "must be valid Unicode (it holds an unpaired surrogate)",
-      abort: true,
-    });
+  return (
+    z
+      .string()
+      .refine(
+        (value) => {
+          const length = charCount(value);
+          return length >= min && length <= max;
+        },
+        min === max
+          ? `must be ${min} characters`
+          : min === 0
+            ? `must be at most ${max} characters`
+            : `must be ${min}-${max} characters`,
+      )
+      .refine((value) => !LONE_SURROGATE.test(value), {
+        message: "must be valid Unicode (it holds an unpaired surrogate)",
+        ...IF_VALID_SO_FAR,
+      })
+      // Later rules on the same field (blank, "@") only speak once these pass (see onceValid).
+      .pipe(onceValid)
+  );
 }
+
+/**
+ * A check that runs only while the value has no issue yet: one message per field, the first
+ * rule it breaks.
+ */
+export const IF_VALID_SO_FAR = {
+  when: (payload: ParsePayload) => payload.issues.length === 0,
+};
+
+/**
+ * The end of a field's first rules: the rules chained after it run only once those passed.
+ * zod's `abort: true` would do the same for the field, but an aborted issue also stops every
+ * check across the list or body that holds the field (`when` checks included), which are meant
+ * to report in the same answer (banner-configuration.ts EVEN_WITH_FAILED_ENTRIES).
+ */
+const onceValid = z.string();
 
 /**
  * A key of a free-form map that is stored as an object (`preferences`, `services`): min-max

@@ -383,6 +383,69 @@ describe("banners", () => {
     ]);
   });
 
+  it("lists every violation in one answer: a failed field does not hide the checks across a list or a body", async () => {
+    const fieldsOf = (refused: { status: number; body: { data: { details: unknown[] } } }) => [
+      refused.status,
+      refused.body.data.details,
+    ];
+    const created = await post({
+      name: "A",
+      domain: "a.example",
+      configuration: {
+        categories: [
+          { name: "analytics", services: ["ga", "x".repeat(101), "ga"] },
+          { name: "Analytics" },
+          { name: "not a name" },
+        ],
+        jurisdictionRules: [
+          { id: "eu", mode: "opt_in" },
+          { id: "eu", mode: "opt_out" },
+          { id: "us", mode: "sometimes" },
+        ],
+      },
+    });
+    expect(fieldsOf(created)).toEqual([
+      400,
+      expect.arrayContaining([
+        expect.objectContaining({ field: "configuration.categories[0].services[1]" }),
+        {
+          field: "configuration.categories[0].services",
+          message: "configuration.categories[0].services must not repeat a service: ga",
+        },
+        expect.objectContaining({ field: "configuration.categories[2].name" }),
+        {
+          field: "configuration.categories",
+          message:
+            "configuration.categories must not repeat a category name: analytics and Analytics differ only in case",
+        },
+        expect.objectContaining({ field: "configuration.jurisdictionRules[2].mode" }),
+        {
+          field: "configuration.jurisdictionRules",
+          message: "configuration.jurisdictionRules must not repeat a rule id",
+        },
+      ]),
+    ]);
+    expect(created.body.data.details).toHaveLength(6);
+
+    const { id } = await createBanner(service, key);
+    const patched = await http(service, "PATCH", `/api/v1/banners/${id}`, {
+      key,
+      body: { name: " ", ccpaEnabled: true, compliance: { ccpa: false, gdpr: "yes" } },
+    });
+    expect(fieldsOf(patched)).toEqual([
+      400,
+      expect.arrayContaining([
+        { field: "name", message: "name must not be blank" },
+        expect.objectContaining({ field: "compliance.gdpr" }),
+        {
+          field: "compliance.ccpa",
+          message: "compliance.ccpa must equal ccpaEnabled when both are sent",
+        },
+      ]),
+    ]);
+    expect(patched.body.data.details).toHaveLength(3);
+  });
+
   it("refuses a body that is not UTF-8 as invalid JSON, without a code; a UTF-8 BOM is read past", async () => {
     const send = (method: string, path: string, body: Buffer) =>
       http(service, method, path, { key, body });
