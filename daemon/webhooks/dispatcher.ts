@@ -25,6 +25,7 @@ import {
   eventIdOf,
   RoomCounter,
   type WebhookEndpointRecord,
+  withoutExpiredPreviousSecret,
 } from "#daemon/webhooks/webhook-store.js";
 
 /** issue 5: an endpoint whose every attempt failed for this long is disabled. */
@@ -442,7 +443,7 @@ export class WebhookDispatcher {
         );
       }
       if (endpoint.failingSince)
-        await this.changeEndpoint(endpoint, (e) => ({ ...e, failingSince: undefined }));
+        await this.changeEndpoint(endpoint, at, (e) => ({ ...e, failingSince: undefined }));
       return;
     }
     const disableReason = this.disableReason(endpoint, outcome, at);
@@ -455,7 +456,7 @@ export class WebhookDispatcher {
         ? { ...observed, status: "pending", nextAttemptAt: next }
         : { ...observed, status: "failed" },
     );
-    await this.changeEndpoint(endpoint, (e) => ({
+    await this.changeEndpoint(endpoint, at, (e) => ({
       ...e,
       failingSince: e.failingSince ?? at,
       ...(disableReason && { enabled: false, disabledReason: disableReason, disabledAt: at }),
@@ -498,14 +499,19 @@ export class WebhookDispatcher {
     return stored;
   }
 
-  /** Optimistic read-modify-write of an endpoint; an endpoint removed meanwhile is left alone. */
+  /**
+   * Optimistic read-modify-write of an endpoint at `at`; an endpoint removed meanwhile is left
+   * alone. Like every write of an endpoint, it drops a previous secret whose grace period is over.
+   */
   private async changeEndpoint(
     endpoint: WebhookEndpointRecord,
+    at: Date,
     change: (endpoint: WebhookEndpointRecord) => WebhookEndpointRecord,
   ): Promise<void> {
     let current: WebhookEndpointRecord | null = endpoint;
     for (let i = 0; i < ENDPOINT_CHANGE_ATTEMPTS && current; i++) {
-      const next = withoutUndefined({ ...change(current), version: current.version + 1 });
+      const changed = withoutExpiredPreviousSecret(change(current), at);
+      const next = withoutUndefined({ ...changed, version: current.version + 1 });
       if (await this.options.store.webhooks.replaceEndpoint(next, current.version)) return;
       current = await this.options.store.webhooks.getEndpoint(endpoint.teamId, endpoint.id);
     }

@@ -124,14 +124,23 @@ export function createLmdbWebhookStore(dbs: LmdbWebhookDatabases): WebhookStore 
   }
 
   return {
-    async insertEndpoint(endpoint) {
-      await endpoints.transaction(() => {
+    async insertEndpoint(endpoint, maxPerTeam) {
+      // The count and the insert in one write transaction, which LMDB serialises across
+      // processes: racing inserts of one team see each other, and never pass the maximum.
+      return endpoints.transaction(() => {
+        if (maxPerTeam !== undefined) {
+          const range = { ...prefixRange(endpoint.teamId, "ascending"), limit: maxPerTeam };
+          let count = 0;
+          for (const _ of dbs.webhookEndpointIdsByTeam.getKeys(range)) count++;
+          if (count >= maxPerTeam) return false;
+        }
         if (endpoints.doesExist(endpoint.id)) throw new DuplicateKeyError("webhook id");
         endpoints.putSync(endpoint.id, endpoint);
         dbs.webhookEndpointIdsByTeam.putSync(
           [endpoint.teamId, endpoint.createdAt.getTime(), endpoint.id],
           endpoint.id,
         );
+        return true;
       });
     },
     async getEndpoint(teamId, id) {

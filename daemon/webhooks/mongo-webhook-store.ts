@@ -1,7 +1,14 @@
+import { randomInt } from "node:crypto";
 import type { AnyBulkWriteOperation, Collection, Filter, IndexDescription, WithId } from "mongodb";
 import type { ConsentLogRecord } from "#daemon/consent-log/consent-log-store.js";
 import type { ConsentLogDocument } from "#daemon/consent-log/mongo-consent-log-store.js";
-import { insertUnique, isOnlyDuplicateKeys, READ_LATEST } from "#daemon/store/mongo-writes.js";
+import {
+  duplicateKeyError,
+  insertUnique,
+  isDuplicateKey,
+  isOnlyDuplicateKeys,
+  READ_LATEST,
+} from "#daemon/store/mongo-writes.js";
 import {
   type AttemptResult,
   type DeliveryRecord,
@@ -12,8 +19,34 @@ import {
   withAttempt,
 } from "#daemon/webhooks/webhook-store.js";
 
-/** An endpoint as stored in MongoDB; optional fields are left out rather than stored as null. */
-export type WebhookEndpointDocument = Omit<WebhookEndpointRecord, "id"> & { _id: string };
+/**
+ * An endpoint as stored in MongoDB; optional fields are left out rather than stored as null.
+ * `slot` (0 to the team's maximum less one, unique per team) is the place an insert under a
+ * maximum took; an endpoint stored without a maximum (or before there was one) has none.
+ */
+export type WebhookEndpointDocument = Omit<WebhookEndpointRecord, "id"> & {
+  _id: string;
+  slot?: number;
+};
+
+/** The optional fields of an endpoint: a replace unsets those the new record leaves out. */
+const OPTIONAL_ENDPOINT_FIELDS: Record<OptionalKeys<WebhookEndpointRecord>, ""> = {
+  sealedPreviousSecret: "",
+  previousSecretExpiresAt: "",
+  disabledReason: "",
+  disabledAt: "",
+  failingSince: "",
+};
+
+type OptionalKeys<T> = {
+  [K in keyof T]-?: Record<string, never> extends Pick<T, K> ? K : never;
+}[keyof T];
+
+/**
+ * Slots an insert may lose to racers beyond the maximum before it gives up. Each loss is another
+ * insert's success, so only removals racing with inserts can make it lose more than the maximum.
+ */
+const EXTRA_SLOT_ATTEMPTS = 10;
 
 /**
  * A delivery as stored in MongoDB. `dueAt` is present while the delivery is pending: the later of
@@ -30,6 +63,13 @@ export type DeliveryDocument = Omit<DeliveryRecord, "id"> & { _id: string; dueAt
 export class MongoWebhookStore implements WebhookStore {
   static readonly endpointIndexes: IndexDescription[] = [
     { key: { teamId: 1, createdAt: 1, _id: 1 }, name: "webhook_endpoints_by_team" },
+    // One endpoint per slot of a team: racing inserts under a maximum cannot share a slot.
+    {
+      key: { teamId: 1, slot: 1 },
+      name: "webhook_endpoints_slot",
+      unique: true,
+      partialFilterExpression: { slot: { $exists: true } },
+    },
   ];
   static readonly deliveryIndexes: IndexDescription[] = [
     { key: { webhookId: 1, _id: -1 }, name: "webhook_deliveries_by_endpoint" },
@@ -46,9 +86,58 @@ export class MongoWebhookStore implements WebhookStore {
     private readonly consentLog: Collection<ConsentLogDocument>,
   ) {}
 
-  async insertEndpoint(endpoint: WebhookEndpointRecord): Promise<void> {
+  /**
+   * Under a maximum, the insert takes a free slot of the team, below the maximum less the team's
+   * endpoints without a slot: the unique (teamId, slot) index makes the count and the insert one
+   * atomic step, as LMDB's transaction does. A racer that took the same slot first sends the
+   * insert back for another free slot, or a refusal when none is left.
+   */
+  async insertEndpoint(endpoint: WebhookEndpointRecord, maxPerTeam?: number): Promise<boolean> {
     const { id, ...fields } = endpoint;
-    await insertUnique(this.endpoints, withoutAbsent({ _id: id, ...fields }), "webhook");
+    const document = withoutAbsent({ _id: id, ...fields });
+    if (maxPerTeam === undefined) {
+      await insertUnique(this.endpoints, document, "webhook");
+      return true;
+    }
+    for (let attempt = 1; ; attempt++) {
+      const slot = await this.freeSlot(endpoint.teamId, maxPerTeam);
+      if (slot === undefined) return false;
+      try {
+        await this.endpoints.insertOne({ ...document, slot });
+        return true;
+      } catch (error) {
+        if (!isDuplicateKey(error)) throw error;
+        // keyPattern names the violated index's fields; older servers say it in the message only.
+        const lostSlot =
+          Object.hasOwn(error.keyPattern ?? {}, "slot") ||
+          error.message.includes("webhook_endpoints_slot");
+        if (!lostSlot) throw duplicateKeyError(error, "webhook");
+        if (attempt >= maxPerTeam + EXTRA_SLOT_ATTEMPTS) {
+          throw new Error("webhook endpoints of this team are being added concurrently", {
+            cause: error,
+          });
+        }
+      }
+    }
+  }
+
+  /**
+   * A slot no endpoint of the team holds, below `maxPerTeam` less its endpoints without a slot
+   * (endpoints are never added without one under a maximum, so that bound only grows); undefined
+   * when the team has `maxPerTeam` endpoints or more. Chosen at random among the free ones, so
+   * that racing inserts seldom pick the same one.
+   */
+  private async freeSlot(teamId: string, maxPerTeam: number): Promise<number | undefined> {
+    const stored = await this.endpoints
+      .find({ teamId }, { ...READ_LATEST, projection: { _id: 0, slot: 1 } })
+      .toArray();
+    if (stored.length >= maxPerTeam) return undefined;
+    const taken = new Set<number>();
+    for (const { slot } of stored) if (typeof slot === "number") taken.add(slot);
+    const bound = maxPerTeam - (stored.length - taken.size);
+    const free: number[] = [];
+    for (let slot = 0; slot < bound; slot++) if (!taken.has(slot)) free.push(slot);
+    return free.length > 0 ? free[randomInt(free.length)] : undefined;
   }
 
   async getEndpoint(teamId: string, id: string): Promise<WebhookEndpointRecord | null> {
@@ -69,10 +158,21 @@ export class MongoWebhookStore implements WebhookStore {
       throw new RangeError(`webhook version ${next.version} does not follow ${expectedVersion}`);
     }
     const { id, ...fields } = next;
+    // Every field of the record is set and the optional ones it leaves out are unset: the
+    // document becomes the record, and keeps its slot (which a replaceOne would drop).
+    const present = withoutAbsent(fields);
+    const absent = Object.keys(OPTIONAL_ENDPOINT_FIELDS).filter(
+      (field) => !Object.hasOwn(present, field),
+    );
     // The version in the filter makes the replace a compare-and-set: one of concurrent callers wins.
-    const result = await this.endpoints.replaceOne(
+    const result = await this.endpoints.updateOne(
       { _id: id, teamId: next.teamId, version: expectedVersion },
-      withoutAbsent(fields),
+      {
+        $set: present,
+        ...(absent.length > 0 && {
+          $unset: Object.fromEntries(absent.map((field) => [field, ""])),
+        }),
+      },
     );
     return result.modifiedCount === 1;
   }
@@ -262,7 +362,7 @@ export class MongoWebhookStore implements WebhookStore {
 }
 
 function endpointOf(document: WithId<WebhookEndpointDocument>): WebhookEndpointRecord {
-  const { _id, ...fields } = document;
+  const { _id, slot: _slot, ...fields } = document;
   return withoutAbsent({ id: _id, ...fields });
 }
 

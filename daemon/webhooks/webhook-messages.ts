@@ -1,6 +1,10 @@
 import { create } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
-import type { DeliveryRecord, WebhookEndpointRecord } from "#daemon/webhooks/webhook-store.js";
+import {
+  type DeliveryRecord,
+  type WebhookEndpointRecord,
+  withoutExpiredPreviousSecret,
+} from "#daemon/webhooks/webhook-store.js";
 import {
   type Delivery,
   DeliverySchema,
@@ -10,8 +14,13 @@ import {
 
 const time = (date: Date | undefined) => (date ? timestampFromDate(date) : undefined);
 
-/** An endpoint as the Webhook message; `secret` only in a create or rotation response. */
-export function webhookMessage(record: WebhookEndpointRecord, secret = ""): Webhook {
+/**
+ * An endpoint as the Webhook message at `now`; `secret` only in a create or rotation response.
+ * A previous secret whose grace period has ended is not shown (it no longer signs), though the
+ * stored record keeps it until its next write.
+ */
+export function webhookMessage(stored: WebhookEndpointRecord, now: Date, secret = ""): Webhook {
+  const record = withoutExpiredPreviousSecret(stored, now);
   return create(WebhookSchema, {
     id: record.id,
     url: record.url,

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { invalidRequest, type Violation } from "#daemon/errors.js";
-import { integer, text, uuid } from "#daemon/validation/rules.js";
+import { IF_VALID_SO_FAR, integer, text, uuid } from "#daemon/validation/rules.js";
 import { parseOrThrow } from "#daemon/validation/violations.js";
 import type { AddressGuard } from "#daemon/webhooks/address-guard.js";
 import { type DeliveryStatus, EVENT_TYPES } from "#daemon/webhooks/webhook-store.js";
@@ -10,9 +10,22 @@ export const WEBHOOK_BODY_LIMIT = 20 * 1024;
 /** Default grace period of a rotated secret: one day. */
 export const DEFAULT_GRACE_SECONDS = 86_400;
 export const MAX_GRACE_SECONDS = 7 * 86_400;
+/**
+ * Endpoints one team may have (docs/webhooks.md): every event fans out to each of them, so the
+ * cap bounds one event's work. Creating one more is refused with 409 failed_precondition.
+ */
+export const MAX_WEBHOOKS_PER_TEAM = 50;
 const DELIVERY_STATUSES: readonly DeliveryStatus[] = ["pending", "succeeded", "failed"];
 
-const url = text(1, 2048).refine((value) => URL.canParse(value), "must be an absolute URL");
+const url = text(1, 2048)
+  .refine((value) => URL.canParse(value), "must be an absolute URL")
+  // Credentials in the URL would be stored and shown to every key that may read webhooks.
+  .refine((value) => !URL.canParse(value) || !hasUserinfo(new URL(value)), {
+    message:
+      "must not contain a user name or password (user:password@); receivers authenticate " +
+      "deliveries by their webhook-signature header (Standard Webhooks), not by the URL",
+    ...IF_VALID_SO_FAR,
+  });
 // A repeated type is taken once (as repeated bannerIds are), so the bound is on the list sent.
 const eventTypes = z.array(z.enum(EVENT_TYPES)).min(1).max(20);
 const bannerIds = z.array(uuid).max(100);
@@ -58,6 +71,14 @@ export type WebhookUpdate = Partial<WebhookCreation> & {
   rotateSecret?: boolean;
   secretGracePeriodSeconds?: number;
 };
+
+/**
+ * Whether the URL carries userinfo. The WHATWG parser drops an empty one (`https://@host/`), which
+ * then stores nothing, so only a user name or a password counts.
+ */
+function hasUserinfo(value: URL): boolean {
+  return value.username !== "" || value.password !== "";
+}
 
 /** The URL's refusal by the SSRF guard, as a violation of the `url` field. */
 function checkUrl(value: string | undefined, guard: AddressGuard): void {

@@ -13,6 +13,7 @@ import { signedHeaders } from "#daemon/webhooks/signing.js";
 import { deliveryMessage, webhookMessage } from "#daemon/webhooks/webhook-messages.js";
 import {
   DEFAULT_GRACE_SECONDS,
+  MAX_WEBHOOKS_PER_TEAM,
   readDeliveryPaging,
   readWebhookCreation,
   readWebhookUpdate,
@@ -20,7 +21,10 @@ import {
 } from "#daemon/webhooks/webhook-rules.js";
 import { generateWebhookSecret, type WebhookSecretBox } from "#daemon/webhooks/webhook-secrets.js";
 import { sendWebhook } from "#daemon/webhooks/webhook-sender.js";
-import type { WebhookEndpointRecord } from "#daemon/webhooks/webhook-store.js";
+import {
+  type WebhookEndpointRecord,
+  withoutExpiredPreviousSecret,
+} from "#daemon/webhooks/webhook-store.js";
 import type {
   CreateWebhookRequest,
   UpdateWebhookRequest,
@@ -37,6 +41,20 @@ export interface WebhookServiceOptions {
 
 const bodyLimit = { maxBytes: WEBHOOK_BODY_LIMIT, failure: "subject" } as const;
 const REPLACE_ATTEMPTS = 5;
+
+const sameList = (a: readonly string[], b: readonly string[]) =>
+  a.length === b.length && a.every((value, index) => value === b[index]);
+
+/** Whether `next` has the settings of `current`: a PATCH that changes none of them writes nothing. */
+function sameSettings(current: WebhookEndpointRecord, next: WebhookEndpointRecord): boolean {
+  return (
+    next.url === current.url &&
+    sameList(next.eventTypes, current.eventTypes) &&
+    sameList(next.bannerIds, current.bannerIds) &&
+    next.description === current.description &&
+    next.enabled === current.enabled
+  );
+}
 
 /** The typed gRPC fields of a create, in the shape of the REST body. */
 function typedCreation(request: CreateWebhookRequest): unknown {
@@ -95,12 +113,14 @@ export function createWebhookService(
   return {
     listWebhooks: (_request, ctx) =>
       admitted(ctx, false, async (auth) => ({
-        webhooks: (await store.webhooks.listEndpoints(auth.team.id)).map((e) => webhookMessage(e)),
+        webhooks: (await store.webhooks.listEndpoints(auth.team.id)).map((e) =>
+          webhookMessage(e, clock()),
+        ),
       })),
 
     getWebhook: (request, ctx) =>
       admitted(ctx, false, async (auth) => ({
-        webhook: webhookMessage(await ownEndpoint(auth, request.id)),
+        webhook: webhookMessage(await ownEndpoint(auth, request.id), clock()),
       })),
 
     createWebhook: (request, ctx) =>
@@ -119,8 +139,14 @@ export function createWebhookService(
           updatedAt: now,
           version: 1,
         };
-        await store.webhooks.insertEndpoint(endpoint);
-        return { webhook: webhookMessage(endpoint, secret) };
+        if (!(await store.webhooks.insertEndpoint(endpoint, MAX_WEBHOOKS_PER_TEAM))) {
+          throw new DomainError(
+            "failed_precondition",
+            "failed_precondition",
+            `This team has ${MAX_WEBHOOKS_PER_TEAM} webhooks, the most it may have; delete one before creating another`,
+          );
+        }
+        return { webhook: webhookMessage(endpoint, now, secret) };
       }),
 
     updateWebhook: (request, ctx) =>
@@ -137,8 +163,6 @@ export function createWebhookService(
             eventTypes: update.eventTypes ?? current.eventTypes,
             bannerIds: update.bannerIds ?? current.bannerIds,
             description: update.description ?? current.description,
-            updatedAt: now,
-            version: current.version + 1,
           };
           if (update.enabled === true && !current.enabled) {
             next.enabled = true;
@@ -157,9 +181,19 @@ export function createWebhookService(
             next.sealedSecret = secrets.seal(secret);
             next.sealedPreviousSecret = current.sealedSecret;
             next.previousSecretExpiresAt = new Date(now.getTime() + grace);
+          } else if (sameSettings(current, next)) {
+            // Nothing to change (`{}`, or the stored values sent back): no write, updatedAt kept.
+            return { webhook: webhookMessage(current, now) };
           }
-          if (await store.webhooks.replaceEndpoint(next, current.version)) {
-            return { webhook: webhookMessage(next, secret) };
+          // A write drops a previous secret whose grace period is over (or, after a rotation
+          // with a grace period of 0, one that never had any).
+          const written: WebhookEndpointRecord = {
+            ...withoutExpiredPreviousSecret(next, now),
+            updatedAt: now,
+            version: current.version + 1,
+          };
+          if (await store.webhooks.replaceEndpoint(written, current.version)) {
+            return { webhook: webhookMessage(written, now, secret) };
           }
         }
         throw new DomainError(

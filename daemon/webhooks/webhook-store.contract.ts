@@ -96,6 +96,63 @@ export function describeWebhookStoreContract(openStore: OpenStore): void {
       expect(await store().webhooks.listEndpoints(teamId)).toEqual([]);
     });
 
+    it("refuses an endpoint beyond the team's maximum, however many inserts race", async () => {
+      const max = 5;
+      const racing = Array.from({ length: 12 }, (_, i) => anEndpoint(teamId, shifted(now, i)));
+      const results = await Promise.all(
+        racing.map((endpoint) => store().webhooks.insertEndpoint(endpoint, max)),
+      );
+      expect(results.filter(Boolean)).toHaveLength(max);
+      const accepted = racing.filter((_, i) => results[i]);
+      expect(await store().webhooks.listEndpoints(teamId)).toEqual(accepted);
+      for (const endpoint of accepted) {
+        expect(await store().webhooks.getEndpoint(teamId, endpoint.id)).toEqual(endpoint);
+      }
+      const late = anEndpoint(teamId, shifted(now, 100));
+      expect(await store().webhooks.insertEndpoint(late, max)).toBe(false);
+      expect(await store().webhooks.getEndpoint(teamId, late.id)).toBeNull();
+      // Another team has a maximum of its own; a removal makes room again.
+      expect(await store().webhooks.insertEndpoint(anEndpoint(randomUUID(), now), max)).toBe(true);
+      expect(await store().webhooks.deleteEndpoint(teamId, accepted[0]?.id ?? "")).toBe(true);
+      expect(await store().webhooks.insertEndpoint(late, max)).toBe(true);
+      await expect(store().webhooks.insertEndpoint(anEndpoint(teamId, now), max)).resolves.toBe(
+        false,
+      );
+      // Without a maximum nothing is counted; with one, such an endpoint counts as any other.
+      expect(await store().webhooks.insertEndpoint(anEndpoint(teamId, now))).toBe(true);
+      expect(await store().webhooks.listEndpoints(teamId)).toHaveLength(max + 1);
+      const other = randomUUID();
+      await store().webhooks.insertEndpoint(anEndpoint(other, now));
+      const rest = Array.from({ length: max }, (_, i) => anEndpoint(other, shifted(now, i + 1)));
+      const more = await Promise.all(
+        rest.map((endpoint) => store().webhooks.insertEndpoint(endpoint, max)),
+      );
+      expect(more.filter(Boolean)).toHaveLength(max - 1);
+      expect(await store().webhooks.listEndpoints(other)).toHaveLength(max);
+    });
+
+    it("replaces an endpoint with the record given: fields it leaves out are gone", async () => {
+      const endpoint = {
+        ...anEndpoint(teamId, now),
+        sealedPreviousSecret: "v1.previous",
+        previousSecretExpiresAt: shifted(now, MINUTE),
+        failingSince: now,
+      };
+      expect(await store().webhooks.insertEndpoint(endpoint, 5)).toBe(true);
+      const {
+        sealedPreviousSecret: _secret,
+        previousSecretExpiresAt: _expiresAt,
+        failingSince: _failingSince,
+        ...kept
+      } = endpoint;
+      const next = { ...kept, description: "changed", updatedAt: shifted(now, 1), version: 2 };
+      expect(await store().webhooks.replaceEndpoint(next, 1)).toBe(true);
+      expect(await store().webhooks.getEndpoint(teamId, endpoint.id)).toEqual(next);
+      expect(await store().webhooks.listEndpoints(teamId)).toEqual([next]);
+      // The replaced endpoint still counts against the team's maximum.
+      expect(await store().webhooks.insertEndpoint(anEndpoint(teamId, now), 1)).toBe(false);
+    });
+
     it("puts an explicit choice's event in the outbox with its row, and nothing for a default row", async () => {
       await store().webhooks.insertEndpoint(anEndpoint(teamId, now));
       const explicit = aRow(teamId, now);

@@ -29,6 +29,26 @@ export interface WebhookEndpointRecord {
   version: number;
 }
 
+/**
+ * The endpoint without its previous secret once that secret's grace period has ended at `now`
+ * (the same object when there is nothing to drop). The dispatcher signs with the previous secret
+ * only before previousSecretExpiresAt; reads hide an expired one, and every write drops it.
+ */
+export function withoutExpiredPreviousSecret(
+  endpoint: WebhookEndpointRecord,
+  now: Date,
+): WebhookEndpointRecord {
+  const expiresAt = endpoint.previousSecretExpiresAt;
+  if (endpoint.sealedPreviousSecret === undefined && expiresAt === undefined) return endpoint;
+  if (expiresAt && expiresAt > now && endpoint.sealedPreviousSecret !== undefined) return endpoint;
+  const {
+    sealedPreviousSecret: _sealedPreviousSecret,
+    previousSecretExpiresAt: _previousSecretExpiresAt,
+    ...kept
+  } = endpoint;
+  return kept;
+}
+
 export type DeliveryStatus = "pending" | "succeeded" | "failed";
 
 /** One event's delivery to one endpoint. */
@@ -187,8 +207,13 @@ export class RoomCounter {
  * expired (its holder died) is handed out again.
  */
 export interface WebhookStore {
-  /** Stores a new endpoint. The id is unique (DuplicateKeyError). */
-  insertEndpoint(endpoint: WebhookEndpointRecord): Promise<void>;
+  /**
+   * Stores a new endpoint and returns true; the id is unique (DuplicateKeyError). With
+   * `maxPerTeam`, stores nothing and returns false when the team already has that many endpoints.
+   * The count and the insert are one atomic step: however many inserts of one team race, at most
+   * maxPerTeam endpoints are stored, and a racer is refused only when they are.
+   */
+  insertEndpoint(endpoint: WebhookEndpointRecord, maxPerTeam?: number): Promise<boolean>;
   /** An endpoint of the team; null when absent or another team's. */
   getEndpoint(teamId: string, id: string): Promise<WebhookEndpointRecord | null>;
   /** The team's endpoints, oldest first. */

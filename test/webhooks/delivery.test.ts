@@ -1,3 +1,6 @@
+import { timestampFromDate } from "@bufbuild/protobuf/wkt";
+import { Code, createClient } from "@connectrpc/connect";
+import { createGrpcTransport } from "@connectrpc/connect-node";
 import { Webhook } from "standardwebhooks";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
@@ -11,6 +14,7 @@ import { JITTER, RETRY_DELAYS_MS } from "#daemon/webhooks/retry-schedule.js";
 import { signature } from "#daemon/webhooks/signing.js";
 import { SOCKETS_PER_ORIGIN } from "#daemon/webhooks/webhook-sender.js";
 import type { DeliveryRecord } from "#daemon/webhooks/webhook-store.js";
+import { WebhookService } from "#gen/consent/v1/webhook_pb.js";
 import { createTeam, http, mintKey } from "#test/support/api.js";
 import { aChoice, bannerFixture, postLog } from "#test/support/consent-log.js";
 import { startTestService, type TestService } from "#test/support/service.js";
@@ -165,6 +169,68 @@ describe("consent.given delivery", () => {
       key: team.key,
     });
     expect(got.body.data.webhook.secret).toBeUndefined();
+  });
+
+  it("signs with the new secret alone once the grace period is over, and drops the old one at the endpoint's next write", async () => {
+    const team = await subscribed();
+    const rotated = await http(service, "PATCH", `/api/v1/webhooks/${team.webhook.id}`, {
+      key: team.key,
+      body: { rotateSecret: true, secretGracePeriodSeconds: 60 },
+    });
+    const newSecret = rotated.body.data.webhook.secret;
+    expect(rotated.body.data.webhook.previousSecretExpiresAt).not.toBeNull();
+    offsetMs += 61_000;
+    const got = await http(service, "GET", `/api/v1/webhooks/${team.webhook.id}`, {
+      key: team.key,
+    });
+    expect(got.body.data.webhook.previousSecretExpiresAt).toBeNull();
+    // The attempt fails, so the dispatcher writes the endpoint (its failingSince).
+    const previous = receiver.answer;
+    receiver.answer = (request) =>
+      request.body.includes(team.publicId) ? { status: 500 } : previous(request);
+    const posted = await postLog(service, aChoice(team.publicId));
+    const delivered = await eventually(
+      () => receiver.received.find((r) => r.body.includes(posted.body.consentLogId)),
+      "the event arrives",
+    );
+    const id = String(delivered.headers["webhook-id"]);
+    const timestamp = Number(delivered.headers["webhook-timestamp"]);
+    expect(delivered.headers["webhook-signature"]).toBe(
+      signature(newSecret, id, timestamp, delivered.body),
+    );
+    const stored = await eventually(async () => {
+      const endpoint = await service.store.webhooks.getEndpoint(team.teamId, team.webhook.id);
+      return endpoint?.failingSince ? endpoint : undefined;
+    }, "the failed attempt is recorded on the endpoint");
+    expect(stored).not.toHaveProperty("sealedPreviousSecret");
+    expect(stored).not.toHaveProperty("previousSecretExpiresAt");
+    receiver.answer = previous;
+  });
+
+  it("test-sends to a disabled endpoint, while a replay to it is refused", async () => {
+    const team = await subscribed();
+    const disabled = await http(service, "PATCH", `/api/v1/webhooks/${team.webhook.id}`, {
+      key: team.key,
+      body: { enabled: false },
+    });
+    expect(disabled.body.data.webhook.enabled).toBe(false);
+    const client = createClient(
+      WebhookService,
+      createGrpcTransport({ baseUrl: service.daemonUrl }),
+    );
+    const auth = { headers: { authorization: `Bearer ${team.key}` } };
+    const outcome = await client.testWebhook({ id: team.webhook.id }, auth);
+    expect(outcome).toMatchObject({ success: true, statusCode: 200 });
+    const sent = receiver.received.find((r) => r.headers["webhook-id"] === outcome.eventId);
+    expect(JSON.parse(sent?.body ?? "{}")).toMatchObject({
+      type: "webhook.test",
+      data: { webhookId: team.webhook.id },
+    });
+    const replay = client.replayDeliveries(
+      { webhookId: team.webhook.id, since: timestampFromDate(new Date(0)) },
+      auth,
+    );
+    await expect(replay).rejects.toMatchObject({ code: Code.FailedPrecondition });
   });
 
   it("retries on failure with the same webhook-id, on the schedule, honouring Retry-After", async () => {

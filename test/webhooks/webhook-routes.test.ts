@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { MAX_WEBHOOKS_PER_TEAM } from "#daemon/webhooks/webhook-rules.js";
 import { createTeam, http, mintKey } from "#test/support/api.js";
 import { startTestService, type TestService } from "#test/support/service.js";
 
@@ -9,9 +10,14 @@ describe("webhook routes", () => {
   let teamId: string;
   const scopes = ["webhooks:read", "webhooks:write"];
   const body = { url: "https://hooks.example.com/consent", description: "CRM" };
+  /** The daemon's clock runs this far ahead: a test moves it to tell writes apart. */
+  let offsetMs = 0;
 
   beforeAll(async () => {
-    service = await startTestService({ gateway: true });
+    service = await startTestService({
+      gateway: true,
+      clock: () => new Date(Date.now() + offsetMs),
+    });
     teamId = await createTeam(service);
     key = (await mintKey(service, teamId, { scopes })).key;
   });
@@ -103,6 +109,133 @@ describe("webhook routes", () => {
       expect(result.body.data.code).toBe("invalid_request");
       expect(result.body.data.details[0].field ?? "").toBe(field);
     }
+  });
+
+  it(`refuses a team's webhook beyond ${MAX_WEBHOOKS_PER_TEAM} with 409 failed_precondition, even when creates race`, async () => {
+    const team = await createTeam(service);
+    const teamKey = (await mintKey(service, team, { scopes })).key;
+    const racing = await Promise.all(
+      Array.from({ length: MAX_WEBHOOKS_PER_TEAM + 5 }, () =>
+        http(service, "POST", "/api/v1/webhooks", { key: teamKey, body }),
+      ),
+    );
+    const statuses = racing.map((result) => result.status);
+    expect(statuses.filter((status) => status === 201)).toHaveLength(MAX_WEBHOOKS_PER_TEAM);
+    expect(statuses.filter((status) => status === 409)).toHaveLength(5);
+    const refused = racing.find((result) => result.status === 409);
+    expect(refused?.body.data).toMatchObject({ code: "failed_precondition" });
+    expect(refused?.body.data.error).toMatch(
+      new RegExp(`has ${MAX_WEBHOOKS_PER_TEAM} webhooks, the most it may have; delete one`),
+    );
+    const listed = await http(service, "GET", "/api/v1/webhooks", { key: teamKey });
+    expect(listed.body.data.webhooks).toHaveLength(MAX_WEBHOOKS_PER_TEAM);
+    // Another team is not affected; a deletion makes room for one more.
+    expect((await http(service, "POST", "/api/v1/webhooks", { key, body })).status).toBe(201);
+    const first = listed.body.data.webhooks[0].id;
+    await http(service, "DELETE", `/api/v1/webhooks/${first}`, { key: teamKey });
+    expect((await http(service, "POST", "/api/v1/webhooks", { key: teamKey, body })).status).toBe(
+      201,
+    );
+    expect((await http(service, "POST", "/api/v1/webhooks", { key: teamKey, body })).status).toBe(
+      409,
+    );
+  });
+
+  it("refuses credentials in the url, on create and on PATCH", async () => {
+    const created = await http(service, "POST", "/api/v1/webhooks", { key, body });
+    const id = created.body.data.webhook.id;
+    for (const url of [
+      "https://user:secret@hooks.example.com/consent",
+      "https://user@hooks.example.com/consent",
+      "https://:secret@hooks.example.com/consent",
+    ]) {
+      for (const [method, path] of [
+        ["POST", "/api/v1/webhooks"],
+        ["PATCH", `/api/v1/webhooks/${id}`],
+      ] as const) {
+        const result = await http(service, method, path, { key, body: { ...body, url } });
+        expect(result.status).toBe(400);
+        expect(result.body.data.code).toBe("invalid_request");
+        expect(result.body.data.details).toHaveLength(1);
+        expect(result.body.data.details[0].field).toBe("url");
+        expect(result.body.data.details[0].message).toMatch(
+          /^url must not contain a user name or password .*webhook-signature/,
+        );
+      }
+    }
+    const got = await http(service, "GET", `/api/v1/webhooks/${id}`, { key });
+    expect(got.body.data.webhook.url).toBe(body.url);
+    const listed = await http(service, "GET", "/api/v1/webhooks", { key });
+    expect(JSON.stringify(listed.body)).not.toContain("secret@");
+  });
+
+  it("leaves an endpoint, updatedAt included, as it was after a PATCH that changes nothing", async () => {
+    const created = await http(service, "POST", "/api/v1/webhooks", { key, body });
+    const { secret: _secret, ...stored } = created.body.data.webhook;
+    offsetMs += 60_000;
+    const same = { url: stored.url, eventTypes: stored.eventTypes, bannerIds: [] };
+    for (const change of [{}, same, { ...stored }, { enabled: true, description: "CRM" }]) {
+      const patched = await http(service, "PATCH", `/api/v1/webhooks/${stored.id}`, {
+        key,
+        body: change,
+      });
+      expect(patched.status).toBe(200);
+      expect(patched.body.data.webhook).toEqual(stored);
+    }
+    // Not even written: the store's version is the creation's.
+    expect((await service.store.webhooks.getEndpoint(teamId, stored.id))?.version).toBe(1);
+    const disabled = await http(service, "PATCH", `/api/v1/webhooks/${stored.id}`, {
+      key,
+      body: { enabled: false },
+    });
+    expect(disabled.body.data.webhook.updatedAt).not.toBe(stored.updatedAt);
+    offsetMs += 60_000;
+    const again = await http(service, "PATCH", `/api/v1/webhooks/${stored.id}`, {
+      key,
+      body: { enabled: false },
+    });
+    expect(again.body.data.webhook).toEqual(disabled.body.data.webhook);
+    const changed = await http(service, "PATCH", `/api/v1/webhooks/${stored.id}`, {
+      key,
+      body: { description: "changed" },
+    });
+    expect(changed.body.data.webhook.updatedAt).not.toBe(disabled.body.data.webhook.updatedAt);
+  });
+
+  it("stops showing previousSecretExpiresAt once the grace period is over, and drops the old secret at the next write", async () => {
+    const created = await http(service, "POST", "/api/v1/webhooks", { key, body });
+    const id = created.body.data.webhook.id;
+    const rotated = await http(service, "PATCH", `/api/v1/webhooks/${id}`, {
+      key,
+      body: { rotateSecret: true, secretGracePeriodSeconds: 60 },
+    });
+    const expiresAt = rotated.body.data.webhook.previousSecretExpiresAt;
+    expect(Date.parse(expiresAt) - Date.parse(rotated.body.data.webhook.updatedAt)).toBe(60_000);
+    const read = async () => (await http(service, "GET", `/api/v1/webhooks/${id}`, { key })).body;
+    expect((await read()).data.webhook.previousSecretExpiresAt).toBe(expiresAt);
+    offsetMs += 61_000;
+    expect((await read()).data.webhook.previousSecretExpiresAt).toBeNull();
+    const listed = await http(service, "GET", "/api/v1/webhooks", { key });
+    const shown = listed.body.data.webhooks.find((w: { id: string }) => w.id === id);
+    expect(shown.previousSecretExpiresAt).toBeNull();
+    // A read writes nothing; the next write drops the expired secret from the record.
+    const stored = () => service.store.webhooks.getEndpoint(teamId, id);
+    expect(await stored()).toHaveProperty("sealedPreviousSecret");
+    const patched = await http(service, "PATCH", `/api/v1/webhooks/${id}`, {
+      key,
+      body: { description: "after the grace period" },
+    });
+    expect(patched.body.data.webhook.previousSecretExpiresAt).toBeNull();
+    expect(await stored()).not.toHaveProperty("sealedPreviousSecret");
+    expect(await stored()).not.toHaveProperty("previousSecretExpiresAt");
+    // A rotation without a grace period keeps no previous secret at all.
+    const immediate = await http(service, "PATCH", `/api/v1/webhooks/${id}`, {
+      key,
+      body: { rotateSecret: true, secretGracePeriodSeconds: 0 },
+    });
+    expect(immediate.body.data.webhook.secret).toMatch(/^whsec_/);
+    expect(immediate.body.data.webhook.previousSecretExpiresAt).toBeNull();
+    expect(await stored()).not.toHaveProperty("sealedPreviousSecret");
   });
 
   it("answers other methods with 405 and Allow", async () => {
