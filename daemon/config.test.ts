@@ -117,6 +117,17 @@ describe("CONSENT_TRUST_PROXY", () => {
     }
   });
 
+  it("refuses CONSENT_GEO_HEADER without a trusted proxy, whose header alone it reads", () => {
+    expect(configErrorOf({ CONSENT_GEO_HEADER: "CF-IPCountry" }).message).toMatch(
+      /^CONSENT_GEO_HEADER is read only from the proxies CONSENT_TRUST_PROXY names/,
+    );
+    const config = loadConfig({
+      CONSENT_GEO_HEADER: "CF-IPCountry",
+      CONSENT_TRUST_PROXY: "loopback",
+    });
+    expect(config.geoHeader).toBe("CF-IPCountry");
+  });
+
   it("refuses a hop count, which would let any client name its own address", () => {
     expect(configErrorOf({ CONSENT_TRUST_PROXY: "1" }).message).toBe(
       "CONSENT_TRUST_PROXY lists proxy addresses or CIDRs, never a hop count",

@@ -142,6 +142,15 @@ function identityKey(value: string | undefined): string | undefined {
 }
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const trustProxy = trustedProxies(env.CONSENT_TRUST_PROXY);
+  const geoHeader = headerName(env.CONSENT_GEO_HEADER, "CONSENT_GEO_HEADER");
+  // The geo header is believed only from a trusted proxy (gateway/loader/routes.ts): without one
+  // it would never be read, which is a setting that silently does nothing.
+  if (geoHeader && trustProxy.length === 0) {
+    throw new ConfigError(
+      `CONSENT_GEO_HEADER is read only from the proxies CONSENT_TRUST_PROXY names (visitors could otherwise pick their own jurisdiction): set CONSENT_TRUST_PROXY to the proxy that sets ${geoHeader}`,
+    );
+  }
   return {
     dataDir: path.resolve(env.CONSENT_DATA_DIR || "./data"),
     mongoUri: env.MONGODB_URI || undefined,
@@ -154,8 +163,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     baseUrlSet: Boolean(env.CONSENT_BASE_URL),
     adminToken: env.CONSENT_ADMIN_TOKEN || undefined,
     identityKey: identityKey(env.CONSENT_IDENTITY_KEY),
-    trustProxy: trustedProxies(env.CONSENT_TRUST_PROXY),
-    geoHeader: headerName(env.CONSENT_GEO_HEADER, "CONSENT_GEO_HEADER"),
+    trustProxy,
+    geoHeader,
     logLevel: env.CONSENT_LOG_LEVEL || "info",
     webhookAllowCidrs: cidrList(env.CONSENT_WEBHOOK_ALLOW_CIDRS, "CONSENT_WEBHOOK_ALLOW_CIDRS"),
     webhookLeaseMs: wholeNumberIn(

@@ -121,6 +121,7 @@ export async function buildGateway(options: GatewayOptions): Promise<FastifyInst
     clients,
     operatorToken: options.operatorToken,
     geoHeader: options.geoHeader,
+    trustProxy: options.trustProxy,
     onPublicChange,
   });
   return app;

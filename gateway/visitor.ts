@@ -9,6 +9,8 @@ export interface VisitorOptions {
   operatorToken: string;
   /** CONSENT_GEO_HEADER: a header from a trusted proxy naming the visitor's country. */
   geoHeader?: string;
+  /** CONSENT_TRUST_PROXY: the peers whose geo header is believed. */
+  trustProxy?: string[];
   /** Subscribes to banners' public changes (single-process mode), so the loader refreshes at once. */
   onPublicChange?: (listener: (publicId: string) => void) => void;
   /** How long the loader serves a banner before asking the daemon again. */

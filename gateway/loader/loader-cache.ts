@@ -3,7 +3,7 @@ import { promisify } from "node:util";
 import { brotliCompress, constants, gzip } from "node:zlib";
 import { toBinary } from "@bufbuild/protobuf";
 import { runtimeBundle } from "#gateway/loader/runtime-bundle.js";
-import { type Geo, runtimeConfig, variantKey } from "#gateway/loader/runtime-config.js";
+import { type Geo, runtimeConfig, variantGeo, variantKey } from "#gateway/loader/runtime-config.js";
 import { type PublishedBanner, PublishedBannerSchema } from "#gen/consent/v1/banner_pb.js";
 
 const brotli = promisify(brotliCompress);
@@ -87,11 +87,12 @@ export class LoaderCache {
   async variant(publicId: string, geo: Geo | null): Promise<LoaderVariant | null> {
     const cached = await this.#banner(publicId);
     if (!cached) return null;
-    const key = variantKey(cached.banner, geo);
+    const location = variantGeo(cached.banner, geo);
+    const key = variantKey(location);
     let variant = cached.variants.get(key);
     if (!variant) {
       if (cached.variants.size >= MAX_VARIANTS) cached.variants.clear();
-      variant = buildVariant(cached.banner, geo);
+      variant = buildVariant(cached.banner, location);
       cached.variants.set(key, variant);
       // A failed build is not kept: the next request tries again.
       variant.catch(() => cached.variants.delete(key));

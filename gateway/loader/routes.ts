@@ -1,4 +1,5 @@
 import { Code, ConnectError } from "@connectrpc/connect";
+import proxyAddr from "@fastify/proxy-addr";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import Negotiator from "negotiator";
 import type { DaemonClients } from "#gateway/daemon-clients.js";
@@ -19,6 +20,11 @@ export interface LoaderRouteOptions {
   clients: DaemonClients;
   /** CONSENT_GEO_HEADER: a header set by a trusted proxy (e.g. CF-IPCountry). */
   geoHeader?: string;
+  /**
+   * CONSENT_TRUST_PROXY: the geo header is read only from a request whose peer is one of these
+   * proxies; from any other peer it is a visitor's own claim, and ignored.
+   */
+  trustProxy?: string[];
   onPublicChange?: (listener: (publicId: string) => void) => void;
   revalidateMs?: number;
 }
@@ -81,6 +87,16 @@ export async function loaderRoutes(app: FastifyInstance, options: LoaderRouteOpt
   });
   options.onPublicChange?.((publicId) => cache.invalidate(publicId));
   const geoHeader = options.geoHeader?.toLowerCase();
+  // The header picks a jurisdiction rule, and each new location costs a compressed build: only a
+  // trusted proxy may name it (a visitor could otherwise choose their own rule, or make the
+  // gateway build a body per invented region).
+  const trusted = options.trustProxy?.length ? proxyAddr.compile(options.trustProxy) : undefined;
+  const geoOf = (request: FastifyRequest) => {
+    const peer = request.socket.remoteAddress;
+    if (!geoHeader || !trusted || !peer || !trusted(peer, 0)) return null;
+    const value = request.headers[geoHeader];
+    return parseGeo(Array.isArray(value) ? value[0] : value);
+  };
 
   // HEAD served by the handler itself rather than Fastify's exposed HEAD route, which gives a
   // bodiless 304 `Content-Length: 0` (RFC 9110 §8.6: only the 200's length may be sent); Node
@@ -96,9 +112,7 @@ export async function loaderRoutes(app: FastifyInstance, options: LoaderRouteOpt
   async function serveLoader(request: FastifyRequest, reply: FastifyReply) {
     const publicId = /^([0-9a-f-]{36})\.js$/i.exec((request.params as { file: string }).file)?.[1];
     if (!publicId) return notFound(reply);
-    const geoValue = geoHeader ? request.headers[geoHeader] : undefined;
-    const geo = parseGeo(Array.isArray(geoValue) ? geoValue[0] : geoValue);
-    const variant = await cache.variant(publicId.toLowerCase(), geo);
+    const variant = await cache.variant(publicId.toLowerCase(), geoOf(request));
     if (!variant) return notFound(reply);
     const encoding = negotiate(request.headers);
     const etag = etagOf(variant, encoding);

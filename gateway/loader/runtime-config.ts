@@ -44,13 +44,20 @@ export function pickRule(
 }
 
 /**
- * Which loader variant a visitor gets: the location matters only to a banner with rules, and the
- * region only to rules that name regions, so most banners have one variant.
+ * The part of a visitor's location a banner's loader depends on: none for a banner without rules,
+ * the country alone unless a rule names regions. The loader body is built from this alone, so
+ * visitors whose locations reduce to the same value share one variant and one body, and a body
+ * never carries a location detail another visitor of that variant does not share.
  */
-export function variantKey(banner: PublishedBanner, geo: Geo | null): string {
+export function variantGeo(banner: PublishedBanner, geo: Geo | null): Geo | null {
   const rules = banner.configuration?.jurisdictionRules ?? [];
-  if (rules.length === 0 || !geo) return "";
-  return rules.some((rule) => rule.regions.length > 0) && geo.region ? geo.region : geo.country;
+  if (rules.length === 0 || !geo) return null;
+  return rules.some((rule) => rule.regions.length > 0) ? geo : { country: geo.country };
+}
+
+/** The cache key of a loader variant: the variant's location, as variantGeo reduces it. */
+export function variantKey(geo: Geo | null): string {
+  return geo ? (geo.region ?? geo.country) : "";
 }
 
 /** Texts with empty fields left out: the runtime falls back field by field. */

@@ -28,7 +28,10 @@ const dataLayerHead = `<script nonce="${NONCE}">window.dataLayer = [];</script>`
 
 /** Consent Mode, script activation, GPC with jurisdiction defaults, and the cross-device API. */
 describe.skipIf(skipBrowserTests)("banner runtime in Chromium: signals and integrations", () => {
-  const ctx = useBrowserSite({ CONSENT_GEO_HEADER: "CF-IPCountry" });
+  const ctx = useBrowserSite({
+    CONSENT_GEO_HEADER: "CF-IPCountry",
+    CONSENT_TRUST_PROXY: "loopback",
+  });
 
   async function openPage(
     publicId: string,

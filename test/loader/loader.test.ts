@@ -31,7 +31,7 @@ describe("GET /loader/{publicId}.js", () => {
   beforeAll(async () => {
     service = await startTestService({
       gateway: true,
-      env: { CONSENT_GEO_HEADER: "CF-IPCountry" },
+      env: { CONSENT_GEO_HEADER: "CF-IPCountry", CONSENT_TRUST_PROXY: "loopback" },
     });
   });
   afterAll(() => service.close());
@@ -180,6 +180,39 @@ describe("GET /loader/{publicId}.js", () => {
       undefined,
       undefined,
     ]);
+  });
+
+  it("gives visitors of one country one body when no rule names a region, and no visitor's region", async () => {
+    const { publicId } = await bannerFixture(service, {
+      configuration: {
+        jurisdictionRules: [rules[0], { id: "us", countries: ["US"], mode: "opt_out" }],
+      },
+    });
+    const first = await loader(service, publicId, { "cf-ipcountry": "US-CA" });
+    const second = await loader(service, publicId, { "cf-ipcountry": "US-NY" });
+    expect(configOf(first.bytes)).toMatchObject({ rule: { id: "us" }, country: "US" });
+    expect(configOf(first.bytes).region).toBeUndefined();
+    expect(second.headers.get("etag")).toBe(first.headers.get("etag"));
+    expect(second.bytes.equals(first.bytes)).toBe(true);
+  });
+
+  it("reads the geo header only from a trusted proxy: from any other peer it names nothing", async () => {
+    const untrusting = await startTestService({
+      gateway: true,
+      env: { CONSENT_GEO_HEADER: "CF-IPCountry", CONSENT_TRUST_PROXY: "192.0.2.1" },
+    });
+    try {
+      const { publicId } = await bannerFixture(untrusting, {
+        configuration: { jurisdictionRules: rules },
+      });
+      const result = await loader(untrusting, publicId, { "cf-ipcountry": "DE" });
+      expect(result.status).toBe(200);
+      const config = configOf(result.bytes);
+      expect(config.rule).toEqual({ id: "everyone", mode: "notice", us: false });
+      expect(config.country).toBeUndefined();
+    } finally {
+      await untrusting.close();
+    }
   });
 
   it("keeps the whole first-visit payload (JS, CSS, configuration) within 10 KB brotli", async () => {
