@@ -23,6 +23,18 @@ export function formatTime(timestamp: Timestamp | undefined): string {
     .replace(/\.\d+Z$/, "Z");
 }
 
+/**
+ * Stored text as a terminal should show it: control characters (C0, DEL, C1) written as visible
+ * escapes ("\\x1b"), so a value someone else stored (a banner's name, an older log row) can
+ * neither run an escape sequence in the operator's terminal nor break a table's lines.
+ */
+export function printable(value: string): string {
+  return value.replace(
+    /\p{Cc}/gu,
+    (char) => `\\x${char.charCodeAt(0).toString(16).padStart(2, "0")}`,
+  );
+}
+
 export function yesNo(value: boolean): string {
   return value ? "yes" : "no";
 }

@@ -1,4 +1,5 @@
 import { Box, Text } from "ink";
+import { printable } from "#cli/format.js";
 import { type Tone, Toned } from "#cli/theme.js";
 
 /** One labelled value; a tone colours the value (e.g. "revoked" in red). */
@@ -20,9 +21,9 @@ export function KeyValue({ fields }: { fields: readonly Field[] }) {
           </Box>
           <Box flexGrow={1}>
             {field.tone ? (
-              <Toned tone={field.tone}>{field.value}</Toned>
+              <Toned tone={field.tone}>{printable(field.value)}</Toned>
             ) : (
-              <Text>{field.value}</Text>
+              <Text>{printable(field.value)}</Text>
             )}
           </Box>
         </Box>

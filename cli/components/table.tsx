@@ -1,5 +1,6 @@
 import { Box, Text, useStdout } from "ink";
 import type { ReactNode } from "react";
+import { printable } from "#cli/format.js";
 import { type Tone, Toned } from "#cli/theme.js";
 
 /** One column: its header, how a row shows in it, and optionally a tone per row. */
@@ -48,7 +49,7 @@ export function fitColumns(natural: readonly number[], available: number, gap = 
 export function Table<Row>({ columns, rows, empty, width }: TableProps<Row>) {
   const { stdout } = useStdout();
   if (rows.length === 0) return <Toned tone="muted">{empty}</Toned>;
-  const cells = rows.map((row) => columns.map((column) => column.value(row)));
+  const cells = rows.map((row) => columns.map((column) => printable(column.value(row))));
   const natural = columns.map((column, i) =>
     Math.max(column.header.length, ...cells.map((line) => [...(line[i] ?? "")].length)),
   );

@@ -76,6 +76,21 @@ describe("TailLine", () => {
   });
 });
 
+describe("stored text in a terminal", () => {
+  it("shows control characters of a stored row as escapes, in the table and in tail lines", () => {
+    const hostile = { ...entry, country: "DE\u001b]0;owned\u0007", consentId: "a\u009b2Jb" };
+    const frames = [
+      render(<LogPageView page={{ entries: [hostile], nextPageToken: "" }} />).lastFrame() ?? "",
+      renderTailLine(hostile, { color: false }),
+    ];
+    for (const frame of frames) {
+      expect(frame.replaceAll("\n", "")).not.toMatch(/\p{Cc}/u);
+    }
+    expect(frames[1]).toContain("DE\\x1b");
+    expect(frames[1]).toContain("a\\x9b2Jb");
+  });
+});
+
 describe("export formats", () => {
   it("writes the CSV header once, with the first batch, and quotes as RFC 4180", () => {
     const writer = createExportWriter("csv");

@@ -1,7 +1,7 @@
 import { Box, renderToString, Text } from "ink";
 import { KeyValue } from "#cli/components/key-value.js";
 import { type Column, Table } from "#cli/components/table.js";
-import { formatTime } from "#cli/format.js";
+import { formatTime, printable } from "#cli/format.js";
 import { ColorProvider, type Tone, Toned } from "#cli/theme.js";
 import type { ConsentLogEntry } from "#gen/consent/v1/consent_log_pb.js";
 
@@ -123,7 +123,7 @@ export function TailLine({ entry, header }: { entry?: ConsentLogEntry; header?: 
     <Text>
       {LOG_COLUMNS.map((column, i) => {
         const width = TAIL_WIDTHS[i];
-        const text = header || !entry ? column.header : column.value(entry);
+        const text = header || !entry ? column.header : printable(column.value(entry));
         const cell = width === undefined ? text : `${padded(text, width)}  `;
         const tone = header ? "strong" : entry && column.tone?.(entry);
         return (

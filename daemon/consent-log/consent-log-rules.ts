@@ -4,18 +4,16 @@ import { z } from "zod";
 import type { BannerRecord, TelemetryLevel } from "#daemon/banners/banner-store.js";
 import { hostAllowed, hostOf } from "#daemon/banners/domains.js";
 import { DomainError, invalidRequest } from "#daemon/errors.js";
-import {
-  integer,
-  isoDateTime,
-  mapKey,
-  text,
-  usOptOutPurposes,
-  uuid,
-} from "#daemon/validation/rules.js";
+import { integer, isoDateTime, label, usOptOutPurposes, uuid } from "#daemon/validation/rules.js";
 import { parseOrThrow } from "#daemon/validation/violations.js";
 
-/** decisions §5: the log route takes the 20 KB body limit of spec 8. */
+/**
+ * The log route's body limit: 20 KB, the limit spec 8 sets for the subject routes, since
+ * decisions §5 names none (docs/banner-runtime.md). A beacon's payload is well under 1 KB.
+ */
 export const LOG_BODY_LIMIT = 20 * 1024;
+/** The longest page address a row keeps (docs/banner-runtime.md); a longer one is dropped. */
+export const MAX_KEPT_PAGE_URL = 4_096;
 /** spec 8: POST /api/consent/log requests per client IP per minute. */
 export const LOG_IP_LIMIT = 1_000;
 
@@ -50,12 +48,15 @@ export function isOptIn(
 
 /**
  * decisions §5: the log payload. A plain (stripping) object: unknown fields are ignored, since
- * the runtime evolves, and so never reach the store.
+ * the runtime evolves, and so never reach the store. The strings a row keeps are labels: no
+ * control characters, since operators read rows in a terminal. `pageUrl` is any string: it is
+ * only a source for the reduced address (reducePageUrl), and an address that cannot serve is
+ * dropped rather than costing the visitor's choice.
  */
 const logBody = z.object({
   bannerId: uuid,
   preferences: z
-    .record(mapKey(1, 100), z.boolean())
+    .record(label(1, 100), z.boolean())
     .refine((value) => Object.keys(value).length <= 50, "must have at most 50 entries"),
   method: z.enum(CONSENT_LOG_METHODS, {
     error: (issue) => (issue.input === undefined ? "is required" : undefined),
@@ -63,13 +64,13 @@ const logBody = z.object({
   timestamp: isoDateTime,
   consentId: uuid.optional(),
   revision: integer(0, 1_000_000).optional(),
-  languageCode: text(1, 20).optional(),
-  country: text(1, 64).optional(),
-  region: text(1, 64).optional(),
-  matchedRuleId: text(1, 64).optional(),
+  languageCode: label(1, 20).optional(),
+  country: label(1, 64).optional(),
+  region: label(1, 64).optional(),
+  matchedRuleId: label(1, 64).optional(),
   gpc: z.boolean().optional(),
   purposeChoices: z.object(usOptOutPurposes).optional(),
-  pageUrl: text(0, 4096).optional(),
+  pageUrl: z.string().optional(),
 });
 
 export type ConsentLogBody = z.infer<typeof logBody>;
@@ -111,9 +112,11 @@ function httpUrl(value: string | undefined): URL | null {
 /**
  * decisions §5: the page address kept with a row, `pageUrl` else the Referer, reduced to the
  * banner's telemetry level: `none` keeps nothing, `origin` scheme and host, `path` adds the path
- * (never the query, the fragment or credentials, which may identify the visitor). An address on
- * a host the banner is not configured for is not kept (the row is proof of consent on the
- * banner's site; the runtime's pageUrl is always the page it runs on).
+ * (never the query, the fragment, credentials or path parameters such as `;jsessionid=…`, which
+ * may identify the visitor). An address on a host the banner is not configured for is not kept
+ * (the row is proof of consent on the banner's site; the runtime's pageUrl is always the page it
+ * runs on), nor is one longer than MAX_KEPT_PAGE_URL once reduced; the Referer serves instead
+ * when it can.
  */
 export function reducePageUrl(
   pageUrl: string | undefined,
@@ -122,10 +125,14 @@ export function reducePageUrl(
   bannerHosts: readonly string[],
 ): string | undefined {
   if (level === "none") return undefined;
-  const onSite = (url: URL | null) => (url && hostAllowed(hostName(url), bannerHosts) ? url : null);
-  const url = onSite(httpUrl(pageUrl)) ?? onSite(httpUrl(referer));
-  if (!url) return undefined;
-  return level === "origin" ? url.origin : `${url.origin}${url.pathname}`;
+  const reduced = (value: string | undefined) => {
+    const url = httpUrl(value);
+    if (!url || !hostAllowed(hostName(url), bannerHosts)) return undefined;
+    const path = url.pathname.replace(/;[^/]*/g, "");
+    const kept = level === "origin" ? url.origin : `${url.origin}${path}`;
+    return kept.length <= MAX_KEPT_PAGE_URL ? kept : undefined;
+  };
+  return reduced(pageUrl) ?? reduced(referer);
 }
 
 /**

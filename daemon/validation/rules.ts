@@ -57,6 +57,20 @@ export const IF_VALID_SO_FAR = {
  */
 const onceValid = z.string();
 
+/** C0 controls, DEL and C1 controls: what a terminal may read as a command rather than text. */
+const CONTROL = /\p{Cc}/u;
+
+/**
+ * A short label of min-max characters and no control character: a value an operator reads in a
+ * terminal (`consentctl logs`), where an escape sequence would be run rather than shown.
+ */
+export function label(min: number, max: number) {
+  return text(min, max).refine(
+    (value) => !CONTROL.test(value),
+    "must not contain control characters",
+  );
+}
+
 /**
  * A key of a free-form map that is stored as an object (`preferences`, `services`): min-max
  * characters and no NUL, which MongoDB cannot hold in a field name (the embedded store could).

@@ -82,7 +82,9 @@ function post(method: string, s: ConsentState): void {
     preferences: Object.fromEntries(all.map((name) => [name, s.categories.includes(name)])),
     gpc,
     purposeChoices: s.usOptOutChoices,
-    pageUrl: location.href,
+    // Only what a row may keep (decisions §5: never the query or fragment), so a long query
+    // neither travels nor costs the choice.
+    pageUrl: location.origin + location.pathname,
     country: config.country,
     region: config.region,
     matchedRuleId: config.rule?.id,

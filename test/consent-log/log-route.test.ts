@@ -163,12 +163,13 @@ describe("POST /api/consent/log", () => {
     ]);
   });
 
-  it("refuses preference names that are empty, too long or hold NUL, naming the map only", async () => {
+  it("refuses preference names that are empty, too long or hold control characters, naming the map only", async () => {
     const { teamId, publicId } = await bannerFixture(ctx.service);
     for (const [name, rule] of [
       ["", "must be 1-100 characters"],
       ["x".repeat(101), "must be 1-100 characters"],
-      ["analytics\u0000", "must not contain NUL"],
+      ["analytics\u0000", "must not contain control characters"],
+      ["ads\u001b[2J", "must not contain control characters"],
     ]) {
       const refused = await postLog(
         ctx.service,
@@ -180,6 +181,28 @@ describe("POST /api/consent/log", () => {
         [{ field: "preferences", message: `preferences keys ${rule}` }],
       ]);
     }
+    expect(await storedRows(ctx.service, teamId)).toEqual([]);
+  });
+
+  it("refuses control characters in the labels a row keeps, which an operator's terminal would run", async () => {
+    const { teamId, publicId } = await bannerFixture(ctx.service);
+    const refused = await postLog(
+      ctx.service,
+      aChoice(publicId, {
+        languageCode: "en\u001b]0;x\u0007",
+        country: "DE\n",
+        region: "\u009b31m",
+        matchedRuleId: "eu\u007f",
+      }),
+      { ip: ip() },
+    );
+    expect([refused.status, refused.body.details]).toEqual([
+      400,
+      ["languageCode", "country", "region", "matchedRuleId"].map((field) => ({
+        field,
+        message: `${field} must not contain control characters`,
+      })),
+    ]);
     expect(await storedRows(ctx.service, teamId)).toEqual([]);
   });
 
@@ -247,12 +270,35 @@ describe("POST /api/consent/log", () => {
         "",
         "https://shop.example.com./cart",
       ],
+      // A long query is no reason to lose the choice: the row never keeps it anyway.
+      [
+        "path",
+        { pageUrl: `https://shop.example.com/cart?q=${"x".repeat(10_000)}` },
+        "",
+        "https://shop.example.com/cart",
+      ],
+      // Too long to keep even reduced: dropped, and the Referer stands in when it fits.
+      [
+        "path",
+        { pageUrl: `https://shop.example.com/${"p".repeat(5_000)}` },
+        "https://shop.example.com/cart",
+        "https://shop.example.com/cart",
+      ],
+      ["path", { pageUrl: `https://shop.example.com/${"p".repeat(5_000)}` }, "", undefined],
+      // Path parameters (a session id in the address) are not kept either.
+      [
+        "path",
+        { pageUrl: "https://shop.example.com/cart;jsessionid=0AB12/item;v=2" },
+        "",
+        "https://shop.example.com/cart/item",
+      ],
     ] as const;
     for (const [telemetryLevel, fields, referer, expected] of cases) {
       const { teamId, publicId } = await bannerFixture(ctx.service, {
         configuration: { telemetryLevel },
       });
-      await postLog(ctx.service, aChoice(publicId, fields), { ip: ip(), referer });
+      const logged = await postLog(ctx.service, aChoice(publicId, fields), { ip: ip(), referer });
+      expect(logged.status).toBe(200);
       const [row] = await storedRows(ctx.service, teamId);
       expect(row?.pageUrl).toBe(expected);
     }
