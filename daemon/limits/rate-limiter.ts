@@ -1,4 +1,5 @@
 import { createHmac } from "node:crypto";
+import ipaddr from "ipaddr.js";
 import type { Clock } from "#daemon/clock.js";
 import { DomainError, type RateLimitState } from "#daemon/errors.js";
 import type { CounterStore } from "#daemon/limits/counter-store.js";
@@ -97,13 +98,31 @@ export function rateLimited(retryAfter: number, state?: RateLimitState): DomainE
 }
 
 /**
- * Turns a client IP into a counter-name component: an HMAC under a server secret, so counters
- * never hold a raw address (decisions §2) and a store dump cannot be reversed by enumerating IPs.
+ * The client a per-IP counter counts: an IPv4 address (also when written IPv4-mapped,
+ * `::ffff:192.0.2.1`), or an IPv6 address's /64, the block one subscriber or host is given
+ * (RFC 6177), so stepping through the addresses of one's own /64 is still one client. Anything
+ * that is not an address (the relay's "unknown") is its own client.
+ */
+export function clientOfIp(ip: string): string {
+  if (!ipaddr.isValid(ip)) return ip;
+  const address = ipaddr.process(ip);
+  if (address.kind() === "ipv4") return address.toString();
+  const parts = (address as ipaddr.IPv6).parts.slice(0, 4);
+  return `${parts.map((part) => part.toString(16)).join(":")}::/64`;
+}
+
+/**
+ * Turns a client IP into a counter-name component: an HMAC under a server secret of the client
+ * it counts as (clientOfIp), so counters never hold a raw address (decisions §2) and a store dump
+ * cannot be reversed by enumerating IPs.
  */
 export class ClientIpHasher {
   constructor(private readonly secret: Buffer) {}
 
   hash(ip: string): string {
-    return createHmac("sha256", this.secret).update(ip).digest("base64url").slice(0, 22);
+    return createHmac("sha256", this.secret)
+      .update(clientOfIp(ip))
+      .digest("base64url")
+      .slice(0, 22);
   }
 }

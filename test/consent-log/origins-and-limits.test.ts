@@ -139,17 +139,23 @@ describe("POST /api/consent/log: origins, CORS and the client-IP limit", () => {
     expect(await storedRows(ctx.service, teamId)).toHaveLength(1002);
   });
 
-  it("counts refused requests too, and stores no IP in the counters", async () => {
+  it("counts refused requests too, an IPv6 client by its /64, and stores no IP in the counters", async () => {
     const { publicId } = await bannerFixture(ctx.service);
-    const busy = "203.0.113.60";
+    // Every request from another address of one /64: still one client.
+    let host = 0;
+    const busy = () => `2001:db8:60:1::${(++host).toString(16)}`;
     for (let batch = 0; batch < 20; batch++) {
-      await Promise.all(Array.from({ length: 50 }, () => postLog(ctx.service, "{", { ip: busy })));
+      await Promise.all(
+        Array.from({ length: 50 }, () => postLog(ctx.service, "{", { ip: busy() })),
+      );
     }
-    expect((await postLog(ctx.service, aChoice(publicId), { ip: busy })).status).toBe(429);
+    expect((await postLog(ctx.service, aChoice(publicId), { ip: busy() })).status).toBe(429);
+    const neighbour = await postLog(ctx.service, aChoice(publicId), { ip: "2001:db8:60:2::1" });
+    expect(neighbour.status).toBe(200);
     const { readdir, readFile } = await import("node:fs/promises");
     const dir = `${ctx.service.dataDir}/counters`;
     for (const file of await readdir(dir)) {
-      expect((await readFile(`${dir}/${file}`)).includes("203.0.113.60")).toBe(false);
+      expect((await readFile(`${dir}/${file}`)).includes("2001:db8:60")).toBe(false);
     }
   });
 });

@@ -1,0 +1,22 @@
+import { describe, expect, it } from "vitest";
+import { clientOfIp } from "#daemon/limits/rate-limiter.js";
+
+describe("clientOfIp", () => {
+  it("counts an IPv4 address alone, however it is written", () => {
+    expect(clientOfIp("192.0.2.7")).toBe("192.0.2.7");
+    expect(clientOfIp("::ffff:192.0.2.7")).toBe("192.0.2.7");
+    expect(clientOfIp("::ffff:c000:207")).toBe("192.0.2.7");
+  });
+
+  it("counts an IPv6 address by its /64, however it is written", () => {
+    const client = clientOfIp("2001:db8:1:2::1");
+    expect(client).toBe("2001:db8:1:2::/64");
+    expect(clientOfIp("2001:0db8:0001:0002:ffff:ffff:ffff:ffff")).toBe(client);
+    expect(clientOfIp("2001:DB8:1:2:0:0:0:9")).toBe(client);
+    expect(clientOfIp("2001:db8:1:3::1")).not.toBe(client);
+  });
+
+  it("keeps anything that is not an address as it is", () => {
+    expect(clientOfIp("unknown")).toBe("unknown");
+  });
+});
