@@ -1,7 +1,10 @@
 import { randomUUID } from "node:crypto";
 import { v7 as uuidv7 } from "uuid";
 import { describe, expect, it } from "vitest";
-import type { ConsentLogRecord } from "#daemon/consent-log/consent-log-store.js";
+import {
+  CONSENT_ID_SCAN_LIMIT,
+  type ConsentLogRecord,
+} from "#daemon/consent-log/consent-log-store.js";
 import { DuplicateKeyError } from "#daemon/store/store.js";
 import {
   MINUTE,
@@ -125,11 +128,46 @@ export function describeConsentLogStoreContract(openStore: OpenStore): void {
         method: i === 0 ? "consent_default" : "consent_changed",
       }));
       await store().consentLog.append(aRow(randomUUID(), shifted(now, 9 * MINUTE), { consentId }));
-      expect(await store().consentLog.latestByConsentId(teamId, consentId)).toEqual(rows[2]);
-      expect(
-        await store().consentLog.latestByConsentId(randomUUID(), rows[3]?.consentId ?? ""),
-      ).toBe(null);
-      expect(await store().consentLog.latestByConsentId(teamId, randomUUID())).toBe(null);
+      const latest = (team: string, id: string) =>
+        store().consentLog.latestByConsentId(team, "banner-1", id);
+      expect(await latest(teamId, consentId)).toEqual(rows[2]);
+      expect(await latest(randomUUID(), rows[3]?.consentId ?? "")).toBe(null);
+      expect(await latest(teamId, randomUUID())).toBe(null);
+    });
+
+    // Regression (audit A3): a consentId is the visitor's own value, so another banner of the
+    // team may log rows with it; the preferences page of one banner must never see them.
+    it("finds the newest row of a consentId for its banner, not another banner's of the team", async () => {
+      const consentId = randomUUID();
+      const banners = ["banner-1", "banner-2", "banner-1", "banner-2", "banner-2"];
+      const rows = await appendRows(banners.length, (i) => ({
+        consentId,
+        bannerId: banners[i],
+        publicId: banners[i] === "banner-1" ? "pb_1" : "pb_2",
+        country: `C${i}`,
+      }));
+      const latest = (bannerId: string) =>
+        store().consentLog.latestByConsentId(teamId, bannerId, consentId);
+      expect(await latest("banner-1")).toEqual(rows[2]);
+      expect(await latest("banner-2")).toEqual(rows[4]);
+      expect(await latest("banner-3")).toBe(null);
+    });
+
+    it("looks at the consentId's CONSENT_ID_SCAN_LIMIT newest rows only, never answering another banner's", async () => {
+      const consentId = randomUUID();
+      const ownRow = aRow(teamId, now, { consentId });
+      await store().consentLog.append(ownRow);
+      const othersRow = (i: number) =>
+        aRow(teamId, shifted(now, (i + 1) * 1000), { consentId, bannerId: "banner-2" });
+      await Promise.all(
+        Array.from({ length: CONSENT_ID_SCAN_LIMIT - 1 }, (_, i) =>
+          store().consentLog.append(othersRow(i)),
+        ),
+      );
+      const latest = () => store().consentLog.latestByConsentId(teamId, "banner-1", consentId);
+      expect(await latest()).toEqual(ownRow);
+      await store().consentLog.append(othersRow(CONSENT_ID_SCAN_LIMIT));
+      expect(await latest()).toBe(null);
     });
 
     it("leaves the consentId index untouched by a refused duplicate", async () => {
@@ -137,8 +175,10 @@ export function describeConsentLogStoreContract(openStore: OpenStore): void {
       await store().consentLog.append(row);
       const duplicate = { ...row, consentId: randomUUID() };
       await expect(store().consentLog.append(duplicate)).rejects.toBeInstanceOf(DuplicateKeyError);
-      expect(await store().consentLog.latestByConsentId(teamId, duplicate.consentId)).toBe(null);
-      expect(await store().consentLog.latestByConsentId(teamId, row.consentId)).toEqual(row);
+      const latest = (consentId: string) =>
+        store().consentLog.latestByConsentId(teamId, row.bannerId, consentId);
+      expect(await latest(duplicate.consentId)).toBe(null);
+      expect(await latest(row.consentId)).toEqual(row);
     });
 
     it("reads forward: oldest first after afterId, with the same filters, in pages", async () => {

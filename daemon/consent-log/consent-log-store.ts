@@ -86,6 +86,15 @@ export interface AppendOptions {
 }
 
 /**
+ * How many of a consentId's newest rows latestByConsentId looks at to find its banner's. Rows of
+ * the team's other banners come before it only when an integrator shares one consentId across
+ * banners (the runtime keeps one per banner) or someone posts rows with a consentId that is not
+ * theirs: a visitor's own choices never come near this many, and the bound keeps a flood of such
+ * rows from making every page load read them all (about 4 ms for 1,000 on the embedded store).
+ */
+export const CONSENT_ID_SCAN_LIMIT = 1_000;
+
+/**
  * Storage port for the consent log. Rows are append-only. append() is one atomic store write
  * (the row together with its indexes and its outbox event): an acknowledged row always has its
  * event, and a failed append leaves neither.
@@ -100,10 +109,17 @@ export interface ConsentLogStore {
   /** Rows of one team matching the query, newest first, at most query.limit. */
   list(query: ConsentLogQuery): Promise<ConsentLogRecord[]>;
   /**
-   * The newest row (highest id) of the team with this consentId, or null: the visitor's current
-   * choice, as the preferences page shows it (decisions §5). Rows of other teams are never seen.
+   * The newest row (highest id) of this banner (internal id) with this consentId, or null: the
+   * visitor's current choice, as the preferences page shows it (decisions §5). A consentId is the
+   * visitor's own value, so other banners of the team may hold rows with it: those, and rows of
+   * other teams, are never the answer. Only the consentId's CONSENT_ID_SCAN_LIMIT newest rows of
+   * the team are looked at: when the banner's newest row lies beyond them, the answer is null.
    */
-  latestByConsentId(teamId: string, consentId: string): Promise<ConsentLogRecord | null>;
+  latestByConsentId(
+    teamId: string,
+    bannerId: string,
+    consentId: string,
+  ): Promise<ConsentLogRecord | null>;
   /**
    * Rows of one team matching the query with an id above afterId, oldest first, at most
    * query.limit. Rows another process appended are seen once their append resolved.

@@ -1,11 +1,12 @@
 import type { Database } from "lmdb";
 import { isExplicitChoice, isOptIn } from "#daemon/consent-log/consent-log-rules.js";
-import type {
-  ConsentLogForwardQuery,
-  ConsentLogQuery,
-  ConsentLogRecord,
-  ConsentLogStats,
-  ConsentLogStore,
+import {
+  CONSENT_ID_SCAN_LIMIT,
+  type ConsentLogForwardQuery,
+  type ConsentLogQuery,
+  type ConsentLogRecord,
+  type ConsentLogStats,
+  type ConsentLogStore,
 } from "#daemon/consent-log/consent-log-store.js";
 import { PREFIX_END, prefixRange } from "#daemon/store/lmdb-keys.js";
 import { DuplicateKeyError } from "#daemon/store/store.js";
@@ -66,14 +67,22 @@ export function createLmdbConsentLogStore(dbs: LmdbConsentLogDatabases): Consent
       });
       if (!written) throw new DuplicateKeyError("consent log id");
     },
-    async latestByConsentId(teamId, consentId) {
+    // The consentId index has no banner in its key, and data dirs written before the banner
+    // mattered hold only this index: so the consentId's rows are read newest first and the first
+    // of the banner is the answer. At most CONSENT_ID_SCAN_LIMIT of them (the port's bound): rows
+    // of other banners with the same consentId are rare, and a flood of them must not make every
+    // page load read them all. Beyond the bound the answer is null, never another banner's row.
+    async latestByConsentId(teamId, bannerId, consentId) {
       const newest = consentLogIdsByConsentId.getKeys({
         start: [teamId, consentId, PREFIX_END],
         end: [teamId, consentId],
         reverse: true,
-        limit: 1,
+        limit: CONSENT_ID_SCAN_LIMIT,
       });
-      for (const key of newest) return consentLog.get([teamId, key[2]]) ?? null;
+      for (const key of newest) {
+        const row = consentLog.get([teamId, key[2]]);
+        if (row?.bannerId === bannerId) return row;
+      }
       return null;
     },
     async list(query) {

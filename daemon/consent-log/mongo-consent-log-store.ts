@@ -1,12 +1,13 @@
 import type { Collection, Document, Filter, IndexDescription, WithId } from "mongodb";
-import type {
-  AppendOptions,
-  ConsentLogForwardQuery,
-  ConsentLogQuery,
-  ConsentLogRecord,
-  ConsentLogStats,
-  ConsentLogStatsQuery,
-  ConsentLogStore,
+import {
+  type AppendOptions,
+  CONSENT_ID_SCAN_LIMIT,
+  type ConsentLogForwardQuery,
+  type ConsentLogQuery,
+  type ConsentLogRecord,
+  type ConsentLogStats,
+  type ConsentLogStatsQuery,
+  type ConsentLogStore,
 } from "#daemon/consent-log/consent-log-store.js";
 import { insertUnique } from "#daemon/store/mongo-writes.js";
 
@@ -37,7 +38,7 @@ export interface OutboxField {
 export class MongoConsentLogStore implements ConsentLogStore {
   /**
    * One index per read shape: a team's rows, a team's rows of one banner, and the rows of one
-   * consent record (latestByConsentId), each newest first.
+   * consent record (latestByConsentId, which picks its banner's among them), each newest first.
    */
   static readonly indexes: IndexDescription[] = [
     { key: { teamId: 1, _id: -1 }, name: "consent_log_by_team" },
@@ -98,10 +99,28 @@ export class MongoConsentLogStore implements ConsentLogStore {
     };
   }
 
-  async latestByConsentId(teamId: string, consentId: string): Promise<ConsentLogRecord | null> {
-    // Served by consent_log_by_consent_id (equality on both fields, then the newest _id). Rows are
-    // acknowledged at write concern majority, so this majority read sees a row just appended.
-    const document = await this.collection.findOne({ teamId, consentId }, { sort: { _id: -1 } });
+  /**
+   * The consentId's newest CONSENT_ID_SCAN_LIMIT rows, served by consent_log_by_consent_id
+   * (equality on team and consentId, then the newest _id), and the first of them of the banner:
+   * the same bound and answer as the LMDB adapter. The index keeps its key, so an existing
+   * deployment needs no new index build at start-up; the bannerId $match comes after the $limit,
+   * which MongoDB never moves ahead of it. Rows are acknowledged at write concern majority, so
+   * this majority read sees a row just appended.
+   */
+  async latestByConsentId(
+    teamId: string,
+    bannerId: string,
+    consentId: string,
+  ): Promise<ConsentLogRecord | null> {
+    const [document] = await this.collection
+      .aggregate<WithId<ConsentLogDocument>>([
+        { $match: { teamId, consentId } },
+        { $sort: { _id: -1 } },
+        { $limit: CONSENT_ID_SCAN_LIMIT },
+        { $match: { bannerId } },
+        { $limit: 1 },
+      ])
+      .toArray();
     return document ? toRecord(document) : null;
   }
 }

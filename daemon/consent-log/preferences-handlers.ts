@@ -29,8 +29,8 @@ type PreferencesHandlers = Pick<
 
 /**
  * The preferences page behind managePreferences links (decisions §5): the signed token is the
- * credential, the newest row of its consentId is the current choice, and a change is a new
- * consent_changed row with that consentId.
+ * credential, the newest row of its consentId on its banner is the current choice, and a change
+ * is a new consent_changed row with that consentId.
  */
 export function createPreferencesHandlers(options: PreferencesHandlerOptions): PreferencesHandlers {
   const { store, clock, links } = options;
@@ -40,7 +40,13 @@ export function createPreferencesHandlers(options: PreferencesHandlerOptions): P
     await options.admitVisitor(ctx);
     const grant = links.verify(token, clock());
     const banner = await activeBanner(store.banners, grant.publicId);
-    const latest = await store.consentLog.latestByConsentId(banner.teamId, grant.consentId);
+    // The link's banner's own newest row (decisions §5): another banner of the team may have
+    // rows with the same visitor-made consentId, and neither its choice nor its context applies.
+    const latest = await store.consentLog.latestByConsentId(
+      banner.teamId,
+      banner.id,
+      grant.consentId,
+    );
     return { grant, banner, latest };
   }
 

@@ -20,14 +20,28 @@ const NOT_THE_FORM: HttpError = {
   headers: {},
 };
 
+/**
+ * A submission another site made the browser send (a cross-site form posted to a link it learned):
+ * nothing is recorded. The page says the choices were not saved and how to save them, as for any
+ * submission the page's form never makes.
+ */
+const NOT_FROM_THE_PAGE: HttpError = {
+  status: 403,
+  code: "unsupported_form",
+  message: "Save the privacy settings from this service's own page",
+  headers: {},
+};
+
 /** Form fields read from one submission; a banner has at most 30 categories. */
 const MAX_FIELDS = 100;
 
 const tokenOf = (request: FastifyRequest) => (request.params as { token: string }).token;
 
 /**
- * The page's headers: no script at all, styles by nonce, no framing, and no Referer, since the
- * address itself is the credential.
+ * The page's headers: no script at all, styles by nonce, no framing, and no Referer to any other
+ * origin, since the address itself is the credential. `same-origin` rather than `no-referrer`: under
+ * no-referrer a browser sends the page's own form with `Origin: null`, which the cross-site check
+ * must refuse where the browser sends no Sec-Fetch-Site (plain http, older browsers).
  */
 function sendPage(reply: FastifyReply, status: number, html: string, nonce: string) {
   return reply
@@ -35,7 +49,7 @@ function sendPage(reply: FastifyReply, status: number, html: string, nonce: stri
     .headers({
       "Content-Type": "text/html; charset=utf-8",
       "Content-Security-Policy": `default-src 'none'; style-src 'nonce-${nonce}'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'`,
-      "Referrer-Policy": "no-referrer",
+      "Referrer-Policy": "same-origin",
       "Cache-Control": "no-store",
       "X-Content-Type-Options": "nosniff",
     })
@@ -56,6 +70,31 @@ export function sendErrorPage(reply: FastifyReply, httpError: HttpError) {
 /** A submission of the page's form (application/x-www-form-urlencoded), whatever its charset. */
 function isFormSubmission(request: FastifyRequest): boolean {
   return mediaTypeOf(request) === "application/x-www-form-urlencoded";
+}
+
+/**
+ * Whether a submission comes from a page of another origin (decisions §5: the page is the
+ * service's own). A browser's Sec-Fetch-Site decides when sent: only `same-origin` is the page.
+ * Without it (plain http, older browsers), an Origin must be the gateway's own: the scheme and
+ * host the request came to, taken from X-Forwarded-Proto and X-Forwarded-Host only when a proxy
+ * of CONSENT_TRUST_PROXY sent them (Fastify's trustProxy), like the client IP. `Origin: null`
+ * (a sandboxed frame, a page without a referrer) is another site. A request with neither header
+ * is no browser's form, so no site can have sent it on a visitor's behalf: it is accepted.
+ */
+function isFromAnotherSite(request: FastifyRequest): boolean {
+  const site = request.headers["sec-fetch-site"];
+  if (site !== undefined) return site !== "same-origin";
+  const origin = request.headers.origin;
+  if (origin === undefined) return false;
+  const own = originOf(`${request.protocol}://${request.host}`);
+  return own === null || originOf(origin) !== own;
+}
+
+/** The serialized origin of a URL, or null when it has none (unparsable, or an opaque origin). */
+function originOf(url: string): string | null {
+  if (!URL.canParse(url)) return null;
+  const { origin } = new URL(url);
+  return origin === "null" ? null : origin;
 }
 
 /** The categories ticked in the submitted form (application/x-www-form-urlencoded). */
@@ -87,6 +126,11 @@ export async function preferencesRoutes(app: FastifyInstance, options: Preferenc
     return sendPage(reply, 200, view ? preferencesPage(view, nonce, saved) : "", nonce);
   });
 
+  // A form another site posts to a link it learned (a Referer, the history) is no choice of the
+  // visitor's: refused before the body is read and before the daemon is asked anything.
+  const sameOriginGate = async (request: FastifyRequest, reply: FastifyReply) => {
+    if (isFromAnotherSite(request)) return sendErrorPage(reply, NOT_FROM_THE_PAGE);
+  };
   // Only the page's own form is a choice: any other body would record every optional category
   // as refused. Checked before the body is read (a missing Content-Type included); an expired or
   // altered link still gets its own page first.
@@ -98,16 +142,20 @@ export async function preferencesRoutes(app: FastifyInstance, options: Preferenc
     );
     return sendErrorPage(reply, NOT_THE_FORM);
   };
-  app.post("/preferences/:token", { onRequest: formGate }, async (request, reply) => {
-    const token = tokenOf(request);
-    await clients.consentLog.updatePreferences(
-      { token, preferences: submittedChoice(request) },
-      relayOptions(request, reply, operatorToken),
-    );
-    return reply
-      .code(303)
-      .header("Location", `${encodeURIComponent(token)}?saved=1`)
-      .send();
-  });
+  app.post(
+    "/preferences/:token",
+    { onRequest: [sameOriginGate, formGate] },
+    async (request, reply) => {
+      const token = tokenOf(request);
+      await clients.consentLog.updatePreferences(
+        { token, preferences: submittedChoice(request) },
+        relayOptions(request, reply, operatorToken),
+      );
+      return reply
+        .code(303)
+        .header("Location", `${encodeURIComponent(token)}?saved=1`)
+        .send();
+    },
+  );
   refuseOtherMethods(app, "/preferences/:token", ["GET", "POST"], sendErrorPage);
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { http, rawHttp } from "#test/support/api.js";
+import { createBanner, http, rawHttp } from "#test/support/api.js";
 import {
   aChoice,
   bannerFixture,
@@ -42,7 +42,7 @@ describe("GET and POST /preferences/{token}", () => {
     const page = await http(ctx.service, "GET", await linkFor(publicId, { languageCode: "de" }));
     expect(page.status).toBe(200);
     expect(page.headers.get("content-type")).toBe("text/html; charset=utf-8");
-    expect(page.headers.get("referrer-policy")).toBe("no-referrer");
+    expect(page.headers.get("referrer-policy")).toBe("same-origin");
     expect(page.headers.get("content-security-policy")).toMatch(/default-src 'none'/);
     expect(page.text).toContain('<html lang="de">');
     expect(page.text).toContain("<h1>Datenschutz-Einstellungen</h1>");
@@ -100,6 +100,104 @@ describe("GET and POST /preferences/{token}", () => {
       timestampClamped: false,
     });
     expect(row?.pageUrl).toBeUndefined();
+  });
+
+  /** POSTs the page's form to `path` with `headers`, as a browser or another client sends it. */
+  function submit(path: string, headers: Record<string, string> = {}, body = "category=marketing") {
+    return fetch(`${ctx.service.gatewayUrl}${path}`, {
+      method: "POST",
+      headers: { "content-type": "application/x-www-form-urlencoded", ...headers },
+      body,
+      redirect: "manual",
+    });
+  }
+
+  // Regression (audit A3): the current choice was the team's newest row of the consentId, so a
+  // row another banner of the team logged with the same consentId took over the page and its save.
+  it("shows and carries over the choice made on the link's banner, never another banner's with the same consentId", async () => {
+    const { teamId, key, publicId } = await bannerFixture(ctx.service, { configuration });
+    const other = await createBanner(ctx.service, key, { configuration });
+    const consentId = "2b7c1d4e-5f60-4a71-8b92-a3b4c5d6e7f8";
+    const path = await linkFor(publicId, {
+      consentId,
+      languageCode: "de",
+      country: "DE",
+      preferences: { necessary: true, analytics: true, marketing: false },
+    });
+    await linkFor(other.publicId, {
+      consentId,
+      languageCode: "fr",
+      country: "FR",
+      region: "IDF",
+      matchedRuleId: "rule-of-the-other-banner",
+      preferences: { necessary: true, analytics: false, marketing: true },
+    });
+    const page = await http(ctx.service, "GET", path);
+    expect(page.status).toBe(200);
+    expect(page.text).toContain('<html lang="de">');
+    expect(page.text).toContain(
+      '<input type="checkbox" checked name="category" value="analytics">',
+    );
+    expect(page.text).toContain('<input type="checkbox" name="category" value="marketing">');
+    expect((await submit(path, {}, "category=analytics")).status).toBe(303);
+    const [saved] = await storedRows(ctx.service, teamId);
+    expect(saved).toMatchObject({ method: "consent_changed", consentId, publicId });
+    expect(saved).toMatchObject({ languageCode: "de", country: "DE" });
+    expect(saved?.region).toBeUndefined();
+    expect(saved?.matchedRuleId).toBeUndefined();
+  });
+
+  // Regression (audit B3): any site that learned a link could submit a form to it cross-site.
+  it("refuses a form another site submits, by Sec-Fetch-Site or else by Origin, and records nothing", async () => {
+    const { teamId, publicId } = await bannerFixture(ctx.service, { configuration });
+    const path = await linkFor(publicId);
+    const before = await storedRows(ctx.service, teamId);
+    const gatewayOrigin = new URL(ctx.service.gatewayUrl).origin;
+    const refusedHeaders: Record<string, string>[] = [
+      { "sec-fetch-site": "cross-site", origin: "https://attacker.example" },
+      { "sec-fetch-site": "cross-site" },
+      { "sec-fetch-site": "same-site", origin: "https://other.shop.example.com" },
+      { "sec-fetch-site": "none" },
+      // A same-origin Origin does not outweigh the browser's own verdict.
+      { "sec-fetch-site": "cross-site", origin: gatewayOrigin },
+      { origin: "https://attacker.example" },
+      { origin: "null" },
+      { origin: gatewayOrigin.replace("http:", "https:") },
+      { origin: "not a url" },
+    ];
+    for (const headers of refusedHeaders) {
+      const refused = await submit(path, headers);
+      expect([headers, refused.status]).toEqual([headers, 403]);
+      expect(refused.headers.get("content-type")).toBe("text/html; charset=utf-8");
+      expect(await refused.text()).toContain("<h1>Your choices were not saved</h1>");
+    }
+    expect(await storedRows(ctx.service, teamId)).toHaveLength(before.length);
+  });
+
+  it("saves the page's own form: same-origin, a matching Origin, or a client that sends neither", async () => {
+    const { teamId, publicId } = await bannerFixture(ctx.service, { configuration });
+    const path = await linkFor(publicId);
+    const gatewayOrigin = new URL(ctx.service.gatewayUrl).origin;
+    const acceptedHeaders: Record<string, string>[] = [
+      { "sec-fetch-site": "same-origin", origin: gatewayOrigin },
+      { "sec-fetch-site": "same-origin" },
+      { origin: gatewayOrigin },
+      {},
+      // Behind a proxy named in CONSENT_TRUST_PROXY, its forwarded scheme and host are the page's.
+      {
+        origin: "https://consent.example.net",
+        "x-forwarded-proto": "https",
+        "x-forwarded-host": "consent.example.net",
+      },
+    ];
+    for (const headers of acceptedHeaders) {
+      const saved = await submit(path, headers);
+      expect([headers, saved.status]).toEqual([headers, 303]);
+    }
+    const rows = await storedRows(ctx.service, teamId);
+    expect(rows.filter((row) => row.method === "consent_changed")).toHaveLength(
+      acceptedHeaders.length,
+    );
   });
 
   it("refuses a submission that is not the page's form, and records nothing", async () => {
