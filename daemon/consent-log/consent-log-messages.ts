@@ -66,5 +66,6 @@ export function preferencesViewMessage(
     preferences: currentChoice(banner, latest?.preferences ?? {}),
     languageCode: latest?.languageCode ?? "",
     expiresAt: timestampFromDate(expiresAt),
+    consentLogId: latest?.id ?? "",
   });
 }

@@ -122,7 +122,10 @@ export async function preferencesRoutes(app: FastifyInstance, options: Preferenc
       relayOptions(request, reply, operatorToken),
     );
     const nonce = randomBytes(16).toString("base64");
-    const saved = (request.query as { saved?: string }).saved === "1";
+    // The saved notice only right after a save: `saved` names the row the save wrote, and that
+    // row is still the current choice (an address from the history, or typed, shows none).
+    const savedRow = (request.query as { saved?: unknown }).saved;
+    const saved = !!view?.consentLogId && savedRow === view.consentLogId;
     return sendPage(reply, 200, view ? preferencesPage(view, nonce, saved) : "", nonce);
   });
 
@@ -147,13 +150,16 @@ export async function preferencesRoutes(app: FastifyInstance, options: Preferenc
     { onRequest: [sameOriginGate, formGate] },
     async (request, reply) => {
       const token = tokenOf(request);
-      await clients.consentLog.updatePreferences(
+      const { consentLogId } = await clients.consentLog.updatePreferences(
         { token, preferences: submittedChoice(request) },
         relayOptions(request, reply, operatorToken),
       );
       return reply
         .code(303)
-        .header("Location", `${encodeURIComponent(token)}?saved=1`)
+        .header(
+          "Location",
+          `${encodeURIComponent(token)}?saved=${encodeURIComponent(consentLogId)}`,
+        )
         .send();
     },
   );

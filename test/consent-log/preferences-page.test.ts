@@ -80,16 +80,20 @@ describe("GET and POST /preferences/{token}", () => {
       redirect: "manual",
     });
     expect(saved.status).toBe(303);
+    const [row] = await storedRows(ctx.service, teamId);
     const next = new URL(saved.headers.get("location") ?? "", `${ctx.service.gatewayUrl}${path}`);
-    expect(next.pathname + next.search).toBe(`${path}?saved=1`);
-    const page = await http(ctx.service, "GET", `${path}?saved=1`);
-    expect(page.text).toContain(
-      '<p class="status" role="status">Ihre Auswahl wurde gespeichert.</p>',
-    );
+    expect(next.pathname + next.search).toBe(`${path}?saved=${row?.id}`);
+    const page = await http(ctx.service, "GET", `${path}?saved=${row?.id}`);
+    const notice = '<p class="status" role="status">Ihre Auswahl wurde gespeichert.</p>';
+    expect(page.text).toContain(notice);
     expect(page.text).toContain(
       '<input type="checkbox" checked name="category" value="marketing">',
     );
-    const [row] = await storedRows(ctx.service, teamId);
+    // Only the save's own redirect says so: an address typed or from the history does not.
+    for (const query of ["", "?saved=1", `?saved=${consentId}`]) {
+      const other = await http(ctx.service, "GET", `${path}${query}`);
+      expect([other.status, other.text.includes(notice)]).toEqual([200, false]);
+    }
     expect(row).toMatchObject({
       method: "consent_changed",
       consentId,

@@ -1,0 +1,215 @@
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import type { Browser, BrowserContext, Page } from "playwright-core";
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { launchChromium, skipBrowserTests } from "#test/support/browser.js";
+import { aChoice, bannerFixture, postLog, storedRows } from "#test/support/consent-log.js";
+import { startTestService, type TestService } from "#test/support/service.js";
+
+const configuration = {
+  categories: [
+    { name: "necessary", required: true, label: "Necessary" },
+    { name: "analytics", label: "Analytics", description: "Usage statistics" },
+    { name: "marketing", label: "Marketing" },
+  ],
+};
+
+/** A port free just now on 127.0.0.1, so CONSENT_BASE_URL can name the gateway before it starts. */
+async function freePort(): Promise<number> {
+  const probe = createServer();
+  await new Promise<void>((resolve) => probe.listen(0, "127.0.0.1", resolve));
+  const { port } = probe.address() as AddressInfo;
+  await new Promise<void>((resolve) => probe.close(() => resolve()));
+  return port;
+}
+
+/**
+ * Another website, on 127.0.0.1 and reached as http://localhost:<port> (another site than the
+ * gateway's 127.0.0.1) or http://127.0.0.1:<port> (the same site, another origin), whose page
+ * makes the browser post a form to a preferences link it learned, as soon as it loads.
+ */
+async function startOtherSite() {
+  const pages = new Map<string, string>();
+  const server: Server = createServer((request, response) => {
+    const html = pages.get((request.url ?? "/").split("?")[0] ?? "/");
+    if (!html) return response.writeHead(request.url === "/favicon.ico" ? 204 : 404).end();
+    response.writeHead(200, { "content-type": "text/html; charset=utf-8" });
+    response.end(html);
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    /** Serves, at `path` on `host`, a page that submits `fields` to `link` and returns its address. */
+    formPostingTo(host: string, path: string, link: string, fields: [string, string][]): string {
+      const inputs = fields
+        .map(([name, value]) => `<input type="hidden" name="${name}" value="${value}">`)
+        .join("");
+      pages.set(
+        path,
+        `<!doctype html><html lang="en"><head><title>Prize draw</title></head><body>
+<form method="post" action="${link}">${inputs}</form>
+<script>document.forms[0].submit()</script></body></html>`,
+      );
+      return `http://${host}:${port}${path}`;
+    },
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}
+
+/** decisions §5 in real Chromium: a visitor changes their choice through the managePreferences link. */
+describe.skipIf(skipBrowserTests)("preferences page in Chromium", () => {
+  let service: TestService;
+  let otherSite: Awaited<ReturnType<typeof startOtherSite>>;
+  let browser: Browser;
+  let context: BrowserContext;
+  let page: Page;
+  let problems: string[];
+
+  beforeAll(async () => {
+    // The link the log route returns must open the gateway: CONSENT_BASE_URL names its address.
+    const port = await freePort();
+    service = await startTestService({
+      gateway: true,
+      env: { CONSENT_HTTP_PORT: String(port), CONSENT_BASE_URL: `http://127.0.0.1:${port}` },
+    });
+    otherSite = await startOtherSite();
+    browser = await launchChromium();
+  });
+  afterAll(async () => {
+    await browser?.close();
+    await otherSite?.close();
+    await service?.close();
+  });
+  beforeEach(async () => {
+    context = await browser.newContext();
+    page = await context.newPage();
+    problems = [];
+    page.on("console", (message) => {
+      if (message.type() === "warning" || message.type() === "error") problems.push(message.text());
+    });
+    page.on("pageerror", (error) => problems.push(error.message));
+  });
+  afterEach(() => context.close());
+
+  /** A banner, a choice logged on its site, and the managePreferences link the log route gave. */
+  async function choiceWithLink(consentId: string) {
+    const { teamId, publicId } = await bannerFixture(service, { configuration });
+    const logged = await postLog(
+      service,
+      aChoice(publicId, {
+        consentId,
+        languageCode: "en",
+        preferences: { necessary: true, analytics: true, marketing: false },
+      }),
+    );
+    expect(logged.status).toBe(200);
+    const link: string = logged.body.managePreferences;
+    expect(link.startsWith(`${service.gatewayUrl}/preferences/`)).toBe(true);
+    return { teamId, link };
+  }
+
+  const checkbox = (name: RegExp) => page.getByRole("checkbox", { name });
+
+  it("shows the last choice, and saves a change made with the keyboard as consent_changed", async () => {
+    const consentId = "5a0c2b9e-3d4f-4e61-9a7b-8c9d0e1f2a3b";
+    const { teamId, link } = await choiceWithLink(consentId);
+
+    const opened = await page.goto(link);
+    expect(opened?.status()).toBe(200);
+    expect(await page.getByRole("heading", { level: 1 }).textContent()).toBe(
+      "We value your privacy",
+    );
+    // The required category is shown ticked and locked, with its note; the others as last chosen.
+    const necessary = checkbox(/Necessary/);
+    expect([await necessary.isChecked(), await necessary.isDisabled()]).toEqual([true, true]);
+    expect(await page.getByText("Always on").isVisible()).toBe(true);
+    expect(await checkbox(/Analytics/).isChecked()).toBe(true);
+    expect(await checkbox(/Marketing/).isChecked()).toBe(false);
+
+    // Keyboard only: Tab skips the locked box; Space ticks Marketing.
+    for (let i = 0; i < 5; i++) {
+      await page.keyboard.press("Tab");
+      const focused = await page.evaluate(() => (document.activeElement as HTMLInputElement).value);
+      if (focused === "marketing") break;
+    }
+    await page.keyboard.press("Space");
+    expect(await checkbox(/Marketing/).isChecked()).toBe(true);
+
+    const posted = page.waitForRequest((request) => request.method() === "POST");
+    await page.getByRole("button", { name: "Save choices" }).click();
+    await page.waitForURL((url) => url.href.startsWith(`${link}?saved=`));
+    // The browser's own verdict on the page's form, which the gateway's check relies on.
+    expect(await (await posted).headerValue("sec-fetch-site")).toBe("same-origin");
+
+    const status = page.getByRole("status");
+    expect(await status.isVisible()).toBe(true);
+    expect(await status.textContent()).toBe("Your choices have been saved.");
+    expect(await checkbox(/Marketing/).isChecked()).toBe(true);
+    expect(await checkbox(/Analytics/).isChecked()).toBe(true);
+
+    const rows = await storedRows(service, teamId);
+    expect(rows).toHaveLength(2);
+    expect(page.url()).toBe(`${link}?saved=${rows[0]?.id}`);
+    expect(rows[0]).toMatchObject({
+      method: "consent_changed",
+      consentId,
+      preferences: { necessary: true, analytics: true, marketing: true },
+      languageCode: "en",
+    });
+    // Reloading the saved page records nothing more (303 then GET).
+    await page.reload();
+    expect(await storedRows(service, teamId)).toHaveLength(2);
+    expect(problems).toEqual([]);
+  });
+
+  // The gateway is http://127.0.0.1:<port>: localhost is another site, 127.0.0.1 on another port
+  // the same site but another origin. Both are refused (decisions §5: the page is the service's own).
+  const otherOrigins = [
+    ["another site", "localhost", "cross-site", "6b1d3caf-4e50-4f72-8b8c-9daef0a1b2c3"],
+    [
+      "the same site on another port",
+      "127.0.0.1",
+      "same-site",
+      "7c2e4db0-5f61-4083-9c9d-aebf01b2c3d4",
+    ],
+  ] as const;
+  for (const [name, host, fetchSite, consentId] of otherOrigins) {
+    it(`refuses a form ${name} makes the browser post to the link, and records nothing`, async () => {
+      const { teamId, link } = await choiceWithLink(consentId);
+      const fields: [string, string][] = [
+        ["category", "analytics"],
+        ["category", "marketing"],
+      ];
+      const attack = otherSite.formPostingTo(host, `/draw-${host}`, link, fields);
+
+      const refused = page.waitForResponse(
+        (response) => response.url() === link && response.request().method() === "POST",
+      );
+      await page.goto(attack, { waitUntil: "commit" });
+      const response = await refused;
+      expect(await response.request().headerValue("sec-fetch-site")).toBe(fetchSite);
+      expect(response.status()).toBe(403);
+      await page.waitForURL(link);
+      expect(await page.getByRole("heading", { level: 1 }).textContent()).toBe(
+        "Your choices were not saved",
+      );
+      const rows = await storedRows(service, teamId);
+      expect(rows.map((row) => row.method)).toEqual(["consent_given"]);
+
+      // The same fields sent by a client that is no browser are a valid form: the refusal above
+      // came from the origin check, not from the fields.
+      const control = await fetch(link, {
+        method: "POST",
+        headers: { "content-type": "application/x-www-form-urlencoded" },
+        body: new URLSearchParams(fields).toString(),
+        redirect: "manual",
+      });
+      expect(control.status).toBe(303);
+      expect((await storedRows(service, teamId))[0]).toMatchObject({
+        method: "consent_changed",
+        consentId,
+        preferences: { necessary: true, analytics: true, marketing: true },
+      });
+    });
+  }
+});
