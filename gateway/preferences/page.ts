@@ -1,4 +1,5 @@
 import { timestampDate } from "@bufbuild/protobuf/wkt";
+import { hostOf } from "#daemon/banners/domains.js";
 import { runtimeConfig } from "#gateway/loader/runtime-config.js";
 import { type ErrorCode, pageTexts } from "#gateway/preferences/page-texts.js";
 import { resolveTexts } from "#gateway/runtime/texts.js";
@@ -47,6 +48,7 @@ small{display:block}
 button{font:inherit;cursor:pointer;padding:.5em 1.5em;border-radius:4px;border:2px solid ${c.primary};background:${c.primary};color:${c.secondary}}
 :focus-visible{outline:3px solid ${c.accent};outline-offset:2px}
 a{color:inherit}
+.site{margin-top:-.5em}
 .status{border-left:4px solid ${c.accent};padding:.5em 1em}
 </style></head>
 <body><main>${body}</main></body></html>
@@ -75,8 +77,11 @@ export function preferencesPage(view: PreferencesView, nonce: string, saved: boo
   const until = view.expiresAt ? timestampDate(view.expiresAt).toISOString().slice(11, 16) : "";
   const own = pageTexts(texts.languageCode).texts;
   const policy = texts.get("privacyPolicyUrl");
+  // Which website these settings are for: the page is the service's, not the site's.
+  const site = banner ? hostOf(banner.domain) : null;
   const body = [
     `<h1>${escapeHtml(texts.get("title"))}</h1>`,
+    site ? `<p class="site">${escapeHtml(site)}</p>` : "",
     saved ? `<p class="status" role="status">${escapeHtml(own.saved)}</p>` : "",
     `<p>${escapeHtml(texts.get("description"))}</p>`,
     `<form method="post"><fieldset><legend>${escapeHtml(texts.get("customize"))}</legend>`,

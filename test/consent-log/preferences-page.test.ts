@@ -45,7 +45,9 @@ describe("GET and POST /preferences/{token}", () => {
     expect(page.headers.get("referrer-policy")).toBe("same-origin");
     expect(page.headers.get("content-security-policy")).toMatch(/default-src 'none'/);
     expect(page.text).toContain('<html lang="de">');
-    expect(page.text).toContain("<h1>Datenschutz-Einstellungen</h1>");
+    expect(page.text).toContain(
+      '<h1>Datenschutz-Einstellungen</h1>\n<p class="site">shop.example.com</p>',
+    );
     expect(page.text).toContain(
       '<input type="checkbox" checked disabled><span><b>Necessary</b> <i>Immer aktiv</i>',
     );
