@@ -24,14 +24,37 @@ export function formatTime(timestamp: Timestamp | undefined): string {
 }
 
 /**
- * Stored text as a terminal should show it: control characters (C0, DEL, C1) written as visible
- * escapes ("\\x1b"), so a value someone else stored (a banner's name, an older log row) can
- * neither run an escape sequence in the operator's terminal nor break a table's lines.
+ * Characters a terminal must not receive as they are from a value someone else stored: control
+ * characters (C0, DEL, C1: escape sequences, bell, carriage return) and the bidirectional
+ * controls, which can show a URL or a name in another order than it has.
+ */
+const UNSAFE = /[\p{Cc}\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/gu;
+/** UNSAFE but C0, which JSON.stringify escapes in strings and uses between them (newlines). */
+const UNSAFE_IN_JSON = /[\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
+
+const hex = (char: string, digits: number) =>
+  (char.codePointAt(0) ?? 0).toString(16).padStart(digits, "0");
+
+/**
+ * Stored text as a terminal should show it: every UNSAFE character written as a visible escape
+ * ("\x1b", "\u202e") and a backslash doubled, so a value someone else stored (a banner's
+ * name, an older log row) can neither run an escape sequence in the operator's terminal nor
+ * break a table's lines, and a literal "\x1b" never reads as an escaped one.
  */
 export function printable(value: string): string {
-  return value.replace(
-    /\p{Cc}/gu,
-    (char) => `\\x${char.charCodeAt(0).toString(16).padStart(2, "0")}`,
+  return value
+    .replaceAll("\\", "\\\\")
+    .replace(UNSAFE, (char) => (char < "\u0100" ? `\\x${hex(char, 2)}` : `\\u${hex(char, 4)}`));
+}
+
+/**
+ * JSON as the CLI prints it: JSON.stringify, which escapes C0 characters itself, with the other
+ * UNSAFE characters written as \u escapes too. The same JSON value, safe on a terminal.
+ */
+export function jsonText(value: unknown, indent?: number): string {
+  return (JSON.stringify(value, null, indent) ?? "null").replace(
+    UNSAFE_IN_JSON,
+    (char) => `\\u${hex(char, 4)}`,
   );
 }
 

@@ -1,3 +1,4 @@
+import { jsonText } from "#cli/format.js";
 import { type Problem, stackOf } from "#cli/problems.js";
 import { colorEnabled, PIPED_COLUMNS } from "#cli/terminal.js";
 
@@ -13,7 +14,7 @@ export interface Io {
  * `consentctl ... --json | jq` always parses.
  */
 export function writeJson(io: Io, value: unknown): void {
-  io.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
+  io.stdout.write(`${jsonText(value, 2)}\n`);
 }
 
 export interface ReportOptions {
@@ -39,7 +40,7 @@ export async function reportProblem(
       ...(problem.details.length > 0 ? { details: problem.details } : {}),
       ...(options.debug ? { stack: stackOf(problem.cause) } : {}),
     };
-    io.stderr.write(`${JSON.stringify(body)}\n`);
+    io.stderr.write(`${jsonText(body)}\n`);
     return;
   }
   const { renderProblem } = await import("#cli/components/error-message.js");

@@ -1,6 +1,6 @@
 import { type Timestamp, timestampDate } from "@bufbuild/protobuf/wkt";
 import { stringify } from "csv-stringify/sync";
-import { messageJson } from "#cli/format.js";
+import { jsonText, messageJson } from "#cli/format.js";
 import { type ConsentLogEntry, ConsentLogEntrySchema } from "#gen/consent/v1/consent_log_pb.js";
 
 export const EXPORT_FORMATS = ["jsonl", "csv"] as const;
@@ -51,7 +51,7 @@ export function createExportWriter(format: ExportFormat) {
   return {
     batch(entries: readonly ConsentLogEntry[]): string {
       if (format === "jsonl") {
-        return entries.map((entry) => `${JSON.stringify(entryJson(entry))}\n`).join("");
+        return entries.map((entry) => `${jsonText(entryJson(entry))}\n`).join("");
       }
       const text = stringify(
         entries.map((entry) => CSV_COLUMNS.map(([, value]) => value(entry))),

@@ -15,7 +15,7 @@ import {
   type LogFilterOptions,
   type LogRangeOptions,
 } from "#cli/commands/log-filters.js";
-import { examples } from "#cli/format.js";
+import { examples, jsonText } from "#cli/format.js";
 import { type Io, writeJson } from "#cli/output.js";
 import { UserError } from "#cli/problems.js";
 import type { Runtime } from "#cli/program.js";
@@ -65,7 +65,7 @@ export function addTailLogs(logs: Command, runtime: Runtime): void {
           const line = (entry?: Parameters<typeof entryJson>[0]) =>
             views
               ? `${views.renderTailLine(entry, { color })}\n`
-              : `${JSON.stringify(entry && entryJson(entry))}\n`;
+              : `${jsonText(entry && entryJson(entry))}\n`;
           return untilInterrupted(async (signal) => {
             const { bannerId, methods } = filterRequest(options);
             const stream = client

@@ -1,6 +1,6 @@
 import { Box, Text } from "ink";
 import { KeyValue } from "#cli/components/key-value.js";
-import { formatTime } from "#cli/format.js";
+import { formatTime, jsonText } from "#cli/format.js";
 import { Toned } from "#cli/theme.js";
 import type {
   DeleteSubjectStateResponse,
@@ -26,7 +26,7 @@ export function SubjectView({ result }: { result: ResolveSubjectResponse }) {
       />
       <Box flexDirection="column" marginTop={1}>
         <Text>Consent state:</Text>
-        <Text>{JSON.stringify(snapshot.consentState ?? {}, null, 2)}</Text>
+        <Text>{jsonText(snapshot.consentState ?? {}, 2)}</Text>
       </Box>
     </Box>
   );

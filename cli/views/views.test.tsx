@@ -2,10 +2,13 @@ import { create } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { render } from "ink-testing-library";
 import { describe, expect, it } from "vitest";
+import { jsonText, printable } from "#cli/format.js";
 import { BannerView } from "#cli/views/banner-views.js";
 import { keyStatus, MintedKeyView } from "#cli/views/key-views.js";
+import { SubjectView } from "#cli/views/subject-views.js";
 import { ApiKeySchema } from "#gen/consent/v1/admin_pb.js";
 import { BannerSchema } from "#gen/consent/v1/banner_pb.js";
+import { ResolveSubjectResponseSchema } from "#gen/consent/v1/subject_pb.js";
 
 const HOUR = 3600_000;
 const at = (ms: number) => timestampFromDate(new Date(ms));
@@ -66,5 +69,30 @@ describe("BannerView", () => {
     );
     expect(frame).toContain("GDPR, LGPD");
     expect(frame).toContain("has unpublished changes");
+  });
+});
+
+describe("stored text on a terminal", () => {
+  it("writes control and bidirectional characters as escapes, and doubles a backslash", () => {
+    expect(printable("a\u001b[2Jb\u007f\u009b\u202etxt.exe\\x1b")).toBe(
+      "a\\x1b[2Jb\\x7f\\x9b\\u202etxt.exe\\\\x1b",
+    );
+    const json = jsonText({ name: "ads\u009d0;owned\u009c", dir: "\u2067x" }, 2);
+    expect(json).not.toMatch(/[\u007f-\u009f\u2067]/);
+    expect(JSON.parse(json)).toEqual({ name: "ads\u009d0;owned\u009c", dir: "\u2067x" });
+  });
+
+  it("shows a subject's stored state without raw control characters", () => {
+    const result = create(ResolveSubjectResponseSchema, {
+      found: true,
+      snapshot: {
+        consentState: { categories: ["ads\u009d0;owned\u009c", "x\u007f"] },
+        version: 1,
+        protocolVersion: 2,
+      },
+    });
+    const frame = render(<SubjectView result={result} />).lastFrame() ?? "";
+    expect(frame.replaceAll("\n", "")).not.toMatch(/\p{Cc}/u);
+    expect(frame).toContain("ads\\u009d0;owned\\u009c");
   });
 });

@@ -14,6 +14,10 @@ describe("clientOfIp", () => {
     expect(clientOfIp("2001:0db8:0001:0002:ffff:ffff:ffff:ffff")).toBe(client);
     expect(clientOfIp("2001:DB8:1:2:0:0:0:9")).toBe(client);
     expect(clientOfIp("2001:db8:1:3::1")).not.toBe(client);
+    // The IPv4-compatible form is an IPv6 address, however written; not the IPv4 host.
+    expect(clientOfIp("::192.0.2.7")).toBe(clientOfIp("::c000:207"));
+    expect(clientOfIp("::192.0.2.7")).not.toBe("192.0.2.7");
+    expect(clientOfIp("fe80::1%eth0")).toBe(clientOfIp("fe80::2"));
   });
 
   it("keeps anything that is not an address as it is", () => {

@@ -105,9 +105,13 @@ export function rateLimited(retryAfter: number, state?: RateLimitState): DomainE
  */
 export function clientOfIp(ip: string): string {
   if (!ipaddr.isValid(ip)) return ip;
-  const address = ipaddr.process(ip);
+  const address = ipaddr.parse(ip);
   if (address.kind() === "ipv4") return address.toString();
-  const parts = (address as ipaddr.IPv6).parts.slice(0, 4);
+  const v6 = address as ipaddr.IPv6;
+  // ipaddr.js reads the IPv4-compatible form (::192.0.2.7, RFC 4291 deprecated) as IPv4-mapped;
+  // that address is ::c000:207, an IPv6 one, while every way to write a mapped one has its ffff.
+  if (v6.isIPv4MappedAddress() && /ffff/i.test(ip)) return v6.toIPv4Address().toString();
+  const parts = v6.parts.slice(0, 4);
   return `${parts.map((part) => part.toString(16)).join(":")}::/64`;
 }
 

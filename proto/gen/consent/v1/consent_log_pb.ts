@@ -431,7 +431,8 @@ export type PreferencesView = Message<"consent.v1.PreferencesView"> & {
   consentId: string;
 
   /**
-   * Category name to accepted, from the newest row of the consentId; required categories are on.
+   * Category name to accepted, from the newest row of the consentId on the link's banner;
+   * required categories are on.
    *
    * @generated from field: map<string, bool> preferences = 3;
    */
