@@ -1,4 +1,5 @@
 import { createHmac } from "node:crypto";
+import { isIPv4 } from "node:net";
 import ipaddr from "ipaddr.js";
 import type { Clock } from "#daemon/clock.js";
 import { DomainError, type RateLimitState } from "#daemon/errors.js";
@@ -104,10 +105,10 @@ export function rateLimited(retryAfter: number, state?: RateLimitState): DomainE
  * that is not an address (the relay's "unknown") is its own client.
  */
 export function clientOfIp(ip: string): string {
-  if (!ipaddr.isValid(ip)) return ip;
-  const address = ipaddr.parse(ip);
-  if (address.kind() === "ipv4") return address.toString();
-  const v6 = address as ipaddr.IPv6;
+  // Most clients: an IPv4 address as Node and X-Forwarded-For write it, with no parse at all.
+  if (isIPv4(ip)) return ip;
+  if (!ipaddr.IPv6.isValid(ip)) return ip;
+  const v6 = ipaddr.IPv6.parse(ip);
   // ipaddr.js reads the IPv4-compatible form (::192.0.2.7, RFC 4291 deprecated) as IPv4-mapped;
   // that address is ::c000:207, an IPv6 one, while every way to write a mapped one has its ffff.
   if (v6.isIPv4MappedAddress() && /ffff/i.test(ip)) return v6.toIPv4Address().toString();
