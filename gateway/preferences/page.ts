@@ -50,6 +50,7 @@ button{font:inherit;cursor:pointer;padding:.5em 1.5em;border-radius:4px;border:2
 a{color:inherit}
 .site{margin-top:-.5em}
 .status{border-left:4px solid ${c.accent};padding:.5em 1em}
+.status:focus{outline:none}
 </style></head>
 <body><main>${body}</main></body></html>
 `;
@@ -82,7 +83,11 @@ export function preferencesPage(view: PreferencesView, nonce: string, saved: boo
   const body = [
     `<h1>${escapeHtml(texts.get("title"))}</h1>`,
     site ? `<p class="site">${escapeHtml(site)}</p>` : "",
-    saved ? `<p class="status" role="status">${escapeHtml(own.saved)}</p>` : "",
+    // Focused on arrival, so a screen reader reads it: a live region already on the page when
+    // it loads is not announced, and the page runs no script to fill one in.
+    saved
+      ? `<p class="status" role="status" tabindex="-1" autofocus>${escapeHtml(own.saved)}</p>`
+      : "",
     `<p>${escapeHtml(texts.get("description"))}</p>`,
     `<form method="post"><fieldset><legend>${escapeHtml(texts.get("customize"))}</legend>`,
     rows.join("\n"),

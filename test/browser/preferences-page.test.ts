@@ -144,6 +144,8 @@ describe.skipIf(skipBrowserTests)("preferences page in Chromium", () => {
     const status = page.getByRole("status");
     expect(await status.isVisible()).toBe(true);
     expect(await status.textContent()).toBe("Your choices have been saved.");
+    // Focused on arrival, so a screen reader reads it out.
+    expect(await page.evaluate(() => document.activeElement?.getAttribute("role"))).toBe("status");
     expect(await checkbox(/Marketing/).isChecked()).toBe(true);
     expect(await checkbox(/Analytics/).isChecked()).toBe(true);
 

@@ -86,7 +86,8 @@ describe("GET and POST /preferences/{token}", () => {
     const next = new URL(saved.headers.get("location") ?? "", `${ctx.service.gatewayUrl}${path}`);
     expect(next.pathname + next.search).toBe(`${path}?saved=${row?.id}`);
     const page = await http(ctx.service, "GET", `${path}?saved=${row?.id}`);
-    const notice = '<p class="status" role="status">Ihre Auswahl wurde gespeichert.</p>';
+    const notice =
+      '<p class="status" role="status" tabindex="-1" autofocus>Ihre Auswahl wurde gespeichert.</p>';
     expect(page.text).toContain(notice);
     expect(page.text).toContain(
       '<input type="checkbox" checked name="category" value="marketing">',
