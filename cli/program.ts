@@ -8,6 +8,7 @@ import { registerSessionCommands } from "#cli/commands/sessions.js";
 import { registerSubjectCommands } from "#cli/commands/subjects.js";
 import { registerTeamCommands } from "#cli/commands/teams.js";
 import { registerWebhookCommands } from "#cli/commands/webhooks.js";
+import { jsonText } from "#cli/format.js";
 import { parseHttpUrl } from "#cli/option-parsers.js";
 import type { Io } from "#cli/output.js";
 import {
@@ -71,5 +72,5 @@ export function createProgram(io: Io, session: Session, json: boolean): Command 
 
 /** commander's "error: missing required argument 'id'" as the --json error object. */
 function usageErrorJson(text: string): string {
-  return `${JSON.stringify({ error: text.trim().replace(/^error: /, ""), code: "usage" })}\n`;
+  return `${jsonText({ error: text.trim().replace(/^error: /, ""), code: "usage" })}\n`;
 }

@@ -34,6 +34,18 @@ describe("KeyValue", () => {
 });
 
 describe("ErrorMessage", () => {
+  it("writes control characters of the daemon's words as escapes", () => {
+    const hostile = {
+      ...problem,
+      message: "No banner named x\u001b]0;owned\u0007",
+      details: [{ field: "name", message: "name \u009b2J is taken" }],
+    };
+    const text = renderProblem(hostile, { color: false, columns: 100, debug: false });
+    expect(text.replaceAll("\n", "")).not.toMatch(/\p{Cc}/u);
+    expect(text).toContain("x\\x1b]0;owned\\x07");
+    expect(text).toContain("name \\x9b2J is taken");
+  });
+
   it("prints the sentence, each violated rule and the hint, without a stack", () => {
     const { lastFrame } = render(<ErrorMessage problem={problem} />);
     expect(lastFrame()).toBe(

@@ -1,4 +1,5 @@
 import { Box, renderToString, Text } from "ink";
+import { printable } from "#cli/format.js";
 import { type Problem, stackOf } from "#cli/problems.js";
 import { ColorProvider, Toned } from "#cli/theme.js";
 
@@ -12,9 +13,10 @@ export interface ErrorMessageProps {
 export function ErrorMessage({ problem, debug }: ErrorMessageProps) {
   return (
     <Box flexDirection="column">
-      <Toned tone="failure">✖ {problem.message}</Toned>
+      {/* The daemon's words may repeat stored text; the CLI's own hint and stack are trusted. */}
+      <Toned tone="failure">✖ {printable(problem.message)}</Toned>
       {problem.details.map((detail) => (
-        <Text key={`${detail.field}:${detail.message}`}> • {detail.message}</Text>
+        <Text key={`${detail.field}:${detail.message}`}> • {printable(detail.message)}</Text>
       ))}
       {problem.hint ? <Toned tone="muted">hint: {problem.hint}</Toned> : null}
       {debug ? <Toned tone="muted">{stackOf(problem.cause)}</Toned> : null}

@@ -18,6 +18,7 @@ describe("clientOfIp", () => {
     expect(clientOfIp("::192.0.2.7")).toBe(clientOfIp("::c000:207"));
     expect(clientOfIp("::192.0.2.7")).not.toBe("192.0.2.7");
     expect(clientOfIp("fe80::1%eth0")).toBe(clientOfIp("fe80::2"));
+    expect(clientOfIp("::192.0.2.7%ffff")).toBe(clientOfIp("::192.0.2.7"));
   });
 
   it("keeps anything that is not an address as it is", () => {

@@ -111,7 +111,8 @@ export function clientOfIp(ip: string): string {
   const v6 = ipaddr.IPv6.parse(ip);
   // ipaddr.js reads the IPv4-compatible form (::192.0.2.7, RFC 4291 deprecated) as IPv4-mapped;
   // that address is ::c000:207, an IPv6 one, while every way to write a mapped one has its ffff.
-  if (v6.isIPv4MappedAddress() && /ffff/i.test(ip)) return v6.toIPv4Address().toString();
+  const written = ip.split("%")[0] ?? ip; // the address without its zone
+  if (v6.isIPv4MappedAddress() && /ffff/i.test(written)) return v6.toIPv4Address().toString();
   const parts = v6.parts.slice(0, 4);
   return `${parts.map((part) => part.toString(16)).join(":")}::/64`;
 }
