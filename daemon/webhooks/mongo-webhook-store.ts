@@ -13,6 +13,7 @@ import {
   type AttemptResult,
   type DeliveryRecord,
   type DeliveryRoom,
+  EndpointInsertContendedError,
   RoomCounter,
   type WebhookEndpointRecord,
   type WebhookStore,
@@ -113,9 +114,7 @@ export class MongoWebhookStore implements WebhookStore {
           error.message.includes("webhook_endpoints_slot");
         if (!lostSlot) throw duplicateKeyError(error, "webhook");
         if (attempt >= maxPerTeam + EXTRA_SLOT_ATTEMPTS) {
-          throw new Error("webhook endpoints of this team are being added concurrently", {
-            cause: error,
-          });
+          throw new EndpointInsertContendedError({ cause: error });
         }
       }
     }

@@ -22,6 +22,7 @@ import {
 import { generateWebhookSecret, type WebhookSecretBox } from "#daemon/webhooks/webhook-secrets.js";
 import { sendWebhook } from "#daemon/webhooks/webhook-sender.js";
 import {
+  EndpointInsertContendedError,
   type WebhookEndpointRecord,
   withoutExpiredPreviousSecret,
 } from "#daemon/webhooks/webhook-store.js";
@@ -110,6 +111,20 @@ export function createWebhookService(
     }
   }
 
+  /** The insert under the team's maximum; a lost race for a place is a 409 to retry. */
+  async function insertUnderMaximum(endpoint: WebhookEndpointRecord): Promise<boolean> {
+    try {
+      return await store.webhooks.insertEndpoint(endpoint, MAX_WEBHOOKS_PER_TEAM);
+    } catch (error) {
+      if (!(error instanceof EndpointInsertContendedError)) throw error;
+      throw new DomainError(
+        "conflict",
+        "conflict",
+        "Webhooks of this team are being created concurrently; retry the request",
+      );
+    }
+  }
+
   return {
     listWebhooks: (_request, ctx) =>
       admitted(ctx, false, async (auth) => ({
@@ -139,7 +154,7 @@ export function createWebhookService(
           updatedAt: now,
           version: 1,
         };
-        if (!(await store.webhooks.insertEndpoint(endpoint, MAX_WEBHOOKS_PER_TEAM))) {
+        if (!(await insertUnderMaximum(endpoint))) {
           throw new DomainError(
             "failed_precondition",
             "failed_precondition",

@@ -49,6 +49,18 @@ export function withoutExpiredPreviousSecret(
   return kept;
 }
 
+/**
+ * An insert under a team's maximum that lost the race for a place too many times in a row (other
+ * creates and deletes of the team racing with it): nothing was stored, and the request may be
+ * sent again.
+ */
+export class EndpointInsertContendedError extends Error {
+  constructor(options?: ErrorOptions) {
+    super("webhook endpoints of this team are being added concurrently", options);
+    this.name = "EndpointInsertContendedError";
+  }
+}
+
 export type DeliveryStatus = "pending" | "succeeded" | "failed";
 
 /** One event's delivery to one endpoint. */
