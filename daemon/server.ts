@@ -19,6 +19,7 @@ import { ClientIpHasher, FixedWindowLimiter } from "#daemon/limits/rate-limiter.
 import { domainErrorInterceptor } from "#daemon/rpc/connect-errors.js";
 import { serveConnectUnary } from "#daemon/rpc/connect-unary-route.js";
 import { createServiceTable } from "#daemon/rpc/in-process-transport.js";
+import { answeringParseFailuresAsInvalid } from "#daemon/rpc/parse-failures.js";
 import { withReadCache } from "#daemon/store/read-cache.js";
 import type { Store } from "#daemon/store/store.js";
 import { createSubjectService } from "#daemon/subjects/subject-service.js";
@@ -190,7 +191,7 @@ export async function listenDaemon(daemon: Daemon, options: ListenOptions) {
     shutdownSignal: shutdown.signal,
   });
   await app.register(fastifyConnectPlugin, {
-    routes: daemon.routes,
+    routes: answeringParseFailuresAsInvalid(daemon.routes),
     interceptors: daemon.interceptors,
     readMaxBytes: DAEMON_READ_MAX_BYTES,
     shutdownSignal: shutdown.signal,

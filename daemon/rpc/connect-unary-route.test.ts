@@ -18,6 +18,7 @@ import { fastify } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { serveConnectUnary } from "#daemon/rpc/connect-unary-route.js";
 import { createServiceTable } from "#daemon/rpc/in-process-transport.js";
+import { answeringParseFailuresAsInvalid } from "#daemon/rpc/parse-failures.js";
 import { createDaemonTransport } from "#gateway/daemon-transport.js";
 import { ErrorInfoSchema } from "#gen/consent/v1/errors_pb.js";
 import {
@@ -72,6 +73,7 @@ interface RawReply {
   status: number;
   headers: http2.IncomingHttpHeaders;
   body: Buffer;
+  trailers: http2.IncomingHttpHeaders;
 }
 
 /** One request over its own HTTP/2 connection, answered as it came off the wire. */
@@ -82,8 +84,12 @@ function rawCall(url: string, headers: http2.OutgoingHttpHeaders, body: Uint8Arr
     const stream = session.request({ ":method": "POST", ":path": CHECK_PATH, ...headers });
     const chunks: Buffer[] = [];
     let responseHeaders: http2.IncomingHttpHeaders = {};
+    let trailers: http2.IncomingHttpHeaders = {};
     stream.on("response", (received) => {
       responseHeaders = received;
+    });
+    stream.on("trailers", (received) => {
+      trailers = received;
     });
     stream.on("data", (chunk: Buffer) => chunks.push(chunk));
     stream.on("end", () => {
@@ -92,6 +98,7 @@ function rawCall(url: string, headers: http2.OutgoingHttpHeaders, body: Uint8Arr
         status: Number(responseHeaders[":status"]),
         headers: responseHeaders,
         body: Buffer.concat(chunks),
+        trailers,
       });
     });
     stream.on("error", reject);
@@ -128,7 +135,7 @@ async function startDaemonStandIn() {
     shutdownSignal: shutdown.signal,
   });
   await app.register(fastifyConnectPlugin, {
-    routes,
+    routes: answeringParseFailuresAsInvalid(routes),
     readMaxBytes: READ_MAX_BYTES,
     shutdownSignal: shutdown.signal,
     contextValues,
@@ -192,15 +199,31 @@ describe("the daemon's short way for binary Connect unary calls", () => {
     expect(short.body.toString()).not.toContain("secret");
   });
 
-  it("refuses a body it cannot parse with invalid_argument", async () => {
-    // connect-es' own server answers internal (500) here; connect-go and gRPC answer
-    // invalid_argument, the code the protocol gives a message that cannot be read.
-    const short = await rawCall(url, plainHeaders, new Uint8Array([0x0a, 0xff]));
-    expect(short.status).toBe(400);
-    expect(JSON.parse(short.body.toString())).toMatchObject({
-      code: "invalid_argument",
-      message: expect.stringMatching(/^parse binary: /),
-    });
+  it("refuses a body it cannot parse with invalid_argument, on every path and in gRPC", async () => {
+    // connect-es' own server answers internal (500, grpc-status 13) here; connect-go and gRPC
+    // answer invalid_argument, the code the protocol gives a message that cannot be read.
+    const unreadable = new Uint8Array([0x0a, 0xff]);
+    const short = await rawCall(url, plainHeaders, unreadable);
+    const long = await rawCall(url, viaConnectEs, unreadable);
+    for (const reply of [short, long]) {
+      expect(reply.status).toBe(400);
+      expect(JSON.parse(reply.body.toString())).toMatchObject({
+        code: "invalid_argument",
+        message: expect.stringMatching(/^parse binary: /),
+      });
+      expect(reply.headers["content-length"]).toBe(String(reply.body.byteLength));
+    }
+    const grpcHeaders = { "content-type": "application/grpc", te: "trailers" };
+    const framed = (message: Uint8Array) =>
+      Buffer.concat([Buffer.from([0, 0, 0, 0, message.byteLength]), message]);
+    const grpc = await rawCall(url, grpcHeaders, framed(unreadable));
+    expect([grpc.status, grpc.trailers["grpc-status"]]).toEqual([200, "3"]);
+    expect(decodeURIComponent(String(grpc.trailers["grpc-message"]))).toMatch(/^parse binary: /);
+    // Only that failure: a handler's own fault stays internal, and a good call is unchanged.
+    const crash = await rawCall(url, grpcHeaders, framed(checkBody("crash")));
+    expect(crash.trailers["grpc-status"]).toBe("13");
+    const fine = await rawCall(url, grpcHeaders, framed(checkBody("plain")));
+    expect(fine.trailers["grpc-status"]).toBe("0");
   });
 
   it("refuses a body over readMaxBytes with resource_exhausted, declared or not", async () => {

@@ -1,0 +1,93 @@
+import type { ConnectRouter } from "@connectrpc/connect";
+import type { UniversalHandler, UniversalServerResponse } from "@connectrpc/connect/protocol";
+import secureJson from "secure-json-parse";
+
+/** How connect-es words a request message that is not protobuf binary (protocol/serialization). */
+const PARSE_FAILURE = "parse binary: ";
+const GRPC_INTERNAL = "13";
+const GRPC_INVALID_ARGUMENT = "3";
+
+/**
+ * The daemon's routes for connect-es' Fastify plugin, with one correction to connect-es'
+ * answers: a request message that is not valid protobuf binary is the caller's error.
+ * connect-es answers it `internal` (HTTP 500 in Connect, grpc-status 13), a server fault that
+ * clients are told to retry (spec 7); the daemon answers `invalid_argument` (400, grpc-status 3),
+ * as its short way for binary Connect unary calls does (connect-unary-route.ts) and as
+ * connect-go and gRPC do. connect-es parses the message before any interceptor runs and offers
+ * no hook there, so each handler the routes register is wrapped and its answer corrected on the
+ * way out: a Connect unary error body, or a gRPC status trailer. gRPC-Web and Connect streaming
+ * write their status into the body's last frame, and keep connect-es' answer.
+ */
+export function answeringParseFailuresAsInvalid(
+  routes: (router: ConnectRouter) => void,
+): (router: ConnectRouter) => void {
+  return (router) => {
+    routes(router);
+    // The plugin registers router.handlers once routes() returns: the wrapped ones.
+    router.handlers.splice(0, router.handlers.length, ...router.handlers.map(correcting));
+  };
+}
+
+function correcting(handler: UniversalHandler): UniversalHandler {
+  const corrected = async (request: Parameters<UniversalHandler>[0]) =>
+    withCallerFault(await handler(request));
+  return Object.assign(corrected, {
+    protocolNames: handler.protocolNames,
+    supportedContentType: handler.supportedContentType,
+    allowedMethods: handler.allowedMethods,
+    requestPath: handler.requestPath,
+    service: handler.service,
+    method: handler.method,
+  });
+}
+
+/** The response with a binary parse failure answered as the caller's error. */
+async function withCallerFault(response: UniversalServerResponse) {
+  const { body, trailer } = response;
+  if (!body || !(Symbol.asyncIterator in body)) return response;
+  // gRPC: the status trailer is set once the body has run (or failed) to its end.
+  if (trailer?.has("grpc-status")) {
+    return {
+      ...response,
+      body: (async function* () {
+        yield* body;
+        const message = decodeURIComponent(trailer.get("grpc-message") ?? "");
+        if (trailer.get("grpc-status") === GRPC_INTERNAL && message.startsWith(PARSE_FAILURE)) {
+          trailer.set("grpc-status", GRPC_INVALID_ARGUMENT);
+        }
+      })(),
+    };
+  }
+  // Connect unary: a 500 whose body is the error's JSON (uncompressed: it is short), one piece.
+  if (response.status !== 500 || response.header?.get("content-encoding")) return response;
+  const chunks: Uint8Array[] = [];
+  for await (const chunk of body) chunks.push(chunk);
+  const bytes = Buffer.concat(chunks);
+  const error = jsonObject(bytes);
+  if (
+    error?.code !== "internal" ||
+    typeof error.message !== "string" ||
+    !error.message.startsWith(PARSE_FAILURE)
+  ) {
+    return { ...response, body: oneChunk(bytes) };
+  }
+  const answer = Buffer.from(JSON.stringify({ ...error, code: "invalid_argument" }));
+  const header = new Headers(response.header);
+  header.set("content-length", String(answer.byteLength));
+  return { ...response, status: 400, header, body: oneChunk(answer) };
+}
+
+async function* oneChunk(bytes: Uint8Array) {
+  yield bytes;
+}
+
+function jsonObject(bytes: Buffer): Record<string, unknown> | undefined {
+  try {
+    const value: unknown = secureJson.parse(bytes.toString("utf8"));
+    return typeof value === "object" && value !== null
+      ? (value as Record<string, unknown>)
+      : undefined;
+  } catch {
+    return undefined;
+  }
+}
