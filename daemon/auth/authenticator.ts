@@ -188,7 +188,9 @@ export class Authenticator {
       throw new DomainError(
         "forbidden",
         "origin_not_allowed",
-        "A session-authenticated write must carry the dashboard's Origin header",
+        caller.origin
+          ? `A session-authenticated write must come from the dashboard's origin (${this.options.baseOrigin}), not ${caller.origin}`
+          : `A session-authenticated write must carry the dashboard's Origin header (${this.options.baseOrigin})`,
       );
     }
     const team = await this.teamOf(session.teamId);

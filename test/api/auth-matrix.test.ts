@@ -145,6 +145,7 @@ describe("authentication, scopes, test keys and plans per route", () => {
     return {
       status: result.status,
       code: result.body?.data?.code,
+      error: result.body?.data?.error,
       limited: result.headers.get("x-ratelimit-limit"),
     };
   }
@@ -225,10 +226,12 @@ describe("authentication, scopes, test keys and plans per route", () => {
     expect(await call(create, { cookie: session, origin: "https://evil.example" })).toMatchObject({
       status: 403,
       code: "origin_not_allowed",
+      error: expect.stringMatching(/origin \(http:\/\/.+\), not https:\/\/evil\.example$/),
     });
     expect(await call(create, { cookie: session })).toMatchObject({
       status: 403,
       code: "origin_not_allowed",
+      error: expect.stringMatching(/must carry the dashboard's Origin header \(http:\/\/.+\)$/),
     });
     expect((await call(list, { cookie: session })).status).toBe(200);
   });
