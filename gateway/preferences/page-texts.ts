@@ -3,6 +3,8 @@ import Negotiator from "negotiator";
 /** The page's own sentences: the operator configures every other string (decisions §3 texts). */
 export interface PageTexts {
   saved: string;
+  /** The link back to the settings page, on the page of a submission that was not saved. */
+  openSettings: string;
   /** The link's last minute, as "HH:MM" in UTC. */
   validUntil(time: string): string;
   /** Title and text of the page for each failure code; `other` for any code not listed. */
@@ -24,6 +26,7 @@ export type ErrorCode =
 const PAGE_TEXTS: Record<string, PageTexts> = {
   en: {
     saved: "Your choices have been saved.",
+    openSettings: "Open your privacy settings",
     validUntil: (time) => `This link works until ${time} UTC.`,
     errors: {
       link_expired: [
@@ -51,6 +54,7 @@ const PAGE_TEXTS: Record<string, PageTexts> = {
   },
   de: {
     saved: "Ihre Auswahl wurde gespeichert.",
+    openSettings: "Ihre Datenschutzeinstellungen öffnen",
     validUntil: (time) => `Dieser Link ist bis ${time} UTC gültig.`,
     errors: {
       link_expired: [
@@ -81,6 +85,7 @@ const PAGE_TEXTS: Record<string, PageTexts> = {
   },
   fr: {
     saved: "Vos choix ont été enregistrés.",
+    openSettings: "Ouvrir vos paramètres de confidentialité",
     validUntil: (time) => `Ce lien est valable jusqu’à ${time} UTC.`,
     errors: {
       link_expired: [
@@ -108,6 +113,7 @@ const PAGE_TEXTS: Record<string, PageTexts> = {
   },
   es: {
     saved: "Sus opciones se han guardado.",
+    openSettings: "Abrir su configuración de privacidad",
     validUntil: (time) => `Este enlace es válido hasta las ${time} UTC.`,
     errors: {
       link_expired: [
@@ -135,6 +141,7 @@ const PAGE_TEXTS: Record<string, PageTexts> = {
   },
   it: {
     saved: "Le tue scelte sono state salvate.",
+    openSettings: "Apri le tue impostazioni sulla privacy",
     validUntil: (time) => `Questo link è valido fino alle ${time} UTC.`,
     errors: {
       link_expired: [
@@ -162,6 +169,7 @@ const PAGE_TEXTS: Record<string, PageTexts> = {
   },
   nl: {
     saved: "Je keuzes zijn opgeslagen.",
+    openSettings: "Open je privacyinstellingen",
     validUntil: (time) => `Deze link werkt tot ${time} UTC.`,
     errors: {
       link_expired: [
@@ -189,6 +197,7 @@ const PAGE_TEXTS: Record<string, PageTexts> = {
   },
   pt: {
     saved: "As suas escolhas foram guardadas.",
+    openSettings: "Abrir as suas definições de privacidade",
     validUntil: (time) => `Este link é válido até às ${time} UTC.`,
     errors: {
       link_expired: [
@@ -216,6 +225,7 @@ const PAGE_TEXTS: Record<string, PageTexts> = {
   },
   pl: {
     saved: "Twoje wybory zostały zapisane.",
+    openSettings: "Otwórz ustawienia prywatności",
     validUntil: (time) => `Ten link działa do ${time} UTC.`,
     errors: {
       link_expired: [
@@ -243,6 +253,7 @@ const PAGE_TEXTS: Record<string, PageTexts> = {
   },
   sv: {
     saved: "Dina val har sparats.",
+    openSettings: "Öppna dina integritetsinställningar",
     validUntil: (time) => `Den här länken fungerar till ${time} UTC.`,
     errors: {
       link_expired: [
@@ -270,6 +281,7 @@ const PAGE_TEXTS: Record<string, PageTexts> = {
   },
   da: {
     saved: "Dine valg er gemt.",
+    openSettings: "Åbn dine privatlivsindstillinger",
     validUntil: (time) => `Dette link virker indtil kl. ${time} UTC.`,
     errors: {
       link_expired: [
@@ -297,6 +309,7 @@ const PAGE_TEXTS: Record<string, PageTexts> = {
   },
   fi: {
     saved: "Valintasi on tallennettu.",
+    openSettings: "Avaa tietosuoja-asetuksesi",
     validUntil: (time) => `Tämä linkki toimii klo ${time} UTC asti.`,
     errors: {
       link_expired: [

@@ -121,6 +121,10 @@ export function errorPage(code: string | undefined, nonce: string, languageCode:
   const key = SUBMISSION_FAILURES.has(code ?? "") ? "unsupported_form" : (code ?? "other");
   const [title, text] =
     texts.errors[Object.hasOwn(texts.errors, key) ? (key as ErrorCode) : "other"];
-  const body = `<h1>${escapeHtml(title)}</h1>\n<p>${escapeHtml(text)}</p>`;
+  // A submission that was not saved came from this link's address: the page it names (an empty
+  // href is the page's own address, read with GET) is one step away.
+  const back =
+    key === "unsupported_form" ? `\n<p><a href="">${escapeHtml(texts.openSettings)}</a></p>` : "";
+  const body = `<h1>${escapeHtml(title)}</h1>\n<p>${escapeHtml(text)}</p>${back}`;
   return document(lang, title, body, nonce, DEFAULT_COLORS);
 }

@@ -197,6 +197,11 @@ describe.skipIf(skipBrowserTests)("preferences page in Chromium", () => {
       );
       const rows = await storedRows(service, teamId);
       expect(rows.map((row) => row.method)).toEqual(["consent_given"]);
+      // One step back to the visitor's own settings page, which records nothing by itself.
+      await page.getByRole("link", { name: "Open your privacy settings" }).click();
+      await page.waitForURL(link);
+      expect(await page.getByRole("button", { name: "Save choices" }).isVisible()).toBe(true);
+      expect(await storedRows(service, teamId)).toHaveLength(1);
 
       // The same fields sent by a client that is no browser are a valid form: the refusal above
       // came from the origin check, not from the fields.

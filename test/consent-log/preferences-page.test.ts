@@ -224,7 +224,9 @@ describe("GET and POST /preferences/{token}", () => {
       });
       expect(refused.status).toBe(415);
       expect(refused.headers.get("content-type")).toBe("text/html; charset=utf-8");
-      expect(await refused.text()).toContain("<h1>Your choices were not saved</h1>");
+      const text = await refused.text();
+      expect(text).toContain("<h1>Your choices were not saved</h1>");
+      expect(text).toContain('<p><a href="">Open your privacy settings</a></p>');
     }
     expect(await storedRows(ctx.service, teamId)).toHaveLength(before.length);
   });
@@ -237,6 +239,7 @@ describe("GET and POST /preferences/{token}", () => {
     expect(page.status).toBe(403);
     expect(page.headers.get("content-type")).toBe("text/html; charset=utf-8");
     expect(page.text).toContain("<h1>This link has expired</h1>");
+    expect(page.text).not.toContain("<a href");
     expect(page.text).not.toMatch(/Error|at .*\.ts|stack/);
     const post = await http(ctx.service, "POST", path, { body: "category=analytics" });
     expect(post.status).toBe(403);
