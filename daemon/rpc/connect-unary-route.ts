@@ -19,6 +19,7 @@ import {
   plainContext,
   type ServiceTable,
 } from "#daemon/rpc/in-process-transport.js";
+import { PARSE_FAILURE } from "#daemon/rpc/parse-failures.js";
 
 export interface ConnectUnaryRouteOptions {
   /** The daemon's services (createServiceTable over Daemon.routes and Daemon.interceptors). */
@@ -89,7 +90,7 @@ export function serveConnectUnary(app: DaemonApp, options: ConnectUnaryRouteOpti
       try {
         input = fromBinary(method.input, bytes);
       } catch (error) {
-        throw new ConnectError(`parse binary: ${messageOf(error)}`, Code.InvalidArgument);
+        throw new ConnectError(`${PARSE_FAILURE}${messageOf(error)}`, Code.InvalidArgument);
       }
       const output = await options.table.invokeUnary(method, ctx, input);
       header = output.header;

@@ -2,8 +2,11 @@ import type { ConnectRouter } from "@connectrpc/connect";
 import type { UniversalHandler, UniversalServerResponse } from "@connectrpc/connect/protocol";
 import secureJson from "secure-json-parse";
 
-/** How connect-es words a request message that is not protobuf binary (protocol/serialization). */
-const PARSE_FAILURE = "parse binary: ";
+/**
+ * How connect-es words a request message that is not protobuf binary (protocol/serialization);
+ * the daemon's short way words it the same (connect-unary-route.ts).
+ */
+export const PARSE_FAILURE = "parse binary: ";
 const GRPC_INTERNAL = "13";
 const GRPC_INVALID_ARGUMENT = "3";
 
@@ -31,14 +34,8 @@ export function answeringParseFailuresAsInvalid(
 function correcting(handler: UniversalHandler): UniversalHandler {
   const corrected = async (request: Parameters<UniversalHandler>[0]) =>
     withCallerFault(await handler(request));
-  return Object.assign(corrected, {
-    protocolNames: handler.protocolNames,
-    supportedContentType: handler.supportedContentType,
-    allowedMethods: handler.allowedMethods,
-    requestPath: handler.requestPath,
-    service: handler.service,
-    method: handler.method,
-  });
+  // The handler's description (path, method, protocols) with it, as the plugin reads it.
+  return Object.assign(corrected, handler);
 }
 
 /** The response with a binary parse failure answered as the caller's error. */

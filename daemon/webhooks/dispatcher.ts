@@ -116,14 +116,9 @@ export function signingSecrets(
   secrets: WebhookSecretBox,
   now: Date,
 ): string[] {
-  const current = secrets.open(endpoint.sealedSecret);
-  const previous =
-    endpoint.sealedPreviousSecret &&
-    endpoint.previousSecretExpiresAt &&
-    endpoint.previousSecretExpiresAt > now
-      ? [secrets.open(endpoint.sealedPreviousSecret)]
-      : [];
-  return [current, ...previous];
+  const { sealedSecret, sealedPreviousSecret } = withoutExpiredPreviousSecret(endpoint, now);
+  const previous = sealedPreviousSecret === undefined ? [] : [secrets.open(sealedPreviousSecret)];
+  return [secrets.open(sealedSecret), ...previous];
 }
 
 /**

@@ -130,9 +130,7 @@ export function createLmdbWebhookStore(dbs: LmdbWebhookDatabases): WebhookStore 
       return endpoints.transaction(() => {
         if (maxPerTeam !== undefined) {
           const range = { ...prefixRange(endpoint.teamId, "ascending"), limit: maxPerTeam };
-          let count = 0;
-          for (const _ of dbs.webhookEndpointIdsByTeam.getKeys(range)) count++;
-          if (count >= maxPerTeam) return false;
+          if (dbs.webhookEndpointIdsByTeam.getKeysCount(range) >= maxPerTeam) return false;
         }
         if (endpoints.doesExist(endpoint.id)) throw new DuplicateKeyError("webhook id");
         endpoints.putSync(endpoint.id, endpoint);

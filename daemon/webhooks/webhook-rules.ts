@@ -22,7 +22,8 @@ const DELIVERY_STATUSES: readonly DeliveryStatus[] = ["pending", "succeeded", "f
 const url = text(1, 2048)
   .refine((value) => URL.canParse(value), "must be an absolute URL")
   // Credentials in the URL would be stored and shown to every key that may read webhooks.
-  .refine((value) => !URL.canParse(value) || !hasUserinfo(new URL(value)), {
+  // Runs only once the URL parses (IF_VALID_SO_FAR).
+  .refine((value) => !hasUserinfo(new URL(value)), {
     message:
       "must not contain a user name or password (user:password@); receivers authenticate " +
       "deliveries by their webhook-signature header (Standard Webhooks), not by the URL",

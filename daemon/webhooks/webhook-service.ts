@@ -1,4 +1,5 @@
 import { randomUUID } from "node:crypto";
+import { isDeepStrictEqual } from "node:util";
 import { timestampDate } from "@bufbuild/protobuf/wkt";
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { Authenticator, Authorized } from "#daemon/auth/authenticator.js";
@@ -43,15 +44,12 @@ export interface WebhookServiceOptions {
 const bodyLimit = { maxBytes: WEBHOOK_BODY_LIMIT, failure: "subject" } as const;
 const REPLACE_ATTEMPTS = 5;
 
-const sameList = (a: readonly string[], b: readonly string[]) =>
-  a.length === b.length && a.every((value, index) => value === b[index]);
-
 /** Whether `next` has the settings of `current`: a PATCH that changes none of them writes nothing. */
 function sameSettings(current: WebhookEndpointRecord, next: WebhookEndpointRecord): boolean {
   return (
     next.url === current.url &&
-    sameList(next.eventTypes, current.eventTypes) &&
-    sameList(next.bannerIds, current.bannerIds) &&
+    isDeepStrictEqual(next.eventTypes, current.eventTypes) &&
+    isDeepStrictEqual(next.bannerIds, current.bannerIds) &&
     next.description === current.description &&
     next.enabled === current.enabled
   );

@@ -75,12 +75,7 @@ describe("GET and POST /preferences/{token}", () => {
     const { teamId, publicId } = await bannerFixture(ctx.service, { configuration });
     const consentId = "7d1f8f3e-1c2b-4a5d-8e9f-0a1b2c3d4e5f";
     const path = await linkFor(publicId, { consentId, languageCode: "de", country: "DE" });
-    const saved = await fetch(`${ctx.service.gatewayUrl}${path}`, {
-      method: "POST",
-      headers: { "content-type": "application/x-www-form-urlencoded" },
-      body: "category=marketing&category=unknown",
-      redirect: "manual",
-    });
+    const saved = await submit(path, {}, "category=marketing&category=unknown");
     expect(saved.status).toBe(303);
     const [row] = await storedRows(ctx.service, teamId);
     const next = new URL(saved.headers.get("location") ?? "", `${ctx.service.gatewayUrl}${path}`);
