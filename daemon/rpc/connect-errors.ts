@@ -2,6 +2,7 @@ import { create } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
 import { DomainError, type FailureKind } from "#daemon/errors.js";
+import { PARSE_FAILURE } from "#daemon/rpc/parse-failures.js";
 import { rateLimitHeaders } from "#daemon/rpc/rate-limit-headers.js";
 import { ErrorInfoSchema } from "#gen/consent/v1/errors_pb.js";
 
@@ -58,12 +59,15 @@ export interface ErrorLogger {
  * Server interceptor at the RPC edge: domain failures become ConnectErrors with ErrorInfo; any
  * other error is logged with its stack and leaves as a bare "internal error", so no internal text
  * reaches a client. A server-streaming handler fails while its messages are read, so the
- * messages of a stream pass through the same translation.
+ * messages of a stream pass through the same translation. A streaming call's request message is
+ * parsed there too: one that is not protobuf binary is the caller's error, `invalid_argument`,
+ * as parse-failures.ts answers it for unary calls.
  */
 export function domainErrorInterceptor(logger: ErrorLogger): Interceptor {
   return (next) => async (request) => {
     const translate = (error: unknown): ConnectError => {
       if (error instanceof DomainError) return toConnectError(error);
+      if (isParseFailure(error)) return new ConnectError(error.rawMessage, Code.InvalidArgument);
       if (
         error instanceof ConnectError &&
         error.code !== Code.Internal &&
@@ -95,4 +99,13 @@ export function domainErrorInterceptor(logger: ErrorLogger): Interceptor {
       })(),
     };
   };
+}
+
+/** connect-es' answer to a request message that is not protobuf binary (protocol/serialization). */
+export function isParseFailure(error: unknown): error is ConnectError {
+  return (
+    error instanceof ConnectError &&
+    error.code === Code.Internal &&
+    error.rawMessage.startsWith(PARSE_FAILURE)
+  );
 }

@@ -1,4 +1,4 @@
-import http2 from "node:http2";
+import type http2 from "node:http2";
 import { create, toBinary } from "@bufbuild/protobuf";
 import {
   Code,
@@ -26,6 +26,7 @@ import {
   HealthCheckRequestSchema,
   HealthCheckResponse_ServingStatus as Status,
 } from "#gen/grpc/health/v1/health_pb.js";
+import { grpcWebTrailers, rawRequest } from "#test/support/raw-http2.js";
 
 const READ_MAX_BYTES = 4096;
 const CHECK_PATH = "/grpc.health.v1.Health/Check";
@@ -69,42 +70,9 @@ function routes(router: ConnectRouter) {
   });
 }
 
-interface RawReply {
-  status: number;
-  headers: http2.IncomingHttpHeaders;
-  body: Buffer;
-  trailers: http2.IncomingHttpHeaders;
-}
-
-/** One request over its own HTTP/2 connection, answered as it came off the wire. */
-function rawCall(url: string, headers: http2.OutgoingHttpHeaders, body: Uint8Array) {
-  return new Promise<RawReply>((resolve, reject) => {
-    const session = http2.connect(url);
-    session.on("error", reject);
-    const stream = session.request({ ":method": "POST", ":path": CHECK_PATH, ...headers });
-    const chunks: Buffer[] = [];
-    let responseHeaders: http2.IncomingHttpHeaders = {};
-    let trailers: http2.IncomingHttpHeaders = {};
-    stream.on("response", (received) => {
-      responseHeaders = received;
-    });
-    stream.on("trailers", (received) => {
-      trailers = received;
-    });
-    stream.on("data", (chunk: Buffer) => chunks.push(chunk));
-    stream.on("end", () => {
-      session.close();
-      resolve({
-        status: Number(responseHeaders[":status"]),
-        headers: responseHeaders,
-        body: Buffer.concat(chunks),
-        trailers,
-      });
-    });
-    stream.on("error", reject);
-    stream.end(body);
-  });
-}
+/** One request to the stand-in's Check over its own HTTP/2 connection. */
+const rawCall = (url: string, headers: http2.OutgoingHttpHeaders, body: Uint8Array) =>
+  rawRequest(url, CHECK_PATH, headers, body);
 
 const plainHeaders = { "content-type": "application/proto", "connect-protocol-version": "1" };
 /** The same request with a deadline: the short way leaves it to connect-es. */
@@ -219,11 +187,28 @@ describe("the daemon's short way for binary Connect unary calls", () => {
     const grpc = await rawCall(url, grpcHeaders, framed(unreadable));
     expect([grpc.status, grpc.trailers["grpc-status"]]).toEqual([200, "3"]);
     expect(decodeURIComponent(String(grpc.trailers["grpc-message"]))).toMatch(/^parse binary: /);
+    // gRPC-Web carries the status in the body's trailer frame.
+    const grpcWeb = await rawCall(
+      url,
+      { "content-type": "application/grpc-web+proto" },
+      framed(unreadable),
+    );
+    expect(grpcWeb.status).toBe(200);
+    expect(grpcWebTrailers(grpcWeb.body)).toEqual({
+      "grpc-status": "3",
+      "grpc-message": expect.stringMatching(/^parse binary: /),
+    });
     // Only that failure: a handler's own fault stays internal, and a good call is unchanged.
     const crash = await rawCall(url, grpcHeaders, framed(checkBody("crash")));
     expect(crash.trailers["grpc-status"]).toBe("13");
     const fine = await rawCall(url, grpcHeaders, framed(checkBody("plain")));
     expect(fine.trailers["grpc-status"]).toBe("0");
+    const webCrash = await rawCall(
+      url,
+      { "content-type": "application/grpc-web+proto" },
+      framed(checkBody("crash")),
+    );
+    expect(grpcWebTrailers(webCrash.body)["grpc-status"]).toBe("13");
   });
 
   it("refuses a body over readMaxBytes with resource_exhausted, declared or not", async () => {

@@ -18,8 +18,9 @@ const GRPC_INVALID_ARGUMENT = "3";
  * as its short way for binary Connect unary calls does (connect-unary-route.ts) and as
  * connect-go and gRPC do. connect-es parses the message before any interceptor runs and offers
  * no hook there, so each handler the routes register is wrapped and its answer corrected on the
- * way out: a Connect unary error body, or a gRPC status trailer. gRPC-Web and Connect streaming
- * write their status into the body's last frame, and keep connect-es' answer.
+ * way out: a Connect unary error body, a gRPC status trailer, or a gRPC-Web trailer frame. A
+ * streaming call's message is parsed later, inside the interceptors, where
+ * domainErrorInterceptor answers it (connect-errors.ts).
  */
 export function answeringParseFailuresAsInvalid(
   routes: (router: ConnectRouter) => void,
@@ -32,6 +33,8 @@ export function answeringParseFailuresAsInvalid(
 }
 
 function correcting(handler: UniversalHandler): UniversalHandler {
+  // A streaming call's request is parsed inside the interceptors (see above).
+  if (handler.method.methodKind !== "unary") return handler;
   const corrected = async (request: Parameters<UniversalHandler>[0]) =>
     withCallerFault(await handler(request));
   // The handler's description (path, method, protocols) with it, as the plugin reads it.
@@ -55,6 +58,9 @@ async function withCallerFault(response: UniversalServerResponse) {
       })(),
     };
   }
+  if (response.header?.get("content-type")?.startsWith("application/grpc-web")) {
+    return { ...response, body: withGrpcWebStatusCorrected(body) };
+  }
   // Connect unary: a 500 whose body is the error's JSON (uncompressed: it is short), one piece.
   if (response.status !== 500 || response.header?.get("content-encoding")) return response;
   const chunks: Uint8Array[] = [];
@@ -72,6 +78,59 @@ async function withCallerFault(response: UniversalServerResponse) {
   const header = new Headers(response.header);
   header.set("content-length", String(answer.byteLength));
   return { ...response, status: 400, header, body: oneChunk(answer) };
+}
+
+/** gRPC-Web's trailer frame: flag 0x80, then the trailers as HTTP/1 header lines. */
+const GRPC_WEB_TRAILER_FLAG = 0x80;
+const FRAME_HEADER_BYTES = 5;
+
+/**
+ * A unary gRPC-Web body with a binary parse failure's status corrected. The failure comes
+ * before any message, so its body is the trailer frame alone, one piece; a body of more pieces
+ * passes as it is.
+ */
+async function* withGrpcWebStatusCorrected(body: AsyncIterable<Uint8Array>) {
+  const chunks: Uint8Array[] = [];
+  for await (const chunk of body) chunks.push(chunk);
+  if (chunks.length === 1) yield correctedTrailerFrame(chunks[0] as Uint8Array);
+  else yield* chunks;
+}
+
+function correctedTrailerFrame(frame: Uint8Array): Uint8Array {
+  const bytes = Buffer.from(frame.buffer, frame.byteOffset, frame.byteLength);
+  if (
+    bytes.byteLength < FRAME_HEADER_BYTES ||
+    bytes[0] !== GRPC_WEB_TRAILER_FLAG ||
+    bytes.readUInt32BE(1) !== bytes.byteLength - FRAME_HEADER_BYTES
+  ) {
+    return frame;
+  }
+  const lines = bytes.subarray(FRAME_HEADER_BYTES).toString("latin1").split("\r\n");
+  const value = (name: string) =>
+    lines
+      .find((line) => line.toLowerCase().startsWith(`${name}:`))
+      ?.slice(name.length + 1)
+      .trim();
+  if (
+    value("grpc-status") !== GRPC_INTERNAL ||
+    !decodeURIComponent(value("grpc-message") ?? "").startsWith(PARSE_FAILURE)
+  ) {
+    return frame;
+  }
+  const trailers = Buffer.from(
+    lines
+      .map((line) =>
+        line.toLowerCase().startsWith("grpc-status:")
+          ? `grpc-status: ${GRPC_INVALID_ARGUMENT}`
+          : line,
+      )
+      .join("\r\n"),
+    "latin1",
+  );
+  const header = Buffer.alloc(FRAME_HEADER_BYTES);
+  header[0] = GRPC_WEB_TRAILER_FLAG;
+  header.writeUInt32BE(trailers.byteLength, 1);
+  return Buffer.concat([header, trailers]);
 }
 
 async function* oneChunk(bytes: Uint8Array) {

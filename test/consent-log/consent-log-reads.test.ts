@@ -5,6 +5,7 @@ import { type ConsentLogEntry, ConsentLogService } from "#gen/consent/v1/consent
 import { ErrorInfoSchema } from "#gen/consent/v1/errors_pb.js";
 import { mintKey } from "#test/support/api.js";
 import { aChoice, bannerFixture, postLog } from "#test/support/consent-log.js";
+import { grpcWebTrailers, rawRequest } from "#test/support/raw-http2.js";
 import { startTestService, type TestService } from "#test/support/service.js";
 
 /** TailConsentLogs, ConsentLogStats and ExportConsentLogs over gRPC, against real daemons. */
@@ -151,5 +152,39 @@ describe("ConsentLogService operator reads over gRPC", () => {
         client.consentLogStats({ methods: ["reject_all"] }, bearer(service.operatorToken, teamId)),
       ),
     ).toEqual([Code.InvalidArgument, "invalid_request"]);
+  });
+
+  it("refuses a request message that is not protobuf binary as invalid_argument, in each protocol", async () => {
+    // A stream's request is parsed inside the interceptors, unlike a unary call's.
+    const path = "/consent.v1.ConsentLogService/TailConsentLogs";
+    const unreadable = Buffer.from([0, 0, 0, 0, 2, 0x0a, 0xff]);
+    const grpc = await rawRequest(
+      service.daemonUrl,
+      path,
+      { "content-type": "application/grpc", te: "trailers" },
+      unreadable,
+    );
+    expect([grpc.trailers["grpc-status"], grpc.trailers["grpc-message"]]).toEqual([
+      "3",
+      expect.stringMatching(/^parse%20binary/),
+    ]);
+    const web = await rawRequest(
+      service.daemonUrl,
+      path,
+      { "content-type": "application/grpc-web+proto" },
+      unreadable,
+    );
+    expect(grpcWebTrailers(web.body)["grpc-status"]).toBe("3");
+    const connect = await rawRequest(
+      service.daemonUrl,
+      path,
+      { "content-type": "application/connect+proto", "connect-protocol-version": "1" },
+      unreadable,
+    );
+    // Connect streaming ends with a frame (flag 0x02) holding the end-stream JSON.
+    expect([connect.status, connect.body[0]]).toEqual([200, 2]);
+    expect(JSON.parse(connect.body.subarray(5).toString())).toEqual({
+      error: { code: "invalid_argument", message: expect.stringMatching(/^parse binary: /) },
+    });
   });
 });

@@ -26,3 +26,69 @@ export async function rawServer(respond: (stream: http2.ServerHttp2Stream) => vo
       }),
   };
 }
+
+export interface RawReply {
+  status: number;
+  headers: http2.IncomingHttpHeaders;
+  body: Buffer;
+  trailers: http2.IncomingHttpHeaders;
+}
+
+/** One POST over its own HTTP/2 connection, answered as it came off the wire. */
+export function rawRequest(
+  url: string,
+  path: string,
+  headers: http2.OutgoingHttpHeaders,
+  body: Uint8Array,
+) {
+  return new Promise<RawReply>((resolve, reject) => {
+    const session = http2.connect(url);
+    session.on("error", reject);
+    const stream = session.request({ ":method": "POST", ":path": path, ...headers });
+    const chunks: Buffer[] = [];
+    let responseHeaders: http2.IncomingHttpHeaders = {};
+    let trailers: http2.IncomingHttpHeaders = {};
+    stream.on("response", (received) => {
+      responseHeaders = received;
+    });
+    stream.on("trailers", (received) => {
+      trailers = received;
+    });
+    stream.on("data", (chunk: Buffer) => chunks.push(chunk));
+    stream.on("end", () => {
+      session.close();
+      resolve({
+        status: Number(responseHeaders[":status"]),
+        headers: responseHeaders,
+        body: Buffer.concat(chunks),
+        trailers,
+      });
+    });
+    stream.on("error", reject);
+    stream.end(body);
+  });
+}
+
+/** The trailers of a gRPC-Web body: its last frame (flag 0x80), HTTP/1 header lines. */
+export function grpcWebTrailers(body: Buffer): Record<string, string> {
+  let offset = 0;
+  while (offset + 5 <= body.byteLength) {
+    const length = body.readUInt32BE(offset + 1);
+    if (body[offset] === 0x80) {
+      const text = body.subarray(offset + 5, offset + 5 + length).toString("latin1");
+      return Object.fromEntries(
+        text
+          .split("\r\n")
+          .filter((line) => line.includes(":"))
+          .map((line) => {
+            const colon = line.indexOf(":");
+            const value = line.slice(colon + 1).trim();
+            const name = line.slice(0, colon).trim().toLowerCase();
+            return [name, name === "grpc-message" ? decodeURIComponent(value) : value];
+          }),
+      );
+    }
+    offset += 5 + length;
+  }
+  return {};
+}
