@@ -135,7 +135,12 @@ export function createBannerService(
     createBanner: (request, ctx) =>
       admitted(ctx, true, async (auth) => {
         const input = readBannerCreation(
-          bodyOf(request, (r) => toJson(CreateBannerRequestSchema, r), bodyLimit),
+          bodyOf(
+            CreateBannerRequestSchema,
+            request,
+            (r) => toJson(CreateBannerRequestSchema, r),
+            bodyLimit,
+          ),
         );
         const now = clock();
         const configuration = configured(defaultConfiguration(), input.configuration);
@@ -166,6 +171,7 @@ export function createBannerService(
       admitted(ctx, true, async (auth) => {
         const update = readBannerUpdate(
           bodyOf(
+            UpdateBannerRequestSchema,
             request,
             (r) => {
               const { id: _id, ...fields } = toJson(UpdateBannerRequestSchema, r) as Record<

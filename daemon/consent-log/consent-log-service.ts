@@ -122,7 +122,10 @@ export function createConsentLogService(
     async recordConsent(request, ctx) {
       await admitVisitor(ctx);
       const body = readConsentLogBody(
-        bodyOf(request, typedLogBody, { maxBytes: LOG_BODY_LIMIT, failure: "subject" }),
+        bodyOf(RecordConsentRequestSchema, request, typedLogBody, {
+          maxBytes: LOG_BODY_LIMIT,
+          failure: "subject",
+        }),
       );
       const banner = await activeBanner(store.banners, body.bannerId);
       const { origin = "", referer = "" } = request.requestOrigin ?? {};

@@ -18,6 +18,9 @@ import {
 } from "#daemon/subjects/subject-rules.js";
 import type { SubjectRecord } from "#daemon/subjects/subject-store.js";
 import {
+  DeleteSubjectStateRequestSchema,
+  PutSubjectStateRequestSchema,
+  ResolveSubjectRequestSchema,
   type SubjectService,
   type SubjectSnapshot,
   SubjectSnapshotSchema,
@@ -67,7 +70,9 @@ export function createSubjectService(
   return {
     resolveSubject: (request, ctx) =>
       admitted(ctx, false, async (auth) => {
-        const reference = readSubjectReference(bodyOf(request, typedReference, bodyLimit));
+        const reference = readSubjectReference(
+          bodyOf(ResolveSubjectRequestSchema, request, typedReference, bodyLimit),
+        );
         const { hashes } = await subjectHashes(auth, reference);
         const record = await store.subjects.find(hashes, clock());
         return record ? { found: true, snapshot: snapshotOf(record, request) } : { found: false };
@@ -76,6 +81,7 @@ export function createSubjectService(
     putSubjectState: (request, ctx) =>
       admitted(ctx, true, async (auth) => {
         const body = bodyOf(
+          PutSubjectStateRequestSchema,
           request,
           (r) => ({
             ...typedReference(r),
@@ -119,7 +125,9 @@ export function createSubjectService(
 
     deleteSubjectState: (request, ctx) =>
       admitted(ctx, true, async (auth) => {
-        const reference = readSubjectReference(bodyOf(request, typedReference, bodyLimit));
+        const reference = readSubjectReference(
+          bodyOf(DeleteSubjectStateRequestSchema, request, typedReference, bodyLimit),
+        );
         const { hashes } = await subjectHashes(auth, reference);
         return { deleted: await store.subjects.delete(hashes, clock()) };
       }),

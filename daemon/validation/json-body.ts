@@ -1,6 +1,6 @@
 import { isUtf8 } from "node:buffer";
 import secureJson from "secure-json-parse";
-import { DomainError, invalidRequest } from "#daemon/errors.js";
+import { DomainError, invalidRequest, type Violation } from "#daemon/errors.js";
 
 /**
  * Parses a REST body relayed verbatim by the gateway. Prototype-poisoning keys (__proto__,
@@ -37,27 +37,29 @@ export function parseJsonBody(
     // safeParse tells the two failures apart: null for a forbidden key in valid JSON, undefined
     // for text that is not JSON (valid JSON `null` parsed above without a failure).
     if (secureJson.safeParse(text) === null) {
-      throw invalidBody(
-        failure,
-        "Request body contains a forbidden key",
-        "The request body must not contain a __proto__ or constructor.prototype key",
-      );
+      throw invalidBody(failure, "Request body contains a forbidden key", [
+        {
+          field: "",
+          message: "The request body must not contain a __proto__ or constructor.prototype key",
+        },
+      ]);
     }
     throw notJson(failure);
   }
 }
 
 function notJson(failure: "subject" | "banner"): DomainError {
-  return invalidBody(
-    failure,
-    "Request body is not valid JSON",
-    "The request body is not valid JSON",
-  );
+  return invalidBody(failure, "Request body is not valid JSON", [
+    { field: "", message: "The request body is not valid JSON" },
+  ]);
 }
 
 /** A body that cannot be read: 400 with the invalid_request code or, on banner routes, none. */
-function invalidBody(failure: "subject" | "banner", error: string, detail: string): DomainError {
-  const details = [{ field: "", message: detail }];
+export function invalidBody(
+  failure: "subject" | "banner",
+  error: string,
+  details: Violation[],
+): DomainError {
   if (failure === "subject") return invalidRequest(details, error);
   return new DomainError("invalid", "", error, { details });
 }

@@ -27,10 +27,12 @@ import {
   type WebhookEndpointRecord,
   withoutExpiredPreviousSecret,
 } from "#daemon/webhooks/webhook-store.js";
-import type {
-  CreateWebhookRequest,
-  UpdateWebhookRequest,
-  WebhookService,
+import {
+  type CreateWebhookRequest,
+  CreateWebhookRequestSchema,
+  type UpdateWebhookRequest,
+  UpdateWebhookRequestSchema,
+  type WebhookService,
 } from "#gen/consent/v1/webhook_pb.js";
 
 export interface WebhookServiceOptions {
@@ -138,7 +140,10 @@ export function createWebhookService(
 
     createWebhook: (request, ctx) =>
       admitted(ctx, true, async (auth) => {
-        const input = readWebhookCreation(bodyOf(request, typedCreation, bodyLimit), guard);
+        const input = readWebhookCreation(
+          bodyOf(CreateWebhookRequestSchema, request, typedCreation, bodyLimit),
+          guard,
+        );
         await checkBanners(auth, input.bannerIds);
         const now = clock();
         const secret = generateWebhookSecret();
@@ -164,7 +169,10 @@ export function createWebhookService(
 
     updateWebhook: (request, ctx) =>
       admitted(ctx, true, async (auth) => {
-        const update = readWebhookUpdate(bodyOf(request, typedUpdate, bodyLimit), guard);
+        const update = readWebhookUpdate(
+          bodyOf(UpdateWebhookRequestSchema, request, typedUpdate, bodyLimit),
+          guard,
+        );
         await checkBanners(auth, update.bannerIds);
         const secret = update.rotateSecret ? generateWebhookSecret() : "";
         for (let attempt = 0; attempt < REPLACE_ATTEMPTS; attempt++) {

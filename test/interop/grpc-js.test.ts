@@ -276,6 +276,43 @@ describe("grpc-js against the daemon", () => {
     expect(fields).toEqual(expect.arrayContaining(["subjectId", "namespace"]));
   });
 
+  it("refuses a request carrying its body in json and in typed fields, naming those fields", async () => {
+    const who = subject();
+    const both = { ...who, json: Buffer.from(JSON.stringify(subject())) };
+    const refused = failure(await unary(subjects, "ResolveSubject", both, bearer(key)));
+    expect([refused.code, refused.info?.code]).toEqual([
+      status.INVALID_ARGUMENT,
+      "invalid_request",
+    ]);
+    expect(refused.info?.details.map((d) => d.field)).toEqual([
+      "bannerId",
+      "namespace",
+      "subjectId",
+    ]);
+    // Nothing was written by a refused PUT either.
+    const put = { ...who, baseVersion: 0, json: Buffer.from(JSON.stringify(who)) };
+    expect(failure(await unary(subjects, "PutSubjectState", put, bearer(key))).code).toBe(
+      status.INVALID_ARGUMENT,
+    );
+    const after = await unary(subjects, "ResolveSubject", who, bearer(key));
+    expect(after).toMatchObject({ ok: true, response: { found: false } });
+    // A banner update's id is the path's, not the body's: it goes beside json.
+    const { id } = await createBanner(service, key, { name: "Renamed over gRPC" });
+    const renamed = await unary<{ banner: { name: string } }>(
+      banners,
+      "UpdateBanner",
+      { id, json: Buffer.from(JSON.stringify({ name: "New name" })) },
+      bearer(key),
+    );
+    expect(responseOf(renamed).banner.name).toBe("New name");
+    const mixed = { id, name: "Typed", json: Buffer.from(JSON.stringify({ name: "Relayed" })) };
+    const refusedUpdate = failure(await unary(banners, "UpdateBanner", mixed, bearer(key)));
+    expect([refusedUpdate.code, refusedUpdate.info?.details.map((d) => d.field)]).toEqual([
+      status.INVALID_ARGUMENT,
+      ["name"],
+    ]);
+  });
+
   it("gRPC and REST calls count against the same rate-limit window of a key", async () => {
     const window = 15 * 60_000;
     const left = window - (Date.now() % window);
