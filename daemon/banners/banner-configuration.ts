@@ -5,10 +5,18 @@ import { isColor } from "#daemon/banners/colors.js";
 import { hostOf, notPublicSuffix, PUBLIC_SUFFIX_MESSAGE } from "#daemon/banners/domains.js";
 import { IF_VALID_SO_FAR, text } from "#daemon/validation/rules.js";
 
-/** Category names appear in consent states and in data-category attributes. */
+/**
+ * Category names appear in consent states and in data-category attributes. They are keys of the
+ * JSON a visitor's choice is posted as, where `__proto__` is refused as prototype poisoning
+ * (decisions §5), so a category of that name could never record a choice.
+ */
 const categoryName = z
   .string()
-  .regex(/^[A-Za-z0-9_.-]{1,100}$/, "must be 1-100 letters, digits, '_', '.' or '-'");
+  .regex(/^[A-Za-z0-9_.-]{1,100}$/, "must be 1-100 letters, digits, '_', '.' or '-'")
+  .refine((name) => name !== "__proto__", {
+    message: "must not be __proto__, a key JSON bodies may not carry",
+    ...IF_VALID_SO_FAR,
+  });
 const LANGUAGE_TAG_MESSAGE = "must be a language tag such as en or pt-BR";
 const languageCode = z
   .string()

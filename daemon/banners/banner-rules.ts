@@ -1,16 +1,27 @@
+import { toJson } from "@bufbuild/protobuf";
 import { z } from "zod";
 import {
   type ConfigurationInput,
   configurationInput,
 } from "#daemon/banners/banner-configuration.js";
+import { configurationMessage } from "#daemon/banners/banner-messages.js";
 import type { BannerConfiguration } from "#daemon/banners/banner-store.js";
 import { hostOf, notPublicSuffix, PUBLIC_SUFFIX_MESSAGE } from "#daemon/banners/domains.js";
 import { DomainError, type Violation } from "#daemon/errors.js";
 import { text } from "#daemon/validation/rules.js";
 import { parseOrThrow } from "#daemon/validation/violations.js";
+import { BannerConfigurationSchema } from "#gen/consent/v1/banner_pb.js";
 
 /** Banner bodies carry a whole configuration (texts in many languages); 256 KB is ample. */
 export const BANNER_BODY_LIMIT = 256 * 1024;
+
+/**
+ * The most a banner's configuration may weigh as the API writes it: what a body may carry, less
+ * room for the rest of the Banner shape (ids, a name of up to 255 characters, domain, dates). So
+ * a banner as read can always be sent back in a PATCH (docs/behaviour.md), though each PATCH
+ * within the body limit could otherwise add texts and categories past it.
+ */
+export const CONFIGURATION_LIMIT = BANNER_BODY_LIMIT - 8 * 1024;
 
 const name = text(1, 255).refine((value) => value.trim().length > 0, "must not be blank");
 const domain = z
@@ -169,6 +180,22 @@ export function checkCategoryTexts(
     });
   }
   if (violations.length > 0) throw bannerValidationFailed(violations);
+}
+
+/** A configuration as the API writes it must stay within CONFIGURATION_LIMIT. */
+export function checkConfigurationSize(configuration: BannerConfiguration): void {
+  const written = toJson(BannerConfigurationSchema, configurationMessage(configuration), {
+    alwaysEmitImplicit: true,
+  });
+  const bytes = Buffer.byteLength(JSON.stringify(written));
+  if (bytes <= CONFIGURATION_LIMIT) return;
+  const kb = (value: number) => Math.ceil(value / 1024);
+  throw bannerValidationFailed([
+    {
+      field: "configuration",
+      message: `configuration must be at most ${kb(CONFIGURATION_LIMIT)} KB as JSON, so that the banner can be sent back whole; with this change it would be ${kb(bytes)} KB`,
+    },
+  ]);
 }
 
 /** spec 7: a banner validation failure is a 400 whose `error` is a message and has no code. */

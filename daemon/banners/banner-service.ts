@@ -13,6 +13,7 @@ import { bannerMessage, publishedBannerMessage } from "#daemon/banners/banner-me
 import {
   BANNER_BODY_LIMIT,
   checkCategoryTexts,
+  checkConfigurationSize,
   readBannerCreation,
   readBannerUpdate,
 } from "#daemon/banners/banner-rules.js";
@@ -51,6 +52,7 @@ const RETRY_BASE_MS = 2;
 function configured(base: BannerConfiguration, input: ConfigurationInput): BannerConfiguration {
   const next = applyConfiguration(base, input);
   checkCategoryTexts(next, input, base.texts);
+  checkConfigurationSize(next);
   return next;
 }
 

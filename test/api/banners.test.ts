@@ -271,7 +271,7 @@ describe("banners", () => {
     }
   });
 
-  it("refuses repeated services, category names differing only in case and texts for no category", async () => {
+  it("refuses repeated services, category names differing only in case, __proto__ and texts for no category", async () => {
     const category = (name: string, services: string[] = []) => ({ name, services });
     const refusals = [
       [
@@ -288,6 +288,12 @@ describe("banners", () => {
         { categories: [category("analytics"), category("analytics")] },
         "configuration.categories",
         "must not repeat a category name: analytics",
+      ],
+      // A visitor's choice is keyed by category name, and no body may carry a __proto__ key.
+      [
+        { categories: [category("necessary"), category("__proto__")] },
+        "configuration.categories[1].name",
+        "must not be __proto__, a key JSON bodies may not carry",
       ],
       [
         { texts: { de: { categories: { marketin: { label: "Werbung" }, analytics: {} } } } },
@@ -578,5 +584,43 @@ describe("banners", () => {
       body: { ...banner, name: "Round trip" },
     });
     expect([roundTrip.status, roundTrip.body.data.banner.name]).toEqual([200, "Round trip"]);
+  });
+
+  it("keeps a configuration within what one body can carry, though each PATCH is within the limit", async () => {
+    const { id } = await createBanner(service, key);
+    // Private-use language tags qaa-qtz: one text of 2,000 characters in each of n languages.
+    const texts = (count: number) =>
+      Object.fromEntries(
+        Array.from({ length: count }, (_, n) => {
+          const tag = `q${String.fromCharCode(97 + Math.floor(n / 26))}${String.fromCharCode(97 + (n % 26))}`;
+          return [tag, { description: "x".repeat(2000) }];
+        }),
+      );
+    const patch = (body: unknown) => http(service, "PATCH", `/api/v1/banners/${id}`, { key, body });
+    const first = await patch({ configuration: { texts: texts(100) } });
+    expect(first.status).toBe(200);
+    // A PATCH replaces the fields it names: categories next to the texts stored before.
+    const categories = Array.from({ length: 10 }, (_, c) => ({
+      name: c === 0 ? "necessary" : `category-${c}`,
+      services: Array.from({ length: 100 }, (_, i) => `service-${c}-${i}-${"s".repeat(40)}`),
+    }));
+    const refused = await patch({ configuration: { categories } });
+    expect([refused.status, refused.body.data.code, refused.body.data.details]).toEqual([
+      400,
+      undefined,
+      [
+        {
+          field: "configuration",
+          message: expect.stringMatching(
+            /^configuration must be at most 248 KB as JSON, so that the banner can be sent back whole; with this change it would be \d+ KB$/,
+          ),
+        },
+      ],
+    ]);
+    // Nothing was stored, and the banner as read goes back in one PATCH.
+    const { banner } = (await http(service, "GET", `/api/v1/banners/${id}`, { key })).body.data;
+    expect(Object.keys(banner.configuration.texts)).toHaveLength(100);
+    const sentBack = await patch(banner);
+    expect(sentBack.status).toBe(200);
   });
 });
