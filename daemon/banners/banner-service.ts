@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { setTimeout } from "node:timers/promises";
+import { isDeepStrictEqual } from "node:util";
 import { toJson } from "@bufbuild/protobuf";
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { Authenticator, Authorized } from "#daemon/auth/authenticator.js";
@@ -105,7 +106,10 @@ export function createBannerService(
       for (let attempt = 1; attempt <= REPLACE_ATTEMPTS; attempt++) {
         const current = await ownBanner(auth, id);
         const now = clock();
-        const next = { ...change(current, now), updatedAt: now, version: current.version + 1 };
+        const changed = change(current, now);
+        // A PATCH that changes nothing writes nothing: updatedAt keeps telling the last change.
+        if (isDeepStrictEqual(changed, current)) return current;
+        const next = { ...changed, updatedAt: now, version: current.version + 1 };
         if (await store.banners.replace(next, current.version)) {
           options.onPublicChange?.(next.publicId);
           return next;

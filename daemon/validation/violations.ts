@@ -59,17 +59,21 @@ function describe(issue: Issue): string | undefined {
         : `must be one of: ${issue.values.map((v) => JSON.stringify(v)).join(", ")}`;
     case "too_big":
       return issue.origin === "array"
-        ? `must have at most ${issue.maximum} entries`
+        ? `must have at most ${entries(issue.maximum)}`
         : `must be at most ${issue.maximum}`;
     case "too_small":
       return issue.origin === "array"
-        ? `must have at least ${issue.minimum} entries`
+        ? `must have at least ${entries(issue.minimum)}`
         : `must be at least ${issue.minimum}`;
     case "invalid_format":
       return "has an invalid format";
     default:
       return undefined;
   }
+}
+
+function entries(count: number | bigint): string {
+  return `${count} ${count === 1 || count === 1n ? "entry" : "entries"}`;
 }
 
 function article(expected: string): string {

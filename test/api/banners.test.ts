@@ -289,6 +289,7 @@ describe("banners", () => {
         "configuration.categories",
         "must not repeat a category name: analytics",
       ],
+      [{ categories: [] }, "configuration.categories", "must have at least 1 entry"],
       // A visitor's choice is keyed by category name, and no body may carry a __proto__ key.
       [
         { categories: [category("necessary"), category("__proto__")] },
@@ -584,6 +585,22 @@ describe("banners", () => {
       body: { ...banner, name: "Round trip" },
     });
     expect([roundTrip.status, roundTrip.body.data.banner.name]).toEqual([200, "Round trip"]);
+  });
+
+  it("writes nothing for a PATCH that changes nothing: updatedAt tells the last change", async () => {
+    const { id, banner } = await createBanner(service, key);
+    const patch = (body: unknown) => http(service, "PATCH", `/api/v1/banners/${id}`, { key, body });
+    for (const body of [
+      {},
+      { name: banner.name, configuration: { layout: banner.configuration.layout } },
+      banner,
+    ]) {
+      const answer = await patch(body);
+      expect([answer.status, answer.body.data.banner]).toEqual([200, banner]);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    const renamed = await patch({ name: "Changed" });
+    expect(renamed.body.data.banner.updatedAt > banner.updatedAt).toBe(true);
   });
 
   it("keeps a configuration within what one body can carry, though each PATCH is within the limit", async () => {
