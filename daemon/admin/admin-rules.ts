@@ -2,13 +2,13 @@ import { z } from "zod";
 import { SCOPES } from "#daemon/auth/scopes.js";
 import { invalidRequest } from "#daemon/errors.js";
 import { PLANS } from "#daemon/teams/team-store.js";
-import { text } from "#daemon/validation/rules.js";
+import { displayName } from "#daemon/validation/rules.js";
 import { parseOrThrow } from "#daemon/validation/violations.js";
 
 const plan = z.enum(PLANS, { error: `must be one of: ${PLANS.join(", ")}` });
 
 const teamCreation = z.object({
-  name: text(1, 255).refine((v) => v.trim() !== "", "must not be blank"),
+  name: displayName(255),
   plan,
 });
 const keyCreation = z.object({
@@ -17,7 +17,7 @@ const keyCreation = z.object({
   scopes: z
     .array(z.enum(SCOPES, { error: `must be one of: ${SCOPES.join(", ")}` }))
     .min(1, "must name at least one scope"),
-  name: text(0, 255),
+  name: displayName(255, { optional: true }),
 });
 
 const fail = (violations: Parameters<typeof invalidRequest>[0]) => invalidRequest(violations);

@@ -8,7 +8,7 @@ import { configurationMessage } from "#daemon/banners/banner-messages.js";
 import type { BannerConfiguration } from "#daemon/banners/banner-store.js";
 import { hostOf, notPublicSuffix, PUBLIC_SUFFIX_MESSAGE } from "#daemon/banners/domains.js";
 import { DomainError, type Violation } from "#daemon/errors.js";
-import { text } from "#daemon/validation/rules.js";
+import { displayName } from "#daemon/validation/rules.js";
 import { parseOrThrow } from "#daemon/validation/violations.js";
 import { BannerConfigurationSchema } from "#gen/consent/v1/banner_pb.js";
 
@@ -23,7 +23,7 @@ export const BANNER_BODY_LIMIT = 256 * 1024;
  */
 export const CONFIGURATION_LIMIT = BANNER_BODY_LIMIT - 8 * 1024;
 
-const name = text(1, 255).refine((value) => value.trim().length > 0, "must not be blank");
+const name = displayName(255);
 const domain = z
   .string()
   .refine(

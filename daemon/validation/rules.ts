@@ -71,6 +71,21 @@ export function label(min: number, max: number) {
   );
 }
 
+/** A character that shows: not white space, nor an invisible format character such as U+200B. */
+const VISIBLE = /[^\p{White_Space}\p{Cf}]/u;
+
+/**
+ * A name people read and tell apart (a team's, a key's, a banner's): a label of at most `max`
+ * characters that is not blank, where spaces and invisible format characters alone are blank.
+ * `optional`: an empty name is allowed (a key's).
+ */
+export function displayName(max: number, { optional = false } = {}) {
+  return label(optional ? 0 : 1, max).refine(
+    (value) => (optional && value === "") || VISIBLE.test(value),
+    { message: "must not be blank", ...IF_VALID_SO_FAR },
+  );
+}
+
 /**
  * A key of a free-form map that is stored as an object (`preferences`, `services`): min-max
  * characters and no NUL, which MongoDB cannot hold in a field name (the embedded store could).

@@ -1,8 +1,8 @@
-import { createClient } from "@connectrpc/connect";
+import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BannerService } from "#gen/consent/v1/banner_pb.js";
-import { createBanner, createTeam, http, mintKey } from "#test/support/api.js";
+import { createBanner, createTeam, http, mintKey, operator } from "#test/support/api.js";
 import { startTestService, type TestService } from "#test/support/service.js";
 
 /** spec 2.1, 4.2-4.3 and decisions §3 through REST. */
@@ -585,6 +585,45 @@ describe("banners", () => {
       body: { ...banner, name: "Round trip" },
     });
     expect([roundTrip.status, roundTrip.body.data.banner.name]).toEqual([200, "Round trip"]);
+  });
+
+  it("refuses names people read that are blank to the eye or hold control characters: banners, teams, keys", async () => {
+    const blank = "\u200b \u2060";
+    const withEscape = "Shop\u001b[2J";
+    for (const [name, message] of [
+      [blank, "name must not be blank"],
+      [withEscape, "name must not contain control characters"],
+    ]) {
+      const refused = await post({ name, domain: "names.example", configuration: {} });
+      expect([refused.status, refused.body.data.details]).toEqual([
+        400,
+        [{ field: "name", message }],
+      ]);
+    }
+    const { admin, auth } = operator(service);
+    const teamId = await createTeam(service, "starter");
+    for (const call of [
+      admin.createTeam({ name: blank, plan: "starter" }, auth),
+      admin.createTeam({ name: withEscape, plan: "starter" }, auth),
+      admin.createApiKey(
+        { teamId, environment: "live", scopes: ["banners:read"], name: withEscape },
+        auth,
+      ),
+    ]) {
+      const error = await call.then(
+        () => undefined,
+        (e: unknown) => ConnectError.from(e),
+      );
+      expect(error?.code).toBe(Code.InvalidArgument);
+    }
+    // A key's name stays optional, and names in any script are names.
+    const unnamed = await admin.createApiKey(
+      { teamId, environment: "live", scopes: ["banners:read"], name: "" },
+      auth,
+    );
+    expect(unnamed.apiKey?.name).toBe("");
+    const named = { name: "Boutique Élodie 東京", domain: "names.example", configuration: {} };
+    expect((await post(named)).status).toBe(201);
   });
 
   it("writes nothing for a PATCH that changes nothing: updatedAt tells the last change", async () => {
