@@ -1,5 +1,6 @@
 import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
 import { activeBanner } from "#daemon/banners/active-banner.js";
+import { usOptOutChoices } from "#daemon/banners/category-signals.js";
 import type { Clock } from "#daemon/clock.js";
 import {
   compact,
@@ -59,8 +60,12 @@ export function createPreferencesHandlers(options: PreferencesHandlerOptions): P
     async updatePreferences(request, ctx) {
       const { grant, banner, latest } = await granted(ctx, request.token);
       const receivedAt = clock();
+      const preferences = currentChoice(banner, request.preferences);
+      const accepted = Object.keys(preferences).filter((name) => preferences[name]);
       // The jurisdiction context of the choice being changed carries over; nothing about the
-      // visitor is added (no page address: the page is ours, not the site's).
+      // visitor is added (no page address: the page is ours, not the site's) but the privacy
+      // signal the browser sent with the form. Where the choice changed had US opt-outs (a US
+      // rule applied), the new one has them too, as the banner runtime derives them.
       const record: ConsentLogRecord = compact({
         id: options.nextLogId(receivedAt),
         teamId: banner.teamId,
@@ -68,12 +73,14 @@ export function createPreferencesHandlers(options: PreferencesHandlerOptions): P
         publicId: banner.publicId,
         consentId: grant.consentId,
         method: "consent_changed",
-        preferences: currentChoice(banner, request.preferences),
+        preferences,
         revision: banner.production.revision,
         languageCode: latest?.languageCode,
         country: latest?.country,
         region: latest?.region,
         matchedRuleId: latest?.matchedRuleId,
+        gpc: request.gpc,
+        purposeChoices: latest?.purposeChoices && usOptOutChoices(accepted),
         occurredAt: receivedAt,
         timestampClamped: false,
         receivedAt,

@@ -151,7 +151,9 @@ export async function preferencesRoutes(app: FastifyInstance, options: Preferenc
     async (request, reply) => {
       const token = tokenOf(request);
       const { consentLogId } = await clients.consentLog.updatePreferences(
-        { token, preferences: submittedChoice(request) },
+        // Global Privacy Control: browsers that send the signal send `Sec-GPC: 1` with every
+        // request, the form's too.
+        { token, preferences: submittedChoice(request), gpc: request.headers["sec-gpc"] === "1" },
         relayOptions(request, reply, operatorToken),
       );
       return reply

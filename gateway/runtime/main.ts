@@ -1,5 +1,6 @@
+import { isAdCategory, usOptOutChoices } from "../../daemon/banners/category-signals.js";
 import type { RuntimeConfig, RuntimeRule } from "./config.js";
-import { consentDefault, consentUpdate, isAdCategory } from "./consent-mode.js";
+import { consentDefault, consentUpdate } from "./consent-mode.js";
 import { activateScripts } from "./scripts.js";
 import { type ConsentState, isConsentState, randomUuid, readState, writeState } from "./state.js";
 import { resolveTexts } from "./texts.js";
@@ -63,7 +64,7 @@ function nextState(categories: string[], extra: Partial<ConsentState>): ConsentS
     languageCode: texts.languageCode,
     ...(config.rule && { jurisdictions: [config.rule.id] }),
     ...(config.rule?.us && {
-      usOptOutChoices: { saleSharing: !ads, targetedAdvertising: !ads },
+      usOptOutChoices: usOptOutChoices(categories),
       gpcRespected: gpcApplies && !ads,
     }),
     ...extra,

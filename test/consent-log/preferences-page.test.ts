@@ -102,6 +102,34 @@ describe("GET and POST /preferences/{token}", () => {
       timestampClamped: false,
     });
     expect(row?.pageUrl).toBeUndefined();
+    // No Sec-GPC header: no signal at choice time; no US opt-outs in the choice changed.
+    expect([row?.gpc, row?.purposeChoices]).toEqual([false, undefined]);
+  });
+
+  it("records the form's Global Privacy Control signal, and US opt-outs where the changed choice had them", async () => {
+    const { teamId, publicId } = await bannerFixture(ctx.service, { configuration });
+    const path = await linkFor(publicId, {
+      country: "US",
+      region: "US-CA",
+      gpc: true,
+      preferences: { necessary: true, analytics: true, marketing: false },
+      purposeChoices: { saleSharing: true, targetedAdvertising: true },
+    });
+    // The visitor accepts marketing on the page: no longer opted out of sale and sharing.
+    expect((await submit(path, { "sec-gpc": "1" }, "category=marketing")).status).toBe(303);
+    const [accepted] = await storedRows(ctx.service, teamId);
+    expect(accepted).toMatchObject({
+      method: "consent_changed",
+      preferences: { necessary: true, analytics: false, marketing: true },
+      gpc: true,
+      purposeChoices: { saleSharing: false, targetedAdvertising: false },
+    });
+    expect((await submit(path, {}, "category=analytics")).status).toBe(303);
+    const [refused] = await storedRows(ctx.service, teamId);
+    expect(refused).toMatchObject({
+      gpc: false,
+      purposeChoices: { saleSharing: true, targetedAdvertising: true },
+    });
   });
 
   /** POSTs the page's form to `path` with `headers`, as a browser or another client sends it. */
