@@ -8,8 +8,10 @@ export function run(entry) {
   return import(new URL(entry, import.meta.url).href);
 }
 
-/** Listen errors an operator fixes from the message alone. */
-const READABLE_CODES = new Set(["EADDRINUSE", "EACCES", "EADDRNOTAVAIL"]);
+/** Listen errors an operator fixes from the message alone (a taken port, a host that is none). */
+const READABLE_CODES = new Set(["EADDRINUSE", "EACCES", "EADDRNOTAVAIL", "ENOTFOUND", "EAI_AGAIN"]);
+/** Start-up failures the service words for the operator (daemon/config.ts). */
+const READABLE_NAMES = new Set(["ConfigError", "StartupError"]);
 
 /**
  * Runs `start` and turns a start-up failure the operator can fix (bad configuration, a taken port)
@@ -19,7 +21,7 @@ export async function main(program, start) {
   try {
     await start();
   } catch (error) {
-    if (error?.name === "ConfigError" || READABLE_CODES.has(error?.code)) {
+    if (READABLE_NAMES.has(error?.name) || READABLE_CODES.has(error?.code)) {
       process.stderr.write(`${program}: ${error.message}\n`);
       process.exit(1);
     }

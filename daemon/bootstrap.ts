@@ -1,8 +1,8 @@
 import { randomBytes } from "node:crypto";
-import { mkdir, readFile, writeFile } from "node:fs/promises";
+import { link, mkdir, open, readFile, rm } from "node:fs/promises";
 import path from "node:path";
 import { generateOperatorToken } from "#daemon/auth/secrets.js";
-import type { Config } from "#daemon/config.js";
+import { type Config, StartupError } from "#daemon/config.js";
 import { type IdentityKey, parseIdentityKeys } from "#daemon/identity/subject-identity.js";
 
 export const ADMIN_TOKEN_FILE = "admin-token";
@@ -19,19 +19,28 @@ export interface Secrets {
 
 /**
  * First start of a fresh machine (decisions §1): creates the data directory, the operator token and,
- * for the embedded store, the identity key. Files are written exclusively ("wx"), so two daemons
- * starting together on one data directory end up sharing whichever secret was written first.
+ * for the embedded store, the identity key. Two daemons starting together on one data directory
+ * end up sharing whichever secret was written first (readOrCreate).
  */
 export async function loadSecrets(config: Config): Promise<Secrets> {
-  await mkdir(config.dataDir, { recursive: true, mode: 0o700 });
+  try {
+    await mkdir(config.dataDir, { recursive: true, mode: 0o700 });
+  } catch (error) {
+    throw new StartupError(
+      `cannot create the data directory ${config.dataDir} (CONSENT_DATA_DIR): ${(error as Error).message}`,
+      { cause: error },
+    );
+  }
   const created: string[] = [];
+  const tokenFile = path.join(config.dataDir, ADMIN_TOKEN_FILE);
   const operatorToken =
-    config.adminToken ??
-    (await readOrCreate(
-      path.join(config.dataDir, ADMIN_TOKEN_FILE),
-      generateOperatorToken,
-      created,
-    ));
+    config.adminToken ?? (await readOrCreate(tokenFile, generateOperatorToken, created));
+  // An empty token would let an empty credential pass as the operator's.
+  if (!operatorToken) {
+    throw new StartupError(
+      `${tokenFile} is empty: delete it to have a new operator token made, or set CONSENT_ADMIN_TOKEN`,
+    );
+  }
   const identity = await identityKeys(config, created);
   return { operatorToken, ...identity, created };
 }
@@ -57,12 +66,27 @@ async function identityKeys(config: Config, created: string[]) {
   }
 }
 
+/**
+ * The secret in `file`, made by `make` when there is none. It is written whole to a file of its
+ * own and linked into place: a link fails when the name exists, so two processes starting
+ * together never read a secret half written, and the first one's secret is the one both keep.
+ */
 async function readOrCreate(file: string, make: () => string, created: string[]): Promise<string> {
+  const draft = `${file}.${process.pid}.${randomBytes(6).toString("hex")}`;
+  const handle = await open(draft, "wx", 0o600);
   try {
-    await writeFile(file, `${make()}\n`, { flag: "wx", mode: 0o600 });
+    await handle.writeFile(`${make()}\n`);
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+  try {
+    await link(draft, file);
     created.push(file);
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
+  } finally {
+    await rm(draft, { force: true });
   }
   return (await readFile(file, "utf8")).trim();
 }

@@ -134,3 +134,28 @@ describe("CONSENT_TRUST_PROXY", () => {
     );
   });
 });
+
+describe("URLs and the log level", () => {
+  it("takes only http(s) URLs for the daemon and the public base, naming the variable", () => {
+    expect(loadConfig({ CONSENT_DAEMON_URL: "https://daemon.internal:50051/" }).daemonUrl).toBe(
+      "https://daemon.internal:50051",
+    );
+    // `localhost:50051` parses as a URL of scheme "localhost:", which no HTTP client can call.
+    for (const value of ["localhost:50051", "grpc://127.0.0.1:50051", "ftp://127.0.0.1:50051"]) {
+      expect(configErrorOf({ CONSENT_DAEMON_URL: value }).message).toBe(
+        `CONSENT_DAEMON_URL must be an http:// or https:// URL such as http://127.0.0.1:50051, not "${value}"`,
+      );
+    }
+    expect(configErrorOf({ CONSENT_BASE_URL: "ftp://shop.example" }).message).toMatch(
+      /^CONSENT_BASE_URL must be an http:\/\/ or https:\/\/ URL/,
+    );
+  });
+
+  it("takes pino's levels only", () => {
+    expect(loadConfig({ CONSENT_LOG_LEVEL: "warn" }).logLevel).toBe("warn");
+    expect(loadConfig({}).logLevel).toBe("info");
+    expect(configErrorOf({ CONSENT_LOG_LEVEL: "verbose" }).message).toBe(
+      'CONSENT_LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent, not "verbose"',
+    );
+  });
+});

@@ -44,6 +44,17 @@ export class ConfigError extends Error {
 }
 
 /**
+ * A start-up failure the operator fixes from its message alone (a data directory that cannot be
+ * created, a store that cannot be opened): the bins print it as one line, without a stack.
+ */
+export class StartupError extends Error {
+  override name = "StartupError";
+}
+
+/** pino's levels, and `silent`. */
+const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"];
+
+/**
  * A whole number from `min` to `max` written in decimal digits (surrounding spaces allowed), or
  * undefined when unset: what every numeric setting accepts, so "1e3", "0x50" or "8.0" are refused
  * alike. `what` names the number in the error ("a port number", "a whole number of milliseconds").
@@ -67,12 +78,28 @@ function port(value: string | undefined, fallback: number, name: string): number
   return wholeNumberIn(value, 0, 65535, name, "a port number") ?? fallback;
 }
 
+/** An absolute http(s) URL: both are read by HTTP clients (the gateway's, visitors' browsers). */
 function url(value: string, name: string): string {
+  let parsed: URL;
   try {
-    return new URL(value).toString().replace(/\/$/, "");
+    parsed = new URL(value);
   } catch {
     throw new ConfigError(`${name} must be an absolute URL, not "${value}"`);
   }
+  if (parsed.protocol !== "http:" && parsed.protocol !== "https:") {
+    throw new ConfigError(
+      `${name} must be an http:// or https:// URL such as http://127.0.0.1:50051, not "${value}"`,
+    );
+  }
+  return parsed.toString().replace(/\/$/, "");
+}
+
+function logLevel(value: string | undefined): string {
+  if (!value) return "info";
+  if (!LOG_LEVELS.includes(value)) {
+    throw new ConfigError(`CONSENT_LOG_LEVEL must be one of ${LOG_LEVELS.join(", ")}, not "${value}"`);
+  }
+  return value;
 }
 
 function headerName(value: string | undefined, name: string): string | undefined {
@@ -165,7 +192,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     identityKey: identityKey(env.CONSENT_IDENTITY_KEY),
     trustProxy,
     geoHeader,
-    logLevel: env.CONSENT_LOG_LEVEL || "info",
+    logLevel: logLevel(env.CONSENT_LOG_LEVEL),
     webhookAllowCidrs: cidrList(env.CONSENT_WEBHOOK_ALLOW_CIDRS, "CONSENT_WEBHOOK_ALLOW_CIDRS"),
     webhookLeaseMs: wholeNumberIn(
       env.CONSENT_WEBHOOK_LEASE_MS,

@@ -14,7 +14,7 @@ const BEFORE_CUT_MS = 500;
  * logged (never an unhandled rejection). Shared by `npm start`'s processes and the stand-alone
  * gateway.
  */
-export function exitAfterDrain(drain: Promise<unknown>, logger: Logger): void {
+function exitAfterDrain(drain: Promise<unknown>, logger: Logger): void {
   drain.then(
     () => process.exit(0),
     (error: unknown) => {
@@ -22,6 +22,40 @@ export function exitAfterDrain(drain: Promise<unknown>, logger: Logger): void {
       process.exit(1);
     },
   );
+}
+
+/** What a process registers once it serves: its drain, run on the first stop signal. */
+export interface StopOnSignals {
+  started(drain: (signal: string) => Promise<unknown>): void;
+}
+
+/**
+ * SIGTERM and SIGINT handling, installed before start-up so a signal during it is not the
+ * default exit (code 143): the first signal drains what `started` registers, at once or as soon
+ * as start-up has registered it, then exits (exitAfterDrain). A second signal changes nothing:
+ * Ctrl-C reaches a worker directly and through its primary, and `timeout` signals a child and
+ * then its process group.
+ */
+export function stopOnSignals(logger: Logger): StopOnSignals {
+  let drain: ((signal: string) => Promise<unknown>) | undefined;
+  let received: string | undefined;
+  const begin = (signal: string, run: (signal: string) => Promise<unknown>) => {
+    logger.info({ signal }, "draining and shutting down");
+    exitAfterDrain(run(signal), logger);
+  };
+  for (const signal of ["SIGTERM", "SIGINT"] as const) {
+    process.on(signal, () => {
+      if (received) return;
+      received = signal;
+      if (drain) begin(signal, drain);
+    });
+  }
+  return {
+    started(run) {
+      drain = run;
+      if (received) begin(received, run);
+    },
+  };
 }
 
 /**

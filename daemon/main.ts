@@ -1,7 +1,7 @@
 import { loadSecrets } from "#daemon/bootstrap.js";
 import { systemClock } from "#daemon/clock.js";
-import { type Config, loadConfig } from "#daemon/config.js";
-import { exitAfterDrain } from "#daemon/drain-exit.js";
+import { type Config, loadConfig, StartupError } from "#daemon/config.js";
+import { stopOnSignals } from "#daemon/drain-exit.js";
 import { serviceLoggers } from "#daemon/logging.js";
 import { schedulePurge } from "#daemon/purge.js";
 import { createInProcessTransport } from "#daemon/rpc/in-process-transport.js";
@@ -16,7 +16,15 @@ export async function openStore(config: Config): Promise<Store> {
     return openMongoStore({ uri: config.mongoUri });
   }
   const { openLmdbStore } = await import("#daemon/store/lmdb-store.js");
-  return openLmdbStore({ dataDir: config.dataDir });
+  try {
+    return await openLmdbStore({ dataDir: config.dataDir });
+  } catch (error) {
+    // Files the process may not write, a full disk: the operator's to fix, told in one line.
+    throw new StartupError(
+      `cannot open the embedded store in ${config.dataDir}: ${(error as Error).message}`,
+      { cause: error },
+    );
+  }
 }
 
 /**
@@ -35,6 +43,7 @@ export async function runDaemon(options: {
   const config = options.config ?? loadConfig();
   const loggers = serviceLoggers(config.logLevel);
   const logger = loggers.daemon;
+  const stop = stopOnSignals(logger);
   const secrets = await loadSecrets(config);
   if (secrets.identityProblem) {
     logger.error(
@@ -76,8 +85,7 @@ export async function runDaemon(options: {
     printWelcome(config, store.kind, server.url, gateway?.url, created);
   }
 
-  const shutdown = async (signal: string) => {
-    logger.info({ signal }, "draining and shutting down");
+  stop.started(async () => {
     stopPurge();
     // The gateway reaches the daemon in memory, not through its port, so the two drain side by
     // side and the process stops within one DRAIN_TIMEOUT_MS; the store closes once both are done.
@@ -86,16 +94,7 @@ export async function runDaemon(options: {
     for (const outcome of drained) {
       if (outcome.status === "rejected") throw outcome.reason;
     }
-  };
-  // Once: a second signal (Ctrl-C reaches a worker directly and through its primary) changes nothing.
-  let stopping = false;
-  for (const signal of ["SIGTERM", "SIGINT"] as const) {
-    process.on(signal, () => {
-      if (stopping) return;
-      stopping = true;
-      exitAfterDrain(shutdown(signal), logger);
-    });
-  }
+  });
 }
 
 function printWelcome(

@@ -71,9 +71,9 @@ export async function runService(): Promise<void> {
 /**
  * The primary creates the secrets and the store first (so workers read them instead of racing
  * to create them: the embedded store's files and databases, MongoDB's indexes), forks the
- * workers, forwards SIGTERM/SIGINT to them and exits 0 once every one has drained. A worker
- * that stops on its own (a start-up error it has already printed, a crash) stops the
- * service: the others are told to drain, and the primary exits 1. So does a worker that stops
+ * workers, forwards SIGTERM/SIGINT to them and exits 0 once every one has drained (1 if one did
+ * not drain cleanly). A worker that stops on its own (a start-up error it has already printed, a
+ * crash) stops the service: the others are told to drain, and the primary exits 1. So does a worker that stops
  * answering: silent for CONSENT_WORKER_TIMEOUT_MS once it serves, it is killed, since it may
  * still hold connections the primary handed it that will never be answered. Exiting, not
  * replacing the worker, leaves the restart to the supervisor, as for any other failure.
@@ -137,6 +137,9 @@ async function runPrimary(count: number): Promise<void> {
   });
   cluster.on("exit", (worker, code, signal) => {
     lastBeat.delete(worker);
+    // During a drain too: a worker that did not drain cleanly (killed, or its shutdown failed)
+    // makes the service's exit a failure.
+    if (code !== 0 || signal) failed = true;
     if (!stopping) {
       stopping = true;
       failed = true;

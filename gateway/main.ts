@@ -2,7 +2,7 @@ import type { Transport } from "@connectrpc/connect";
 import type { Logger } from "pino";
 import { readOperatorToken } from "#daemon/bootstrap.js";
 import { type Config, ConfigError, loadConfig } from "#daemon/config.js";
-import { boundedDrain, exitAfterDrain } from "#daemon/drain-exit.js";
+import { boundedDrain, stopOnSignals } from "#daemon/drain-exit.js";
 import { serviceLoggers } from "#daemon/logging.js";
 import { buildGateway } from "#gateway/app.js";
 import { createDaemonTransport } from "#gateway/daemon-transport.js";
@@ -59,6 +59,7 @@ async function drain(
 /** The gateway as its own process, reaching the daemon at CONSENT_DAEMON_URL over HTTP/2. */
 export async function runStandaloneGateway(config: Config = loadConfig()) {
   const logger = serviceLoggers(config.logLevel).gateway;
+  const stop = stopOnSignals(logger);
   const operatorToken = await readOperatorToken(config);
   if (!operatorToken) {
     throw new ConfigError(
@@ -79,10 +80,5 @@ export async function runStandaloneGateway(config: Config = loadConfig()) {
   process.stdout.write(
     `consent gateway listening on ${gateway.url}, daemon at ${config.daemonUrl}\n`,
   );
-  for (const signal of ["SIGTERM", "SIGINT"] as const) {
-    process.once(signal, () => {
-      logger.info({ signal }, "draining and shutting down");
-      exitAfterDrain(gateway.close(), logger);
-    });
-  }
+  stop.started(() => gateway.close());
 }

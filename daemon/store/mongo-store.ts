@@ -7,6 +7,7 @@ import {
 import { type ApiKeyDocument, MongoKeyStore } from "#daemon/keys/mongo-key-store.js";
 import { type CounterDocument, MongoCounterStore } from "#daemon/limits/mongo-counter-store.js";
 import { MongoSessionStore, type SessionDocument } from "#daemon/sessions/mongo-session-store.js";
+import { StartupError } from "#daemon/config.js";
 import type { Store } from "#daemon/store/store.js";
 import { MongoSubjectStore, type SubjectDocument } from "#daemon/subjects/mongo-subject-store.js";
 import { MongoTeamStore, type TeamDocument } from "#daemon/teams/mongo-team-store.js";
@@ -54,11 +55,20 @@ const CLIENT_OPTIONS: MongoClientOptions = {
 
 /**
  * Connects to MongoDB, creates the indexes the adapters rely on (createIndexes is idempotent, so
- * every start runs it) and returns the Store. Fails with a readable Error, the driver's as cause,
+ * every start runs it) and returns the Store. Fails with a readable StartupError, the driver's as cause,
  * when the server cannot be reached within SERVER_SELECTION_TIMEOUT_MS.
  */
 export async function openMongoStore(options: MongoStoreOptions): Promise<Store> {
-  const client = new MongoClient(options.uri, CLIENT_OPTIONS);
+  let client: MongoClient;
+  try {
+    client = new MongoClient(options.uri, CLIENT_OPTIONS);
+  } catch (error) {
+    // The driver's parse errors name the part it could not read, not the credentials.
+    throw new StartupError(
+      `MONGODB_URI is not a connection string MongoDB accepts: ${(error as Error).message}`,
+      { cause: error },
+    );
+  }
   try {
     await client.connect();
   } catch (error) {
@@ -139,7 +149,7 @@ function connectionError(error: unknown, uri: string): Error {
     error instanceof MongoServerSelectionError
       ? `MongoDB server could not be reached at ${hosts} within ${SERVER_SELECTION_TIMEOUT_MS / 1000} s: ${reason}`
       : `Could not connect to MongoDB at ${hosts}: ${reason}`;
-  return new Error(message, { cause: error });
+  return new StartupError(message, { cause: error });
 }
 
 /**

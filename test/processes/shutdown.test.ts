@@ -233,7 +233,7 @@ describe("SIGTERM with a connection held open on the daemon port", { timeout: 60
 describe("SIGTERM on a stand-alone gateway whose daemon stopped answering", {
   timeout: 60_000,
 }, () => {
-  it("answers the requests still waiting with 503 before its drain cuts them, and exits 0", async () => {
+  it("answers the requests still waiting with 503 before its drain cuts them, and exits 0, a second SIGTERM or not", async () => {
     // A daemon that accepts calls and never answers them (a frozen process, a dead network).
     const silent = await rawServer(() => {});
     try {
@@ -246,6 +246,9 @@ describe("SIGTERM on a stand-alone gateway whose daemon stopped answering", {
         headers: { authorization: "Bearer cs_live_0000000000000000000000000000000000000000" },
       });
       await expect.poll(() => silent.streams.length).toBe(1);
+      program.child.kill("SIGTERM");
+      // A second signal (`timeout` signals a child, then its process group) changes nothing.
+      await new Promise((resolve) => setTimeout(resolve, 500));
       program.child.kill("SIGTERM");
       const response = await waiting;
       expect(response.status).toBe(503);

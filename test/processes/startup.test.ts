@@ -1,5 +1,5 @@
 import { once } from "node:events";
-import { mkdtemp, readFile, rm, stat } from "node:fs/promises";
+import { mkdtemp, readFile, rm, stat, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
@@ -155,6 +155,24 @@ describe("start-up of the real programs", () => {
       expect(message).toContain("CONSENT_IDENTITY_KEY");
       expect(message).not.toContain(value);
       expect(stdout).not.toContain("listening");
+    }
+  });
+
+  it("a data directory that cannot be made or a log level pino lacks stops npm start and consentd with exit code 1 and one line", async () => {
+    const file = path.join(await mkdtemp(path.join(root, "a-file-")), "not-a-directory");
+    await writeFile(file, "");
+    for (const [bin, name] of [
+      [PROGRAMS.consent, "consent"],
+      [PROGRAMS.consentd, "consentd"],
+    ] as const) {
+      const notDirectory = await refusedStart(bin, { CONSENT_DATA_DIR: path.join(file, "data") });
+      expect(notDirectory.code).toBe(1);
+      expectOneLine(notDirectory.message, name);
+      expect(notDirectory.message).toContain("cannot create the data directory");
+      const level = await refusedStart(bin, { CONSENT_LOG_LEVEL: "verbose" });
+      expect(level.code).toBe(1);
+      expectOneLine(level.message, name);
+      expect(level.message).toContain("CONSENT_LOG_LEVEL must be one of");
     }
   });
 

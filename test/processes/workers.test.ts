@@ -1,5 +1,7 @@
+import { once } from "node:events";
 import { readFileSync } from "node:fs";
 import { get } from "node:http";
+import { connect } from "node:net";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { createBanner, createTeam, http, mintKey } from "#test/support/api.js";
@@ -101,6 +103,30 @@ describe("npm start with two workers", { timeout: 120_000 }, () => {
       );
     }
     for (const pid of workers) expect(() => process.kill(pid, 0)).toThrow();
+  });
+
+  it("exits 1 when a worker does not drain cleanly after SIGTERM", async () => {
+    const { program, service } = await startTwoWorkers("killed-in-drain");
+    // Half-sent requests keep the workers draining for a while after SIGTERM.
+    const { hostname, port } = new URL(service.gatewayUrl);
+    const stalled = await Promise.all(
+      Array.from({ length: 4 }, async () => {
+        const socket = connect({ host: hostname, port: Number(port) });
+        socket.on("error", () => socket.destroy());
+        await once(socket, "connect");
+        socket.write("GET /api/v1/health HTTP/1.1\r\nHost: x\r\n");
+        return socket;
+      }),
+    );
+    try {
+      const workers = workerPids(program);
+      program.child.kill("SIGTERM");
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      process.kill(workers[0] as number, "SIGKILL");
+      expect(await program.exitWithin(30_000)).toBe(1);
+    } finally {
+      for (const socket of stalled) socket.destroy();
+    }
   });
 
   it("does not take its workers for stuck after the primary itself was paused", async () => {

@@ -1,0 +1,82 @@
+import { spawn } from "node:child_process";
+import { mkdtemp, readdir, readFile, rm, stat, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { createInterface } from "node:readline";
+import { fileURLToPath } from "node:url";
+import { afterAll, describe, expect, it } from "vitest";
+import { ADMIN_TOKEN_FILE, IDENTITY_KEY_FILE, loadSecrets } from "#daemon/bootstrap.js";
+import { loadConfig } from "#daemon/config.js";
+
+const RACER = fileURLToPath(new URL("../test/support/secrets-racer.ts", import.meta.url));
+
+describe("first start's secrets", () => {
+  const directories: string[] = [];
+  const fresh = async () => {
+    const dir = await mkdtemp(path.join(tmpdir(), "consent-secrets-"));
+    directories.push(dir);
+    return loadConfig({ CONSENT_DATA_DIR: path.join(dir, "data") });
+  };
+  afterAll(async () => {
+    for (const dir of directories) await rm(dir, { recursive: true, force: true });
+  });
+
+  // Regression: a start that found the file created read it before its creator had written it,
+  // and ran with an empty operator token or an empty identity key.
+  it("are one and whole for every start racing on a new data directory", async () => {
+    for (let round = 0; round < 20; round++) {
+      const config = await fresh();
+      const starts = await Promise.all(Array.from({ length: 4 }, () => loadSecrets(config)));
+      const [first] = starts;
+      expect(first?.operatorToken).toMatch(/\S{20,}/);
+      expect(first?.identityProblem).toBeUndefined();
+      for (const secrets of starts) {
+        expect(secrets.operatorToken).toBe(first?.operatorToken);
+        expect(secrets.identityKeys).toEqual(first?.identityKeys);
+        expect(secrets.identityProblem).toBeUndefined();
+      }
+      // One start created each file; no draft is left beside them.
+      expect(starts.flatMap((secrets) => secrets.created)).toHaveLength(2);
+      expect((await readdir(config.dataDir)).sort()).toEqual([ADMIN_TOKEN_FILE, IDENTITY_KEY_FILE]);
+      expect((await stat(path.join(config.dataDir, ADMIN_TOKEN_FILE))).mode & 0o777).toBe(0o600);
+    }
+  });
+
+  it("are one and whole for every process starting at once on a new data directory", async () => {
+    const racers = Array.from({ length: 4 }, () => {
+      const child = spawn(process.execPath, ["--import", "tsx", RACER], {
+        stdio: ["pipe", "pipe", "inherit"],
+      });
+      const lines = createInterface({ input: child.stdout })[Symbol.asyncIterator]();
+      return { child, next: async () => String((await lines.next()).value) };
+    });
+    try {
+      for (const racer of racers) expect(await racer.next()).toBe("ready");
+      for (let round = 0; round < 40; round++) {
+        const { dataDir } = await fresh();
+        for (const racer of racers) racer.child.stdin.write(`go ${dataDir}\n`);
+        const answers = await Promise.all(
+          racers.map(async (racer) => JSON.parse(await racer.next())),
+        );
+        const [first] = answers;
+        expect(first).toMatchObject({
+          token: expect.stringMatching(/\S{20,}/),
+          keys: 1,
+          problem: null,
+        });
+        for (const answer of answers) expect(answer).toEqual(first);
+      }
+    } finally {
+      for (const racer of racers) racer.child.kill();
+    }
+  }, 60_000);
+
+  it("refuse an empty operator token file rather than run with an empty credential", async () => {
+    const config = await fresh();
+    await loadSecrets(config);
+    const file = path.join(config.dataDir, ADMIN_TOKEN_FILE);
+    await writeFile(file, "\n");
+    await expect(loadSecrets(config)).rejects.toThrow(`${file} is empty`);
+    expect(await readFile(file, "utf8")).toBe("\n");
+  });
+});
