@@ -97,7 +97,9 @@ function url(value: string, name: string): string {
 function logLevel(value: string | undefined): string {
   if (!value) return "info";
   if (!LOG_LEVELS.includes(value)) {
-    throw new ConfigError(`CONSENT_LOG_LEVEL must be one of ${LOG_LEVELS.join(", ")}, not "${value}"`);
+    throw new ConfigError(
+      `CONSENT_LOG_LEVEL must be one of ${LOG_LEVELS.join(", ")}, not "${value}"`,
+    );
   }
   return value;
 }

@@ -1,5 +1,6 @@
 import { type Db, MongoClient, type MongoClientOptions, MongoServerSelectionError } from "mongodb";
 import { type BannerDocument, MongoBannerStore } from "#daemon/banners/mongo-banner-store.js";
+import { StartupError } from "#daemon/config.js";
 import {
   type ConsentLogDocument,
   MongoConsentLogStore,
@@ -7,7 +8,6 @@ import {
 import { type ApiKeyDocument, MongoKeyStore } from "#daemon/keys/mongo-key-store.js";
 import { type CounterDocument, MongoCounterStore } from "#daemon/limits/mongo-counter-store.js";
 import { MongoSessionStore, type SessionDocument } from "#daemon/sessions/mongo-session-store.js";
-import { StartupError } from "#daemon/config.js";
 import type { Store } from "#daemon/store/store.js";
 import { MongoSubjectStore, type SubjectDocument } from "#daemon/subjects/mongo-subject-store.js";
 import { MongoTeamStore, type TeamDocument } from "#daemon/teams/mongo-team-store.js";
