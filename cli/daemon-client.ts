@@ -18,6 +18,8 @@ export interface DaemonClientOptions {
   token?: string;
   /** Receives one line per call and outcome when --debug is on. */
   log?: (line: string) => void;
+  /** The time limit of a call that is not a stream; CALL_TIMEOUT_MS unless a test sets it. */
+  callTimeoutMs?: number;
 }
 
 /** Typed clients for every daemon service the CLI uses, over one shared HTTP/2 session. */
@@ -53,11 +55,13 @@ export function createDaemonClient(options: DaemonClientOptions): DaemonClient {
     const date = new Date(headers.get("date") ?? "");
     if (!Number.isNaN(date.getTime())) serverDate = date;
   };
-  const transportFor = (teamId?: string, timeoutMs: number | undefined = CALL_TIMEOUT_MS) =>
+  const callTimeoutMs = options.callTimeoutMs ?? CALL_TIMEOUT_MS;
+  /** `limited: false` for streams: no time limit at all (an undefined one would be the default). */
+  const transportFor = (teamId?: string, { limited = true } = {}) =>
     createGrpcTransport({
       baseUrl: options.url,
       sessionManager,
-      defaultTimeoutMs: timeoutMs,
+      defaultTimeoutMs: limited ? callTimeoutMs : undefined,
       interceptors: [credentials(options.token, teamId), observe(remember, options.log)],
     });
   const operatorTransport = transportFor();
@@ -68,10 +72,7 @@ export function createDaemonClient(options: DaemonClientOptions): DaemonClient {
     banners: (teamId) => createClient(BannerService, transportFor(teamId)),
     subjects: (teamId) => createClient(SubjectService, transportFor(teamId)),
     logs: (teamId, { streaming = false } = {}) =>
-      createClient(
-        ConsentLogService,
-        transportFor(teamId, streaming ? undefined : CALL_TIMEOUT_MS),
-      ),
+      createClient(ConsentLogService, transportFor(teamId, { limited: !streaming })),
     webhooks: (teamId) => createClient(WebhookService, transportFor(teamId)),
     lastServerDate: () => serverDate,
     close: () => sessionManager.abort(),

@@ -1,4 +1,4 @@
-import { readFile } from "node:fs/promises";
+import { mkdtemp, readdir, readFile, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
@@ -103,5 +103,35 @@ describe("operator flow: team → key → banner → rotate → revoke → sessi
       .split("\n")
       .map((l) => JSON.parse(l));
     expect(row).toMatchObject({ consentLogId, consentId, method: "accept_all" });
+
+    // A tail whose reader leaves (`| head -n1`) ends quietly with exit 0, not as a fault.
+    const reader = cli.start(argv`logs tail --team ${team.id} --json`);
+    reader.closeStdout();
+    let ended = false;
+    void reader.ended.then(() => {
+      ended = true;
+    });
+    // Choices until the tail, once following, writes one and finds its reader gone.
+    while (!ended) {
+      await logs.recordConsent({
+        bannerId: banner.publicId,
+        preferences: { necessary: true },
+        method: "accept_necessary",
+        timestamp: new Date().toISOString(),
+        requestOrigin: { origin: "https://proof.example.com" },
+      });
+      await new Promise((resolve) => setTimeout(resolve, 250));
+    }
+    expect(await reader.ended).toMatchObject({ code: 0, signal: null, stderr: "" });
+  });
+
+  it("leaves an existing export file as it was when the export fails, and no partial file", async () => {
+    const directory = await mkdtemp(path.join(service.dataDir, "export-"));
+    const out = path.join(directory, "proof.csv");
+    await writeFile(out, "an earlier export\n");
+    const failed = await cli.run(argv`logs export --team no-such-team --format csv --out ${out}`);
+    expect([failed.code, failed.stderr]).toEqual([1, expect.stringContaining("No team with id")]);
+    expect(await readFile(out, "utf8")).toBe("an earlier export\n");
+    expect(await readdir(directory)).toEqual(["proof.csv"]);
   });
 });

@@ -1,7 +1,8 @@
+import { stripVTControlCharacters } from "node:util";
 import { Text } from "ink";
 import { render } from "ink-testing-library";
 import { describe, expect, it, vi } from "vitest";
-import { CommandRoot, renderCommand } from "#cli/lifecycle.js";
+import { FinalFrame, renderCommand } from "#cli/lifecycle.js";
 import { MemoryStream } from "#cli/test-support/memory-io.js";
 
 // Ink writes only the final frame when it detects CI (is-in-ci, read when Ink loads); these tests
@@ -11,47 +12,37 @@ vi.hoisted(() => {
   delete process.env.CONTINUOUS_INTEGRATION;
 });
 
-const tick = (ms = 20) => new Promise((resolve) => setTimeout(resolve, ms));
+const later = <T,>(value: T, ms = 200) =>
+  new Promise<T>((resolve) => setTimeout(() => resolve(value), ms));
 
-describe("CommandRoot", () => {
-  it("shows the spinner while the task runs, then the view", async () => {
-    let finish: (value: string) => void = () => {};
-    const task = () => new Promise<string>((resolve) => (finish = resolve));
+const occurrences = (text: string, part: string) => text.split(part).length - 1;
+
+/** What is left on the screen after the spinner's last frame, control sequences taken out. */
+const afterSpinner = (text: string, label: string) =>
+  stripVTControlCharacters(text.slice(text.lastIndexOf(`${label}\n`) + label.length + 1));
+
+describe("FinalFrame", () => {
+  it("shows the view of the result", () => {
     const { lastFrame } = render(
-      <CommandRoot
-        task={task}
-        progress="Creating team…"
-        view={(name) => <Text>created {name}</Text>}
-      />,
+      <FinalFrame value="Acme" view={(name) => <Text>created {name}</Text>} />,
     );
-    expect(lastFrame()).toContain("Creating team…");
-    finish("Acme");
-    await tick();
     expect(lastFrame()).toBe("created Acme");
-  });
-
-  it("clears the spinner when the task fails (the error is printed on stderr by the caller)", async () => {
-    const { lastFrame } = render(
-      <CommandRoot
-        task={() => Promise.reject(new Error("no"))}
-        progress="Working…"
-        view={() => null}
-      />,
-    );
-    await tick();
-    expect(lastFrame()).toBe("");
   });
 });
 
 describe("renderCommand", () => {
-  const streams = () => {
-    const stdout = Object.assign(new MemoryStream(), {
-      columns: 100,
-    }) as unknown as NodeJS.WriteStream;
-    const stderr = new MemoryStream() as unknown as NodeJS.WriteStream;
+  const streams = (stdout = new MemoryStream()) => ({
+    stdout: stdout as unknown as NodeJS.WriteStream,
+    stderr: new MemoryStream() as unknown as NodeJS.WriteStream,
+    color: false,
     // vitest's console has no Console constructor for Ink to patch.
-    return { stdout, stderr, color: false, patchConsole: false };
-  };
+    patchConsole: false,
+  });
+  /** A terminal `rows` lines tall that keeps what is written to it. */
+  const terminal = (rows: number, columns = 100) =>
+    Object.assign(new MemoryStream(), { isTTY: true, rows, columns }) as unknown as MemoryStream;
+  const written = (options: { stdout: NodeJS.WriteStream }) =>
+    (options.stdout as unknown as MemoryStream).text;
 
   it("exits after the final frame with the view's exit code", async () => {
     const options = streams();
@@ -65,7 +56,7 @@ describe("renderCommand", () => {
       options,
     );
     expect(outcome).toEqual({ ok: true, exitCode: 1 });
-    expect((options.stdout as unknown as MemoryStream).text).toContain("3 checks failed");
+    expect(written(options)).toContain("3 checks failed");
   });
 
   it("hands a failure back instead of printing it", async () => {
@@ -76,21 +67,70 @@ describe("renderCommand", () => {
       options,
     );
     expect(outcome).toEqual({ ok: false, error: failure });
-    expect((options.stdout as unknown as MemoryStream).text).not.toContain("daemon said no");
+    expect(written(options)).not.toContain("daemon said no");
   });
 
-  it("writes a settled result as a single frame without erase sequences (piped output)", async () => {
+  it("writes the result as a single frame without a spinner or erase sequences when not live", async () => {
     const options = streams();
     const outcome = await renderCommand(
       {
-        task: () => Promise.reject(new Error("not called")),
-        settled: { status: "done", value: "ok" },
+        task: () => later("ok"),
         progress: "Working…",
         view: (value) => <Text>result: {value}</Text>,
       },
       options,
     );
     expect(outcome).toEqual({ ok: true, exitCode: 0 });
-    expect((options.stdout as unknown as MemoryStream).text).toBe("result: ok\n");
+    expect(written(options)).toBe("result: ok\n");
+  });
+
+  it("on a live terminal, erases the spinner and writes a frame taller than the terminal once, never clearing the screen", async () => {
+    const options = { ...streams(terminal(3)), live: true };
+    const lines = ["ID", "one", "two", "three", "four", "five"];
+    const outcome = await renderCommand(
+      {
+        task: () => later(lines),
+        progress: "Listing…",
+        view: (rows) => <Text>{rows.join("\n")}</Text>,
+      },
+      options,
+    );
+    expect(outcome).toEqual({ ok: true, exitCode: 0 });
+    const text = written(options);
+    expect(text).toContain("Listing…");
+    expect(text).not.toContain("\x1b[2J");
+    expect(text).not.toContain("\x1b[3J");
+    expect(occurrences(text, "three")).toBe(1);
+    // Written last and as it is, right after the spinner's erase (no blank line in between).
+    expect(text.endsWith(`${lines.join("\n")}\n`)).toBe(true);
+    expect(afterSpinner(text, "Listing…")).toBe(`${lines.join("\n")}\n`);
+  });
+
+  it("on a live terminal, fits the final frame to the terminal's width", async () => {
+    const options = { ...streams(terminal(24, 10)), live: true };
+    await renderCommand(
+      { task: () => later("aaaa bbbb cccc", 0), progress: "…", view: (s) => <Text>{s}</Text> },
+      options,
+    );
+    expect(written(options).endsWith("aaaa bbbb\ncccc\n")).toBe(true);
+  });
+
+  it("on a live terminal, leaves nothing behind when the task fails", async () => {
+    const options = { ...streams(terminal(24)), live: true };
+    const failure = new Error("daemon said no");
+    const outcome = await renderCommand(
+      {
+        task: () => later(0).then(() => Promise.reject(failure)),
+        progress: "Working…",
+        view: () => null,
+      },
+      options,
+    );
+    expect(outcome).toEqual({ ok: false, error: failure });
+    const text = written(options);
+    expect(text).toContain("Working…");
+    // The spinner's line is erased and the cursor shown again; no blank line is left.
+    expect(text.endsWith("\x1b[?25h")).toBe(true);
+    expect(afterSpinner(text, "Working…")).toBe("");
   });
 });

@@ -1,6 +1,7 @@
 import { render, useApp } from "ink";
-import { type ReactNode, useEffect, useState } from "react";
+import { type ReactNode, useEffect } from "react";
 import { Spinner } from "#cli/components/spinner.js";
+import { frameColumns, pipedStream } from "#cli/terminal.js";
 import { ColorProvider } from "#cli/theme.js";
 
 /** A task's result once known: the value, or what it threw. */
@@ -9,12 +10,10 @@ export type Settled<T> = { status: "done"; value: T } | { status: "failed"; erro
 /** How a command ended: an exit status, or the failure for the one error printer to report. */
 export type CommandOutcome = { ok: true; exitCode: number } | { ok: false; error: unknown };
 
-export interface CommandRootProps<T> {
-  /** The daemon call(s); started once when the root mounts, unless `settled` is given. */
+export interface CommandProps<T> {
+  /** The daemon call(s); started once. */
   task: () => Promise<T>;
-  /** A result already known (piped output: no spinner frame is ever written). */
-  settled?: Settled<T>;
-  /** Spinner label while the task runs. */
+  /** Spinner label while the task runs (on a live terminal only). */
   progress: string;
   /** The command's view of its result. */
   view: (value: T) => ReactNode;
@@ -31,52 +30,85 @@ export async function settle<T>(task: () => Promise<T>): Promise<Settled<T>> {
   }
 }
 
+export interface FinalFrameProps<T> {
+  value: T;
+  view: (value: T) => ReactNode;
+  exitCode?: (value: T) => number;
+}
+
 /**
- * The one lifecycle root (cli-kit pattern): shows a spinner while the task runs, then the result,
- * and calls exit() from an effect, i.e. after the final frame has been committed. A failure
- * clears the spinner and leaves through exit() too; the caller prints it on stderr.
+ * The root of the final frame: the command's view of its result. It calls exit() from an effect,
+ * i.e. after the frame has been committed, with the exit status for the result.
  */
-export function CommandRoot<T>({ task, settled, progress, view, exitCode }: CommandRootProps<T>) {
+export function FinalFrame<T>({ value, view, exitCode }: FinalFrameProps<T>) {
   const { exit } = useApp();
-  const [state, setState] = useState<Settled<T> | undefined>(settled);
   useEffect(() => {
-    if (settled) return;
-    let mounted = true;
-    void settle(task).then((result) => {
-      if (mounted) setState(result);
-    });
-    return () => {
-      mounted = false;
-    };
-  }, [settled, task]);
-  useEffect(() => {
-    if (!state) return;
-    const outcome: CommandOutcome =
-      state.status === "done"
-        ? { ok: true, exitCode: exitCode?.(state.value) ?? 0 }
-        : { ok: false, error: state.error };
-    exit(outcome);
-  }, [state, exit, exitCode]);
-  if (!state) return <Spinner label={progress} />;
-  return state.status === "done" ? view(state.value) : null;
+    exit({ ok: true, exitCode: exitCode?.(value) ?? 0 } satisfies CommandOutcome);
+  }, [value, exit, exitCode]);
+  return view(value);
 }
 
 export interface RenderOptions {
   stdout: NodeJS.WriteStream;
   stderr: NodeJS.WriteStream;
   color: boolean;
+  /** Animate a spinner on `stdout` while the task runs (terminal.ts liveTerminal); default false. */
+  live?: boolean;
+  /** Width the final frame is laid out to; default terminal.ts frameColumns(stdout). */
+  columns?: number;
   /** Route console output (the --debug call log) around Ink's frames; default true. */
   patchConsole?: boolean;
 }
 
-/** Mounts a CommandRoot with Ink and resolves with its outcome once it has exited. */
+/**
+ * Runs a command's task and writes its final frame (cli-kit pattern, in two steps):
+ *
+ * 1. On a live terminal only, a spinner while the task runs, redrawn in place by Ink. Once the
+ *    task has settled the spinner is erased and its Ink instance unmounted.
+ * 2. The result's view, rendered by a second Ink instance whose stdout is never a TTY
+ *    (pipedStream, at the terminal's width on a terminal): the frame is written once, as it is.
+ *    Nothing ever erases or redraws it, so Ink never takes its "fullscreen" path (clear screen
+ *    and scrollback, then draw again) for a frame as tall as the terminal, whatever its height.
+ *
+ * A failure is handed back (no frame is written); the caller prints it on stderr.
+ */
 export async function renderCommand<T>(
-  props: CommandRootProps<T>,
+  props: CommandProps<T>,
   options: RenderOptions,
 ): Promise<CommandOutcome> {
+  const settled = options.live
+    ? await withSpinner(props.task, props.progress, options)
+    : await settle(props.task);
+  if (settled.status === "failed") return { ok: false, error: settled.error };
   const instance = render(
     <ColorProvider color={options.color}>
-      <CommandRoot {...props} />
+      <FinalFrame value={settled.value} view={props.view} exitCode={props.exitCode} />
+    </ColorProvider>,
+    {
+      stdout: pipedStream(options.stdout, options.columns ?? frameColumns(options.stdout)),
+      stderr: options.stderr,
+      exitOnCtrlC: true,
+      patchConsole: options.patchConsole ?? true,
+    },
+  );
+  return (await instance.waitUntilExit()) as CommandOutcome;
+}
+
+/**
+ * Shows the spinner on the terminal until the task settles, then erases it (Ink's clear(): the
+ * spinner's own lines, no blank line left behind, unlike rendering nothing) and unmounts, so the
+ * final frame is written where the spinner was. clear() must find no redraw pending, or unmount
+ * would draw the spinner again: the task runs outside React, so settling re-renders nothing, and
+ * the spinner's frames (80 ms apart) are each drawn at once under Ink's 30 fps throttle.
+ */
+async function withSpinner<T>(
+  task: () => Promise<T>,
+  label: string,
+  options: RenderOptions,
+): Promise<Settled<T>> {
+  const instance = render(
+    <ColorProvider color={options.color}>
+      <Spinner label={label} />
     </ColorProvider>,
     {
       stdout: options.stdout,
@@ -85,5 +117,10 @@ export async function renderCommand<T>(
       patchConsole: options.patchConsole ?? true,
     },
   );
-  return (await instance.waitUntilExit()) as CommandOutcome;
+  const exited = instance.waitUntilExit();
+  const settled = await settle(task);
+  instance.clear();
+  instance.unmount();
+  await exited;
+  return settled;
 }

@@ -1,6 +1,7 @@
 import { InvalidArgumentError } from "commander";
 import { describe, expect, it } from "vitest";
 import {
+  durationIn,
   formatDuration,
   integerIn,
   parseDuration,
@@ -24,6 +25,13 @@ describe("option parsers", () => {
     for (const value of ["10", "1w", "h", "-1h", "1.5h", "", "99999999999d"]) {
       expect(() => parseDuration(value), value).toThrow(InvalidArgumentError);
     }
+  });
+
+  it("reads a duration within a range, naming the range in its own units", () => {
+    const ttl = durationIn(60, 30 * 86_400);
+    expect([ttl("1m"), ttl("30d"), ttl("12h")]).toEqual([60, 2_592_000, 43_200]);
+    expect(() => ttl("59s")).toThrow('"59s" is out of range: from 1m to 30d.');
+    expect(() => ttl("30d1s")).toThrow(InvalidArgumentError);
   });
 
   it("formats seconds in the largest exact unit", () => {

@@ -26,6 +26,19 @@ export function parseDuration(value: string): number {
   return seconds;
 }
 
+/** Reads a duration (parseDuration) from `min` to `max` seconds: an option with a range. */
+export function durationIn(min: number, max: number): (value: string) => number {
+  return (value) => {
+    const seconds = parseDuration(value);
+    if (seconds < min || seconds > max) {
+      throw new InvalidArgumentError(
+        `"${value}" is out of range: from ${formatDuration(min)} to ${formatDuration(max)}.`,
+      );
+    }
+    return seconds;
+  };
+}
+
 /** Hours and minutes without seconds (`2026-01-31T12:00Z`): an operator's shorthand for `:00`. */
 const MINUTES_ONLY = /^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2})(?=Z|[+-])/i;
 

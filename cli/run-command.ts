@@ -11,7 +11,7 @@ import {
 import { createDaemonClient, type DaemonClient } from "#cli/daemon-client.js";
 import { type Io, reportProblem, writeJson } from "#cli/output.js";
 import { describeProblem, EXIT_FAILURE } from "#cli/problems.js";
-import { colorEnabled, pipedStream } from "#cli/terminal.js";
+import { colorEnabled, liveTerminal } from "#cli/terminal.js";
 import { ConfigError } from "#daemon/config.js";
 
 /** Everything a command needs once its arguments are parsed. */
@@ -134,19 +134,16 @@ async function present<T>(spec: CommandSpec<T>, invocation: Invocation, io: Io):
     writeJson(io, spec.json(value));
     return spec.exitCode?.(value) ?? 0;
   }
-  const [{ renderCommand, settle }, view] = await Promise.all([
-    import("#cli/lifecycle.js"),
-    spec.view(),
-  ]);
-  // Piped output gets the finished frame only: Ink would otherwise write its erase sequences.
-  const settled = io.stdout.isTTY ? undefined : await settle(task);
-  if (settled?.status === "failed") throw settled.error;
+  const [{ renderCommand }, view] = await Promise.all([import("#cli/lifecycle.js"), spec.view()]);
+  // A spinner only on a live terminal (not piped, not TERM=dumb); the final frame is written
+  // once in every case, fitted to the terminal's width or, piped, never cut.
   const outcome = await renderCommand(
-    { task, settled, progress: spec.progress, view, exitCode: spec.exitCode },
+    { task, progress: spec.progress, view, exitCode: spec.exitCode },
     {
-      stdout: io.stdout.isTTY ? io.stdout : pipedStream(io.stdout),
+      stdout: io.stdout,
       stderr: io.stderr,
       color: colorEnabled(io.stdout, io.env),
+      live: liveTerminal(io.stdout, io.env),
     },
   );
   if (!outcome.ok) throw outcome.error;

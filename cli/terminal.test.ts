@@ -1,5 +1,11 @@
 import { describe, expect, it } from "vitest";
-import { colorEnabled, PIPED_COLUMNS, pipedStream } from "#cli/terminal.js";
+import {
+  colorEnabled,
+  frameColumns,
+  liveTerminal,
+  PIPED_COLUMNS,
+  pipedStream,
+} from "#cli/terminal.js";
 import { MemoryStream } from "#cli/test-support/memory-io.js";
 
 describe("colorEnabled", () => {
@@ -13,6 +19,30 @@ describe("colorEnabled", () => {
   });
 });
 
+describe("liveTerminal", () => {
+  it("animates a terminal only: never piped, with TERM=dumb or in CI", () => {
+    expect(liveTerminal({ isTTY: true }, {})).toBe(true);
+    expect(liveTerminal({ isTTY: true }, { TERM: "xterm-256color", NO_COLOR: "1" })).toBe(true);
+    expect(liveTerminal({ isTTY: false }, {})).toBe(false);
+    expect(liveTerminal({}, {})).toBe(false);
+    expect(liveTerminal({ isTTY: true }, { TERM: "dumb" })).toBe(false);
+    expect(liveTerminal({ isTTY: true }, { CI: "true" })).toBe(false);
+    expect(liveTerminal({ isTTY: true }, { CI: "" })).toBe(false);
+    expect(liveTerminal({ isTTY: true }, { CONTINUOUS_INTEGRATION: "1" })).toBe(false);
+    expect(liveTerminal({ isTTY: true }, { CI: "false" })).toBe(true);
+    expect(liveTerminal({ isTTY: true }, { CI: "0" })).toBe(true);
+  });
+});
+
+describe("frameColumns", () => {
+  it("fits a terminal (dumb or not) and never cuts piped output", () => {
+    expect(frameColumns({ isTTY: true, columns: 120 })).toBe(120);
+    expect(frameColumns({ isTTY: true })).toBe(80);
+    expect(frameColumns({ isTTY: false, columns: 120 })).toBe(PIPED_COLUMNS);
+    expect(frameColumns({})).toBe(PIPED_COLUMNS);
+  });
+});
+
 describe("pipedStream", () => {
   it("forwards writes and reports a width that never cuts a line", async () => {
     const target = new MemoryStream();
@@ -21,5 +51,11 @@ describe("pipedStream", () => {
     expect(stream.isTTY).toBe(false);
     await new Promise<void>((resolve) => stream.write("one line\n", () => resolve()));
     expect(target.text).toBe("one line\n");
+  });
+
+  it("reports the width it is given, and never a TTY", () => {
+    const stream = pipedStream(new MemoryStream(), 42);
+    expect(stream.columns).toBe(42);
+    expect(stream.isTTY).toBe(false);
   });
 });

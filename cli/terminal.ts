@@ -14,18 +14,44 @@ export function colorEnabled(stream: { isTTY?: boolean }, env: NodeJS.ProcessEnv
 }
 
 /**
- * A stand-in for a piped stdout that reports a very wide "terminal". Ink lays out to
- * `stdout.columns` and, without one, guesses 80, which would cut ids in `teams list | awk`.
- * Tables are fitted to a real terminal only; piped output keeps every character.
+ * A spinner and cursor control only on a terminal that takes them: a TTY, not TERM=dumb, and not
+ * in CI (Ink's own rule, is-in-ci: it draws no frames there). Anywhere else the output is the
+ * final frame alone, written once.
  */
-export function pipedStream(target: NodeJS.WritableStream): NodeJS.WriteStream {
+export function liveTerminal(stream: { isTTY?: boolean }, env: NodeJS.ProcessEnv): boolean {
+  if (env.TERM === "dumb") return false;
+  const set = (name: string) =>
+    env[name] !== undefined && env[name] !== "0" && env[name] !== "false";
+  if (set("CI") || set("CONTINUOUS_INTEGRATION")) return false;
+  return stream.isTTY === true;
+}
+
+/**
+ * Width the final frame is laid out to: the terminal's (tables are fitted to it, TERM=dumb
+ * included), or PIPED_COLUMNS when piped, so that no line is cut.
+ */
+export function frameColumns(stream: { isTTY?: boolean; columns?: number }): number {
+  return stream.isTTY === true ? stream.columns || 80 : PIPED_COLUMNS;
+}
+
+/**
+ * The stdout Ink writes a final frame to: a stand-in that is never a TTY and reports `columns`.
+ * Ink then writes the frame once, as it is: no cursor control, no erasing, and never its
+ * "fullscreen" clear of screen and scrollback (taken when a TTY frame is as tall as
+ * `stdout.rows`). Without a width Ink guesses 80, which would cut ids in `teams list | awk`, so
+ * piped output gets PIPED_COLUMNS and keeps every character.
+ */
+export function pipedStream(
+  target: NodeJS.WritableStream,
+  columns: number = PIPED_COLUMNS,
+): NodeJS.WriteStream {
   const stream = new Writable({
     write(chunk, _encoding, done) {
       target.write(chunk, (error) => done(error ?? undefined));
     },
   });
   return Object.assign(stream, {
-    columns: PIPED_COLUMNS,
+    columns,
     isTTY: false,
   }) as unknown as NodeJS.WriteStream;
 }

@@ -216,6 +216,7 @@ describe.concurrent("consentctl keys (against a real daemon)", { timeout: E2E_TI
       cli.run(
         argv`keys create --team ${teamId} --env live --scopes banners:read --expires-at tomorrow`,
       ),
+      cli.run(argv`keys rotate some-id --grace 91d`),
     ]);
     for (const result of results) {
       expect(result.code).toBe(2);
@@ -223,6 +224,7 @@ describe.concurrent("consentctl keys (against a real daemon)", { timeout: E2E_TI
     }
     expect(results[0]?.stderr).toContain("Allowed choices are live, test");
     expect(results[1]?.stderr).toContain("use a number with a unit");
+    expect(results[4]?.stderr).toContain(`"91d" is out of range: from 0 to 90d.`);
     expect(results[2]?.stderr).toContain("required option '--grace <duration>'");
     expect(results[3]?.stderr).toContain("ISO 8601");
   });

@@ -2,10 +2,11 @@ import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { type Command, Option } from "commander";
 import { TEAMS_HINT } from "#cli/commands/teams.js";
 import { examples, messageJson, required } from "#cli/format.js";
-import { formatDuration, parseDuration, parseIsoDateTime, parseList } from "#cli/option-parsers.js";
+import { durationIn, formatDuration, parseIsoDateTime, parseList } from "#cli/option-parsers.js";
 import type { Runtime } from "#cli/program.js";
 import type { CommandSpec } from "#cli/run-command.js";
 import type { MintedKey } from "#cli/views/key-views.js";
+import { KEY_GRACE_SECONDS } from "#daemon/admin/admin-rules.js";
 import { SCOPES } from "#daemon/auth/scopes.js";
 import { ApiKeySchema } from "#gen/consent/v1/admin_pb.js";
 
@@ -133,8 +134,8 @@ function addRotateKey(keys: Command, runtime: Runtime): void {
     .argument("<key-id>", "id of the key to replace")
     .requiredOption(
       "--grace <duration>",
-      "how long the old key keeps working: 24h, 30m, 7d, or 0 to stop it now",
-      parseDuration,
+      "how long the old key keeps working, up to 90d: 24h, 30m, 7d, or 0 to stop it now",
+      durationIn(KEY_GRACE_SECONDS.min, KEY_GRACE_SECONDS.max),
     )
     .addHelpText(
       "after",

@@ -45,16 +45,22 @@ function parseMethods(value: string): string[] {
 
 /** --since and --until: ISO 8601 with a zone, or a duration before now. */
 export function addRangeOptions(command: Command): Command {
+  // One "now" for both bounds: `--since 1h --until 1h` is the empty range it reads as.
+  let now: Date | undefined;
+  const bound = (value: string) => {
+    now ??= new Date();
+    return parseTimeBound(value, now);
+  };
   return addFilterOptions(command)
     .addOption(
       new Option(
         "--since <when>",
         "rows received at or after: 2026-05-01T00:00:00Z, or a duration ago such as 24h or 7d",
-      ).argParser((value: string) => parseTimeBound(value)),
+      ).argParser(bound),
     )
     .addOption(
       new Option("--until <when>", "rows received before: a date-time or a duration ago").argParser(
-        (value: string) => parseTimeBound(value),
+        bound,
       ),
     )
     .hook("preAction", (_program, action) => {

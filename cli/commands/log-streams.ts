@@ -1,5 +1,6 @@
 import { once } from "node:events";
-import { open } from "node:fs/promises";
+import { type FileHandle, open, rename, rm } from "node:fs/promises";
+import { basename, dirname, join } from "node:path";
 import { type Command, Option } from "commander";
 import {
   createExportWriter,
@@ -19,25 +20,47 @@ import { examples, jsonText } from "#cli/format.js";
 import { type Io, writeJson } from "#cli/output.js";
 import { UserError } from "#cli/problems.js";
 import type { Runtime } from "#cli/program.js";
-import { colorEnabled } from "#cli/terminal.js";
+import { colorEnabled, liveTerminal } from "#cli/terminal.js";
 
-/** Aborts on Ctrl-C (and SIGTERM) while `body` runs: how a tail is stopped. */
-async function untilInterrupted<T>(body: (signal: AbortSignal) => Promise<T>): Promise<T> {
+/** Why a stream was stopped before its end: Ctrl-C (or SIGTERM), or the reader of stdout left. */
+type StopReason = "interrupted" | "reader_gone";
+
+/**
+ * Runs `body` with a signal that aborts on Ctrl-C (and SIGTERM), or once `output` reports a
+ * closed pipe (`consentctl logs tail | head -n1`): how a stream is stopped. `stopped()` says why.
+ */
+async function untilStopped<T>(
+  output: NodeJS.WritableStream,
+  body: (signal: AbortSignal, stopped: () => StopReason | undefined) => Promise<T>,
+): Promise<T> {
   const abort = new AbortController();
-  const stop = () => abort.abort();
-  process.once("SIGINT", stop);
-  process.once("SIGTERM", stop);
+  let reason: StopReason | undefined;
+  const stop = (why: StopReason) => {
+    reason ??= why;
+    abort.abort();
+  };
+  const interrupt = () => stop("interrupted");
+  const pipeError = (error: NodeJS.ErrnoException) => {
+    if (error.code === "EPIPE") stop("reader_gone");
+  };
+  process.once("SIGINT", interrupt);
+  process.once("SIGTERM", interrupt);
+  output.on("error", pipeError);
   try {
-    return await body(abort.signal);
+    return await body(abort.signal, () => reason);
   } finally {
-    process.off("SIGINT", stop);
-    process.off("SIGTERM", stop);
+    process.off("SIGINT", interrupt);
+    process.off("SIGTERM", interrupt);
+    output.off("error", pipeError);
   }
 }
 
-/** Writes to a stream, waiting when it is full, so a slow pipe or disk never buffers everything. */
-async function write(stream: NodeJS.WritableStream, text: string): Promise<void> {
-  if (text && !stream.write(text)) await once(stream, "drain");
+/**
+ * Writes to a stream, waiting when it is full, so a slow pipe or disk never buffers everything;
+ * a stop ends the wait.
+ */
+async function write(stream: NodeJS.WritableStream, text: string, signal: AbortSignal) {
+  if (text && !stream.write(text)) await once(stream as NodeJS.EventEmitter, "drain", { signal });
 }
 
 export function addTailLogs(logs: Command, runtime: Runtime): void {
@@ -66,7 +89,8 @@ export function addTailLogs(logs: Command, runtime: Runtime): void {
             views
               ? `${views.renderTailLine(entry, { color })}\n`
               : `${jsonText(entry && entryJson(entry))}\n`;
-          return untilInterrupted(async (signal) => {
+          // Ctrl-C is how a tail ends, and a reader that has what it wanted may leave: both exit 0.
+          return untilStopped(io.stdout, async (signal) => {
             const { bannerId, methods } = filterRequest(options);
             const stream = client
               .logs(options.team, { streaming: true })
@@ -76,10 +100,10 @@ export function addTailLogs(logs: Command, runtime: Runtime): void {
               for await (const response of stream) {
                 if (!following && views) {
                   io.stderr.write("Following the consent log; press Ctrl-C to stop.\n");
-                  await write(io.stdout, line());
+                  await write(io.stdout, line(), signal);
                 }
                 following = true;
-                for (const entry of response.entries) await write(io.stdout, line(entry));
+                for (const entry of response.entries) await write(io.stdout, line(entry), signal);
               }
             } catch (error) {
               if (signal.aborted) return 0;
@@ -137,18 +161,37 @@ export function addExportLogs(logs: Command, runtime: Runtime): void {
           const progress = context.json ? undefined : progressLine(io);
           const writer = createExportWriter(options.format);
           let rows = 0;
-          try {
-            const stream = client
-              .logs(options.team, { streaming: true })
-              .exportConsentLogs(filterRequest(options));
-            for await (const batch of stream) {
-              await write(out, writer.batch(batch.entries));
-              rows += batch.entries.length;
-              progress?.update(rows);
+          const ended = await untilStopped(out, async (signal, stopped) => {
+            try {
+              const stream = client
+                .logs(options.team, { streaming: true })
+                .exportConsentLogs(filterRequest(options), { signal });
+              for await (const batch of stream) {
+                await write(out, writer.batch(batch.entries), signal);
+                rows += batch.entries.length;
+                progress?.update(rows);
+              }
+              await write(out, writer.end(), signal);
+              await file?.commit();
+              return "complete" as const;
+            } catch (error) {
+              await file?.discard();
+              const reason = stopped();
+              if (reason) return reason;
+              throw error;
             }
-            await write(out, writer.end());
-          } finally {
-            if (file) await file.close();
+          });
+          // A reader that left has what it wanted (`… | head`); nothing more to say.
+          if (ended === "reader_gone") return 0;
+          if (ended === "interrupted") {
+            progress?.done(`Stopped after ${rows} rows.`);
+            throw new UserError(
+              options.out
+                ? `The export was interrupted; ${options.out} was left as it was.`
+                : "The export was interrupted; its output is incomplete.",
+              "run the command again and let it finish",
+              "interrupted",
+            );
           }
           const where = options.out ?? "stdout";
           progress?.done(`Exported ${rows} rows as ${options.format} to ${where}.`);
@@ -161,18 +204,16 @@ export function addExportLogs(logs: Command, runtime: Runtime): void {
     });
 }
 
-/** Opens the export file for writing; a path that cannot be written is the operator's to fix. */
+/**
+ * The export file, written beside its path and renamed over it once the export is whole: a
+ * failed or interrupted export leaves an existing file as it was, and never leaves a partial
+ * one that looks like proof. A path that cannot be written is the operator's to fix.
+ */
 async function openOutput(path: string) {
+  const partial = join(dirname(path), `.${basename(path)}.${process.pid}.partial`);
+  let handle: FileHandle;
   try {
-    const handle = await open(path, "w");
-    const stream = handle.createWriteStream();
-    return {
-      stream,
-      close: () =>
-        new Promise<void>((resolve, reject) =>
-          stream.end((error?: Error | null) => (error ? reject(error) : resolve())),
-        ),
-    };
+    handle = await open(partial, "wx");
   } catch (error) {
     throw new UserError(
       `Cannot write ${path}: ${(error as Error).message}.`,
@@ -180,11 +221,39 @@ async function openOutput(path: string) {
       "output_unwritable",
     );
   }
+  const stream = handle.createWriteStream();
+  const closed = () =>
+    new Promise<void>((resolve, reject) => {
+      if (stream.closed) return resolve();
+      stream.end((error?: Error | null) => (error ? reject(error) : resolve()));
+    });
+  return {
+    stream,
+    async commit() {
+      await closed();
+      try {
+        await rename(partial, path);
+      } catch (error) {
+        throw new UserError(
+          `Cannot write ${path}: ${(error as Error).message}.`,
+          "check that the path is a file in a writable directory",
+          "output_unwritable",
+        );
+      }
+    },
+    async discard() {
+      if (!stream.closed) {
+        stream.destroy();
+        await once(stream, "close");
+      }
+      await rm(partial, { force: true });
+    },
+  };
 }
 
-/** "Exporting… 1500 rows" on stderr: redrawn in place on a terminal, one line per batch otherwise. */
+/** "Exporting… 1500 rows" on stderr: redrawn in place on a live terminal, one line per batch otherwise. */
 function progressLine(io: Io) {
-  const tty = io.stderr.isTTY === true;
+  const tty = liveTerminal(io.stderr, io.env);
   return {
     update(rows: number) {
       io.stderr.write(tty ? `\r\x1b[2KExporting… ${rows} rows` : `Exporting… ${rows} rows\n`);

@@ -73,18 +73,23 @@ describe.concurrent("consentctl sessions (against a real daemon)", {
     expect(unknown.code).toBe("not_found");
   });
 
-  it("exits 1 for a lifetime the daemon refuses, an unknown team or session; 2 for a bad --ttl", async () => {
-    const [tooShort, team, session, usage] = await Promise.all([
-      cli.fails(argv`sessions create --team ${teamId} --ttl 10s`),
+  it("exits 1 for an unknown team or session; 2 for a bad or out-of-range --ttl", async () => {
+    const [team, session, usage, tooShort, tooLong] = await Promise.all([
       cli.fails(argv`sessions create --team no-such-team`),
       cli.fails(argv`sessions revoke no-such-session`),
       cli.run(argv`sessions create --team ${teamId} --ttl soon --json`),
+      cli.run(argv`sessions create --team ${teamId} --ttl 10s --json`),
+      cli.run(argv`sessions create --team ${teamId} --ttl 31d`),
     ]);
-    expect(tooShort.details?.[0]?.field).toBe("ttlSeconds");
     expect(team.code).toBe("not_found");
     expect(session.code).toBe("not_found");
-    expect(usage.code).toBe(2);
-    expect(usage.stdout).toBe("");
+    for (const result of [usage, tooShort, tooLong]) {
+      expect([result.code, result.stdout]).toEqual([2, ""]);
+    }
     expect(JSON.parse(usage.stderr).code).toBe("usage");
+    expect(JSON.parse(tooShort.stderr).error).toContain(
+      `option '--ttl <duration>' argument '10s' is invalid. "10s" is out of range: from 1m to 30d.`,
+    );
+    expect(tooLong.stderr).toContain(`"31d" is out of range: from 1m to 30d.`);
   });
 });

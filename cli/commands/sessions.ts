@@ -1,8 +1,9 @@
 import type { Command } from "commander";
 import { TEAMS_HINT } from "#cli/commands/teams.js";
 import { examples, messageJson, required } from "#cli/format.js";
-import { parseDuration } from "#cli/option-parsers.js";
+import { durationIn } from "#cli/option-parsers.js";
 import type { Runtime } from "#cli/program.js";
+import { SESSION_TTL_SECONDS } from "#daemon/admin/admin-rules.js";
 import { SessionSchema } from "#gen/consent/v1/admin_pb.js";
 
 /** `sessions create|list|revoke`: dashboard sessions for a team (decisions §2). */
@@ -20,7 +21,11 @@ function addCreateSession(sessions: Command, runtime: Runtime): void {
     .command("create")
     .description("mint a dashboard session for a team; its token is printed once")
     .requiredOption("--team <id>", "team id")
-    .option("--ttl <duration>", "lifetime, 1m to 30d (default: 12h)", parseDuration)
+    .option(
+      "--ttl <duration>",
+      "lifetime, 1m to 30d (default: 12h)",
+      durationIn(SESSION_TTL_SECONDS.min, SESSION_TTL_SECONDS.max),
+    )
     .addHelpText(
       "after",
       examples(

@@ -231,6 +231,7 @@ describe("consentctl webhooks (against a real daemon)", { timeout: E2E_TIMEOUT_M
       cli.run(argv`webhooks replay some-id --team t --failed-since yesterday`),
       cli.run(argv`webhooks deliveries some-id --team t --status lost`),
       cli.run(argv`webhooks add --url https://example.com/hooks`),
+      cli.run(argv`webhooks update some-id --team t --rotate-secret --grace 8d`),
     ]);
     for (const result of results) {
       expect(result.code).toBe(2);
@@ -238,6 +239,9 @@ describe("consentctl webhooks (against a real daemon)", { timeout: E2E_TIMEOUT_M
     }
     expect(results[0]?.stderr).toContain("nothing to update");
     expect(results[1]?.stderr).toContain("use a number with a unit");
+    expect(results[9]?.stderr).toContain(
+      `option '--grace <duration>' argument '8d' is invalid. "8d" is out of range: from 0 to 7d.`,
+    );
     expect(results[2]?.stderr).toContain("cannot be used with");
     expect(results[3]?.stderr).toContain("only with --rotate-secret");
     expect(results[4]?.stderr).toContain("one delivery id or pass --failed-since");

@@ -2,10 +2,11 @@ import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { type Command, Option } from "commander";
 import { TEAM_HELP, TEAMS_HINT } from "#cli/commands/teams.js";
 import { examples, messageJson, required } from "#cli/format.js";
-import { integerIn, parseDuration, parseList, parseTimeBound } from "#cli/option-parsers.js";
+import { durationIn, integerIn, parseList, parseTimeBound } from "#cli/option-parsers.js";
 import type { Runtime } from "#cli/program.js";
 import type { CommandSpec, Invocation } from "#cli/run-command.js";
 import type { DeliveryPage, ReplayResult } from "#cli/views/webhook-views.js";
+import { MAX_GRACE_SECONDS } from "#daemon/webhooks/webhook-rules.js";
 import {
   DeliverySchema,
   type TestWebhookResponse,
@@ -186,7 +187,7 @@ function addUpdateWebhook(webhooks: Command, runtime: Runtime): void {
     .option(
       "--grace <duration>",
       "with --rotate-secret: how long the old secret also signs, up to 7d (default 24h)",
-      parseDuration,
+      durationIn(0, MAX_GRACE_SECONDS),
     )
     .addHelpText(
       "after",

@@ -50,6 +50,10 @@ export interface CliProcess {
   waitFor(stream: "stdout" | "stderr", test: (text: string) => boolean): Promise<string>;
   /** Sends SIGINT, as Ctrl-C does, and resolves with how the process ended. */
   interrupt(): Promise<CliRun>;
+  /** Closes the reading end of stdout, as `| head -n1` does once it has its line. */
+  closeStdout(): void;
+  /** Resolves with how the process ended. */
+  readonly ended: Promise<CliRun>;
 }
 
 /** Starts bin/consentctl.js and returns at once, for commands that run until stopped. */
@@ -100,6 +104,10 @@ export function startCli(args: readonly string[], options: CliRunOptions = {}): 
       child.kill("SIGINT");
       return closed;
     },
+    closeStdout() {
+      child.stdout.destroy();
+    },
+    ended: closed,
   };
 }
 

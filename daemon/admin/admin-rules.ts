@@ -40,10 +40,19 @@ export function readKeyCreation(input: {
   return { ...value, scopes: [...new Set(value.scopes)] };
 }
 
+/** A dashboard session's lifetime: one minute to 30 days (consentctl checks it too). */
+export const SESSION_TTL_SECONDS = { min: 60, max: 30 * 86400 } as const;
+/** How long a rotated key keeps working: none to 90 days (consentctl checks it too). */
+export const KEY_GRACE_SECONDS = { min: 0, max: 90 * 86400 } as const;
+
 /** decisions §2: dashboard sessions last 12 hours unless the operator says otherwise (at most 30 days). */
 export function sessionLifetimeSeconds(requested: number | undefined): number {
   if (requested === undefined) return 12 * 3600;
-  if (!Number.isInteger(requested) || requested < 60 || requested > 30 * 86400) {
+  if (
+    !Number.isInteger(requested) ||
+    requested < SESSION_TTL_SECONDS.min ||
+    requested > SESSION_TTL_SECONDS.max
+  ) {
     throw invalidRequest([
       { field: "ttlSeconds", message: "ttlSeconds must be from 60 to 2592000 (30 days)" },
     ]);

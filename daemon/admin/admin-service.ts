@@ -3,6 +3,7 @@ import { timestampDate } from "@bufbuild/protobuf/wkt";
 import type { ServiceImpl } from "@connectrpc/connect";
 import { apiKeyMessage, sessionMessage, teamMessage } from "#daemon/admin/admin-messages.js";
 import {
+  KEY_GRACE_SECONDS,
   readKeyCreation,
   readPlan,
   readTeamCreation,
@@ -16,9 +17,6 @@ import { generateApiKey, keyHint, secretHash } from "#daemon/keys/api-key-format
 import type { ApiKeyRecord } from "#daemon/keys/key-store.js";
 import type { Store } from "#daemon/store/store.js";
 import type { AdminService } from "#gen/consent/v1/admin_pb.js";
-
-/** The longest grace period a rotation accepts: 90 days. */
-const MAX_GRACE_SECONDS = 90 * 86400;
 
 export interface AdminServiceOptions {
   store: Store;
@@ -141,8 +139,8 @@ export function createAdminService(options: AdminServiceOptions): ServiceImpl<ty
       authenticator.authorizeOperator(ctx);
       if (
         !Number.isInteger(request.gracePeriodSeconds) ||
-        request.gracePeriodSeconds < 0 ||
-        request.gracePeriodSeconds > MAX_GRACE_SECONDS
+        request.gracePeriodSeconds < KEY_GRACE_SECONDS.min ||
+        request.gracePeriodSeconds > KEY_GRACE_SECONDS.max
       ) {
         throw invalidRequest([
           {
