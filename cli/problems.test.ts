@@ -40,19 +40,30 @@ describe("describeProblem", () => {
     });
   });
 
-  it("keeps the daemon's machine code and adds a token hint to UNAUTHENTICATED", () => {
+  it("keeps the daemon's machine code and adds a token hint to UNAUTHENTICATED, speaking of the operator token only", () => {
+    // The daemon words a team-scoped refusal for an API key; the CLI sent the operator token.
     const problem = describeProblem(
-      daemonError("This call needs the operator token", Code.Unauthenticated, {
-        code: "unauthorized",
+      daemonError("The API key is malformed or unknown", Code.Unauthenticated, {
+        code: "invalid_key",
       }),
       context,
     );
     expect(problem).toMatchObject({
-      message: "This call needs the operator token.",
-      code: "unauthorized",
+      message: "The daemon did not accept the operator token.",
+      code: "invalid_key",
     });
     expect(problem.hint).toContain("CONSENT_ADMIN_TOKEN");
     expect(problem.hint).toContain("came from --token");
+    const none = describeProblem(
+      daemonError("This call needs the operator token", Code.Unauthenticated, {
+        code: "unauthorized",
+      }),
+      { daemonUrl: context.daemonUrl },
+    );
+    expect(none).toMatchObject({
+      message: "This call needs the daemon's operator token.",
+      code: "unauthorized",
+    });
   });
 
   it("names the daemon URL when nothing answers there", () => {

@@ -104,7 +104,17 @@ function describeConnectError(error: ConnectError, context: ProblemContext): Pro
   const message = sentence(withoutRepeatedDetail(error.rawMessage, details));
   switch (error.code) {
     case Code.Unauthenticated:
-      return { ...base, details, code, message, hint: tokenHint(context) };
+      // The CLI sends no API key, only the operator token: the daemon's words for a key that is
+      // not one ("The API key is malformed or unknown") would send the operator looking for one.
+      return {
+        ...base,
+        details,
+        code,
+        message: context.tokenSource
+          ? "The daemon did not accept the operator token."
+          : "This call needs the daemon's operator token.",
+        hint: tokenHint(context),
+      };
     case Code.Internal:
     case Code.Unknown:
     case Code.DataLoss:

@@ -58,12 +58,23 @@ describe("consentctl teams (against a real daemon)", { timeout: E2E_TIMEOUT_MS }
     expect(human.stderr).not.toMatch(/\bat .*\(.*:\d+:\d+\)/); // no stack trace without --debug
   });
 
-  it("lists the daemon's validation details for a bad plan", async () => {
-    const error = await cli.fails(["teams", "create", "--name", "X", "--plan", "gold"]);
-    expect(error.code).toBe("invalid_request");
-    expect(error.details).toEqual([
-      { field: "plan", message: expect.stringContaining("must be one of: free, starter") },
+  it("exits 2 for a plan that is none, naming the plans, before calling the daemon", async () => {
+    const [created, moved] = await Promise.all([
+      cli.run(["teams", "create", "--name", "X", "--plan", "gold"]),
+      cli.run(["teams", "set-plan", teamId, "gold"]),
     ]);
+    for (const result of [created, moved]) {
+      expect([result.code, result.stdout]).toEqual([2, ""]);
+      expect(result.stderr).toContain(
+        "Allowed choices are free, starter, professional, business, enterprise.",
+      );
+    }
+  });
+
+  it("lists the daemon's validation details for a blank name", async () => {
+    const error = await cli.fails(["teams", "create", "--name", " ", "--plan", "free"]);
+    expect(error.code).toBe("invalid_request");
+    expect(error.details).toEqual([{ field: "name", message: "name must not be blank" }]);
   });
 
   it("exits 2 for a missing required option, also as JSON with --json", async () => {

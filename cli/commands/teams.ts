@@ -1,4 +1,4 @@
-import type { Command } from "commander";
+import { Argument, type Command, Option } from "commander";
 import { examples, messageJson, required } from "#cli/format.js";
 import type { Runtime } from "#cli/program.js";
 import type { CommandSpec } from "#cli/run-command.js";
@@ -9,8 +9,6 @@ import { type Team, TeamSchema } from "#gen/consent/v1/admin_pb.js";
 export const TEAMS_HINT = "list the teams and their ids with `consentctl teams list`";
 /** `--team` help of the team-scoped commands (banners, webhooks). */
 export const TEAM_HELP = "team id (the operator acts for this team: sent as consent-team metadata)";
-
-const PLAN_LIST = PLANS.join(", ");
 
 function teamSpec(
   progress: string,
@@ -43,7 +41,7 @@ function addCreateTeam(teams: Command, runtime: Runtime): void {
     .command("create")
     .description("create a team on a plan")
     .requiredOption("--name <name>", "team name, 1-255 characters")
-    .requiredOption("--plan <plan>", `plan: ${PLAN_LIST}`)
+    .addOption(new Option("--plan <plan>", "plan").choices(PLANS).makeOptionMandatory())
     .addHelpText("after", examples('consentctl teams create --name "Acme Ltd" --plan professional'))
     .action((options: { name: string; plan: string }, command: Command) =>
       runtime.run(
@@ -92,7 +90,7 @@ function addSetPlan(teams: Command, runtime: Runtime): void {
     .command("set-plan")
     .description("move a team to another plan; limits and the cross-device gate follow at once")
     .argument("<id>", "team id")
-    .argument("<plan>", `new plan: ${PLAN_LIST}`)
+    .addArgument(new Argument("<plan>", "new plan").choices(PLANS))
     .addHelpText(
       "after",
       examples("consentctl teams set-plan 6f1c0c1e-8a57-4d43-9c1b-3f0e2c5b7a10 business"),

@@ -24,6 +24,12 @@ describe("fitColumns", () => {
     expect(Math.abs((widths[0] as number) - (widths[2] as number))).toBeLessThanOrEqual(1);
   });
 
+  it("keeps whole columns whole and shrinks the others around them", () => {
+    expect(fitColumns([36, 12, 30], 50, 2, [true, false, false])).toEqual([36, 5, 5]);
+    // Even past the width: an id that is cut cannot be copied.
+    expect(fitColumns([36, 30], 30, 2, [true, false])).toEqual([36, 4]);
+  });
+
   it("never goes below a minimum width", () => {
     expect(fitColumns([30, 30], 5).every((width) => width >= 4)).toBe(true);
   });
@@ -49,6 +55,13 @@ describe("Table", () => {
     const lines = lastFrame()?.split("\n") ?? [];
     expect(lines[1]).toBe("6f1c0c1e-8a57-4…  professional");
     for (const line of lines) expect(line.length).toBeLessThanOrEqual(30);
+  });
+
+  it("never cuts an id the operator copies, shortening the other columns instead", () => {
+    const whole = [{ ...columns[0], whole: true }, columns[1]] as typeof columns;
+    const { lastFrame } = render(<Table columns={whole} rows={rows} empty="none" width={45} />);
+    const lines = lastFrame()?.split("\n") ?? [];
+    expect(lines[1]).toBe("6f1c0c1e-8a57-4d43-9c1b-3f0e2c5b7a10  profes…");
   });
 
   it("prints the empty message instead of an empty table", () => {

@@ -8,6 +8,8 @@ export interface Column<Row> {
   header: string;
   value: (row: Row) => string;
   tone?: (row: Row) => Tone | undefined;
+  /** Never shortened: an id the operator copies into the next command (keys revoke ID). */
+  whole?: boolean;
 }
 
 export interface TableProps<Row> {
@@ -25,15 +27,23 @@ const MIN_WIDTH = 4;
 
 /**
  * Column widths that fit `available` characters: when the natural widths are too wide, the widest
- * columns give way first (ids and names shrink before "plan" or "env").
+ * columns give way first (names shrink before "plan" or "env"). Columns marked `whole` keep their
+ * width, even when that leaves the line wider than `available`.
  */
-export function fitColumns(natural: readonly number[], available: number, gap = GAP): number[] {
-  const budget = available - gap * Math.max(0, natural.length - 1);
-  const used = (cap: number) => natural.reduce((sum, width) => sum + Math.min(width, cap), 0);
+export function fitColumns(
+  natural: readonly number[],
+  available: number,
+  gap = GAP,
+  whole: readonly boolean[] = [],
+): number[] {
+  const kept = natural.reduce((sum, width, i) => sum + (whole[i] ? width : 0), 0);
+  const budget = available - gap * Math.max(0, natural.length - 1) - kept;
+  const used = (cap: number) =>
+    natural.reduce((sum, width, i) => sum + (whole[i] ? 0 : Math.min(width, cap)), 0);
   if (used(Number.POSITIVE_INFINITY) <= budget) return [...natural];
   let cap = Math.max(...natural);
   while (cap > MIN_WIDTH && used(cap) > budget) cap--;
-  const widths = natural.map((width) => Math.min(width, cap));
+  const widths = natural.map((width, i) => (whole[i] ? width : Math.min(width, cap)));
   // Hand the characters the last step freed back to the columns that were cut.
   let spare = budget - used(cap);
   for (let i = 0; i < widths.length && spare > 0; i++) {
@@ -53,7 +63,12 @@ export function Table<Row>({ columns, rows, empty, width }: TableProps<Row>) {
   const natural = columns.map((column, i) =>
     Math.max(column.header.length, ...cells.map((line) => [...(line[i] ?? "")].length)),
   );
-  const widths = fitColumns(natural, width ?? (stdout.columns || 80));
+  const widths = fitColumns(
+    natural,
+    width ?? (stdout.columns || 80),
+    GAP,
+    columns.map((column) => column.whole === true),
+  );
   const cell = (i: number, content: ReactNode) => (
     <Box key={i} width={widths[i]} marginRight={i < columns.length - 1 ? GAP : 0} flexShrink={0}>
       {content}

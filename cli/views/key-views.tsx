@@ -84,7 +84,7 @@ export function KeysTable({ keys }: { keys: readonly ApiKey[] }) {
       rows={keys}
       empty="This team has no API keys yet."
       columns={[
-        { header: "ID", value: (k) => k.id },
+        { header: "ID", value: (k) => k.id, whole: true },
         { header: "ENV", value: (k) => k.environment },
         { header: "NAME", value: (k) => k.name || "-" },
         { header: "HINT", value: (k) => k.hint },

@@ -32,7 +32,7 @@ export function TeamsTable({ teams }: { teams: readonly Team[] }) {
       rows={teams}
       empty="No teams yet. Create one with `consentctl teams create --name NAME --plan PLAN`."
       columns={[
-        { header: "ID", value: (t) => t.id },
+        { header: "ID", value: (t) => t.id, whole: true },
         { header: "NAME", value: (t) => t.name },
         { header: "PLAN", value: (t) => t.plan },
         { header: "CROSS-DEVICE", value: (t) => yesNo(t.crossDeviceConsent) },

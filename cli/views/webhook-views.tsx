@@ -70,7 +70,7 @@ export function WebhooksTable({ webhooks }: { webhooks: readonly Webhook[] }) {
       rows={webhooks}
       empty="This team has no webhook endpoints yet."
       columns={[
-        { header: "ID", value: (w) => w.id },
+        { header: "ID", value: (w) => w.id, whole: true },
         { header: "STATE", value: (w) => webhookState(w).label, tone: (w) => webhookState(w).tone },
         { header: "EVENTS", value: (w) => w.eventTypes.join(",") },
         { header: "BANNERS", value: (w) => (w.bannerIds.length ? w.bannerIds.join(",") : "all") },
@@ -94,7 +94,7 @@ export function DeliveriesTable({ page }: { page: DeliveryPage }) {
         rows={page.deliveries}
         empty="No deliveries match."
         columns={[
-          { header: "ID", value: (d) => d.id },
+          { header: "ID", value: (d) => d.id, whole: true },
           { header: "STATUS", value: (d) => d.status, tone: (d) => STATUS_TONES[d.status] },
           { header: "TRIES", value: (d) => String(d.attempts) },
           { header: "CREATED", value: (d) => formatTime(d.createdAt) },
