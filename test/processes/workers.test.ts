@@ -123,6 +123,8 @@ describe("npm start with two workers", { timeout: 120_000 }, () => {
       program.child.kill("SIGTERM");
       await new Promise((resolve) => setTimeout(resolve, 300));
       process.kill(workers[0] as number, "SIGKILL");
+      // The other worker may finish its drain at once: its clients leave.
+      for (const socket of stalled) socket.destroy();
       expect(await program.exitWithin(30_000)).toBe(1);
     } finally {
       for (const socket of stalled) socket.destroy();
