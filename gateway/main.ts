@@ -1,4 +1,4 @@
-import type { Transport } from "@connectrpc/connect";
+import { Code, ConnectError, createClient, type Transport } from "@connectrpc/connect";
 import type { Logger } from "pino";
 import { readOperatorToken } from "#daemon/bootstrap.js";
 import { type Config, ConfigError, loadConfig } from "#daemon/config.js";
@@ -6,6 +6,7 @@ import { boundedDrain, stopOnSignals } from "#daemon/drain-exit.js";
 import { serviceLoggers } from "#daemon/logging.js";
 import { buildGateway } from "#gateway/app.js";
 import { createDaemonTransport } from "#gateway/daemon-transport.js";
+import { AdminService } from "#gen/consent/v1/admin_pb.js";
 
 export interface StartGatewayOptions {
   config: Config;
@@ -69,6 +70,7 @@ export async function runStandaloneGateway(config: Config = loadConfig()) {
   // The daemon serves gRPC, gRPC-Web and Connect on one port (decisions §7); the gateway calls it
   // in the Connect protocol, binary, over HTTP/2 (gateway/daemon-transport.ts).
   const transport = createDaemonTransport({ baseUrl: config.daemonUrl });
+  await checkOperatorToken(transport, operatorToken, config.daemonUrl, logger);
   const gateway = await startGateway({
     config,
     transport,
@@ -81,4 +83,55 @@ export async function runStandaloneGateway(config: Config = loadConfig()) {
     `consent gateway listening on ${gateway.url}, daemon at ${config.daemonUrl}\n`,
   );
   stop.started(() => gateway.close());
+}
+
+/** How long start-up waits for the daemon to judge the token before going on without it. */
+const TOKEN_CHECK_MS = 2_000;
+/** Then, how often the check is tried again until the daemon answers it once. */
+const TOKEN_RECHECK_MS = 10_000;
+/** A team id no team has: the probe's answer is `not_found` once the token is accepted. */
+const PROBE_TEAM_ID = "00000000-0000-0000-0000-000000000000";
+
+/**
+ * A gateway whose operator token is not its daemon's would serve, but the daemon would ignore the
+ * client addresses it relays (daemon/auth/caller.ts): every REST client would share the
+ * gateway's address for the per-IP limits and the failed-authentication lockout. So the token is
+ * put to the daemon once: refused, start-up stops with a ConfigError; a daemon that cannot be
+ * reached yet is asked again in the background until it answers, and a refusal then is logged as
+ * an error (the gateway keeps serving what it can).
+ */
+async function checkOperatorToken(
+  transport: Transport,
+  operatorToken: string,
+  daemonUrl: string,
+  logger: Logger,
+): Promise<void> {
+  const admin = createClient(AdminService, transport);
+  const refusal = `the daemon at ${daemonUrl} refuses this gateway's operator token, so it would ignore the client addresses the gateway relays: give the gateway the daemon's own token (CONSENT_ADMIN_TOKEN, or CONSENT_DATA_DIR set to the daemon's data directory)`;
+  const judge = async (): Promise<"accepted" | "refused" | "unreachable"> => {
+    try {
+      await admin.getTeam(
+        { id: PROBE_TEAM_ID },
+        { headers: { authorization: `Bearer ${operatorToken}` }, timeoutMs: TOKEN_CHECK_MS },
+      );
+      return "accepted";
+    } catch (error) {
+      const { code } = ConnectError.from(error);
+      if (code === Code.Unauthenticated || code === Code.PermissionDenied) return "refused";
+      if (code === Code.Unavailable || code === Code.DeadlineExceeded) return "unreachable";
+      // Any other answer (not_found) came from past the operator check.
+      return "accepted";
+    }
+  };
+  const first = await judge();
+  if (first === "refused") throw new ConfigError(refusal);
+  if (first === "accepted") return;
+  const again = setInterval(() => {
+    void judge().then((verdict) => {
+      if (verdict === "unreachable") return;
+      clearInterval(again);
+      if (verdict === "refused") logger.error(refusal);
+    });
+  }, TOKEN_RECHECK_MS);
+  again.unref();
 }

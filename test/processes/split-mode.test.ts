@@ -37,7 +37,7 @@ describe("split mode and a shared data directory", () => {
       operatorToken: (await readFile(path.join(dataDir, "admin-token"), "utf8")).trim(),
     });
 
-  it("a key minted over gRPC works through the stand-alone gateway, and both exit 0 on SIGTERM", async () => {
+  it("a key minted over gRPC works through the stand-alone gateway, and both exit 0 on SIGTERM; a gateway with another token does not start", async () => {
     const dataDir = dirs.join("split");
     const daemon = await startDaemon(dataDir);
     expect(daemon.program.stdout()).not.toContain("REST gateway");
@@ -67,6 +67,18 @@ describe("split mode and a shared data directory", () => {
       version: 1,
       consentState: consentState(),
     });
+
+    // A gateway with another token would serve, but its relayed client addresses would be
+    // ignored: every REST client would share one address for the per-IP limits and lockout.
+    const stranger = startProgram(PROGRAMS.gateway, {
+      CONSENT_ADMIN_TOKEN: "a-token-that-is-not-the-daemon-s",
+      CONSENT_DAEMON_URL: daemon.url,
+    });
+    expect(await stranger.exitWithin(20_000)).toBe(1);
+    const message = stranger.stderr().trim();
+    expect(message.split("\n")).toHaveLength(1);
+    expect(message).toContain(`the daemon at ${daemon.url} refuses this gateway's operator token`);
+    expect(stranger.stdout()).not.toContain("listening");
 
     expect(await gateway.program.stop()).toBe(0);
     expect(await daemon.program.stop()).toBe(0);
