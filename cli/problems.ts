@@ -65,7 +65,7 @@ export function describeProblem(error: unknown, context: ProblemContext): Proble
     return {
       ...base,
       message: `The configuration is invalid: ${error.message}.`,
-      hint: "fix the environment variable (see decisions §1 for each variable and its default)",
+      hint: "fix the environment variable (the README's configuration table lists each one and its default)",
       code: "invalid_config",
     };
   }

@@ -57,7 +57,7 @@ function configCheck(env: NodeJS.ProcessEnv): CheckResult {
       name: "config",
       status: "fail",
       detail: config.message,
-      hint: "fix or unset the variable; decisions §1 lists each one and its default",
+      hint: "fix or unset the variable; the README's configuration table lists each one and its default",
     };
   }
   return {

@@ -129,7 +129,7 @@ function addRotateKey(keys: Command, runtime: Runtime): void {
   keys
     .command("rotate")
     .description(
-      "mint a replacement key (same team, environment, name, scopes); the old key keeps working for the grace period",
+      "mint a replacement key (same team, environment, name, scopes and expiry); the old key keeps working for the grace period",
     )
     .argument("<key-id>", "id of the key to replace")
     .requiredOption(

@@ -83,6 +83,7 @@ describe.concurrent("consentctl sessions (against a real daemon)", {
     ]);
     expect(team.code).toBe("not_found");
     expect(session.code).toBe("not_found");
+    expect(session.hint).toContain("consentctl sessions list --team TEAM_ID");
     for (const result of [usage, tooShort, tooLong]) {
       expect([result.code, result.stdout]).toEqual([2, ""]);
     }

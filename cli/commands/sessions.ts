@@ -89,6 +89,7 @@ function addRevokeSession(sessions: Command, runtime: Runtime): void {
           required((await client.admin.revokeSession({ id })).session, "session"),
         json: (session) => messageJson(SessionSchema, session),
         view: async () => (await import("#cli/views/session-views.js")).sessionView(),
+        notFoundHint: "list a team's sessions with `consentctl sessions list --team TEAM_ID`",
       }),
     );
 }

@@ -17,6 +17,8 @@ import {
 
 const WEBHOOKS_HINT =
   "list the team's endpoints with `consentctl webhooks list --team TEAM_ID` (and teams with `consentctl teams list`)";
+const DELIVERIES_HINT =
+  "list the endpoint's deliveries with `consentctl webhooks deliveries WEBHOOK_ID --team TEAM_ID`";
 const EVENTS_HELP = "comma-separated event types (today only consent.given)";
 const BANNERS_HELP = "comma-separated public banner ids whose events are delivered";
 
@@ -373,7 +375,7 @@ function addReplayDeliveries(webhooks: Command, runtime: Runtime): void {
           }),
           json: (result) => result,
           view: async () => (await import("#cli/views/webhook-views.js")).replayView(),
-          notFoundHint: WEBHOOKS_HINT,
+          notFoundHint: deliveryId ? DELIVERIES_HINT : WEBHOOKS_HINT,
         });
       },
     );
