@@ -1,4 +1,13 @@
-import { mkdtemp, readdir, readFile, writeFile } from "node:fs/promises";
+import {
+  chmod,
+  lstat,
+  mkdtemp,
+  readdir,
+  readFile,
+  stat,
+  symlink,
+  writeFile,
+} from "node:fs/promises";
 import path from "node:path";
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
@@ -125,7 +134,7 @@ describe("operator flow: team → key → banner → rotate → revoke → sessi
     expect(await reader.ended).toMatchObject({ code: 0, signal: null, stderr: "" });
   });
 
-  it("leaves an existing export file as it was when the export fails, and no partial file", async () => {
+  it("leaves an existing export file as it was when the export fails, reports a file it cannot write, and follows a link", async () => {
     const directory = await mkdtemp(path.join(service.dataDir, "export-"));
     const out = path.join(directory, "proof.csv");
     await writeFile(out, "an earlier export\n");
@@ -133,5 +142,26 @@ describe("operator flow: team → key → banner → rotate → revoke → sessi
     expect([failed.code, failed.stderr]).toEqual([1, expect.stringContaining("No team with id")]);
     expect(await readFile(out, "utf8")).toBe("an earlier export\n");
     expect(await readdir(directory)).toEqual(["proof.csv"]);
+
+    // A file that cannot be written (a full disk) is an error, never a hang or a cut-short proof.
+    const team = await cli.json(["teams", "create", "--name", "Disk", "--plan", "free"]);
+    const full = await cli.run(argv`logs export --team ${team.id} --format csv --out /dev/full`);
+    expect([full.code, full.stderr]).toEqual([
+      1,
+      expect.stringContaining("Cannot write /dev/full"),
+    ]);
+
+    // A link is followed: the file it names is replaced, keeping its permissions.
+    const linked = path.join(directory, "latest.csv");
+    await symlink(out, linked);
+    await chmod(out, 0o640);
+    const exported = await cli.run(
+      argv`logs export --team ${team.id} --format csv --out ${linked}`,
+    );
+    expect(exported.code).toBe(0);
+    expect((await lstat(linked)).isSymbolicLink()).toBe(true);
+    expect(await readFile(out, "utf8")).toMatch(/^consentLogId,/);
+    expect((await stat(out)).mode & 0o777).toBe(0o640);
+    expect((await readdir(directory)).sort()).toEqual(["latest.csv", "proof.csv"]);
   });
 });

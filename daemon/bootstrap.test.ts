@@ -71,6 +71,18 @@ describe("first start's secrets", () => {
     }
   }, 60_000);
 
+  it("are only read once they exist: nothing is written, so the directory may be read-only", async () => {
+    const config = await fresh();
+    const first = await loadSecrets(config);
+    const before = (await stat(config.dataDir, { bigint: true })).mtimeNs;
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    const again = await loadSecrets(config);
+    expect(again).toMatchObject({ operatorToken: first.operatorToken, created: [] });
+    expect(again.identityKeys).toEqual(first.identityKeys);
+    // A file made or removed in it (a draft) would have moved the directory's mtime.
+    expect((await stat(config.dataDir, { bigint: true })).mtimeNs).toBe(before);
+  });
+
   it("refuse an empty operator token file rather than run with an empty credential", async () => {
     const config = await fresh();
     await loadSecrets(config);

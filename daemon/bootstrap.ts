@@ -1,5 +1,6 @@
 import { randomBytes } from "node:crypto";
-import { link, mkdir, open, readFile, rm } from "node:fs/promises";
+import { constants } from "node:fs";
+import { copyFile, link, mkdir, open, readFile, rm } from "node:fs/promises";
 import path from "node:path";
 import { generateOperatorToken } from "#daemon/auth/secrets.js";
 import { type Config, StartupError } from "#daemon/config.js";
@@ -67,21 +68,25 @@ async function identityKeys(config: Config, created: string[]) {
 }
 
 /**
- * The secret in `file`, made by `make` when there is none. It is written whole to a file of its
- * own and linked into place: a link fails when the name exists, so two processes starting
- * together never read a secret half written, and the first one's secret is the one both keep.
+ * The secret in `file`, made by `make` when there is none. A secret that exists is only read (the
+ * directory may be read-only then). A new one is written whole to a file of its own and linked
+ * into place: a link fails when the name exists, so two processes starting together never read
+ * a secret half written, and the first one's secret is the one both keep. Where the file system
+ * has no hard links, an exclusive create stands in (the window it leaves is the write itself).
  */
 async function readOrCreate(file: string, make: () => string, created: string[]): Promise<string> {
+  const existing = await readIfPresent(file);
+  if (existing !== undefined) return existing;
   const draft = `${file}.${process.pid}.${randomBytes(6).toString("hex")}`;
-  const handle = await open(draft, "wx", 0o600);
   try {
-    await handle.writeFile(`${make()}\n`);
-    await handle.sync();
-  } finally {
-    await handle.close();
-  }
-  try {
-    await link(draft, file);
+    const handle = await open(draft, "wx", 0o600);
+    try {
+      await handle.writeFile(`${make()}\n`);
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
+    await placeExclusively(draft, file);
     created.push(file);
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
@@ -91,13 +96,31 @@ async function readOrCreate(file: string, make: () => string, created: string[])
   return (await readFile(file, "utf8")).trim();
 }
 
-/** The operator token for a process that must not create one (gateway, CLI). */
-export async function readOperatorToken(config: Config): Promise<string | undefined> {
-  if (config.adminToken) return config.adminToken;
+/** The file's trimmed text, or undefined when there is no such file. */
+async function readIfPresent(file: string): Promise<string | undefined> {
   try {
-    return (await readFile(path.join(config.dataDir, ADMIN_TOKEN_FILE), "utf8")).trim();
+    return (await readFile(file, "utf8")).trim();
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === "ENOENT") return undefined;
     throw error;
   }
+}
+
+/** Codes of a file system that has no hard links (some FUSE, SMB and exFAT mounts). */
+const NO_HARD_LINKS = new Set(["EPERM", "ENOTSUP", "EOPNOTSUPP", "ENOSYS", "EXDEV"]);
+
+/** Gives `draft`'s content the name `file` unless `file` exists (EEXIST then). */
+async function placeExclusively(draft: string, file: string): Promise<void> {
+  try {
+    await link(draft, file);
+  } catch (error) {
+    if (!NO_HARD_LINKS.has((error as NodeJS.ErrnoException).code ?? "")) throw error;
+    await copyFile(draft, file, constants.COPYFILE_EXCL);
+  }
+}
+
+/** The operator token for a process that must not create one (gateway, CLI). */
+export async function readOperatorToken(config: Config): Promise<string | undefined> {
+  if (config.adminToken) return config.adminToken;
+  return readIfPresent(path.join(config.dataDir, ADMIN_TOKEN_FILE));
 }

@@ -32,9 +32,10 @@ export interface StopOnSignals {
 /**
  * SIGTERM and SIGINT handling, installed before start-up so a signal during it is not the
  * default exit (code 143): the first signal drains what `started` registers, at once or as soon
- * as start-up has registered it, then exits (exitAfterDrain). A second signal changes nothing:
- * Ctrl-C reaches a worker directly and through its primary, and `timeout` signals a child and
- * then its process group.
+ * as start-up has registered it, then exits (exitAfterDrain). A second signal during a drain
+ * changes nothing: Ctrl-C reaches a worker directly and through its primary, and `timeout`
+ * signals a child and then its process group. A second signal while start-up has not finished
+ * (a store that does not answer) ends the process at once, with exit code 1: nothing serves yet.
  */
 export function stopOnSignals(logger: Logger): StopOnSignals {
   let drain: ((signal: string) => Promise<unknown>) | undefined;
@@ -45,7 +46,13 @@ export function stopOnSignals(logger: Logger): StopOnSignals {
   };
   for (const signal of ["SIGTERM", "SIGINT"] as const) {
     process.on(signal, () => {
-      if (received) return;
+      if (received) {
+        if (!drain) {
+          logger.warn({ signal }, "stopped during start-up");
+          process.exit(1);
+        }
+        return;
+      }
       received = signal;
       if (drain) begin(signal, drain);
     });

@@ -81,8 +81,6 @@ export async function runService(): Promise<void> {
 async function runPrimary(count: number): Promise<void> {
   const timeoutMs = workerTimeoutMs();
   const config = loadConfig();
-  const { created } = await loadSecrets(config);
-  await (await openStore(config)).close();
   let stopping = false;
   let failed = false;
   const stopAll = (signal: NodeJS.Signals) => {
@@ -90,6 +88,18 @@ async function runPrimary(count: number): Promise<void> {
       if (worker && !worker.isDead()) worker.process.kill(signal);
     }
   };
+  // From the start: a signal while the secrets and the store are prepared stops the service
+  // before any worker is forked, with exit code 0 (nothing served yet).
+  for (const signal of ["SIGTERM", "SIGINT"] as const) {
+    process.on(signal, () => {
+      if (stopping) return;
+      stopping = true;
+      stopAll(signal);
+    });
+  }
+  const { created } = await loadSecrets(config);
+  await (await openStore(config)).close();
+  if (stopping) process.exit(0);
   const heartbeatMs = Math.min(1_000, Math.floor(timeoutMs / 5));
   for (let index = 0; index < count; index++) {
     cluster.fork({
@@ -154,11 +164,4 @@ async function runPrimary(count: number): Promise<void> {
       process.exit(failed ? 1 : 0);
     }
   });
-  for (const signal of ["SIGTERM", "SIGINT"] as const) {
-    process.on(signal, () => {
-      if (stopping) return;
-      stopping = true;
-      stopAll(signal);
-    });
-  }
 }

@@ -108,7 +108,8 @@ async function checkOperatorToken(
 ): Promise<void> {
   const admin = createClient(AdminService, transport);
   const refusal = `the daemon at ${daemonUrl} refuses this gateway's operator token, so it would ignore the client addresses the gateway relays: give the gateway the daemon's own token (CONSENT_ADMIN_TOKEN, or CONSENT_DATA_DIR set to the daemon's data directory)`;
-  const judge = async (): Promise<"accepted" | "refused" | "unreachable"> => {
+  /** The daemon's verdict; anything else (unreachable, or not a daemon at all) is no verdict. */
+  const judge = async (): Promise<"accepted" | "refused" | Code> => {
     try {
       await admin.getTeam(
         { id: PROBE_TEAM_ID },
@@ -118,17 +119,23 @@ async function checkOperatorToken(
     } catch (error) {
       const { code } = ConnectError.from(error);
       if (code === Code.Unauthenticated || code === Code.PermissionDenied) return "refused";
-      if (code === Code.Unavailable || code === Code.DeadlineExceeded) return "unreachable";
-      // Any other answer (not_found) came from past the operator check.
-      return "accepted";
+      // not_found comes from past the operator check: the token was accepted.
+      return code === Code.NotFound ? "accepted" : code;
     }
   };
   const first = await judge();
   if (first === "refused") throw new ConfigError(refusal);
   if (first === "accepted") return;
+  logger.warn(
+    `could not check the operator token with the daemon at ${daemonUrl} (${Code[first]}); checking again every ${TOKEN_RECHECK_MS / 1000} s`,
+  );
+  let checking = false;
   const again = setInterval(() => {
+    if (checking) return;
+    checking = true;
     void judge().then((verdict) => {
-      if (verdict === "unreachable") return;
+      checking = false;
+      if (verdict !== "accepted" && verdict !== "refused") return;
       clearInterval(again);
       if (verdict === "refused") logger.error(refusal);
     });

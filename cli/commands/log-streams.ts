@@ -1,5 +1,5 @@
 import { once } from "node:events";
-import { type FileHandle, open, rename, rm } from "node:fs/promises";
+import { type FileHandle, open, realpath, rename, rm, stat } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
 import { type Command, Option } from "commander";
 import {
@@ -22,37 +22,48 @@ import { UserError } from "#cli/problems.js";
 import type { Runtime } from "#cli/program.js";
 import { colorEnabled, liveTerminal } from "#cli/terminal.js";
 
-/** Why a stream was stopped before its end: Ctrl-C (or SIGTERM), or the reader of stdout left. */
-type StopReason = "interrupted" | "reader_gone";
+/**
+ * Why a stream was stopped before its end: Ctrl-C (or SIGTERM), the reader of stdout left, or
+ * the output could not be written (a full disk).
+ */
+type Stop = { reason: "interrupted" | "reader_gone" } | { reason: "write_failed"; error: Error };
 
 /**
- * Runs `body` with a signal that aborts on Ctrl-C (and SIGTERM), or once `output` reports a
- * closed pipe (`consentctl logs tail | head -n1`): how a stream is stopped. `stopped()` says why.
+ * Runs `body` with a signal that aborts on Ctrl-C (and SIGTERM), or once `output` fails: a
+ * closed pipe (`consentctl logs tail | head -n1`) or any other write error. `stopped()` says why.
  */
 async function untilStopped<T>(
   output: NodeJS.WritableStream,
-  body: (signal: AbortSignal, stopped: () => StopReason | undefined) => Promise<T>,
+  body: (signal: AbortSignal, stopped: () => Stop | undefined) => Promise<T>,
 ): Promise<T> {
   const abort = new AbortController();
-  let reason: StopReason | undefined;
-  const stop = (why: StopReason) => {
-    reason ??= why;
+  let stop: Stop | undefined;
+  const end = (why: Stop) => {
+    stop ??= why;
     abort.abort();
   };
-  const interrupt = () => stop("interrupted");
-  const pipeError = (error: NodeJS.ErrnoException) => {
-    if (error.code === "EPIPE") stop("reader_gone");
-  };
+  const interrupt = () => end({ reason: "interrupted" });
+  const outputError = (error: NodeJS.ErrnoException) =>
+    end(error.code === "EPIPE" ? { reason: "reader_gone" } : { reason: "write_failed", error });
   process.once("SIGINT", interrupt);
   process.once("SIGTERM", interrupt);
-  output.on("error", pipeError);
+  output.on("error", outputError);
   try {
-    return await body(abort.signal, () => reason);
+    return await body(abort.signal, () => stop);
   } finally {
     process.off("SIGINT", interrupt);
     process.off("SIGTERM", interrupt);
-    output.off("error", pipeError);
+    output.off("error", outputError);
   }
+}
+
+/** A write failure of `where` as the operator's to fix. */
+function unwritable(where: string, error: Error): UserError {
+  return new UserError(
+    `Cannot write ${where}: ${error.message}.`,
+    "check the disk's free space and the file's permissions",
+    "output_unwritable",
+  );
 }
 
 /**
@@ -90,7 +101,7 @@ export function addTailLogs(logs: Command, runtime: Runtime): void {
               ? `${views.renderTailLine(entry, { color })}\n`
               : `${jsonText(entry && entryJson(entry))}\n`;
           // Ctrl-C is how a tail ends, and a reader that has what it wanted may leave: both exit 0.
-          return untilStopped(io.stdout, async (signal) => {
+          return untilStopped(io.stdout, async (signal, stopped) => {
             const { bannerId, methods } = filterRequest(options);
             const stream = client
               .logs(options.team, { streaming: true })
@@ -106,7 +117,9 @@ export function addTailLogs(logs: Command, runtime: Runtime): void {
                 for (const entry of response.entries) await write(io.stdout, line(entry), signal);
               }
             } catch (error) {
-              if (signal.aborted) return 0;
+              const stop = stopped();
+              if (stop?.reason === "write_failed") throw unwritable("stdout", stop.error);
+              if (stop) return 0;
               throw error;
             }
             if (signal.aborted) return 0;
@@ -176,8 +189,11 @@ export function addExportLogs(logs: Command, runtime: Runtime): void {
               return "complete" as const;
             } catch (error) {
               await file?.discard();
-              const reason = stopped();
-              if (reason) return reason;
+              const stop = stopped();
+              if (stop?.reason === "write_failed") {
+                throw unwritable(options.out ?? "stdout", stop.error);
+              }
+              if (stop) return stop.reason;
               throw error;
             }
           });
@@ -207,46 +223,48 @@ export function addExportLogs(logs: Command, runtime: Runtime): void {
 /**
  * The export file, written beside its path and renamed over it once the export is whole: a
  * failed or interrupted export leaves an existing file as it was, and never leaves a partial
- * one that looks like proof. A path that cannot be written is the operator's to fix.
+ * one that looks like proof. A symbolic link is followed (the file it names is replaced, with
+ * its permissions), and what is not a regular file (a FIFO, /dev/stdout) is written directly.
+ * A path that cannot be written is the operator's to fix.
  */
 async function openOutput(path: string) {
-  const partial = join(dirname(path), `.${basename(path)}.${process.pid}.partial`);
+  const target = await realpath(path).catch(() => path);
+  const existing = await stat(target).catch(() => undefined);
+  const direct = existing !== undefined && !existing.isFile();
+  const partial = direct
+    ? target
+    : join(dirname(target), `.${basename(target)}.${process.pid}.partial`);
   let handle: FileHandle;
   try {
-    handle = await open(partial, "wx");
+    handle = await open(partial, direct ? "w" : "wx");
+    if (existing && !direct) await handle.chmod(existing.mode & 0o7777);
   } catch (error) {
-    throw new UserError(
-      `Cannot write ${path}: ${(error as Error).message}.`,
-      "check that the directory exists and is writable",
-      "output_unwritable",
-    );
+    throw unwritable(path, error as Error);
   }
   const stream = handle.createWriteStream();
   const closed = () =>
     new Promise<void>((resolve, reject) => {
+      if (stream.errored) return reject(stream.errored);
       if (stream.closed) return resolve();
       stream.end((error?: Error | null) => (error ? reject(error) : resolve()));
     });
   return {
     stream,
     async commit() {
-      await closed();
       try {
-        await rename(partial, path);
+        await closed();
+        if (!direct) await rename(partial, target);
       } catch (error) {
-        throw new UserError(
-          `Cannot write ${path}: ${(error as Error).message}.`,
-          "check that the path is a file in a writable directory",
-          "output_unwritable",
-        );
+        throw unwritable(path, error as Error);
       }
     },
     async discard() {
       if (!stream.closed) {
         stream.destroy();
-        await once(stream, "close");
+        // Its write error, if that is why it is discarded, was reported already (untilStopped).
+        await once(stream, "close").catch(() => {});
       }
-      await rm(partial, { force: true });
+      if (!direct) await rm(partial, { force: true });
     },
   };
 }

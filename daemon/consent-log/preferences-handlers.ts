@@ -80,7 +80,11 @@ export function createPreferencesHandlers(options: PreferencesHandlerOptions): P
         region: latest?.region,
         matchedRuleId: latest?.matchedRuleId,
         gpc: request.gpc,
-        purposeChoices: latest?.purposeChoices && usOptOutChoices(accepted),
+        // sensitiveData and profiling, which no category stands for, carry over as they were.
+        purposeChoices: latest?.purposeChoices && {
+          ...latest.purposeChoices,
+          ...usOptOutChoices(accepted),
+        },
         occurredAt: receivedAt,
         timestampClamped: false,
         receivedAt,

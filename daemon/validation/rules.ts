@@ -71,8 +71,11 @@ export function label(min: number, max: number) {
   );
 }
 
-/** A character that shows: not white space, nor an invisible format character such as U+200B. */
-const VISIBLE = /[^\p{White_Space}\p{Cf}]/u;
+/**
+ * A character that shows: not white space, nor an invisible format character such as U+200B,
+ * nor a letter drawn as a blank (the Hangul fillers, the blank Braille pattern).
+ */
+const VISIBLE = /[^\p{White_Space}\p{Cf}\u115F\u1160\u2800\u3164\uFFA0]/u;
 
 /**
  * A name people read and tell apart (a team's, a key's, a banner's): a label of at most `max`

@@ -588,7 +588,7 @@ describe("banners", () => {
   });
 
   it("refuses names people read that are blank to the eye or hold control characters: banners, teams, keys", async () => {
-    const blank = "\u200b \u2060";
+    const blank = "\u200b \u2060\u3164\u2800";
     const withEscape = "Shop\u001b[2J";
     for (const [name, message] of [
       [blank, "name must not be blank"],

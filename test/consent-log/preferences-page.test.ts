@@ -113,7 +113,7 @@ describe("GET and POST /preferences/{token}", () => {
       region: "US-CA",
       gpc: true,
       preferences: { necessary: true, analytics: true, marketing: false },
-      purposeChoices: { saleSharing: true, targetedAdvertising: true },
+      purposeChoices: { saleSharing: true, targetedAdvertising: true, sensitiveData: true },
     });
     // The visitor accepts marketing on the page: no longer opted out of sale and sharing.
     expect((await submit(path, { "sec-gpc": "1" }, "category=marketing")).status).toBe(303);
@@ -122,7 +122,7 @@ describe("GET and POST /preferences/{token}", () => {
       method: "consent_changed",
       preferences: { necessary: true, analytics: false, marketing: true },
       gpc: true,
-      purposeChoices: { saleSharing: false, targetedAdvertising: false },
+      purposeChoices: { saleSharing: false, targetedAdvertising: false, sensitiveData: true },
     });
     expect((await submit(path, {}, "category=analytics")).status).toBe(303);
     const [refused] = await storedRows(ctx.service, teamId);
