@@ -106,6 +106,7 @@ describe("consentctl command line", () => {
       run("teams", "show"),
       run("teams", "list", "extra"),
       run("health", "--daemon", "not a url"),
+      run("teams", "list", "--token", ""),
     ]);
     for (const result of results) {
       expect(result.code).toBe(2);
@@ -114,6 +115,8 @@ describe("consentctl command line", () => {
     }
     expect(results[0]?.stderr).toContain("unknown command 'frobnicate'");
     expect(results[4]?.stderr).toContain("is not an absolute URL");
+    // An empty --token (an unset variable) never falls back to another token.
+    expect(results[5]?.stderr).toContain("the token is empty");
   });
 
   it("prints usage errors as one JSON object on stderr with --json", async () => {

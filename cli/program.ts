@@ -1,4 +1,4 @@
-import { Command, Option } from "commander";
+import { Command, InvalidArgumentError, Option } from "commander";
 import { registerBannerCommands } from "#cli/commands/banners.js";
 import { registerDoctorCommand } from "#cli/commands/doctor.js";
 import { registerHealthCommand } from "#cli/commands/health.js";
@@ -41,9 +41,11 @@ export function createProgram(io: Io, session: Session, json: boolean): Command 
         "daemon URL, h2c (default: CONSENT_DAEMON_URL, then http://127.0.0.1:50051)",
       ).argParser(parseHttpUrl),
     )
-    .option(
-      "--token <token>",
-      "operator token (default: CONSENT_ADMIN_TOKEN, then <CONSENT_DATA_DIR>/admin-token)",
+    .addOption(
+      new Option(
+        "--token <token>",
+        "operator token (default: CONSENT_ADMIN_TOKEN, then <CONSENT_DATA_DIR>/admin-token)",
+      ).argParser(nonEmptyToken),
     )
     .option("--json", "print one JSON object on stdout and nothing else")
     .option("--debug", "log daemon calls and print stack traces on stderr")
@@ -73,4 +75,12 @@ export function createProgram(io: Io, session: Session, json: boolean): Command 
 /** commander's "error: missing required argument 'id'" as the --json error object. */
 function usageErrorJson(text: string): string {
   return `${jsonText({ error: text.trim().replace(/^error: /, ""), code: "usage" })}\n`;
+}
+
+/** An empty --token (an unset shell variable) is a mistake, not a wish for the file's token. */
+function nonEmptyToken(value: string): string {
+  if (value.trim() === "") {
+    throw new InvalidArgumentError("the token is empty (is the variable it came from set?).");
+  }
+  return value;
 }

@@ -151,6 +151,13 @@ describe("URLs and the log level", () => {
     );
   });
 
+  it("names PORT when the HTTP port came from it", () => {
+    expect(loadConfig({ PORT: "8081" }).httpPort).toBe(8081);
+    expect(configErrorOf({ PORT: "http" }).message).toBe(
+      'PORT must be a port number from 0 to 65535, not "http"',
+    );
+  });
+
   it("takes pino's levels only", () => {
     expect(loadConfig({ CONSENT_LOG_LEVEL: "warn" }).logLevel).toBe("warn");
     expect(loadConfig({}).logLevel).toBe("info");

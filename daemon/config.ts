@@ -184,7 +184,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     dataDir: path.resolve(env.CONSENT_DATA_DIR || "./data"),
     mongoUri: env.MONGODB_URI || undefined,
     httpHost: env.CONSENT_HTTP_HOST || "127.0.0.1",
-    httpPort: port(env.CONSENT_HTTP_PORT || env.PORT, 8080, "CONSENT_HTTP_PORT"),
+    httpPort: port(
+      env.CONSENT_HTTP_PORT || env.PORT,
+      8080,
+      env.CONSENT_HTTP_PORT ? "CONSENT_HTTP_PORT" : "PORT",
+    ),
     grpcHost: env.CONSENT_GRPC_HOST || "127.0.0.1",
     grpcPort: port(env.CONSENT_GRPC_PORT, 50051, "CONSENT_GRPC_PORT"),
     daemonUrl: url(env.CONSENT_DAEMON_URL || "http://127.0.0.1:50051", "CONSENT_DAEMON_URL"),

@@ -61,6 +61,8 @@ export async function runService(): Promise<void> {
     return;
   }
   const count = workerCount();
+  // Read with the rest of the configuration, so a bad value stops any start, one worker or many.
+  workerTimeoutMs();
   if (count === 1) {
     await runDaemon({ withGateway: true });
     return;

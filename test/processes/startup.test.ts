@@ -174,6 +174,11 @@ describe("start-up of the real programs", () => {
       expectOneLine(level.message, name);
       expect(level.message).toContain("CONSENT_LOG_LEVEL must be one of");
     }
+    // Read with one worker too, where it has no worker to watch.
+    const timeout = await refusedStart(PROGRAMS.consent, { CONSENT_WORKER_TIMEOUT_MS: "5" });
+    expect(timeout.code).toBe(1);
+    expectOneLine(timeout.message, "consent");
+    expect(timeout.message).toContain("CONSENT_WORKER_TIMEOUT_MS must be");
   });
 
   it("a CONSENT_TRUST_PROXY entry that is not an address stops npm start and the gateway alone before anything listens, with exit code 1 and one line naming the variable and the entry", async () => {
