@@ -136,7 +136,8 @@ describe("the stand-alone gateway's transport to the daemon", () => {
       fetch(`${gateway.url}/api/v1/banners`, {
         headers: { authorization: "Bearer cs_live_0000000000000000000000000000000000000000" },
       });
-    return { transport, listBanners };
+    const health = () => fetch(`${gateway.url}/api/v1/health`);
+    return { transport, listBanners, health };
   }
 
   it("fails with UNAVAILABLE when no daemon listens, which the gateway answers with 503", async () => {
@@ -177,6 +178,20 @@ describe("the stand-alone gateway's transport to the daemon", () => {
     });
     expect(Date.now() - warned).toBeGreaterThan(9_000);
     expect(lines.filter((line) => line.level === 40)[1]).toMatchObject({ failedRequests: 2 });
+  });
+
+  it("counts health checks that cannot reach the daemon with the other requests: one warning, not one each", async () => {
+    const lines: { level: number; msg: string }[] = [];
+    const { health, listBanners } = await gatewayWithoutDaemon(
+      pino({ level: "info" }, { write: (line: string) => lines.push(JSON.parse(line)) }),
+    );
+    for (let i = 0; i < 4; i++) expect((await health()).status).toBe(503);
+    expect((await listBanners()).status).toBe(503);
+    expect(lines.filter((line) => line.level === 40)).toEqual([
+      expect.objectContaining({
+        msg: "the daemon could not be reached: requests are answered 503",
+      }),
+    ]);
   });
 
   it("names the first failure of a chain, every address of a refused host name, and ends on a loop", () => {

@@ -1,6 +1,8 @@
 import type { FastifyInstance } from "fastify";
 import type { DaemonClients } from "#gateway/daemon-clients.js";
+import { isDaemonUnreachable } from "#gateway/daemon-transport.js";
 import { sendData } from "#gateway/envelope.js";
+import { failureOf } from "#gateway/errors.js";
 import { routePath } from "#gateway/v1/methods.js";
 import { HealthCheckResponse_ServingStatus as Status } from "#gen/grpc/health/v1/health_pb.js";
 
@@ -19,8 +21,10 @@ export function healthRoutes(app: FastifyInstance, clients: DaemonClients): void
         );
         serving = status === Status.SERVING;
       } catch (err) {
-        // Unreachable daemon: reported as unavailable, logged for the operator.
-        request.log.warn({ err }, "health check could not reach the daemon");
+        // Reported as unavailable and logged for the operator; an unreachable daemon as any
+        // request's failure is, at most every 10 s (a probe every second would flood the log).
+        if (isDaemonUnreachable(err)) failureOf(request, err);
+        else request.log.warn({ err }, "health check failed");
       }
       return sendData(reply, serving ? 200 : 503, { status: serving ? "ok" : "unavailable" });
     },
