@@ -2,7 +2,7 @@ import { create } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
 import { DomainError, type FailureKind } from "#daemon/errors.js";
-import { PARSE_FAILURE } from "#daemon/rpc/parse-failures.js";
+import { isParseFailure } from "#daemon/rpc/parse-failures.js";
 import { rateLimitHeaders } from "#daemon/rpc/rate-limit-headers.js";
 import { ErrorInfoSchema } from "#gen/consent/v1/errors_pb.js";
 
@@ -99,13 +99,4 @@ export function domainErrorInterceptor(logger: ErrorLogger): Interceptor {
       })(),
     };
   };
-}
-
-/** connect-es' answer to a request message that is not protobuf binary (protocol/serialization). */
-export function isParseFailure(error: unknown): error is ConnectError {
-  return (
-    error instanceof ConnectError &&
-    error.code === Code.Internal &&
-    error.rawMessage.startsWith(PARSE_FAILURE)
-  );
 }

@@ -1,14 +1,28 @@
-import type { ConnectRouter } from "@connectrpc/connect";
-import type { UniversalHandler, UniversalServerResponse } from "@connectrpc/connect/protocol";
-import secureJson from "secure-json-parse";
+import { Code, ConnectError, type ConnectRouter } from "@connectrpc/connect";
+import {
+  encodeEnvelope,
+  type UniversalHandler,
+  type UniversalServerResponse,
+} from "@connectrpc/connect/protocol";
+import { errorFromJsonBytes, errorToJsonBytes } from "@connectrpc/connect/protocol-connect";
+import { findTrailerError } from "@connectrpc/connect/protocol-grpc";
+import { trailerFlag, trailerParse, trailerSerialize } from "@connectrpc/connect/protocol-grpc-web";
 
 /**
  * How connect-es words a request message that is not protobuf binary (protocol/serialization);
  * the daemon's short way words it the same (connect-unary-route.ts).
  */
 export const PARSE_FAILURE = "parse binary: ";
-const GRPC_INTERNAL = "13";
-const GRPC_INVALID_ARGUMENT = "3";
+const GRPC_INVALID_ARGUMENT = String(Code.InvalidArgument);
+
+/** connect-es' answer to a request message that is not protobuf binary (protocol/serialization). */
+export function isParseFailure(error: unknown): error is ConnectError {
+  return (
+    error instanceof ConnectError &&
+    error.code === Code.Internal &&
+    error.rawMessage.startsWith(PARSE_FAILURE)
+  );
+}
 
 /**
  * The daemon's routes for connect-es' Fastify plugin, with one correction to connect-es'
@@ -41,7 +55,11 @@ function correcting(handler: UniversalHandler): UniversalHandler {
   return Object.assign(corrected, handler);
 }
 
-/** The response with a binary parse failure answered as the caller's error. */
+/**
+ * The response with a binary parse failure answered as the caller's error, read and written with
+ * connect-es' own codecs for each protocol's error: the gRPC status trailer, the gRPC-Web trailer
+ * frame, the Connect error JSON.
+ */
 async function withCallerFault(response: UniversalServerResponse) {
   const { body, trailer } = response;
   if (!body || !(Symbol.asyncIterator in body)) return response;
@@ -51,8 +69,7 @@ async function withCallerFault(response: UniversalServerResponse) {
       ...response,
       body: (async function* () {
         yield* body;
-        const message = decodeURIComponent(trailer.get("grpc-message") ?? "");
-        if (trailer.get("grpc-status") === GRPC_INTERNAL && message.startsWith(PARSE_FAILURE)) {
+        if (isParseFailure(findTrailerError(trailer))) {
           trailer.set("grpc-status", GRPC_INVALID_ARGUMENT);
         }
       })(),
@@ -63,26 +80,22 @@ async function withCallerFault(response: UniversalServerResponse) {
   }
   // Connect unary: a 500 whose body is the error's JSON (uncompressed: it is short), one piece.
   if (response.status !== 500 || response.header?.get("content-encoding")) return response;
-  const chunks: Uint8Array[] = [];
-  for await (const chunk of body) chunks.push(chunk);
-  const bytes = Buffer.concat(chunks);
-  const error = jsonObject(bytes);
-  if (
-    error?.code !== "internal" ||
-    typeof error.message !== "string" ||
-    !error.message.startsWith(PARSE_FAILURE)
-  ) {
-    return { ...response, body: oneChunk(bytes) };
-  }
-  const answer = Buffer.from(JSON.stringify({ ...error, code: "invalid_argument" }));
+  const bytes = Buffer.concat(await chunksOf(body));
+  const error = errorFromJsonBytes(bytes, undefined, NOT_AN_ERROR);
+  if (!isParseFailure(error)) return { ...response, body: oneChunk(bytes) };
+  const answer = errorToJsonBytes(asCallerFault(error), undefined);
   const header = new Headers(response.header);
   header.set("content-length", String(answer.byteLength));
   return { ...response, status: 400, header, body: oneChunk(answer) };
 }
 
-/** gRPC-Web's trailer frame: flag 0x80, then the trailers as HTTP/1 header lines. */
-const GRPC_WEB_TRAILER_FLAG = 0x80;
-const FRAME_HEADER_BYTES = 5;
+/** What errorFromJsonBytes answers for a body that is no error JSON: never a parse failure. */
+const NOT_AN_ERROR = new ConnectError("", Code.Unknown);
+
+/** The same failure (connect-es gives it no details) with the caller's code. */
+function asCallerFault(error: ConnectError): ConnectError {
+  return new ConnectError(error.rawMessage, Code.InvalidArgument);
+}
 
 /**
  * A unary gRPC-Web body with a binary parse failure's status corrected. The failure comes
@@ -90,60 +103,31 @@ const FRAME_HEADER_BYTES = 5;
  * passes as it is.
  */
 async function* withGrpcWebStatusCorrected(body: AsyncIterable<Uint8Array>) {
-  const chunks: Uint8Array[] = [];
-  for await (const chunk of body) chunks.push(chunk);
+  const chunks = await chunksOf(body);
   if (chunks.length === 1) yield correctedTrailerFrame(chunks[0] as Uint8Array);
   else yield* chunks;
 }
 
+/** A frame that is the trailers alone (flag 0x80, uncompressed), corrected; any other as it is. */
 function correctedTrailerFrame(frame: Uint8Array): Uint8Array {
-  const bytes = Buffer.from(frame.buffer, frame.byteOffset, frame.byteLength);
-  if (
-    bytes.byteLength < FRAME_HEADER_BYTES ||
-    bytes[0] !== GRPC_WEB_TRAILER_FLAG ||
-    bytes.readUInt32BE(1) !== bytes.byteLength - FRAME_HEADER_BYTES
-  ) {
-    return frame;
-  }
-  const lines = bytes.subarray(FRAME_HEADER_BYTES).toString("latin1").split("\r\n");
-  const value = (name: string) =>
-    lines
-      .find((line) => line.toLowerCase().startsWith(`${name}:`))
-      ?.slice(name.length + 1)
-      .trim();
-  if (
-    value("grpc-status") !== GRPC_INTERNAL ||
-    !decodeURIComponent(value("grpc-message") ?? "").startsWith(PARSE_FAILURE)
-  ) {
-    return frame;
-  }
-  const trailers = Buffer.from(
-    lines
-      .map((line) =>
-        line.toLowerCase().startsWith("grpc-status:")
-          ? `grpc-status: ${GRPC_INVALID_ARGUMENT}`
-          : line,
-      )
-      .join("\r\n"),
-    "latin1",
-  );
-  const header = Buffer.alloc(FRAME_HEADER_BYTES);
-  header[0] = GRPC_WEB_TRAILER_FLAG;
-  header.writeUInt32BE(trailers.byteLength, 1);
-  return Buffer.concat([header, trailers]);
+  const view = Buffer.from(frame.buffer, frame.byteOffset, frame.byteLength);
+  const length = view.byteLength - ENVELOPE_HEADER_BYTES;
+  if (length < 0 || view[0] !== trailerFlag || view.readUInt32BE(1) !== length) return frame;
+  const trailer = trailerParse(view.subarray(ENVELOPE_HEADER_BYTES));
+  if (!isParseFailure(findTrailerError(trailer))) return frame;
+  trailer.set("grpc-status", GRPC_INVALID_ARGUMENT);
+  return encodeEnvelope(trailerFlag, trailerSerialize(trailer));
+}
+
+/** An envelope's flags byte and 32-bit length. */
+const ENVELOPE_HEADER_BYTES = 5;
+
+async function chunksOf(body: AsyncIterable<Uint8Array>): Promise<Uint8Array[]> {
+  const chunks: Uint8Array[] = [];
+  for await (const chunk of body) chunks.push(chunk);
+  return chunks;
 }
 
 async function* oneChunk(bytes: Uint8Array) {
   yield bytes;
-}
-
-function jsonObject(bytes: Buffer): Record<string, unknown> | undefined {
-  try {
-    const value: unknown = secureJson.parse(bytes.toString("utf8"));
-    return typeof value === "object" && value !== null
-      ? (value as Record<string, unknown>)
-      : undefined;
-  } catch {
-    return undefined;
-  }
 }
