@@ -62,12 +62,12 @@ export async function runService(): Promise<void> {
   }
   const count = workerCount();
   // Read with the rest of the configuration, so a bad value stops any start, one worker or many.
-  workerTimeoutMs();
+  const timeoutMs = workerTimeoutMs();
   if (count === 1) {
     await runDaemon({ withGateway: true });
     return;
   }
-  await runPrimary(count);
+  await runPrimary(count, timeoutMs);
 }
 
 /**
@@ -80,8 +80,7 @@ export async function runService(): Promise<void> {
  * still hold connections the primary handed it that will never be answered. Exiting, not
  * replacing the worker, leaves the restart to the supervisor, as for any other failure.
  */
-async function runPrimary(count: number): Promise<void> {
-  const timeoutMs = workerTimeoutMs();
+async function runPrimary(count: number, timeoutMs: number): Promise<void> {
   const config = loadConfig();
   let stopping = false;
   let failed = false;
