@@ -1,6 +1,11 @@
 #!/usr/bin/env node
-// consentctl: the operator CLI.
-import { run } from "./run-ts.js";
+// consentctl: the operator CLI, started from its bundle (bin/bundle.js), or through tsx where no
+// bundle can be kept.
+import { loadBundled } from "./bundle.js";
 
-const { main } = await run("../cli/main.tsx");
+// --debug prints stacks: through the source map they name the TypeScript sources.
+if (process.argv.includes("--debug")) process.setSourceMapsEnabled(true);
+const { main } =
+  (await loadBundled("cli/main.tsx", "consentctl")) ??
+  (await (await import("./run-ts.js")).run("../cli/main.tsx"));
 await main(process.argv);

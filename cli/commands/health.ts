@@ -54,16 +54,10 @@ function healthJson(outcome: HealthOutcome) {
 }
 
 async function healthView() {
-  const [{ healthView: reportView }, { CheckList }, { createElement }] = await Promise.all([
-    import("#cli/views/health-views.js"),
-    import("#cli/components/check-list.js"),
-    import("react"),
-  ]);
-  const showReport = reportView();
+  const views = await import("#cli/views/health-views.js");
+  const [showReport, showChecks] = [views.healthView(), views.checkListView()];
   return (outcome: HealthOutcome) =>
-    outcome.reachable
-      ? showReport(outcome.report)
-      : createElement(CheckList, { checks: unreachableChecks(outcome.problem) });
+    outcome.reachable ? showReport(outcome.report) : showChecks(unreachableChecks(outcome.problem));
 }
 
 /** `health`: daemon and store status; exit 1 unless both are up. */

@@ -4,10 +4,11 @@ import { expect } from "vitest";
 import { startTestService, type TestService } from "#test/support/service.js";
 
 /**
- * Per-test time limit of the end-to-end files: each test runs several child processes (about a
- * second of CPU each for tsx and the module graph), a file's tests run side by side, and a
- * shared two-core runner runs another such file beside it: a test of ten commands has taken
- * 120 s there, though 15 s alone.
+ * Per-test time limit of the end-to-end files: each test runs several child processes (about
+ * half a second of CPU each, started from the bundle of bin/bundle.js; the first run after a
+ * change builds it), a file's tests run side by side, and a shared two-core runner runs another
+ * such file beside it: before the bundle, a test of ten commands took 120 s there, though 15 s
+ * alone.
  */
 export const E2E_TIMEOUT_MS = 240_000;
 

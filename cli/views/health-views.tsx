@@ -42,3 +42,7 @@ export function DoctorView({ checks }: { checks: readonly CheckResult[] }) {
 
 export const healthView = () => (report: HealthReport) => <HealthView report={report} />;
 export const doctorView = () => (checks: readonly CheckResult[]) => <DoctorView checks={checks} />;
+/** `health` when the daemon did not answer: the checks as `doctor` lists them. */
+export const checkListView = () => (checks: readonly CheckResult[]) => (
+  <CheckList checks={checks} />
+);

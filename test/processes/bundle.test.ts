@@ -1,0 +1,114 @@
+import { mkdir, mkdtemp, readdir, rm, stat, utimes, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { loadBundled } from "../../bin/bundle.js";
+
+/**
+ * bin/bundle.js, which consentctl starts from: a bundle is built once for its inputs, found again
+ * by their content, rebuilt when one changes, and never stored from sources that changed while
+ * it was built. Each case works on a small package of its own in a temp dir.
+ */
+describe("the bundle a program starts from", () => {
+  let root: string;
+
+  beforeAll(async () => {
+    root = await mkdtemp(path.join(tmpdir(), "consent-bundle-"));
+  });
+  afterAll(() => rm(root, { recursive: true, force: true }));
+
+  const ONE_DAY_MS = 24 * 60 * 60 * 1000;
+
+  /** A package whose entry re-exports `value` from a second module. */
+  async function aPackage(name: string, value: number) {
+    const dir = path.join(root, name);
+    await mkdir(dir, { recursive: true });
+    await writeFile(path.join(dir, "package.json"), '{ "type": "module" }\n');
+    await writeFile(
+      path.join(dir, "entry.ts"),
+      'import { value } from "./value.js";\nexport const answer: number = value;\n',
+    );
+    await setValue(dir, value);
+    return dir;
+  }
+
+  /** Rewrites the second module, dated a minute ago (as a file saved before the run). */
+  async function setValue(dir: string, value: number) {
+    await writeFile(path.join(dir, "value.ts"), `export const value: number = ${value};\n`);
+    for (const file of ["package.json", "entry.ts", "value.ts"]) {
+      await dateBack(path.join(dir, file), 60_000);
+    }
+  }
+
+  async function dateBack(file: string, ms: number) {
+    const time = new Date(Date.now() - ms);
+    await utimes(file, time, time);
+  }
+
+  const cacheOf = (dir: string) => path.join(dir, "node_modules", ".cache", "consent-service");
+  const bundlesIn = async (dir: string) =>
+    (await readdir(cacheOf(dir))).filter((entry) => entry.startsWith("app-")).sort();
+  const manifestOf = (dir: string) => stat(path.join(cacheOf(dir), "app.inputs.json"));
+
+  it("builds once, finds the same bundle again, and builds anew when an input changes", async () => {
+    const dir = await aPackage("changes", 1);
+    expect(await loadBundled("entry.ts", "app", dir)).toMatchObject({ answer: 1 });
+    const [first] = await bundlesIn(dir);
+    expect(first).toMatch(/^app-[0-9a-f]{24}$/);
+    const written = await manifestOf(dir);
+
+    expect(await loadBundled("entry.ts", "app", dir)).toMatchObject({ answer: 1 });
+    expect(await bundlesIn(dir)).toEqual([first]);
+    // Nothing was built: the list of inputs is the same file, untouched.
+    expect(await manifestOf(dir)).toMatchObject({ ino: written.ino, mtimeMs: written.mtimeMs });
+
+    await setValue(dir, 2);
+    expect(await loadBundled("entry.ts", "app", dir)).toMatchObject({ answer: 2 });
+    const afterChange = await bundlesIn(dir);
+    expect(afterChange).toHaveLength(2);
+    expect(afterChange).toContain(first);
+
+    // A superseded bundle stays a day (a running program may still load its chunks), then goes.
+    await dateBack(path.join(cacheOf(dir), `${first}`), ONE_DAY_MS + 60_000);
+    await setValue(dir, 3);
+    expect(await loadBundled("entry.ts", "app", dir)).toMatchObject({ answer: 3 });
+    const afterExpiry = await bundlesIn(dir);
+    expect(afterExpiry).toHaveLength(2);
+    expect(afterExpiry).not.toContain(first);
+  });
+
+  it("serves, but does not keep, a bundle whose inputs changed while it was built", async () => {
+    const dir = await aPackage("busy", 1);
+    // Dated after the build starts: saved while esbuild was reading the sources.
+    const later = new Date(Date.now() + 60_000);
+    await utimes(path.join(dir, "value.ts"), later, later);
+    expect(await loadBundled("entry.ts", "app", dir)).toMatchObject({ answer: 1 });
+    const [served] = await bundlesIn(dir);
+    expect(served).toMatch(/^app-[0-9a-f]{24}\.\d+-[0-9a-f]{8}\.draft$/);
+    await expect(manifestOf(dir)).rejects.toMatchObject({ code: "ENOENT" });
+
+    await setValue(dir, 1);
+    expect(await loadBundled("entry.ts", "app", dir)).toMatchObject({ answer: 1 });
+    expect(await bundlesIn(dir)).toContainEqual(expect.stringMatching(/^app-[0-9a-f]{24}$/));
+    expect((await manifestOf(dir)).isFile()).toBe(true);
+  });
+
+  it("stores one whole bundle when several starts build at once", async () => {
+    const dir = await aPackage("racing", 7);
+    const loaded = await Promise.all(
+      Array.from({ length: 4 }, () => loadBundled("entry.ts", "app", dir)),
+    );
+    for (const exports of loaded) expect(exports).toMatchObject({ answer: 7 });
+    const bundles = await bundlesIn(dir);
+    expect(bundles).toHaveLength(1);
+    expect(await readdir(path.join(cacheOf(dir), bundles[0] as string))).toEqual(
+      expect.arrayContaining(["main.js", "main.js.map"]),
+    );
+  });
+
+  it("reports a source that does not compile with esbuild's message", async () => {
+    const dir = await aPackage("broken", 1);
+    await writeFile(path.join(dir, "value.ts"), "export const value: number = ;\n");
+    await expect(loadBundled("entry.ts", "app", dir)).rejects.toThrow(/value\.ts:1:\d+: ERROR/);
+  });
+});
