@@ -4,8 +4,8 @@ import {
   durationIn,
   formatDuration,
   integerIn,
+  parseDaemonUrl,
   parseDuration,
-  parseHttpUrl,
   parseIsoDateTime,
   parseList,
   parseTimeBound,
@@ -79,10 +79,20 @@ describe("option parsers", () => {
     expect(() => parseList(" , ")).toThrow(InvalidArgumentError);
   });
 
-  it("reads http(s) URLs without a trailing slash", () => {
-    expect(parseHttpUrl("http://127.0.0.1:50051/")).toBe("http://127.0.0.1:50051");
-    expect(() => parseHttpUrl("127.0.0.1:50051")).toThrow(InvalidArgumentError);
-    expect(() => parseHttpUrl("ftp://host")).toThrow(InvalidArgumentError);
+  it("reads the daemon's http(s) address without a trailing slash, and nothing more", () => {
+    expect(parseDaemonUrl("http://127.0.0.1:50051/")).toBe("http://127.0.0.1:50051");
+    expect(() => parseDaemonUrl("127.0.0.1:50051")).toThrow(InvalidArgumentError);
+    expect(() => parseDaemonUrl("ftp://host")).toThrow(InvalidArgumentError);
+    // The daemon serves at the root: a path would have every call answered 404.
+    for (const value of [
+      "http://127.0.0.1:50051/consent",
+      "http://h:1/?a=1",
+      "http://u:secret@h:1",
+    ]) {
+      expect(() => parseDaemonUrl(value)).toThrow(
+        "The daemon URL must be the daemon's address alone (scheme, host and port, such as http://127.0.0.1:50051): the daemon serves at the root, so a path, query, fragment or user name has no place in it.",
+      );
+    }
   });
 
   it("reads a time bound as a zoned date-time or as a duration before now", () => {

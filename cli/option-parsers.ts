@@ -1,4 +1,5 @@
 import { InvalidArgumentError } from "commander";
+import { daemonAddressProblem } from "#daemon/config.js";
 import { isIsoDateTime } from "#daemon/validation/rules.js";
 
 const UNIT_SECONDS = { s: 1, m: 60, h: 3600, d: 86400 } as const;
@@ -94,8 +95,8 @@ export function parseList(value: string): string[] {
   return [...new Set(items)];
 }
 
-/** Reads an absolute http(s) URL such as the daemon's `http://127.0.0.1:50051`. */
-export function parseHttpUrl(value: string): string {
+/** Reads `--daemon`: an http(s) URL of the daemon's port alone, such as `http://127.0.0.1:50051`. */
+export function parseDaemonUrl(value: string): string {
   let url: URL;
   try {
     url = new URL(value);
@@ -107,6 +108,8 @@ export function parseHttpUrl(value: string): string {
   if (url.protocol !== "http:" && url.protocol !== "https:") {
     throw new InvalidArgumentError(`"${value}" must be an http:// or https:// URL.`);
   }
+  const problem = daemonAddressProblem(url);
+  if (problem) throw new InvalidArgumentError(`The daemon URL ${problem}.`);
   return url.toString().replace(/\/$/, "");
 }
 

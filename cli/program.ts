@@ -9,7 +9,7 @@ import { registerSubjectCommands } from "#cli/commands/subjects.js";
 import { registerTeamCommands } from "#cli/commands/teams.js";
 import { registerWebhookCommands } from "#cli/commands/webhooks.js";
 import { jsonText } from "#cli/format.js";
-import { parseHttpUrl } from "#cli/option-parsers.js";
+import { parseDaemonUrl } from "#cli/option-parsers.js";
 import type { Io } from "#cli/output.js";
 import {
   type CommandSpec,
@@ -39,7 +39,7 @@ export function createProgram(io: Io, session: Session, json: boolean): Command 
       new Option(
         "--daemon <url>",
         "daemon URL, h2c (default: CONSENT_DAEMON_URL, then http://127.0.0.1:50051)",
-      ).argParser(parseHttpUrl),
+      ).argParser(parseDaemonUrl),
     )
     .addOption(
       new Option(

@@ -146,6 +146,22 @@ describe("URLs and the log level", () => {
         `CONSENT_DAEMON_URL must be an http:// or https:// URL such as http://127.0.0.1:50051, not "${value}"`,
       );
     }
+    // The daemon serves at the root: a stand-alone gateway with a path prefix would have every
+    // call answered 404. The message never repeats the value, which may hold a password.
+    for (const value of [
+      "http://daemon:50051/api",
+      "http://daemon:50051/#x",
+      "http://u:pw@daemon",
+    ]) {
+      const message = configErrorOf({ CONSENT_DAEMON_URL: value }).message;
+      expect(message).toBe(
+        "CONSENT_DAEMON_URL must be the daemon's address alone (scheme, host and port, such as http://127.0.0.1:50051): the daemon serves at the root, so a path, query, fragment or user name has no place in it",
+      );
+    }
+    // The public base URL may have a path: a proxy can serve the gateway under one.
+    expect(loadConfig({ CONSENT_BASE_URL: "https://shop.example/consent/" }).baseUrl).toBe(
+      "https://shop.example/consent",
+    );
     expect(configErrorOf({ CONSENT_BASE_URL: "ftp://shop.example" }).message).toMatch(
       /^CONSENT_BASE_URL must be an http:\/\/ or https:\/\/ URL/,
     );

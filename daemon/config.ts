@@ -94,6 +94,27 @@ function url(value: string, name: string): string {
   return parsed.toString().replace(/\/$/, "");
 }
 
+/**
+ * Why a URL cannot be the daemon's address, if it cannot: the daemon serves its services at the
+ * root of its port, so a path, query or fragment would send every call astray (answered 404), and
+ * user info would be ignored (the operator token travels as metadata). The message never repeats
+ * the URL, which may carry a password.
+ */
+export function daemonAddressProblem(url: URL): string | undefined {
+  if (url.pathname === "/" && !url.search && !url.hash && !url.username && !url.password) {
+    return undefined;
+  }
+  return "must be the daemon's address alone (scheme, host and port, such as http://127.0.0.1:50051): the daemon serves at the root, so a path, query, fragment or user name has no place in it";
+}
+
+/** CONSENT_DAEMON_URL: an http(s) URL naming the daemon's port, nothing more. */
+function daemonUrl(value: string, name: string): string {
+  const checked = url(value, name);
+  const problem = daemonAddressProblem(new URL(checked));
+  if (problem) throw new ConfigError(`${name} ${problem}`);
+  return checked;
+}
+
 function logLevel(value: string | undefined): string {
   if (!value) return "info";
   if (!LOG_LEVELS.includes(value)) {
@@ -191,7 +212,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     ),
     grpcHost: env.CONSENT_GRPC_HOST || "127.0.0.1",
     grpcPort: port(env.CONSENT_GRPC_PORT, 50051, "CONSENT_GRPC_PORT"),
-    daemonUrl: url(env.CONSENT_DAEMON_URL || "http://127.0.0.1:50051", "CONSENT_DAEMON_URL"),
+    daemonUrl: daemonUrl(env.CONSENT_DAEMON_URL || "http://127.0.0.1:50051", "CONSENT_DAEMON_URL"),
     baseUrl: url(env.CONSENT_BASE_URL || "http://localhost:8080", "CONSENT_BASE_URL"),
     baseUrlSet: Boolean(env.CONSENT_BASE_URL),
     adminToken: env.CONSENT_ADMIN_TOKEN || undefined,
