@@ -1,6 +1,6 @@
 import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
-import { open, type RootDatabase } from "lmdb";
+import { open, type RootDatabase, type RootDatabaseOptionsWithPath } from "lmdb";
 import { createLmdbBannerStore } from "#daemon/banners/lmdb-banner-store.js";
 import type { ConsentLogRecord } from "#daemon/consent-log/consent-log-store.js";
 import { createLmdbConsentLogStore } from "#daemon/consent-log/lmdb-consent-log-store.js";
@@ -18,6 +18,24 @@ export interface LmdbStoreOptions {
 }
 
 /**
+ * Modes of what the store creates: owner-only, whatever the umask or the data directory's own
+ * mode (an operator may have made it beforehand, readable by others). The records hold webhook
+ * signing secrets and the digests of keys and sessions. Files and directories that already exist
+ * keep their mode (README, "Running the parts separately").
+ */
+const DIRECTORY_MODE = 0o700;
+const FILE_MODE = 0o600;
+
+/**
+ * Opens an environment whose files are created owner-only. lmdb reads `permissionsMode` (the
+ * mode mdb_env_open creates the data and lock files with; 0664 when absent) though its types do
+ * not list it.
+ */
+function openEnvironment(options: RootDatabaseOptionsWithPath): RootDatabase {
+  return open({ ...options, permissionsMode: FILE_MODE } as RootDatabaseOptionsWithPath);
+}
+
+/**
  * Opens the durable records environment, `<dataDir>/records`. overlappingSync is off so that LMDB
  * fsyncs inside every commit: a write's promise then resolves only once the data is on disk, and
  * no other process can see data that a crash could still take back. The alternative, awaiting
@@ -25,7 +43,7 @@ export interface LmdbStoreOptions {
  * site responsible for the wait. No `cache`: another process's writes must be seen at once.
  */
 function openRecords(dataDir: string): RootDatabase {
-  return open({ path: join(dataDir, "records"), overlappingSync: false, maxDbs: 32 });
+  return openEnvironment({ path: join(dataDir, "records"), overlappingSync: false, maxDbs: 32 });
 }
 
 /**
@@ -34,7 +52,7 @@ function openRecords(dataDir: string): RootDatabase {
  * sync behaviour is per environment and the records must stay durable.
  */
 function openCounters(dataDir: string): RootDatabase {
-  return open({ path: join(dataDir, "counters"), noSync: true, maxDbs: 4 });
+  return openEnvironment({ path: join(dataDir, "counters"), noSync: true, maxDbs: 4 });
 }
 
 /**
@@ -43,7 +61,9 @@ function openCounters(dataDir: string): RootDatabase {
  */
 export async function openLmdbStore(options: LmdbStoreOptions): Promise<Store> {
   observeBatchFailures();
-  await mkdir(options.dataDir, { recursive: true });
+  for (const directory of ["records", "counters"]) {
+    await mkdir(join(options.dataDir, directory), { recursive: true, mode: DIRECTORY_MODE });
+  }
   const records = openRecords(options.dataDir);
   let counterEnv: RootDatabase;
   try {

@@ -1,6 +1,6 @@
 import { spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
-import { mkdtemp, rm } from "node:fs/promises";
+import { mkdir, mkdtemp, rm, stat } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
@@ -60,6 +60,25 @@ describe("LMDB store", () => {
     const second = await openLmdbStore({ dataDir });
     expect(await second.subjects.find([record.subjectHash], now)).toEqual(record);
     await second.close();
+  });
+
+  it("creates its directories and files owner-only, in a data dir others may read, whatever the umask", async () => {
+    const dataDir = join(await tempDir(), "made-beforehand");
+    await mkdir(dataDir, { mode: 0o755 });
+    const umask = process.umask(0);
+    let store: Awaited<ReturnType<typeof openLmdbStore>>;
+    try {
+      store = await openLmdbStore({ dataDir });
+    } finally {
+      process.umask(umask);
+    }
+    await store.close();
+    for (const environment of ["records", "counters"]) {
+      expect((await stat(join(dataDir, environment))).mode & 0o777).toBe(0o700);
+      for (const file of ["data.mdb", "lock.mdb"]) {
+        expect((await stat(join(dataDir, environment, file))).mode & 0o777).toBe(0o600);
+      }
+    }
   });
 
   it("rejects ping once closed", async () => {
