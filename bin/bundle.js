@@ -13,8 +13,7 @@ const PACKAGE_ROOT = fileURLToPath(new URL("..", import.meta.url));
 
 /**
  * Inputs outside the module graph that change what a build makes: the package's import map and
- * TypeScript settings, the installed dependencies (npm rewrites this file on every install), and
- * these build rules.
+ * TypeScript settings, npm's record of what it installed, and these build rules.
  */
 const BUILD_INPUTS = [
   "package.json",
@@ -29,13 +28,11 @@ const BUILD_INPUTS = [
  */
 const STALE_AFTER_MS = 24 * 60 * 60 * 1000;
 
-/** Failures to write the cache that mean "no cache here", not a fault. */
-const UNWRITABLE = new Set(["EACCES", "EPERM", "EROFS"]);
-
 /**
  * The exports of `entry` (a path relative to `root`, the package root by default), loaded from
- * its bundle. Undefined when no bundle can be kept (a read-only installation): the caller then
- * runs the sources through tsx. A source that does not compile fails here, with esbuild's message.
+ * its bundle. Undefined when no bundle can be kept (a read-only installation, a full disk): the
+ * caller then runs the sources through tsx. A source that does not compile fails here, with
+ * esbuild's message.
  */
 export async function loadBundled(entry, name, root = PACKAGE_ROOT) {
   const cache = path.join(root, "node_modules", ".cache", "consent-service");
@@ -68,17 +65,15 @@ async function build(bundle, entry) {
     write: false,
     sourcemap: "linked",
     metafile: true,
-    logLevel: "error",
+    // A build failure is thrown, with esbuild's messages in it.
+    logLevel: "silent",
     // Bundled CommonJS packages require Node's built-in modules.
     banner: {
       js: "import { createRequire as __createRequire } from 'node:module'; const require = __createRequire(import.meta.url);",
     },
     plugins: [absentReactDevtools],
   });
-  const inputs = Object.keys(result.metafile.inputs)
-    .filter((input) => !input.startsWith("node_modules/") && !input.includes(":"))
-    .concat(BUILD_INPUTS)
-    .sort();
+  const inputs = inputsOf(Object.keys(result.metafile.inputs));
   const directory = directoryOf(bundle, await digest(bundle.root, inputs));
   const draft = `${directory}.${privateSuffix()}.draft`;
   try {
@@ -105,12 +100,28 @@ async function build(bundle, entry) {
     const manifestDraft = `${bundle.manifest}.${privateSuffix()}.draft`;
     await writeFile(manifestDraft, JSON.stringify({ inputs }));
     await rename(manifestDraft, bundle.manifest);
-    await removeStale(bundle, directory);
-  } catch (error) {
-    if (UNWRITABLE.has(error?.code)) return undefined;
-    throw error;
+  } catch {
+    // The cache is only a shortcut: where it cannot be written (read-only, full, no permission),
+    // the program runs from its sources.
+    await rm(draft, { recursive: true, force: true }).catch(() => {});
+    return undefined;
   }
+  await removeStale(bundle, directory).catch(() => {});
   return path.join(directory, "main.js");
+}
+
+/**
+ * What a build depends on: the package's own source files, each bundled package's package.json
+ * (its version: an upgrade by any package manager changes it), and BUILD_INPUTS.
+ */
+function inputsOf(bundled) {
+  const inputs = new Set(BUILD_INPUTS);
+  for (const input of bundled) {
+    if (input.includes(":")) continue; // esbuild's virtual modules (the absent devtools)
+    const dependency = /^(.*node_modules\/(?:@[^/]+\/)?[^/]+)\//.exec(input);
+    inputs.add(dependency ? `${dependency[1]}/package.json` : input);
+  }
+  return [...inputs].sort();
 }
 
 /** A name part no other build, in this process or another, is using. */

@@ -106,6 +106,41 @@ describe("the bundle a program starts from", () => {
     );
   });
 
+  it("builds anew when a bundled dependency changes version", async () => {
+    const dir = await aPackage("upgrade", 1);
+    const dependency = path.join(dir, "node_modules", "greeting");
+    await mkdir(dependency, { recursive: true });
+    const install = async (version: string, text: string) => {
+      await writeFile(
+        path.join(dependency, "package.json"),
+        JSON.stringify({ name: "greeting", version, type: "module", main: "index.js" }),
+      );
+      await writeFile(path.join(dependency, "index.js"), `export const greeting = "${text}";\n`);
+      for (const file of ["package.json", "index.js"]) {
+        await dateBack(path.join(dependency, file), 60_000);
+      }
+    };
+    await install("1.0.0", "hello");
+    await writeFile(
+      path.join(dir, "entry.ts"),
+      'export { greeting } from "greeting";\nexport { value as answer } from "./value.js";\n',
+    );
+    await dateBack(path.join(dir, "entry.ts"), 60_000);
+    expect(await loadBundled("entry.ts", "app", dir)).toMatchObject({ greeting: "hello" });
+
+    await install("2.0.0", "hi");
+    expect(await loadBundled("entry.ts", "app", dir)).toMatchObject({ greeting: "hi" });
+    expect(await bundlesIn(dir)).toHaveLength(2);
+  });
+
+  it("runs nothing from a cache it cannot write, so the caller runs the sources", async () => {
+    const dir = await aPackage("unwritable", 1);
+    // A file where the cache directory belongs: nothing can be made inside it.
+    await mkdir(path.join(dir, "node_modules", ".cache"), { recursive: true });
+    await writeFile(cacheOf(dir), "");
+    expect(await loadBundled("entry.ts", "app", dir)).toBeUndefined();
+  });
+
   it("reports a source that does not compile with esbuild's message", async () => {
     const dir = await aPackage("broken", 1);
     await writeFile(path.join(dir, "value.ts"), "export const value: number = ;\n");
