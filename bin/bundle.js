@@ -71,7 +71,10 @@ async function build(bundle, entry) {
     banner: {
       js: "import { createRequire as __createRequire } from 'node:module'; const require = __createRequire(import.meta.url);",
     },
-    plugins: [absentReactDevtools],
+    // Class and function names as written (CommanderError, not CommanderError2): errors and
+    // stacks read as they do from the sources.
+    keepNames: true,
+    plugins: [sourceLocations, absentReactDevtools],
   });
   const inputs = inputsOf(Object.keys(result.metafile.inputs));
   const directory = directoryOf(bundle, await digest(bundle.root, inputs));
@@ -133,9 +136,13 @@ function directoryOf(bundle, hash) {
   return path.join(bundle.cache, `${bundle.name}-${hash}`);
 }
 
-/** SHA-256 over each input's path and content (a missing input counts as missing). */
+/**
+ * SHA-256 over the package's location and each input's path and content (a missing input counts
+ * as missing).
+ */
 async function digest(root, inputs) {
   const hash = createHash("sha256");
+  hash.update(`${root}\0`);
   for (const input of inputs) {
     hash.update(`${input}\0`);
     try {
@@ -181,6 +188,26 @@ async function readJson(file) {
 async function exists(file) {
   return Boolean(await stat(file).catch(() => undefined));
 }
+
+/**
+ * `import.meta.url` in a bundled module means the module's own file, as it does unbundled: Ink,
+ * for one, reads its package.json beside it when DEV=true. Replaced by that file's URL (so the
+ * digest includes where the package is: a moved checkout builds anew).
+ */
+const sourceLocations = {
+  name: "source-locations",
+  setup(build) {
+    build.onLoad({ filter: /\.(?:m?js|tsx?)$/ }, async (args) => {
+      const text = await readFile(args.path, "utf8");
+      if (!text.includes("import.meta.url")) return undefined;
+      const extension = path.extname(args.path).slice(1);
+      return {
+        contents: text.replaceAll("import.meta.url", JSON.stringify(pathToFileURL(args.path).href)),
+        loader: extension === "ts" || extension === "tsx" ? extension : "js",
+      };
+    });
+  },
+};
 
 /**
  * Ink imports React DevTools' connector only when DEV=true, and reports when the package is not

@@ -133,6 +133,43 @@ describe("the bundle a program starts from", () => {
     expect(await bundlesIn(dir)).toHaveLength(2);
   });
 
+  it("keeps what a module sees of itself: its own file's URL and its classes' names", async () => {
+    const dir = await aPackage("locations", 1);
+    const dependency = path.join(dir, "node_modules", "notes");
+    await mkdir(dependency, { recursive: true });
+    await writeFile(
+      path.join(dependency, "package.json"),
+      JSON.stringify({ name: "notes", version: "1.0.0", type: "module", main: "index.js" }),
+    );
+    // As Ink reads its own package.json when DEV=true: a file beside the module.
+    await writeFile(path.join(dependency, "note.txt"), "beside the module");
+    await writeFile(
+      path.join(dependency, "index.js"),
+      [
+        'import { readFileSync } from "node:fs";',
+        'export const note = readFileSync(new URL("./note.txt", import.meta.url), "utf8");',
+        "export class Reading {}",
+      ].join("\n"),
+    );
+    // A class of the same name in the entry: the bundle must rename one of the two.
+    await writeFile(
+      path.join(dir, "entry.ts"),
+      [
+        'import { note, Reading as TheirReading } from "notes";',
+        "class Reading {}",
+        "export const names = [new Reading().constructor.name, new TheirReading().constructor.name];",
+        "export { note };",
+      ].join("\n"),
+    );
+    for (const file of [path.join(dir, "entry.ts"), path.join(dependency, "index.js")]) {
+      await dateBack(file, 60_000);
+    }
+    expect(await loadBundled("entry.ts", "app", dir)).toMatchObject({
+      note: "beside the module",
+      names: ["Reading", "Reading"],
+    });
+  });
+
   it("runs nothing from a cache it cannot write, so the caller runs the sources", async () => {
     const dir = await aPackage("unwritable", 1);
     // A file where the cache directory belongs: nothing can be made inside it.
