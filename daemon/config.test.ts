@@ -135,6 +135,19 @@ describe("CONSENT_TRUST_PROXY", () => {
   });
 });
 
+describe("CONSENT_MIN_FREE_MB", () => {
+  it("is 64 MB unless set, 0 turns the disk guard off, and anything else is refused", () => {
+    expect(loadConfig({}).minFreeMb).toBe(64);
+    expect(loadConfig({ CONSENT_MIN_FREE_MB: "0" }).minFreeMb).toBe(0);
+    expect(loadConfig({ CONSENT_MIN_FREE_MB: "2048" }).minFreeMb).toBe(2048);
+    for (const value of ["-1", "1.5", "64MB", "100000001"]) {
+      expect(configErrorOf({ CONSENT_MIN_FREE_MB: value }).message).toBe(
+        `CONSENT_MIN_FREE_MB must be a whole number of megabytes from 0 to 100000000, not "${value}"`,
+      );
+    }
+  });
+});
+
 describe("URLs and the log level", () => {
   it("takes only http(s) URLs for the daemon and the public base, naming the variable", () => {
     expect(loadConfig({ CONSENT_DAEMON_URL: "https://daemon.internal:50051/" }).daemonUrl).toBe(

@@ -37,6 +37,11 @@ export interface Config {
    * before another daemon (or its own restart) may take it over; unset: 60 s (dispatcher.ts).
    */
   webhookLeaseMs: number | undefined;
+  /**
+   * CONSENT_MIN_FREE_MB: the embedded store refuses writes while its disk has less free space
+   * than this (daemon/store/disk-guard.ts); 0 turns the guard off. Default 64.
+   */
+  minFreeMb: number;
 }
 
 export class ConfigError extends Error {
@@ -52,6 +57,9 @@ export class StartupError extends Error {
 }
 
 /** pino's levels, and `silent`. */
+/** CONSENT_MIN_FREE_MB when unset: room for many thousands of records, far from a full disk. */
+const DEFAULT_MIN_FREE_MB = 64;
+
 const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"];
 
 /**
@@ -221,6 +229,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     geoHeader,
     logLevel: logLevel(env.CONSENT_LOG_LEVEL),
     webhookAllowCidrs: cidrList(env.CONSENT_WEBHOOK_ALLOW_CIDRS, "CONSENT_WEBHOOK_ALLOW_CIDRS"),
+    minFreeMb:
+      wholeNumberIn(
+        env.CONSENT_MIN_FREE_MB,
+        0,
+        100_000_000,
+        "CONSENT_MIN_FREE_MB",
+        "a whole number of megabytes",
+      ) ?? DEFAULT_MIN_FREE_MB,
     webhookLeaseMs: wholeNumberIn(
       env.CONSENT_WEBHOOK_LEASE_MS,
       1_000,

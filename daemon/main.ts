@@ -1,3 +1,4 @@
+import type { Logger } from "pino";
 import { loadSecrets } from "#daemon/bootstrap.js";
 import { systemClock } from "#daemon/clock.js";
 import { type Config, loadConfig, StartupError } from "#daemon/config.js";
@@ -10,14 +11,25 @@ import type { Store } from "#daemon/store/store.js";
 import { workerPublicChanges } from "#daemon/worker-messages.js";
 
 /** The one place that picks the store adapter: MongoDB when MONGODB_URI is set, else LMDB. */
-export async function openStore(config: Config): Promise<Store> {
+export async function openStore(config: Config, logger?: Logger): Promise<Store> {
   if (config.mongoUri) {
     const { openMongoStore } = await import("#daemon/store/mongo-store.js");
     return openMongoStore({ uri: config.mongoUri });
   }
   const { openLmdbStore } = await import("#daemon/store/lmdb-store.js");
   try {
-    return await openLmdbStore({ dataDir: config.dataDir });
+    return await openLmdbStore({
+      dataDir: config.dataDir,
+      minFreeBytes: config.minFreeMb * 1024 * 1024,
+      onRoomChange: (refusing, freeBytes) => {
+        const free = `${Math.floor(freeBytes / (1024 * 1024))} MB free`;
+        if (refusing) {
+          logger?.error(
+            `the data directory's disk has ${free}, below CONSENT_MIN_FREE_MB (${config.minFreeMb} MB): the embedded store refuses writes (500) until there is room`,
+          );
+        } else logger?.info(`the data directory's disk has ${free} again: writes are accepted`);
+      },
+    });
   } catch (error) {
     // Files the process may not write, a full disk: the operator's to fix, told in one line.
     throw new StartupError(
@@ -50,7 +62,7 @@ export async function runDaemon(options: {
       `subject identity hashing is unavailable: ${secrets.identityProblem}; subject endpoints answer 503`,
     );
   }
-  const store = await openStore(config);
+  const store = await openStore(config, logger);
   const daemon = createDaemon({
     store,
     operatorToken: secrets.operatorToken,

@@ -4,6 +4,7 @@ import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
 import { DomainError, type FailureKind } from "#daemon/errors.js";
 import { isParseFailure } from "#daemon/rpc/parse-failures.js";
 import { rateLimitHeaders } from "#daemon/rpc/rate-limit-headers.js";
+import { StoreFullError } from "#daemon/store/disk-guard.js";
 import { ErrorInfoSchema } from "#gen/consent/v1/errors_pb.js";
 
 /** decisions §7: the gRPC code of each kind of failure. */
@@ -68,6 +69,11 @@ export function domainErrorInterceptor(logger: ErrorLogger): Interceptor {
     const translate = (error: unknown): ConnectError => {
       if (error instanceof DomainError) return toConnectError(error);
       if (isParseFailure(error)) return new ConnectError(error.rawMessage, Code.InvalidArgument);
+      // A full disk: the guard has reported it once; a log entry per refused write would only
+      // add to what fills the disk.
+      if (error instanceof StoreFullError) {
+        return new ConnectError("internal error", Code.Internal, undefined, undefined, error);
+      }
       if (
         error instanceof ConnectError &&
         error.code !== Code.Internal &&

@@ -7,6 +7,7 @@ import { createLmdbConsentLogStore } from "#daemon/consent-log/lmdb-consent-log-
 import { createLmdbKeyStore } from "#daemon/keys/lmdb-key-store.js";
 import { createLmdbCounterStore } from "#daemon/limits/lmdb-counter-store.js";
 import { createLmdbSessionStore } from "#daemon/sessions/lmdb-session-store.js";
+import { type DiskGuard, watchFreeSpace } from "#daemon/store/disk-guard.js";
 import type { Store } from "#daemon/store/store.js";
 import { createLmdbSubjectStore } from "#daemon/subjects/lmdb-subject-store.js";
 import { createLmdbTeamStore } from "#daemon/teams/lmdb-team-store.js";
@@ -15,6 +16,13 @@ import { createLmdbWebhookStore, type OutboxEntry } from "#daemon/webhooks/lmdb-
 export interface LmdbStoreOptions {
   /** Directory holding the environments; created when missing. Several daemons may share it. */
   dataDir: string;
+  /**
+   * Writes to the records are refused (StoreFullError) while the disk has fewer free bytes than
+   * this (disk-guard.ts); 0, the default, never refuses. The daemon passes CONSENT_MIN_FREE_MB.
+   */
+  minFreeBytes?: number;
+  /** Told when the store starts refusing writes for want of room, and when it stops. */
+  onRoomChange?: (refusing: boolean, freeBytes: number) => void;
 }
 
 /**
@@ -46,6 +54,62 @@ function openRecords(dataDir: string): RootDatabase {
   return openEnvironment({ path: join(dataDir, "records"), overlappingSync: false, maxDbs: 32 });
 }
 
+/** lmdb's methods that write, by whether they answer with a promise or at once. */
+const ASYNC_WRITES = [
+  "put",
+  "remove",
+  "del",
+  "ifNoExists",
+  "ifVersion",
+  "batch",
+  "drop",
+  "clearAsync",
+  "transaction",
+  "childTransaction",
+  "transactionAsync",
+] as const;
+const SYNC_WRITES = ["putSync", "removeSync", "dropSync", "clearSync", "transactionSync"] as const;
+
+/**
+ * The records environment with every write, on it and on each database opened from it, checked
+ * against the disk guard first: refused writes fail as a rejected promise or a throw, as each
+ * method fails. The counters environment is not guarded: refusing its writes would refuse every
+ * request, reads included, and its pages are reused as windows expire, so it hardly grows.
+ */
+function guardRecordWrites(records: RootDatabase, guard: DiskGuard): RootDatabase {
+  const guardWrites = (db: object) => {
+    const methods = db as Record<string, (...args: unknown[]) => unknown>;
+    for (const name of ASYNC_WRITES) {
+      const write = methods[name];
+      if (typeof write !== "function") continue;
+      methods[name] = function (this: unknown, ...args: unknown[]) {
+        try {
+          guard.assertRoom();
+        } catch (error) {
+          return Promise.reject(error);
+        }
+        return write.apply(this, args);
+      };
+    }
+    for (const name of SYNC_WRITES) {
+      const write = methods[name];
+      if (typeof write !== "function") continue;
+      methods[name] = function (this: unknown, ...args: unknown[]) {
+        guard.assertRoom();
+        return write.apply(this, args);
+      };
+    }
+  };
+  guardWrites(records);
+  const openDB = records.openDB.bind(records);
+  records.openDB = ((...args: Parameters<typeof openDB>) => {
+    const db = openDB(...args);
+    guardWrites(db);
+    return db;
+  }) as typeof records.openDB;
+  return records;
+}
+
 /**
  * Opens the rate-limit environment, `<dataDir>/counters`, without fsync (noSync): a machine crash
  * may lose recent counts, but the hot path never waits for the disk. A separate environment, since
@@ -64,7 +128,12 @@ export async function openLmdbStore(options: LmdbStoreOptions): Promise<Store> {
   for (const directory of ["records", "counters"]) {
     await mkdir(join(options.dataDir, directory), { recursive: true, mode: DIRECTORY_MODE });
   }
-  const records = openRecords(options.dataDir);
+  const guard = await watchFreeSpace({
+    directory: options.dataDir,
+    minFreeBytes: options.minFreeBytes ?? 0,
+    onChange: options.onRoomChange,
+  });
+  const records = guardRecordWrites(openRecords(options.dataDir), guard);
   let counterEnv: RootDatabase;
   try {
     counterEnv = openCounters(options.dataDir);

@@ -1,6 +1,6 @@
 import { spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
-import { mkdir, mkdtemp, rm, stat } from "node:fs/promises";
+import { mkdir, mkdtemp, rm, stat, statfs } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
@@ -79,6 +79,36 @@ describe("LMDB store", () => {
         expect((await stat(join(dataDir, environment, file))).mode & 0o777).toBe(0o600);
       }
     }
+  });
+
+  it("refuses writes to its records while the disk has less room than asked, and still reads", async () => {
+    const dataDir = await tempDir();
+    const now = new Date();
+    const team = { id: randomUUID(), name: "Acme", plan: "free", createdAt: now, updatedAt: now };
+    const writable = await openLmdbStore({ dataDir });
+    await writable.teams.insert(team);
+    await writable.close();
+
+    // More room than this disk has: every write is refused, reads are served.
+    const free = await statfs(dataDir);
+    const changes: boolean[] = [];
+    const full = await openLmdbStore({
+      dataDir,
+      minFreeBytes: free.bavail * free.bsize + 1024 ** 3,
+      onRoomChange: (refusing) => changes.push(refusing),
+    });
+    expect(changes).toEqual([true]);
+    await expect(full.teams.insert({ ...team, id: randomUUID() })).rejects.toThrow(
+      /^the data directory's disk has \d+ MB free, below CONSENT_MIN_FREE_MB \(\d+ MB\): writes are refused until there is room$/,
+    );
+    await expect(full.teams.setPlan(team.id, "professional", now)).rejects.toMatchObject({
+      name: "StoreFullError",
+    });
+    expect(await full.teams.get(team.id)).toEqual(team);
+    expect(await full.teams.list()).toEqual([team]);
+    // The counters are not guarded: refusing them would refuse every request, reads included.
+    expect(await full.counters.increment("requests:k", shifted(now, DAY), now)).toBe(1);
+    await full.close();
   });
 
   it("rejects ping once closed", async () => {

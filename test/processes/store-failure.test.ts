@@ -1,10 +1,10 @@
-import { stat } from "node:fs/promises";
+import { stat, statfs } from "node:fs/promises";
 import path from "node:path";
 import { createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { describe, expect, it } from "vitest";
 import { ConsentLogService } from "#gen/consent/v1/consent_log_pb.js";
-import { createBanner, createTeam, http, mintKey } from "#test/support/api.js";
+import { consentState, createBanner, createTeam, http, mintKey } from "#test/support/api.js";
 import { aChoice, ipSource, postLog } from "#test/support/consent-log.js";
 import { startService, useProgramRoot } from "#test/support/processes.js";
 
@@ -72,5 +72,45 @@ describe("npm start when the disk refuses a write", { timeout: 120_000 }, () => 
     );
     expect(new Set(entries.map((entry) => entry.consentLogId))).toEqual(new Set(acknowledged));
     expect(await again.program.stop()).toBe(0);
+  });
+
+  it("refuses writes while the disk has less room than CONSENT_MIN_FREE_MB, says so once, and serves reads", async () => {
+    const dataDir = dirs.join("guarded");
+    const first = await startService(dataDir);
+    const { key } = await mintKey(first.service, await createTeam(first.service));
+    const { publicId } = await createBanner(first.service, key);
+    expect(await first.program.stop()).toBe(0);
+
+    // A minimum above what this disk has free: the guard refuses from the start.
+    const disk = await statfs(dataDir);
+    const minFreeMb = Math.ceil((disk.bavail * disk.bsize) / 1024 ** 2) + 1024;
+    const { program, service } = await startService(dataDir, {
+      CONSENT_MIN_FREE_MB: String(minFreeMb),
+      CONSENT_TRUST_PROXY: "127.0.0.1",
+      CONSENT_LOG_LEVEL: "info",
+    });
+    const logged = await postLog(service, aChoice(publicId));
+    expect(logged.status).toBe(500);
+    expect(logged.body).toMatchObject({ success: false, error: "Internal server error" });
+    const put = await http(service, "PUT", "/api/v1/consent/subjects/state", {
+      key,
+      body: { bannerId: publicId, subjectId: "s-1", baseVersion: 0, consentState: consentState() },
+    });
+    expect(put.status).toBe(500);
+    expect(put.body).toMatchObject({
+      data: { error: "Internal server error", code: "internal_error" },
+    });
+    expect(JSON.stringify(put.body)).not.toMatch(/MB free|CONSENT_MIN_FREE_MB/);
+
+    const listed = await http(service, "GET", "/api/v1/banners", { key });
+    expect(listed.status).toBe(200);
+    expect(listed.body.data.banners).toHaveLength(1);
+    // One line for the operator, not one per refused write.
+    const output = program.stdout() + program.stderr();
+    expect(
+      output.match(/below CONSENT_MIN_FREE_MB \(\d+ MB\): the embedded store refuses writes/g),
+    ).toHaveLength(1);
+    expect(output).not.toMatch(/unexpected error in RPC handler/);
+    expect(await program.stop()).toBe(0);
   });
 });
