@@ -23,10 +23,13 @@ const BUILD_INPUTS = [
 ];
 
 /**
- * A superseded bundle is removed once it is this old: a process started from it may still load
- * its chunks (the views, when it first prints), so not at once.
+ * A superseded bundle is removed this long after it was superseded: a process started from it may
+ * still load its chunks (the views, when it first prints), so not at once.
  */
 const STALE_AFTER_MS = 24 * 60 * 60 * 1000;
+
+/** The file that marks a bundle directory superseded, dated when it was first found so. */
+const SUPERSEDED = ".superseded";
 
 /**
  * The exports of `entry` (a path relative to `root`, the package root by default), loaded from
@@ -38,7 +41,7 @@ export async function loadBundled(entry, name, root = PACKAGE_ROOT) {
   const cache = path.join(root, "node_modules", ".cache", "consent-service");
   const bundle = { root, cache, name, manifest: path.join(cache, `${name}.inputs.json`) };
   const known = await readJson(bundle.manifest);
-  if (known) {
+  if (Array.isArray(known?.inputs)) {
     const file = path.join(directoryOf(bundle, await digest(root, known.inputs)), "main.js");
     if (await exists(file)) return import(pathToFileURL(file).href);
   }
@@ -46,8 +49,20 @@ export async function loadBundled(entry, name, root = PACKAGE_ROOT) {
   return built && import(pathToFileURL(built).href);
 }
 
-/** Builds the bundle, stores it under its inputs' digest, and returns its entry file. */
+/**
+ * Builds the bundle, stores it under its inputs' digest, and returns its entry file; undefined
+ * when it cannot be stored (the program then runs from its sources).
+ */
 async function build(bundle, entry) {
+  // Where the cache cannot be made (a read-only installation), no build is worth its time.
+  if (
+    !(await mkdir(bundle.cache, { recursive: true }).then(
+      () => true,
+      () => false,
+    ))
+  ) {
+    return undefined;
+  }
   const { build: esbuild } = await import("esbuild");
   const started = Date.now();
   const result = await esbuild({
@@ -74,23 +89,32 @@ async function build(bundle, entry) {
     // Class and function names as written (CommanderError, not CommanderError2): errors and
     // stacks read as they do from the sources.
     keepNames: true,
+    // Each module's own import.meta.url, dirname and filename: see sourceLocations.
+    define: Object.fromEntries(
+      Object.entries(IMPORT_META).map(([property, variable]) => [
+        `import.meta.${property}`,
+        variable,
+      ]),
+    ),
     plugins: [sourceLocations, absentReactDevtools],
   });
   const inputs = inputsOf(Object.keys(result.metafile.inputs));
   const directory = directoryOf(bundle, await digest(bundle.root, inputs));
   const draft = `${directory}.${privateSuffix()}.draft`;
   try {
-    await mkdir(draft, { recursive: true });
+    await mkdir(draft);
     for (const output of result.outputFiles) {
       await writeFile(
         path.join(draft, path.relative(path.join(bundle.cache, bundle.name), output.path)),
         output.contents,
       );
     }
-    // An input saved while esbuild read the sources may be newer than what was bundled: this
-    // bundle serves this run only (it is removed with the stale ones), and the next run builds
-    // again.
-    if (await changedSince(bundle.root, inputs, started)) return path.join(draft, "main.js");
+    // An input saved while esbuild read the sources may be newer than what was bundled: this run
+    // goes from the sources, and the next one builds again.
+    if (await changedSince(bundle.root, inputs, started)) {
+      await rm(draft, { recursive: true, force: true });
+      return undefined;
+    }
     // Written whole under a private name, then renamed: a process starting at the same moment
     // finds either no bundle or a complete one.
     try {
@@ -155,23 +179,43 @@ async function digest(root, inputs) {
   return hash.digest("hex").slice(0, 24);
 }
 
-/** Whether an input was modified after `time` (less a second, for coarse file times). */
+/**
+ * Whether an input was saved after `time` (less a second, for coarse file times) and before now.
+ * A file dated in the future (a clock set back, a copy from a machine ahead) was not saved
+ * during the build, and would otherwise make every run build again.
+ */
 async function changedSince(root, inputs, time) {
+  const now = Date.now();
   for (const input of inputs) {
     const info = await stat(path.join(root, input)).catch(() => undefined);
-    if (info && info.mtimeMs >= time - 1000) return true;
+    if (info && info.mtimeMs >= time - 1000 && info.mtimeMs <= now + 1000) return true;
   }
   return false;
 }
 
-/** Removes this bundle's other versions (and drafts) that nothing can still be starting from. */
+/**
+ * Removes this bundle's other versions a day after they were first found superseded, not a day
+ * after they were built: a program started from one may still be loading its chunks. The first
+ * finding is marked by a file in the directory. Drafts a cut-short build left go a day after.
+ */
 async function removeStale(bundle, current) {
   const now = Date.now();
   for (const entry of await readdir(bundle.cache)) {
     const directory = path.join(bundle.cache, entry);
     if (!entry.startsWith(`${bundle.name}-`) || directory === current) continue;
-    const info = await stat(directory).catch(() => undefined);
-    if (info && now - info.mtimeMs > STALE_AFTER_MS) {
+    if (entry.endsWith(".draft")) {
+      // A build in progress takes seconds; one left a day ago was cut short and is never loaded.
+      const info = await stat(directory).catch(() => undefined);
+      if (info && now - info.mtimeMs > STALE_AFTER_MS) {
+        await rm(directory, { recursive: true, force: true });
+      }
+      continue;
+    }
+    const marker = path.join(directory, SUPERSEDED);
+    const marked = await stat(marker).catch(() => undefined);
+    if (!marked) {
+      await writeFile(marker, "", { flag: "wx" }).catch(() => {});
+    } else if (now - marked.mtimeMs > STALE_AFTER_MS) {
       await rm(directory, { recursive: true, force: true });
     }
   }
@@ -189,21 +233,40 @@ async function exists(file) {
   return Boolean(await stat(file).catch(() => undefined));
 }
 
+/** The import.meta properties that name a module's file, and the variable each becomes. */
+const IMPORT_META = {
+  url: "__bundledImportMetaUrl",
+  dirname: "__bundledImportMetaDirname",
+  filename: "__bundledImportMetaFilename",
+};
+
 /**
- * `import.meta.url` in a bundled module means the module's own file, as it does unbundled: Ink,
- * for one, reads its package.json beside it when DEV=true. Replaced by that file's URL (so the
- * digest includes where the package is: a moved checkout builds anew).
+ * `import.meta.url` (and `dirname`, `filename`) in a bundled module mean the module's own file,
+ * as they do unbundled: Ink, for one, reads its package.json beside it when DEV=true. A module
+ * that mentions `import.meta` gets its own variables with those values, declared on its first
+ * line; esbuild's `define` rewrites the expressions themselves (never strings or comments) to
+ * them, and each binds to its module's declaration. The digest includes where the package is, so
+ * a moved checkout builds anew.
  */
 const sourceLocations = {
   name: "source-locations",
   setup(build) {
-    build.onLoad({ filter: /\.(?:m?js|tsx?)$/ }, async (args) => {
+    build.onLoad({ filter: /\.(?:[cm]?[jt]sx?)$/ }, async (args) => {
       const text = await readFile(args.path, "utf8");
-      if (!text.includes("import.meta.url")) return undefined;
-      const extension = path.extname(args.path).slice(1);
+      if (!text.includes("import.meta")) return undefined;
+      const values = {
+        url: pathToFileURL(args.path).href,
+        dirname: path.dirname(args.path),
+        filename: args.path,
+      };
+      const declarations = Object.entries(IMPORT_META)
+        .map(([property, variable]) => `var ${variable} = ${JSON.stringify(values[property])};`)
+        .join(" ");
+      const extension = path.extname(args.path).slice(1).replace(/^[cm]/, "");
       return {
-        contents: text.replaceAll("import.meta.url", JSON.stringify(pathToFileURL(args.path).href)),
-        loader: extension === "ts" || extension === "tsx" ? extension : "js",
+        // On the first line, so the module's own lines keep their numbers in the source map.
+        contents: `${declarations} ${text}`,
+        loader: ["ts", "tsx", "jsx"].includes(extension) ? extension : "js",
       };
     });
   },

@@ -1,5 +1,6 @@
 import type { Logger } from "pino";
 import type { Clock } from "#daemon/clock.js";
+import { StoreFullError } from "#daemon/store/disk-guard.js";
 import type { Store } from "#daemon/store/store.js";
 
 /** How often expired subject records, sessions and counters are removed. */
@@ -23,7 +24,11 @@ export function schedulePurge(store: Store, clock: Clock, logger: Logger): () =>
   const timer = setInterval(() => {
     purgeExpired(store, clock()).then(
       (removed) => logger.debug({ removed }, "purged expired records"),
-      (err) => logger.error({ err }, "purging expired records failed"),
+      (err) => {
+        // A full disk is reported once by the store's guard; the next round tries again.
+        if (!(err instanceof StoreFullError))
+          logger.error({ err }, "purging expired records failed");
+      },
     );
   }, PURGE_INTERVAL_MS);
   timer.unref();

@@ -1,5 +1,6 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { FastifyBaseLogger, FastifyReply, FastifyRequest } from "fastify";
+import { isStoreFull } from "#daemon/store/disk-guard.js";
 import { isDaemonUnreachable } from "#gateway/daemon-transport.js";
 import { snapshotJson } from "#gateway/json.js";
 import { type ErrorInfo, ErrorInfoSchema } from "#gen/consent/v1/errors_pb.js";
@@ -102,8 +103,10 @@ function warnUnreachable(state: UnreachableLog, now: number): void {
  */
 export function failureOf(request: FastifyRequest, error: unknown): HttpError {
   const httpError = httpErrorOf(error);
-  if (httpError.status === 500) request.log.error({ err: error }, "request failed");
-  else if (isDaemonUnreachable(error)) countUnreachable(request, error);
+  // A write refused for want of disk space was reported once by the daemon (isStoreFull).
+  if (httpError.status === 500 && !isStoreFull(error)) {
+    request.log.error({ err: error }, "request failed");
+  } else if (isDaemonUnreachable(error)) countUnreachable(request, error);
   return httpError;
 }
 

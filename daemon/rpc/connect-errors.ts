@@ -4,7 +4,7 @@ import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
 import { DomainError, type FailureKind } from "#daemon/errors.js";
 import { isParseFailure } from "#daemon/rpc/parse-failures.js";
 import { rateLimitHeaders } from "#daemon/rpc/rate-limit-headers.js";
-import { StoreFullError } from "#daemon/store/disk-guard.js";
+import { STORE_FULL_METADATA, StoreFullError } from "#daemon/store/disk-guard.js";
 import { ErrorInfoSchema } from "#gen/consent/v1/errors_pb.js";
 
 /** decisions §7: the gRPC code of each kind of failure. */
@@ -72,7 +72,13 @@ export function domainErrorInterceptor(logger: ErrorLogger): Interceptor {
       // A full disk: the guard has reported it once; a log entry per refused write would only
       // add to what fills the disk.
       if (error instanceof StoreFullError) {
-        return new ConnectError("internal error", Code.Internal, undefined, undefined, error);
+        return new ConnectError(
+          "internal error",
+          Code.Internal,
+          { [STORE_FULL_METADATA]: "1" },
+          undefined,
+          error,
+        );
       }
       if (
         error instanceof ConnectError &&

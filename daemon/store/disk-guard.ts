@@ -1,4 +1,5 @@
 import { statfs } from "node:fs/promises";
+import { Code, ConnectError } from "@connectrpc/connect";
 
 /**
  * Thrown instead of a write to the embedded store while its disk has less free space than
@@ -10,48 +11,64 @@ export class StoreFullError extends Error {
   override name = "StoreFullError";
 }
 
-/** How often the free space is measured again (lazily, on a write after this long). */
+/**
+ * Metadata of the internal error that answers a write the disk guard refused (set by the daemon's
+ * error interceptor, daemon/rpc/connect-errors.ts). The gateway answers it like any internal error, 500, but does not
+ * log it: the daemon has reported the full disk once, and a line per request would only add to
+ * what fills it.
+ */
+export const STORE_FULL_METADATA = "consent-store-full";
+
+/** Whether `error` is the answer to a write refused for want of disk space (in any process). */
+export function isStoreFull(error: unknown): boolean {
+  return (
+    error instanceof ConnectError &&
+    error.code === Code.Internal &&
+    error.metadata.get(STORE_FULL_METADATA) === "1"
+  );
+}
+
+/** How often the free space is measured. */
 const MEASURE_EVERY_MS = 1_000;
 
 export interface DiskGuardOptions {
-  /** A directory on the disk to watch (the data directory). */
+  /** A directory on the disk to watch (the records environment's). */
   directory: string;
   /** Writes are refused while fewer bytes than this are free; 0 never refuses. */
   minFreeBytes: number;
   /** Told when the guard starts refusing writes (`refusing` true) and when it stops. */
   onChange?: (refusing: boolean, freeBytes: number) => void;
-  /** Monotonic milliseconds (tests may drive it). */
-  now?: () => number;
 }
 
 export interface DiskGuard {
   /** Throws StoreFullError while the last measured free space is below the minimum. */
   assertRoom(): void;
+  /** Stops measuring. */
+  close(): void;
 }
 
 /**
  * Keeps the embedded store off a full disk. lmdb (3.5.6) overflows a heap buffer when a page
  * write fails for want of room, and the process may then abort (docs/behaviour.md, "Bodies and
  * errors"); refusing writes a little before the disk is full keeps it from getting there. The
- * check is synchronous and reads the last measurement, so a write waits for no system call; a
- * write more than a second after the last measurement starts the next one. The free space counted
- * is what an unprivileged process may use (statfs `bavail`).
+ * free space (what an unprivileged process may use, statfs `bavail`) is measured at start and
+ * then every second on a timer that never keeps the process alive; the check a write makes reads
+ * the last measurement, so no write waits for a system call.
  */
 export async function watchFreeSpace(options: DiskGuardOptions): Promise<DiskGuard> {
   const { directory, minFreeBytes, onChange } = options;
-  if (minFreeBytes <= 0) return { assertRoom() {} };
-  const now = options.now ?? (() => performance.now());
+  if (minFreeBytes <= 0) return { assertRoom() {}, close() {} };
   const measure = async () => {
     const stats = await statfs(directory);
     return stats.bavail * stats.bsize;
   };
   let freeBytes = await measure();
-  let measuredAt = now();
-  let measuring = false;
   let refusing = freeBytes < minFreeBytes;
   if (refusing) onChange?.(true, freeBytes);
 
-  const remeasure = () => {
+  let measuring = false;
+  const timer = setInterval(() => {
+    if (measuring) return;
     measuring = true;
     measure()
       .then((bytes) => {
@@ -62,22 +79,24 @@ export async function watchFreeSpace(options: DiskGuardOptions): Promise<DiskGua
           onChange?.(low, bytes);
         }
       })
-      // The directory gone or unreadable: keep the last measurement, try again later.
+      // The directory gone or unreadable: keep the last measurement, try again next time.
       .catch(() => {})
       .finally(() => {
-        measuredAt = now();
         measuring = false;
       });
-  };
+  }, MEASURE_EVERY_MS);
+  timer.unref();
 
   return {
     assertRoom() {
-      if (!measuring && now() - measuredAt >= MEASURE_EVERY_MS) remeasure();
       if (refusing) {
         throw new StoreFullError(
           `the data directory's disk has ${megabytes(freeBytes)} MB free, below CONSENT_MIN_FREE_MB (${megabytes(minFreeBytes)} MB): writes are refused until there is room`,
         );
       }
+    },
+    close() {
+      clearInterval(timer);
     },
   };
 }

@@ -129,7 +129,7 @@ export async function openLmdbStore(options: LmdbStoreOptions): Promise<Store> {
     await mkdir(join(options.dataDir, directory), { recursive: true, mode: DIRECTORY_MODE });
   }
   const guard = await watchFreeSpace({
-    directory: options.dataDir,
+    directory: join(options.dataDir, "records"),
     minFreeBytes: options.minFreeBytes ?? 0,
     onChange: options.onRoomChange,
   });
@@ -194,6 +194,7 @@ export async function openLmdbStore(options: LmdbStoreOptions): Promise<Store> {
     },
     async close() {
       closed = true;
+      guard.close();
       await Promise.all([records.close(), counterEnv.close()]);
     },
   };

@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import type { Logger } from "pino";
 import type { Clock } from "#daemon/clock.js";
 import type { ConsentLogRecord } from "#daemon/consent-log/consent-log-store.js";
+import { StoreFullError } from "#daemon/store/disk-guard.js";
 import type { Store } from "#daemon/store/store.js";
 import type { AddressGuard } from "#daemon/webhooks/address-guard.js";
 import type { Load } from "#daemon/webhooks/load-gauge.js";
@@ -192,7 +193,10 @@ export class WebhookDispatcher {
       try {
         worked = await this.runOnce();
       } catch (error) {
-        this.options.logger.error({ err: error }, "webhook dispatch pass failed");
+        // A full disk is reported once by the store's guard, not on every pass.
+        if (!(error instanceof StoreFullError)) {
+          this.options.logger.error({ err: error }, "webhook dispatch pass failed");
+        }
       }
       if (!this.running) break;
       if (worked === 0 && !this.woken) {
@@ -301,6 +305,7 @@ export class WebhookDispatcher {
     })
       .catch((error: unknown) => {
         // The claim's lease runs out and the attempt is made again (at least once).
+        if (error instanceof StoreFullError) return;
         this.options.logger.error(
           { err: error, deliveryId: delivery.id },
           "webhook attempt failed",

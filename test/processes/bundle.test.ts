@@ -68,8 +68,11 @@ describe("the bundle a program starts from", () => {
     expect(afterChange).toHaveLength(2);
     expect(afterChange).toContain(first);
 
-    // A superseded bundle stays a day (a running program may still load its chunks), then goes.
-    await dateBack(path.join(cacheOf(dir), `${first}`), ONE_DAY_MS + 60_000);
+    // A superseded bundle stays a day after it was superseded (a running program may still
+    // load its chunks), however old it is, then goes.
+    const marker = path.join(cacheOf(dir), first as string, ".superseded");
+    expect((await stat(marker)).isFile()).toBe(true);
+    await dateBack(marker, ONE_DAY_MS + 60_000);
     await setValue(dir, 3);
     expect(await loadBundled("entry.ts", "app", dir)).toMatchObject({ answer: 3 });
     const afterExpiry = await bundlesIn(dir);
@@ -77,20 +80,38 @@ describe("the bundle a program starts from", () => {
     expect(afterExpiry).not.toContain(first);
   });
 
-  it("serves, but does not keep, a bundle whose inputs changed while it was built", async () => {
-    const dir = await aPackage("busy", 1);
-    // Dated after the build starts: saved while esbuild was reading the sources.
-    const later = new Date(Date.now() + 60_000);
-    await utimes(path.join(dir, "value.ts"), later, later);
+  it("keeps a bundle built long ago for a day after a newer one replaces it", async () => {
+    const dir = await aPackage("long-lived", 1);
     expect(await loadBundled("entry.ts", "app", dir)).toMatchObject({ answer: 1 });
-    const [served] = await bundlesIn(dir);
-    expect(served).toMatch(/^app-[0-9a-f]{24}\.\d+-[0-9a-f]{8}\.draft$/);
+    const [old] = await bundlesIn(dir);
+    // Built two days ago, in use until now.
+    await dateBack(path.join(cacheOf(dir), old as string), 2 * ONE_DAY_MS);
+    await setValue(dir, 2);
+    expect(await loadBundled("entry.ts", "app", dir)).toMatchObject({ answer: 2 });
+    expect(await bundlesIn(dir)).toContain(old);
+  });
+
+  it("runs from the sources, storing nothing, when an input is saved while it builds", async () => {
+    const dir = await aPackage("busy", 1);
+    // Dated now: saved while esbuild was reading the sources.
+    const now = new Date();
+    await utimes(path.join(dir, "value.ts"), now, now);
+    expect(await loadBundled("entry.ts", "app", dir)).toBeUndefined();
+    expect(await bundlesIn(dir)).toEqual([]);
     await expect(manifestOf(dir)).rejects.toMatchObject({ code: "ENOENT" });
 
     await setValue(dir, 1);
     expect(await loadBundled("entry.ts", "app", dir)).toMatchObject({ answer: 1 });
-    expect(await bundlesIn(dir)).toContainEqual(expect.stringMatching(/^app-[0-9a-f]{24}$/));
-    expect((await manifestOf(dir)).isFile()).toBe(true);
+    expect(await bundlesIn(dir)).toEqual([expect.stringMatching(/^app-[0-9a-f]{24}$/)]);
+  });
+
+  it("stores a bundle whose inputs are dated in the future (a clock set back), once", async () => {
+    const dir = await aPackage("ahead", 1);
+    const later = new Date(Date.now() + 60 * 60_000);
+    await utimes(path.join(dir, "value.ts"), later, later);
+    expect(await loadBundled("entry.ts", "app", dir)).toMatchObject({ answer: 1 });
+    expect(await loadBundled("entry.ts", "app", dir)).toMatchObject({ answer: 1 });
+    expect(await bundlesIn(dir)).toEqual([expect.stringMatching(/^app-[0-9a-f]{24}$/)]);
   });
 
   it("stores one whole bundle when several starts build at once", async () => {
@@ -148,6 +169,8 @@ describe("the bundle a program starts from", () => {
       [
         'import { readFileSync } from "node:fs";',
         'export const note = readFileSync(new URL("./note.txt", import.meta.url), "utf8");',
+        "export const here = import.meta.dirname;",
+        'export const words = "pass import.meta.url to createRequire";',
         "export class Reading {}",
       ].join("\n"),
     );
@@ -155,17 +178,24 @@ describe("the bundle a program starts from", () => {
     await writeFile(
       path.join(dir, "entry.ts"),
       [
-        'import { note, Reading as TheirReading } from "notes";',
+        'import { here, note, Reading as TheirReading, words } from "notes";',
         "class Reading {}",
         "export const names = [new Reading().constructor.name, new TheirReading().constructor.name];",
-        "export { note };",
+        "export { here, note, words };",
       ].join("\n"),
     );
-    for (const file of [path.join(dir, "entry.ts"), path.join(dependency, "index.js")]) {
+    for (const file of [
+      path.join(dir, "entry.ts"),
+      path.join(dependency, "index.js"),
+      path.join(dependency, "package.json"),
+    ]) {
       await dateBack(file, 60_000);
     }
     expect(await loadBundled("entry.ts", "app", dir)).toMatchObject({
       note: "beside the module",
+      here: dependency,
+      // Strings that mention it are left as written.
+      words: "pass import.meta.url to createRequire",
       names: ["Reading", "Reading"],
     });
   });
