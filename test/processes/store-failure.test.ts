@@ -18,13 +18,19 @@ const ROOM_KB = 256;
 describe("npm start when the disk refuses a write", { timeout: 120_000 }, () => {
   const dirs = useProgramRoot("consent-disk-");
 
-  it("answers 500 for the refused write and stays up", async () => {
-    const dataDir = dirs.join("data");
-    // A first start creates the store; the second runs with little room left to grow it.
+  /** A first start on `dataDir`: a team, a key and a banner are stored, then it stops. */
+  async function storeWithBanner(dataDir: string) {
     const first = await startService(dataDir);
     const { key } = await mintKey(first.service, await createTeam(first.service));
     const { publicId } = await createBanner(first.service, key);
     expect(await first.program.stop()).toBe(0);
+    return { key, publicId };
+  }
+
+  it("answers 500 for the refused write and stays up", async () => {
+    const dataDir = dirs.join("data");
+    // A first start creates the store; the second runs with little room left to grow it.
+    const { key, publicId } = await storeWithBanner(dataDir);
     const sizeKb = Math.ceil((await stat(path.join(dataDir, "records", "data.mdb"))).size / 1024);
 
     const { program, service } = await startService(
@@ -76,10 +82,7 @@ describe("npm start when the disk refuses a write", { timeout: 120_000 }, () => 
 
   it("refuses writes while the disk has less room than CONSENT_MIN_FREE_MB, says so once, and serves reads", async () => {
     const dataDir = dirs.join("guarded");
-    const first = await startService(dataDir);
-    const { key } = await mintKey(first.service, await createTeam(first.service));
-    const { publicId } = await createBanner(first.service, key);
-    expect(await first.program.stop()).toBe(0);
+    const { key, publicId } = await storeWithBanner(dataDir);
 
     // A minimum above what this disk has free: the guard refuses from the start.
     const disk = await statfs(dataDir);
