@@ -42,8 +42,13 @@ export async function loadBundled(entry, name, root = PACKAGE_ROOT) {
   const bundle = { root, cache, name, manifest: path.join(cache, `${name}.inputs.json`) };
   const known = await readJson(bundle.manifest);
   if (Array.isArray(known?.inputs)) {
-    const file = path.join(directoryOf(bundle, await digest(root, known.inputs)), "main.js");
-    if (await exists(file)) return import(pathToFileURL(file).href);
+    const directory = directoryOf(bundle, await digest(root, known.inputs));
+    const file = path.join(directory, "main.js");
+    if (await exists(file)) {
+      // In use again (sources put back as they were): no longer superseded.
+      await rm(path.join(directory, SUPERSEDED), { force: true }).catch(() => {});
+      return import(pathToFileURL(file).href);
+    }
   }
   const built = await build(bundle, entry);
   return built && import(pathToFileURL(built).href);

@@ -72,11 +72,20 @@ describe("the bundle a program starts from", () => {
     // load its chunks), however old it is, then goes.
     const marker = path.join(cacheOf(dir), first as string, ".superseded");
     expect((await stat(marker)).isFile()).toBe(true);
-    await dateBack(marker, ONE_DAY_MS + 60_000);
+    // Sources put back as they were: the first bundle is in use again, and superseded no more.
+    await setValue(dir, 1);
+    expect(await loadBundled("entry.ts", "app", dir)).toMatchObject({ answer: 1 });
+    await expect(stat(marker)).rejects.toMatchObject({ code: "ENOENT" });
+    // Superseded again by the next build, and removed a day after that.
     await setValue(dir, 3);
     expect(await loadBundled("entry.ts", "app", dir)).toMatchObject({ answer: 3 });
+    expect((await stat(marker)).isFile()).toBe(true);
+    await dateBack(marker, ONE_DAY_MS + 60_000);
+    await setValue(dir, 4);
+    expect(await loadBundled("entry.ts", "app", dir)).toMatchObject({ answer: 4 });
     const afterExpiry = await bundlesIn(dir);
-    expect(afterExpiry).toHaveLength(2);
+    // The bundles of 2, 3 and 4: the first two superseded, but less than a day ago.
+    expect(afterExpiry).toHaveLength(3);
     expect(afterExpiry).not.toContain(first);
   });
 
