@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { constants } from "node:fs";
-import { copyFile, link, mkdir, open, readFile, rm } from "node:fs/promises";
+import { copyFile, link, mkdir, open, readFile, rm, stat } from "node:fs/promises";
 import path from "node:path";
 import { generateOperatorToken } from "#daemon/auth/secrets.js";
 import { type Config, StartupError } from "#daemon/config.js";
@@ -8,6 +8,33 @@ import { type IdentityKey, parseIdentityKeys } from "#daemon/identity/subject-id
 
 export const ADMIN_TOKEN_FILE = "admin-token";
 export const IDENTITY_KEY_FILE = "identity-key";
+
+/** The files of a data directory that must be the owner's alone: secrets and the store's. */
+const PRIVATE_FILES = [
+  ADMIN_TOKEN_FILE,
+  IDENTITY_KEY_FILE,
+  "records/data.mdb",
+  "records/lock.mdb",
+  "counters/data.mdb",
+  "counters/lock.mdb",
+];
+
+/**
+ * The data directory's private files that other users may read or write, each with its mode
+ * ("records/data.mdb (644)"): files made by an older version, before the store's files were
+ * created owner-only, or copied in. The service creates them 0600 and never changes the mode of
+ * a file that exists, so it reports them instead.
+ */
+export async function exposedFiles(dataDir: string): Promise<string[]> {
+  const exposed: string[] = [];
+  for (const file of PRIVATE_FILES) {
+    const info = await stat(path.join(dataDir, file)).catch(() => undefined);
+    if (info && (info.mode & 0o077) !== 0) {
+      exposed.push(`${file} (${(info.mode & 0o777).toString(8)})`);
+    }
+  }
+  return exposed;
+}
 
 /** What start-up found or created; `created` lists the secrets made on this start. */
 export interface Secrets {

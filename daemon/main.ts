@@ -1,5 +1,5 @@
 import type { Logger } from "pino";
-import { loadSecrets } from "#daemon/bootstrap.js";
+import { exposedFiles, loadSecrets } from "#daemon/bootstrap.js";
 import { systemClock } from "#daemon/clock.js";
 import { type Config, loadConfig, StartupError } from "#daemon/config.js";
 import { stopOnSignals } from "#daemon/drain-exit.js";
@@ -93,6 +93,13 @@ export async function runDaemon(options: {
     });
   }
   if (options.welcome !== false) {
+    // Once per service (with the welcome): files other users may read or write.
+    const exposed = await exposedFiles(config.dataDir);
+    if (exposed.length > 0) {
+      logger.warn(
+        `other users may read or write ${exposed.join(", ")} in ${config.dataDir}, which hold the operator token, the identity key and the records (webhook secrets included): make them the owner's alone, e.g. chmod go-rwx on each`,
+      );
+    }
     const created = options.welcome?.created ?? secrets.created;
     printWelcome(config, store.kind, server.url, gateway?.url, created);
   }

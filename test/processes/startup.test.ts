@@ -1,5 +1,5 @@
 import { once } from "node:events";
-import { mkdtemp, readFile, rm, stat, writeFile } from "node:fs/promises";
+import { chmod, mkdtemp, readFile, rm, stat, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
@@ -96,6 +96,26 @@ describe("start-up of the real programs", () => {
     expect(await secrets()).toEqual(before);
     expect(second.stdout()).not.toContain("First start");
     expect(second.stdout()).toContain("npx consentctl keys create");
+    expect((await fetch(`${gatewayUrl}/api/v1/health`)).status).toBe(200);
+  });
+
+  it("warns once, naming them, when files of the data dir can be read by other users", async () => {
+    const dataDir = path.join(root, "exposed");
+    const first = startProgram(PROGRAMS.consent, { CONSENT_DATA_DIR: dataDir });
+    await first.waitFor(GATEWAY_URL);
+    expect(first.stdout() + first.stderr()).not.toMatch(/other users may read or write/);
+    expect(await first.stop()).toBe(0);
+
+    // As an older version left them, or a copy made them.
+    await chmod(path.join(dataDir, "admin-token"), 0o644);
+    await chmod(path.join(dataDir, "records", "data.mdb"), 0o666);
+    const second = startProgram(PROGRAMS.consent, { CONSENT_DATA_DIR: dataDir });
+    const gatewayUrl = await second.waitFor(GATEWAY_URL);
+    const warnings = (second.stdout() + second.stderr()).match(
+      /other users may read or write[^\n]*/g,
+    );
+    expect(warnings).toHaveLength(1);
+    expect(warnings?.[0]).toContain(`admin-token (644), records/data.mdb (666) in ${dataDir}`);
     expect((await fetch(`${gatewayUrl}/api/v1/health`)).status).toBe(200);
   });
 
