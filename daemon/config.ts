@@ -56,10 +56,10 @@ export class StartupError extends Error {
   override name = "StartupError";
 }
 
-/** pino's levels, and `silent`. */
 /** CONSENT_MIN_FREE_MB when unset: room for many thousands of records, far from a full disk. */
 const DEFAULT_MIN_FREE_MB = 64;
 
+/** pino's levels, and `silent`. */
 const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"];
 
 /**

@@ -21,14 +21,8 @@ export async function openStore(config: Config, logger?: Logger): Promise<Store>
     return await openLmdbStore({
       dataDir: config.dataDir,
       minFreeBytes: config.minFreeMb * 1024 * 1024,
-      onRoomChange: (refusing, freeBytes) => {
-        const free = `${Math.floor(freeBytes / (1024 * 1024))} MB free`;
-        if (refusing) {
-          logger?.error(
-            `the data directory's disk has ${free}, below CONSENT_MIN_FREE_MB (${config.minFreeMb} MB): the embedded store refuses writes (500) until there is room`,
-          );
-        } else logger?.info(`the data directory's disk has ${free} again: writes are accepted`);
-      },
+      onRoomChange: (refusing, message) =>
+        refusing ? logger?.error(message) : logger?.info(message),
     });
   } catch (error) {
     // Files the process may not write, a full disk: the operator's to fix, told in one line.

@@ -1,6 +1,6 @@
 import type { Logger } from "pino";
 import type { Clock } from "#daemon/clock.js";
-import { StoreFullError } from "#daemon/store/disk-guard.js";
+import { isStoreFull } from "#daemon/store/disk-guard.js";
 import type { Store } from "#daemon/store/store.js";
 
 /** How often expired subject records, sessions and counters are removed. */
@@ -26,8 +26,7 @@ export function schedulePurge(store: Store, clock: Clock, logger: Logger): () =>
       (removed) => logger.debug({ removed }, "purged expired records"),
       (err) => {
         // A full disk is reported once by the store's guard; the next round tries again.
-        if (!(err instanceof StoreFullError))
-          logger.error({ err }, "purging expired records failed");
+        if (!isStoreFull(err)) logger.error({ err }, "purging expired records failed");
       },
     );
   }, PURGE_INTERVAL_MS);

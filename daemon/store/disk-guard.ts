@@ -19,8 +19,12 @@ export class StoreFullError extends Error {
  */
 export const STORE_FULL_METADATA = "consent-store-full";
 
-/** Whether `error` is the answer to a write refused for want of disk space (in any process). */
+/**
+ * Whether `error` is a write refused for want of disk space: the store's own StoreFullError, or
+ * the daemon's answer to one (in this process or another).
+ */
 export function isStoreFull(error: unknown): boolean {
+  if (error instanceof StoreFullError) return true;
   return (
     error instanceof ConnectError &&
     error.code === Code.Internal &&
@@ -36,8 +40,11 @@ export interface DiskGuardOptions {
   directory: string;
   /** Writes are refused while fewer bytes than this are free; 0 never refuses. */
   minFreeBytes: number;
-  /** Told when the guard starts refusing writes (`refusing` true) and when it stops. */
-  onChange?: (refusing: boolean, freeBytes: number) => void;
+  /**
+   * Told when the guard starts refusing writes (`refusing` true, `message` the refusal every
+   * refused write carries) and when it stops (`message` says how much room there is again).
+   */
+  onChange?: (refusing: boolean, message: string) => void;
 }
 
 export interface DiskGuard {
@@ -48,23 +55,26 @@ export interface DiskGuard {
 }
 
 /**
- * Keeps the embedded store off a full disk. lmdb (3.5.6) overflows a heap buffer when a page
+ * Keeps the embedded store off a full disk, or undefined when `minFreeBytes` is 0 (no guard). lmdb (3.5.6) overflows a heap buffer when a page
  * write fails for want of room, and the process may then abort (docs/behaviour.md, "Bodies and
  * errors"); refusing writes a little before the disk is full keeps it from getting there. The
  * free space (what an unprivileged process may use, statfs `bavail`) is measured at start and
  * then every second on a timer that never keeps the process alive; the check a write makes reads
  * the last measurement, so no write waits for a system call.
  */
-export async function watchFreeSpace(options: DiskGuardOptions): Promise<DiskGuard> {
+export async function watchFreeSpace(options: DiskGuardOptions): Promise<DiskGuard | undefined> {
   const { directory, minFreeBytes, onChange } = options;
-  if (minFreeBytes <= 0) return { assertRoom() {}, close() {} };
+  if (minFreeBytes <= 0) return undefined;
   const measure = async () => {
     const stats = await statfs(directory);
     return stats.bavail * stats.bsize;
   };
   let freeBytes = await measure();
   let refusing = freeBytes < minFreeBytes;
-  if (refusing) onChange?.(true, freeBytes);
+  const free = () => `the data directory's disk has ${megabytes(freeBytes)} MB free`;
+  const refusal = () =>
+    `${free()}, below CONSENT_MIN_FREE_MB (${megabytes(minFreeBytes)} MB): the embedded store refuses writes until there is room`;
+  if (refusing) onChange?.(true, refusal());
 
   let measuring = false;
   const timer = setInterval(() => {
@@ -74,10 +84,9 @@ export async function watchFreeSpace(options: DiskGuardOptions): Promise<DiskGua
       .then((bytes) => {
         freeBytes = bytes;
         const low = bytes < minFreeBytes;
-        if (low !== refusing) {
-          refusing = low;
-          onChange?.(low, bytes);
-        }
+        if (low === refusing) return;
+        refusing = low;
+        onChange?.(low, low ? refusal() : `${free()} again: writes are accepted`);
       })
       // The directory gone or unreadable: keep the last measurement, try again next time.
       .catch(() => {})
@@ -89,11 +98,7 @@ export async function watchFreeSpace(options: DiskGuardOptions): Promise<DiskGua
 
   return {
     assertRoom() {
-      if (refusing) {
-        throw new StoreFullError(
-          `the data directory's disk has ${megabytes(freeBytes)} MB free, below CONSENT_MIN_FREE_MB (${megabytes(minFreeBytes)} MB): writes are refused until there is room`,
-        );
-      }
+      if (refusing) throw new StoreFullError(refusal());
     },
     close() {
       clearInterval(timer);

@@ -7,7 +7,7 @@ import { createLmdbConsentLogStore } from "#daemon/consent-log/lmdb-consent-log-
 import { createLmdbKeyStore } from "#daemon/keys/lmdb-key-store.js";
 import { createLmdbCounterStore } from "#daemon/limits/lmdb-counter-store.js";
 import { createLmdbSessionStore } from "#daemon/sessions/lmdb-session-store.js";
-import { type DiskGuard, watchFreeSpace } from "#daemon/store/disk-guard.js";
+import { type DiskGuard, type DiskGuardOptions, watchFreeSpace } from "#daemon/store/disk-guard.js";
 import type { Store } from "#daemon/store/store.js";
 import { createLmdbSubjectStore } from "#daemon/subjects/lmdb-subject-store.js";
 import { createLmdbTeamStore } from "#daemon/teams/lmdb-team-store.js";
@@ -21,8 +21,8 @@ export interface LmdbStoreOptions {
    * this (disk-guard.ts); 0, the default, never refuses. The daemon passes CONSENT_MIN_FREE_MB.
    */
   minFreeBytes?: number;
-  /** Told when the store starts refusing writes for want of room, and when it stops. */
-  onRoomChange?: (refusing: boolean, freeBytes: number) => void;
+  /** Told when the store starts refusing writes for want of room, and when it stops (disk-guard.ts). */
+  onRoomChange?: DiskGuardOptions["onChange"];
 }
 
 /**
@@ -54,48 +54,45 @@ function openRecords(dataDir: string): RootDatabase {
   return openEnvironment({ path: join(dataDir, "records"), overlappingSync: false, maxDbs: 32 });
 }
 
-/** lmdb's methods that write, by whether they answer with a promise or at once. */
-const ASYNC_WRITES = [
-  "put",
-  "remove",
-  "del",
-  "ifNoExists",
-  "ifVersion",
-  "batch",
-  "drop",
-  "clearAsync",
-  "transaction",
-  "childTransaction",
-  "transactionAsync",
-] as const;
-const SYNC_WRITES = ["putSync", "removeSync", "dropSync", "clearSync", "transactionSync"] as const;
+/** lmdb's methods that write, each with whether it answers with a promise (else at once). */
+const WRITES = {
+  put: true,
+  remove: true,
+  del: true,
+  ifNoExists: true,
+  ifVersion: true,
+  batch: true,
+  drop: true,
+  clearAsync: true,
+  transaction: true,
+  childTransaction: true,
+  transactionAsync: true,
+  putSync: false,
+  removeSync: false,
+  dropSync: false,
+  clearSync: false,
+  transactionSync: false,
+} as const;
 
 /**
  * The records environment with every write, on it and on each database opened from it, checked
- * against the disk guard first: refused writes fail as a rejected promise or a throw, as each
- * method fails. The counters environment is not guarded: refusing its writes would refuse every
+ * against the disk guard first: a refused write fails as that method fails, a rejected promise or
+ * a throw. The counters environment is not guarded: refusing its writes would refuse every
  * request, reads included, and its pages are reused as windows expire, so it hardly grows.
  */
 function guardRecordWrites(records: RootDatabase, guard: DiskGuard): RootDatabase {
   const guardWrites = (db: object) => {
     const methods = db as Record<string, (...args: unknown[]) => unknown>;
-    for (const name of ASYNC_WRITES) {
+    for (const [name, answersWithPromise] of Object.entries(WRITES)) {
       const write = methods[name];
       if (typeof write !== "function") continue;
       methods[name] = function (this: unknown, ...args: unknown[]) {
         try {
           guard.assertRoom();
         } catch (error) {
-          return Promise.reject(error);
+          if (answersWithPromise) return Promise.reject(error);
+          throw error;
         }
-        return write.apply(this, args);
-      };
-    }
-    for (const name of SYNC_WRITES) {
-      const write = methods[name];
-      if (typeof write !== "function") continue;
-      methods[name] = function (this: unknown, ...args: unknown[]) {
-        guard.assertRoom();
         return write.apply(this, args);
       };
     }
@@ -133,7 +130,10 @@ export async function openLmdbStore(options: LmdbStoreOptions): Promise<Store> {
     minFreeBytes: options.minFreeBytes ?? 0,
     onChange: options.onRoomChange,
   });
-  const records = guardRecordWrites(openRecords(options.dataDir), guard);
+  // Without a guard (CONSENT_MIN_FREE_MB=0) lmdb's write methods are left as they are.
+  const records = guard
+    ? guardRecordWrites(openRecords(options.dataDir), guard)
+    : openRecords(options.dataDir);
   let counterEnv: RootDatabase;
   try {
     counterEnv = openCounters(options.dataDir);
@@ -194,7 +194,7 @@ export async function openLmdbStore(options: LmdbStoreOptions): Promise<Store> {
     },
     async close() {
       closed = true;
-      guard.close();
+      guard?.close();
       await Promise.all([records.close(), counterEnv.close()]);
     },
   };

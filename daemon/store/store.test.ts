@@ -99,7 +99,7 @@ describe("LMDB store", () => {
     });
     expect(changes).toEqual([true]);
     await expect(full.teams.insert({ ...team, id: randomUUID() })).rejects.toThrow(
-      /^the data directory's disk has \d+ MB free, below CONSENT_MIN_FREE_MB \(\d+ MB\): writes are refused until there is room$/,
+      /^the data directory's disk has \d+ MB free, below CONSENT_MIN_FREE_MB \(\d+ MB\): the embedded store refuses writes until there is room$/,
     );
     await expect(full.teams.setPlan(team.id, "professional", now)).rejects.toMatchObject({
       name: "StoreFullError",

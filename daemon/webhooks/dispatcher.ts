@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import type { Logger } from "pino";
 import type { Clock } from "#daemon/clock.js";
 import type { ConsentLogRecord } from "#daemon/consent-log/consent-log-store.js";
-import { StoreFullError } from "#daemon/store/disk-guard.js";
+import { isStoreFull } from "#daemon/store/disk-guard.js";
 import type { Store } from "#daemon/store/store.js";
 import type { AddressGuard } from "#daemon/webhooks/address-guard.js";
 import type { Load } from "#daemon/webhooks/load-gauge.js";
@@ -194,7 +194,7 @@ export class WebhookDispatcher {
         worked = await this.runOnce();
       } catch (error) {
         // A full disk is reported once by the store's guard, not on every pass.
-        if (!(error instanceof StoreFullError)) {
+        if (!isStoreFull(error)) {
           this.options.logger.error({ err: error }, "webhook dispatch pass failed");
         }
       }
@@ -305,7 +305,7 @@ export class WebhookDispatcher {
     })
       .catch((error: unknown) => {
         // The claim's lease runs out and the attempt is made again (at least once).
-        if (error instanceof StoreFullError) return;
+        if (isStoreFull(error)) return;
         this.options.logger.error(
           { err: error, deliveryId: delivery.id },
           "webhook attempt failed",
