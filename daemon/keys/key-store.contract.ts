@@ -10,7 +10,7 @@ import {
   useFreshStore,
 } from "#daemon/store/store-contract-harness.js";
 
-function aKey(
+export function aKey(
   teamId: string,
   createdAt: Date,
   overrides: Partial<ApiKeyRecord> = {},

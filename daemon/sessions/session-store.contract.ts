@@ -10,7 +10,7 @@ import {
   useFreshStore,
 } from "#daemon/store/store-contract-harness.js";
 
-function aSession(createdAt: Date, expiresAt: Date, tokenHash?: string): SessionRecord {
+export function aSession(createdAt: Date, expiresAt: Date, tokenHash?: string): SessionRecord {
   return {
     id: randomUUID(),
     teamId: randomUUID(),

@@ -48,15 +48,36 @@ export interface DiskGuardOptions {
 }
 
 export interface DiskGuard {
-  /** Throws StoreFullError while the last measured free space is below the minimum. */
+  /** Throws StoreFullError while the guard refuses writes, unless inside exempting(). */
   assertRoom(): void;
+  /** Whether the caller runs inside exempting(). */
+  readonly exempt: boolean;
+  /**
+   * Runs `run` with the check lifted, for the writes that must never wait for room (the
+   * store's revocations and removals, lmdb-store.ts). Only what `run` does before it returns is
+   * exempt; the store carries the exemption into the transaction callbacks it starts.
+   */
+  exempting<T>(run: () => T): T;
   /** Stops measuring. */
   close(): void;
 }
 
+/** The most room past the minimum a refusing guard waits for. */
+const RESUME_MARGIN_CAP = 256 * 1024 * 1024;
+
 /**
- * Keeps the embedded store off a full disk, or undefined when `minFreeBytes` is 0 (no guard). lmdb (3.5.6) overflows a heap buffer when a page
- * write fails for want of room, and the process may then abort (docs/behaviour.md, "Bodies and
+ * Whether the guard refuses writes after a measurement of `freeBytes`. Once refusing, it accepts
+ * again only when a quarter of the minimum more is free (at most 256 MB more), so free space
+ * hovering at the threshold does not turn the store on and off, and log a line, every second.
+ */
+export function refusesWrites(refusing: boolean, freeBytes: number, minFreeBytes: number): boolean {
+  if (!refusing) return freeBytes < minFreeBytes;
+  return freeBytes < minFreeBytes + Math.min(Math.ceil(minFreeBytes / 4), RESUME_MARGIN_CAP);
+}
+
+/**
+ * Keeps the embedded store off a full disk, or undefined when `minFreeBytes` is 0 (no guard).
+ * lmdb (3.5.6) overflows a heap buffer when a page write fails for want of room, and the process may then abort (docs/behaviour.md, "Bodies and
  * errors"); refusing writes a little before the disk is full keeps it from getting there. The
  * free space (what an unprivileged process may use, statfs `bavail`) is measured at start and
  * then every second on a timer that never keeps the process alive; the check a write makes reads
@@ -69,25 +90,26 @@ export async function watchFreeSpace(options: DiskGuardOptions): Promise<DiskGua
     const stats = await statfs(directory);
     return stats.bavail * stats.bsize;
   };
-  let freeBytes = await measure();
-  let refusing = freeBytes < minFreeBytes;
-  const free = () => `the data directory's disk has ${megabytes(freeBytes)} MB free`;
-  const refusal = () =>
-    `${free()}, below CONSENT_MIN_FREE_MB (${megabytes(minFreeBytes)} MB): the embedded store refuses writes until there is room`;
-  if (refusing) onChange?.(true, refusal());
+  const free = (bytes: number) => `the data directory's disk has ${megabytes(bytes)} MB free`;
+  /** What a refused write says (the sentence of the measurement that began the refusal), else undefined. */
+  let refusal: string | undefined;
+  const update = (bytes: number) => {
+    const refusing = refusesWrites(refusal !== undefined, bytes, minFreeBytes);
+    if (refusing === (refusal !== undefined)) return;
+    refusal = refusing
+      ? `${free(bytes)}, below CONSENT_MIN_FREE_MB (${megabytes(minFreeBytes)} MB): the embedded store refuses writes until there is room`
+      : undefined;
+    onChange?.(refusing, refusal ?? `${free(bytes)} again: writes are accepted`);
+  };
+  update(await measure());
+  let exemptDepth = 0;
 
   let measuring = false;
   const timer = setInterval(() => {
     if (measuring) return;
     measuring = true;
     measure()
-      .then((bytes) => {
-        freeBytes = bytes;
-        const low = bytes < minFreeBytes;
-        if (low === refusing) return;
-        refusing = low;
-        onChange?.(low, low ? refusal() : `${free()} again: writes are accepted`);
-      })
+      .then(update)
       // The directory gone or unreadable: keep the last measurement, try again next time.
       .catch(() => {})
       .finally(() => {
@@ -98,7 +120,18 @@ export async function watchFreeSpace(options: DiskGuardOptions): Promise<DiskGua
 
   return {
     assertRoom() {
-      if (refusing) throw new StoreFullError(refusal());
+      if (refusal !== undefined && exemptDepth === 0) throw new StoreFullError(refusal);
+    },
+    get exempt() {
+      return exemptDepth > 0;
+    },
+    exempting(run) {
+      exemptDepth++;
+      try {
+        return run();
+      } finally {
+        exemptDepth--;
+      }
     },
     close() {
       clearInterval(timer);

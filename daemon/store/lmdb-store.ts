@@ -74,6 +74,42 @@ const WRITES = {
   transactionSync: false,
 } as const;
 
+/** lmdb's write methods that take a callback to run inside the transaction. */
+const TRANSACTIONS = new Set([
+  "transaction",
+  "childTransaction",
+  "transactionAsync",
+  "transactionSync",
+]);
+
+/**
+ * The writes the disk guard lets through: revocations and removals. However little room is
+ * left, a compromised key or session can be revoked, a subject's state erased (spec 4.7), a
+ * webhook endpoint removed with its deliveries, and purge can free pages for later writes. Each
+ * writes a few pages, well within the room CONSENT_MIN_FREE_MB keeps. Each method starts its
+ * transaction before it first awaits, so the exemption reaches it (guardRecordWrites).
+ */
+const EXEMPT_WRITES = {
+  keys: ["revoke"],
+  sessions: ["revoke", "purgeExpired"],
+  subjects: ["delete", "purgeExpired"],
+  webhooks: ["deleteEndpoint"],
+} as const;
+
+/** Runs the sub-stores' EXEMPT_WRITES inside guard.exempting(). */
+function exemptWrites(store: Store, guard: DiskGuard) {
+  for (const [part, names] of Object.entries(EXEMPT_WRITES)) {
+    const subStore = store[part as keyof typeof EXEMPT_WRITES] as unknown as Record<
+      string,
+      (...args: unknown[]) => unknown
+    >;
+    for (const name of names) {
+      const method = subStore[name] as (...args: unknown[]) => unknown;
+      subStore[name] = (...args: unknown[]) => guard.exempting(() => method.apply(subStore, args));
+    }
+  }
+}
+
 /**
  * The records environment with every write, on it and on each database opened from it, checked
  * against the disk guard first: a refused write fails as that method fails, a rejected promise or
@@ -92,6 +128,11 @@ function guardRecordWrites(records: RootDatabase, guard: DiskGuard): RootDatabas
         } catch (error) {
           if (answersWithPromise) return Promise.reject(error);
           throw error;
+        }
+        // An exempt write's transaction callback runs later, in lmdb's batch: exempt too.
+        const [callback] = args;
+        if (guard.exempt && TRANSACTIONS.has(name) && typeof callback === "function") {
+          args[0] = (...inner: unknown[]) => guard.exempting(() => callback(...inner));
         }
         return write.apply(this, args);
       };
@@ -198,6 +239,7 @@ export async function openLmdbStore(options: LmdbStoreOptions): Promise<Store> {
       await Promise.all([records.close(), counterEnv.close()]);
     },
   };
+  if (guard) exemptWrites(store, guard);
   const parts = store as unknown as Record<(typeof SUB_STORES)[number], object>;
   for (const part of SUB_STORES) parts[part] = refusingAfterClose(parts[part], () => closed);
   return store;

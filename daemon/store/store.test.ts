@@ -9,15 +9,19 @@ import { MongoClient } from "mongodb";
 import { afterAll, describe, expect, it } from "vitest";
 import { describeBannerStoreContract } from "#daemon/banners/banner-store.contract.js";
 import { describeConsentLogStoreContract } from "#daemon/consent-log/consent-log-store.contract.js";
-import { describeKeyStoreContract } from "#daemon/keys/key-store.contract.js";
+import { aKey, describeKeyStoreContract } from "#daemon/keys/key-store.contract.js";
 import { describeCounterStoreContract } from "#daemon/limits/counter-store.contract.js";
-import { describeSessionStoreContract } from "#daemon/sessions/session-store.contract.js";
+import { aSession, describeSessionStoreContract } from "#daemon/sessions/session-store.contract.js";
+import { refusesWrites } from "#daemon/store/disk-guard.js";
 import { incrementMany, writeSubjectConcurrently } from "#daemon/store/lmdb-second-process.js";
 import { openLmdbStore } from "#daemon/store/lmdb-store.js";
 import { DAY, type OpenStore, shifted } from "#daemon/store/store-contract-harness.js";
 import { aSubject, describeSubjectStoreContract } from "#daemon/subjects/subject-store.contract.js";
 import { describeTeamStoreContract } from "#daemon/teams/team-store.contract.js";
-import { describeWebhookStoreContract } from "#daemon/webhooks/webhook-store.contract.js";
+import {
+  anEndpoint,
+  describeWebhookStoreContract,
+} from "#daemon/webhooks/webhook-store.contract.js";
 
 /** Every port's contract, plus the Store's own promises, for one adapter. */
 function describeStoreContracts(openStore: OpenStore): void {
@@ -109,6 +113,64 @@ describe("LMDB store", () => {
     // The counters are not guarded: refusing them would refuse every request, reads included.
     expect(await full.counters.increment("requests:k", shifted(now, DAY), now)).toBe(1);
     await full.close();
+  });
+
+  it("lets revocations and removals through while it refuses other writes, and keeps them", async () => {
+    const dataDir = await tempDir();
+    const now = new Date();
+    const teamId = randomUUID();
+    const key = aKey(teamId, now);
+    const session = aSession(now, shifted(now, DAY));
+    const endpoint = anEndpoint(teamId, now);
+    const kept = aSubject(`ik_1:${randomUUID()}`, 1, now);
+    const expired = aSubject(`ik_1:${randomUUID()}`, 1, shifted(now, -2 * DAY));
+    const writable = await openLmdbStore({ dataDir });
+    await writable.keys.insert(key);
+    await writable.sessions.insert(session);
+    await writable.webhooks.insertEndpoint(endpoint);
+    await writable.subjects.write(kept, 0, now);
+    await writable.subjects.write(expired, 0, shifted(now, -2 * DAY));
+    await writable.close();
+
+    const free = await statfs(dataDir);
+    const full = await openLmdbStore({
+      dataDir,
+      minFreeBytes: free.bavail * free.bsize + 1024 ** 3,
+    });
+    // Started in the same turn as a revocation, an ordinary write is still refused.
+    const [revoked, refused] = await Promise.allSettled([
+      full.keys.revoke(key.id, now),
+      full.keys.insert(aKey(teamId, now)),
+    ]);
+    expect(revoked).toMatchObject({ status: "fulfilled", value: { id: key.id, revokedAt: now } });
+    expect(refused).toMatchObject({ status: "rejected", reason: { name: "StoreFullError" } });
+    expect(await full.sessions.revoke(session.id, now)).toMatchObject({ revokedAt: now });
+    expect(await full.subjects.delete([kept.subjectHash], now)).toBe(1);
+    expect(await full.subjects.purgeExpired(now)).toBe(1);
+    expect(await full.webhooks.deleteEndpoint(teamId, endpoint.id)).toBe(true);
+    await expect(full.subjects.write(kept, 0, now)).rejects.toMatchObject({
+      name: "StoreFullError",
+    });
+    await full.close();
+
+    const reopened = await openLmdbStore({ dataDir });
+    expect(await reopened.keys.get(key.id)).toMatchObject({ revokedAt: now });
+    expect(await reopened.keys.listByTeam(teamId)).toHaveLength(1);
+    expect(await reopened.sessions.get(session.id)).toMatchObject({ revokedAt: now });
+    expect(await reopened.subjects.find([kept.subjectHash, expired.subjectHash], now)).toBeNull();
+    expect(await reopened.webhooks.getEndpoint(teamId, endpoint.id)).toBeNull();
+    await reopened.close();
+  });
+
+  it("accepts writes again only once a quarter more than the minimum is free", () => {
+    const mb = 1024 ** 2;
+    expect(refusesWrites(false, 64 * mb, 64 * mb)).toBe(false);
+    expect(refusesWrites(false, 64 * mb - 1, 64 * mb)).toBe(true);
+    expect(refusesWrites(true, 70 * mb, 64 * mb)).toBe(true);
+    expect(refusesWrites(true, 80 * mb, 64 * mb)).toBe(false);
+    // The margin stops at 256 MB.
+    expect(refusesWrites(true, 10_256 * mb - 1, 10_000 * mb)).toBe(true);
+    expect(refusesWrites(true, 10_256 * mb, 10_000 * mb)).toBe(false);
   });
 
   it("rejects ping once closed", async () => {

@@ -30,7 +30,7 @@ function aRow(teamId: string, receivedAt: Date, method = "accept_all"): ConsentL
   };
 }
 
-function anEndpoint(teamId: string, createdAt: Date): WebhookEndpointRecord {
+export function anEndpoint(teamId: string, createdAt: Date): WebhookEndpointRecord {
   return {
     id: randomUUID(),
     teamId,

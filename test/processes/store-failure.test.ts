@@ -4,7 +4,14 @@ import { createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { describe, expect, it } from "vitest";
 import { ConsentLogService } from "#gen/consent/v1/consent_log_pb.js";
-import { consentState, createBanner, createTeam, http, mintKey } from "#test/support/api.js";
+import {
+  consentState,
+  createBanner,
+  createTeam,
+  http,
+  mintKey,
+  operator,
+} from "#test/support/api.js";
 import { aChoice, ipSource, postLog } from "#test/support/consent-log.js";
 import { startService, useProgramRoot } from "#test/support/processes.js";
 
@@ -21,10 +28,10 @@ describe("npm start when the disk refuses a write", { timeout: 120_000 }, () => 
   /** A first start on `dataDir`: a team, a key and a banner are stored, then it stops. */
   async function storeWithBanner(dataDir: string) {
     const first = await startService(dataDir);
-    const { key } = await mintKey(first.service, await createTeam(first.service));
+    const { key, id: keyId } = await mintKey(first.service, await createTeam(first.service));
     const { publicId } = await createBanner(first.service, key);
     expect(await first.program.stop()).toBe(0);
-    return { key, publicId };
+    return { key, keyId, publicId };
   }
 
   it("answers 500 for the refused write and stays up", async () => {
@@ -80,9 +87,9 @@ describe("npm start when the disk refuses a write", { timeout: 120_000 }, () => 
     expect(await again.program.stop()).toBe(0);
   });
 
-  it("refuses writes while the disk has less room than CONSENT_MIN_FREE_MB, says so once, and serves reads", async () => {
+  it("refuses writes while the disk has less room than CONSENT_MIN_FREE_MB, says so once, serves reads, and still revokes and erases", async () => {
     const dataDir = dirs.join("guarded");
-    const { key, publicId } = await storeWithBanner(dataDir);
+    const { key, keyId, publicId } = await storeWithBanner(dataDir);
 
     // A minimum above what this disk has free: the guard refuses from the start.
     const disk = await statfs(dataDir);
@@ -108,6 +115,17 @@ describe("npm start when the disk refuses a write", { timeout: 120_000 }, () => 
     const listed = await http(service, "GET", "/api/v1/banners", { key });
     expect(listed.status).toBe(200);
     expect(listed.body.data.banners).toHaveLength(1);
+    // A visitor's erasure and an operator's revocation do not wait for room.
+    const erased = await http(service, "DELETE", "/api/v1/consent/subjects/state", {
+      key,
+      body: { bannerId: publicId, subjectId: "s-1" },
+    });
+    expect(erased.status).toBe(200);
+    expect(erased.body.data).toEqual({ success: true, deleted: 0 });
+    const { admin, auth } = operator(service);
+    expect((await admin.revokeApiKey({ id: keyId }, auth)).apiKey?.revokedAt).toBeDefined();
+    const afterRevocation = await http(service, "GET", "/api/v1/banners", { key });
+    expect(afterRevocation.status).toBe(401);
     // One line for the operator, not one per refused write.
     const output = program.stdout() + program.stderr();
     expect(
