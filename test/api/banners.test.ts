@@ -453,6 +453,47 @@ describe("banners", () => {
     expect(patched.body.data.details).toHaveLength(3);
   });
 
+  it("refuses jurisdiction rules that could never match: unassigned countries, repeats, regions outside the rule's countries", async () => {
+    const rulesOf = (jurisdictionRules: unknown[]) =>
+      http(service, "POST", "/api/v1/banners", {
+        key,
+        body: { name: "Geo", domain: "geo.example", configuration: { jurisdictionRules } },
+      });
+    const refused = await rulesOf([
+      { id: "eu", countries: ["DE", "UK", "XX", "DE"], mode: "opt_in" },
+      {
+        id: "us",
+        countries: ["US"],
+        regions: ["US-CA", "DE-BY", "ZZ-1", "US-CA"],
+        mode: "opt_out",
+      },
+    ]);
+    const country =
+      "must be an assigned ISO 3166-1 alpha-2 code such as DE (the United Kingdom is GB)";
+    const at = (field: string, message: string) => ({ field, message: `${field} ${message}` });
+    expect(refused.status).toBe(400);
+    expect(refused.body.data.details).toEqual([
+      at("configuration.jurisdictionRules[0].countries[1]", country),
+      at("configuration.jurisdictionRules[0].countries[2]", country),
+      at("configuration.jurisdictionRules[0].countries", "must not repeat a country: DE"),
+      at(
+        "configuration.jurisdictionRules[1].regions[2]",
+        "must be an ISO 3166-2 code of an assigned country, such as US-CA",
+      ),
+      at("configuration.jurisdictionRules[1].regions", "must not repeat a region: US-CA"),
+      at(
+        "configuration.jurisdictionRules[1].regions[1]",
+        "must lie in one of the rule's countries (US), or the rule never matches there",
+      ),
+    ]);
+    const accepted = await rulesOf([
+      { id: "ca", regions: ["US-CA"], mode: "opt_in" },
+      { id: "us", countries: ["US"], regions: ["US-VA", "US-CO"], mode: "opt_out" },
+      { id: "eea", countries: ["DE", "FR", "GB", "XK"], mode: "opt_in" },
+    ]);
+    expect(accepted.status).toBe(201);
+  });
+
   it("refuses a body that is not UTF-8 as invalid JSON, without a code; a UTF-8 BOM is read past", async () => {
     const send = (method: string, path: string, body: Buffer) =>
       http(service, method, path, { key, body });
