@@ -1,4 +1,9 @@
-import { checkHealth } from "#cli/commands/health-check.js";
+import {
+  checkHealth,
+  type HealthReport,
+  WRITES_REFUSED,
+  WRITES_REFUSED_HINT,
+} from "#cli/commands/health-check.js";
 import type { CheckResult } from "#cli/components/check-list.js";
 import {
   type CommandContext,
@@ -113,14 +118,7 @@ async function daemonChecks(client: DaemonClient, context: CommandContext) {
         status: "pass",
         detail: `reachable at ${report.daemonUrl} (${report.latencyMs} ms)`,
       },
-      report.storeOk
-        ? { name: "store", status: "pass", detail: "the daemon's store answers" }
-        : {
-            name: "store",
-            status: "fail",
-            detail: `the daemon reports ${report.status}`,
-            hint: "check the daemon's log: its store (LMDB data dir or MONGODB_URI) does not answer",
-          },
+      storeCheck(report),
     ];
     return { reachable: true, checks };
   } catch (error) {
@@ -131,6 +129,21 @@ async function daemonChecks(client: DaemonClient, context: CommandContext) {
     ];
     return { reachable: false, checks };
   }
+}
+
+function storeCheck(report: HealthReport): CheckResult {
+  if (!report.storeOk) {
+    return {
+      name: "store",
+      status: "fail",
+      detail: `the daemon reports ${report.status}`,
+      hint: "check the daemon's log: its store (LMDB data dir or MONGODB_URI) does not answer",
+    };
+  }
+  if (report.writesOk === false) {
+    return { name: "store", status: "fail", detail: WRITES_REFUSED, hint: WRITES_REFUSED_HINT };
+  }
+  return { name: "store", status: "pass", detail: "the daemon's store answers" };
 }
 
 async function tokenValidityCheck(

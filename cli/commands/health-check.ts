@@ -1,4 +1,6 @@
+import { Code, ConnectError } from "@connectrpc/connect";
 import type { DaemonClient } from "#cli/daemon-client.js";
+import { STORE_WRITES_HEALTH } from "#daemon/health/health-service.js";
 import { HealthCheckResponse_ServingStatus as ServingStatus } from "#gen/grpc/health/v1/health_pb.js";
 
 /** What a health call learned: the daemon answered, and whether its store did. */
@@ -7,21 +9,43 @@ export interface HealthReport {
   /** grpc.health.v1 status name: SERVING while the store answers, NOT_SERVING when it does not. */
   status: string;
   storeOk: boolean;
+  /**
+   * Whether the store accepts writes (false while the disk guard refuses them, reads still
+   * served); undefined from a daemon that does not report it.
+   */
+  writesOk: boolean | undefined;
   latencyMs: number;
 }
 
+/** Why a store that answers may refuse writes, as health and doctor say it. */
+export const WRITES_REFUSED =
+  "the store refuses writes: the data directory's disk has less free space than CONSENT_MIN_FREE_MB (reads are served)";
+export const WRITES_REFUSED_HINT =
+  "free space on that disk (writes resume once a quarter more than the minimum is free), or lower CONSENT_MIN_FREE_MB";
+
 /**
- * Asks the daemon's standard grpc.health.v1 service about the whole server (service ""). The
- * daemon reports SERVING only while its store answers a ping, so one call covers both; `health`
- * and `doctor` share it.
+ * Asks the daemon's standard grpc.health.v1 service about the whole server (service "") and
+ * about writes (STORE_WRITES_HEALTH). The daemon reports SERVING for "" only while its store
+ * answers a ping, so one call covers both; `health` and `doctor` share it.
  */
 export async function checkHealth(client: DaemonClient): Promise<HealthReport> {
   const started = performance.now();
-  const { status } = await client.health.check({ service: "" });
+  const [{ status }, writes] = await Promise.all([
+    client.health.check({ service: "" }),
+    client.health.check({ service: STORE_WRITES_HEALTH }).then(
+      (response) => response.status,
+      (error: unknown) => {
+        // A daemon from before the name answers NOT_FOUND: it cannot say.
+        if (error instanceof ConnectError && error.code === Code.NotFound) return undefined;
+        throw error;
+      },
+    ),
+  ]);
   return {
     daemonUrl: client.url,
     status: ServingStatus[status] ?? String(status),
     storeOk: status === ServingStatus.SERVING,
+    writesOk: writes === undefined ? undefined : writes === ServingStatus.SERVING,
     latencyMs: Math.round(performance.now() - started),
   };
 }

@@ -21,7 +21,7 @@ describe.concurrent("consentctl health and doctor (against a real daemon)", {
     expect(result.stderr).toBe("");
     expect(JSON.parse(result.stdout)).toMatchObject({
       daemon: { url: service.daemonUrl, reachable: true, status: "SERVING" },
-      store: { ok: true },
+      store: { ok: true, acceptsWrites: true },
     });
   });
 

@@ -48,7 +48,7 @@ function healthJson(outcome: HealthOutcome) {
   const { report } = outcome;
   return {
     daemon: { url: report.daemonUrl, reachable: true, status: report.status },
-    store: { ok: report.storeOk },
+    store: { ok: report.storeOk, acceptsWrites: report.writesOk ?? null },
     latencyMs: report.latencyMs,
   };
 }
@@ -60,7 +60,12 @@ async function healthView() {
     outcome.reachable ? showReport(outcome.report) : showChecks(unreachableChecks(outcome.problem));
 }
 
-/** `health`: daemon and store status; exit 1 unless both are up. */
+/** Daemon and store up, and the store accepting writes (or not saying). */
+function healthy(report: HealthReport): boolean {
+  return report.storeOk && report.writesOk !== false;
+}
+
+/** `health`: daemon and store status; exit 1 unless both are up and writes are accepted. */
 export function registerHealthCommand(program: Command, runtime: Runtime): void {
   program
     .command("health")
@@ -76,7 +81,7 @@ export function registerHealthCommand(program: Command, runtime: Runtime): void 
         call: ({ client }) => probe(client),
         json: healthJson,
         view: healthView,
-        exitCode: (outcome) => (outcome.reachable && outcome.report.storeOk ? 0 : 1),
+        exitCode: (outcome) => (outcome.reachable && healthy(outcome.report) ? 0 : 1),
       }),
     );
 }

@@ -1,5 +1,9 @@
 import { Box, Text } from "ink";
-import type { HealthReport } from "#cli/commands/health-check.js";
+import {
+  type HealthReport,
+  WRITES_REFUSED,
+  WRITES_REFUSED_HINT,
+} from "#cli/commands/health-check.js";
 import { CheckList, type CheckResult } from "#cli/components/check-list.js";
 import { KeyValue } from "#cli/components/key-value.js";
 
@@ -13,14 +17,28 @@ export function HealthView({ report }: { report: HealthReport }) {
           value: `up at ${report.daemonUrl} (${report.latencyMs} ms)`,
           tone: "success",
         },
-        {
-          label: "Store",
-          value: report.storeOk ? "ok" : `unavailable (daemon reports ${report.status})`,
-          tone: report.storeOk ? "success" : "failure",
-        },
+        storeField(report),
       ]}
     />
   );
+}
+
+function storeField(report: HealthReport) {
+  if (!report.storeOk) {
+    return {
+      label: "Store",
+      value: `unavailable (daemon reports ${report.status})`,
+      tone: "failure" as const,
+    };
+  }
+  if (report.writesOk === false) {
+    return {
+      label: "Store",
+      value: `${WRITES_REFUSED}; ${WRITES_REFUSED_HINT}`,
+      tone: "failure" as const,
+    };
+  }
+  return { label: "Store", value: "ok", tone: "success" as const };
 }
 
 /** `doctor`: one line per check, then a verdict. */

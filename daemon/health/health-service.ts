@@ -10,30 +10,38 @@ import {
 const WATCH_INTERVAL_MS = 5_000;
 
 /**
+ * The health name that reports whether the store accepts writes: NOT_SERVING while the embedded
+ * store's disk guard refuses them (CONSENT_MIN_FREE_MB), though reads, and so "", are served.
+ */
+export const STORE_WRITES_HEALTH = "consent.store.writes";
+
+/**
  * The standard grpc.health.v1 service. The daemon serves only while its store answers; "" names
- * the whole server, and each consent.v1 service can be asked for by its full name.
+ * the whole server, each consent.v1 service can be asked for by its full name, and
+ * STORE_WRITES_HEALTH reports whether writes are accepted too.
  */
 export function createHealthService(
   store: Store,
   serviceNames: readonly string[],
 ): ServiceImpl<typeof Health> {
-  const known = new Set(["", ...serviceNames]);
+  const known = new Set(["", STORE_WRITES_HEALTH, ...serviceNames]);
 
-  async function status(): Promise<Status> {
+  async function status(service: string): Promise<Status> {
     try {
       await store.ping();
-      return Status.SERVING;
     } catch {
       // An unreachable store is exactly what NOT_SERVING reports; the ping error itself is noise.
       return Status.NOT_SERVING;
     }
+    if (service === STORE_WRITES_HEALTH && !store.acceptsWrites()) return Status.NOT_SERVING;
+    return Status.SERVING;
   }
 
   return {
     async check(request) {
       if (!known.has(request.service))
         throw new ConnectError(`unknown service ${request.service}`, Code.NotFound);
-      return { status: await status() };
+      return { status: await status(request.service) };
     },
 
     async *watch(request, ctx) {
@@ -43,7 +51,7 @@ export function createHealthService(
       }
       let last: Status | undefined;
       while (!ctx.signal.aborted) {
-        const current = await status();
+        const current = await status(request.service);
         if (current !== last) yield { status: current };
         last = current;
         await new Promise<void>((resolve) => {

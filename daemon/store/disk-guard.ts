@@ -50,6 +50,8 @@ export interface DiskGuardOptions {
 export interface DiskGuard {
   /** Throws StoreFullError while the guard refuses writes, unless inside exempting(). */
   assertRoom(): void;
+  /** Whether writes are refused (exempt ones aside). */
+  readonly refusing: boolean;
   /** Whether the caller runs inside exempting(). */
   readonly exempt: boolean;
   /**
@@ -121,6 +123,9 @@ export async function watchFreeSpace(options: DiskGuardOptions): Promise<DiskGua
   return {
     assertRoom() {
       if (refusal !== undefined && exemptDepth === 0) throw new StoreFullError(refusal);
+    },
+    get refusing() {
+      return refusal !== undefined;
     },
     get exempt() {
       return exemptDepth > 0;

@@ -229,6 +229,7 @@ export async function openLmdbStore(options: LmdbStoreOptions): Promise<Store> {
     }),
     // A one-key read of each environment's root (its catalogue of named databases): cheap, and it
     // throws once the environment is closed.
+    acceptsWrites: () => !guard?.refusing,
     async ping() {
       Array.from(records.getKeys({ limit: 1 }));
       Array.from(counterEnv.getKeys({ limit: 1 }));

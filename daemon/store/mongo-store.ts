@@ -102,6 +102,7 @@ function createStore(client: MongoClient, db: Db): Store {
       collections.webhookDeliveries,
       collections.consentLog,
     ),
+    acceptsWrites: () => true,
     async ping() {
       await db.command({ ping: 1 });
     },

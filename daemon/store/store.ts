@@ -24,6 +24,11 @@ export interface Store {
   readonly webhooks: WebhookStore;
   /** Resolves when the backend answers; rejects otherwise. */
   ping(): Promise<void>;
+  /**
+   * Whether the store accepts writes now: false while the embedded store's disk guard refuses
+   * them (disk-guard.ts). MongoDB answers each write itself, so its adapter always says true.
+   */
+  acceptsWrites(): boolean;
   /** Releases connections and file handles. */
   close(): Promise<void>;
 }

@@ -3,6 +3,7 @@ import path from "node:path";
 import { createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { describe, expect, it } from "vitest";
+import { runCli } from "#cli/test-support/cli-process.js";
 import { ConsentLogService } from "#gen/consent/v1/consent_log_pb.js";
 import {
   consentState,
@@ -124,6 +125,26 @@ describe("npm start when the disk refuses a write", { timeout: 120_000 }, () => 
     expect(erased.body.data).toEqual({ success: true, deleted: 0 });
     const { admin, auth } = operator(service);
     expect((await admin.revokeApiKey({ id: keyId }, auth)).apiKey?.revokedAt).toBeDefined();
+    // The operator's health check says so: exit 1, with what to do.
+    const [json, human, doctor] = await Promise.all([
+      runCli(["health", "--daemon", service.daemonUrl, "--json"]),
+      runCli(["health", "--daemon", service.daemonUrl]),
+      runCli(["doctor", "--daemon", service.daemonUrl, "--json"]),
+    ]);
+    expect(JSON.parse(doctor.stdout).checks).toContainEqual({
+      name: "store",
+      status: "fail",
+      detail: expect.stringMatching(/^the store refuses writes: /),
+      hint: expect.stringContaining("CONSENT_MIN_FREE_MB"),
+    });
+    expect([json.code, JSON.parse(json.stdout)]).toMatchObject([
+      1,
+      { daemon: { reachable: true, status: "SERVING" }, store: { ok: true, acceptsWrites: false } },
+    ]);
+    expect(human.code).toBe(1);
+    expect(human.stdout).toMatch(
+      /Store\s+the store refuses writes: the data directory's disk has less free space than CONSENT_MIN_FREE_MB/,
+    );
     const afterRevocation = await http(service, "GET", "/api/v1/banners", { key });
     expect(afterRevocation.status).toBe(401);
     // One line for the operator, not one per refused write.
