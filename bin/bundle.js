@@ -77,6 +77,9 @@ async function build(bundle, entry) {
     // Split at dynamic imports, so what a run does not use (Ink and React for --json) is neither
     // parsed nor evaluated.
     splitting: true,
+    // Loaded from node_modules at run time: lmdb finds its native binary beside its own files
+    // (consentctl backup is the one command that loads it).
+    external: ["lmdb"],
     platform: "node",
     format: "esm",
     target: "node20",

@@ -1,4 +1,5 @@
 import { Command, InvalidArgumentError, Option } from "commander";
+import { registerBackupCommand } from "#cli/commands/backup.js";
 import { registerBannerCommands } from "#cli/commands/banners.js";
 import { registerDoctorCommand } from "#cli/commands/doctor.js";
 import { registerHealthCommand } from "#cli/commands/health.js";
@@ -69,6 +70,7 @@ export function createProgram(io: Io, session: Session, json: boolean): Command 
   registerWebhookCommands(program, runtime);
   registerHealthCommand(program, runtime);
   registerDoctorCommand(program, runtime);
+  registerBackupCommand(program, runtime);
   return program;
 }
 

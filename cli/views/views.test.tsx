@@ -3,6 +3,7 @@ import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { render } from "ink-testing-library";
 import { describe, expect, it } from "vitest";
 import { jsonText, printable } from "#cli/format.js";
+import { BackupView } from "#cli/views/backup-views.js";
 import { BannerView } from "#cli/views/banner-views.js";
 import { keyStatus, MintedKeyView } from "#cli/views/key-views.js";
 import { SubjectView } from "#cli/views/subject-views.js";
@@ -94,5 +95,26 @@ describe("stored text on a terminal", () => {
     const frame = render(<SubjectView result={result} />).lastFrame() ?? "";
     expect(frame.replaceAll("\n", "")).not.toMatch(/\p{Cc}/u);
     expect(frame).toContain("ads\\u009d0;owned\\u009c");
+  });
+});
+
+describe("BackupView", () => {
+  it("lists each file and how to restore, and warns when the identity key stayed behind", () => {
+    const { lastFrame } = render(
+      <BackupView
+        report={{
+          to: "/var/backups/consent",
+          files: [{ file: "records/data.mdb", bytes: 905_216 }],
+          identityKeyIncluded: false,
+        }}
+      />,
+    );
+    const text = lastFrame() ?? "";
+    expect(text).toMatch(/Backup\s+\/var\/backups\/consent/);
+    expect(text).toMatch(/records\/data\.mdb\s+905,216 bytes/);
+    expect(text).toMatch(
+      /identity-key\s+not in the data directory \(the daemon reads CONSENT_IDENTITY_KEY\)/,
+    );
+    expect(text).toContain("Restore: stop the service");
   });
 });

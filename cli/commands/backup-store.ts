@@ -1,0 +1,150 @@
+import { constants } from "node:fs";
+import { chmod, copyFile, mkdir, open, rename, rm, stat } from "node:fs/promises";
+import path from "node:path";
+import { UserError } from "#cli/problems.js";
+import { ADMIN_TOKEN_FILE, IDENTITY_KEY_FILE } from "#daemon/bootstrap.js";
+
+/** The embedded store's durable environment in a data directory (daemon/store/lmdb-store.ts). */
+const RECORDS = "records";
+const RECORDS_FILE = `${RECORDS}/data.mdb`;
+
+/** One file of a backup, as written. */
+export interface BackupFile {
+  /** Path inside the backup directory ("records/data.mdb", "admin-token", "identity-key"). */
+  file: string;
+  bytes: number;
+}
+
+export interface BackupReport {
+  /** The backup directory: a data directory a daemon can start on. */
+  to: string;
+  files: BackupFile[];
+  /**
+   * Whether the identity key came along: false when the data directory has no identity-key file
+   * (the daemon reads CONSENT_IDENTITY_KEY), which the operator must then keep with the backup.
+   */
+  identityKeyIncluded: boolean;
+}
+
+/**
+ * Copies the embedded store of `dataDir` and its secrets into the new directory `to`, while the
+ * service runs: the records environment through LMDB's own copy (mdb_env_copy2, compacted),
+ * which reads one consistent snapshot in a read transaction and so never blocks a writer; then
+ * the operator token and the identity key, without which no subject state could be found
+ * again. The rate-limit counters are left out: they only hold the current windows.
+ *
+ * The result is a data directory: a daemon started with CONSENT_DATA_DIR set to it serves what
+ * the store held at the snapshot. It is built beside `to` under a private name, every file
+ * owner-only and synced, then renamed into place, so `to` either does not exist or is whole.
+ */
+export async function backupDataDir(dataDir: string, to: string): Promise<BackupReport> {
+  const source = path.join(dataDir, RECORDS);
+  if (!(await exists(path.join(dataDir, RECORDS_FILE)))) {
+    throw new UserError(
+      `There is no embedded store in ${dataDir}.`,
+      "set CONSENT_DATA_DIR to the daemon's data directory; a daemon on MongoDB (MONGODB_URI) is backed up with mongodump",
+      "no_store",
+    );
+  }
+  const target = path.resolve(to);
+  if (await exists(target)) {
+    throw new UserError(
+      `${target} already exists.`,
+      "name a directory that does not exist yet: a backup never writes over files",
+      "backup_exists",
+    );
+  }
+  await mkdir(path.dirname(target), { recursive: true, mode: 0o700 });
+  const draft = path.join(path.dirname(target), `.${path.basename(target)}.${process.pid}.partial`);
+  await mkdir(path.join(draft, RECORDS), { recursive: true, mode: 0o700 });
+  try {
+    await copyRecords(source, path.join(draft, RECORDS));
+    const files = [RECORDS_FILE];
+    for (const secret of [ADMIN_TOKEN_FILE, IDENTITY_KEY_FILE]) {
+      if (await copyIfPresent(path.join(dataDir, secret), path.join(draft, secret))) {
+        files.push(secret);
+      }
+    }
+    const written: BackupFile[] = [];
+    for (const file of files) {
+      const full = path.join(draft, file);
+      await chmod(full, 0o600);
+      await sync(full);
+      written.push({ file, bytes: (await stat(full)).size });
+    }
+    await sync(path.join(draft, RECORDS));
+    await sync(draft);
+    await rename(draft, target);
+    await sync(path.dirname(target));
+    return {
+      to: target,
+      files: written,
+      identityKeyIncluded: files.includes(IDENTITY_KEY_FILE),
+    };
+  } catch (error) {
+    await rm(draft, { recursive: true, force: true });
+    if (error instanceof UserError || isCode(error, "ENOTEMPTY") || isCode(error, "EEXIST")) {
+      throw error instanceof UserError
+        ? error
+        : new UserError(
+            `${target} appeared while the backup was made.`,
+            "run it again with a new directory",
+            "backup_exists",
+          );
+    }
+    throw new UserError(
+      `The backup failed: ${(error as Error).message}.`,
+      "check that the backup's disk has room and that this user may read the data directory",
+      "backup_failed",
+    );
+  }
+}
+
+/**
+ * The records environment's consistent copy, opened read-only beside the running daemons (LMDB
+ * shares an environment between processes). lmdb is loaded here, by this command only.
+ */
+async function copyRecords(source: string, directory: string): Promise<void> {
+  const { open: openEnvironment } = await import("lmdb");
+  const environment = openEnvironment({ path: source, readOnly: true });
+  try {
+    // The environment has a directory of its own, so LMDB writes data.mdb into `directory`.
+    await environment.backup(directory, true);
+  } finally {
+    await environment.close();
+  }
+}
+
+async function copyIfPresent(from: string, to: string): Promise<boolean> {
+  try {
+    await copyFile(from, to, constants.COPYFILE_EXCL);
+    return true;
+  } catch (error) {
+    if (isCode(error, "ENOENT")) return false;
+    throw error;
+  }
+}
+
+/** Flushes a file or a directory's entries to disk. */
+async function sync(file: string): Promise<void> {
+  const handle = await open(file, "r");
+  try {
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+}
+
+async function exists(file: string): Promise<boolean> {
+  return stat(file).then(
+    () => true,
+    (error: unknown) => {
+      if (isCode(error, "ENOENT")) return false;
+      throw error;
+    },
+  );
+}
+
+function isCode(error: unknown, code: string): boolean {
+  return (error as NodeJS.ErrnoException | undefined)?.code === code;
+}

@@ -1,0 +1,98 @@
+import { mkdtemp, readdir, rm, stat } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { cliFor, E2E_TIMEOUT_MS } from "#cli/test-support/cli-process.js";
+import { consentState, http } from "#test/support/api.js";
+import { aChoice, bannerFixture, postLog, storedRows } from "#test/support/consent-log.js";
+import { startTestService, type TestService } from "#test/support/service.js";
+
+describe("consentctl backup (against a running service)", { timeout: E2E_TIMEOUT_MS }, () => {
+  let service: TestService;
+  let restored: TestService | undefined;
+  let backups: string;
+
+  beforeAll(async () => {
+    service = await startTestService({ gateway: true });
+    backups = await mkdtemp(path.join(tmpdir(), "consent-backups-"));
+  });
+  afterAll(async () => {
+    await restored?.close();
+    await service.close();
+    await rm(backups, { recursive: true, force: true });
+  });
+
+  const putState = (target: TestService, key: string, publicId: string, subjectId: string) =>
+    http(target, "PUT", "/api/v1/consent/subjects/state", {
+      key,
+      body: { bannerId: publicId, subjectId, baseVersion: 0, consentState: consentState() },
+    });
+  const resolve = (target: TestService, key: string, publicId: string, subjectId: string) =>
+    http(target, "POST", "/api/v1/consent/subjects/resolve", {
+      key,
+      body: { bannerId: publicId, subjectId },
+    });
+
+  it("copies the store and its secrets into a new owner-only directory a daemon restores from", async () => {
+    const { teamId, key, publicId } = await bannerFixture(service);
+    expect((await putState(service, key, publicId, "before")).status).toBe(200);
+    expect((await postLog(service, aChoice(publicId))).status).toBe(200);
+
+    const to = path.join(backups, "nightly");
+    const cli = cliFor(service);
+    const report = await cli.json(["backup", "--to", to]);
+    expect(report).toEqual({
+      to,
+      files: [
+        { file: "records/data.mdb", bytes: expect.any(Number) },
+        { file: "admin-token", bytes: expect.any(Number) },
+        { file: "identity-key", bytes: expect.any(Number) },
+      ],
+      identityKeyIncluded: true,
+    });
+    // Whole and private: nothing else beside it, nothing of it readable by others.
+    expect(await readdir(backups)).toEqual(["nightly"]);
+    expect((await stat(to)).mode & 0o777).toBe(0o700);
+    expect((await stat(path.join(to, "records"))).mode & 0o777).toBe(0o700);
+    for (const { file } of report.files) {
+      expect([file, (await stat(path.join(to, file))).mode & 0o777]).toEqual([file, 0o600]);
+    }
+    // Written after the snapshot: not in the backup.
+    expect((await putState(service, key, publicId, "after")).status).toBe(200);
+
+    restored = await startTestService({ dataDir: to, gateway: true });
+    expect(restored.operatorToken).toBe(service.operatorToken);
+    // The same key, the same banner, the subject found again under the same identity key.
+    const before = await resolve(restored, key, publicId, "before");
+    expect([before.status, before.body.data.found]).toEqual([200, true]);
+    expect(before.body.data.consentState).toEqual(
+      (await resolve(service, key, publicId, "before")).body.data.consentState,
+    );
+    const after = await resolve(restored, key, publicId, "after");
+    expect(after.body.data).toEqual({ found: false });
+    expect(await storedRows(restored, teamId)).toEqual(await storedRows(service, teamId));
+  });
+
+  it("never writes over a directory, and says where no store is", async () => {
+    const cli = cliFor(service);
+    const taken = path.join(backups, "taken");
+    expect((await cli.json(["backup", "--to", taken])).to).toBe(taken);
+    expect(await cli.fails(["backup", "--to", taken])).toMatchObject({
+      error: `${taken} already exists.`,
+      code: "backup_exists",
+    });
+
+    const empty = await mkdtemp(path.join(tmpdir(), "consent-nostore-"));
+    try {
+      const elsewhere = cliFor(service, { CONSENT_DATA_DIR: empty });
+      expect(await elsewhere.fails(["backup", "--to", path.join(backups, "never")])).toMatchObject({
+        error: `There is no embedded store in ${empty}.`,
+        code: "no_store",
+        hint: expect.stringContaining("mongodump"),
+      });
+      expect(await readdir(backups)).not.toContain("never");
+    } finally {
+      await rm(empty, { recursive: true, force: true });
+    }
+  });
+});
