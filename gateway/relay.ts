@@ -1,7 +1,7 @@
-import type { CallOptions } from "@connectrpc/connect";
+import { type CallOptions, createContextValues } from "@connectrpc/connect";
 import { parse as parseCookie } from "cookie";
 import type { FastifyReply, FastifyRequest } from "fastify";
-import { CallerHeaders } from "#daemon/auth/caller.js";
+import { CallerHeaders, kRelayedClientIp } from "#daemon/auth/caller.js";
 
 /** decisions §2: the dashboard session cookie. */
 export const SESSION_COOKIE = "consent_session";
@@ -39,6 +39,9 @@ export function relayOptions(
   if (request.headers.origin) headers[CallerHeaders.origin] = request.headers.origin;
   return {
     headers,
+    // In one process with the daemon, the address goes as a context value: the header and its
+    // token are for a daemon across the network (daemon/auth/caller.ts).
+    contextValues: createContextValues().set(kRelayedClientIp, request.ip),
     onHeader(received) {
       for (const [name, restName] of RATE_LIMIT_HEADERS) {
         const value = received.get(name);

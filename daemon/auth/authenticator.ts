@@ -74,7 +74,9 @@ export class Authenticator {
 
   async authorize(ctx: HandlerContext, requirement: Requirement): Promise<Authorized> {
     const caller = callerOf(ctx, this.options.operatorToken);
-    if (caller.bearer !== undefined && this.operator.matches(caller.bearer)) {
+    // One SHA-256 of the bearer serves both the operator check and the key look-up.
+    const bearerHash = caller.bearer === undefined ? undefined : secretHash(caller.bearer);
+    if (bearerHash !== undefined && this.operator.matchesDigest(bearerHash)) {
       return { principal: { kind: "operator" }, team: await this.operatorTeam(caller), caller };
     }
     const presented =
@@ -85,7 +87,7 @@ export class Authenticator {
       const ipBucket = this.options.ipHasher.hash(caller.clientIp);
       await this.refuseBlockedIp(ipBucket);
       return caller.bearer !== undefined
-        ? this.authorizeKey(caller, ipBucket, requirement)
+        ? this.authorizeKey(caller, bearerHash as string, ipBucket, requirement)
         : this.authorizeSession(caller, ipBucket, requirement);
     }
     throw new DomainError(
@@ -112,10 +114,11 @@ export class Authenticator {
 
   private async authorizeKey(
     caller: Caller,
+    bearerHash: string,
     ipBucket: string,
     requirement: Requirement,
   ): Promise<Authorized> {
-    const key = await this.lookUpKey(caller.bearer as string, ipBucket);
+    const key = await this.lookUpKey(caller.bearer as string, bearerHash, ipBucket);
     const missing = key.scopes.includes(requirement.scope) ? [] : [requirement.scope];
     if (missing.length > 0) {
       throw new DomainError(
@@ -149,13 +152,13 @@ export class Authenticator {
     return { principal, team, caller, rateLimit };
   }
 
-  private async lookUpKey(bearer: string, ipBucket: string) {
+  /** The key whose SHA-256 is `bearerHash` (secretHash of `bearer`). */
+  private async lookUpKey(bearer: string, bearerHash: string, ipBucket: string) {
     const now = this.options.clock();
     // decisions §2: a string failing the format or checksum is invalid_key without a look-up.
-    const bearerHash = parseApiKey(bearer) ? secretHash(bearer) : undefined;
-    const key = bearerHash ? await this.options.store.keys.findByHash(bearerHash) : null;
+    const key = parseApiKey(bearer) ? await this.options.store.keys.findByHash(bearerHash) : null;
     // Found through the hash index, so equal: checked again, in constant time (fixed-length hex).
-    if (!key || !bearerHash || !hashesEqual(key.keyHash, bearerHash)) {
+    if (!key || !hashesEqual(key.keyHash, bearerHash)) {
       throw await this.failed(ipBucket, "invalid_key", "The API key is malformed or unknown");
     }
     if (key.revokedAt && key.revokedAt <= now) {

@@ -7,6 +7,15 @@ export const kPeerAddress = createContextKey<string | undefined>(undefined, {
 });
 
 /**
+ * The client IP a gateway in the same process relays (gateway/relay.ts). Context values never
+ * come from the network, so this one needs no operator token to be trusted, where the
+ * consent-client-ip header does.
+ */
+export const kRelayedClientIp = createContextKey<string | undefined>(undefined, {
+  description: "client address relayed by an in-process gateway",
+});
+
+/**
  * Metadata the gateway (or any caller) sends along with a call. The client-IP header is honoured
  * only when the call also carries the operator token in GATEWAY_TOKEN_HEADER: a gateway runs in
  * the operator's trust domain, any other caller is identified by its own socket address.
@@ -52,15 +61,21 @@ function readCaller(ctx: HandlerContext, operatorToken: string): Caller {
   const authorization = (header.get(CallerHeaders.authorization) ?? "").trim();
   // A header that is present but not "Bearer <token>" still counts as a (malformed) credential.
   const bearer = /^Bearer\s+(\S+)$/i.exec(authorization)?.[1] ?? (authorization || undefined);
-  const relayedIp = header.get(CallerHeaders.clientIp);
-  const gatewayToken = header.get(CallerHeaders.gatewayToken);
-  const relayTrusted =
-    relayedIp !== null && gatewayToken !== null && secretCheck(operatorToken).matches(gatewayToken);
   return {
-    clientIp: (relayTrusted ? relayedIp : ctx.values.get(kPeerAddress)) ?? "unknown",
+    clientIp: ctx.values.get(kRelayedClientIp) ?? relayedOverNetwork(ctx, operatorToken),
     bearer,
     sessionToken: header.get(CallerHeaders.session) ?? undefined,
     origin: header.get(CallerHeaders.origin) ?? undefined,
     team: header.get(CallerHeaders.team) ?? undefined,
   };
+}
+
+/** The client IP a gateway relays in a header with the operator token, else the socket peer's. */
+function relayedOverNetwork(ctx: HandlerContext, operatorToken: string): string {
+  const header = ctx.requestHeader;
+  const relayedIp = header.get(CallerHeaders.clientIp);
+  const gatewayToken = header.get(CallerHeaders.gatewayToken);
+  const relayTrusted =
+    relayedIp !== null && gatewayToken !== null && secretCheck(operatorToken).matches(gatewayToken);
+  return (relayTrusted ? relayedIp : ctx.values.get(kPeerAddress)) ?? "unknown";
 }

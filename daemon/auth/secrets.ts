@@ -28,6 +28,11 @@ export class SecretCheck {
   matches(presented: string): boolean {
     return timingSafeEqual(sha256(presented), this.digest);
   }
+
+  /** matches() for a secret already hashed: its SHA-256 as hex (secretHash). */
+  matchesDigest(presentedHex: string): boolean {
+    return timingSafeEqual(Buffer.from(presentedHex, "latin1"), this.digest);
+  }
 }
 
 const checks = new Map<string, SecretCheck>();
