@@ -1,4 +1,4 @@
-import { Code, ConnectError } from "@connectrpc/connect";
+import { ConnectError } from "@connectrpc/connect";
 import type { DaemonClient } from "#cli/daemon-client.js";
 import { STORE_WRITES_HEALTH } from "#daemon/health/health-service.js";
 import { HealthCheckResponse_ServingStatus as ServingStatus } from "#gen/grpc/health/v1/health_pb.js";
@@ -11,7 +11,7 @@ export interface HealthReport {
   storeOk: boolean;
   /**
    * Whether the store accepts writes (false while the disk guard refuses them, reads still
-   * served); undefined from a daemon that does not report it.
+   * served); undefined from a daemon that does not report it, or did not answer the question.
    */
   writesOk: boolean | undefined;
   latencyMs: number;
@@ -19,7 +19,7 @@ export interface HealthReport {
 
 /** Why a store that answers may refuse writes, as health and doctor say it. */
 export const WRITES_REFUSED =
-  "the store refuses writes: the data directory's disk has less free space than CONSENT_MIN_FREE_MB (reads are served)";
+  "the store refuses writes: the data directory's disk is low on free space (CONSENT_MIN_FREE_MB; reads are served)";
 export const WRITES_REFUSED_HINT =
   "free space on that disk (writes resume once a quarter more than the minimum is free), or lower CONSENT_MIN_FREE_MB";
 
@@ -35,8 +35,9 @@ export async function checkHealth(client: DaemonClient): Promise<HealthReport> {
     client.health.check({ service: STORE_WRITES_HEALTH }).then(
       (response) => response.status,
       (error: unknown) => {
-        // A daemon from before the name answers NOT_FOUND: it cannot say.
-        if (error instanceof ConnectError && error.code === Code.NotFound) return undefined;
+        // A daemon from before the name answers NOT_FOUND: it cannot say. Any other failure of
+        // this second question leaves it unanswered; the first one tells whether the daemon is up.
+        if (error instanceof ConnectError) return undefined;
         throw error;
       },
     ),

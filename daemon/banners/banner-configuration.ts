@@ -2,6 +2,7 @@ import { z } from "zod";
 import type { ParsePayload } from "zod/v4/core";
 import type { BannerConfiguration, ConsentCategory } from "#daemon/banners/banner-store.js";
 import { isColor } from "#daemon/banners/colors.js";
+import { isCountryCode, isRegionCode } from "#daemon/banners/countries.js";
 import { hostOf, notPublicSuffix, PUBLIC_SUFFIX_MESSAGE } from "#daemon/banners/domains.js";
 import { IF_VALID_SO_FAR, text } from "#daemon/validation/rules.js";
 
@@ -148,36 +149,15 @@ const texts = z.strictObject({
     .optional(),
 });
 
-/**
- * The ISO 3166-1 alpha-2 codes officially assigned, and XK (Kosovo, user-assigned), which geo
- * headers such as CF-IPCountry send. A rule naming any other code could never match a visitor:
- * `UK` is the trap (the United Kingdom is `GB`), and `XX`/`T1` are what a geo header sends when
- * it does not know the location (gateway/loader/runtime-config.ts).
- */
-const COUNTRY_CODES = new Set(
-  `AD AE AF AG AI AL AM AO AQ AR AS AT AU AW AX AZ BA BB BD BE BF BG BH BI BJ BL BM BN BO BQ
-  BR BS BT BV BW BY BZ CA CC CD CF CG CH CI CK CL CM CN CO CR CU CV CW CX CY CZ DE DJ DK DM
-  DO DZ EC EE EG EH ER ES ET FI FJ FK FM FO FR GA GB GD GE GF GG GH GI GL GM GN GP GQ GR GS
-  GT GU GW GY HK HM HN HR HT HU ID IE IL IM IN IO IQ IR IS IT JE JM JO JP KE KG KH KI KM KN
-  KP KR KW KY KZ LA LB LC LI LK LR LS LT LU LV LY MA MC MD ME MF MG MH MK ML MM MN MO MP MQ
-  MR MS MT MU MV MW MX MY MZ NA NC NE NF NG NI NL NO NP NR NU NZ OM PA PE PF PG PH PK PL PM
-  PN PR PS PT PW PY QA RE RO RS RU RW SA SB SC SD SE SG SH SI SJ SK SL SM SN SO SR SS ST SV
-  SX SY SZ TC TD TF TG TH TJ TK TL TM TN TO TR TT TV TW TZ UA UG UM US UY UZ VA VC VE VG VI
-  VN VU WF WS XK YE YT ZA ZM ZW`.split(/\s+/),
-);
 const COUNTRY_MESSAGE =
   "must be an assigned ISO 3166-1 alpha-2 code such as DE (the United Kingdom is GB)";
 const REGION_MESSAGE = "must be an ISO 3166-2 code of an assigned country, such as US-CA";
-
-function isRegionCode(code: string): boolean {
-  return /^[A-Z]{2}-[A-Z0-9]{1,3}$/.test(code) && COUNTRY_CODES.has(code.slice(0, 2));
-}
 
 const jurisdictionRule = z
   .strictObject({
     id: z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/, "must be 1-64 letters, digits, '_', '.' or '-'"),
     countries: z
-      .array(z.string().refine((code) => COUNTRY_CODES.has(code), COUNTRY_MESSAGE))
+      .array(z.string().refine((code) => isCountryCode(code), COUNTRY_MESSAGE))
       .max(300)
       .superRefine(noRepeats("country"), EVEN_WITH_FAILED_ENTRIES)
       .optional(),
@@ -192,7 +172,8 @@ const jurisdictionRule = z
   // (runtime-config.ts), so a region of another country would never match.
   .superRefine((rule, ctx) => {
     const countries = rule.countries ?? [];
-    if (countries.length === 0) return;
+    // A list with an unassigned code has its own message already.
+    if (countries.length === 0 || !countries.every(isCountryCode)) return;
     (rule.regions ?? []).forEach((region, index) => {
       // A malformed region has its own message already.
       if (!isRegionCode(region) || countries.includes(region.slice(0, 2))) return;

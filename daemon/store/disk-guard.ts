@@ -73,8 +73,12 @@ const RESUME_MARGIN_CAP = 256 * 1024 * 1024;
  * hovering at the threshold does not turn the store on and off, and log a line, every second.
  */
 export function refusesWrites(refusing: boolean, freeBytes: number, minFreeBytes: number): boolean {
-  if (!refusing) return freeBytes < minFreeBytes;
-  return freeBytes < minFreeBytes + Math.min(Math.ceil(minFreeBytes / 4), RESUME_MARGIN_CAP);
+  return freeBytes < (refusing ? resumeBytes(minFreeBytes) : minFreeBytes);
+}
+
+/** The free space at which a refusing guard accepts writes again. */
+function resumeBytes(minFreeBytes: number): number {
+  return minFreeBytes + Math.min(Math.ceil(minFreeBytes / 4), RESUME_MARGIN_CAP);
 }
 
 /**
@@ -96,12 +100,17 @@ export async function watchFreeSpace(options: DiskGuardOptions): Promise<DiskGua
   /** What a refused write says (the sentence of the measurement that began the refusal), else undefined. */
   let refusal: string | undefined;
   const update = (bytes: number) => {
-    const refusing = refusesWrites(refusal !== undefined, bytes, minFreeBytes);
-    if (refusing === (refusal !== undefined)) return;
-    refusal = refusing
-      ? `${free(bytes)}, below CONSENT_MIN_FREE_MB (${megabytes(minFreeBytes)} MB): the embedded store refuses writes until there is room`
-      : undefined;
-    onChange?.(refusing, refusal ?? `${free(bytes)} again: writes are accepted`);
+    const wasRefusing = refusal !== undefined;
+    const refusing = refusesWrites(wasRefusing, bytes, minFreeBytes);
+    // Each measurement while refusing rewords the refusal, so it always gives the current room.
+    refusal = !refusing
+      ? undefined
+      : bytes < minFreeBytes
+        ? `${free(bytes)}, below CONSENT_MIN_FREE_MB (${megabytes(minFreeBytes)} MB): the embedded store refuses writes until there is room`
+        : `${free(bytes)}, short of the ${megabytes(resumeBytes(minFreeBytes))} MB at which the embedded store accepts writes again (CONSENT_MIN_FREE_MB plus a quarter)`;
+    if (refusing !== wasRefusing) {
+      onChange?.(refusing, refusal ?? `${free(bytes)} again: writes are accepted`);
+    }
   };
   update(await measure());
   let exemptDepth = 0;

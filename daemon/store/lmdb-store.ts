@@ -85,9 +85,11 @@ const TRANSACTIONS = new Set([
 /**
  * The writes the disk guard lets through: revocations and removals. However little room is
  * left, a compromised key or session can be revoked, a subject's state erased (spec 4.7), a
- * webhook endpoint removed with its deliveries, and purge can free pages for later writes. Each
- * writes a few pages, well within the room CONSENT_MIN_FREE_MB keeps. Each method starts its
- * transaction before it first awaits, so the exemption reaches it (guardRecordWrites).
+ * webhook endpoint removed with its deliveries, and purge can free pages for later writes. A
+ * revocation rewrites a few pages; a removal, however large, frees more pages than it writes
+ * (LMDB reuses the freed ones), so the file hardly grows into the room CONSENT_MIN_FREE_MB
+ * keeps. Each method starts its transaction before it first awaits, so the exemption reaches it
+ * (guardRecordWrites).
  */
 const EXEMPT_WRITES = {
   keys: ["revoke"],

@@ -1,3 +1,4 @@
+import { isCountryCode } from "#daemon/banners/countries.js";
 import type { RuntimeConfig, RuntimeRule, RuntimeTexts } from "#gateway/runtime/config.js";
 import type { BannerTexts, JurisdictionRule, PublishedBanner } from "#gen/consent/v1/banner_pb.js";
 
@@ -9,11 +10,12 @@ export interface Geo {
 
 /**
  * Reads the geo header: a country ("DE", as CF-IPCountry sends it) or a country and subdivision
- * ("US-CA"). Anything else, Cloudflare's "XX" and "T1" included, is no location.
+ * ("US-CA"). Anything but an assigned country code (the codes rules may name) is no location:
+ * Cloudflare's "XX" and "T1", and the "EU", "A1" or "ZZ" other providers send.
  */
 export function parseGeo(value: string | undefined): Geo | null {
   const match = /^([A-Z]{2})(?:-([A-Z0-9]{1,3}))?$/.exec((value ?? "").trim().toUpperCase());
-  if (!match?.[1] || match[1] === "XX" || match[1] === "T1") return null;
+  if (!match?.[1] || !isCountryCode(match[1])) return null;
   return match[2]
     ? { country: match[1], region: `${match[1]}-${match[2]}` }
     : { country: match[1] };

@@ -460,7 +460,8 @@ describe("banners", () => {
         body: { name: "Geo", domain: "geo.example", configuration: { jurisdictionRules } },
       });
     const refused = await rulesOf([
-      { id: "eu", countries: ["DE", "UK", "XX", "DE"], mode: "opt_in" },
+      // FR-75 lies outside DE, but with UK and XX refused that is not said as well.
+      { id: "eu", countries: ["DE", "UK", "XX", "DE"], regions: ["FR-75"], mode: "opt_in" },
       {
         id: "us",
         countries: ["US"],

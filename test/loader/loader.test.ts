@@ -175,11 +175,13 @@ describe("GET /loader/{publicId}.js", () => {
       undefined,
       undefined,
     ]);
-    expect(await at("XX")).toEqual([
-      { id: "everyone", mode: "notice", us: false },
-      undefined,
-      undefined,
-    ]);
+    // What providers send for a place that is no country is no location.
+    for (const nowhere of ["XX", "T1", "EU", "A1", "ZZ"]) {
+      expect([nowhere, await at(nowhere)]).toEqual([
+        nowhere,
+        [{ id: "everyone", mode: "notice", us: false }, undefined, undefined],
+      ]);
+    }
   });
 
   it("gives visitors of one country one body when no rule names a region, and no visitor's region", async () => {

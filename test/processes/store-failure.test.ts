@@ -143,7 +143,7 @@ describe("npm start when the disk refuses a write", { timeout: 120_000 }, () => 
     ]);
     expect(human.code).toBe(1);
     expect(human.stdout).toMatch(
-      /Store\s+the store refuses writes: the data directory's disk has less free space than CONSENT_MIN_FREE_MB/,
+      /Store\s+the store refuses writes: the data directory's disk is low on free space \(CONSENT_MIN_FREE_MB/,
     );
     const afterRevocation = await http(service, "GET", "/api/v1/banners", { key });
     expect(afterRevocation.status).toBe(401);
