@@ -54,10 +54,27 @@ export async function backupDataDir(dataDir: string, to: string): Promise<Backup
       "backup_exists",
     );
   }
-  await mkdir(path.dirname(target), { recursive: true, mode: 0o700 });
-  const draft = path.join(path.dirname(target), `.${path.basename(target)}.${process.pid}.partial`);
-  await mkdir(path.join(draft, RECORDS), { recursive: true, mode: 0o700 });
+  const parent = path.dirname(target);
+  const draft = path.join(parent, `.${path.basename(target)}.${process.pid}.partial`);
+  // One level at a time, never `recursive`: Node's recursive mkdir spins for ever where the
+  // kernel answers ENOENT to a directory that exists (/proc). The parent must exist, as for cp.
   try {
+    await mkdir(draft, { mode: 0o700 });
+  } catch (error) {
+    const why =
+      isCode(error, "ENOENT") && !(await exists(parent))
+        ? `${parent} does not exist`
+        : isCode(error, "EACCES") || isCode(error, "EPERM") || isCode(error, "EROFS")
+          ? `this user may not write to ${parent}`
+          : `no directory can be made in ${parent} (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`;
+    throw new UserError(
+      `Cannot create the backup: ${why}.`,
+      "name a new directory inside one that exists and this user may write to",
+      "backup_failed",
+    );
+  }
+  try {
+    await mkdir(path.join(draft, RECORDS), { mode: 0o700 });
     await copyRecords(source, path.join(draft, RECORDS));
     const files = [RECORDS_FILE];
     for (const secret of [ADMIN_TOKEN_FILE, IDENTITY_KEY_FILE]) {

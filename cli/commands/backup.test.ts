@@ -73,13 +73,19 @@ describe("consentctl backup (against a running service)", { timeout: E2E_TIMEOUT
     expect(await storedRows(restored, teamId)).toEqual(await storedRows(service, teamId));
   });
 
-  it("never writes over a directory, and says where no store is", async () => {
+  it("never writes over a directory, makes no missing parents, and says where no store is", async () => {
     const cli = cliFor(service);
     const taken = path.join(backups, "taken");
     expect((await cli.json(["backup", "--to", taken])).to).toBe(taken);
     expect(await cli.fails(["backup", "--to", taken])).toMatchObject({
       error: `${taken} already exists.`,
       code: "backup_exists",
+    });
+
+    const orphan = path.join(backups, "missing", "nightly");
+    expect(await cli.fails(["backup", "--to", orphan])).toMatchObject({
+      error: `Cannot create the backup: ${path.dirname(orphan)} does not exist.`,
+      code: "backup_failed",
     });
 
     const empty = await mkdtemp(path.join(tmpdir(), "consent-nostore-"));
