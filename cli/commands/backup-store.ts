@@ -1,4 +1,4 @@
-import { constants } from "node:fs";
+import { constants, rmSync } from "node:fs";
 import { chmod, copyFile, mkdir, open, rename, rm, stat } from "node:fs/promises";
 import path from "node:path";
 import { UserError } from "#cli/problems.js";
@@ -64,57 +64,80 @@ export async function backupDataDir(dataDir: string, to: string): Promise<Backup
     const why =
       isCode(error, "ENOENT") && !(await exists(parent))
         ? `${parent} does not exist`
-        : isCode(error, "EACCES") || isCode(error, "EPERM") || isCode(error, "EROFS")
-          ? `this user may not write to ${parent}`
-          : `no directory can be made in ${parent} (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`;
+        : `no directory can be made in ${parent} (${reason(error)})`;
     throw new UserError(
       `Cannot create the backup: ${why}.`,
       "name a new directory inside one that exists and this user may write to",
       "backup_failed",
     );
   }
+  // Interrupted (Ctrl-C), the draft goes at once and the process ends; LMDB's copy runs in a
+  // thread of its own that cannot be stopped, and ends with the process. The reader slot it
+  // leaves in the store's lock file is cleared by the daemons (lmdb-store.ts, readerCheck).
+  const abandon = () => {
+    rmSync(draft, { recursive: true, force: true });
+    process.exit(EXIT_INTERRUPTED);
+  };
+  process.once("SIGINT", abandon);
+  process.once("SIGTERM", abandon);
   try {
-    await mkdir(path.join(draft, RECORDS), { mode: 0o700 });
-    await copyRecords(source, path.join(draft, RECORDS));
-    const files = [RECORDS_FILE];
-    for (const secret of [ADMIN_TOKEN_FILE, IDENTITY_KEY_FILE]) {
-      if (await copyIfPresent(path.join(dataDir, secret), path.join(draft, secret))) {
-        files.push(secret);
+    const written = await fillDraft(dataDir, source, draft);
+    try {
+      await rename(draft, target);
+    } catch (error) {
+      // A directory made at `to` while the copy ran, with something in it: left as it is.
+      if (isCode(error, "ENOTEMPTY") || isCode(error, "EEXIST")) {
+        throw new UserError(
+          `${target} appeared while the backup was made.`,
+          "run it again with a new directory",
+          "backup_exists",
+        );
       }
+      throw error;
     }
-    const written: BackupFile[] = [];
-    for (const file of files) {
-      const full = path.join(draft, file);
-      await chmod(full, 0o600);
-      await sync(full);
-      written.push({ file, bytes: (await stat(full)).size });
-    }
-    await sync(path.join(draft, RECORDS));
-    await sync(draft);
-    await rename(draft, target);
-    await sync(path.dirname(target));
+    await sync(parent);
     return {
       to: target,
       files: written,
-      identityKeyIncluded: files.includes(IDENTITY_KEY_FILE),
+      identityKeyIncluded: written.some(({ file }) => file === IDENTITY_KEY_FILE),
     };
   } catch (error) {
     await rm(draft, { recursive: true, force: true });
-    if (error instanceof UserError || isCode(error, "ENOTEMPTY") || isCode(error, "EEXIST")) {
-      throw error instanceof UserError
-        ? error
-        : new UserError(
-            `${target} appeared while the backup was made.`,
-            "run it again with a new directory",
-            "backup_exists",
-          );
-    }
+    if (error instanceof UserError) throw error;
     throw new UserError(
-      `The backup failed: ${(error as Error).message}.`,
+      `The backup failed: ${reason(error)}.`,
       "check that the backup's disk has room and that this user may read the data directory",
       "backup_failed",
     );
+  } finally {
+    process.off("SIGINT", abandon);
+    process.off("SIGTERM", abandon);
   }
+}
+
+/** The exit status of a backup stopped by a signal (128 + SIGINT's number, as shells report). */
+const EXIT_INTERRUPTED = 130;
+
+/** Copies the records and the secrets into `draft`, each file owner-only and synced. */
+async function fillDraft(dataDir: string, source: string, draft: string): Promise<BackupFile[]> {
+  await mkdir(path.join(draft, RECORDS), { mode: 0o700 });
+  await copyRecords(source, path.join(draft, RECORDS));
+  const files = [RECORDS_FILE];
+  for (const secret of [ADMIN_TOKEN_FILE, IDENTITY_KEY_FILE]) {
+    if (await copyIfPresent(path.join(dataDir, secret), path.join(draft, secret))) {
+      files.push(secret);
+    }
+  }
+  const written: BackupFile[] = [];
+  for (const file of files) {
+    const full = path.join(draft, file);
+    await chmod(full, 0o600);
+    await sync(full);
+    written.push({ file, bytes: (await stat(full)).size });
+  }
+  await sync(path.join(draft, RECORDS));
+  await sync(draft);
+  return written;
 }
 
 /**
@@ -123,7 +146,13 @@ export async function backupDataDir(dataDir: string, to: string): Promise<Backup
  */
 async function copyRecords(source: string, directory: string): Promise<void> {
   const { open: openEnvironment } = await import("lmdb");
-  const environment = openEnvironment({ path: source, readOnly: true });
+  // permissionsMode as the daemon opens it (lmdb-store.ts): a lock file this open creates, in a
+  // store no daemon has opened yet (a backup of a backup), is owner-only too.
+  const environment = openEnvironment({
+    path: source,
+    readOnly: true,
+    permissionsMode: 0o600,
+  } as Parameters<typeof openEnvironment>[0]);
   try {
     // The environment has a directory of its own, so LMDB writes data.mdb into `directory`.
     await environment.backup(directory, true);
@@ -152,14 +181,28 @@ async function sync(file: string): Promise<void> {
   }
 }
 
+/** Whether `file` exists; a path that cannot be looked at is the operator's to mend. */
 async function exists(file: string): Promise<boolean> {
-  return stat(file).then(
-    () => true,
-    (error: unknown) => {
-      if (isCode(error, "ENOENT")) return false;
-      throw error;
-    },
-  );
+  try {
+    await stat(file);
+    return true;
+  } catch (error) {
+    if (isCode(error, "ENOENT")) return false;
+    throw new UserError(
+      `Cannot look at ${file}: ${reason(error)}.`,
+      "check the path, and that this user may read the directories on it",
+      "backup_failed",
+    );
+  }
+}
+
+/** A file system failure in words. */
+function reason(error: unknown): string {
+  if (isCode(error, "EACCES") || isCode(error, "EPERM")) return "permission denied";
+  if (isCode(error, "ENOTDIR")) return "a part of the path is a file, not a directory";
+  if (isCode(error, "EROFS")) return "the file system is read-only";
+  if (isCode(error, "ENOSPC")) return "the disk is full";
+  return (error as NodeJS.ErrnoException).code ?? (error as Error).message;
 }
 
 function isCode(error: unknown, code: string): boolean {

@@ -59,6 +59,14 @@ describe("consentctl backup (against a running service)", { timeout: E2E_TIMEOUT
     }
     // Written after the snapshot: not in the backup.
     expect((await putState(service, key, publicId, "after")).status).toBe(200);
+    // A backup of the backup, which no daemon has opened: the lock file it makes is owner-only.
+    const copy = await cliFor(service, { CONSENT_DATA_DIR: to }).json([
+      "backup",
+      "--to",
+      path.join(backups, "copy"),
+    ]);
+    expect(copy.files).toHaveLength(3);
+    expect((await stat(path.join(to, "records", "lock.mdb"))).mode & 0o777).toBe(0o600);
 
     restored = await startTestService({ dataDir: to, gateway: true });
     expect(restored.operatorToken).toBe(service.operatorToken);
@@ -85,6 +93,12 @@ describe("consentctl backup (against a running service)", { timeout: E2E_TIMEOUT
     const orphan = path.join(backups, "missing", "nightly");
     expect(await cli.fails(["backup", "--to", orphan])).toMatchObject({
       error: `Cannot create the backup: ${path.dirname(orphan)} does not exist.`,
+      code: "backup_failed",
+    });
+
+    const underFile = path.join(taken, "admin-token", "nightly");
+    expect(await cli.fails(["backup", "--to", underFile])).toMatchObject({
+      error: `Cannot look at ${underFile}: a part of the path is a file, not a directory.`,
       code: "backup_failed",
     });
 

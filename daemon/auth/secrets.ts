@@ -31,7 +31,9 @@ export class SecretCheck {
 
   /** matches() for a secret already hashed: its SHA-256 as hex (secretHash). */
   matchesDigest(presentedHex: string): boolean {
-    return timingSafeEqual(Buffer.from(presentedHex, "latin1"), this.digest);
+    const presented = Buffer.from(presentedHex, "latin1");
+    // A digest's length is no secret; timingSafeEqual throws on unequal lengths.
+    return presented.length === this.digest.length && timingSafeEqual(presented, this.digest);
   }
 }
 

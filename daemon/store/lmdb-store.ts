@@ -184,6 +184,15 @@ export async function openLmdbStore(options: LmdbStoreOptions): Promise<Store> {
     await records.close();
     throw error;
   }
+  // A process that ended inside a read transaction (killed, or a consentctl backup stopped with
+  // Ctrl-C) leaves its reader slot in the lock file, and no page it could see is reused until
+  // someone clears it: lmdb does at open, and each daemon does every minute, so the file does
+  // not grow for a dead reader's sake.
+  const readers = setInterval(() => {
+    records.readerCheck();
+    counterEnv.readerCheck();
+  }, READER_CHECK_EVERY_MS);
+  readers.unref();
   // The consent log and the webhook store share the outbox: append writes it, the dispatcher reads it.
   const consentLog = records.openDB<ConsentLogRecord, [string, string]>({ name: "consent-log" });
   const webhookOutbox = records.openDB<OutboxEntry, string>({ name: "webhook-outbox" });
@@ -239,6 +248,7 @@ export async function openLmdbStore(options: LmdbStoreOptions): Promise<Store> {
     async close() {
       closed = true;
       guard?.close();
+      clearInterval(readers);
       await Promise.all([records.close(), counterEnv.close()]);
     },
   };
@@ -247,6 +257,9 @@ export async function openLmdbStore(options: LmdbStoreOptions): Promise<Store> {
   for (const part of SUB_STORES) parts[part] = refusingAfterClose(parts[part], () => closed);
   return store;
 }
+
+/** How often stale reader slots are cleared (readerCheck). */
+const READER_CHECK_EVERY_MS = 60_000;
 
 const SUB_STORES = [
   "teams",
