@@ -1,3 +1,4 @@
+import { stat } from "node:fs/promises";
 import {
   checkHealth,
   type HealthReport,
@@ -13,6 +14,7 @@ import {
 } from "#cli/context.js";
 import { createDaemonClient, type DaemonClient } from "#cli/daemon-client.js";
 import { describeProblem } from "#cli/problems.js";
+import { exposedFiles } from "#daemon/bootstrap.js";
 import { ConfigError } from "#daemon/config.js";
 
 /** Beyond this difference between local and daemon clocks, expiries and windows drift visibly. */
@@ -31,7 +33,7 @@ export interface DoctorInput {
  */
 export async function runDoctor(input: DoctorInput): Promise<CheckResult[]> {
   const { context, client } = input;
-  const checks: CheckResult[] = [configCheck(context.env)];
+  const checks: CheckResult[] = [configCheck(context.env), await filesCheck(context)];
   const token = await tokenCheck(input);
   checks.push(token.check);
   // With the environment unreadable, the daemon address is only the default, not the one the
@@ -69,6 +71,36 @@ function configCheck(env: NodeJS.ProcessEnv): CheckResult {
     name: "config",
     status: "pass",
     detail: `environment parses; data dir ${config.dataDir}, base URL ${config.baseUrl}`,
+  };
+}
+
+/**
+ * The data directory on this machine, when there is one: its secrets and store files must be the
+ * owner's alone (the service warns at start-up, and never changes a mode itself).
+ */
+async function filesCheck(context: CommandContext): Promise<CheckResult> {
+  const name = "data files";
+  if (context.config instanceof ConfigError) return skipped(name, "the configuration is invalid");
+  const exists = await stat(context.dataDir).then(
+    (info) => info.isDirectory(),
+    () => false,
+  );
+  if (!exists) {
+    return skipped(name, `no data directory at ${context.dataDir} on this machine`);
+  }
+  const exposed = await exposedFiles(context.dataDir);
+  if (exposed.length === 0) {
+    return {
+      name,
+      status: "pass",
+      detail: `the secrets and store files in ${context.dataDir} are the owner's alone`,
+    };
+  }
+  return {
+    name,
+    status: "fail",
+    detail: `other users may read or write ${exposed.join(", ")} in ${context.dataDir}`,
+    hint: "chmod 600 those files and 700 their directories: they hold the operator token, the identity key, webhook signing secrets and key digests",
   };
 }
 

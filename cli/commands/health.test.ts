@@ -1,3 +1,6 @@
+import { chmod, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { clockCheck } from "#cli/commands/doctor-checks.js";
 import { cliFor, E2E_TIMEOUT_MS, runCli } from "#cli/test-support/cli-process.js";
@@ -57,12 +60,35 @@ describe.concurrent("consentctl health and doctor (against a real daemon)", {
     expect(report.ok).toBe(true);
     expect(report.checks.map((c: { name: string; status: string }) => [c.name, c.status])).toEqual([
       ["config", "pass"],
+      ["data files", "pass"],
       ["token", "pass"],
       ["daemon", "pass"],
       ["store", "pass"],
       ["token valid", "pass"],
       ["clock", "pass"],
     ]);
+  });
+
+  it("fails the data files check while other users may read a secret, naming it", async () => {
+    const dataDir = await mkdtemp(path.join(tmpdir(), "consent-doctor-"));
+    try {
+      await writeFile(path.join(dataDir, "admin-token"), `${service.operatorToken}\n`, {
+        mode: 0o644,
+      });
+      await chmod(path.join(dataDir, "admin-token"), 0o644);
+      const result = await runCli(["doctor", "--daemon", service.daemonUrl, "--json"], {
+        env: { CONSENT_DATA_DIR: dataDir },
+      });
+      expect(result.code).toBe(1);
+      expect(JSON.parse(result.stdout).checks).toContainEqual({
+        name: "data files",
+        status: "fail",
+        detail: `other users may read or write admin-token (644) in ${dataDir}`,
+        hint: expect.stringContaining("chmod 600"),
+      });
+    } finally {
+      await rm(dataDir, { recursive: true, force: true });
+    }
   });
 
   it("reports each problem on its own line and exits 1: bad env, bad token, no daemon", async () => {
