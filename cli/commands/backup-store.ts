@@ -24,6 +24,8 @@ export interface BackupReport {
    * (the daemon reads CONSENT_IDENTITY_KEY), which the operator must then keep with the backup.
    */
   identityKeyIncluded: boolean;
+  /** What the operator must keep beside the backup, or check, for a restore to work. */
+  warnings: string[];
 }
 
 /**
@@ -37,7 +39,11 @@ export interface BackupReport {
  * the store held at the snapshot. It is built beside `to` under a private name, every file
  * owner-only and synced, then renamed into place, so `to` either does not exist or is whole.
  */
-export async function backupDataDir(dataDir: string, to: string): Promise<BackupReport> {
+export async function backupDataDir(
+  dataDir: string,
+  to: string,
+  env: NodeJS.ProcessEnv,
+): Promise<BackupReport> {
   const source = path.join(dataDir, RECORDS);
   if (!(await exists(path.join(dataDir, RECORDS_FILE)))) {
     throw new UserError(
@@ -96,10 +102,12 @@ export async function backupDataDir(dataDir: string, to: string): Promise<Backup
       throw error;
     }
     await sync(parent);
+    const has = (name: string) => written.some(({ file }) => file === name);
     return {
       to: target,
       files: written,
-      identityKeyIncluded: written.some(({ file }) => file === IDENTITY_KEY_FILE),
+      identityKeyIncluded: has(IDENTITY_KEY_FILE),
+      warnings: warningsFor(has(IDENTITY_KEY_FILE), has(ADMIN_TOKEN_FILE), env),
     };
   } catch (error) {
     await rm(draft, { recursive: true, force: true });
@@ -113,6 +121,30 @@ export async function backupDataDir(dataDir: string, to: string): Promise<Backup
     process.off("SIGINT", abandon);
     process.off("SIGTERM", abandon);
   }
+}
+
+/**
+ * The secrets a restore needs that the data directory does not hold, or may not be the ones the
+ * daemon uses (config.ts: CONSENT_IDENTITY_KEY wins over the file). `env` is this command's
+ * environment, usually the daemon's on the same machine, but not necessarily.
+ */
+function warningsFor(identityKeyFile: boolean, adminTokenFile: boolean, env: NodeJS.ProcessEnv) {
+  const warnings: string[] = [];
+  if (!identityKeyFile) {
+    warnings.push(
+      "no identity-key file: the daemon reads CONSENT_IDENTITY_KEY; keep that value with this backup, or no subject state can be found after a restore",
+    );
+  } else if (env.CONSENT_IDENTITY_KEY) {
+    warnings.push(
+      "CONSENT_IDENTITY_KEY is set here: a daemon that reads it uses it, not the identity-key file; keep that value with this backup",
+    );
+  }
+  if (!adminTokenFile) {
+    warnings.push(
+      "no admin-token file: the operator token comes from CONSENT_ADMIN_TOKEN; a daemon restored from this backup makes a new one unless that variable is set",
+    );
+  }
+  return warnings;
 }
 
 /** The exit status of a backup stopped by a signal (128 + SIGINT's number, as shells report). */

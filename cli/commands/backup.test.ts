@@ -49,6 +49,7 @@ describe("consentctl backup (against a running service)", { timeout: E2E_TIMEOUT
         { file: "identity-key", bytes: expect.any(Number) },
       ],
       identityKeyIncluded: true,
+      warnings: [],
     });
     // Whole and private: nothing else beside it, nothing of it readable by others.
     expect(await readdir(backups)).toEqual(["nightly"]);
@@ -60,12 +61,15 @@ describe("consentctl backup (against a running service)", { timeout: E2E_TIMEOUT
     // Written after the snapshot: not in the backup.
     expect((await putState(service, key, publicId, "after")).status).toBe(200);
     // A backup of the backup, which no daemon has opened: the lock file it makes is owner-only.
-    const copy = await cliFor(service, { CONSENT_DATA_DIR: to }).json([
-      "backup",
-      "--to",
-      path.join(backups, "copy"),
-    ]);
+    // With the identity key also in the environment, the report says which one a daemon uses.
+    const copy = await cliFor(service, {
+      CONSENT_DATA_DIR: to,
+      CONSENT_IDENTITY_KEY: "ik_2:c29tZSBvdGhlciBrZXkgb2YgMzIgYnl0ZXMgbG9uZyE=",
+    }).json(["backup", "--to", path.join(backups, "copy")]);
     expect(copy.files).toHaveLength(3);
+    expect(copy.warnings).toEqual([
+      "CONSENT_IDENTITY_KEY is set here: a daemon that reads it uses it, not the identity-key file; keep that value with this backup",
+    ]);
     expect((await stat(path.join(to, "records", "lock.mdb"))).mode & 0o777).toBe(0o600);
 
     restored = await startTestService({ dataDir: to, gateway: true });

@@ -34,6 +34,7 @@ export function registerBackupCommand(program: Command, runtime: Runtime): void 
           (await import("#cli/commands/backup-store.js")).backupDataDir(
             context.dataDir,
             options.to,
+            context.env,
           ),
         json: (report) => report,
         view: async () => (await import("#cli/views/backup-views.js")).backupView(),

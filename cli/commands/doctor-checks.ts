@@ -70,7 +70,8 @@ function configCheck(env: NodeJS.ProcessEnv): CheckResult {
   return {
     name: "config",
     status: "pass",
-    detail: `environment parses; data dir ${config.dataDir}, base URL ${config.baseUrl}`,
+    // This shell's view: a daemon started elsewhere may have been given other values.
+    detail: `this environment parses; here the data dir is ${config.dataDir} and the base URL ${config.baseUrl}`,
   };
 }
 

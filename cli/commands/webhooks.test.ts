@@ -57,6 +57,7 @@ describe("consentctl webhooks (against a real daemon)", { timeout: E2E_TIMEOUT_M
     expect(shown).toMatchObject({ id: team.webhook.id, enabled: true });
     expect(JSON.stringify([webhooks, shown])).not.toContain(team.webhook.secret);
     expect(shown).not.toHaveProperty("secret");
+    expect(webhooks[0]).not.toHaveProperty("secret");
 
     const human = await cli.run(argv`webhooks add --team ${team.teamId} --url ${receiver.url}`);
     expect(human.code).toBe(0);

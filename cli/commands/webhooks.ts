@@ -26,6 +26,15 @@ interface TeamOption {
   team: string;
 }
 
+/**
+ * A webhook as JSON. decisions §8: the secret is set only in the answer that created or rotated
+ * it; elsewhere the empty field is left out, so no script mistakes "" for a secret.
+ */
+function webhookJson(webhook: Webhook): Record<string, unknown> {
+  const { secret, ...rest } = messageJson(WebhookSchema, webhook) as Record<string, unknown>;
+  return secret ? { ...rest, secret } : rest;
+}
+
 /** A command answering with one endpoint; `title` heads the human view. */
 function webhookSpec(
   progress: string,
@@ -36,12 +45,7 @@ function webhookSpec(
     progress,
     auth: "operator",
     call: async (invocation) => required(await call(invocation), "webhook"),
-    // decisions §8: the secret is set only in the answer that created or rotated it; the JSON
-    // form omits the empty field elsewhere so no script mistakes "" for a secret.
-    json: (webhook) => {
-      const { secret, ...rest } = messageJson(WebhookSchema, webhook) as Record<string, unknown>;
-      return secret ? { ...rest, secret } : rest;
-    },
+    json: webhookJson,
     view: async () => (await import("#cli/views/webhook-views.js")).webhookView(title),
     notFoundHint: WEBHOOKS_HINT,
   };
@@ -120,7 +124,7 @@ function addListWebhooks(webhooks: Command, runtime: Runtime): void {
         progress: "Listing endpoints…",
         auth: "operator",
         call: async ({ client }) => (await client.webhooks(options.team).listWebhooks({})).webhooks,
-        json: (list) => ({ webhooks: list.map((webhook) => messageJson(WebhookSchema, webhook)) }),
+        json: (list) => ({ webhooks: list.map(webhookJson) }),
         view: async () => (await import("#cli/views/webhook-views.js")).webhooksView(),
         notFoundHint: TEAMS_HINT,
       }),
