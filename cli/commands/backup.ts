@@ -18,7 +18,7 @@ export function registerBackupCommand(program: Command, runtime: Runtime): void 
     .description(
       "copy the embedded store and its secrets into a new directory while the service runs (reads CONSENT_DATA_DIR on this machine)",
     )
-    .requiredOption("--to <dir>", "directory to create; it must not exist yet")
+    .requiredOption("--to <dir>", "the new directory to create, inside one that exists")
     .addHelpText(
       "after",
       `${examples(

@@ -11,7 +11,9 @@ import type { Runtime } from "#cli/program.js";
 export function registerDoctorCommand(program: Command, runtime: Runtime): void {
   program
     .command("doctor")
-    .description("diagnose the setup: environment, daemon, store, operator token, clock skew")
+    .description(
+      "diagnose the setup: environment, data file modes, daemon, store, operator token, clock skew",
+    )
     .addHelpText(
       "after",
       examples("consentctl doctor", "CONSENT_DATA_DIR=/var/lib/consent consentctl doctor --json"),
