@@ -189,8 +189,12 @@ export async function openLmdbStore(options: LmdbStoreOptions): Promise<Store> {
   // someone clears it: lmdb does at open, and each daemon does every minute, so the file does
   // not grow for a dead reader's sake.
   const readers = setInterval(() => {
-    records.readerCheck();
-    counterEnv.readerCheck();
+    try {
+      records.readerCheck();
+      counterEnv.readerCheck();
+    } catch {
+      // An environment failing here fails its next request as well, where it is reported.
+    }
   }, READER_CHECK_EVERY_MS);
   readers.unref();
   // The consent log and the webhook store share the outbox: append writes it, the dispatcher reads it.
