@@ -83,11 +83,12 @@ function resumeBytes(minFreeBytes: number): number {
 
 /**
  * Keeps the embedded store off a full disk, or undefined when `minFreeBytes` is 0 (no guard).
- * lmdb (3.5.6) overflows a heap buffer when a page write fails for want of room, and the process may then abort (docs/behaviour.md, "Bodies and
- * errors"); refusing writes a little before the disk is full keeps it from getting there. The
- * free space (what an unprivileged process may use, statfs `bavail`) is measured at start and
- * then every second on a timer that never keeps the process alive; the check a write makes reads
- * the last measurement, so no write waits for a system call.
+ * lmdb (3.5.6) overflows a heap buffer when a page write fails for want of room, and the process
+ * may then abort (docs/behaviour.md, "Bodies and errors"); refusing writes a little before the
+ * disk is full keeps it from getting there. The free space (what an unprivileged process may
+ * use, statfs `bavail`) is measured at start and then every second on a timer that never keeps
+ * the process alive; the check a write makes reads the last measurement, so no write waits for a
+ * system call.
  */
 export async function watchFreeSpace(options: DiskGuardOptions): Promise<DiskGuard | undefined> {
   const { directory, minFreeBytes, onChange } = options;
@@ -97,7 +98,7 @@ export async function watchFreeSpace(options: DiskGuardOptions): Promise<DiskGua
     return stats.bavail * stats.bsize;
   };
   const free = (bytes: number) => `the data directory's disk has ${megabytes(bytes)} MB free`;
-  /** What a refused write says (the sentence of the measurement that began the refusal), else undefined. */
+  /** What a refused write says, from the last measurement; undefined while writes are accepted. */
   let refusal: string | undefined;
   const update = (bytes: number) => {
     const wasRefusing = refusal !== undefined;
