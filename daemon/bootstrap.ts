@@ -5,6 +5,12 @@ import path from "node:path";
 import { generateOperatorToken } from "#daemon/auth/secrets.js";
 import { type Config, StartupError } from "#daemon/config.js";
 import { type IdentityKey, parseIdentityKeys } from "#daemon/identity/subject-identity.js";
+import {
+  COUNTERS_DIRECTORY,
+  DATA_FILE,
+  LOCK_FILE,
+  RECORDS_DIRECTORY,
+} from "#daemon/store/lmdb-files.js";
 
 export const ADMIN_TOKEN_FILE = "admin-token";
 export const IDENTITY_KEY_FILE = "identity-key";
@@ -13,10 +19,9 @@ export const IDENTITY_KEY_FILE = "identity-key";
 const PRIVATE_FILES = [
   ADMIN_TOKEN_FILE,
   IDENTITY_KEY_FILE,
-  "records/data.mdb",
-  "records/lock.mdb",
-  "counters/data.mdb",
-  "counters/lock.mdb",
+  ...[RECORDS_DIRECTORY, COUNTERS_DIRECTORY].flatMap((directory) =>
+    [DATA_FILE, LOCK_FILE].map((file) => `${directory}/${file}`),
+  ),
 ];
 
 /**

@@ -3,10 +3,10 @@ import { chmod, copyFile, mkdir, open, rename, rm, stat } from "node:fs/promises
 import path from "node:path";
 import { UserError } from "#cli/problems.js";
 import { ADMIN_TOKEN_FILE, IDENTITY_KEY_FILE } from "#daemon/bootstrap.js";
+import { DATA_FILE, RECORDS_DIRECTORY } from "#daemon/store/lmdb-files.js";
 
-/** The embedded store's durable environment in a data directory (daemon/store/lmdb-store.ts). */
-const RECORDS = "records";
-const RECORDS_FILE = `${RECORDS}/data.mdb`;
+/** The records' data file, as a backup holds it too. */
+const RECORDS_FILE = `${RECORDS_DIRECTORY}/${DATA_FILE}`;
 
 /** One file of a backup, as written. */
 export interface BackupFile {
@@ -44,7 +44,6 @@ export async function backupDataDir(
   to: string,
   env: NodeJS.ProcessEnv,
 ): Promise<BackupReport> {
-  const source = path.join(dataDir, RECORDS);
   if (!(await exists(path.join(dataDir, RECORDS_FILE)))) {
     throw new UserError(
       `There is no embedded store in ${dataDir}.`,
@@ -87,7 +86,7 @@ export async function backupDataDir(
   process.once("SIGINT", abandon);
   process.once("SIGTERM", abandon);
   try {
-    const written = await fillDraft(dataDir, source, draft);
+    const written = await fillDraft(dataDir, draft);
     try {
       await rename(draft, target);
     } catch (error) {
@@ -151,9 +150,9 @@ function warningsFor(identityKeyFile: boolean, adminTokenFile: boolean, env: Nod
 const EXIT_INTERRUPTED = 130;
 
 /** Copies the records and the secrets into `draft`, each file owner-only and synced. */
-async function fillDraft(dataDir: string, source: string, draft: string): Promise<BackupFile[]> {
-  await mkdir(path.join(draft, RECORDS), { mode: 0o700 });
-  await copyRecords(source, path.join(draft, RECORDS));
+async function fillDraft(dataDir: string, draft: string): Promise<BackupFile[]> {
+  await mkdir(path.join(draft, RECORDS_DIRECTORY), { mode: 0o700 });
+  await copyRecords(path.join(dataDir, RECORDS_DIRECTORY), path.join(draft, RECORDS_DIRECTORY));
   const files = [RECORDS_FILE];
   for (const secret of [ADMIN_TOKEN_FILE, IDENTITY_KEY_FILE]) {
     if (await copyIfPresent(path.join(dataDir, secret), path.join(draft, secret))) {
@@ -167,24 +166,20 @@ async function fillDraft(dataDir: string, source: string, draft: string): Promis
     await sync(full);
     written.push({ file, bytes: (await stat(full)).size });
   }
-  await sync(path.join(draft, RECORDS));
+  await sync(path.join(draft, RECORDS_DIRECTORY));
   await sync(draft);
   return written;
 }
 
 /**
  * The records environment's consistent copy, opened read-only beside the running daemons (LMDB
- * shares an environment between processes). lmdb is loaded here, by this command only.
+ * shares an environment between processes) as the daemon opens it: a lock file this open
+ * creates, in a store no daemon has opened yet (a backup of a backup), is owner-only too. The
+ * store, and lmdb with it, is loaded here, by this command only.
  */
 async function copyRecords(source: string, directory: string): Promise<void> {
-  const { open: openEnvironment } = await import("lmdb");
-  // permissionsMode as the daemon opens it (lmdb-store.ts): a lock file this open creates, in a
-  // store no daemon has opened yet (a backup of a backup), is owner-only too.
-  const environment = openEnvironment({
-    path: source,
-    readOnly: true,
-    permissionsMode: 0o600,
-  } as Parameters<typeof openEnvironment>[0]);
+  const { openEnvironment } = await import("#daemon/store/lmdb-store.js");
+  const environment = openEnvironment({ path: source, readOnly: true });
   try {
     // The environment has a directory of its own, so LMDB writes data.mdb into `directory`.
     await environment.backup(directory, true);

@@ -8,6 +8,7 @@ import { createLmdbKeyStore } from "#daemon/keys/lmdb-key-store.js";
 import { createLmdbCounterStore } from "#daemon/limits/lmdb-counter-store.js";
 import { createLmdbSessionStore } from "#daemon/sessions/lmdb-session-store.js";
 import { type DiskGuard, type DiskGuardOptions, watchFreeSpace } from "#daemon/store/disk-guard.js";
+import { COUNTERS_DIRECTORY, RECORDS_DIRECTORY } from "#daemon/store/lmdb-files.js";
 import type { Store } from "#daemon/store/store.js";
 import { createLmdbSubjectStore } from "#daemon/subjects/lmdb-subject-store.js";
 import { createLmdbTeamStore } from "#daemon/teams/lmdb-team-store.js";
@@ -39,7 +40,7 @@ const FILE_MODE = 0o600;
  * mode mdb_env_open creates the data and lock files with; 0664 when absent) though its types do
  * not list it.
  */
-function openEnvironment(options: RootDatabaseOptionsWithPath): RootDatabase {
+export function openEnvironment(options: RootDatabaseOptionsWithPath): RootDatabase {
   return open({ ...options, permissionsMode: FILE_MODE } as RootDatabaseOptionsWithPath);
 }
 
@@ -51,7 +52,11 @@ function openEnvironment(options: RootDatabaseOptionsWithPath): RootDatabase {
  * site responsible for the wait. No `cache`: another process's writes must be seen at once.
  */
 function openRecords(dataDir: string): RootDatabase {
-  return openEnvironment({ path: join(dataDir, "records"), overlappingSync: false, maxDbs: 32 });
+  return openEnvironment({
+    path: join(dataDir, RECORDS_DIRECTORY),
+    overlappingSync: false,
+    maxDbs: 32,
+  });
 }
 
 /** lmdb's methods that write, each with whether it answers with a promise (else at once). */
@@ -156,7 +161,7 @@ function guardRecordWrites(records: RootDatabase, guard: DiskGuard): RootDatabas
  * sync behaviour is per environment and the records must stay durable.
  */
 function openCounters(dataDir: string): RootDatabase {
-  return openEnvironment({ path: join(dataDir, "counters"), noSync: true, maxDbs: 4 });
+  return openEnvironment({ path: join(dataDir, COUNTERS_DIRECTORY), noSync: true, maxDbs: 4 });
 }
 
 /**
@@ -165,11 +170,11 @@ function openCounters(dataDir: string): RootDatabase {
  */
 export async function openLmdbStore(options: LmdbStoreOptions): Promise<Store> {
   observeBatchFailures();
-  for (const directory of ["records", "counters"]) {
+  for (const directory of [RECORDS_DIRECTORY, COUNTERS_DIRECTORY]) {
     await mkdir(join(options.dataDir, directory), { recursive: true, mode: DIRECTORY_MODE });
   }
   const guard = await watchFreeSpace({
-    directory: join(options.dataDir, "records"),
+    directory: join(options.dataDir, RECORDS_DIRECTORY),
     minFreeBytes: options.minFreeBytes ?? 0,
     onChange: options.onRoomChange,
   });
