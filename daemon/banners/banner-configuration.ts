@@ -157,7 +157,7 @@ const jurisdictionRule = z
   .strictObject({
     id: z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/, "must be 1-64 letters, digits, '_', '.' or '-'"),
     countries: z
-      .array(z.string().refine((code) => isCountryCode(code), COUNTRY_MESSAGE))
+      .array(z.string().refine(isCountryCode, COUNTRY_MESSAGE))
       .max(300)
       .superRefine(noRepeats("country"), EVEN_WITH_FAILED_ENTRIES)
       .optional(),

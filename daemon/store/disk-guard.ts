@@ -2,8 +2,8 @@ import { statfs } from "node:fs/promises";
 import { Code, ConnectError } from "@connectrpc/connect";
 
 /**
- * Thrown instead of a write to the embedded store while its disk has less free space than
- * CONSENT_MIN_FREE_MB. The request fails like any refused write (500, nothing acknowledged); the
+ * Thrown instead of a write to the embedded store while the guard refuses writes (its disk has
+ * less free space than CONSENT_MIN_FREE_MB, or has not yet regained a quarter more). The request fails like any refused write (500, nothing acknowledged); the
  * guard reports the state itself, once when it starts refusing and once when it stops, so a full
  * disk does not add a log entry per request.
  */
@@ -13,9 +13,9 @@ export class StoreFullError extends Error {
 
 /**
  * Metadata of the internal error that answers a write the disk guard refused (set by the daemon's
- * error interceptor, daemon/rpc/connect-errors.ts). The gateway answers it like any internal error, 500, but does not
- * log it: the daemon has reported the full disk once, and a line per request would only add to
- * what fills it.
+ * error interceptor, daemon/rpc/connect-errors.ts). The gateway answers it like any internal
+ * error, 500, but does not log it: the daemon has reported the full disk once, and a line per
+ * request would only add to what fills it.
  */
 export const STORE_FULL_METADATA = "consent-store-full";
 
@@ -41,8 +41,8 @@ export interface DiskGuardOptions {
   /** Writes are refused while fewer bytes than this are free; 0 never refuses. */
   minFreeBytes: number;
   /**
-   * Told when the guard starts refusing writes (`refusing` true, `message` the refusal every
-   * refused write carries) and when it stops (`message` says how much room there is again).
+   * Told when the guard starts refusing writes (`refusing` true, `message` the refusal as then
+   * measured) and when it stops (`message` says how much room there is again).
    */
   onChange?: (refusing: boolean, message: string) => void;
 }

@@ -59,33 +59,28 @@ function openRecords(dataDir: string): RootDatabase {
   });
 }
 
-/** lmdb's methods that write, each with whether it answers with a promise (else at once). */
-const WRITES = {
-  put: true,
-  remove: true,
-  del: true,
-  ifNoExists: true,
-  ifVersion: true,
-  batch: true,
-  drop: true,
-  clearAsync: true,
-  transaction: true,
-  childTransaction: true,
-  transactionAsync: true,
-  putSync: false,
-  removeSync: false,
-  dropSync: false,
-  clearSync: false,
-  transactionSync: false,
-} as const;
-
-/** lmdb's write methods that take a callback to run inside the transaction. */
-const TRANSACTIONS = new Set([
-  "transaction",
-  "childTransaction",
-  "transactionAsync",
-  "transactionSync",
-]);
+/**
+ * lmdb's methods that write: `promise`, whether one answers with a promise (else at once);
+ * `callback`, whether its first argument runs inside the transaction.
+ */
+const WRITES: Record<string, { promise: boolean; callback?: true }> = {
+  put: { promise: true },
+  remove: { promise: true },
+  del: { promise: true },
+  ifNoExists: { promise: true },
+  ifVersion: { promise: true },
+  batch: { promise: true },
+  drop: { promise: true },
+  clearAsync: { promise: true },
+  transaction: { promise: true, callback: true },
+  childTransaction: { promise: true, callback: true },
+  transactionAsync: { promise: true, callback: true },
+  putSync: { promise: false },
+  removeSync: { promise: false },
+  dropSync: { promise: false },
+  clearSync: { promise: false },
+  transactionSync: { promise: false, callback: true },
+};
 
 /**
  * The writes the disk guard lets through: revocations and removals. However little room is
@@ -126,19 +121,19 @@ function exemptWrites(store: Store, guard: DiskGuard) {
 function guardRecordWrites(records: RootDatabase, guard: DiskGuard): RootDatabase {
   const guardWrites = (db: object) => {
     const methods = db as Record<string, (...args: unknown[]) => unknown>;
-    for (const [name, answersWithPromise] of Object.entries(WRITES)) {
+    for (const [name, kind] of Object.entries(WRITES)) {
       const write = methods[name];
       if (typeof write !== "function") continue;
       methods[name] = function (this: unknown, ...args: unknown[]) {
         try {
           guard.assertRoom();
         } catch (error) {
-          if (answersWithPromise) return Promise.reject(error);
+          if (kind.promise) return Promise.reject(error);
           throw error;
         }
         // An exempt write's transaction callback runs later, in lmdb's batch: exempt too.
         const [callback] = args;
-        if (guard.exempt && TRANSACTIONS.has(name) && typeof callback === "function") {
+        if (guard.exempt && kind.callback && typeof callback === "function") {
           args[0] = (...inner: unknown[]) => guard.exempting(() => callback(...inner));
         }
         return write.apply(this, args);
@@ -247,9 +242,9 @@ export async function openLmdbStore(options: LmdbStoreOptions): Promise<Store> {
       counters: counterEnv.openDB({ name: "counters" }),
       counterNamesByExpiry: counterEnv.openDB({ name: "counter-names-by-expiry" }),
     }),
+    acceptsWrites: () => !guard?.refusing,
     // A one-key read of each environment's root (its catalogue of named databases): cheap, and it
     // throws once the environment is closed.
-    acceptsWrites: () => !guard?.refusing,
     async ping() {
       Array.from(records.getKeys({ limit: 1 }));
       Array.from(counterEnv.getKeys({ limit: 1 }));
