@@ -1,4 +1,8 @@
+import { Code, ConnectError, createClient } from "@connectrpc/connect";
+import { createGrpcTransport } from "@connectrpc/connect-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { CallerHeaders } from "#daemon/auth/caller.js";
+import { BannerService } from "#gen/consent/v1/banner_pb.js";
 import { createTeam, http, mintKey, operator } from "#test/support/api.js";
 import { startTestService, type TestService } from "#test/support/service.js";
 
@@ -103,6 +107,42 @@ describe("rate limits", () => {
     expect(
       (await http(service, "GET", "/api/v1/banners", { key, headers: from("192.0.2.50") })).status,
     ).toBe(200);
+  });
+
+  it("counts a gRPC caller by its socket address unless it relays a client IP with the operator token", async () => {
+    const daemon = await startTestService();
+    try {
+      const banners = createClient(
+        BannerService,
+        createGrpcTransport({ baseUrl: daemon.daemonUrl }),
+      );
+      const codeOf = (clientIp: string, gatewayToken: string) =>
+        banners
+          .listBanners(
+            {},
+            {
+              headers: {
+                authorization: "Bearer ck_live_guess",
+                [CallerHeaders.clientIp]: clientIp,
+                [CallerHeaders.gatewayToken]: gatewayToken,
+              },
+            },
+          )
+          .then(
+            () => "OK",
+            (error: unknown) => Code[ConnectError.from(error).code],
+          );
+      // A relayed address with a wrong token is ignored: ten guesses from "ten addresses" are ten
+      // from this socket's, which is then locked out.
+      for (let i = 0; i < 10; i++) {
+        expect(await codeOf(`198.51.100.${i}`, "not-the-token")).toBe("Unauthenticated");
+      }
+      expect(await codeOf("198.51.100.99", "not-the-token")).toBe("ResourceExhausted");
+      // With the operator token (a gateway), the relayed address is the one counted.
+      expect(await codeOf("198.51.100.99", daemon.operatorToken)).toBe("Unauthenticated");
+    } finally {
+      await daemon.close();
+    }
   });
 
   it("ignores X-Forwarded-For from a peer that is not a trusted proxy", async () => {
