@@ -25,12 +25,13 @@ const PRIVATE_FILES = [
 ];
 
 /**
- * The data directory's private files that other users may read or write, each with its mode
- * ("records/data.mdb (644)"): files made by an older version, before the store's files were
+ * The data directory's private files that other users may read or write, each with its mode, as
+ * one sentence ("other users may read or write records/data.mdb (644) in <dir>"); undefined
+ * when there are none. Such files were made by an older version, before the store's files were
  * created owner-only, or copied in. The service creates them 0600 and never changes the mode of
- * a file that exists, so it reports them instead.
+ * a file that exists, so start-up and `consentctl doctor` report them instead.
  */
-export async function exposedFiles(dataDir: string): Promise<string[]> {
+export async function exposedFiles(dataDir: string): Promise<string | undefined> {
   const exposed: string[] = [];
   for (const file of PRIVATE_FILES) {
     const info = await stat(path.join(dataDir, file)).catch(() => undefined);
@@ -38,7 +39,8 @@ export async function exposedFiles(dataDir: string): Promise<string[]> {
       exposed.push(`${file} (${(info.mode & 0o777).toString(8)})`);
     }
   }
-  return exposed;
+  if (exposed.length === 0) return undefined;
+  return `other users may read or write ${exposed.join(", ")} in ${dataDir}`;
 }
 
 /** What start-up found or created; `created` lists the secrets made on this start. */

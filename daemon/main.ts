@@ -89,9 +89,9 @@ export async function runDaemon(options: {
   if (options.welcome !== false) {
     // Once per service (with the welcome): files other users may read or write.
     const exposed = await exposedFiles(config.dataDir);
-    if (exposed.length > 0) {
+    if (exposed) {
       logger.warn(
-        `other users may read or write ${exposed.join(", ")} in ${config.dataDir}, which hold the operator token, the identity key and the records (webhook secrets included): make them the owner's alone, e.g. chmod go-rwx on each`,
+        `${exposed}, which hold the operator token, the identity key and the records (webhook secrets included): make them the owner's alone, e.g. chmod go-rwx on each`,
       );
     }
     const created = options.welcome?.created ?? secrets.created;

@@ -90,7 +90,7 @@ async function filesCheck(context: CommandContext): Promise<CheckResult> {
     return skipped(name, `no data directory at ${context.dataDir} on this machine`);
   }
   const exposed = await exposedFiles(context.dataDir);
-  if (exposed.length === 0) {
+  if (!exposed) {
     return {
       name,
       status: "pass",
@@ -100,7 +100,7 @@ async function filesCheck(context: CommandContext): Promise<CheckResult> {
   return {
     name,
     status: "fail",
-    detail: `other users may read or write ${exposed.join(", ")} in ${context.dataDir}`,
+    detail: exposed,
     hint: "chmod 600 those files and 700 their directories: they hold the operator token, the identity key, webhook signing secrets and key digests",
   };
 }
