@@ -1,4 +1,5 @@
-import { type Timestamp, timestampDate } from "@bufbuild/protobuf/wkt";
+import { toJson } from "@bufbuild/protobuf";
+import { type Timestamp, TimestampSchema } from "@bufbuild/protobuf/wkt";
 import { stringify } from "csv-stringify/sync";
 import { jsonText, messageJson } from "#cli/format.js";
 import { type ConsentLogEntry, ConsentLogEntrySchema } from "#gen/consent/v1/consent_log_pb.js";
@@ -35,9 +36,12 @@ const CSV_COLUMNS: readonly [header: string, value: (e: ConsentLogEntry) => unkn
   ["pageUrl", (e) => e.pageUrl],
 ];
 
-/** A time as RFC 3339 in UTC with milliseconds, the form JSON Lines use too. */
+/**
+ * A time as RFC 3339 in UTC, written exactly as JSON Lines write it (the proto JSON mapping:
+ * fractional seconds only when there are some), so both exports of a row agree.
+ */
 function isoTime(timestamp: Timestamp | undefined): string {
-  return timestamp ? timestampDate(timestamp).toISOString() : "";
+  return timestamp ? (toJson(TimestampSchema, timestamp) as string) : "";
 }
 
 /**

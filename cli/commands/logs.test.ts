@@ -105,7 +105,8 @@ describe.concurrent("consentctl logs (against a real daemon)", { timeout: E2E_TI
 
   it("exports JSON Lines to stdout and quoted CSV to a file, with progress on stderr", async () => {
     const { teamId, publicId } = await teamWithBanner();
-    const first = await record(publicId, { country: "=HYPERLINK(1)" });
+    const wholeSecond = new Date(Math.floor(Date.now() / 1000) * 1000).toISOString();
+    const first = await record(publicId, { country: "=HYPERLINK(1)", timestamp: wholeSecond });
     const second = await record(publicId, { preferences: { "a,b": true, 'say "hi"': false } });
     const jsonl = await cli.run(argv`logs export --team ${teamId} --json`);
     expect(jsonl).toMatchObject({ code: 0, stderr: "" });
@@ -123,6 +124,10 @@ describe.concurrent("consentctl logs (against a real daemon)", { timeout: E2E_TI
     expect(csv[0]).toMatch(/^consentLogId,receivedAt,occurredAt,timestampClamped,bannerId,/);
     expect(csv).toHaveLength(3);
     expect(csv[1]).toContain(`${first},`);
+    // Both exports write a row's times alike (the proto JSON form).
+    for (const [index, row] of lines.entries()) {
+      expect(csv[index + 1]?.split(",").slice(1, 3)).toEqual([row.receivedAt, row.occurredAt]);
+    }
     expect(csv[1]).toContain(",'=HYPERLINK(1),");
     expect(csv[2]).toContain('"{""a,b"":true,""say \\""hi\\"""":false}"');
     const summary = await cli.json(argv`logs export --team ${teamId} --format csv --out ${out}`);
