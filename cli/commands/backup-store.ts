@@ -1,5 +1,5 @@
 import { constants, rmSync } from "node:fs";
-import { chmod, copyFile, mkdir, open, rename, rm, stat } from "node:fs/promises";
+import { chmod, copyFile, mkdir, open, realpath, rename, rm, stat } from "node:fs/promises";
 import path from "node:path";
 import { UserError } from "#cli/problems.js";
 import { ADMIN_TOKEN_FILE, IDENTITY_KEY_FILE } from "#daemon/bootstrap.js";
@@ -60,7 +60,8 @@ export async function backupDataDir(
     );
   }
   const parent = path.dirname(target);
-  const draft = path.join(parent, `.${path.basename(target)}.${process.pid}.partial`);
+  // A name of fixed length, so any name `to` may have (up to 255 bytes) leaves room for it.
+  const draft = path.join(parent, `.consent-backup-${process.pid}.partial`);
   // One level at a time, never `recursive`: Node's recursive mkdir spins for ever where the
   // kernel answers ENOENT to a directory that exists (/proc). The parent must exist, as for cp.
   try {
@@ -102,11 +103,17 @@ export async function backupDataDir(
     }
     await sync(parent);
     const has = (name: string) => written.some(({ file }) => file === name);
+    const warnings = warningsFor(has(IDENTITY_KEY_FILE), has(ADMIN_TOKEN_FILE), env);
+    if (await liesWithin(target, dataDir)) {
+      warnings.push(
+        "the backup lies inside the data directory: it is lost with that directory or its disk; move it elsewhere",
+      );
+    }
     return {
       to: target,
       files: written,
       identityKeyIncluded: has(IDENTITY_KEY_FILE),
-      warnings: warningsFor(has(IDENTITY_KEY_FILE), has(ADMIN_TOKEN_FILE), env),
+      warnings,
     };
   } catch (error) {
     await rm(draft, { recursive: true, force: true });
@@ -186,6 +193,12 @@ async function copyRecords(source: string, directory: string): Promise<void> {
   } finally {
     await environment.close();
   }
+}
+
+/** Whether `inner` lies inside the directory `outer`, symbolic links followed. */
+async function liesWithin(inner: string, outer: string): Promise<boolean> {
+  const relative = path.relative(await realpath(outer), await realpath(inner));
+  return relative !== "" && !relative.startsWith("..") && !path.isAbsolute(relative);
 }
 
 async function copyIfPresent(from: string, to: string): Promise<boolean> {

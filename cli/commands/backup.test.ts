@@ -94,6 +94,15 @@ describe("consentctl backup (against a running service)", { timeout: E2E_TIMEOUT
       code: "backup_exists",
     });
 
+    // The longest name a directory may have: the draft's own name does not grow with it.
+    const longest = path.join(backups, "n".repeat(255));
+    expect((await cli.json(["backup", "--to", longest])).to).toBe(longest);
+
+    const inside = path.join(service.dataDir, "nightly");
+    expect((await cli.json(["backup", "--to", inside])).warnings).toEqual([
+      "the backup lies inside the data directory: it is lost with that directory or its disk; move it elsewhere",
+    ]);
+
     const orphan = path.join(backups, "missing", "nightly");
     expect(await cli.fails(["backup", "--to", orphan])).toMatchObject({
       error: `Cannot create the backup: ${path.dirname(orphan)} does not exist.`,

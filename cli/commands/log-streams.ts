@@ -1,6 +1,6 @@
 import { once } from "node:events";
 import { type FileHandle, open, realpath, rename, rm, stat } from "node:fs/promises";
-import { basename, dirname, join } from "node:path";
+import { dirname, join } from "node:path";
 import { type Command, Option } from "commander";
 import {
   createExportWriter,
@@ -233,7 +233,8 @@ async function openOutput(path: string) {
   const direct = existing !== undefined && !existing.isFile();
   const partial = direct
     ? target
-    : join(dirname(target), `.${basename(target)}.${process.pid}.partial`);
+    : // A name of fixed length, so any file name (up to 255 bytes) leaves room for it.
+      join(dirname(target), `.consent-export-${process.pid}.partial`);
   let handle: FileHandle;
   try {
     handle = await open(partial, direct ? "w" : "wx");

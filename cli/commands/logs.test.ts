@@ -132,6 +132,11 @@ describe.concurrent("consentctl logs (against a real daemon)", { timeout: E2E_TI
     expect(csv[2]).toContain('"{""a,b"":true,""say \\""hi\\"""":false}"');
     const summary = await cli.json(argv`logs export --team ${teamId} --format csv --out ${out}`);
     expect(summary).toEqual({ rows: 2, format: "csv", out });
+    // The longest name a file may have: the draft's own name does not grow with it.
+    const longest = path.join(service.dataDir, `${"p".repeat(251)}.csv`);
+    const long = await cli.json(argv`logs export --team ${teamId} --format csv --out ${longest}`);
+    expect(long).toEqual({ rows: 2, format: "csv", out: longest });
+    expect(await readFile(longest, "utf8")).toBe(await readFile(out, "utf8"));
   });
 
   it("follows rows recorded after it started until Ctrl-C, then exits 0", async () => {
