@@ -45,7 +45,7 @@ describe.concurrent("consentctl health and doctor (against a real daemon)", {
         message: "Cannot reach the daemon at http://127.0.0.1:9.",
         hint: expect.stringContaining("start it with `npm start`"),
       },
-      store: { ok: false },
+      store: { ok: false, acceptsWrites: null },
       latencyMs: null,
     });
     expect(human.code).toBe(1);

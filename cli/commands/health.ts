@@ -41,7 +41,8 @@ function healthJson(outcome: HealthOutcome) {
     return {
       // grpc.health.v1's UNKNOWN: nobody answered, so there is no serving status.
       daemon: { url: daemonUrl, reachable: false, status: "UNKNOWN", ...problem },
-      store: { ok: false },
+      // The same shape as a reachable daemon's report: nothing is known of the store.
+      store: { ok: false, acceptsWrites: null },
       latencyMs: null,
     };
   }
