@@ -17,7 +17,10 @@ const MARK: Record<CheckResult["status"], [string, Tone]> = {
   skip: ["–", "muted"],
 };
 
-/** One line per check with its verdict, and the hint indented under failures and skips. */
+/**
+ * One line per check with its verdict, details aligned two spaces after the longest name (as
+ * KeyValue aligns values), and the hint indented under them for failures and skips.
+ */
 export function CheckList({ checks }: { checks: readonly CheckResult[] }) {
   const nameWidth = Math.max(0, ...checks.map((check) => check.name.length));
   return (
@@ -27,11 +30,12 @@ export function CheckList({ checks }: { checks: readonly CheckResult[] }) {
         return (
           <Box key={check.name} flexDirection="column">
             <Text>
-              <Toned tone={tone}>{mark}</Toned> {check.name.padEnd(nameWidth)} {check.detail}
+              <Toned tone={tone}>{mark}</Toned> {check.name.padEnd(nameWidth + 2)}
+              {check.detail}
             </Text>
             {check.hint && check.status !== "pass" ? (
               <Toned tone="muted">
-                {" ".repeat(nameWidth + 3)}hint: {check.hint}
+                {" ".repeat(nameWidth + 4)}hint: {check.hint}
               </Toned>
             ) : null}
           </Box>

@@ -94,10 +94,10 @@ describe("CheckList", () => {
     );
     expect(lastFrame()).toBe(
       [
-        "✔ config ok",
-        "✖ daemon down",
-        "         hint: start it",
-        "– clock  skipped: daemon not reachable",
+        "✔ config  ok",
+        "✖ daemon  down",
+        "          hint: start it",
+        "– clock   skipped: daemon not reachable",
       ].join("\n"),
     );
   });
