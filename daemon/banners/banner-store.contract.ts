@@ -118,6 +118,21 @@ export function describeBannerStoreContract(openStore: OpenStore): void {
       expect((await store().banners.get(teamId, banner.id))?.name).toBe("Second");
     });
 
+    it("throws on a replace that would move a banner's publicId, team or creation time", async () => {
+      const banner = aBanner(teamId, now);
+      await store().banners.insert(banner);
+      for (const moved of [
+        { publicId: `pb_${randomUUID()}` },
+        { teamId: randomUUID() },
+        { createdAt: shifted(now, MINUTE) },
+      ]) {
+        const next = { ...banner, ...moved, name: "Moved", version: 2 };
+        await expect(store().banners.replace(next, 1)).rejects.toBeInstanceOf(RangeError);
+      }
+      expect(await store().banners.get(teamId, banner.id)).toEqual(banner);
+      expect(await store().banners.getByPublicId(banner.publicId)).toEqual(banner);
+    });
+
     it("refuses to replace a banner that does not exist", async () => {
       const ghost = aBanner(teamId, now, { version: 2 });
       expect(await store().banners.replace(ghost, 1)).toBe(false);

@@ -50,11 +50,25 @@ export class MongoBannerStore implements BannerStore {
     try {
       // The version in the filter makes this a compare-and-swap: of concurrent replaces with the
       // same expectedVersion the server applies one; the others match nothing.
+      // The identity fields in the filter too: a replace never moves them (the port's promise).
       const { matchedCount } = await this.collection.replaceOne(
-        { _id, teamId: next.teamId, version: expectedVersion },
+        {
+          _id,
+          teamId: next.teamId,
+          publicId: next.publicId,
+          createdAt: next.createdAt,
+          version: expectedVersion,
+        },
         replacement,
       );
-      return matchedCount === 1;
+      if (matchedCount === 1) return true;
+      // Nothing matched: a stale version or no such banner is a refusal; the expected version
+      // with other identity fields is the caller's bug, as the embedded store reports it.
+      const stored = await this.collection.findOne({ _id }, { projection: { version: 1 } });
+      if (stored?.version === expectedVersion) {
+        throw new RangeError("replace cannot change a banner's publicId, teamId or createdAt");
+      }
+      return false;
     } catch (error) {
       if (isDuplicateKey(error)) throw duplicateKeyError(error, "banner");
       throw error;

@@ -1,4 +1,10 @@
-import { type Db, MongoClient, type MongoClientOptions, MongoServerSelectionError } from "mongodb";
+import {
+  type CollectionOptions,
+  type Db,
+  MongoClient,
+  type MongoClientOptions,
+  MongoServerSelectionError,
+} from "mongodb";
 import { type BannerDocument, MongoBannerStore } from "#daemon/banners/mongo-banner-store.js";
 import { StartupError } from "#daemon/config.js";
 import {
@@ -51,6 +57,20 @@ const CLIENT_OPTIONS: MongoClientOptions = {
   retryReads: true,
   serverSelectionTimeoutMS: SERVER_SELECTION_TIMEOUT_MS,
   appName: "consent-service",
+};
+
+/**
+ * The rate-limit counters are written by every authenticated request, reads included, and hold
+ * only the current windows, so they are written as the embedded store writes them (without
+ * fsync, lmdb-store.ts): acknowledged by the primary alone, unjournaled, and read from it as it
+ * stands. A primary without a majority (a secondary down beside an arbiter) then still serves
+ * every read and every write whose own write concern can be met, instead of failing each request
+ * after MAJORITY_WAIT_MS; a failover may lose the counts of the last moments, which at worst lets
+ * a few requests more through in that window.
+ */
+const COUNTER_OPTIONS: CollectionOptions = {
+  writeConcern: { w: 1, journal: false },
+  readConcern: { level: "local" },
 };
 
 /**
@@ -120,7 +140,7 @@ function collectionsOf(db: Db) {
     banners: db.collection<BannerDocument>("banners"),
     subjects: db.collection<SubjectDocument>("subjects"),
     consentLog: db.collection<ConsentLogDocument>("consent_log"),
-    counters: db.collection<CounterDocument>("counters"),
+    counters: db.collection<CounterDocument>("counters", COUNTER_OPTIONS),
     webhookEndpoints: db.collection<WebhookEndpointDocument>("webhook_endpoints"),
     webhookDeliveries: db.collection<DeliveryDocument>("webhook_deliveries"),
   };

@@ -164,8 +164,9 @@ export class MongoWebhookStore implements WebhookStore {
       (field) => !Object.hasOwn(present, field),
     );
     // The version in the filter makes the replace a compare-and-set: one of concurrent callers wins.
+    // The identity fields in the filter too: a replace never moves them (the port's promise).
     const result = await this.endpoints.updateOne(
-      { _id: id, teamId: next.teamId, version: expectedVersion },
+      { _id: id, teamId: next.teamId, createdAt: next.createdAt, version: expectedVersion },
       {
         $set: present,
         ...(absent.length > 0 && {
@@ -173,14 +174,23 @@ export class MongoWebhookStore implements WebhookStore {
         }),
       },
     );
-    return result.modifiedCount === 1;
+    if (result.matchedCount === 1) return true;
+    // Nothing matched: a stale version or no such endpoint is a refusal; the expected version
+    // with another team or creation time is the caller's bug, as the embedded store reports it.
+    const stored = await this.endpoints.findOne({ _id: id }, { projection: { version: 1 } });
+    if (stored?.version === expectedVersion) {
+      throw new RangeError("replace cannot change a webhook's teamId or createdAt");
+    }
+    return false;
   }
 
   async deleteEndpoint(teamId: string, id: string): Promise<boolean> {
     const result = await this.endpoints.deleteOne({ _id: id, teamId });
-    if (result.deletedCount === 0) return false;
+    // Two writes where the embedded store makes one transaction, and a multi-document delete is
+    // not retried (mongo-store.ts): the deliveries are removed even when the endpoint is already
+    // gone, so a call repeated after a failure here finishes the removal (and answers false).
     await this.deliveries.deleteMany({ webhookId: id, teamId });
-    return true;
+    return result.deletedCount === 1;
   }
 
   async claimEvents(

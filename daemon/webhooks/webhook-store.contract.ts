@@ -96,6 +96,19 @@ export function describeWebhookStoreContract(openStore: OpenStore): void {
       expect(await store().webhooks.listEndpoints(teamId)).toEqual([]);
     });
 
+    it("throws on a replace that would move an endpoint to another team or creation time", async () => {
+      const endpoint = anEndpoint(teamId, now);
+      await store().webhooks.insertEndpoint(endpoint);
+      for (const moved of [{ teamId: randomUUID() }, { createdAt: shifted(now, MINUTE) }]) {
+        const next = { ...endpoint, ...moved, description: "moved", version: 2 };
+        await expect(store().webhooks.replaceEndpoint(next, 1)).rejects.toBeInstanceOf(RangeError);
+      }
+      expect(await store().webhooks.getEndpoint(teamId, endpoint.id)).toEqual(endpoint);
+      // A stale version is a refusal, whatever else the record says.
+      const stale = { ...endpoint, teamId: randomUUID(), version: 3 };
+      expect(await store().webhooks.replaceEndpoint(stale, 2)).toBe(false);
+    });
+
     it("refuses an endpoint beyond the team's maximum, however many inserts race", async () => {
       const max = 5;
       const racing = Array.from({ length: 12 }, (_, i) => anEndpoint(teamId, shifted(now, i)));
