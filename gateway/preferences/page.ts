@@ -64,7 +64,7 @@ a{color:inherit}
 export function preferencesPage(view: PreferencesView, nonce: string, saved: boolean): string {
   const banner = view.banner;
   const config = banner ? runtimeConfig(banner, null) : undefined;
-  const texts = resolveTexts(config?.texts ?? {}, view.languageCode || "en");
+  const texts = resolveTexts(config?.texts ?? {}, [view.languageCode]);
   const rows = (config?.categories ?? []).map((category) => {
     const text = texts.category(category);
     const checked = category.required || view.preferences[category.name] === true;

@@ -19,10 +19,10 @@ const apiBase = loaderUrl.origin + loaderUrl.pathname.replace(/\/loader\/[^/]*$/
 const gpc = (navigator as { globalPrivacyControl?: boolean }).globalPrivacyControl === true;
 /** Global Privacy Control opts out of sale and sharing where a US rule applies. */
 const gpcApplies = gpc && !!config.rule?.us;
-const texts = resolveTexts(
-  config.texts,
-  document.documentElement.lang || navigator.language || "en",
-);
+const texts = resolveTexts(config.texts, [
+  document.documentElement.lang,
+  ...(navigator.languages ?? [navigator.language]),
+]);
 const all = config.categories.map((category) => category.name);
 const required = config.categories.filter((category) => category.required).map((c) => c.name);
 
@@ -30,6 +30,8 @@ let state = readState(config.id);
 let closeView: (() => void) | undefined;
 
 const explicit = (s: ConsentState | null) => (s && !s.isDefaultState ? s : null);
+/** Whether the visitor's choice covers the published revision: no need to ask. */
+const isCurrent = () => (explicit(state)?.revision ?? -1) >= config.revision;
 const copy = (s: ConsentState | null) =>
   s ? (JSON.parse(JSON.stringify(s)) as ConsentState) : null;
 
@@ -102,16 +104,22 @@ function post(method: string, s: ConsentState): void {
   }
 }
 
+/** Tells Consent Mode and runs the gated scripts; the page's own code failing stops neither. */
 function apply(s: ConsentState): void {
-  consentUpdate(s.categories);
+  try {
+    consentUpdate(s.categories);
+  } catch (error) {
+    console.error("consent banner: the page's gtag failed on consent update", error);
+  }
   whenReady(() => activateScripts(s.categories, nonce));
 }
 
+/** A choice or a default: recorded first, so nothing the page does afterwards can lose the row. */
 function commit(next: ConsentState, method: string): void {
   state = next;
   writeState(config.id, next);
-  apply(next);
   post(method, next);
+  apply(next);
   if (method !== "consent_default") emit("change");
 }
 
@@ -144,6 +152,9 @@ function defaultState(rule: RuntimeRule): ConsentState {
 
 function open(customize: boolean): void {
   whenReady(() => {
+    // A state applied before the page was ready (applyState in <head>) may have made the
+    // prompt needless; re-opened preferences always show.
+    if (!customize && isCurrent()) return;
     closeView?.();
     closeView = showBanner({
       config,
@@ -191,10 +202,11 @@ if (running) {
     applyState(next: unknown): boolean {
       // A revision this banner has not published would keep it from asking after the next ones.
       if (!isConsentState(next) || next.revision > config.revision) return false;
+      // A state the cookie cannot hold would be forgotten at the next page: refused whole.
+      if (!writeState(config.id, next)) return false;
       state = copy(next);
-      writeState(config.id, next);
       apply(next);
-      if (!next.isDefaultState && next.revision >= config.revision) {
+      if (isCurrent()) {
         closeView?.();
         closeView = undefined;
       }
@@ -206,7 +218,7 @@ if (running) {
 
   consentDefault();
   const current = explicit(state);
-  if (current && current.revision >= config.revision) {
+  if (current && isCurrent()) {
     apply(current);
   } else {
     const storedDefault = state?.isDefaultState && state.revision >= config.revision;

@@ -1,8 +1,17 @@
+/** Gated scripts already handed to the queue, so a later choice never runs one twice. */
+const claimed = new WeakSet<HTMLScriptElement>();
+/** Activations run one after another, in document order (see activateScripts). */
+let queue: Promise<void> = Promise.resolve();
+
 /**
  * Activates `<script type="text/plain" data-category="…">` once every category it names (space-
  * or comma-separated) is accepted: the element is replaced by a live copy, which the browser then
  * runs. `data-type` gives the live type (default text/javascript, e.g. "module"). The copy carries
  * the original's nonce, else the loader's, so a strict CSP still lets it run.
+ *
+ * They run in document order, as the page wrote them: an external script is waited for (loaded
+ * or failed) before the next one is inserted, since an inline one inserted meanwhile would run
+ * first. One that fails to activate is reported on the console and skipped; the others still run.
  */
 export function activateScripts(accepted: readonly string[], nonce: string): void {
   const blocked = document.querySelectorAll<HTMLScriptElement>(
@@ -10,14 +19,62 @@ export function activateScripts(accepted: readonly string[], nonce: string): voi
   );
   for (const original of Array.from(blocked)) {
     const needs = (original.dataset.category ?? "").split(/[\s,]+/).filter(Boolean);
-    if (needs.length === 0 || !needs.every((name) => accepted.includes(name))) continue;
-    const live = document.createElement("script");
-    for (const attribute of Array.from(original.attributes)) {
-      if (attribute.name !== "type") live.setAttribute(attribute.name, attribute.value);
+    if (claimed.has(original) || needs.length === 0) continue;
+    if (!needs.every((name) => accepted.includes(name))) continue;
+    claimed.add(original);
+    queue = queue.then(() => activate(original, nonce));
+  }
+}
+
+interface ScriptPolicy {
+  createScript(text: string): string;
+}
+let policy: ScriptPolicy | null | undefined;
+
+/**
+ * Under Trusted Types (`require-trusted-types-for 'script'`) an inline script's text must come
+ * through a policy. The banner's, "consent-banner", passes the page's own markup through
+ * unchanged; a page that lists its allowed policies (`trusted-types …`) names it there too.
+ * Null where Trusted Types are unknown or the page does not allow the name.
+ */
+function scriptPolicy(): ScriptPolicy | null {
+  if (policy === undefined) {
+    const factory = (
+      window as {
+        trustedTypes?: {
+          createPolicy(name: string, rules: { createScript(s: string): string }): ScriptPolicy;
+        };
+      }
+    ).trustedTypes;
+    try {
+      policy = factory?.createPolicy("consent-banner", { createScript: (text) => text }) ?? null;
+    } catch {
+      policy = null;
     }
+  }
+  return policy;
+}
+
+/** Replaces one gated script by its live copy; settles once the copy has run (or failed). */
+function activate(original: HTMLScriptElement, nonce: string): Promise<void> | undefined {
+  try {
+    // A clone rather than a new element filled in: its src is copied by the browser, which no
+    // Trusted Types check stops; an inline text is set again through the policy when there is one.
+    const live = original.cloneNode(true) as HTMLScriptElement;
     live.type = original.dataset.type || "text/javascript";
     live.nonce = original.nonce || nonce;
-    live.text = original.text;
+    const trusted = !live.src && scriptPolicy();
+    if (trusted) live.text = trusted.createScript(original.text);
+    const ran =
+      live.src &&
+      new Promise<void>((resolve) => {
+        live.addEventListener("load", () => resolve());
+        live.addEventListener("error", () => resolve());
+      });
     original.replaceWith(live);
+    return ran || undefined;
+  } catch (error) {
+    console.error("consent banner: a gated script could not be activated", error);
+    return undefined;
   }
 }

@@ -16,6 +16,7 @@ export interface ConsentState {
   consentTimestamp: string;
   lastConsentTimestamp: string;
   languageCode: string;
+  services?: Record<string, string[]>;
   jurisdictions?: string[];
   gpcRespected?: boolean;
   usOptOutChoices?: { saleSharing?: boolean; targetedAdvertising?: boolean };
@@ -36,6 +37,20 @@ const isTexts = (value: unknown) => Array.isArray(value) && value.every(isText);
 const optional = (value: unknown, check: (value: unknown) => boolean) =>
   value === undefined || check(value);
 const isFlag = (value: unknown) => typeof value === "boolean";
+const isRecord = (value: unknown): value is Record<string, unknown> =>
+  typeof value === "object" && value !== null && !Array.isArray(value);
+/** The fields of spec 2.4's state; PUT state refuses any other (decisions §4). */
+const FIELDS =
+  "schemaVersion categories revision acceptType consentId consentTimestamp lastConsentTimestamp languageCode services jurisdictions gpcRespected usOptOutChoices isPending isDefaultState collectedVia".split(
+    " ",
+  );
+/** The US opt-out purposes of `usOptOutChoices`, each true or false. */
+const PURPOSES = ["saleSharing", "targetedAdvertising", "sensitiveData", "profiling"];
+const isPurposes = (value: unknown) =>
+  isRecord(value) &&
+  Object.entries(value).every(([name, flag]) => PURPOSES.includes(name) && isFlag(flag));
+/** `services`: category name → service names. */
+const isServices = (value: unknown) => isRecord(value) && Object.values(value).every(isTexts);
 
 /**
  * A value that can stand as a stored or applied state: the canonical state of spec 2.4 as PUT
@@ -45,8 +60,8 @@ const isFlag = (value: unknown) => typeof value === "boolean";
 export function isConsentState(value: unknown): value is ConsentState {
   const state = value as ConsentState | null;
   return (
-    typeof state === "object" &&
-    state !== null &&
+    isRecord(state) &&
+    Object.keys(state).every((field) => FIELDS.includes(field)) &&
     state.schemaVersion === 2 &&
     isTexts(state.categories) &&
     Number.isInteger(state.revision) &&
@@ -61,29 +76,44 @@ export function isConsentState(value: unknown): value is ConsentState {
     optional(state.gpcRespected, isFlag) &&
     optional(state.isPending, isFlag) &&
     optional(state.isDefaultState, isFlag) &&
-    optional(state.usOptOutChoices, (value) => typeof value === "object" && value !== null) &&
+    optional(state.usOptOutChoices, isPurposes) &&
+    optional(state.services, isServices) &&
     optional(state.collectedVia, (value) => COLLECTED_VIA.includes(value as CollectedVia))
   );
 }
 
+/** The raw value of the banner's cookie, if the page has one. */
+function cookieValue(publicId: string): string | undefined {
+  const prefix = `${cookieName(publicId)}=`;
+  return document.cookie
+    .split("; ")
+    .find((part) => part.startsWith(prefix))
+    ?.slice(prefix.length);
+}
+
 /** The state in the banner's cookie, or null when there is none or it is unreadable. */
 export function readState(publicId: string): ConsentState | null {
-  const prefix = `${cookieName(publicId)}=`;
-  const entry = document.cookie.split("; ").find((part) => part.startsWith(prefix));
-  if (!entry) return null;
+  const value = cookieValue(publicId);
+  if (value === undefined) return null;
   try {
-    const state: unknown = JSON.parse(decodeURIComponent(entry.slice(prefix.length)));
+    const state: unknown = JSON.parse(decodeURIComponent(value));
     return isConsentState(state) ? state : null;
   } catch {
     return null; // A damaged cookie counts as no choice: the banner asks again.
   }
 }
 
-/** Stores the state in a first-party cookie (Secure on https, SameSite=Lax). */
-export function writeState(publicId: string, state: ConsentState): void {
+/**
+ * Stores the state in a first-party cookie (Secure on https, SameSite=Lax). Returns whether the
+ * browser kept it: one that does not fit a cookie (about 4 KB, many long category names) is
+ * dropped, and the cookie holds what it held before.
+ */
+export function writeState(publicId: string, state: ConsentState): boolean {
+  const value = encodeURIComponent(JSON.stringify(state));
   const secure = location.protocol === "https:" ? "; secure" : "";
   // biome-ignore lint/suspicious/noDocumentCookie: the Cookie Store API is async and not in every browser the banner supports.
-  document.cookie = `${cookieName(publicId)}=${encodeURIComponent(JSON.stringify(state))}; path=/; max-age=${MAX_AGE_SECONDS}; samesite=lax${secure}`;
+  document.cookie = `${cookieName(publicId)}=${value}; path=/; max-age=${MAX_AGE_SECONDS}; samesite=lax${secure}`;
+  return cookieValue(publicId) === value;
 }
 
 /** A random (version 4) UUID; crypto.randomUUID needs a secure context, this does not. */

@@ -5,6 +5,7 @@ import type { RuntimeConfig } from "./config.js";
  * Colours come from the configuration, which the daemon validated (decisions §3: hex, numeric
  * functional forms or named colours only), so they are safe to place in CSS.
  * Roles: secondary = background, text = body text, primary = buttons, accent = focus ring.
+ * Positions move the fixed layouts only: an inline box stays where the page flow puts it.
  */
 export function bannerCss({
   primary: p,
@@ -13,12 +14,12 @@ export function bannerCss({
   accent: a,
 }: RuntimeConfig["colors"]) {
   return `:host{all:initial}
-.r{font:15px/1.5 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:${t}}
+.r{font:15px/1.5 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:${t};overflow-wrap:anywhere}
 .r *{box-sizing:border-box}
 .p{background:${s};color:${t};padding:16px 20px;max-height:90vh;overflow:auto;box-shadow:0 2px 16px rgba(0,0,0,.3)}
 .banner .p,.modal .p{position:fixed;z-index:2147483647}
 .banner .p{left:0;right:0}
-.top .p{top:0}.bottom .p{bottom:0}.center .p{top:50%;transform:translateY(-50%)}
+.top .p{top:0}.bottom .p{bottom:0}.banner.center .p,.modal.center .p{top:50%}.banner.center .p{transform:translateY(-50%)}
 .modal .p{left:50%;width:min(36rem,calc(100% - 2rem));border-radius:8px;transform:translateX(-50%)}
 .modal.top .p{top:1rem}.modal.bottom .p{bottom:1rem}.modal.center .p{transform:translate(-50%,-50%)}
 .bd{position:fixed;inset:0;background:rgba(0,0,0,.5);z-index:2147483646}

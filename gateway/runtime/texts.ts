@@ -24,17 +24,30 @@ export interface ResolvedTexts {
 }
 
 /**
- * Picks the texts for a wanted language (the page's `<html lang>` or the browser's): the exact
- * tag, else its primary subtag, else English; each field falls back on its own, to the operator's
- * English text and then to DEFAULT_TEXTS, so a half-translated banner still shows every string.
+ * Picks the texts for the wanted languages, in order (the page's `<html lang>`, then the
+ * browser's languages): for each, the exact tag, else its primary subtag, else another tag of
+ * that language (`pt` finds `pt-BR`); English when none has texts. Each field falls back on its
+ * own, to the operator's English text and then to DEFAULT_TEXTS, so a half-translated banner
+ * still shows every string.
  */
-export function resolveTexts(texts: Record<string, RuntimeTexts>, wanted: string): ResolvedTexts {
+export function resolveTexts(
+  texts: Record<string, RuntimeTexts>,
+  wanted: readonly string[],
+): ResolvedTexts {
   const keys = Object.keys(texts);
-  const find = (tag: string) => keys.find((key) => comparable(key) === tag);
-  const tag = comparable(wanted);
-  const lang = find(tag) ?? find(tag.split("-")[0] ?? "");
-  // find("en"), not texts.en: the daemon stores "en", but a banner saved before it did may say "EN".
-  const chain = [lang, find("en")].flatMap((key) => (key === undefined ? [] : [texts[key] ?? {}]));
+  const primary = (tag: string) => tag.split("-")[0];
+  const find = (matches: (key: string) => boolean) => keys.find((key) => matches(comparable(key)));
+  let lang: string | undefined;
+  for (const tag of wanted.filter(Boolean).map(comparable)) {
+    lang ??=
+      find((key) => key === tag) ??
+      find((key) => key === primary(tag)) ??
+      find((key) => primary(key) === primary(tag));
+  }
+  // Found, not texts.en: the daemon stores "en", but a banner saved before it did may say "EN".
+  const chain = [lang, find((key) => key === "en")].flatMap((key) =>
+    key === undefined ? [] : [texts[key] ?? {}],
+  );
   return {
     languageCode: lang ?? "en",
     get: (key) => chain.map((t) => t[key]).find(Boolean) || DEFAULT_TEXTS[key],

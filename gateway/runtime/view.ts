@@ -117,6 +117,9 @@ function dialogPanel(options: ViewOptions) {
   return { panel, boxes, list, customize, save };
 }
 
+/** Languages written right to left, by primary subtag (as texts are matched: lower case). */
+const RTL = /^(ar|arc|ckb|dv|fa|he|ks|ku-arab|ps|sd|syr|ug|ur|yi)(-|$)/i;
+
 /**
  * Renders the banner in a shadow root: a dialog (modal with backdrop and focus trap, or a
  * non-modal banner or inline box) with Accept all, Reject all and Customize, and a category list
@@ -127,10 +130,20 @@ export function showBanner(options: ViewOptions): () => void {
   const modal = config.layout === "modal";
   const previousFocus = document.activeElement as HTMLElement | null;
   const host = h("div", { id: `consent-banner-${config.id.slice(0, 8)}` });
+  // The page's own rules beat :host ones (`div:empty{display:none}` is common); an important
+  // inline declaration, set through CSSOM as a strict CSP allows, beats them all.
+  host.style.setProperty("display", "block", "important");
   const shadow = host.attachShadow({ mode: "open" });
   addStyles(shadow, bannerCss(config.colors), options.nonce);
   const { panel, boxes, list, customize, save } = dialogPanel(options);
-  const root = h("div", { className: `r ${config.layout} ${config.position}` });
+  // The texts' language and direction, whatever the page's (WCAG 3.1.2, an Arabic banner on an
+  // English page reads right to left).
+  const { languageCode } = options.texts;
+  const root = h(
+    "div",
+    { className: `r ${config.layout} ${config.position}`, lang: languageCode },
+    { dir: RTL.test(languageCode) ? "rtl" : "ltr" },
+  );
   if (modal) root.append(h("div", { className: "bd" }));
   root.append(panel);
   shadow.append(root);
@@ -159,10 +172,13 @@ export function showBanner(options: ViewOptions): () => void {
     // Once: a view closed by Escape may be closed again by the next showPreferences.
     if (closed) return;
     closed = true;
+    // Focus inside the banner (a modal, re-opened preferences, a clicked button) goes back to
+    // where it was before, whatever the layout, rather than to the top of the page.
+    const focused = document.activeElement === host;
     document.removeEventListener("focusin", keepFocus);
     release?.();
     host.remove();
-    if (modal) previousFocus?.focus?.();
+    if (focused) previousFocus?.focus?.();
   };
   panel.addEventListener("click", (event) => {
     const action = (event.target as HTMLElement).closest("button")?.dataset.a;

@@ -269,4 +269,102 @@ describe.skipIf(skipBrowserTests)("banner runtime in Chromium: layouts and choic
       expect.stringMatching(/textColor on secondaryColor: contrast 1\.\d+:1 is below WCAG 2\.2 AA/),
     ]);
   });
+  it("keeps an inline box in the page flow at any position, shown whatever the page's CSS says of divs", async () => {
+    ctx.site.file("/hostile.css", "text/css", "div:empty{display:none}");
+    for (const layout of ["inline", "modal"] as const) {
+      const fixture = await bannerFixture(ctx.service, {
+        domain: "localhost",
+        configuration: { categories, layout, position: "center" },
+      });
+      await page.goto(
+        ctx.site.page(`/flow-${fixture.publicId}`, {
+          publicId: fixture.publicId,
+          head: '<link rel="stylesheet" href="/hostile.css">',
+        }),
+      );
+      await expect.poll(() => dialog(page).isVisible()).toBe(true);
+      if (layout === "inline") {
+        // First in <body>, above the page's heading, and wholly inside the document.
+        const [panel, heading] = await Promise.all([
+          dialog(page).boundingBox(),
+          page.getByRole("heading", { name: "Shop" }).boundingBox(),
+        ]);
+        expect(panel?.y).toBeGreaterThanOrEqual(0);
+        expect((panel?.y ?? 0) + (panel?.height ?? 0)).toBeLessThanOrEqual(heading?.y ?? 0);
+      }
+    }
+  });
+
+  it("gives focus back to where it was when the preferences close, in every layout", async () => {
+    for (const layout of ["banner", "inline", "modal"] as const) {
+      await bannerPage({ layout });
+      await dialog(page).getByRole("button", { name: "Accept all" }).click();
+      const link = page.locator('a[href="#top"]');
+      const linkFocused = () =>
+        page.evaluate(() => document.activeElement === document.querySelector('a[href="#top"]'));
+      for (const closeBy of ["Escape", "Save"] as const) {
+        await link.focus();
+        await page.evaluate(() =>
+          (
+            window as unknown as { consentBanner: { showPreferences(): void } }
+          ).consentBanner.showPreferences(),
+        );
+        await expect.poll(() => dialog(page).count()).toBe(1);
+        expect(await linkFocused()).toBe(false); // on the first switch
+        if (closeBy === "Escape") await page.keyboard.press("Escape");
+        else await dialog(page).getByRole("button", { name: "Save choices" }).press("Enter");
+        await expect.poll(() => dialog(page).count()).toBe(0);
+        expect([layout, closeBy, await linkFocused()]).toEqual([layout, closeBy, true]);
+      }
+    }
+  });
+
+  it("says its language and direction, and finds texts by the browser's languages and by region", async () => {
+    const texts = {
+      ar: { title: "خصوصيتك", acceptAll: "قبول الكل" },
+      "pt-BR": { title: "Sua privacidade" },
+      fr: { title: "Votre vie privée" },
+    };
+    const cases = [
+      // No <html lang>: the browser's language, written right to left.
+      { locale: "ar", pageLang: undefined, title: "خصوصيتك", lang: "ar", dir: "rtl" },
+      // A page in Portuguese finds the texts of its Brazilian variant.
+      { locale: "en-US", pageLang: "pt", title: "Sua privacidade", lang: "pt-BR", dir: "ltr" },
+      // A German page without German texts: the visitor's French before English.
+      { locale: "fr-FR", pageLang: "de", title: "Votre vie privée", lang: "fr", dir: "ltr" },
+      // On a right-to-left page, English texts still read left to right.
+      { locale: "en-US", pageLang: "he", title: "We value your privacy", lang: "en", dir: "ltr" },
+    ];
+    const fixture = await bannerFixture(ctx.service, {
+      domain: "localhost",
+      configuration: { categories, texts },
+    });
+    for (const { locale, pageLang, title, lang, dir } of cases) {
+      const localized = await ctx.browser.newContext({ locale });
+      const tab = await localized.newPage();
+      await tab.goto(
+        ctx.site.page(`/lang-${locale}-${pageLang}`, {
+          publicId: fixture.publicId,
+          ...(pageLang ? { lang: pageLang } : { noLang: true }),
+        }),
+      );
+      await expect.poll(() => dialog(tab).getByRole("heading").textContent()).toBe(title);
+      const root = tab.locator("[id^=consent-banner-] .r");
+      expect([await root.getAttribute("lang"), await root.getAttribute("dir")]).toEqual([
+        lang,
+        dir,
+      ]);
+      await localized.close();
+    }
+  });
+
+  it("wraps a long word in the operator's texts inside a narrow panel", async () => {
+    await page.setViewportSize({ width: 320, height: 640 });
+    await bannerPage({
+      texts: { en: { description: `See https://shop.example.com/${"privacy-".repeat(12)}policy` } },
+    });
+    const panel = dialog(page);
+    await expect.poll(() => panel.count()).toBe(1);
+    expect(await panel.evaluate((e) => e.scrollWidth <= e.clientWidth)).toBe(true);
+  });
 });

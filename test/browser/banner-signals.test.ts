@@ -249,6 +249,17 @@ describe.skipIf(skipBrowserTests)("banner runtime in Chromium: signals and integ
       { ...whole, languageCode: undefined },
       { ...whole, revision: 1.5 },
       { ...whole, gpcRespected: "yes" },
+      // What PUT state refuses: unknown fields, opt-outs that are not yes or no.
+      { ...whole, evil: "x" },
+      { ...whole, usOptOutChoices: { saleSharing: "yes" } },
+      { ...whole, usOptOutChoices: [] },
+      { ...whole, usOptOutChoices: { resale: true } },
+      { ...whole, services: { analytics: "ga" } },
+      // More than a cookie holds (about 4 KB): the next page would not find it.
+      {
+        ...whole,
+        categories: Array.from({ length: 50 }, (_, i) => `${i}`.padEnd(100, "x")),
+      },
       // A revision above the published one would silence the banner past the next publishes.
       { ...whole, revision: 2 },
     ];
@@ -376,5 +387,91 @@ describe.skipIf(skipBrowserTests)("banner runtime in Chromium: signals and integ
       ).toEqual([]);
       await context.close();
     }
+  });
+  it("keeps the banner closed when a current state is applied before the page is ready", async () => {
+    const { publicId, teamId } = await bannerFixture(ctx.service, {
+      domain: "localhost",
+      configuration: { categories, layout: "modal" },
+    });
+    const state = {
+      schemaVersion: 2,
+      categories: ["necessary", "analytics"],
+      revision: 1,
+      acceptType: "custom",
+      consentId: "6f1c2a8e-8d3b-4a53-9d4e-0c1f1b2a3c4d",
+      consentTimestamp: "2026-11-22T08:00:00Z",
+      lastConsentTimestamp: "2026-11-22T08:00:00Z",
+      languageCode: "en",
+    };
+    ctx.site.file(
+      "/apply.js",
+      "text/javascript",
+      `window.appliedEarly = [document.readyState, consentBanner.applyState(${JSON.stringify(state)})];`,
+    );
+    const context = await ctx.browser.newContext();
+    const page = await context.newPage();
+    await page.goto(
+      ctx.site.page(`/early-${publicId}`, {
+        publicId,
+        body: `<script src="/apply.js" nonce="${NONCE}"></script>`,
+      }),
+    );
+    await page.waitForLoadState("load");
+    expect(
+      await page.evaluate(() => (window as unknown as { appliedEarly: unknown }).appliedEarly),
+    ).toEqual(["loading", true]);
+    expect(await dialog(page).count()).toBe(0);
+    expect(await page.evaluate(() => getComputedStyle(document.documentElement).overflow)).toBe(
+      "visible",
+    );
+    expect(await stateOf(page)).toEqual(state);
+    expect(await waitForRows(ctx.service, teamId, 0)).toEqual([]);
+    await context.close();
+  });
+
+  it("runs gated scripts in page order, past one that fails, under Trusted Types, and records the choice first", async () => {
+    const { publicId, teamId } = await bannerFixture(ctx.service, {
+      domain: "localhost",
+      configuration: { categories },
+    });
+    ctx.site.file("/lib.js", "text/javascript", "window.order.push('lib'); window.Lib = {};");
+    const gated = [
+      `<script nonce="${NONCE}">window.order = [];</script>`,
+      `<script type="text/plain" data-category="analytics" src="/lib.js" nonce="${NONCE}"></script>`,
+      `<script type="text/plain" data-category="analytics" nonce="${NONCE}">window.order.push('after lib: ' + typeof Lib);</script>`,
+      `<script type="text/plain" data-category="analytics" src="/missing.js" nonce="${NONCE}"></script>`,
+      `<script type="text/plain" data-category="analytics" nonce="${NONCE}">throw new Error('broken tag');</script>`,
+      `<script type="text/plain" data-category="analytics" nonce="${NONCE}">window.order.push('last');</script>`,
+    ].join("\n");
+    const context = await ctx.browser.newContext();
+    const page = await context.newPage();
+    await page.goto(
+      ctx.site.page(`/ordered-${publicId}`, {
+        publicId,
+        body: gated,
+        csp: "require-trusted-types-for 'script'",
+      }),
+    );
+    await page.waitForFunction(() => "consentBanner" in window);
+    await dialog(page).getByRole("button", { name: "Accept all" }).click();
+    await expect
+      .poll(() => page.evaluate(() => (window as unknown as { order: string[] }).order))
+      .toEqual(["lib", "after lib: object", "last"]);
+    const [row] = await waitForRows(ctx.service, teamId, 1);
+    expect(row?.method).toBe("accept_all");
+    // A second choice runs nothing twice.
+    await page.evaluate(() =>
+      (
+        window as unknown as { consentBanner: { showPreferences(): void } }
+      ).consentBanner.showPreferences(),
+    );
+    await dialog(page).getByRole("button", { name: "Accept all" }).click();
+    await waitForRows(ctx.service, teamId, 2);
+    expect(await page.evaluate(() => (window as unknown as { order: string[] }).order)).toEqual([
+      "lib",
+      "after lib: object",
+      "last",
+    ]);
+    await context.close();
   });
 });

@@ -44,6 +44,10 @@ export interface SitePage {
   lang?: string;
   /** Attributes added to the loader's tag, e.g. `defer`. */
   loaderAttributes?: string;
+  /** Directives added to the page's CSP, e.g. `require-trusted-types-for 'script'`. */
+  csp?: string;
+  /** `<html>` without a lang attribute (the browser's languages then choose the texts). */
+  noLang?: boolean;
 }
 
 /**
@@ -55,16 +59,21 @@ export interface SitePage {
 export async function startSite(service: TestService) {
   let loads = 0;
   const pages = new Map<string, SitePage>();
+  const files = new Map<string, { type: string; body: string }>();
   const server: Server = createServer((request, response) => {
-    const page = pages.get((request.url ?? "/").split("?")[0] ?? "/");
+    const path = (request.url ?? "/").split("?")[0] ?? "/";
+    const file = files.get(path);
+    if (file) return response.writeHead(200, { "content-type": file.type }).end(file.body);
+    const page = pages.get(path);
     if (!page) return response.writeHead(request.url === "/favicon.ico" ? 204 : 404).end();
     loads++;
     const loader = `${service.gatewayUrl}/loader/${page.publicId}.js?load=${loads}`;
     response.writeHead(200, {
       "content-type": "text/html; charset=utf-8",
-      "content-security-policy": `script-src 'nonce-${NONCE}'; style-src 'self'; connect-src ${service.gatewayUrl}`,
+      "content-security-policy": `script-src 'nonce-${NONCE}'; style-src 'self'; connect-src ${service.gatewayUrl}${page.csp ? `; ${page.csp}` : ""}`,
     });
-    response.end(`<!doctype html><html lang="${page.lang ?? "en"}"><head><title>Shop</title>
+    const lang = page.noLang ? "" : ` lang="${page.lang ?? "en"}"`;
+    response.end(`<!doctype html><html${lang}><head><title>Shop</title>
 ${page.head ?? ""}<script src="${loader}" nonce="${NONCE}"${page.loaderAttributes ? ` ${page.loaderAttributes}` : ""}></script></head>
 <body><h1>Shop</h1><a href="#top">Top</a>${page.body ?? ""}</body></html>`);
   });
@@ -76,6 +85,10 @@ ${page.head ?? ""}<script src="${loader}" nonce="${NONCE}"${page.loaderAttribute
     page(path: string, page: SitePage): string {
       pages.set(path, page);
       return `${origin}${path}`;
+    },
+    /** Serves a file (a script, a stylesheet) at `path` from the site's origin. */
+    file(path: string, type: string, body: string): void {
+      files.set(path, { type, body });
     },
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };
