@@ -1,3 +1,4 @@
+import { isIP } from "node:net";
 import { type CallOptions, createContextValues } from "@connectrpc/connect";
 import { parse as parseCookie } from "cookie";
 import type { FastifyReply, FastifyRequest } from "fastify";
@@ -14,6 +15,24 @@ const RATE_LIMIT_HEADERS = [
 
 const asSent = (value: string) => value;
 
+/** `203.0.113.7:4711` or `[2001:db8::7]:4711`, as some proxies write X-Forwarded-For entries. */
+const WITH_PORT = /^(?:(\d{1,3}(?:\.\d{1,3}){3})|\[([0-9a-f:.]+)\])(?::\d{1,5})?$/i;
+
+/**
+ * The client address the limits count (spec 8): Fastify's, from X-Forwarded-For when the peer is
+ * a trusted proxy (CONSENT_TRUST_PROXY). A port some proxies append is dropped, so a client is one
+ * address whatever its source port; an entry that is no address at all (a proxy misconfigured)
+ * counts as the proxy's own, so such requests share one count rather than each making its own.
+ */
+export function clientAddress(request: FastifyRequest): string {
+  const address = request.ip;
+  if (isIP(address)) return address;
+  const [, v4, v6] = WITH_PORT.exec(address) ?? [];
+  const bare = v4 ?? v6;
+  if (bare !== undefined && isIP(bare)) return bare;
+  return request.socket.remoteAddress ?? address;
+}
+
 /**
  * Call options that carry a REST request's credentials and client context to the daemon, and copy
  * the daemon's rate-limit figures onto the REST response (spec 8). The client IP is relayed with
@@ -24,8 +43,9 @@ export function relayOptions(
   reply: FastifyReply,
   operatorToken: string,
 ): CallOptions {
+  const clientIp = clientAddress(request);
   const headers: Record<string, string> = {
-    [CallerHeaders.clientIp]: request.ip,
+    [CallerHeaders.clientIp]: clientIp,
     [CallerHeaders.gatewayToken]: operatorToken,
   };
   const authorization = request.headers.authorization;
@@ -41,7 +61,7 @@ export function relayOptions(
     headers,
     // In one process with the daemon, the address goes as a context value: the header and its
     // token are for a daemon across the network (daemon/auth/caller.ts).
-    contextValues: createContextValues().set(kRelayedClientIp, request.ip),
+    contextValues: createContextValues().set(kRelayedClientIp, clientIp),
     onHeader(received) {
       for (const [name, restName] of RATE_LIMIT_HEADERS) {
         const value = received.get(name);

@@ -109,6 +109,23 @@ describe("rate limits", () => {
     ).toBe(200);
   });
 
+  it("counts a client by its address whatever port a proxy writes beside it, and a forwarded non-address as the proxy", async () => {
+    const guess = (forwarded: string) =>
+      http(service, "GET", "/api/v1/banners", { key: "ck_live_guess", headers: from(forwarded) });
+    for (let i = 0; i < 10; i++) {
+      expect((await guess(`192.0.2.60:${40_000 + i}`)).status).toBe(401);
+    }
+    expect((await guess("192.0.2.60:50000")).status).toBe(429);
+    expect((await guess("192.0.2.60")).status).toBe(429);
+    for (let i = 0; i < 10; i++) {
+      expect((await guess(`[2001:db8::60]:${40_000 + i}`)).status).toBe(401);
+    }
+    expect((await guess("2001:db8::60")).status).toBe(429);
+    for (let i = 0; i < 10; i++) expect((await guess(`not-an-address-${i}`)).status).toBe(401);
+    expect((await guess("127.0.0.1")).status).toBe(429); // the proxy's own count
+    now += 60_000;
+  });
+
   it("counts a gRPC caller by its socket address unless it relays a client IP with the operator token", async () => {
     const daemon = await startTestService();
     try {
