@@ -116,7 +116,7 @@ export function createSubjectService(
           throw new DomainError(
             "conflict",
             "version_conflict",
-            `baseVersion ${write.baseVersion} is stale: the stored version is ${result.current.version}`,
+            `baseVersion ${write.baseVersion} does not match the stored version ${result.current.version}`,
             { current: result.current },
           );
         }
