@@ -2,6 +2,9 @@
 const claimed = new WeakSet<HTMLScriptElement>();
 /** Activations run one after another, in document order (see activateScripts). */
 let queue: Promise<void> = Promise.resolve();
+/** The categories of the latest state, for gated scripts the page adds later. */
+let current: readonly string[] = [];
+let watching: MutationObserver | undefined;
 
 /**
  * Activates `<script type="text/plain" data-category="…">` once every category it names (space-
@@ -12,8 +15,15 @@ let queue: Promise<void> = Promise.resolve();
  * They run in document order, as the page wrote them: an external script is waited for (loaded
  * or failed) before the next one is inserted, since an inline one inserted meanwhile would run
  * first. One that fails to activate is reported on the console and skipped; the others still run.
+ * Gated scripts the page adds afterwards (a single-page app, a tag manager) are activated as they
+ * arrive, by the latest state's categories.
  */
 export function activateScripts(accepted: readonly string[], nonce: string): void {
+  current = accepted;
+  if (!watching) {
+    watching = new MutationObserver(() => activateScripts(current, nonce));
+    watching.observe(document.documentElement, { childList: true, subtree: true });
+  }
   const blocked = document.querySelectorAll<HTMLScriptElement>(
     'script[type="text/plain"][data-category]',
   );

@@ -435,6 +435,13 @@ describe.skipIf(skipBrowserTests)("banner runtime in Chromium: signals and integ
       configuration: { categories },
     });
     ctx.site.file("/lib.js", "text/javascript", "window.order.push('lib'); window.Lib = {};");
+    for (const category of ["analytics", "unknown"]) {
+      ctx.site.file(
+        `/late-${category}.js`,
+        "text/javascript",
+        `window.order.push('late ${category}');`,
+      );
+    }
     const gated = [
       `<script nonce="${NONCE}">window.order = [];</script>`,
       `<script type="text/plain" data-category="analytics" src="/lib.js" nonce="${NONCE}"></script>`,
@@ -459,6 +466,28 @@ describe.skipIf(skipBrowserTests)("banner runtime in Chromium: signals and integ
       .toEqual(["lib", "after lib: object", "last"]);
     const [row] = await waitForRows(ctx.service, teamId, 1);
     expect(row?.method).toBe("accept_all");
+    // A gated script the page adds later (a single-page app) runs as it arrives, if accepted.
+    await page.evaluate((nonce) => {
+      // The page enforces Trusted Types: its own code sets a src through a policy of its own.
+      const policy = (
+        window as unknown as {
+          trustedTypes: {
+            createPolicy(n: string, p: object): { createScriptURL(u: string): string };
+          };
+        }
+      ).trustedTypes.createPolicy("page", { createScriptURL: (url: string) => url });
+      for (const category of ["analytics", "unknown"]) {
+        const script = document.createElement("script");
+        script.type = "text/plain";
+        script.dataset.category = category;
+        script.nonce = nonce;
+        script.src = policy.createScriptURL(`/late-${category}.js`);
+        document.body.append(script);
+      }
+    }, NONCE);
+    await expect
+      .poll(() => page.evaluate(() => (window as unknown as { order: string[] }).order))
+      .toEqual(["lib", "after lib: object", "last", "late analytics"]);
     // A second choice runs nothing twice.
     await page.evaluate(() =>
       (
@@ -471,6 +500,7 @@ describe.skipIf(skipBrowserTests)("banner runtime in Chromium: signals and integ
       "lib",
       "after lib: object",
       "last",
+      "late analytics",
     ]);
     await context.close();
   });
