@@ -1,8 +1,12 @@
 // Runs a TypeScript entry point of this package through tsx, so the bins work straight from a
 // clone after `npm install` with no build step.
+import { fileURLToPath } from "node:url";
 import { register } from "tsx/esm/api";
 
-register();
+// The package's own tsconfig.json, by path: tsx otherwise looks for one from the working
+// directory, and run from outside the package finds none and compiles JSX for a global React
+// ("React is not defined" at the first view or error consentctl prints).
+register({ tsconfig: fileURLToPath(new URL("../tsconfig.json", import.meta.url)) });
 
 export function run(entry) {
   return import(new URL(entry, import.meta.url).href);

@@ -1,3 +1,4 @@
+import type { Http2Session } from "node:http2";
 import { type Client, createClient, type Interceptor } from "@connectrpc/connect";
 import { createGrpcTransport, Http2SessionManager } from "@connectrpc/connect-node";
 import { CallerHeaders } from "#daemon/auth/caller.js";
@@ -49,7 +50,7 @@ export interface DaemonClient {
  * `authorization: Bearer` metadata on every call (daemon/auth/caller.ts reads it there).
  */
 export function createDaemonClient(options: DaemonClientOptions): DaemonClient {
-  const sessionManager = new Http2SessionManager(options.url);
+  const sessionManager = new GuardedSessionManager(options.url, options.log);
   let serverDate: Date | undefined;
   const remember = (headers: Headers) => {
     const date = new Date(headers.get("date") ?? "");
@@ -77,6 +78,34 @@ export function createDaemonClient(options: DaemonClientOptions): DaemonClient {
     lastServerDate: () => serverDate,
     close: () => sessionManager.abort(),
   };
+}
+
+/**
+ * An Http2SessionManager that keeps an 'error' listener on each HTTP/2 session for the session's
+ * whole life. A peer that is not the daemon (an HTTP/1.1 port) fails the call and then, once the
+ * socket closes, emits a second 'error' on the session; connect-node has removed its listeners by
+ * then (abort() after the failed call), and an 'error' with no listener ends the process. The
+ * call has already failed with that error, so here it is only noted under --debug.
+ */
+class GuardedSessionManager extends Http2SessionManager {
+  private readonly guarded = new WeakSet<Http2Session>();
+
+  constructor(
+    url: string,
+    private readonly log?: (line: string) => void,
+  ) {
+    super(url);
+  }
+
+  override async request(...args: Parameters<Http2SessionManager["request"]>) {
+    const stream = await super.request(...args);
+    const session = stream.session;
+    if (session && !this.guarded.has(session)) {
+      this.guarded.add(session);
+      session.on("error", (error: Error) => this.log?.(`HTTP/2 session failed: ${error.message}`));
+    }
+    return stream;
+  }
 }
 
 /** Adds the operator token and, for team-scoped calls (banners, subjects, logs, webhooks), the team the operator acts for. */

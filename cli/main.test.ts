@@ -119,6 +119,43 @@ describe("consentctl command line", () => {
     expect(results[5]?.stderr).toContain("the token is empty");
   });
 
+  // Regression: an empty id or value (an unset variable) went to the daemon ("Operator calls
+  // must name a team"), or `backup --to ""` meant the working directory.
+  it("exits 2 for an empty id or value, as the empty --token does, naming what is empty", async () => {
+    const cases: [string[], string][] = [
+      [["keys", "list", "--team", ""], "the team id is empty"],
+      [["keys", "revoke", ""], "the key id is empty"],
+      [["sessions", "revoke", " "], "the session id is empty"],
+      [["banners", "show", "", "--team", "t"], "the banner id is empty"],
+      [
+        ["banners", "create", "--team", "t", "--name", "n", "--domain", "d.com", "--config", ""],
+        "the configuration file is empty",
+      ],
+      [
+        ["subjects", "resolve", "--team", "t", "--banner", "", "--subject", "x"],
+        "the banner's public id is empty",
+      ],
+      [
+        ["subjects", "delete", "--team", "t", "--banner", "P", "--subject", ""],
+        "the subject id is empty",
+      ],
+      [["logs", "export", "--team", "t", "--out", ""], "the output file is empty"],
+      [["logs", "list", "--team", "t", "--banner", ""], "the banner's public id is empty"],
+      [["webhooks", "show", "", "--team", "t"], "the endpoint id is empty"],
+      [["webhooks", "replay", "w", "", "--team", "t"], "the delivery id is empty"],
+      [["backup", "--to", ""], "the backup directory is empty"],
+    ];
+    const results = await Promise.all(cases.map(([args]) => run(...args)));
+    for (const [index, result] of results.entries()) {
+      const [args, words] = cases[index] as [string[], string];
+      expect(result.code, args.join(" ")).toBe(2);
+      expect(result.stdout).toBe("");
+      expect(result.stderr, args.join(" ")).toContain(
+        `${words} (is the variable it came from set?)`,
+      );
+    }
+  });
+
   it("prints usage errors as one JSON object on stderr with --json", async () => {
     const result = await run("teams", "show", "--json");
     expect(result.code).toBe(2);

@@ -85,6 +85,20 @@ export function integerIn(min: number, max: number): (value: string) => number {
   };
 }
 
+/**
+ * A parser that refuses an empty value, naming `what` ("the team id"). An empty argument is most
+ * often a shell variable that is not set (`--team "$TEAM"`): a wrong command line (exit 2), never
+ * sent on to the daemon or read as the working directory.
+ */
+export function nonEmpty(what: string): (value: string) => string {
+  return (value) => {
+    if (value.trim() === "") {
+      throw new InvalidArgumentError(`${what} is empty (is the variable it came from set?).`);
+    }
+    return value;
+  };
+}
+
 /** Reads a comma-separated list (`banners:read,consent:read`), dropping blanks and repeats. */
 export function parseList(value: string): string[] {
   const items = value

@@ -40,7 +40,7 @@ describe("describeProblem", () => {
     });
   });
 
-  it("keeps the daemon's machine code and adds a token hint to UNAUTHENTICATED, speaking of the operator token only", () => {
+  it("words UNAUTHENTICATED for the operator token only, code unauthorized, with a token hint", () => {
     // The daemon words a team-scoped refusal for an API key; the CLI sent the operator token.
     const problem = describeProblem(
       daemonError("The API key is malformed or unknown", Code.Unauthenticated, {
@@ -50,7 +50,7 @@ describe("describeProblem", () => {
     );
     expect(problem).toMatchObject({
       message: "The daemon did not accept the operator token.",
-      code: "invalid_key",
+      code: "unauthorized",
     });
     expect(problem.hint).toContain("CONSENT_ADMIN_TOKEN");
     expect(problem.hint).toContain("came from --token");

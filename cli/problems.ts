@@ -24,7 +24,10 @@ export interface Problem {
   /** One human sentence. */
   message: string;
   hint?: string;
-  /** Machine code: the daemon's ErrorInfo code when it sent one, else a CLI code. */
+  /**
+   * Machine code: the daemon's ErrorInfo code when it sent one, else a CLI code; a refused
+   * operator token is `unauthorized` whichever service refused it.
+   */
   code: string;
   /** Validation failures, one per violated rule. */
   details: { field: string; message: string }[];
@@ -51,6 +54,14 @@ const NETWORK_CODES = new Set([
   "ENETUNREACH",
   "EPIPE",
 ]);
+
+/**
+ * Failures of a peer that answered in another protocol: nghttp2's protocol error when the bytes
+ * that came back are not HTTP/2 (an HTTP/1.1 port, such as the REST gateway's), and OpenSSL's
+ * when an https:// URL reaches a port that speaks no TLS (the daemon serves h2c).
+ */
+const NOT_HTTP2_CODES = new Set(["ERR_HTTP2_ERROR"]);
+const NOT_TLS_CODES = new Set(["ERR_SSL_WRONG_VERSION_NUMBER", "ERR_SSL_PACKET_LENGTH_TOO_LONG"]);
 
 const START_HINT =
   "start it with `npm start` (or `consentd`), or set CONSENT_DAEMON_URL / --daemon";
@@ -83,14 +94,8 @@ export function describeProblem(error: unknown, context: ProblemContext): Proble
 function describeConnectError(error: ConnectError, context: ProblemContext): Problem {
   const info = error.findDetails(ErrorInfoSchema)[0];
   const base = { details: [], bug: false, cause: error };
-  if (!info && isNetworkFailure(error)) {
-    return {
-      ...base,
-      message: `Cannot reach the daemon at ${context.daemonUrl}.`,
-      hint: START_HINT,
-      code: "daemon_unreachable",
-    };
-  }
+  const transport = info ? undefined : transportFailure(error);
+  if (transport) return { ...base, ...describeTransportFailure(transport, context.daemonUrl) };
   if (error.code === Code.DeadlineExceeded) {
     return {
       ...base,
@@ -106,10 +111,12 @@ function describeConnectError(error: ConnectError, context: ProblemContext): Pro
     case Code.Unauthenticated:
       // The CLI sends no API key, only the operator token: the daemon's words for a key that is
       // not one ("The API key is malformed or unknown") would send the operator looking for one.
+      // Its code likewise: a team-scoped call reads a refused token as a key (invalid_key), an
+      // admin call as the operator's (unauthorized); scripts get the one code for one mistake.
       return {
         ...base,
         details,
-        code,
+        code: "unauthorized",
         message: context.tokenSource
           ? "The daemon did not accept the operator token."
           : "This call needs the daemon's operator token.",
@@ -133,15 +140,53 @@ function describeConnectError(error: ConnectError, context: ProblemContext): Pro
   }
 }
 
-/** A transport failure (nothing listening, DNS, reset) rather than an answer from the daemon. */
-function isNetworkFailure(error: ConnectError): boolean {
+/**
+ * Nothing answered (nothing listening, DNS, a reset), something other than the daemon's h2c
+ * port answered, or an https:// URL met a port without TLS.
+ */
+type TransportFailure = "unreachable" | "not_daemon" | "not_tls";
+
+/** The transport failure under a ConnectError, from the Node error codes of its causes. */
+function transportFailure(error: ConnectError): TransportFailure | undefined {
   let cause: unknown = error.cause;
   for (let depth = 0; cause instanceof Error && depth < 10; depth++) {
     const nodeCode = (cause as NodeJS.ErrnoException).code;
-    if (nodeCode && (NETWORK_CODES.has(nodeCode) || nodeCode.startsWith("ERR_HTTP2_"))) return true;
+    if (nodeCode && NOT_TLS_CODES.has(nodeCode)) return "not_tls";
+    if (nodeCode && NOT_HTTP2_CODES.has(nodeCode)) return "not_daemon";
+    // Any other HTTP/2 failure (a GOAWAY, a session torn down) is a daemon going away.
+    if (nodeCode && (NETWORK_CODES.has(nodeCode) || nodeCode.startsWith("ERR_HTTP2_"))) {
+      return "unreachable";
+    }
     cause = cause.cause;
   }
-  return false;
+  return undefined;
+}
+
+/** A transport failure as the operator reads it, naming the address that was tried. */
+function describeTransportFailure(
+  failure: TransportFailure,
+  daemonUrl: string,
+): Pick<Problem, "message" | "hint" | "code"> {
+  switch (failure) {
+    case "unreachable":
+      return {
+        message: `Cannot reach the daemon at ${daemonUrl}.`,
+        hint: START_HINT,
+        code: "daemon_unreachable",
+      };
+    case "not_daemon":
+      return {
+        message: `Something answered at ${daemonUrl}, but it is not the daemon's gRPC (h2c) port.`,
+        hint: "point --daemon or CONSENT_DAEMON_URL at the daemon's gRPC port (CONSENT_GRPC_PORT, default 50051), not the REST gateway's (CONSENT_HTTP_PORT)",
+        code: "not_daemon",
+      };
+    case "not_tls":
+      return {
+        message: `${daemonUrl} does not speak TLS (the daemon serves h2c, without it).`,
+        hint: `use ${daemonUrl.replace(/^https:/, "http:")}, or the https:// address of a TLS proxy in front of the daemon`,
+        code: "tls_unavailable",
+      };
+  }
 }
 
 function tokenHint(context: ProblemContext): string {

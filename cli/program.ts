@@ -1,4 +1,4 @@
-import { Command, InvalidArgumentError, Option } from "commander";
+import { Command, Option } from "commander";
 import { registerBackupCommand } from "#cli/commands/backup.js";
 import { registerBannerCommands } from "#cli/commands/banners.js";
 import { registerDoctorCommand } from "#cli/commands/doctor.js";
@@ -10,7 +10,7 @@ import { registerSubjectCommands } from "#cli/commands/subjects.js";
 import { registerTeamCommands } from "#cli/commands/teams.js";
 import { registerWebhookCommands } from "#cli/commands/webhooks.js";
 import { jsonText } from "#cli/format.js";
-import { parseDaemonUrl } from "#cli/option-parsers.js";
+import { nonEmpty, parseDaemonUrl } from "#cli/option-parsers.js";
 import type { Io } from "#cli/output.js";
 import {
   type CommandSpec,
@@ -80,9 +80,4 @@ function usageErrorJson(text: string): string {
 }
 
 /** An empty --token (an unset shell variable) is a mistake, not a wish for the file's token. */
-function nonEmptyToken(value: string): string {
-  if (value.trim() === "") {
-    throw new InvalidArgumentError("the token is empty (is the variable it came from set?).");
-  }
-  return value;
-}
+const nonEmptyToken = nonEmpty("the token");

@@ -103,6 +103,15 @@ describe("consentctl backup (against a running service)", { timeout: E2E_TIMEOUT
       "the backup lies inside the data directory: it is lost with that directory or its disk; move it elsewhere",
     ]);
 
+    // Regression: an empty --to (an unset variable) was the working directory: "… already exists".
+    const emptyTo = await cli.run(["backup", "--to", "", "--json"]);
+    expect(emptyTo.code).toBe(2);
+    expect(JSON.parse(emptyTo.stderr)).toEqual({
+      error:
+        "option '--to <dir>' argument '' is invalid. the backup directory is empty (is the variable it came from set?).",
+      code: "usage",
+    });
+
     const orphan = path.join(backups, "missing", "nightly");
     expect(await cli.fails(["backup", "--to", orphan])).toMatchObject({
       error: `Cannot create the backup: ${path.dirname(orphan)} does not exist.`,

@@ -1,5 +1,6 @@
 import type { Command } from "commander";
 import { examples } from "#cli/format.js";
+import { nonEmpty } from "#cli/option-parsers.js";
 import type { Runtime } from "#cli/program.js";
 
 /** How a backup is put back, for the help and the report. */
@@ -18,7 +19,11 @@ export function registerBackupCommand(program: Command, runtime: Runtime): void 
     .description(
       "copy the embedded store and its secrets into a new directory while the service runs (reads CONSENT_DATA_DIR on this machine)",
     )
-    .requiredOption("--to <dir>", "the new directory to create, inside one that exists")
+    .requiredOption(
+      "--to <dir>",
+      "the new directory to create, inside one that exists",
+      nonEmpty("the backup directory"),
+    )
     .addHelpText(
       "after",
       `${examples(

@@ -1,5 +1,7 @@
 import { readFile } from "node:fs/promises";
 import { type Command, Option } from "commander";
+import { fileFailure } from "#cli/file-errors.js";
+import { nonEmpty } from "#cli/option-parsers.js";
 import { UserError } from "#cli/problems.js";
 
 /** Options shared by `banners create` and `banners update`, as commander parses them. */
@@ -63,6 +65,7 @@ export function addBannerFieldOptions(command: Command, mode: "create" | "update
     .option(
       "--config <file>",
       "JSON file with a configuration object (categories, texts, jurisdictionRules, …); flags override its fields",
+      nonEmpty("the configuration file"),
     );
 }
 
@@ -118,9 +121,15 @@ async function readConfigurationFile(file: string): Promise<Record<string, unkno
   try {
     text = await readFile(file, "utf8");
   } catch (error) {
-    throw new UserError(
-      `Cannot read the configuration file ${file}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}.`,
+    const { reason, hint } = fileFailure(
+      file,
+      error,
+      "read",
       "pass the path of a JSON file holding a configuration object",
+    );
+    throw new UserError(
+      `Cannot read the configuration file ${file}: ${reason}.`,
+      hint,
       "config_file_unreadable",
     );
   }

@@ -133,9 +133,10 @@ describe.concurrent("consentctl banners (against a real daemon)", {
       hint: expect.stringContaining("banners list"),
     });
     expect(team.code).toBe("not_found");
+    // Regression: "Cannot read the configuration file /nonexistent.json: ENOENT."
     expect(missingFile).toMatchObject({
       code: "config_file_unreadable",
-      error: expect.stringContaining("ENOENT"),
+      error: "Cannot read the configuration file /nonexistent.json: it does not exist.",
     });
     expect(badFile.code).toBe("config_file_invalid");
   });

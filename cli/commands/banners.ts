@@ -9,6 +9,7 @@ import {
 import { bannerJson } from "#cli/commands/banner-loader.js";
 import { TEAM_HELP, TEAMS_HINT } from "#cli/commands/teams.js";
 import { examples, required } from "#cli/format.js";
+import { nonEmpty } from "#cli/option-parsers.js";
 import type { Runtime } from "#cli/program.js";
 import type { CommandSpec, Invocation } from "#cli/run-command.js";
 import type { BannerResult } from "#cli/views/banner-views.js";
@@ -84,8 +85,8 @@ function registerStateCommands(banners: Command, runtime: Runtime): void {
     banners
       .command(change.name)
       .description(change.description)
-      .argument("<banner-id>", "banner id")
-      .requiredOption("--team <id>", TEAM_HELP)
+      .argument("<banner-id>", "banner id", nonEmpty("the banner id"))
+      .requiredOption("--team <id>", TEAM_HELP, nonEmpty("the team id"))
       .addHelpText("after", examples(`consentctl banners ${change.name} BANNER_ID --team TEAM_ID`))
       .action((id: string, options: TeamOption, command: Command) =>
         runtime.run(
@@ -104,7 +105,7 @@ function addListBanners(banners: Command, runtime: Runtime): void {
   banners
     .command("list")
     .description("list a team's banners, oldest first")
-    .requiredOption("--team <id>", TEAM_HELP)
+    .requiredOption("--team <id>", TEAM_HELP, nonEmpty("the team id"))
     .addHelpText("after", examples("consentctl banners list --team TEAM_ID"))
     .action((options: TeamOption, command: Command) =>
       runtime.run(command, {
@@ -127,8 +128,12 @@ function addShowBanner(banners: Command, runtime: Runtime): void {
   banners
     .command("show")
     .description("show a banner and the loader snippet for its pages")
-    .argument("<banner-id>", "banner id (internal id, from `banners list`)")
-    .requiredOption("--team <id>", TEAM_HELP)
+    .argument(
+      "<banner-id>",
+      "banner id (internal id, from `banners list`)",
+      nonEmpty("the banner id"),
+    )
+    .requiredOption("--team <id>", TEAM_HELP, nonEmpty("the team id"))
     .addHelpText("after", examples("consentctl banners show BANNER_ID --team TEAM_ID"))
     .action((id: string, options: TeamOption, command: Command) =>
       runtime.run(
@@ -147,7 +152,7 @@ function addCreateBanner(banners: Command, runtime: Runtime): void {
     banners
       .command("create")
       .description("create a banner; its configuration is published at once as revision 1")
-      .requiredOption("--team <id>", TEAM_HELP),
+      .requiredOption("--team <id>", TEAM_HELP, nonEmpty("the team id")),
     "create",
   )
     .addHelpText(
@@ -175,8 +180,8 @@ function addUpdateBanner(banners: Command, runtime: Runtime): void {
       .description(
         "edit a banner: name, domain and compliance apply at once; configuration edits the draft",
       )
-      .argument("<banner-id>", "banner id")
-      .requiredOption("--team <id>", TEAM_HELP),
+      .argument("<banner-id>", "banner id", nonEmpty("the banner id"))
+      .requiredOption("--team <id>", TEAM_HELP, nonEmpty("the team id")),
     "update",
   )
     .addHelpText(

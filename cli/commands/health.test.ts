@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { clockCheck } from "#cli/commands/doctor-checks.js";
-import { cliFor, E2E_TIMEOUT_MS, runCli } from "#cli/test-support/cli-process.js";
+import { cliFor, E2E_TIMEOUT_MS, runCli, startHttp1Server } from "#cli/test-support/cli-process.js";
 import { startTestService, type TestService } from "#test/support/service.js";
 
 describe.concurrent("consentctl health and doctor (against a real daemon)", {
@@ -53,6 +53,38 @@ describe.concurrent("consentctl health and doctor (against a real daemon)", {
     expect(human.stdout).toMatch(/✖ daemon\s+Cannot reach the daemon at http:\/\/127\.0\.0\.1:9\./);
     expect(human.stdout).toContain("hint: start it with `npm start`");
     expect(human.stdout).toMatch(/– store\s+skipped: daemon not reachable/);
+  });
+
+  // Regression: against an HTTP/1.1 port both printed their report, then crashed on an unhandled
+  // 'error' of the HTTP/2 session (stderr a Node stack trace).
+  it("reports an address that is not the daemon's h2c port as such, without crashing", async () => {
+    const other = await startHttp1Server();
+    try {
+      const [health, doctor] = await Promise.all([
+        runCli(["health", "--daemon", other.url, "--json"]),
+        runCli(["doctor", "--daemon", other.url, "--token", "x", "--json"]),
+      ]);
+      const message = `Something answered at ${other.url}, but it is not the daemon's gRPC (h2c) port.`;
+      for (const result of [health, doctor]) {
+        expect(result.code).toBe(1);
+        expect(result.stderr).toBe("");
+      }
+      expect(JSON.parse(health.stdout).daemon).toEqual({
+        url: other.url,
+        reachable: false,
+        status: "UNKNOWN",
+        message,
+        hint: expect.stringContaining("CONSENT_GRPC_PORT"),
+      });
+      expect(JSON.parse(doctor.stdout).checks).toContainEqual({
+        name: "daemon",
+        status: "fail",
+        detail: message,
+        hint: expect.stringContaining("CONSENT_GRPC_PORT"),
+      });
+    } finally {
+      await other.close();
+    }
   });
 
   it("passes every doctor check against a healthy daemon", async () => {
@@ -129,7 +161,7 @@ describe.concurrent("consentctl health and doctor (against a real daemon)", {
     expect(noDaemon.stdout).toMatch(
       /✖ daemon\s+Cannot reach the daemon at http:\/\/127\.0\.0\.1:9\./,
     );
-    expect(noDaemon.stdout).toMatch(/– token valid skipped: daemon not reachable/);
+    expect(noDaemon.stdout).toMatch(/– token valid\s+skipped: daemon not reachable/);
     expect(noDaemon.stdout).toContain("1 check failed.");
   });
 

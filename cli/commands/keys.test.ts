@@ -208,6 +208,37 @@ describe.concurrent("consentctl keys (against a real daemon)", { timeout: E2E_TI
     expect(await keyCount(team)).toBe(0);
   });
 
+  // Regression: `keys revoke ck_live_…` sent the key and printed it back in "No API key with id
+  // ck_live_…", secret and all.
+  it("refuses a whole API key given as a key id, exit 2, printing no part of it", async () => {
+    const minted = await mint();
+    const secret = minted.key as string;
+    const body = secret.slice("ck_live_".length, -6);
+    const results = await Promise.all([
+      cli.run(argv`keys revoke ${secret}`),
+      cli.run(argv`keys revoke ${secret} --json`),
+      cli.run(argv`keys rotate ${secret} --grace 0`),
+      // Cut short: no longer a valid key, but still nearly all of its secret.
+      cli.run(argv`keys revoke ${secret.slice(0, -3)}`),
+    ]);
+    for (const result of results) {
+      expect(result.code).toBe(2);
+      expect(result.stdout).toBe("");
+      expect(result.stderr).not.toContain(body.slice(0, 8));
+      expect(result.stderr).toContain(
+        "that is an API key itself, not its id (it was not sent, nor is it printed here)",
+      );
+      expect(result.stderr).toContain("consentctl keys list --team TEAM_ID");
+    }
+    expect(JSON.parse(results[1]?.stderr ?? "")).toMatchObject({ code: "usage" });
+    // Nothing reached the daemon: the key is neither revoked nor rotated.
+    const { keys } = await cli.json(argv`keys list --team ${teamId}`);
+    const listed = keys.find((key: { id: string }) => key.id === minted.id);
+    expect(listed).toBeDefined();
+    expect(listed.revokedAt).toBeUndefined();
+    expect(listed.expiresAt).toBeUndefined();
+  });
+
   it("exits 2 for a bad --env, --grace or --expires-at before calling the daemon", async () => {
     const results = await Promise.all([
       cli.run(argv`keys create --team ${teamId} --env prod --scopes banners:read`),

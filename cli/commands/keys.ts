@@ -2,12 +2,19 @@ import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { type Command, Option } from "commander";
 import { TEAMS_HINT } from "#cli/commands/teams.js";
 import { examples, messageJson, required } from "#cli/format.js";
-import { durationIn, formatDuration, parseIsoDateTime, parseList } from "#cli/option-parsers.js";
+import {
+  durationIn,
+  formatDuration,
+  nonEmpty,
+  parseIsoDateTime,
+  parseList,
+} from "#cli/option-parsers.js";
 import type { Runtime } from "#cli/program.js";
 import type { CommandSpec } from "#cli/run-command.js";
 import type { MintedKey } from "#cli/views/key-views.js";
 import { KEY_GRACE_SECONDS } from "#daemon/admin/admin-rules.js";
 import { SCOPES } from "#daemon/auth/scopes.js";
+import { parseApiKey } from "#daemon/keys/api-key-format.js";
 import { ApiKeySchema } from "#gen/consent/v1/admin_pb.js";
 
 const KEYS_HINT = "list a team's keys and their ids with `consentctl keys list --team TEAM_ID`";
@@ -43,7 +50,7 @@ function addCreateKey(keys: Command, runtime: Runtime): void {
   keys
     .command("create")
     .description("mint an API key; the full key is printed once and never again")
-    .requiredOption("--team <id>", "team id")
+    .requiredOption("--team <id>", "team id", nonEmpty("the team id"))
     .addOption(
       new Option("--env <environment>", "live, or test (read-only)")
         .choices(["live", "test"])
@@ -91,7 +98,7 @@ function addListKeys(keys: Command, runtime: Runtime): void {
   keys
     .command("list")
     .description("list a team's keys (without secrets), newest first")
-    .requiredOption("--team <id>", "team id")
+    .requiredOption("--team <id>", "team id", nonEmpty("the team id"))
     .addHelpText("after", examples("consentctl keys list --team TEAM_ID"))
     .action((options: { team: string }, command: Command) =>
       runtime.run(command, {
@@ -106,14 +113,30 @@ function addListKeys(keys: Command, runtime: Runtime): void {
     );
 }
 
+/**
+ * Refuses a whole API key given where its id belongs (`keys revoke ck_live_…`, pasted from where
+ * it was shown), before it is sent and echoed back as "No API key with id ck_live_…". In the
+ * action, not an argument parser: commander quotes a refused argument in its message. A key cut
+ * short or mistyped still carries most of its secret, so the prefix alone is enough to refuse.
+ */
+function refuseApiKey(command: Command, id: string): void {
+  const value = id.trim();
+  if (parseApiKey(value) !== null || /^ck_(?:live|test)_/.test(value)) {
+    command.error(
+      `error: that is an API key itself, not its id (it was not sent, nor is it printed here); ${KEYS_HINT}`,
+    );
+  }
+}
+
 function addRevokeKey(keys: Command, runtime: Runtime): void {
   keys
     .command("revoke")
     .description("revoke a key at once; later calls with it fail with revoked_key")
-    .argument("<key-id>", "key id (from `keys list`), not the key itself")
+    .argument("<key-id>", "key id (from `keys list`), not the key itself", nonEmpty("the key id"))
     .addHelpText("after", examples("consentctl keys revoke KEY_ID"))
-    .action((id: string, _options: unknown, command: Command) =>
-      runtime.run(command, {
+    .action((id: string, _options: unknown, command: Command) => {
+      refuseApiKey(command, id);
+      return runtime.run(command, {
         progress: "Revoking key…",
         auth: "operator",
         call: async ({ client }) =>
@@ -121,8 +144,8 @@ function addRevokeKey(keys: Command, runtime: Runtime): void {
         json: (key) => messageJson(ApiKeySchema, key),
         view: async () => (await import("#cli/views/key-views.js")).keyView(),
         notFoundHint: KEYS_HINT,
-      }),
-    );
+      });
+    });
 }
 
 function addRotateKey(keys: Command, runtime: Runtime): void {
@@ -131,7 +154,7 @@ function addRotateKey(keys: Command, runtime: Runtime): void {
     .description(
       "mint a replacement key (same team, environment, name, scopes and expiry); the old key keeps working for the grace period",
     )
-    .argument("<key-id>", "id of the key to replace")
+    .argument("<key-id>", "id of the key to replace", nonEmpty("the key id"))
     .requiredOption(
       "--grace <duration>",
       "how long the old key keeps working, up to 90d: 24h, 30m, 7d, or 0 to stop it now",
@@ -144,8 +167,9 @@ function addRotateKey(keys: Command, runtime: Runtime): void {
         "consentctl keys rotate KEY_ID --grace 0 --json",
       ),
     )
-    .action((id: string, options: { grace: number }, command: Command) =>
-      runtime.run(
+    .action((id: string, options: { grace: number }, command: Command) => {
+      refuseApiKey(command, id);
+      return runtime.run(
         command,
         mintedSpec(`Rotating key (grace ${formatDuration(options.grace)})…`, async ({ client }) => {
           const response = await client.admin.rotateApiKey({
@@ -158,6 +182,6 @@ function addRotateKey(keys: Command, runtime: Runtime): void {
             previous: response.previous,
           };
         }),
-      ),
-    );
+      );
+    });
 }

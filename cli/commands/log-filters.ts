@@ -1,6 +1,6 @@
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { type Command, InvalidArgumentError, Option } from "commander";
-import { parseList, parseTimeBound } from "#cli/option-parsers.js";
+import { nonEmpty, parseList, parseTimeBound } from "#cli/option-parsers.js";
 import { CONSENT_LOG_METHODS } from "#daemon/consent-log/consent-log-rules.js";
 
 /** The filters every `logs` command takes. */
@@ -22,8 +22,16 @@ export const LOGS_HINT =
 /** --team, --banner and --method, on every logs command. */
 export function addFilterOptions(command: Command): Command {
   return command
-    .requiredOption("--team <id>", "team id (sent as consent-team metadata)")
-    .option("--banner <public-id>", "only rows of this banner (its public id)")
+    .requiredOption(
+      "--team <id>",
+      "team id (sent as consent-team metadata)",
+      nonEmpty("the team id"),
+    )
+    .option(
+      "--banner <public-id>",
+      "only rows of this banner (its public id)",
+      nonEmpty("the banner's public id"),
+    )
     .option(
       "--method <list>",
       `only these methods, comma-separated: ${CONSENT_LOG_METHODS.join(", ")}`,

@@ -16,7 +16,9 @@ import {
   type LogFilterOptions,
   type LogRangeOptions,
 } from "#cli/commands/log-filters.js";
+import { fileFailure } from "#cli/file-errors.js";
 import { examples, jsonText } from "#cli/format.js";
+import { nonEmpty } from "#cli/option-parsers.js";
 import { type Io, writeJson } from "#cli/output.js";
 import { UserError } from "#cli/problems.js";
 import type { Runtime } from "#cli/program.js";
@@ -57,13 +59,15 @@ async function untilStopped<T>(
   }
 }
 
-/** A write failure of `where` as the operator's to fix. */
+/** A write failure of `where` as the operator's to fix, in words rather than Node's codes. */
 function unwritable(where: string, error: Error): UserError {
-  return new UserError(
-    `Cannot write ${where}: ${error.message}.`,
+  const { reason, hint } = fileFailure(
+    where,
+    error,
+    "write",
     "check the disk's free space and the file's permissions",
-    "output_unwritable",
   );
+  return new UserError(`Cannot write ${where}: ${reason}.`, hint, "output_unwritable");
 }
 
 /**
@@ -150,7 +154,11 @@ export function addExportLogs(logs: Command, runtime: Runtime): void {
     .addOption(
       new Option("--format <format>", "jsonl or csv").choices(EXPORT_FORMATS).default("jsonl"),
     )
-    .option("--out <file>", "write to this file (replaced) instead of stdout")
+    .option(
+      "--out <file>",
+      "write to this file (replaced) instead of stdout",
+      nonEmpty("the output file"),
+    )
     .addHelpText(
       "after",
       examples(

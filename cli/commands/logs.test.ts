@@ -182,6 +182,27 @@ describe.concurrent("consentctl logs (against a real daemon)", { timeout: E2E_TI
     }
   });
 
+  // Regression: Node's own words ("ENOENT: no such file or directory, open
+  // '/nonexistent/dir/.consent-export-5302.partial'", EISDIR), with a hint about free space.
+  it("says in words why --out cannot be written: a missing directory, a directory", async () => {
+    const { teamId } = await teamWithBanner();
+    const missing = path.join(service.dataDir, "no-such-dir", "proof.jsonl");
+    const [noDirectory, directory] = await Promise.all([
+      cli.fails(argv`logs export --team ${teamId} --out ${missing}`),
+      cli.fails(argv`logs export --team ${teamId} --out ${service.dataDir}`),
+    ]);
+    expect(noDirectory).toEqual({
+      error: `Cannot write ${missing}: the directory ${path.dirname(missing)} does not exist.`,
+      code: "output_unwritable",
+      hint: "create the directory first, or name a file in one that exists",
+    });
+    expect(directory).toEqual({
+      error: `Cannot write ${service.dataDir}: it is a directory.`,
+      code: "output_unwritable",
+      hint: "name a file, in that directory or another",
+    });
+  });
+
   it("exits 2 for a malformed time, limit, method or range", async () => {
     const { teamId } = await teamWithBanner();
     const [since, impossibleDay, limit, csvToStdout] = await Promise.all([

@@ -1,7 +1,7 @@
 import type { Command } from "commander";
 import { TEAMS_HINT } from "#cli/commands/teams.js";
 import { examples, messageJson, required } from "#cli/format.js";
-import { durationIn } from "#cli/option-parsers.js";
+import { durationIn, nonEmpty } from "#cli/option-parsers.js";
 import type { Runtime } from "#cli/program.js";
 import { SESSION_TTL_SECONDS } from "#daemon/admin/admin-rules.js";
 import { SessionSchema } from "#gen/consent/v1/admin_pb.js";
@@ -20,7 +20,7 @@ function addCreateSession(sessions: Command, runtime: Runtime): void {
   sessions
     .command("create")
     .description("mint a dashboard session for a team; its token is printed once")
-    .requiredOption("--team <id>", "team id")
+    .requiredOption("--team <id>", "team id", nonEmpty("the team id"))
     .option(
       "--ttl <duration>",
       "lifetime, 1m to 30d (default: 12h)",
@@ -58,7 +58,7 @@ function addListSessions(sessions: Command, runtime: Runtime): void {
   sessions
     .command("list")
     .description("list a team's sessions that have not expired (never their tokens), newest first")
-    .requiredOption("--team <id>", "team id")
+    .requiredOption("--team <id>", "team id", nonEmpty("the team id"))
     .addHelpText("after", examples("consentctl sessions list --team TEAM_ID"))
     .action((options: { team: string }, command: Command) =>
       runtime.run(command, {
@@ -79,7 +79,11 @@ function addRevokeSession(sessions: Command, runtime: Runtime): void {
   sessions
     .command("revoke")
     .description("revoke a dashboard session at once")
-    .argument("<session-id>", "session id (from `sessions list` or `sessions create`)")
+    .argument(
+      "<session-id>",
+      "session id (from `sessions list` or `sessions create`)",
+      nonEmpty("the session id"),
+    )
     .addHelpText("after", examples("consentctl sessions revoke SESSION_ID"))
     .action((id: string, _options: unknown, command: Command) =>
       runtime.run(command, {

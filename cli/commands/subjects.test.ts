@@ -103,6 +103,19 @@ describe.concurrent("consentctl subjects (against a real daemon)", {
     });
   });
 
+  // Regression: the empty team went to the daemon: "Operator calls must name a team in
+  // consent-team metadata.", exit 1.
+  it("exits 2 for an empty --team, as an unset variable gives, before calling the daemon", async () => {
+    const result = await cli.run(
+      argv`subjects resolve --team ${""} --banner ${publicId} --subject x`,
+    );
+    expect(result.code).toBe(2);
+    expect(result.stdout).toBe("");
+    expect(result.stderr).toContain(
+      "option '--team <id>' argument '' is invalid. the team id is empty (is the variable it came from set?).",
+    );
+  });
+
   it("says in --help that the daemon hashes the subject id", async () => {
     const help = await cli.run(argv`subjects resolve --help`);
     expect(help.code).toBe(0);

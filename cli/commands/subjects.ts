@@ -1,5 +1,6 @@
 import type { Command } from "commander";
 import { examples, messageJson } from "#cli/format.js";
+import { nonEmpty } from "#cli/option-parsers.js";
 import type { Runtime } from "#cli/program.js";
 import {
   DeleteSubjectStateResponseSchema,
@@ -22,10 +23,22 @@ with team, banner and namespace) and never stores it; consentctl keeps no copy e
 
 function addSubjectOptions(command: Command): Command {
   return command
-    .requiredOption("--team <id>", "team id (sent as consent-team metadata)")
-    .requiredOption("--banner <public-id>", "public banner id (the one in the loader URL)")
+    .requiredOption(
+      "--team <id>",
+      "team id (sent as consent-team metadata)",
+      nonEmpty("the team id"),
+    )
+    .requiredOption(
+      "--banner <public-id>",
+      "public banner id (the one in the loader URL)",
+      nonEmpty("the banner's public id"),
+    )
     .option("--namespace <namespace>", 'subject namespace, 1-64 characters (default: "default")')
-    .requiredOption("--subject <subject-id>", "the integrator's subject id, 1-256 characters, no @")
+    .requiredOption(
+      "--subject <subject-id>",
+      "the integrator's subject id, 1-256 characters, no @",
+      nonEmpty("the subject id"),
+    )
     .addHelpText("after", HASHING_NOTE);
 }
 

@@ -2,7 +2,13 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { cliFor, E2E_TIMEOUT_MS, runCli } from "#cli/test-support/cli-process.js";
+import {
+  cliFor,
+  E2E_TIMEOUT_MS,
+  runCli,
+  runCliFromSources,
+  startHttp1Server,
+} from "#cli/test-support/cli-process.js";
 import { startTestService, type TestService } from "#test/support/service.js";
 
 describe("consentctl teams (against a real daemon)", { timeout: E2E_TIMEOUT_MS }, () => {
@@ -110,6 +116,115 @@ describe("consentctl teams (against a real daemon)", { timeout: E2E_TIMEOUT_MS }
       error: "Cannot reach the daemon at http://127.0.0.1:9.",
       hint: expect.stringContaining("npm start"),
     });
+  });
+
+  // Regression: team-scoped commands said invalid_key (the daemon reads a refused token there as
+  // an API key), admin commands unauthorized; one mistake now has one code.
+  it("gives a refused operator token the code unauthorized, whatever the command", async () => {
+    const wrong = ["--daemon", service.daemonUrl, "--token", "wrong", "--json"];
+    const results = await Promise.all(
+      [
+        ["keys", "list", "--team", teamId],
+        ["banners", "list", "--team", teamId],
+        ["logs", "list", "--team", teamId],
+        ["webhooks", "list", "--team", teamId],
+        ["subjects", "resolve", "--team", teamId, "--banner", "P", "--subject", "x"],
+      ].map((args) => runCli([...args, ...wrong])),
+    );
+    for (const result of results) {
+      expect(result.code).toBe(1);
+      expect(result.stdout).toBe("");
+      expect(JSON.parse(result.stderr)).toMatchObject({
+        error: "The daemon did not accept the operator token.",
+        code: "unauthorized",
+      });
+    }
+  });
+
+  // Regression: pointed at an HTTP/1.1 port (the REST gateway's), the CLI said nothing answered,
+  // told the operator to start the daemon, then crashed on an unhandled 'error' of the HTTP/2
+  // session (ERR_HTTP2_ERROR), after the JSON error.
+  it("says that an address answering HTTP/1.1 is not the daemon's h2c port, and ends cleanly", async () => {
+    const other = await startHttp1Server();
+    try {
+      const at = ["--daemon", other.url, "--token", "x"];
+      const [json, human, tail] = await Promise.all([
+        runCli(["teams", "list", ...at, "--json"]),
+        runCli(["teams", "list", ...at]),
+        runCli(["logs", "tail", "--team", teamId, ...at, "--json"]),
+      ]);
+      const expected = {
+        error: `Something answered at ${other.url}, but it is not the daemon's gRPC (h2c) port.`,
+        code: "not_daemon",
+        hint: expect.stringContaining("CONSENT_GRPC_PORT"),
+      };
+      for (const result of [json, tail]) {
+        expect(result.code).toBe(1);
+        expect(result.stdout).toBe("");
+        expect(JSON.parse(result.stderr)).toEqual(expected);
+      }
+      expect(human.code).toBe(1);
+      expect(human.stderr).toBe(
+        `✖ Something answered at ${other.url}, but it is not the daemon's gRPC (h2c) port.\n` +
+          "hint: point --daemon or CONSENT_DAEMON_URL at the daemon's gRPC port (CONSENT_GRPC_PORT, default 50051), not the REST gateway's (CONSENT_HTTP_PORT)\n",
+      );
+    } finally {
+      await other.close();
+    }
+  });
+
+  // Regression: OpenSSL's "ssl3_get_record:wrong version number" was shown as the daemon failing.
+  it("says that the daemon speaks no TLS when given an https:// URL, naming the http:// one", async () => {
+    const https = service.daemonUrl.replace(/^http:/, "https:");
+    const result = await runCli(["teams", "list", "--daemon", https, "--token", "x", "--json"]);
+    expect(result.code).toBe(1);
+    expect(result.stdout).toBe("");
+    expect(JSON.parse(result.stderr)).toEqual({
+      error: `${https} does not speak TLS (the daemon serves h2c, without it).`,
+      code: "tls_unavailable",
+      hint: `use ${service.daemonUrl}, or the https:// address of a TLS proxy in front of the daemon`,
+    });
+  });
+
+  // Regression: "No team with id." from the daemon for an id that was an unset variable.
+  it("exits 2 for an empty team id before calling the daemon", async () => {
+    const [json, human] = await Promise.all([
+      runCli(["teams", "show", "", "--daemon", "http://127.0.0.1:9", "--token", "x", "--json"]),
+      runCli(["teams", "set-plan", "", "business", "--daemon", "http://127.0.0.1:9"]),
+    ]);
+    expect(json.code).toBe(2);
+    expect(json.stdout).toBe("");
+    expect(JSON.parse(json.stderr)).toEqual({
+      error:
+        "command-argument value '' is invalid for argument 'id'. the team id is empty (is the variable it came from set?).",
+      code: "usage",
+    });
+    expect(human.code).toBe(2);
+    expect(human.stderr).toContain("the team id is empty");
+  });
+
+  // Regression: run through tsx (no bundle) from outside the package, tsx found no tsconfig.json
+  // and compiled JSX for a global React: every view and error failed with "React is not
+  // defined", and `sessions create` lost the token it had minted.
+  it("runs from its sources through tsx from any directory, views and errors alike", async () => {
+    const elsewhere = await mkdtemp(path.join(tmpdir(), "consentctl-cwd-"));
+    try {
+      const connection = ["--daemon", service.daemonUrl, "--token", service.operatorToken];
+      const [shown, missing] = await Promise.all([
+        runCliFromSources(["teams", "show", teamId, ...connection], { cwd: elsewhere }),
+        runCliFromSources(["teams", "show", "no-such-team", ...connection], { cwd: elsewhere }),
+      ]);
+      expect(shown.stderr).toBe("");
+      expect(shown.code).toBe(0);
+      expect(shown.stdout).toContain(teamId);
+      expect(missing.stdout).toBe("");
+      expect(missing.stderr).toBe(
+        "✖ No team with id no-such-team.\nhint: list the teams and their ids with `consentctl teams list`\n",
+      );
+      expect(missing.code).toBe(1);
+    } finally {
+      await rm(elsewhere, { recursive: true, force: true });
+    }
   });
 
   it("finds the token in <CONSENT_DATA_DIR>/admin-token, and says where it looked when absent", async () => {

@@ -1,5 +1,8 @@
 import { spawn } from "node:child_process";
-import { fileURLToPath } from "node:url";
+import { once } from "node:events";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
+import { fileURLToPath, pathToFileURL } from "node:url";
 import { expect } from "vitest";
 import { startTestService, type TestService } from "#test/support/service.js";
 
@@ -13,6 +16,7 @@ import { startTestService, type TestService } from "#test/support/service.js";
 export const E2E_TIMEOUT_MS = 240_000;
 
 const BIN = fileURLToPath(new URL("../../bin/consentctl.js", import.meta.url));
+const RUN_TS = pathToFileURL(fileURLToPath(new URL("../../bin/run-ts.js", import.meta.url))).href;
 
 /** What one `consentctl` child process did. */
 export interface CliRun {
@@ -26,14 +30,35 @@ export interface CliRun {
 export interface CliRunOptions {
   /** The process environment, on top of a clean one (no CONSENT_* leaks in from the runner). */
   env?: Record<string, string>;
+  /** The working directory; the runner's unless set. */
+  cwd?: string;
 }
 
 /** Runs bin/consentctl.js as an operator would, with piped stdio. */
 export function runCli(args: readonly string[], options: CliRunOptions = {}): Promise<CliRun> {
+  return runNode([BIN, ...args], options);
+}
+
+/**
+ * Runs consentctl from its sources through tsx (bin/run-ts.js), as bin/consentctl.js does where
+ * no bundle can be kept (a read-only installation).
+ */
+export function runCliFromSources(
+  args: readonly string[],
+  options: CliRunOptions = {},
+): Promise<CliRun> {
+  const script = `const { run } = await import(${JSON.stringify(RUN_TS)});
+const { main } = await run("../cli/main.tsx");
+await main(["node", "consentctl", ...process.argv.slice(1)]);`;
+  return runNode(["--input-type=module", "--eval", script, ...args], options);
+}
+
+function runNode(nodeArgs: readonly string[], options: CliRunOptions): Promise<CliRun> {
   const env: NodeJS.ProcessEnv = { PATH: process.env.PATH, HOME: process.env.HOME, ...options.env };
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, ...args], {
+    const child = spawn(process.execPath, nodeArgs, {
       env,
+      cwd: options.cwd,
       stdio: ["ignore", "pipe", "pipe"],
     });
     let stdout = "";
@@ -169,6 +194,24 @@ export async function startServiceWithTeam(plan: string, env: Record<string, str
   const cli = cliFor(service, env);
   const team = await cli.json(argv`teams create --name ${`${plan} team`} --plan ${plan}`);
   return { service, cli, teamId: team.id as string };
+}
+
+/**
+ * A server that is not the daemon: plain HTTP/1.1 on a port of its own, as the REST gateway's
+ * port is, for a CLI pointed at the wrong address.
+ */
+export async function startHttp1Server(): Promise<{ url: string; close(): Promise<void> }> {
+  const server = createServer((_request, response) => response.end("not the daemon\n"));
+  server.listen(0, "127.0.0.1");
+  await once(server, "listening");
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    close: () =>
+      new Promise((resolve, reject) => {
+        server.closeAllConnections();
+        server.close((error) => (error ? reject(error) : resolve()));
+      }),
+  };
 }
 
 /** Parses text that must be one JSON document and nothing else. */
