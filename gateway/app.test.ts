@@ -55,6 +55,19 @@ describe("the gateway's answers to requests it cannot read", () => {
     });
   });
 
+  it("405 with an empty Allow for CONNECT: the gateway is not a proxy", async () => {
+    const answer = await rawExchange(port, (write) =>
+      write("CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n"),
+    );
+    expect(answer.status).toBe(405);
+    expect(answer.headers).toMatch(/\r\nallow: \r\n/);
+    expect(answer.headers).toContain("connection: close");
+    expect(JSON.parse(answer.body)).toEqual({
+      error: "Method CONNECT is not allowed: this is not a proxy",
+      code: "method_not_allowed",
+    });
+  });
+
   it("431 for headers over Node's 16 KB", async () => {
     const answer = await rawExchange(port, (write) =>
       write(`GET /api/v1/health HTTP/1.1\r\nHost: x\r\nX-Big: ${"a".repeat(20_000)}\r\n\r\n`),

@@ -1,5 +1,6 @@
 import { type IncomingMessage, METHODS, STATUS_CODES } from "node:http";
 import type { Socket } from "node:net";
+import type { Duplex } from "node:stream";
 import type { Transport } from "@connectrpc/connect";
 import {
   type FastifyBaseLogger,
@@ -87,6 +88,7 @@ export async function buildGateway(options: GatewayOptions): Promise<FastifyInst
       app.addHttpMethod(method, { hasBody: true });
     }
   }
+  app.server.on("connect", refuseConnect);
   // Only a failure leaves a body unread (Fastify then answers with Connection: close), and onError
   // runs before the error handler answers: the linger costs a request that succeeds nothing.
   app.addHook("onError", (request, reply, _error, done) => {
@@ -162,13 +164,38 @@ function answerUnreadable(error: NodeJS.ErrnoException, socket: Socket) {
       : error.code === "HPE_HEADER_OVERFLOW"
         ? [431, "The request headers are too large"]
         : [400, "The request could not be read"];
-  const body = JSON.stringify({ error: message, code: "invalid_request" });
-  if (socket.writable) {
-    socket.write(
-      `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
-    );
-  }
+  answerOnSocket(socket, status, { error: message, code: "invalid_request" });
   socket.destroy(error);
+}
+
+/**
+ * CONNECT, which Node hands to no route: its target is a host and port, not a resource of the
+ * gateway, which is no proxy. 405 with an empty `Allow` (RFC 9110 10.2.1: that target allows no
+ * method), in the plain shape, and the connection closed, rather than a connection dropped
+ * without a word.
+ */
+function refuseConnect(_request: IncomingMessage, socket: Duplex) {
+  answerOnSocket(
+    socket,
+    405,
+    { error: "Method CONNECT is not allowed: this is not a proxy", code: "method_not_allowed" },
+    "Allow: \r\n",
+  );
+  socket.destroy();
+}
+
+/** Writes a whole plain-shape answer on a socket no route owns; the caller closes it. */
+function answerOnSocket(
+  socket: Duplex,
+  status: number,
+  body: { error: string; code: string },
+  headers = "",
+) {
+  if (!socket.writable) return;
+  const text = JSON.stringify(body);
+  socket.write(
+    `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\n${headers}Content-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(text)}\r\nConnection: close\r\n\r\n${text}`,
+  );
 }
 
 /** What an altered preferences link gets (the daemon's link_invalid, decisions §5). */
