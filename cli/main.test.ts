@@ -1,8 +1,14 @@
+import { readFile } from "node:fs/promises";
 import type { Command } from "commander";
 import { afterEach, describe, expect, it } from "vitest";
 import { main } from "#cli/main.js";
 import { createProgram } from "#cli/program.js";
 import { memoryIo } from "#cli/test-support/memory-io.js";
+
+/** Every command and group, the program ([]) first, as its path of names. */
+function allCommands(command: Command, prefix: string[] = []): string[][] {
+  return [prefix, ...command.commands.flatMap((sub) => allCommands(sub, [...prefix, sub.name()]))];
+}
 
 /** Every runnable command, as its path of names ("keys rotate"). */
 function leafCommands(command: Command, prefix: string[] = []): string[][] {
@@ -153,6 +159,87 @@ describe("consentctl command line", () => {
       expect(result.stderr, args.join(" ")).toContain(
         `${words} (is the variable it came from set?)`,
       );
+    }
+  });
+
+  it("prints the package's version for --version and -V, as { version } with --json", async () => {
+    const { version } = JSON.parse(
+      await readFile(new URL("../package.json", import.meta.url), "utf8"),
+    );
+    for (const flag of ["--version", "-V"]) {
+      expect(await run(flag)).toEqual({ code: 0, stdout: `${version}\n`, stderr: "" });
+    }
+    const json = await run("--version", "--json");
+    expect(json.code).toBe(0);
+    expect(json.stderr).toBe("");
+    expect(JSON.parse(json.stdout)).toEqual({ version });
+  });
+
+  // Regression: `help teams create` showed the teams group's help, and `help` exited 2.
+  it("shows a command's own help for help GROUP COMMAND, exit 0, as --help does", async () => {
+    const pairs: [string[], string[]][] = [
+      [
+        ["help", "teams", "create"],
+        ["teams", "create", "--help"],
+      ],
+      [
+        ["help", "webhooks", "replay"],
+        ["webhooks", "replay", "--help"],
+      ],
+      [
+        ["help", "teams"],
+        ["teams", "--help"],
+      ],
+      [["help"], ["--help"]],
+      [
+        ["teams", "help", "create"],
+        ["teams", "create", "--help"],
+      ],
+    ];
+    for (const [asked, flag] of pairs) {
+      const [help, expected] = await Promise.all([run(...asked), run(...flag)]);
+      expect(help, asked.join(" ")).toEqual({ code: 0, stdout: expected.stdout, stderr: "" });
+      expect(help.stdout).toMatch(new RegExp(`^Usage: consentctl ${flag.slice(0, -1).join(" ")}`));
+    }
+    const unknown = await run("help", "teams", "nope");
+    expect(unknown.code).toBe(2);
+    expect(unknown.stdout).toBe("");
+    expect(unknown.stderr).toContain("unknown command 'teams nope'");
+  });
+
+  // Regression: `consentctl --json` and `consentctl teams --json` printed the help as text.
+  it("with --json, reports a missing command as a JSON usage error; without, shows the help", async () => {
+    const [program, group, plain] = await Promise.all([
+      run("--json"),
+      run("teams", "--json"),
+      run("teams"),
+    ]);
+    for (const result of [program, group, plain]) {
+      expect(result.code).toBe(2);
+      expect(result.stdout).toBe("");
+    }
+    expect(JSON.parse(group.stderr)).toEqual({
+      error: "consentctl teams needs a command: create, list, show, set-plan",
+      code: "usage",
+      hint: "run `consentctl teams --help` for usage",
+    });
+    expect(JSON.parse(program.stderr)).toMatchObject({
+      error: expect.stringMatching(/^consentctl needs a command: teams, keys, .*, backup$/),
+      code: "usage",
+      hint: "run `consentctl --help` for usage",
+    });
+    expect(plain.stderr).toMatch(/^Usage: consentctl teams \[options\] \[command\]/);
+  });
+
+  // Regression: the webhooks group's help came out in lines of up to 150 characters.
+  it("wraps every help to 80 columns but the examples, which are copied whole", async () => {
+    const program = createProgram(memoryIo(), { exitCode: 0 }, false);
+    for (const path of allCommands(program)) {
+      const { stdout } = await run(...path, "--help");
+      const long = stdout
+        .split("\n")
+        .filter((line) => line.length > 80 && !line.startsWith("  $ "));
+      expect(long, path.join(" ") || "consentctl").toEqual([]);
     }
   });
 

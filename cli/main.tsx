@@ -1,11 +1,8 @@
 import { CommanderError } from "commander";
-import type { Io } from "#cli/output.js";
+import { endQuietlyWhenReaderLeaves, type Io } from "#cli/output.js";
 import { EXIT_USAGE } from "#cli/problems.js";
 import { createProgram } from "#cli/program.js";
 import type { Session } from "#cli/run-command.js";
-
-/** commander codes that mean "help or version was asked for": a success, not a usage error. */
-const SUCCESS_CODES = new Set(["commander.helpDisplayed", "commander.version"]);
 
 /**
  * Entry point of `consentctl` (bin/consentctl.js). Sets process.exitCode rather than calling
@@ -15,13 +12,16 @@ const SUCCESS_CODES = new Set(["commander.helpDisplayed", "commander.version"]);
 export async function main(argv: readonly string[], io: Io = processIo()): Promise<number> {
   const session: Session = { exitCode: 0 };
   const json = argv.slice(2).includes("--json");
+  endQuietlyWhenReaderLeaves(io);
   const program = createProgram(io, session, json);
   try {
     await program.parseAsync([...argv]);
   } catch (error) {
     if (!(error instanceof CommanderError)) throw error;
     // commander has already printed its message (help, or the parse error) on the right stream.
-    session.exitCode = SUCCESS_CODES.has(error.code) ? 0 : EXIT_USAGE;
+    // Help or the version asked for ends with 0 (`teams help create` included); a parse error,
+    // or help shown because a command is missing, with EXIT_USAGE: a wrong command line.
+    session.exitCode = error.exitCode === 0 ? 0 : EXIT_USAGE;
   }
   process.exitCode = session.exitCode;
   return session.exitCode;

@@ -1,12 +1,29 @@
 import { jsonText } from "#cli/format.js";
 import { type Problem, stackOf } from "#cli/problems.js";
-import { colorEnabled, PIPED_COLUMNS } from "#cli/terminal.js";
+import { colorEnabled, PIPED_COLUMNS, readerGone } from "#cli/terminal.js";
 
 /** Streams and environment of one invocation, passed down so nothing reaches for globals. */
 export interface Io {
   stdout: NodeJS.WriteStream;
   stderr: NodeJS.WriteStream;
   env: NodeJS.ProcessEnv;
+}
+
+/**
+ * A reader that leaves (`consentctl … --help | head -2`) closes the pipe, and the next write to
+ * it fails with EPIPE, an 'error' event that would end the process with a stack trace. The
+ * output is only no longer wanted: the command ends quietly with the exit status it has (0 for
+ * help), as `logs tail` and `logs export` do, whichever stream and writer (commander's help, JSON,
+ * an Ink frame, an error message) met the closed pipe. Other write failures are not ours to
+ * hide: they are thrown as they were, unless a command watches the stream for them itself.
+ */
+export function endQuietlyWhenReaderLeaves(io: Io): void {
+  for (const stream of new Set([io.stdout, io.stderr])) {
+    stream.on("error", (error) => {
+      if (readerGone(error)) return;
+      if (stream.listenerCount("error") === 1) throw error;
+    });
+  }
 }
 
 /**

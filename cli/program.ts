@@ -1,4 +1,5 @@
-import { Command, Option } from "commander";
+import { readFileSync } from "node:fs";
+import { Command, CommanderError, Option } from "commander";
 import { registerBackupCommand } from "#cli/commands/backup.js";
 import { registerBannerCommands } from "#cli/commands/banners.js";
 import { registerDoctorCommand } from "#cli/commands/doctor.js";
@@ -9,9 +10,10 @@ import { registerSessionCommands } from "#cli/commands/sessions.js";
 import { registerSubjectCommands } from "#cli/commands/subjects.js";
 import { registerTeamCommands } from "#cli/commands/teams.js";
 import { registerWebhookCommands } from "#cli/commands/webhooks.js";
-import { jsonText } from "#cli/format.js";
+import { examples, jsonText } from "#cli/format.js";
 import { nonEmpty, parseDaemonUrl } from "#cli/option-parsers.js";
-import type { Io } from "#cli/output.js";
+import { type Io, writeJson } from "#cli/output.js";
+import { EXIT_USAGE } from "#cli/problems.js";
 import {
   type CommandSpec,
   runCommand,
@@ -50,13 +52,25 @@ export function createProgram(io: Io, session: Session, json: boolean): Command 
     )
     .option("--json", "print one JSON object on stdout and nothing else")
     .option("--debug", "log daemon calls and print stack traces on stderr")
+    .option("-V, --version", "print the version of consentctl")
     .showHelpAfterError(json ? false : "(run the command with --help for usage)")
     .exitOverride()
     .configureOutput({
       writeOut: (text) => io.stdout.write(text),
       writeErr: (text) => io.stderr.write(text),
       outputError: (text, write) => write(json ? usageErrorJson(text) : text),
+    })
+    // Descriptions wrap beside a long term too: commander wraps only with 40 columns left for
+    // them, and the `webhooks` group's `replay [options] <webhook-id> [delivery-id]` leaves 32
+    // at 80, so that one help came out in lines of 150.
+    .configureHelp({ minWidthToWrap: 30 });
+  program.on("option:version", () => printVersion(io, json));
+  if (json) {
+    program.addHelpText("beforeAll", ({ error, command }) => {
+      if (error) refuseMissingCommand(io, command);
+      return "";
     });
+  }
   const runtime: Runtime = {
     run: (command, spec) => runCommand(command, spec, io, session),
     stream: (command, spec) => runStreamCommand(command, spec, io, session),
@@ -71,12 +85,77 @@ export function createProgram(io: Io, session: Session, json: boolean): Command 
   registerHealthCommand(program, runtime);
   registerDoctorCommand(program, runtime);
   registerBackupCommand(program, runtime);
+  addHelpCommand(program);
   return program;
 }
 
 /** commander's "error: missing required argument 'id'" as the --json error object. */
-function usageErrorJson(text: string): string {
-  return `${jsonText({ error: text.trim().replace(/^error: /, ""), code: "usage" })}\n`;
+function usageErrorJson(text: string, hint?: string): string {
+  const error = text.trim().replace(/^error: /, "");
+  return `${jsonText({ error, code: "usage", ...(hint ? { hint } : {}) })}\n`;
+}
+
+/** The package's own package.json, beside cli/ (bin/bundle.js keeps import.meta.url the source's). */
+const PACKAGE_JSON = new URL("../package.json", import.meta.url);
+
+/**
+ * `--version` (and `-V`, as commander's own): the package's version, read only when asked, so
+ * no other command pays for it. With --json it is `{ "version" }`, one JSON document like every
+ * other answer.
+ */
+function printVersion(io: Io, json: boolean): never {
+  const { version } = JSON.parse(readFileSync(PACKAGE_JSON, "utf8")) as { version: string };
+  if (json) writeJson(io, { version });
+  else io.stdout.write(`${version}\n`);
+  throw new CommanderError(0, "commander.version", version);
+}
+
+/**
+ * With --json, the help commander shows for a group (or the program) run without a command is a
+ * usage error like any other: one JSON object on stderr, exit 2, never a page of text.
+ */
+function refuseMissingCommand(io: Io, command: Command): never {
+  const path = commandPath(command);
+  const names = command.commands.map((sub) => sub.name()).filter((name) => name !== "help");
+  io.stderr.write(
+    usageErrorJson(
+      `${path} needs a command: ${names.join(", ")}`,
+      `run \`${path} --help\` for usage`,
+    ),
+  );
+  throw new CommanderError(EXIT_USAGE, "commander.missingCommand", `${path} needs a command`);
+}
+
+/** "consentctl teams": the names from the program down to `command`. */
+function commandPath(command: Command): string {
+  const names: string[] = [];
+  for (let at: Command | null = command; at; at = at.parent) names.unshift(at.name());
+  return names.join(" ");
+}
+
+/**
+ * `help [command...]`: help for a command at any depth (`help teams create`). commander's own
+ * help command reads only the first name and shows that group's help. Its presence also turns
+ * commander's off at the top; the groups keep theirs (`teams help create`).
+ */
+function addHelpCommand(program: Command): void {
+  program
+    .command("help [command...]")
+    .description("display help for a command or group")
+    .addHelpText("after", examples("consentctl help teams create", "consentctl help logs"))
+    .action((names: string[], _options: unknown, help: Command) => {
+      let target = program;
+      for (const name of names) {
+        const sub = target.commands.find((c) => c.name() === name || c.aliases().includes(name));
+        if (!sub) {
+          help.error(`error: unknown command '${names.join(" ")}'`, {
+            code: "commander.unknownCommand",
+          });
+        }
+        target = sub;
+      }
+      target.outputHelp();
+    });
 }
 
 /** An empty --token (an unset shell variable) is a mistake, not a wish for the file's token. */

@@ -4,6 +4,14 @@ import { Writable } from "node:stream";
 export const PIPED_COLUMNS = 10_000;
 
 /**
+ * Whether a write failed because the reader of the pipe went away (`consentctl … | head -n1`):
+ * the output is no longer wanted, which is no failure of the command.
+ */
+export function readerGone(error: unknown): boolean {
+  return (error as NodeJS.ErrnoException | null)?.code === "EPIPE";
+}
+
+/**
  * Colours only on a terminal, never with NO_COLOR (no-color.org) or TERM=dumb. Views read this
  * decision rather than chalk's, which looks at stdout alone and ignores NO_COLOR.
  */
@@ -39,7 +47,9 @@ export function frameColumns(stream: { isTTY?: boolean; columns?: number }): num
  * Ink then writes the frame once, as it is: no cursor control, no erasing, and never its
  * "fullscreen" clear of screen and scrollback (taken when a TTY frame is as tall as
  * `stdout.rows`). Without a width Ink guesses 80, which would cut ids in `teams list | awk`, so
- * piped output gets PIPED_COLUMNS and keeps every character.
+ * piped output gets PIPED_COLUMNS and keeps every character. A failed write is the target's to
+ * report (its own 'error' event, see output.ts endQuietlyWhenReaderLeaves): passed on here too,
+ * it would reach Ink, which has no handler for it, as an unhandled error.
  */
 export function pipedStream(
   target: NodeJS.WritableStream,
@@ -47,7 +57,7 @@ export function pipedStream(
 ): NodeJS.WriteStream {
   const stream = new Writable({
     write(chunk, _encoding, done) {
-      target.write(chunk, (error) => done(error ?? undefined));
+      target.write(chunk, () => done());
     },
   });
   return Object.assign(stream, {

@@ -26,10 +26,12 @@ export function registerBackupCommand(program: Command, runtime: Runtime): void 
     )
     .addHelpText(
       "after",
-      `${examples(
-        "consentctl backup --to /var/backups/consent-2026-11-26",
-        "CONSENT_DATA_DIR=/var/lib/consent consentctl backup --to ./consent-backup --json",
-      )}\n${RESTORE}.\n`,
+      // Wrapped as commander wraps the rest of the help; the report lets Ink wrap it.
+      ({ command }) =>
+        `${examples(
+          "consentctl backup --to /var/backups/consent-2026-11-26",
+          "CONSENT_DATA_DIR=/var/lib/consent consentctl backup --to ./consent-backup --json",
+        )}\n${command.createHelp().boxWrap(`${RESTORE}.`, 80)}\n`,
     )
     .action((options: { to: string }, command: Command) =>
       runtime.run(command, {

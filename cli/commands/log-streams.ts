@@ -22,7 +22,7 @@ import { nonEmpty } from "#cli/option-parsers.js";
 import { type Io, writeJson } from "#cli/output.js";
 import { UserError } from "#cli/problems.js";
 import type { Runtime } from "#cli/program.js";
-import { colorEnabled, liveTerminal } from "#cli/terminal.js";
+import { colorEnabled, liveTerminal, readerGone } from "#cli/terminal.js";
 
 /**
  * Why a stream was stopped before its end: Ctrl-C (or SIGTERM), the reader of stdout left, or
@@ -46,7 +46,7 @@ async function untilStopped<T>(
   };
   const interrupt = () => end({ reason: "interrupted" });
   const outputError = (error: NodeJS.ErrnoException) =>
-    end(error.code === "EPIPE" ? { reason: "reader_gone" } : { reason: "write_failed", error });
+    end(readerGone(error) ? { reason: "reader_gone" } : { reason: "write_failed", error });
   process.once("SIGINT", interrupt);
   process.once("SIGTERM", interrupt);
   output.on("error", outputError);

@@ -18,8 +18,9 @@ const SUBJECTS_HINT =
   "--banner takes the public id of an active banner of the team (see `consentctl banners list --team TEAM_ID`)";
 
 const HASHING_NOTE = `
-The subject id is sent to the daemon, which hashes it (HMAC-SHA256 under CONSENT_IDENTITY_KEY,
-with team, banner and namespace) and never stores it; consentctl keeps no copy either.`;
+The subject id is sent to the daemon, which hashes it (HMAC-SHA256 under
+CONSENT_IDENTITY_KEY, with team, banner and namespace) and never stores it;
+consentctl keeps no copy either.`;
 
 function addSubjectOptions(command: Command): Command {
   return command

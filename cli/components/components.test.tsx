@@ -31,6 +31,30 @@ describe("KeyValue", () => {
     );
     expect(lastFrame()).toBe("ID            t-1\nCross-device  yes");
   });
+
+  // Regression: at 40 columns `teams show` cut the team's id in two after the aligned labels.
+  it("never cuts an id that fits the width: label and value on a line, or the value below", () => {
+    const fields = [
+      { label: "ID", value: "14f50966-74ff-4320-b9eb-7bb54c9228ee" },
+      { label: "Public ID", value: "ca2b014e-1b74-4f33-996f-5ce595f70c80" },
+      { label: "Cross-device", value: "yes" },
+    ];
+    const at = (width: number) =>
+      render(<KeyValue fields={fields} width={width} />)
+        .lastFrame()
+        ?.split("\n");
+    expect(at(50)).toEqual([
+      "ID            14f50966-74ff-4320-b9eb-7bb54c9228ee",
+      "Public ID     ca2b014e-1b74-4f33-996f-5ce595f70c80",
+      "Cross-device  yes",
+    ]);
+    expect(at(40)).toEqual([
+      "ID: 14f50966-74ff-4320-b9eb-7bb54c9228ee",
+      "Public ID:",
+      "  ca2b014e-1b74-4f33-996f-5ce595f70c80",
+      "Cross-device: yes",
+    ]);
+  });
 });
 
 describe("ErrorMessage", () => {

@@ -18,7 +18,7 @@ describe("fitColumns", () => {
   });
 
   it("shrinks the widest columns first and uses the whole width", () => {
-    const widths = fitColumns([36, 4, 30], 50);
+    const widths = fitColumns([36, 4, 30], 50) ?? [];
     expect(widths[1]).toBe(4);
     expect(widths.reduce((a, b) => a + b, 0) + 2 * 2).toBe(50);
     expect(Math.abs((widths[0] as number) - (widths[2] as number))).toBeLessThanOrEqual(1);
@@ -26,12 +26,14 @@ describe("fitColumns", () => {
 
   it("keeps whole columns whole and shrinks the others around them", () => {
     expect(fitColumns([36, 12, 30], 50, 2, [true, false, false])).toEqual([36, 5, 5]);
-    // Even past the width: an id that is cut cannot be copied.
-    expect(fitColumns([36, 30], 30, 2, [true, false])).toEqual([36, 4]);
   });
 
-  it("never goes below a minimum width", () => {
-    expect(fitColumns([30, 30], 5).every((width) => width >= 4)).toBe(true);
+  // Regression: past the width, whole columns were kept and the line came out wider than the
+  // terminal, which dropped the gaps and wrapped (`teams list` at 40 columns).
+  it("finds no widths when the whole columns, the minimum of the others and the gaps do not fit", () => {
+    expect(fitColumns([36, 30], 42, 2, [true, false])).toEqual([36, 4]);
+    expect(fitColumns([36, 30], 41, 2, [true, false])).toBeUndefined();
+    expect(fitColumns([30, 30], 5)).toBeUndefined();
   });
 });
 
@@ -62,6 +64,70 @@ describe("Table", () => {
     const { lastFrame } = render(<Table columns={whole} rows={rows} empty="none" width={45} />);
     const lines = lastFrame()?.split("\n") ?? [];
     expect(lines[1]).toBe("6f1c0c1e-8a57-4d43-9c1b-3f0e2c5b7a10  profes…");
+  });
+
+  describe("at 40 and 200 columns", () => {
+    interface Team {
+      id: string;
+      name: string;
+      plan: string;
+      created: string;
+    }
+    const teams: Team[] = [
+      {
+        id: "14f50966-74ff-4320-b9eb-7bb54c9228ee",
+        name: "A very long team name for narrow terminals",
+        plan: "free",
+        created: "2026-11-26 12:01:30Z",
+      },
+      {
+        id: "cbe13682-282c-468a-8350-5e2d20b14a08",
+        name: "Second",
+        plan: "business",
+        created: "2026-11-26 12:07:02Z",
+      },
+    ];
+    const teamColumns = [
+      { header: "ID", value: (t: Team) => t.id, whole: true },
+      { header: "NAME", value: (t: Team) => t.name },
+      { header: "PLAN", value: (t: Team) => t.plan },
+      { header: "CREATED", value: (t: Team) => t.created },
+    ];
+    const frame = (width: number) =>
+      render(<Table columns={teamColumns} rows={teams} empty="none" width={width} />)
+        .lastFrame()
+        ?.split("\n") ?? [];
+
+    it("prints a table with every cell whole where the terminal is wide", () => {
+      expect(frame(200)).toEqual([
+        "ID                                    NAME                                        PLAN      CREATED",
+        "14f50966-74ff-4320-b9eb-7bb54c9228ee  A very long team name for narrow terminals  free      2026-11-26 12:01:30Z",
+        "cbe13682-282c-468a-8350-5e2d20b14a08  Second                                      business  2026-11-26 12:07:02Z",
+      ]);
+    });
+
+    it("keeps the gaps between columns while cutting the cells that may be cut", () => {
+      const lines = frame(60);
+      expect(lines[1]).toBe("14f50966-74ff-4320-b9eb-7bb54c9228ee  A ver…  free    2026-…");
+      for (const line of lines) expect(line.length).toBeLessThanOrEqual(60);
+    });
+
+    it("prints one block per row, ids whole on their lines, where no table fits", () => {
+      const lines = frame(40);
+      expect(lines).toEqual([
+        "ID: 14f50966-74ff-4320-b9eb-7bb54c9228ee",
+        "NAME: A very long team name for narrow",
+        "      terminals",
+        "PLAN: free",
+        "CREATED: 2026-11-26 12:01:30Z",
+        "",
+        "ID: cbe13682-282c-468a-8350-5e2d20b14a08",
+        "NAME: Second",
+        "PLAN: business",
+        "CREATED: 2026-11-26 12:07:02Z",
+      ]);
+      for (const line of lines) expect(line.length).toBeLessThanOrEqual(40);
+    });
   });
 
   it("prints the empty message instead of an empty table", () => {

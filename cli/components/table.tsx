@@ -1,5 +1,6 @@
 import { Box, Text, useStdout } from "ink";
 import type { ReactNode } from "react";
+import { KeyValue } from "#cli/components/key-value.js";
 import { printable } from "#cli/format.js";
 import { type Tone, Toned } from "#cli/theme.js";
 
@@ -28,21 +29,23 @@ const MIN_WIDTH = 4;
 /**
  * Column widths that fit `available` characters: when the natural widths are too wide, the widest
  * columns give way first (names shrink before "plan" or "env"). Columns marked `whole` keep their
- * width, even when that leaves the line wider than `available`.
+ * width. Undefined when no widths fit: the whole columns, the others at their minimum and the gaps
+ * between them are already wider than `available`.
  */
 export function fitColumns(
   natural: readonly number[],
   available: number,
   gap = GAP,
   whole: readonly boolean[] = [],
-): number[] {
+): number[] | undefined {
   const kept = natural.reduce((sum, width, i) => sum + (whole[i] ? width : 0), 0);
   const budget = available - gap * Math.max(0, natural.length - 1) - kept;
   const used = (cap: number) =>
     natural.reduce((sum, width, i) => sum + (whole[i] ? 0 : Math.min(width, cap)), 0);
   if (used(Number.POSITIVE_INFINITY) <= budget) return [...natural];
+  if (used(MIN_WIDTH) > budget) return undefined;
   let cap = Math.max(...natural);
-  while (cap > MIN_WIDTH && used(cap) > budget) cap--;
+  while (used(cap) > budget) cap--;
   const widths = natural.map((width, i) => (whole[i] ? width : Math.min(width, cap)));
   // Hand the characters the last step freed back to the columns that were cut.
   let spare = budget - used(cap);
@@ -55,20 +58,26 @@ export function fitColumns(
   return widths;
 }
 
-/** Rows as a table fitted to the terminal width; long cells end in "…". */
+/**
+ * Rows as a table fitted to the terminal width; long cells end in "…". On a terminal too narrow
+ * for any table (the whole ids alone fill 40 columns), one block of "HEADER: value" lines per
+ * row instead: a table squeezed past its width loses the gaps between its columns and wraps.
+ */
 export function Table<Row>({ columns, rows, empty, width }: TableProps<Row>) {
   const { stdout } = useStdout();
   if (rows.length === 0) return <Toned tone="muted">{empty}</Toned>;
+  const available = width ?? (stdout.columns || 80);
   const cells = rows.map((row) => columns.map((column) => printable(column.value(row))));
   const natural = columns.map((column, i) =>
     Math.max(column.header.length, ...cells.map((line) => [...(line[i] ?? "")].length)),
   );
   const widths = fitColumns(
     natural,
-    width ?? (stdout.columns || 80),
+    available,
     GAP,
     columns.map((column) => column.whole === true),
   );
+  if (!widths) return <Records columns={columns} rows={rows} width={available} />;
   const cell = (i: number, content: ReactNode) => (
     <Box key={i} width={widths[i]} marginRight={i < columns.length - 1 ? GAP : 0} flexShrink={0}>
       {content}
@@ -104,6 +113,30 @@ export function Table<Row>({ columns, rows, empty, width }: TableProps<Row>) {
             );
           })}
         </Box>
+      ))}
+    </Box>
+  );
+}
+
+/** Each row as its own block of labelled lines, a blank line between rows. */
+function Records<Row>({
+  columns,
+  rows,
+  width,
+}: Pick<TableProps<Row>, "columns" | "rows"> & { width: number }) {
+  return (
+    <Box flexDirection="column" gap={1}>
+      {rows.map((row, r) => (
+        <KeyValue
+          // biome-ignore lint/suspicious/noArrayIndexKey: rows are static output, never reordered
+          key={r}
+          width={width}
+          fields={columns.map((column) => ({
+            label: column.header,
+            value: column.value(row),
+            tone: column.tone?.(row),
+          }))}
+        />
       ))}
     </Box>
   );

@@ -50,7 +50,8 @@ export function runCliFromSources(
   const script = `const { run } = await import(${JSON.stringify(RUN_TS)});
 const { main } = await run("../cli/main.tsx");
 await main(["node", "consentctl", ...process.argv.slice(1)]);`;
-  return runNode(["--input-type=module", "--eval", script, ...args], options);
+  // After "--", so Node leaves options it also has (-V, --debug) to consentctl.
+  return runNode(["--input-type=module", "--eval", script, "--", ...args], options);
 }
 
 function runNode(nodeArgs: readonly string[], options: CliRunOptions): Promise<CliRun> {
@@ -80,6 +81,8 @@ export interface CliProcess {
   interrupt(): Promise<CliRun>;
   /** Closes the reading end of stdout, as `| head -n1` does once it has its line. */
   closeStdout(): void;
+  /** Closes the reading end of stderr, as `2>&1 | head -n1` does. */
+  closeStderr(): void;
   /** Resolves with how the process ended. */
   readonly ended: Promise<CliRun>;
 }
@@ -134,6 +137,9 @@ export function startCli(args: readonly string[], options: CliRunOptions = {}): 
     },
     closeStdout() {
       child.stdout.destroy();
+    },
+    closeStderr() {
+      child.stderr.destroy();
     },
     ended: closed,
   };

@@ -1,0 +1,73 @@
+import { readFile } from "node:fs/promises";
+import { describe, expect, it } from "vitest";
+import {
+  E2E_TIMEOUT_MS,
+  runCli,
+  runCliFromSources,
+  startCli,
+} from "#cli/test-support/cli-process.js";
+
+/** A port nothing listens on: `health` reports the daemon unreachable, on stdout, exit 1. */
+const NOWHERE = ["--daemon", "http://127.0.0.1:9"];
+
+/**
+ * Runs consentctl with stdout's (or stderr's) reader already gone, as `| head -2` is once it has
+ * its lines. Closed at once rather than after a first chunk: every one of these writes its output
+ * in one piece, so only a reader gone before that write makes the write fail.
+ */
+async function withReaderGone(args: string[], stream: "stdout" | "stderr") {
+  const cli = startCli(args);
+  if (stream === "stdout") cli.closeStdout();
+  else cli.closeStderr();
+  return cli.ended;
+}
+
+describe("consentctl as a process", { timeout: E2E_TIMEOUT_MS }, () => {
+  // Regression: `consentctl sessions revoke --help | head -2` ended with "Error: write EPIPE"
+  // and its stack, as did every command's output but `logs tail` and `logs export`.
+  it("ends quietly, with its own exit status, when the reader of stdout has gone", async () => {
+    const cases: [string[], number][] = [
+      [["sessions", "revoke", "--help"], 0],
+      [["--help"], 0],
+      [["--version"], 0],
+      // The final frame through Ink, and the JSON printer.
+      [["health", ...NOWHERE], 1],
+      [["health", ...NOWHERE, "--json"], 1],
+    ];
+    const runs = await Promise.all(cases.map(([args]) => withReaderGone(args, "stdout")));
+    for (const [index, run] of runs.entries()) {
+      const [args, code] = cases[index] as [string[], number];
+      expect({ code: run.code, signal: run.signal, stderr: run.stderr }, args.join(" ")).toEqual({
+        code,
+        signal: null,
+        stderr: "",
+      });
+    }
+  });
+
+  it("ends with its own exit status when the reader of stderr has gone", async () => {
+    // A usage error (exit 2) is told apart from a crash (exit 1) by its status alone.
+    const runs = await Promise.all([
+      withReaderGone(["teams", "show"], "stderr"),
+      withReaderGone(["teams", "show", "--json"], "stderr"),
+    ]);
+    for (const run of runs)
+      expect({ code: run.code, signal: run.signal }).toEqual({ code: 2, signal: null });
+  });
+
+  it("prints package.json's version from the bundle and from the sources alike", async () => {
+    const { version } = JSON.parse(
+      await readFile(new URL("../package.json", import.meta.url), "utf8"),
+    );
+    const [bundled, sources, json] = await Promise.all([
+      runCli(["--version"]),
+      runCliFromSources(["-V"]),
+      runCli(["--version", "--json"]),
+    ]);
+    for (const run of [bundled, sources]) {
+      expect(run).toEqual({ code: 0, stdout: `${version}\n`, stderr: "" });
+    }
+    expect(json.code).toBe(0);
+    expect(JSON.parse(json.stdout)).toEqual({ version });
+  });
+});
