@@ -11,10 +11,11 @@ import { nextAttemptAt, retryAfterMs } from "#daemon/webhooks/retry-schedule.js"
 import { signedHeaders } from "#daemon/webhooks/signing.js";
 import type { WebhookSecretBox } from "#daemon/webhooks/webhook-secrets.js";
 import {
+  ATTEMPTS_PER_ENDPOINT,
   DELIVERY_TIMEOUT_MS,
   DeliveryAgents,
+  MAX_IN_FLIGHT,
   type SendOutcome,
-  SOCKETS_PER_ORIGIN,
   sendWebhook,
 } from "#daemon/webhooks/webhook-sender.js";
 import {
@@ -41,11 +42,6 @@ const EVENT_BATCH = 200;
  */
 export const BATCH_WINDOW_MS = 10;
 /**
- * Attempts one daemon has in flight at most. Attempts run beside the passes, not inside them: a
- * slow endpoint (up to the 15 s timeout) holds only its own attempts, never the others' turn.
- */
-const MAX_IN_FLIGHT = 128;
-/**
  * What one pass may take on: events claimed, attempts started (never more than MAX_IN_FLIGHT in
  * flight in all), and attempts in flight to one endpoint and for one team.
  */
@@ -57,13 +53,16 @@ interface PassLimits {
 }
 
 /**
- * A team gets at most half the slots, however many endpoints it has, so the other teams'
- * deliveries always have the other half (several slow endpoints of one team cannot hold them all).
+ * A team gets at most half the slots, however many endpoints it has (several slow endpoints of
+ * one team cannot hold them all), and the last RESERVED_FOR_NEW_TEAMS free slots go only to
+ * teams with no attempt in flight: two or more teams with slow endpoints cannot hold every slot
+ * either, and a team whose deliveries are not waiting on anyone is never made to wait behind them.
  */
+const RESERVED_FOR_NEW_TEAMS = 16;
 export const FULL_SPEED: PassLimits = {
   events: EVENT_BATCH,
   starts: MAX_IN_FLIGHT,
-  perEndpoint: SOCKETS_PER_ORIGIN,
+  perEndpoint: ATTEMPTS_PER_ENDPOINT,
   perTeam: MAX_IN_FLIGHT / 2,
 };
 /**
@@ -335,6 +334,7 @@ export class WebhookDispatcher {
       perEndpoint: limits.perEndpoint,
       perTeam: limits.perTeam,
       inFlight: exchanging.map((attempt) => attempt.delivery),
+      shared: Math.max(0, MAX_IN_FLIGHT - this.inFlight.size - RESERVED_FOR_NEW_TEAMS),
     };
   }
 
@@ -422,6 +422,9 @@ export class WebhookDispatcher {
       };
     }
     sent();
+    // Retries are counted from the end of the exchange: after a 15 s timeout, the first one
+    // comes about 5 s later, not at once.
+    const ended = clock();
     const attempts = delivery.attempts + 1;
     const observed = {
       attempts,
@@ -449,7 +452,12 @@ export class WebhookDispatcher {
     const disableReason = this.disableReason(endpoint, outcome, at);
     const next = disableReason
       ? null
-      : nextAttemptAt(attempts, at, retryAfterMs(outcome.retryAfter, at), this.options.random);
+      : nextAttemptAt(
+          attempts,
+          ended,
+          retryAfterMs(outcome.retryAfter, ended),
+          this.options.random,
+        );
     await this.complete(
       delivery,
       next
@@ -491,7 +499,14 @@ export class WebhookDispatcher {
       result,
     );
     if (!stored) {
-      this.options.logger.warn(
+      // An endpoint removed meanwhile took its deliveries along: the operator's doing, nothing to
+      // warn of. Otherwise the delivery was replayed, or another daemon took it over after a
+      // lease shorter than the attempt (a duplicate send is possible): worth a warning.
+      const removed = !(await this.options.store.webhooks.getEndpoint(
+        delivery.teamId,
+        delivery.webhookId,
+      ));
+      this.options.logger[removed ? "debug" : "warn"](
         { deliveryId: delivery.id },
         "webhook delivery moved on during its attempt",
       );

@@ -40,8 +40,20 @@ export interface SendOptions {
   agents?: DeliveryAgents;
 }
 
-/** Connections per endpoint origin one daemon keeps open and uses at once. */
-export const SOCKETS_PER_ORIGIN = 32;
+/**
+ * Attempts one daemon has in flight at most. Attempts run beside the dispatcher's passes, not
+ * inside them: a slow endpoint (up to the 15 s timeout) holds only its own attempts.
+ */
+export const MAX_IN_FLIGHT = 128;
+/** Attempts in flight to one endpoint at most (dispatcher.ts), each on a connection of its own. */
+export const ATTEMPTS_PER_ENDPOINT = 32;
+/**
+ * Connections one daemon uses at once to one origin: as many as it has attempts in flight, so
+ * endpoints that share a host (one receiving service for many teams) never wait for one another's
+ * connections. An attempt that waited for a connection would spend its timeout waiting, and a
+ * hanging endpoint could then fail another team's deliveries on the same host.
+ */
+const SOCKETS_PER_ORIGIN = MAX_IN_FLIGHT;
 /** Connections one daemon keeps open to all endpoints together. */
 const SOCKETS_IN_ALL = 512;
 /** An idle kept-alive connection is closed after this long (sooner if the endpoint asks). */

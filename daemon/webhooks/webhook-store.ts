@@ -168,6 +168,11 @@ export interface DeliveryRoom {
   perEndpoint: number;
   perTeam: number;
   inFlight: Iterable<AttemptOwner>;
+  /**
+   * How many more attempts teams that already have one in flight may take; the rest of the room
+   * is kept for teams with none. Unset: no such reserve.
+   */
+  shared?: number;
 }
 
 /** Counts what a claim (or a fan-out) takes against a DeliveryRoom; no room given: no limit. */
@@ -175,20 +180,31 @@ export class RoomCounter {
   private readonly endpoints = new Map<string, number>();
   private readonly teams = new Map<string, number>();
 
+  /** What teams already in flight may still take (DeliveryRoom.shared). */
+  private shared: number;
+
   constructor(private readonly room: DeliveryRoom | undefined) {
-    for (const owner of room?.inFlight ?? []) this.take(owner);
+    for (const owner of room?.inFlight ?? []) this.count(owner);
+    this.shared = room?.shared ?? Number.POSITIVE_INFINITY;
   }
 
   fits(delivery: AttemptOwner): boolean {
     const { room } = this;
+    if (!room) return true;
+    const team = this.teams.get(delivery.teamId) ?? 0;
     return (
-      !room ||
-      ((this.endpoints.get(delivery.webhookId) ?? 0) < room.perEndpoint &&
-        (this.teams.get(delivery.teamId) ?? 0) < room.perTeam)
+      (this.endpoints.get(delivery.webhookId) ?? 0) < room.perEndpoint &&
+      team < room.perTeam &&
+      (team === 0 || this.shared > 0)
     );
   }
 
   take(delivery: AttemptOwner): void {
+    if ((this.teams.get(delivery.teamId) ?? 0) > 0) this.shared--;
+    this.count(delivery);
+  }
+
+  private count(delivery: AttemptOwner): void {
     this.endpoints.set(delivery.webhookId, (this.endpoints.get(delivery.webhookId) ?? 0) + 1);
     this.teams.set(delivery.teamId, (this.teams.get(delivery.teamId) ?? 0) + 1);
   }
@@ -198,10 +214,11 @@ export class RoomCounter {
     const { room } = this;
     const atMax = (counts: Map<string, number>, max: number) =>
       [...counts].filter(([, count]) => count >= max).map(([id]) => id);
+    // With the shared room used up, every team already in flight is full.
     return room
       ? {
           webhookIds: atMax(this.endpoints, room.perEndpoint),
-          teamIds: atMax(this.teams, room.perTeam),
+          teamIds: atMax(this.teams, this.shared > 0 ? room.perTeam : 1),
         }
       : { webhookIds: [], teamIds: [] };
   }

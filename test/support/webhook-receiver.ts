@@ -3,6 +3,8 @@ import type { AddressInfo } from "node:net";
 
 /** One request the receiver got. */
 export interface ReceivedWebhook {
+  /** The request's path and query, as the endpoint's URL gave them. */
+  url: string;
   headers: IncomingHttpHeaders;
   body: string;
 }
@@ -39,7 +41,11 @@ export class WebhookReceiver {
       const chunks: Buffer[] = [];
       request.on("data", (chunk: Buffer) => chunks.push(chunk));
       request.on("end", async () => {
-        const received = { headers: request.headers, body: Buffer.concat(chunks).toString("utf8") };
+        const received = {
+          url: request.url ?? "",
+          headers: request.headers,
+          body: Buffer.concat(chunks).toString("utf8"),
+        };
         this.received.push(received);
         const answer = await this.answer(received);
         response.writeHead(answer.status, answer.headers).end(answer.body ?? "");

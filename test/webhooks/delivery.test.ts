@@ -12,7 +12,7 @@ import {
 } from "#daemon/webhooks/dispatcher.js";
 import { JITTER, RETRY_DELAYS_MS } from "#daemon/webhooks/retry-schedule.js";
 import { signature } from "#daemon/webhooks/signing.js";
-import { SOCKETS_PER_ORIGIN } from "#daemon/webhooks/webhook-sender.js";
+import { ATTEMPTS_PER_ENDPOINT, MAX_IN_FLIGHT } from "#daemon/webhooks/webhook-sender.js";
 import type { DeliveryRecord } from "#daemon/webhooks/webhook-store.js";
 import { WebhookService } from "#gen/consent/v1/webhook_pb.js";
 import { createTeam, http, mintKey } from "#test/support/api.js";
@@ -237,9 +237,20 @@ describe("consent.given delivery", () => {
     const team = await subscribed();
     let failures = 0;
     const previous = receiver.answer;
+    // The failure comes after 300 ms: the retry's wait counts from the end of the exchange.
     receiver.answer = (request) =>
       request.body.includes(team.publicId) && failures++ < 1
-        ? { status: 503, headers: { "retry-after": "3600" }, body: "x".repeat(1000) }
+        ? new Promise((resolve) =>
+            setTimeout(
+              () =>
+                resolve({
+                  status: 503,
+                  headers: { "retry-after": "3600" },
+                  body: "x".repeat(1000),
+                }),
+              300,
+            ),
+          )
         : previous(request);
     const posted = await postLog(service, aChoice(team.publicId));
     const failed = await eventually(async () => {
@@ -248,10 +259,11 @@ describe("consent.given delivery", () => {
     }, "the first attempt fails");
     expect(failed).toMatchObject({ status: "pending", lastStatusCode: 503 });
     expect(failed.lastResponseExcerpt).toHaveLength(256);
-    // Retry-After: 3600 asks for longer than the 5 s of the schedule.
+    // Retry-After: 3600 asks for longer than the 5 s of the schedule, from the answer's arrival.
     const wait =
       (failed.nextAttemptAt as Date).getTime() - (failed.lastAttemptAt as Date).getTime();
-    expect(wait).toBe(3_600_000);
+    expect(wait).toBeGreaterThanOrEqual(3_600_300);
+    expect(wait).toBeLessThan(3_602_000);
     offsetMs += wait;
     const succeeded = await eventually(async () => {
       const [d] = await deliveriesOf(team.teamId, team.webhook.id);
@@ -433,22 +445,22 @@ describe("consent.given delivery", () => {
     try {
       const stuck = await subscribed({ url: hanging.url });
       // More choices than one endpoint may have attempts in flight (one per connection).
-      const choices = SOCKETS_PER_ORIGIN + 4;
+      const choices = ATTEMPTS_PER_ENDPOINT + 4;
       for (let i = 0; i < choices; i++) await postLog(service, aChoice(stuck.publicId));
       await eventually(
-        () => (hanging.received.length >= SOCKETS_PER_ORIGIN ? true : undefined),
+        () => (hanging.received.length >= ATTEMPTS_PER_ENDPOINT ? true : undefined),
         "the hanging endpoint holds as many attempts as it has connections",
       );
       await anotherTeamDelivers();
       // The hanging attempts are still open (none has timed out: no attempt is recorded), and
       // the other four wait their turn in the store, unclaimed: never more in flight to one
       // endpoint, nor queued behind its connections.
-      expect(hanging.received).toHaveLength(SOCKETS_PER_ORIGIN);
-      expect(hanging.connections).toBe(SOCKETS_PER_ORIGIN);
+      expect(hanging.received).toHaveLength(ATTEMPTS_PER_ENDPOINT);
+      expect(hanging.connections).toBe(ATTEMPTS_PER_ENDPOINT);
       const held = await deliveriesOf(stuck.teamId, stuck.webhook.id);
       expect(held).toHaveLength(choices);
       expect(held.every((d) => d.attempts === 0 && d.status === "pending")).toBe(true);
-      expect(held.filter((d) => d.leaseOwner !== undefined)).toHaveLength(SOCKETS_PER_ORIGIN);
+      expect(held.filter((d) => d.leaseOwner !== undefined)).toHaveLength(ATTEMPTS_PER_ENDPOINT);
     } finally {
       await hanging.stop();
     }
@@ -467,7 +479,8 @@ describe("consent.given delivery", () => {
         expect(created.status).toBe(201);
       }
       // Every choice is a delivery to each of the three endpoints: 3 × 32 could be in flight.
-      for (let i = 0; i < SOCKETS_PER_ORIGIN; i++) await postLog(service, aChoice(team.publicId));
+      for (let i = 0; i < ATTEMPTS_PER_ENDPOINT; i++)
+        await postLog(service, aChoice(team.publicId));
       const inFlight = () => hanging.reduce((sum, receiver) => sum + receiver.received.length, 0);
       await eventually(
         () => (inFlight() >= FULL_SPEED.perTeam ? true : undefined),
@@ -475,6 +488,62 @@ describe("consent.given delivery", () => {
       );
       await anotherTeamDelivers(BEFORE_TIMEOUTS_MS);
       expect(inFlight()).toBe(FULL_SPEED.perTeam);
+    } finally {
+      await Promise.all(hanging.map((receiver) => receiver.stop()));
+    }
+  });
+
+  /** A team with `count` endpoints, all at receivers that never answer (or at `urls`). */
+  async function hangingTeam(urls: string[]) {
+    const team = await subscribed({ url: urls[0] });
+    for (const url of urls.slice(1)) {
+      const created = await http(service, "POST", "/api/v1/webhooks", {
+        key: team.key,
+        body: { url },
+      });
+      expect(created.status).toBe(201);
+    }
+    // Each choice is a delivery to every endpoint: more than the team may have in flight.
+    for (let i = 0; i < ATTEMPTS_PER_ENDPOINT; i++) await postLog(service, aChoice(team.publicId));
+    return team;
+  }
+
+  it("never makes a team wait for the connections of another team's endpoint on the same host", async () => {
+    // One receiving service for many teams: the same host and port, a path each.
+    const shared = await new WebhookReceiver().start();
+    shared.answer = (request) => (request.url.includes("hang") ? NEVER : { status: 200 });
+    try {
+      await hangingTeam([`${shared.url}?hang=1`, `${shared.url}?hang=2`]);
+      await eventually(
+        () => (shared.received.length >= FULL_SPEED.perTeam ? true : undefined),
+        "the hanging team holds its share of the slots, all on one host",
+      );
+      const team = await subscribe(service, shared.url);
+      const posted = await postLog(service, aChoice(team.publicId));
+      await eventually(
+        () => shared.received.find((r) => r.body.includes(posted.body.consentLogId)),
+        "the other team's event arrives on a connection of its own",
+        BEFORE_TIMEOUTS_MS,
+      );
+    } finally {
+      await shared.stop();
+    }
+  });
+
+  it("keeps slots for teams with nothing in flight, however many teams' endpoints hang", async () => {
+    const hanging = await Promise.all([0, 1, 2, 3].map(() => new WebhookReceiver().start()));
+    for (const receiver of hanging) receiver.answer = () => NEVER;
+    try {
+      await hangingTeam([hanging[0]?.url ?? "", hanging[1]?.url ?? ""]);
+      await hangingTeam([hanging[2]?.url ?? "", hanging[3]?.url ?? ""]);
+      const inFlight = () => hanging.reduce((sum, receiver) => sum + receiver.received.length, 0);
+      const heldBack = MAX_IN_FLIGHT - 16; // the reserve for teams with nothing in flight
+      await eventually(
+        () => (inFlight() >= heldBack ? true : undefined),
+        "two hanging teams hold every slot but the reserve",
+      );
+      await anotherTeamDelivers(BEFORE_TIMEOUTS_MS);
+      expect(inFlight()).toBe(heldBack);
     } finally {
       await Promise.all(hanging.map((receiver) => receiver.stop()));
     }
@@ -573,9 +642,10 @@ describe("delivery under load", () => {
     try {
       hanging.answer = () => NEVER;
       const stuck = await subscribe(service, hanging.url);
-      for (let i = 0; i < SOCKETS_PER_ORIGIN; i++) await postLog(service, aChoice(stuck.publicId));
+      for (let i = 0; i < ATTEMPTS_PER_ENDPOINT; i++)
+        await postLog(service, aChoice(stuck.publicId));
       await eventually(
-        () => (hanging.received.length === SOCKETS_PER_ORIGIN ? true : undefined),
+        () => (hanging.received.length === ATTEMPTS_PER_ENDPOINT ? true : undefined),
         "the hanging endpoint holds every connection it may have",
       );
       busy = true;
