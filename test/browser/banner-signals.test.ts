@@ -24,6 +24,17 @@ const jurisdictionRules = [
 const taggedBody = `
 <script type="text/plain" data-category="analytics" nonce="${NONCE}">window.analyticsRan = true;</script>
 <script type="text/plain" data-category="marketing" nonce="${NONCE}">window.marketingRan = true;</script>`;
+/** A canonical state (spec 2.4) of revision 1 that the runtime accepts whole. */
+const aWholeState = {
+  schemaVersion: 2,
+  categories: ["necessary", "analytics"],
+  revision: 1,
+  acceptType: "custom",
+  consentId: "6f1c2a8e-8d3b-4a53-9d4e-0c1f1b2a3c4d",
+  consentTimestamp: "2026-11-22T08:00:00Z",
+  lastConsentTimestamp: "2026-11-22T08:00:00Z",
+  languageCode: "en",
+};
 const dataLayerHead = `<script nonce="${NONCE}">window.dataLayer = [];</script>`;
 
 /** Consent Mode, script activation, GPC with jurisdiction defaults, and the cross-device API. */
@@ -231,16 +242,7 @@ describe.skipIf(skipBrowserTests)("banner runtime in Chromium: signals and integ
       configuration: { categories },
     });
     const { context, page } = await openPage(publicId);
-    const whole = {
-      schemaVersion: 2,
-      categories: ["necessary", "analytics"],
-      revision: 1,
-      acceptType: "custom",
-      consentId: "6f1c2a8e-8d3b-4a53-9d4e-0c1f1b2a3c4d",
-      consentTimestamp: "2026-11-22T08:00:00Z",
-      lastConsentTimestamp: "2026-11-22T08:00:00Z",
-      languageCode: "en",
-    };
+    const whole = aWholeState;
     const broken = [
       { ...whole, categories: ["necessary", 42] },
       { ...whole, consentId: "abc" },
@@ -393,16 +395,7 @@ describe.skipIf(skipBrowserTests)("banner runtime in Chromium: signals and integ
       domain: "localhost",
       configuration: { categories, layout: "modal" },
     });
-    const state = {
-      schemaVersion: 2,
-      categories: ["necessary", "analytics"],
-      revision: 1,
-      acceptType: "custom",
-      consentId: "6f1c2a8e-8d3b-4a53-9d4e-0c1f1b2a3c4d",
-      consentTimestamp: "2026-11-22T08:00:00Z",
-      lastConsentTimestamp: "2026-11-22T08:00:00Z",
-      languageCode: "en",
-    };
+    const state = aWholeState;
     ctx.site.file(
       "/apply.js",
       "text/javascript",
