@@ -113,7 +113,7 @@ function httpUrl(value: string | undefined): URL | null {
  * decisions §5: the page address kept with a row, `pageUrl` else the Referer, reduced to the
  * banner's telemetry level: `none` keeps nothing, `origin` scheme and host, `path` adds the path
  * (never the query, the fragment, credentials or path parameters such as `;jsessionid=…`, which
- * may identify the visitor). An address on a host the banner is not configured for is not kept
+ * may identify the visitor), its host in lower case without a fully qualified name's dot. An address on a host the banner is not configured for is not kept
  * (the row is proof of consent on the banner's site; the runtime's pageUrl is always the page it
  * runs on), nor is one longer than MAX_KEPT_PAGE_URL once reduced; the Referer serves instead
  * when it can.
@@ -128,6 +128,8 @@ export function reducePageUrl(
   const reduced = (value: string | undefined) => {
     const url = httpUrl(value);
     if (!url || !hostAllowed(hostName(url), bannerHosts)) return undefined;
+    // Kept with its host as the domain check read it: `shop.example.com.` is `shop.example.com`.
+    url.hostname = hostName(url);
     const path = url.pathname.replace(/;[^/]*/g, "");
     const kept = level === "origin" ? url.origin : `${url.origin}${path}`;
     return kept.length <= MAX_KEPT_PAGE_URL ? kept : undefined;

@@ -110,7 +110,10 @@ export async function loaderRoutes(app: FastifyInstance, options: LoaderRouteOpt
   refuseOtherMethods(app, LOADER_PATH, ["GET"], sendPlainError);
 
   async function serveLoader(request: FastifyRequest, reply: FastifyReply) {
-    const publicId = /^([0-9a-f-]{36})\.js$/i.exec((request.params as { file: string }).file)?.[1];
+    // The public id in either case, as everywhere it is read; the file name's `.js` as written.
+    const publicId = /^([0-9a-fA-F-]{36})\.js$/.exec(
+      (request.params as { file: string }).file,
+    )?.[1];
     if (!publicId) return notFound(reply);
     const variant = await cache.variant(publicId.toLowerCase(), geoOf(request));
     if (!variant) return notFound(reply);

@@ -291,17 +291,26 @@ describe("GET and POST /preferences/{token}", () => {
     expect(altered.text).toContain("<h1>Ten link jest nieprawidłowy</h1>");
   });
 
-  it("shows a clear page for an altered or malformed link", async () => {
+  it("shows a clear page for an altered or malformed link, which reveals nothing of the record", async () => {
     const { publicId } = await bannerFixture(ctx.service, { configuration });
-    const path = await linkFor(publicId);
-    const [payload = "", signature = ""] = path.split("/").at(-1)?.split(".") ?? [];
+    const consentId = crypto.randomUUID();
+    const path = await linkFor(publicId, { consentId });
+    const token = path.split("/").at(-1) ?? "";
+    // Encrypted: neither id appears in the address, in any encoding.
+    const bytes = Buffer.from(token, "base64url").toString("hex");
+    for (const id of [publicId, consentId]) {
+      expect(bytes).not.toContain(id.replaceAll("-", ""));
+      expect(token).not.toContain(id);
+    }
     const flip = (text: string, at: number) =>
       text.slice(0, at) + (text[at] === "A" ? "B" : "A") + text.slice(at + 1);
     const altered = [
-      `${flip(payload, 30)}.${signature}`,
-      `${payload}.${flip(signature, 3)}`,
-      `${payload}.${flip(signature, signature.length - 1)}`,
-      `${payload}.${signature}.x`,
+      flip(token, 0), // the format's version
+      flip(token, 10), // the salt
+      flip(token, 40), // the sealed ids and expiry
+      flip(token, token.length - 2), // the tag
+      token.slice(0, -4),
+      `${token}.x`,
       "garbage",
     ];
     for (const token of altered) {

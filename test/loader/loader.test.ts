@@ -137,6 +137,9 @@ describe("GET /loader/{publicId}.js", () => {
     expect((await http(service, "GET", "/loader/not-a-banner.js")).status).toBe(404);
     const { key, id, publicId } = await bannerFixture(service);
     expect((await loader(service, publicId)).status).toBe(200);
+    // The id in either case; the file name as written.
+    expect((await loader(service, publicId.toUpperCase())).status).toBe(200);
+    expect((await http(service, "GET", `/loader/${publicId}.JS`)).status).toBe(404);
     await http(service, "PATCH", `/api/v1/banners/${id}`, { key, body: { isActive: false } });
     const inactive = await loader(service, publicId);
     expect([inactive.status, inactive.headers.get("cache-control")]).toEqual([404, "no-store"]);
