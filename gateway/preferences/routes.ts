@@ -52,6 +52,9 @@ function sendPage(reply: FastifyReply, status: number, html: string, nonce: stri
       "Referrer-Policy": "same-origin",
       "Cache-Control": "no-store",
       "X-Content-Type-Options": "nosniff",
+      // frame-ancestors' older twin, for browsers that predate it: a page that saves choices
+      // must never be framed under another site's clicks.
+      "X-Frame-Options": "DENY",
     })
     .send(html);
 }

@@ -44,6 +44,8 @@ describe("GET and POST /preferences/{token}", () => {
     expect(page.headers.get("content-type")).toBe("text/html; charset=utf-8");
     expect(page.headers.get("referrer-policy")).toBe("same-origin");
     expect(page.headers.get("content-security-policy")).toMatch(/default-src 'none'/);
+    expect(page.headers.get("content-security-policy")).toMatch(/frame-ancestors 'none'/);
+    expect(page.headers.get("x-frame-options")).toBe("DENY");
     expect(page.text).toContain('<html lang="de">');
     expect(page.text).toContain(
       '<h1>Datenschutz-Einstellungen</h1>\n<p class="site">shop.example.com</p>',
