@@ -30,7 +30,7 @@ describe("POST /api/consent/log", () => {
       success: true,
       consentLogId: expect.stringMatching(UUID_V7),
       managePreferences: expect.stringMatching(
-        /^https:\/\/consent\.example\.org\/preferences\/[A-Za-z0-9_-]{92}$/,
+        /^https:\/\/consent\.example\.org\/preferences\/[A-Za-z0-9_-]{50}\.[A-Za-z0-9_-]{22}$/,
       ),
     });
     const [row] = await storedRows(ctx.service, teamId);

@@ -298,8 +298,9 @@ describe("GET and POST /preferences/{token}", () => {
     const consentId = crypto.randomUUID();
     const path = await linkFor(publicId, { consentId });
     const token = path.split("/").at(-1) ?? "";
-    // Encrypted: neither id appears in the address, in any encoding.
-    const bytes = Buffer.from(token, "base64url").toString("hex");
+    const [payload = "", signature = ""] = token.split(".");
+    // Sealed: neither id appears in the address, in any encoding.
+    const bytes = Buffer.from(payload, "base64url").toString("hex");
     for (const id of [publicId, consentId]) {
       expect(bytes).not.toContain(id.replaceAll("-", ""));
       expect(token).not.toContain(id);
@@ -307,12 +308,12 @@ describe("GET and POST /preferences/{token}", () => {
     const flip = (text: string, at: number) =>
       text.slice(0, at) + (text[at] === "A" ? "B" : "A") + text.slice(at + 1);
     const altered = [
-      flip(token, 0), // the format's version
-      flip(token, 10), // the salt
-      flip(token, 40), // the sealed ids and expiry
-      flip(token, token.length - 2), // the tag
-      token.slice(0, -4),
-      `${token}.x`,
+      `${flip(payload, 0)}.${signature}`, // the format's version
+      `${flip(payload, 30)}.${signature}`, // a sealed id
+      `${flip(payload, payload.length - 2)}.${signature}`, // the expiry
+      `${payload}.${flip(signature, 3)}`,
+      `${payload}.${flip(signature, signature.length - 1)}`,
+      `${payload}.${signature}.x`,
       "garbage",
     ];
     for (const token of altered) {
