@@ -155,9 +155,14 @@ export class AddressGuard {
           return;
         }
         for (const { address } of addresses) {
-          const refusal = this.refusalOf(address, httpOnlyAllowListed);
-          if (refusal) {
-            callback(new RefusedAddressError(`${hostname} resolves to ${refusal}`), "", 0);
+          if (this.refusalOf(address, httpOnlyAllowListed)) {
+            // Not which address, nor what kind: a team may read this (a delivery's lastError,
+            // TestWebhook), and the service's own DNS view of internal names is not theirs.
+            const allowed = httpOnlyAllowListed
+              ? "plain http is only allowed to addresses in CONSENT_WEBHOOK_ALLOW_CIDRS"
+              : "webhooks are only delivered to public addresses";
+            const refusal = `${hostname} resolves to an address this service may not reach; ${allowed}`;
+            callback(new RefusedAddressError(refusal), "", 0);
             return;
           }
         }
