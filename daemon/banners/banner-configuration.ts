@@ -1,10 +1,15 @@
 import { z } from "zod";
-import type { ParsePayload } from "zod/v4/core";
 import type { BannerConfiguration, ConsentCategory } from "#daemon/banners/banner-store.js";
 import { isColor } from "#daemon/banners/colors.js";
 import { isCountryCode, isRegionCode } from "#daemon/banners/countries.js";
 import { hostOf, notPublicSuffix, PUBLIC_SUFFIX_MESSAGE } from "#daemon/banners/domains.js";
-import { IF_VALID_SO_FAR, text } from "#daemon/validation/rules.js";
+import {
+  EVEN_WITH_FAILED_ENTRIES,
+  firstRepeat,
+  IF_VALID_SO_FAR,
+  noRepeats,
+  text,
+} from "#daemon/validation/rules.js";
 
 /**
  * Category names appear in consent states and in data-category attributes. They are keys of the
@@ -67,39 +72,6 @@ function byCanonicalLanguage<T>(map: Record<string, T>, ctx: z.RefinementCtx): R
   }
   return Object.fromEntries([...out].map(([canonical, { value }]) => [canonical, value]));
 }
-
-/**
- * The first value of `values` whose comparison key an earlier value already had, with that
- * earlier value: `[earlier, repeated]`.
- */
-function firstRepeat<T>(values: readonly T[], keyOf: (value: T) => string): [T, T] | undefined {
-  const seen = new Map<string, T>();
-  for (const value of values) {
-    const earlier = seen.get(keyOf(value));
-    if (earlier !== undefined) return [earlier, value];
-    seen.set(keyOf(value), value);
-  }
-  return undefined;
-}
-
-/** A list's check that no string in it comes twice; entries that are not strings are skipped. */
-function noRepeats(what: string) {
-  return (values: readonly unknown[], ctx: z.RefinementCtx) => {
-    const named = values.filter((value): value is string => typeof value === "string");
-    const repeat = firstRepeat(named, (value) => value);
-    if (repeat)
-      ctx.addIssue({ code: "custom", message: `must not repeat a ${what}: ${repeat[1]}` });
-  };
-}
-
-/**
- * Lets a check on a whole list run even when some of its entries failed their own rules (zod
- * skips it by default), so one answer lists every violation instead of revealing them a round
- * at a time. The check then sees the entries as sent and compares only those it can read.
- */
-export const EVEN_WITH_FAILED_ENTRIES = {
-  when: (payload: ParsePayload) => Array.isArray(payload.value),
-};
 
 const category = z.strictObject({
   name: categoryName,

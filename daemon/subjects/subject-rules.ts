@@ -3,11 +3,13 @@ import { z } from "zod";
 import { invalidRequest, type Violation } from "#daemon/errors.js";
 import { ACCEPT_TYPES, COLLECTED_VIA } from "#daemon/subjects/state-vocabulary.js";
 import {
+  EVEN_WITH_FAILED_ENTRIES,
   integer,
   isIsoDateTime,
   isoDateTime,
   isoInstant,
   mapKey,
+  noRepeats,
   text,
   usOptOutPurposes,
   uuid,
@@ -30,7 +32,10 @@ const subjectReference = {
  */
 const consentState = z.strictObject({
   schemaVersion: z.literal(2),
-  categories: z.array(text(1, 100)).max(50, "must have at most 50 entries"),
+  categories: z
+    .array(text(1, 100))
+    .max(50, "must have at most 50 entries")
+    .superRefine(noRepeats("category"), EVEN_WITH_FAILED_ENTRIES),
   revision: integer(0, 1_000_000),
   acceptType: z.enum(ACCEPT_TYPES),
   consentId: uuid,
@@ -38,7 +43,11 @@ const consentState = z.strictObject({
   lastConsentTimestamp: isoDateTime,
   languageCode: text(1, 20),
   services: z.record(mapKey(1, 100), z.array(text(1, 100)).max(100)).optional(),
-  jurisdictions: z.array(text(1, 64)).max(50).optional(),
+  jurisdictions: z
+    .array(text(1, 64))
+    .max(50)
+    .superRefine(noRepeats("jurisdiction"), EVEN_WITH_FAILED_ENTRIES)
+    .optional(),
   gpcRespected: z.boolean().optional(),
   usOptOutChoices: z.strictObject(usOptOutPurposes).optional(),
   isPending: z.boolean().optional(),

@@ -53,7 +53,7 @@ export const IF_VALID_SO_FAR = {
  * The end of a field's first rules: the rules chained after it run only once those passed.
  * zod's `abort: true` would do the same for the field, but an aborted issue also stops every
  * check across the list or body that holds the field (`when` checks included), which are meant
- * to report in the same answer (banner-configuration.ts EVEN_WITH_FAILED_ENTRIES).
+ * to report in the same answer (EVEN_WITH_FAILED_ENTRIES below).
  */
 const onceValid = z.string();
 
@@ -162,3 +162,39 @@ export const isoDateTime = z
     isIsoDateTime,
     "must be an ISO 8601 date-time with a time zone, e.g. 2026-01-31T12:00:00Z",
   );
+
+/**
+ * The first value of `values` whose comparison key an earlier value already had, with that
+ * earlier value: `[earlier, repeated]`.
+ */
+export function firstRepeat<T>(
+  values: readonly T[],
+  keyOf: (value: T) => string,
+): [T, T] | undefined {
+  const seen = new Map<string, T>();
+  for (const value of values) {
+    const earlier = seen.get(keyOf(value));
+    if (earlier !== undefined) return [earlier, value];
+    seen.set(keyOf(value), value);
+  }
+  return undefined;
+}
+
+/** A list's check that no string in it comes twice; entries that are not strings are skipped. */
+export function noRepeats(what: string) {
+  return (values: readonly unknown[], ctx: z.RefinementCtx) => {
+    const named = values.filter((value): value is string => typeof value === "string");
+    const repeat = firstRepeat(named, (value) => value);
+    if (repeat)
+      ctx.addIssue({ code: "custom", message: `must not repeat a ${what}: ${repeat[1]}` });
+  };
+}
+
+/**
+ * Lets a check on a whole list run even when some of its entries failed their own rules (zod
+ * skips it by default), so one answer lists every violation instead of revealing them a round
+ * at a time. The check then sees the entries as sent and compares only those it can read.
+ */
+export const EVEN_WITH_FAILED_ENTRIES = {
+  when: (payload: ParsePayload) => Array.isArray(payload.value),
+};

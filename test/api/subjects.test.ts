@@ -258,6 +258,14 @@ describe("consent subject records", () => {
       "consentState.categories[0]",
       { consentState: consentState({ categories: ["c".repeat(101)] }) },
     ],
+    [
+      "consentState.categories",
+      { consentState: consentState({ categories: ["necessary", "necessary"] }) },
+    ],
+    [
+      "consentState.jurisdictions",
+      { consentState: consentState({ jurisdictions: ["eu", "eu"] }) },
+    ],
     ["consentState.revision", { consentState: consentState({ revision: 1_000_001 }) }],
     ["consentState.languageCode", { consentState: consentState({ languageCode: "l".repeat(21) }) }],
     ["consentState.acceptType", { consentState: consentState({ acceptType: "some" }) }],
