@@ -262,10 +262,7 @@ describe("consent subject records", () => {
       "consentState.categories",
       { consentState: consentState({ categories: ["necessary", "necessary"] }) },
     ],
-    [
-      "consentState.jurisdictions",
-      { consentState: consentState({ jurisdictions: ["eu", "eu"] }) },
-    ],
+    ["consentState.jurisdictions", { consentState: consentState({ jurisdictions: ["eu", "eu"] }) }],
     ["consentState.revision", { consentState: consentState({ revision: 1_000_001 }) }],
     ["consentState.languageCode", { consentState: consentState({ languageCode: "l".repeat(21) }) }],
     ["consentState.acceptType", { consentState: consentState({ acceptType: "some" }) }],
