@@ -1,5 +1,6 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import { ConfigError } from "#daemon/config.js";
+import { isStoreFull } from "#daemon/store/disk-guard.js";
 import { ErrorInfoSchema } from "#gen/consent/v1/errors_pb.js";
 
 /**
@@ -63,6 +64,12 @@ const NETWORK_CODES = new Set([
 const NOT_HTTP2_CODES = new Set(["ERR_HTTP2_ERROR"]);
 const NOT_TLS_CODES = new Set(["ERR_SSL_WRONG_VERSION_NUMBER", "ERR_SSL_PACKET_LENGTH_TOO_LONG"]);
 
+/** Why a store that answers may refuse writes, as health, doctor and a refused write say it. */
+export const WRITES_REFUSED =
+  "the store refuses writes: the data directory's disk is low on free space (CONSENT_MIN_FREE_MB; reads are served)";
+export const WRITES_REFUSED_HINT =
+  "free space on that disk (writes resume once a quarter more than the minimum is free), or lower CONSENT_MIN_FREE_MB";
+
 const START_HINT =
   "start it with `npm start` (or `consentd`), or set CONSENT_DAEMON_URL / --daemon";
 
@@ -123,16 +130,17 @@ function describeConnectError(error: ConnectError, context: ProblemContext): Pro
         hint: tokenHint(context),
       };
     case Code.Internal:
+      // The disk guard's refusal (marked by the daemon): the operator's to fix, and the daemon
+      // logged it once when it began, so "see the daemon's log" would find nothing for this call.
+      if (isStoreFull(error)) {
+        const refused = `${WRITES_REFUSED[0]?.toUpperCase()}${WRITES_REFUSED.slice(1)}.`;
+        return { ...base, code: "store_full", message: refused, hint: WRITES_REFUSED_HINT };
+      }
+      return internalFailure(base, code, message);
     case Code.Unknown:
     case Code.DataLoss:
     case Code.Unimplemented:
-      return {
-        ...base,
-        bug: true,
-        code,
-        message: `The daemon failed: ${message}`,
-        hint: "see the daemon's log; run again with --debug for details",
-      };
+      return internalFailure(base, code, message);
     case Code.ResourceExhausted:
       return { ...base, details, code, message, hint: retryHint(info?.retryAfterSeconds) };
     default:
@@ -230,3 +238,18 @@ export function stackOf(error: unknown): string {
 /** Exit status of a failure: 1 for anything but a usage error, which commander exits with 2. */
 export const EXIT_FAILURE = 1;
 export const EXIT_USAGE = 2;
+
+/** A failure inside the daemon: a bug, or a fault only its log explains. */
+function internalFailure(
+  base: Pick<Problem, "details" | "bug" | "cause">,
+  code: string,
+  message: string,
+): Problem {
+  return {
+    ...base,
+    bug: true,
+    code,
+    message: `The daemon failed: ${message}`,
+    hint: "see the daemon's log; run again with --debug for details",
+  };
+}

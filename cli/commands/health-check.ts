@@ -17,11 +17,7 @@ export interface HealthReport {
   latencyMs: number;
 }
 
-/** Why a store that answers may refuse writes, as health and doctor say it. */
-export const WRITES_REFUSED =
-  "the store refuses writes: the data directory's disk is low on free space (CONSENT_MIN_FREE_MB; reads are served)";
-export const WRITES_REFUSED_HINT =
-  "free space on that disk (writes resume once a quarter more than the minimum is free), or lower CONSENT_MIN_FREE_MB";
+export { WRITES_REFUSED, WRITES_REFUSED_HINT } from "#cli/problems.js";
 
 /**
  * Asks the daemon's standard grpc.health.v1 service about the whole server (service "") and

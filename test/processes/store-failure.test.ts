@@ -145,6 +145,29 @@ describe("npm start when the disk refuses a write", { timeout: 120_000 }, () => 
     expect(human.stdout).toMatch(
       /Store\s+the store refuses writes: the data directory's disk is low on free space \(CONSENT_MIN_FREE_MB/,
     );
+    // A write the operator makes is told why, not sent to a log that has no line for it.
+    const refused = await runCli([
+      "teams",
+      "create",
+      "--name",
+      "Later",
+      "--plan",
+      "free",
+      "--daemon",
+      service.daemonUrl,
+      "--token",
+      service.operatorToken,
+      "--json",
+    ]);
+    expect([refused.code, JSON.parse(refused.stderr)]).toEqual([
+      1,
+      {
+        error:
+          "The store refuses writes: the data directory's disk is low on free space (CONSENT_MIN_FREE_MB; reads are served).",
+        code: "store_full",
+        hint: expect.stringContaining("free space on that disk"),
+      },
+    ]);
     const afterRevocation = await http(service, "GET", "/api/v1/banners", { key });
     expect(afterRevocation.status).toBe(401);
     // One line for the operator, not one per refused write.
