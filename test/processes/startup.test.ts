@@ -1,5 +1,6 @@
 import { once } from "node:events";
 import { chmod, mkdtemp, readFile, rm, stat, writeFile } from "node:fs/promises";
+import { type AddressInfo, createServer } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
@@ -199,6 +200,21 @@ describe("start-up of the real programs", () => {
     expect(timeout.code).toBe(1);
     expectOneLine(timeout.message, "consent");
     expect(timeout.message).toContain("CONSENT_WORKER_TIMEOUT_MS must be");
+  });
+
+  it("one port for both listeners stops npm start with exit code 1 and one line naming the settings", async () => {
+    const probe = createServer();
+    await new Promise<void>((resolve) => probe.listen(0, "127.0.0.1", resolve));
+    const port = String((probe.address() as AddressInfo).port);
+    await new Promise((resolve) => probe.close(resolve));
+    const clash = await refusedStart(PROGRAMS.consent, {
+      CONSENT_HTTP_PORT: port,
+      CONSENT_GRPC_PORT: port,
+    });
+    expect(clash.code).toBe(1);
+    expectOneLine(clash.message, "consent");
+    expect(clash.message).toContain(`EADDRINUSE`);
+    expect(clash.message).toContain("CONSENT_HTTP_PORT and CONSENT_GRPC_PORT are the same");
   });
 
   it("a CONSENT_TRUST_PROXY entry that is not an address stops npm start and the gateway alone before anything listens, with exit code 1 and one line naming the variable and the entry", async () => {
