@@ -52,6 +52,9 @@ export interface Secrets {
   created: string[];
 }
 
+/** RFC 6750's b64token: what may follow `Bearer ` in an Authorization header. */
+const BEARER_TOKEN = /^[A-Za-z0-9\-._~+/]+=*$/;
+
 /**
  * First start of a fresh machine (decisions §1): creates the data directory, the operator token and,
  * for the embedded store, the identity key. Two daemons starting together on one data directory
@@ -74,6 +77,14 @@ export async function loadSecrets(config: Config): Promise<Secrets> {
   if (!operatorToken) {
     throw new StartupError(
       `${tokenFile} is empty: delete it to have a new operator token made, or set CONSENT_ADMIN_TOKEN`,
+    );
+  }
+  // It travels as `Authorization: Bearer <token>` (RFC 6750's b64token): a space or a control
+  // character would make a token no client can send, and every operator call would be refused.
+  if (!BEARER_TOKEN.test(operatorToken)) {
+    const source = config.adminToken === undefined ? tokenFile : "CONSENT_ADMIN_TOKEN";
+    throw new StartupError(
+      `the operator token in ${source} cannot be sent as a Bearer token: use only letters, digits and - . _ ~ + / (then =), no spaces`,
     );
   }
   const identity = await identityKeys(config, created);

@@ -164,6 +164,14 @@ describe("start-up of the real programs", () => {
     expect(message.startsWith(`${program}: `)).toBe(true);
   }
 
+  it("an operator token no client could send as a Bearer token stops npm start with one line naming where it came from", async () => {
+    const spaced = await refusedStart(PROGRAMS.consent, { CONSENT_ADMIN_TOKEN: "two words" });
+    expect(spaced.code).toBe(1);
+    expectOneLine(spaced.message, "consent");
+    expect(spaced.message).toContain("CONSENT_ADMIN_TOKEN cannot be sent as a Bearer token");
+    expect(spaced.message).not.toContain("two words");
+  });
+
   it("a CONSENT_IDENTITY_KEY that is not a key stops npm start and consentd with exit code 1 and one line naming the variable, not the value", async () => {
     const value = "not-base64";
     for (const [bin, name] of [
