@@ -169,8 +169,8 @@ export interface DeliveryRoom {
   perTeam: number;
   inFlight: Iterable<AttemptOwner>;
   /**
-   * How many more attempts teams that already have one in flight may take; the rest of the room
-   * is kept for teams with none. Unset: no such reserve.
+   * How many more attempts may be taken by teams that already have one in flight; beyond it, only
+   * a team with none may take one. Unset: no such reserve.
    */
   shared?: number;
 }
@@ -199,8 +199,9 @@ export class RoomCounter {
     );
   }
 
+  /** Every take uses up shared room, a team's first too, so one pass counts as several would. */
   take(delivery: AttemptOwner): void {
-    if ((this.teams.get(delivery.teamId) ?? 0) > 0) this.shared--;
+    this.shared--;
     this.count(delivery);
   }
 
