@@ -18,3 +18,35 @@ export const COLLECTED_VIA = [
 ] as const;
 
 export type CollectedVia = (typeof COLLECTED_VIA)[number];
+
+/** The fields of the state; PUT state refuses any other (decisions §4), and so does applyState. */
+export const CONSENT_STATE_FIELDS = [
+  "schemaVersion",
+  "categories",
+  "revision",
+  "acceptType",
+  "consentId",
+  "consentTimestamp",
+  "lastConsentTimestamp",
+  "languageCode",
+  "services",
+  "jurisdictions",
+  "gpcRespected",
+  "usOptOutChoices",
+  "isPending",
+  "isDefaultState",
+  "collectedVia",
+] as const;
+
+export type ConsentStateField = (typeof CONSENT_STATE_FIELDS)[number];
+
+/**
+ * The US opt-out purposes of `usOptOutChoices` (and of the log payload's `purposeChoices`,
+ * decisions §5), each a yes or no.
+ */
+export const US_OPT_OUT_PURPOSES = [
+  "saleSharing",
+  "targetedAdvertising",
+  "sensitiveData",
+  "profiling",
+] as const;

@@ -1,7 +1,11 @@
 import type { JsonObject } from "@bufbuild/protobuf";
 import { z } from "zod";
 import { invalidRequest, type Violation } from "#daemon/errors.js";
-import { ACCEPT_TYPES, COLLECTED_VIA } from "#daemon/subjects/state-vocabulary.js";
+import {
+  ACCEPT_TYPES,
+  COLLECTED_VIA,
+  type ConsentStateField,
+} from "#daemon/subjects/state-vocabulary.js";
 import {
   EVEN_WITH_FAILED_ENTRIES,
   integer,
@@ -27,7 +31,8 @@ const subjectReference = {
 };
 
 /**
- * spec 2.4: the canonical consent state, schemaVersion 2. Unknown fields are a 400 (decisions §4).
+ * spec 2.4: the canonical consent state, schemaVersion 2. Unknown fields are a 400 (decisions §4);
+ * the fields are exactly CONSENT_STATE_FIELDS, which the banner runtime checks too.
  * The order of the two timestamps is checked apart (timestampOrder).
  */
 const consentState = z.strictObject({
@@ -53,7 +58,7 @@ const consentState = z.strictObject({
   isPending: z.boolean().optional(),
   isDefaultState: z.boolean().optional(),
   collectedVia: z.enum(COLLECTED_VIA).optional(),
-});
+} satisfies Record<ConsentStateField, z.ZodType>);
 
 /**
  * spec 2.4: lastConsentTimestamp must not precede consentTimestamp. Checked outside the schema so

@@ -1,5 +1,6 @@
 import { z } from "zod";
 import type { ParsePayload } from "zod/v4/core";
+import { US_OPT_OUT_PURPOSES } from "#daemon/subjects/state-vocabulary.js";
 import { UUID_PATTERN } from "#daemon/validation/patterns.js";
 
 /** Length in characters (code points), as the spec counts them. */
@@ -101,12 +102,9 @@ export function mapKey(min: number, max: number) {
  * spec 2.4 `usOptOutChoices` and the log payload's `purposeChoices` (decisions §5): the US opt-out
  * purposes, each a yes or no. Strict in a stored state, tolerant in the evolving log payload.
  */
-export const usOptOutPurposes = {
-  saleSharing: z.boolean().optional(),
-  targetedAdvertising: z.boolean().optional(),
-  sensitiveData: z.boolean().optional(),
-  profiling: z.boolean().optional(),
-};
+export const usOptOutPurposes = Object.fromEntries(
+  US_OPT_OUT_PURPOSES.map((purpose) => [purpose, z.boolean().optional()]),
+) as Record<(typeof US_OPT_OUT_PURPOSES)[number], z.ZodOptional<z.ZodBoolean>>;
 
 /** An integer within [min, max]. */
 export function integer(min: number, max: number) {

@@ -217,12 +217,11 @@ if (running) {
   };
 
   consentDefault();
-  const current = explicit(state);
-  if (current && isCurrent()) {
-    apply(current);
+  if (state && isCurrent()) {
+    apply(state);
   } else {
     const storedDefault = state?.isDefaultState && state.revision >= config.revision;
-    if (config.rule && !current && !storedDefault)
+    if (config.rule && !explicit(state) && !storedDefault)
       commit(defaultState(config.rule), "consent_default");
     else if (state) apply(state);
     open(false);

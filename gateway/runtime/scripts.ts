@@ -75,14 +75,14 @@ function activate(original: HTMLScriptElement, nonce: string): Promise<void> | u
     live.nonce = original.nonce || nonce;
     const trusted = !live.src && scriptPolicy();
     if (trusted) live.text = trusted.createScript(original.text);
-    const ran =
-      live.src &&
-      new Promise<void>((resolve) => {
-        live.addEventListener("load", () => resolve());
-        live.addEventListener("error", () => resolve());
-      });
+    const ran = live.src
+      ? new Promise<void>((resolve) => {
+          live.addEventListener("load", () => resolve());
+          live.addEventListener("error", () => resolve());
+        })
+      : undefined;
     original.replaceWith(live);
-    return ran || undefined;
+    return ran;
   } catch (error) {
     console.error("consent banner: a gated script could not be activated", error);
     return undefined;

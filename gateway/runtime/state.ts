@@ -2,7 +2,9 @@ import {
   ACCEPT_TYPES,
   type AcceptType,
   COLLECTED_VIA,
+  CONSENT_STATE_FIELDS,
   type CollectedVia,
+  US_OPT_OUT_PURPOSES,
 } from "../../daemon/subjects/state-vocabulary.js";
 import { UUID_PATTERN } from "../../daemon/validation/patterns.js";
 
@@ -39,16 +41,10 @@ const optional = (value: unknown, check: (value: unknown) => boolean) =>
 const isFlag = (value: unknown) => typeof value === "boolean";
 const isRecord = (value: unknown): value is Record<string, unknown> =>
   typeof value === "object" && value !== null && !Array.isArray(value);
-/** The fields of spec 2.4's state; PUT state refuses any other (decisions §4). */
-const FIELDS =
-  "schemaVersion categories revision acceptType consentId consentTimestamp lastConsentTimestamp languageCode services jurisdictions gpcRespected usOptOutChoices isPending isDefaultState collectedVia".split(
-    " ",
-  );
-/** The US opt-out purposes of `usOptOutChoices`, each true or false. */
-const PURPOSES = ["saleSharing", "targetedAdvertising", "sensitiveData", "profiling"];
+const isOneOf = (list: readonly string[], value: unknown) => list.includes(value as string);
 const isPurposes = (value: unknown) =>
   isRecord(value) &&
-  Object.entries(value).every(([name, flag]) => PURPOSES.includes(name) && isFlag(flag));
+  Object.entries(value).every(([name, flag]) => isOneOf(US_OPT_OUT_PURPOSES, name) && isFlag(flag));
 /** `services`: category name → service names. */
 const isServices = (value: unknown) => isRecord(value) && Object.values(value).every(isTexts);
 
@@ -61,7 +57,7 @@ export function isConsentState(value: unknown): value is ConsentState {
   const state = value as ConsentState | null;
   return (
     isRecord(state) &&
-    Object.keys(state).every((field) => FIELDS.includes(field)) &&
+    Object.keys(state).every((field) => isOneOf(CONSENT_STATE_FIELDS, field)) &&
     state.schemaVersion === 2 &&
     isTexts(state.categories) &&
     Number.isInteger(state.revision) &&
@@ -78,7 +74,7 @@ export function isConsentState(value: unknown): value is ConsentState {
     optional(state.isDefaultState, isFlag) &&
     optional(state.usOptOutChoices, isPurposes) &&
     optional(state.services, isServices) &&
-    optional(state.collectedVia, (value) => COLLECTED_VIA.includes(value as CollectedVia))
+    optional(state.collectedVia, (value) => isOneOf(COLLECTED_VIA, value))
   );
 }
 
