@@ -27,7 +27,7 @@ export function fileFailure(
           };
     case "ENOTDIR":
       return {
-        reason: "a part of its path is not a directory",
+        reason: "a part of the path is a file, not a directory",
         hint: "check the path for a file named where a directory should be",
       };
     case "EISDIR":

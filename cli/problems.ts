@@ -67,6 +67,8 @@ const NOT_TLS_CODES = new Set(["ERR_SSL_WRONG_VERSION_NUMBER", "ERR_SSL_PACKET_L
 /** Why a store that answers may refuse writes, as health, doctor and a refused write say it. */
 export const WRITES_REFUSED =
   "the store refuses writes: the data directory's disk is low on free space (CONSENT_MIN_FREE_MB; reads are served)";
+/** WRITES_REFUSED as the sentence a refused write is told with. */
+const STORE_FULL = `${WRITES_REFUSED[0]?.toUpperCase()}${WRITES_REFUSED.slice(1)}.`;
 export const WRITES_REFUSED_HINT =
   "free space on that disk (writes resume once a quarter more than the minimum is free), or lower CONSENT_MIN_FREE_MB";
 
@@ -103,6 +105,11 @@ function describeConnectError(error: ConnectError, context: ProblemContext): Pro
   const base = { details: [], bug: false, cause: error };
   const transport = info ? undefined : transportFailure(error);
   if (transport) return { ...base, ...describeTransportFailure(transport, context.daemonUrl) };
+  // The disk guard's refusal (an internal error the daemon marks): the operator's to fix, and the
+  // daemon logged it once when it began, so "see the daemon's log" would find nothing for it.
+  if (isStoreFull(error)) {
+    return { ...base, code: "store_full", message: STORE_FULL, hint: WRITES_REFUSED_HINT };
+  }
   if (error.code === Code.DeadlineExceeded) {
     return {
       ...base,
@@ -130,17 +137,16 @@ function describeConnectError(error: ConnectError, context: ProblemContext): Pro
         hint: tokenHint(context),
       };
     case Code.Internal:
-      // The disk guard's refusal (marked by the daemon): the operator's to fix, and the daemon
-      // logged it once when it began, so "see the daemon's log" would find nothing for this call.
-      if (isStoreFull(error)) {
-        const refused = `${WRITES_REFUSED[0]?.toUpperCase()}${WRITES_REFUSED.slice(1)}.`;
-        return { ...base, code: "store_full", message: refused, hint: WRITES_REFUSED_HINT };
-      }
-      return internalFailure(base, code, message);
     case Code.Unknown:
     case Code.DataLoss:
     case Code.Unimplemented:
-      return internalFailure(base, code, message);
+      return {
+        ...base,
+        bug: true,
+        code,
+        message: `The daemon failed: ${message}`,
+        hint: "see the daemon's log; run again with --debug for details",
+      };
     case Code.ResourceExhausted:
       return { ...base, details, code, message, hint: retryHint(info?.retryAfterSeconds) };
     default:
@@ -238,18 +244,3 @@ export function stackOf(error: unknown): string {
 /** Exit status of a failure: 1 for anything but a usage error, which commander exits with 2. */
 export const EXIT_FAILURE = 1;
 export const EXIT_USAGE = 2;
-
-/** A failure inside the daemon: a bug, or a fault only its log explains. */
-function internalFailure(
-  base: Pick<Problem, "details" | "bug" | "cause">,
-  code: string,
-  message: string,
-): Problem {
-  return {
-    ...base,
-    bug: true,
-    code,
-    message: `The daemon failed: ${message}`,
-    hint: "see the daemon's log; run again with --debug for details",
-  };
-}

@@ -1,6 +1,7 @@
 import { constants, rmSync } from "node:fs";
 import { chmod, copyFile, mkdir, open, realpath, rename, rm, stat } from "node:fs/promises";
 import path from "node:path";
+import { fileFailure } from "#cli/file-errors.js";
 import { UserError } from "#cli/problems.js";
 import { ADMIN_TOKEN_FILE, IDENTITY_KEY_FILE } from "#daemon/bootstrap.js";
 import { DATA_FILE, RECORDS_DIRECTORY } from "#daemon/store/lmdb-files.js";
@@ -70,7 +71,7 @@ export async function backupDataDir(
     const why =
       isCode(error, "ENOENT") && !(await exists(parent))
         ? `${parent} does not exist`
-        : `no directory can be made in ${parent} (${reason(error)})`;
+        : `no directory can be made in ${parent} (${reason(draft, error, "write")})`;
     throw new UserError(
       `Cannot create the backup: ${why}.`,
       "name a new directory inside one that exists and this user may write to",
@@ -119,7 +120,7 @@ export async function backupDataDir(
     await rm(draft, { recursive: true, force: true });
     if (error instanceof UserError) throw error;
     throw new UserError(
-      `The backup failed: ${reason(error)}.`,
+      `The backup failed: ${reason(draft, error, "write")}.`,
       "check that the backup's disk has room and that this user may read the data directory",
       "backup_failed",
     );
@@ -229,20 +230,16 @@ async function exists(file: string): Promise<boolean> {
   } catch (error) {
     if (isCode(error, "ENOENT")) return false;
     throw new UserError(
-      `Cannot look at ${file}: ${reason(error)}.`,
+      `Cannot look at ${file}: ${reason(file, error, "read")}.`,
       "check the path, and that this user may read the directories on it",
       "backup_failed",
     );
   }
 }
 
-/** A file system failure in words. */
-function reason(error: unknown): string {
-  if (isCode(error, "EACCES") || isCode(error, "EPERM")) return "permission denied";
-  if (isCode(error, "ENOTDIR")) return "a part of the path is a file, not a directory";
-  if (isCode(error, "EROFS")) return "the file system is read-only";
-  if (isCode(error, "ENOSPC")) return "the disk is full";
-  return (error as NodeJS.ErrnoException).code ?? (error as Error).message;
+/** A file system failure in words, as every command says it (the hints here are the backup's). */
+function reason(file: string, error: unknown, access: "read" | "write"): string {
+  return fileFailure(file, error, access, "").reason;
 }
 
 function isCode(error: unknown, code: string): boolean {

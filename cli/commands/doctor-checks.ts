@@ -1,10 +1,5 @@
 import { stat } from "node:fs/promises";
-import {
-  checkHealth,
-  type HealthReport,
-  WRITES_REFUSED,
-  WRITES_REFUSED_HINT,
-} from "#cli/commands/health-check.js";
+import { checkHealth, type HealthReport, storeVerdict } from "#cli/commands/health-check.js";
 import type { CheckResult } from "#cli/components/check-list.js";
 import {
   type CommandContext,
@@ -13,7 +8,7 @@ import {
   tryLoadConfig,
 } from "#cli/context.js";
 import { createDaemonClient, type DaemonClient } from "#cli/daemon-client.js";
-import { describeProblem } from "#cli/problems.js";
+import { describeProblem, WRITES_REFUSED, WRITES_REFUSED_HINT } from "#cli/problems.js";
 import { exposedFiles } from "#daemon/bootstrap.js";
 import { ConfigError } from "#daemon/config.js";
 
@@ -165,18 +160,19 @@ async function daemonChecks(client: DaemonClient, context: CommandContext) {
 }
 
 function storeCheck(report: HealthReport): CheckResult {
-  if (!report.storeOk) {
-    return {
-      name: "store",
-      status: "fail",
-      detail: `the daemon reports ${report.status}`,
-      hint: "check the daemon's log: its store (LMDB data dir or MONGODB_URI) does not answer",
-    };
+  switch (storeVerdict(report)) {
+    case "down":
+      return {
+        name: "store",
+        status: "fail",
+        detail: `the daemon reports ${report.status}`,
+        hint: "check the daemon's log: its store (LMDB data dir or MONGODB_URI) does not answer",
+      };
+    case "refusing":
+      return { name: "store", status: "fail", detail: WRITES_REFUSED, hint: WRITES_REFUSED_HINT };
+    case "ok":
+      return { name: "store", status: "pass", detail: "the daemon's store answers" };
   }
-  if (report.writesOk === false) {
-    return { name: "store", status: "fail", detail: WRITES_REFUSED, hint: WRITES_REFUSED_HINT };
-  }
-  return { name: "store", status: "pass", detail: "the daemon's store answers" };
 }
 
 async function tokenValidityCheck(

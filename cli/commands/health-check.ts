@@ -17,7 +17,15 @@ export interface HealthReport {
   latencyMs: number;
 }
 
-export { WRITES_REFUSED, WRITES_REFUSED_HINT } from "#cli/problems.js";
+/**
+ * What a report says of the store, read one way by `health`'s exit code, its view and `doctor`
+ * (each in its own words): down (not answering), refusing writes (the disk guard), or ok. A
+ * daemon that does not say whether it accepts writes is ok while its store answers.
+ */
+export function storeVerdict(report: HealthReport): "down" | "refusing" | "ok" {
+  if (!report.storeOk) return "down";
+  return report.writesOk === false ? "refusing" : "ok";
+}
 
 /**
  * Asks the daemon's standard grpc.health.v1 service about the whole server (service "") and

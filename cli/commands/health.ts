@@ -1,6 +1,6 @@
 import { ConnectError } from "@connectrpc/connect";
 import type { Command } from "commander";
-import { checkHealth, type HealthReport } from "#cli/commands/health-check.js";
+import { checkHealth, type HealthReport, storeVerdict } from "#cli/commands/health-check.js";
 import type { CheckResult } from "#cli/components/check-list.js";
 import type { DaemonClient } from "#cli/daemon-client.js";
 import { examples } from "#cli/format.js";
@@ -61,11 +61,6 @@ async function healthView() {
     outcome.reachable ? showReport(outcome.report) : showChecks(unreachableChecks(outcome.problem));
 }
 
-/** Daemon and store up, and the store accepting writes (or not saying). */
-function healthy(report: HealthReport): boolean {
-  return report.storeOk && report.writesOk !== false;
-}
-
 /** `health`: daemon and store status; exit 1 unless both are up and writes are accepted. */
 export function registerHealthCommand(program: Command, runtime: Runtime): void {
   program
@@ -82,7 +77,7 @@ export function registerHealthCommand(program: Command, runtime: Runtime): void 
         call: ({ client }) => probe(client),
         json: healthJson,
         view: healthView,
-        exitCode: (outcome) => (outcome.reachable && healthy(outcome.report) ? 0 : 1),
+        exitCode: (outcome) => (outcome.reachable && storeVerdict(outcome.report) === "ok" ? 0 : 1),
       }),
     );
 }

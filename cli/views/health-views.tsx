@@ -1,11 +1,8 @@
 import { Box, Text } from "ink";
-import {
-  type HealthReport,
-  WRITES_REFUSED,
-  WRITES_REFUSED_HINT,
-} from "#cli/commands/health-check.js";
+import { type HealthReport, storeVerdict } from "#cli/commands/health-check.js";
 import { CheckList, type CheckResult } from "#cli/components/check-list.js";
 import { KeyValue } from "#cli/components/key-value.js";
+import { WRITES_REFUSED, WRITES_REFUSED_HINT } from "#cli/problems.js";
 
 /** `health`: the daemon answered; whether its store does. */
 export function HealthView({ report }: { report: HealthReport }) {
@@ -24,21 +21,22 @@ export function HealthView({ report }: { report: HealthReport }) {
 }
 
 function storeField(report: HealthReport) {
-  if (!report.storeOk) {
-    return {
-      label: "Store",
-      value: `unavailable (daemon reports ${report.status})`,
-      tone: "failure" as const,
-    };
+  switch (storeVerdict(report)) {
+    case "down":
+      return {
+        label: "Store",
+        value: `unavailable (daemon reports ${report.status})`,
+        tone: "failure" as const,
+      };
+    case "refusing":
+      return {
+        label: "Store",
+        value: `${WRITES_REFUSED}; ${WRITES_REFUSED_HINT}`,
+        tone: "failure" as const,
+      };
+    case "ok":
+      return { label: "Store", value: "ok", tone: "success" as const };
   }
-  if (report.writesOk === false) {
-    return {
-      label: "Store",
-      value: `${WRITES_REFUSED}; ${WRITES_REFUSED_HINT}`,
-      tone: "failure" as const,
-    };
-  }
-  return { label: "Store", value: "ok", tone: "success" as const };
 }
 
 /** `doctor`: one line per check, then a verdict. */
