@@ -7,7 +7,7 @@ import {
   hasBannerFields,
 } from "#cli/commands/banner-body.js";
 import { bannerJson } from "#cli/commands/banner-loader.js";
-import { TEAM_HELP, TEAMS_HINT } from "#cli/commands/teams.js";
+import { TEAMS_HINT, teamOption } from "#cli/commands/teams.js";
 import { examples, required } from "#cli/format.js";
 import { nonEmpty } from "#cli/option-parsers.js";
 import type { Runtime } from "#cli/program.js";
@@ -86,7 +86,7 @@ function registerStateCommands(banners: Command, runtime: Runtime): void {
       .command(change.name)
       .description(change.description)
       .argument("<banner-id>", "banner id", nonEmpty("the banner id"))
-      .requiredOption("--team <id>", TEAM_HELP, nonEmpty("the team id"))
+      .addOption(teamOption())
       .addHelpText("after", examples(`consentctl banners ${change.name} BANNER_ID --team TEAM_ID`))
       .action((id: string, options: TeamOption, command: Command) =>
         runtime.run(
@@ -105,7 +105,7 @@ function addListBanners(banners: Command, runtime: Runtime): void {
   banners
     .command("list")
     .description("list a team's banners, oldest first")
-    .requiredOption("--team <id>", TEAM_HELP, nonEmpty("the team id"))
+    .addOption(teamOption())
     .addHelpText("after", examples("consentctl banners list --team TEAM_ID"))
     .action((options: TeamOption, command: Command) =>
       runtime.run(command, {
@@ -133,7 +133,7 @@ function addShowBanner(banners: Command, runtime: Runtime): void {
       "banner id (internal id, from `banners list`)",
       nonEmpty("the banner id"),
     )
-    .requiredOption("--team <id>", TEAM_HELP, nonEmpty("the team id"))
+    .addOption(teamOption())
     .addHelpText("after", examples("consentctl banners show BANNER_ID --team TEAM_ID"))
     .action((id: string, options: TeamOption, command: Command) =>
       runtime.run(
@@ -152,7 +152,7 @@ function addCreateBanner(banners: Command, runtime: Runtime): void {
     banners
       .command("create")
       .description("create a banner; its configuration is published at once as revision 1")
-      .requiredOption("--team <id>", TEAM_HELP, nonEmpty("the team id")),
+      .addOption(teamOption()),
     "create",
   )
     .addHelpText(
@@ -181,7 +181,7 @@ function addUpdateBanner(banners: Command, runtime: Runtime): void {
         "edit a banner: name, domain and compliance apply at once; configuration edits the draft",
       )
       .argument("<banner-id>", "banner id", nonEmpty("the banner id"))
-      .requiredOption("--team <id>", TEAM_HELP, nonEmpty("the team id")),
+      .addOption(teamOption()),
     "update",
   )
     .addHelpText(

@@ -1,6 +1,6 @@
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { type Command, Option } from "commander";
-import { TEAMS_HINT } from "#cli/commands/teams.js";
+import { TEAMS_HINT, teamOption } from "#cli/commands/teams.js";
 import { examples, messageJson, required } from "#cli/format.js";
 import {
   durationIn,
@@ -14,7 +14,6 @@ import type { CommandSpec } from "#cli/run-command.js";
 import type { MintedKey } from "#cli/views/key-views.js";
 import { KEY_GRACE_SECONDS } from "#daemon/admin/admin-rules.js";
 import { SCOPES } from "#daemon/auth/scopes.js";
-import { parseApiKey } from "#daemon/keys/api-key-format.js";
 import { ApiKeySchema } from "#gen/consent/v1/admin_pb.js";
 
 const KEYS_HINT = "list a team's keys and their ids with `consentctl keys list --team TEAM_ID`";
@@ -50,7 +49,7 @@ function addCreateKey(keys: Command, runtime: Runtime): void {
   keys
     .command("create")
     .description("mint an API key; the full key is printed once and never again")
-    .requiredOption("--team <id>", "team id", nonEmpty("the team id"))
+    .addOption(teamOption("team id"))
     .addOption(
       new Option("--env <environment>", "live, or test (read-only)")
         .choices(["live", "test"])
@@ -98,7 +97,7 @@ function addListKeys(keys: Command, runtime: Runtime): void {
   keys
     .command("list")
     .description("list a team's keys (without secrets), newest first")
-    .requiredOption("--team <id>", "team id", nonEmpty("the team id"))
+    .addOption(teamOption("team id"))
     .addHelpText("after", examples("consentctl keys list --team TEAM_ID"))
     .action((options: { team: string }, command: Command) =>
       runtime.run(command, {
@@ -116,12 +115,12 @@ function addListKeys(keys: Command, runtime: Runtime): void {
 /**
  * Refuses a whole API key given where its id belongs (`keys revoke ck_live_…`, pasted from where
  * it was shown), before it is sent and echoed back as "No API key with id ck_live_…". In the
- * action, not an argument parser: commander quotes a refused argument in its message. A key cut
- * short or mistyped still carries most of its secret, so the prefix alone is enough to refuse.
+ * action, not an argument parser: commander quotes a refused argument in its message. The prefix
+ * alone decides (every key has it): a key cut short or mistyped still carries most of its secret.
  */
 function refuseApiKey(command: Command, id: string): void {
   const value = id.trim();
-  if (parseApiKey(value) !== null || /^ck_(?:live|test)_/.test(value)) {
+  if (/^ck_(?:live|test)_/.test(value)) {
     command.error(
       `error: that is an API key itself, not its id (it was not sent, nor is it printed here); ${KEYS_HINT}`,
     );

@@ -1,5 +1,6 @@
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { type Command, InvalidArgumentError, Option } from "commander";
+import { teamOption } from "#cli/commands/teams.js";
 import { nonEmpty, parseList, parseTimeBound } from "#cli/option-parsers.js";
 import { CONSENT_LOG_METHODS } from "#daemon/consent-log/consent-log-rules.js";
 
@@ -22,11 +23,7 @@ export const LOGS_HINT =
 /** --team, --banner and --method, on every logs command. */
 export function addFilterOptions(command: Command): Command {
   return command
-    .requiredOption(
-      "--team <id>",
-      "team id (sent as consent-team metadata)",
-      nonEmpty("the team id"),
-    )
+    .addOption(teamOption("team id (sent as consent-team metadata)"))
     .option(
       "--banner <public-id>",
       "only rows of this banner (its public id)",

@@ -1,5 +1,5 @@
 import type { Command } from "commander";
-import { TEAMS_HINT } from "#cli/commands/teams.js";
+import { TEAMS_HINT, teamOption } from "#cli/commands/teams.js";
 import { examples, messageJson, required } from "#cli/format.js";
 import { durationIn, nonEmpty } from "#cli/option-parsers.js";
 import type { Runtime } from "#cli/program.js";
@@ -20,7 +20,7 @@ function addCreateSession(sessions: Command, runtime: Runtime): void {
   sessions
     .command("create")
     .description("mint a dashboard session for a team; its token is printed once")
-    .requiredOption("--team <id>", "team id", nonEmpty("the team id"))
+    .addOption(teamOption("team id"))
     .option(
       "--ttl <duration>",
       "lifetime, 1m to 30d (default: 12h)",
@@ -58,7 +58,7 @@ function addListSessions(sessions: Command, runtime: Runtime): void {
   sessions
     .command("list")
     .description("list a team's sessions that have not expired (never their tokens), newest first")
-    .requiredOption("--team <id>", "team id", nonEmpty("the team id"))
+    .addOption(teamOption("team id"))
     .addHelpText("after", examples("consentctl sessions list --team TEAM_ID"))
     .action((options: { team: string }, command: Command) =>
       runtime.run(command, {

@@ -1,4 +1,5 @@
 import type { Command } from "commander";
+import { teamOption } from "#cli/commands/teams.js";
 import { examples, messageJson } from "#cli/format.js";
 import { nonEmpty } from "#cli/option-parsers.js";
 import type { Runtime } from "#cli/program.js";
@@ -24,11 +25,7 @@ consentctl keeps no copy either.`;
 
 function addSubjectOptions(command: Command): Command {
   return command
-    .requiredOption(
-      "--team <id>",
-      "team id (sent as consent-team metadata)",
-      nonEmpty("the team id"),
-    )
+    .addOption(teamOption("team id (sent as consent-team metadata)"))
     .requiredOption(
       "--banner <public-id>",
       "public banner id (the one in the loader URL)",

@@ -11,6 +11,11 @@ export const TEAMS_HINT = "list the teams and their ids with `consentctl teams l
 /** `--team` help of the team-scoped commands (banners, webhooks). */
 export const TEAM_HELP = "team id (the operator acts for this team: sent as consent-team metadata)";
 
+/** `--team <id>`: required and never empty, with `help` (TEAM_HELP unless the command says less). */
+export function teamOption(help = TEAM_HELP): Option {
+  return new Option("--team <id>", help).makeOptionMandatory().argParser(nonEmpty("the team id"));
+}
+
 function teamSpec(
   progress: string,
   title: string | undefined,

@@ -1,6 +1,6 @@
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
-import { type Command, Option } from "commander";
-import { TEAM_HELP, TEAMS_HINT } from "#cli/commands/teams.js";
+import { Argument, type Command, Option } from "commander";
+import { TEAMS_HINT, teamOption } from "#cli/commands/teams.js";
 import { examples, messageJson, required } from "#cli/format.js";
 import { durationIn, integerIn, nonEmpty, parseList, parseTimeBound } from "#cli/option-parsers.js";
 import type { Runtime } from "#cli/program.js";
@@ -19,6 +19,11 @@ const WEBHOOKS_HINT =
   "list the team's endpoints with `consentctl webhooks list --team TEAM_ID` (and teams with `consentctl teams list`)";
 const DELIVERIES_HINT =
   "list the endpoint's deliveries with `consentctl webhooks deliveries WEBHOOK_ID --team TEAM_ID`";
+/** `<webhook-id>`: an endpoint's id, never empty. */
+function webhookId(description = "endpoint id"): Argument {
+  return new Argument("<webhook-id>", description).argParser(nonEmpty("the endpoint id"));
+}
+
 const EVENTS_HELP = "comma-separated event types (today only consent.given)";
 const BANNERS_HELP = "comma-separated public banner ids whose events are delivered";
 
@@ -82,7 +87,7 @@ function addCreateWebhook(webhooks: Command, runtime: Runtime): void {
   webhooks
     .command("add")
     .description("subscribe an endpoint; its whsec_ signing secret is printed once and never again")
-    .requiredOption("--team <id>", TEAM_HELP, nonEmpty("the team id"))
+    .addOption(teamOption())
     .requiredOption(
       "--url <url>",
       "https URL (http only for hosts inside CONSENT_WEBHOOK_ALLOW_CIDRS)",
@@ -117,7 +122,7 @@ function addListWebhooks(webhooks: Command, runtime: Runtime): void {
   webhooks
     .command("list")
     .description("list a team's endpoints (without secrets), oldest first, with their state")
-    .requiredOption("--team <id>", TEAM_HELP, nonEmpty("the team id"))
+    .addOption(teamOption())
     .addHelpText("after", examples("consentctl webhooks list --team TEAM_ID"))
     .action((options: TeamOption, command: Command) =>
       runtime.run(command, {
@@ -135,8 +140,8 @@ function addShowWebhook(webhooks: Command, runtime: Runtime): void {
   webhooks
     .command("show")
     .description("show an endpoint: enabled or disabled and why (410 Gone, 5 days failing)")
-    .argument("<webhook-id>", "endpoint id (from `webhooks list`)", nonEmpty("the endpoint id"))
-    .requiredOption("--team <id>", TEAM_HELP, nonEmpty("the team id"))
+    .addArgument(webhookId("endpoint id (from `webhooks list`)"))
+    .addOption(teamOption())
     .addHelpText("after", examples("consentctl webhooks show WEBHOOK_ID --team TEAM_ID"))
     .action((id: string, options: TeamOption, command: Command) =>
       runtime.run(
@@ -168,8 +173,8 @@ function addUpdateWebhook(webhooks: Command, runtime: Runtime): void {
     .description(
       "edit an endpoint: URL, event types, banner filter, description, enable or disable, or rotate its secret",
     )
-    .argument("<webhook-id>", "endpoint id", nonEmpty("the endpoint id"))
-    .requiredOption("--team <id>", TEAM_HELP, nonEmpty("the team id"))
+    .addArgument(webhookId())
+    .addOption(teamOption())
     .option("--url <url>", "new URL")
     .option("--events <list>", EVENTS_HELP, parseList)
     .addOption(
@@ -239,8 +244,8 @@ function addRemoveWebhook(webhooks: Command, runtime: Runtime): void {
   webhooks
     .command("remove")
     .description("remove an endpoint; its pending deliveries are dropped")
-    .argument("<webhook-id>", "endpoint id", nonEmpty("the endpoint id"))
-    .requiredOption("--team <id>", TEAM_HELP, nonEmpty("the team id"))
+    .addArgument(webhookId())
+    .addOption(teamOption())
     .addHelpText("after", examples("consentctl webhooks remove WEBHOOK_ID --team TEAM_ID"))
     .action((id: string, options: TeamOption, command: Command) =>
       runtime.run(command, {
@@ -263,8 +268,8 @@ function addTestWebhook(webhooks: Command, runtime: Runtime): void {
     .description(
       "send one signed webhook.test event now and report the answer (exit 1 unless it was 2xx)",
     )
-    .argument("<webhook-id>", "endpoint id", nonEmpty("the endpoint id"))
-    .requiredOption("--team <id>", TEAM_HELP, nonEmpty("the team id"))
+    .addArgument(webhookId())
+    .addOption(teamOption())
     .addHelpText(
       "after",
       examples(
@@ -297,8 +302,8 @@ function addListDeliveries(webhooks: Command, runtime: Runtime): void {
     .description(
       "list an endpoint's deliveries, newest first: attempts, pending retries and dead letters (failed)",
     )
-    .argument("<webhook-id>", "endpoint id", nonEmpty("the endpoint id"))
-    .requiredOption("--team <id>", TEAM_HELP, nonEmpty("the team id"))
+    .addArgument(webhookId())
+    .addOption(teamOption())
     .addOption(
       new Option("--status <status>", "only deliveries in this state").choices([
         "pending",
@@ -344,13 +349,13 @@ function addReplayDeliveries(webhooks: Command, runtime: Runtime): void {
   webhooks
     .command("replay")
     .description("send deliveries again: one by id, or every failed one (dead letter) since a time")
-    .argument("<webhook-id>", "endpoint id", nonEmpty("the endpoint id"))
+    .addArgument(webhookId())
     .argument(
       "[delivery-id]",
       "one delivery to send again (from `webhooks deliveries`)",
       nonEmpty("the delivery id"),
     )
-    .requiredOption("--team <id>", TEAM_HELP, nonEmpty("the team id"))
+    .addOption(teamOption())
     .option(
       "--failed-since <time>",
       "every failed delivery created since: ISO 8601 with a zone, or a duration before now (24h, 7d)",
