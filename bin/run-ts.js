@@ -12,44 +12,22 @@ export function run(entry) {
   return import(new URL(entry, import.meta.url).href);
 }
 
-/** Listen errors an operator fixes from the message alone (a taken port, a host that is none). */
-const READABLE_CODES = new Set(["EADDRINUSE", "EACCES", "EADDRNOTAVAIL", "ENOTFOUND", "EAI_AGAIN"]);
-/** Start-up failures the service words for the operator (daemon/config.ts). */
+/**
+ * Start-up failures the service words for the operator (daemon/config.ts): bad configuration, a
+ * listener that cannot open, a data directory it may not write. Each names its setting.
+ */
 const READABLE_NAMES = new Set(["ConfigError", "StartupError"]);
 
 /**
- * What the operator can do about a system error at start-up, naming the settings behind it
- * (Node's own words name a port, an address or a file, never the variable that chose it).
- */
-function remedy(error) {
-  const listening = error.syscall === "listen" || error.syscall === "bind";
-  switch (error.code) {
-    case "EADDRINUSE":
-      return "another process holds that port (or CONSENT_HTTP_PORT and CONSENT_GRPC_PORT are the same); choose another";
-    case "EADDRNOTAVAIL":
-    case "ENOTFOUND":
-    case "EAI_AGAIN":
-      return "CONSENT_HTTP_HOST and CONSENT_GRPC_HOST must name an address of this machine";
-    case "EACCES":
-      return listening
-        ? "ports below 1024 need privileges; choose a higher CONSENT_HTTP_PORT or CONSENT_GRPC_PORT"
-        : "this user may not write the data directory (CONSENT_DATA_DIR)";
-    default:
-      return undefined;
-  }
-}
-
-/**
- * Runs `start` and turns a start-up failure the operator can fix (bad configuration, a taken port)
- * into one line on stderr and exit code 1; anything else keeps its stack for a bug report.
+ * Runs `start` and turns a start-up failure the operator can fix into one line on stderr and exit
+ * code 1; anything else keeps its stack for a bug report.
  */
 export async function main(program, start) {
   try {
     await start();
   } catch (error) {
-    if (READABLE_NAMES.has(error?.name) || READABLE_CODES.has(error?.code)) {
-      const fix = READABLE_CODES.has(error.code) ? remedy(error) : undefined;
-      process.stderr.write(`${program}: ${error.message}${fix ? ` (${fix})` : ""}\n`);
+    if (READABLE_NAMES.has(error?.name)) {
+      process.stderr.write(`${program}: ${error.message}\n`);
       process.exit(1);
     }
     throw error;

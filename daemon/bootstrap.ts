@@ -134,7 +134,9 @@ async function readOrCreate(file: string, make: () => string, created: string[])
     await placeExclusively(draft, file);
     created.push(file);
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
+    if ((error as NodeJS.ErrnoException).code !== "EEXIST") {
+      throw permissionFailure(file, error, "write");
+    }
   } finally {
     await rm(draft, { force: true });
   }
@@ -147,8 +149,22 @@ async function readIfPresent(file: string): Promise<string | undefined> {
     return (await readFile(file, "utf8")).trim();
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === "ENOENT") return undefined;
-    throw error;
+    throw permissionFailure(file, error, "read");
   }
+}
+
+/**
+ * A secret file this user may not read or write, as a StartupError naming the setting to look
+ * at (Node's words name only the file); any other failure as it is.
+ */
+function permissionFailure(file: string, error: unknown, verb: "read" | "write"): unknown {
+  const { code, message } = error as NodeJS.ErrnoException;
+  return code === "EACCES" || code === "EPERM" || code === "EROFS"
+    ? new StartupError(
+        `cannot ${verb} ${file}: ${message} (this user may not ${verb} the data directory, CONSENT_DATA_DIR)`,
+        { cause: error },
+      )
+    : error;
 }
 
 /** Codes of a file system that has no hard links (some FUSE, SMB and exFAT mounts). */

@@ -56,6 +56,34 @@ export class StartupError extends Error {
   override name = "StartupError";
 }
 
+/** The settings behind a listener, to say what to change when it cannot open. */
+export interface ListenSettings {
+  host: string;
+  port: string;
+  /** Another listener's port setting with the same value (npm start: the daemon's, or the gateway's). */
+  samePortAs?: string;
+}
+
+/**
+ * A listener that could not open, said with the settings that chose its address (Node's words
+ * name a port or an address, never the variable): a StartupError the programs print as one line.
+ * Any other failure is returned as it is.
+ */
+export function listenFailure(error: unknown, settings: ListenSettings): unknown {
+  const { code, message } = error as NodeJS.ErrnoException;
+  const fix =
+    code === "EADDRINUSE"
+      ? settings.samePortAs
+        ? `${settings.port} and ${settings.samePortAs} are the same; choose another`
+        : `another process holds that port; choose another ${settings.port}`
+      : code === "EACCES"
+        ? `ports below 1024 need privileges; choose a higher ${settings.port}`
+        : code === "EADDRNOTAVAIL" || code === "ENOTFOUND" || code === "EAI_AGAIN"
+          ? `${settings.host} must name an address of this machine`
+          : undefined;
+  return fix ? new StartupError(`${message} (${fix})`, { cause: error }) : error;
+}
+
 /** CONSENT_MIN_FREE_MB when unset: room for many thousands of records, far from a full disk. */
 const DEFAULT_MIN_FREE_MB = 64;
 

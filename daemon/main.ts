@@ -1,7 +1,7 @@
 import type { Logger } from "pino";
 import { exposedFiles, loadSecrets } from "#daemon/bootstrap.js";
 import { systemClock } from "#daemon/clock.js";
-import { type Config, loadConfig, StartupError } from "#daemon/config.js";
+import { type Config, listenFailure, loadConfig, StartupError } from "#daemon/config.js";
 import { stopOnSignals } from "#daemon/drain-exit.js";
 import { serviceLoggers } from "#daemon/logging.js";
 import { schedulePurge } from "#daemon/purge.js";
@@ -69,6 +69,8 @@ export async function runDaemon(options: {
     host: config.grpcHost,
     port: config.grpcPort,
     logger,
+  }).catch((error: unknown) => {
+    throw listenFailure(error, { host: "CONSENT_GRPC_HOST", port: "CONSENT_GRPC_PORT" });
   });
   const stopPurge = schedulePurge(store, systemClock, logger);
   let gateway: { close(): Promise<unknown>; url: string } | undefined;
@@ -84,6 +86,7 @@ export async function runDaemon(options: {
       operatorToken: secrets.operatorToken,
       logger: loggers.gateway,
       onPublicChange: workerPublicChanges(daemon),
+      portSharedWith: config.httpPort === config.grpcPort ? "CONSENT_GRPC_PORT" : undefined,
     });
   }
   if (options.welcome !== false) {

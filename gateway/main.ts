@@ -1,7 +1,7 @@
 import { Code, ConnectError, createClient, type Transport } from "@connectrpc/connect";
 import type { Logger } from "pino";
 import { readOperatorToken } from "#daemon/bootstrap.js";
-import { type Config, ConfigError, loadConfig } from "#daemon/config.js";
+import { type Config, ConfigError, listenFailure, loadConfig } from "#daemon/config.js";
 import { boundedDrain, stopOnSignals } from "#daemon/drain-exit.js";
 import { serviceLoggers } from "#daemon/logging.js";
 import { buildGateway } from "#gateway/app.js";
@@ -17,6 +17,11 @@ export interface StartGatewayOptions {
   onPublicChange?: (listener: (publicId: string) => void) => void;
   /** Run shortly before a shutdown's drain cuts the connections still open (boundedDrain). */
   beforeCut?: () => void;
+  /**
+   * The setting of the daemon's port in this process when it has the gateway's value (npm start),
+   * so a refused listen says that the two are the same.
+   */
+  portSharedWith?: string;
 }
 
 /** Builds the gateway and listens on CONSENT_HTTP_HOST:CONSENT_HTTP_PORT. */
@@ -30,7 +35,15 @@ export async function startGateway(options: StartGatewayOptions) {
     onPublicChange: options.onPublicChange,
   });
   const beginDrain = boundedDrain(app.server, options.beforeCut);
-  await app.listen({ host: options.config.httpHost, port: options.config.httpPort });
+  try {
+    await app.listen({ host: options.config.httpHost, port: options.config.httpPort });
+  } catch (error) {
+    throw listenFailure(error, {
+      host: "CONSENT_HTTP_HOST",
+      port: "CONSENT_HTTP_PORT",
+      samePortAs: options.portSharedWith,
+    });
+  }
   const address = app.server.address();
   const port = typeof address === "object" && address ? address.port : options.config.httpPort;
   const host = options.config.httpHost.includes(":")
