@@ -86,6 +86,7 @@ export async function runDaemon(options: {
       operatorToken: secrets.operatorToken,
       logger: loggers.gateway,
       onPublicChange: workerPublicChanges(daemon),
+      inProcess: true,
       portSharedWith: config.httpPort === config.grpcPort ? "CONSENT_GRPC_PORT" : undefined,
     });
   }

@@ -14,6 +14,7 @@ import { createDaemonClients } from "#gateway/daemon-clients.js";
 import { sendEnvelopedError, setVersionHeaders } from "#gateway/envelope.js";
 import { failureOf, type HttpError, noEndpoint, sendPlainError } from "#gateway/errors.js";
 import { sendErrorPage } from "#gateway/preferences/routes.js";
+import type { Relay } from "#gateway/relay.js";
 import { v1Api } from "#gateway/v1/plugin.js";
 import { visitorSide } from "#gateway/visitor.js";
 
@@ -43,8 +44,10 @@ export const GATEWAY_BODY_LIMIT = 1024 * 1024;
 export interface GatewayOptions {
   /** How the gateway reaches the daemon: in-memory in one process, HTTP/2 when split. */
   transport: Transport;
-  /** Relayed with the client IP so the daemon trusts it (daemon/auth/caller.ts). */
+  /** Relayed with the client IP so a daemon across the network trusts it (daemon/auth/caller.ts). */
   operatorToken: string;
+  /** The transport calls the daemon in this process: the client IP goes as a context value. */
+  inProcess?: boolean;
   /** CONSENT_TRUST_PROXY: proxies whose X-Forwarded-For names the client. */
   trustProxy: string[];
   logger: FastifyBaseLogger;
@@ -100,6 +103,9 @@ export async function buildGateway(options: GatewayOptions): Promise<FastifyInst
     else done();
   });
   const clients = createDaemonClients(options.transport);
+  const relay: Relay = options.inProcess
+    ? { inProcess: true }
+    : { inProcess: false, operatorToken: options.operatorToken };
   // Outside the versioned API (spec 9.2: /api/banners, /api/v2/...): a plain 404, no version headers.
   app.setNotFoundHandler((request, reply) => sendPlainError(reply, noEndpoint(request)));
   app.setErrorHandler((error, request, reply) => sendPlainError(reply, failureOf(request, error)));
@@ -116,12 +122,12 @@ export async function buildGateway(options: GatewayOptions): Promise<FastifyInst
   await app.register(v1Api, {
     prefix: V1_PREFIX,
     clients,
-    operatorToken: options.operatorToken,
+    relay,
     onBannerWritten,
   });
   await app.register(visitorSide, {
     clients,
-    operatorToken: options.operatorToken,
+    relay,
     geoHeader: options.geoHeader,
     trustProxy: options.trustProxy,
     onPublicChange,

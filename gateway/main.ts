@@ -17,6 +17,8 @@ export interface StartGatewayOptions {
   onPublicChange?: (listener: (publicId: string) => void) => void;
   /** Run shortly before a shutdown's drain cuts the connections still open (boundedDrain). */
   beforeCut?: () => void;
+  /** The transport calls the daemon in this process (GatewayOptions.inProcess). */
+  inProcess?: boolean;
   /**
    * The setting of the daemon's port in this process when it has the gateway's value (npm start),
    * so a refused listen says that the two are the same.
@@ -29,6 +31,7 @@ export async function startGateway(options: StartGatewayOptions) {
   const app = await buildGateway({
     transport: options.transport,
     operatorToken: options.operatorToken,
+    inProcess: options.inProcess,
     trustProxy: options.config.trustProxy,
     logger: options.logger,
     geoHeader: options.config.geoHeader,

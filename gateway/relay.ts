@@ -34,20 +34,28 @@ export function clientAddress(request: FastifyRequest): string {
 }
 
 /**
+ * How a gateway hands a request's client address to its daemon, chosen once at start-up: in the
+ * daemon's own process as a context value; across the network in a header, with the operator
+ * token that makes the daemon trust it (daemon/auth/caller.ts). Each way carries only its own.
+ */
+export type Relay = { inProcess: true } | { inProcess: false; operatorToken: string };
+
+/**
  * Call options that carry a REST request's credentials and client context to the daemon, and copy
- * the daemon's rate-limit figures onto the REST response (spec 8). The client IP is relayed with
- * the operator token so the daemon trusts it (daemon/auth/caller.ts).
+ * the daemon's rate-limit figures onto the REST response (spec 8).
  */
 export function relayOptions(
   request: FastifyRequest,
   reply: FastifyReply,
-  operatorToken: string,
+  relay: Relay,
 ): CallOptions {
   const clientIp = clientAddress(request);
-  const headers: Record<string, string> = {
-    [CallerHeaders.clientIp]: clientIp,
-    [CallerHeaders.gatewayToken]: operatorToken,
-  };
+  const headers: Record<string, string> = relay.inProcess
+    ? {}
+    : {
+        [CallerHeaders.clientIp]: clientIp,
+        [CallerHeaders.gatewayToken]: relay.operatorToken,
+      };
   const authorization = request.headers.authorization;
   if (authorization) headers[CallerHeaders.authorization] = authorization;
   // Taken as sent, not percent-decoded: the service's tokens never hold an escape, and a decoded
@@ -59,9 +67,9 @@ export function relayOptions(
   if (request.headers.origin) headers[CallerHeaders.origin] = request.headers.origin;
   return {
     headers,
-    // In one process with the daemon, the address goes as a context value: the header and its
-    // token are for a daemon across the network (daemon/auth/caller.ts).
-    contextValues: createContextValues().set(kRelayedClientIp, clientIp),
+    ...(relay.inProcess && {
+      contextValues: createContextValues().set(kRelayedClientIp, clientIp),
+    }),
     onHeader(received) {
       for (const [name, restName] of RATE_LIMIT_HEADERS) {
         const value = received.get(name);

@@ -3,10 +3,12 @@ import { consentLogRoutes } from "#gateway/consent-log/routes.js";
 import type { DaemonClients } from "#gateway/daemon-clients.js";
 import { loaderRoutes } from "#gateway/loader/routes.js";
 import { preferencesRoutes } from "#gateway/preferences/routes.js";
+import type { Relay } from "#gateway/relay.js";
 
 export interface VisitorOptions {
   clients: DaemonClients;
-  operatorToken: string;
+  /** How requests reach the daemon with their client context (relay.ts). */
+  relay: Relay;
   /** CONSENT_GEO_HEADER: a header from a trusted proxy naming the visitor's country. */
   geoHeader?: string;
   /** CONSENT_TRUST_PROXY: the peers whose geo header is believed. */

@@ -2,11 +2,12 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { DaemonClients } from "#gateway/daemon-clients.js";
 import { failureOf, type HttpError } from "#gateway/errors.js";
 import { refuseOtherMethods } from "#gateway/methods.js";
-import { mediaTypeOf, rawBody, relayOptions } from "#gateway/relay.js";
+import { mediaTypeOf, type Relay, rawBody, relayOptions } from "#gateway/relay.js";
 
 export interface ConsentLogRouteOptions {
   clients: DaemonClients;
-  operatorToken: string;
+  /** How requests reach the daemon with their client context (relay.ts). */
+  relay: Relay;
 }
 
 const PATH = "/api/consent/log";
@@ -45,7 +46,7 @@ function header(request: FastifyRequest, name: "origin" | "referer"): string {
  * check (not CORS) is what guards the route and needs the body.
  */
 export async function consentLogRoutes(app: FastifyInstance, options: ConsentLogRouteOptions) {
-  const { clients, operatorToken } = options;
+  const { clients, relay } = options;
   app.addHook("onRequest", async (request, reply) => {
     reply.header("Vary", "Origin");
     if (request.headers.origin) reply.header("Access-Control-Allow-Origin", request.headers.origin);
@@ -66,7 +67,7 @@ export async function consentLogRoutes(app: FastifyInstance, options: ConsentLog
         json: rawBody(request),
         requestOrigin: { origin: header(request, "origin"), referer: header(request, "referer") },
       },
-      relayOptions(request, reply, operatorToken),
+      relayOptions(request, reply, relay),
     );
     return reply.code(200).send({
       success: true,

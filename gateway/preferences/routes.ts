@@ -5,11 +5,12 @@ import { failureOf, type HttpError } from "#gateway/errors.js";
 import { refuseOtherMethods } from "#gateway/methods.js";
 import { errorPage, preferencesPage } from "#gateway/preferences/page.js";
 import { browserLanguage } from "#gateway/preferences/page-texts.js";
-import { mediaTypeOf, relayOptions } from "#gateway/relay.js";
+import { mediaTypeOf, type Relay, relayOptions } from "#gateway/relay.js";
 
 export interface PreferencesRouteOptions {
   clients: DaemonClients;
-  operatorToken: string;
+  /** How requests reach the daemon with their client context (relay.ts). */
+  relay: Relay;
 }
 
 /** A submission that is not the page's form: nothing is recorded. */
@@ -113,7 +114,7 @@ function submittedChoice(request: FastifyRequest): Record<string, boolean> {
  * failure, an expired or altered link above all, is a plain page with a 4xx, never a trace.
  */
 export async function preferencesRoutes(app: FastifyInstance, options: PreferencesRouteOptions) {
-  const { clients, operatorToken } = options;
+  const { clients, relay } = options;
   app.setErrorHandler((error, request, reply) => {
     const httpError = failureOf(request, error);
     return sendErrorPage(reply, httpError);
@@ -122,7 +123,7 @@ export async function preferencesRoutes(app: FastifyInstance, options: Preferenc
   app.get("/preferences/:token", async (request, reply) => {
     const { view } = await clients.consentLog.getPreferences(
       { token: tokenOf(request) },
-      relayOptions(request, reply, operatorToken),
+      relayOptions(request, reply, relay),
     );
     const nonce = randomBytes(16).toString("base64");
     // The saved notice only right after a save: `saved` names the row the save wrote, and that
@@ -144,7 +145,7 @@ export async function preferencesRoutes(app: FastifyInstance, options: Preferenc
     if (isFormSubmission(request)) return;
     await clients.consentLog.getPreferences(
       { token: tokenOf(request) },
-      relayOptions(request, reply, operatorToken),
+      relayOptions(request, reply, relay),
     );
     return sendErrorPage(reply, NOT_THE_FORM);
   };
@@ -157,7 +158,7 @@ export async function preferencesRoutes(app: FastifyInstance, options: Preferenc
         // Global Privacy Control: browsers that send the signal send `Sec-GPC: 1` with every
         // request, the form's too.
         { token, preferences: submittedChoice(request), gpc: request.headers["sec-gpc"] === "1" },
-        relayOptions(request, reply, operatorToken),
+        relayOptions(request, reply, relay),
       );
       return reply
         .code(303)

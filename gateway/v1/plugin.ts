@@ -2,6 +2,7 @@ import type { FastifyInstance } from "fastify";
 import type { DaemonClients } from "#gateway/daemon-clients.js";
 import { sendEnvelopedError, setVersionHeaders } from "#gateway/envelope.js";
 import { failureOf, noEndpoint } from "#gateway/errors.js";
+import type { Relay } from "#gateway/relay.js";
 import { bannerRoutes } from "#gateway/v1/banners/routes.js";
 import { healthRoutes } from "#gateway/v1/health/routes.js";
 import { subjectRoutes } from "#gateway/v1/subjects/routes.js";
@@ -9,7 +10,8 @@ import { webhookRoutes } from "#gateway/v1/webhooks/routes.js";
 
 export interface V1Options {
   clients: DaemonClients;
-  operatorToken: string;
+  /** How requests reach the daemon with their client context (relay.ts). */
+  relay: Relay;
   /** Told the public ID of a banner this gateway edited or published (its loader refreshes). */
   onBannerWritten: (publicId: string) => void;
 }
@@ -20,7 +22,7 @@ export interface V1Options {
  * protection and validates them after authentication (decisions §2).
  */
 export async function v1Api(app: FastifyInstance, options: V1Options): Promise<void> {
-  const { clients, operatorToken, onBannerWritten } = options;
+  const { clients, relay, onBannerWritten } = options;
   app.removeAllContentTypeParsers();
   app.addContentTypeParser("*", { parseAs: "buffer" }, (_request, body, done) => done(null, body));
   // spec 9.4: every response of the versioned wrapper names the version that handled it.
@@ -32,7 +34,7 @@ export async function v1Api(app: FastifyInstance, options: V1Options): Promise<v
   // decisions §6: an unknown path under /api/v1/ is a 404 with the envelope.
   app.setNotFoundHandler((request, reply) => sendEnvelopedError(reply, noEndpoint(request)));
   healthRoutes(app, clients);
-  bannerRoutes(app, clients, operatorToken, onBannerWritten);
-  subjectRoutes(app, clients, operatorToken);
-  webhookRoutes(app, clients, operatorToken);
+  bannerRoutes(app, clients, relay, onBannerWritten);
+  subjectRoutes(app, clients, relay);
+  webhookRoutes(app, clients, relay);
 }

@@ -92,6 +92,7 @@ export async function startTestService(options: TestServiceOptions = {}): Promis
       config,
       transport,
       operatorToken: secrets.operatorToken,
+      inProcess: !network,
       logger,
       // The stand-alone gateway hears of no publish but its own (gateway/main.ts).
       onPublicChange: network ? undefined : daemon.onPublicChange,

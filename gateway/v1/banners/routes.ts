@@ -2,7 +2,7 @@ import type { FastifyInstance, FastifyRequest } from "fastify";
 import type { DaemonClients } from "#gateway/daemon-clients.js";
 import { sendData } from "#gateway/envelope.js";
 import { bannerJson } from "#gateway/json.js";
-import { rawBody, relayOptions } from "#gateway/relay.js";
+import { type Relay, rawBody, relayOptions } from "#gateway/relay.js";
 import { routePath } from "#gateway/v1/methods.js";
 
 const idOf = (request: FastifyRequest) => (request.params as { id: string }).id;
@@ -14,21 +14,21 @@ const idOf = (request: FastifyRequest) => (request.params as { id: string }).id;
 export function bannerRoutes(
   app: FastifyInstance,
   clients: DaemonClients,
-  operatorToken: string,
+  relay: Relay,
   onBannerWritten: (publicId: string) => void,
 ): void {
   routePath(app, "/banners", {
     async GET(request, reply) {
       const { banners } = await clients.banners.listBanners(
         {},
-        relayOptions(request, reply, operatorToken),
+        relayOptions(request, reply, relay),
       );
       return sendData(reply, 200, { banners: banners.map(bannerJson) });
     },
     async POST(request, reply) {
       const { banner } = await clients.banners.createBanner(
         { json: rawBody(request) },
-        relayOptions(request, reply, operatorToken),
+        relayOptions(request, reply, relay),
       );
       return sendData(reply, 201, { banner: banner && bannerJson(banner) });
     },
@@ -38,14 +38,14 @@ export function bannerRoutes(
     async GET(request, reply) {
       const { banner } = await clients.banners.getBanner(
         { id: idOf(request) },
-        relayOptions(request, reply, operatorToken),
+        relayOptions(request, reply, relay),
       );
       return sendData(reply, 200, { banner: banner && bannerJson(banner) });
     },
     async PATCH(request, reply) {
       const { banner } = await clients.banners.updateBanner(
         { id: idOf(request), json: rawBody(request) },
-        relayOptions(request, reply, operatorToken),
+        relayOptions(request, reply, relay),
       );
       if (banner) onBannerWritten(banner.publicId);
       return sendData(reply, 200, { banner: banner && bannerJson(banner) });
@@ -56,7 +56,7 @@ export function bannerRoutes(
     async POST(request, reply) {
       const { banner } = await clients.banners.publishBanner(
         { id: idOf(request) },
-        relayOptions(request, reply, operatorToken),
+        relayOptions(request, reply, relay),
       );
       if (banner) onBannerWritten(banner.publicId);
       return sendData(reply, 200, { banner: banner && bannerJson(banner) });

@@ -2,7 +2,7 @@ import type { FastifyInstance, FastifyReply } from "fastify";
 import type { DaemonClients } from "#gateway/daemon-clients.js";
 import { sendData, sendDataWithJsonMember } from "#gateway/envelope.js";
 import { snapshotFields, snapshotJson, utf8 } from "#gateway/json.js";
-import { rawBody, relayOptions } from "#gateway/relay.js";
+import { type Relay, rawBody, relayOptions } from "#gateway/relay.js";
 import { routePath } from "#gateway/v1/methods.js";
 import type { SubjectSnapshot } from "#gen/consent/v1/subject_pb.js";
 
@@ -10,16 +10,12 @@ import type { SubjectSnapshot } from "#gen/consent/v1/subject_pb.js";
  * spec 4.5-4.7: the cross-device consent endpoints. Bodies go to the daemon verbatim; it checks
  * credentials, limits and the body (with its 20 KB rule) in the order of decisions §2.
  */
-export function subjectRoutes(
-  app: FastifyInstance,
-  clients: DaemonClients,
-  operatorToken: string,
-): void {
+export function subjectRoutes(app: FastifyInstance, clients: DaemonClients, relay: Relay): void {
   routePath(app, "/consent/subjects/resolve", {
     async POST(request, reply) {
       const { found, snapshot } = await clients.subjects.resolveSubject(
         { json: rawBody(request), consentStateAsJson: true },
-        relayOptions(request, reply, operatorToken),
+        relayOptions(request, reply, relay),
       );
       // decisions §4: no snapshot → { found: false } and nothing else.
       if (!found || !snapshot) return sendData(reply, 200, { found: false });
@@ -31,7 +27,7 @@ export function subjectRoutes(
     async PUT(request, reply) {
       const { snapshot } = await clients.subjects.putSubjectState(
         { json: rawBody(request), consentStateAsJson: true },
-        relayOptions(request, reply, operatorToken),
+        relayOptions(request, reply, relay),
       );
       if (!snapshot) return sendData(reply, 200, { success: true });
       return sendSnapshot(reply, { success: true }, snapshot);
@@ -39,7 +35,7 @@ export function subjectRoutes(
     async DELETE(request, reply) {
       const { deleted } = await clients.subjects.deleteSubjectState(
         { json: rawBody(request) },
-        relayOptions(request, reply, operatorToken),
+        relayOptions(request, reply, relay),
       );
       return sendData(reply, 200, { success: true, deleted });
     },

@@ -2,7 +2,7 @@ import type { FastifyInstance, FastifyRequest } from "fastify";
 import type { DaemonClients } from "#gateway/daemon-clients.js";
 import { sendData } from "#gateway/envelope.js";
 import { isoTime } from "#gateway/json.js";
-import { rawBody, relayOptions } from "#gateway/relay.js";
+import { type Relay, rawBody, relayOptions } from "#gateway/relay.js";
 import { routePath } from "#gateway/v1/methods.js";
 import type { Webhook } from "#gen/consent/v1/webhook_pb.js";
 
@@ -29,23 +29,19 @@ export function webhookJson(webhook: Webhook | undefined): Record<string, unknow
 }
 
 /** decisions §8: webhook endpoints, by API key (webhooks:read / webhooks:write). */
-export function webhookRoutes(
-  app: FastifyInstance,
-  clients: DaemonClients,
-  operatorToken: string,
-): void {
+export function webhookRoutes(app: FastifyInstance, clients: DaemonClients, relay: Relay): void {
   routePath(app, "/webhooks", {
     async GET(request, reply) {
       const { webhooks } = await clients.webhooks.listWebhooks(
         {},
-        relayOptions(request, reply, operatorToken),
+        relayOptions(request, reply, relay),
       );
       return sendData(reply, 200, { webhooks: webhooks.map(webhookJson) });
     },
     async POST(request, reply) {
       const { webhook } = await clients.webhooks.createWebhook(
         { json: rawBody(request) },
-        relayOptions(request, reply, operatorToken),
+        relayOptions(request, reply, relay),
       );
       return sendData(reply, 201, { webhook: webhookJson(webhook) });
     },
@@ -55,21 +51,21 @@ export function webhookRoutes(
     async GET(request, reply) {
       const { webhook } = await clients.webhooks.getWebhook(
         { id: idOf(request) },
-        relayOptions(request, reply, operatorToken),
+        relayOptions(request, reply, relay),
       );
       return sendData(reply, 200, { webhook: webhookJson(webhook) });
     },
     async PATCH(request, reply) {
       const { webhook } = await clients.webhooks.updateWebhook(
         { id: idOf(request), json: rawBody(request) },
-        relayOptions(request, reply, operatorToken),
+        relayOptions(request, reply, relay),
       );
       return sendData(reply, 200, { webhook: webhookJson(webhook) });
     },
     async DELETE(request, reply) {
       const { deleted } = await clients.webhooks.deleteWebhook(
         { id: idOf(request) },
-        relayOptions(request, reply, operatorToken),
+        relayOptions(request, reply, relay),
       );
       return sendData(reply, 200, { deleted });
     },
