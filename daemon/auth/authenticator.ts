@@ -1,8 +1,7 @@
-import { timingSafeEqual } from "node:crypto";
 import type { HandlerContext } from "@connectrpc/connect";
 import { type Caller, callerOf } from "#daemon/auth/caller.js";
 import { planIncludesCrossDevice, type Scope } from "#daemon/auth/scopes.js";
-import { type SecretCheck, secretCheck } from "#daemon/auth/secrets.js";
+import { digestsEqual, type SecretCheck, secretCheck } from "#daemon/auth/secrets.js";
 import type { Clock } from "#daemon/clock.js";
 import { DomainError, type RateLimitState } from "#daemon/errors.js";
 import { parseApiKey, secretHash } from "#daemon/keys/api-key-format.js";
@@ -158,7 +157,7 @@ export class Authenticator {
     // decisions §2: a string failing the format or checksum is invalid_key without a look-up.
     const key = parseApiKey(bearer) ? await this.options.store.keys.findByHash(bearerHash) : null;
     // Found through the hash index, so equal: checked again, in constant time (fixed-length hex).
-    if (!key || !hashesEqual(key.keyHash, bearerHash)) {
+    if (!key || !digestsEqual(key.keyHash, bearerHash)) {
       throw await this.failed(ipBucket, "invalid_key", "The API key is malformed or unknown");
     }
     if (key.revokedAt && key.revokedAt <= now) {
@@ -247,9 +246,4 @@ export class Authenticator {
     if (!team) throw new DomainError("not_found", "not_found", `No team with id ${caller.team}`);
     return team;
   }
-}
-
-/** Two lower-case hex SHA-256 digests compared in constant time. */
-function hashesEqual(a: string, b: string): boolean {
-  return a.length === b.length && timingSafeEqual(Buffer.from(a), Buffer.from(b));
 }

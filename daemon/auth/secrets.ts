@@ -1,17 +1,19 @@
-import { createHmac, hash, randomBytes, timingSafeEqual } from "node:crypto";
+import { createHmac, randomBytes, timingSafeEqual } from "node:crypto";
+import { secretHash } from "#daemon/keys/api-key-format.js";
+
+/**
+ * Whether two digests (secretHash's hex) are equal, in time independent of where they differ. A
+ * digest's length is no secret, and timingSafeEqual throws on unequal lengths.
+ */
+export function digestsEqual(a: string, b: string): boolean {
+  return (
+    a.length === b.length && timingSafeEqual(Buffer.from(a, "latin1"), Buffer.from(b, "latin1"))
+  );
+}
 
 /** Compares two secrets in time independent of where they differ (and of their lengths). */
 export function secretsEqual(presented: string, expected: string): boolean {
-  return timingSafeEqual(sha256(presented), sha256(expected));
-}
-
-/**
- * A fixed-length digest to compare in constant time: SHA-256 as hex from Node's one-shot hash,
- * on every authenticated call. About a third of the cost of a Hash object, and half that of the
- * one-shot hash's own "buffer" output.
- */
-function sha256(value: string): Buffer {
-  return Buffer.from(hash("sha256", value, "hex"), "latin1");
+  return digestsEqual(secretHash(presented), secretHash(expected));
 }
 
 /**
@@ -19,21 +21,19 @@ function sha256(value: string): Buffer {
  * presented and compares fixed-length digests in constant time, as secretsEqual does.
  */
 export class SecretCheck {
-  private readonly digest: Buffer;
+  private readonly digest: string;
 
   constructor(expected: string) {
-    this.digest = sha256(expected);
+    this.digest = secretHash(expected);
   }
 
   matches(presented: string): boolean {
-    return timingSafeEqual(sha256(presented), this.digest);
+    return this.matchesDigest(secretHash(presented));
   }
 
-  /** matches() for a secret already hashed: its SHA-256 as hex (secretHash). */
-  matchesDigest(presentedHex: string): boolean {
-    const presented = Buffer.from(presentedHex, "latin1");
-    // A digest's length is no secret; timingSafeEqual throws on unequal lengths.
-    return presented.length === this.digest.length && timingSafeEqual(presented, this.digest);
+  /** matches() for a secret already hashed (secretHash). */
+  matchesDigest(presented: string): boolean {
+    return digestsEqual(presented, this.digest);
   }
 }
 
