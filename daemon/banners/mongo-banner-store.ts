@@ -1,6 +1,11 @@
 import type { Collection, IndexDescription, WithId } from "mongodb";
 import type { BannerRecord, BannerStore, Compliance } from "#daemon/banners/banner-store.js";
-import { duplicateKeyError, insertUnique, isDuplicateKey } from "#daemon/store/mongo-writes.js";
+import {
+  duplicateKeyError,
+  insertUnique,
+  isDuplicateKey,
+  refusedReplace,
+} from "#daemon/store/mongo-writes.js";
 
 /**
  * A banner as stored in MongoDB: ONE document holds the banner, its domain registration and its
@@ -62,13 +67,12 @@ export class MongoBannerStore implements BannerStore {
         replacement,
       );
       if (matchedCount === 1) return true;
-      // Nothing matched: a stale version or no such banner is a refusal; the expected version
-      // with other identity fields is the caller's bug, as the embedded store reports it.
-      const stored = await this.collection.findOne({ _id }, { projection: { version: 1 } });
-      if (stored?.version === expectedVersion) {
-        throw new RangeError("replace cannot change a banner's publicId, teamId or createdAt");
-      }
-      return false;
+      return refusedReplace(
+        this.collection,
+        _id,
+        expectedVersion,
+        "a banner's publicId, teamId or createdAt",
+      );
     } catch (error) {
       if (isDuplicateKey(error)) throw duplicateKeyError(error, "banner");
       throw error;

@@ -90,3 +90,25 @@ export async function revokeOnce<T extends RevocableDocument>(
   });
   return revoked ?? collection.findOne({ _id: id } as Filter<T>, READ_LATEST);
 }
+
+/**
+ * A versioned replace that matched nothing: false for a stale version or a missing document (the
+ * port's refusal), and a RangeError when the stored version was the expected one, so only the
+ * identity fields in the filter differed, which a replace must never move (`moved` says which).
+ * The embedded stores check the same inside their transactions.
+ */
+export async function refusedReplace<T extends Document & { version: number }>(
+  collection: Collection<T>,
+  id: T["_id"],
+  expectedVersion: number,
+  moved: string,
+): Promise<false> {
+  // READ_LATEST: a majority read could show the version a concurrent replace just moved past,
+  // and turn its ordinary refusal into a RangeError.
+  const stored = await collection.findOne({ _id: id } as Filter<T>, {
+    ...READ_LATEST,
+    projection: { version: 1 },
+  });
+  if (stored?.version === expectedVersion) throw new RangeError(`replace cannot change ${moved}`);
+  return false;
+}

@@ -8,6 +8,7 @@ import {
   isDuplicateKey,
   isOnlyDuplicateKeys,
   READ_LATEST,
+  refusedReplace,
 } from "#daemon/store/mongo-writes.js";
 import {
   type AttemptResult,
@@ -175,13 +176,7 @@ export class MongoWebhookStore implements WebhookStore {
       },
     );
     if (result.matchedCount === 1) return true;
-    // Nothing matched: a stale version or no such endpoint is a refusal; the expected version
-    // with another team or creation time is the caller's bug, as the embedded store reports it.
-    const stored = await this.endpoints.findOne({ _id: id }, { projection: { version: 1 } });
-    if (stored?.version === expectedVersion) {
-      throw new RangeError("replace cannot change a webhook's teamId or createdAt");
-    }
-    return false;
+    return refusedReplace(this.endpoints, id, expectedVersion, "a webhook's teamId or createdAt");
   }
 
   async deleteEndpoint(teamId: string, id: string): Promise<boolean> {
