@@ -127,9 +127,10 @@ export function reducePageUrl(
   if (level === "none") return undefined;
   const reduced = (value: string | undefined) => {
     const url = httpUrl(value);
-    if (!url || !hostAllowed(hostName(url), bannerHosts)) return undefined;
+    const host = url && hostName(url);
+    if (!url || !host || !hostAllowed(host, bannerHosts)) return undefined;
     // Kept with its host as the domain check read it: `shop.example.com.` is `shop.example.com`.
-    url.hostname = hostName(url);
+    url.hostname = host;
     const path = url.pathname.replace(/;[^/]*/g, "");
     const kept = level === "origin" ? url.origin : `${url.origin}${path}`;
     return kept.length <= MAX_KEPT_PAGE_URL ? kept : undefined;

@@ -13,6 +13,11 @@ export class RefusedAddressError extends Error {
   }
 }
 
+/** Why an address is refused, in every message that refuses one. */
+const PUBLIC_ONLY = "webhooks are only delivered to public addresses";
+const HTTP_ONLY_ALLOW_LISTED =
+  "plain http is only allowed to addresses in CONSENT_WEBHOOK_ALLOW_CIDRS";
+
 /** Cloud metadata endpoints, refused by name in the messages (their ranges are refused anyway). */
 const METADATA = new Set(["169.254.169.254", "fd00:ec2::254"]);
 
@@ -117,14 +122,14 @@ export class AddressGuard {
     if (!parsed) return `${address} is not an IP address`;
     if (this.isAllowListed(address)) return null;
     if (httpOnlyAllowListed) {
-      return `plain http is only allowed to addresses in CONSENT_WEBHOOK_ALLOW_CIDRS, and ${address} is not`;
+      return `${HTTP_ONLY_ALLOW_LISTED}, and ${address} is not`;
     }
     const range = ipv4Compatible(parsed) ? "ipv4Compatible" : parsed.range();
     if (range === "unicast") return null;
     const what = METADATA.has(parsed.toString())
       ? "a cloud metadata address"
       : (RANGE_NAMES[range] ?? `a special-purpose address (${range})`);
-    return `${address} is ${what}; webhooks are only delivered to public addresses`;
+    return `${address} is ${what}; ${PUBLIC_ONLY}`;
   }
 
   /**
@@ -158,9 +163,7 @@ export class AddressGuard {
           if (this.refusalOf(address, httpOnlyAllowListed)) {
             // Not which address, nor what kind: a team may read this (a delivery's lastError,
             // TestWebhook), and the service's own DNS view of internal names is not theirs.
-            const allowed = httpOnlyAllowListed
-              ? "plain http is only allowed to addresses in CONSENT_WEBHOOK_ALLOW_CIDRS"
-              : "webhooks are only delivered to public addresses";
+            const allowed = httpOnlyAllowListed ? HTTP_ONLY_ALLOW_LISTED : PUBLIC_ONLY;
             const refusal = `${hostname} resolves to an address this service may not reach; ${allowed}`;
             callback(new RefusedAddressError(refusal), "", 0);
             return;
