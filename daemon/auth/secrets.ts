@@ -1,5 +1,6 @@
 import { createHmac, randomBytes, timingSafeEqual } from "node:crypto";
 import { secretHash } from "#daemon/keys/api-key-format.js";
+import { boundedMemo } from "#daemon/memo.js";
 
 /**
  * Whether two digests (secretHash's hex) are equal, in time independent of where they differ. A
@@ -37,20 +38,11 @@ export class SecretCheck {
   }
 }
 
-const checks = new Map<string, SecretCheck>();
-/** Daemons per process: one, a few in tests; the map never grows past this. */
-const MAX_CHECKS = 16;
-
-/** The SecretCheck of an expected secret, made once per secret and kept for the process. */
-export function secretCheck(expected: string): SecretCheck {
-  let check = checks.get(expected);
-  if (!check) {
-    if (checks.size >= MAX_CHECKS) checks.clear();
-    check = new SecretCheck(expected);
-    checks.set(expected, check);
-  }
-  return check;
-}
+/**
+ * The SecretCheck of an expected secret, made once per secret and kept for the process (daemons
+ * per process: one, a few in tests; at most 16 are kept).
+ */
+export const secretCheck = boundedMemo(16, (expected: string) => new SecretCheck(expected));
 
 /** A new operator token: 32 random bytes. */
 export function generateOperatorToken(): string {

@@ -4,6 +4,7 @@ import ipaddr from "ipaddr.js";
 import type { Clock } from "#daemon/clock.js";
 import { DomainError, type RateLimitState } from "#daemon/errors.js";
 import type { CounterStore } from "#daemon/limits/counter-store.js";
+import { boundedMemo } from "#daemon/memo.js";
 
 /** spec 8: the fixed API-key window. */
 export const KEY_WINDOW_MS = 15 * 60_000;
@@ -128,21 +129,12 @@ export class ClientIpHasher {
    * backend calls from a few addresses, and an HMAC per request was about a tenth of a resolve's
    * CPU. Emptied whenever it reaches MAX_REMEMBERED, so it stays small under a flood of addresses.
    */
-  private readonly remembered = new Map<string, string>();
+  readonly hash: (ip: string) => string;
 
-  constructor(private readonly secret: Buffer) {}
-
-  hash(ip: string): string {
-    let hashed = this.remembered.get(ip);
-    if (hashed === undefined) {
-      hashed = createHmac("sha256", this.secret)
-        .update(clientOfIp(ip))
-        .digest("base64url")
-        .slice(0, 22);
-      if (this.remembered.size >= MAX_REMEMBERED) this.remembered.clear();
-      this.remembered.set(ip, hashed);
-    }
-    return hashed;
+  constructor(secret: Buffer) {
+    this.hash = boundedMemo(MAX_REMEMBERED, (ip: string) =>
+      createHmac("sha256", secret).update(clientOfIp(ip)).digest("base64url").slice(0, 22),
+    );
   }
 }
 

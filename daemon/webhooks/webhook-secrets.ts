@@ -1,4 +1,5 @@
 import { createCipheriv, createDecipheriv, randomBytes } from "node:crypto";
+import { boundedMemo } from "#daemon/memo.js";
 
 /** Standard Webhooks: a signing secret is `whsec_` + base64 of its key bytes (24 at least; 32 here). */
 const SECRET_PREFIX = "whsec_";
@@ -32,7 +33,7 @@ export function signingKeyOf(secret: string): Buffer {
 export class WebhookSecretBox {
   private readonly keys: readonly Buffer[];
   /** Opened secrets by sealed value, at most OPENED_MAX. */
-  private readonly opened = new Map<string, string>();
+  private readonly opened = boundedMemo(OPENED_MAX, (sealed: string) => this.decrypt(sealed));
 
   constructor(keys: readonly Buffer[]) {
     if (keys.length === 0) throw new RangeError("the webhook secret keyring is empty");
@@ -56,13 +57,7 @@ export class WebhookSecretBox {
    * rotation seals a new value, so a kept secret is never a stale one.
    */
   open(sealed: string): string {
-    let secret = this.opened.get(sealed);
-    if (secret === undefined) {
-      secret = this.decrypt(sealed);
-      if (this.opened.size >= OPENED_MAX) this.opened.clear();
-      this.opened.set(sealed, secret);
-    }
-    return secret;
+    return this.opened(sealed);
   }
 
   private decrypt(sealed: string): string {
