@@ -271,10 +271,16 @@ describe.skipIf(skipBrowserTests)("banner runtime in Chromium: layouts and choic
   });
   it("keeps an inline box in the page flow at any position, shown whatever the page's CSS says of divs", async () => {
     ctx.site.file("/hostile.css", "text/css", "div:empty{display:none}");
-    for (const layout of ["inline", "modal"] as const) {
+    const cases = [
+      ["inline", "top"],
+      ["inline", "center"],
+      ["inline", "bottom"],
+      ["modal", "center"],
+    ] as const;
+    for (const [layout, position] of cases) {
       const fixture = await bannerFixture(ctx.service, {
         domain: "localhost",
-        configuration: { categories, layout, position: "center" },
+        configuration: { categories, layout, position },
       });
       await page.goto(
         ctx.site.page(`/flow-${fixture.publicId}`, {
@@ -283,14 +289,20 @@ describe.skipIf(skipBrowserTests)("banner runtime in Chromium: layouts and choic
         }),
       );
       await expect.poll(() => dialog(page).isVisible()).toBe(true);
-      if (layout === "inline") {
+      const [panel, heading] = await Promise.all([
+        dialog(page).boundingBox(),
+        page.getByRole("heading", { name: "Shop" }).boundingBox(),
+      ]);
+      const [top, bottom] = [panel?.y ?? -1, (panel?.y ?? 0) + (panel?.height ?? 0)];
+      expect([layout, position, top >= 0]).toEqual([layout, position, true]);
+      if (layout === "modal") {
+        expect(bottom).toBeLessThanOrEqual(page.viewportSize()?.height ?? 0);
+      } else if (position === "bottom") {
+        // Last in <body>: below the page's content.
+        expect(top).toBeGreaterThanOrEqual((heading?.y ?? 0) + (heading?.height ?? 0));
+      } else {
         // First in <body>, above the page's heading, and wholly inside the document.
-        const [panel, heading] = await Promise.all([
-          dialog(page).boundingBox(),
-          page.getByRole("heading", { name: "Shop" }).boundingBox(),
-        ]);
-        expect(panel?.y).toBeGreaterThanOrEqual(0);
-        expect((panel?.y ?? 0) + (panel?.height ?? 0)).toBeLessThanOrEqual(heading?.y ?? 0);
+        expect(bottom).toBeLessThanOrEqual(heading?.y ?? 0);
       }
     }
   });
@@ -310,7 +322,11 @@ describe.skipIf(skipBrowserTests)("banner runtime in Chromium: layouts and choic
           ).consentBanner.showPreferences(),
         );
         await expect.poll(() => dialog(page).count()).toBe(1);
-        expect(await linkFocused()).toBe(false); // on the first switch
+        expect(
+          await page.evaluate(
+            () => (document.activeElement?.shadowRoot?.activeElement as HTMLInputElement)?.name,
+          ),
+        ).toBe("analytics"); // the first switch that is not locked
         if (closeBy === "Escape") await page.keyboard.press("Escape");
         else await dialog(page).getByRole("button", { name: "Save choices" }).press("Enter");
         await expect.poll(() => dialog(page).count()).toBe(0);
@@ -366,5 +382,6 @@ describe.skipIf(skipBrowserTests)("banner runtime in Chromium: layouts and choic
     const panel = dialog(page);
     await expect.poll(() => panel.count()).toBe(1);
     expect(await panel.evaluate((e) => e.scrollWidth <= e.clientWidth)).toBe(true);
+    expect((await panel.boundingBox())?.width).toBeLessThanOrEqual(320);
   });
 });
