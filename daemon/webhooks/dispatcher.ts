@@ -58,7 +58,7 @@ interface PassLimits {
  * teams with no attempt in flight: two or more teams with slow endpoints cannot hold every slot
  * either, and a team whose deliveries are not waiting on anyone is never made to wait behind them.
  */
-const RESERVED_FOR_NEW_TEAMS = 16;
+export const RESERVED_FOR_NEW_TEAMS = 16;
 export const FULL_SPEED: PassLimits = {
   events: EVENT_BATCH,
   starts: MAX_IN_FLIGHT,

@@ -7,6 +7,7 @@ import {
   FAILING_DISABLE_AFTER_MS,
   FULL_SPEED,
   MAX_YIELD_MS,
+  RESERVED_FOR_NEW_TEAMS,
   YIELD_WINDOW_MS,
   YIELDING,
 } from "#daemon/webhooks/dispatcher.js";
@@ -466,34 +467,10 @@ describe("consent.given delivery", () => {
     }
   });
 
-  it("gives one team at most half the attempt slots, however many endpoints of it hang", async () => {
-    const hanging = await Promise.all([0, 1, 2].map(() => new WebhookReceiver().start()));
-    for (const receiver of hanging) receiver.answer = () => NEVER;
-    try {
-      const team = await subscribed({ url: hanging[0]?.url });
-      for (const receiver of hanging.slice(1)) {
-        const created = await http(service, "POST", "/api/v1/webhooks", {
-          key: team.key,
-          body: { url: receiver.url },
-        });
-        expect(created.status).toBe(201);
-      }
-      // Every choice is a delivery to each of the three endpoints: 3 × 32 could be in flight.
-      for (let i = 0; i < ATTEMPTS_PER_ENDPOINT; i++)
-        await postLog(service, aChoice(team.publicId));
-      const inFlight = () => hanging.reduce((sum, receiver) => sum + receiver.received.length, 0);
-      await eventually(
-        () => (inFlight() >= FULL_SPEED.perTeam ? true : undefined),
-        "the team's endpoints hold the team's share of the slots",
-      );
-      await anotherTeamDelivers(BEFORE_TIMEOUTS_MS);
-      expect(inFlight()).toBe(FULL_SPEED.perTeam);
-    } finally {
-      await Promise.all(hanging.map((receiver) => receiver.stop()));
-    }
-  });
-
-  /** A team with `count` endpoints, all at receivers that never answer (or at `urls`). */
+  /**
+   * A team with an endpoint at each of `urls` (receivers that never answer) and more choices than
+   * one endpoint may have attempts in flight.
+   */
   async function hangingTeam(urls: string[]) {
     const team = await subscribed({ url: urls[0] });
     for (const url of urls.slice(1)) {
@@ -507,6 +484,24 @@ describe("consent.given delivery", () => {
     for (let i = 0; i < ATTEMPTS_PER_ENDPOINT; i++) await postLog(service, aChoice(team.publicId));
     return team;
   }
+
+  it("gives one team at most half the attempt slots, however many endpoints of it hang", async () => {
+    const hanging = await Promise.all([0, 1, 2].map(() => new WebhookReceiver().start()));
+    for (const receiver of hanging) receiver.answer = () => NEVER;
+    try {
+      // Every choice is a delivery to each of the three endpoints: 3 × 32 could be in flight.
+      await hangingTeam(hanging.map((receiver) => receiver.url));
+      const inFlight = () => hanging.reduce((sum, receiver) => sum + receiver.received.length, 0);
+      await eventually(
+        () => (inFlight() >= FULL_SPEED.perTeam ? true : undefined),
+        "the team's endpoints hold the team's share of the slots",
+      );
+      await anotherTeamDelivers(BEFORE_TIMEOUTS_MS);
+      expect(inFlight()).toBe(FULL_SPEED.perTeam);
+    } finally {
+      await Promise.all(hanging.map((receiver) => receiver.stop()));
+    }
+  });
 
   it("never makes a team wait for the connections of another team's endpoint on the same host", async () => {
     // One receiving service for many teams: the same host and port, a path each.
@@ -537,7 +532,7 @@ describe("consent.given delivery", () => {
       await hangingTeam([hanging[0]?.url ?? "", hanging[1]?.url ?? ""]);
       await hangingTeam([hanging[2]?.url ?? "", hanging[3]?.url ?? ""]);
       const inFlight = () => hanging.reduce((sum, receiver) => sum + receiver.received.length, 0);
-      const heldBack = MAX_IN_FLIGHT - 16; // the reserve for teams with nothing in flight
+      const heldBack = MAX_IN_FLIGHT - RESERVED_FOR_NEW_TEAMS;
       await eventually(
         () => (inFlight() >= heldBack ? true : undefined),
         "two hanging teams hold every slot but the reserve",
