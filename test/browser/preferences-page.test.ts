@@ -4,6 +4,7 @@ import type { Browser, BrowserContext, Page } from "playwright-core";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { launchChromium, skipBrowserTests } from "#test/support/browser.js";
 import { aChoice, bannerFixture, postLog, storedRows } from "#test/support/consent-log.js";
+import { freePort } from "#test/support/processes.js";
 import { startTestService, type TestService } from "#test/support/service.js";
 
 const configuration = {
@@ -15,14 +16,6 @@ const configuration = {
 };
 
 /** A port free just now on 127.0.0.1, so CONSENT_BASE_URL can name the gateway before it starts. */
-async function freePort(): Promise<number> {
-  const probe = createServer();
-  await new Promise<void>((resolve) => probe.listen(0, "127.0.0.1", resolve));
-  const { port } = probe.address() as AddressInfo;
-  await new Promise<void>((resolve) => probe.close(() => resolve()));
-  return port;
-}
-
 /**
  * Another website, on 127.0.0.1 and reached as http://localhost:<port> (another site than the
  * gateway's 127.0.0.1) or http://127.0.0.1:<port> (the same site, another origin), whose page

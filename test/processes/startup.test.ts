@@ -1,11 +1,11 @@
 import { once } from "node:events";
 import { chmod, mkdtemp, readFile, rm, stat, writeFile } from "node:fs/promises";
-import { type AddressInfo, createServer } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import {
   DAEMON_URL,
+  freePort,
   GATEWAY_URL,
   PROGRAMS,
   startProgram,
@@ -211,10 +211,7 @@ describe("start-up of the real programs", () => {
   });
 
   it("one port for both listeners stops npm start with exit code 1 and one line naming the settings", async () => {
-    const probe = createServer();
-    await new Promise<void>((resolve) => probe.listen(0, "127.0.0.1", resolve));
-    const port = String((probe.address() as AddressInfo).port);
-    await new Promise((resolve) => probe.close(resolve));
+    const port = String(await freePort());
     const clash = await refusedStart(PROGRAMS.consent, {
       CONSENT_HTTP_PORT: port,
       CONSENT_GRPC_PORT: port,

@@ -3,7 +3,7 @@ import path from "node:path";
 import { createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { describe, expect, it } from "vitest";
-import { runCli } from "#cli/test-support/cli-process.js";
+import { cliFor, runCli } from "#cli/test-support/cli-process.js";
 import { ConsentLogService } from "#gen/consent/v1/consent_log_pb.js";
 import {
   consentState,
@@ -31,6 +31,12 @@ describe("npm start when the disk refuses a write", { timeout: 120_000 }, () => 
     const first = await startService(dataDir);
     const { key, id: keyId } = await mintKey(first.service, await createTeam(first.service));
     const { publicId } = await createBanner(first.service, key);
+    // A subject state stored while there is room, for the erasure under a refusing guard.
+    const stored = await http(first.service, "PUT", "/api/v1/consent/subjects/state", {
+      key,
+      body: { bannerId: publicId, subjectId: "kept", baseVersion: 0, consentState: consentState() },
+    });
+    expect(stored.status).toBe(200);
     expect(await first.program.stop()).toBe(0);
     return { key, keyId, publicId };
   }
@@ -123,6 +129,17 @@ describe("npm start when the disk refuses a write", { timeout: 120_000 }, () => 
     });
     expect(erased.status).toBe(200);
     expect(erased.body.data).toEqual({ success: true, deleted: 0 });
+    const keptRef = { bannerId: publicId, subjectId: "kept" };
+    const erasedKept = await http(service, "DELETE", "/api/v1/consent/subjects/state", {
+      key,
+      body: keptRef,
+    });
+    expect(erasedKept.body.data).toEqual({ success: true, deleted: 1 });
+    const gone = await http(service, "POST", "/api/v1/consent/subjects/resolve", {
+      key,
+      body: keptRef,
+    });
+    expect(gone.body.data).toEqual({ found: false });
     const { admin, auth } = operator(service);
     expect((await admin.revokeApiKey({ id: keyId }, auth)).apiKey?.revokedAt).toBeDefined();
     // The operator's health check says so: exit 1, with what to do.
@@ -146,28 +163,20 @@ describe("npm start when the disk refuses a write", { timeout: 120_000 }, () => 
       /Store\s+the store refuses writes: the data directory's disk is low on free space \(CONSENT_MIN_FREE_MB/,
     );
     // A write the operator makes is told why, not sent to a log that has no line for it.
-    const refused = await runCli([
+    const refused = await cliFor({ ...service, dataDir }).fails([
       "teams",
       "create",
       "--name",
       "Later",
       "--plan",
       "free",
-      "--daemon",
-      service.daemonUrl,
-      "--token",
-      service.operatorToken,
-      "--json",
     ]);
-    expect([refused.code, JSON.parse(refused.stderr)]).toEqual([
-      1,
-      {
-        error:
-          "The store refuses writes: the data directory's disk is low on free space (CONSENT_MIN_FREE_MB; reads are served).",
-        code: "store_full",
-        hint: expect.stringContaining("free space on that disk"),
-      },
-    ]);
+    expect(refused).toEqual({
+      error:
+        "The store refuses writes: the data directory's disk is low on free space (CONSENT_MIN_FREE_MB; reads are served).",
+      code: "store_full",
+      hint: expect.stringContaining("free space on that disk"),
+    });
     const afterRevocation = await http(service, "GET", "/api/v1/banners", { key });
     expect(afterRevocation.status).toBe(401);
     // One line for the operator, not one per refused write.

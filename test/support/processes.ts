@@ -1,6 +1,7 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { once } from "node:events";
 import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { type AddressInfo, createServer } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -204,4 +205,13 @@ export async function startService(
   const daemonUrl = await program.waitFor(DAEMON_URL, start.startupMs);
   const operatorToken = (await readFile(path.join(dataDir, "admin-token"), "utf8")).trim();
   return { program, service: endpoints({ gatewayUrl, daemonUrl, operatorToken }) };
+}
+
+/** A TCP port on 127.0.0.1 that was free a moment ago (for a setting that needs a number). */
+export async function freePort(): Promise<number> {
+  const probe = createServer();
+  await new Promise<void>((resolve) => probe.listen(0, "127.0.0.1", resolve));
+  const { port } = probe.address() as AddressInfo;
+  await new Promise<void>((resolve) => probe.close(() => resolve()));
+  return port;
 }
