@@ -35,9 +35,10 @@ export interface LoaderCacheOptions {
   now?: () => number;
 }
 
-/** Bounds on memory: banners kept, and locations kept per banner. */
+/** Bounds on memory: banners kept, locations kept per banner, and public ids known to be missing. */
 const MAX_BANNERS = 5_000;
 const MAX_VARIANTS = 300;
+const MAX_MISSING = 10_000;
 
 const sha256 = (data: Uint8Array | string) =>
   createHash("sha256").update(data).digest("base64url").slice(0, 27);
@@ -72,10 +73,14 @@ interface Loading {
  * publish hook in single-process mode and to the banner routes a stand-alone gateway relays), and
  * otherwise after `revalidateMs`, which is how a publish through another gateway or daemon reaches
  * this one; a banner whose production side is unchanged keeps its compressed bodies. Concurrent
- * requests for one banner share one daemon call.
+ * requests for one banner share one daemon call. An unknown or inactive banner is remembered as
+ * such for as long (a site whose banner was switched off keeps embedding its loader), in a map of
+ * its own, so ids that do not exist never push a live banner's bodies out of memory.
  */
 export class LoaderCache {
   readonly #banners = new Map<string, CachedBanner>();
+  /** Public ids the daemon answered "none" for, with when it did. */
+  readonly #missing = new Map<string, number>();
   readonly #loading = new Map<string, Loading>();
   readonly #now: () => number;
 
@@ -107,6 +112,7 @@ export class LoaderCache {
   invalidate(publicId: string): void {
     const cached = this.#banners.get(publicId);
     if (cached) cached.checkedAt = Number.NEGATIVE_INFINITY;
+    this.#missing.delete(publicId);
     const loading = this.#loading.get(publicId);
     if (loading) {
       loading.token.stale = true;
@@ -121,6 +127,10 @@ export class LoaderCache {
       this.#banners.delete(publicId);
       this.#banners.set(publicId, cached);
       return cached;
+    }
+    const missingSince = this.#missing.get(publicId);
+    if (missingSince !== undefined && this.#now() - missingSince < this.options.revalidateMs) {
+      return null;
     }
     let loading = this.#loading.get(publicId);
     if (!loading) {
@@ -146,23 +156,30 @@ export class LoaderCache {
     // the requests waiting for it but is not kept.
     const current = !token.stale;
     if (!banner) {
-      if (current) this.#banners.delete(publicId);
+      if (current) {
+        this.#banners.delete(publicId);
+        remember(this.#missing, publicId, this.#now(), MAX_MISSING);
+      }
       return null;
     }
+    this.#missing.delete(publicId);
     const fingerprint = sha256(toBinary(PublishedBannerSchema, banner));
     const checkedAt = this.#now();
     const entry: CachedBanner =
       previous?.fingerprint === fingerprint
         ? { ...previous, checkedAt }
         : { banner, fingerprint, checkedAt, variants: new Map() };
-    if (current) {
-      this.#banners.delete(publicId);
-      this.#banners.set(publicId, entry);
-      if (this.#banners.size > MAX_BANNERS) {
-        const oldest = this.#banners.keys().next().value;
-        if (oldest !== undefined) this.#banners.delete(oldest);
-      }
-    }
+    if (current) remember(this.#banners, publicId, entry, MAX_BANNERS);
     return entry;
+  }
+}
+
+/** Sets a map's entry as its most recent, dropping the least recent beyond `max`. */
+function remember<V>(map: Map<string, V>, key: string, value: V, max: number): void {
+  map.delete(key);
+  map.set(key, value);
+  if (map.size > max) {
+    const oldest = map.keys().next().value;
+    if (oldest !== undefined) map.delete(oldest);
   }
 }

@@ -97,4 +97,38 @@ describe("LoaderCache against a daemon it hears nothing from", () => {
     await inFlight; // whatever it read, it must not replace the fresher answer
     expect(await cache.variant(publicId, null)).toBe(fresh);
   });
+
+  it("remembers an inactive banner as missing for the TTL, and serves it again once re-activated", async () => {
+    const { key, id, publicId } = await bannerFixture(service);
+    await http(service, "PATCH", `/api/v1/banners/${id}`, { key, body: { isActive: false } });
+    const before = fetches;
+    expect(await cache.variant(publicId, null)).toBeNull();
+    expect(await cache.variant(publicId, null)).toBeNull();
+    expect(fetches).toBe(before + 1);
+
+    // Re-activated elsewhere: picked up after the TTL.
+    await http(service, "PATCH", `/api/v1/banners/${id}`, { key, body: { isActive: true } });
+    expect(await cache.variant(publicId, null)).toBeNull();
+    now += 30_000;
+    expect((await cache.variant(publicId, null))?.identity.toString()).toContain(publicId);
+
+    // Switched off and on through this gateway: invalidate forgets the miss at once.
+    await http(service, "PATCH", `/api/v1/banners/${id}`, { key, body: { isActive: false } });
+    cache.invalidate(publicId);
+    expect(await cache.variant(publicId, null)).toBeNull();
+    await http(service, "PATCH", `/api/v1/banners/${id}`, { key, body: { isActive: true } });
+    cache.invalidate(publicId);
+    expect(await cache.variant(publicId, null)).not.toBeNull();
+  });
+
+  it("keeps a live banner's bodies beside unknown ids, each asked of the daemon once per TTL", async () => {
+    const { publicId } = await bannerFixture(service);
+    const first = await cache.variant(publicId, null);
+    const unknown = Array.from({ length: 50 }, () => crypto.randomUUID());
+    for (const publicId of unknown) expect(await cache.variant(publicId, null)).toBeNull();
+    const before = fetches;
+    expect(await cache.variant(publicId, null)).toBe(first);
+    for (const publicId of unknown) expect(await cache.variant(publicId, null)).toBeNull();
+    expect(fetches).toBe(before);
+  });
 });

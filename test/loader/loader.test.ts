@@ -143,6 +143,9 @@ describe("GET /loader/{publicId}.js", () => {
     await http(service, "PATCH", `/api/v1/banners/${id}`, { key, body: { isActive: false } });
     const inactive = await loader(service, publicId);
     expect([inactive.status, inactive.headers.get("cache-control")]).toEqual([404, "no-store"]);
+    // Switched back on: served at once, not after the 404 the loader remembered.
+    await http(service, "PATCH", `/api/v1/banners/${id}`, { key, body: { isActive: true } });
+    expect((await loader(service, publicId)).status).toBe(200);
   });
 
   it("serves a publish at once, and never an unpublished draft", async () => {
