@@ -109,6 +109,23 @@ export function parseList(value: string): string[] {
   return [...new Set(items)];
 }
 
+/**
+ * Reads a comma-separated list whose items come from a fixed vocabulary; an item outside it is a
+ * wrong command line (exit 2), named with the whole vocabulary.
+ */
+export function listOf(noun: string, allowed: readonly string[]): (value: string) => string[] {
+  return (value) => {
+    const items = parseList(value);
+    const unknown = items.filter((item) => !allowed.includes(item));
+    if (unknown.length > 0) {
+      throw new InvalidArgumentError(
+        `unknown ${noun} ${unknown.join(", ")}; the ${noun}s are ${allowed.join(", ")}.`,
+      );
+    }
+    return items;
+  };
+}
+
 /** Reads `--daemon`: an http(s) URL of the daemon's port alone, such as `http://127.0.0.1:50051`. */
 export function parseDaemonUrl(value: string): string {
   let url: URL;

@@ -3,6 +3,7 @@ import { type Command, Option } from "commander";
 import { fileFailure } from "#cli/file-errors.js";
 import { nonEmpty } from "#cli/option-parsers.js";
 import { UserError } from "#cli/problems.js";
+import { LAYOUTS, POSITIONS, TELEMETRY_LEVELS } from "#daemon/banners/banner-store.js";
 
 /** Options shared by `banners create` and `banners update`, as commander parses them. */
 export interface BannerFieldOptions {
@@ -46,15 +47,16 @@ export function addBannerFieldOptions(command: Command, mode: "create" | "update
   return command
     .addOption(name)
     .addOption(domain)
-    .option("--layout <layout>", "banner, modal or inline")
-    .option("--position <position>", "top, bottom or center")
+    .addOption(new Option("--layout <layout>", "how the banner shows").choices(LAYOUTS))
+    .addOption(new Option("--position <position>", "where it shows").choices(POSITIONS))
     .option("--primary-color <colour>", "hex, rgb()/rgba()/hsl()/hsla() or a CSS colour name")
     .option("--secondary-color <colour>", "as --primary-color")
     .option("--text-color <colour>", "as --primary-color")
     .option("--accent-color <colour>", "as --primary-color")
-    .option(
-      "--telemetry-level <level>",
-      "what a consent log keeps of the page: none, origin or path",
+    .addOption(
+      new Option("--telemetry-level <level>", "what a consent log keeps of the page").choices(
+        TELEMETRY_LEVELS,
+      ),
     )
     .option("--gdpr", "GDPR compliance on (create default: on)")
     .option("--no-gdpr", "GDPR compliance off")

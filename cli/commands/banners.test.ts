@@ -108,13 +108,25 @@ describe.concurrent("consentctl banners (against a real daemon)", {
   it("exits 1 listing every violated rule the daemon reports", async () => {
     const error = await cli.fails(
       argv`banners create --team ${teamId} --name Bad --domain example.com
-        --layout sideways --primary-color url(evil)`,
+        --primary-color url(evil) --text-color nope`,
     );
     expect(error.error).toBe("Validation failed.");
     expect(error.details?.map((d) => d.field)).toEqual([
-      "configuration.layout",
       "configuration.primaryColor",
+      "configuration.textColor",
     ]);
+  });
+
+  it("exits 2 for a layout, position or telemetry level outside their lists, naming the choices", async () => {
+    const results = await Promise.all([
+      cli.run(argv`banners create --team ${teamId} --name A --domain a.com --layout sideways`),
+      cli.run(argv`banners update some-id --team ${teamId} --position left`),
+      cli.run(argv`banners update some-id --team ${teamId} --telemetry-level full`),
+    ]);
+    for (const result of results) expect([result.code, result.stdout]).toEqual([2, ""]);
+    expect(results[0]?.stderr).toContain("Allowed choices are banner, modal, inline");
+    expect(results[1]?.stderr).toContain("Allowed choices are top, bottom, center");
+    expect(results[2]?.stderr).toContain("Allowed choices are none, origin, path");
   });
 
   it("exits 1 for an unknown banner or team and for an unreadable or invalid --config", async () => {

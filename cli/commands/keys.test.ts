@@ -167,9 +167,8 @@ describe.concurrent("consentctl keys (against a real daemon)", { timeout: E2E_TI
     );
   });
 
-  it("exits 1 with the daemon's details for an unknown scope, a past expiry or an unknown key", async () => {
-    const [scope, past, unknown, team] = await Promise.all([
-      cli.fails(argv`keys create --team ${teamId} --env live --scopes banners:read,nope`),
+  it("exits 1 with the daemon's details for a past expiry or an unknown key", async () => {
+    const [past, unknown, team] = await Promise.all([
       cli.fails(
         argv`keys create --team ${teamId} --env live --scopes banners:read
           --expires-at 2001-01-01T00:00:00Z`,
@@ -177,7 +176,6 @@ describe.concurrent("consentctl keys (against a real daemon)", { timeout: E2E_TI
       cli.fails(argv`keys revoke no-such-key`),
       cli.fails(argv`keys list --team no-such-team`),
     ]);
-    expect(scope.details?.[0]).toMatchObject({ field: "scopes[1]" });
     expect(past.details).toEqual([
       { field: "expiresAt", message: "expiresAt must be in the future" },
     ]);
@@ -239,7 +237,7 @@ describe.concurrent("consentctl keys (against a real daemon)", { timeout: E2E_TI
     expect(listed.expiresAt).toBeUndefined();
   });
 
-  it("exits 2 for a bad --env, --grace or --expires-at before calling the daemon", async () => {
+  it("exits 2 for a bad --env, --grace, --expires-at or --scopes before calling the daemon", async () => {
     const results = await Promise.all([
       cli.run(argv`keys create --team ${teamId} --env prod --scopes banners:read`),
       cli.run(argv`keys rotate some-id --grace 10`),
@@ -248,6 +246,7 @@ describe.concurrent("consentctl keys (against a real daemon)", { timeout: E2E_TI
         argv`keys create --team ${teamId} --env live --scopes banners:read --expires-at tomorrow`,
       ),
       cli.run(argv`keys rotate some-id --grace 91d`),
+      cli.run(argv`keys create --team ${teamId} --env live --scopes banners:read,nope`),
     ]);
     for (const result of results) {
       expect(result.code).toBe(2);
@@ -258,5 +257,6 @@ describe.concurrent("consentctl keys (against a real daemon)", { timeout: E2E_TI
     expect(results[4]?.stderr).toContain(`"91d" is out of range: from 0 to 90d.`);
     expect(results[2]?.stderr).toContain("required option '--grace <duration>'");
     expect(results[3]?.stderr).toContain("ISO 8601");
+    expect(results[5]?.stderr).toContain("unknown scope nope; the scopes are banners:read,");
   });
 });

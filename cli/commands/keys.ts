@@ -5,9 +5,9 @@ import { examples, messageJson, required } from "#cli/format.js";
 import {
   durationIn,
   formatDuration,
+  listOf,
   nonEmpty,
   parseIsoDateTime,
-  parseList,
 } from "#cli/option-parsers.js";
 import type { Runtime } from "#cli/program.js";
 import type { CommandSpec } from "#cli/run-command.js";
@@ -55,7 +55,11 @@ function addCreateKey(keys: Command, runtime: Runtime): void {
         .choices(["live", "test"])
         .makeOptionMandatory(),
     )
-    .requiredOption("--scopes <list>", `comma-separated: ${SCOPES.join(", ")}`, parseList)
+    .requiredOption(
+      "--scopes <list>",
+      `comma-separated: ${SCOPES.join(", ")}`,
+      listOf("scope", SCOPES),
+    )
     .option("--name <name>", "free text to recognise the key by", "")
     .option("--expires-at <iso>", "expiry, ISO 8601 with a zone (default: never)", parseIsoDateTime)
     .addHelpText(

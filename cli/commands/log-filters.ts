@@ -1,7 +1,7 @@
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
-import { type Command, InvalidArgumentError, Option } from "commander";
+import { type Command, Option } from "commander";
 import { teamOption } from "#cli/commands/teams.js";
-import { nonEmpty, parseList, parseTimeBound } from "#cli/option-parsers.js";
+import { listOf, nonEmpty, parseTimeBound } from "#cli/option-parsers.js";
 import { CONSENT_LOG_METHODS } from "#daemon/consent-log/consent-log-rules.js";
 
 /** The filters every `logs` command takes. */
@@ -32,20 +32,8 @@ export function addFilterOptions(command: Command): Command {
     .option(
       "--method <list>",
       `only these methods, comma-separated: ${CONSENT_LOG_METHODS.join(", ")}`,
-      parseMethods,
+      listOf("method", CONSENT_LOG_METHODS),
     );
-}
-
-/** --method: a list of spec 3.3's methods; anything else is a wrong command line (exit 2). */
-function parseMethods(value: string): string[] {
-  const methods = parseList(value);
-  const unknown = methods.filter((m) => !(CONSENT_LOG_METHODS as readonly string[]).includes(m));
-  if (unknown.length > 0) {
-    throw new InvalidArgumentError(
-      `unknown method ${unknown.join(", ")}; the methods are ${CONSENT_LOG_METHODS.join(", ")}.`,
-    );
-  }
-  return methods;
 }
 
 /** --since and --until: ISO 8601 with a zone, or a duration before now. */

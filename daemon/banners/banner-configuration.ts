@@ -1,5 +1,11 @@
 import { z } from "zod";
-import type { BannerConfiguration, ConsentCategory } from "#daemon/banners/banner-store.js";
+import {
+  type BannerConfiguration,
+  type ConsentCategory,
+  LAYOUTS,
+  POSITIONS,
+  TELEMETRY_LEVELS,
+} from "#daemon/banners/banner-store.js";
 import { isColor } from "#daemon/banners/colors.js";
 import { isCountryCode, isRegionCode } from "#daemon/banners/countries.js";
 import { hostOf, notPublicSuffix, PUBLIC_SUFFIX_MESSAGE } from "#daemon/banners/domains.js";
@@ -167,8 +173,8 @@ const additionalDomain = z
  * fields refused so a misspelt option is an error rather than silently ignored.
  */
 export const configurationInput = z.strictObject({
-  layout: z.enum(["banner", "modal", "inline"]).optional(),
-  position: z.enum(["top", "bottom", "center"]).optional(),
+  layout: z.enum(LAYOUTS).optional(),
+  position: z.enum(POSITIONS).optional(),
   primaryColor: color.optional(),
   secondaryColor: color.optional(),
   textColor: color.optional(),
@@ -191,7 +197,7 @@ export const configurationInput = z.strictObject({
       { message: "must not repeat a rule id", ...EVEN_WITH_FAILED_ENTRIES },
     )
     .optional(),
-  telemetryLevel: z.enum(["none", "origin", "path"]).optional(),
+  telemetryLevel: z.enum(TELEMETRY_LEVELS).optional(),
   additionalDomains: z.array(additionalDomain).max(50).optional(),
 });
 

@@ -36,12 +36,17 @@ export interface JurisdictionRule {
   mode: JurisdictionMode;
 }
 
-export type TelemetryLevel = "none" | "origin" | "path";
+/** spec 2.1: the layouts and positions of a banner; decisions §3: what a log keeps of the page. */
+export const LAYOUTS = ["banner", "modal", "inline"] as const;
+export const POSITIONS = ["top", "bottom", "center"] as const;
+export const TELEMETRY_LEVELS = ["none", "origin", "path"] as const;
+
+export type TelemetryLevel = (typeof TELEMETRY_LEVELS)[number];
 
 /** A complete banner configuration: every field is filled (defaults of spec 2.1, decisions §3). */
 export interface BannerConfiguration {
-  layout: "banner" | "modal" | "inline";
-  position: "top" | "bottom" | "center";
+  layout: (typeof LAYOUTS)[number];
+  position: (typeof POSITIONS)[number];
   primaryColor: string;
   secondaryColor: string;
   textColor: string;
