@@ -89,7 +89,8 @@ const WRITES: Record<string, { promise: boolean; callback?: true }> = {
  * revocation rewrites a few pages; a removal, however large, frees more pages than it writes
  * (LMDB reuses the freed ones), so the file hardly grows into the room CONSENT_MIN_FREE_MB
  * keeps. Each method starts its transaction before it first awaits, so the exemption reaches it
- * (guardRecordWrites).
+ * (guardRecordWrites); a method that awaited first would have its write refused, which the store's
+ * test of these writes under a refusing guard catches for each one listed here.
  */
 const EXEMPT_WRITES = {
   keys: ["revoke"],

@@ -121,12 +121,14 @@ describe("LMDB store", () => {
     const teamId = randomUUID();
     const key = aKey(teamId, now);
     const session = aSession(now, shifted(now, DAY));
+    const endedSession = aSession(shifted(now, -2 * DAY), shifted(now, -DAY));
     const endpoint = anEndpoint(teamId, now);
     const kept = aSubject(`ik_1:${randomUUID()}`, 1, now);
     const expired = aSubject(`ik_1:${randomUUID()}`, 1, shifted(now, -2 * DAY));
     const writable = await openLmdbStore({ dataDir });
     await writable.keys.insert(key);
     await writable.sessions.insert(session);
+    await writable.sessions.insert(endedSession);
     await writable.webhooks.insertEndpoint(endpoint);
     await writable.subjects.write(kept, 0, now);
     await writable.subjects.write(expired, 0, shifted(now, -2 * DAY));
@@ -145,6 +147,7 @@ describe("LMDB store", () => {
     expect(revoked).toMatchObject({ status: "fulfilled", value: { id: key.id, revokedAt: now } });
     expect(refused).toMatchObject({ status: "rejected", reason: { name: "StoreFullError" } });
     expect(await full.sessions.revoke(session.id, now)).toMatchObject({ revokedAt: now });
+    expect(await full.sessions.purgeExpired(now)).toBe(1);
     expect(await full.subjects.delete([kept.subjectHash], now)).toBe(1);
     expect(await full.subjects.purgeExpired(now)).toBe(1);
     expect(await full.webhooks.deleteEndpoint(teamId, endpoint.id)).toBe(true);
@@ -157,6 +160,7 @@ describe("LMDB store", () => {
     expect(await reopened.keys.get(key.id)).toMatchObject({ revokedAt: now });
     expect(await reopened.keys.listByTeam(teamId)).toHaveLength(1);
     expect(await reopened.sessions.get(session.id)).toMatchObject({ revokedAt: now });
+    expect(await reopened.sessions.get(endedSession.id)).toBeNull();
     expect(await reopened.subjects.find([kept.subjectHash, expired.subjectHash], now)).toBeNull();
     expect(await reopened.webhooks.getEndpoint(teamId, endpoint.id)).toBeNull();
     await reopened.close();
