@@ -74,3 +74,29 @@ export function beatForPrimary(intervalMs: number): void {
 
 /** For send()'s callback: a message that could not be sent is dropped (see the callers). */
 export function ignoreSendError(): void {}
+
+/** The message a worker sends its primary when it cannot start, worded for the operator. */
+interface StartupFailureMessage {
+  consentStartupFailure: string;
+}
+
+export function isStartupFailure(message: unknown): message is StartupFailureMessage {
+  return typeof fieldOf(message, "consentStartupFailure") === "string";
+}
+
+/**
+ * In a worker of `npm start`: hands a start-up failure the operator can fix (a taken port, a data
+ * directory it may not write) to the primary, which prints the first one only: every worker meets
+ * the same failure, and one line says it. Resolves once the message is sent or cannot be.
+ */
+export function reportStartupFailure(message: string): Promise<void> {
+  return new Promise((resolve) => {
+    if (
+      !process.send?.({ consentStartupFailure: message } satisfies StartupFailureMessage, () =>
+        resolve(),
+      )
+    ) {
+      resolve();
+    }
+  });
+}

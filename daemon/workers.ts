@@ -1,13 +1,15 @@
 import cluster, { type Worker } from "node:cluster";
 import { performance } from "node:perf_hooks";
 import { loadSecrets } from "#daemon/bootstrap.js";
-import { loadConfig, wholeNumberIn } from "#daemon/config.js";
+import { ConfigError, loadConfig, StartupError, wholeNumberIn } from "#daemon/config.js";
 import { openStore, runDaemon } from "#daemon/main.js";
 import {
   beatForPrimary,
   ignoreSendError,
   isHeartbeat,
   isPublicChange,
+  isStartupFailure,
+  reportStartupFailure,
 } from "#daemon/worker-messages.js";
 
 /** Set by the primary in a worker's environment: its number, and the secrets this start created. */
@@ -54,7 +56,13 @@ export async function runService(): Promise<void> {
     const created = JSON.parse(process.env[CREATED_SECRETS] ?? "[]") as string[];
     // The first worker speaks for the service; the others start silently.
     const welcome = process.env[WORKER_INDEX] === "0" ? { created } : false;
-    await runDaemon({ withGateway: true, welcome });
+    try {
+      await runDaemon({ withGateway: true, welcome });
+    } catch (error) {
+      if (!(error instanceof ConfigError || error instanceof StartupError)) throw error;
+      await reportStartupFailure(error.message);
+      process.exit(1);
+    }
     // Watched from the moment it serves: start-up (building the loader's runtime, opening the
     // store) may hold the loop longer on a loaded machine, and is not a stuck worker.
     beatForPrimary(Number(process.env[HEARTBEAT_MS]));
@@ -74,8 +82,8 @@ export async function runService(): Promise<void> {
  * The primary creates the secrets and the store first (so workers read them instead of racing
  * to create them: the embedded store's files and databases, MongoDB's indexes), forks the
  * workers, forwards SIGTERM/SIGINT to them and exits 0 once every one has drained (1 if one did
- * not drain cleanly). A worker that stops on its own (a start-up error it has already printed, a
- * crash) stops the service: the others are told to drain, and the primary exits 1. So does a worker that stops
+ * not drain cleanly). A worker that stops on its own (a start-up error, which the primary prints
+ * once for all workers, or a crash) stops the service: the others are told to drain, and the primary exits 1. So does a worker that stops
  * answering: silent for CONSENT_WORKER_TIMEOUT_MS once it serves, it is killed, since it may
  * still hold connections the primary handed it that will never be answered. Exiting, not
  * replacing the worker, leaves the restart to the supervisor, as for any other failure.
@@ -136,9 +144,15 @@ async function runPrimary(count: number, timeoutMs: number): Promise<void> {
       worker.process.kill("SIGKILL");
     }
   }, heartbeatMs).unref();
+  let startupFailureShown = false;
   cluster.on("message", (from, message) => {
     if (isHeartbeat(message)) {
       if (!from.isDead()) lastBeat.set(from, performance.now());
+      return;
+    }
+    if (isStartupFailure(message)) {
+      if (!startupFailureShown) process.stderr.write(`consent: ${message.consentStartupFailure}\n`);
+      startupFailureShown = true;
       return;
     }
     if (!isPublicChange(message)) return;

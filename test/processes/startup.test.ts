@@ -1,5 +1,6 @@
 import { once } from "node:events";
 import { chmod, mkdtemp, readFile, rm, stat, writeFile } from "node:fs/promises";
+import { type AddressInfo, createServer } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
@@ -220,6 +221,25 @@ describe("start-up of the real programs", () => {
     expectOneLine(clash.message, "consent");
     expect(clash.message).toContain(`EADDRINUSE`);
     expect(clash.message).toContain("CONSENT_HTTP_PORT and CONSENT_GRPC_PORT are the same");
+  });
+
+  it("a taken port stops npm start with several workers with exit code 1 and one line for them all", async () => {
+    const holder = createServer();
+    await new Promise<void>((resolve) => holder.listen(0, "127.0.0.1", resolve));
+    try {
+      const taken = await refusedStart(PROGRAMS.consent, {
+        CONSENT_WORKERS: "2",
+        CONSENT_HTTP_PORT: String((holder.address() as AddressInfo).port),
+        CONSENT_GRPC_PORT: String(await freePort()),
+      });
+      expect(taken.code).toBe(1);
+      expectOneLine(taken.message, "consent");
+      expect(taken.message).toContain(
+        "another process holds that port; choose another CONSENT_HTTP_PORT",
+      );
+    } finally {
+      holder.close();
+    }
   });
 
   it("a CONSENT_TRUST_PROXY entry that is not an address stops npm start and the gateway alone before anything listens, with exit code 1 and one line naming the variable and the entry", async () => {
