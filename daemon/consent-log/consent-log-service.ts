@@ -110,17 +110,21 @@ export function createConsentLogService(
   // Wakes this daemon's tails at once; rows of other daemons reach them by polling.
   const appends = new EventEmitter().setMaxListeners(0);
 
-  /** spec 8: 1,000 calls a minute per client IP, counted before the body is even read. */
-  async function admitVisitor(ctx: HandlerContext): Promise<void> {
+  /**
+   * spec 8: 1,000 calls a minute per client IP, counted before the body is even read. The log
+   * route and the preferences page count apart: a network whose many visitors post choices (one
+   * address behind a NAT) must not lock its visitors out of their preferences.
+   */
+  async function admitVisitor(ctx: HandlerContext, route: "consent-log" | "preferences") {
     const { clientIp } = callerOf(ctx, options.operatorToken);
-    const bucket = `consent-log-ip:${options.ipHasher.hash(clientIp)}`;
+    const bucket = `${route}-ip:${options.ipHasher.hash(clientIp)}`;
     const outcome = await options.limiter.hit(bucket, LOG_IP_LIMIT, MINUTE_MS);
     if (!outcome.allowed) throw rateLimited(outcome.retryAfterSeconds);
   }
 
   return {
     async recordConsent(request, ctx) {
-      await admitVisitor(ctx);
+      await admitVisitor(ctx, "consent-log");
       const body = readConsentLogBody(
         bodyOf(RecordConsentRequestSchema, request, typedLogBody, {
           maxBytes: LOG_BODY_LIMIT,
@@ -175,6 +179,12 @@ export function createConsentLogService(
       },
     }),
 
-    ...createPreferencesHandlers({ store, clock, links, nextLogId, admitVisitor }),
+    ...createPreferencesHandlers({
+      store,
+      clock,
+      links,
+      nextLogId,
+      admitVisitor: (ctx) => admitVisitor(ctx, "preferences"),
+    }),
   };
 }

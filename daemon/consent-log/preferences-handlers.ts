@@ -19,7 +19,7 @@ export interface PreferencesHandlerOptions {
   links: PreferenceLinks;
   /** The service's consentLogId generator, so its rows stay in one increasing order. */
   nextLogId: (receivedAt: Date) => string;
-  /** The log route's per-IP limit, which the page shares. */
+  /** The per-IP limit of the page: the log route's figures, counted apart from it. */
   admitVisitor: (ctx: HandlerContext) => Promise<void>;
 }
 

@@ -130,13 +130,20 @@ describe("POST /api/consent/log: origins, CORS and the client-IP limit", () => {
     ]);
     expect(limited.headers.get("retry-after")).toBe("30");
     expect(limited.headers.get("access-control-allow-origin")).toBe("https://shop.example.com");
+    // The preferences page counts apart: the same address still opens a link.
+    const link = new URL(
+      (await postLog(ctx.service, aChoice(publicId), { ip: "203.0.113.52" })).body
+        .managePreferences,
+    ).pathname;
+    const page = await http(ctx.service, "GET", link, { headers: { "x-forwarded-for": busy } });
+    expect(page.status).toBe(200);
     // Another client is unaffected; the next minute starts over.
     expect((await postLog(ctx.service, aChoice(publicId), { ip: "203.0.113.51" })).status).toBe(
       200,
     );
     ctx.clock.now += 30_000;
     expect((await postLog(ctx.service, aChoice(publicId), { ip: busy })).status).toBe(200);
-    expect(await storedRows(ctx.service, teamId)).toHaveLength(1002);
+    expect(await storedRows(ctx.service, teamId)).toHaveLength(1003);
   });
 
   it("counts refused requests too, an IPv6 client by its /64, and stores no IP in the counters", async () => {

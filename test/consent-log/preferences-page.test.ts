@@ -356,6 +356,31 @@ describe("GET and POST /preferences/{token}", () => {
     expect(result.text).toContain("<h1>Your choices were not saved</h1>");
   });
 
+  it("allows 1,000 requests a minute per client IP, counted apart from the log route, then a 429 page", async () => {
+    const { publicId } = await bannerFixture(ctx.service, { configuration });
+    const busy = ip();
+    const path = new URL(
+      (await postLog(ctx.service, aChoice(publicId), { ip: busy })).body.managePreferences,
+    ).pathname;
+    const statuses: number[] = [];
+    for (let batch = 0; batch < 20; batch++) {
+      const pages = await Promise.all(
+        Array.from({ length: 50 }, () =>
+          http(ctx.service, "GET", path, { headers: { "x-forwarded-for": busy } }),
+        ),
+      );
+      statuses.push(...pages.map((page) => page.status));
+    }
+    expect(statuses.filter((status) => status === 200)).toHaveLength(1000);
+    const limited = await http(ctx.service, "GET", path, { headers: { "x-forwarded-for": busy } });
+    expect(limited.status).toBe(429);
+    expect(limited.headers.get("content-type")).toBe("text/html; charset=utf-8");
+    expect(limited.headers.get("retry-after")).toMatch(/^\d+$/);
+    expect(limited.text).not.toMatch(/Error|at .*\.ts|stack/);
+    // The log route is the address's own still.
+    expect((await postLog(ctx.service, aChoice(publicId), { ip: busy })).status).toBe(200);
+  });
+
   it("shows a not-found page once the banner is inactive", async () => {
     const { key, id, publicId } = await bannerFixture(ctx.service, { configuration });
     const path = await linkFor(publicId);
