@@ -89,10 +89,10 @@ export class MongoWebhookStore implements WebhookStore {
   ) {}
 
   /**
-   * Under a maximum, the insert takes a free slot of the team, below the maximum less the team's
-   * endpoints without a slot: the unique (teamId, slot) index makes the count and the insert one
-   * atomic step, as LMDB's transaction does. A racer that took the same slot first sends the
-   * insert back for another free slot, or a refusal when none is left.
+   * Under a maximum, the insert takes one of the team's lowest free slots, as many as the team has
+   * room for: the unique (teamId, slot) index makes the count and the insert one atomic step, as
+   * LMDB's transaction does. A racer that took the same slot first sends the insert back for
+   * another free slot, or a refusal when none is left.
    */
   async insertEndpoint(endpoint: WebhookEndpointRecord, maxPerTeam?: number): Promise<boolean> {
     const { id, ...fields } = endpoint;
@@ -122,22 +122,25 @@ export class MongoWebhookStore implements WebhookStore {
   }
 
   /**
-   * A slot no endpoint of the team holds, below `maxPerTeam` less its endpoints without a slot
-   * (endpoints are never added without one under a maximum, so that bound only grows); undefined
-   * when the team has `maxPerTeam` endpoints or more. Chosen at random among the free ones, so
-   * that racing inserts seldom pick the same one.
+   * A slot no endpoint of the team holds, among the lowest `maxPerTeam - stored` free ones;
+   * undefined when the team has `maxPerTeam` endpoints or more. Every later read, its count grown by
+   * the inserts since, offers a subset of those slots (fewer of them, from a set that only lost
+   * slots), so racers that read `stored` endpoints can add at most `maxPerTeam - stored` between
+   * them, whatever slots the team's endpoints hold: ones taken under a higher maximum, or none (an
+   * endpoint stored without a maximum). Chosen at random among them, so that racing inserts
+   * seldom pick the same one.
    */
   private async freeSlot(teamId: string, maxPerTeam: number): Promise<number | undefined> {
     const stored = await this.endpoints
       .find({ teamId }, { ...READ_LATEST, projection: { _id: 0, slot: 1 } })
       .toArray();
-    if (stored.length >= maxPerTeam) return undefined;
+    const room = maxPerTeam - stored.length;
+    if (room <= 0) return undefined;
     const taken = new Set<number>();
     for (const { slot } of stored) if (typeof slot === "number") taken.add(slot);
-    const bound = maxPerTeam - (stored.length - taken.size);
     const free: number[] = [];
-    for (let slot = 0; slot < bound; slot++) if (!taken.has(slot)) free.push(slot);
-    return free.length > 0 ? free[randomInt(free.length)] : undefined;
+    for (let slot = 0; free.length < room; slot++) if (!taken.has(slot)) free.push(slot);
+    return free[randomInt(free.length)];
   }
 
   async getEndpoint(teamId: string, id: string): Promise<WebhookEndpointRecord | null> {

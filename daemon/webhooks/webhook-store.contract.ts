@@ -144,6 +144,36 @@ export function describeWebhookStoreContract(openStore: OpenStore): void {
       expect(await store().webhooks.listEndpoints(other)).toHaveLength(max);
     });
 
+    it("keeps to a maximum lower than the team's endpoints were stored under, and counts those stored without one", async () => {
+      // Stored under a maximum of 50, then 8 inserts race under a maximum of 12.
+      const earlier = Array.from({ length: 50 }, (_, i) => anEndpoint(teamId, shifted(now, i)));
+      for (const endpoint of earlier) await store().webhooks.insertEndpoint(endpoint, 50);
+      for (const endpoint of earlier.slice(0, 40)) {
+        await store().webhooks.deleteEndpoint(teamId, endpoint.id);
+      }
+      const lowered = await Promise.all(
+        Array.from({ length: 8 }, () =>
+          store().webhooks.insertEndpoint(anEndpoint(teamId, now), 12),
+        ),
+      );
+      expect(lowered.filter(Boolean)).toHaveLength(2);
+      expect(await store().webhooks.listEndpoints(teamId)).toHaveLength(12);
+
+      // Endpoints stored without a maximum count as much as the others.
+      const other = randomUUID();
+      const counted = Array.from({ length: 5 }, () => anEndpoint(other, now));
+      for (const endpoint of counted) await store().webhooks.insertEndpoint(endpoint, 5);
+      await store().webhooks.insertEndpoint(anEndpoint(other, now));
+      for (const endpoint of counted.slice(0, 2)) {
+        await store().webhooks.deleteEndpoint(other, endpoint.id);
+      }
+      const racing = await Promise.all(
+        Array.from({ length: 4 }, () => store().webhooks.insertEndpoint(anEndpoint(other, now), 5)),
+      );
+      expect(racing.filter(Boolean)).toHaveLength(1);
+      expect(await store().webhooks.listEndpoints(other)).toHaveLength(5);
+    });
+
     it("replaces an endpoint with the record given: fields it leaves out are gone", async () => {
       const endpoint = {
         ...anEndpoint(teamId, now),
