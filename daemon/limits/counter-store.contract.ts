@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import {
+  aheadOfTtlMonitor,
   DAY,
   MINUTE,
   type OpenStore,
@@ -16,7 +17,7 @@ function aCounterName(): string {
 export function describeCounterStoreContract(openStore: OpenStore): void {
   describe("CounterStore contract", () => {
     const store = useFreshStore(openStore);
-    const now = new Date();
+    const now = aheadOfTtlMonitor();
     const window = shifted(now, DAY);
 
     it("starts a new counter at 0 and returns the count after each increment", async () => {

@@ -3,6 +3,7 @@ import { describe, expect, it } from "vitest";
 import type { SessionRecord } from "#daemon/sessions/session-store.js";
 import { DuplicateKeyError } from "#daemon/store/store.js";
 import {
+  aheadOfTtlMonitor,
   DAY,
   MINUTE,
   type OpenStore,
@@ -25,7 +26,7 @@ export function aSession(createdAt: Date, expiresAt: Date, tokenHash?: string): 
 export function describeSessionStoreContract(openStore: OpenStore): void {
   describe("SessionStore contract", () => {
     const store = useFreshStore(openStore);
-    const now = new Date();
+    const now = aheadOfTtlMonitor();
 
     it("finds an inserted session by id and by token hash", async () => {
       const session = aSession(now, shifted(now, DAY));

@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import {
+  aheadOfTtlMonitor,
   DAY,
   MINUTE,
   type OpenStore,
@@ -41,7 +42,7 @@ function aHash(): string {
 export function describeSubjectStoreContract(openStore: OpenStore): void {
   describe("SubjectStore contract", () => {
     const store = useFreshStore(openStore);
-    const now = new Date();
+    const now = aheadOfTtlMonitor();
     const past = shifted(now, -2 * DAY);
 
     /** Stores versions 1…`version` of a record, written in the past; the last expired a minute before `now`. */
