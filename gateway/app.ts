@@ -107,7 +107,9 @@ export async function buildGateway(options: GatewayOptions): Promise<FastifyInst
     ? { inProcess: true }
     : { inProcess: false, operatorToken: options.operatorToken };
   // Outside the versioned API (spec 9.2: /api/banners, /api/v2/...): a plain 404, no version headers.
-  app.setNotFoundHandler((request, reply) => sendPlainError(reply, noEndpoint(request)));
+  const unknownPath = (request: FastifyRequest, reply: FastifyReply) =>
+    sendPlainError(reply, noEndpoint(request));
+  app.setNotFoundHandler(unknownPath);
   app.setErrorHandler((error, request, reply) => sendPlainError(reply, failureOf(request, error)));
   // The loader refreshes on the daemon's publish hook (one process) and on every banner edit or
   // publish this gateway relays, so a stand-alone gateway serves its own publishes at once too.
@@ -131,6 +133,12 @@ export async function buildGateway(options: GatewayOptions): Promise<FastifyInst
     geoHeader: options.geoHeader,
     trustProxy: options.trustProxy,
     onPublicChange,
+  });
+  // An unknown path is answered before its body is read or judged (a malformed Content-Type
+  // would be a 415, a QUERY without one a 400). Added after the plugins, which therefore do not
+  // inherit it: the versioned API answers its own unknown paths (v1/plugin.ts).
+  app.addHook("onRequest", async (request, reply) => {
+    if (request.is404) return unknownPath(request, reply);
   });
   return app;
 }

@@ -1,4 +1,4 @@
-import type { FastifyInstance, FastifyReply } from "fastify";
+import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { HttpError } from "#gateway/errors.js";
 
 /** How a path's family answers a failure: the v1 envelope, the log route's shape, a page. */
@@ -22,15 +22,22 @@ export function refuseOtherMethods(
   const allowed = methods.includes("GET") ? [...methods, "HEAD"] : [...methods];
   const others = app.supportedMethods.filter((method) => !allowed.includes(method));
   const allow = allowed.join(", ");
+  const refuse = (request: FastifyRequest, reply: FastifyReply) =>
+    send(reply.header("Allow", allow), {
+      status: 405,
+      code: "method_not_allowed",
+      message: `Method ${request.method} is not allowed on this endpoint; allowed: ${allow}`,
+      headers: {},
+    });
   app.route({
     method: others,
     url,
-    handler: (request, reply) =>
-      send(reply.header("Allow", allow), {
-        status: 405,
-        code: "method_not_allowed",
-        message: `Method ${request.method} is not allowed on this endpoint; allowed: ${allow}`,
-        headers: {},
-      }),
+    // Answered before the body is read: a body the method cannot take is neither waited for nor
+    // judged (a malformed Content-Type, a QUERY without one).
+    onRequest: async (request, reply) => {
+      await refuse(request, reply);
+      return reply;
+    },
+    handler: refuse,
   });
 }

@@ -1,4 +1,4 @@
-import type { FastifyInstance } from "fastify";
+import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { DaemonClients } from "#gateway/daemon-clients.js";
 import { sendEnvelopedError, setVersionHeaders } from "#gateway/envelope.js";
 import { failureOf, noEndpoint } from "#gateway/errors.js";
@@ -25,14 +25,24 @@ export async function v1Api(app: FastifyInstance, options: V1Options): Promise<v
   const { clients, relay, onBannerWritten } = options;
   app.removeAllContentTypeParsers();
   app.addContentTypeParser("*", { parseAs: "buffer" }, (_request, body, done) => done(null, body));
-  // spec 9.4: every response of the versioned wrapper names the version that handled it.
-  app.addHook("onRequest", async (_request, reply) => setVersionHeaders(reply));
+  const unknownPath = (request: FastifyRequest, reply: FastifyReply) =>
+    sendEnvelopedError(reply, noEndpoint(request));
+  app.addHook("onRequest", async (request, reply) => {
+    // spec 9.4: every response of the versioned wrapper names the version that handled it.
+    setVersionHeaders(reply);
+    // decisions §6: an unknown path is a 404, answered before its body is read or judged.
+    if (request.is404) return unknownPath(request, reply);
+    // The content type plays no part here, so it is dropped before Fastify judges it: a malformed
+    // one (`json`, two merged headers) would be a 415, which spec 7 does not have, answered ahead
+    // of the credential checks (decisions §2).
+    delete request.headers["content-type"];
+  });
   app.setErrorHandler((error, request, reply) => {
     const httpError = failureOf(request, error);
     return sendEnvelopedError(reply, httpError);
   });
   // decisions §6: an unknown path under /api/v1/ is a 404 with the envelope.
-  app.setNotFoundHandler((request, reply) => sendEnvelopedError(reply, noEndpoint(request)));
+  app.setNotFoundHandler(unknownPath);
   healthRoutes(app, clients);
   bannerRoutes(app, clients, relay, onBannerWritten);
   subjectRoutes(app, clients, relay);

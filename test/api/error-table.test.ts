@@ -246,6 +246,41 @@ describe("spec 7 error table", () => {
     expect(JSON.parse(trace.text).data.code).toBe("method_not_allowed");
   });
 
+  it("a malformed Content-Type or a QUERY without one changes no answer: never 415 or 400 ahead of 401, 404 and 405", async () => {
+    const cases = [
+      // [method, path, Content-Type, the answer without any body]
+      ["POST", "/api/v1/consent/subjects/resolve", "json", 401, "unauthorized"],
+      ["POST", "/api/v1/banners", "application/json, text/plain", 401, "unauthorized"],
+      ["POST", "/api/v1/health", ";;;", 405, "method_not_allowed"],
+      ["DELETE", "/api/v1/nope", "a/b/c", 404, "not_found"],
+      ["QUERY", "/api/v1/banners", undefined, 405, "method_not_allowed"],
+      ["QUERY", "/api/v1/nope", undefined, 404, "not_found"],
+      ["QUERY", "/nope", undefined, 404, "not_found"],
+      ["POST", "/nope", "json", 404, "not_found"],
+      ["POST", "/loader/nope.js", "json", 405, "method_not_allowed"],
+    ] as const;
+    for (const [method, path, contentType, status, code] of cases) {
+      const headers: Record<string, string> = contentType ? { "content-type": contentType } : {};
+      const result = await rawHttp(service, method, path, headers, "{}");
+      const body = JSON.parse(result.text);
+      expect([method, path, result.status, body.data?.code ?? body.code]).toEqual([
+        method,
+        path,
+        status,
+        code,
+      ]);
+    }
+    // With a key, a malformed Content-Type is read as any other body.
+    const resolved = await rawHttp(
+      service,
+      "POST",
+      "/api/v1/consent/subjects/resolve",
+      { authorization: `Bearer ${key}`, "content-type": "json" },
+      JSON.stringify({ bannerId: publicId, subjectId: "user-ct" }),
+    );
+    expect([resolved.status, JSON.parse(resolved.text).data.found]).toEqual([200, false]);
+  });
+
   it("404 in the envelope for a path the router cannot read, never the framework's text", async () => {
     for (const path of [
       "/api/v1/banners/%zz",

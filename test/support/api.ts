@@ -57,6 +57,7 @@ export function rawHttp(
   method: string,
   path: string,
   headers: Record<string, string> = {},
+  body?: string,
 ): Promise<{ status: number; headers: Headers; bytes: Buffer; text: string }> {
   return new Promise((resolve, reject) => {
     const sent = httpRequest(`${service.gatewayUrl}${path}`, { method, headers }, (response) => {
@@ -73,7 +74,7 @@ export function rawHttp(
       });
     });
     sent.on("error", reject);
-    sent.end();
+    sent.end(body);
   });
 }
 
