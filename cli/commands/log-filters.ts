@@ -1,7 +1,9 @@
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { type Command, Option } from "commander";
 import { teamOption } from "#cli/commands/teams.js";
+import type { DaemonClient } from "#cli/daemon-client.js";
 import { listOf, nonEmpty, parseTimeBound } from "#cli/option-parsers.js";
+import { UserError } from "#cli/problems.js";
 import { CONSENT_LOG_METHODS } from "#daemon/consent-log/consent-log-rules.js";
 
 /** The filters every `logs` command takes. */
@@ -68,12 +70,32 @@ export function addRangeOptions(command: Command): Command {
     });
 }
 
-/** The request fields of the shared filters. */
-export function filterRequest(options: LogRangeOptions) {
+/**
+ * The request fields of the shared filters. `--banner` is checked against the team's banners
+ * first: rows carry a banner's public id, so any other value selects nothing without a word, and
+ * the likely slip, the banner's own id (the one `banners` commands take), is named as such.
+ */
+export async function filterRequest(client: DaemonClient, options: LogRangeOptions) {
+  if (options.banner) await checkBannerFilter(client, options.team, options.banner);
   return {
     bannerId: options.banner ?? "",
     methods: options.method ?? [],
     since: options.since && timestampFromDate(options.since),
     until: options.until && timestampFromDate(options.until),
   };
+}
+
+async function checkBannerFilter(client: DaemonClient, team: string, banner: string) {
+  const wanted = banner.toLowerCase();
+  const { banners } = await client.banners(team).listBanners({});
+  if (banners.some(({ publicId }) => publicId === wanted)) return;
+  const named = banners.find(({ id }) => id === wanted);
+  if (named) {
+    throw new UserError(
+      `${banner} is the id of banner "${named.name}"; --banner takes its public id, ${named.publicId}.`,
+      undefined,
+      "invalid_argument",
+    );
+  }
+  throw new UserError(`The team has no banner with public id ${banner}.`, LOGS_HINT, "not_found");
 }

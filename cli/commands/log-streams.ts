@@ -105,8 +105,8 @@ export function addTailLogs(logs: Command, runtime: Runtime): void {
               ? `${views.renderTailLine(entry, { color })}\n`
               : `${jsonText(entry && entryJson(entry))}\n`;
           // Ctrl-C is how a tail ends, and a reader that has what it wanted may leave: both exit 0.
+          const { bannerId, methods } = await filterRequest(client, options);
           return untilStopped(io.stdout, async (signal, stopped) => {
-            const { bannerId, methods } = filterRequest(options);
             const stream = client
               .logs(options.team, { streaming: true })
               .tailConsentLogs({ bannerId, methods }, { signal });
@@ -177,6 +177,7 @@ export function addExportLogs(logs: Command, runtime: Runtime): void {
         auth: "operator",
         notFoundHint: LOGS_HINT,
         run: async ({ client, context }, io) => {
+          const request = await filterRequest(client, options);
           const file = options.out ? await openOutput(options.out) : undefined;
           const out = file?.stream ?? io.stdout;
           const progress = context.json ? undefined : progressLine(io);
@@ -186,7 +187,7 @@ export function addExportLogs(logs: Command, runtime: Runtime): void {
             try {
               const stream = client
                 .logs(options.team, { streaming: true })
-                .exportConsentLogs(filterRequest(options), { signal });
+                .exportConsentLogs(request, { signal });
               for await (const batch of stream) {
                 await write(out, writer.batch(batch.entries), signal);
                 rows += batch.entries.length;

@@ -15,7 +15,11 @@ describe.concurrent("consentctl logs (against a real daemon)", { timeout: E2E_TI
     const banner = await cli.json(
       argv`banners create --team ${team.id} --name B --domain shop.example.com`,
     );
-    return { teamId: team.id as string, publicId: banner.publicId as string };
+    return {
+      teamId: team.id as string,
+      bannerId: banner.id as string,
+      publicId: banner.publicId as string,
+    };
   }
 
   /** Records a choice as the banner runtime does: POST /api/consent/log through the gateway. */
@@ -73,14 +77,33 @@ describe.concurrent("consentctl logs (against a real daemon)", { timeout: E2E_TI
     const mine = await teamWithBanner();
     const theirs = await teamWithBanner();
     await record(theirs.publicId);
-    const listed = await cli.json(
+    const listed = await cli.fails(
       argv`logs list --team ${mine.teamId} --banner ${theirs.publicId}`,
     );
-    expect(listed.entries).toEqual([]);
+    expect(listed).toMatchObject({
+      code: "not_found",
+      error: `The team has no banner with public id ${theirs.publicId}.`,
+    });
     const stats = await cli.json(argv`logs stats --team ${mine.teamId}`);
     expect(stats.total).toBe(0);
     const exported = await cli.run(argv`logs export --team ${mine.teamId} --json`);
     expect(exported).toMatchObject({ code: 0, stdout: "", stderr: "" });
+  });
+
+  it("names the banner's public id when --banner is given its own id, before any output is made", async () => {
+    const { teamId, bannerId, publicId } = await teamWithBanner();
+    await record(publicId);
+    const out = path.join(service.dataDir, "by-banner-id.csv");
+    for (const command of ["list", "stats", "export --out", "tail"]) {
+      const args =
+        command === "export --out" ? ["logs", "export", "--out", out] : ["logs", command];
+      const slip = await cli.fails([...args, ...argv`--team ${teamId} --banner ${bannerId}`]);
+      expect(slip).toMatchObject({
+        code: "invalid_argument",
+        error: `${bannerId} is the id of banner "B"; --banner takes its public id, ${publicId}.`,
+      });
+    }
+    await expect(readFile(out)).rejects.toMatchObject({ code: "ENOENT" });
   });
 
   it("counts by method and day with the opt-in rate", async () => {

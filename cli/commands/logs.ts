@@ -43,7 +43,7 @@ function addListLogs(logs: Command, runtime: Runtime): void {
         auth: "operator",
         call: async ({ client }) => {
           const response = await client.logs(options.team).listConsentLogs({
-            ...filterRequest(options),
+            ...(await filterRequest(client, options)),
             pageSize: options.limit,
             pageToken: options.pageToken ?? "",
           });
@@ -79,7 +79,9 @@ function addStatsLogs(logs: Command, runtime: Runtime): void {
         progress: "Counting consent log rows…",
         auth: "operator",
         call: async ({ client }) => {
-          const stats = await client.logs(options.team).consentLogStats(filterRequest(options));
+          const stats = await client
+            .logs(options.team)
+            .consentLogStats(await filterRequest(client, options));
           return {
             total: Number(stats.total),
             byMethod: Object.fromEntries(
