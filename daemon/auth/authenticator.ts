@@ -79,12 +79,18 @@ export class Authenticator {
       return { principal: { kind: "operator" }, team: await this.operatorTeam(caller), caller };
     }
     const presented =
-      caller.bearer !== undefined || (caller.sessionToken !== undefined && requirement.session);
+      caller.bearer !== undefined ||
+      caller.unreadableCredential ||
+      (caller.sessionToken !== undefined && requirement.session);
     if (presented) {
       // spec 8: the failed-authentication limit applies to attempts; a request that presents no
       // credential is not one, and gets its 401 below even from a blocked IP (docs/behaviour.md).
       const ipBucket = this.options.ipHasher.hash(caller.clientIp);
       await this.refuseBlockedIp(ipBucket);
+      // A key sent other than as a Bearer token is a malformed one (docs/behaviour.md).
+      if (caller.unreadableCredential) {
+        throw await this.failed(ipBucket, "invalid_key", "The API key is malformed or unknown");
+      }
       return caller.bearer !== undefined
         ? this.authorizeKey(caller, bearerHash as string, ipBucket, requirement)
         : this.authorizeSession(caller, ipBucket, requirement);

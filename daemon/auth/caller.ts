@@ -35,6 +35,11 @@ export interface Caller {
   clientIp: string;
   /** The bearer credential, if any: an API key or the operator token. */
   bearer: string | undefined;
+  /**
+   * An Authorization header that is present but not `Bearer <token>` (a bare key, `Basic …`):
+   * a credential attempt that never authenticates (spec 5.1 sends keys as Bearer tokens).
+   */
+  unreadableCredential: boolean;
   /** A dashboard session token, if any. */
   sessionToken: string | undefined;
   /** The browser's Origin header, relayed for the session CSRF rule (decisions §2). */
@@ -59,11 +64,11 @@ export function callerOf(ctx: HandlerContext, operatorToken: string): Caller {
 function readCaller(ctx: HandlerContext, operatorToken: string): Caller {
   const header = ctx.requestHeader;
   const authorization = (header.get(CallerHeaders.authorization) ?? "").trim();
-  // A header that is present but not "Bearer <token>" still counts as a (malformed) credential.
-  const bearer = /^Bearer\s+(\S+)$/i.exec(authorization)?.[1] ?? (authorization || undefined);
+  const bearer = /^Bearer\s+(\S+)$/i.exec(authorization)?.[1];
   return {
     clientIp: ctx.values.get(kRelayedClientIp) ?? relayedOverNetwork(ctx, operatorToken),
     bearer,
+    unreadableCredential: bearer === undefined && authorization !== "",
     sessionToken: header.get(CallerHeaders.session) ?? undefined,
     origin: header.get(CallerHeaders.origin) ?? undefined,
     team: header.get(CallerHeaders.team) ?? undefined,

@@ -137,6 +137,17 @@ describe("spec 7 error table", () => {
       expect(envelopeOf(result).code).toBe("invalid_key");
       expect(result.headers.get("x-ratelimit-limit")).toBeNull();
     }
+    // A working key sent other than as `Bearer <key>` (spec 5.1): malformed too.
+    for (const [i, authorization] of [key, `Basic ${key}`, `Bearer ${key} x`].entries()) {
+      const result = await http(service, "GET", "/api/v1/banners", {
+        headers: { authorization, "x-forwarded-for": `10.1.1.${i}` },
+      });
+      expect([authorization, result.status, envelopeOf(result).code]).toEqual([
+        authorization,
+        401,
+        "invalid_key",
+      ]);
+    }
   });
 
   it("401 revoked_key and expired_key", async () => {
