@@ -241,6 +241,15 @@ export class Authenticator {
   }
 
   private async operatorTeam(caller: Caller): Promise<Team> {
+    // The REST API takes API keys (spec 5): there, the operator token is no key, and nothing of
+    // the gRPC metadata it would need is named to a REST client.
+    if (caller.viaGateway) {
+      throw new DomainError(
+        "unauthenticated",
+        "invalid_key",
+        "The API key is malformed or unknown",
+      );
+    }
     if (!caller.team) {
       throw new DomainError(
         "invalid",

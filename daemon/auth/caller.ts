@@ -33,6 +33,8 @@ export const CallerHeaders = {
 export interface Caller {
   /** Client IP (the visitor's, when relayed by a gateway). Never stored raw. */
   clientIp: string;
+  /** Whether a gateway relays the call (a REST request), in this process or with the token. */
+  viaGateway: boolean;
   /** The bearer credential, if any: an API key or the operator token. */
   bearer: string | undefined;
   /**
@@ -65,8 +67,11 @@ function readCaller(ctx: HandlerContext, operatorToken: string): Caller {
   const header = ctx.requestHeader;
   const authorization = (header.get(CallerHeaders.authorization) ?? "").trim();
   const bearer = /^Bearer\s+(\S+)$/i.exec(authorization)?.[1];
+  const inProcess = ctx.values.get(kRelayedClientIp);
+  const relayed = inProcess === undefined ? relayedOverNetwork(ctx, operatorToken) : undefined;
   return {
-    clientIp: ctx.values.get(kRelayedClientIp) ?? relayedOverNetwork(ctx, operatorToken),
+    clientIp: inProcess ?? relayed?.ip ?? ctx.values.get(kPeerAddress) ?? "unknown",
+    viaGateway: inProcess !== undefined || relayed !== undefined,
     bearer,
     unreadableCredential: bearer === undefined && authorization !== "",
     sessionToken: header.get(CallerHeaders.session) ?? undefined,
@@ -75,12 +80,15 @@ function readCaller(ctx: HandlerContext, operatorToken: string): Caller {
   };
 }
 
-/** The client IP a gateway relays in a header with the operator token, else the socket peer's. */
-function relayedOverNetwork(ctx: HandlerContext, operatorToken: string): string {
+/** The client IP a gateway relays in a header with the operator token, if one does. */
+function relayedOverNetwork(
+  ctx: HandlerContext,
+  operatorToken: string,
+): { ip: string } | undefined {
   const header = ctx.requestHeader;
   const relayedIp = header.get(CallerHeaders.clientIp);
   const gatewayToken = header.get(CallerHeaders.gatewayToken);
   const relayTrusted =
     relayedIp !== null && gatewayToken !== null && secretCheck(operatorToken).matches(gatewayToken);
-  return (relayTrusted ? relayedIp : ctx.values.get(kPeerAddress)) ?? "unknown";
+  return relayTrusted ? { ip: relayedIp } : undefined;
 }

@@ -137,6 +137,15 @@ describe("spec 7 error table", () => {
       expect(envelopeOf(result).code).toBe("invalid_key");
       expect(result.headers.get("x-ratelimit-limit")).toBeNull();
     }
+    // The operator token is no API key: the REST API answers it as any unknown key.
+    const operator = await http(service, "GET", "/api/v1/banners", {
+      key: service.operatorToken,
+      headers: { "x-forwarded-for": "10.1.2.1" },
+    });
+    expect([operator.status, envelopeOf(operator)]).toEqual([
+      401,
+      { error: "The API key is malformed or unknown", code: "invalid_key" },
+    ]);
     // A working key sent other than as `Bearer <key>` (spec 5.1): malformed too.
     for (const [i, authorization] of [key, `Basic ${key}`, `Bearer ${key} x`].entries()) {
       const result = await http(service, "GET", "/api/v1/banners", {
