@@ -12,7 +12,7 @@ import {
   isIsoDateTime,
   isoDateTime,
   isoInstant,
-  mapKey,
+  label,
   noRepeats,
   text,
   usOptOutPurposes,
@@ -32,13 +32,15 @@ const subjectReference = {
 
 /**
  * spec 2.4: the canonical consent state, schemaVersion 2. Unknown fields are a 400 (decisions §4);
- * the fields are exactly CONSENT_STATE_FIELDS, which the banner runtime checks too.
+ * the fields are exactly CONSENT_STATE_FIELDS, which the banner runtime checks too. Its names
+ * and codes are labels, without control characters, as the same values in a log post are
+ * (decisions §5: `languageCode` "as in spec 2.4").
  * The order of the two timestamps is checked apart (timestampOrder).
  */
 const consentState = z.strictObject({
   schemaVersion: z.literal(2),
   categories: z
-    .array(text(1, 100))
+    .array(label(1, 100))
     .max(50, "must have at most 50 entries")
     .superRefine(noRepeats("category"), EVEN_WITH_FAILED_ENTRIES),
   revision: integer(0, 1_000_000),
@@ -46,10 +48,10 @@ const consentState = z.strictObject({
   consentId: uuid,
   consentTimestamp: isoDateTime,
   lastConsentTimestamp: isoDateTime,
-  languageCode: text(1, 20),
-  services: z.record(mapKey(1, 100), z.array(text(1, 100)).max(100)).optional(),
+  languageCode: label(1, 20),
+  services: z.record(label(1, 100), z.array(label(1, 100)).max(100)).optional(),
   jurisdictions: z
-    .array(text(1, 64))
+    .array(label(1, 64))
     .max(50)
     .superRefine(noRepeats("jurisdiction"), EVEN_WITH_FAILED_ENTRIES)
     .optional(),

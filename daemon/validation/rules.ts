@@ -91,14 +91,6 @@ export function displayName(max: number, { optional = false } = {}) {
 }
 
 /**
- * A key of a free-form map that is stored as an object (`preferences`, `services`): min-max
- * characters and no NUL, which MongoDB cannot hold in a field name (the embedded store could).
- */
-export function mapKey(min: number, max: number) {
-  return text(min, max).refine((value) => !value.includes("\u0000"), "must not contain NUL");
-}
-
-/**
  * spec 2.4 `usOptOutChoices` and the log payload's `purposeChoices` (decisions §5): the US opt-out
  * purposes, each a yes or no. Strict in a stored state, tolerant in the evolving log payload.
  */

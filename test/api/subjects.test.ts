@@ -80,7 +80,7 @@ describe("consent subject records", () => {
     // Service names out of alphabetical order, unicode and escapes: the answer keeps them.
     const state = {
       ...consentState(),
-      services: { "zeta-pixel": ["pixel"], "ä-analytics": ['quote"d', "line\nbreak \u2028 ✓"] },
+      services: { "zeta-pixel": ["pixel"], "ä-analytics": ['quote"d', "back\\slash \u2028 ✓"] },
     };
     const written = await put({ ...subject, baseVersion: 0, consentState: state });
     const resolved = await resolve(subject);
@@ -394,10 +394,24 @@ describe("consent subject records", () => {
     ).toBe(200);
   });
 
-  it("refuses a NUL character in a services key, which a database field name cannot hold", async () => {
+  it("refuses control characters in the state's names and codes, as a log post does (a NUL no database field name can hold)", async () => {
+    const control = "must not contain control characters";
     expect(
-      await detailsOf({ consentState: consentState({ services: { "a\u0000b": ["x"] } }) }),
-    ).toEqual([violation("consentState.services", "keys must not contain NUL")]);
+      await detailsOf({
+        consentState: consentState({
+          categories: ["necessary", "a\u0000b"],
+          languageCode: "en\u001b[31m",
+          services: { "a\u0000b": ["x"], analytics: ["ga\u0007"] },
+          jurisdictions: ["eu\n"],
+        }),
+      }),
+    ).toEqual([
+      violation("consentState.categories[1]", control),
+      violation("consentState.languageCode", control),
+      violation("consentState.services", `keys ${control}`),
+      violation("consentState.services.analytics[0]", control),
+      violation("consentState.jurisdictions[0]", control),
+    ]);
   });
 
   it("refuses text with an unpaired surrogate, which no store keeps as written", async () => {
