@@ -179,10 +179,11 @@ export const configurationInput = z.strictObject({
   secondaryColor: color.optional(),
   textColor: color.optional(),
   accentColor: color.optional(),
+  // spec 8: a consent state names at most 50 categories, so a banner offers no more.
   categories: z
     .array(category)
     .min(1)
-    .max(30)
+    .max(50, "must have at most 50 entries")
     .superRefine(uniqueCategoryNames, EVEN_WITH_FAILED_ENTRIES)
     .optional(),
   texts: z.record(languageCode, texts).transform(byCanonicalLanguage).optional(),

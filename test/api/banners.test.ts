@@ -290,6 +290,12 @@ describe("banners", () => {
         "must not repeat a category name: analytics",
       ],
       [{ categories: [] }, "configuration.categories", "must have at least 1 entry"],
+      // spec 8: at most 50, the most a consent state names.
+      [
+        { categories: Array.from({ length: 51 }, (_, i) => category(`c${i}`)) },
+        "configuration.categories",
+        "must have at most 50 entries",
+      ],
       // A visitor's choice is keyed by category name, and no body may carry a __proto__ key.
       [
         { categories: [category("necessary"), category("__proto__")] },
@@ -327,6 +333,14 @@ describe("banners", () => {
     }
     // Nothing refused was stored: no new banner, and the edited one exactly as created.
     expect(await listed()).toEqual(before);
+    const fifty = Array.from({ length: 50 }, (_, i) => category(`c${i}`));
+    const most = await post({
+      name: "C",
+      domain: "c.example",
+      configuration: { categories: fifty },
+    });
+    expect(most.status).toBe(201);
+    expect(most.body.data.banner.configuration.categories).toHaveLength(50);
     const unchanged = await http(service, "GET", `/api/v1/banners/${id}`, { key });
     expect(unchanged.body.data.banner).toEqual(created);
 
