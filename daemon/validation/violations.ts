@@ -78,7 +78,9 @@ function entries(count: number | bigint): string {
 
 function article(expected: string): string {
   if (expected === "int") return "an integer";
-  if (expected === "object" || expected === "array") return `an ${expected}`;
+  // A record is a JSON object to the client, whatever zod calls its schema.
+  if (expected === "object" || expected === "record") return "an object";
+  if (expected === "array") return "an array";
   return `a ${expected}`;
 }
 

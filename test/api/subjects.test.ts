@@ -394,6 +394,12 @@ describe("consent subject records", () => {
     ).toBe(200);
   });
 
+  it("names a map that is not a JSON object as such", async () => {
+    expect(await detailsOf({ consentState: consentState({ services: null }) })).toEqual([
+      violation("consentState.services", "must be an object"),
+    ]);
+  });
+
   it("refuses control characters in the state's names and codes, as a log post does (a NUL no database field name can hold)", async () => {
     const control = "must not contain control characters";
     expect(
