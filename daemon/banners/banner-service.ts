@@ -70,8 +70,9 @@ export function createBannerService(
     { session: true },
   );
 
+  /** A banner id is a UUID, read in either case as its public id is. */
   async function ownBanner(auth: Authorized, id: string): Promise<BannerRecord> {
-    const banner = await store.banners.get(auth.team.id, id);
+    const banner = await store.banners.get(auth.team.id, id.toLowerCase());
     if (!banner) throw notFound("No banner with that id on this team");
     return banner;
   }
@@ -102,7 +103,7 @@ export function createBannerService(
     id: string,
     change: (banner: BannerRecord, now: Date) => BannerRecord,
   ): Promise<BannerRecord> {
-    return oneAtATime(id, async () => {
+    return oneAtATime(id.toLowerCase(), async () => {
       for (let attempt = 1; attempt <= REPLACE_ATTEMPTS; attempt++) {
         const current = await ownBanner(auth, id);
         const now = clock();

@@ -50,6 +50,20 @@ describe("banners", () => {
     expect(new Date(banner.createdAt).toISOString()).toBe(banner.createdAt);
   });
 
+  it("reads a banner id in either case, as a public id is", async () => {
+    const { id } = await createBanner(service, key);
+    const upper = id.toUpperCase();
+    const read = await http(service, "GET", `/api/v1/banners/${upper}`, { key });
+    expect([read.status, read.body.data.banner.id]).toEqual([200, id]);
+    const edited = await http(service, "PATCH", `/api/v1/banners/${upper}`, {
+      key,
+      body: { name: "Renamed" },
+    });
+    expect([edited.status, edited.body.data.banner.name]).toEqual([200, "Renamed"]);
+    const published = await http(service, "POST", `/api/v1/banners/${upper}/publish`, { key });
+    expect(published.status).toBe(200);
+  });
+
   it.each([
     ["example.com", "https://example.com"],
     ["http://example.com/", "https://example.com"],
