@@ -146,7 +146,8 @@ function statsFacets(query: ConsentLogStatsQuery): Record<string, Document[]> {
       : {
           $switch: {
             branches: banners.map(([publicId, names]) => ({
-              case: { $eq: ["$publicId", publicId] },
+              // $literal: a value is never read as a field path or an operator.
+              case: { $eq: ["$publicId", { $literal: publicId }] },
               // biome-ignore lint/suspicious/noThenProperty: $switch's branch field is named "then"
               then: { $literal: [...names] },
             })),

@@ -51,7 +51,8 @@ export class MongoKeyStore implements KeyStore {
     };
     const document = await this.collection.findOneAndUpdate(
       { _id: id, revokedAt: null, replacedBy: { $exists: false } },
-      [{ $set: { expiresAt: earlierExpiry, replacedBy } }],
+      // $literal: in a pipeline a string starting with $ would be read as a field path.
+      [{ $set: { expiresAt: earlierExpiry, replacedBy: { $literal: replacedBy } } }],
       { returnDocument: "after" },
     );
     return document && toKey(document);
