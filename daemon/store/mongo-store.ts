@@ -76,7 +76,7 @@ const COUNTER_OPTIONS: CollectionOptions = {
 /**
  * Connects to MongoDB, creates the indexes the adapters rely on (createIndexes is idempotent, so
  * every start runs it) and returns the Store. Fails with a readable StartupError, the driver's as cause,
- * when the server cannot be reached within SERVER_SELECTION_TIMEOUT_MS.
+ * when the server cannot be reached within SERVER_SELECTION_TIMEOUT_MS or refuses the indexes.
  */
 export async function openMongoStore(options: MongoStoreOptions): Promise<Store> {
   let client: MongoClient;
@@ -98,7 +98,16 @@ export async function openMongoStore(options: MongoStoreOptions): Promise<Store>
   try {
     const db = client.db(options.dbName ?? uriParts(options.uri).database ?? "consent");
     const store = createStore(client, db);
-    await createIndexes(db);
+    try {
+      await createIndexes(db);
+    } catch (error) {
+      // The driver's message names the server's reason (a privilege, a missing majority), never
+      // the connection string.
+      throw new StartupError(
+        `MongoDB did not create the service's indexes (${(error as Error).message}): every start creates them, which needs the createIndex privilege and a majority of the replica set to acknowledge`,
+        { cause: error },
+      );
+    }
     return store;
   } catch (error) {
     await client.close();
