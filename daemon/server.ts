@@ -1,4 +1,5 @@
 import { setMaxListeners } from "node:events";
+import { constants, type Http2Server, type ServerHttp2Stream } from "node:http2";
 import type { ConnectRouter, Interceptor } from "@connectrpc/connect";
 import { Code, ConnectError, createContextValues } from "@connectrpc/connect";
 import { fastifyConnectPlugin } from "@connectrpc/connect-fastify";
@@ -156,7 +157,21 @@ export interface ListenOptions {
   host: string;
   port: number;
   logger: Logger;
+  /** How long a call's request has to arrive whole; REQUEST_ARRIVAL_MS unless a test shortens it. */
+  requestArrivalMs?: number;
 }
+
+/**
+ * Streams one connection may have open at once. Node's default sets no bound, and each stream may
+ * hold up to DAEMON_READ_MAX_BYTES of a request before any credential is checked.
+ */
+export const MAX_STREAMS_PER_CONNECTION = 256;
+/**
+ * How long a call's request may take to arrive whole (END_STREAM), as the gateway's
+ * REQUEST_TIMEOUT_MS for a REST request: every method takes one request message, so a request
+ * still arriving after that is stalled, and its stream is reset (CANCEL) with what it buffered.
+ */
+export const REQUEST_ARRIVAL_MS = 30_000;
 
 /** How long calls may still run after closing begins before their context signal is aborted. */
 const CALL_SHUTDOWN_MS = 5_000;
@@ -176,6 +191,16 @@ export async function listenDaemon(daemon: Daemon, options: ListenOptions) {
     forceCloseConnections: true,
     loggerInstance: options.logger,
     logController: new LogController({ disableRequestLogging: true }),
+  });
+  const server = app.server as unknown as Http2Server;
+  server.updateSettings({ maxConcurrentStreams: MAX_STREAMS_PER_CONNECTION });
+  const arrivalMs = options.requestArrivalMs ?? REQUEST_ARRIVAL_MS;
+  server.on("stream", (stream: ServerHttp2Stream) => {
+    if (stream.endAfterHeaders) return;
+    const stalled = setTimeout(() => {
+      if (!stream.destroyed && !stream.state.remoteClose) stream.close(constants.NGHTTP2_CANCEL);
+    }, arrivalMs);
+    stream.once("close", () => clearTimeout(stalled));
   });
   // Every call in flight links its signal to this one: more than ten at once is normal, not a
   // listener leak (connect-es removes each link when its call ends).

@@ -44,6 +44,8 @@ export interface TestServiceOptions {
    * slow its deliveries (the tests of yielding set their own).
    */
   load?: Load;
+  /** How long a call's request has to arrive on the daemon's port (REQUEST_ARRIVAL_MS). */
+  requestArrivalMs?: number;
 }
 
 /**
@@ -80,7 +82,12 @@ export async function startTestService(options: TestServiceOptions = {}): Promis
     // A short poll, so tests that move the clock see due retries promptly.
     webhooks: { allowCidrs: config.webhookAllowCidrs, pollIntervalMs: 50 },
   });
-  const server = await listenDaemon(daemon, { host: "127.0.0.1", port: 0, logger });
+  const server = await listenDaemon(daemon, {
+    host: "127.0.0.1",
+    port: 0,
+    logger,
+    requestArrivalMs: options.requestArrivalMs,
+  });
   let gateway: { url: string; close(): Promise<unknown> } | undefined;
   if (options.gateway) {
     const { startGateway } = await import("#gateway/main.js");

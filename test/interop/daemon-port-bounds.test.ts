@@ -1,0 +1,86 @@
+import http2 from "node:http2";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { MAX_STREAMS_PER_CONNECTION } from "#daemon/server.js";
+import { startTestService, type TestService } from "#test/support/service.js";
+
+/**
+ * The daemon's h2c port holds a request before any credential is checked, so what one client
+ * can make it hold is bounded: streams per connection, and the time a request has to arrive.
+ */
+describe("the daemon port's bounds on what a client makes it hold", () => {
+  let service: TestService;
+  const arrivalMs = 500;
+  beforeAll(async () => {
+    service = await startTestService({ requestArrivalMs: arrivalMs });
+  });
+  afterAll(() => service.close());
+
+  it("announces at most MAX_STREAMS_PER_CONNECTION streams at once", async () => {
+    const session = http2.connect(service.daemonUrl);
+    try {
+      const settings = await new Promise<http2.Settings>((resolve) =>
+        session.once("remoteSettings", resolve),
+      );
+      expect(settings.maxConcurrentStreams).toBe(MAX_STREAMS_PER_CONNECTION);
+    } finally {
+      session.close();
+    }
+  });
+
+  it("resets a call whose request stops arriving, and keeps serving the connection", async () => {
+    const session = http2.connect(service.daemonUrl);
+    try {
+      const headers = {
+        ":method": "POST",
+        ":path": "/consent.v1.SubjectService/ResolveSubject",
+        "content-type": "application/grpc",
+      };
+      const stalled = session.request(headers);
+      // An envelope announcing 1,000 bytes, then 10 of them, and never the rest.
+      const envelope = Buffer.alloc(5);
+      envelope.writeUInt32BE(1_000, 1);
+      stalled.write(Buffer.concat([envelope, Buffer.alloc(10)]));
+      const started = Date.now();
+      const closed = await new Promise<number>((resolve) => {
+        stalled.on("error", () => {});
+        stalled.on("close", () => resolve(stalled.rstCode ?? -1));
+      });
+      expect(closed).toBe(http2.constants.NGHTTP2_CANCEL);
+      expect(Date.now() - started).toBeGreaterThanOrEqual(arrivalMs - 50);
+
+      // The same connection still answers a whole request: no credential, so UNAUTHENTICATED.
+      const whole = session.request(headers);
+      whole.end(Buffer.from([0, 0, 0, 0, 0]));
+      const status = await new Promise<string | undefined>((resolve) => {
+        whole.on("trailers", (trailers) => resolve(String(trailers["grpc-status"])));
+        whole.on("response", (received) => {
+          if (received["grpc-status"] !== undefined) resolve(String(received["grpc-status"]));
+        });
+        whole.resume();
+      });
+      expect(status).toBe("16");
+    } finally {
+      session.close();
+    }
+  });
+
+  it("leaves a server stream that outlives the deadline alone once its request has arrived", async () => {
+    const session = http2.connect(service.daemonUrl);
+    try {
+      const watch = session.request({
+        ":method": "POST",
+        ":path": "/grpc.health.v1.Health/Watch",
+        "content-type": "application/grpc",
+      });
+      watch.end(Buffer.from([0, 0, 0, 0, 0]));
+      const messages: Buffer[] = [];
+      watch.on("data", (chunk: Buffer) => messages.push(chunk));
+      await new Promise((resolve) => setTimeout(resolve, arrivalMs * 3));
+      expect(watch.closed).toBe(false);
+      expect(messages.length).toBeGreaterThan(0);
+      watch.close(http2.constants.NGHTTP2_CANCEL);
+    } finally {
+      session.close();
+    }
+  });
+});
