@@ -223,6 +223,37 @@ export class Authenticator {
     }
   }
 
+  /**
+   * Throws when a call admitted earlier may no longer go on: its key revoked or expired since,
+   * its session likewise, its team gone. A stream that runs on (a tail, an export) asks while it
+   * runs; nothing is counted against a limit. The operator token cannot be withdrawn while the
+   * daemon runs.
+   */
+  async confirmStillAdmitted(auth: Authorized): Promise<void> {
+    const now = this.options.clock();
+    const { principal } = auth;
+    if (principal.kind === "key") {
+      const key = await this.options.store.keys.get(principal.keyId);
+      if (!key || (key.revokedAt && key.revokedAt <= now)) {
+        throw new DomainError("unauthenticated", "revoked_key", "The API key has been revoked");
+      }
+      if (key.expiresAt && key.expiresAt <= now) {
+        throw new DomainError("unauthenticated", "expired_key", "The API key has expired");
+      }
+    }
+    if (principal.kind === "session") {
+      const session = await this.options.store.sessions.get(principal.sessionId);
+      if (!session || session.revokedAt || session.expiresAt <= now) {
+        throw new DomainError(
+          "unauthenticated",
+          "unauthorized",
+          "The dashboard session is invalid, expired or revoked",
+        );
+      }
+    }
+    await this.teamOf(auth.team.id);
+  }
+
   private async failed(ipBucket: string, code: string, message: string): Promise<DomainError> {
     await this.options.limiter.record(`auth-fail:${ipBucket}`, MINUTE_MS);
     return new DomainError("unauthenticated", code, message);

@@ -72,6 +72,7 @@ export function createConsentLogReads(options: ConsentLogReadOptions): ConsentLo
     return afterAdmission(ctx, auth, async () => {
       readListPaging(0, "", request.methods);
       return {
+        auth,
         teamId: auth.team.id,
         publicId: request.bannerId ? request.bannerId.toLowerCase() : undefined,
         methods: request.methods.length > 0 ? request.methods : undefined,
@@ -119,7 +120,7 @@ export function createConsentLogReads(options: ConsentLogReadOptions): ConsentLo
 
   return {
     async *tailConsentLogs(request, ctx) {
-      const { since: _since, until: _until, ...filters } = await admit(ctx, request);
+      const { since: _since, until: _until, auth, ...filters } = await admit(ctx, request);
       const sent = new Set<string>();
       let windowStart = clock().getTime() - TAIL_LOOKBACK_MS;
       // Rows stored before the tail began are not part of it.
@@ -140,6 +141,8 @@ export function createConsentLogReads(options: ConsentLogReadOptions): ConsentLo
           }
         }
         if (fresh.length > 0 || readAt - lastMessage >= TAIL_KEEPALIVE_MS) {
+          // A key revoked or expired while the tail runs ends it before it sends another row.
+          await authenticator.confirmStillAdmitted(auth);
           yield { entries: fresh.map(consentLogEntryMessage) };
           lastMessage = readAt;
         }
@@ -152,7 +155,7 @@ export function createConsentLogReads(options: ConsentLogReadOptions): ConsentLo
     },
 
     async consentLogStats(request, ctx) {
-      const filters = await admit(ctx, request);
+      const { auth: _auth, ...filters } = await admit(ctx, request);
       const stats = await store.consentLog.stats({
         ...filters,
         requiredCategories: await requiredCategories(filters.teamId, filters.publicId),
@@ -170,11 +173,12 @@ export function createConsentLogReads(options: ConsentLogReadOptions): ConsentLo
     },
 
     async *exportConsentLogs(request, ctx) {
-      const filters = await admit(ctx, request);
+      const { auth, ...filters } = await admit(ctx, request);
       // Without an end the export stops at the moment it began: one fixed set of rows.
       const until = filters.until ?? clock();
       for await (const rows of forward({ ...filters, until })) {
         if (ctx.signal.aborted) return;
+        await authenticator.confirmStillAdmitted(auth);
         yield { entries: rows.map(consentLogEntryMessage) };
       }
     },

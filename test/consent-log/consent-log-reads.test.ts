@@ -3,7 +3,7 @@ import { createGrpcTransport } from "@connectrpc/connect-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type ConsentLogEntry, ConsentLogService } from "#gen/consent/v1/consent_log_pb.js";
 import { ErrorInfoSchema } from "#gen/consent/v1/errors_pb.js";
-import { mintKey } from "#test/support/api.js";
+import { mintKey, operator } from "#test/support/api.js";
 import { aChoice, bannerFixture, postLog } from "#test/support/consent-log.js";
 import { grpcWebTrailers, rawRequest } from "#test/support/raw-http2.js";
 import { startTestService, type TestService } from "#test/support/service.js";
@@ -72,6 +72,28 @@ describe("ConsentLogService operator reads over gRPC", () => {
     expect(seen).not.toContain(before);
     abort.abort();
     await expect(responses.next()).rejects.toMatchObject({ code: Code.Canceled });
+  });
+
+  it("ends a tail whose key is revoked while it runs, before the next row reaches it", async () => {
+    const { teamId, publicId } = await bannerFixture(service);
+    const reader = await mintKey(service, teamId, { scopes: ["logs:read"] });
+    const responses = client.tailConsentLogs({}, bearer(reader.key))[Symbol.asyncIterator]();
+    expect((await responses.next()).value?.entries).toEqual([]);
+    const { admin, auth } = operator(service);
+    await admin.revokeApiKey({ id: reader.id }, auth);
+    await record(service, publicId);
+    const rows: ConsentLogEntry[] = [];
+    const ended = await failure(
+      (async () => {
+        for (;;) {
+          const { value, done } = await responses.next();
+          if (done) return;
+          rows.push(...(value?.entries ?? []));
+        }
+      })(),
+    );
+    expect(ended).toEqual([Code.Unauthenticated, "revoked_key"]);
+    expect(rows).toEqual([]);
   });
 
   it("counts by method and day with the opt-in rate of explicit choices", async () => {
