@@ -15,6 +15,9 @@ import {
 export const ADMIN_TOKEN_FILE = "admin-token";
 export const IDENTITY_KEY_FILE = "identity-key";
 
+/** The shortest operator token accepted (CONSENT_ADMIN_TOKEN or the admin-token file). */
+export const MIN_OPERATOR_TOKEN_LENGTH = 32;
+
 /** The files of a data directory that must be the owner's alone: secrets and the store's. */
 const PRIVATE_FILES = [
   ADMIN_TOKEN_FILE,
@@ -85,6 +88,14 @@ export async function loadSecrets(config: Config): Promise<Secrets> {
     const source = config.adminToken === undefined ? tokenFile : "CONSENT_ADMIN_TOKEN";
     throw new StartupError(
       `the operator token in ${source} cannot be sent as a Bearer token: use only letters, digits and - . _ ~ + / (then =), no spaces`,
+    );
+  }
+  // Wrong guesses are limited (10 a minute per address, spec 8), but a short chosen token would
+  // still be within reach; the generated one has 43 random characters.
+  if (operatorToken.length < MIN_OPERATOR_TOKEN_LENGTH) {
+    const source = config.adminToken === undefined ? tokenFile : "CONSENT_ADMIN_TOKEN";
+    throw new StartupError(
+      `the operator token in ${source} is shorter than ${MIN_OPERATOR_TOKEN_LENGTH} characters: make one with \`openssl rand -base64 32\``,
     );
   }
   const identity = await identityKeys(config, created);

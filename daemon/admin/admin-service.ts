@@ -80,7 +80,7 @@ export function createAdminService(options: AdminServiceOptions): ServiceImpl<ty
 
   return {
     async createTeam(request, ctx) {
-      authenticator.authorizeOperator(ctx);
+      await authenticator.authorizeOperator(ctx);
       const input = readTeamCreation(request);
       const now = clock();
       const team = {
@@ -95,24 +95,24 @@ export function createAdminService(options: AdminServiceOptions): ServiceImpl<ty
     },
 
     async listTeams(_request, ctx) {
-      authenticator.authorizeOperator(ctx);
+      await authenticator.authorizeOperator(ctx);
       return { teams: (await store.teams.list()).map(teamMessage) };
     },
 
     async getTeam(request, ctx) {
-      authenticator.authorizeOperator(ctx);
+      await authenticator.authorizeOperator(ctx);
       return { team: teamMessage(await existingTeam(request.id)) };
     },
 
     async setTeamPlan(request, ctx) {
-      authenticator.authorizeOperator(ctx);
+      await authenticator.authorizeOperator(ctx);
       const team = await store.teams.setPlan(request.id, readPlan(request.plan), clock());
       if (!team) throw notFound(`No team with id ${request.id}`);
       return { team: teamMessage(team) };
     },
 
     async createApiKey(request, ctx) {
-      authenticator.authorizeOperator(ctx);
+      await authenticator.authorizeOperator(ctx);
       const input = readKeyCreation(request);
       await existingTeam(input.teamId);
       const expiresAt = request.expiresAt ? timestampDate(request.expiresAt) : null;
@@ -123,20 +123,20 @@ export function createAdminService(options: AdminServiceOptions): ServiceImpl<ty
     },
 
     async listApiKeys(request, ctx) {
-      authenticator.authorizeOperator(ctx);
+      await authenticator.authorizeOperator(ctx);
       await existingTeam(request.teamId);
       return { apiKeys: (await store.keys.listByTeam(request.teamId)).map(apiKeyMessage) };
     },
 
     async revokeApiKey(request, ctx) {
-      authenticator.authorizeOperator(ctx);
+      await authenticator.authorizeOperator(ctx);
       const key = await store.keys.revoke(request.id, clock());
       if (!key) throw notFound(`No API key with id ${request.id}`);
       return { apiKey: apiKeyMessage(key) };
     },
 
     async rotateApiKey(request, ctx) {
-      authenticator.authorizeOperator(ctx);
+      await authenticator.authorizeOperator(ctx);
       if (
         !Number.isInteger(request.gracePeriodSeconds) ||
         request.gracePeriodSeconds < KEY_GRACE_SECONDS.min ||
@@ -185,7 +185,7 @@ export function createAdminService(options: AdminServiceOptions): ServiceImpl<ty
     },
 
     async createSession(request, ctx) {
-      authenticator.authorizeOperator(ctx);
+      await authenticator.authorizeOperator(ctx);
       await existingTeam(request.teamId);
       const lifetime = sessionLifetimeSeconds(request.ttlSeconds);
       const token = generateSessionToken();
@@ -203,14 +203,14 @@ export function createAdminService(options: AdminServiceOptions): ServiceImpl<ty
     },
 
     async listSessions(request, ctx) {
-      authenticator.authorizeOperator(ctx);
+      await authenticator.authorizeOperator(ctx);
       await existingTeam(request.teamId);
       const sessions = await store.sessions.listByTeam(request.teamId, clock());
       return { sessions: sessions.map(sessionMessage) };
     },
 
     async revokeSession(request, ctx) {
-      authenticator.authorizeOperator(ctx);
+      await authenticator.authorizeOperator(ctx);
       const session = await store.sessions.revoke(request.id, clock());
       if (!session) throw notFound(`No session with id ${request.id}`);
       return { session: sessionMessage(session) };

@@ -104,17 +104,21 @@ export class Authenticator {
     );
   }
 
-  /** Authenticates the operator token alone (admin calls). */
-  authorizeOperator(ctx: HandlerContext): Caller {
+  /**
+   * Authenticates the operator token alone (admin calls). A wrong one is a failed attempt like a
+   * wrong key (spec 8), so the token cannot be guessed faster than the failed-authentication
+   * limit allows.
+   */
+  async authorizeOperator(ctx: HandlerContext): Promise<Caller> {
     const caller = callerOf(ctx, this.options.operatorToken);
-    if (caller.bearer === undefined || !this.operator.matches(caller.bearer)) {
-      throw new DomainError(
-        "unauthenticated",
-        "unauthorized",
-        "This call needs the operator token",
-      );
+    if (caller.bearer !== undefined && this.operator.matches(caller.bearer)) return caller;
+    const message = "This call needs the operator token";
+    if (caller.bearer === undefined && !caller.unreadableCredential) {
+      throw new DomainError("unauthenticated", "unauthorized", message);
     }
-    return caller;
+    const ipBucket = this.options.ipHasher.hash(caller.clientIp);
+    await this.refuseBlockedIp(ipBucket);
+    throw await this.failed(ipBucket, "unauthorized", message);
   }
 
   private async authorizeKey(
@@ -254,8 +258,18 @@ export class Authenticator {
     await this.teamOf(auth.team.id);
   }
 
+  /**
+   * Counts a failed attempt, and words it: its 401, or a 429 once the attempt is past the limit.
+   * Attempts sent together all pass refuseBlockedIp before any is counted; counted here, one at a
+   * time, those past the tenth learn nothing of their credential.
+   */
   private async failed(ipBucket: string, code: string, message: string): Promise<DomainError> {
-    await this.options.limiter.record(`auth-fail:${ipBucket}`, MINUTE_MS);
+    const outcome = await this.options.limiter.hit(
+      `auth-fail:${ipBucket}`,
+      FAILED_AUTH_LIMIT,
+      MINUTE_MS,
+    );
+    if (!outcome.allowed) return rateLimited(outcome.retryAfterSeconds);
     return new DomainError("unauthenticated", code, message);
   }
 

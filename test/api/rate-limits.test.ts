@@ -109,6 +109,35 @@ describe("rate limits", () => {
     ).toBe(200);
   });
 
+  it("answers at most 10 failed authentications a minute with their 401, however many arrive at once", async () => {
+    const guesses = await Promise.all(
+      Array.from({ length: 40 }, (_, i) =>
+        http(service, "GET", "/api/v1/banners", {
+          key: `ck_live_guess${i}`,
+          headers: from("192.0.2.60"),
+        }),
+      ),
+    );
+    const statuses = guesses.map((guess) => guess.status);
+    expect(statuses.filter((status) => status === 401)).toHaveLength(10);
+    expect(statuses.filter((status) => status === 429)).toHaveLength(30);
+    now += 60_000;
+  });
+
+  it("counts wrong operator tokens on the admin service as failed attempts", async () => {
+    const { admin } = operator(service);
+    const codeOf = (token: string) =>
+      admin.listTeams({}, { headers: { authorization: `Bearer ${token}` } }).then(
+        () => "OK",
+        (error: unknown) => Code[ConnectError.from(error).code],
+      );
+    for (let i = 0; i < 10; i++) expect(await codeOf(`guess-${i}`)).toBe("Unauthenticated");
+    expect(await codeOf("guess-10")).toBe("ResourceExhausted");
+    // Guesses lock the address out, never the operator: the right token still works.
+    expect(await codeOf(service.operatorToken)).toBe("OK");
+    now += 60_000;
+  });
+
   it("counts a client by its address whatever port a proxy writes beside it, and a forwarded non-address as the proxy", async () => {
     const guess = (forwarded: string) =>
       http(service, "GET", "/api/v1/banners", { key: "ck_live_guess", headers: from(forwarded) });

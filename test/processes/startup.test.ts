@@ -165,12 +165,17 @@ describe("start-up of the real programs", () => {
     expect(message.startsWith(`${program}: `)).toBe(true);
   }
 
-  it("an operator token no client could send as a Bearer token stops npm start with one line naming where it came from", async () => {
+  it("an operator token no client could send as a Bearer token, or shorter than 32 characters, stops npm start with one line naming where it came from", async () => {
     const spaced = await refusedStart(PROGRAMS.consent, { CONSENT_ADMIN_TOKEN: "two words" });
     expect(spaced.code).toBe(1);
     expectOneLine(spaced.message, "consent");
     expect(spaced.message).toContain("CONSENT_ADMIN_TOKEN cannot be sent as a Bearer token");
     expect(spaced.message).not.toContain("two words");
+    const short = await refusedStart(PROGRAMS.consent, { CONSENT_ADMIN_TOKEN: "s3cret-but-short" });
+    expect(short.code).toBe(1);
+    expectOneLine(short.message, "consent");
+    expect(short.message).toContain("CONSENT_ADMIN_TOKEN is shorter than 32 characters");
+    expect(short.message).not.toContain("s3cret-but-short");
   });
 
   it("a CONSENT_IDENTITY_KEY that is not a key stops npm start and consentd with exit code 1 and one line naming the variable, not the value", async () => {
