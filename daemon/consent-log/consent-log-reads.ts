@@ -152,6 +152,9 @@ export function createConsentLogReads(options: ConsentLogReadOptions): ConsentLo
         for (const id of sent) if (idMillis(id) < windowStart) sent.delete(id);
         await wake(ctx.signal);
       }
+      // A deadline, the daemon shutting down or the caller leaving: the tail ends with that
+      // reason (DEADLINE_EXCEEDED, UNAVAILABLE), never as if it had finished.
+      ctx.signal.throwIfAborted();
     },
 
     async consentLogStats(request, ctx) {
@@ -177,7 +180,9 @@ export function createConsentLogReads(options: ConsentLogReadOptions): ConsentLo
       // Without an end the export stops at the moment it began: one fixed set of rows.
       const until = filters.until ?? clock();
       for await (const rows of forward({ ...filters, until })) {
-        if (ctx.signal.aborted) return;
+        // Cut short by a deadline or a shutdown, an export ends with that reason, never as if it
+        // had given every row.
+        ctx.signal.throwIfAborted();
         await authenticator.confirmStillAdmitted(auth);
         yield { entries: rows.map(consentLogEntryMessage) };
       }

@@ -1,3 +1,5 @@
+import { once } from "node:events";
+import { setTimeout as sleep } from "node:timers/promises";
 import type { ServiceImpl } from "@connectrpc/connect";
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { Store } from "#daemon/store/store.js";
@@ -45,27 +47,23 @@ export function createHealthService(
     },
 
     async *watch(request, ctx) {
+      // grpc.health.v1: an unknown service is reported, and the call stays open (a service the
+      // daemon does not serve never becomes known, so nothing follows).
       if (!known.has(request.service)) {
         yield { status: Status.SERVICE_UNKNOWN };
-        return;
+        if (!ctx.signal.aborted) await once(ctx.signal, "abort");
+        ctx.signal.throwIfAborted();
       }
       let last: Status | undefined;
       while (!ctx.signal.aborted) {
         const current = await status(request.service);
         if (current !== last) yield { status: current };
         last = current;
-        await new Promise<void>((resolve) => {
-          const timer = setTimeout(resolve, WATCH_INTERVAL_MS);
-          ctx.signal.addEventListener(
-            "abort",
-            () => {
-              clearTimeout(timer);
-              resolve();
-            },
-            { once: true },
-          );
-        });
+        await sleep(WATCH_INTERVAL_MS, undefined, { signal: ctx.signal }).catch(() => {});
       }
+      // A deadline, the daemon shutting down or the caller leaving: the call ends with that
+      // reason (DEADLINE_EXCEEDED, UNAVAILABLE), never as if it had finished.
+      ctx.signal.throwIfAborted();
     },
   };
 }

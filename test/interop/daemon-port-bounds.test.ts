@@ -84,3 +84,57 @@ describe("the daemon port's bounds on what a client makes it hold", () => {
     }
   });
 });
+
+/** A server stream's end as the wire tells it: grpc-status from the trailers, after how long. */
+async function watchEnd(url: string, service: string, grpcTimeout: string, cancelAfterMs: number) {
+  const session = http2.connect(url);
+  try {
+    const name = Buffer.from(service);
+    // HealthCheckRequest { service = 1 }: field 1, length-delimited.
+    const message = Buffer.concat([Buffer.from([0x0a, name.length]), name]);
+    const envelope = Buffer.alloc(5);
+    envelope.writeUInt32BE(message.length, 1);
+    const stream = session.request({
+      ":method": "POST",
+      ":path": "/grpc.health.v1.Health/Watch",
+      "content-type": "application/grpc",
+      te: "trailers",
+      "grpc-timeout": grpcTimeout,
+    });
+    stream.end(Buffer.concat([envelope, message]));
+    const started = Date.now();
+    stream.resume();
+    return await new Promise<{ status: string; afterMs: number }>((resolve) => {
+      const cancel = setTimeout(() => {
+        resolve({ status: "still open", afterMs: Date.now() - started });
+        stream.close(http2.constants.NGHTTP2_CANCEL);
+      }, cancelAfterMs);
+      stream.on("trailers", (trailers) => {
+        clearTimeout(cancel);
+        resolve({ status: String(trailers["grpc-status"]), afterMs: Date.now() - started });
+      });
+    });
+  } finally {
+    session.close();
+  }
+}
+
+describe("server streams on the daemon port", () => {
+  let service: TestService;
+  beforeAll(async () => {
+    service = await startTestService();
+  });
+  afterAll(() => service.close());
+
+  it("end at the caller's deadline with DEADLINE_EXCEEDED, never OK", async () => {
+    const ended = await watchEnd(service.daemonUrl, "", "300m", 5_000);
+    expect(ended.status).toBe(String(4));
+    expect(ended.afterMs).toBeLessThan(2_000);
+  });
+
+  it("keep a watch of an unknown service open, as grpc.health.v1 says, until its deadline", async () => {
+    const ended = await watchEnd(service.daemonUrl, "no.such.Service", "300m", 5_000);
+    expect(ended.status).toBe(String(4));
+    expect(ended.afterMs).toBeGreaterThanOrEqual(250);
+  });
+});
