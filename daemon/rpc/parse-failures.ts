@@ -13,14 +13,23 @@ import { trailerFlag, trailerParse, trailerSerialize } from "@connectrpc/connect
  * the daemon's short way words it the same (connect-unary-route.ts).
  */
 export const PARSE_FAILURE = "parse binary: ";
+/**
+ * How connect-es words a message whose envelope says compressed in a call that names no
+ * compression (protocol/envelope): as malformed as a message that does not parse.
+ */
+const COMPRESSED_WITHOUT_ENCODING =
+  "received compressed envelope, but do not know how to decompress";
 const GRPC_INVALID_ARGUMENT = String(Code.InvalidArgument);
 
-/** connect-es' answer to a request message that is not protobuf binary (protocol/serialization). */
+/**
+ * connect-es' answer to a request message that is not protobuf binary (protocol/serialization),
+ * or that claims a compression the call does not name (protocol/envelope).
+ */
 export function isParseFailure(error: unknown): error is ConnectError {
   return (
     error instanceof ConnectError &&
     error.code === Code.Internal &&
-    error.rawMessage.startsWith(PARSE_FAILURE)
+    (error.rawMessage.startsWith(PARSE_FAILURE) || error.rawMessage === COMPRESSED_WITHOUT_ENCODING)
   );
 }
 

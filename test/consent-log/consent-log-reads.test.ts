@@ -176,7 +176,7 @@ describe("ConsentLogService operator reads over gRPC", () => {
     ).toEqual([Code.InvalidArgument, "invalid_request"]);
   });
 
-  it("refuses a request message that is not protobuf binary as invalid_argument, in each protocol", async () => {
+  it("refuses a request message that is not protobuf binary, or flagged compressed without a compression, as invalid_argument, in each protocol", async () => {
     // A stream's request is parsed inside the interceptors, unlike a unary call's.
     const path = "/consent.v1.ConsentLogService/TailConsentLogs";
     const unreadable = Buffer.from([0, 0, 0, 0, 2, 0x0a, 0xff]);
@@ -208,5 +208,17 @@ describe("ConsentLogService operator reads over gRPC", () => {
     expect(JSON.parse(connect.body.subarray(5).toString())).toEqual({
       error: { code: "invalid_argument", message: expect.stringMatching(/^parse binary: /) },
     });
+    // A message flagged compressed in a call that names no compression is as malformed, on a
+    // stream and on a unary call alike.
+    const compressed = Buffer.from([1, 0, 0, 0, 0]);
+    for (const streamOrUnary of [path, "/grpc.health.v1.Health/Check"]) {
+      const flagged = await rawRequest(
+        service.daemonUrl,
+        streamOrUnary,
+        { "content-type": "application/grpc", te: "trailers" },
+        compressed,
+      );
+      expect([streamOrUnary, flagged.trailers["grpc-status"]]).toEqual([streamOrUnary, "3"]);
+    }
   });
 });
