@@ -154,17 +154,20 @@ export class AddressGuard {
    */
   lookup(httpOnlyAllowListed: boolean): LookupFunction {
     return (hostname, options, callback) => {
+      // Not which address, nor what kind, nor whether the name exists at all: a team may read
+      // this (a delivery's lastError, TestWebhook), and the service's own DNS view of internal
+      // names is not theirs. A name that resolves nowhere is told as one resolving to an
+      // address out of reach, so the two cannot be told apart.
+      const allowed = httpOnlyAllowListed ? HTTP_ONLY_ALLOW_LISTED : PUBLIC_ONLY;
+      const refusal = `${hostname} resolves to no address this service may reach; ${allowed}`;
       dnsLookup(hostname, { ...options, all: true }, (error, addresses: LookupAddress[]) => {
         if (error) {
-          callback(error, "", 0);
+          const unknown = error.code === "ENOTFOUND" || error.code === "ENODATA";
+          callback(unknown ? new RefusedAddressError(refusal) : error, "", 0);
           return;
         }
         for (const { address } of addresses) {
           if (this.refusalOf(address, httpOnlyAllowListed)) {
-            // Not which address, nor what kind: a team may read this (a delivery's lastError,
-            // TestWebhook), and the service's own DNS view of internal names is not theirs.
-            const allowed = httpOnlyAllowListed ? HTTP_ONLY_ALLOW_LISTED : PUBLIC_ONLY;
-            const refusal = `${hostname} resolves to an address this service may not reach; ${allowed}`;
             callback(new RefusedAddressError(refusal), "", 0);
             return;
           }
@@ -173,7 +176,7 @@ export class AddressGuard {
         if (options.all)
           (callback as unknown as (e: null, a: LookupAddress[]) => void)(null, addresses);
         else if (first) callback(null, first.address, first.family);
-        else callback(new RefusedAddressError(`${hostname} has no address`), "", 0);
+        else callback(new RefusedAddressError(refusal), "", 0);
       });
     };
   }

@@ -703,7 +703,7 @@ describe("SSRF guard", () => {
     expect(result.body.data.details[0].message).toMatch(message);
   });
 
-  it("refuses, at connect time, a host name that resolves to loopback", async () => {
+  it("refuses, at connect time, a host name that resolves to loopback, in the words it uses for a name that resolves nowhere", async () => {
     const url = receiver.url.replace("http://127.0.0.1", "https://localhost");
     const created = await http(service, "POST", "/api/v1/webhooks", { key, body: { url } });
     expect(created.status).toBe(201);
@@ -723,10 +723,22 @@ describe("SSRF guard", () => {
       { headers: { authorization: `Bearer ${key}` } },
     );
     expect(outcome.success).toBe(false);
-    // Said without the address it resolved to: the service's DNS view is not the team's to map.
+    // Said without the address it resolved to, and as a name that resolves nowhere is said: the
+    // service's DNS view is not the team's to map.
     expect(outcome.error).toBe(
-      "localhost resolves to an address this service may not reach; webhooks are only delivered to public addresses",
+      "localhost resolves to no address this service may reach; webhooks are only delivered to public addresses",
     );
     expect(receiver.received).toHaveLength(0);
+    const nowhere = await http(service, "POST", "/api/v1/webhooks", {
+      key,
+      body: { url: "https://no-such-name.invalid/hook", eventTypes: ["consent.given"] },
+    });
+    const unknown = await client.testWebhook(
+      { id: nowhere.body.data.webhook.id },
+      { headers: { authorization: `Bearer ${key}` } },
+    );
+    expect(unknown.error).toBe(
+      "no-such-name.invalid resolves to no address this service may reach; webhooks are only delivered to public addresses",
+    );
   });
 });
