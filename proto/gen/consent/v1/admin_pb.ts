@@ -497,7 +497,7 @@ export type RotateApiKeyRequest = Message<"consent.v1.RotateApiKeyRequest"> & {
   id: string;
 
   /**
-   * Seconds the old key keeps working; 0 revokes it at once.
+   * Seconds the old key keeps working; 0 ends it at once (it expires: later calls get expired_key).
    *
    * @generated from field: int32 grace_period_seconds = 2;
    */
