@@ -38,6 +38,8 @@ export interface SendOptions {
    * opens a connection of its own and closes it (a test send from the API).
    */
   agents?: DeliveryAgents;
+  /** Ends the attempt early (a TestWebhook call whose caller left, or whose deadline passed). */
+  signal?: AbortSignal;
 }
 
 /**
@@ -117,6 +119,7 @@ export function sendWebhook(options: SendOptions): Promise<SendOutcome> {
       if (settled) return;
       settled = true;
       clearTimeout(timer);
+      options.signal?.removeEventListener("abort", abandon);
       // A finished exchange leaves its connection to the pool; anything else closes it.
       if (destroy) current?.destroy();
       resolve(outcome);
@@ -129,6 +132,13 @@ export function sendWebhook(options: SendOptions): Promise<SendOutcome> {
         ),
       timeoutMs,
     );
+    const abandon = () =>
+      finish(
+        { ok: false, statusCode: 0, error: "the call ended before the endpoint answered" },
+        true,
+      );
+    if (options.signal?.aborted) abandon();
+    options.signal?.addEventListener("abort", abandon, { once: true });
     const send = (agent: HttpAgent | false) => {
       let req: ClientRequest;
       try {

@@ -243,7 +243,15 @@ export function createWebhookService(
           data: { webhookId: endpoint.id },
         });
         const headers = signedHeaders(signingSecrets(endpoint, secrets, at), eventId, at, body);
-        const outcome = await sendWebhook({ url: endpoint.url, headers, body, guard });
+        // The caller's deadline, or its leaving, ends the attempt: no answer waits on it.
+        const outcome = await sendWebhook({
+          url: endpoint.url,
+          headers,
+          body,
+          guard,
+          signal: ctx.signal,
+        });
+        ctx.signal.throwIfAborted();
         return {
           success: outcome.ok,
           eventId,

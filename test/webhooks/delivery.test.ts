@@ -18,6 +18,7 @@ import type { DeliveryRecord } from "#daemon/webhooks/webhook-store.js";
 import { WebhookService } from "#gen/consent/v1/webhook_pb.js";
 import { createTeam, http, mintKey } from "#test/support/api.js";
 import { aChoice, bannerFixture, postLog } from "#test/support/consent-log.js";
+import { rawRequest } from "#test/support/raw-http2.js";
 import { startTestService, type TestService } from "#test/support/service.js";
 import { eventually, NEVER, WebhookReceiver } from "#test/support/webhook-receiver.js";
 
@@ -232,6 +233,35 @@ describe("consent.given delivery", () => {
       auth,
     );
     await expect(replay).rejects.toMatchObject({ code: Code.FailedPrecondition });
+  });
+
+  it("ends a test send at the caller's deadline with DEADLINE_EXCEEDED, not after the endpoint's 15 s", async () => {
+    const team = await subscribed();
+    const previous = receiver.answer;
+    receiver.answer = () => NEVER;
+    try {
+      // A raw gRPC call, so the deadline is the server's to keep, not the client's to enforce.
+      const id = Buffer.from(team.webhook.id);
+      const message = Buffer.concat([Buffer.from([0x0a, id.length]), id]);
+      const envelope = Buffer.alloc(5);
+      envelope.writeUInt32BE(message.length, 1);
+      const started = Date.now();
+      const answer = await rawRequest(
+        service.daemonUrl,
+        "/consent.v1.WebhookService/TestWebhook",
+        {
+          "content-type": "application/grpc",
+          te: "trailers",
+          "grpc-timeout": "500m",
+          authorization: `Bearer ${team.key}`,
+        },
+        Buffer.concat([envelope, message]),
+      );
+      expect(answer.trailers["grpc-status"] ?? answer.headers["grpc-status"]).toBe("4");
+      expect(Date.now() - started).toBeLessThan(5_000);
+    } finally {
+      receiver.answer = previous;
+    }
   });
 
   it("retries on failure with the same webhook-id, on the schedule, honouring Retry-After", async () => {
