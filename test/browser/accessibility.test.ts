@@ -4,7 +4,7 @@ import path from "node:path";
 import type { AxeResults, ImpactValue } from "axe-core";
 import type { BrowserContext, Page } from "playwright-core";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { dialog, skipBrowserTests, useBrowserSite } from "#test/support/browser.js";
+import { dialog, openPage, skipBrowserTests, useBrowserSite } from "#test/support/browser.js";
 import { aChoice, bannerFixture, postLog, storedRows } from "#test/support/consent-log.js";
 
 /** axe-core's browser build, injected into each page under test (never fetched by the page). */
@@ -108,13 +108,7 @@ describe.skipIf(skipBrowserTests)("accessibility (axe-core, WCAG 2.2 AA) in Chro
   let page: Page;
   let warnings: string[];
   beforeEach(async () => {
-    context = await ctx.browser.newContext();
-    page = await context.newPage();
-    warnings = [];
-    page.on("console", (message) => {
-      if (message.type() === "warning" || message.type() === "error") warnings.push(message.text());
-    });
-    page.on("pageerror", (error) => warnings.push(error.message));
+    ({ context, page, warnings } = await openPage(ctx.browser));
   });
   afterEach(() => context.close());
 

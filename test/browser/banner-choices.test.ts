@@ -3,6 +3,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { http } from "#test/support/api.js";
 import {
   dialog,
+  openPage,
   skipBrowserTests,
   stateOf,
   useBrowserSite,
@@ -23,12 +24,7 @@ describe.skipIf(skipBrowserTests)("banner runtime in Chromium: layouts and choic
   let page: Page;
   let warnings: string[];
   beforeEach(async () => {
-    context = await ctx.browser.newContext();
-    page = await context.newPage();
-    warnings = [];
-    page.on("console", (message) => {
-      if (message.type() === "warning" || message.type() === "error") warnings.push(message.text());
-    });
+    ({ context, page, warnings } = await openPage(ctx.browser));
   });
   afterEach(() => context.close());
 

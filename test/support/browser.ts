@@ -139,3 +139,18 @@ export function useBrowserSite(env: Record<string, string> = {}) {
   });
   return context;
 }
+
+/**
+ * A fresh browser context and page, with what the page says in its console (warnings and
+ * errors) and its uncaught errors collected in `warnings`.
+ */
+export async function openPage(browser: Browser) {
+  const context = await browser.newContext();
+  const page = await context.newPage();
+  const warnings: string[] = [];
+  page.on("console", (message) => {
+    if (message.type() === "warning" || message.type() === "error") warnings.push(message.text());
+  });
+  page.on("pageerror", (error) => warnings.push(error.message));
+  return { context, page, warnings };
+}
