@@ -173,6 +173,33 @@ export const MAX_STREAMS_PER_CONNECTION = 256;
  */
 export const REQUEST_ARRIVAL_MS = 30_000;
 
+/** The longest delay a Node timer keeps (about 24.8 days); a longer one fires at once. */
+const LONGEST_TIMER_MS = 2 ** 31 - 1;
+const GRPC_TIMEOUT = /^(\d{1,8})([HMSmun])$/;
+const GRPC_TIMEOUT_UNIT_MS = { H: 3_600_000, M: 60_000, S: 1_000, m: 1, u: 1e-3, n: 1e-6 };
+
+/**
+ * A deadline longer than a timer can keep (`grpc-timeout: 99999999H` is valid gRPC, and some
+ * clients send it for "no deadline") would fire at once and fail the call: such a deadline is
+ * dropped, and the call runs without one, as it all but would.
+ */
+function dropUnkeepableDeadline(headers: Record<string, string | string[] | undefined>): void {
+  const grpc = headers["grpc-timeout"];
+  if (typeof grpc === "string") {
+    const [, amount, unit] = GRPC_TIMEOUT.exec(grpc) ?? [];
+    const ms = Number(amount) * GRPC_TIMEOUT_UNIT_MS[unit as keyof typeof GRPC_TIMEOUT_UNIT_MS];
+    if (ms > LONGEST_TIMER_MS) delete headers["grpc-timeout"];
+  }
+  const connect = headers["connect-timeout-ms"];
+  if (
+    typeof connect === "string" &&
+    /^\d{1,10}$/.test(connect) &&
+    Number(connect) > LONGEST_TIMER_MS
+  ) {
+    delete headers["connect-timeout-ms"];
+  }
+}
+
 /** How long calls may still run after closing begins before their context signal is aborted. */
 const CALL_SHUTDOWN_MS = 5_000;
 
@@ -201,6 +228,10 @@ export async function listenDaemon(daemon: Daemon, options: ListenOptions) {
       if (!stream.destroyed && !stream.state.remoteClose) stream.close(constants.NGHTTP2_CANCEL);
     }, arrivalMs);
     stream.once("close", () => clearTimeout(stalled));
+  });
+  app.addHook("onRequest", (request, _reply, done) => {
+    dropUnkeepableDeadline(request.headers);
+    done();
   });
   // Every call in flight links its signal to this one: more than ten at once is normal, not a
   // listener leak (connect-es removes each link when its call ends).

@@ -132,6 +132,11 @@ describe("server streams on the daemon port", () => {
     expect(ended.afterMs).toBeLessThan(2_000);
   });
 
+  it("run on under a deadline longer than a timer keeps (99999999H), rather than ending at once", async () => {
+    const ended = await watchEnd(service.daemonUrl, "", "99999999H", 1_000);
+    expect(ended.status).toBe("still open");
+  });
+
   it("keep a watch of an unknown service open, as grpc.health.v1 says, until its deadline", async () => {
     const ended = await watchEnd(service.daemonUrl, "no.such.Service", "300m", 5_000);
     expect(ended.status).toBe(String(4));
