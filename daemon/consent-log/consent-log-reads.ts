@@ -10,6 +10,7 @@ import type {
   ConsentLogForwardQuery,
   ConsentLogRecord,
 } from "#daemon/consent-log/consent-log-store.js";
+import { DomainError } from "#daemon/errors.js";
 import { afterAdmission } from "#daemon/rpc/rate-limit-headers.js";
 import type { Store } from "#daemon/store/store.js";
 import type { ConsentLogService } from "#gen/consent/v1/consent_log_pb.js";
@@ -26,6 +27,10 @@ export const TAIL_POLL_MS = 500;
 export const TAIL_LOOKBACK_MS = 5_000;
 /** A tail with nothing to send sends an empty message this often, so idle connections stay up. */
 export const TAIL_KEEPALIVE_MS = 20_000;
+/** Tails of one team one daemon follows at once; one more is refused (RESOURCE_EXHAUSTED). */
+export const MAX_TAILS_PER_TEAM = 16;
+/** What a refused tail is told to wait before it tries again. */
+const TAIL_RETRY_SECONDS = 5;
 
 export interface ConsentLogReadOptions {
   store: Store;
@@ -118,43 +123,63 @@ export function createConsentLogReads(options: ConsentLogReadOptions): ConsentLo
     );
   }
 
+  /** Tails this daemon follows, by team. */
+  const tailsByTeam = new Map<string, number>();
+
   return {
     async *tailConsentLogs(request, ctx) {
       const { since: _since, until: _until, auth, ...filters } = await admit(ctx, request);
-      const sent = new Set<string>();
-      let windowStart = clock().getTime() - TAIL_LOOKBACK_MS;
-      // Rows stored before the tail began are not part of it.
-      for await (const rows of forward({ ...filters, afterId: lowestIdAt(windowStart) })) {
-        for (const row of rows) sent.add(row.id);
+      // Every tail re-reads the log on each append: a team's tails on one daemon are bounded.
+      const open = tailsByTeam.get(auth.team.id) ?? 0;
+      if (open >= MAX_TAILS_PER_TEAM) {
+        throw new DomainError(
+          "rate_limited",
+          "rate_limited",
+          `The team already follows its consent log in ${MAX_TAILS_PER_TEAM} tails on this daemon; end one and retry`,
+          { retryAfterSeconds: TAIL_RETRY_SECONDS },
+        );
       }
-      // The first message, empty, tells the caller the tail is following from here on.
-      yield { entries: [] };
-      let lastMessage = clock().getTime();
-      while (!ctx.signal.aborted) {
-        const readAt = clock().getTime();
-        const fresh: ConsentLogRecord[] = [];
+      tailsByTeam.set(auth.team.id, open + 1);
+      try {
+        const sent = new Set<string>();
+        let windowStart = clock().getTime() - TAIL_LOOKBACK_MS;
+        // Rows stored before the tail began are not part of it.
         for await (const rows of forward({ ...filters, afterId: lowestIdAt(windowStart) })) {
-          for (const row of rows) {
-            if (sent.has(row.id)) continue;
-            sent.add(row.id);
-            fresh.push(row);
+          for (const row of rows) sent.add(row.id);
+        }
+        // The first message, empty, tells the caller the tail is following from here on.
+        yield { entries: [] };
+        let lastMessage = clock().getTime();
+        while (!ctx.signal.aborted) {
+          const readAt = clock().getTime();
+          const fresh: ConsentLogRecord[] = [];
+          for await (const rows of forward({ ...filters, afterId: lowestIdAt(windowStart) })) {
+            for (const row of rows) {
+              if (sent.has(row.id)) continue;
+              sent.add(row.id);
+              fresh.push(row);
+            }
           }
+          if (fresh.length > 0 || readAt - lastMessage >= TAIL_KEEPALIVE_MS) {
+            // A key revoked or expired while the tail runs ends it before it sends another row.
+            await authenticator.confirmStillAdmitted(auth);
+            yield { entries: fresh.map(consentLogEntryMessage) };
+            lastMessage = readAt;
+          }
+          // The next read starts a lookback before this one began, so a late row is still met;
+          // ids that fell out of the window cannot come back and are forgotten.
+          windowStart = Math.max(windowStart, readAt - TAIL_LOOKBACK_MS);
+          for (const id of sent) if (idMillis(id) < windowStart) sent.delete(id);
+          await wake(ctx.signal);
         }
-        if (fresh.length > 0 || readAt - lastMessage >= TAIL_KEEPALIVE_MS) {
-          // A key revoked or expired while the tail runs ends it before it sends another row.
-          await authenticator.confirmStillAdmitted(auth);
-          yield { entries: fresh.map(consentLogEntryMessage) };
-          lastMessage = readAt;
-        }
-        // The next read starts a lookback before this one began, so a late row is still met;
-        // ids that fell out of the window cannot come back and are forgotten.
-        windowStart = Math.max(windowStart, readAt - TAIL_LOOKBACK_MS);
-        for (const id of sent) if (idMillis(id) < windowStart) sent.delete(id);
-        await wake(ctx.signal);
+        // A deadline, the daemon shutting down or the caller leaving: the tail ends with that
+        // reason (DEADLINE_EXCEEDED, UNAVAILABLE), never as if it had finished.
+        ctx.signal.throwIfAborted();
+      } finally {
+        const left = (tailsByTeam.get(auth.team.id) ?? 1) - 1;
+        if (left > 0) tailsByTeam.set(auth.team.id, left);
+        else tailsByTeam.delete(auth.team.id);
       }
-      // A deadline, the daemon shutting down or the caller leaving: the tail ends with that
-      // reason (DEADLINE_EXCEEDED, UNAVAILABLE), never as if it had finished.
-      ctx.signal.throwIfAborted();
     },
 
     async consentLogStats(request, ctx) {

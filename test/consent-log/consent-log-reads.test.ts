@@ -1,6 +1,7 @@
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { MAX_TAILS_PER_TEAM } from "#daemon/consent-log/consent-log-reads.js";
 import { type ConsentLogEntry, ConsentLogService } from "#gen/consent/v1/consent_log_pb.js";
 import { ErrorInfoSchema } from "#gen/consent/v1/errors_pb.js";
 import { mintKey, operator } from "#test/support/api.js";
@@ -94,6 +95,30 @@ describe("ConsentLogService operator reads over gRPC", () => {
     );
     expect(ended).toEqual([Code.Unauthenticated, "revoked_key"]);
     expect(rows).toEqual([]);
+  });
+
+  it("follows at most MAX_TAILS_PER_TEAM tails of one team at once, and takes another once one ends", async () => {
+    const { teamId } = await bannerFixture(service);
+    /** Opens a tail and waits for its first message; the controller ends it. */
+    const open = async (team = teamId) => {
+      const abort = new AbortController();
+      const tail = client.tailConsentLogs(
+        {},
+        { ...bearer(service.operatorToken, team), signal: abort.signal },
+      );
+      await tail[Symbol.asyncIterator]().next();
+      return abort;
+    };
+    const tails = [];
+    for (let i = 0; i < MAX_TAILS_PER_TEAM; i++) tails.push(await open());
+    expect(await failure(open())).toEqual([Code.ResourceExhausted, "rate_limited"]);
+    // Another team is not held back by this one's tails.
+    (await open((await bannerFixture(service)).teamId)).abort();
+    tails.shift()?.abort();
+    await expect
+      .poll(async () => (await failure(open().then((tail) => tail.abort())))[0])
+      .toBeUndefined();
+    for (const tail of tails) tail.abort();
   });
 
   it("counts by method and day with the opt-in rate of explicit choices", async () => {
