@@ -160,6 +160,8 @@ export function httpErrorOf(error: unknown): HttpError {
 }
 
 function fromConnectError(error: ConnectError): HttpError {
+  // An internal failure is told in one fixed sentence, whatever the daemon said of it.
+  if (error.code === Code.Internal) return INTERNAL;
   const info = error.findDetails(ErrorInfoSchema)[0];
   const status = statusOf(error.code, info);
   if (!info) {

@@ -52,6 +52,11 @@ export function toConnectError(error: DomainError): ConnectError {
   );
 }
 
+/** decisions §7: an internal failure carries its machine code too, and nothing else of itself. */
+const INTERNAL_ERROR_INFO = [
+  { desc: ErrorInfoSchema, value: create(ErrorInfoSchema, { code: "internal_error" }) },
+];
+
 export interface ErrorLogger {
   error(details: object, message: string): void;
 }
@@ -76,7 +81,7 @@ export function domainErrorInterceptor(logger: ErrorLogger): Interceptor {
           "internal error",
           Code.Internal,
           { [STORE_FULL_METADATA]: "1" },
-          undefined,
+          INTERNAL_ERROR_INFO,
           error,
         );
       }
@@ -90,7 +95,13 @@ export function domainErrorInterceptor(logger: ErrorLogger): Interceptor {
         { err: error, procedure: request.method.name },
         "unexpected error in RPC handler",
       );
-      return new ConnectError("internal error", Code.Internal, undefined, undefined, error);
+      return new ConnectError(
+        "internal error",
+        Code.Internal,
+        undefined,
+        INTERNAL_ERROR_INFO,
+        error,
+      );
     };
     let response: Awaited<ReturnType<typeof next>>;
     try {

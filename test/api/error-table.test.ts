@@ -1,4 +1,8 @@
+import { Code, ConnectError, createClient } from "@connectrpc/connect";
+import { createGrpcTransport } from "@connectrpc/connect-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { BannerService } from "#gen/consent/v1/banner_pb.js";
+import { ErrorInfoSchema } from "#gen/consent/v1/errors_pb.js";
 import {
   consentState,
   createBanner,
@@ -404,6 +408,19 @@ describe("spec 7 error table", () => {
         code: "internal_error",
       });
       expect(result.text).not.toMatch(/lmdb|Error:|at /i);
+      // Over gRPC, the same machine code in the ErrorInfo detail (decisions §7), nothing more.
+      const banners = createClient(
+        BannerService,
+        createGrpcTransport({ baseUrl: broken.daemonUrl }),
+      );
+      const failed = await banners
+        .listBanners({}, { headers: { authorization: `Bearer ${brokenKey}` } })
+        .then(
+          () => undefined,
+          (error: unknown) => ConnectError.from(error),
+        );
+      expect([failed?.code, failed?.rawMessage]).toEqual([Code.Internal, "internal error"]);
+      expect(failed?.findDetails(ErrorInfoSchema)[0]?.code).toBe("internal_error");
     } finally {
       await broken.close().catch(() => undefined);
     }
