@@ -75,14 +75,16 @@ export function createConsentLogReads(options: ConsentLogReadOptions): ConsentLo
   async function admit(ctx: HandlerContext, request: LogFilterRequest) {
     const auth = await authenticator.authorize(ctx, { scope: "logs:read", write: false });
     return afterAdmission(ctx, auth, async () => {
-      readListPaging(0, "", request.methods);
+      const since = request.since && timestampDate(request.since);
+      const until = request.until && timestampDate(request.until);
+      readListPaging(0, "", request.methods, { since, until });
       return {
         auth,
         teamId: auth.team.id,
         publicId: request.bannerId ? request.bannerId.toLowerCase() : undefined,
         methods: request.methods.length > 0 ? request.methods : undefined,
-        since: request.since && timestampDate(request.since),
-        until: request.until && timestampDate(request.until),
+        since,
+        until,
       };
     });
   }

@@ -175,7 +175,12 @@ export function createLogIdGenerator(): (receivedAt: Date) => string {
 }
 
 /** ListConsentLogs: page sizes and the page token (the previous page's last id). */
-export function readListPaging(pageSize: number, pageToken: string, methods: readonly string[]) {
+export function readListPaging(
+  pageSize: number,
+  pageToken: string,
+  methods: readonly string[],
+  range: { since?: Date; until?: Date } = {},
+) {
   const violations = [];
   if (pageSize < 0 || pageSize > 1_000) {
     violations.push({ field: "pageSize", message: "pageSize must be from 1 to 1000" });
@@ -189,6 +194,10 @@ export function readListPaging(pageSize: number, pageToken: string, methods: rea
       field: "methods",
       message: `methods must be among ${CONSENT_LOG_METHODS.join(", ")}; unknown: ${unknown.join(", ")}`,
     });
+  }
+  // An empty range selects nothing by construction: a mistake, as consentctl treats it.
+  if (range.since && range.until && range.since >= range.until) {
+    violations.push({ field: "until", message: "until must be after since" });
   }
   if (violations.length > 0) throw invalidRequest(violations);
   return { limit: pageSize || 100, beforeId: pageToken || undefined };

@@ -150,7 +150,10 @@ export function createConsentLogService(
     async listConsentLogs(request, ctx) {
       const auth = await authenticator.authorize(ctx, { scope: "logs:read", write: false });
       return afterAdmission(ctx, auth, async () => {
-        const paging = readListPaging(request.pageSize, request.pageToken, request.methods);
+        const paging = readListPaging(request.pageSize, request.pageToken, request.methods, {
+          since: request.since && timestampDate(request.since),
+          until: request.until && timestampDate(request.until),
+        });
         // One row more than the page tells whether another page follows.
         const rows = await store.consentLog.list({
           teamId: auth.team.id,

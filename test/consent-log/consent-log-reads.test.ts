@@ -1,3 +1,4 @@
+import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -199,6 +200,20 @@ describe("ConsentLogService operator reads over gRPC", () => {
         client.consentLogStats({ methods: ["reject_all"] }, bearer(service.operatorToken, teamId)),
       ),
     ).toEqual([Code.InvalidArgument, "invalid_request"]);
+    // An empty range selects nothing by construction: refused, as consentctl refuses it.
+    const hour = timestampFromDate(new Date(Date.now() - 3_600_000));
+    const now = timestampFromDate(new Date());
+    for (const range of [
+      { since: now, until: hour },
+      { since: now, until: now },
+    ]) {
+      expect(
+        await failure(client.consentLogStats(range, bearer(service.operatorToken, teamId))),
+      ).toEqual([Code.InvalidArgument, "invalid_request"]);
+      expect(
+        await failure(client.listConsentLogs(range, bearer(service.operatorToken, teamId))),
+      ).toEqual([Code.InvalidArgument, "invalid_request"]);
+    }
   });
 
   it("refuses a request message that is not protobuf binary, or flagged compressed without a compression, as invalid_argument, in each protocol", async () => {
