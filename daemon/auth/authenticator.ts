@@ -73,11 +73,6 @@ export class Authenticator {
 
   async authorize(ctx: HandlerContext, requirement: Requirement): Promise<Authorized> {
     const caller = callerOf(ctx, this.options.operatorToken);
-    // One SHA-256 of the bearer serves both the operator check and the key look-up.
-    const bearerHash = caller.bearer === undefined ? undefined : secretHash(caller.bearer);
-    if (bearerHash !== undefined && this.operator.matchesDigest(bearerHash)) {
-      return { principal: { kind: "operator" }, team: await this.operatorTeam(caller), caller };
-    }
     const presented =
       caller.bearer !== undefined ||
       caller.unreadableCredential ||
@@ -85,8 +80,20 @@ export class Authenticator {
     if (presented) {
       // spec 8: the failed-authentication limit applies to attempts; a request that presents no
       // credential is not one, and gets its 401 below even from a blocked IP (docs/behaviour.md).
+      // A blocked address is refused whatever it presents, the operator token included: else the
+      // right token would answer differently from a wrong one, and guesses would go unlimited.
       const ipBucket = this.options.ipHasher.hash(caller.clientIp);
       await this.refuseBlockedIp(ipBucket);
+      // One SHA-256 of the bearer serves both the operator check and the key look-up.
+      const bearerHash = caller.bearer === undefined ? undefined : secretHash(caller.bearer);
+      if (bearerHash !== undefined && this.operator.matchesDigest(bearerHash)) {
+        // The REST API takes API keys (spec 5): there, the operator token is no key, and nothing
+        // of the gRPC metadata it would need is named to a REST client.
+        if (caller.viaGateway) {
+          throw await this.failed(ipBucket, "invalid_key", "The API key is malformed or unknown");
+        }
+        return { principal: { kind: "operator" }, team: await this.operatorTeam(caller), caller };
+      }
       // A key sent other than as a Bearer token is a malformed one (docs/behaviour.md).
       if (caller.unreadableCredential) {
         throw await this.failed(ipBucket, "invalid_key", "The API key is malformed or unknown");
@@ -111,13 +118,14 @@ export class Authenticator {
    */
   async authorizeOperator(ctx: HandlerContext): Promise<Caller> {
     const caller = callerOf(ctx, this.options.operatorToken);
-    if (caller.bearer !== undefined && this.operator.matches(caller.bearer)) return caller;
     const message = "This call needs the operator token";
     if (caller.bearer === undefined && !caller.unreadableCredential) {
       throw new DomainError("unauthenticated", "unauthorized", message);
     }
+    // A blocked address first, whatever it presents (see authorize).
     const ipBucket = this.options.ipHasher.hash(caller.clientIp);
     await this.refuseBlockedIp(ipBucket);
+    if (caller.bearer !== undefined && this.operator.matches(caller.bearer)) return caller;
     throw await this.failed(ipBucket, "unauthorized", message);
   }
 
@@ -286,15 +294,6 @@ export class Authenticator {
   }
 
   private async operatorTeam(caller: Caller): Promise<Team> {
-    // The REST API takes API keys (spec 5): there, the operator token is no key, and nothing of
-    // the gRPC metadata it would need is named to a REST client.
-    if (caller.viaGateway) {
-      throw new DomainError(
-        "unauthenticated",
-        "invalid_key",
-        "The API key is malformed or unknown",
-      );
-    }
     if (!caller.team) {
       throw new DomainError(
         "invalid",
