@@ -54,6 +54,30 @@ describe("sendWebhook over kept-alive connections", () => {
     return [await send(), await send()];
   }
 
+  it("sends nothing for a call that already ended, and ends an attempt when its call does", async () => {
+    const { url, seen } = await endpoint(() => {}); // never answers
+    const before = new AbortController();
+    before.abort();
+    const ended = {
+      ok: false,
+      statusCode: 0,
+      error: "the call ended before the endpoint answered",
+    };
+    expect(await sendWebhook({ url, headers, body: "{}", guard, signal: before.signal })).toEqual(
+      ended,
+    );
+    expect(seen.connections).toBe(0);
+    const during = new AbortController();
+    const attempt = sendWebhook({ url, headers, body: "{}", guard, signal: during.signal });
+    await expect.poll(() => seen.requests).toBe(1);
+    during.abort();
+    expect(await attempt).toEqual(ended);
+    // The attempt's connection is closed with it, not left to the endpoint.
+    const open = () =>
+      new Promise<number>((resolve) => server?.getConnections((_error, count) => resolve(count)));
+    await expect.poll(open).toBe(0);
+  });
+
   it("resends once on a new connection when a reused one was closed before any answer", async () => {
     // Like a server closing an idle connection just as a request arrives: the second request on
     // a connection is dropped unanswered.

@@ -111,6 +111,9 @@ export function sendWebhook(options: SendOptions): Promise<SendOutcome> {
   const pooled = options.agents ? (https ? options.agents.https : options.agents.http) : false;
   const body = Buffer.from(options.body, "utf8");
   const timeoutMs = options.timeoutMs ?? DELIVERY_TIMEOUT_MS;
+  const ended = { ok: false, statusCode: 0, error: "the call ended before the endpoint answered" };
+  // A call that ended before the attempt began sends nothing.
+  if (options.signal?.aborted) return Promise.resolve(ended);
   return new Promise((resolve) => {
     let settled = false;
     /** The request in progress: the first, or its one resend. */
@@ -132,12 +135,7 @@ export function sendWebhook(options: SendOptions): Promise<SendOutcome> {
         ),
       timeoutMs,
     );
-    const abandon = () =>
-      finish(
-        { ok: false, statusCode: 0, error: "the call ended before the endpoint answered" },
-        true,
-      );
-    if (options.signal?.aborted) abandon();
+    const abandon = () => finish(ended, true);
     options.signal?.addEventListener("abort", abandon, { once: true });
     const send = (agent: HttpAgent | false) => {
       let req: ClientRequest;
