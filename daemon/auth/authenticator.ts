@@ -23,6 +23,33 @@ const FAILED_AUTH_LIMIT = 10;
 /** spec 8: banner requests per client IP per 15 minutes without an API key (sessions). */
 const SESSION_IP_LIMIT = 100;
 
+/** A refused credential: its machine code and its sentence (decisions §2). */
+type Refusal = readonly [code: string, message: string];
+
+const UNKNOWN_KEY: Refusal = ["invalid_key", "The API key is malformed or unknown"];
+const SESSION_REFUSED: Refusal = [
+  "unauthorized",
+  "The dashboard session is invalid, expired or revoked",
+];
+
+const REVOKED_KEY: Refusal = ["revoked_key", "The API key has been revoked"];
+const EXPIRED_KEY: Refusal = ["expired_key", "The API key has expired"];
+
+/** Why a found key may not be used at `now`, if it may not: revoked, then expired. */
+function keyRefusal(
+  key: { revokedAt: Date | null; expiresAt: Date | null },
+  now: Date,
+): Refusal | undefined {
+  if (key.revokedAt && key.revokedAt <= now) return REVOKED_KEY;
+  if (key.expiresAt && key.expiresAt <= now) return EXPIRED_KEY;
+  return undefined;
+}
+
+/** Whether a found session may be used at `now`. */
+function sessionLive(session: { revokedAt: Date | null; expiresAt: Date }, now: Date): boolean {
+  return !session.revokedAt && session.expiresAt > now;
+}
+
 export type Principal =
   | { kind: "key"; keyId: string; environment: Environment; scopes: readonly string[] }
   | { kind: "session"; sessionId: string }
@@ -90,14 +117,12 @@ export class Authenticator {
         // The REST API takes API keys (spec 5): there, the operator token is no key, and nothing
         // of the gRPC metadata it would need is named to a REST client.
         if (caller.viaGateway) {
-          throw await this.failed(ipBucket, "invalid_key", "The API key is malformed or unknown");
+          throw await this.failed(ipBucket, ...UNKNOWN_KEY);
         }
         return { principal: { kind: "operator" }, team: await this.operatorTeam(caller), caller };
       }
       // A key sent other than as a Bearer token is a malformed one (docs/behaviour.md).
-      if (caller.unreadableCredential) {
-        throw await this.failed(ipBucket, "invalid_key", "The API key is malformed or unknown");
-      }
+      if (caller.unreadableCredential) throw await this.failed(ipBucket, ...UNKNOWN_KEY);
       return caller.bearer !== undefined
         ? this.authorizeKey(caller, bearerHash as string, ipBucket, requirement)
         : this.authorizeSession(caller, ipBucket, requirement);
@@ -176,14 +201,10 @@ export class Authenticator {
     const key = parseApiKey(bearer) ? await this.options.store.keys.findByHash(bearerHash) : null;
     // Found through the hash index, so equal: checked again, in constant time (fixed-length hex).
     if (!key || !digestsEqual(key.keyHash, bearerHash)) {
-      throw await this.failed(ipBucket, "invalid_key", "The API key is malformed or unknown");
+      throw await this.failed(ipBucket, ...UNKNOWN_KEY);
     }
-    if (key.revokedAt && key.revokedAt <= now) {
-      throw await this.failed(ipBucket, "revoked_key", "The API key has been revoked");
-    }
-    if (key.expiresAt && key.expiresAt <= now) {
-      throw await this.failed(ipBucket, "expired_key", "The API key has expired");
-    }
+    const refusal = keyRefusal(key, now);
+    if (refusal) throw await this.failed(ipBucket, ...refusal);
     return key;
   }
 
@@ -196,13 +217,8 @@ export class Authenticator {
     const session = await this.options.store.sessions.findByHash(
       secretHash(caller.sessionToken as string),
     );
-    if (!session || session.revokedAt || session.expiresAt <= now) {
-      throw await this.failed(
-        ipBucket,
-        "unauthorized",
-        "The dashboard session is invalid, expired or revoked",
-      );
-    }
+    if (!session || !sessionLive(session, now))
+      throw await this.failed(ipBucket, ...SESSION_REFUSED);
     // decisions §2: a cookie-authenticated write must come from the dashboard's own origin (CSRF).
     if (requirement.write && caller.origin !== this.options.baseOrigin) {
       throw new DomainError(
@@ -245,22 +261,15 @@ export class Authenticator {
     const now = this.options.clock();
     const { principal } = auth;
     if (principal.kind === "key") {
+      // A key gone from the store was removed as no longer to be used: as revoked.
       const key = await this.options.store.keys.get(principal.keyId);
-      if (!key || (key.revokedAt && key.revokedAt <= now)) {
-        throw new DomainError("unauthenticated", "revoked_key", "The API key has been revoked");
-      }
-      if (key.expiresAt && key.expiresAt <= now) {
-        throw new DomainError("unauthenticated", "expired_key", "The API key has expired");
-      }
+      const refusal = key ? keyRefusal(key, now) : REVOKED_KEY;
+      if (refusal) throw new DomainError("unauthenticated", ...refusal);
     }
     if (principal.kind === "session") {
       const session = await this.options.store.sessions.get(principal.sessionId);
-      if (!session || session.revokedAt || session.expiresAt <= now) {
-        throw new DomainError(
-          "unauthenticated",
-          "unauthorized",
-          "The dashboard session is invalid, expired or revoked",
-        );
+      if (!session || !sessionLive(session, now)) {
+        throw new DomainError("unauthenticated", ...SESSION_REFUSED);
       }
     }
     await this.teamOf(auth.team.id);
