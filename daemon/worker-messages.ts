@@ -91,12 +91,12 @@ export function isStartupFailure(message: unknown): message is StartupFailureMes
  */
 export function reportStartupFailure(message: string): Promise<void> {
   return new Promise((resolve) => {
-    if (
-      !process.send?.({ consentStartupFailure: message } satisfies StartupFailureMessage, () =>
+    // send() may queue the message (and return false); its callback runs once it is sent or
+    // cannot be, so the worker exits only after that.
+    if (!process.send) resolve();
+    else
+      process.send({ consentStartupFailure: message } satisfies StartupFailureMessage, () =>
         resolve(),
-      )
-    ) {
-      resolve();
-    }
+      );
   });
 }
