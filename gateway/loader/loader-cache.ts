@@ -123,9 +123,8 @@ export class LoaderCache {
   async #banner(publicId: string): Promise<CachedBanner | null> {
     const cached = this.#banners.get(publicId);
     if (cached && this.#now() - cached.checkedAt < this.options.revalidateMs) {
-      // Least recently used goes first when the map is full: re-insert on use.
-      this.#banners.delete(publicId);
-      this.#banners.set(publicId, cached);
+      // Least recently used goes first when the map is full: re-inserted on use.
+      remember(this.#banners, publicId, cached, MAX_BANNERS);
       return cached;
     }
     const missingSince = this.#missing.get(publicId);
