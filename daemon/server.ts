@@ -1,5 +1,10 @@
 import { setMaxListeners } from "node:events";
-import { constants, type Http2Server, type ServerHttp2Stream } from "node:http2";
+import {
+  constants,
+  type Http2Server,
+  type Http2ServerResponse,
+  type ServerHttp2Stream,
+} from "node:http2";
 import type { ConnectRouter, Interceptor } from "@connectrpc/connect";
 import { Code, ConnectError, createContextValues } from "@connectrpc/connect";
 import { fastifyConnectPlugin } from "@connectrpc/connect-fastify";
@@ -19,6 +24,7 @@ import { SubjectIdentity } from "#daemon/identity/subject-identity.js";
 import { ClientIpHasher, FixedWindowLimiter } from "#daemon/limits/rate-limiter.js";
 import { domainErrorInterceptor } from "#daemon/rpc/connect-errors.js";
 import { serveConnectUnary } from "#daemon/rpc/connect-unary-route.js";
+import { encodeGrpcMessageAsProtocolSays } from "#daemon/rpc/grpc-message.js";
 import { createServiceTable } from "#daemon/rpc/in-process-transport.js";
 import { answeringParseFailuresAsInvalid } from "#daemon/rpc/parse-failures.js";
 import { withReadCache } from "#daemon/store/read-cache.js";
@@ -229,8 +235,12 @@ export async function listenDaemon(daemon: Daemon, options: ListenOptions) {
     }, arrivalMs);
     stream.once("close", () => clearTimeout(stalled));
   });
-  app.addHook("onRequest", (request, _reply, done) => {
+  app.addHook("onRequest", (request, reply, done) => {
     dropUnkeepableDeadline(request.headers);
+    const type = request.headers["content-type"];
+    if (type?.startsWith("application/grpc") && !type.startsWith("application/grpc-web")) {
+      encodeGrpcMessageAsProtocolSays(reply.raw as unknown as Http2ServerResponse);
+    }
     done();
   });
   // Every call in flight links its signal to this one: more than ten at once is normal, not a

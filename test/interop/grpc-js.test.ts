@@ -39,7 +39,11 @@ describe("grpc-js against the daemon", () => {
     http(service, method, path, { key: restKey, body });
   const failure = (outcome: Outcome<unknown>) => {
     if (outcome.ok) throw new Error("expected the call to fail");
-    return { code: outcome.error.code, ...errorInfoOf(outcome.error) };
+    return {
+      code: outcome.error.code,
+      message: outcome.error.details,
+      ...errorInfoOf(outcome.error),
+    };
   };
 
   beforeAll(async () => {
@@ -264,6 +268,27 @@ describe("grpc-js against the daemon", () => {
     expect([overGrpc.code, overGrpc.info?.code]).toEqual([status.UNAUTHENTICATED, "invalid_key"]);
   });
 
+  it("an error message reads as REST's, punctuation included", async () => {
+    // grpc-message is percent-encoded as the gRPC protocol says (only "%", controls and bytes
+    // outside ASCII), so grpc-js, which decodes it with decodeURI, reads ";" and "/" as they are.
+    const { key: testKey } = await mintKey(service, await createTeam(service, "professional"), {
+      environment: "test",
+    });
+    const write = { ...subject(), baseVersion: 0, consentState: consentState() };
+    const overGrpc = failure(
+      await unary(
+        subjects,
+        "PutSubjectState",
+        { ...write, consentState: toStruct(write.consentState) },
+        bearer(testKey),
+      ),
+    );
+    const overRest = await rest("PUT", "/api/v1/consent/subjects/state", write, testKey);
+    expect([overRest.status, overRest.body.data.code]).toEqual([403, "test_key_read_only"]);
+    expect(overGrpc.message).toBe(overRest.body.data.error);
+    expect(overGrpc.message).toContain(";");
+  });
+
   it("a body failing validation is INVALID_ARGUMENT naming the same fields as REST's 400", async () => {
     const bad = { bannerId: publicId, subjectId: "someone@example.com", namespace: "" };
     const overGrpc = failure(await unary(subjects, "ResolveSubject", bad, bearer(key)));
@@ -274,6 +299,7 @@ describe("grpc-js against the daemon", () => {
     const fields = overGrpc.info?.details.map((d) => d.field);
     expect(fields).toEqual(overRest.body.data.details.map((d: { field: string }) => d.field));
     expect(fields).toEqual(expect.arrayContaining(["subjectId", "namespace"]));
+    expect(overGrpc.message).toBe(overRest.body.data.error);
   });
 
   it("refuses a request carrying its body in json and in typed fields, naming those fields", async () => {
