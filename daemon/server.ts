@@ -136,7 +136,10 @@ export function createDaemon(options: DaemonOptions): Daemon {
     linkSecret: secret("consent.v1 preferences link"),
   });
   return {
-    interceptors: [gauge.interceptor, domainErrorInterceptor(options.logger)],
+    interceptors: [
+      gauge.interceptor,
+      domainErrorInterceptor(options.logger, (error) => store.isUnavailable(error)),
+    ],
     dispatcher,
     onPublicChange(listener) {
       publicChangeListeners.push(listener);

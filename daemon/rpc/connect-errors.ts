@@ -59,7 +59,11 @@ const INTERNAL_ERROR_INFO = [
 
 export interface ErrorLogger {
   error(details: object, message: string): void;
+  warn(details: object, message: string): void;
 }
+
+/** How often an unreachable store is logged while it lasts: its first failure, then one line per this long. */
+export const STORE_UNAVAILABLE_LOG_MS = 10_000;
 
 /**
  * Server interceptor at the RPC edge: domain failures become ConnectErrors with ErrorInfo; any
@@ -67,13 +71,44 @@ export interface ErrorLogger {
  * reaches a client. A server-streaming handler fails while its messages are read, so the
  * messages of a stream pass through the same translation. A streaming call's request message is
  * parsed there too: one that is not protobuf binary is the caller's error, `invalid_argument`,
- * as parse-failures.ts answers it for unary calls.
+ * as parse-failures.ts answers it for unary calls. A store that cannot be reached for now (a
+ * MongoDB election, `storeUnavailable`) fails the call with `unavailable` and a Retry-After, which
+ * clients retry (spec 7), logged at most once per STORE_UNAVAILABLE_LOG_MS.
  */
-export function domainErrorInterceptor(logger: ErrorLogger): Interceptor {
+export function domainErrorInterceptor(
+  logger: ErrorLogger,
+  storeUnavailable: (error: unknown) => boolean = () => false,
+): Interceptor {
+  let loggedAt = Number.NEGATIVE_INFINITY;
+  let unlogged = 0;
+  const unavailable = (error: unknown, procedure: string): ConnectError => {
+    const now = performance.now();
+    if (now - loggedAt >= STORE_UNAVAILABLE_LOG_MS) {
+      logger.warn(
+        { err: error, procedure, failedSincePreviousLine: unlogged },
+        "the store cannot be reached; calls fail with unavailable until it can",
+      );
+      loggedAt = now;
+      unlogged = 0;
+    } else {
+      unlogged += 1;
+    }
+    return toConnectError(
+      new DomainError(
+        "unavailable",
+        "unavailable",
+        "The store is temporarily unavailable; retry later",
+        {
+          retryAfterSeconds: 1,
+        },
+      ),
+    );
+  };
   return (next) => async (request) => {
     const translate = (error: unknown): ConnectError => {
       if (error instanceof DomainError) return toConnectError(error);
       if (isParseFailure(error)) return new ConnectError(error.rawMessage, Code.InvalidArgument);
+      if (storeUnavailable(error)) return unavailable(error, request.method.name);
       // A full disk: the guard has reported it once; a log entry per refused write would only
       // add to what fills the disk.
       if (error instanceof StoreFullError) {

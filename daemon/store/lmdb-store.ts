@@ -244,6 +244,7 @@ export async function openLmdbStore(options: LmdbStoreOptions): Promise<Store> {
       counterNamesByExpiry: counterEnv.openDB({ name: "counter-names-by-expiry" }),
     }),
     acceptsWrites: () => !guard?.refusing,
+    isUnavailable: () => false,
     // A one-key read of each environment's root (its catalogue of named databases): cheap, and it
     // throws once the environment is closed.
     async ping() {

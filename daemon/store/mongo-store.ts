@@ -3,7 +3,14 @@ import {
   type Db,
   MongoClient,
   type MongoClientOptions,
+  MongoError,
+  MongoErrorLabel,
+  MongoNetworkError,
+  MongoNotConnectedError,
+  MongoOperationTimeoutError,
+  MongoServerClosedError,
   MongoServerSelectionError,
+  MongoTopologyClosedError,
 } from "mongodb";
 import { type BannerDocument, MongoBannerStore } from "#daemon/banners/mongo-banner-store.js";
 import { StartupError } from "#daemon/config.js";
@@ -32,7 +39,7 @@ export interface MongoStoreOptions {
 
 const SERVER_SELECTION_TIMEOUT_MS = 5_000;
 /**
- * How long a write waits for its majority: past it the request fails (500, nothing acknowledged)
+ * How long a write waits for its majority: past it the request fails (503 unavailable, nothing acknowledged)
  * instead of hanging while the primary is up but a majority is not (a secondary down beside an
  * arbiter). The write itself may still complete on the server.
  */
@@ -132,6 +139,7 @@ function createStore(client: MongoClient, db: Db): Store {
       collections.consentLog,
     ),
     acceptsWrites: () => true,
+    isUnavailable: isMongoUnavailable,
     async ping() {
       await db.command({ ping: 1 });
     },
@@ -139,6 +147,60 @@ function createStore(client: MongoClient, db: Db): Store {
       await client.close();
     },
   };
+}
+
+/** Driver errors that mean no server could serve the operation for now, not a refused request. */
+const UNREACHABLE = [
+  MongoNetworkError, // MongoNetworkTimeoutError too
+  MongoServerSelectionError,
+  MongoNotConnectedError,
+  MongoTopologyClosedError,
+  MongoServerClosedError,
+  MongoOperationTimeoutError,
+];
+/** Labels the server or the driver put on an error worth retrying as it is. */
+const RETRYABLE_LABELS = [
+  MongoErrorLabel.RetryableWriteError,
+  MongoErrorLabel.TransientTransactionError,
+  MongoErrorLabel.RetryableError,
+  MongoErrorLabel.SystemOverloadedError,
+  MongoErrorLabel.PoolRequestedRetry,
+  MongoErrorLabel.ResetPool,
+];
+/**
+ * Server codes of a replica set between primaries or of a node going away (the retryable codes
+ * of the retryable-reads and retryable-writes specifications), and 64, a write concern that
+ * timed out (MAJORITY_WAIT_MS) while a majority did not answer.
+ */
+const UNAVAILABLE_CODES = new Set([
+  6, // HostUnreachable
+  7, // HostNotFound
+  64, // WriteConcernFailed (wtimeout)
+  89, // NetworkTimeout
+  91, // ShutdownInProgress
+  134, // ReadConcernMajorityNotAvailableYet
+  189, // PrimarySteppedDown
+  262, // ExceededTimeLimit
+  9001, // SocketException
+  10107, // NotWritablePrimary
+  11600, // InterruptedAtShutdown
+  11602, // InterruptedDueToReplStateChange
+  13435, // NotPrimaryNoSecondaryOk
+  13436, // NotPrimaryOrSecondary
+]);
+
+/**
+ * Whether a driver error is MongoDB being out of reach for now rather than a refused request.
+ * The driver has already retried a retryable read or write once when it throws one of these
+ * (retryReads, retryWrites), so the caller gets 503 and retries later (spec 7). A write that
+ * timed out waiting for its majority may still be applied: the client's retry then meets it as
+ * an ordinary write would (a PUT's `baseVersion` answers 409 with the state it holds).
+ */
+export function isMongoUnavailable(error: unknown): boolean {
+  if (!(error instanceof MongoError)) return false;
+  if (UNREACHABLE.some((kind) => error instanceof kind)) return true;
+  if (RETRYABLE_LABELS.some((label) => error.hasErrorLabel(label))) return true;
+  return typeof error.code === "number" && UNAVAILABLE_CODES.has(error.code);
 }
 
 function collectionsOf(db: Db) {

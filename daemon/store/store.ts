@@ -29,6 +29,13 @@ export interface Store {
    * them (disk-guard.ts). MongoDB answers each write itself, so its adapter always says true.
    */
   acceptsWrites(): boolean;
+  /**
+   * Whether an error a call on this store threw means the backend cannot be reached for now (a
+   * replica-set election, a lost connection, a majority that did not answer in time): the
+   * request then fails with 503 `unavailable` and a Retry-After, which spec 7 tells clients to
+   * retry, instead of 500. The embedded store has no such state: always false.
+   */
+  isUnavailable(error: unknown): boolean;
   /** Releases connections and file handles. */
   close(): Promise<void>;
 }

@@ -1,0 +1,46 @@
+import {
+  MongoNetworkTimeoutError,
+  MongoServerError,
+  MongoServerSelectionError,
+  MongoTopologyClosedError,
+  MongoWriteConcernError,
+} from "mongodb";
+import { describe, expect, it } from "vitest";
+import { isMongoUnavailable } from "#daemon/store/mongo-store.js";
+import { DuplicateKeyError } from "#daemon/store/store.js";
+
+describe("isMongoUnavailable: which driver errors answer 503 unavailable", () => {
+  it("takes a lost connection, no reachable primary and a closed client for unavailable", () => {
+    expect(isMongoUnavailable(new MongoNetworkTimeoutError("connection timed out"))).toBe(true);
+    expect(isMongoUnavailable(new MongoServerSelectionError("no primary", {} as never))).toBe(true);
+    expect(isMongoUnavailable(new MongoTopologyClosedError())).toBe(true);
+  });
+
+  it("takes a replica set between primaries and a majority that did not answer for unavailable", () => {
+    const notPrimary = new MongoServerError({ code: 10107, errmsg: "not primary" });
+    expect(isMongoUnavailable(notPrimary)).toBe(true);
+    const steppedDown = new MongoServerError({ code: 11602, errmsg: "interrupted" });
+    expect(isMongoUnavailable(steppedDown)).toBe(true);
+    const waited = new MongoWriteConcernError({
+      ok: 1,
+      writeConcernError: {
+        code: 64,
+        errmsg: "waiting for replication timed out",
+        errInfo: { wtimeout: true },
+      },
+    });
+    expect(isMongoUnavailable(waited)).toBe(true);
+    const labelled = new MongoServerError({ code: 1, errmsg: "transient" });
+    labelled.addErrorLabel("RetryableWriteError");
+    expect(isMongoUnavailable(labelled)).toBe(true);
+  });
+
+  it("leaves refusals and every other error to their own answers", () => {
+    expect(isMongoUnavailable(new MongoServerError({ code: 11000, errmsg: "E11000" }))).toBe(false);
+    expect(isMongoUnavailable(new MongoServerError({ code: 13, errmsg: "unauthorized" }))).toBe(
+      false,
+    );
+    expect(isMongoUnavailable(new DuplicateKeyError("publicId"))).toBe(false);
+    expect(isMongoUnavailable(new Error("ECONNRESET"))).toBe(false);
+  });
+});
