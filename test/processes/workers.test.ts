@@ -1,11 +1,10 @@
 import { once } from "node:events";
-import { readFileSync } from "node:fs";
 import { get } from "node:http";
 import { connect } from "node:net";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { createBanner, createTeam, http, mintKey } from "#test/support/api.js";
-import { type Program, startService, useProgramRoot } from "#test/support/processes.js";
+import { startService, useProgramRoot, workerPids } from "#test/support/processes.js";
 import { eventually } from "#test/support/webhook-receiver.js";
 
 /** The loader's bound configuration revision, each call on a new connection (so on any worker). */
@@ -24,16 +23,6 @@ function loaderRevision(gatewayUrl: string, publicId: string) {
       });
     }).on("error", reject);
   });
-}
-
-/** The worker processes a primary of `npm start` has forked (Linux's /proc). */
-function workerPids(program: Program): number[] {
-  const pid = program.child.pid as number;
-  return readFileSync(`/proc/${pid}/task/${pid}/children`, "utf8")
-    .trim()
-    .split(/\s+/)
-    .filter(Boolean)
-    .map(Number);
 }
 
 const STUCK_IN_EXIT = fileURLToPath(
