@@ -134,8 +134,17 @@ export function recordExpiry(requested: string | undefined, now: Date): Date {
   return at > cap ? cap : at;
 }
 
-function addMonths(date: Date, months: number): Date {
+/**
+ * The same day and time `months` later, or the last day of that month when it is shorter (Jan 31
+ * + 13 months is the end of February), so a record never outlives its months. Date's own
+ * setUTCMonth would carry the missing days into the month after.
+ */
+export function addMonths(date: Date, months: number): Date {
   const out = new Date(date);
+  const day = out.getUTCDate();
+  out.setUTCDate(1);
   out.setUTCMonth(out.getUTCMonth() + months);
+  const lastDay = new Date(Date.UTC(out.getUTCFullYear(), out.getUTCMonth() + 1, 0)).getUTCDate();
+  out.setUTCDate(Math.min(day, lastDay));
   return out;
 }
