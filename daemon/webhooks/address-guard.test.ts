@@ -33,3 +33,21 @@ describe("AddressGuard.refusalOf", () => {
     expect(allowing.refusalOf("::127.0.0.1", true)).toMatch(/plain http is only allowed/);
   });
 });
+
+describe("AddressGuard.lookup", () => {
+  const guard = new AddressGuard([]);
+  const lookUp = (hostname: string) =>
+    new Promise<Error | null>((resolve) => guard.lookup(false)(hostname, {}, resolve));
+
+  it("tells a name the resolver refuses to look up as one that resolves nowhere", async () => {
+    // A label over 63 characters: getaddrinfo answers EINVAL, not ENOTFOUND.
+    const overlong = `${"a".repeat(300)}.example`;
+    const [refused, nowhere] = await Promise.all([lookUp(overlong), lookUp("nowhere.invalid")]);
+    expect(refused?.message).toBe(
+      `${overlong} resolves to no address this service may reach; webhooks are only delivered to public addresses`,
+    );
+    expect(nowhere?.message).toBe(
+      "nowhere.invalid resolves to no address this service may reach; webhooks are only delivered to public addresses",
+    );
+  });
+});

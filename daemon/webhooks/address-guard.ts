@@ -157,13 +157,14 @@ export class AddressGuard {
       // Not which address, nor what kind, nor whether the name exists at all: a team may read
       // this (a delivery's lastError, TestWebhook), and the service's own DNS view of internal
       // names is not theirs. A name that resolves nowhere is told as one resolving to an
-      // address out of reach, so the two cannot be told apart.
+      // address out of reach, so the two cannot be told apart; so is every other failed
+      // lookup (a resolver that failed for now, a name it would not look up), whose code
+      // would tell one internal zone from another. A delivery is retried as after any failure.
       const allowed = httpOnlyAllowListed ? HTTP_ONLY_ALLOW_LISTED : PUBLIC_ONLY;
       const refusal = `${hostname} resolves to no address this service may reach; ${allowed}`;
       dnsLookup(hostname, { ...options, all: true }, (error, addresses: LookupAddress[]) => {
         if (error) {
-          const unknown = error.code === "ENOTFOUND" || error.code === "ENODATA";
-          callback(unknown ? new RefusedAddressError(refusal) : error, "", 0);
+          callback(new RefusedAddressError(refusal), "", 0);
           return;
         }
         for (const { address } of addresses) {
