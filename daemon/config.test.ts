@@ -1,7 +1,46 @@
 import { randomBytes } from "node:crypto";
+import path from "node:path";
 import { fastify } from "fastify";
 import { describe, expect, it } from "vitest";
 import { ConfigError, loadConfig } from "#daemon/config.js";
+
+/**
+ * decisions §1: `CONSENT_DATA_DIR` `./data`; `CONSENT_HTTP_PORT` (or `PORT`) / `CONSENT_HTTP_HOST`
+ * `8080` / `127.0.0.1`; `CONSENT_GRPC_PORT` / `CONSENT_GRPC_HOST` `50051` / `127.0.0.1`;
+ * `CONSENT_DAEMON_URL` `http://127.0.0.1:50051`.
+ */
+describe("listen addresses and the data directory", () => {
+  it("default to ./data, 127.0.0.1:8080 for HTTP, 127.0.0.1:50051 for gRPC and that daemon URL", () => {
+    expect(loadConfig({})).toMatchObject({
+      dataDir: path.resolve("data"),
+      httpHost: "127.0.0.1",
+      httpPort: 8080,
+      grpcHost: "127.0.0.1",
+      grpcPort: 50051,
+      daemonUrl: "http://127.0.0.1:50051",
+    });
+  });
+
+  it("take CONSENT_HTTP_HOST, CONSENT_GRPC_HOST and CONSENT_DATA_DIR as set", () => {
+    const config = loadConfig({
+      CONSENT_HTTP_HOST: "0.0.0.0",
+      CONSENT_GRPC_HOST: "::",
+      CONSENT_DATA_DIR: "/var/lib/consent",
+    });
+    expect([config.httpHost, config.grpcHost, config.dataDir]).toEqual([
+      "0.0.0.0",
+      "::",
+      "/var/lib/consent",
+    ]);
+  });
+
+  it("take the HTTP port from CONSENT_HTTP_PORT over PORT when both are set", () => {
+    expect(loadConfig({ CONSENT_HTTP_PORT: "8082", PORT: "8081" }).httpPort).toBe(8082);
+    expect(configErrorOf({ CONSENT_HTTP_PORT: "http", PORT: "8081" }).message).toBe(
+      'CONSENT_HTTP_PORT must be a port number from 0 to 65535, not "http"',
+    );
+  });
+});
 
 describe("CONSENT_WEBHOOK_LEASE_MS", () => {
   it("is unset by default (the dispatcher's 60 s) and read as whole milliseconds", () => {

@@ -12,7 +12,8 @@ import { startTestService, type TestService } from "#test/support/service.js";
 interface Route {
   name: string;
   method: string;
-  path: () => string;
+  /** The route's address, naming `banner` where it names one. */
+  path: (banner: string) => string;
   body?: () => unknown;
   scope: string;
   write: boolean;
@@ -31,6 +32,16 @@ describe("authentication, scopes, test keys and plans per route", () => {
   let ip = 0;
   const keys: Record<string, string> = {};
   let session: string;
+  /**
+   * decisions §2: "Cross-device consent (the subject endpoints) is in `professional`, `business`
+   * and `enterprise`." The plans without it, each a team with a banner of its own, and the key's
+   * limit (spec 8).
+   */
+  const withoutCrossDevice = [
+    { plan: "free", limit: "50" },
+    { plan: "starter", limit: "200" },
+  ];
+  const ownBanner: Record<string, string> = {};
   const subject = () => ({ bannerId: publicId, subjectId: `matrix-${ip}` });
 
   const routes: Route[] = [
@@ -56,7 +67,7 @@ describe("authentication, scopes, test keys and plans per route", () => {
     {
       name: "get banner",
       method: "GET",
-      path: () => `/api/v1/banners/${bannerId}`,
+      path: (banner) => `/api/v1/banners/${banner}`,
       scope: "banners:read",
       write: false,
       crossDevice: false,
@@ -65,7 +76,7 @@ describe("authentication, scopes, test keys and plans per route", () => {
     {
       name: "update banner",
       method: "PATCH",
-      path: () => `/api/v1/banners/${bannerId}`,
+      path: (banner) => `/api/v1/banners/${banner}`,
       body: () => ({ name: "Renamed" }),
       scope: "banners:write",
       write: true,
@@ -75,7 +86,7 @@ describe("authentication, scopes, test keys and plans per route", () => {
     {
       name: "publish banner",
       method: "POST",
-      path: () => `/api/v1/banners/${bannerId}/publish`,
+      path: (banner) => `/api/v1/banners/${banner}/publish`,
       scope: "banners:write",
       write: true,
       crossDevice: false,
@@ -121,8 +132,11 @@ describe("authentication, scopes, test keys and plans per route", () => {
     keys.test = (await mintKey(service, pro, { environment: "test" })).key;
     keys.free = (await mintKey(service, free)).key;
     keys.freeTest = (await mintKey(service, free, { environment: "test" })).key;
+    keys.starter = (await mintKey(service, await createTeam(service, "starter"))).key;
     keys.none = (await mintKey(service, pro, { scopes: ["logs:read"] })).key;
     ({ id: bannerId, publicId } = await createBanner(service, keys.live as string));
+    for (const { plan } of withoutCrossDevice)
+      ownBanner[plan] = (await createBanner(service, keys[plan] as string)).id;
     const { admin, auth } = operator(service);
     session = (await admin.createSession({ teamId: pro }, auth)).token;
   });
@@ -131,13 +145,13 @@ describe("authentication, scopes, test keys and plans per route", () => {
   /** Calls a route from a fresh client IP, so failed attempts never trip the per-IP limit. */
   async function call(
     route: Route,
-    credentials: { key?: string; cookie?: string; origin?: string },
+    credentials: { key?: string; cookie?: string; origin?: string; banner?: string },
   ) {
     ip++;
     const headers: Record<string, string> = { "x-forwarded-for": `198.51.100.${ip % 250}` };
     if (credentials.cookie) headers.cookie = `consent_session=${credentials.cookie}`;
     if (credentials.origin) headers.origin = credentials.origin;
-    const result = await http(service, route.method, route.path(), {
+    const result = await http(service, route.method, route.path(credentials.banner ?? bannerId), {
       key: credentials.key,
       body: route.body?.(),
       headers,
@@ -180,15 +194,17 @@ describe("authentication, scopes, test keys and plans per route", () => {
         else expect(result.status).toBe(route.ok);
       });
 
-      it(
-        route.crossDevice ? "403 plan_required on the free plan" : "answers the free plan",
-        async () => {
-          const result = await call(route, { key: keys.free });
-          if (route.crossDevice)
-            expect(result).toMatchObject({ status: 403, code: "plan_required", limited: null });
-          else expect(result.status).not.toBe(403);
-        },
-      );
+      for (const { plan, limit } of withoutCrossDevice) {
+        it(
+          route.crossDevice ? `403 plan_required on the ${plan} plan` : `answers the ${plan} plan`,
+          async () => {
+            const result = await call(route, { key: keys[plan], banner: ownBanner[plan] });
+            if (route.crossDevice)
+              expect(result).toMatchObject({ status: 403, code: "plan_required", limited: null });
+            else expect([result.status, result.limited]).toEqual([route.ok, limit]);
+          },
+        );
+      }
 
       it("answers a live key with the scope, with rate-limit headers", async () => {
         const result = await call(route, { key: keys.live });

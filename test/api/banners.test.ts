@@ -608,6 +608,32 @@ describe("banners", () => {
     ]);
   });
 
+  // decisions §3: GET and PATCH /api/v1/banners/{id}, POST /api/v1/banners/{id}/publish; "Other
+  // methods on these paths: 405 with an `Allow` header" (HEAD answers with GET).
+  it("answers other methods on a banner and its publish path with 405 and Allow", async () => {
+    const { id } = await createBanner(service, key);
+    for (const [path, allow] of [
+      [`/api/v1/banners/${id}`, "GET, PATCH, HEAD"],
+      [`/api/v1/banners/${id}/publish`, "POST"],
+    ] as const) {
+      for (const method of ["DELETE", "PUT"]) {
+        const result = await http(service, method, path, { key, body: {} });
+        expect([
+          method,
+          path,
+          result.status,
+          result.headers.get("allow"),
+          result.body.data.code,
+          result.body.version,
+        ]).toEqual([method, path, 405, allow, "method_not_allowed", "v1"]);
+      }
+    }
+    // What Allow names is served, and the refused methods changed nothing.
+    const head = await http(service, "HEAD", `/api/v1/banners/${id}`, { key });
+    const read = await http(service, "GET", `/api/v1/banners/${id}`, { key });
+    expect([head.status, read.status, read.body.data.banner.revision]).toEqual([200, 200, 1]);
+  });
+
   it("lists the team's banners oldest first and hides a deactivated one from the public side only", async () => {
     const own = await createBanner(service, key, { name: "To deactivate" });
     await http(service, "PATCH", `/api/v1/banners/${own.id}`, { key, body: { isActive: false } });

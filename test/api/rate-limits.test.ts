@@ -35,6 +35,18 @@ describe("rate limits", () => {
     );
   });
 
+  // decisions §2: "Plans: `free`, `starter`, `professional`, `business`, `enterprise`, limits as
+  // in spec section 8"; spec 8: "Business plan | 2,000".
+  it("sends a business key's limit of 2000 requests per window", async () => {
+    const { key } = await mintKey(service, await createTeam(service, "business"));
+    const result = await http(service, "GET", "/api/v1/banners", { key });
+    expect([
+      result.status,
+      result.headers.get("x-ratelimit-limit"),
+      result.headers.get("x-ratelimit-remaining"),
+    ]).toEqual([200, "2000", "1999"]);
+  });
+
   it("counts every request of a key, starts over in the next window, and follows a plan change at once", async () => {
     const teamId = await createTeam(service, "free");
     const { key } = await mintKey(service, teamId);
