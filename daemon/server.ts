@@ -182,6 +182,33 @@ export const MAX_STREAMS_PER_CONNECTION = 256;
  */
 export const REQUEST_ARRIVAL_MS = 30_000;
 
+/** How long resetOnceAnswered waits, at most, for an answer's END_STREAM to be written. */
+const ANSWER_FLUSH_MS = 1_000;
+
+/**
+ * RFC 9113 §8.1: an answer that ended before its request did (a message past readMaxBytes is
+ * refused from its envelope, unread) is followed by RST_STREAM NO_ERROR, so the client stops
+ * sending rather than wait for REQUEST_ARRIVAL_MS. Only once nghttp2 has written the answer's
+ * END_STREAM (state.localClose): a reset submitted earlier closes the stream in nghttp2 at once,
+ * and the trailers (gRPC) or the empty DATA frame ending a Connect answer, still queued, are
+ * dropped. Node tells of no frame written, so this looks again on the next turns of the event
+ * loop (the write is a native immediate), then every few milliseconds while the client's
+ * flow-control window holds the last frame back. The stream is destroyed with the reset: closed
+ * with NO_ERROR, Node keeps a stream whose unread request data nobody reads open for good.
+ */
+function resetOnceAnswered(stream: ServerHttp2Stream, turns = 0): void {
+  if (stream.destroyed || stream.closed) return;
+  const { localClose, remoteClose } = stream.state;
+  if (remoteClose) return;
+  if (localClose) {
+    stream.close(constants.NGHTTP2_NO_ERROR);
+    stream.destroy();
+    return;
+  }
+  if (turns < 3) setImmediate(resetOnceAnswered, stream, turns + 1);
+  else if (turns < 3 + ANSWER_FLUSH_MS / 10) setTimeout(resetOnceAnswered, 10, stream, turns + 1);
+}
+
 /** The longest delay a Node timer keeps (about 24.8 days); a longer one fires at once. */
 const LONGEST_TIMER_MS = 2 ** 31 - 1;
 const GRPC_TIMEOUT = /^(\d{1,8})([HMSmun])$/;
@@ -237,6 +264,11 @@ export async function listenDaemon(daemon: Daemon, options: ListenOptions) {
       if (!stream.destroyed && !stream.state.remoteClose) stream.close(constants.NGHTTP2_CANCEL);
     }, arrivalMs);
     stream.once("close", () => clearTimeout(stalled));
+    // An answer may end before its request has (a message past readMaxBytes is refused from its
+    // envelope): once the answer's last frame (END_STREAM) is out, RST_STREAM NO_ERROR tells the
+    // client to stop sending (RFC 9113 §8.1). Not before: nghttp2 drops the trailers, or the empty
+    // DATA frame that ends a Connect answer, still queued behind a reset.
+    stream.once("finish", () => resetOnceAnswered(stream));
   });
   app.addHook("onRequest", (request, reply, done) => {
     dropUnkeepableDeadline(request.headers);

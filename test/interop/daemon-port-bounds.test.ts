@@ -1,7 +1,40 @@
 import http2 from "node:http2";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { MAX_STREAMS_PER_CONNECTION } from "#daemon/server.js";
+import { grpcWebTrailers } from "#test/support/raw-http2.js";
 import { startTestService, type TestService } from "#test/support/service.js";
+
+/**
+ * A POST whose body is still being sent when the daemon answers it: the answer, and how the
+ * stream ended (its RST_STREAM code), once the daemon has let go of it too (the session closes).
+ */
+async function answeredEarly(url: string, headers: http2.OutgoingHttpHeaders, body: Buffer) {
+  const session = http2.connect(url);
+  const stream = session.request({ ":method": "POST", ...headers });
+  let response: http2.IncomingHttpHeaders = {};
+  let trailers: http2.IncomingHttpHeaders = {};
+  const chunks: Buffer[] = [];
+  stream.on("response", (received) => {
+    response = received;
+  });
+  stream.on("trailers", (received) => {
+    trailers = received;
+  });
+  stream.on("data", (chunk: Buffer) => chunks.push(chunk));
+  // The reset ends the upload: the client's write fails, the answer stands.
+  stream.on("error", () => {});
+  stream.end(body);
+  await new Promise((resolve) => stream.once("close", resolve));
+  await new Promise<void>((resolve) => session.close(() => resolve()));
+  return { response, trailers, body: Buffer.concat(chunks), rstCode: stream.rstCode };
+}
+
+/** One gRPC message of `size` zero bytes, past the daemon's 1 MiB. */
+function oversizedMessage(size = 3_000_000): Buffer {
+  const prefix = Buffer.alloc(5);
+  prefix.writeUInt32BE(size, 1);
+  return Buffer.concat([prefix, Buffer.alloc(size)]);
+}
 
 /**
  * The daemon's h2c port holds a request before any credential is checked, so what one client
@@ -63,6 +96,53 @@ describe("the daemon port's bounds on what a client makes it hold", () => {
       session.close();
     }
   });
+
+  // RFC 9113 §8.1: an answer sent before its request ended is followed by RST_STREAM NO_ERROR,
+  // so the client stops sending; the answer is not lost to the reset. Without it the client
+  // would wait for the arrival bound, whose reset is CANCEL.
+  it("answers a gRPC message past its limit, then tells the client to stop sending", async () => {
+    const path = "/grpc.health.v1.Health/Check";
+    const grpc = await answeredEarly(
+      service.daemonUrl,
+      { ":path": path, "content-type": "application/grpc", te: "trailers" },
+      oversizedMessage(),
+    );
+    expect([grpc.trailers["grpc-status"], grpc.rstCode]).toEqual([
+      "8",
+      http2.constants.NGHTTP2_NO_ERROR,
+    ]);
+    const grpcWeb = await answeredEarly(
+      service.daemonUrl,
+      { ":path": path, "content-type": "application/grpc-web+proto" },
+      oversizedMessage(),
+    );
+    expect([grpcWebTrailers(grpcWeb.body)["grpc-status"], grpcWeb.rstCode]).toEqual([
+      "8",
+      http2.constants.NGHTTP2_NO_ERROR,
+    ]);
+  });
+
+  it.each([
+    ["the short way", {}],
+    ["connect-es", { "connect-timeout-ms": "10000" }],
+  ])(
+    "answers a Connect body past its limit sent without a length (%s), then resets",
+    async (_, extra) => {
+      const connect = await answeredEarly(
+        service.daemonUrl,
+        {
+          ":path": "/consent.v1.AdminService/ListTeams",
+          "content-type": "application/proto",
+          "connect-protocol-version": "1",
+          ...extra,
+        },
+        Buffer.alloc(3_000_000),
+      );
+      expect(connect.response[":status"]).toBe(429);
+      expect(JSON.parse(connect.body.toString()).code).toBe("resource_exhausted");
+      expect(connect.rstCode).toBe(http2.constants.NGHTTP2_NO_ERROR);
+    },
+  );
 
   it("leaves a server stream that outlives the deadline alone once its request has arrived", async () => {
     const session = http2.connect(service.daemonUrl);
