@@ -9,6 +9,8 @@ import type { RunningService } from "./service.js";
 
 /** What the scenarios load: one enterprise team, its keys, a banner and stored subject states. */
 export interface Fixture {
+  /** The operator token of the data directory (consentctl's credential). */
+  operatorToken: string;
   teamId: string;
   /** Live keys with every consent and banner scope; requests are spread over them. */
   keys: string[];
@@ -106,6 +108,7 @@ export async function createFixture(
     ? await createSubscribedBanner(service, admin, auth, webhookReceiverUrl)
     : undefined;
   return {
+    operatorToken,
     teamId: team.id,
     keys,
     banner: { id: banner.id, publicId: banner.publicId, domain },

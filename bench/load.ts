@@ -63,6 +63,18 @@ export interface RunResult {
   window: Window;
   /** For a `webhookSubscriber` scenario: what the receiver got (bench/run.ts fills it in). */
   webhooks?: WebhookDrain;
+  /** For a `tailed` scenario: what the operator's tail received (bench/run.ts fills it in). */
+  tail?: TailCount;
+}
+
+/** The rows a `tailed` scenario's tail received, against the choices the route acknowledged. */
+export interface TailCount {
+  /** Choices acknowledged with 200 (probe, warm-up and measured run). */
+  expected: number;
+  /** Distinct rows the tail received. */
+  rows: number;
+  /** Rows received more than once (a tail sends each row once). */
+  repeated: number;
 }
 
 /** The deliveries of a `webhookSubscriber` scenario's events, counted at the receiver. */
@@ -94,14 +106,18 @@ export function succeeded(run: RunResult): number {
 }
 
 /**
- * Requests that did not succeed as the scenario expects, and for a webhook scenario each
- * acknowledged choice whose event never arrived or arrived unverifiable; 0 for a valid run.
+ * Requests that did not succeed as the scenario expects, for a webhook scenario each
+ * acknowledged choice whose event never arrived or arrived unverifiable, and for a tailed one
+ * each acknowledged choice its tail missed or repeated; 0 for a valid run.
  */
 export function failures(run: RunResult): number {
   const webhooks = run.webhooks
     ? Math.max(0, run.webhooks.expected - run.webhooks.events) + run.webhooks.rejected
     : 0;
-  return unexpected(run) + run.errors + unexpected(run.warmup) + run.warmup.errors + webhooks;
+  const tail = run.tail ? Math.max(0, run.tail.expected - run.tail.rows) + run.tail.repeated : 0;
+  return (
+    unexpected(run) + run.errors + unexpected(run.warmup) + run.warmup.errors + webhooks + tail
+  );
 }
 
 /** Request numbers are never reused in one benchmark, so fresh subject ids stay fresh. */

@@ -163,6 +163,18 @@ export function verdictTable(verdicts: Verdict[]): string {
   );
 }
 
+/** For each tailed scenario: whether its tail received every acknowledged choice, once. */
+export function tailLines(runs: RunResult[]): string[] {
+  return runs.flatMap((run) => {
+    const tail = run.tail;
+    if (!tail) return [];
+    return [
+      `${run.scenario}: the tail received ${number(tail.rows)} rows for ${number(tail.expected)} acknowledged choices ` +
+        `(requests in flight when the load stopped are recorded but not counted), ${number(tail.repeated)} more than once`,
+    ];
+  });
+}
+
 /** For each webhook scenario: whether every acknowledged choice reached the receiver, verified. */
 export function webhookLines(runs: RunResult[]): string[] {
   return runs.flatMap((run) => {

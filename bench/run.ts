@@ -2,6 +2,9 @@ import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { parseArgs } from "node:util";
+import { createClient } from "@connectrpc/connect";
+import { createGrpcTransport } from "@connectrpc/connect-node";
+import { ConsentLogService } from "#gen/consent/v1/consent_log_pb.js";
 import {
   type CommitLatency,
   describeCommitLatency,
@@ -16,11 +19,12 @@ import {
   type RunResult,
   runLoad,
   succeeded,
+  type TailCount,
   type WebhookDrain,
 } from "./load.js";
 import { type LoaderSize, measureLoader } from "./loader-size.js";
 import { renderSummary, summariseProfiles } from "./profile.js";
-import { disturbed, judge, runsTable, verdictTable, webhookLines } from "./report.js";
+import { disturbed, judge, runsTable, tailLines, verdictTable, webhookLines } from "./report.js";
 import { LOG_ROUTE, type Scenario, scenarios } from "./scenarios.js";
 import {
   freePort,
@@ -171,6 +175,55 @@ async function drainWebhooks(
   };
 }
 
+/**
+ * Follows the fixture team's log with TailConsentLogs, as `consentctl logs tail` does, until
+ * stop(), which first waits for the rows still on their way (a tail sweeps twice a second).
+ */
+async function followLog(daemonUrl: string, fixture: Fixture) {
+  const abort = new AbortController();
+  const client = createClient(ConsentLogService, createGrpcTransport({ baseUrl: daemonUrl }));
+  const seen = new Set<string>();
+  let repeated = 0;
+  const stream = client.tailConsentLogs(
+    {},
+    {
+      headers: {
+        authorization: `Bearer ${fixture.operatorToken}`,
+        "consent-team": fixture.teamId,
+      },
+      signal: abort.signal,
+    },
+  );
+  const responses = stream[Symbol.asyncIterator]();
+  // The first, empty message says the tail is following.
+  await responses.next();
+  const reading = (async () => {
+    for (;;) {
+      const { value, done } = await responses.next();
+      if (done) return;
+      for (const entry of value.entries) {
+        if (seen.has(entry.consentLogId)) repeated++;
+        else seen.add(entry.consentLogId);
+      }
+    }
+  })().catch((error: unknown) => {
+    if (!abort.signal.aborted) throw error;
+  });
+  return {
+    async stop(expected: number): Promise<TailCount> {
+      const deadline = Date.now() + 5_000;
+      while (seen.size < expected && Date.now() < deadline) {
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      // One more sweep, so a row sent twice would show.
+      await new Promise((resolve) => setTimeout(resolve, 1_000));
+      abort.abort();
+      await reading;
+      return { expected, rows: seen.size, repeated };
+    },
+  };
+}
+
 /** Runs one topology's scenarios: each on the service, then on the control when it has one. */
 async function runTopology(
   service: RunningService,
@@ -198,7 +251,12 @@ async function runTopology(
         pids: service.pids,
         helperPids: receiver ? [receiver.pid] : [],
       };
+      const tail = scenario.tailed ? await followLog(service.daemonUrl, fixture) : undefined;
       const run = await runLoad(serviceTarget, scenario, fixture, settings);
+      if (tail) {
+        log(`  ${scenario.name}: waiting for the tail's last rows…`);
+        run.tail = await tail.stop(succeeded(run));
+      }
       if (scenario.webhookSubscriber && receiver) {
         const runEndedAt = Date.now();
         const atEnd = (await receiver.stats()).events;
@@ -322,6 +380,8 @@ async function report(
     );
   }
   if (commit) out.push(`\n${describeCommitLatency(commit)}`);
+  const tails = tailLines(runs);
+  if (tails.length) out.push(`\nOperator tails (TailConsentLogs):\n${tails.join("\n")}`);
   const webhooks = webhookLines(runs);
   if (webhooks.length)
     out.push(`\nWebhook deliveries (bench/webhook-receiver.ts):\n${webhooks.join("\n")}`);

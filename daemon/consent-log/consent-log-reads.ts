@@ -17,14 +17,23 @@ import type { ConsentLogService } from "#gen/consent/v1/consent_log_pb.js";
 
 /** Rows per store read and per streamed message of an export or a tail. */
 export const LOG_STREAM_BATCH = 500;
-/** How often a tail asks the store for new rows when no in-process append wakes it earlier. */
+/**
+ * How often a tail sweeps its lookback window (below) for rows committed late, and so at the
+ * latest how often it meets rows another daemon appended.
+ */
 export const TAIL_POLL_MS = 500;
 /**
- * How far behind the newest row a tail keeps re-reading. Ids are UUIDv7 of each daemon's clock:
- * a row another daemon commits a moment late can carry an id below one already sent, so the tail
- * reads a trailing window and skips the ids it has sent.
+ * How far behind the newest row a tail's sweep re-reads. Ids are UUIDv7 of each daemon's clock:
+ * a row another daemon (or a concurrent append of this one) commits a moment late can carry an
+ * id below one already sent, so the sweep reads a trailing window and skips the ids it has sent.
  */
 export const TAIL_LOOKBACK_MS = 5_000;
+/**
+ * The least time between two reads of one tail. This daemon's appends wake a tail, and between
+ * sweeps a wake-up reads only the rows after the last one sent; at a high rate of appends each
+ * read still costs a store read and a key check, so wake-ups this close together are taken as one.
+ */
+export const TAIL_COALESCE_MS = 50;
 /** A tail with nothing to send sends an empty message this often, so idle connections stay up. */
 export const TAIL_KEEPALIVE_MS = 20_000;
 /** Tails of one team one daemon follows at once; one more is refused (RESOURCE_EXHAUSTED). */
@@ -131,7 +140,8 @@ export function createConsentLogReads(options: ConsentLogReadOptions): ConsentLo
   return {
     async *tailConsentLogs(request, ctx) {
       const { since: _since, until: _until, auth, ...filters } = await admit(ctx, request);
-      // Every tail re-reads the log on each append: a team's tails on one daemon are bounded.
+      // Every tail reads the log on each append (and sweeps it twice a second): a team's tails on one
+      // daemon are bounded.
       const open = tailsByTeam.get(auth.team.id) ?? 0;
       if (open >= MAX_TAILS_PER_TEAM) {
         throw new DomainError(
@@ -145,18 +155,32 @@ export function createConsentLogReads(options: ConsentLogReadOptions): ConsentLo
       try {
         const sent = new Set<string>();
         let windowStart = clock().getTime() - TAIL_LOOKBACK_MS;
+        /** The highest id sent or skipped: between sweeps a read starts after it. */
+        let cursor = lowestIdAt(windowStart);
         // Rows stored before the tail began are not part of it.
-        for await (const rows of forward({ ...filters, afterId: lowestIdAt(windowStart) })) {
+        for await (const rows of forward({ ...filters, afterId: cursor })) {
           for (const row of rows) sent.add(row.id);
+          cursor = rows.at(-1)?.id ?? cursor;
         }
         // The first message, empty, tells the caller the tail is following from here on.
         yield { entries: [] };
         let lastMessage = clock().getTime();
+        // Sweeps are paced by elapsed time, not by the (possibly injected) clock of the ids.
+        let lastSweep = performance.now();
         while (!ctx.signal.aborted) {
           const readAt = clock().getTime();
+          const startedAt = performance.now();
+          // A sweep re-reads the lookback window for late rows; a wake-up between sweeps reads
+          // only what follows the cursor, so a read costs the new rows, not the window.
+          const sweep = startedAt - lastSweep >= TAIL_POLL_MS;
           const fresh: ConsentLogRecord[] = [];
-          for await (const rows of forward({ ...filters, afterId: lowestIdAt(windowStart) })) {
+          // The store passes over the ids already sent without reading their rows.
+          const from = sweep
+            ? { afterId: lowestIdAt(windowStart), skipIds: sent }
+            : { afterId: cursor };
+          for await (const rows of forward({ ...filters, ...from })) {
             for (const row of rows) {
+              if (row.id > cursor) cursor = row.id;
               if (sent.has(row.id)) continue;
               sent.add(row.id);
               fresh.push(row);
@@ -168,11 +192,20 @@ export function createConsentLogReads(options: ConsentLogReadOptions): ConsentLo
             yield { entries: fresh.map(consentLogEntryMessage) };
             lastMessage = readAt;
           }
-          // The next read starts a lookback before this one began, so a late row is still met;
-          // ids that fell out of the window cannot come back and are forgotten.
-          windowStart = Math.max(windowStart, readAt - TAIL_LOOKBACK_MS);
-          for (const id of sent) if (idMillis(id) < windowStart) sent.delete(id);
-          await wake(ctx.signal);
+          if (sweep) {
+            // The next sweep starts a lookback before this one began, so a late row is still
+            // met; ids that fell out of the window cannot come back and are forgotten.
+            lastSweep = startedAt;
+            windowStart = Math.max(windowStart, readAt - TAIL_LOOKBACK_MS);
+            for (const id of sent) if (idMillis(id) < windowStart) sent.delete(id);
+          }
+          await wake(ctx.signal, TAIL_POLL_MS - (performance.now() - lastSweep));
+          const since = performance.now() - startedAt;
+          if (since < TAIL_COALESCE_MS) {
+            await sleep(TAIL_COALESCE_MS - since, undefined, { signal: ctx.signal }).catch(
+              () => undefined,
+            );
+          }
         }
         // A deadline, the daemon shutting down or the caller leaving: the tail ends with that
         // reason (DEADLINE_EXCEEDED, UNAVAILABLE), never as if it had finished.
@@ -216,12 +249,12 @@ export function createConsentLogReads(options: ConsentLogReadOptions): ConsentLo
     },
   };
 
-  /** Waits for the next poll, an append by this daemon, or the caller's cancellation. */
-  async function wake(signal: AbortSignal): Promise<void> {
+  /** Waits `ms` (the next sweep), an append by this daemon, or the caller's cancellation. */
+  async function wake(signal: AbortSignal, ms: number): Promise<void> {
     const done = new AbortController();
     const both = AbortSignal.any([signal, done.signal]);
     await Promise.race([
-      sleep(TAIL_POLL_MS, undefined, { signal: both }).catch(() => undefined),
+      sleep(Math.max(0, ms), undefined, { signal: both }).catch(() => undefined),
       options.nextAppend(both).catch(() => undefined),
     ]);
     done.abort();

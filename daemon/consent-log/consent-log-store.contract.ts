@@ -202,6 +202,25 @@ export function describeConsentLogStoreContract(openStore: OpenStore): void {
       expect(await store().consentLog.listForward({ teamId, limit: 0 })).toEqual([]);
     });
 
+    it("reads forward past the ids it is told to skip, which do not count toward the limit", async () => {
+      const rows = await appendRows(6, (i) => ({ method: i === 4 ? "custom" : "accept_all" }));
+      const ids = rows.map((row) => row.id);
+      const skipIds = new Set([ids[0], ids[2], ids[3]] as string[]);
+      const read = (afterId?: string, methods?: string[]) =>
+        store().consentLog.listForward({ teamId, methods, afterId, skipIds, limit: 2 });
+      expect(await read()).toEqual([rows[1], rows[4]]);
+      expect(await read(ids[1])).toEqual([rows[4], rows[5]]);
+      expect(await read(undefined, ["accept_all"])).toEqual([rows[1], rows[5]]);
+      // A page whose rows are all skipped is followed by the next: the limit is met if it can be.
+      const most = new Set(ids.slice(0, 5) as string[]);
+      expect(await store().consentLog.listForward({ teamId, skipIds: most, limit: 1 })).toEqual([
+        rows[5],
+      ]);
+      expect(
+        await store().consentLog.listForward({ teamId, skipIds: new Set(ids), limit: 3 }),
+      ).toEqual([]);
+    });
+
     it("counts rows by method and UTC day, and explicit choices that opted in", async () => {
       const day = new Date("2026-03-01T23:58:00Z");
       const rows: [string, Record<string, boolean>, string][] = [

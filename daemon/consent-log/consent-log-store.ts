@@ -52,6 +52,11 @@ export interface ConsentLogQuery {
 export interface ConsentLogForwardQuery extends Omit<ConsentLogQuery, "beforeId"> {
   /** Only rows with an id higher than this one (the last row already read). */
   afterId?: string;
+  /**
+   * Rows with these ids are left out, and not counted toward `limit`: rows the reader holds
+   * already (a tail re-reading its lookback window). A store may pass them over unread.
+   */
+  skipIds?: ReadonlySet<string>;
 }
 
 /** Filters of a count; `requiredCategories` decides which accepted categories are an opt-in. */

@@ -103,12 +103,24 @@ export function createLmdbConsentLogStore(dbs: LmdbConsentLogDatabases): Consent
     async listForward(query: ConsentLogForwardQuery) {
       const rows: ConsentLogRecord[] = [];
       if (query.limit <= 0) return rows;
-      const range = consentLog.getRange({
+      const range = {
         start: [query.teamId, query.afterId ?? ""],
         exclusiveStart: query.afterId !== undefined,
         end: [query.teamId, PREFIX_END],
-      });
-      for (const { value } of range) {
+      };
+      const skip = query.skipIds;
+      if (skip && skip.size > 0) {
+        // Keys alone, so a row to skip is never decoded; the others are read one by one (a row
+        // purged in between is gone, as if the scan had begun later).
+        for (const key of consentLog.getKeys(range)) {
+          if (skip.has(key[1])) continue;
+          const value = consentLog.get(key);
+          if (value && matches(value, query)) rows.push(value);
+          if (rows.length >= query.limit) break;
+        }
+        return rows;
+      }
+      for (const { value } of consentLog.getRange(range)) {
         if (matches(value, query)) rows.push(value);
         if (rows.length >= query.limit) break;
       }

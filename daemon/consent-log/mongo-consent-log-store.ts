@@ -72,16 +72,26 @@ export class MongoConsentLogStore implements ConsentLogStore {
     return documents.map(toRecord);
   }
 
+  /**
+   * Served by the team's _id order. Rows of `skipIds` are left out here, not in the query: a
+   * tail's window can hold more ids than a query document should carry, so each page that
+   * loses rows to them is followed by the next until `limit` rows are found or none are left.
+   */
   async listForward(query: ConsentLogForwardQuery): Promise<ConsentLogRecord[]> {
-    if (query.limit <= 0) return [];
-    const filter = filterOf(query);
-    if (query.afterId !== undefined) filter._id = { $gt: query.afterId };
-    const documents = await this.collection
-      .find(filter)
-      .sort({ _id: 1 })
-      .limit(query.limit)
-      .toArray();
-    return documents.map(toRecord);
+    const rows: ConsentLogRecord[] = [];
+    let afterId = query.afterId;
+    while (rows.length < query.limit) {
+      const filter = filterOf(query);
+      if (afterId !== undefined) filter._id = { $gt: afterId };
+      const wanted = query.limit - rows.length;
+      const documents = await this.collection.find(filter).sort({ _id: 1 }).limit(wanted).toArray();
+      for (const document of documents) {
+        if (!query.skipIds?.has(document._id)) rows.push(toRecord(document));
+      }
+      if (documents.length < wanted) break;
+      afterId = documents.at(-1)?._id;
+    }
+    return rows;
   }
 
   /** One aggregation: $match on the query's index, then the three counts side by side ($facet). */

@@ -1,8 +1,9 @@
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
+import { v7 as uuidv7 } from "uuid";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { MAX_TAILS_PER_TEAM } from "#daemon/consent-log/consent-log-reads.js";
+import { MAX_TAILS_PER_TEAM, TAIL_POLL_MS } from "#daemon/consent-log/consent-log-reads.js";
 import { type ConsentLogEntry, ConsentLogService } from "#gen/consent/v1/consent_log_pb.js";
 import { ErrorInfoSchema } from "#gen/consent/v1/errors_pb.js";
 import { mintKey, operator } from "#test/support/api.js";
@@ -74,6 +75,47 @@ describe("ConsentLogService operator reads over gRPC", () => {
     expect(seen).not.toContain(before);
     abort.abort();
     await expect(responses.next()).rejects.toMatchObject({ code: Code.Canceled });
+  });
+
+  it("sends once a row committed late with an id below one already sent, met by its lookback sweep", async () => {
+    const { teamId, id, publicId } = await bannerFixture(service);
+    const abort = new AbortController();
+    const responses = client
+      .tailConsentLogs({}, { ...bearer(service.operatorToken, teamId), signal: abort.signal })
+      [Symbol.asyncIterator]();
+    expect((await responses.next()).value?.entries).toEqual([]);
+    const next = async (): Promise<ConsentLogEntry[]> => {
+      for (;;) {
+        const { value } = await responses.next();
+        if (value && value.entries.length > 0) return value.entries;
+      }
+    };
+    const local = await record(service, publicId);
+    expect((await next()).map((e) => e.consentLogId)).toEqual([local]);
+    // Another daemon whose clock runs a second behind commits its row after `local` was sent.
+    const receivedAt = new Date(Date.now() - 1_000);
+    const late = uuidv7({ msecs: receivedAt.getTime() });
+    expect(late < local).toBe(true);
+    await sibling.store.consentLog.append({
+      id: late,
+      teamId,
+      bannerId: id,
+      publicId,
+      consentId: "late-commit",
+      method: "consent_given",
+      preferences: { necessary: true },
+      occurredAt: receivedAt,
+      timestampClamped: false,
+      receivedAt,
+    });
+    expect((await next()).map((e) => e.consentLogId)).toEqual([late]);
+    // Later sweeps still read `local`, the late row and `after`: none is sent again.
+    const after = await record(service, publicId);
+    expect((await next()).map((e) => e.consentLogId)).toEqual([after]);
+    await new Promise((resolve) => setTimeout(resolve, 2 * TAIL_POLL_MS));
+    const again = await record(service, publicId);
+    expect((await next()).map((e) => e.consentLogId)).toEqual([again]);
+    abort.abort();
   });
 
   it("ends a tail whose key is revoked while it runs, before the next row reaches it", async () => {
