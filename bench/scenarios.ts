@@ -192,7 +192,8 @@ export const scenarios: Scenario[] = [
     description: "the log route while an operator follows the team's log (TailConsentLogs)",
     ...consentLog,
     tailed: true,
-    targets: [{ kind: "scenario", scenario: "consent-log", minRatio: 0.9 }],
+    // Reported, not judged: what an operator's tail costs the route it watches.
+    targets: [{ kind: "scenario", scenario: "consent-log" }],
   },
   {
     name: "consent-log-1000",
