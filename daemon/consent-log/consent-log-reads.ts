@@ -174,10 +174,12 @@ export function createConsentLogReads(options: ConsentLogReadOptions): ConsentLo
           // only what follows the cursor, so a read costs the new rows, not the window.
           const sweep = startedAt - lastSweep >= TAIL_POLL_MS;
           const fresh: ConsentLogRecord[] = [];
-          // The store passes over the ids already sent without reading their rows.
-          const from = sweep
-            ? { afterId: lowestIdAt(windowStart), skipIds: sent }
-            : { afterId: cursor };
+          // The store passes over the ids already sent without reading their rows. The cursor
+          // moves only on rows that pass the tail's filters: a filtered tail's wake-up starts at
+          // the window when that is later, as a sweep would.
+          let afterId = lowestIdAt(windowStart);
+          if (!sweep && cursor > afterId) afterId = cursor;
+          const from = sweep ? { afterId, skipIds: sent } : { afterId };
           for await (const rows of forward({ ...filters, ...from })) {
             for (const row of rows) {
               if (row.id > cursor) cursor = row.id;

@@ -3,6 +3,7 @@ import { v7 as uuidv7 } from "uuid";
 import { describe, expect, it } from "vitest";
 import {
   CONSENT_ID_SCAN_LIMIT,
+  type ConsentLogForwardQuery,
   type ConsentLogRecord,
 } from "#daemon/consent-log/consent-log-store.js";
 import { DuplicateKeyError } from "#daemon/store/store.js";
@@ -219,6 +220,31 @@ export function describeConsentLogStoreContract(openStore: OpenStore): void {
       expect(
         await store().consentLog.listForward({ teamId, skipIds: new Set(ids), limit: 3 }),
       ).toEqual([]);
+    });
+
+    it("skips ids within the query's other filters and its team alone", async () => {
+      const rows = await appendRows(5, (i) => ({ publicId: i === 1 ? "pb_2" : "pb_1" }));
+      const ids = rows.map((row) => row.id);
+      // Another team's row between two of this team's, its id in the skipped set too.
+      const foreign = aRow(randomUUID(), shifted(now, 2 * MINUTE + 1));
+      await store().consentLog.append(foreign);
+      const skipIds = new Set([ids[2], foreign.id] as string[]);
+      const forward = (query: Partial<ConsentLogForwardQuery>) =>
+        store().consentLog.listForward({ teamId, skipIds, limit: 10, ...query });
+      expect(await forward({})).toEqual([rows[0], rows[1], rows[3], rows[4]]);
+      expect(await forward({ publicId: "pb_1" })).toEqual([rows[0], rows[3], rows[4]]);
+      expect(await forward({ since: rows[1]?.receivedAt, until: rows[4]?.receivedAt })).toEqual([
+        rows[1],
+        rows[3],
+      ]);
+      // Skipped rows after the last one returned change nothing.
+      expect(await forward({ skipIds: new Set([ids[3], ids[4]] as string[]) })).toEqual([
+        rows[0],
+        rows[1],
+        rows[2],
+      ]);
+      expect(await forward({ teamId: foreign.teamId })).toEqual([]);
+      expect(await forward({ teamId: foreign.teamId, skipIds: new Set() })).toEqual([foreign]);
     });
 
     it("counts rows by method and UTC day, and explicit choices that opted in", async () => {

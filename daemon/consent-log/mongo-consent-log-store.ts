@@ -74,8 +74,9 @@ export class MongoConsentLogStore implements ConsentLogStore {
 
   /**
    * Served by the team's _id order. Rows of `skipIds` are left out here, not in the query: a
-   * tail's window can hold more ids than a query document should carry, so each page that
-   * loses rows to them is followed by the next until `limit` rows are found or none are left.
+   * tail's window can hold more ids than a query document should carry, so a page that loses
+   * rows to them is followed by the next, a whole page each, until `limit` rows are found or
+   * none are left.
    */
   async listForward(query: ConsentLogForwardQuery): Promise<ConsentLogRecord[]> {
     const rows: ConsentLogRecord[] = [];
@@ -83,13 +84,14 @@ export class MongoConsentLogStore implements ConsentLogStore {
     while (rows.length < query.limit) {
       const filter = filterOf(query);
       if (afterId !== undefined) filter._id = { $gt: afterId };
-      const wanted = query.limit - rows.length;
-      const documents = await this.collection.find(filter).sort({ _id: 1 }).limit(wanted).toArray();
-      for (const document of documents) {
-        if (!query.skipIds?.has(document._id)) rows.push(toRecord(document));
+      const page = await this.collection.find(filter).sort({ _id: 1 }).limit(query.limit).toArray();
+      for (const document of page) {
+        if (query.skipIds?.has(document._id)) continue;
+        rows.push(toRecord(document));
+        if (rows.length === query.limit) return rows;
       }
-      if (documents.length < wanted) break;
-      afterId = documents.at(-1)?._id;
+      if (page.length < query.limit) break;
+      afterId = page.at(-1)?._id;
     }
     return rows;
   }
