@@ -240,20 +240,26 @@ describe("grpc-js against the daemon", () => {
     expect(current?.clientUpdatedAt).toBe(overRest.body.data.current.clientUpdatedAt);
   });
 
-  it("a key without the scope is PERMISSION_DENIED with missing_scope, REST's 403", async () => {
-    const { key: readOnly } = await mintKey(service, await createTeam(service, "professional"), {
-      scopes: ["consent:read"],
-    });
+  /** A fresh subject's first write, refused to `refusedKey`, made over gRPC and over REST. */
+  async function refusedFirstWrite(refusedKey: string) {
     const write = { ...subject(), baseVersion: 0, consentState: consentState() };
     const overGrpc = failure(
       await unary(
         subjects,
         "PutSubjectState",
         { ...write, consentState: toStruct(write.consentState) },
-        bearer(readOnly),
+        bearer(refusedKey),
       ),
     );
-    const overRest = await rest("PUT", "/api/v1/consent/subjects/state", write, readOnly);
+    const overRest = await rest("PUT", "/api/v1/consent/subjects/state", write, refusedKey);
+    return { overGrpc, overRest };
+  }
+
+  it("a key without the scope is PERMISSION_DENIED with missing_scope, REST's 403", async () => {
+    const { key: readOnly } = await mintKey(service, await createTeam(service, "professional"), {
+      scopes: ["consent:read"],
+    });
+    const { overGrpc, overRest } = await refusedFirstWrite(readOnly);
     expect([overRest.status, overRest.body.data.code]).toEqual([403, "missing_scope"]);
     expect([overGrpc.code, overGrpc.info?.code]).toEqual([
       status.PERMISSION_DENIED,
@@ -274,16 +280,7 @@ describe("grpc-js against the daemon", () => {
     const { key: testKey } = await mintKey(service, await createTeam(service, "professional"), {
       environment: "test",
     });
-    const write = { ...subject(), baseVersion: 0, consentState: consentState() };
-    const overGrpc = failure(
-      await unary(
-        subjects,
-        "PutSubjectState",
-        { ...write, consentState: toStruct(write.consentState) },
-        bearer(testKey),
-      ),
-    );
-    const overRest = await rest("PUT", "/api/v1/consent/subjects/state", write, testKey);
+    const { overGrpc, overRest } = await refusedFirstWrite(testKey);
     expect([overRest.status, overRest.body.data.code]).toEqual([403, "test_key_read_only"]);
     expect(overGrpc.message).toBe(overRest.body.data.error);
     expect(overGrpc.message).toContain(";");
