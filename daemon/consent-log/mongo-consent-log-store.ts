@@ -73,27 +73,47 @@ export class MongoConsentLogStore implements ConsentLogStore {
   }
 
   /**
-   * Served by the team's _id order. Rows of `skipIds` are left out here, not in the query: a
-   * tail's window can hold more ids than a query document should carry, so a page that loses
-   * rows to them is followed by the next, a whole page each, until `limit` rows are found or
-   * none are left.
+   * Served by the team's _id order (consent_log_by_team, or consent_log_by_banner with a
+   * publicId). With `skipIds` (a tail's sweep over rows it mostly holds already) a page is read
+   * as ids alone, which those indexes cover when no method or time filter is set, and only the
+   * rows not skipped are fetched whole: the skipped ids stay out of the query document, which a
+   * tail's window could swell past what a query should carry.
    */
   async listForward(query: ConsentLogForwardQuery): Promise<ConsentLogRecord[]> {
+    if (query.limit <= 0) return [];
+    const skip = query.skipIds;
     const rows: ConsentLogRecord[] = [];
     let afterId = query.afterId;
-    while (rows.length < query.limit) {
+    for (;;) {
       const filter = filterOf(query);
       if (afterId !== undefined) filter._id = { $gt: afterId };
-      const page = await this.collection.find(filter).sort({ _id: 1 }).limit(query.limit).toArray();
-      for (const document of page) {
-        if (query.skipIds?.has(document._id)) continue;
-        rows.push(toRecord(document));
-        if (rows.length === query.limit) return rows;
+      if (!skip || skip.size === 0) {
+        const documents = await this.collection
+          .find(filter)
+          .sort({ _id: 1 })
+          .limit(query.limit)
+          .toArray();
+        return documents.map(toRecord);
       }
-      if (page.length < query.limit) break;
+      const page = await this.collection
+        .find(filter, { projection: { _id: 1 } })
+        .sort({ _id: 1 })
+        .limit(query.limit)
+        .toArray();
+      const wanted = page.map((document) => document._id).filter((id) => !skip.has(id));
+      if (wanted.length > 0) {
+        // A row purged since its id was read is simply not found.
+        const documents = await this.collection
+          .find({ teamId: query.teamId, _id: { $in: wanted } })
+          .sort({ _id: 1 })
+          .toArray();
+        rows.push(...documents.map(toRecord));
+      }
+      // Rows come in id order, page after page: the first `limit` are the answer.
+      if (rows.length >= query.limit) return rows.slice(0, query.limit);
+      if (page.length < query.limit) return rows;
       afterId = page.at(-1)?._id;
     }
-    return rows;
   }
 
   /** One aggregation: $match on the query's index, then the three counts side by side ($facet). */
