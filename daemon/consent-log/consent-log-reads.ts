@@ -5,7 +5,7 @@ import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
 import type { Authenticator } from "#daemon/auth/authenticator.js";
 import type { Clock } from "#daemon/clock.js";
 import { consentLogEntryMessage } from "#daemon/consent-log/consent-log-messages.js";
-import { readListPaging } from "#daemon/consent-log/consent-log-rules.js";
+import { matchesLogFilters, readListPaging } from "#daemon/consent-log/consent-log-rules.js";
 import type {
   ConsentLogForwardQuery,
   ConsentLogRecord,
@@ -153,13 +153,18 @@ export function createConsentLogReads(options: ConsentLogReadOptions): ConsentLo
       }
       tailsByTeam.set(auth.team.id, open + 1);
       try {
-        const sent = new Set<string>();
+        // The tail reads all of the team's rows and applies its filters itself, so its cursor
+        // and the ids it has met cover every row, whatever the filters let through: a read
+        // costs the team's new rows, however rarely they match.
+        const { teamId, ...tailFilters } = filters;
+        /** Ids of the lookback window met already (sent, or filtered out). */
+        const met = new Set<string>();
         let windowStart = clock().getTime() - TAIL_LOOKBACK_MS;
-        /** The highest id sent or skipped: between sweeps a read starts after it. */
+        /** The highest id met: between sweeps a read starts after it. */
         let cursor = lowestIdAt(windowStart);
         // Rows stored before the tail began are not part of it.
-        for await (const rows of forward({ ...filters, afterId: cursor })) {
-          for (const row of rows) sent.add(row.id);
+        for await (const rows of forward({ teamId, afterId: cursor })) {
+          for (const row of rows) met.add(row.id);
           cursor = rows.at(-1)?.id ?? cursor;
         }
         // The first message, empty, tells the caller the tail is following from here on.
@@ -170,22 +175,20 @@ export function createConsentLogReads(options: ConsentLogReadOptions): ConsentLo
         while (!ctx.signal.aborted) {
           const readAt = clock().getTime();
           const startedAt = performance.now();
-          // A sweep re-reads the lookback window for late rows; a wake-up between sweeps reads
-          // only what follows the cursor, so a read costs the new rows, not the window.
+          // A sweep re-reads the lookback window for late rows, the store passing over the ids
+          // met without reading their rows; a wake-up between sweeps reads only what follows
+          // the cursor, so a read costs the new rows, not the window.
           const sweep = startedAt - lastSweep >= TAIL_POLL_MS;
+          const from = sweep
+            ? { afterId: lowestIdAt(windowStart), skipIds: met }
+            : { afterId: cursor };
           const fresh: ConsentLogRecord[] = [];
-          // The store passes over the ids already sent without reading their rows. The cursor
-          // moves only on rows that pass the tail's filters: a filtered tail's wake-up starts at
-          // the window when that is later, as a sweep would.
-          let afterId = lowestIdAt(windowStart);
-          if (!sweep && cursor > afterId) afterId = cursor;
-          const from = sweep ? { afterId, skipIds: sent } : { afterId };
-          for await (const rows of forward({ ...filters, ...from })) {
+          for await (const rows of forward({ teamId, ...from })) {
             for (const row of rows) {
               if (row.id > cursor) cursor = row.id;
-              if (sent.has(row.id)) continue;
-              sent.add(row.id);
-              fresh.push(row);
+              if (met.has(row.id)) continue;
+              met.add(row.id);
+              if (matchesLogFilters(row, tailFilters)) fresh.push(row);
             }
           }
           if (fresh.length > 0 || readAt - lastMessage >= TAIL_KEEPALIVE_MS) {
@@ -199,7 +202,7 @@ export function createConsentLogReads(options: ConsentLogReadOptions): ConsentLo
             // met; ids that fell out of the window cannot come back and are forgotten.
             lastSweep = startedAt;
             windowStart = Math.max(windowStart, readAt - TAIL_LOOKBACK_MS);
-            for (const id of sent) if (idMillis(id) < windowStart) sent.delete(id);
+            for (const id of met) if (idMillis(id) < windowStart) met.delete(id);
           }
           await wake(ctx.signal, TAIL_POLL_MS - (performance.now() - lastSweep));
           const since = performance.now() - startedAt;

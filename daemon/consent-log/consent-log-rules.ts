@@ -3,6 +3,7 @@ import { v7 as uuidv7 } from "uuid";
 import { z } from "zod";
 import type { BannerRecord, TelemetryLevel } from "#daemon/banners/banner-store.js";
 import { hostAllowed, hostOf } from "#daemon/banners/domains.js";
+import type { ConsentLogQuery, ConsentLogRecord } from "#daemon/consent-log/consent-log-store.js";
 import { DomainError, invalidRequest } from "#daemon/errors.js";
 import { integer, isoDateTime, label, usOptOutPurposes, uuid } from "#daemon/validation/rules.js";
 import { parseOrThrow } from "#daemon/validation/violations.js";
@@ -225,4 +226,19 @@ export function authorizeOrigin(hosts: readonly string[], origin: string, refere
       ? "The request names no origin: send it from a page of the banner's domain"
       : `${host} is not a domain this banner is configured for`,
   );
+}
+
+/**
+ * Whether a row passes a log query's filters other than team and position (publicId, methods,
+ * since, until): what a store applies beside its key range, and a tail to the team's rows it reads.
+ */
+export function matchesLogFilters(
+  row: ConsentLogRecord,
+  query: Omit<ConsentLogQuery, "teamId" | "beforeId" | "limit">,
+): boolean {
+  if (query.publicId !== undefined && row.publicId !== query.publicId) return false;
+  if (query.methods !== undefined && !query.methods.includes(row.method)) return false;
+  if (query.since !== undefined && row.receivedAt < query.since) return false;
+  if (query.until !== undefined && row.receivedAt >= query.until) return false;
+  return true;
 }

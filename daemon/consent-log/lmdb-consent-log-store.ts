@@ -1,9 +1,12 @@
 import type { Database } from "lmdb";
-import { isExplicitChoice, isOptIn } from "#daemon/consent-log/consent-log-rules.js";
+import {
+  isExplicitChoice,
+  isOptIn,
+  matchesLogFilters,
+} from "#daemon/consent-log/consent-log-rules.js";
 import {
   CONSENT_ID_SCAN_LIMIT,
   type ConsentLogForwardQuery,
-  type ConsentLogQuery,
   type ConsentLogRecord,
   type ConsentLogStats,
   type ConsentLogStore,
@@ -27,18 +30,6 @@ export interface LmdbConsentLogDatabases {
   consentLogIdsByConsentId: Database<true, ConsentIdKey>;
   /** consentLogId → pending webhook event (the transactional outbox of the webhook store). */
   webhookOutbox: Database<OutboxEntry, string>;
-}
-
-/** The filters of `query` other than team and position, which the key range already applies. */
-function matches(
-  row: ConsentLogRecord,
-  query: Omit<ConsentLogQuery, "beforeId" | "limit">,
-): boolean {
-  if (query.publicId !== undefined && row.publicId !== query.publicId) return false;
-  if (query.methods !== undefined && !query.methods.includes(row.method)) return false;
-  if (query.since !== undefined && row.receivedAt < query.since) return false;
-  if (query.until !== undefined && row.receivedAt >= query.until) return false;
-  return true;
 }
 
 /**
@@ -95,7 +86,7 @@ export function createLmdbConsentLogStore(dbs: LmdbConsentLogDatabases): Consent
         reverse: true,
       });
       for (const { value } of range) {
-        if (matches(value, query)) rows.push(value);
+        if (matchesLogFilters(value, query)) rows.push(value);
         if (rows.length >= query.limit) break;
       }
       return rows;
@@ -115,13 +106,13 @@ export function createLmdbConsentLogStore(dbs: LmdbConsentLogDatabases): Consent
         for (const key of consentLog.getKeys(range)) {
           if (skip.has(key[1])) continue;
           const value = consentLog.get(key);
-          if (value && matches(value, query)) rows.push(value);
+          if (value && matchesLogFilters(value, query)) rows.push(value);
           if (rows.length >= query.limit) break;
         }
         return rows;
       }
       for (const { value } of consentLog.getRange(range)) {
-        if (matches(value, query)) rows.push(value);
+        if (matchesLogFilters(value, query)) rows.push(value);
         if (rows.length >= query.limit) break;
       }
       return rows;
@@ -137,7 +128,7 @@ export function createLmdbConsentLogStore(dbs: LmdbConsentLogDatabases): Consent
       };
       const days = new Map<string, number>();
       for (const { value } of consentLog.getRange(prefixRange(query.teamId, "ascending"))) {
-        if (!matches(value, query)) continue;
+        if (!matchesLogFilters(value, query)) continue;
         stats.total += 1;
         stats.byMethod[value.method] = (stats.byMethod[value.method] ?? 0) + 1;
         const day = value.receivedAt.toISOString().slice(0, 10);
