@@ -131,7 +131,6 @@ export function createDaemon(options: DaemonOptions): Daemon {
     ...services,
     limiter,
     ipHasher,
-    operatorToken: options.operatorToken,
     baseUrl: options.baseUrl,
     linkSecret: secret("consent.v1 preferences link"),
   });

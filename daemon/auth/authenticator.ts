@@ -33,6 +33,10 @@ const SESSION_REFUSED: Refusal = [
 ];
 
 const REVOKED_KEY: Refusal = ["revoked_key", "The API key has been revoked"];
+const WRONG_GATEWAY_TOKEN: Refusal = [
+  "unauthorized",
+  "The consent-gateway-token is not this daemon's operator token",
+];
 const EXPIRED_KEY: Refusal = ["expired_key", "The API key has expired"];
 
 /** Why a found key may not be used at `now`, if it may not: revoked, then expired. */
@@ -99,7 +103,7 @@ export class Authenticator {
   }
 
   async authorize(ctx: HandlerContext, requirement: Requirement): Promise<Authorized> {
-    const caller = callerOf(ctx, this.options.operatorToken);
+    const caller = await this.refuseWrongGatewayToken(ctx);
     const presented =
       caller.bearer !== undefined ||
       caller.unreadableCredential ||
@@ -142,7 +146,7 @@ export class Authenticator {
    * limit allows.
    */
   async authorizeOperator(ctx: HandlerContext): Promise<Caller> {
-    const caller = callerOf(ctx, this.options.operatorToken);
+    const caller = await this.refuseWrongGatewayToken(ctx);
     const message = "This call needs the operator token";
     if (caller.bearer === undefined && !caller.unreadableCredential) {
       throw new DomainError("unauthenticated", "unauthorized", message);
@@ -238,6 +242,20 @@ export class Authenticator {
     const outcome = await this.options.limiter.hit(bucket, limit, KEY_WINDOW_MS);
     if (!outcome.allowed) throw rateLimited(outcome.retryAfterSeconds, outcome.state);
     return outcome.state;
+  }
+
+  /**
+   * The caller, unless it names a gateway token other than the operator token: that is a failed
+   * attempt (spec 8) whatever the call, so the token cannot be guessed through that header faster
+   * than through Authorization, and a gateway left with an old token is told so at once instead
+   * of having its relayed addresses ignored. Every call that reads its caller passes here.
+   */
+  async refuseWrongGatewayToken(ctx: HandlerContext): Promise<Caller> {
+    const caller = callerOf(ctx, this.options.operatorToken);
+    if (!caller.wrongGatewayToken) return caller;
+    const ipBucket = this.options.ipHasher.hash(caller.clientIp);
+    await this.refuseBlockedIp(ipBucket);
+    throw await this.failed(ipBucket, ...WRONG_GATEWAY_TOKEN);
   }
 
   /** spec 8: beyond 10 failed attempts a minute, an IP gets 429 whatever it sends. */

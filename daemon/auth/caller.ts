@@ -35,6 +35,12 @@ export interface Caller {
   clientIp: string;
   /** Whether a gateway relays the call (a REST request), in this process or with the token. */
   viaGateway: boolean;
+  /**
+   * The call names a gateway token (GATEWAY_TOKEN_HEADER) that is not the operator token: a
+   * guess at the token, or a gateway left with an old one. Such a call is refused as a failed
+   * attempt (Authenticator.refuseWrongGatewayToken).
+   */
+  wrongGatewayToken: boolean;
   /** The bearer credential, if any: an API key or the operator token. */
   bearer: string | undefined;
   /**
@@ -68,10 +74,12 @@ function readCaller(ctx: HandlerContext, operatorToken: string): Caller {
   const authorization = (header.get(CallerHeaders.authorization) ?? "").trim();
   const bearer = /^Bearer\s+(\S+)$/i.exec(authorization)?.[1];
   const inProcess = ctx.values.get(kRelayedClientIp);
-  const relayed = inProcess === undefined ? relayedOverNetwork(ctx, operatorToken) : undefined;
+  const relay = inProcess === undefined ? relayedOverNetwork(ctx, operatorToken) : undefined;
+  const relayedIp = relay === "wrong token" ? undefined : relay?.ip;
   return {
-    clientIp: inProcess ?? relayed?.ip ?? ctx.values.get(kPeerAddress) ?? "unknown",
-    viaGateway: inProcess !== undefined || relayed !== undefined,
+    clientIp: inProcess ?? relayedIp ?? ctx.values.get(kPeerAddress) ?? "unknown",
+    viaGateway: inProcess !== undefined || relayedIp !== undefined,
+    wrongGatewayToken: relay === "wrong token",
     bearer,
     unreadableCredential: bearer === undefined && authorization !== "",
     sessionToken: header.get(CallerHeaders.session) ?? undefined,
@@ -80,15 +88,17 @@ function readCaller(ctx: HandlerContext, operatorToken: string): Caller {
   };
 }
 
-/** The client IP a gateway relays in a header with the operator token, if one does. */
+/**
+ * The client IP a gateway relays in a header with the operator token, if one does; "wrong token"
+ * when the call names a gateway token that is not the operator token.
+ */
 function relayedOverNetwork(
   ctx: HandlerContext,
   operatorToken: string,
-): { ip: string } | undefined {
+): { ip: string | undefined } | "wrong token" | undefined {
   const header = ctx.requestHeader;
-  const relayedIp = header.get(CallerHeaders.clientIp);
   const gatewayToken = header.get(CallerHeaders.gatewayToken);
-  const relayTrusted =
-    relayedIp !== null && gatewayToken !== null && secretCheck(operatorToken).matches(gatewayToken);
-  return relayTrusted ? { ip: relayedIp } : undefined;
+  if (gatewayToken === null) return undefined;
+  if (!secretCheck(operatorToken).matches(gatewayToken)) return "wrong token";
+  return { ip: header.get(CallerHeaders.clientIp) ?? undefined };
 }

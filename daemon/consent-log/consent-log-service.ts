@@ -4,7 +4,6 @@ import { toJson } from "@bufbuild/protobuf";
 import { timestampDate } from "@bufbuild/protobuf/wkt";
 import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
 import type { Authenticator } from "#daemon/auth/authenticator.js";
-import { callerOf } from "#daemon/auth/caller.js";
 import { activeBanner } from "#daemon/banners/active-banner.js";
 import type { BannerRecord } from "#daemon/banners/banner-store.js";
 import type { Clock } from "#daemon/clock.js";
@@ -50,8 +49,6 @@ export interface ConsentLogServiceOptions {
   limiter: FixedWindowLimiter;
   /** Client IPs become counter names only as HMACs (decisions §2). */
   ipHasher: ClientIpHasher;
-  /** Lets a gateway's relayed client IP be trusted (daemon/auth/caller.ts). */
-  operatorToken: string;
   /** CONSENT_BASE_URL: managePreferences links point at its /preferences/ page. */
   baseUrl: string;
   /** Signs managePreferences tokens; the same on every daemon of the store. */
@@ -116,7 +113,7 @@ export function createConsentLogService(
    * address behind a NAT) must not lock its visitors out of their preferences.
    */
   async function admitVisitor(ctx: HandlerContext, route: "consent-log" | "preferences") {
-    const { clientIp } = callerOf(ctx, options.operatorToken);
+    const { clientIp } = await authenticator.refuseWrongGatewayToken(ctx);
     const bucket = `${route}-ip:${options.ipHasher.hash(clientIp)}`;
     const outcome = await options.limiter.hit(bucket, LOG_IP_LIMIT, MINUTE_MS);
     if (!outcome.allowed) throw rateLimited(outcome.retryAfterSeconds);

@@ -2,7 +2,10 @@ import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CallerHeaders } from "#daemon/auth/caller.js";
+import { AdminService } from "#gen/consent/v1/admin_pb.js";
 import { BannerService } from "#gen/consent/v1/banner_pb.js";
+import { ConsentLogService } from "#gen/consent/v1/consent_log_pb.js";
+import { ErrorInfoSchema } from "#gen/consent/v1/errors_pb.js";
 import { createTeam, http, mintKey, operator } from "#test/support/api.js";
 import { startTestService, type TestService } from "#test/support/service.js";
 
@@ -200,6 +203,65 @@ describe("rate limits", () => {
       expect(await codeOf("198.51.100.99", "not-the-token")).toBe("ResourceExhausted");
       // With the operator token (a gateway), the relayed address is the one counted.
       expect(await codeOf("198.51.100.99", daemon.operatorToken)).toBe("Unauthenticated");
+    } finally {
+      await daemon.close();
+    }
+  });
+
+  it("refuses a wrong gateway token as a failed attempt, whatever else the call carries", async () => {
+    const daemon = await startTestService();
+    try {
+      const { key } = await mintKey(daemon, await createTeam(daemon, "professional"));
+      const transport = createGrpcTransport({ baseUrl: daemon.daemonUrl });
+      const banners = createClient(BannerService, transport);
+      const logs = createClient(ConsentLogService, transport);
+      const outcome = (call: Promise<unknown>) =>
+        call.then(
+          () => ["OK"],
+          (error: unknown) => {
+            const failure = ConnectError.from(error);
+            return [Code[failure.code], failure.findDetails(ErrorInfoSchema)[0]?.code];
+          },
+        );
+      const gateway = (token: string) => ({
+        [CallerHeaders.clientIp]: "198.51.100.7",
+        [CallerHeaders.gatewayToken]: token,
+      });
+      // A valid key does not carry a wrong gateway token: refused, and counted.
+      const withKey = (token: string) =>
+        outcome(
+          banners.listBanners(
+            {},
+            { headers: { authorization: `Bearer ${key}`, ...gateway(token) } },
+          ),
+        );
+      expect(await withKey(daemon.operatorToken)).toEqual(["OK"]);
+      expect(await withKey("not-the-token")).toEqual(["Unauthenticated", "unauthorized"]);
+      // Nor the operator token in Authorization, nor a visitor's call that needs no credential.
+      const operatorCall = () =>
+        outcome(
+          createClient(AdminService, transport).listTeams(
+            {},
+            {
+              headers: {
+                authorization: `Bearer ${daemon.operatorToken}`,
+                ...gateway("not-the-token"),
+              },
+            },
+          ),
+        );
+      expect(await operatorCall()).toEqual(["Unauthenticated", "unauthorized"]);
+      const visitorCall = () =>
+        outcome(logs.recordConsent({}, { headers: gateway("not-the-token") }));
+      for (let i = 0; i < 8; i++) {
+        expect(await visitorCall()).toEqual(["Unauthenticated", "unauthorized"]);
+      }
+      // Ten failed attempts from this socket's address: it is locked out, the right key too.
+      expect(await visitorCall()).toEqual(["ResourceExhausted", "rate_limited"]);
+      expect(
+        await outcome(banners.listBanners({}, { headers: { authorization: `Bearer ${key}` } })),
+      ).toEqual(["ResourceExhausted", "rate_limited"]);
+      now += 60_000;
     } finally {
       await daemon.close();
     }
