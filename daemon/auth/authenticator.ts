@@ -33,11 +33,11 @@ const SESSION_REFUSED: Refusal = [
 ];
 
 const REVOKED_KEY: Refusal = ["revoked_key", "The API key has been revoked"];
+const EXPIRED_KEY: Refusal = ["expired_key", "The API key has expired"];
 const WRONG_GATEWAY_TOKEN: Refusal = [
   "unauthorized",
   "The consent-gateway-token is not this daemon's operator token",
 ];
-const EXPIRED_KEY: Refusal = ["expired_key", "The API key has expired"];
 
 /** Why a found key may not be used at `now`, if it may not: revoked, then expired. */
 function keyRefusal(

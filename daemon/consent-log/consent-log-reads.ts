@@ -139,10 +139,17 @@ export function createConsentLogReads(options: ConsentLogReadOptions): ConsentLo
 
   return {
     async *tailConsentLogs(request, ctx) {
-      const { since: _since, until: _until, auth, ...filters } = await admit(ctx, request);
-      // Every tail reads the log on each append (and sweeps it twice a second): a team's tails on one
-      // daemon are bounded.
-      const open = tailsByTeam.get(auth.team.id) ?? 0;
+      // A tail starts now and has no end: since and until do not apply to it.
+      const {
+        since: _since,
+        until: _until,
+        auth,
+        teamId,
+        ...tailFilters
+      } = await admit(ctx, request);
+      // Every tail reads the log on each append and sweeps it twice a second: a team's tails on
+      // one daemon are bounded.
+      const open = tailsByTeam.get(teamId) ?? 0;
       if (open >= MAX_TAILS_PER_TEAM) {
         throw new DomainError(
           "rate_limited",
@@ -151,12 +158,11 @@ export function createConsentLogReads(options: ConsentLogReadOptions): ConsentLo
           { retryAfterSeconds: TAIL_RETRY_SECONDS },
         );
       }
-      tailsByTeam.set(auth.team.id, open + 1);
+      tailsByTeam.set(teamId, open + 1);
       try {
         // The tail reads all of the team's rows and applies its filters itself, so its cursor
         // and the ids it has met cover every row, whatever the filters let through: a read
         // costs the team's new rows, however rarely they match.
-        const { teamId, ...tailFilters } = filters;
         /** Ids of the lookback window met already (sent, or filtered out). */
         const met = new Set<string>();
         let windowStart = clock().getTime() - TAIL_LOOKBACK_MS;
@@ -216,9 +222,9 @@ export function createConsentLogReads(options: ConsentLogReadOptions): ConsentLo
         // reason (DEADLINE_EXCEEDED, UNAVAILABLE), never as if it had finished.
         ctx.signal.throwIfAborted();
       } finally {
-        const left = (tailsByTeam.get(auth.team.id) ?? 1) - 1;
-        if (left > 0) tailsByTeam.set(auth.team.id, left);
-        else tailsByTeam.delete(auth.team.id);
+        const left = (tailsByTeam.get(teamId) ?? 1) - 1;
+        if (left > 0) tailsByTeam.set(teamId, left);
+        else tailsByTeam.delete(teamId);
       }
     },
 

@@ -100,19 +100,17 @@ export function createLmdbConsentLogStore(dbs: LmdbConsentLogDatabases): Consent
         end: [query.teamId, PREFIX_END],
       };
       const skip = query.skipIds;
-      if (skip && skip.size > 0) {
-        // Keys alone, so a row to skip is never decoded; the others are read one by one (a row
-        // purged in between is gone, as if the scan had begun later).
-        for (const key of consentLog.getKeys(range)) {
-          if (skip.has(key[1])) continue;
-          const value = consentLog.get(key);
-          if (value && matchesLogFilters(value, query)) rows.push(value);
-          if (rows.length >= query.limit) break;
-        }
-        return rows;
-      }
-      for (const { value } of consentLog.getRange(range)) {
-        if (matchesLogFilters(value, query)) rows.push(value);
+      // With ids to skip, keys alone are walked, so a skipped row is never decoded; the others
+      // are read one by one (a row purged in between is gone, as if the scan had begun later).
+      const values =
+        skip && skip.size > 0
+          ? consentLog
+              .getKeys(range)
+              .filter((key) => !skip.has(key[1]))
+              .map((key) => consentLog.get(key))
+          : consentLog.getRange(range).map(({ value }) => value);
+      for (const value of values) {
+        if (value && matchesLogFilters(value, query)) rows.push(value);
         if (rows.length >= query.limit) break;
       }
       return rows;

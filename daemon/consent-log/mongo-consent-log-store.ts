@@ -81,22 +81,25 @@ export class MongoConsentLogStore implements ConsentLogStore {
    */
   async listForward(query: ConsentLogForwardQuery): Promise<ConsentLogRecord[]> {
     if (query.limit <= 0) return [];
+    const pageAfter = (afterId: string | undefined) => {
+      const filter = filterOf(query);
+      if (afterId !== undefined) filter._id = { $gt: afterId };
+      return filter;
+    };
     const skip = query.skipIds;
+    if (!skip || skip.size === 0) {
+      const documents = await this.collection
+        .find(pageAfter(query.afterId))
+        .sort({ _id: 1 })
+        .limit(query.limit)
+        .toArray();
+      return documents.map(toRecord);
+    }
     const rows: ConsentLogRecord[] = [];
     let afterId = query.afterId;
     for (;;) {
-      const filter = filterOf(query);
-      if (afterId !== undefined) filter._id = { $gt: afterId };
-      if (!skip || skip.size === 0) {
-        const documents = await this.collection
-          .find(filter)
-          .sort({ _id: 1 })
-          .limit(query.limit)
-          .toArray();
-        return documents.map(toRecord);
-      }
       const page = await this.collection
-        .find(filter, { projection: { _id: 1 } })
+        .find(pageAfter(afterId), { projection: { _id: 1 } })
         .sort({ _id: 1 })
         .limit(query.limit)
         .toArray();
