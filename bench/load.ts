@@ -69,7 +69,7 @@ export interface RunResult {
 
 /** The rows a `tailed` scenario's tail received, against the choices the route acknowledged. */
 export interface TailCount {
-  /** Choices acknowledged with 200 (probe, warm-up and measured run). */
+  /** Choices acknowledged with 200 (warm-up and measured run; the probe precedes the tail). */
   expected: number;
   /** Distinct rows the tail received. */
   rows: number;

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { MAX_TAILS_PER_TEAM, TAIL_POLL_MS } from "#daemon/consent-log/consent-log-reads.js";
 import { type ConsentLogEntry, ConsentLogService } from "#gen/consent/v1/consent_log_pb.js";
 import { ErrorInfoSchema } from "#gen/consent/v1/errors_pb.js";
-import { mintKey, operator } from "#test/support/api.js";
+import { createBanner, mintKey, operator } from "#test/support/api.js";
 import { aChoice, bannerFixture, postLog } from "#test/support/consent-log.js";
 import { grpcWebTrailers, rawRequest } from "#test/support/raw-http2.js";
 import { startTestService, type TestService } from "#test/support/service.js";
@@ -45,53 +45,63 @@ describe("ConsentLogService operator reads over gRPC", () => {
     return posted.body.consentLogId as string;
   }
 
+  /**
+   * Opens a tail as the operator and waits for its first, empty message (the tail is following);
+   * nextIds() gives the consentLogIds of the next message that carries rows.
+   */
+  async function follow(teamId: string, request: { methods?: string[]; bannerId?: string } = {}) {
+    const abort = new AbortController();
+    const responses = client
+      .tailConsentLogs(request, { ...bearer(service.operatorToken, teamId), signal: abort.signal })
+      [Symbol.asyncIterator]();
+    expect((await responses.next()).value?.entries).toEqual([]);
+    const nextIds = async (): Promise<string[]> => {
+      for (;;) {
+        const { value } = await responses.next();
+        if (value && value.entries.length > 0)
+          return value.entries.map((e: ConsentLogEntry) => e.consentLogId);
+      }
+    };
+    return { responses, abort, nextIds };
+  }
+
   it("tails rows recorded after it began, by this daemon and by another one, then ends on cancel", async () => {
     const { teamId, publicId } = await bannerFixture(service);
     const other = await bannerFixture(service);
     const before = await record(service, publicId);
-    const abort = new AbortController();
-    const stream = client.tailConsentLogs(
-      { methods: ["consent_given", "accept_all"] },
-      { ...bearer(service.operatorToken, teamId), signal: abort.signal },
-    );
-    const responses = stream[Symbol.asyncIterator]();
-    // The first, empty message says the tail is following.
-    expect((await responses.next()).value?.entries).toEqual([]);
+    const tail = await follow(teamId, { methods: ["consent_given", "accept_all"] });
     const seen: string[] = [];
-    const next = async (): Promise<ConsentLogEntry[]> => {
-      for (;;) {
-        const { value } = await responses.next();
-        if (value && value.entries.length > 0) return value.entries;
-      }
-    };
     await record(service, other.publicId); // another team's row: never shown
     await record(service, publicId, "accept_necessary"); // filtered out by method
     const local = await record(service, publicId);
-    seen.push(...(await next()).map((e) => e.consentLogId));
+    seen.push(...(await tail.nextIds()));
     expect(seen).toEqual([local]);
     const remote = await record(sibling, publicId, "accept_all");
-    seen.push(...(await next()).map((e) => e.consentLogId));
+    seen.push(...(await tail.nextIds()));
     expect(seen).toEqual([local, remote]);
     expect(seen).not.toContain(before);
-    abort.abort();
-    await expect(responses.next()).rejects.toMatchObject({ code: Code.Canceled });
+    tail.abort.abort();
+    await expect(tail.responses.next()).rejects.toMatchObject({ code: Code.Canceled });
+  });
+
+  it("follows one banner of the team when asked, not the team's other banners", async () => {
+    const { teamId, key, publicId } = await bannerFixture(service);
+    const second = await createBanner(service, key, { domain: "other.example.com" });
+    const tail = await follow(teamId, { bannerId: publicId.toUpperCase() });
+    const elsewhere = await postLog(service, aChoice(second.publicId), {
+      origin: "https://other.example.com",
+    });
+    expect(elsewhere.status).toBe(200);
+    const mine = await record(service, publicId);
+    expect(await tail.nextIds()).toEqual([mine]);
+    tail.abort.abort();
   });
 
   it("sends once a row committed late with an id below one already sent, met by its lookback sweep", async () => {
     const { teamId, id, publicId } = await bannerFixture(service);
-    const abort = new AbortController();
-    const responses = client
-      .tailConsentLogs({}, { ...bearer(service.operatorToken, teamId), signal: abort.signal })
-      [Symbol.asyncIterator]();
-    expect((await responses.next()).value?.entries).toEqual([]);
-    const next = async (): Promise<ConsentLogEntry[]> => {
-      for (;;) {
-        const { value } = await responses.next();
-        if (value && value.entries.length > 0) return value.entries;
-      }
-    };
+    const tail = await follow(teamId);
     const local = await record(service, publicId);
-    expect((await next()).map((e) => e.consentLogId)).toEqual([local]);
+    expect(await tail.nextIds()).toEqual([local]);
     // Another daemon whose clock runs a second behind commits its row after `local` was sent.
     const receivedAt = new Date(Date.now() - 1_000);
     const late = uuidv7({ msecs: receivedAt.getTime() });
@@ -108,14 +118,14 @@ describe("ConsentLogService operator reads over gRPC", () => {
       timestampClamped: false,
       receivedAt,
     });
-    expect((await next()).map((e) => e.consentLogId)).toEqual([late]);
+    expect(await tail.nextIds()).toEqual([late]);
     // Later sweeps still read `local`, the late row and `after`: none is sent again.
     const after = await record(service, publicId);
-    expect((await next()).map((e) => e.consentLogId)).toEqual([after]);
+    expect(await tail.nextIds()).toEqual([after]);
     await new Promise((resolve) => setTimeout(resolve, 2 * TAIL_POLL_MS));
     const again = await record(service, publicId);
-    expect((await next()).map((e) => e.consentLogId)).toEqual([again]);
-    abort.abort();
+    expect(await tail.nextIds()).toEqual([again]);
+    tail.abort.abort();
   });
 
   it("ends a tail whose key is revoked while it runs, before the next row reaches it", async () => {
