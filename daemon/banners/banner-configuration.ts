@@ -8,7 +8,7 @@ import {
 } from "#daemon/banners/banner-store.js";
 import { isColor } from "#daemon/banners/colors.js";
 import { isCountryCode, isRegionCode } from "#daemon/banners/countries.js";
-import { hostOf, notPublicSuffix, PUBLIC_SUFFIX_MESSAGE } from "#daemon/banners/domains.js";
+import { hostOf, notPublicSuffix, PUBLIC_SUFFIX_MESSAGE, siteOf } from "#daemon/banners/domains.js";
 import {
   EVEN_WITH_FAILED_ENTRIES,
   firstRepeat,
@@ -277,7 +277,7 @@ export function applyConfiguration(
     }));
   }
   if (input.additionalDomains)
-    next.additionalDomains = [...new Set(input.additionalDomains.map((d) => hostOf(d) as string))];
+    next.additionalDomains = [...new Set(input.additionalDomains.map((d) => siteOf(d) as string))];
   return next;
 }
 

@@ -6,7 +6,12 @@ import {
 } from "#daemon/banners/banner-configuration.js";
 import { configurationMessage } from "#daemon/banners/banner-messages.js";
 import type { BannerConfiguration } from "#daemon/banners/banner-store.js";
-import { hostOf, notPublicSuffix, PUBLIC_SUFFIX_MESSAGE } from "#daemon/banners/domains.js";
+import {
+  hostOf,
+  normalizeDomain,
+  notPublicSuffix,
+  PUBLIC_SUFFIX_MESSAGE,
+} from "#daemon/banners/domains.js";
 import { DomainError, type Violation } from "#daemon/errors.js";
 import { displayName } from "#daemon/validation/rules.js";
 import { parseOrThrow } from "#daemon/validation/violations.js";
@@ -122,7 +127,7 @@ export function readBannerCreation(body: unknown): BannerCreation {
   const value = parseOrThrow(createBody, body, bannerValidationFailed);
   return {
     name: value.name,
-    domain: `https://${hostOf(value.domain)}`,
+    domain: normalizeDomain(value.domain) as string,
     configuration: value.configuration,
     compliance: {
       gdpr: value.gdprEnabled ?? true,
@@ -137,7 +142,7 @@ export function readBannerUpdate(body: unknown): BannerUpdate {
   const value = parseOrThrow(updateBody, body, bannerValidationFailed);
   return {
     name: value.name,
-    domain: value.domain === undefined ? undefined : `https://${hostOf(value.domain)}`,
+    domain: value.domain === undefined ? undefined : (normalizeDomain(value.domain) as string),
     configuration: value.configuration,
     compliance: {
       gdpr: value.gdprEnabled ?? value.compliance?.gdpr,

@@ -21,16 +21,33 @@ function isDomainName(host: string): boolean {
 
 /**
  * spec 4.3: a bare hostname is normalized to an https:// URL and the result must be a valid domain
- * or localhost. A full http(s) URL is accepted as long as it names only a host: the scheme becomes
- * https, a port is dropped (the consent-log domain check compares hosts). Returns null when invalid.
+ * or localhost. A full http(s) URL is accepted as long as it names only a host and perhaps a port:
+ * the scheme becomes https, a port other than the scheme's default is kept (the consent-log domain
+ * check compares it, decisions §5). Returns null when invalid.
  */
 export function normalizeDomain(input: string): string | null {
-  const host = hostOf(input);
-  return host ? `https://${host}` : null;
+  const site = siteOf(input);
+  return site ? `https://${site}` : null;
 }
 
 /** The host name of a domain as normalizeDomain accepts it, or null. */
 export function hostOf(input: string): string | null {
+  return parsedSite(input)?.host ?? null;
+}
+
+/**
+ * A domain as normalizeDomain accepts it, as the log route's domain check keeps it: `host`, or
+ * `host:port` when it names a port other than its scheme's default (`shop.example.com:8443`;
+ * localhost never keeps one); null when invalid. The port is read as the scheme given names it, so
+ * `http://shop.example.com:80` is the host alone, as Origin headers write it.
+ */
+export function siteOf(input: string): string | null {
+  const site = parsedSite(input);
+  if (!site) return null;
+  return site.port ? `${site.host}:${site.port}` : site.host;
+}
+
+function parsedSite(input: string): { host: string; port: string } | null {
   const trimmed = input.trim();
   if (!trimmed) return null;
   const withScheme = /^[a-z][a-z0-9+.-]*:\/\//i.test(trimmed) ? trimmed : `https://${trimmed}`;
@@ -44,7 +61,10 @@ export function hostOf(input: string): string | null {
     url.pathname === "/" && !url.search && !url.hash && !url.username && !url.password;
   if (!onlyHost || (url.protocol !== "https:" && url.protocol !== "http:")) return null;
   const host = url.hostname.toLowerCase();
-  return host === "localhost" || isDomainName(host) ? host : null;
+  // 443 names https' default: `https://host:443` is the host alone, however it was written. A
+  // localhost site accepts any port (hostAllowed), so it keeps none.
+  const port = url.port === "443" || host === "localhost" ? "" : url.port;
+  return host === "localhost" || isDomainName(host) ? { host, port } : null;
 }
 
 /**
@@ -66,12 +86,23 @@ export function notPublicSuffix(value: string): boolean {
 }
 
 /**
- * decisions §5: a request host matches when it equals one of the allowed hosts or is a subdomain
- * of one. (A localhost banner accepts any port: ports are never part of the comparison.)
+ * decisions §5: a request's host matches a site (siteOf: `host` or `host:port`) when it equals the
+ * site's host or is a subdomain of it, and its port is the site's: the scheme's default for a site
+ * naming none (`https://shop.example.com` and `http://shop.example.com` alike, not
+ * `https://shop.example.com:8443`). `localhost` sites accept any port. `requestPort` is the URL's
+ * port as WHATWG URL reads it: "" for the scheme's default.
  */
-export function hostAllowed(requestHost: string, allowedHosts: readonly string[]): boolean {
+export function hostAllowed(
+  requestHost: string,
+  requestPort: string,
+  allowedSites: readonly string[],
+): boolean {
   const host = requestHost.toLowerCase();
   // An empty label (".shop.example.com", "a..shop.example.com") is no host a browser sends.
   if (host.split(".").includes("")) return false;
-  return allowedHosts.some((allowed) => host === allowed || host.endsWith(`.${allowed}`));
+  return allowedSites.some((site) => {
+    const [allowedHost = "", allowedPort = ""] = site.split(":");
+    if (host !== allowedHost && !host.endsWith(`.${allowedHost}`)) return false;
+    return allowedHost === "localhost" || requestPort === allowedPort;
+  });
 }

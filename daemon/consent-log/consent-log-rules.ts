@@ -2,7 +2,7 @@ import { randomInt } from "node:crypto";
 import { v7 as uuidv7 } from "uuid";
 import { z } from "zod";
 import type { BannerRecord, TelemetryLevel } from "#daemon/banners/banner-store.js";
-import { hostAllowed, hostOf } from "#daemon/banners/domains.js";
+import { hostAllowed, siteOf } from "#daemon/banners/domains.js";
 import type { ConsentLogQuery, ConsentLogRecord } from "#daemon/consent-log/consent-log-store.js";
 import { DomainError, invalidRequest } from "#daemon/errors.js";
 import { integer, isoDateTime, label, usOptOutPurposes, uuid } from "#daemon/validation/rules.js";
@@ -123,13 +123,13 @@ export function reducePageUrl(
   pageUrl: string | undefined,
   referer: string,
   level: TelemetryLevel,
-  bannerHosts: readonly string[],
+  bannerSites: readonly string[],
 ): string | undefined {
   if (level === "none") return undefined;
   const reduced = (value: string | undefined) => {
     const url = httpUrl(value);
     const host = url && hostName(url);
-    if (!url || !host || !hostAllowed(host, bannerHosts)) return undefined;
+    if (!url || !host || !hostAllowed(host, url.port, bannerSites)) return undefined;
     // Kept with its host as the domain check read it: `shop.example.com.` is `shop.example.com`.
     url.hostname = host;
     const path = url.pathname.replace(/;[^/]*/g, "");
@@ -140,13 +140,16 @@ export function reducePageUrl(
 }
 
 /**
- * decisions §5: the host the domain check judges: Origin's when the header is present (an opaque
- * "null" origin has none), else Referer's, without the trailing dot of a fully qualified name.
- * Null when neither names an http(s) host.
+ * decisions §5: the host and port the domain check judges: Origin's when the header is present (an
+ * opaque "null" origin has none), else Referer's, the host without the trailing dot of a fully
+ * qualified name, the port "" for the scheme's default. Null when neither names an http(s) host.
  */
-export function requestHost(origin: string, referer: string): string | null {
+export function requestSite(
+  origin: string,
+  referer: string,
+): { host: string; port: string } | null {
   const source = origin ? httpUrl(origin) : httpUrl(referer);
-  return source ? hostName(source) : null;
+  return source ? { host: hostName(source), port: source.port } : null;
 }
 
 /** A URL's host as the domain check reads it: lower case, without a fully qualified name's dot. */
@@ -204,21 +207,25 @@ export function readListPaging(
   return { limit: pageSize || 100, beforeId: pageToken || undefined };
 }
 
-/** The hosts a banner's log posts may come from: its domain and production additionalDomains. */
-export function bannerHosts(banner: BannerRecord): string[] {
-  const domain = hostOf(banner.domain);
+/**
+ * The sites (siteOf: `host` or `host:port`) a banner's log posts may come from: its domain and
+ * production additionalDomains.
+ */
+export function bannerSites(banner: BannerRecord): string[] {
+  const domain = siteOf(banner.domain);
   const additional = banner.production.configuration.additionalDomains;
   return domain === null ? [...additional] : [domain, ...additional];
 }
 
 /**
- * decisions §5: the host of Origin (else Referer) must be one of the banner's hosts (bannerHosts:
- * its domain and production additionalDomains), or a subdomain of one; with neither header the
- * post is refused.
+ * decisions §5: the host of Origin (else Referer) must be one of the banner's hosts (bannerSites:
+ * its domain and production additionalDomains), or a subdomain of one, on the port that site
+ * names (any port for localhost: hostAllowed); with neither header the post is refused.
  */
-export function authorizeOrigin(hosts: readonly string[], origin: string, referer: string): void {
-  const host = requestHost(origin, referer);
-  if (host !== null && hostAllowed(host, hosts)) return;
+export function authorizeOrigin(sites: readonly string[], origin: string, referer: string): void {
+  const site = requestSite(origin, referer);
+  if (site !== null && hostAllowed(site.host, site.port, sites)) return;
+  const host = site === null ? null : site.port ? `${site.host}:${site.port}` : site.host;
   throw new DomainError(
     "forbidden",
     "domain_not_authorized",

@@ -11,7 +11,7 @@ import { compact, consentLogEntryMessage } from "#daemon/consent-log/consent-log
 import { createConsentLogReads } from "#daemon/consent-log/consent-log-reads.js";
 import {
   authorizeOrigin,
-  bannerHosts,
+  bannerSites,
   type ConsentLogBody,
   clampTimestamp,
   createLogIdGenerator,
@@ -65,7 +65,7 @@ function typedLogBody(request: RecordConsentRequest): unknown {
 /** The privacy-minimised row of one post (spec 2.5, decisions §5): no IP, no user agent. */
 function logRecord(
   banner: BannerRecord,
-  hosts: readonly string[],
+  sites: readonly string[],
   body: ConsentLogBody,
   referer: string,
   receivedAt: Date,
@@ -87,7 +87,7 @@ function logRecord(
     matchedRuleId: body.matchedRuleId,
     gpc: body.gpc,
     purposeChoices: body.purposeChoices && compact({ ...body.purposeChoices }),
-    pageUrl: reducePageUrl(body.pageUrl, referer, production.telemetryLevel, hosts),
+    pageUrl: reducePageUrl(body.pageUrl, referer, production.telemetryLevel, sites),
     ...clampTimestamp(body.timestamp, receivedAt),
     receivedAt,
   });
@@ -130,10 +130,10 @@ export function createConsentLogService(
       );
       const banner = await activeBanner(store.banners, body.bannerId);
       const { origin = "", referer = "" } = request.requestOrigin ?? {};
-      const hosts = bannerHosts(banner);
-      authorizeOrigin(hosts, origin, referer);
+      const sites = bannerSites(banner);
+      authorizeOrigin(sites, origin, referer);
       const receivedAt = clock();
-      const record = logRecord(banner, hosts, body, referer, receivedAt, nextLogId(receivedAt));
+      const record = logRecord(banner, sites, body, referer, receivedAt, nextLogId(receivedAt));
       // The port's promise: durable once append resolves, so the 200 follows a durable row.
       // With its consent.given event for an explicit choice, in the same atomic write (spec 6).
       await appendConsentLog(store, record);

@@ -67,7 +67,10 @@ describe("banners", () => {
   it.each([
     ["example.com", "https://example.com"],
     ["http://example.com/", "https://example.com"],
-    ["https://www.example.co.uk:8443", "https://www.example.co.uk"],
+    // decisions §5: a port other than the default is part of the site the log route accepts.
+    ["https://www.example.co.uk:8443", "https://www.example.co.uk:8443"],
+    ["http://example.com:8080", "https://example.com:8080"],
+    ["https://example.com:443", "https://example.com"],
     ["localhost:3000", "https://localhost"],
     ["bücher.example", "https://xn--bcher-kva.example"],
   ])("normalizes the domain %s to %s", async (domain, normalized) => {

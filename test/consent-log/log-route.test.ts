@@ -272,7 +272,8 @@ describe("POST /api/consent/log", () => {
         "https://shop.example.com/cart",
       ],
       ["origin", { pageUrl: "https://shop.example.com./cart" }, "", "https://shop.example.com"],
-      ["origin", {}, "https://shop.example.com.:8443/x", "https://shop.example.com:8443"],
+      // Another port is another site (decisions §5): not the banner's, so not kept.
+      ["origin", {}, "https://shop.example.com.:8443/x", undefined],
       // A long query is no reason to lose the choice: the row never keeps it anyway.
       [
         "path",

@@ -19,7 +19,7 @@ describe("POST /api/consent/log: origins, CORS and the client-IP limit", () => {
     const { teamId, publicId } = await bannerFixture(ctx.service);
     const accepted = [
       { origin: "https://shop.example.com" },
-      { origin: "http://shop.example.com:8443" },
+      { origin: "http://shop.example.com" },
       { origin: "https://eu.shop.example.com" },
       { origin: null, referer: "https://shop.example.com/cart?x=1" },
       { origin: "https://shop.example.com." },
@@ -39,6 +39,10 @@ describe("POST /api/consent/log: origins, CORS and the client-IP limit", () => {
       { origin: "https://shop.example.com.evil.test" },
       { origin: "https://.shop.example.com" },
       { origin: "https://a..shop.example.com" },
+      // Only localhost banners accept any port (decisions §5).
+      { origin: "https://shop.example.com:8443" },
+      { origin: "https://eu.shop.example.com:8443" },
+      { origin: null, referer: "http://shop.example.com:8080/" },
       { origin: "null", referer: "https://shop.example.com/" },
       { origin: null, referer: "https://evil.test/?https://shop.example.com" },
       { origin: null },
@@ -65,6 +69,32 @@ describe("POST /api/consent/log: origins, CORS and the client-IP limit", () => {
     expect((await postLog(ctx.service, aChoice(publicId), fromPartner)).status).toBe(403);
     await http(ctx.service, "POST", `/api/v1/banners/${id}/publish`, { key });
     expect((await postLog(ctx.service, aChoice(publicId), fromPartner)).status).toBe(200);
+  });
+
+  it("accepts the port a banner's domain or additional domain names, and only that port", async () => {
+    const { key, id, publicId } = await bannerFixture(ctx.service, {
+      domain: "https://shop.example.com:8443",
+    });
+    await http(ctx.service, "PATCH", `/api/v1/banners/${id}`, {
+      key,
+      body: { configuration: { additionalDomains: ["partner.test:9000", "other.test"] } },
+    });
+    await http(ctx.service, "POST", `/api/v1/banners/${id}/publish`, { key });
+    const statusFrom = async (origin: string) =>
+      (await postLog(ctx.service, aChoice(publicId), { ip: ip(), origin })).status;
+    const outcomes = {
+      "https://shop.example.com:8443": 200,
+      "https://eu.shop.example.com:8443": 200,
+      "https://shop.example.com": 403,
+      "https://shop.example.com:9000": 403,
+      "https://partner.test:9000": 200,
+      "https://partner.test": 403,
+      "https://other.test": 200,
+      "https://other.test:8443": 403,
+    };
+    const seen: Record<string, number> = {};
+    for (const origin of Object.keys(outcomes)) seen[origin] = await statusFrom(origin);
+    expect(seen).toEqual(outcomes);
   });
 
   it("lets a localhost banner accept any port", async () => {
