@@ -106,9 +106,9 @@ export async function buildGateway(options: GatewayOptions): Promise<FastifyInst
   const relay: Relay = options.inProcess
     ? { inProcess: true }
     : { inProcess: false, operatorToken: options.operatorToken };
-  // Outside the versioned API (spec 9.2: /api/banners, /api/v2/...): a plain 404, no version headers.
-  const unknownPath = (request: FastifyRequest, reply: FastifyReply) =>
-    sendPlainError(reply, noEndpoint(request));
+  // Outside the versioned API (spec 9.2: /api/banners, /api/v2/...): a plain 404, no version
+  // headers; under /preferences/ the page for an altered link (unknownOutsideV1).
+  const unknownPath = unknownOutsideV1;
   app.setNotFoundHandler(unknownPath);
   app.setErrorHandler((error, request, reply) => sendPlainError(reply, failureOf(request, error)));
   // The loader refreshes on the daemon's publish hook (one process) and on every banner edit or
@@ -233,6 +233,16 @@ function unroutable(_error: unknown, request: FastifyRequest, reply: FastifyRepl
     setVersionHeaders(reply);
     return sendEnvelopedError(reply, noEndpoint(request));
   }
+  return unknownOutsideV1(request, reply);
+}
+
+/**
+ * A path outside the versioned API that nothing serves: under /preferences/ a link altered past
+ * its token (a segment added, `/preferences/{token}/` from a mail client) gets the page for an
+ * altered link, as a changed token does (decisions §5: a clear page); anything else the plain 404.
+ */
+function unknownOutsideV1(request: FastifyRequest, reply: FastifyReply) {
+  const path = request.url.split("?")[0] ?? "";
   if (path.startsWith("/preferences/")) return sendErrorPage(reply, LINK_INVALID);
   return sendPlainError(reply, noEndpoint(request));
 }

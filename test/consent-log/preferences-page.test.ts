@@ -321,6 +321,17 @@ describe("GET and POST /preferences/{token}", () => {
       expect([token, page.status]).toEqual([token, 403]);
       expect(page.text).toContain("<h1>This link is not valid</h1>");
     }
+    // A path segment added to the link (a mail client's trailing slash): the same page, GET or POST.
+    for (const [method, suffix] of [
+      ["GET", "/"],
+      ["GET", "/x"],
+      ["POST", "/"],
+    ] as const) {
+      const page = await http(ctx.service, method, `${path}${suffix}`);
+      expect([method, suffix, page.status]).toEqual([method, suffix, 403]);
+      expect(page.headers.get("content-type")).toBe("text/html; charset=utf-8");
+      expect(page.text).toContain("<h1>This link is not valid</h1>");
+    }
   });
 
   it("answers other methods with 405 and a page, and an unreadable link with the altered-link page", async () => {
