@@ -2,7 +2,7 @@ import { z } from "zod";
 import { SCOPES } from "#daemon/auth/scopes.js";
 import { invalidRequest } from "#daemon/errors.js";
 import { PLANS } from "#daemon/teams/team-store.js";
-import { displayName } from "#daemon/validation/rules.js";
+import { displayName, protoTimestamp } from "#daemon/validation/rules.js";
 import { parseOrThrow } from "#daemon/validation/violations.js";
 
 const plan = z.enum(PLANS, { error: `must be one of: ${PLANS.join(", ")}` });
@@ -30,14 +30,25 @@ export function readPlan(value: string) {
   return parseOrThrow(z.object({ plan }), { plan: value }, fail).plan;
 }
 
-export function readKeyCreation(input: {
-  teamId: string;
-  environment: string;
-  scopes: string[];
-  name: string;
-}) {
-  const value = parseOrThrow(keyCreation, input, fail);
-  return { ...value, scopes: [...new Set(value.scopes)] };
+/**
+ * CreateApiKey's fields, every failing one named in one answer (docs/behaviour.md): the optional
+ * expiry a time within google.protobuf.Timestamp's range and after `now`.
+ */
+export function readKeyCreation(
+  input: {
+    teamId: string;
+    environment: string;
+    scopes: string[];
+    name: string;
+    expiresAt?: { seconds: bigint; nanos: number };
+  },
+  now: Date,
+) {
+  const schema = keyCreation.extend({
+    expiresAt: protoTimestamp.refine((at) => at > now, "must be in the future").optional(),
+  });
+  const value = parseOrThrow(schema, input, fail);
+  return { ...value, scopes: [...new Set(value.scopes)], expiresAt: value.expiresAt ?? null };
 }
 
 /** A dashboard session's lifetime: one minute to 30 days (consentctl checks it too). */

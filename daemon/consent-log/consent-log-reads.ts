@@ -1,6 +1,5 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import type { Timestamp } from "@bufbuild/protobuf/wkt";
-import { timestampDate } from "@bufbuild/protobuf/wkt";
 import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
 import type { Authenticator } from "#daemon/auth/authenticator.js";
 import type { Clock } from "#daemon/clock.js";
@@ -84,9 +83,10 @@ export function createConsentLogReads(options: ConsentLogReadOptions): ConsentLo
   async function admit(ctx: HandlerContext, request: LogFilterRequest) {
     const auth = await authenticator.authorize(ctx, { scope: "logs:read", write: false });
     return afterAdmission(ctx, auth, async () => {
-      const since = request.since && timestampDate(request.since);
-      const until = request.until && timestampDate(request.until);
-      readListPaging(0, "", request.methods, { since, until });
+      const { since, until } = readListPaging(0, "", request.methods, {
+        since: request.since,
+        until: request.until,
+      });
       return {
         auth,
         teamId: auth.team.id,

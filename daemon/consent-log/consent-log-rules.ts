@@ -5,8 +5,15 @@ import type { BannerRecord, TelemetryLevel } from "#daemon/banners/banner-store.
 import { hostAllowed, siteOf } from "#daemon/banners/domains.js";
 import type { ConsentLogQuery, ConsentLogRecord } from "#daemon/consent-log/consent-log-store.js";
 import { DomainError, invalidRequest } from "#daemon/errors.js";
-import { integer, isoDateTime, label, usOptOutPurposes, uuid } from "#daemon/validation/rules.js";
-import { parseOrThrow } from "#daemon/validation/violations.js";
+import {
+  integer,
+  isoDateTime,
+  label,
+  protoTimestamp,
+  usOptOutPurposes,
+  uuid,
+} from "#daemon/validation/rules.js";
+import { check, parseOrThrow } from "#daemon/validation/violations.js";
 
 /**
  * The log route's body limit: 20 KB, the limit spec 8 sets for the subject routes, since
@@ -178,14 +185,23 @@ export function createLogIdGenerator(): (receivedAt: Date) => string {
   };
 }
 
-/** ListConsentLogs: page sizes and the page token (the previous page's last id). */
+/** A google.protobuf.Timestamp of a request, as protobuf-es hands it over. */
+type RequestTimestamp = { seconds: bigint; nanos: number };
+const timeRange = z.object({ since: protoTimestamp.optional(), until: protoTimestamp.optional() });
+
+/**
+ * ListConsentLogs: page sizes, the page token (the previous page's last id) and the time range,
+ * each a time within google.protobuf.Timestamp's range (protoTimestamp), read as Dates.
+ */
 export function readListPaging(
   pageSize: number,
   pageToken: string,
   methods: readonly string[],
-  range: { since?: Date; until?: Date } = {},
+  timestamps: { since?: RequestTimestamp; until?: RequestTimestamp } = {},
 ) {
-  const violations = [];
+  const read = check(timeRange, timestamps);
+  const violations = "violations" in read ? read.violations : [];
+  const range = "value" in read ? read.value : {};
   if (pageSize < 0 || pageSize > 1_000) {
     violations.push({ field: "pageSize", message: "pageSize must be from 1 to 1000" });
   }
@@ -204,7 +220,7 @@ export function readListPaging(
     violations.push({ field: "until", message: "until must be after since" });
   }
   if (violations.length > 0) throw invalidRequest(violations);
-  return { limit: pageSize || 100, beforeId: pageToken || undefined };
+  return { limit: pageSize || 100, beforeId: pageToken || undefined, ...range };
 }
 
 /**

@@ -1,7 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { EventEmitter, once } from "node:events";
 import { toJson } from "@bufbuild/protobuf";
-import { timestampDate } from "@bufbuild/protobuf/wkt";
 import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
 import type { Authenticator } from "#daemon/auth/authenticator.js";
 import { activeBanner } from "#daemon/banners/active-banner.js";
@@ -148,16 +147,16 @@ export function createConsentLogService(
       const auth = await authenticator.authorize(ctx, { scope: "logs:read", write: false });
       return afterAdmission(ctx, auth, async () => {
         const paging = readListPaging(request.pageSize, request.pageToken, request.methods, {
-          since: request.since && timestampDate(request.since),
-          until: request.until && timestampDate(request.until),
+          since: request.since,
+          until: request.until,
         });
         // One row more than the page tells whether another page follows.
         const rows = await store.consentLog.list({
           teamId: auth.team.id,
           publicId: request.bannerId ? request.bannerId.toLowerCase() : undefined,
           methods: request.methods.length > 0 ? request.methods : undefined,
-          since: request.since && timestampDate(request.since),
-          until: request.until && timestampDate(request.until),
+          since: paging.since,
+          until: paging.until,
           beforeId: paging.beforeId,
           limit: paging.limit + 1,
         });

@@ -188,3 +188,25 @@ export function noRepeats(what: string) {
 export const EVEN_WITH_FAILED_ENTRIES = {
   when: (payload: ParsePayload) => Array.isArray(payload.value),
 };
+
+/** google.protobuf.Timestamp's range (timestamp.proto): 0001-01-01T00:00:00Z … 9999-12-31T23:59:59Z. */
+const TIMESTAMP_SECONDS = { min: -62_135_596_800n, max: 253_402_300_799n } as const;
+
+/**
+ * A google.protobuf.Timestamp of a typed request (gRPC), read as a Date. A value outside the
+ * type's own range (milliseconds or microseconds sent as seconds, a negative `nanos`) is no time:
+ * it is a violation of its field, not a date past year 9999 stored and later unreadable, nor one
+ * a JavaScript Date cannot hold.
+ */
+export const protoTimestamp = z
+  .object({ seconds: z.bigint(), nanos: z.number() })
+  .refine(
+    ({ seconds, nanos }) =>
+      seconds >= TIMESTAMP_SECONDS.min &&
+      seconds <= TIMESTAMP_SECONDS.max &&
+      Number.isInteger(nanos) &&
+      nanos >= 0 &&
+      nanos <= 999_999_999,
+    "must be a time from 0001-01-01T00:00:00Z to 9999-12-31T23:59:59Z",
+  )
+  .transform(({ seconds, nanos }) => new Date(Number(seconds) * 1000 + Math.floor(nanos / 1e6)));

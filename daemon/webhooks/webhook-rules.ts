@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { invalidRequest, type Violation } from "#daemon/errors.js";
-import { IF_VALID_SO_FAR, integer, text, uuid } from "#daemon/validation/rules.js";
+import { IF_VALID_SO_FAR, integer, protoTimestamp, text, uuid } from "#daemon/validation/rules.js";
 import { parseOrThrow } from "#daemon/validation/violations.js";
 import type { AddressGuard } from "#daemon/webhooks/address-guard.js";
 import { type DeliveryStatus, EVENT_TYPES } from "#daemon/webhooks/webhook-store.js";
@@ -147,4 +147,11 @@ export function readDeliveryPaging(pageSize: number, pageToken: string, status: 
     beforeId: pageToken || undefined,
     status: (status || undefined) as DeliveryStatus | undefined,
   };
+}
+
+/** ReplayDeliveries' `since`: a time within google.protobuf.Timestamp's range (protoTimestamp). */
+export function readReplaySince(since: { seconds: bigint; nanos: number }): Date {
+  return parseOrThrow(z.object({ since: protoTimestamp }), { since }, (details: Violation[]) =>
+    invalidRequest(details),
+  ).since;
 }

@@ -1,6 +1,5 @@
 import { randomUUID } from "node:crypto";
 import { isDeepStrictEqual } from "node:util";
-import { timestampDate } from "@bufbuild/protobuf/wkt";
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { Authenticator, Authorized } from "#daemon/auth/authenticator.js";
 import type { Clock } from "#daemon/clock.js";
@@ -16,6 +15,7 @@ import {
   DEFAULT_GRACE_SECONDS,
   MAX_WEBHOOKS_PER_TEAM,
   readDeliveryPaging,
+  readReplaySince,
   readWebhookCreation,
   readWebhookUpdate,
   WEBHOOK_BODY_LIMIT,
@@ -290,6 +290,7 @@ export function createWebhookService(
             },
           ]);
         }
+        const failedSince = request.since ? readReplaySince(request.since) : undefined;
         const now = clock();
         if (request.deliveryId) {
           const delivery = await store.webhooks.getDelivery(auth.team.id, request.deliveryId);
@@ -315,7 +316,7 @@ export function createWebhookService(
         }
         const selection = request.deliveryId
           ? { deliveryId: request.deliveryId }
-          : { failedSince: request.since ? timestampDate(request.since) : new Date(0) };
+          : { failedSince: failedSince ?? new Date(0) };
         const replayed = await store.webhooks.replay(
           auth.team.id,
           request.webhookId,

@@ -209,6 +209,25 @@ describe("consent.given delivery", () => {
     receiver.answer = previous;
   });
 
+  it("refuses a replay since a time outside google.protobuf.Timestamp's range", async () => {
+    const team = await subscribed();
+    const client = createClient(
+      WebhookService,
+      createGrpcTransport({ baseUrl: service.daemonUrl }),
+    );
+    const replay = client.replayDeliveries(
+      {
+        webhookId: team.webhook.id,
+        since: { ...timestampFromDate(new Date()), seconds: 10n ** 15n },
+      },
+      { headers: { authorization: `Bearer ${team.key}` } },
+    );
+    await expect(replay).rejects.toMatchObject({
+      code: Code.InvalidArgument,
+      rawMessage: "Request validation failed",
+    });
+  });
+
   it("test-sends to a disabled endpoint, while a replay to it is refused", async () => {
     const team = await subscribed();
     const disabled = await http(service, "PATCH", `/api/v1/webhooks/${team.webhook.id}`, {
