@@ -1,4 +1,5 @@
 import path from "node:path";
+import { metadataValueProblem } from "#cli/option-parsers.js";
 import { UserError } from "#cli/problems.js";
 import { ADMIN_TOKEN_FILE, readOperatorToken } from "#daemon/bootstrap.js";
 import { type Config, ConfigError, loadConfig } from "#daemon/config.js";
@@ -88,7 +89,16 @@ export async function findOperatorToken(
     );
   }
   if (!token) return undefined;
-  return { token, source: context.config.adminToken ? "CONSENT_ADMIN_TOKEN" : file };
+  const source = context.config.adminToken ? "CONSENT_ADMIN_TOKEN" : file;
+  const problem = metadataValueProblem(token);
+  if (problem) {
+    throw new UserError(
+      `The operator token in ${source} ${problem}.`,
+      `write the token as the daemon made it (${file} on its machine), or pass --token`,
+      "token_unreadable",
+    );
+  }
+  return { token, source };
 }
 
 /** Like findOperatorToken, for commands that cannot run without one. */

@@ -32,6 +32,9 @@ describe("option parsers", () => {
     expect([ttl("1m"), ttl("30d"), ttl("12h")]).toEqual([60, 2_592_000, 43_200]);
     expect(() => ttl("59s")).toThrow('"59s" is out of range: from 1m to 30d.');
     expect(() => ttl("30d1s")).toThrow(InvalidArgumentError);
+    // A range without 0 does not suggest it; one with 0 does.
+    expect(() => ttl("abc")).toThrow("e.g. 24h, 30m or 7d.");
+    expect(() => durationIn(0, 86_400)("abc")).toThrow("e.g. 24h, 30m, 7d, or 0.");
   });
 
   it("formats seconds in the largest exact unit", () => {

@@ -9,12 +9,13 @@ const DURATION = /^(?:\d+[smhd])+$/;
  * Reads a duration such as `24h`, `30m`, `7d`, `1h30m` or `0` as whole seconds. A bare number
  * other than 0 is refused: "10" could mean seconds or hours, and a key rotation is no place to guess.
  */
-export function parseDuration(value: string): number {
+export function parseDuration(value: string, zeroAllowed = true): number {
   const text = value.trim();
   if (text === "0") return 0;
   if (!DURATION.test(text)) {
+    const examples = zeroAllowed ? "24h, 30m, 7d, or 0" : "24h, 30m or 7d";
     throw new InvalidArgumentError(
-      `"${value}" is not a duration; use a number with a unit (s, m, h, d), e.g. 24h, 30m, 7d, or 0.`,
+      `"${value}" is not a duration; use a number with a unit (s, m, h, d), e.g. ${examples}.`,
     );
   }
   let seconds = 0;
@@ -30,7 +31,8 @@ export function parseDuration(value: string): number {
 /** Reads a duration (parseDuration) from `min` to `max` seconds: an option with a range. */
 export function durationIn(min: number, max: number): (value: string) => number {
   return (value) => {
-    const seconds = parseDuration(value);
+    // An option whose range excludes 0 does not suggest it.
+    const seconds = parseDuration(value, min === 0);
     if (seconds < min || seconds > max) {
       throw new InvalidArgumentError(
         `"${value}" is out of range: from ${formatDuration(min)} to ${formatDuration(max)}.`,
@@ -97,6 +99,28 @@ export function nonEmpty(what: string): (value: string) => string {
     }
     return value;
   };
+}
+
+/**
+ * A value sent as call metadata (the token, the team id): never empty (nonEmpty), and only visible
+ * ASCII, as every token and id the service makes is. A space, a line break or an escape sequence
+ * (a stray character from a paste or a script) is a wrong command line (exit 2), said as such,
+ * rather than a header the HTTP/2 client cannot send.
+ */
+export function metadataValue(what: string): (value: string) => string {
+  const present = nonEmpty(what);
+  return (value) => {
+    const problem = metadataValueProblem(present(value));
+    if (problem) throw new InvalidArgumentError(`${what} ${problem}.`);
+    return value;
+  };
+}
+
+/** Why a value cannot be call metadata, or undefined when it can (metadataValue). */
+export function metadataValueProblem(value: string): string | undefined {
+  return /^[\x21-\x7e]+$/.test(value)
+    ? undefined
+    : "holds a space, a control character or a non-ASCII character, which no token or id has";
 }
 
 /** Reads a comma-separated list (`banners:read,consent:read`), dropping blanks and repeats. */

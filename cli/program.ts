@@ -11,7 +11,7 @@ import { registerSubjectCommands } from "#cli/commands/subjects.js";
 import { registerTeamCommands } from "#cli/commands/teams.js";
 import { registerWebhookCommands } from "#cli/commands/webhooks.js";
 import { examples, jsonText } from "#cli/format.js";
-import { nonEmpty, parseDaemonUrl } from "#cli/option-parsers.js";
+import { metadataValue, parseDaemonUrl } from "#cli/option-parsers.js";
 import { type Io, writeJson } from "#cli/output.js";
 import { EXIT_USAGE } from "#cli/problems.js";
 import {
@@ -158,5 +158,8 @@ function addHelpCommand(program: Command): void {
     });
 }
 
-/** An empty --token (an unset shell variable) is a mistake, not a wish for the file's token. */
-const nonEmptyToken = nonEmpty("the token");
+/**
+ * An empty --token (an unset shell variable) is a mistake, not a wish for the file's token; so is
+ * one no header can carry (metadataValue).
+ */
+const nonEmptyToken = metadataValue("the token");

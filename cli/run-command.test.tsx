@@ -71,6 +71,19 @@ describe("runCommand on a terminal", () => {
     expect(stdout.endsWith(TABLE)).toBe(true);
   });
 
+  // Regression: on a pseudo-terminal of no known size (0 rows: `script` without a terminal, some
+  // `docker exec -t`) or of one row, the spinner's first frame cleared screen and scrollback.
+  it.each([0, 1, 2])(
+    "writes only the final frame on a terminal %i rows tall, never clearing it",
+    async (rows) => {
+      const { exitCode, stdout } = await run(terminal(rows));
+      expect(exitCode).toBe(0);
+      expect(stdout).not.toContain("Listing names…");
+      expect(stdout).not.toContain("\x1b");
+      expect(stdout).toBe(TABLE);
+    },
+  );
+
   it("writes only the final frame with TERM=dumb: no spinner and no cursor control", async () => {
     const { exitCode, stdout } = await run(terminal(40), { TERM: "dumb" });
     expect(exitCode).toBe(0);

@@ -22,16 +22,28 @@ export function colorEnabled(stream: { isTTY?: boolean }, env: NodeJS.ProcessEnv
 }
 
 /**
- * A spinner and cursor control only on a terminal that takes them: a TTY, not TERM=dumb, and not
- * in CI (Ink's own rule, is-in-ci: it draws no frames there). Anywhere else the output is the
- * final frame alone, written once.
+ * Rows a terminal needs for the spinner. Ink clears the screen and its scrollback before drawing a
+ * frame as tall as the terminal, and a pseudo-terminal of no known size (`script` run without a
+ * terminal, some `docker exec -t` and CI ptys) reports 0 rows: there even a one-line spinner
+ * would wipe the operator's screen.
  */
-export function liveTerminal(stream: { isTTY?: boolean }, env: NodeJS.ProcessEnv): boolean {
+export const SPINNER_MIN_ROWS = 3;
+
+/**
+ * A spinner and cursor control only on a terminal that takes them: a TTY of at least
+ * SPINNER_MIN_ROWS rows (a stand-in that reports no size at all counts as large enough), not
+ * TERM=dumb, and not in CI (Ink's own rule, is-in-ci: it draws no frames there). Anywhere else the
+ * output is the final frame alone, written once.
+ */
+export function liveTerminal(
+  stream: { isTTY?: boolean; rows?: number },
+  env: NodeJS.ProcessEnv,
+): boolean {
   if (env.TERM === "dumb") return false;
   const set = (name: string) =>
     env[name] !== undefined && env[name] !== "0" && env[name] !== "false";
   if (set("CI") || set("CONTINUOUS_INTEGRATION")) return false;
-  return stream.isTTY === true;
+  return stream.isTTY === true && (stream.rows ?? SPINNER_MIN_ROWS) >= SPINNER_MIN_ROWS;
 }
 
 /**

@@ -6,6 +6,7 @@ import {
   argv,
   type cliFor,
   E2E_TIMEOUT_MS,
+  runCli,
   startServiceWithTeam,
 } from "#cli/test-support/cli-process.js";
 import { SubjectService } from "#gen/consent/v1/subject_pb.js";
@@ -114,6 +115,33 @@ describe.concurrent("consentctl subjects (against a real daemon)", {
     expect(result.stderr).toContain(
       "option '--team <id>' argument '' is invalid. the team id is empty (is the variable it came from set?).",
     );
+  });
+
+  // Regression: a line break in --team or --token ended in "consentctl failed unexpectedly:
+  // Headers.set: … is an invalid header value" (code internal), an escape sequence in --team in
+  // "Operator calls must name a team".
+  it("exits 2 for a --team or --token no metadata can carry, and 1 for such a CONSENT_ADMIN_TOKEN", async () => {
+    for (const team of ["x\ny", "t\u001b[2J", "a b"]) {
+      const result = await cli.run(
+        argv`subjects resolve --team ${team} --banner ${publicId} --subject x`,
+      );
+      expect([team, result.code, result.stdout]).toEqual([team, 2, ""]);
+      expect(result.stderr).toContain(
+        "the team id holds a space, a control character or a non-ASCII character",
+      );
+    }
+    const connection = ["--daemon", service.daemonUrl];
+    const byFlag = await runCli(["teams", "list", "--json", ...connection, "--token", "abc\ndef"]);
+    expect(byFlag.code).toBe(2);
+    expect(JSON.parse(byFlag.stderr)).toMatchObject({ code: "usage" });
+    const byEnv = await runCli(["teams", "list", "--json", ...connection], {
+      env: { CONSENT_ADMIN_TOKEN: "abc\ndef", CONSENT_DATA_DIR: service.dataDir },
+    });
+    expect(byEnv.code).toBe(1);
+    expect(JSON.parse(byEnv.stderr)).toMatchObject({
+      code: "token_unreadable",
+      error: expect.stringContaining("The operator token in CONSENT_ADMIN_TOKEN holds a space"),
+    });
   });
 
   it("says in --help that the daemon hashes the subject id", async () => {

@@ -1,6 +1,6 @@
 import { Argument, type Command, Option } from "commander";
 import { examples, messageJson, required } from "#cli/format.js";
-import { nonEmpty } from "#cli/option-parsers.js";
+import { metadataValue, nonEmpty } from "#cli/option-parsers.js";
 import type { Runtime } from "#cli/program.js";
 import type { CommandSpec } from "#cli/run-command.js";
 import { PLANS } from "#daemon/teams/team-store.js";
@@ -13,7 +13,9 @@ export const TEAM_HELP = "team id (the operator acts for this team: sent as cons
 
 /** `--team <id>`: required and never empty, with `help` (TEAM_HELP unless the command says less). */
 export function teamOption(help = TEAM_HELP): Option {
-  return new Option("--team <id>", help).makeOptionMandatory().argParser(nonEmpty("the team id"));
+  return new Option("--team <id>", help)
+    .makeOptionMandatory()
+    .argParser(metadataValue("the team id"));
 }
 
 function teamSpec(
