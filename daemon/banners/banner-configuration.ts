@@ -109,6 +109,31 @@ function uniqueCategoryNames(list: readonly { name: string }[], ctx: z.Refinemen
   });
 }
 
+/**
+ * The bytes a visitor's consent cookie may spend on category names. The runtime keeps the state
+ * as URL-encoded JSON in one cookie (gateway/runtime/state.ts), which browsers cap at 4,096 bytes
+ * with its name; every other field of the largest state (a 64-character rule id, a 20-character
+ * language, the US choices, every flag) takes 753. Names beyond this would make a choice that is
+ * logged but never kept: the banner would ask again on every page.
+ */
+export const CATEGORY_NAMES_COOKIE_BYTES = 3_000;
+
+/** The category names, all accepted, as the cookie holds them (URL-encoded JSON). */
+function cookieBytesOfNames(list: unknown[]): number {
+  const names = list.map((c) => (c as { name?: unknown } | undefined)?.name);
+  if (!names.every((name) => typeof name === "string")) return 0;
+  return encodeURIComponent(JSON.stringify(names)).length;
+}
+
+function namesFitCookie(list: unknown[], ctx: z.RefinementCtx): void {
+  const bytes = cookieBytesOfNames(list);
+  if (bytes <= CATEGORY_NAMES_COOKIE_BYTES) return;
+  ctx.addIssue({
+    code: "custom",
+    message: `must have names that together fit a visitor's consent cookie: ${bytes} bytes URL-encoded, at most ${CATEGORY_NAMES_COOKIE_BYTES} (use fewer or shorter names)`,
+  });
+}
+
 const texts = z.strictObject({
   title: text(0, 200).optional(),
   description: text(0, 2000).optional(),
@@ -185,6 +210,7 @@ export const configurationInput = z.strictObject({
     .min(1)
     .max(50, "must have at most 50 entries")
     .superRefine(uniqueCategoryNames, EVEN_WITH_FAILED_ENTRIES)
+    .superRefine(namesFitCookie, EVEN_WITH_FAILED_ENTRIES)
     .optional(),
   texts: z.record(languageCode, texts).transform(byCanonicalLanguage).optional(),
   jurisdictionRules: z

@@ -313,6 +313,16 @@ describe("banners", () => {
         "configuration.categories",
         "must have at most 50 entries",
       ],
+      // All accepted, the names must fit the visitor's consent cookie (4 KB), or a choice would
+      // be logged but never kept and the banner would ask on every page: 50 names of 90
+      // characters are 4,953 bytes as the cookie holds them.
+      [
+        {
+          categories: Array.from({ length: 50 }, (_, i) => category(`c${i}_`.padEnd(90, "x"))),
+        },
+        "configuration.categories",
+        "must have names that together fit a visitor's consent cookie: 4953 bytes URL-encoded, at most 3000 (use fewer or shorter names)",
+      ],
       // A visitor's choice is keyed by category name, and no body may carry a __proto__ key.
       [
         { categories: [category("necessary"), category("__proto__")] },
