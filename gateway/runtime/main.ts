@@ -224,6 +224,9 @@ if (running) {
     if (config.rule && !explicit(state) && !storedDefault)
       commit(defaultState(config.rule), "consent_default");
     else if (state) apply(state);
+    // No choice yet: the required categories are on all the same (shown "Always on"), so their
+    // tags run now, as Consent Mode's default grants their storage.
+    else whenReady(() => activateScripts(required, nonce));
     open(false);
   }
   whenReady(() => emit("ready"));

@@ -22,6 +22,7 @@ const jurisdictionRules = [
 ];
 /** Tags gated on categories, under the page's nonce-only CSP. */
 const taggedBody = `
+<script type="text/plain" data-category="necessary" nonce="${NONCE}">window.necessaryRan = true;</script>
 <script type="text/plain" data-category="analytics" nonce="${NONCE}">window.analyticsRan = true;</script>
 <script type="text/plain" data-category="marketing" nonce="${NONCE}">window.marketingRan = true;</script>`;
 /** A canonical state (spec 2.4) of revision 1 that the runtime accepts whole. */
@@ -106,6 +107,10 @@ describe.skipIf(skipBrowserTests)("banner runtime in Chromium: signals and integ
       ],
     ]);
     expect(await ran(page)).toEqual([false, false]);
+    // A tag gated on a required category runs before any choice: the category is always on.
+    await expect
+      .poll(() => page.evaluate(() => (window as { necessaryRan?: boolean }).necessaryRan))
+      .toBe(true);
     await dialog(page).getByRole("button", { name: "Customize" }).click();
     await dialog(page).getByRole("checkbox", { name: "analytics" }).check();
     await dialog(page).getByRole("button", { name: "Save choices" }).click();
