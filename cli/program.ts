@@ -48,7 +48,7 @@ export function createProgram(io: Io, session: Session, json: boolean): Command 
       new Option(
         "--token <token>",
         "operator token (default: CONSENT_ADMIN_TOKEN, then <CONSENT_DATA_DIR>/admin-token)",
-      ).argParser(nonEmptyToken),
+      ).argParser(tokenValue),
     )
     .option("--json", "print JSON on stdout and nothing else (JSON Lines for logs tail)")
     .option("--debug", "log daemon calls and print stack traces on stderr")
@@ -162,4 +162,4 @@ function addHelpCommand(program: Command): void {
  * An empty --token (an unset shell variable) is a mistake, not a wish for the file's token; so is
  * one no header can carry (metadataValue).
  */
-const nonEmptyToken = metadataValue("the token");
+const tokenValue = metadataValue("the token");

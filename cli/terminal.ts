@@ -27,7 +27,7 @@ export function colorEnabled(stream: { isTTY?: boolean }, env: NodeJS.ProcessEnv
  * terminal, some `docker exec -t` and CI ptys) reports 0 rows: there even a one-line spinner
  * would wipe the operator's screen.
  */
-export const SPINNER_MIN_ROWS = 3;
+const SPINNER_MIN_ROWS = 3;
 
 /**
  * A spinner and cursor control only on a terminal that takes them: a TTY of at least

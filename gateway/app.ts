@@ -108,8 +108,7 @@ export async function buildGateway(options: GatewayOptions): Promise<FastifyInst
     : { inProcess: false, operatorToken: options.operatorToken };
   // Outside the versioned API (spec 9.2: /api/banners, /api/v2/...): a plain 404, no version
   // headers; under /preferences/ the page for an altered link (unknownOutsideV1).
-  const unknownPath = unknownOutsideV1;
-  app.setNotFoundHandler(unknownPath);
+  app.setNotFoundHandler(unknownOutsideV1);
   app.setErrorHandler((error, request, reply) => sendPlainError(reply, failureOf(request, error)));
   // The loader refreshes on the daemon's publish hook (one process) and on every banner edit or
   // publish this gateway relays, so a stand-alone gateway serves its own publishes at once too.
@@ -138,7 +137,7 @@ export async function buildGateway(options: GatewayOptions): Promise<FastifyInst
   // would be a 415, a QUERY without one a 400). Added after the plugins, which therefore do not
   // inherit it: the versioned API answers its own unknown paths (v1/plugin.ts).
   app.addHook("onRequest", async (request, reply) => {
-    if (request.is404) return unknownPath(request, reply);
+    if (request.is404) return unknownOutsideV1(request, reply);
   });
   return app;
 }

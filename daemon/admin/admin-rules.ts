@@ -2,7 +2,7 @@ import { z } from "zod";
 import { SCOPES } from "#daemon/auth/scopes.js";
 import { invalidRequest } from "#daemon/errors.js";
 import { PLANS } from "#daemon/teams/team-store.js";
-import { displayName, protoTimestamp } from "#daemon/validation/rules.js";
+import { displayName, type ProtoTimestamp, protoTimestamp } from "#daemon/validation/rules.js";
 import { parseOrThrow } from "#daemon/validation/violations.js";
 
 const plan = z.enum(PLANS, { error: `must be one of: ${PLANS.join(", ")}` });
@@ -40,7 +40,7 @@ export function readKeyCreation(
     environment: string;
     scopes: string[];
     name: string;
-    expiresAt?: { seconds: bigint; nanos: number };
+    expiresAt?: ProtoTimestamp;
   },
   now: Date,
 ) {

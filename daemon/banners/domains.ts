@@ -43,7 +43,11 @@ export function hostOf(input: string): string | null {
  */
 export function siteOf(input: string): string | null {
   const site = parsedSite(input);
-  if (!site) return null;
+  return site ? siteText(site) : null;
+}
+
+/** A host and port as a site is written (siteOf): `host`, or `host:port` when a port is named. */
+export function siteText(site: { host: string; port: string }): string {
   return site.port ? `${site.host}:${site.port}` : site.host;
 }
 

@@ -2,13 +2,14 @@ import { randomInt } from "node:crypto";
 import { v7 as uuidv7 } from "uuid";
 import { z } from "zod";
 import type { BannerRecord, TelemetryLevel } from "#daemon/banners/banner-store.js";
-import { hostAllowed, siteOf } from "#daemon/banners/domains.js";
+import { hostAllowed, siteOf, siteText } from "#daemon/banners/domains.js";
 import type { ConsentLogQuery, ConsentLogRecord } from "#daemon/consent-log/consent-log-store.js";
 import { DomainError, invalidRequest } from "#daemon/errors.js";
 import {
   integer,
   isoDateTime,
   label,
+  type ProtoTimestamp,
   protoTimestamp,
   usOptOutPurposes,
   uuid,
@@ -185,8 +186,6 @@ export function createLogIdGenerator(): (receivedAt: Date) => string {
   };
 }
 
-/** A google.protobuf.Timestamp of a request, as protobuf-es hands it over. */
-type RequestTimestamp = { seconds: bigint; nanos: number };
 const timeRange = z.object({ since: protoTimestamp.optional(), until: protoTimestamp.optional() });
 
 /**
@@ -197,7 +196,7 @@ export function readListPaging(
   pageSize: number,
   pageToken: string,
   methods: readonly string[],
-  timestamps: { since?: RequestTimestamp; until?: RequestTimestamp } = {},
+  timestamps: { since?: ProtoTimestamp; until?: ProtoTimestamp } = {},
 ) {
   const read = check(timeRange, timestamps);
   const violations = "violations" in read ? read.violations : [];
@@ -241,13 +240,12 @@ export function bannerSites(banner: BannerRecord): string[] {
 export function authorizeOrigin(sites: readonly string[], origin: string, referer: string): void {
   const site = requestSite(origin, referer);
   if (site !== null && hostAllowed(site.host, site.port, sites)) return;
-  const host = site === null ? null : site.port ? `${site.host}:${site.port}` : site.host;
   throw new DomainError(
     "forbidden",
     "domain_not_authorized",
-    host === null
+    site === null
       ? "The request names no origin: send it from a page of the banner's domain"
-      : `${host} is not a domain this banner is configured for`,
+      : `${siteText(site)} is not a domain this banner is configured for`,
   );
 }
 

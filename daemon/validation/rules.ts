@@ -209,4 +209,9 @@ export const protoTimestamp = z
       nanos <= 999_999_999,
     "must be a time from 0001-01-01T00:00:00Z to 9999-12-31T23:59:59Z",
   )
+  // Milliseconds rounded down, not timestampDate's rounding to nearest: 9999-12-31T23:59:59.9995Z
+  // would become year 10000, a time the type cannot carry back out.
   .transform(({ seconds, nanos }) => new Date(Number(seconds) * 1000 + Math.floor(nanos / 1e6)));
+
+/** A request's google.protobuf.Timestamp as protoTimestamp reads it (seconds and nanos). */
+export type ProtoTimestamp = z.input<typeof protoTimestamp>;

@@ -1,6 +1,13 @@
 import { z } from "zod";
 import { invalidRequest, type Violation } from "#daemon/errors.js";
-import { IF_VALID_SO_FAR, integer, protoTimestamp, text, uuid } from "#daemon/validation/rules.js";
+import {
+  IF_VALID_SO_FAR,
+  integer,
+  type ProtoTimestamp,
+  protoTimestamp,
+  text,
+  uuid,
+} from "#daemon/validation/rules.js";
 import { parseOrThrow } from "#daemon/validation/violations.js";
 import type { AddressGuard } from "#daemon/webhooks/address-guard.js";
 import { type DeliveryStatus, EVENT_TYPES } from "#daemon/webhooks/webhook-store.js";
@@ -150,8 +157,6 @@ export function readDeliveryPaging(pageSize: number, pageToken: string, status: 
 }
 
 /** ReplayDeliveries' `since`: a time within google.protobuf.Timestamp's range (protoTimestamp). */
-export function readReplaySince(since: { seconds: bigint; nanos: number }): Date {
-  return parseOrThrow(z.object({ since: protoTimestamp }), { since }, (details: Violation[]) =>
-    invalidRequest(details),
-  ).since;
+export function readReplaySince(since: ProtoTimestamp): Date {
+  return parseOrThrow(z.object({ since: protoTimestamp }), { since }, invalidRequest).since;
 }

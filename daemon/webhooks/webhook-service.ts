@@ -314,9 +314,8 @@ export function createWebhookService(
             "The webhook is disabled; enable it before replaying its deliveries",
           );
         }
-        const selection = request.deliveryId
-          ? { deliveryId: request.deliveryId }
-          : { failedSince: failedSince ?? new Date(0) };
+        // Exactly one of the two was named (checked above).
+        const selection = failedSince ? { failedSince } : { deliveryId: request.deliveryId };
         const replayed = await store.webhooks.replay(
           auth.team.id,
           request.webhookId,

@@ -1,5 +1,5 @@
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
-import { Code, createClient } from "@connectrpc/connect";
+import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { Webhook } from "standardwebhooks";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -15,6 +15,7 @@ import { JITTER, RETRY_DELAYS_MS } from "#daemon/webhooks/retry-schedule.js";
 import { signature } from "#daemon/webhooks/signing.js";
 import { ATTEMPTS_PER_ENDPOINT, MAX_IN_FLIGHT } from "#daemon/webhooks/webhook-sender.js";
 import type { DeliveryRecord } from "#daemon/webhooks/webhook-store.js";
+import { ErrorInfoSchema } from "#gen/consent/v1/errors_pb.js";
 import { WebhookService } from "#gen/consent/v1/webhook_pb.js";
 import { createTeam, http, mintKey } from "#test/support/api.js";
 import { aChoice, bannerFixture, postLog } from "#test/support/consent-log.js";
@@ -222,10 +223,24 @@ describe("consent.given delivery", () => {
       },
       { headers: { authorization: `Bearer ${team.key}` } },
     );
-    await expect(replay).rejects.toMatchObject({
+    const refused = await replay.then(
+      () => undefined,
+      (error: unknown) => ConnectError.from(error),
+    );
+    expect(refused).toMatchObject({
       code: Code.InvalidArgument,
       rawMessage: "Request validation failed",
     });
+    const [info] = refused?.findDetails(ErrorInfoSchema) ?? [];
+    expect([info?.code, info?.details.map(({ field, message }) => ({ field, message }))]).toEqual([
+      "invalid_request",
+      [
+        {
+          field: "since",
+          message: "since must be a time from 0001-01-01T00:00:00Z to 9999-12-31T23:59:59Z",
+        },
+      ],
+    ]);
   });
 
   it("test-sends to a disabled endpoint, while a replay to it is refused", async () => {
