@@ -133,7 +133,10 @@ describe.concurrent("consentctl subjects (against a real daemon)", {
     const connection = ["--daemon", service.daemonUrl];
     const byFlag = await runCli(["teams", "list", "--json", ...connection, "--token", "abc\ndef"]);
     expect(byFlag.code).toBe(2);
-    expect(JSON.parse(byFlag.stderr)).toMatchObject({ code: "usage" });
+    expect(JSON.parse(byFlag.stderr)).toMatchObject({
+      code: "usage",
+      error: expect.stringContaining("the token holds a space, a control character"),
+    });
     const byEnv = await runCli(["teams", "list", "--json", ...connection], {
       env: { CONSENT_ADMIN_TOKEN: "abc\ndef", CONSENT_DATA_DIR: service.dataDir },
     });
