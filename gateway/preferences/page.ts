@@ -2,7 +2,7 @@ import { timestampDate } from "@bufbuild/protobuf/wkt";
 import { hostOf } from "#daemon/banners/domains.js";
 import { runtimeConfig } from "#gateway/loader/runtime-config.js";
 import { type ErrorCode, pageTexts } from "#gateway/preferences/page-texts.js";
-import { resolveTexts } from "#gateway/runtime/texts.js";
+import { directionOf, resolveTexts, type Text } from "#gateway/runtime/texts.js";
 import type { PreferencesView } from "#gen/consent/v1/consent_log_pb.js";
 
 const ESCAPES: Record<string, string> = {
@@ -32,10 +32,19 @@ const DEFAULT_COLORS: Colors = {
   accent: "#007bff",
 };
 
+/**
+ * One text in its element, marked with its language and direction when they are not the page's
+ * (an English fallback on a page in another language: WCAG 3.1.2).
+ */
+function textIn(tag: string, { text, lang }: Text, attributes = ""): string {
+  const mark = lang ? ` lang="${escapeHtml(lang)}" dir="${directionOf(lang)}"` : "";
+  return `<${tag}${attributes}${mark}>${escapeHtml(text)}</${tag}>`;
+}
+
 /** A whole page; styles carry the response's CSP nonce, the only style the policy allows. */
 function document(lang: string, title: string, body: string, nonce: string, c: Colors): string {
   return `<!doctype html>
-<html lang="${escapeHtml(lang)}"><head><meta charset="utf-8">
+<html lang="${escapeHtml(lang)}"${directionOf(lang) === "rtl" ? ' dir="rtl"' : ""}><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width,initial-scale=1">
 <title>${escapeHtml(title)}</title>
 <style nonce="${nonce}">
@@ -71,35 +80,42 @@ export function preferencesPage(view: PreferencesView, nonce: string, saved: boo
     const attributes = category.required
       ? " checked disabled"
       : `${checked ? " checked" : ""} name="category" value="${escapeHtml(category.name)}"`;
-    const description = text.description ? `<small>${escapeHtml(text.description)}</small>` : "";
-    const note = category.required ? ` <i>${escapeHtml(texts.get("alwaysOnLabel"))}</i>` : "";
-    return `<label><input type="checkbox"${attributes}><span><b>${escapeHtml(text.label)}</b>${note}${description}</span></label>`;
+    const description = text.description.text ? textIn("small", text.description) : "";
+    const note = category.required ? ` ${textIn("i", texts.get("alwaysOnLabel"))}` : "";
+    return `<label><input type="checkbox"${attributes}><span>${textIn("b", text.label)}${note}${description}</span></label>`;
   });
   const until = view.expiresAt ? timestampDate(view.expiresAt).toISOString().slice(11, 16) : "";
-  const own = pageTexts(texts.languageCode).texts;
-  const policy = texts.get("privacyPolicyUrl");
+  // The page's own sentences, marked English where it does not ship the texts' language.
+  const { lang: ownLang, texts: own } = pageTexts(texts.languageCode);
+  const ownMark =
+    ownLang === texts.languageCode.toLowerCase().split("-")[0] ? {} : { lang: ownLang };
+  const policy = texts.get("privacyPolicyUrl").text;
   // Which website these settings are for: the page is the service's, not the site's.
   const site = banner ? hostOf(banner.domain) : null;
   const body = [
-    `<h1>${escapeHtml(texts.get("title"))}</h1>`,
+    textIn("h1", texts.get("title")),
     site ? `<p class="site">${escapeHtml(site)}</p>` : "",
     // Focused on arrival, so a screen reader reads it: a live region already on the page when
     // it loads is not announced, and the page runs no script to fill one in.
     saved
-      ? `<p class="status" role="status" tabindex="-1" autofocus>${escapeHtml(own.saved)}</p>`
+      ? textIn(
+          "p",
+          { text: own.saved, ...ownMark },
+          ' class="status" role="status" tabindex="-1" autofocus',
+        )
       : "",
-    `<p>${escapeHtml(texts.get("description"))}</p>`,
-    `<form method="post"><fieldset><legend>${escapeHtml(texts.get("customize"))}</legend>`,
+    textIn("p", texts.get("description")),
+    `<form method="post"><fieldset>${textIn("legend", texts.get("customize"))}`,
     rows.join("\n"),
-    `</fieldset><button type="submit">${escapeHtml(texts.get("save"))}</button></form>`,
-    `<p><small>${escapeHtml(own.validUntil(until))}</small></p>`,
+    `</fieldset>${textIn("button", texts.get("save"), ' type="submit"')}</form>`,
+    `<p>${textIn("small", { text: own.validUntil(until), ...ownMark })}</p>`,
     policy
-      ? `<p><a href="${escapeHtml(policy)}">${escapeHtml(texts.get("privacyPolicyLabel"))}</a></p>`
+      ? `<p>${textIn("a", texts.get("privacyPolicyLabel"), ` href="${escapeHtml(policy)}"`)}</p>`
       : "",
   ].join("\n");
   return document(
     texts.languageCode,
-    texts.get("title"),
+    texts.get("title").text,
     body,
     nonce,
     config?.colors ?? DEFAULT_COLORS,

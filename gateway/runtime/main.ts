@@ -104,20 +104,30 @@ function post(method: string, s: ConsentState): void {
   }
 }
 
-/** Tells Consent Mode and runs the gated scripts; the page's own code failing stops neither. */
+/**
+ * Tells Consent Mode and runs the gated scripts; the page's own code failing stops neither. What
+ * takes effect is the banner's own categories: the required ones always (shown "Always on"), the
+ * others when the state accepts them. A state applied from elsewhere that leaves a required
+ * category out, or names one this banner does not have, changes neither.
+ */
 function apply(s: ConsentState): void {
+  const accepted = all.filter((name) => required.includes(name) || s.categories.includes(name));
   try {
-    consentUpdate(s.categories);
+    consentUpdate(accepted);
   } catch (error) {
     console.error("consent banner: the page's gtag failed on consent update", error);
   }
-  whenReady(() => activateScripts(s.categories, nonce));
+  whenReady(() => activateScripts(accepted, nonce));
 }
 
 /** A choice or a default: recorded first, so nothing the page does afterwards can lose the row. */
 function commit(next: ConsentState, method: string): void {
   state = next;
-  writeState(config.id, next);
+  if (!writeState(config.id, next)) {
+    console.warn(
+      `consent banner ${config.id}: the browser did not keep the consent cookie (cookies blocked for this site?), so the banner will ask again on the next page`,
+    );
+  }
   post(method, next);
   apply(next);
   if (method !== "consent_default") emit("change");

@@ -16,11 +16,20 @@ export const DEFAULT_TEXTS = {
 
 export type TextKey = keyof typeof DEFAULT_TEXTS;
 
+/**
+ * One visible string, with its own language when that is not the texts' language: an English
+ * fallback in a banner shown in German says so (WCAG 3.1.2, language of parts).
+ */
+export interface Text {
+  text: string;
+  lang?: string;
+}
+
 /** Texts of one language with the fallbacks applied, and the language they are in. */
 export interface ResolvedTexts {
   languageCode: string;
-  get(key: TextKey): string;
-  category(category: RuntimeCategory): { label: string; description: string };
+  get(key: TextKey): Text;
+  category(category: RuntimeCategory): { label: Text; description: Text };
 }
 
 /**
@@ -28,7 +37,8 @@ export interface ResolvedTexts {
  * browser's languages): for each, the exact tag, else its primary subtag, else another tag of
  * that language (`pt` finds `pt-BR`); English when none has texts. Each field falls back on its
  * own, to the operator's English text and then to DEFAULT_TEXTS, so a half-translated banner
- * still shows every string.
+ * still shows every string; such a string is marked English. A category's own label and
+ * description (its configuration, not its texts) are in no stated language and carry no mark.
  */
 export function resolveTexts(
   texts: Record<string, RuntimeTexts>,
@@ -44,21 +54,51 @@ export function resolveTexts(
       find((key) => key === primary(tag)) ??
       find((key) => primary(key) === primary(tag));
   }
+  const languageCode = lang ?? "en";
+  // English strings in a banner of another language say so; in an English one, nothing to say.
+  const english = primary(comparable(languageCode)) === "en" ? {} : { lang: "en" };
   // Found, not texts.en: the daemon stores "en", but a banner saved before it did may say "EN".
-  const chain = [lang, find((key) => key === "en")].flatMap((key) =>
-    key === undefined ? [] : [texts[key] ?? {}],
-  );
-  return {
-    languageCode: lang ?? "en",
-    get: (key) => chain.map((t) => t[key]).find(Boolean) || DEFAULT_TEXTS[key],
-    category: (category) => {
-      const own = chain.map((t) => t.categories?.[category.name]);
-      return {
-        label: own.map((t) => t?.label).find(Boolean) || category.label || category.name,
-        description: own.map((t) => t?.description).find(Boolean) || category.description,
-      };
-    },
+  const englishKey = find((key) => key === "en");
+  const chain = [
+    { own: lang === undefined ? undefined : texts[lang], mark: {} },
+    { own: englishKey === undefined ? undefined : texts[englishKey], mark: english },
+  ];
+  /** The first text the chain has for a field, else the last resort, with its language. */
+  const pick = (
+    read: (own: RuntimeTexts) => string | undefined,
+    last: string,
+    lastMark: { lang?: string },
+  ): Text => {
+    for (const { own, mark } of chain) {
+      const text = own && read(own);
+      if (text) return { text, ...mark };
+    }
+    return { text: last, ...(last && lastMark) };
   };
+  return {
+    languageCode,
+    get: (key) => pick((own) => own[key], DEFAULT_TEXTS[key], english),
+    category: (category) => ({
+      label: pick(
+        (own) => own.categories?.[category.name]?.label,
+        category.label || category.name,
+        {},
+      ),
+      description: pick(
+        (own) => own.categories?.[category.name]?.description,
+        category.description,
+        {},
+      ),
+    }),
+  };
+}
+
+/** Languages written right to left, by primary subtag (as texts are matched: lower case). */
+const RTL = /^(ar|arc|ckb|dv|fa|he|ks|ku-arab|ps|sd|syr|ug|ur|yi)(-|$)/i;
+
+/** The writing direction of a language, for `dir`. */
+export function directionOf(languageCode: string): "rtl" | "ltr" {
+  return RTL.test(languageCode) ? "rtl" : "ltr";
 }
 
 /**

@@ -1,7 +1,7 @@
 import type { RuntimeConfig } from "./config.js";
 import { warnOnLowContrast } from "./contrast.js";
 import { bannerCss } from "./styles.js";
-import type { ResolvedTexts, TextKey } from "./texts.js";
+import { directionOf, type ResolvedTexts, type Text, type TextKey } from "./texts.js";
 
 export type Choice = "accept" | "reject" | "save";
 
@@ -29,6 +29,11 @@ function h<K extends keyof HTMLElementTagNameMap>(
   for (const [name, value] of Object.entries(attributes)) element.setAttribute(name, value);
   element.append(...children);
   return element;
+}
+
+/** An element's text and, when it differs from the banner's, its language and direction. */
+function say({ text, lang }: Text): Partial<HTMLElement> {
+  return lang ? { textContent: text, lang, dir: directionOf(lang) } : { textContent: text };
 }
 
 /** Constructed stylesheets need no CSP allowance; older browsers get a `<style>` with the nonce. */
@@ -66,28 +71,30 @@ function categoryList(options: ViewOptions) {
   );
   const labels = config.categories.map((category, i) => {
     const text = texts.category(category);
-    const caption = h("span", {}, {}, h("b", { textContent: text.label }));
+    const caption = h("span", {}, {}, h("b", say(text.label)));
     // A locked box alone does not say why: the note reads with the label.
-    if (category.required) caption.append(" ", h("i", { textContent: texts.get("alwaysOnLabel") }));
-    if (text.description) caption.append(h("small", { textContent: text.description }));
+    if (category.required) caption.append(" ", h("i", say(texts.get("alwaysOnLabel"))));
+    if (text.description.text) caption.append(h("small", say(text.description)));
     return h("label", {}, {}, boxes[i] as HTMLInputElement, caption);
   });
-  const attributes = { role: "group", "aria-label": texts.get("customize") };
+  const attributes = { role: "group", "aria-label": texts.get("customize").text };
   return { boxes, list: h("div", { hidden: !options.customize }, attributes, ...labels) };
 }
 
 /** The dialog: title, description (with the privacy policy link), categories, buttons. */
 function dialogPanel(options: ViewOptions) {
   const { config, texts } = options;
-  const description = h("p", { textContent: texts.get("description") }, { id: "d" });
-  const policy = texts.get("privacyPolicyUrl");
+  const description = h("p", say(texts.get("description")), { id: "d" });
+  const policy = texts.get("privacyPolicyUrl").text;
   if (policy) {
-    description.append(" ", h("a", { href: policy, textContent: texts.get("privacyPolicyLabel") }));
+    // Inside the description, which may be an English fallback: the link says its own language.
+    const label = { lang: texts.languageCode, ...texts.get("privacyPolicyLabel") };
+    description.append(" ", h("a", { href: policy, ...say(label) }));
   }
   const button = (action: string, key: TextKey, outlined = false) =>
     h(
       "button",
-      { type: "button", textContent: texts.get(key), className: outlined ? "o" : "" },
+      { type: "button", ...say(texts.get(key)), className: outlined ? "o" : "" },
       {
         "data-a": action,
       },
@@ -109,16 +116,13 @@ function dialogPanel(options: ViewOptions) {
       "aria-labelledby": "t",
       "aria-describedby": "d",
     },
-    h("h2", { textContent: texts.get("title") }, { id: "t" }),
+    h("h2", say(texts.get("title")), { id: "t" }),
     description,
     list,
     h("div", { className: "b" }, {}, ...buttons),
   );
   return { panel, boxes, list, customize, save };
 }
-
-/** Languages written right to left, by primary subtag (as texts are matched: lower case). */
-const RTL = /^(ar|arc|ckb|dv|fa|he|ks|ku-arab|ps|sd|syr|ug|ur|yi)(-|$)/i;
 
 /**
  * Renders the banner in a shadow root: a dialog (modal with backdrop and focus trap, or a
@@ -142,7 +146,7 @@ export function showBanner(options: ViewOptions): () => void {
   const root = h(
     "div",
     { className: `r ${config.layout} ${config.position}`, lang: languageCode },
-    { dir: RTL.test(languageCode) ? "rtl" : "ltr" },
+    { dir: directionOf(languageCode) },
   );
   if (modal) root.append(h("div", { className: "bd" }));
   root.append(panel);

@@ -1,4 +1,4 @@
-import type { BrowserContext, Page } from "playwright-core";
+import type { BrowserContext, Locator, Page } from "playwright-core";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { http } from "#test/support/api.js";
 import {
@@ -237,6 +237,24 @@ describe.skipIf(skipBrowserTests)("banner runtime in Chromium: layouts and choic
     });
   });
 
+  it("records a choice the browser will not keep in a cookie, and says why it asks again", async () => {
+    // Cookies blocked for the site: the browser drops every write.
+    await context.addInitScript(() =>
+      Object.defineProperty(Document.prototype, "cookie", {
+        configurable: true,
+        get: () => "",
+        set: () => {},
+      }),
+    );
+    const { teamId } = await bannerPage();
+    await dialog(page).getByRole("button", { name: "Accept all" }).click();
+    const [row] = await waitForRows(ctx.service, teamId, 1);
+    expect(row?.method).toBe("accept_all");
+    expect(warnings).toEqual([expect.stringMatching(/did not keep the consent cookie/)]);
+    await page.reload();
+    await expect.poll(() => dialog(page).count()).toBe(1);
+  });
+
   it("speaks the page's language with English fallback, and warns of low contrast", async () => {
     const texts = {
       de: {
@@ -253,6 +271,14 @@ describe.skipIf(skipBrowserTests)("banner runtime in Chromium: layouts and choic
       .toBe("Ihre Privatsphäre");
     expect(await dialog(page).getByRole("button", { name: "Reject all" }).count()).toBe(1);
     expect(await dialog(page).getByRole("link").textContent()).toBe("Datenschutzerklärung");
+    // What the banner lacks in German is English and says so (WCAG 3.1.2); the German link
+    // inside the English description says it is German.
+    const langOf = (element: Locator) => element.getAttribute("lang");
+    expect(await langOf(dialog(page).getByRole("heading"))).toBeNull();
+    expect(await langOf(dialog(page).locator("#d"))).toBe("en");
+    expect(await langOf(dialog(page).getByRole("link"))).toBe("de");
+    expect(await langOf(dialog(page).getByRole("button", { name: "Reject all" }))).toBe("en");
+    expect(await langOf(dialog(page).getByRole("button", { name: "Alle akzeptieren" }))).toBeNull();
     await dialog(page).getByRole("button", { name: "Customize" }).click();
     // The required category's locked box says why, in the page's language.
     expect(

@@ -241,6 +241,46 @@ describe.skipIf(skipBrowserTests)("banner runtime in Chromium: signals and integ
     await phone.context.close();
   });
 
+  it("puts in effect only the banner's categories from an applied state: required ones always", async () => {
+    const { publicId } = await bannerFixture(ctx.service, {
+      domain: "localhost",
+      configuration: { categories },
+    });
+    const { context, page } = await openPage(publicId);
+    // Built elsewhere: no "necessary", and a category this banner does not have.
+    const state = { ...aWholeState, categories: ["analytics", "tracking"] };
+    expect(
+      await page.evaluate(
+        (s) =>
+          (
+            window as unknown as { consentBanner: { applyState(s: unknown): boolean } }
+          ).consentBanner.applyState(s),
+        state,
+      ),
+    ).toBe(true);
+    expect(await stateOf(page)).toEqual(state); // kept as handed in
+    await expect.poll(() => ran(page)).toEqual([true, false]);
+    // Tags the page adds afterwards (a single-page app): the required one runs, the other never.
+    await page.evaluate((nonce) => {
+      for (const [category, flag] of [
+        ["necessary", "lateNecessaryRan"],
+        ["tracking", "trackingRan"],
+      ]) {
+        const tag = document.createElement("script");
+        Object.assign(tag, { type: "text/plain", nonce, text: `window.${flag} = true;` });
+        tag.dataset.category = category;
+        document.body.append(tag);
+      }
+    }, NONCE);
+    await expect
+      .poll(() => page.evaluate(() => (window as { lateNecessaryRan?: boolean }).lateNecessaryRan))
+      .toBe(true);
+    expect(await page.evaluate(() => (window as { trackingRan?: boolean }).trackingRan)).toBe(
+      undefined,
+    );
+    await context.close();
+  });
+
   it("refuses a state that is not a whole canonical state, and asks again over a damaged cookie", async () => {
     const { publicId } = await bannerFixture(ctx.service, {
       domain: "localhost",

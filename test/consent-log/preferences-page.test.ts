@@ -62,6 +62,26 @@ describe("GET and POST /preferences/{token}", () => {
       '<a href="https://shop.example.com/datenschutz">Datenschutzerklärung</a>',
     );
     expect(page.text).toContain("<small>Dieser Link ist bis 12:30 UTC gültig.</small>");
+    // The texts the banner lacks in German are English, and say so (WCAG 3.1.2); the category's
+    // own label and description are in no stated language and inherit the page's.
+    expect(page.text).toContain('<p lang="en" dir="ltr">We use cookies and similar technologies');
+    expect(page.text).toContain('<legend lang="en" dir="ltr">Customize</legend>');
+    expect(page.text).toContain('<button type="submit">Speichern</button>');
+  });
+
+  it("writes a right-to-left language's page right to left, its English fallbacks left to right", async () => {
+    const { publicId } = await bannerFixture(ctx.service, {
+      configuration: { ...configuration, texts: { ar: { title: "خصوصيتك" } } },
+    });
+    const page = await http(ctx.service, "GET", await linkFor(publicId, { languageCode: "ar" }));
+    expect(page.status).toBe(200);
+    expect(page.text).toContain('<html lang="ar" dir="rtl">');
+    expect(page.text).toContain("<h1>خصوصيتك</h1>");
+    expect(page.text).toContain('<button type="submit" lang="en" dir="ltr">Save choices</button>');
+    // The page's own sentence, which it does not ship in Arabic, is English and says so.
+    expect(page.text).toContain(
+      '<small lang="en" dir="ltr">This link works until 12:30 UTC.</small>',
+    );
   });
 
   it("keeps the whole page in English when the banner has no texts in the choice's language", async () => {
