@@ -12,3 +12,29 @@ export function serviceLoggers(level: string): { daemon: Logger; gateway: Logger
     gateway: root.child({ service: "consent-gateway" }),
   };
 }
+
+/** How often an unreachable store is logged while it lasts: its first failure, then one line per this long. */
+export const STORE_UNAVAILABLE_LOG_MS = 10_000;
+
+/**
+ * Logs a store that cannot be reached for now (a MongoDB election) at most once per
+ * STORE_UNAVAILABLE_LOG_MS, each line counting the failures since the one before, so an outage
+ * is visible without a line (and a stack) per failed call.
+ */
+export function unavailableLog(
+  logger: { warn(details: object, message: string): void },
+  message: string,
+): (error: unknown, details?: object) => void {
+  let loggedAt = Number.NEGATIVE_INFINITY;
+  let unlogged = 0;
+  return (error, details) => {
+    const now = performance.now();
+    if (now - loggedAt < STORE_UNAVAILABLE_LOG_MS) {
+      unlogged += 1;
+      return;
+    }
+    logger.warn({ err: error, ...details, failedSincePreviousLine: unlogged }, message);
+    loggedAt = now;
+    unlogged = 0;
+  };
+}

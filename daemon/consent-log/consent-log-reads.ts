@@ -17,16 +17,10 @@ import type { ConsentLogService } from "#gen/consent/v1/consent_log_pb.js";
 /** Rows per store read and per streamed message of an export or a tail. */
 export const LOG_STREAM_BATCH = 500;
 /**
- * How often a tail sweeps its lookback window (below) for rows committed late, and so at the
+ * How often a tail sweeps its lookback window (the store's lateRowsMs) for rows committed late, and so at the
  * latest how often it meets rows another daemon appended.
  */
 export const TAIL_POLL_MS = 500;
-/**
- * How far behind the newest row a tail's sweep re-reads. Ids are UUIDv7 of each daemon's clock:
- * a row another daemon (or a concurrent append of this one) commits a moment late can carry an
- * id below one already sent, so the sweep reads a trailing window and skips the ids it has sent.
- */
-export const TAIL_LOOKBACK_MS = 5_000;
 /**
  * The least time between two reads of one tail. This daemon's appends wake a tail, and between
  * sweeps a wake-up reads only the rows after the last one sent; at a high rate of appends each
@@ -165,7 +159,12 @@ export function createConsentLogReads(options: ConsentLogReadOptions): ConsentLo
         // costs the team's new rows, however rarely they match.
         /** Ids of the lookback window met already (sent, or filtered out). */
         const met = new Set<string>();
-        let windowStart = clock().getTime() - TAIL_LOOKBACK_MS;
+        // How far behind the newest row a sweep re-reads. Ids are UUIDv7 of each daemon's clock:
+        // a row another daemon (or a concurrent append of this one) commits late can carry an
+        // id below one already sent, so the sweep reads a trailing window and skips the ids it
+        // has met; the store says how late a row can be.
+        const lookbackMs = store.consentLog.lateRowsMs;
+        let windowStart = clock().getTime() - lookbackMs;
         /** The highest id met: between sweeps a read starts after it. */
         let cursor = lowestIdAt(windowStart);
         // Rows stored before the tail began are not part of it.
@@ -207,7 +206,7 @@ export function createConsentLogReads(options: ConsentLogReadOptions): ConsentLo
             // The next sweep starts a lookback before this one began, so a late row is still
             // met; ids that fell out of the window cannot come back and are forgotten.
             lastSweep = startedAt;
-            windowStart = Math.max(windowStart, readAt - TAIL_LOOKBACK_MS);
+            windowStart = Math.max(windowStart, readAt - lookbackMs);
             for (const id of met) if (idMillis(id) < windowStart) met.delete(id);
           }
           await wake(ctx.signal, TAIL_POLL_MS - (performance.now() - lastSweep));

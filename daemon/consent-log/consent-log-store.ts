@@ -102,9 +102,16 @@ export const CONSENT_ID_SCAN_LIMIT = 1_000;
 /**
  * Storage port for the consent log. Rows are append-only. append() is one atomic store write
  * (the row together with its indexes and its outbox event): an acknowledged row always has its
- * event, and a failed append leaves neither.
+ * event, and a failed append leaves neither, or (on MongoDB, a write whose majority did not
+ * answer in time, or whose connection was lost after the server applied it) both.
  */
 export interface ConsentLogStore {
+  /**
+   * How long after its id's time a row may first be readable by listForward: a row's id is taken
+   * from its daemon's clock before it commits, so it can become readable below ids already read.
+   * A log tail re-reads that far back (consent-log-reads.ts).
+   */
+  readonly lateRowsMs: number;
   /**
    * Appends a row (and its outbox event when options.event is set); both are durable once the
    * promise resolves. A row whose id is already stored is refused with DuplicateKeyError and

@@ -39,6 +39,8 @@ export interface LmdbConsentLogDatabases {
 export function createLmdbConsentLogStore(dbs: LmdbConsentLogDatabases): ConsentLogStore {
   const { consentLog, consentLogTeamsById, consentLogIdsByConsentId } = dbs;
   return {
+    // A commit waits at most for the other processes' commits on the one write lock.
+    lateRowsMs: 5_000,
     // Port: durable once the promise resolves (the environment syncs every commit). The outbox
     // entry is written in the same transaction as the row: both commit or neither does.
     async append(record, options = {}) {

@@ -52,7 +52,15 @@ export class MongoConsentLogStore implements ConsentLogStore {
     },
   ];
 
-  constructor(private readonly collection: Collection<ConsentLogDocument>) {}
+  /**
+   * @param lateRowsMs A row is readable (read concern majority) once a majority has it, which an
+   *   append waits for up to the store's majority wait: its id can be that much older than the
+   *   moment it is first read.
+   */
+  constructor(
+    private readonly collection: Collection<ConsentLogDocument>,
+    readonly lateRowsMs: number,
+  ) {}
 
   /** Durable on resolve: the client's write concern is majority and journaled. */
   async append(record: ConsentLogRecord, options: AppendOptions = {}): Promise<void> {

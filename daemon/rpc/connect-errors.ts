@@ -2,6 +2,7 @@ import { create } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
 import { DomainError, type FailureKind } from "#daemon/errors.js";
+import { unavailableLog } from "#daemon/logging.js";
 import { isParseFailure } from "#daemon/rpc/parse-failures.js";
 import { rateLimitHeaders } from "#daemon/rpc/rate-limit-headers.js";
 import { STORE_FULL_METADATA, StoreFullError } from "#daemon/store/disk-guard.js";
@@ -62,9 +63,6 @@ export interface ErrorLogger {
   warn(details: object, message: string): void;
 }
 
-/** How often an unreachable store is logged while it lasts: its first failure, then one line per this long. */
-export const STORE_UNAVAILABLE_LOG_MS = 10_000;
-
 /**
  * Server interceptor at the RPC edge: domain failures become ConnectErrors with ErrorInfo; any
  * other error is logged with its stack and leaves as a bare "internal error", so no internal text
@@ -79,20 +77,12 @@ export function domainErrorInterceptor(
   logger: ErrorLogger,
   storeUnavailable: (error: unknown) => boolean = () => false,
 ): Interceptor {
-  let loggedAt = Number.NEGATIVE_INFINITY;
-  let unlogged = 0;
+  const logUnavailable = unavailableLog(
+    logger,
+    "the store cannot be reached; calls fail with unavailable until it can",
+  );
   const unavailable = (error: unknown, procedure: string): ConnectError => {
-    const now = performance.now();
-    if (now - loggedAt >= STORE_UNAVAILABLE_LOG_MS) {
-      logger.warn(
-        { err: error, procedure, failedSincePreviousLine: unlogged },
-        "the store cannot be reached; calls fail with unavailable until it can",
-      );
-      loggedAt = now;
-      unlogged = 0;
-    } else {
-      unlogged += 1;
-    }
+    logUnavailable(error, { procedure });
     return toConnectError(
       new DomainError(
         "unavailable",

@@ -1,4 +1,5 @@
 import {
+  MongoClient,
   MongoNetworkTimeoutError,
   MongoServerError,
   MongoServerSelectionError,
@@ -6,7 +7,7 @@ import {
   MongoWriteConcernError,
 } from "mongodb";
 import { describe, expect, it } from "vitest";
-import { isMongoUnavailable } from "#daemon/store/mongo-store.js";
+import { isMongoUnavailable, serviceDb } from "#daemon/store/mongo-store.js";
 import { DuplicateKeyError } from "#daemon/store/store.js";
 
 describe("isMongoUnavailable: which driver errors answer 503 unavailable", () => {
@@ -30,6 +31,10 @@ describe("isMongoUnavailable: which driver errors answer 503 unavailable", () =>
       },
     });
     expect(isMongoUnavailable(waited)).toBe(true);
+    // mongos while a shard elects its primary.
+    for (const code of [133, 202]) {
+      expect(isMongoUnavailable(new MongoServerError({ code, errmsg: "shard" }))).toBe(true);
+    }
     const labelled = new MongoServerError({ code: 1, errmsg: "transient" });
     labelled.addErrorLabel("RetryableWriteError");
     expect(isMongoUnavailable(labelled)).toBe(true);
@@ -42,5 +47,19 @@ describe("isMongoUnavailable: which driver errors answer 503 unavailable", () =>
     );
     expect(isMongoUnavailable(new DuplicateKeyError("publicId"))).toBe(false);
     expect(isMongoUnavailable(new Error("ECONNRESET"))).toBe(false);
+  });
+});
+
+describe("serviceDb: the concerns acknowledged writes and reads rely on", () => {
+  it("keeps journaled majority writes and majority reads whatever the URI asks", async () => {
+    // Not connected: the options are the driver's, resolved when the handles are made.
+    const client = new MongoClient(
+      "mongodb://127.0.0.1:1/shop?journal=false&w=1&readConcernLevel=local&readPreference=secondary",
+    );
+    const logs = serviceDb(client, "shop").collection("consent_log");
+    expect(logs.writeConcern).toMatchObject({ w: "majority", journal: true, wtimeoutMS: 10_000 });
+    expect(logs.readConcern?.level).toBe("majority");
+    expect(logs.readPreference?.mode).toBe("primary");
+    await client.close();
   });
 });

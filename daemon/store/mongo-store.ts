@@ -1,6 +1,7 @@
 import {
   type CollectionOptions,
   type Db,
+  type DbOptions,
   MongoClient,
   type MongoClientOptions,
   MongoError,
@@ -11,6 +12,7 @@ import {
   MongoServerClosedError,
   MongoServerSelectionError,
   MongoTopologyClosedError,
+  ReadConcern,
 } from "mongodb";
 import { type BannerDocument, MongoBannerStore } from "#daemon/banners/mongo-banner-store.js";
 import { StartupError } from "#daemon/config.js";
@@ -53,18 +55,29 @@ const MAJORITY_WAIT_MS = 10_000;
  * retryWrites/retryReads ride out an election or a dropped connection for every read and every
  * single-document write (bulk fan-out upserts included). The multi-document writes (a replay's
  * updateMany, the purges' and an endpoint's deliveries' deleteMany) are not retryable: an
- * election in the middle of one fails it to its caller. These options override the same options
- * in the URI.
+ * election in the middle of one fails it to its caller.
+ *
+ * The concerns are set on the database (DB_OPTIONS), where the URI's own settings cannot weaken
+ * them: a client's options give way to `?journal=false` or `?readConcernLevel=local` in the URI,
+ * a database's do not. The client options below do override the URI's.
  */
-const CLIENT_OPTIONS: MongoClientOptions = {
+const DB_OPTIONS: DbOptions = {
   writeConcern: { w: "majority", journal: true, wtimeoutMS: MAJORITY_WAIT_MS },
-  readConcern: { level: "majority" },
+  readConcern: new ReadConcern("majority"),
   readPreference: "primary",
+};
+const CLIENT_OPTIONS: MongoClientOptions = {
+  ...DB_OPTIONS,
   retryWrites: true,
   retryReads: true,
   serverSelectionTimeoutMS: SERVER_SELECTION_TIMEOUT_MS,
   appName: "consent-service",
 };
+
+/** The service's database, with the concerns every collection but the counters' is written with. */
+export function serviceDb(client: MongoClient, dbName: string): Db {
+  return client.db(dbName, DB_OPTIONS);
+}
 
 /**
  * The rate-limit counters are written by every authenticated request, reads included, and hold
@@ -103,15 +116,16 @@ export async function openMongoStore(options: MongoStoreOptions): Promise<Store>
     throw connectionError(error, options.uri);
   }
   try {
-    const db = client.db(options.dbName ?? uriParts(options.uri).database ?? "consent");
+    const dbName = options.dbName ?? uriParts(options.uri).database ?? "consent";
+    const db = serviceDb(client, dbName);
     const store = createStore(client, db);
     try {
-      await createIndexes(db);
+      await createIndexes(client, dbName);
     } catch (error) {
       // The driver's message names the server's reason (a privilege, a missing majority), never
       // the connection string.
       throw new StartupError(
-        `MongoDB did not create the service's indexes (${(error as Error).message}): every start creates them, which needs the createIndex privilege and a majority of the replica set to acknowledge`,
+        `MongoDB did not create the service's indexes (${(error as Error).message}): every start creates them, which needs the createIndex privilege`,
         { cause: error },
       );
     }
@@ -131,7 +145,8 @@ function createStore(client: MongoClient, db: Db): Store {
     sessions: new MongoSessionStore(collections.sessions),
     banners: new MongoBannerStore(collections.banners),
     subjects: new MongoSubjectStore(collections.subjects),
-    consentLog: new MongoConsentLogStore(collections.consentLog),
+    // A row acknowledged at the end of its majority wait, plus the margin the embedded store has.
+    consentLog: new MongoConsentLogStore(collections.consentLog, MAJORITY_WAIT_MS + 5_000),
     counters: new MongoCounterStore(collections.counters),
     webhooks: new MongoWebhookStore(
       collections.webhookEndpoints,
@@ -178,10 +193,13 @@ const UNAVAILABLE_CODES = new Set([
   64, // WriteConcernFailed (wtimeout)
   89, // NetworkTimeout
   91, // ShutdownInProgress
+  133, // FailedToSatisfyReadPreference (mongos: a shard without a primary for now)
   134, // ReadConcernMajorityNotAvailableYet
   189, // PrimarySteppedDown
+  202, // NetworkInterfaceExceededTimeLimit (mongos to a shard)
   262, // ExceededTimeLimit
   9001, // SocketException
+  10058, // LegacyNotPrimary
   10107, // NotWritablePrimary
   11600, // InterruptedAtShutdown
   11602, // InterruptedDueToReplStateChange
@@ -217,9 +235,15 @@ function collectionsOf(db: Db) {
   };
 }
 
-/** Unique indexes carry correctness (duplicate keys) and TTL indexes collect expired records. */
-async function createIndexes(db: Db): Promise<void> {
-  const collections = collectionsOf(db);
+/**
+ * Unique indexes carry correctness (duplicate keys) and TTL indexes collect expired records.
+ * Acknowledged by the primary alone: on every start but the first they exist already, and a
+ * restart while a majority is away (a secondary down beside an arbiter) still comes up and
+ * serves what the primary can. Index builds replicate as any write does; one a failover rolls
+ * back is created again at the next start.
+ */
+async function createIndexes(client: MongoClient, dbName: string): Promise<void> {
+  const collections = collectionsOf(client.db(dbName, { writeConcern: { w: 1 } }));
   await Promise.all([
     collections.teams.createIndexes(MongoTeamStore.indexes),
     collections.keys.createIndexes(MongoKeyStore.indexes),

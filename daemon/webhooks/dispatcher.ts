@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import type { Logger } from "pino";
 import type { Clock } from "#daemon/clock.js";
 import type { ConsentLogRecord } from "#daemon/consent-log/consent-log-store.js";
+import { unavailableLog } from "#daemon/logging.js";
 import { isStoreFull } from "#daemon/store/disk-guard.js";
 import type { Store } from "#daemon/store/store.js";
 import type { AddressGuard } from "#daemon/webhooks/address-guard.js";
@@ -156,7 +157,15 @@ export class WebhookDispatcher {
   /** The last pass yielded: the next waits YIELD_WINDOW_MS. */
   private yielded = false;
 
-  constructor(private readonly options: DispatcherOptions) {}
+  /** A pass failing because the store is out of reach, logged once in a while as it lasts. */
+  private readonly logUnavailable: (error: unknown) => void;
+
+  constructor(private readonly options: DispatcherOptions) {
+    this.logUnavailable = unavailableLog(
+      options.logger,
+      "the store cannot be reached; webhook deliveries wait until it can",
+    );
+  }
 
   start(): void {
     if (this.running) return;
@@ -192,8 +201,10 @@ export class WebhookDispatcher {
       try {
         worked = await this.runOnce();
       } catch (error) {
-        // A full disk is reported once by the store's guard, not on every pass.
-        if (!isStoreFull(error)) {
+        // A full disk is reported once by the store's guard, not on every pass; a store out of
+        // reach for now, once per STORE_UNAVAILABLE_LOG_MS while it lasts.
+        if (this.options.store.isUnavailable(error)) this.logUnavailable(error);
+        else if (!isStoreFull(error)) {
           this.options.logger.error({ err: error }, "webhook dispatch pass failed");
         }
       }
