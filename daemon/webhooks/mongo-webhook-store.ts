@@ -75,9 +75,11 @@ export class MongoWebhookStore implements WebhookStore {
   ];
   static readonly deliveryIndexes: IndexDescription[] = [
     { key: { webhookId: 1, _id: -1 }, name: "webhook_deliveries_by_endpoint" },
+    // Due deliveries in order, with what a claim leaves out (endpoints and teams without room)
+    // in the keys: a stalled endpoint's backlog is passed over in the index, not fetched.
     {
-      key: { dueAt: 1 },
-      name: "webhook_deliveries_due",
+      key: { dueAt: 1, webhookId: 1, teamId: 1 },
+      name: "webhook_deliveries_due_by_endpoint",
       partialFilterExpression: { status: "pending" },
     },
   ];
