@@ -214,6 +214,10 @@ describe("URLs and the log level", () => {
     expect(loadConfig({ CONSENT_BASE_URL: "https://shop.example/consent/" }).baseUrl).toBe(
       "https://shop.example/consent",
     );
+    // The example is a public address, not the daemon's gRPC one.
+    expect(configErrorOf({ CONSENT_BASE_URL: "localhost:8080" }).message).toBe(
+      'CONSENT_BASE_URL must be an http:// or https:// URL such as https://consent.example.com, not "localhost:8080"',
+    );
     expect(configErrorOf({ CONSENT_BASE_URL: "ftp://shop.example" }).message).toMatch(
       /^CONSENT_BASE_URL must be an http:\/\/ or https:\/\/ URL/,
     );

@@ -115,7 +115,7 @@ function port(value: string | undefined, fallback: number, name: string): number
 }
 
 /** An absolute http(s) URL: both are read by HTTP clients (the gateway's, visitors' browsers). */
-function url(value: string, name: string): string {
+function url(value: string, name: string, example: string): string {
   let parsed: URL;
   try {
     parsed = new URL(value);
@@ -124,7 +124,7 @@ function url(value: string, name: string): string {
   }
   if (parsed.protocol !== "http:" && parsed.protocol !== "https:") {
     throw new ConfigError(
-      `${name} must be an http:// or https:// URL such as http://127.0.0.1:50051, not "${value}"`,
+      `${name} must be an http:// or https:// URL such as ${example}, not "${value}"`,
     );
   }
   return parsed.toString().replace(/\/$/, "");
@@ -145,7 +145,7 @@ export function daemonAddressProblem(url: URL): string | undefined {
 
 /** CONSENT_DAEMON_URL: an http(s) URL naming the daemon's port, nothing more. */
 function daemonUrl(value: string, name: string): string {
-  const checked = url(value, name);
+  const checked = url(value, name, "http://127.0.0.1:50051");
   const problem = daemonAddressProblem(new URL(checked));
   if (problem) throw new ConfigError(`${name} ${problem}`);
   return checked;
@@ -249,7 +249,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     grpcHost: env.CONSENT_GRPC_HOST || "127.0.0.1",
     grpcPort: port(env.CONSENT_GRPC_PORT, 50051, "CONSENT_GRPC_PORT"),
     daemonUrl: daemonUrl(env.CONSENT_DAEMON_URL || "http://127.0.0.1:50051", "CONSENT_DAEMON_URL"),
-    baseUrl: url(env.CONSENT_BASE_URL || "http://localhost:8080", "CONSENT_BASE_URL"),
+    baseUrl: url(
+      env.CONSENT_BASE_URL || "http://localhost:8080",
+      "CONSENT_BASE_URL",
+      "https://consent.example.com",
+    ),
     baseUrlSet: Boolean(env.CONSENT_BASE_URL),
     adminToken: env.CONSENT_ADMIN_TOKEN || undefined,
     identityKey: identityKey(env.CONSENT_IDENTITY_KEY),

@@ -78,6 +78,17 @@ function timestampOrder(body: unknown): Violation[] {
   return [{ field, message: `${field} must not precede consentState.consentTimestamp` }];
 }
 
+/**
+ * decisions §4: an explicit expiry lies in the future. Checked outside the schema, as the
+ * timestamp order is, so it is listed beside every other field that fails.
+ */
+function pastExpiry(body: unknown, now: Date): Violation[] {
+  const expiresAt = (body as { expiresAt?: unknown } | null)?.expiresAt;
+  if (typeof expiresAt !== "string" || !isIsoDateTime(expiresAt)) return [];
+  if (new Date(expiresAt) > now) return [];
+  return [{ field: "expiresAt", message: "expiresAt must be in the future" }];
+}
+
 const referenceBody = z.object(subjectReference);
 
 const putBody = z.object({
@@ -107,12 +118,15 @@ export function readSubjectReference(body: unknown): SubjectReference {
   return { ...value, namespace: value.namespace ?? "default" };
 }
 
-/** Validates a PUT state body (spec 2.4, 4.6), with one message per violated field. */
-export function readStateWrite(body: unknown): StateWrite {
+/**
+ * Validates a PUT state body (spec 2.4, 4.6) written at `now`, with one message per violated
+ * field, all in one answer.
+ */
+export function readStateWrite(body: unknown, now: Date): StateWrite {
   const result = check(putBody, body);
-  const disorder = timestampOrder(body);
-  if ("violations" in result || disorder.length > 0) {
-    throw invalidRequest([...("violations" in result ? result.violations : []), ...disorder]);
+  const across = [...timestampOrder(body), ...pastExpiry(body, now)];
+  if ("violations" in result || across.length > 0) {
+    throw invalidRequest([...("violations" in result ? result.violations : []), ...across]);
   }
   const { value } = result;
   return {
@@ -123,14 +137,14 @@ export function readStateWrite(body: unknown): StateWrite {
   };
 }
 
-/** decisions §4: default expiry 13 months after the write, an explicit one capped at 25 months. */
+/**
+ * decisions §4: default expiry 13 months after the write, an explicit one (in the future, as
+ * readStateWrite checked) capped at 25 months.
+ */
 export function recordExpiry(requested: string | undefined, now: Date): Date {
   const cap = addMonths(now, 25);
   if (requested === undefined) return addMonths(now, 13);
   const at = new Date(requested);
-  if (at <= now) {
-    throw invalidRequest([{ field: "expiresAt", message: "expiresAt must be in the future" }]);
-  }
   return at > cap ? cap : at;
 }
 

@@ -92,8 +92,8 @@ export function createSubjectService(
           }),
           bodyLimit,
         );
-        const write = readStateWrite(body);
         const now = clock();
+        const write = readStateWrite(body, now);
         const expiresAt = recordExpiry(write.expiresAt, now);
         const { hashes, bannerId } = await subjectHashes(auth, write);
         // A record written under an older identity key is updated where it is (decisions §4).

@@ -210,6 +210,18 @@ describe("consent subject records", () => {
       expiresAt: "2026-01-01T00:00:00Z",
     });
     expect([past.status, past.body.data.details[0].field]).toEqual([400, "expiresAt"]);
+    // Named beside the body's other failures, in one answer.
+    const both = await put({
+      ...fresh(),
+      baseVersion: -1,
+      consentState: consentState(),
+      expiresAt: "2026-01-01T00:00:00Z",
+    });
+    expect(both.status).toBe(400);
+    expect(both.body.data.details.map((d: { field: string }) => d.field)).toEqual([
+      "baseVersion",
+      "expiresAt",
+    ]);
   });
 
   it("treats an expired record as absent: resolve, write, delete", async () => {
