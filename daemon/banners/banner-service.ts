@@ -70,11 +70,21 @@ export function createBannerService(
     { session: true },
   );
 
-  /** A banner id is a UUID, read in either case as its public id is. */
+  /**
+   * A banner id is a UUID, read in either case as its public id is. The public id of one of the
+   * team's own banners, given instead (both are UUIDs, and the loader's and the subject
+   * endpoints' bannerId is the public one), is named as such in the 404; another team's is not.
+   */
   async function ownBanner(auth: Authorized, id: string): Promise<BannerRecord> {
     const banner = await store.banners.get(auth.team.id, id.toLowerCase());
-    if (!banner) throw notFound("No banner with that id on this team");
-    return banner;
+    if (banner) return banner;
+    const byPublicId = await store.banners.getByPublicId(id.toLowerCase());
+    if (byPublicId?.teamId === auth.team.id) {
+      throw notFound(
+        `No banner with that id on this team: ${byPublicId.publicId} is the public id of banner "${byPublicId.name}", whose id is ${byPublicId.id}`,
+      );
+    }
+    throw notFound("No banner with that id on this team");
   }
 
   /**

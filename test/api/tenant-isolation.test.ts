@@ -54,6 +54,30 @@ describe("tenant isolation", () => {
     expect(own.body.data.banner).toMatchObject({ name: "B's banner", isActive: true, revision: 1 });
   });
 
+  it("names a public Banner ID given for a banner's id on the team's own banner only", async () => {
+    for (const [method, path] of [
+      ["GET", "/api/v1/banners/{id}"],
+      ["POST", "/api/v1/banners/{id}/publish"],
+    ] as const) {
+      const own = await http(service, method, path.replace("{id}", bannerA.publicId), {
+        key: keyA,
+      });
+      expect([own.status, own.body.data.code, own.body.data.error]).toEqual([
+        404,
+        "not_found",
+        `No banner with that id on this team: ${bannerA.publicId} is the public id of banner "A's banner", whose id is ${bannerA.id}`,
+      ]);
+      // Another team's public id says nothing of that banner.
+      const other = await http(service, method, path.replace("{id}", bannerB.publicId), {
+        key: keyA,
+      });
+      expect([other.status, other.body.data.error]).toEqual([
+        404,
+        "No banner with that id on this team",
+      ]);
+    }
+  });
+
   it("answers 404 for another team's public Banner ID on every subject route", async () => {
     const reference = { bannerId: bannerB.publicId, subjectId: "shared-id" };
     for (const [method, path, body] of [
