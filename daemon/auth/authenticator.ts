@@ -20,6 +20,8 @@ import type { Team } from "#daemon/teams/team-store.js";
 
 /** spec 8: failed authentication attempts allowed per client IP per minute. */
 const FAILED_AUTH_LIMIT = 10;
+/** What a client past that limit is told: its own credentials may be fine (spec 8). */
+const FAILED_AUTH_LIMITED = `More than ${FAILED_AUTH_LIMIT} failed authentication attempts from this address in a minute`;
 /** spec 8: banner requests per client IP per 15 minutes without an API key (sessions). */
 const SESSION_IP_LIMIT = 100;
 
@@ -265,7 +267,11 @@ export class Authenticator {
       MINUTE_MS,
     );
     if (count >= FAILED_AUTH_LIMIT) {
-      throw rateLimited(retryAfterSeconds(resetAtMs, this.options.clock().getTime()));
+      throw rateLimited(
+        retryAfterSeconds(resetAtMs, this.options.clock().getTime()),
+        undefined,
+        FAILED_AUTH_LIMITED,
+      );
     }
   }
 
@@ -304,7 +310,8 @@ export class Authenticator {
       FAILED_AUTH_LIMIT,
       MINUTE_MS,
     );
-    if (!outcome.allowed) return rateLimited(outcome.retryAfterSeconds);
+    if (!outcome.allowed)
+      return rateLimited(outcome.retryAfterSeconds, undefined, FAILED_AUTH_LIMITED);
     return new DomainError("unauthenticated", code, message);
   }
 

@@ -86,12 +86,19 @@ export function retryAfterSeconds(resetAtMs: number, now: number): number {
   return Math.max(1, Math.ceil((resetAtMs - now) / 1000));
 }
 
-/** spec 7: 429 rate_limited with Retry-After. */
-export function rateLimited(retryAfter: number, state?: RateLimitState): DomainError {
+/**
+ * spec 7: 429 rate_limited with Retry-After. `what` says which limit, when it is not the
+ * caller's own request limit (failed attempts from the caller's address).
+ */
+export function rateLimited(
+  retryAfter: number,
+  state?: RateLimitState,
+  what = "Rate limit exceeded",
+): DomainError {
   return new DomainError(
     "rate_limited",
     "rate_limited",
-    `Rate limit exceeded; retry in ${retryAfter} seconds`,
+    `${what}; retry in ${retryAfter} seconds`,
     {
       retryAfterSeconds: retryAfter,
       rateLimit: state,
