@@ -66,7 +66,7 @@ function configCheck(env: NodeJS.ProcessEnv): CheckResult {
     name: "config",
     status: "pass",
     // This shell's view: a daemon started elsewhere may have been given other values.
-    detail: `this environment parses; here the data dir is ${config.dataDir} and the base URL ${config.baseUrl}`,
+    detail: `this shell's CONSENT_* variables are valid (a service started from it would use data dir ${config.dataDir} and base URL ${config.baseUrl}; a daemon started elsewhere has its own)`,
   };
 }
 
