@@ -72,9 +72,12 @@ export async function buildGateway(options: GatewayOptions): Promise<FastifyInst
     bodyLimit: GATEWAY_BODY_LIMIT,
     rewriteUrl: (request) => withoutTrailingSlash(request.url ?? "/"),
     // SIGTERM drains: idle keep-alive sockets close at once, requests already accepted finish
-    // (startGateway bounds the wait), new requests on open sockets get 503.
+    // (startGateway bounds the wait). A request that arrives on a busy keep-alive socket meanwhile
+    // is served like any other, and its answer closes the socket (`Connection: close`): Fastify's
+    // own 503 for it would not be the API's envelope, and the daemon still serves until the
+    // gateway is done.
     forceCloseConnections: "idle",
-    return503OnClosing: true,
+    return503OnClosing: false,
     frameworkErrors: unroutable,
     clientErrorHandler: answerUnreadable,
     requestTimeout: requestTimeoutMs,

@@ -156,6 +156,65 @@ describe("SIGTERM on npm start", () => {
   });
 });
 
+describe("SIGTERM on npm start while keep-alive clients stay busy", () => {
+  const dirs = useProgramRoot("consent-shutdown-busy-");
+
+  it("answers a request that arrives on a busy connection during the drain, and closes that connection", async () => {
+    const { program, service } = await startService(dirs.join("data"));
+    const { key } = await mintKey(service, await createTeam(service, "enterprise"));
+    const { publicId } = await createBanner(service, key);
+    const body = JSON.stringify({ bannerId: publicId, subjectId: "nobody" });
+    const agent = new Agent({ keepAlive: true, maxSockets: 16 });
+    let stop = false;
+    const answers: { status: number; text: string; connection: string | undefined }[] = [];
+    // Sixteen clients, each sending its next request on its kept-alive connection at once.
+    const clients = Array.from({ length: 16 }, async () => {
+      while (!stop) {
+        const answer = await new Promise<(typeof answers)[number] | undefined>((resolve) => {
+          const req = request(`${service.gatewayUrl}/api/v1/consent/subjects/resolve`, {
+            method: "POST",
+            agent,
+            headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+          });
+          req.on("error", () => resolve(undefined));
+          req.on("response", (res) => {
+            let text = "";
+            res.setEncoding("utf8");
+            res.on("data", (chunk: string) => {
+              text += chunk;
+            });
+            res.on("error", () => resolve(undefined));
+            res.on("end", () =>
+              resolve({ status: res.statusCode ?? 0, text, connection: res.headers.connection }),
+            );
+          });
+          req.end(body);
+        });
+        if (!answer) return; // the drain closed this connection
+        answers.push(answer);
+      }
+    });
+    while (answers.length < 200) await new Promise((resolve) => setTimeout(resolve, 10));
+    const beforeSignal = answers.length;
+    program.child.kill("SIGTERM");
+    await Promise.all(clients.map((client) => Promise.race([client, program.exited])));
+    stop = true;
+    agent.destroy();
+    expect(await program.exitWithin(5_000)).toBe(0);
+    // Every answer is the API's own: those during the drain too, which close their connection.
+    for (const answer of answers) {
+      expect([answer.status, JSON.parse(answer.text)]).toEqual([
+        200,
+        { data: { found: false }, version: "v1" },
+      ]);
+    }
+    // Answered during the drain, and each of those closed its connection.
+    const duringDrain = answers.slice(beforeSignal);
+    expect(duringDrain.length).toBeGreaterThan(0);
+    expect(duringDrain.at(-1)?.connection).toBe("close");
+  });
+});
+
 /**
  * A raw TCP connection to the URL's port that sends `bytes` (nothing by default) and never closes
  * its side, not even once the server has closed its own: a client that hangs, a port scanner, a
