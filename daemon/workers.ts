@@ -92,6 +92,8 @@ async function runPrimary(count: number, timeoutMs: number): Promise<void> {
   const config = loadConfig();
   let stopping = false;
   let failed = false;
+  /** The signal the primary was stopped with and passed on to its workers, if it was. */
+  let forwarded: NodeJS.Signals | undefined;
   const stopAll = (signal: NodeJS.Signals) => {
     for (const worker of Object.values(cluster.workers ?? {})) {
       if (worker && !worker.isDead()) worker.process.kill(signal);
@@ -103,6 +105,7 @@ async function runPrimary(count: number, timeoutMs: number): Promise<void> {
     process.on(signal, () => {
       if (stopping) return;
       stopping = true;
+      forwarded = signal;
       stopAll(signal);
     });
   }
@@ -163,8 +166,10 @@ async function runPrimary(count: number, timeoutMs: number): Promise<void> {
   cluster.on("exit", (worker, code, signal) => {
     lastBeat.delete(worker);
     // During a drain too: a worker that did not drain cleanly (killed, or its shutdown failed)
-    // makes the service's exit a failure.
-    if (code !== 0 || signal) failed = true;
+    // makes the service's exit a failure. One ended by the very signal the primary passed on
+    // had not yet set up its handlers (they answer it with an exit code): it was still starting,
+    // had served nothing, and stopped as asked.
+    if ((code !== 0 || signal) && !(signal && signal === forwarded)) failed = true;
     if (!stopping) {
       stopping = true;
       failed = true;

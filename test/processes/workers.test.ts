@@ -4,7 +4,13 @@ import { connect } from "node:net";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { createBanner, createTeam, http, mintKey } from "#test/support/api.js";
-import { startService, useProgramRoot, workerPids } from "#test/support/processes.js";
+import {
+  PROGRAMS,
+  startProgram,
+  startService,
+  useProgramRoot,
+  workerPids,
+} from "#test/support/processes.js";
 import { eventually } from "#test/support/webhook-receiver.js";
 
 /** The loader's bound configuration revision, each call on a new connection (so on any worker). */
@@ -118,6 +124,22 @@ describe("npm start with two workers", { timeout: 120_000 }, () => {
     } finally {
       for (const socket of stalled) socket.destroy();
     }
+  });
+
+  it("exits 0, saying nothing, when SIGTERM arrives while its workers are still starting", async () => {
+    const program = startProgram(PROGRAMS.consent, {
+      CONSENT_DATA_DIR: dirs.join("signalled-while-forking"),
+      CONSENT_WORKERS: "2",
+    });
+    // The moment both workers exist: neither has loaded its code, let alone its signal handlers.
+    const deadline = Date.now() + 30_000;
+    while (workerPids(program).length < 2 && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+    expect(workerPids(program)).toHaveLength(2);
+    program.child.kill("SIGTERM");
+    expect(await program.exitWithin(30_000)).toBe(0);
+    expect(program.stderr()).toBe("");
   });
 
   it("does not take its workers for stuck after the primary itself was paused", async () => {
