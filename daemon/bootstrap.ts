@@ -111,6 +111,19 @@ async function identityKeys(config: Config, created: string[]) {
     return { identityKeys: [], identityProblem: "CONSENT_IDENTITY_KEY is required with MongoDB" };
   }
   const file = path.join(config.dataDir, IDENTITY_KEY_FILE);
+  // Looked at before the key: a first start writes the key before it creates the store, so a
+  // store without its key is one whose key went missing, not a start racing another.
+  const storeExists = await stat(path.join(config.dataDir, RECORDS_DIRECTORY, DATA_FILE)).then(
+    () => true,
+    () => false,
+  );
+  if (storeExists && (await readIfPresent(file)) === undefined) {
+    // A new key would leave every subject record written under the old one unreachable.
+    return {
+      identityKeys: [],
+      identityProblem: `${file} is missing, but the data directory holds a store whose subject records were written under it: restore the file (consentctl backup copies it) or set CONSENT_IDENTITY_KEY to that key; to go on with a new key instead, write one to the file (openssl rand -base64 32), and the old records stay unreachable`,
+    };
+  }
   const value = await readOrCreate(file, () => randomBytes(32).toString("base64"), created);
   try {
     return { identityKeys: parseIdentityKeys(value), identityProblem: undefined };

@@ -4,12 +4,14 @@ import { type AddressInfo, createServer } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { consentState, createBanner, createTeam, http, mintKey } from "#test/support/api.js";
 import {
   DAEMON_URL,
   freePort,
   GATEWAY_URL,
   PROGRAMS,
   startProgram,
+  startService,
   stopAllPrograms,
 } from "#test/support/processes.js";
 
@@ -99,6 +101,44 @@ describe("start-up of the real programs", () => {
     expect(second.stdout()).not.toContain("First start");
     expect(second.stdout()).toContain("npx consentctl keys create");
     expect((await fetch(`${gatewayUrl}/api/v1/health`)).status).toBe(200);
+  });
+
+  it("a data dir whose identity key went missing gets no new key: its subjects answer 503 until the key is back", async () => {
+    const dataDir = path.join(root, "lost-key");
+    const keyFile = path.join(dataDir, "identity-key");
+    const first = await startService(dataDir);
+    const { key } = await mintKey(first.service, await createTeam(first.service, "business"));
+    const { publicId } = await createBanner(first.service, key);
+    const subject = { bannerId: publicId, subjectId: "user-1842" };
+    const put = await http(first.service, "PUT", "/api/v1/consent/subjects/state", {
+      key,
+      body: { ...subject, baseVersion: 0, consentState: consentState() },
+    });
+    expect(put.status).toBe(200);
+    expect(await first.program.stop()).toBe(0);
+    const saved = await readFile(keyFile, "utf8");
+    await rm(keyFile);
+
+    const second = await startService(dataDir);
+    const resolve = () =>
+      http(second.service, "POST", "/api/v1/consent/subjects/resolve", { key, body: subject });
+    const refused = await resolve();
+    expect([refused.status, refused.body.data.code]).toEqual([503, "identity_unavailable"]);
+    expect(second.program.stdout()).toContain(
+      `${keyFile} is missing, but the data directory holds a store`,
+    );
+    expect(second.program.stdout()).not.toContain("First start");
+    await expect(stat(keyFile)).rejects.toThrow(/ENOENT/);
+    expect(await second.program.stop()).toBe(0);
+
+    await writeFile(keyFile, saved, { mode: 0o600 });
+    const third = await startService(dataDir);
+    const found = await http(third.service, "POST", "/api/v1/consent/subjects/resolve", {
+      key,
+      body: subject,
+    });
+    expect([found.status, found.body.data.found, found.body.data.version]).toEqual([200, true, 1]);
+    expect(await third.program.stop()).toBe(0);
   });
 
   it("warns once, naming them, when files of the data dir can be read by other users", async () => {
