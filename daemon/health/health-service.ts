@@ -2,6 +2,8 @@ import { once } from "node:events";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { ServiceImpl } from "@connectrpc/connect";
 import { Code, ConnectError } from "@connectrpc/connect";
+import { kPeerAddress } from "#daemon/auth/caller.js";
+import { clientOfIp } from "#daemon/limits/rate-limiter.js";
 import type { Store } from "#daemon/store/store.js";
 import {
   type Health,
@@ -10,6 +12,13 @@ import {
 
 /** How often Watch re-checks the store. */
 const WATCH_INTERVAL_MS = 5_000;
+/**
+ * Watch needs no credential and runs until its caller leaves, so how many run at once is bounded:
+ * per client address (a load balancer watches a few names) and in all. One more is refused with
+ * RESOURCE_EXHAUSTED; Check is not bounded this way.
+ */
+export const MAX_WATCHES_PER_CLIENT = 16;
+export const MAX_WATCHES = 256;
 
 /**
  * The health name that reports whether the store accepts writes: NOT_SERVING while the embedded
@@ -28,42 +37,82 @@ export function createHealthService(
 ): ServiceImpl<typeof Health> {
   const known = new Set(["", STORE_WRITES_HEALTH, ...serviceNames]);
 
-  async function status(service: string): Promise<Status> {
-    try {
-      await store.ping();
-    } catch {
-      // An unreachable store is exactly what NOT_SERVING reports; the ping error itself is noise.
-      return Status.NOT_SERVING;
-    }
+  /** A name's status, given whether the store answered. */
+  function statusOf(service: string, answered: boolean): Status {
+    if (!answered) return Status.NOT_SERVING;
     if (service === STORE_WRITES_HEALTH && !store.acceptsWrites()) return Status.NOT_SERVING;
     return Status.SERVING;
   }
+
+  async function storeAnswers(): Promise<boolean> {
+    try {
+      await store.ping();
+      return true;
+    } catch {
+      // An unreachable store is exactly what NOT_SERVING reports; the ping error itself is noise.
+      return false;
+    }
+  }
+
+  /**
+   * Watches share one ping per moment: each re-checks every WATCH_INTERVAL_MS, and many at once
+   * (up to MAX_WATCHES) would otherwise each ping the store.
+   */
+  let shared: { at: number; answers: Promise<boolean> } | undefined;
+  function sharedAnswers(): Promise<boolean> {
+    const now = performance.now();
+    if (!shared || now - shared.at >= 1_000) shared = { at: now, answers: storeAnswers() };
+    return shared.answers;
+  }
+
+  /** Watches open, in all and by client. */
+  let watches = 0;
+  const watchesByClient = new Map<string, number>();
 
   return {
     async check(request) {
       if (!known.has(request.service))
         throw new ConnectError(`unknown service ${request.service}`, Code.NotFound);
-      return { status: await status(request.service) };
+      return { status: statusOf(request.service, await storeAnswers()) };
     },
 
     async *watch(request, ctx) {
-      // grpc.health.v1: an unknown service is reported, and the call stays open (a service the
-      // daemon does not serve never becomes known, so nothing follows).
-      if (!known.has(request.service)) {
-        yield { status: Status.SERVICE_UNKNOWN };
-        if (!ctx.signal.aborted) await once(ctx.signal, "abort");
+      const client = clientOfIp(ctx.values.get(kPeerAddress) ?? "unknown");
+      const own = watchesByClient.get(client) ?? 0;
+      if (own >= MAX_WATCHES_PER_CLIENT || watches >= MAX_WATCHES) {
+        throw new ConnectError(
+          own >= MAX_WATCHES_PER_CLIENT
+            ? `${MAX_WATCHES_PER_CLIENT} Watch calls are open from this address already; end one, or use Check`
+            : `${MAX_WATCHES} Watch calls are open already; retry later, or use Check`,
+          Code.ResourceExhausted,
+        );
+      }
+      watches += 1;
+      watchesByClient.set(client, own + 1);
+      try {
+        // grpc.health.v1: an unknown service is reported, and the call stays open (a service
+        // the daemon does not serve never becomes known, so nothing follows).
+        if (!known.has(request.service)) {
+          yield { status: Status.SERVICE_UNKNOWN };
+          if (!ctx.signal.aborted) await once(ctx.signal, "abort");
+          ctx.signal.throwIfAborted();
+        }
+        let last: Status | undefined;
+        while (!ctx.signal.aborted) {
+          const current = statusOf(request.service, await sharedAnswers());
+          if (current !== last) yield { status: current };
+          last = current;
+          await sleep(WATCH_INTERVAL_MS, undefined, { signal: ctx.signal }).catch(() => {});
+        }
+        // A deadline, the daemon shutting down or the caller leaving: the call ends with that
+        // reason (DEADLINE_EXCEEDED, UNAVAILABLE), never as if it had finished.
         ctx.signal.throwIfAborted();
+      } finally {
+        watches -= 1;
+        const left = (watchesByClient.get(client) ?? 1) - 1;
+        if (left > 0) watchesByClient.set(client, left);
+        else watchesByClient.delete(client);
       }
-      let last: Status | undefined;
-      while (!ctx.signal.aborted) {
-        const current = await status(request.service);
-        if (current !== last) yield { status: current };
-        last = current;
-        await sleep(WATCH_INTERVAL_MS, undefined, { signal: ctx.signal }).catch(() => {});
-      }
-      // A deadline, the daemon shutting down or the caller leaving: the call ends with that
-      // reason (DEADLINE_EXCEEDED, UNAVAILABLE), never as if it had finished.
-      ctx.signal.throwIfAborted();
     },
   };
 }

@@ -69,6 +69,45 @@ describe("grpc-js against the daemon", () => {
     }
   });
 
+  it("Health/Watch reports SERVING, and allows 16 open at once from one address", async () => {
+    type Watch = { first: Promise<unknown>; ended: Promise<{ code: number; details: string }> };
+    const open = (): Watch & { cancel(): void } => {
+      const call = (
+        health as unknown as {
+          Watch(request: object): NodeJS.EventEmitter & { cancel(): void };
+        }
+      ).Watch({ service: "" });
+      const ended = new Promise<{ code: number; details: string }>((resolve) =>
+        call.on("error", (error: { code: number; details: string }) => resolve(error)),
+      );
+      const first = new Promise((resolve) => call.once("data", resolve));
+      return { first, ended, cancel: () => call.cancel() };
+    };
+    const watches = Array.from({ length: 16 }, open);
+    for (const watch of watches) {
+      expect(await watch.first).toMatchObject({ status: "SERVING" });
+    }
+    const refused = await open().ended;
+    expect(refused.code).toBe(status.RESOURCE_EXHAUSTED);
+    expect(refused.details).toBe(
+      "16 Watch calls are open from this address already; end one, or use Check",
+    );
+    // Check is not bounded by them.
+    expect(await unary(health, "Check", { service: "" })).toMatchObject({ ok: true });
+    // One ended makes room for another, once the daemon has seen it end.
+    watches[0]?.cancel();
+    await watches[0]?.ended;
+    let again = open();
+    for (let tries = 0; tries < 40; tries++) {
+      const first = await Promise.race([again.first, again.ended.then(() => undefined)]);
+      if (first) break;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      again = open();
+    }
+    expect(await again.first).toMatchObject({ status: "SERVING" });
+    for (const watch of [...watches, again]) watch.cancel();
+  });
+
   it("answers many calls at once without a listener-leak warning", async () => {
     const warnings: string[] = [];
     const onWarning = (warning: Error) => warnings.push(`${warning.name}: ${warning.message}`);
