@@ -146,3 +146,68 @@ describe("the gateway's answers to requests it cannot read", () => {
     ]);
   });
 });
+
+/** Bodies are read whole before the daemon checks a credential: what they hold at once is bounded. */
+describe("the gateway's budget for request bodies in flight", () => {
+  let app: Awaited<ReturnType<typeof buildGateway>>;
+  let url: string;
+  beforeAll(async () => {
+    app = await buildGateway({
+      // Unreachable: a request the budget lets through is answered 503 by the daemon's absence.
+      transport: createDaemonTransport({ baseUrl: "http://127.0.0.1:9" }),
+      operatorToken: generateOperatorToken(),
+      trustProxy: [],
+      logger: pino({ level: "silent" }),
+      bodyBudgetBytes: 64 * 1024,
+    });
+    await app.listen({ host: "127.0.0.1", port: 0 });
+    url = `http://127.0.0.1:${(app.server.address() as { port: number }).port}`;
+  });
+  afterAll(() => app.close());
+
+  const send = async (path: string) => {
+    const response = await fetch(`${url}${path}`, {
+      method: "POST",
+      headers: { "content-type": "application/json", authorization: "Bearer ck_live_x" },
+      body: JSON.stringify({ padding: "x".repeat(10_000) }),
+    });
+    return {
+      status: response.status,
+      retryAfter: response.headers.get("retry-after"),
+      body: await response.json(),
+    };
+  };
+
+  it("answers 503 with Retry-After while other bodies hold the budget, in each route's shape, and serves again once they are gone", async () => {
+    // A client that announced 100 KB and has sent 60 KB of it, then waits.
+    const hog = connect(Number(new URL(url).port), "127.0.0.1");
+    hog.on("error", () => {});
+    await new Promise((resolve) => hog.once("connect", resolve));
+    hog.write(
+      "PUT /api/v1/consent/subjects/state HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n",
+    );
+    hog.write("x".repeat(60 * 1024));
+    await new Promise((resolve) => setTimeout(resolve, 200));
+
+    const busy = "The service is receiving too much at once; retry shortly";
+    expect(await send("/api/v1/consent/subjects/resolve")).toEqual({
+      status: 503,
+      retryAfter: "1",
+      body: { data: { error: busy, code: "unavailable" }, version: "v1" },
+    });
+    expect(await send("/api/consent/log")).toMatchObject({
+      status: 503,
+      retryAfter: "1",
+      body: { success: false, error: busy, code: "unavailable" },
+    });
+
+    hog.destroy();
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    // Within the budget again: the request reaches the daemon (here, one that cannot be reached).
+    const passed = await send("/api/v1/consent/subjects/resolve");
+    expect([passed.status, passed.body.data.error]).toEqual([
+      503,
+      "The service is temporarily unavailable; retry later",
+    ]);
+  });
+});

@@ -10,6 +10,7 @@ import {
   fastify,
   LogController,
 } from "fastify";
+import { bodyBudget } from "#gateway/body-budget.js";
 import { createDaemonClients } from "#gateway/daemon-clients.js";
 import { sendEnvelopedError, setVersionHeaders } from "#gateway/envelope.js";
 import { failureOf, type HttpError, noEndpoint, sendPlainError } from "#gateway/errors.js";
@@ -60,6 +61,8 @@ export interface GatewayOptions {
   onPublicChange?: (listener: (publicId: string) => void) => void;
   /** How long a client has to send a whole request; REQUEST_TIMEOUT_MS unless a test shortens it. */
   requestTimeoutMs?: number;
+  /** Body bytes held at once over all connections; BODY_BUDGET_BYTES unless a test shrinks it. */
+  bodyBudgetBytes?: number;
 }
 
 /** Builds the gateway without listening: tests and main.ts share it. */
@@ -95,6 +98,8 @@ export async function buildGateway(options: GatewayOptions): Promise<FastifyInst
     }
   }
   app.server.on("connect", refuseConnect);
+  // Before the plugins are registered, so every route inherits it.
+  app.addHook("preParsing", bodyBudget(options.bodyBudgetBytes));
   // Only a failure leaves a body unread (Fastify then answers with Connection: close), and onError
   // runs before the error handler answers: the linger costs a request that succeeds nothing.
   app.addHook("onError", (request, reply, _error, done) => {
@@ -163,6 +168,9 @@ function dropUnread(raw: IncomingMessage): Promise<void> {
       resolve();
     }
     raw.on("data", onData).once("end", finish).once("error", finish).once("close", finish);
+    // Away from the body reader (the budget's counting stream): its full buffer would pause the
+    // request again, and what is left is only to be dropped.
+    raw.unpipe();
     raw.resume();
   });
 }

@@ -1,6 +1,7 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { FastifyBaseLogger, FastifyReply, FastifyRequest } from "fastify";
 import { isStoreFull } from "#daemon/store/disk-guard.js";
+import { BodyBudgetExceeded } from "#gateway/body-budget.js";
 import { isDaemonUnreachable } from "#gateway/daemon-transport.js";
 import { snapshotJson } from "#gateway/json.js";
 import { type ErrorInfo, ErrorInfoSchema } from "#gen/consent/v1/errors_pb.js";
@@ -139,6 +140,14 @@ function countUnreachable(request: FastifyRequest, error: unknown): void {
 /** Translates anything a route threw. Internal error text never reaches the client. */
 export function httpErrorOf(error: unknown): HttpError {
   if (error instanceof ConnectError) return fromConnectError(error);
+  if (error instanceof BodyBudgetExceeded) {
+    return {
+      status: 503,
+      code: "unavailable",
+      message: error.message,
+      headers: { "Retry-After": "1" },
+    };
+  }
   const statusCode = (error as { statusCode?: unknown }).statusCode;
   if (statusCode === 413) {
     return {

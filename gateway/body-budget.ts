@@ -1,0 +1,57 @@
+import { Transform } from "node:stream";
+import type { FastifyReply, FastifyRequest } from "fastify";
+
+/**
+ * Request body bytes the gateway holds at once, over all its connections: what they have sent
+ * of bodies not yet answered. A body is read whole before the daemon checks its credential (the
+ * order of decisions §2), so without a bound many connections each sending up to the 1 MiB cap
+ * would make the process hold as much as they care to send.
+ */
+export const BODY_BUDGET_BYTES = 256 * 1024 * 1024;
+
+/** A body that would take the gateway past its budget: 503, retry shortly (spec 7). */
+export class BodyBudgetExceeded extends Error {
+  readonly statusCode = 503;
+  constructor() {
+    super("The service is receiving too much at once; retry shortly");
+  }
+}
+
+/** A body stream as Fastify's body reader checks it against the body limit. */
+type CountedStream = Transform & { receivedEncodedLength: number };
+
+/**
+ * A preParsing hook counting every body's bytes as they arrive against `budgetBytes`: one that
+ * would pass it fails with BodyBudgetExceeded (nothing of it is relayed), and a body's bytes
+ * count until its answer has gone (or its connection has), as the body is held until then. Only
+ * bytes received count, so a client that announces a large body and sends slowly holds no more
+ * than it sent.
+ */
+export function bodyBudget(budgetBytes = BODY_BUDGET_BYTES) {
+  let held = 0;
+  return async (request: FastifyRequest, reply: FastifyReply, payload: NodeJS.ReadableStream) => {
+    const { headers } = request;
+    if (headers["transfer-encoding"] === undefined && !(Number(headers["content-length"]) > 0)) {
+      return payload;
+    }
+    let mine = 0;
+    let released = false;
+    const counted = new Transform({
+      transform(chunk: Buffer, _encoding, callback) {
+        if (released) return callback(null, chunk);
+        if (held + chunk.length > budgetBytes) return callback(new BodyBudgetExceeded());
+        held += chunk.length;
+        mine += chunk.length;
+        counted.receivedEncodedLength = mine;
+        callback(null, chunk);
+      },
+    }) as CountedStream;
+    counted.receivedEncodedLength = 0;
+    reply.raw.once("close", () => {
+      released = true;
+      held -= mine;
+    });
+    payload.once("error", (error) => counted.destroy(error));
+    return payload.pipe(counted);
+  };
+}
