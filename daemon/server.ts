@@ -167,7 +167,19 @@ export interface ListenOptions {
   logger: Logger;
   /** How long a call's request has to arrive whole; REQUEST_ARRIVAL_MS unless a test shortens it. */
   requestArrivalMs?: number;
+  /** Request bytes held at once over all connections; REQUEST_BUDGET_BYTES unless a test shrinks it. */
+  requestBudgetBytes?: number;
 }
+
+/**
+ * Request bytes the port holds at once, over all its connections: what the streams still open
+ * have received. A request is read before any credential is checked, and streams per connection
+ * are bounded but connections are not, so without this many connections could make the process
+ * hold as much as they care to send. A stream whose data would pass it is reset with
+ * ENHANCE_YOUR_CALM (gRPC clients read RESOURCE_EXHAUSTED); the gateway holds as much at most
+ * (BODY_BUDGET_BYTES), so its relayed calls fit.
+ */
+export const REQUEST_BUDGET_BYTES = 256 * 1024 * 1024;
 
 /**
  * Streams one connection may have open at once. Node's default sets no bound, and each stream may
@@ -257,8 +269,26 @@ export async function listenDaemon(daemon: Daemon, options: ListenOptions) {
   const server = app.server as unknown as Http2Server;
   server.updateSettings({ maxConcurrentStreams: MAX_STREAMS_PER_CONNECTION });
   const arrivalMs = options.requestArrivalMs ?? REQUEST_ARRIVAL_MS;
+  const budgetBytes = options.requestBudgetBytes ?? REQUEST_BUDGET_BYTES;
+  let heldBytes = 0;
   server.on("stream", (stream: ServerHttp2Stream) => {
     if (stream.endAfterHeaders) return;
+    // Counted beside the request's own reader (Node's compatibility layer, listening already),
+    // and held until the stream closes, its answer sent.
+    let received = 0;
+    const count = (chunk: Buffer) => {
+      if (heldBytes + chunk.length > budgetBytes) {
+        stream.off("data", count);
+        stream.close(constants.NGHTTP2_ENHANCE_YOUR_CALM);
+        return;
+      }
+      heldBytes += chunk.length;
+      received += chunk.length;
+    };
+    stream.on("data", count);
+    stream.once("close", () => {
+      heldBytes -= received;
+    });
     const stalled = setTimeout(() => {
       if (!stream.destroyed && !stream.state.remoteClose) stream.close(constants.NGHTTP2_CANCEL);
     }, arrivalMs);

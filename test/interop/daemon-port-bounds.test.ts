@@ -1,6 +1,8 @@
 import http2 from "node:http2";
+import { credentials, status } from "@grpc/grpc-js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { MAX_STREAMS_PER_CONNECTION } from "#daemon/server.js";
+import { addressOf, loadConsentProtos, unary } from "#test/support/grpc-js.js";
 import { grpcWebTrailers } from "#test/support/raw-http2.js";
 import { startTestService, type TestService } from "#test/support/service.js";
 
@@ -221,5 +223,48 @@ describe("server streams on the daemon port", () => {
     const ended = await watchEnd(service.daemonUrl, "no.such.Service", "300m", 5_000);
     expect(ended.status).toBe(String(4));
     expect(ended.afterMs).toBeGreaterThanOrEqual(250);
+  });
+});
+
+/** Requests are read before any credential is checked: what they hold at once is bounded. */
+describe("the daemon port's budget for request bytes in flight", () => {
+  let service: TestService;
+  beforeAll(async () => {
+    service = await startTestService({ requestBudgetBytes: 64 * 1024 });
+  });
+  afterAll(() => service.close());
+
+  it("refuses a call with RESOURCE_EXHAUSTED while other requests hold the budget, and serves it once they are gone", async () => {
+    const { grpc } = loadConsentProtos();
+    const health = new grpc.health.v1.Health(
+      addressOf(service.daemonUrl),
+      credentials.createInsecure(),
+    );
+    // 10 KB of request: a service name no daemon serves, so an answer read is NOT_FOUND.
+    const check = () => unary(health, "Check", { service: "x".repeat(10 * 1024) });
+    // A client that announced a 100 KB message and has sent 60 KB of it, then waits.
+    const session = http2.connect(service.daemonUrl);
+    const hog = session.request({
+      ":method": "POST",
+      ":path": "/grpc.health.v1.Health/Check",
+      "content-type": "application/grpc",
+      te: "trailers",
+    });
+    hog.on("error", () => {});
+    const prefix = Buffer.alloc(5);
+    prefix.writeUInt32BE(100 * 1024, 1);
+    hog.write(Buffer.concat([prefix, Buffer.alloc(60 * 1024)]));
+    try {
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      const refused = await check();
+      expect(refused.ok ? "answered" : refused.error.code).toBe(status.RESOURCE_EXHAUSTED);
+    } finally {
+      hog.close();
+      session.close();
+    }
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    const served = await check();
+    expect(served.ok ? "answered" : served.error.code).toBe(status.NOT_FOUND);
+    health.close();
   });
 });

@@ -46,6 +46,8 @@ export interface TestServiceOptions {
   load?: Load;
   /** How long a call's request has to arrive on the daemon's port (REQUEST_ARRIVAL_MS). */
   requestArrivalMs?: number;
+  /** The daemon port's REQUEST_BUDGET_BYTES, shrunk. */
+  requestBudgetBytes?: number;
 }
 
 /**
@@ -87,6 +89,7 @@ export async function startTestService(options: TestServiceOptions = {}): Promis
     port: 0,
     logger,
     requestArrivalMs: options.requestArrivalMs,
+    requestBudgetBytes: options.requestBudgetBytes,
   });
   let gateway: { url: string; close(): Promise<unknown> } | undefined;
   if (options.gateway) {
