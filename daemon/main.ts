@@ -17,6 +17,13 @@ export async function openStore(config: Config, logger?: Logger): Promise<Store>
     return openMongoStore({ uri: config.mongoUri });
   }
   const { openLmdbStore } = await import("#daemon/store/lmdb-store.js");
+  const { unreadableStore } = await import("#daemon/store/lmdb-preflight.js");
+  const unreadable = await unreadableStore(config.dataDir);
+  if (unreadable) {
+    throw new StartupError(
+      `cannot read the embedded store in ${config.dataDir}: ${unreadable}. Its files are damaged (a copy cut short, a disk fault) or not this user's to use; restore the directory from a backup (consentctl backup makes one)`,
+    );
+  }
   try {
     return await openLmdbStore({
       dataDir: config.dataDir,

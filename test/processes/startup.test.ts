@@ -205,6 +205,37 @@ describe("start-up of the real programs", () => {
     expect(message.startsWith(`${program}: `)).toBe(true);
   }
 
+  it("a store whose files are cut short or overwritten stops npm start and consentd with exit code 1 and one line, not a crash", async () => {
+    const dataDir = path.join(root, "damaged");
+    const first = startProgram(PROGRAMS.consent, { CONSENT_DATA_DIR: dataDir });
+    await first.waitFor(GATEWAY_URL);
+    expect(await first.stop()).toBe(0);
+    const dataFile = path.join(dataDir, "records", "data.mdb");
+    const whole = await readFile(dataFile);
+    const damages = [
+      ["cut short", whole.subarray(0, whole.length / 2)],
+      ["overwritten", Buffer.alloc(whole.length, 0x5a)],
+    ] as const;
+    for (const [damage, bytes] of damages) {
+      await writeFile(dataFile, bytes);
+      for (const [bin, name] of [
+        [PROGRAMS.consent, "consent"],
+        [PROGRAMS.consentd, "consentd"],
+      ] as const) {
+        const program = startProgram(bin, { CONSENT_DATA_DIR: dataDir });
+        const code = await program.exited;
+        if (program.child.stderr && !program.child.stderr.closed) {
+          await once(program.child.stderr, "close");
+        }
+        const message = program.stderr().trim();
+        expect([damage, code]).toEqual([damage, 1]);
+        expectOneLine(message, name);
+        expect(message).toContain(`cannot read the embedded store in ${dataDir}: `);
+        expect(message).toContain("restore the directory from a backup");
+      }
+    }
+  });
+
   it("an operator token no client could send as a Bearer token, or shorter than 32 characters, stops npm start with one line naming where it came from", async () => {
     const spaced = await refusedStart(PROGRAMS.consent, { CONSENT_ADMIN_TOKEN: "two words" });
     expect(spaced.code).toBe(1);

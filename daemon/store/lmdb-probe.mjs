@@ -1,0 +1,18 @@
+// Reads the root of each embedded-store environment named on the command line, as the daemon's
+// first reads will: run by lmdb-preflight.ts in a process of its own, since a damaged data file
+// ends the process that maps it with a signal (SIGBUS, SIGSEGV) that no JavaScript can catch.
+// Plain JavaScript, so it starts without a TypeScript loader.
+import { open } from "lmdb";
+
+for (const path of process.argv.slice(2)) {
+  const env = open({ path, readOnly: true, maxDbs: 64 });
+  try {
+    // The root database lists the named ones; each is opened and its first key read.
+    const names = Array.from(env.getKeys(), String);
+    for (const name of names) {
+      for (const _ of env.openDB({ name }).getKeys({ limit: 1 }));
+    }
+  } finally {
+    env.close();
+  }
+}
