@@ -23,6 +23,13 @@ const READABLE_NAMES = new Set(["ConfigError", "StartupError"]);
  * code 1; anything else keeps its stack for a bug report.
  */
 export async function main(program, start) {
+  // A reader of the output that goes away (`npm start | head`, a log shipper restarting) leaves
+  // the service serving: what it would have printed is dropped, not the process.
+  for (const stream of [process.stdout, process.stderr]) {
+    stream.on("error", (error) => {
+      if (error?.code !== "EPIPE") throw error;
+    });
+  }
   try {
     await start();
   } catch (error) {

@@ -58,6 +58,28 @@ describe("start-up of the real programs", () => {
     expect(program.stderr()).toBe("");
   });
 
+  it("npm start keeps serving when the reader of its output goes away", async () => {
+    const [httpPort, grpcPort] = [await freePort(), await freePort()];
+    const program = startProgram(PROGRAMS.consent, {
+      CONSENT_DATA_DIR: path.join(root, "no-reader"),
+      CONSENT_HTTP_PORT: String(httpPort),
+      CONSENT_GRPC_PORT: String(grpcPort),
+    });
+    // Gone before the start-up message is written (`npm start | head -1`, a log shipper restarting).
+    program.child.stdout?.destroy();
+    let health = 0;
+    for (let tries = 0; tries < 200 && health !== 200; tries++) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      health = await fetch(`http://127.0.0.1:${httpPort}/api/v1/health`).then(
+        (response) => response.status,
+        () => 0,
+      );
+    }
+    expect(health).toBe(200);
+    expect(await program.stop()).toBe(0);
+    expect(program.stderr()).toBe("");
+  });
+
   it("npm start tags each log line with the service that wrote it, daemon or gateway", async () => {
     const program = startProgram(PROGRAMS.consent, {
       CONSENT_DATA_DIR: path.join(root, "logs"),
