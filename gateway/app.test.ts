@@ -26,20 +26,28 @@ function rawExchange(port: number, send: (write: (text: string) => void) => void
 }
 
 /** Requests no route sees: Node refuses them while parsing, or they never finish arriving. */
+/**
+ * A gateway on a free port whose daemon cannot be reached (a request that reaches a route is
+ * answered 503 for it), with `options` of its own; returns it and its port.
+ */
+async function listeningGateway(options: Partial<Parameters<typeof buildGateway>[0]>) {
+  const app = await buildGateway({
+    transport: createDaemonTransport({ baseUrl: "http://127.0.0.1:9" }),
+    operatorToken: generateOperatorToken(),
+    trustProxy: [],
+    logger: pino({ level: "silent" }),
+    ...options,
+  });
+  await app.listen({ host: "127.0.0.1", port: 0 });
+  return { app, port: (app.server.address() as { port: number }).port };
+}
+
 describe("the gateway's answers to requests it cannot read", () => {
   let app: Awaited<ReturnType<typeof buildGateway>>;
   let port: number;
   beforeAll(async () => {
-    app = await buildGateway({
-      // Never called: none of these requests reaches a route.
-      transport: createDaemonTransport({ baseUrl: "http://127.0.0.1:9" }),
-      operatorToken: generateOperatorToken(),
-      trustProxy: [],
-      logger: pino({ level: "silent" }),
-      requestTimeoutMs: 1_000,
-    });
-    await app.listen({ host: "127.0.0.1", port: 0 });
-    port = (app.server.address() as { port: number }).port;
+    // None of these requests reaches a route.
+    ({ app, port } = await listeningGateway({ requestTimeoutMs: 1_000 }));
   });
   afterAll(() => app.close());
 
@@ -152,16 +160,10 @@ describe("the gateway's budget for request bodies in flight", () => {
   let app: Awaited<ReturnType<typeof buildGateway>>;
   let url: string;
   beforeAll(async () => {
-    app = await buildGateway({
-      // Unreachable: a request the budget lets through is answered 503 by the daemon's absence.
-      transport: createDaemonTransport({ baseUrl: "http://127.0.0.1:9" }),
-      operatorToken: generateOperatorToken(),
-      trustProxy: [],
-      logger: pino({ level: "silent" }),
-      bodyBudgetBytes: 64 * 1024,
-    });
-    await app.listen({ host: "127.0.0.1", port: 0 });
-    url = `http://127.0.0.1:${(app.server.address() as { port: number }).port}`;
+    // A request the budget lets through is answered 503 by the daemon's absence.
+    const gateway = await listeningGateway({ bodyBudgetBytes: 64 * 1024 });
+    app = gateway.app;
+    url = `http://127.0.0.1:${gateway.port}`;
   });
   afterAll(() => app.close());
 
