@@ -1,5 +1,6 @@
 import {
   MongoClient,
+  MongoDriverError,
   MongoNetworkTimeoutError,
   MongoServerError,
   MongoServerSelectionError,
@@ -38,6 +39,18 @@ describe("isMongoUnavailable: which driver errors answer 503 unavailable", () =>
     const labelled = new MongoServerError({ code: 1, errmsg: "transient" });
     labelled.addErrorLabel("RetryableWriteError");
     expect(isMongoUnavailable(labelled)).toBe(true);
+  });
+
+  it("takes a request that waited too long for a pooled connection for unavailable", () => {
+    // The driver's WaitQueueTimeoutError, which it does not export, as it names itself.
+    class WaitQueueTimeout extends MongoDriverError {
+      override get name() {
+        return "MongoWaitQueueTimeoutError";
+      }
+    }
+    expect(isMongoUnavailable(new WaitQueueTimeout("timed out waiting for a connection"))).toBe(
+      true,
+    );
   });
 
   it("leaves refusals and every other error to their own answers", () => {

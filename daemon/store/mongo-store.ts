@@ -68,6 +68,9 @@ const DB_OPTIONS: DbOptions = {
 };
 const CLIENT_OPTIONS: MongoClientOptions = {
   ...DB_OPTIONS,
+  // A request that finds every pooled connection busy (a stalled primary holding them) waits
+  // this long for one, then answers 503 rather than wait without end.
+  waitQueueTimeoutMS: MAJORITY_WAIT_MS,
   retryWrites: true,
   retryReads: true,
   serverSelectionTimeoutMS: SERVER_SELECTION_TIMEOUT_MS,
@@ -217,6 +220,8 @@ const UNAVAILABLE_CODES = new Set([
 export function isMongoUnavailable(error: unknown): boolean {
   if (!(error instanceof MongoError)) return false;
   if (UNREACHABLE.some((kind) => error instanceof kind)) return true;
+  // No pooled connection came free within waitQueueTimeoutMS (the driver exports no class).
+  if (error.name === "MongoWaitQueueTimeoutError") return true;
   if (RETRYABLE_LABELS.some((label) => error.hasErrorLabel(label))) return true;
   return typeof error.code === "number" && UNAVAILABLE_CODES.has(error.code);
 }
