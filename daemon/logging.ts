@@ -13,6 +13,12 @@ export function serviceLoggers(level: string): { daemon: Logger; gateway: Logger
   };
 }
 
+/** What the daemon's error reporting needs of a logger (pino's, or a test's). */
+export interface ErrorLogger {
+  error(details: object, message: string): void;
+  warn(details: object, message: string): void;
+}
+
 /** How often an unreachable store is logged while it lasts: its first failure, then one line per this long. */
 export const STORE_UNAVAILABLE_LOG_MS = 10_000;
 
@@ -22,7 +28,7 @@ export const STORE_UNAVAILABLE_LOG_MS = 10_000;
  * is visible without a line (and a stack) per failed call.
  */
 export function unavailableLog(
-  logger: { warn(details: object, message: string): void },
+  logger: Pick<ErrorLogger, "warn">,
   message: string,
 ): (error: unknown, details?: object) => void {
   let loggedAt = Number.NEGATIVE_INFINITY;

@@ -172,12 +172,12 @@ export interface ListenOptions {
 }
 
 /**
- * Request bytes the port holds at once, over all its connections: what the streams still open
- * have received. A request is read before any credential is checked, and streams per connection
- * are bounded but connections are not, so without this many connections could make the process
- * hold as much as they care to send. A stream whose data would pass it is reset with
- * ENHANCE_YOUR_CALM (gRPC clients read RESOURCE_EXHAUSTED); the gateway holds as much at most
- * (BODY_BUDGET_BYTES), so its relayed calls fit.
+ * Request bytes one daemon process holds at once, over all its connections: what the streams
+ * still open have received. A request is read before any credential is checked, and streams per
+ * connection are bounded but connections are not, so without this many connections could make
+ * the process hold as much as they care to send. A stream whose data would pass it is reset with
+ * ENHANCE_YOUR_CALM (gRPC clients read RESOURCE_EXHAUSTED; a stand-alone gateway answers 503).
+ * One gateway holds as much at most (BODY_BUDGET_BYTES); several sharing one daemon may meet it.
  */
 export const REQUEST_BUDGET_BYTES = 256 * 1024 * 1024;
 
@@ -273,19 +273,23 @@ export async function listenDaemon(daemon: Daemon, options: ListenOptions) {
   let heldBytes = 0;
   server.on("stream", (stream: ServerHttp2Stream) => {
     if (stream.endAfterHeaders) return;
-    // Counted beside the request's own reader (Node's compatibility layer, listening already),
-    // and held until the stream closes, its answer sent.
+    // Counted as each chunk enters the stream's buffer (its push), held until the stream closes,
+    // its answer sent. Not with a 'data' listener: that would set the stream flowing before the
+    // handler reads it, and the chunks read meanwhile would reach the counter alone.
     let received = 0;
-    const count = (chunk: Buffer) => {
-      if (heldBytes + chunk.length > budgetBytes) {
-        stream.off("data", count);
-        stream.close(constants.NGHTTP2_ENHANCE_YOUR_CALM);
-        return;
+    const push = stream.push;
+    stream.push = function counted(chunk: unknown, encoding?: BufferEncoding) {
+      if (Buffer.isBuffer(chunk)) {
+        if (stream.closed) return false;
+        if (heldBytes + chunk.length > budgetBytes) {
+          stream.close(constants.NGHTTP2_ENHANCE_YOUR_CALM);
+          return false;
+        }
+        heldBytes += chunk.length;
+        received += chunk.length;
       }
-      heldBytes += chunk.length;
-      received += chunk.length;
+      return push.call(this, chunk, encoding);
     };
-    stream.on("data", count);
     stream.once("close", () => {
       heldBytes -= received;
     });

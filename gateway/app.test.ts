@@ -2,7 +2,7 @@ import { connect } from "node:net";
 import pino from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { generateOperatorToken } from "#daemon/auth/secrets.js";
-import { buildGateway } from "#gateway/app.js";
+import { buildGateway, type GatewayOptions } from "#gateway/app.js";
 import { createDaemonTransport } from "#gateway/daemon-transport.js";
 
 /** What came back on a raw connection before the server closed it. */
@@ -25,12 +25,11 @@ function rawExchange(port: number, send: (write: (text: string) => void) => void
   });
 }
 
-/** Requests no route sees: Node refuses them while parsing, or they never finish arriving. */
 /**
  * A gateway on a free port whose daemon cannot be reached (a request that reaches a route is
  * answered 503 for it), with `options` of its own; returns it and its port.
  */
-async function listeningGateway(options: Partial<Parameters<typeof buildGateway>[0]>) {
+async function listeningGateway(options: Partial<GatewayOptions>) {
   const app = await buildGateway({
     transport: createDaemonTransport({ baseUrl: "http://127.0.0.1:9" }),
     operatorToken: generateOperatorToken(),
@@ -42,6 +41,7 @@ async function listeningGateway(options: Partial<Parameters<typeof buildGateway>
   return { app, port: (app.server.address() as { port: number }).port };
 }
 
+/** Requests no route sees: Node refuses them while parsing, or they never finish arriving. */
 describe("the gateway's answers to requests it cannot read", () => {
   let app: Awaited<ReturnType<typeof buildGateway>>;
   let port: number;

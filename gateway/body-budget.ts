@@ -1,4 +1,4 @@
-import { Transform } from "node:stream";
+import { finished, Transform } from "node:stream";
 import type { FastifyReply, FastifyRequest } from "fastify";
 
 /**
@@ -16,9 +16,6 @@ export class BodyBudgetExceeded extends Error {
     super("The service is receiving too much at once; retry shortly");
   }
 }
-
-/** A body stream as Fastify's body reader checks it against the body limit. */
-type CountedStream = Transform & { receivedEncodedLength: number };
 
 /**
  * A preParsing hook counting every body's bytes as they arrive against `budgetBytes`: one that
@@ -42,12 +39,11 @@ export function bodyBudget(budgetBytes = BODY_BUDGET_BYTES) {
         if (held + chunk.length > budgetBytes) return callback(new BodyBudgetExceeded());
         held += chunk.length;
         mine += chunk.length;
-        counted.receivedEncodedLength = mine;
         callback(null, chunk);
       },
-    }) as CountedStream;
-    counted.receivedEncodedLength = 0;
-    reply.raw.once("close", () => {
+    });
+    // Once the answer has gone or its connection has (at once if that happened already).
+    finished(reply.raw, () => {
       released = true;
       held -= mine;
     });

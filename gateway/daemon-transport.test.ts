@@ -7,7 +7,11 @@ import { pino } from "pino";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { generateOperatorToken } from "#daemon/auth/secrets.js";
 import { loadConfig } from "#daemon/config.js";
-import { createDaemonTransport, firstFailure } from "#gateway/daemon-transport.js";
+import {
+  createDaemonTransport,
+  firstFailure,
+  isDaemonUnreachable,
+} from "#gateway/daemon-transport.js";
 import { startGateway } from "#gateway/main.js";
 import { ErrorInfoSchema } from "#gen/consent/v1/errors_pb.js";
 import {
@@ -283,6 +287,20 @@ describe("the stand-alone gateway's transport to the daemon", () => {
     const health = createClient(Health, createDaemonTransport({ baseUrl: refusing.url }));
     expect((await health.check({ service: "" })).status).toBe(Status.SERVING);
     expect(refused).toBe(1);
+  });
+
+  it("fails a call the daemon resets as over its request budget with UNAVAILABLE, not as unreachable", async () => {
+    const busy = await rawServer((stream) => {
+      stream.close(http2.constants.NGHTTP2_ENHANCE_YOUR_CALM);
+    });
+    cleanups.push(busy.close);
+    const health = createClient(Health, createDaemonTransport({ baseUrl: busy.url }));
+    const failure = await failureOf(health.check({ service: "" }));
+    expect([failure?.code, failure?.rawMessage]).toEqual([
+      Code.Unavailable,
+      "the daemon holds as many requests as it allows",
+    ]);
+    expect(isDaemonUnreachable(failure)).toBe(false);
   });
 
   it("fails a call HTTP/2 cannot carry as INTERNAL, and keeps the connection for the next", async () => {

@@ -50,6 +50,7 @@ const {
   HTTP2_HEADER_STATUS,
   HTTP2_HEADER_CONTENT_LENGTH,
   NGHTTP2_CANCEL,
+  NGHTTP2_ENHANCE_YOUR_CALM,
   NGHTTP2_NO_ERROR,
   NGHTTP2_REFUSED_STREAM,
 } = http2.constants;
@@ -350,6 +351,13 @@ class DaemonConnection {
       stream.on("error", (error) => {
         if (!header && stream.rstCode === NGHTTP2_REFUSED_STREAM) {
           finish(new Refused("the daemon refused the call unprocessed", { cause: error }));
+          return;
+        }
+        // The daemon holds as many requests as it allows (REQUEST_BUDGET_BYTES): reached, busy.
+        if (stream.rstCode === NGHTTP2_ENHANCE_YOUR_CALM) {
+          finish(
+            new ConnectError("the daemon holds as many requests as it allows", Code.Unavailable),
+          );
           return;
         }
         finish(unreachable(error));

@@ -21,7 +21,7 @@ import type { Team } from "#daemon/teams/team-store.js";
 /** spec 8: failed authentication attempts allowed per client IP per minute. */
 const FAILED_AUTH_LIMIT = 10;
 /** What a client past that limit is told: its own credentials may be fine (spec 8). */
-const FAILED_AUTH_LIMITED = `More than ${FAILED_AUTH_LIMIT} failed authentication attempts from this address in a minute`;
+const FAILED_AUTH_LIMITED = `Too many failed authentication attempts from this address (${FAILED_AUTH_LIMIT} a minute)`;
 /** spec 8: banner requests per client IP per 15 minutes without an API key (sessions). */
 const SESSION_IP_LIMIT = 100;
 
@@ -242,7 +242,7 @@ export class Authenticator {
 
   private async admit(bucket: string, limit: number): Promise<RateLimitState> {
     const outcome = await this.options.limiter.hit(bucket, limit, KEY_WINDOW_MS);
-    if (!outcome.allowed) throw rateLimited(outcome.retryAfterSeconds, outcome.state);
+    if (!outcome.allowed) throw rateLimited(outcome.retryAfterSeconds, { state: outcome.state });
     return outcome.state;
   }
 
@@ -267,11 +267,9 @@ export class Authenticator {
       MINUTE_MS,
     );
     if (count >= FAILED_AUTH_LIMIT) {
-      throw rateLimited(
-        retryAfterSeconds(resetAtMs, this.options.clock().getTime()),
-        undefined,
-        FAILED_AUTH_LIMITED,
-      );
+      throw rateLimited(retryAfterSeconds(resetAtMs, this.options.clock().getTime()), {
+        what: FAILED_AUTH_LIMITED,
+      });
     }
   }
 
@@ -311,7 +309,7 @@ export class Authenticator {
       MINUTE_MS,
     );
     if (!outcome.allowed)
-      return rateLimited(outcome.retryAfterSeconds, undefined, FAILED_AUTH_LIMITED);
+      return rateLimited(outcome.retryAfterSeconds, { what: FAILED_AUTH_LIMITED });
     return new DomainError("unauthenticated", code, message);
   }
 

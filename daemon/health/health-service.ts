@@ -89,6 +89,9 @@ export function createHealthService(
       }
       watches += 1;
       watchesByClient.set(client, own + 1);
+      // Given back when the call ends, however it ends (connect-es returns the generator when
+      // the caller leaves, and the abort wakes its wait); a watch whose caller stopped reading
+      // holds its place until the connection goes.
       try {
         // grpc.health.v1: an unknown service is reported, and the call stays open (a service
         // the daemon does not serve never becomes known, so nothing follows).

@@ -92,8 +92,7 @@ export function retryAfterSeconds(resetAtMs: number, now: number): number {
  */
 export function rateLimited(
   retryAfter: number,
-  state?: RateLimitState,
-  what = "Rate limit exceeded",
+  { state, what = "Rate limit exceeded" }: { state?: RateLimitState; what?: string } = {},
 ): DomainError {
   return new DomainError(
     "rate_limited",

@@ -2,7 +2,7 @@ import { create } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
 import { DomainError, type FailureKind } from "#daemon/errors.js";
-import { unavailableLog } from "#daemon/logging.js";
+import { type ErrorLogger, unavailableLog } from "#daemon/logging.js";
 import { isParseFailure } from "#daemon/rpc/parse-failures.js";
 import { rateLimitHeaders } from "#daemon/rpc/rate-limit-headers.js";
 import { STORE_FULL_METADATA, StoreFullError } from "#daemon/store/disk-guard.js";
@@ -57,11 +57,6 @@ export function toConnectError(error: DomainError): ConnectError {
 const INTERNAL_ERROR_INFO = [
   { desc: ErrorInfoSchema, value: create(ErrorInfoSchema, { code: "internal_error" }) },
 ];
-
-export interface ErrorLogger {
-  error(details: object, message: string): void;
-  warn(details: object, message: string): void;
-}
 
 /**
  * Server interceptor at the RPC edge: domain failures become ConnectErrors with ErrorInfo; any

@@ -1,7 +1,10 @@
 import {
+  type Collection,
   type CollectionOptions,
   type Db,
   type DbOptions,
+  type Document,
+  type IndexDescription,
   MongoClient,
   type MongoClientOptions,
   MongoError,
@@ -10,6 +13,7 @@ import {
   MongoNotConnectedError,
   MongoOperationTimeoutError,
   MongoServerClosedError,
+  MongoServerError,
   MongoServerSelectionError,
   MongoTopologyClosedError,
   ReadConcern,
@@ -242,24 +246,50 @@ function collectionsOf(db: Db) {
 
 /**
  * Unique indexes carry correctness (duplicate keys) and TTL indexes collect expired records.
- * Acknowledged by the primary alone: on every start but the first they exist already, and a
- * restart while a majority is away (a secondary down beside an arbiter) still comes up and
- * serves what the primary can. Index builds replicate as any write does; one a failover rolls
- * back is created again at the next start.
+ * Only the indexes a collection lacks are created (and those a release retired dropped), so a
+ * start that finds them all writes nothing and comes up while a majority is away (a secondary
+ * down beside an arbiter), serving what the primary can. A start that does build one (the first,
+ * or the first of a release that adds one) waits for it: an index build commits once every
+ * voting member that holds data has it (MongoDB's commitQuorum).
  */
 async function createIndexes(client: MongoClient, dbName: string): Promise<void> {
   const collections = collectionsOf(client.db(dbName, { writeConcern: { w: 1 } }));
   await Promise.all([
-    collections.teams.createIndexes(MongoTeamStore.indexes),
-    collections.keys.createIndexes(MongoKeyStore.indexes),
-    collections.sessions.createIndexes(MongoSessionStore.indexes),
-    collections.banners.createIndexes(MongoBannerStore.indexes),
-    collections.subjects.createIndexes(MongoSubjectStore.indexes),
-    collections.consentLog.createIndexes(MongoConsentLogStore.indexes),
-    collections.counters.createIndexes(MongoCounterStore.indexes),
-    collections.webhookEndpoints.createIndexes(MongoWebhookStore.endpointIndexes),
-    collections.webhookDeliveries.createIndexes(MongoWebhookStore.deliveryIndexes),
+    ensureIndexes(collections.teams, MongoTeamStore.indexes),
+    ensureIndexes(collections.keys, MongoKeyStore.indexes),
+    ensureIndexes(collections.sessions, MongoSessionStore.indexes),
+    ensureIndexes(collections.banners, MongoBannerStore.indexes),
+    ensureIndexes(collections.subjects, MongoSubjectStore.indexes),
+    ensureIndexes(collections.consentLog, MongoConsentLogStore.indexes),
+    ensureIndexes(collections.counters, MongoCounterStore.indexes),
+    ensureIndexes(collections.webhookEndpoints, MongoWebhookStore.endpointIndexes),
+    ensureIndexes(
+      collections.webhookDeliveries,
+      MongoWebhookStore.deliveryIndexes,
+      MongoWebhookStore.retiredDeliveryIndexes,
+    ),
   ]);
+}
+
+/** MongoDB's NamespaceNotFound: a collection not created yet has no indexes to list. */
+const NAMESPACE_NOT_FOUND = 26;
+
+async function ensureIndexes<T extends Document>(
+  collection: Collection<T>,
+  indexes: IndexDescription[],
+  retired: readonly string[] = [],
+): Promise<void> {
+  const existing = await collection
+    .listIndexes()
+    .toArray()
+    .catch((error: unknown) => {
+      if (error instanceof MongoServerError && error.code === NAMESPACE_NOT_FOUND) return [];
+      throw error;
+    });
+  const names = new Set(existing.map((index) => String(index.name)));
+  const missing = indexes.filter((index) => !names.has(String(index.name)));
+  if (missing.length > 0) await collection.createIndexes(missing);
+  for (const name of retired) if (names.has(name)) await collection.dropIndex(name);
 }
 
 /** An operator-readable connection failure; the host list only, never the URI's credentials. */

@@ -84,6 +84,9 @@ export class MongoWebhookStore implements WebhookStore {
     },
   ];
 
+  /** Indexes an earlier release created, dropped at start-up: every write would keep them up. */
+  static readonly retiredDeliveryIndexes = ["webhook_deliveries_due"] as const;
+
   constructor(
     private readonly endpoints: Collection<WebhookEndpointDocument>,
     private readonly deliveries: Collection<DeliveryDocument>,

@@ -73,7 +73,8 @@ export function resolveTexts(
       const text = own && read(own);
       if (text) return { text, ...mark };
     }
-    return { text: last, ...(last && lastMark) };
+    // No mark on nothing: an empty last resort (no description) is not a text in any language.
+    return last ? { text: last, ...lastMark } : { text: last };
   };
   return {
     languageCode,

@@ -84,12 +84,17 @@ function categoryList(options: ViewOptions) {
 /** The dialog: title, description (with the privacy policy link), categories, buttons. */
 function dialogPanel(options: ViewOptions) {
   const { config, texts } = options;
-  const description = h("p", say(texts.get("description")), { id: "d" });
+  const text = texts.get("description");
+  const description = h("p", say(text), { id: "d" });
   const policy = texts.get("privacyPolicyUrl").text;
   if (policy) {
-    // Inside the description, which may be an English fallback: the link says its own language.
-    const label = { lang: texts.languageCode, ...texts.get("privacyPolicyLabel") };
-    description.append(" ", h("a", { href: policy, ...say(label) }));
+    // Inside the description: a link in another language than it says its own.
+    const label = texts.get("privacyPolicyLabel");
+    const own =
+      label.lang === text.lang
+        ? { textContent: label.text }
+        : say({ lang: texts.languageCode, ...label });
+    description.append(" ", h("a", { href: policy, ...own }));
   }
   const button = (action: string, key: TextKey, outlined = false) =>
     h(
