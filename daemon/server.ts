@@ -280,7 +280,7 @@ export async function listenDaemon(daemon: Daemon, options: ListenOptions) {
     const push = stream.push;
     stream.push = function counted(chunk: unknown, encoding?: BufferEncoding) {
       if (Buffer.isBuffer(chunk)) {
-        if (stream.closed) return false;
+        if (stream.closed || released) return false;
         if (heldBytes + chunk.length > budgetBytes) {
           stream.close(constants.NGHTTP2_ENHANCE_YOUR_CALM);
           return false;
@@ -290,9 +290,17 @@ export async function listenDaemon(daemon: Daemon, options: ListenOptions) {
       }
       return push.call(this, chunk, encoding);
     };
-    stream.once("close", () => {
+    // Given back once the request has been read whole (a server stream, a health watch, runs
+    // on long after) or the stream has closed, whichever comes first.
+    let released = false;
+    const release = () => {
+      if (released) return;
+      released = true;
       heldBytes -= received;
-    });
+      received = 0;
+    };
+    stream.once("end", release);
+    stream.once("close", release);
     const stalled = setTimeout(() => {
       if (!stream.destroyed && !stream.state.remoteClose) stream.close(constants.NGHTTP2_CANCEL);
     }, arrivalMs);

@@ -212,4 +212,41 @@ describe("the gateway's budget for request bodies in flight", () => {
       "The service is temporarily unavailable; retry later",
     ]);
   });
+
+  it("gives back what requests queued behind others held when their connection dies, and survives uploads cut off", async () => {
+    const port = Number(new URL(url).port);
+    const raw = async (text: string, body: number) => {
+      const socket = connect(port, "127.0.0.1");
+      socket.on("error", () => {});
+      await new Promise((resolve) => socket.once("connect", resolve));
+      socket.write(text);
+      if (body > 0) socket.write("x".repeat(body));
+      return socket;
+    };
+    for (let round = 0; round < 3; round++) {
+      // Pipelined: requests queued behind one still being answered, then the connection reset.
+      const queued = await raw(
+        `${"GET /api/v1/health HTTP/1.1\r\nHost: x\r\n\r\n".repeat(20)}PUT /api/v1/consent/subjects/state HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 40000\r\n\r\n`,
+        40_000,
+      );
+      // Uploads cut off part-way: one over the 1 MiB cap, one within it.
+      const over = await raw(
+        "POST /api/v1/banners HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 2000000\r\n\r\n",
+        30_000,
+      );
+      const within = await raw(
+        "POST /api/consent/log HTTP/1.1\r\nHost: x\r\nContent-Type: text/plain\r\nContent-Length: 50000\r\n\r\n",
+        30_000,
+      );
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      for (const socket of [queued, over, within]) socket.resetAndDestroy();
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    // Still up, and nothing of theirs is held: a 10 KB body passes the 64 KB budget.
+    const passed = await send("/api/v1/consent/subjects/resolve");
+    expect([passed.status, passed.body.data.error]).toEqual([
+      503,
+      "The service is temporarily unavailable; retry later",
+    ]);
+  });
 });

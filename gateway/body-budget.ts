@@ -1,3 +1,4 @@
+import type { Socket } from "node:net";
 import { finished, Transform } from "node:stream";
 import type { FastifyReply, FastifyRequest } from "fastify";
 
@@ -42,12 +43,42 @@ export function bodyBudget(budgetBytes = BODY_BUDGET_BYTES) {
         callback(null, chunk);
       },
     });
-    // Once the answer has gone or its connection has (at once if that happened already).
-    finished(reply.raw, () => {
+    const socket = request.raw.socket;
+    const release = () => {
+      if (released) return;
       released = true;
       held -= mine;
-    });
+      closing.get(socket)?.delete(release);
+    };
+    // Once the answer has gone, or its connection has: a pipelined request queued behind
+    // another has an answer that never closes when the connection dies, so the socket says so.
+    onSocketClose(socket, release);
+    finished(reply.raw, release);
+    // An upload cut off fails the body reader; once that reader has let go (a body refused
+    // before it was read), nobody else listens, and an unheard error would end the process.
+    counted.on("error", () => {});
     payload.once("error", (error) => counted.destroy(error));
     return payload.pipe(counted);
   };
+}
+
+/** What to run when each connection closes: one listener per socket, however many requests. */
+const closing = new WeakMap<Socket, Set<() => void>>();
+
+function onSocketClose(socket: Socket, run: () => void): void {
+  if (socket.destroyed) {
+    run();
+    return;
+  }
+  let pending = closing.get(socket);
+  if (!pending) {
+    const runs = new Set<() => void>();
+    pending = runs;
+    closing.set(socket, runs);
+    socket.once("close", () => {
+      for (const each of runs) each();
+      closing.delete(socket);
+    });
+  }
+  pending.add(run);
 }

@@ -5,7 +5,8 @@
 import { open } from "lmdb";
 
 for (const path of process.argv.slice(2)) {
-  const env = open({ path, readOnly: true, maxDbs: 64 });
+  // Owner-only, as the service makes its files: a lock file made here is the one it keeps.
+  const env = open({ path, readOnly: true, maxDbs: 64, permissionsMode: 0o600 });
   try {
     // The root database lists the named ones; each is opened and its first key read.
     const names = Array.from(env.getKeys(), String);
