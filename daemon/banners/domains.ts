@@ -46,12 +46,19 @@ export function siteOf(input: string): string | null {
   return site ? siteText(site) : null;
 }
 
+/** A site's host, and its port: "" for its scheme's default. */
+export interface Site {
+  host: string;
+  port: string;
+}
+
 /** A host and port as a site is written (siteOf): `host`, or `host:port` when a port is named. */
-export function siteText(site: { host: string; port: string }): string {
+export function siteText(site: Site): string {
   return site.port ? `${site.host}:${site.port}` : site.host;
 }
 
-function parsedSite(input: string): { host: string; port: string } | null {
+/** A domain as normalizeDomain accepts it (or a site as siteOf writes it), read; null when invalid. */
+export function parsedSite(input: string): Site | null {
   const trimmed = input.trim();
   if (!trimmed) return null;
   const withScheme = /^[a-z][a-z0-9+.-]*:\/\//i.test(trimmed) ? trimmed : `https://${trimmed}`;
@@ -99,14 +106,13 @@ export function notPublicSuffix(value: string): boolean {
 export function hostAllowed(
   requestHost: string,
   requestPort: string,
-  allowedSites: readonly string[],
+  allowedSites: readonly Site[],
 ): boolean {
   const host = requestHost.toLowerCase();
   // An empty label (".shop.example.com", "a..shop.example.com") is no host a browser sends.
   if (host.split(".").includes("")) return false;
   return allowedSites.some((site) => {
-    const [allowedHost = "", allowedPort = ""] = site.split(":");
-    if (host !== allowedHost && !host.endsWith(`.${allowedHost}`)) return false;
-    return allowedHost === "localhost" || requestPort === allowedPort;
+    if (host !== site.host && !host.endsWith(`.${site.host}`)) return false;
+    return site.host === "localhost" || requestPort === site.port;
   });
 }

@@ -2,7 +2,7 @@ import { randomInt } from "node:crypto";
 import { v7 as uuidv7 } from "uuid";
 import { z } from "zod";
 import type { BannerRecord, TelemetryLevel } from "#daemon/banners/banner-store.js";
-import { hostAllowed, siteOf, siteText } from "#daemon/banners/domains.js";
+import { hostAllowed, parsedSite, type Site, siteText } from "#daemon/banners/domains.js";
 import type { ConsentLogQuery, ConsentLogRecord } from "#daemon/consent-log/consent-log-store.js";
 import { DomainError, invalidRequest } from "#daemon/errors.js";
 import {
@@ -131,7 +131,7 @@ export function reducePageUrl(
   pageUrl: string | undefined,
   referer: string,
   level: TelemetryLevel,
-  bannerSites: readonly string[],
+  bannerSites: readonly Site[],
 ): string | undefined {
   if (level === "none") return undefined;
   const reduced = (value: string | undefined) => {
@@ -152,10 +152,7 @@ export function reducePageUrl(
  * opaque "null" origin has none), else Referer's, the host without the trailing dot of a fully
  * qualified name, the port "" for the scheme's default. Null when neither names an http(s) host.
  */
-export function requestSite(
-  origin: string,
-  referer: string,
-): { host: string; port: string } | null {
+export function requestSite(origin: string, referer: string): Site | null {
   const source = origin ? httpUrl(origin) : httpUrl(referer);
   return source ? { host: hostName(source), port: source.port } : null;
 }
@@ -222,14 +219,22 @@ export function readListPaging(
   return { limit: pageSize || 100, beforeId: pageToken || undefined, ...range };
 }
 
+/** Each banner record's sites, read once (a record is served from the read cache for a while). */
+const sitesOfBanner = new WeakMap<BannerRecord, readonly Site[]>();
+
 /**
- * The sites (siteOf: `host` or `host:port`) a banner's log posts may come from: its domain and
- * production additionalDomains.
+ * The sites a banner's log posts may come from: its domain and production additionalDomains
+ * (stored as siteOf writes them, `host` or `host:port`), read once per banner record rather than
+ * on every post.
  */
-export function bannerSites(banner: BannerRecord): string[] {
-  const domain = siteOf(banner.domain);
-  const additional = banner.production.configuration.additionalDomains;
-  return domain === null ? [...additional] : [domain, ...additional];
+export function bannerSites(banner: BannerRecord): readonly Site[] {
+  let sites = sitesOfBanner.get(banner);
+  if (!sites) {
+    const domains = [banner.domain, ...banner.production.configuration.additionalDomains];
+    sites = domains.flatMap((domain) => parsedSite(domain) ?? []);
+    sitesOfBanner.set(banner, sites);
+  }
+  return sites;
 }
 
 /**
@@ -237,7 +242,7 @@ export function bannerSites(banner: BannerRecord): string[] {
  * its domain and production additionalDomains), or a subdomain of one, on the port that site
  * names (any port for localhost: hostAllowed); with neither header the post is refused.
  */
-export function authorizeOrigin(sites: readonly string[], origin: string, referer: string): void {
+export function authorizeOrigin(sites: readonly Site[], origin: string, referer: string): void {
   const site = requestSite(origin, referer);
   if (site !== null && hostAllowed(site.host, site.port, sites)) return;
   throw new DomainError(

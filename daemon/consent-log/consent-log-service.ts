@@ -5,6 +5,7 @@ import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
 import type { Authenticator } from "#daemon/auth/authenticator.js";
 import { activeBanner } from "#daemon/banners/active-banner.js";
 import type { BannerRecord } from "#daemon/banners/banner-store.js";
+import type { Site } from "#daemon/banners/domains.js";
 import type { Clock } from "#daemon/clock.js";
 import { compact, consentLogEntryMessage } from "#daemon/consent-log/consent-log-messages.js";
 import { createConsentLogReads } from "#daemon/consent-log/consent-log-reads.js";
@@ -64,7 +65,7 @@ function typedLogBody(request: RecordConsentRequest): unknown {
 /** The privacy-minimised row of one post (spec 2.5, decisions §5): no IP, no user agent. */
 function logRecord(
   banner: BannerRecord,
-  sites: readonly string[],
+  sites: readonly Site[],
   body: ConsentLogBody,
   referer: string,
   receivedAt: Date,
