@@ -8,6 +8,7 @@ import { type IdentityKey, parseIdentityKeys } from "#daemon/identity/subject-id
 import {
   COUNTERS_DIRECTORY,
   DATA_FILE,
+  hasDataFile,
   LOCK_FILE,
   RECORDS_DIRECTORY,
 } from "#daemon/store/lmdb-files.js";
@@ -113,10 +114,7 @@ async function identityKeys(config: Config, created: string[]) {
   const file = path.join(config.dataDir, IDENTITY_KEY_FILE);
   // Looked at before the key: a first start writes the key before it creates the store, so a
   // store without its key is one whose key went missing, not a start racing another.
-  const storeExists = await stat(path.join(config.dataDir, RECORDS_DIRECTORY, DATA_FILE)).then(
-    () => true,
-    () => false,
-  );
+  const storeExists = await hasDataFile(config.dataDir, RECORDS_DIRECTORY);
   if (storeExists && (await readIfPresent(file)) === undefined) {
     // A new key would leave every subject record written under the old one unreachable.
     return {

@@ -11,14 +11,19 @@ import type { Store } from "#daemon/store/store.js";
 import { workerPublicChanges } from "#daemon/worker-messages.js";
 
 /** The one place that picks the store adapter: MongoDB when MONGODB_URI is set, else LMDB. */
-export async function openStore(config: Config, logger?: Logger): Promise<Store> {
+export async function openStore(
+  config: Config,
+  logger?: Logger,
+  { filesChecked = false } = {},
+): Promise<Store> {
   if (config.mongoUri) {
     const { openMongoStore } = await import("#daemon/store/mongo-store.js");
     return openMongoStore({ uri: config.mongoUri });
   }
   const { openLmdbStore } = await import("#daemon/store/lmdb-store.js");
   const { unreadableStore } = await import("#daemon/store/lmdb-preflight.js");
-  const unreadable = await unreadableStore(config.dataDir);
+  // Once per start: a worker's primary has read the files before forking it.
+  const unreadable = filesChecked ? undefined : await unreadableStore(config.dataDir);
   if (unreadable) {
     throw new StartupError(
       `cannot read the embedded store in ${config.dataDir}: ${unreadable}. Its files are damaged (a copy cut short, a disk fault) or not this user's to use; restore the directory from a backup (consentctl backup makes one)`,
@@ -52,6 +57,8 @@ export async function runDaemon(options: {
    * silent worker of `npm start` (daemon/workers.ts), whose primary created the secrets.
    */
   welcome?: { created: string[] } | false;
+  /** The store's files were read already (by the primary of `npm start`'s workers). */
+  storeFilesChecked?: boolean;
 }) {
   const config = options.config ?? loadConfig();
   const loggers = serviceLoggers(config.logLevel);
@@ -63,7 +70,7 @@ export async function runDaemon(options: {
       `subject identity hashing is unavailable: ${secrets.identityProblem}; subject endpoints answer 503`,
     );
   }
-  const store = await openStore(config, logger);
+  const store = await openStore(config, logger, { filesChecked: options.storeFilesChecked });
   const daemon = createDaemon({
     store,
     operatorToken: secrets.operatorToken,

@@ -57,7 +57,7 @@ export async function runService(): Promise<void> {
     // The first worker speaks for the service; the others start silently.
     const welcome = process.env[WORKER_INDEX] === "0" ? { created } : false;
     try {
-      await runDaemon({ withGateway: true, welcome });
+      await runDaemon({ withGateway: true, welcome, storeFilesChecked: true });
     } catch (error) {
       if (!(error instanceof ConfigError || error instanceof StartupError)) throw error;
       await reportStartupFailure(error.message);
@@ -169,7 +169,7 @@ async function runPrimary(count: number, timeoutMs: number): Promise<void> {
     // makes the service's exit a failure. One ended by the very signal the primary passed on
     // had not yet set up its handlers (they answer it with an exit code): it was still starting,
     // had served nothing, and stopped as asked.
-    if ((code !== 0 || signal) && !(signal && signal === forwarded)) failed = true;
+    if (signal ? signal !== forwarded : code !== 0) failed = true;
     if (!stopping) {
       stopping = true;
       failed = true;

@@ -1,9 +1,8 @@
 import { execFile } from "node:child_process";
-import { stat } from "node:fs/promises";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
-import { COUNTERS_DIRECTORY, DATA_FILE, RECORDS_DIRECTORY } from "#daemon/store/lmdb-files.js";
+import { COUNTERS_DIRECTORY, hasDataFile, RECORDS_DIRECTORY } from "#daemon/store/lmdb-files.js";
 
 const PROBE = fileURLToPath(new URL("./lmdb-probe.mjs", import.meta.url));
 
@@ -18,12 +17,7 @@ const PROBE = fileURLToPath(new URL("./lmdb-probe.mjs", import.meta.url));
 export async function unreadableStore(dataDir: string): Promise<string | undefined> {
   const present: string[] = [];
   for (const directory of [RECORDS_DIRECTORY, COUNTERS_DIRECTORY]) {
-    const environment = path.join(dataDir, directory);
-    const exists = await stat(path.join(environment, DATA_FILE)).then(
-      () => true,
-      () => false,
-    );
-    if (exists) present.push(environment);
+    if (await hasDataFile(dataDir, directory)) present.push(path.join(dataDir, directory));
   }
   if (present.length === 0) return undefined;
   try {
