@@ -247,6 +247,41 @@ function dropUnkeepableDeadline(headers: Record<string, string | string[] | unde
   }
 }
 
+/**
+ * REQUEST_BUDGET_BYTES at work: each stream's request bytes are counted as they enter its buffer
+ * (its push) and given back once the request has been read whole (a server stream, a health
+ * watch, runs on long after) or the stream has closed, whichever comes first. Not with a 'data'
+ * listener: that would set the stream flowing before the handler reads it, and the chunks read
+ * meanwhile would reach the counter alone. A chunk that would pass the budget resets its stream.
+ */
+function requestBudget(budgetBytes: number): (stream: ServerHttp2Stream) => void {
+  let heldBytes = 0;
+  return (stream) => {
+    let received = 0;
+    let released = false;
+    const release = () => {
+      if (released) return;
+      released = true;
+      heldBytes -= received;
+    };
+    stream.once("end", release);
+    stream.once("close", release);
+    const push = stream.push;
+    stream.push = function counted(chunk: unknown, encoding?: BufferEncoding) {
+      if (Buffer.isBuffer(chunk)) {
+        if (stream.closed || released) return false;
+        if (heldBytes + chunk.length > budgetBytes) {
+          stream.close(constants.NGHTTP2_ENHANCE_YOUR_CALM);
+          return false;
+        }
+        heldBytes += chunk.length;
+        received += chunk.length;
+      }
+      return push.call(this, chunk, encoding);
+    };
+  };
+}
+
 /** How long calls may still run after closing begins before their context signal is aborted. */
 const CALL_SHUTDOWN_MS = 5_000;
 
@@ -269,38 +304,10 @@ export async function listenDaemon(daemon: Daemon, options: ListenOptions) {
   const server = app.server as unknown as Http2Server;
   server.updateSettings({ maxConcurrentStreams: MAX_STREAMS_PER_CONNECTION });
   const arrivalMs = options.requestArrivalMs ?? REQUEST_ARRIVAL_MS;
-  const budgetBytes = options.requestBudgetBytes ?? REQUEST_BUDGET_BYTES;
-  let heldBytes = 0;
+  const countRequestBytes = requestBudget(options.requestBudgetBytes ?? REQUEST_BUDGET_BYTES);
   server.on("stream", (stream: ServerHttp2Stream) => {
     if (stream.endAfterHeaders) return;
-    // Counted as each chunk enters the stream's buffer (its push), held until the stream closes,
-    // its answer sent. Not with a 'data' listener: that would set the stream flowing before the
-    // handler reads it, and the chunks read meanwhile would reach the counter alone.
-    let received = 0;
-    const push = stream.push;
-    stream.push = function counted(chunk: unknown, encoding?: BufferEncoding) {
-      if (Buffer.isBuffer(chunk)) {
-        if (stream.closed || released) return false;
-        if (heldBytes + chunk.length > budgetBytes) {
-          stream.close(constants.NGHTTP2_ENHANCE_YOUR_CALM);
-          return false;
-        }
-        heldBytes += chunk.length;
-        received += chunk.length;
-      }
-      return push.call(this, chunk, encoding);
-    };
-    // Given back once the request has been read whole (a server stream, a health watch, runs
-    // on long after) or the stream has closed, whichever comes first.
-    let released = false;
-    const release = () => {
-      if (released) return;
-      released = true;
-      heldBytes -= received;
-      received = 0;
-    };
-    stream.once("end", release);
-    stream.once("close", release);
+    countRequestBytes(stream);
     const stalled = setTimeout(() => {
       if (!stream.destroyed && !stream.state.remoteClose) stream.close(constants.NGHTTP2_CANCEL);
     }, arrivalMs);
