@@ -1,3 +1,4 @@
+import http2 from "node:http2";
 import { connect } from "node:net";
 import pino from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -213,33 +214,28 @@ describe("the gateway's budget for request bodies in flight", () => {
     ]);
   });
 
-  it("gives back what requests queued behind others held when their connection dies, and survives uploads cut off", async () => {
-    const port = Number(new URL(url).port);
-    const raw = async (text: string, body: number) => {
-      const socket = connect(port, "127.0.0.1");
-      socket.on("error", () => {});
-      await new Promise((resolve) => socket.once("connect", resolve));
-      socket.write(text);
-      if (body > 0) socket.write("x".repeat(body));
-      return socket;
-    };
+  /** A raw connection to the gateway that has sent `text` and then `body` bytes of "x". */
+  const rawRequest = async (text: string, body = 0) => {
+    const socket = connect(Number(new URL(url).port), "127.0.0.1");
+    socket.on("error", () => {});
+    await new Promise((resolve) => socket.once("connect", resolve));
+    socket.write(text);
+    if (body > 0) socket.write("x".repeat(body));
+    return socket;
+  };
+
+  it("survives uploads cut off part-way, over its 1 MiB cap or within it, and holds nothing of them", async () => {
     for (let round = 0; round < 3; round++) {
-      // Pipelined: requests queued behind one still being answered, then the connection reset.
-      const queued = await raw(
-        `${"GET /api/v1/health HTTP/1.1\r\nHost: x\r\n\r\n".repeat(20)}PUT /api/v1/consent/subjects/state HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 40000\r\n\r\n`,
-        40_000,
-      );
-      // Uploads cut off part-way: one over the 1 MiB cap, one within it.
-      const over = await raw(
+      const over = await rawRequest(
         "POST /api/v1/banners HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 2000000\r\n\r\n",
         30_000,
       );
-      const within = await raw(
+      const within = await rawRequest(
         "POST /api/consent/log HTTP/1.1\r\nHost: x\r\nContent-Type: text/plain\r\nContent-Length: 50000\r\n\r\n",
         30_000,
       );
       await new Promise((resolve) => setTimeout(resolve, 100));
-      for (const socket of [queued, over, within]) socket.resetAndDestroy();
+      for (const socket of [over, within]) socket.resetAndDestroy();
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
     // Still up, and nothing of theirs is held: a 10 KB body passes the 64 KB budget.
@@ -248,5 +244,60 @@ describe("the gateway's budget for request bodies in flight", () => {
       503,
       "The service is temporarily unavailable; retry later",
     ]);
+  });
+});
+
+describe("the gateway's budget and requests pipelined behind one still waiting", () => {
+  let daemon: http2.Http2Server;
+  let app: Awaited<ReturnType<typeof buildGateway>>;
+  let port: number;
+  beforeAll(async () => {
+    // A daemon that never answers ListBanners and answers every other call at once.
+    daemon = http2.createServer();
+    daemon.on("stream", (stream, headers) => {
+      stream.on("error", () => {});
+      stream.resume();
+      if (String(headers[":path"]).endsWith("/ListBanners")) return;
+      stream.on("end", () => {
+        stream.respond({ ":status": 200, "content-type": "application/proto" });
+        stream.end();
+      });
+    });
+    await new Promise<void>((resolve) => daemon.listen(0, "127.0.0.1", resolve));
+    const daemonPort = (daemon.address() as { port: number }).port;
+    ({ app, port } = await listeningGateway({
+      transport: createDaemonTransport({ baseUrl: `http://127.0.0.1:${daemonPort}` }),
+      bodyBudgetBytes: 64 * 1024,
+    }));
+  });
+  afterAll(async () => {
+    await app.close();
+    await new Promise((resolve) => daemon.close(resolve));
+  });
+
+  it("gives back what a request queued behind a waiting one held, once their connection dies", async () => {
+    const resolve = (size: number) =>
+      fetch(`http://127.0.0.1:${port}/api/v1/consent/subjects/resolve`, {
+        method: "POST",
+        headers: { "content-type": "application/json", authorization: "Bearer ck_live_x" },
+        body: JSON.stringify({ padding: "x".repeat(size) }),
+      }).then((response) => response.status);
+    // A list still waiting on the daemon, and a 40 KB PUT pipelined behind it: the PUT is
+    // answered, but its answer waits its turn, and never goes once the connection is reset.
+    const socket = connect(port, "127.0.0.1");
+    socket.on("error", () => {});
+    await new Promise((resolve) => socket.once("connect", resolve));
+    socket.write(
+      "GET /api/v1/banners HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ck_live_x\r\n\r\n" +
+        "PUT /api/v1/consent/subjects/state HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ck_live_x\r\nContent-Type: application/json\r\nContent-Length: 40000\r\n\r\n",
+    );
+    socket.write("x".repeat(40_000));
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    // Held meanwhile: 40 KB of 64, so a 30 KB body does not fit.
+    expect(await resolve(30_000)).toBe(503);
+    socket.resetAndDestroy();
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    // Given back with the connection: the same body passes and reaches the daemon.
+    expect(await resolve(30_000)).toBe(200);
   });
 });
