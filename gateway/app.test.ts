@@ -249,11 +249,13 @@ describe("the gateway's budget for request bodies in flight", () => {
 
 describe("the gateway's budget and requests pipelined behind one still waiting", () => {
   let daemon: http2.Http2Server;
+  const sessions: http2.ServerHttp2Session[] = [];
   let app: Awaited<ReturnType<typeof buildGateway>>;
   let port: number;
   beforeAll(async () => {
     // A daemon that never answers ListBanners and answers every other call at once.
     daemon = http2.createServer();
+    daemon.on("session", (session) => sessions.push(session));
     daemon.on("stream", (stream, headers) => {
       stream.on("error", () => {});
       stream.resume();
@@ -272,6 +274,8 @@ describe("the gateway's budget and requests pipelined behind one still waiting",
   });
   afterAll(async () => {
     await app.close();
+    // The held call keeps the gateway's connection open: the daemon ends it.
+    for (const session of sessions) session.destroy();
     await new Promise((resolve) => daemon.close(resolve));
   });
 
