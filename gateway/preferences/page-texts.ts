@@ -344,10 +344,17 @@ export const PAGE_LANGUAGES = Object.keys(PAGE_TEXTS);
  * The page's sentences for a language tag ("de-AT" → "de"); English for a language the page does
  * not ship, so a page is never in two languages but those of the operator's texts.
  */
-export function pageTexts(languageCode: string): { lang: string; texts: PageTexts } {
+export function pageTexts(languageCode: string): {
+  lang: string;
+  texts: PageTexts;
+  /** Whether these are English standing in for a language the page does not ship. */
+  fellBack: boolean;
+} {
   const primary = languageCode.toLowerCase().split("-")[0] ?? "";
   const texts = PAGE_TEXTS[primary];
-  return texts ? { lang: primary, texts } : { lang: "en", texts: PAGE_TEXTS.en as PageTexts };
+  return texts
+    ? { lang: primary, texts, fellBack: false }
+    : { lang: "en", texts: PAGE_TEXTS.en as PageTexts, fellBack: true };
 }
 
 /** The language of an error page: the browser's best Accept-Language match, else English. */

@@ -2,7 +2,7 @@ import { timestampDate } from "@bufbuild/protobuf/wkt";
 import { hostOf } from "#daemon/banners/domains.js";
 import { runtimeConfig } from "#gateway/loader/runtime-config.js";
 import { type ErrorCode, pageTexts } from "#gateway/preferences/page-texts.js";
-import { directionOf, resolveTexts, type Text } from "#gateway/runtime/texts.js";
+import { directionOf, languageMark, resolveTexts, type Text } from "#gateway/runtime/texts.js";
 import type { PreferencesView } from "#gen/consent/v1/consent_log_pb.js";
 
 const ESCAPES: Record<string, string> = {
@@ -36,9 +36,10 @@ const DEFAULT_COLORS: Colors = {
  * One text in its element, marked with its language and direction when they are not the page's
  * (an English fallback on a page in another language: WCAG 3.1.2).
  */
-function textIn(tag: string, { text, lang }: Text, attributes = ""): string {
-  const mark = lang ? ` lang="${escapeHtml(lang)}" dir="${directionOf(lang)}"` : "";
-  return `<${tag}${attributes}${mark}>${escapeHtml(text)}</${tag}>`;
+function textIn(tag: string, text: Text, attributes = ""): string {
+  const mark = languageMark(text);
+  const marked = mark ? ` lang="${escapeHtml(mark.lang)}" dir="${mark.dir}"` : "";
+  return `<${tag}${attributes}${marked}>${escapeHtml(text.text)}</${tag}>`;
 }
 
 /** A whole page; styles carry the response's CSP nonce, the only style the policy allows. */
@@ -86,9 +87,8 @@ export function preferencesPage(view: PreferencesView, nonce: string, saved: boo
   });
   const until = view.expiresAt ? timestampDate(view.expiresAt).toISOString().slice(11, 16) : "";
   // The page's own sentences, marked English where it does not ship the texts' language.
-  const { lang: ownLang, texts: own } = pageTexts(texts.languageCode);
-  const ownMark =
-    ownLang === texts.languageCode.toLowerCase().split("-")[0] ? {} : { lang: ownLang };
+  const { lang: ownLang, texts: own, fellBack } = pageTexts(texts.languageCode);
+  const ownMark = fellBack ? { lang: ownLang } : {};
   const policy = texts.get("privacyPolicyUrl").text;
   // Which website these settings are for: the page is the service's, not the site's.
   const site = banner ? hostOf(banner.domain) : null;

@@ -97,6 +97,14 @@ export function resolveTexts(
 /** Languages written right to left, by primary subtag (as texts are matched: lower case). */
 const RTL = /^(ar|arc|ckb|dv|fa|he|ks|ku-arab|ps|sd|syr|ug|ur|yi)(-|$)/i;
 
+/**
+ * The marks of a text in another language than its surroundings (`lang` and `dir`, WCAG 3.1.2),
+ * or undefined for one in theirs: what the banner and the preferences page set alike.
+ */
+export function languageMark({ lang }: Text): { lang: string; dir: "rtl" | "ltr" } | undefined {
+  return lang ? { lang, dir: directionOf(lang) } : undefined;
+}
+
 /** The writing direction of a language, for `dir`. */
 export function directionOf(languageCode: string): "rtl" | "ltr" {
   return RTL.test(languageCode) ? "rtl" : "ltr";

@@ -1,7 +1,7 @@
 import type { RuntimeConfig } from "./config.js";
 import { warnOnLowContrast } from "./contrast.js";
 import { bannerCss } from "./styles.js";
-import { directionOf, type ResolvedTexts, type Text, type TextKey } from "./texts.js";
+import { directionOf, languageMark, type ResolvedTexts, type Text, type TextKey } from "./texts.js";
 
 export type Choice = "accept" | "reject" | "save";
 
@@ -32,8 +32,8 @@ function h<K extends keyof HTMLElementTagNameMap>(
 }
 
 /** An element's text and, when it differs from the banner's, its language and direction. */
-function say({ text, lang }: Text): Partial<HTMLElement> {
-  return lang ? { textContent: text, lang, dir: directionOf(lang) } : { textContent: text };
+function say(text: Text): Partial<HTMLElement> {
+  return { textContent: text.text, ...languageMark(text) };
 }
 
 /** Constructed stylesheets need no CSP allowance; older browsers get a `<style>` with the nonce. */
