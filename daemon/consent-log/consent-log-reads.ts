@@ -17,8 +17,8 @@ import type { ConsentLogService } from "#gen/consent/v1/consent_log_pb.js";
 /** Rows per store read and per streamed message of an export or a tail. */
 export const LOG_STREAM_BATCH = 500;
 /**
- * How often a tail sweeps its lookback window (the store's lateRowsMs) for rows committed late, and so at the
- * latest how often it meets rows another daemon appended.
+ * How often a tail sweeps its lookback window (the store's lateRowsMs) for rows committed late,
+ * and so at the latest how often it meets rows another daemon appended.
  */
 export const TAIL_POLL_MS = 500;
 /**

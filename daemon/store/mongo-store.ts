@@ -132,7 +132,7 @@ export async function openMongoStore(options: MongoStoreOptions): Promise<Store>
       // The driver's message names the server's reason (a privilege, a missing majority), never
       // the connection string.
       throw new StartupError(
-        `MongoDB did not create the service's indexes (${(error as Error).message}): every start creates them, which needs the createIndex privilege`,
+        `MongoDB did not create the service's indexes (${(error as Error).message}): a start creates those the database lacks, which needs the createIndex privilege`,
         { cause: error },
       );
     }
