@@ -2,7 +2,14 @@ import { isAdCategory, usOptOutChoices } from "../../daemon/banners/category-sig
 import type { RuntimeConfig, RuntimeRule } from "./config.js";
 import { consentDefault, consentUpdate } from "./consent-mode.js";
 import { activateScripts } from "./scripts.js";
-import { type ConsentState, isConsentState, randomUuid, readState, writeState } from "./state.js";
+import {
+  type ConsentState,
+  cookiesBlocked,
+  isConsentState,
+  randomUuid,
+  readState,
+  writeState,
+} from "./state.js";
 import { resolveTexts } from "./texts.js";
 import { type Choice, showBanner } from "./view.js";
 
@@ -212,8 +219,15 @@ if (running) {
     applyState(next: unknown): boolean {
       // A revision this banner has not published would keep it from asking after the next ones.
       if (!isConsentState(next) || next.revision > config.revision) return false;
-      // A state the cookie cannot hold would be forgotten at the next page: refused whole.
-      if (!writeState(config.id, next)) return false;
+      if (!writeState(config.id, next)) {
+        // A state the cookie cannot hold would be forgotten at the next page: refused whole.
+        // Where the browser keeps no cookie at all, every state is forgotten so: the integrator
+        // hands it in on each page, and it holds for this one.
+        if (!cookiesBlocked()) return false;
+        console.warn(
+          `consent banner ${config.id}: the browser keeps no cookies for this page, so the applied state holds for this page only`,
+        );
+      }
       state = copy(next);
       apply(next);
       if (isCurrent()) {

@@ -78,11 +78,31 @@ export function isConsentState(value: unknown): value is ConsentState {
   );
 }
 
+/**
+ * The page's cookies, or undefined where it may not have any: a frame sandboxed without
+ * `allow-same-origin` throws on reading them.
+ */
+function cookieJar(): string | undefined {
+  try {
+    return document.cookie;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Whether the browser keeps no cookies for this page at all (blocked for the site, or a sandboxed
+ * frame), as against refusing one state too large for a cookie.
+ */
+export function cookiesBlocked(): boolean {
+  return !navigator.cookieEnabled || cookieJar() === undefined;
+}
+
 /** The raw value of the banner's cookie, if the page has one. */
 function cookieValue(publicId: string): string | undefined {
   const prefix = `${cookieName(publicId)}=`;
-  return document.cookie
-    .split("; ")
+  return cookieJar()
+    ?.split("; ")
     .find((part) => part.startsWith(prefix))
     ?.slice(prefix.length);
 }
@@ -107,8 +127,12 @@ export function readState(publicId: string): ConsentState | null {
 export function writeState(publicId: string, state: ConsentState): boolean {
   const value = encodeURIComponent(JSON.stringify(state));
   const secure = location.protocol === "https:" ? "; secure" : "";
-  // biome-ignore lint/suspicious/noDocumentCookie: the Cookie Store API is async and not in every browser the banner supports.
-  document.cookie = `${cookieName(publicId)}=${value}; path=/; max-age=${MAX_AGE_SECONDS}; samesite=lax${secure}`;
+  try {
+    // biome-ignore lint/suspicious/noDocumentCookie: the Cookie Store API is async and not in every browser the banner supports.
+    document.cookie = `${cookieName(publicId)}=${value}; path=/; max-age=${MAX_AGE_SECONDS}; samesite=lax${secure}`;
+  } catch {
+    return false; // A sandboxed frame: no cookies at all.
+  }
   return cookieValue(publicId) === value;
 }
 

@@ -255,6 +255,56 @@ describe.skipIf(skipBrowserTests)("banner runtime in Chromium: layouts and choic
     await expect.poll(() => dialog(page).count()).toBe(1);
   });
 
+  it("runs in a frame sandboxed without allow-same-origin, where the page has no cookies at all", async () => {
+    const fixture = await bannerFixture(ctx.service, {
+      domain: "localhost",
+      configuration: { categories },
+    });
+    const inner = ctx.site.page(`/framed-${fixture.publicId}`, { publicId: fixture.publicId });
+    ctx.site.file(
+      `/outer-${fixture.publicId}`,
+      "text/html",
+      `<!doctype html><html lang="en"><body><iframe sandbox="allow-scripts" src="${inner}"></iframe></body></html>`,
+    );
+    await page.goto(`${ctx.site.origin}/outer-${fixture.publicId}`);
+    const framed = page.frameLocator("iframe").locator("[id^=consent-banner-] [role=dialog]");
+    await expect.poll(() => framed.count()).toBe(1);
+    await framed.getByRole("button", { name: "Accept all" }).click();
+    await expect.poll(() => framed.count()).toBe(0);
+    const frame = page.frames().find((f) => f.url() === inner);
+    type Api = { consentBanner: { getState(): unknown; applyState(s: unknown): boolean } };
+    expect(
+      await frame?.evaluate(() => (window as unknown as Api).consentBanner.getState()),
+    ).toMatchObject({ categories: ["necessary", "analytics", "marketing"], acceptType: "all" });
+    // An integrator's state holds for the page it is handed to, the only place it can.
+    const handedIn = {
+      schemaVersion: 2,
+      categories: ["necessary"],
+      revision: 1,
+      acceptType: "necessary",
+      consentId: "6f1c2a8e-8d3b-4a53-9d4e-0c1f1b2a3c4d",
+      consentTimestamp: "2026-11-22T08:00:00Z",
+      lastConsentTimestamp: "2026-11-22T08:00:00Z",
+      languageCode: "en",
+    };
+    expect(
+      await frame?.evaluate(
+        (s) => (window as unknown as Api).consentBanner.applyState(s),
+        handedIn,
+      ),
+    ).toBe(true);
+    expect(
+      await frame?.evaluate(() => (window as unknown as Api).consentBanner.getState()),
+    ).toEqual(handedIn);
+    expect(warnings).toContainEqual(expect.stringMatching(/did not keep the consent cookie/));
+    expect(warnings).toContainEqual(
+      expect.stringMatching(
+        /keeps no cookies for this page, so the applied state holds for this page only/,
+      ),
+    );
+    expect(warnings.filter((w) => /SecurityError|sandboxed/.test(w))).toEqual([]);
+  });
+
   it("speaks the page's language with English fallback, and warns of low contrast", async () => {
     const texts = {
       de: {
