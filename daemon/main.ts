@@ -8,13 +8,16 @@ import { schedulePurge } from "#daemon/purge.js";
 import { createInProcessTransport } from "#daemon/rpc/in-process-transport.js";
 import { createDaemon, listenDaemon } from "#daemon/server.js";
 import type { Store } from "#daemon/store/store.js";
-import { workerPublicChanges } from "#daemon/worker-messages.js";
+import { workerPublicChanges, workerStoreDamage } from "#daemon/worker-messages.js";
 
 /** The one place that picks the store adapter: MongoDB when MONGODB_URI is set, else LMDB. */
 export async function openStore(
   config: Config,
   logger?: Logger,
-  { filesChecked = false } = {},
+  {
+    filesChecked = false,
+    onDamage,
+  }: { filesChecked?: boolean; onDamage?: (reason: string) => void } = {},
 ): Promise<Store> {
   if (config.mongoUri) {
     const { openMongoStore } = await import("#daemon/store/mongo-store.js");
@@ -35,6 +38,7 @@ export async function openStore(
       minFreeBytes: config.minFreeMb * 1024 * 1024,
       onRoomChange: (refusing, message) =>
         refusing ? logger?.error(message) : logger?.info(message),
+      onDamage,
     });
   } catch (error) {
     // Files the process may not write, a full disk: the operator's to fix, told in one line.
@@ -70,7 +74,17 @@ export async function runDaemon(options: {
       `subject identity hashing is unavailable: ${secrets.identityProblem}; subject endpoints answer 503`,
     );
   }
-  const store = await openStore(config, logger, { filesChecked: options.storeFilesChecked });
+  let relayDamage = (_reason: string) => {};
+  const store = await openStore(config, logger, {
+    filesChecked: options.storeFilesChecked,
+    onDamage(reason) {
+      logger.error(
+        `the embedded store in ${config.dataDir} is damaged (${reason}): health reports the service unavailable from now on; stop it and restore the directory from a backup (consentctl backup makes one)`,
+      );
+      relayDamage(reason);
+    },
+  });
+  relayDamage = workerStoreDamage(store);
   const daemon = createDaemon({
     store,
     operatorToken: secrets.operatorToken,

@@ -1,5 +1,6 @@
 import cluster from "node:cluster";
 import type { Daemon } from "#daemon/server.js";
+import type { Store } from "#daemon/store/store.js";
 
 /** The message a worker sends its primary, and the primary relays, when a banner's public side changed. */
 interface PublicChangeMessage {
@@ -48,6 +49,32 @@ export function workerPublicChanges(
     listeners.push(listener);
     subscribeLocal(listener);
   };
+}
+
+/** The message a worker sends its primary, and the primary relays, when its store met damage. */
+interface StoreDamageMessage {
+  consentStoreDamage: string;
+}
+
+export function isStoreDamage(message: unknown): message is StoreDamageMessage {
+  return typeof fieldOf(message, "consentStoreDamage") === "string";
+}
+
+/** Whether the primary passes the message on to every other worker. */
+export const isRelayed = (message: unknown) => isPublicChange(message) || isStoreDamage(message);
+
+/**
+ * In a worker of `npm start`: damage this worker's store met goes to the other workers (through
+ * the primary), and theirs comes to this one, so every worker's health reports it, whichever
+ * worker a health check reaches. Returns what to call with this worker's own.
+ */
+export function workerStoreDamage(store: Pick<Store, "reportDamage">): (reason: string) => void {
+  if (!cluster.isWorker) return () => {};
+  process.on("message", (message) => {
+    if (isStoreDamage(message)) store.reportDamage(message.consentStoreDamage);
+  });
+  return (reason) =>
+    process.send?.({ consentStoreDamage: reason } satisfies StoreDamageMessage, ignoreSendError);
 }
 
 /** The message a worker sends its primary every heartbeat interval while its event loop runs. */

@@ -7,7 +7,7 @@ import {
   beatForPrimary,
   ignoreSendError,
   isHeartbeat,
-  isPublicChange,
+  isRelayed,
   isStartupFailure,
   reportStartupFailure,
 } from "#daemon/worker-messages.js";
@@ -158,7 +158,7 @@ async function runPrimary(count: number, timeoutMs: number): Promise<void> {
       startupFailureShown = true;
       return;
     }
-    if (!isPublicChange(message)) return;
+    if (!isRelayed(message)) return;
     for (const worker of Object.values(cluster.workers ?? {})) {
       if (worker && worker !== from && worker.isConnected()) worker.send(message, ignoreSendError);
     }

@@ -24,6 +24,8 @@ export interface LmdbStoreOptions {
   minFreeBytes?: number;
   /** Told when the store starts refusing writes for want of room, and when it stops (disk-guard.ts). */
   onRoomChange?: DiskGuardOptions["onChange"];
+  /** Told once, when a call first meets a damaged page (see `damage()` of the Store port). */
+  onDamage?: (reason: string) => void;
 }
 
 /**
@@ -202,6 +204,12 @@ export async function openLmdbStore(options: LmdbStoreOptions): Promise<Store> {
   const consentLog = records.openDB<ConsentLogRecord, [string, string]>({ name: "consent-log" });
   const webhookOutbox = records.openDB<OutboxEntry, string>({ name: "webhook-outbox" });
   let closed = false;
+  let damage: string | undefined;
+  const metDamage = (reason: string) => {
+    if (damage !== undefined) return;
+    damage = reason;
+    options.onDamage?.(reason);
+  };
   const store: Store = {
     kind: "lmdb",
     teams: createLmdbTeamStore({ teams: records.openDB({ name: "teams" }) }),
@@ -245,9 +253,15 @@ export async function openLmdbStore(options: LmdbStoreOptions): Promise<Store> {
     }),
     acceptsWrites: () => !guard?.refusing,
     isUnavailable: () => false,
+    damage: () => damage,
+    reportDamage(reason) {
+      damage ??= reason;
+    },
     // A one-key read of each environment's root (its catalogue of named databases): cheap, and it
-    // throws once the environment is closed.
+    // throws once the environment is closed. Pages deeper in the files are read by the requests
+    // that need them; once one has been found damaged, the store no longer answers.
     async ping() {
+      if (damage !== undefined) throw new Error(`the embedded store is damaged: ${damage}`);
       Array.from(records.getKeys({ limit: 1 }));
       Array.from(counterEnv.getKeys({ limit: 1 }));
     },
@@ -260,7 +274,9 @@ export async function openLmdbStore(options: LmdbStoreOptions): Promise<Store> {
   };
   if (guard) exemptWrites(store, guard);
   const parts = store as unknown as Record<(typeof SUB_STORES)[number], object>;
-  for (const part of SUB_STORES) parts[part] = refusingAfterClose(parts[part], () => closed);
+  for (const part of SUB_STORES) {
+    parts[part] = refusingAfterClose(parts[part], () => closed, metDamage);
+  }
   return store;
 }
 
@@ -284,16 +300,37 @@ const SUB_STORES = [
  * and leave the caller's promise pending for ever (a dispatcher pass, a request in a drain).
  * A failed commit is handed to the caller whole (see observeCommitFailure).
  */
-function refusingAfterClose<T extends object>(subStore: T, isClosed: () => boolean): T {
+function refusingAfterClose<T extends object>(
+  subStore: T,
+  isClosed: () => boolean,
+  onDamage: (reason: string) => void,
+): T {
   const guarded = { ...subStore } as Record<string, unknown>;
+  const failed = (error: unknown): never => {
+    const reason = damageOf(error);
+    if (reason !== undefined) onDamage(reason);
+    return observeCommitFailure(error);
+  };
   for (const [name, member] of Object.entries(subStore)) {
     if (typeof member !== "function") continue;
     guarded[name] = (...args: unknown[]) => {
       if (isClosed()) return Promise.reject(new Error("the embedded store is closed"));
-      return Promise.resolve(member.apply(subStore, args)).catch(observeCommitFailure);
+      return Promise.resolve(member.apply(subStore, args)).catch(failed);
     };
   }
   return guarded as T;
+}
+
+/**
+ * LMDB's errors for a page that is not what the tree says it is: the files were damaged (a disk
+ * fault, a copy cut short or written over) deeper than the start-up probe reads (lmdb-preflight.ts).
+ */
+const DAMAGE = /^MDB_(?:CORRUPTED|PAGE_NOTFOUND|PROBLEM|PANIC)\b/;
+
+/** The LMDB error's own words when `error` says the files are damaged, else undefined. */
+export function damageOf(error: unknown): string | undefined {
+  const message = error instanceof Error ? error.message : undefined;
+  return message !== undefined && DAMAGE.test(message) ? message : undefined;
 }
 
 /** lmdb-js's error for a failed commit: the reason (EIO, EFBIG, MDB_MAP_FULL …) is a promise. */

@@ -162,6 +162,8 @@ function createStore(client: MongoClient, db: Db): Store {
     ),
     acceptsWrites: () => true,
     isUnavailable: isMongoUnavailable,
+    damage: () => undefined,
+    reportDamage: () => {},
     async ping() {
       await db.command({ ping: 1 });
     },

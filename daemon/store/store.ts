@@ -36,6 +36,18 @@ export interface Store {
    * retry, instead of 500. The embedded store has no such state: always false.
    */
   isUnavailable(error: unknown): boolean;
+  /**
+   * Why the store's data cannot be trusted, once a call met a damaged page of the embedded
+   * store's files (LMDB's MDB_CORRUPTED and kin), else undefined. From then on `ping()` rejects,
+   * so health reports NOT_SERVING until the process restarts on restored files. MongoDB checks
+   * its own data: always undefined.
+   */
+  damage(): string | undefined;
+  /**
+   * Records damage that another process on the same files met (npm start's workers relay it to
+   * each other); that process logged it.
+   */
+  reportDamage(reason: string): void;
   /** Releases connections and file handles. */
   close(): Promise<void>;
 }

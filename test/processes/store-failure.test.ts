@@ -1,9 +1,12 @@
-import { stat, statfs } from "node:fs/promises";
+import { randomUUID } from "node:crypto";
+import { open, stat, statfs } from "node:fs/promises";
 import path from "node:path";
 import { createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
+import { v7 as uuidv7 } from "uuid";
 import { describe, expect, it } from "vitest";
 import { cliFor, runCli } from "#cli/test-support/cli-process.js";
+import { openLmdbStore } from "#daemon/store/lmdb-store.js";
 import { ConsentLogService } from "#gen/consent/v1/consent_log_pb.js";
 import {
   consentState,
@@ -12,6 +15,7 @@ import {
   http,
   mintKey,
   operator,
+  rawHttp,
 } from "#test/support/api.js";
 import { aChoice, ipSource, postLog } from "#test/support/consent-log.js";
 import { startService, useProgramRoot } from "#test/support/processes.js";
@@ -185,6 +189,95 @@ describe("npm start when the disk refuses a write", { timeout: 120_000 }, () => 
       output.match(/below CONSENT_MIN_FREE_MB \(\d+ MB\): the embedded store refuses writes/g),
     ).toHaveLength(1);
     expect(output).not.toMatch(/unexpected error in RPC handler|request failed|StoreFullError/);
+    expect(await program.stop()).toBe(0);
+  });
+});
+
+/**
+ * Damage deeper in the files than start-up reads (lmdb-preflight.ts reads each root): the service
+ * starts and serves, the first request that meets a damaged page fails, and from then on health
+ * says the service is unavailable, whichever worker answers.
+ */
+describe("npm start on a store damaged past its roots", { timeout: 120_000 }, () => {
+  const dirs = useProgramRoot("consent-damaged-");
+
+  it("turns health to 503 in every worker once a request meets a damaged page, and says so once", async () => {
+    const dataDir = dirs.join("data");
+    const first = await startService(dataDir);
+    const { key } = await mintKey(first.service, await createTeam(first.service));
+    const { publicId } = await createBanner(first.service, key);
+    expect(await first.program.stop()).toBe(0);
+
+    // Rows enough that the log fills most of the file, written by the store itself.
+    const store = await openLmdbStore({ dataDir });
+    const banner = await store.banners.getByPublicId(publicId);
+    if (!banner) throw new Error("the banner was not stored");
+    await Promise.all(
+      Array.from({ length: 3_000 }, () => {
+        const now = new Date();
+        return store.consentLog.append({
+          id: uuidv7(),
+          teamId: banner.teamId,
+          bannerId: banner.id,
+          publicId,
+          consentId: randomUUID(),
+          method: "consent_given",
+          preferences: { necessary: true, analytics: false },
+          revision: 1,
+          languageCode: "en",
+          gpc: false,
+          pageUrl: "https://shop.example.com/",
+          occurredAt: now,
+          timestampClamped: false,
+          receivedAt: now,
+        });
+      }),
+    );
+    await store.close();
+    // A disk fault in the middle of the records file: pages the roots do not show.
+    const dataFile = path.join(dataDir, "records", "data.mdb");
+    const { size } = await stat(dataFile);
+    const page = 4_096;
+    const from = Math.floor((size * 0.4) / page) * page;
+    const to = Math.floor((size * 0.6) / page) * page;
+    const file = await open(dataFile, "r+");
+    await file.write(Buffer.alloc(to - from), 0, to - from, from);
+    await file.close();
+
+    const { program, service } = await startService(dataDir, { CONSENT_WORKERS: "2" });
+    // A new connection each time, so the primary hands the checks to both workers in turn.
+    const health = () =>
+      rawHttp(service, "GET", "/api/v1/health", { connection: "close" }).then((r) => [
+        r.status,
+        JSON.parse(r.text).data.status,
+      ]);
+    for (let i = 0; i < 4; i++) expect(await health()).toEqual([200, "ok"]);
+
+    const logs = createClient(
+      ConsentLogService,
+      createGrpcTransport({ baseUrl: service.daemonUrl }),
+    );
+    const auth = { headers: { authorization: `Bearer ${key}` } };
+    let failure: unknown;
+    try {
+      let pageToken = "";
+      do {
+        ({ nextPageToken: pageToken } = await logs.listConsentLogs(
+          { bannerId: publicId, pageSize: 100, pageToken },
+          auth,
+        ));
+      } while (pageToken);
+    } catch (error) {
+      failure = error;
+    }
+    expect(String(failure)).toMatch(/internal/i);
+    expect(String(failure)).not.toMatch(/MDB_/);
+
+    for (let i = 0; i < 6; i++) expect(await health()).toEqual([503, "unavailable"]);
+    // The log (stdout): once, from the worker that met it, with LMDB's own words.
+    const said = program.stdout().match(/the embedded store in .* is damaged \(MDB_\w+/g);
+    expect(said).toHaveLength(1);
+    expect(program.stdout()).toContain("restore the directory from a backup");
     expect(await program.stop()).toBe(0);
   });
 });
