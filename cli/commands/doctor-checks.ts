@@ -166,7 +166,7 @@ function storeCheck(report: HealthReport): CheckResult {
         name: "store",
         status: "fail",
         detail: `the daemon reports ${report.status}`,
-        hint: "check the daemon's log: its store (LMDB data dir or MONGODB_URI) does not answer",
+        hint: "check the daemon's log: its store (LMDB data dir or MONGODB_URI) does not answer, or its files are damaged",
       };
     case "refusing":
       return { name: "store", status: "fail", detail: WRITES_REFUSED, hint: WRITES_REFUSED_HINT };
