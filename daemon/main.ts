@@ -149,7 +149,8 @@ function printWelcome(
   gatewayUrl: string | undefined,
   created: string[],
 ) {
-  const cli = [...cliEnvironment(config, daemonUrl), "npx consentctl"].join(" ");
+  const environment = cliEnvironment(config, daemonUrl);
+  const cli = [...environment, "npx consentctl"].join(" ");
   const lines = [
     "",
     `consent service is running on the ${storeKind === "lmdb" ? `embedded store (${config.dataDir})` : "MongoDB store"}`,
@@ -165,7 +166,10 @@ function printWelcome(
               ]
             : []),
         ]
-      : []),
+      : [
+          // consentd alone: the gateway needs the same daemon address and operator token.
+          `  REST gateway           not in this process; start one: ${[...environment, "npx consent-gateway"].join(" ")}`,
+        ]),
     ...(created.length ? ["", `First start: created ${created.join(", ")}`] : []),
     "",
     "Mint an API key:",

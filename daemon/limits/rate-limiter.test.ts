@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { clientOfIp } from "#daemon/limits/rate-limiter.js";
+import { clientOfIp, rateLimited } from "#daemon/limits/rate-limiter.js";
 
 describe("clientOfIp", () => {
   it("counts an IPv4 address alone, however it is written", () => {
@@ -23,5 +23,12 @@ describe("clientOfIp", () => {
 
   it("keeps anything that is not an address as it is", () => {
     expect(clientOfIp("unknown")).toBe("unknown");
+  });
+});
+
+describe("rateLimited", () => {
+  it("says when to retry in words that fit the number", () => {
+    expect(rateLimited(1).message).toBe("Rate limit exceeded; retry in 1 second");
+    expect(rateLimited(42, { what: "Too many" }).message).toBe("Too many; retry in 42 seconds");
   });
 });

@@ -97,7 +97,7 @@ export function rateLimited(
   return new DomainError(
     "rate_limited",
     "rate_limited",
-    `${what}; retry in ${retryAfter} seconds`,
+    `${what}; retry in ${retryAfter} second${retryAfter === 1 ? "" : "s"}`,
     {
       retryAfterSeconds: retryAfter,
       rateLimit: state,

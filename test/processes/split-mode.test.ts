@@ -40,7 +40,9 @@ describe("split mode and a shared data directory", () => {
   it("a key minted over gRPC works through the stand-alone gateway, and both exit 0 on SIGTERM; a gateway with another token does not start", async () => {
     const dataDir = dirs.join("split");
     const daemon = await startDaemon(dataDir);
-    expect(daemon.program.stdout()).not.toContain("REST gateway");
+    expect(daemon.program.stdout()).toContain(
+      `REST gateway           not in this process; start one: CONSENT_DATA_DIR=${dataDir} CONSENT_DAEMON_URL=${daemon.url} npx consent-gateway`,
+    );
     const gateway = await startGateway(dataDir, daemon.url);
     expect(gateway.program.stdout()).toContain(`daemon at ${daemon.url}`);
     const service = await serviceOf(dataDir, daemon.url, gateway.url);
