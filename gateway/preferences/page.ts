@@ -75,15 +75,22 @@ export function preferencesPage(view: PreferencesView, nonce: string, saved: boo
   const banner = view.banner;
   const config = banner ? runtimeConfig(banner, null) : undefined;
   const texts = resolveTexts(config?.texts ?? {}, [view.languageCode]);
-  const rows = (config?.categories ?? []).map((category) => {
+  const rows = (config?.categories ?? []).map((category, i) => {
     const text = texts.category(category);
     const checked = category.required || view.preferences[category.name] === true;
-    const attributes = category.required
-      ? " checked disabled"
-      : `${checked ? " checked" : ""} name="category" value="${escapeHtml(category.name)}"`;
-    const description = text.description.text ? textIn("small", text.description) : "";
-    const note = category.required ? ` ${textIn("i", texts.get("alwaysOnLabel"))}` : "";
-    return `<label><input type="checkbox"${attributes}><span>${textIn("b", text.label)}${note}${description}</span></label>`;
+    // Named by its label (and, when locked, the note saying why), described by its description,
+    // as on the banner.
+    const described = text.description.text !== "";
+    const attributes = `${
+      category.required
+        ? " checked disabled"
+        : `${checked ? " checked" : ""} name="category" value="${escapeHtml(category.name)}"`
+    } aria-labelledby="l${i}${category.required ? ` n${i}` : ""}"${described ? ` aria-describedby="s${i}"` : ""}`;
+    const description = described ? textIn("small", text.description, ` id="s${i}"`) : "";
+    const note = category.required
+      ? ` ${textIn("i", texts.get("alwaysOnLabel"), ` id="n${i}"`)}`
+      : "";
+    return `<label><input type="checkbox"${attributes}><span>${textIn("b", text.label, ` id="l${i}"`)}${note}${description}</span></label>`;
   });
   const until = view.expiresAt ? timestampDate(view.expiresAt).toISOString().slice(11, 16) : "";
   // The page's own sentences, marked English where it does not ship the texts' language.

@@ -34,6 +34,8 @@ const all = config.categories.map((category) => category.name);
 const required = config.categories.filter((category) => category.required).map((c) => c.name);
 
 let state = readState(config.id);
+/** The state the cookie held when this page last read or wrote it (JSON), for catchUp. */
+let known = JSON.stringify(state);
 let closeView: (() => void) | undefined;
 
 const explicit = (s: ConsentState | null) => (s && !s.isDefaultState ? s : null);
@@ -53,9 +55,16 @@ function emit(type: "ready" | "change"): void {
   );
 }
 
-function acceptTypeOf(categories: string[]): ConsentState["acceptType"] {
-  if (categories.length === all.length) return "all";
-  return categories.length === required.length ? "necessary" : "custom";
+/**
+ * Accept all is "all" and Reject all "necessary", whatever the categories; otherwise what the
+ * optional categories say: none accepted "necessary", every one "all", else "custom".
+ */
+function acceptTypeOf(categories: string[], choice?: Choice): ConsentState["acceptType"] {
+  if (choice === "accept") return "all";
+  if (choice === "reject") return "necessary";
+  const optional = all.filter((name) => !required.includes(name));
+  const accepted = optional.filter((name) => categories.includes(name)).length;
+  return accepted === 0 ? "necessary" : accepted === optional.length ? "all" : "custom";
 }
 
 /** The next canonical state (spec 2.4); the consentId and first-choice time carry over. */
@@ -130,7 +139,8 @@ function apply(s: ConsentState): void {
 /** A choice or a default: recorded first, so nothing the page does afterwards can lose the row. */
 function commit(next: ConsentState, method: string): void {
   state = next;
-  if (!writeState(config.id, next)) {
+  if (writeState(config.id, next)) known = JSON.stringify(next);
+  else {
     console.warn(
       `consent banner ${config.id}: the browser did not keep the consent cookie (cookies blocked for this site?), so the banner will ask again on the next page`,
     );
@@ -140,9 +150,31 @@ function commit(next: ConsentState, method: string): void {
   if (method !== "consent_default") emit("change");
 }
 
+/**
+ * The cookie may hold a newer state than this page: a choice made in another tab, or on another
+ * page while this one waited in the back/forward cache. It is adopted, put in effect, and closes
+ * the banner when current, before anything builds on `state`; no consent:change (the page where
+ * the choice was made told its own listeners).
+ */
+function catchUp(): void {
+  const stored = readState(config.id);
+  // Unchanged since this page looked: kept, also when this page holds a state the cookie could
+  // not take (cookies blocked, one too large).
+  if (!stored || JSON.stringify(stored) === known) return;
+  known = JSON.stringify(stored);
+  state = stored;
+  apply(stored);
+  if (isCurrent()) {
+    closeView?.();
+    closeView = undefined;
+  }
+}
+
 /** An explicit choice: the first one by its button, any later one as consent_changed. */
 function choose(choice: Choice, selected: string[]): void {
   closeView = undefined;
+  // The consentId and the first choice's time carry over from a choice made in another tab.
+  catchUp();
   const categories =
     choice === "accept"
       ? all
@@ -151,7 +183,7 @@ function choose(choice: Choice, selected: string[]): void {
         : all.filter((n) => selected.includes(n) || required.includes(n));
   const first = { accept: "accept_all", reject: "accept_necessary", save: "consent_given" }[choice];
   commit(
-    nextState(categories, { collectedVia: "banner" }),
+    nextState(categories, { collectedVia: "banner", acceptType: acceptTypeOf(categories, choice) }),
     explicit(state) ? "consent_changed" : first,
   );
 }
@@ -169,6 +201,7 @@ function defaultState(rule: RuntimeRule): ConsentState {
 
 function open(customize: boolean): void {
   whenReady(() => {
+    catchUp();
     // A state applied before the page was ready (applyState in <head>) may have made the
     // prompt needless; re-opened preferences always show.
     if (!customize && isCurrent()) return;
@@ -219,7 +252,8 @@ if (running) {
     applyState(next: unknown): boolean {
       // A revision this banner has not published would keep it from asking after the next ones.
       if (!isConsentState(next) || next.revision > config.revision) return false;
-      if (!writeState(config.id, next)) {
+      if (writeState(config.id, next)) known = JSON.stringify(next);
+      else {
         // A state the cookie cannot hold would be forgotten at the next page: refused whole.
         // Where the browser keeps no cookie at all, every state is forgotten so: the integrator
         // hands it in on each page, and it holds for this one.
@@ -239,6 +273,13 @@ if (running) {
     },
     showPreferences: () => open(true),
   };
+
+  // Back from the back/forward cache, or shown again after a choice in another tab.
+  addEventListener("pageshow", (event) => event.persisted && catchUp());
+  document.addEventListener(
+    "visibilitychange",
+    () => document.visibilityState === "visible" && catchUp(),
+  );
 
   consentDefault();
   if (state && isCurrent()) {

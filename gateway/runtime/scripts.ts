@@ -14,7 +14,7 @@ let watching: MutationObserver | undefined;
  *
  * They run in document order, as the page wrote them: an external script is waited for (loaded
  * or failed) before the next one is inserted, since an inline one inserted meanwhile would run
- * first. One that fails to activate is reported on the console and skipped; the others still run.
+ * first; one marked `async` is not, as the parser would not wait for it either. One that fails to activate is reported on the console and skipped; the others still run.
  * Gated scripts the page adds afterwards (a single-page app, a tag manager) are activated as they
  * arrive, by the latest state's categories.
  */
@@ -75,12 +75,13 @@ function activate(original: HTMLScriptElement, nonce: string): Promise<void> | u
     live.nonce = original.nonce || nonce;
     const trusted = !live.src && scriptPolicy();
     if (trusted) live.text = trusted.createScript(original.text);
-    const ran = live.src
-      ? new Promise<void>((resolve) => {
-          live.addEventListener("load", () => resolve());
-          live.addEventListener("error", () => resolve());
-        })
-      : undefined;
+    const ran =
+      live.src && !original.hasAttribute("async")
+        ? new Promise<void>((resolve) => {
+            live.addEventListener("load", () => resolve());
+            live.addEventListener("error", () => resolve());
+          })
+        : undefined;
     original.replaceWith(live);
     return ran;
   } catch (error) {

@@ -5,7 +5,8 @@ import type { RuntimeConfig } from "./config.js";
  * Colours come from the configuration, which the daemon validated (decisions §3: hex, numeric
  * functional forms or named colours only), so they are safe to place in CSS.
  * Roles: secondary = background, text = body text, primary = buttons, accent = focus ring.
- * Positions move the fixed layouts only: an inline box stays where the page flow puts it.
+ * Positions move the fixed layouts only: an inline box stays where the page flow puts it. The
+ * panel's transparent border is its edge in forced colours, where the shadow is dropped.
  */
 export function bannerCss({
   primary: p,
@@ -16,7 +17,7 @@ export function bannerCss({
   return `:host{all:initial}
 .r{font:15px/1.5 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:${t};overflow-wrap:anywhere}
 .r *{box-sizing:border-box}
-.p{background:${s};color:${t};padding:16px 20px;max-height:90vh;overflow:auto;box-shadow:0 2px 16px rgba(0,0,0,.3)}
+.p{background:${s};color:${t};padding:16px 20px;max-height:90vh;overflow:auto;box-shadow:0 2px 16px rgba(0,0,0,.3);border:1px solid transparent}
 .banner .p,.modal .p{position:fixed;z-index:2147483647}
 .banner .p{left:0;right:0}
 .top .p{top:0}.bottom .p{bottom:0}.banner.center .p,.modal.center .p{top:50%}.banner.center .p{transform:translateY(-50%)}

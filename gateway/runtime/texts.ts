@@ -34,8 +34,9 @@ export interface ResolvedTexts {
 
 /**
  * Picks the texts for the wanted languages, in order (the page's `<html lang>`, then the
- * browser's languages): for each, the exact tag, else its primary subtag, else another tag of
- * that language (`pt` finds `pt-BR`); English when none has texts. Each field falls back on its
+ * browser's languages): for each, the first of `candidates(tag)` that has texts, else another
+ * tag of that language in the same script (`pt` finds `pt-BR`, `zh-TW` never `zh-Hans`), else
+ * another tag of that language; English when none has texts. Each field falls back on its
  * own, to the operator's English text and then to DEFAULT_TEXTS, so a half-translated banner
  * still shows every string; such a string is marked English. A category's own label and
  * description (its configuration, not its texts) are in no stated language and carry no mark.
@@ -45,18 +46,17 @@ export function resolveTexts(
   wanted: readonly string[],
 ): ResolvedTexts {
   const keys = Object.keys(texts);
-  const primary = (tag: string) => tag.split("-")[0];
   const find = (matches: (key: string) => boolean) => keys.find((key) => matches(comparable(key)));
   let lang: string | undefined;
   for (const tag of wanted.filter(Boolean).map(comparable)) {
+    for (const candidate of candidates(tag)) lang ??= find((key) => key === candidate);
     lang ??=
-      find((key) => key === tag) ??
-      find((key) => key === primary(tag)) ??
-      find((key) => primary(key) === primary(tag));
+      find((key) => language(key) === language(tag) && script(key) === script(tag)) ??
+      find((key) => language(key) === language(tag));
   }
   const languageCode = lang ?? "en";
   // English strings in a banner of another language say so; in an English one, nothing to say.
-  const english = primary(comparable(languageCode)) === "en" ? {} : { lang: "en" };
+  const english = language(comparable(languageCode)) === "en" ? {} : { lang: "en" };
   // Found, not texts.en: the daemon stores "en", but a banner saved before it did may say "EN".
   const englishKey = find((key) => key === "en");
   const chain = [
@@ -94,8 +94,45 @@ export function resolveTexts(
   };
 }
 
-/** Languages written right to left, by primary subtag (as texts are matched: lower case). */
-const RTL = /^(ar|arc|ckb|dv|fa|he|ks|ku-arab|ps|sd|syr|ug|ur|yi)(-|$)/i;
+/**
+ * Where to look for a tag's texts, most specific first (RFC 4647 lookup): the tag, then the tag
+ * with its script made explicit (`zh-TW` is `zh-Hant-TW`: `zh-Hant` before the bare `zh`), then
+ * shorter forms of the tag. A subtag of one character (`x`, an extension) is never left last.
+ */
+function candidates(tag: string): string[] {
+  const found: string[] = [];
+  const cut = (from: string, shortest: number) => {
+    const parts = from.split("-");
+    for (let n = parts.length; n >= shortest; n--) {
+      if ((parts[n - 1] ?? "").length > 1) found.push(parts.slice(0, n).join("-"));
+    }
+  };
+  cut(tag, 1);
+  const full = maximized(tag);
+  const withScript = full.split("-").slice(0, 2).join("-");
+  found.splice(1, 0, ...(full === tag ? [] : [full]), withScript);
+  return found;
+}
+
+/** The tag with its likely script and region filled in (`sr` is `sr-cyrl-rs`), lower case. */
+function maximized(tag: string): string {
+  try {
+    return new Intl.Locale(tag).maximize().toString().toLowerCase();
+  } catch {
+    return tag; // Not a tag Intl can read: compared as written.
+  }
+}
+
+/** The language of a tag, Norwegian's three tags counted as one (texts under `no` serve `nb`). */
+const language = (tag: string) => {
+  const primary = tag.split("-")[0] ?? tag;
+  return primary === "nb" || primary === "nn" ? "no" : primary;
+};
+const script = (tag: string) => maximized(tag).split("-")[1];
+
+/** Scripts written right to left (ISO 15924, lower case), as `maximized` names them. */
+const RTL =
+  /^(adlm|arab|armi|avst|chrs|hatr|hebr|khar|mand|mani|mend|narb|nbat|nkoo|orkh|palm|phli|phlp|phnx|prti|rohg|samr|sarb|sogd|sogo|syrc|thaa|yezi)$/;
 
 /**
  * The marks of a text in another language than its surroundings (`lang` and `dir`, WCAG 3.1.2),
@@ -105,9 +142,12 @@ export function languageMark({ lang }: Text): { lang: string; dir: "rtl" | "ltr"
   return lang ? { lang, dir: directionOf(lang) } : undefined;
 }
 
-/** The writing direction of a language, for `dir`. */
+/**
+ * The writing direction of a language, for `dir`: its script's, the one its tag names or else
+ * the one it is usually written in (`ar`, `pa-Arab` and `ff-Adlm` right to left, `sd-Deva` not).
+ */
 export function directionOf(languageCode: string): "rtl" | "ltr" {
-  return RTL.test(languageCode) ? "rtl" : "ltr";
+  return RTL.test(script(comparable(languageCode)) ?? "") ? "rtl" : "ltr";
 }
 
 /**

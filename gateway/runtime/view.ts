@@ -61,21 +61,32 @@ function mount(host: HTMLElement, config: RuntimeConfig): void {
 /** The category switches, required ones locked on; hidden until Customize. */
 function categoryList(options: ViewOptions) {
   const { config, texts } = options;
-  const boxes = config.categories.map((category) =>
-    h("input", {
-      type: "checkbox",
-      name: category.name,
-      checked: category.required || options.accepted.includes(category.name),
-      disabled: category.required,
-    }),
-  );
+  const boxes: HTMLInputElement[] = [];
   const labels = config.categories.map((category, i) => {
     const text = texts.category(category);
-    const caption = h("span", {}, {}, h("b", say(text.label)));
-    // A locked box alone does not say why: the note reads with the label.
-    if (category.required) caption.append(" ", h("i", say(texts.get("alwaysOnLabel"))));
-    if (text.description.text) caption.append(h("small", say(text.description)));
-    return h("label", {}, {}, boxes[i] as HTMLInputElement, caption);
+    // Named by its label (and, when locked, the note saying why), described by its description:
+    // a long description read as the box's name would drown it.
+    const caption = h("span", {}, {}, h("b", { id: `l${i}`, ...say(text.label) }));
+    if (category.required) {
+      caption.append(" ", h("i", { id: `n${i}`, ...say(texts.get("alwaysOnLabel")) }));
+    }
+    if (text.description.text)
+      caption.append(h("small", { id: `s${i}`, ...say(text.description) }));
+    const box = h(
+      "input",
+      {
+        type: "checkbox",
+        name: category.name,
+        checked: category.required || options.accepted.includes(category.name),
+        disabled: category.required,
+      },
+      {
+        "aria-labelledby": category.required ? `l${i} n${i}` : `l${i}`,
+        ...(text.description.text && { "aria-describedby": `s${i}` }),
+      },
+    );
+    boxes.push(box);
+    return h("label", {}, {}, box, caption);
   });
   const attributes = { role: "group", "aria-label": texts.get("customize").text };
   return { boxes, list: h("div", { hidden: !options.customize }, attributes, ...labels) };

@@ -171,6 +171,19 @@ describe.skipIf(skipBrowserTests)("accessibility (axe-core, WCAG 2.2 AA) in Chro
     expect(warnings).toEqual([]);
   });
 
+  it("keeps the panel's edge in forced colours, where its shadow is dropped", async () => {
+    await page.emulateMedia({ forcedColors: "active" });
+    for (const layout of ["banner", "modal"]) {
+      await openBanner({ layout, position: "center" });
+      const edge = await dialog(page).evaluate((panel) => {
+        const style = getComputedStyle(panel);
+        return [style.boxShadow, style.borderTopStyle, style.borderTopColor];
+      });
+      expect([layout, edge[0], edge[1]]).toEqual([layout, "none", "solid"]);
+      expect(edge[2], `${layout}: the border takes a system colour`).not.toBe("rgba(0, 0, 0, 0)");
+    }
+  });
+
   it("judges configured colours as the runtime's own WCAG check does", async () => {
     // A brand palette that meets AA: no warning from the runtime, no violation from axe.
     const brand = { primaryColor: "#123456", secondaryColor: "#fafafa", textColor: "#222222" };

@@ -3,6 +3,8 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { http } from "#test/support/api.js";
 import {
   dialog,
+  launchChromium,
+  NONCE,
   openPage,
   skipBrowserTests,
   stateOf,
@@ -116,6 +118,118 @@ describe.skipIf(skipBrowserTests)("banner runtime in Chromium: layouts and choic
       acceptType: "custom",
       collectedVia: "banner",
     });
+  });
+
+  it("records Reject all as necessary and names each box by its label alone when every category is required", async () => {
+    const { teamId } = await bannerPage({
+      categories: [
+        { name: "necessary", required: true, label: "Necessary", description: "Needed." },
+      ],
+    });
+    await dialog(page).getByRole("button", { name: "Customize" }).click();
+    // Its name is the label and why it is locked; the description describes it.
+    const box = dialog(page).getByRole("checkbox", { name: "Necessary Always on", exact: true });
+    expect(await box.count()).toBe(1);
+    const description = await box.evaluate((b) => {
+      const id = b.getAttribute("aria-describedby") ?? "";
+      return (b.getRootNode() as ShadowRoot).getElementById(id)?.textContent;
+    });
+    expect(description).toBe("Needed.");
+    await dialog(page).getByRole("button", { name: "Reject all" }).click();
+    const [row] = await waitForRows(ctx.service, teamId, 1);
+    expect(row?.method).toBe("accept_necessary");
+    expect(await stateOf(page)).toMatchObject({ acceptType: "necessary" });
+  });
+
+  it("carries a choice made in another tab: the next one is consent_changed under the same consentId", async () => {
+    const { teamId, url } = await bannerPage();
+    const other = await context.newPage();
+    await other.goto(url);
+    await expect.poll(() => dialog(other).count()).toBe(1);
+    await dialog(page).getByRole("button", { name: "Reject all" }).click();
+    const [first] = await waitForRows(ctx.service, teamId, 1);
+    await dialog(other).getByRole("button", { name: "Accept all" }).click();
+    const rows = await waitForRows(ctx.service, teamId, 2);
+    expect(rows.map((r) => [r.method, r.consentId])).toEqual([
+      ["accept_necessary", first?.consentId],
+      ["consent_changed", first?.consentId],
+    ]);
+    expect(await stateOf(other)).toMatchObject({
+      acceptType: "all",
+      consentId: first?.consentId,
+      consentTimestamp: ((await stateOf(page)) as { consentTimestamp: string }).consentTimestamp,
+    });
+  });
+
+  it("puts in effect a choice made while the page waited in the back/forward cache", async () => {
+    const browser = await launchChromium({ backForwardCache: true });
+    try {
+      const fixture = await bannerFixture(ctx.service, {
+        domain: "localhost",
+        configuration: { categories },
+      });
+      const next = ctx.site.page(`/next-${fixture.publicId}`, { publicId: fixture.publicId });
+      const first = ctx.site.page(`/first-${fixture.publicId}`, {
+        publicId: fixture.publicId,
+        body: `<a id="next" href="${next}">Next</a>`,
+      });
+      const visitor = await browser.newPage();
+      await visitor.addInitScript(() =>
+        addEventListener("pageshow", (event) => {
+          (window as { restored?: boolean }).restored = event.persisted;
+        }),
+      );
+      await visitor.goto(first);
+      await expect.poll(() => dialog(visitor).count()).toBe(1);
+      await visitor.click("#next");
+      await visitor.waitForURL(next);
+      await dialog(visitor).getByRole("button", { name: "Reject all" }).click();
+      const [row] = await waitForRows(ctx.service, fixture.teamId, 1);
+      await visitor.goBack({ waitUntil: "commit" });
+      // Restored from the cache, not loaded again: the runtime did not start over.
+      await visitor.waitForFunction(() => (window as { restored?: boolean }).restored === true, {
+        timeout: 10_000,
+      });
+      await expect.poll(() => dialog(visitor).count()).toBe(0);
+      expect(await stateOf(visitor)).toMatchObject({
+        acceptType: "necessary",
+        consentId: row?.consentId,
+      });
+    } finally {
+      await browser.close();
+    }
+  });
+
+  it("does not hold back the gated scripts after one marked async", async () => {
+    let release: () => void = () => {};
+    const held = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    ctx.site.file("/slow.js", "text/javascript", "window.slowRan = true;");
+    await context.route("**/slow.js", async (route) => {
+      await held;
+      await route.continue();
+    });
+    const fixture = await bannerFixture(ctx.service, {
+      domain: "localhost",
+      configuration: { categories },
+    });
+    await page.goto(
+      ctx.site.page(`/async-${fixture.publicId}`, {
+        publicId: fixture.publicId,
+        body: `<script type="text/plain" data-category="analytics" src="/slow.js" async nonce="${NONCE}"></script>
+<script type="text/plain" data-category="analytics" nonce="${NONCE}">window.afterRan = true;</script>`,
+      }),
+    );
+    await dialog(page).getByRole("button", { name: "Accept all" }).click();
+    await expect
+      .poll(() => page.evaluate(() => (window as { afterRan?: boolean }).afterRan))
+      .toBe(true);
+    expect(await page.evaluate(() => (window as { slowRan?: boolean }).slowRan)).toBeUndefined();
+    release();
+    await expect
+      .poll(() => page.evaluate(() => (window as { slowRan?: boolean }).slowRan))
+      .toBe(true);
   });
 
   it("works with the keyboard alone, and traps focus in the modal", async () => {

@@ -118,6 +118,14 @@ describe.skipIf(skipBrowserTests)("preferences page in Chromium", () => {
     expect(await page.getByText("Always on").isVisible()).toBe(true);
     expect(await checkbox(/Analytics/).isChecked()).toBe(true);
     expect(await checkbox(/Marketing/).isChecked()).toBe(false);
+    // Each box is named by its label (and the locked note); a description describes it.
+    const named = (name: string) => page.getByRole("checkbox", { name, exact: true });
+    expect(await named("Necessary Always on").count()).toBe(1);
+    expect(
+      await named("Analytics").evaluate(
+        (box) => document.getElementById(box.getAttribute("aria-describedby") ?? "")?.textContent,
+      ),
+    ).toBe("Usage statistics");
 
     // Keyboard only: Tab skips the locked box; Space ticks Marketing.
     for (let i = 0; i < 5; i++) {

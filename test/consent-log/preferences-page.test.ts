@@ -51,13 +51,15 @@ describe("GET and POST /preferences/{token}", () => {
       '<h1>Datenschutz-Einstellungen</h1>\n<p class="site">shop.example.com</p>',
     );
     expect(page.text).toContain(
-      '<input type="checkbox" checked disabled><span><b>Necessary</b> <i>Immer aktiv</i>',
+      '<input type="checkbox" checked disabled aria-labelledby="l0 n0"><span><b id="l0">Necessary</b> <i id="n0">Immer aktiv</i>',
     );
     expect(page.text).toContain(
-      '<input type="checkbox" checked name="category" value="analytics">',
+      '<input type="checkbox" checked name="category" value="analytics" aria-labelledby="l1" aria-describedby="s1">',
     );
-    expect(page.text).toContain('<input type="checkbox" name="category" value="marketing">');
-    expect(page.text).toContain("<small>Usage statistics</small>");
+    expect(page.text).toContain(
+      '<input type="checkbox" name="category" value="marketing" aria-labelledby="l2">',
+    );
+    expect(page.text).toContain('<small id="s1">Usage statistics</small>');
     expect(page.text).toContain(
       '<a href="https://shop.example.com/datenschutz">Datenschutzerklärung</a>',
     );
@@ -107,7 +109,7 @@ describe("GET and POST /preferences/{token}", () => {
       '<p class="status" role="status" tabindex="-1" autofocus>Ihre Auswahl wurde gespeichert.</p>';
     expect(page.text).toContain(notice);
     expect(page.text).toContain(
-      '<input type="checkbox" checked name="category" value="marketing">',
+      '<input type="checkbox" checked name="category" value="marketing" aria-labelledby="l2">',
     );
     // Only the save's own redirect says so: an address typed or from the history does not.
     for (const query of ["", "?saved=1", `?saved=${consentId}`]) {
@@ -188,9 +190,11 @@ describe("GET and POST /preferences/{token}", () => {
     expect(page.status).toBe(200);
     expect(page.text).toContain('<html lang="de">');
     expect(page.text).toContain(
-      '<input type="checkbox" checked name="category" value="analytics">',
+      '<input type="checkbox" checked name="category" value="analytics" aria-labelledby="l1" aria-describedby="s1">',
     );
-    expect(page.text).toContain('<input type="checkbox" name="category" value="marketing">');
+    expect(page.text).toContain(
+      '<input type="checkbox" name="category" value="marketing" aria-labelledby="l2">',
+    );
     expect((await submit(path, {}, "category=analytics")).status).toBe(303);
     const [saved] = await storedRows(ctx.service, teamId);
     expect(saved).toMatchObject({ method: "consent_changed", consentId, publicId });

@@ -17,10 +17,14 @@ export const skipBrowserTests =
   !existsSync(CHROMIUM) && !process.env.CONSENT_REQUIRE_BROWSER && !process.env.CI;
 if (skipBrowserTests) console.warn(`browser tests skipped: ${CHROMIUM} is not installed`);
 
-/** One headless Chromium per test file. */
-export function launchChromium(): Promise<Browser> {
+/**
+ * One headless Chromium per test file. Playwright turns the back/forward cache off by default;
+ * `backForwardCache` leaves it on, as a visitor's browser has it.
+ */
+export function launchChromium({ backForwardCache = false } = {}): Promise<Browser> {
   return chromium.launch({
     executablePath: CHROMIUM,
+    ...(backForwardCache && { ignoreDefaultArgs: ["--disable-back-forward-cache"] }),
     args: [
       "--headless",
       "--no-sandbox",

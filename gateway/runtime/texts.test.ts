@@ -1,0 +1,53 @@
+import { describe, expect, it } from "vitest";
+import type { RuntimeTexts } from "./config.js";
+import { directionOf, resolveTexts } from "./texts.js";
+
+/** Texts with only a title, under each of `tags`. */
+const titled = (...tags: string[]): Record<string, RuntimeTexts> =>
+  Object.fromEntries(tags.map((tag) => [tag, { title: tag }]));
+const chosen = (texts: Record<string, RuntimeTexts>, ...wanted: string[]) =>
+  resolveTexts(texts, wanted).languageCode;
+
+describe("resolveTexts: which language's texts a page gets", () => {
+  it("takes the exact tag, then the tag with its script, then shorter forms", () => {
+    expect(chosen(titled("de", "de-AT"), "de-AT")).toBe("de-AT");
+    expect(chosen(titled("de"), "de-CH")).toBe("de");
+    expect(chosen(titled("sr-Cyrl", "sr-Latn"), "sr-Latn-RS")).toBe("sr-Latn");
+    expect(chosen(titled("sr", "sr-Latn"), "sr-Latn-RS")).toBe("sr-Latn");
+    // Traditional Chinese where it is written, though the bare tag has texts too.
+    for (const page of ["zh-TW", "zh-HK", "zh-Hant"]) {
+      expect(chosen(titled("zh", "zh-Hans", "zh-Hant"), page)).toBe("zh-Hant");
+    }
+    expect(chosen(titled("zh-Hant", "zh-Hans"), "zh-CN")).toBe("zh-Hans");
+    expect(chosen(titled("zh-Hant", "zh-Hans"), "zh")).toBe("zh-Hans");
+  });
+
+  it("falls back to the same language in the same script, then to any of that language", () => {
+    expect(chosen(titled("pt-BR"), "pt")).toBe("pt-BR");
+    expect(chosen(titled("zh-Hans", "zh-Hant"), "zh-MO")).toBe("zh-Hant");
+    expect(chosen(titled("sr-Latn"), "sr")).toBe("sr-Latn");
+    // Norwegian: texts under "no" serve Bokmål and Nynorsk pages, and the other way round.
+    expect(chosen(titled("no"), "nb-NO")).toBe("no");
+    expect(chosen(titled("nb"), "no")).toBe("nb");
+  });
+
+  it("follows the wanted languages in order, any case, English when none has texts", () => {
+    expect(chosen(titled("fr", "de"), "it", "DE-de", "fr")).toBe("de");
+    expect(chosen(titled("fr"), "it")).toBe("en");
+    expect(chosen(titled("fr"), "not a tag", "fr-CA")).toBe("fr");
+  });
+});
+
+describe("directionOf", () => {
+  it("reads the direction from the script the tag names, else the one the language is written in", () => {
+    for (const rtl of ["ar", "ar-EG", "he", "fa", "ur", "ckb", "dv", "yi", "syr", "ku-Arab"]) {
+      expect([rtl, directionOf(rtl)]).toEqual([rtl, "rtl"]);
+    }
+    for (const rtl of ["pa-Arab", "uz-Arab", "ff-Adlm", "sd"]) {
+      expect([rtl, directionOf(rtl)]).toEqual([rtl, "rtl"]);
+    }
+    for (const ltr of ["en", "de-AT", "sd-Deva", "ku", "pa", "zh-Hant", "az-Latn"]) {
+      expect([ltr, directionOf(ltr)]).toEqual([ltr, "ltr"]);
+    }
+  });
+});
