@@ -36,6 +36,12 @@ const languageCode = z
   .refine((tag) => canonicalLanguage(tag) !== undefined, {
     message: LANGUAGE_TAG_MESSAGE,
     ...IF_VALID_SO_FAR,
+  })
+  // The key becomes the languageCode of the states and rows made in that language, which spec
+  // 2.4 and decisions §5 limit to 20 characters: a longer one would lose every choice.
+  .refine((tag) => (canonicalLanguage(tag) ?? "").length <= 20, {
+    message: "must be a language tag of at most 20 characters (a consent state's languageCode)",
+    ...IF_VALID_SO_FAR,
   });
 const color = z
   .string()

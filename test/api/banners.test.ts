@@ -272,6 +272,10 @@ describe("banners", () => {
         `${field} must not repeat a language: pt-BR and pt-br are both pt-BR`,
       ],
       [{ "en-a": {} }, `${field} keys must be a language tag such as en or pt-BR`],
+      [
+        { "yue-Hant-419-abcdefgh": {} },
+        `${field} keys must be a language tag of at most 20 characters (a consent state's languageCode)`,
+      ],
     ] as const) {
       for (const refused of [
         await post({ name: "L", domain: "u.example", configuration: { texts } }),
