@@ -282,6 +282,17 @@ function requestBudget(budgetBytes: number): (stream: ServerHttp2Stream) => void
   };
 }
 
+/**
+ * What one connection's HTTP/2 session may hold, in Node's unit for `maxSessionMemory` (10^6
+ * bytes). Node counts the answers queued on a connection while the client's flow control holds
+ * them back, and past its default, 10, refuses every new stream (RST_STREAM ENHANCE_YOUR_CALM)
+ * and after 100 refusals ends the connection with every call on it: a stand-alone gateway relaying
+ * a burst of banner edits (each answered with its banner, up to 256 KB) lost calls the daemon had
+ * carried out. One gateway's calls in flight are bounded by its body budget (as large as
+ * REQUEST_BUDGET_BYTES) and their answers may be as large: a session holds that, and as much again.
+ */
+export const SESSION_MEMORY_MB = Math.ceil((2 * REQUEST_BUDGET_BYTES) / 1e6);
+
 /** How long calls may still run after closing begins before their context signal is aborted. */
 const CALL_SHUTDOWN_MS = 5_000;
 
@@ -295,8 +306,11 @@ const CALL_SHUTDOWN_MS = 5_000;
  * deadline is cut (Node 20 keeps HTTP/2 sessions open).
  */
 export async function listenDaemon(daemon: Daemon, options: ListenOptions) {
+  // Fastify hands `http` to http2.createServer too (lib/server.js), but types it for HTTP/1 only.
+  const http2ServerOptions: object = { http: { maxSessionMemory: SESSION_MEMORY_MB } };
   const app = fastify({
     http2: true,
+    ...http2ServerOptions,
     forceCloseConnections: true,
     loggerInstance: options.logger,
     logController: new LogController({ disableRequestLogging: true }),

@@ -12,6 +12,7 @@ import {
   firstFailure,
   isDaemonUnreachable,
 } from "#gateway/daemon-transport.js";
+import { httpErrorOf } from "#gateway/errors.js";
 import { startGateway } from "#gateway/main.js";
 import { ErrorInfoSchema } from "#gen/consent/v1/errors_pb.js";
 import {
@@ -301,6 +302,70 @@ describe("the stand-alone gateway's transport to the daemon", () => {
       "the daemon holds as many requests as it allows",
     ]);
     expect(isDaemonUnreachable(failure)).toBe(false);
+    // Reset before it was read whole, the call was not carried out: the 503 asks for a retry, as
+    // the gateway's own body budget's does; a daemon lost is not told to be back in a second.
+    expect(httpErrorOf(failure)).toMatchObject({ status: 503, headers: { "Retry-After": "1" } });
+    const lostCall = await failureOf(
+      createClient(
+        Health,
+        createDaemonTransport({ baseUrl: `http://127.0.0.1:${await closedPort()}` }),
+      ).check({ service: "" }),
+    );
+    expect(httpErrorOf(lostCall)).toMatchObject({ status: 503, headers: {} });
+  });
+
+  it("takes the daemon's answers while large request bodies wait on the connection for the daemon to read them", async () => {
+    // A daemon reading slower than the gateway sends: it has read one call whole and holds the
+    // next ones unread (flow control keeps their bodies on the gateway's side of the connection,
+    // 64 x 256 KB, past Node's default session memory of 10 MB), then answers the first.
+    const CALLS = 64;
+    const held: http2.ServerHttp2Stream[] = [];
+    let firstRead: http2.ServerHttp2Stream | undefined;
+    const sessions: http2.ServerHttp2Session[] = [];
+    const server = http2.createServer();
+    server.on("session", (session) => sessions.push(session));
+    server.on("stream", (stream) => {
+      stream.on("error", () => {});
+      if (firstRead === undefined) {
+        stream.resume();
+        stream.on("end", () => {
+          firstRead = stream;
+        });
+      } else held.push(stream);
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    cleanups.push(
+      () =>
+        new Promise<void>((resolve) => {
+          server.close(() => resolve());
+          for (const session of sessions) session.destroy();
+        }),
+    );
+    const answer = (stream: http2.ServerHttp2Stream) => {
+      stream.respond({ ":status": 200, "content-type": "application/proto" });
+      stream.end(Buffer.from([0x08, 0x01]));
+    };
+    const address = server.address();
+    const port = typeof address === "object" && address ? address.port : 0;
+    const health = createClient(
+      Health,
+      createDaemonTransport({ baseUrl: `http://127.0.0.1:${port}` }),
+    );
+
+    const first = failureOf(health.check({ service: "" }));
+    await expect.poll(() => firstRead !== undefined).toBe(true);
+    const large = Array.from({ length: CALLS }, (_, index) =>
+      failureOf(health.check({ service: String(index).padEnd(256 * 1024, "x") })),
+    );
+    await expect.poll(() => held.length).toBe(CALLS);
+    answer(firstRead as http2.ServerHttp2Stream);
+    expect(await first).toBeUndefined();
+    // Then it reads the others and answers each.
+    for (const stream of held) {
+      stream.resume();
+      stream.on("end", () => answer(stream));
+    }
+    expect(await Promise.all(large)).toEqual(Array(CALLS).fill(undefined));
   });
 
   it("fails a call HTTP/2 cannot carry as INTERNAL, and keeps the connection for the next", async () => {

@@ -25,6 +25,7 @@ import {
   validateResponseWithCompression,
 } from "@connectrpc/connect/protocol-connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
+import { BODY_BUDGET_BYTES } from "#gateway/body-budget.js";
 
 export interface DaemonTransportOptions {
   /** CONSENT_DAEMON_URL: the daemon's h2c port. */
@@ -176,6 +177,18 @@ interface Reply {
   header: Headers;
   body: Uint8Array;
 }
+
+/**
+ * What the connection's HTTP/2 session may hold, in Node's unit for `maxSessionMemory` (10^6
+ * bytes). Node's default, 10, counts the request bodies queued on the session while the daemon's
+ * flow control holds them back, and past it Node drops each answer whose headers arrive then
+ * (RST_STREAM ENHANCE_YOUR_CALM from this side): a burst of large banner bodies (128 of 200 KB)
+ * had calls the daemon had carried out answered 503, and could leave the connection refusing
+ * answers for a minute after. The bodies are the gateway's own, already bounded by its body budget
+ * (BODY_BUDGET_BYTES): the session holds that budget, and as much again for headers, answers
+ * and nghttp2's own state.
+ */
+const SESSION_MEMORY_MB = Math.ceil((2 * BODY_BUDGET_BYTES) / 1e6);
 
 /** A stream the daemon refused before processing it (REFUSED_STREAM, or past a GOAWAY). */
 class Refused extends Error {}
@@ -355,9 +368,7 @@ class DaemonConnection {
         }
         // The daemon holds as many requests as it allows (REQUEST_BUDGET_BYTES): reached, busy.
         if (stream.rstCode === NGHTTP2_ENHANCE_YOUR_CALM) {
-          finish(
-            new ConnectError("the daemon holds as many requests as it allows", Code.Unavailable),
-          );
+          finish(busy());
           return;
         }
         finish(unreachable(error));
@@ -421,6 +432,7 @@ class DaemonConnection {
   private connect(): Link {
     let socket: Socket | undefined;
     const session = http2.connect(this.origin, {
+      maxSessionMemory: SESSION_MEMORY_MB,
       createConnection: (authority: URL) => {
         socket = openSocket(authority);
         return socket;
@@ -636,6 +648,27 @@ function lost(): ConnectError {
   return marked(
     new ConnectError("the daemon closed the call without answering it", Code.Unavailable),
   );
+}
+
+/** Calls the daemon refused unread, as over its request budget: retried shortly, they may pass. */
+const busyFailures = new WeakSet<ConnectError>();
+
+function busy(): ConnectError {
+  const error = new ConnectError(
+    "the daemon holds as many requests as it allows",
+    Code.Unavailable,
+  );
+  busyFailures.add(error);
+  return error;
+}
+
+/**
+ * Whether the daemon reset a call with ENHANCE_YOUR_CALM (over its request budget while the
+ * request was still arriving, or a new stream its session would not take), so before carrying it
+ * out: the gateway's answer asks for a retry (`Retry-After`), as its own body budget's does.
+ */
+export function isDaemonBusy(error: unknown): boolean {
+  return error instanceof ConnectError && busyFailures.has(error);
 }
 
 /** Failures of the connection to the daemon, as opposed to answers of a daemon that was reached. */

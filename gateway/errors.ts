@@ -2,7 +2,7 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import type { FastifyBaseLogger, FastifyReply, FastifyRequest } from "fastify";
 import { isStoreFull } from "#daemon/store/disk-guard.js";
 import { BodyBudgetExceeded } from "#gateway/body-budget.js";
-import { isDaemonUnreachable } from "#gateway/daemon-transport.js";
+import { isDaemonBusy, isDaemonUnreachable } from "#gateway/daemon-transport.js";
 import { snapshotJson } from "#gateway/json.js";
 import { type ErrorInfo, ErrorInfoSchema } from "#gen/consent/v1/errors_pb.js";
 
@@ -180,7 +180,8 @@ function fromConnectError(error: ConnectError): HttpError {
         status: 503,
         code: "unavailable",
         message: "The service is temporarily unavailable; retry later",
-        headers: {},
+        // The daemon's request budget, as the gateway's own body budget: retry shortly.
+        headers: isDaemonBusy(error) ? { "Retry-After": "1" } : {},
       };
     }
     return status >= 500 ? INTERNAL : { status, message: error.rawMessage, headers: {} };

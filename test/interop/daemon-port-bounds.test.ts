@@ -1,7 +1,10 @@
 import http2 from "node:http2";
+import { create, toBinary } from "@bufbuild/protobuf";
 import { credentials, status } from "@grpc/grpc-js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { MAX_STREAMS_PER_CONNECTION } from "#daemon/server.js";
+import { GetBannerRequestSchema } from "#gen/consent/v1/banner_pb.js";
+import { createBanner, createTeam, mintKey } from "#test/support/api.js";
 import { addressOf, loadConsentProtos, unary } from "#test/support/grpc-js.js";
 import { grpcWebTrailers } from "#test/support/raw-http2.js";
 import { startTestService, type TestService } from "#test/support/service.js";
@@ -266,5 +269,53 @@ describe("the daemon port's budget for request bytes in flight", () => {
     const served = await check();
     expect(served.ok ? "answered" : served.error.code).toBe(status.NOT_FOUND);
     health.close();
+  });
+});
+
+/**
+ * Answers a client has not read yet wait in the daemon's HTTP/2 session (flow control holds them
+ * back): a stand-alone gateway's one connection carries every REST request at once.
+ */
+describe("the daemon port's answers waiting on a connection", () => {
+  let service: TestService;
+  beforeAll(async () => {
+    service = await startTestService({ gateway: true });
+  });
+  afterAll(() => service.close());
+
+  it("takes new calls while large answers wait for the client to read them (more than Node's default 10 MB)", async () => {
+    const { key } = await mintKey(service, await createTeam(service, "enterprise"));
+    // About 210 KB of banner: 100 languages of 2,000 characters.
+    const texts = Object.fromEntries(
+      Array.from({ length: 100 }, (_, index) => [
+        `en-x-p${String(index).padStart(4, "0")}`,
+        { description: "a".repeat(2_000) },
+      ]),
+    );
+    const { id } = await createBanner(service, key, { configuration: { texts } });
+    // A client that reads no answer data yet: every answer stays queued in the daemon.
+    const session = http2.connect(service.daemonUrl, { settings: { initialWindowSize: 0 } });
+    session.on("error", () => {});
+    const getBanner = () =>
+      new Promise<string>((resolve) => {
+        const stream = session.request({
+          ":method": "POST",
+          ":path": "/consent.v1.BannerService/GetBanner",
+          "content-type": "application/proto",
+          authorization: `Bearer ${key}`,
+        });
+        stream.on("error", () => {});
+        stream.on("response", (headers) => resolve(String(headers[":status"])));
+        stream.on("close", () => resolve(`reset ${stream.rstCode}`));
+        stream.end(toBinary(GetBannerRequestSchema, create(GetBannerRequestSchema, { id })));
+      });
+    try {
+      // 64 answers of about 210 KB each, unread; then one call more.
+      const answered = await Promise.all(Array.from({ length: 64 }, getBanner));
+      expect(answered).toEqual(Array(64).fill("200"));
+      expect(await getBanner()).toBe("200");
+    } finally {
+      session.destroy();
+    }
   });
 });
