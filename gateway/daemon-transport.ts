@@ -42,8 +42,11 @@ export interface DaemonTransportOptions {
   keepAlive?: KeepAlive;
 }
 
-/** Responses the gateway relays are small (a banner list page is the largest); this bounds a bad one. */
-const DEFAULT_READ_MAX_BYTES = 16 * 1024 * 1024;
+/**
+ * The largest answer the gateway reads. A team's banner list is every banner (spec 4.2 has no
+ * pages), each configuration up to 248 KB: a thousand of the largest fit. This bounds a bad one.
+ */
+const DEFAULT_READ_MAX_BYTES = 256 * 1024 * 1024;
 
 const {
   HTTP2_HEADER_METHOD,

@@ -792,4 +792,27 @@ describe("banners", () => {
     const sentBack = await patch(banner);
     expect(sentBack.status).toBe(200);
   });
+
+  it("lists every banner of a team however large the list grows (spec 4.2: no pages)", async () => {
+    const own = (await mintKey(service, await createTeam(service, "enterprise"))).key;
+    // 96 banners of about 200 KB each: a list answer past 16 MiB however it is encoded.
+    const texts = Object.fromEntries(
+      Array.from({ length: 100 }, (_, n) => [`en-${1000 + n}`, { description: "x".repeat(2000) }]),
+    );
+    for (let batch = 0; batch < 12; batch++) {
+      const made = await Promise.all(
+        Array.from({ length: 8 }, (_, i) =>
+          http(service, "POST", "/api/v1/banners", {
+            key: own,
+            body: { name: `Big ${batch * 8 + i}`, domain: "big.example", configuration: { texts } },
+          }),
+        ),
+      );
+      expect(made.map((answer) => answer.status)).toEqual(Array(8).fill(201));
+    }
+    const listed = await http(service, "GET", "/api/v1/banners", { key: own });
+    expect(listed.status).toBe(200);
+    expect(listed.text.length).toBeGreaterThan(19 * 1024 * 1024);
+    expect(listed.body.data.banners).toHaveLength(96);
+  });
 });
