@@ -187,11 +187,19 @@ export function showBanner(options: ViewOptions): () => void {
       : modal
         ? holdPageScroll()
         : undefined;
+  // A page that renders its body anew (a framework's hydration, a client-side route) may take
+  // the banner out with it: it goes back until the visitor chooses, so the question is not lost
+  // and a modal does not leave the page held still with nothing on screen.
+  const stayMounted = new MutationObserver(() => {
+    if (!host.isConnected) mount(host, config);
+  });
+  stayMounted.observe(document.body, { childList: true, subtree: config.layout === "inline" });
   let closed = false;
   const close = () => {
     // Once: a view closed by Escape may be closed again by the next showPreferences.
     if (closed) return;
     closed = true;
+    stayMounted.disconnect();
     // Focus inside the banner (a modal, re-opened preferences, a clicked button) goes back to
     // where it was before, whatever the layout, rather than to the top of the page.
     const focused = document.activeElement === host;

@@ -232,6 +232,30 @@ describe.skipIf(skipBrowserTests)("banner runtime in Chromium: layouts and choic
       .toBe(true);
   });
 
+  it("comes back when the page renders its body anew, until the visitor chooses", async () => {
+    await bannerPage({ layout: "modal" });
+    await expect.poll(() => dialog(page).count()).toBe(1);
+    const overflow = () => page.evaluate(() => document.documentElement.style.overflow);
+    // A framework's render that drops what it did not make.
+    await page.evaluate(() => document.querySelector("[id^=consent-banner-]")?.remove());
+    await expect.poll(() => dialog(page).count()).toBe(1);
+    expect(await overflow()).toBe("hidden");
+    await dialog(page).getByRole("button", { name: "Reject all" }).click();
+    expect(await dialog(page).count()).toBe(0);
+    expect(await overflow()).toBe("");
+
+    // An inline banner whose slot is rendered anew goes into the new one.
+    await bannerPage({ layout: "inline" });
+    await expect.poll(() => dialog(page).count()).toBe(1);
+    await page.evaluate(() => {
+      const slot = document.createElement("div");
+      slot.dataset.consentBanner = "";
+      slot.id = "new-slot";
+      document.querySelector("[data-consent-banner]")?.replaceWith(slot);
+    });
+    await expect.poll(() => page.locator("#new-slot [role=dialog]").count()).toBe(1);
+  });
+
   it("works with the keyboard alone, and traps focus in the modal", async () => {
     const { teamId } = await bannerPage({ layout: "modal" });
     const focused = () =>
