@@ -26,10 +26,13 @@ const apiBase = loaderUrl.origin + loaderUrl.pathname.replace(/\/loader\/[^/]*$/
 const gpc = (navigator as { globalPrivacyControl?: boolean }).globalPrivacyControl === true;
 /** Global Privacy Control opts out of sale and sharing where a US rule applies. */
 const gpcApplies = gpc && !!config.rule?.us;
-const texts = resolveTexts(config.texts, [
-  document.documentElement.lang,
-  ...(navigator.languages ?? [navigator.language]),
-]);
+/** The texts for the page's language as it is now: a single-page app may change `<html lang>`. */
+const textsNow = () =>
+  resolveTexts(config.texts, [
+    document.documentElement.lang,
+    ...(navigator.languages ?? [navigator.language]),
+  ]);
+let texts = textsNow();
 const all = config.categories.map((category) => category.name);
 const required = config.categories.filter((category) => category.required).map((c) => c.name);
 
@@ -202,6 +205,7 @@ function defaultState(rule: RuntimeRule): ConsentState {
 function open(customize: boolean): void {
   whenReady(() => {
     catchUp();
+    texts = textsNow();
     // A state applied before the page was ready (applyState in <head>) may have made the
     // prompt needless; re-opened preferences always show.
     if (!customize && isCurrent()) return;

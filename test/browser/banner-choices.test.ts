@@ -256,6 +256,27 @@ describe.skipIf(skipBrowserTests)("banner runtime in Chromium: layouts and choic
     await expect.poll(() => page.locator("#new-slot [role=dialog]").count()).toBe(1);
   });
 
+  it("re-opened preferences speak the language the page has now (a single-page app switched it)", async () => {
+    const texts = { de: { title: "Ihre Privatsphäre", save: "Speichern" } };
+    const { teamId } = await bannerPage({ texts });
+    await dialog(page).getByRole("button", { name: "Accept all" }).click();
+    await page.evaluate(() => {
+      document.documentElement.lang = "de";
+      (
+        window as unknown as { consentBanner: { showPreferences(): void } }
+      ).consentBanner.showPreferences();
+    });
+    await expect
+      .poll(() => dialog(page).getByRole("heading").textContent())
+      .toBe("Ihre Privatsphäre");
+    await dialog(page).getByRole("button", { name: "Speichern" }).click();
+    const rows = await waitForRows(ctx.service, teamId, 2);
+    expect(rows.map((row) => [row.method, row.languageCode])).toEqual([
+      ["accept_all", "en"],
+      ["consent_changed", "de"],
+    ]);
+  });
+
   it("works with the keyboard alone, and traps focus in the modal", async () => {
     const { teamId } = await bannerPage({ layout: "modal" });
     const focused = () =>
