@@ -338,20 +338,6 @@ describe("grpc-js against the daemon", () => {
     expect(overGrpc.message).toBe(overRest.body.data.error);
   });
 
-  it("a PutSubjectState without baseVersion is refused as REST refuses the body without it", async () => {
-    const write = { ...subject(), consentState: toStruct(consentState()) };
-    const overGrpc = failure(await unary(subjects, "PutSubjectState", write, bearer(key)));
-    const overRest = await rest("PUT", "/api/v1/consent/subjects/state", {
-      ...write,
-      consentState: consentState(),
-    });
-    expect(overRest.status).toBe(400);
-    expect(overGrpc.code).toBe(status.INVALID_ARGUMENT);
-    const fields = overGrpc.info?.details.map(({ field, message }) => ({ field, message }));
-    expect(fields).toEqual(overRest.body.data.details);
-    expect(fields).toEqual([{ field: "baseVersion", message: "baseVersion is required" }]);
-  });
-
   it("refuses a request carrying its body in json and in typed fields, naming those fields", async () => {
     const who = subject();
     const both = { ...who, json: Buffer.from(JSON.stringify(subject())) };
