@@ -20,6 +20,9 @@ describe("resolveTexts: which language's texts a page gets", () => {
     }
     expect(chosen(titled("zh-Hant", "zh-Hans"), "zh-CN")).toBe("zh-Hans");
     expect(chosen(titled("zh-Hant", "zh-Hans"), "zh")).toBe("zh-Hans");
+    // A shorter form in another script is passed over: the bare zh is Simplified.
+    expect(chosen(titled("zh", "zh-TW"), "zh-HK")).toBe("zh-TW");
+    expect(chosen(titled("sr", "sr-Latn-BA"), "sr-Latn-RS")).toBe("sr-Latn-BA");
   });
 
   it("falls back to the same language in the same script, then to any of that language", () => {
@@ -48,6 +51,25 @@ describe("directionOf", () => {
     }
     for (const ltr of ["en", "de-AT", "sd-Deva", "ku", "pa", "zh-Hant", "az-Latn"]) {
       expect([ltr, directionOf(ltr)]).toEqual([ltr, "ltr"]);
+    }
+    expect(directionOf("ur-Aran")).toBe("rtl");
+  });
+
+  it("falls back to the language where the browser has no Intl.Locale", () => {
+    const intl = Intl as { Locale?: typeof Intl.Locale };
+    const locale = intl.Locale;
+    delete intl.Locale;
+    try {
+      for (const rtl of ["ar-SA", "he-IL", "fa-AF", "ks-Arab-IN"]) {
+        expect([rtl, directionOf(rtl)]).toEqual([rtl, "rtl"]);
+      }
+      for (const ltr of ["en-NZ", "sd-Deva-IN", "de-LI"]) {
+        expect([ltr, directionOf(ltr)]).toEqual([ltr, "ltr"]);
+      }
+      expect(chosen(titled("pt-BR", "fr"), "pt-AO")).toBe("pt-BR");
+      expect(chosen(titled("es"), "es-UY")).toBe("es");
+    } finally {
+      intl.Locale = locale;
     }
   });
 });

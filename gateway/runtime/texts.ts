@@ -97,30 +97,38 @@ export function resolveTexts(
 /**
  * Where to look for a tag's texts, most specific first (RFC 4647 lookup): the tag, then the tag
  * with its script made explicit (`zh-TW` is `zh-Hant-TW`: `zh-Hant` before the bare `zh`), then
- * shorter forms of the tag. A subtag of one character (`x`, an extension) is never left last.
+ * shorter forms of the tag in the same script (`zh-HK` never falls to `zh`, which is Simplified).
+ * A subtag of one character (`x`, an extension) is never left last.
  */
 function candidates(tag: string): string[] {
-  const found: string[] = [];
-  const cut = (from: string, shortest: number) => {
-    const parts = from.split("-");
-    for (let n = parts.length; n >= shortest; n--) {
-      if ((parts[n - 1] ?? "").length > 1) found.push(parts.slice(0, n).join("-"));
-    }
-  };
-  cut(tag, 1);
+  const own = script(tag);
   const full = maximized(tag);
-  const withScript = full.split("-").slice(0, 2).join("-");
-  found.splice(1, 0, ...(full === tag ? [] : [full]), withScript);
+  const found = [tag, full, full.split("-").slice(0, 2).join("-")];
+  const parts = tag.split("-");
+  for (let n = parts.length - 1; n >= 1; n--) {
+    const shorter = parts.slice(0, n).join("-");
+    if ((parts[n - 1] ?? "").length > 1 && script(shorter) === own) found.push(shorter);
+  }
   return found;
 }
 
-/** The tag with its likely script and region filled in (`sr` is `sr-cyrl-rs`), lower case. */
+const maximizedTags = new Map<string, string>();
+
+/**
+ * The tag with its likely script and region filled in (`sr` is `sr-cyrl-rs`), lower case; as
+ * written where Intl cannot tell (a tag it cannot read, a browser without `Intl.Locale`).
+ */
 function maximized(tag: string): string {
-  try {
-    return new Intl.Locale(tag).maximize().toString().toLowerCase();
-  } catch {
-    return tag; // Not a tag Intl can read: compared as written.
+  let full = maximizedTags.get(tag);
+  if (full === undefined) {
+    try {
+      full = new Intl.Locale(tag).maximize().toString().toLowerCase();
+    } catch {
+      full = tag;
+    }
+    maximizedTags.set(tag, full);
   }
+  return full;
 }
 
 /** The language of a tag, Norwegian's three tags counted as one (texts under `no` serve `nb`). */
@@ -128,11 +136,18 @@ const language = (tag: string) => {
   const primary = tag.split("-")[0] ?? tag;
   return primary === "nb" || primary === "nn" ? "no" : primary;
 };
-const script = (tag: string) => maximized(tag).split("-")[1];
 
-/** Scripts written right to left (ISO 15924, lower case), as `maximized` names them. */
-const RTL =
-  /^(adlm|arab|armi|avst|chrs|hatr|hebr|khar|mand|mani|mend|narb|nbat|nkoo|orkh|palm|phli|phlp|phnx|prti|rohg|samr|sarb|sogd|sogo|syrc|thaa|yezi)$/;
+/** The script (ISO 15924, lower case) a tag names or implies, when known. */
+const script = (tag: string): string | undefined => {
+  const second = maximized(tag).split("-")[1];
+  return second && /^[a-z]{4}$/.test(second) ? second : undefined;
+};
+
+/** Scripts written right to left (ISO 15924, lower case). */
+const RTL_SCRIPTS =
+  /^(adlm|arab|aran|armi|avst|chrs|cprt|elym|hatr|hebr|hung|khar|lydi|mand|mani|mend|merc|mero|narb|nbat|nkoo|orkh|ougr|palm|phli|phlp|phnx|prti|rohg|samr|sarb|sogd|sogo|syrc|syre|syrj|syrn|thaa|yezi)$/;
+/** Languages written right to left, for a tag whose script Intl cannot tell. */
+const RTL_LANGUAGES = /^(ar|arc|ckb|dv|fa|he|ks|ps|sd|syr|ug|ur|yi)(-|$)/;
 
 /**
  * The marks of a text in another language than its surroundings (`lang` and `dir`, WCAG 3.1.2),
@@ -147,7 +162,10 @@ export function languageMark({ lang }: Text): { lang: string; dir: "rtl" | "ltr"
  * the one it is usually written in (`ar`, `pa-Arab` and `ff-Adlm` right to left, `sd-Deva` not).
  */
 export function directionOf(languageCode: string): "rtl" | "ltr" {
-  return RTL.test(script(comparable(languageCode)) ?? "") ? "rtl" : "ltr";
+  const tag = comparable(languageCode);
+  const written = script(tag);
+  const rtl = written ? RTL_SCRIPTS.test(written) : RTL_LANGUAGES.test(tag);
+  return rtl ? "rtl" : "ltr";
 }
 
 /**
