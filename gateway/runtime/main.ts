@@ -40,6 +40,8 @@ let state = readState(config.id);
 /** The state the cookie held when this page last read or wrote it (JSON), for catchUp. */
 let known = JSON.stringify(state);
 let closeView: (() => void) | undefined;
+/** Whether the open view asks for a first choice (not preferences the visitor re-opened). */
+let prompting = false;
 
 const explicit = (s: ConsentState | null) => (s && !s.isDefaultState ? s : null);
 /** Whether the visitor's choice covers the published revision: no need to ask. */
@@ -155,9 +157,9 @@ function commit(next: ConsentState, method: string): void {
 
 /**
  * The cookie may hold a newer state than this page: a choice made in another tab, or on another
- * page while this one waited in the back/forward cache. It is adopted, put in effect, and closes
- * the banner when current, before anything builds on `state`; no consent:change (the page where
- * the choice was made told its own listeners).
+ * page while this one waited in the back/forward cache. It is adopted and put in effect before
+ * anything builds on `state`; a prompt it answers closes (preferences the visitor re-opened stay
+ * open), and an explicit choice fires consent:change here too, for this page's listeners.
  */
 function catchUp(): void {
   const stored = readState(config.id);
@@ -167,10 +169,11 @@ function catchUp(): void {
   known = JSON.stringify(stored);
   state = stored;
   apply(stored);
-  if (isCurrent()) {
+  if (prompting && isCurrent()) {
     closeView?.();
     closeView = undefined;
   }
+  if (explicit(stored)) emit("change");
 }
 
 /** An explicit choice: the first one by its button, any later one as consent_changed. */
@@ -210,6 +213,7 @@ function open(customize: boolean): void {
     // prompt needless; re-opened preferences always show.
     if (!customize && isCurrent()) return;
     closeView?.();
+    prompting = !customize;
     closeView = showBanner({
       config,
       texts,
@@ -278,8 +282,10 @@ if (running) {
     showPreferences: () => open(true),
   };
 
-  // Back from the back/forward cache, or shown again after a choice in another tab.
+  // Back from the back/forward cache, or shown or focused again after a choice in another tab
+  // (two windows side by side fire no visibilitychange).
   addEventListener("pageshow", (event) => event.persisted && catchUp());
+  addEventListener("focus", catchUp);
   document.addEventListener(
     "visibilitychange",
     () => document.visibilityState === "visible" && catchUp(),

@@ -161,6 +161,51 @@ describe.skipIf(skipBrowserTests)("banner runtime in Chromium: layouts and choic
     });
   });
 
+  it("takes another tab's choice when focused: a prompt closes, re-opened preferences stay, and consent:change fires", async () => {
+    const { url } = await bannerPage();
+    const [prompted, preferring] = [await context.newPage(), await context.newPage()];
+    for (const tab of [prompted, preferring]) {
+      await tab.goto(url);
+      await expect.poll(() => dialog(tab).count()).toBe(1);
+      await tab.evaluate(() =>
+        addEventListener("consent:change", (event) => {
+          const w = window as { changes?: unknown[] };
+          w.changes = [...(w.changes ?? []), (event as CustomEvent).detail.consentState.acceptType];
+        }),
+      );
+    }
+    await dialog(preferring).getByRole("button", { name: "Customize" }).click();
+    await dialog(page).getByRole("button", { name: "Accept all" }).click();
+    // Shown again after the choice in the first tab (two windows side by side: focus).
+    for (const tab of [prompted, preferring]) {
+      await tab.evaluate(() => dispatchEvent(new Event("focus")));
+      expect(await tab.evaluate(() => (window as { changes?: unknown[] }).changes)).toEqual([
+        "all",
+      ]);
+      expect(await stateOf(tab)).toMatchObject({ acceptType: "all" });
+    }
+    expect(await dialog(prompted).count()).toBe(0);
+    // The first view switched to Customize is still the prompt the choice answered.
+    expect(await dialog(preferring).count()).toBe(0);
+    // Preferences the visitor re-opened are theirs to close.
+    await preferring.evaluate(() =>
+      (
+        window as unknown as { consentBanner: { showPreferences(): void } }
+      ).consentBanner.showPreferences(),
+    );
+    await expect.poll(() => dialog(preferring).count()).toBe(1);
+    // A change of mind in the first tab:
+    await page.evaluate(() =>
+      (
+        window as unknown as { consentBanner: { showPreferences(): void } }
+      ).consentBanner.showPreferences(),
+    );
+    await dialog(page).getByRole("button", { name: "Reject all" }).click();
+    await preferring.evaluate(() => dispatchEvent(new Event("focus")));
+    expect(await stateOf(preferring)).toMatchObject({ acceptType: "necessary" });
+    expect(await dialog(preferring).count()).toBe(1);
+  });
+
   it("puts in effect a choice made while the page waited in the back/forward cache", async () => {
     const browser = await launchChromium({ backForwardCache: true });
     try {
