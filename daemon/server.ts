@@ -288,10 +288,11 @@ function requestBudget(budgetBytes: number): (stream: ServerHttp2Stream) => void
  * them back, and past its default, 10, refuses every new stream (RST_STREAM ENHANCE_YOUR_CALM)
  * and after 100 refusals ends the connection with every call on it: a stand-alone gateway relaying
  * a burst of banner edits (each answered with its banner, up to 256 KB) lost calls the daemon had
- * carried out. One gateway's calls in flight are bounded by its body budget (as large as
- * REQUEST_BUDGET_BYTES) and their answers may be as large: a session holds that, and as much again.
+ * carried out; 256 such edits at once queued about 54 MB. The bound stays, a little over twice
+ * that, since connections to this port are not counted: it caps what a client that reads no
+ * answers makes a connection hold.
  */
-export const SESSION_MEMORY_MB = Math.ceil((2 * REQUEST_BUDGET_BYTES) / 1e6);
+export const SESSION_MEMORY_MB = 128;
 
 /** How long calls may still run after closing begins before their context signal is aborted. */
 const CALL_SHUTDOWN_MS = 5_000;

@@ -669,6 +669,8 @@ function busy(): ConnectError {
  * Whether the daemon reset a call with ENHANCE_YOUR_CALM (over its request budget while the
  * request was still arriving, or a new stream its session would not take), so before carrying it
  * out: the gateway's answer asks for a retry (`Retry-After`), as its own body budget's does.
+ * Node resets with the same code when this side's session passes its bound, after the daemon
+ * answered; SESSION_MEMORY_MB keeps that bound above what the body budget lets queue.
  */
 export function isDaemonBusy(error: unknown): boolean {
   return error instanceof ConnectError && busyFailures.has(error);
