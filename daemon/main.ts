@@ -79,7 +79,7 @@ export async function runDaemon(options: {
     filesChecked: options.storeFilesChecked,
     onDamage(reason) {
       logger.error(
-        `the embedded store in ${config.dataDir} is damaged (${reason}): health reports the service unavailable from now on; stop it and restore the directory from a backup (consentctl backup makes one)`,
+        `the embedded store in ${config.dataDir} is damaged (${reason}): health reports the service unavailable from now on; restart the service, and if the error comes back, restore the directory from a backup (consentctl backup makes one)`,
       );
       relayDamage(reason);
     },

@@ -9,6 +9,7 @@ import {
   isHeartbeat,
   isRelayed,
   isStartupFailure,
+  isStoreDamage,
   reportStartupFailure,
 } from "#daemon/worker-messages.js";
 
@@ -148,6 +149,7 @@ async function runPrimary(count: number, timeoutMs: number): Promise<void> {
     }
   }, heartbeatMs).unref();
   let startupFailureShown = false;
+  let storeDamage: unknown;
   cluster.on("message", (from, message) => {
     if (isHeartbeat(message)) {
       if (!from.isDead()) lastBeat.set(from, performance.now());
@@ -159,9 +161,15 @@ async function runPrimary(count: number, timeoutMs: number): Promise<void> {
       return;
     }
     if (!isRelayed(message)) return;
+    if (isStoreDamage(message)) storeDamage = message;
     for (const worker of Object.values(cluster.workers ?? {})) {
       if (worker && worker !== from && worker.isConnected()) worker.send(message, ignoreSendError);
     }
+  });
+  // A worker still starting when another met damage had no listener for the relay: it is told
+  // once it listens (it subscribes before).
+  cluster.on("listening", (worker) => {
+    if (storeDamage) worker.send(storeDamage, ignoreSendError);
   });
   cluster.on("exit", (worker, code, signal) => {
     lastBeat.delete(worker);

@@ -309,6 +309,13 @@ function refusingAfterClose<T extends object>(
   const failed = (error: unknown): never => {
     const reason = damageOf(error);
     if (reason !== undefined) onDamage(reason);
+    // A write that met damage fails as "Commit failed"; its reason comes later, on commitError.
+    if (isCommitFailure(error)) {
+      error.commitError.then(undefined, (cause: unknown) => {
+        const found = damageOf(cause);
+        if (found !== undefined) onDamage(found);
+      });
+    }
     return observeCommitFailure(error);
   };
   for (const [name, member] of Object.entries(subStore)) {
