@@ -5,6 +5,7 @@ import { activateScripts } from "./scripts.js";
 import {
   type ConsentState,
   cookiesBlocked,
+  forgetState,
   isConsentState,
   randomUuid,
   readState,
@@ -54,10 +55,25 @@ function whenReady(run: () => void): void {
   else run();
 }
 
-function emit(type: "ready" | "change"): void {
+/**
+ * What a consent:change reports: a choice made on this page, a state the integrator applied, or
+ * a choice taken from another tab (an integrator that stores each choice stores the first only).
+ */
+type ChangeSource = "choice" | "apply" | "other-tab";
+
+function emit(type: "ready" | "change", source?: ChangeSource): void {
   window.dispatchEvent(
-    new CustomEvent(`consent:${type}`, { detail: { consentState: copy(state) } }),
+    new CustomEvent(`consent:${type}`, {
+      detail: { consentState: copy(state), ...(source && { source }) },
+    }),
   );
+}
+
+/** Closes the open view if it asks for a first choice; preferences the visitor opened stay. */
+function closePrompt(): void {
+  if (!prompting) return;
+  closeView?.();
+  closeView = undefined;
 }
 
 /**
@@ -72,9 +88,15 @@ function acceptTypeOf(categories: string[], choice?: Choice): ConsentState["acce
   return accepted === 0 ? "necessary" : accepted === optional.length ? "all" : "custom";
 }
 
-/** The next canonical state (spec 2.4); the consentId and first-choice time carry over. */
+/**
+ * The next canonical state (spec 2.4); the consentId and first-choice time carry over. The time
+ * of this choice is never before the first one's (PUT state refuses that), though a device whose
+ * clock ran ahead made the first.
+ */
 function nextState(categories: string[], extra: Partial<ConsentState>): ConsentState {
-  const at = new Date().toISOString();
+  const now = new Date().toISOString();
+  const first = explicit(state)?.consentTimestamp;
+  const at = first !== undefined && Date.parse(first) > Date.parse(now) ? first : now;
   const ads = categories.some(isAdCategory);
   return {
     schemaVersion: 2,
@@ -82,7 +104,7 @@ function nextState(categories: string[], extra: Partial<ConsentState>): ConsentS
     revision: config.revision,
     acceptType: acceptTypeOf(categories),
     consentId: state?.consentId ?? randomUuid(),
-    consentTimestamp: explicit(state)?.consentTimestamp ?? at,
+    consentTimestamp: first ?? at,
     lastConsentTimestamp: at,
     languageCode: texts.languageCode,
     ...(config.rule && { jurisdictions: [config.rule.id] }),
@@ -152,7 +174,7 @@ function commit(next: ConsentState, method: string): void {
   }
   post(method, next);
   apply(next);
-  if (method !== "consent_default") emit("change");
+  if (method !== "consent_default") emit("change", "choice");
 }
 
 /**
@@ -169,11 +191,8 @@ function catchUp(): void {
   known = JSON.stringify(stored);
   state = stored;
   apply(stored);
-  if (prompting && isCurrent()) {
-    closeView?.();
-    closeView = undefined;
-  }
-  if (explicit(stored)) emit("change");
+  if (isCurrent()) closePrompt();
+  if (explicit(stored)) emit("change", "other-tab");
 }
 
 /** An explicit choice: the first one by its button, any later one as consent_changed. */
@@ -272,12 +291,25 @@ if (running) {
       }
       state = copy(next);
       apply(next);
-      if (isCurrent()) {
-        closeView?.();
-        closeView = undefined;
-      }
-      emit("change");
+      if (isCurrent()) closePrompt();
+      emit("change", "apply");
       return true;
+    },
+    /**
+     * Erasure (the integrator deleted the subject): this device forgets its state, cookie and
+     * consentId included, and asks again; no row. Tags already run stay run until the next page.
+     */
+    clearState(): void {
+      forgetState(config.id);
+      state = null;
+      known = "null";
+      try {
+        consentUpdate(required);
+      } catch (error) {
+        console.error("consent banner: the page's gtag failed on consent update", error);
+      }
+      emit("change", "apply");
+      open(false);
     },
     showPreferences: () => open(true),
   };

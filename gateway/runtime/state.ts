@@ -136,6 +136,16 @@ export function writeState(publicId: string, state: ConsentState): boolean {
   return cookieValue(publicId) === value;
 }
 
+/** Removes the banner's cookie (an erasure: the device forgets its state). */
+export function forgetState(publicId: string): void {
+  try {
+    // biome-ignore lint/suspicious/noDocumentCookie: see writeState.
+    document.cookie = `${cookieName(publicId)}=; path=/; max-age=0; samesite=lax`;
+  } catch {
+    // A sandboxed frame: there was no cookie to remove.
+  }
+}
+
 /** A random (version 4) UUID; crypto.randomUUID needs a secure context, this does not. */
 export function randomUuid(): string {
   const bytes = crypto.getRandomValues(new Uint8Array(16));

@@ -196,10 +196,10 @@ describe.skipIf(skipBrowserTests)("banner runtime in Chromium: signals and integ
     const laptop = await openPage(publicId);
     const changed = laptop.page.evaluate(
       () =>
-        new Promise((resolve) =>
+        new Promise<{ consentState: unknown; source: string }>((resolve) =>
           window.addEventListener(
             "consent:change",
-            (event) => resolve((event as CustomEvent).detail.consentState),
+            (event) => resolve((event as CustomEvent).detail),
             { once: true },
           ),
         ),
@@ -207,7 +207,8 @@ describe.skipIf(skipBrowserTests)("banner runtime in Chromium: signals and integ
     await dialog(laptop.page).getByRole("button", { name: "Customize" }).click();
     await dialog(laptop.page).getByRole("checkbox", { name: "analytics" }).check();
     await dialog(laptop.page).getByRole("button", { name: "Save choices" }).click();
-    const consentState = await changed;
+    const { consentState, source } = await changed;
+    expect(source).toBe("choice");
     const subject = { bannerId: publicId, subjectId: "user-1842" };
     const put = await http(ctx.service, "PUT", "/api/v1/consent/subjects/state", {
       key,
@@ -239,6 +240,112 @@ describe.skipIf(skipBrowserTests)("banner runtime in Chromium: signals and integ
     expect(await waitForRows(ctx.service, teamId, 1)).toHaveLength(1); // applying records nothing
     await laptop.context.close();
     await phone.context.close();
+  });
+
+  it("keeps a choice's time at or after the first one's, made on a device whose clock ran ahead", async () => {
+    const { publicId, key } = await bannerFixture(ctx.service, {
+      domain: "localhost",
+      configuration: { categories },
+    });
+    const { context, page } = await openPage(publicId);
+    const ahead = new Date(Date.now() + 3 * 60_000).toISOString();
+    const fromFastDevice = {
+      ...aWholeState,
+      consentTimestamp: ahead,
+      lastConsentTimestamp: ahead,
+    };
+    expect(
+      await page.evaluate(
+        (s) =>
+          (
+            window as unknown as { consentBanner: { applyState(s: unknown): boolean } }
+          ).consentBanner.applyState(s),
+        fromFastDevice,
+      ),
+    ).toBe(true);
+    await page.evaluate(() =>
+      (
+        window as unknown as { consentBanner: { showPreferences(): void } }
+      ).consentBanner.showPreferences(),
+    );
+    await dialog(page).getByRole("button", { name: "Reject all" }).click();
+    const state = (await stateOf(page)) as {
+      consentTimestamp: string;
+      lastConsentTimestamp: string;
+    };
+    expect(state.consentTimestamp).toBe(ahead);
+    expect(Date.parse(state.lastConsentTimestamp)).toBeGreaterThanOrEqual(Date.parse(ahead));
+    // The state the change carries is one PUT state takes.
+    const put = await http(ctx.service, "PUT", "/api/v1/consent/subjects/state", {
+      key,
+      body: { bannerId: publicId, subjectId: "fast-clock", baseVersion: 0, consentState: state },
+    });
+    expect(put.status).toBe(200);
+    await context.close();
+  });
+
+  it("forgets this device's state on clearState (an erasure) and asks again under a new consentId", async () => {
+    const { publicId, teamId } = await bannerFixture(ctx.service, {
+      domain: "localhost",
+      configuration: { categories },
+    });
+    const { context, page } = await openPage(publicId);
+    await dialog(page).getByRole("button", { name: "Accept all" }).click();
+    const [first] = await waitForRows(ctx.service, teamId, 1);
+    const change = page.evaluate(
+      () =>
+        new Promise((resolve) =>
+          window.addEventListener(
+            "consent:change",
+            (event) => resolve((event as CustomEvent).detail),
+            {
+              once: true,
+            },
+          ),
+        ),
+    );
+    await page.evaluate(() =>
+      (window as unknown as { consentBanner: { clearState(): void } }).consentBanner.clearState(),
+    );
+    expect(await change).toEqual({ consentState: null, source: "apply" });
+    expect(await stateOf(page)).toBeNull();
+    expect((await context.cookies()).filter((c) => c.name.startsWith("consent_"))).toEqual([]);
+    await expect.poll(() => dialog(page).count()).toBe(1);
+    await dialog(page).getByRole("button", { name: "Reject all" }).click();
+    const rows = await waitForRows(ctx.service, teamId, 2);
+    expect(rows[1]?.method).toBe("accept_necessary");
+    expect(rows[1]?.consentId).not.toBe(first?.consentId);
+    // Next page: the new choice, not the erased one.
+    await page.reload();
+    await page.waitForFunction(() => "consentBanner" in window);
+    expect(await dialog(page).count()).toBe(0);
+    expect(await stateOf(page)).toMatchObject({ consentId: rows[1]?.consentId });
+    await context.close();
+  });
+
+  it("leaves open preferences the visitor opened when a current state is applied", async () => {
+    const { publicId } = await bannerFixture(ctx.service, {
+      domain: "localhost",
+      configuration: { categories },
+    });
+    const { context, page } = await openPage(publicId);
+    await page.evaluate(() =>
+      (
+        window as unknown as { consentBanner: { showPreferences(): void } }
+      ).consentBanner.showPreferences(),
+    );
+    await expect.poll(() => dialog(page).count()).toBe(1);
+    expect(
+      await page.evaluate(
+        (s) =>
+          (
+            window as unknown as { consentBanner: { applyState(s: unknown): boolean } }
+          ).consentBanner.applyState(s),
+        aWholeState,
+      ),
+    ).toBe(true);
+    expect(await dialog(page).count()).toBe(1);
+    await context.close();
   });
 
   it("puts in effect only the banner's categories from an applied state: required ones always", async () => {
