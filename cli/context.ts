@@ -1,4 +1,5 @@
 import path from "node:path";
+import { fileFailure } from "#cli/file-errors.js";
 import { metadataValueProblem } from "#cli/option-parsers.js";
 import { UserError } from "#cli/problems.js";
 import { ADMIN_TOKEN_FILE, readOperatorToken } from "#daemon/bootstrap.js";
@@ -82,9 +83,15 @@ export async function findOperatorToken(
   try {
     token = await readOperatorToken(context.config);
   } catch (error) {
-    throw new UserError(
-      `Cannot read the operator token at ${file}: ${(error as Error).message}.`,
+    const { reason, hint } = fileFailure(
+      file,
+      error,
+      "read",
       "check the file's permissions, or pass --token / set CONSENT_ADMIN_TOKEN",
+    );
+    throw new UserError(
+      `Cannot read the operator token at ${file}: ${reason}.`,
+      hint,
       "token_unreadable",
     );
   }

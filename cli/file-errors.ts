@@ -1,3 +1,4 @@
+import { existsSync } from "node:fs";
 import path from "node:path";
 
 /** Why a file could not be read or written, in words, with what the operator can do about it. */
@@ -18,13 +19,20 @@ export function fileFailure(
   fallbackHint: string,
 ): FileFailure {
   switch ((error as NodeJS.ErrnoException).code) {
-    case "ENOENT":
-      return access === "read"
-        ? { reason: "it does not exist", hint: fallbackHint }
+    case "ENOENT": {
+      if (access === "read") return { reason: "it does not exist", hint: fallbackHint };
+      const directory = path.dirname(path.resolve(file));
+      // A directory that exists but takes no new file (/proc), or a link to one that does not.
+      return existsSync(directory)
+        ? {
+            reason: `no file can be created there (${directory} takes none, or a link points nowhere)`,
+            hint: "name a file in a directory of your own",
+          }
         : {
-            reason: `the directory ${path.dirname(path.resolve(file))} does not exist`,
+            reason: `the directory ${directory} does not exist`,
             hint: "create the directory first, or name a file in one that exists",
           };
+    }
     case "ENOTDIR":
       return {
         reason: "a part of the path is a file, not a directory",

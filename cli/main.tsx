@@ -1,5 +1,5 @@
 import { CommanderError } from "commander";
-import { endQuietlyWhenReaderLeaves, type Io } from "#cli/output.js";
+import { endQuietlyWhenReaderLeaves, type Io, outputFailed } from "#cli/output.js";
 import { EXIT_USAGE } from "#cli/problems.js";
 import { createProgram } from "#cli/program.js";
 import type { Session } from "#cli/run-command.js";
@@ -12,7 +12,7 @@ import type { Session } from "#cli/run-command.js";
 export async function main(argv: readonly string[], io: Io = processIo()): Promise<number> {
   const session: Session = { exitCode: 0 };
   const json = argv.slice(2).includes("--json");
-  endQuietlyWhenReaderLeaves(io);
+  endQuietlyWhenReaderLeaves(io, json);
   const program = createProgram(io, session, json);
   try {
     await program.parseAsync([...argv]);
@@ -23,6 +23,8 @@ export async function main(argv: readonly string[], io: Io = processIo()): Promi
     // or help shown because a command is missing, with EXIT_USAGE: a wrong command line.
     session.exitCode = error.exitCode === 0 ? 0 : EXIT_USAGE;
   }
+  // Output that could not be written fails a command that otherwise succeeded.
+  if (session.exitCode === 0 && outputFailed()) session.exitCode = 1;
   process.exitCode = session.exitCode;
   return session.exitCode;
 }

@@ -1,3 +1,4 @@
+import { fileFailure } from "#cli/file-errors.js";
 import { jsonText } from "#cli/format.js";
 import { type Problem, stackOf } from "#cli/problems.js";
 import { colorEnabled, PIPED_COLUMNS, readerGone } from "#cli/terminal.js";
@@ -14,17 +15,38 @@ export interface Io {
  * it fails with EPIPE, an 'error' event that would end the process with a stack trace. The
  * output is only no longer wanted: the command ends quietly with the exit status it has (0 for
  * help), as `logs tail` and `logs export` do, whichever stream and writer (commander's help, JSON,
- * an Ink frame, an error message) met the closed pipe. Other write failures are not ours to
- * hide: they are thrown as they were, unless a command watches the stream for them itself.
+ * an Ink frame, an error message) met the closed pipe. Any other failure to write stdout (a full
+ * disk, `> /dev/full`) is the operator's to know: said once on stderr, as `logs export` says it
+ * (`output_unwritable`, in JSON with --json), and the command exits 1 (see `outputFailed`). One
+ * of stderr leaves nowhere to say it. A command that watches a stream itself reports its own.
  */
-export function endQuietlyWhenReaderLeaves(io: Io): void {
+export function endQuietlyWhenReaderLeaves(io: Io, json: boolean): void {
   for (const stream of new Set([io.stdout, io.stderr])) {
     stream.on("error", (error) => {
-      if (readerGone(error)) return;
-      if (stream.listenerCount("error") === 1) throw error;
+      if (readerGone(error) || stream.listenerCount("error") > 1 || failed) return;
+      failed = true;
+      process.exitCode = 1;
+      if (stream !== io.stdout) return;
+      const { reason, hint } = fileFailure(
+        "stdout",
+        error,
+        "write",
+        "check the disk's free space and where stdout goes",
+      );
+      const message = `Cannot write stdout: ${reason}.`;
+      io.stderr.write(
+        json
+          ? `${jsonText({ error: message, code: "output_unwritable", hint })}\n`
+          : `✖ ${message}\nhint: ${hint}\n`,
+      );
     });
   }
 }
+
+let failed = false;
+
+/** Whether writing stdout or stderr failed (not for a reader that left): the command failed. */
+export const outputFailed = () => failed;
 
 /**
  * `--json` output: exactly one JSON document on stdout and nothing else, so

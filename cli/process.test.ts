@@ -1,3 +1,4 @@
+import { closeSync, openSync } from "node:fs";
 import { readFile } from "node:fs/promises";
 import { describe, expect, it } from "vitest";
 import {
@@ -53,6 +54,28 @@ describe("consentctl as a process", { timeout: E2E_TIMEOUT_MS }, () => {
     ]);
     for (const run of runs)
       expect({ code: run.code, signal: run.signal }).toEqual({ code: 2, signal: null });
+  });
+
+  it("says once, without a stack, that stdout cannot be written, and exits 1", async () => {
+    const full = openSync("/dev/full", "w");
+    try {
+      for (const args of [["--help"], ["--version"], ["sessions", "revoke", "--help"]]) {
+        const run = await runCli(args, { stdout: full });
+        expect([args.join(" "), run.code, run.stderr]).toEqual([
+          args.join(" "),
+          1,
+          "✖ Cannot write stdout: the disk is full.\nhint: free space on that disk, or write elsewhere\n",
+        ]);
+      }
+      const json = await runCli(["--version", "--json"], { stdout: full });
+      expect(json.code).toBe(1);
+      expect(JSON.parse(json.stderr)).toMatchObject({
+        error: "Cannot write stdout: the disk is full.",
+        code: "output_unwritable",
+      });
+    } finally {
+      closeSync(full);
+    }
   });
 
   it("prints package.json's version from the bundle and from the sources alike", async () => {

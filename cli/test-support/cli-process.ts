@@ -32,6 +32,8 @@ export interface CliRunOptions {
   env?: Record<string, string>;
   /** The working directory; the runner's unless set. */
   cwd?: string;
+  /** A file descriptor stdout writes to (a file, /dev/full) instead of a pipe. */
+  stdout?: number;
 }
 
 /** Runs bin/consentctl.js as an operator would, with piped stdio. */
@@ -60,12 +62,12 @@ function runNode(nodeArgs: readonly string[], options: CliRunOptions): Promise<C
     const child = spawn(process.execPath, nodeArgs, {
       env,
       cwd: options.cwd,
-      stdio: ["ignore", "pipe", "pipe"],
+      stdio: ["ignore", options.stdout ?? "pipe", "pipe"],
     });
     let stdout = "";
     let stderr = "";
-    child.stdout.setEncoding("utf8").on("data", (chunk: string) => (stdout += chunk));
-    child.stderr.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk));
+    child.stdout?.setEncoding("utf8").on("data", (chunk: string) => (stdout += chunk));
+    child.stderr?.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk));
     child.on("error", reject);
     child.on("close", (code) => resolve({ code, stdout, stderr }));
   });

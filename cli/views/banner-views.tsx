@@ -97,7 +97,7 @@ export function BannersTable({ banners }: { banners: readonly Banner[] }) {
       empty="This team has no banners yet. Create one with `consentctl banners create`."
       columns={[
         { header: "ID", value: (b) => b.id, whole: true },
-        { header: "PUBLIC ID", value: (b) => b.publicId },
+        { header: "PUBLIC ID", value: (b) => b.publicId, whole: true },
         { header: "NAME", value: (b) => b.name },
         { header: "DOMAIN", value: (b) => b.domain },
         {

@@ -4,7 +4,7 @@ import { render } from "ink-testing-library";
 import { describe, expect, it } from "vitest";
 import { jsonText, printable } from "#cli/format.js";
 import { BackupView } from "#cli/views/backup-views.js";
-import { BannerView } from "#cli/views/banner-views.js";
+import { BannersTable, BannerView } from "#cli/views/banner-views.js";
 import { keyStatus, MintedKeyView } from "#cli/views/key-views.js";
 import { SubjectView } from "#cli/views/subject-views.js";
 import { ApiKeySchema } from "#gen/consent/v1/admin_pb.js";
@@ -70,6 +70,22 @@ describe("BannerView", () => {
     );
     expect(frame).toContain("GDPR, LGPD");
     expect(frame).toContain("has unpublished changes");
+  });
+});
+
+describe("BannersTable", () => {
+  it("keeps both ids whole: the public id is what --banner takes", () => {
+    const banner = create(BannerSchema, {
+      id: "0f6a2b1c-9d8e-4f70-8a1b-2c3d4e5f6a7b",
+      publicId: "5a147607-8673-4f5b-8305-71ebc1b37e18",
+      name: "A banner with a long name that gives way first",
+      domain: "https://shop.example.com",
+      isActive: true,
+      revision: 3,
+    });
+    const frame = render(<BannersTable banners={[banner]} />).lastFrame() ?? "";
+    expect(frame).toContain("0f6a2b1c-9d8e-4f70-8a1b-2c3d4e5f6a7b");
+    expect(frame).toContain("5a147607-8673-4f5b-8305-71ebc1b37e18");
   });
 });
 
