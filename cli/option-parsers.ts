@@ -1,4 +1,4 @@
-import { InvalidArgumentError } from "commander";
+import { type Command, InvalidArgumentError } from "commander";
 import { daemonAddressProblem } from "#daemon/config.js";
 import { isIsoDateTime } from "#daemon/validation/rules.js";
 
@@ -179,4 +179,23 @@ export function formatDuration(seconds: number): string {
     if (seconds % size === 0) return `${seconds / size}${unit}`;
   }
   return `${seconds}s`;
+}
+
+/**
+ * Refuses a credential given where an id belongs (`keys revoke ck_live_…`, `sessions revoke
+ * cs_…`, pasted from where it was shown), before it is sent and echoed back as "No … with id
+ * ck_live_…". In the action, not an argument parser: commander quotes a refused argument in its
+ * message. The prefix alone decides (every key and session token has one): a credential cut
+ * short or mistyped still carries most of its secret.
+ */
+export function refuseCredential(command: Command, id: string, hint: string): void {
+  const value = id.trim();
+  const what = /^ck_(?:live|test)_/.test(value)
+    ? "an API key itself, not its id"
+    : value.startsWith("cs_")
+      ? "a session token itself, not the session's id"
+      : undefined;
+  if (what) {
+    command.error(`error: that is ${what} (it was not sent, nor is it printed here); ${hint}`);
+  }
 }

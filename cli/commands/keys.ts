@@ -8,6 +8,7 @@ import {
   listOf,
   nonEmpty,
   parseIsoDateTime,
+  refuseCredential,
 } from "#cli/option-parsers.js";
 import type { Runtime } from "#cli/program.js";
 import type { CommandSpec } from "#cli/run-command.js";
@@ -116,21 +117,6 @@ function addListKeys(keys: Command, runtime: Runtime): void {
     );
 }
 
-/**
- * Refuses a whole API key given where its id belongs (`keys revoke ck_live_…`, pasted from where
- * it was shown), before it is sent and echoed back as "No API key with id ck_live_…". In the
- * action, not an argument parser: commander quotes a refused argument in its message. The prefix
- * alone decides (every key has it): a key cut short or mistyped still carries most of its secret.
- */
-function refuseApiKey(command: Command, id: string): void {
-  const value = id.trim();
-  if (/^ck_(?:live|test)_/.test(value)) {
-    command.error(
-      `error: that is an API key itself, not its id (it was not sent, nor is it printed here); ${KEYS_HINT}`,
-    );
-  }
-}
-
 function addRevokeKey(keys: Command, runtime: Runtime): void {
   keys
     .command("revoke")
@@ -138,7 +124,7 @@ function addRevokeKey(keys: Command, runtime: Runtime): void {
     .argument("<key-id>", "key id (from `keys list`), not the key itself", nonEmpty("the key id"))
     .addHelpText("after", examples("consentctl keys revoke KEY_ID"))
     .action((id: string, _options: unknown, command: Command) => {
-      refuseApiKey(command, id);
+      refuseCredential(command, id, KEYS_HINT);
       return runtime.run(command, {
         progress: "Revoking key…",
         auth: "operator",
@@ -171,7 +157,7 @@ function addRotateKey(keys: Command, runtime: Runtime): void {
       ),
     )
     .action((id: string, options: { grace: number }, command: Command) => {
-      refuseApiKey(command, id);
+      refuseCredential(command, id, KEYS_HINT);
       return runtime.run(
         command,
         mintedSpec(`Rotating key (grace ${formatDuration(options.grace)})…`, async ({ client }) => {

@@ -48,6 +48,25 @@ describe.concurrent("consentctl sessions (against a real daemon)", {
     expect(revoked.token).toBeUndefined();
   });
 
+  it("refuses a session token or an API key where the session id belongs, sending and printing neither", async () => {
+    const { id, token } = await cli.json(argv`sessions create --team ${teamId}`);
+    const key = "ck_live_ABCDEFGHIJKLMNOPQRSTUVWXYZabcdef0123456789";
+    for (const secret of [token, key, token.slice(0, -4)]) {
+      for (const json of [[], ["--json"]]) {
+        const result = await cli.run([...argv`sessions revoke ${secret}`, ...json]);
+        expect(result.code).toBe(2);
+        expect(result.stdout).toBe("");
+        expect(result.stderr).not.toContain(secret.slice(3, 12));
+        expect(result.stderr).toContain("(it was not sent, nor is it printed here)");
+      }
+    }
+    // Not revoked: nothing reached the daemon.
+    const { sessions } = await cli.json(argv`sessions list --team ${teamId}`);
+    const listed = sessions.find((s: { id: string }) => s.id === id);
+    expect(listed).toBeDefined();
+    expect(listed.revokedAt).toBeUndefined();
+  });
+
   it("lists the team's unexpired sessions newest first, revoked ones marked, never a token", async () => {
     // A team of its own: the other tests of this file mint sessions for the shared one at once.
     const team = (await cli.json(argv`teams create --name listed --plan free`)).id;
