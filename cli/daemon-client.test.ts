@@ -1,3 +1,5 @@
+import { type AddressInfo, createServer, type Socket } from "node:net";
+import { ConnectError } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createDaemonClient } from "#cli/daemon-client.js";
 import { createTeam } from "#test/support/api.js";
@@ -42,6 +44,29 @@ describe("the CLI's daemon client", () => {
       await expect(limited.next()).rejects.toThrow(/deadline/i);
     } finally {
       client.close();
+    }
+  });
+
+  it("ends a stream whose daemon stops answering: a port that accepts and says nothing", async () => {
+    const sockets = new Set<Socket>();
+    const silent = createServer((socket) => sockets.add(socket));
+    await new Promise<void>((resolve) => silent.listen(0, "127.0.0.1", resolve));
+    const { port } = silent.address() as AddressInfo;
+    const client = createDaemonClient({
+      url: `http://127.0.0.1:${port}`,
+      token: service.operatorToken,
+      callTimeoutMs: 300,
+    });
+    try {
+      const tail = client
+        .logs("team", { streaming: true })
+        .tailConsentLogs({})
+        [Symbol.asyncIterator]();
+      await expect(tail.next()).rejects.toThrow(ConnectError);
+    } finally {
+      client.close();
+      for (const socket of sockets) socket.destroy();
+      await new Promise((resolve) => silent.close(resolve));
     }
   });
 });

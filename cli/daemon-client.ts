@@ -1,6 +1,10 @@
 import type { Http2Session } from "node:http2";
 import { type Client, createClient, type Interceptor } from "@connectrpc/connect";
-import { createGrpcTransport, Http2SessionManager } from "@connectrpc/connect-node";
+import {
+  createGrpcTransport,
+  Http2SessionManager,
+  type Http2SessionOptions,
+} from "@connectrpc/connect-node";
 import { CallerHeaders } from "#daemon/auth/caller.js";
 import { AdminService } from "#gen/consent/v1/admin_pb.js";
 import { BannerService } from "#gen/consent/v1/banner_pb.js";
@@ -50,13 +54,20 @@ export interface DaemonClient {
  * `authorization: Bearer` metadata on every call (daemon/auth/caller.ts reads it there).
  */
 export function createDaemonClient(options: DaemonClientOptions): DaemonClient {
-  const sessionManager = new GuardedSessionManager(options.url, options.log);
+  const callTimeoutMs = options.callTimeoutMs ?? CALL_TIMEOUT_MS;
+  // A stream has no time limit, so a daemon that stops answering (stopped, its host gone, a port
+  // that accepts and says nothing) would hold a tail or an export for ever: while a stream
+  // waits, the connection is checked with a PING after the same time, and one unanswered for as
+  // long ends it with the calls on it.
+  const sessionManager = new GuardedSessionManager(options.url, options.log, {
+    pingIntervalMs: callTimeoutMs,
+    pingTimeoutMs: callTimeoutMs,
+  });
   let serverDate: Date | undefined;
   const remember = (headers: Headers) => {
     const date = new Date(headers.get("date") ?? "");
     if (!Number.isNaN(date.getTime())) serverDate = date;
   };
-  const callTimeoutMs = options.callTimeoutMs ?? CALL_TIMEOUT_MS;
   /** `limited: false` for streams: no time limit at all (an undefined one would be the default). */
   const transportFor = (teamId?: string, { limited = true } = {}) =>
     createGrpcTransport({
@@ -93,8 +104,9 @@ class GuardedSessionManager extends Http2SessionManager {
   constructor(
     url: string,
     private readonly log?: (line: string) => void,
+    options?: Http2SessionOptions,
   ) {
-    super(url);
+    super(url, options);
   }
 
   override async request(...args: Parameters<Http2SessionManager["request"]>) {

@@ -84,6 +84,14 @@ describe("describeProblem", () => {
     });
   });
 
+  it("says a daemon that stopped answering a stream did not answer in time, as for a call", () => {
+    const silent = new ConnectError("PING timed out", Code.Unavailable);
+    expect(describeProblem(silent, context)).toMatchObject({
+      message: "The daemon at http://127.0.0.1:50051 did not answer in time.",
+      code: "deadline_exceeded",
+    });
+  });
+
   it("keeps a daemon UNAVAILABLE with ErrorInfo (identity_unavailable) as the daemon's own failure", () => {
     const error = daemonError("Subject hashing is unavailable", Code.Unavailable, {
       code: "identity_unavailable",

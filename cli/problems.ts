@@ -110,7 +110,10 @@ function describeConnectError(error: ConnectError, context: ProblemContext): Pro
   if (isStoreFull(error)) {
     return { ...base, code: "store_full", message: STORE_FULL, hint: WRITES_REFUSED_HINT };
   }
-  if (error.code === Code.DeadlineExceeded) {
+  // A stream's connection that stopped answering (daemon-client.ts checks it with a PING) is
+  // what a call's deadline is to a single call.
+  const silent = error.code === Code.Unavailable && error.rawMessage === "PING timed out";
+  if (error.code === Code.DeadlineExceeded || silent) {
     return {
       ...base,
       message: `The daemon at ${context.daemonUrl} did not answer in time.`,
