@@ -114,9 +114,19 @@ class GuardedSessionManager extends Http2SessionManager {
     const session = stream.session;
     if (session && !this.guarded.has(session)) {
       this.guarded.add(session);
-      session.on("error", (error: Error) => this.log?.(`HTTP/2 session failed: ${error.message}`));
+      session.on("error", (error: Error) => {
+        // The CLI's own close at the end of a command is no failure.
+        if (!this.closing) this.log?.(`HTTP/2 session failed: ${error.message}`);
+      });
     }
     return stream;
+  }
+
+  private closing = false;
+
+  override abort(reason?: Error): void {
+    this.closing = true;
+    super.abort(reason);
   }
 }
 

@@ -30,6 +30,13 @@ describe("consentctl teams (against a real daemon)", { timeout: E2E_TIMEOUT_MS }
     expect(team.createdAt).toMatch(/Z$/);
   });
 
+  it("logs each call under --debug and nothing of the connection's normal close", async () => {
+    const run = await cli.run(["teams", "list", "--json", "--debug"]);
+    expect(run.code).toBe(0);
+    expect(run.stderr).toMatch(/ListTeams ok in \d+ ms/);
+    expect(run.stderr).not.toContain("session failed");
+  });
+
   it("lists, shows and moves a team to another plan", async () => {
     const [list, shown, moved] = await Promise.all([
       cli.json(["teams", "list"]),
