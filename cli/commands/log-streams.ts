@@ -180,7 +180,7 @@ export function addExportLogs(logs: Command, runtime: Runtime): void {
           const request = await filterRequest(client, options);
           const file = options.out ? await openOutput(options.out) : undefined;
           const out = file?.stream ?? io.stdout;
-          const progress = context.json ? undefined : progressLine(io);
+          const progress = context.json ? undefined : progressLine(io, out);
           const writer = createExportWriter(options.format);
           let rows = 0;
           const ended = await untilStopped(out, async (signal, stopped) => {
@@ -189,8 +189,9 @@ export function addExportLogs(logs: Command, runtime: Runtime): void {
                 .logs(options.team, { streaming: true })
                 .exportConsentLogs(request, { signal });
               for await (const batch of stream) {
-                await write(out, writer.batch(batch.entries), signal);
+                // Counted once handed to the output: a stop while it drains has still sent them.
                 rows += batch.entries.length;
+                await write(out, writer.batch(batch.entries), signal);
                 progress?.update(rows);
               }
               await write(out, writer.end(), signal);
@@ -279,11 +280,17 @@ async function openOutput(path: string) {
   };
 }
 
-/** "Exporting… 1500 rows" on stderr: redrawn in place on a live terminal, one line per batch otherwise. */
-function progressLine(io: Io) {
+/**
+ * "Exporting… 1500 rows" on stderr: redrawn in place on a live terminal, one line per batch
+ * otherwise. Rows printed on that same terminal (no --out, stdout not redirected) show their own
+ * progress, and a line redrawn between them would run into them: then only the summary is said.
+ */
+function progressLine(io: Io, out: NodeJS.WritableStream) {
   const tty = liveTerminal(io.stderr, io.env);
+  const dataOnTerminal = out === io.stdout && io.stdout.isTTY === true;
   return {
     update(rows: number) {
+      if (dataOnTerminal) return;
       io.stderr.write(tty ? `\r\x1b[2KExporting… ${rows} rows` : `Exporting… ${rows} rows\n`);
     },
     done(summary: string) {

@@ -1,7 +1,7 @@
 import { readFile } from "node:fs/promises";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { argv, cliFor, E2E_TIMEOUT_MS } from "#cli/test-support/cli-process.js";
+import { argv, cliFor, E2E_TIMEOUT_MS, runCliOnTerminal } from "#cli/test-support/cli-process.js";
 import { aChoice, postLog } from "#test/support/consent-log.js";
 import { startTestService, type TestService } from "#test/support/service.js";
 
@@ -160,6 +160,20 @@ describe.concurrent("consentctl logs (against a real daemon)", { timeout: E2E_TI
     const long = await cli.json(argv`logs export --team ${teamId} --format csv --out ${longest}`);
     expect(long).toEqual({ rows: 2, format: "csv", out: longest });
     expect(await readFile(longest, "utf8")).toBe(await readFile(out, "utf8"));
+  });
+
+  it("shows rows exported to the terminal without a progress line redrawn between them", async () => {
+    const { teamId, publicId } = await teamWithBanner();
+    const ids = [await record(publicId), await record(publicId)];
+    const { code, screen } = await runCliOnTerminal([
+      ...argv`logs export --team ${teamId}`,
+      ...argv`--daemon ${service.daemonUrl} --token ${service.operatorToken}`,
+    ]);
+    expect(code).toBe(0);
+    const lines = screen.split("\r\n");
+    expect(lines.slice(0, 2).map((line) => JSON.parse(line).consentLogId)).toEqual(ids);
+    expect(lines[2]).toBe("Exported 2 rows as jsonl to stdout.");
+    expect(screen).not.toContain("Exporting…");
   });
 
   it("follows rows recorded after it started until Ctrl-C, then exits 0", async () => {

@@ -73,6 +73,26 @@ function runNode(nodeArgs: readonly string[], options: CliRunOptions): Promise<C
   });
 }
 
+/**
+ * Runs consentctl on a pseudo-terminal (util-linux `script`), as an operator types it: stdout
+ * and stderr are the same terminal, and what it shows comes back as one text (lines end "\r\n").
+ */
+export async function runCliOnTerminal(
+  args: readonly string[],
+  env: Record<string, string> = {},
+): Promise<{ code: number | null; screen: string }> {
+  const quote = (word: string) => `'${word.replaceAll("'", "'\\''")}'`;
+  const command = [process.execPath, BIN, ...args].map(quote).join(" ");
+  const child = spawn("script", ["-qec", command, "/dev/null"], {
+    env: { PATH: process.env.PATH, HOME: process.env.HOME, TERM: "xterm", ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let screen = "";
+  child.stdout.setEncoding("utf8").on("data", (chunk: string) => (screen += chunk));
+  const [code] = (await once(child, "close")) as [number | null];
+  return { code, screen };
+}
+
 /** A running `consentctl` (logs tail): its output so far, a wait for some of it, and a stop. */
 export interface CliProcess {
   readonly stdout: () => string;
