@@ -2,10 +2,12 @@ import type { BrowserContext, Locator, Page } from "playwright-core";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { http } from "#test/support/api.js";
 import {
+  applyState,
   dialog,
   launchChromium,
   NONCE,
   openPage,
+  showPreferences,
   skipBrowserTests,
   stateOf,
   useBrowserSite,
@@ -188,18 +190,10 @@ describe.skipIf(skipBrowserTests)("banner runtime in Chromium: layouts and choic
     // The first view switched to Customize is still the prompt the choice answered.
     expect(await dialog(preferring).count()).toBe(0);
     // Preferences the visitor re-opened are theirs to close.
-    await preferring.evaluate(() =>
-      (
-        window as unknown as { consentBanner: { showPreferences(): void } }
-      ).consentBanner.showPreferences(),
-    );
+    await showPreferences(preferring);
     await expect.poll(() => dialog(preferring).count()).toBe(1);
     // A change of mind in the first tab:
-    await page.evaluate(() =>
-      (
-        window as unknown as { consentBanner: { showPreferences(): void } }
-      ).consentBanner.showPreferences(),
-    );
+    await showPreferences(page);
     await dialog(page).getByRole("button", { name: "Reject all" }).click();
     await preferring.evaluate(() => dispatchEvent(new Event("focus")));
     expect(await stateOf(preferring)).toMatchObject({ acceptType: "necessary" });
@@ -307,10 +301,8 @@ describe.skipIf(skipBrowserTests)("banner runtime in Chromium: layouts and choic
     await dialog(page).getByRole("button", { name: "Accept all" }).click();
     await page.evaluate(() => {
       document.documentElement.lang = "de";
-      (
-        window as unknown as { consentBanner: { showPreferences(): void } }
-      ).consentBanner.showPreferences();
     });
+    await showPreferences(page);
     await expect
       .poll(() => dialog(page).getByRole("heading").textContent())
       .toBe("Ihre Privatsphäre");
@@ -476,10 +468,11 @@ describe.skipIf(skipBrowserTests)("banner runtime in Chromium: layouts and choic
     await framed.getByRole("button", { name: "Accept all" }).click();
     await expect.poll(() => framed.count()).toBe(0);
     const frame = page.frames().find((f) => f.url() === inner);
-    type Api = { consentBanner: { getState(): unknown; applyState(s: unknown): boolean } };
-    expect(
-      await frame?.evaluate(() => (window as unknown as Api).consentBanner.getState()),
-    ).toMatchObject({ categories: ["necessary", "analytics", "marketing"], acceptType: "all" });
+    if (!frame) throw new Error("the framed page did not load");
+    expect(await stateOf(frame)).toMatchObject({
+      categories: ["necessary", "analytics", "marketing"],
+      acceptType: "all",
+    });
     // An integrator's state holds for the page it is handed to, the only place it can.
     const handedIn = {
       schemaVersion: 2,
@@ -491,15 +484,8 @@ describe.skipIf(skipBrowserTests)("banner runtime in Chromium: layouts and choic
       lastConsentTimestamp: "2026-11-22T08:00:00Z",
       languageCode: "en",
     };
-    expect(
-      await frame?.evaluate(
-        (s) => (window as unknown as Api).consentBanner.applyState(s),
-        handedIn,
-      ),
-    ).toBe(true);
-    expect(
-      await frame?.evaluate(() => (window as unknown as Api).consentBanner.getState()),
-    ).toEqual(handedIn);
+    expect(await applyState(frame, handedIn)).toBe(true);
+    expect(await stateOf(frame)).toEqual(handedIn);
     expect(warnings).toContainEqual(expect.stringMatching(/did not keep the consent cookie/));
     expect(warnings).toContainEqual(
       expect.stringMatching(
@@ -592,11 +578,7 @@ describe.skipIf(skipBrowserTests)("banner runtime in Chromium: layouts and choic
         page.evaluate(() => document.activeElement === document.querySelector('a[href="#top"]'));
       for (const closeBy of ["Escape", "Save"] as const) {
         await link.focus();
-        await page.evaluate(() =>
-          (
-            window as unknown as { consentBanner: { showPreferences(): void } }
-          ).consentBanner.showPreferences(),
-        );
+        await showPreferences(page);
         await expect.poll(() => dialog(page).count()).toBe(1);
         expect(
           await page.evaluate(

@@ -2,8 +2,11 @@ import type { BrowserContext, Page } from "playwright-core";
 import { describe, expect, it } from "vitest";
 import { http } from "#test/support/api.js";
 import {
+  applyState,
+  clearState,
   dialog,
   NONCE,
+  showPreferences,
   skipBrowserTests,
   stateOf,
   useBrowserSite,
@@ -223,13 +226,7 @@ describe.skipIf(skipBrowserTests)("banner runtime in Chromium: signals and integ
 
     const phone = await openPage(publicId);
     expect(await dialog(phone.page).count()).toBe(1);
-    const applied = await phone.page.evaluate(
-      (state) =>
-        (
-          window as unknown as { consentBanner: { applyState(s: unknown): boolean } }
-        ).consentBanner.applyState(state),
-      resolved.body.data.consentState,
-    );
+    const applied = await applyState(phone.page, resolved.body.data.consentState);
     expect(applied).toBe(true);
     expect(await dialog(phone.page).count()).toBe(0);
     expect(await stateOf(phone.page)).toEqual(consentState);
@@ -254,20 +251,8 @@ describe.skipIf(skipBrowserTests)("banner runtime in Chromium: signals and integ
       consentTimestamp: ahead,
       lastConsentTimestamp: ahead,
     };
-    expect(
-      await page.evaluate(
-        (s) =>
-          (
-            window as unknown as { consentBanner: { applyState(s: unknown): boolean } }
-          ).consentBanner.applyState(s),
-        fromFastDevice,
-      ),
-    ).toBe(true);
-    await page.evaluate(() =>
-      (
-        window as unknown as { consentBanner: { showPreferences(): void } }
-      ).consentBanner.showPreferences(),
-    );
+    expect(await applyState(page, fromFastDevice)).toBe(true);
+    await showPreferences(page);
     await dialog(page).getByRole("button", { name: "Reject all" }).click();
     const state = (await stateOf(page)) as {
       consentTimestamp: string;
@@ -304,9 +289,7 @@ describe.skipIf(skipBrowserTests)("banner runtime in Chromium: signals and integ
           ),
         ),
     );
-    await page.evaluate(() =>
-      (window as unknown as { consentBanner: { clearState(): void } }).consentBanner.clearState(),
-    );
+    await clearState(page);
     expect(await change).toEqual({ consentState: null, source: "apply" });
     expect(await stateOf(page)).toBeNull();
     expect((await context.cookies()).filter((c) => c.name.startsWith("consent_"))).toEqual([]);
@@ -329,21 +312,9 @@ describe.skipIf(skipBrowserTests)("banner runtime in Chromium: signals and integ
       configuration: { categories },
     });
     const { context, page } = await openPage(publicId);
-    await page.evaluate(() =>
-      (
-        window as unknown as { consentBanner: { showPreferences(): void } }
-      ).consentBanner.showPreferences(),
-    );
+    await showPreferences(page);
     await expect.poll(() => dialog(page).count()).toBe(1);
-    expect(
-      await page.evaluate(
-        (s) =>
-          (
-            window as unknown as { consentBanner: { applyState(s: unknown): boolean } }
-          ).consentBanner.applyState(s),
-        aWholeState,
-      ),
-    ).toBe(true);
+    expect(await applyState(page, aWholeState)).toBe(true);
     expect(await dialog(page).count()).toBe(1);
     await context.close();
   });
@@ -356,15 +327,7 @@ describe.skipIf(skipBrowserTests)("banner runtime in Chromium: signals and integ
     const { context, page } = await openPage(publicId);
     // Built elsewhere: no "necessary", and a category this banner does not have.
     const state = { ...aWholeState, categories: ["analytics", "tracking"] };
-    expect(
-      await page.evaluate(
-        (s) =>
-          (
-            window as unknown as { consentBanner: { applyState(s: unknown): boolean } }
-          ).consentBanner.applyState(s),
-        state,
-      ),
-    ).toBe(true);
+    expect(await applyState(page, state)).toBe(true);
     expect(await stateOf(page)).toEqual(state); // kept as handed in
     await expect.poll(() => ran(page)).toEqual([true, false]);
     // Tags the page adds afterwards (a single-page app): the required one runs, the other never.
@@ -417,14 +380,7 @@ describe.skipIf(skipBrowserTests)("banner runtime in Chromium: signals and integ
       // A revision above the published one would silence the banner past the next publishes.
       { ...whole, revision: 2 },
     ];
-    const apply = (state: unknown) =>
-      page.evaluate(
-        (s) =>
-          (
-            window as unknown as { consentBanner: { applyState(s: unknown): boolean } }
-          ).consentBanner.applyState(s),
-        state,
-      );
+    const apply = (state: unknown) => applyState(page, state);
     for (const state of broken) expect(await apply(state)).toBe(false);
     expect(await stateOf(page)).toBeNull();
     expect(await dialog(page).count()).toBe(1);
@@ -571,11 +527,7 @@ describe.skipIf(skipBrowserTests)("banner runtime in Chromium: signals and integ
     );
     expect(await stateOf(page)).toEqual(state);
     // Applying recorded nothing: the one row there is comes from a choice made afterwards.
-    await page.evaluate(() =>
-      (
-        window as unknown as { consentBanner: { showPreferences(): void } }
-      ).consentBanner.showPreferences(),
-    );
+    await showPreferences(page);
     await dialog(page).getByRole("button", { name: "Save choices" }).click();
     const rows = await waitForRows(ctx.service, teamId, 2);
     expect(rows.map((row) => row.method)).toEqual(["consent_changed"]);
@@ -642,11 +594,7 @@ describe.skipIf(skipBrowserTests)("banner runtime in Chromium: signals and integ
       .poll(() => page.evaluate(() => (window as unknown as { order: string[] }).order))
       .toEqual(["lib", "after lib: object", "last", "late analytics"]);
     // A second choice runs nothing twice.
-    await page.evaluate(() =>
-      (
-        window as unknown as { consentBanner: { showPreferences(): void } }
-      ).consentBanner.showPreferences(),
-    );
+    await showPreferences(page);
     await dialog(page).getByRole("button", { name: "Accept all" }).click();
     expect(await waitForRows(ctx.service, teamId, 2)).toHaveLength(2);
     expect(await page.evaluate(() => (window as unknown as { order: string[] }).order)).toEqual([

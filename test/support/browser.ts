@@ -1,7 +1,7 @@
 import { existsSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { type Browser, chromium, type Page } from "playwright-core";
+import { type Browser, chromium, type Frame, type Page } from "playwright-core";
 import { afterAll, beforeAll } from "vitest";
 import type { ConsentLogRecord } from "#daemon/consent-log/consent-log-store.js";
 import { startTestService, type TestService } from "#test/support/service.js";
@@ -115,8 +115,34 @@ export async function waitForRows(
 /** The banner's dialog inside its shadow root (Playwright's CSS selectors pierce open roots). */
 export const dialog = (page: Page) => page.locator("[id^=consent-banner-] [role=dialog]");
 
+/** The integrator API of the page's banner (docs/banner-runtime.md). */
+interface BannerApi {
+  applyState(state: unknown): boolean;
+  showPreferences(): void;
+  clearState(): void;
+}
+
+/** `consentBanner.applyState(state)` in the page (or a frame of it). */
+export const applyState = (page: Page | Frame, state: unknown) =>
+  page.evaluate(
+    (s) => (window as unknown as { consentBanner: BannerApi }).consentBanner.applyState(s),
+    state,
+  );
+
+/** `consentBanner.showPreferences()` in the page. */
+export const showPreferences = (page: Page | Frame) =>
+  page.evaluate(() =>
+    (window as unknown as { consentBanner: BannerApi }).consentBanner.showPreferences(),
+  );
+
+/** `consentBanner.clearState()` in the page. */
+export const clearState = (page: Page | Frame) =>
+  page.evaluate(() =>
+    (window as unknown as { consentBanner: BannerApi }).consentBanner.clearState(),
+  );
+
 /** The consent state the runtime exposes. */
-export const stateOf = (page: Page) =>
+export const stateOf = (page: Page | Frame) =>
   page.evaluate(() =>
     (window as unknown as { consentBanner: { getState(): unknown } }).consentBanner.getState(),
   );
