@@ -1,5 +1,5 @@
 import { type AddressInfo, createServer, type Socket } from "node:net";
-import { ConnectError } from "@connectrpc/connect";
+import { Code, ConnectError } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createDaemonClient } from "#cli/daemon-client.js";
 import { createTeam } from "#test/support/api.js";
@@ -62,7 +62,16 @@ describe("the CLI's daemon client", () => {
         .logs("team", { streaming: true })
         .tailConsentLogs({})
         [Symbol.asyncIterator]();
-      await expect(tail.next()).rejects.toThrow(ConnectError);
+      const failure = await tail.next().then(
+        () => undefined,
+        (error: unknown) => error,
+      );
+      // The words cli/problems.ts reads as "did not answer in time".
+      expect(failure).toBeInstanceOf(ConnectError);
+      expect([(failure as ConnectError).code, (failure as ConnectError).rawMessage]).toEqual([
+        Code.Unavailable,
+        "PING timed out",
+      ]);
     } finally {
       client.close();
       for (const socket of sockets) socket.destroy();

@@ -57,11 +57,11 @@ export function createDaemonClient(options: DaemonClientOptions): DaemonClient {
   const callTimeoutMs = options.callTimeoutMs ?? CALL_TIMEOUT_MS;
   // A stream has no time limit, so a daemon that stops answering (stopped, its host gone, a port
   // that accepts and says nothing) would hold a tail or an export for ever: while a stream
-  // waits, the connection is checked with a PING after the same time, and one unanswered for as
-  // long ends it with the calls on it.
+  // waits, the connection is checked with a PING after the same time, and one unanswered for
+  // three times as long (a daemon busy for a while still answers) ends it with its calls.
   const sessionManager = new GuardedSessionManager(options.url, options.log, {
     pingIntervalMs: callTimeoutMs,
-    pingTimeoutMs: callTimeoutMs,
+    pingTimeoutMs: 3 * callTimeoutMs,
   });
   let serverDate: Date | undefined;
   const remember = (headers: Headers) => {

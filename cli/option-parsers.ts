@@ -194,7 +194,11 @@ export function refuseCredential(command: Command, id: string, hint: string): vo
     ? "an API key itself, not its id"
     : value.startsWith("cs_")
       ? "a session token itself, not the session's id"
-      : undefined;
+      : value.startsWith("consent_op_")
+        ? "the operator token, not an id"
+        : value.startsWith("whsec_")
+          ? "a webhook signing secret, not an id"
+          : undefined;
   if (what) {
     command.error(`error: that is ${what} (it was not sent, nor is it printed here); ${hint}`);
   }

@@ -21,11 +21,13 @@ export interface Io {
  * of stderr leaves nowhere to say it. A command that watches a stream itself reports its own.
  */
 export function endQuietlyWhenReaderLeaves(io: Io, json: boolean): void {
+  failed = false;
   for (const stream of new Set([io.stdout, io.stderr])) {
     stream.on("error", (error) => {
       if (readerGone(error) || stream.listenerCount("error") > 1 || failed) return;
       failed = true;
-      process.exitCode = 1;
+      // A command that failed already (a usage error, 2) keeps its own status.
+      if (!process.exitCode) process.exitCode = 1;
       if (stream !== io.stdout) return;
       const { reason, hint } = fileFailure(
         "stdout",

@@ -67,6 +67,9 @@ describe("consentctl as a process", { timeout: E2E_TIMEOUT_MS }, () => {
           "✖ Cannot write stdout: the disk is full.\nhint: free space on that disk, or write elsewhere\n",
         ]);
       }
+      // A usage error keeps its status (2) when stderr cannot be written either.
+      const usage = await runCli(["teams", "show"], { stderr: full });
+      expect(usage.code).toBe(2);
       const json = await runCli(["--version", "--json"], { stdout: full });
       expect(json.code).toBe(1);
       expect(JSON.parse(json.stderr)).toMatchObject({
@@ -75,6 +78,24 @@ describe("consentctl as a process", { timeout: E2E_TIMEOUT_MS }, () => {
       });
     } finally {
       closeSync(full);
+    }
+  });
+
+  it("refuses a credential given where an id belongs, in any command, sending and printing neither", async () => {
+    const secrets = {
+      operator: `consent_op_${"o".repeat(43)}`,
+      signing: `whsec_${"s".repeat(43)}`,
+    };
+    const runs = await Promise.all([
+      runCli(["teams", "show", secrets.operator, ...NOWHERE]),
+      runCli(["banners", "list", "--team", secrets.operator, ...NOWHERE, "--json"]),
+      runCli(["webhooks", "show", secrets.signing, "--team", "t", ...NOWHERE]),
+    ]);
+    for (const run of runs) {
+      expect(run.code).toBe(2);
+      expect(run.stdout).toBe("");
+      expect(run.stderr).toContain("(it was not sent, nor is it printed here)");
+      expect(run.stderr).not.toMatch(/ooooo|sssss/);
     }
   });
 

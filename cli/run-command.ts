@@ -9,6 +9,7 @@ import {
   resolveContext,
 } from "#cli/context.js";
 import { createDaemonClient, type DaemonClient } from "#cli/daemon-client.js";
+import { refuseCredential } from "#cli/option-parsers.js";
 import { type Io, reportProblem, writeJson } from "#cli/output.js";
 import { describeProblem, EXIT_FAILURE } from "#cli/problems.js";
 import { colorEnabled, liveTerminal } from "#cli/terminal.js";
@@ -89,6 +90,16 @@ async function withInvocation(
   session: Session,
   body: (invocation: Invocation) => Promise<number>,
 ): Promise<void> {
+  // A credential given where an id belongs would be sent, and printed back in "No … with id …".
+  const local = command.opts<Record<string, unknown>>();
+  const ids = [local.team, local.banner, local.banners].flat().filter((v) => typeof v === "string");
+  for (const id of [...command.args, ...ids]) {
+    refuseCredential(
+      command,
+      id,
+      "give the id a list command shows (e.g. `consentctl teams list`)",
+    );
+  }
   const globals = command.optsWithGlobals<GlobalOptions>();
   const context = resolveContext(globals, io.env);
   let token: OperatorToken | undefined;

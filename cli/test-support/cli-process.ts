@@ -34,6 +34,8 @@ export interface CliRunOptions {
   cwd?: string;
   /** A file descriptor stdout writes to (a file, /dev/full) instead of a pipe. */
   stdout?: number;
+  /** The same for stderr. */
+  stderr?: number;
 }
 
 /** Runs bin/consentctl.js as an operator would, with piped stdio. */
@@ -62,7 +64,7 @@ function runNode(nodeArgs: readonly string[], options: CliRunOptions): Promise<C
     const child = spawn(process.execPath, nodeArgs, {
       env,
       cwd: options.cwd,
-      stdio: ["ignore", options.stdout ?? "pipe", "pipe"],
+      stdio: ["ignore", options.stdout ?? "pipe", options.stderr ?? "pipe"],
     });
     let stdout = "";
     let stderr = "";
