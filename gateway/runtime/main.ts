@@ -121,7 +121,12 @@ function post(method: string, s: ConsentState): void {
   const body = JSON.stringify({
     bannerId: config.id,
     method,
-    timestamp: s.lastConsentTimestamp,
+    // The row says when the choice was made here, even where the state's time was held at a
+    // first choice from a device whose clock ran ahead (nextState).
+    timestamp:
+      Date.parse(s.lastConsentTimestamp) > Date.now()
+        ? new Date().toISOString()
+        : s.lastConsentTimestamp,
     consentId: s.consentId,
     revision: s.revision,
     languageCode: s.languageCode,
@@ -177,22 +182,36 @@ function commit(next: ConsentState, method: string): void {
   if (method !== "consent_default") emit("change", "choice");
 }
 
+/** No state to put in effect: Consent Mode back to the required categories (tags run stay run). */
+function applyNone(): void {
+  try {
+    consentUpdate(required);
+  } catch (error) {
+    console.error("consent banner: the page's gtag failed on consent update", error);
+  }
+}
+
 /**
  * The cookie may hold a newer state than this page: a choice made in another tab, or on another
- * page while this one waited in the back/forward cache. It is adopted and put in effect before
- * anything builds on `state`; a prompt it answers closes (preferences the visitor re-opened stay
- * open), and an explicit choice fires consent:change here too, for this page's listeners.
+ * page while this one waited in the back/forward cache, or none after an erasure there. It is
+ * adopted and put in effect before anything builds on `state`; a prompt it answers closes
+ * (preferences the visitor re-opened stay open), one it calls for opens, and a change to or
+ * from an explicit choice fires consent:change here too, for this page's listeners.
  */
 function catchUp(): void {
   const stored = readState(config.id);
+  const seen = JSON.stringify(stored);
   // Unchanged since this page looked: kept, also when this page holds a state the cookie could
   // not take (cookies blocked, one too large).
-  if (!stored || JSON.stringify(stored) === known) return;
-  known = JSON.stringify(stored);
+  if (seen === known) return;
+  known = seen;
+  const had = explicit(state);
   state = stored;
-  apply(stored);
+  if (stored) apply(stored);
+  else applyNone();
   if (isCurrent()) closePrompt();
-  if (explicit(stored)) emit("change", "other-tab");
+  else if (!closeView) open(false);
+  if (had || explicit(stored)) emit("change", "other-tab");
 }
 
 /** An explicit choice: the first one by its button, any later one as consent_changed. */
@@ -300,15 +319,15 @@ if (running) {
      * consentId included, and asks again; no row. Tags already run stay run until the next page.
      */
     clearState(): void {
+      const had = state !== null;
       forgetState(config.id);
-      state = null;
       known = "null";
-      try {
-        consentUpdate(required);
-      } catch (error) {
-        console.error("consent banner: the page's gtag failed on consent update", error);
-      }
-      emit("change", "apply");
+      state = null;
+      // As on a first visit: the rule's default (a consent_default row, a new consentId), else
+      // only the required categories; then the banner asks.
+      if (config.rule) commit(defaultState(config.rule), "consent_default");
+      else applyNone();
+      if (had) emit("change", "apply");
       open(false);
     },
     showPreferences: () => open(true),

@@ -240,7 +240,7 @@ describe.skipIf(skipBrowserTests)("banner runtime in Chromium: signals and integ
   });
 
   it("keeps a choice's time at or after the first one's, made on a device whose clock ran ahead", async () => {
-    const { publicId, key } = await bannerFixture(ctx.service, {
+    const { publicId, key, teamId } = await bannerFixture(ctx.service, {
       domain: "localhost",
       configuration: { categories },
     });
@@ -266,6 +266,10 @@ describe.skipIf(skipBrowserTests)("banner runtime in Chromium: signals and integ
       body: { bannerId: publicId, subjectId: "fast-clock", baseVersion: 0, consentState: state },
     });
     expect(put.status).toBe(200);
+    // The row says when the choice was made here: not the fast device's time, nor clamped.
+    const rows = await waitForRows(ctx.service, teamId, 1);
+    expect(rows[0]?.timestampClamped).toBe(false);
+    expect(Date.parse(String(rows[0]?.occurredAt))).toBeLessThan(Date.parse(ahead) - 60_000);
     await context.close();
   });
 
@@ -275,8 +279,14 @@ describe.skipIf(skipBrowserTests)("banner runtime in Chromium: signals and integ
       configuration: { categories },
     });
     const { context, page } = await openPage(publicId);
+    const other = await context.newPage();
+    await other.goto(page.url());
+    await other.waitForFunction(() => "consentBanner" in window);
     await dialog(page).getByRole("button", { name: "Accept all" }).click();
     const [first] = await waitForRows(ctx.service, teamId, 1);
+    // The other tab takes the choice (it is shown again) before the erasure.
+    await other.evaluate(() => dispatchEvent(new Event("focus")));
+    expect(await stateOf(other)).toMatchObject({ consentId: first?.consentId });
     const change = page.evaluate(
       () =>
         new Promise((resolve) =>
@@ -303,6 +313,42 @@ describe.skipIf(skipBrowserTests)("banner runtime in Chromium: signals and integ
     await page.waitForFunction(() => "consentBanner" in window);
     expect(await dialog(page).count()).toBe(0);
     expect(await stateOf(page)).toMatchObject({ consentId: rows[1]?.consentId });
+
+    // A tab open through the erasure takes it when shown again, and never brings it back.
+    await clearState(page);
+    await other.evaluate(() => dispatchEvent(new Event("focus")));
+    expect(await stateOf(other)).toBeNull();
+    await expect.poll(() => dialog(other).count()).toBe(1);
+    await dialog(other).getByRole("button", { name: "Accept all" }).click();
+    const after = await waitForRows(ctx.service, teamId, 3);
+    expect(after[2]?.method).toBe("accept_all");
+    expect([first?.consentId, rows[1]?.consentId]).not.toContain(after[2]?.consentId);
+    await context.close();
+  });
+
+  it("starts over on clearState under a jurisdiction rule as a first visit does: a new default", async () => {
+    const { publicId, teamId } = await bannerFixture(ctx.service, {
+      domain: "localhost",
+      configuration: { categories, jurisdictionRules },
+    });
+    const { context, page } = await openPage(publicId, { country: "US-CA" });
+    await dialog(page).getByRole("button", { name: "Accept all" }).click();
+    const [first] = await waitForRows(ctx.service, teamId, 2);
+    await clearState(page);
+    const rows = await waitForRows(ctx.service, teamId, 3);
+    expect(rows[2]).toMatchObject({ method: "consent_default", matchedRuleId: "us-ca" });
+    expect(rows[2]?.consentId).not.toBe(first?.consentId);
+    expect(await stateOf(page)).toMatchObject({
+      isDefaultState: true,
+      consentId: rows[2]?.consentId,
+    });
+    // The opt-out rule's default (no GPC here) is in effect, not only the required categories.
+    expect((await dataLayer(page)).at(-1)).toEqual([
+      "consent",
+      "update",
+      expect.objectContaining({ analytics_storage: "granted", ad_storage: "granted" }),
+    ]);
+    await expect.poll(() => dialog(page).count()).toBe(1);
     await context.close();
   });
 
