@@ -349,6 +349,8 @@ class DaemonConnection {
           finish(tooLarge(readMaxBytes));
       });
       stream.on("data", (chunk: Buffer) => {
+        // After a failure (too large, aborted) the stream is being closed: nothing more is kept.
+        if (settled) return;
         received += chunk.byteLength;
         if (received > readMaxBytes) {
           finish(tooLarge(readMaxBytes));
