@@ -41,9 +41,15 @@ const ENCODINGS: Encoding[] = ["br", "gzip", "identity"];
  * none when it refuses all three (`identity;q=0` alone), since a loader is better than a 406.
  */
 function negotiate(headers: Record<string, string | string[] | undefined>): Encoding {
+  // RFC 9110 §8.4.1.3: x-gzip is gzip, which negotiator does not know.
+  const accepted = headers["accept-encoding"];
+  const named = Array.isArray(accepted) ? accepted.join(",") : accepted;
+  const acceptEncoding = named?.replace(/\bx-gzip\b/gi, "gzip");
   // negotiator 1.x takes the tie-break order as a second argument, which @types/negotiator
   // (written for 0.6) does not declare.
-  const negotiator = new Negotiator({ headers }) as unknown as {
+  const negotiator = new Negotiator({
+    headers: { "accept-encoding": acceptEncoding },
+  }) as unknown as {
     encoding(available: Encoding[], options: { preferred: Encoding[] }): Encoding | undefined;
   };
   return negotiator.encoding(ENCODINGS, { preferred: ENCODINGS }) ?? "identity";

@@ -74,6 +74,9 @@ describe("GET /loader/{publicId}.js", () => {
       ["*;q=0.1, gzip;q=0.2", "gzip"],
       ["identity;q=0", null],
       ["deflate", null],
+      // RFC 9110 §8.4.1.3: x-gzip is gzip.
+      ["x-gzip", "gzip"],
+      ["X-GZIP;q=0.8, identity;q=0.1", "gzip"],
     ];
     for (const [accept, expected] of cases) {
       const result = await loader(service, publicId, { "accept-encoding": accept });
