@@ -1,6 +1,6 @@
 import { once } from "node:events";
-import { type FileHandle, open, realpath, rename, rm, stat } from "node:fs/promises";
-import { dirname, join } from "node:path";
+import { type FileHandle, open, readlink, realpath, rename, rm, stat } from "node:fs/promises";
+import { dirname, join, resolve } from "node:path";
 import { type Command, Option } from "commander";
 import {
   createExportWriter,
@@ -59,10 +59,13 @@ async function untilStopped<T>(
   }
 }
 
-/** A write failure of `where` as the operator's to fix, in words rather than Node's codes. */
-function unwritable(where: string, error: Error): UserError {
+/**
+ * A write failure of `where` as the operator's to fix, in words rather than Node's codes; `file`
+ * is what was written when `where` is a link to it.
+ */
+function unwritable(where: string, error: Error, file = where): UserError {
   const { reason, hint } = fileFailure(
-    where,
+    file,
     error,
     "write",
     "check the disk's free space and the file's permissions",
@@ -238,7 +241,11 @@ export function addExportLogs(logs: Command, runtime: Runtime): void {
  * A path that cannot be written is the operator's to fix.
  */
 async function openOutput(path: string) {
-  const target = await realpath(path).catch(() => path);
+  // A link to a file not there yet names that file, as a shell's `>` writes it; the link stays.
+  const target = await realpath(path).catch(async () => {
+    const link = await readlink(path).catch(() => undefined);
+    return link === undefined ? path : resolve(dirname(path), link);
+  });
   const existing = await stat(target).catch(() => undefined);
   const direct = existing !== undefined && !existing.isFile();
   const partial = direct
@@ -250,7 +257,7 @@ async function openOutput(path: string) {
     handle = await open(partial, direct ? "w" : "wx");
     if (existing && !direct) await handle.chmod(existing.mode & 0o7777);
   } catch (error) {
-    throw unwritable(path, error as Error);
+    throw unwritable(path, error as Error, target);
   }
   const stream = handle.createWriteStream();
   const closed = () =>

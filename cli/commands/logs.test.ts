@@ -1,4 +1,4 @@
-import { readFile } from "node:fs/promises";
+import { lstat, readFile, symlink } from "node:fs/promises";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { argv, cliFor, E2E_TIMEOUT_MS, runCliOnTerminal } from "#cli/test-support/cli-process.js";
@@ -174,6 +174,24 @@ describe.concurrent("consentctl logs (against a real daemon)", { timeout: E2E_TI
     expect(lines.slice(0, 2).map((line) => JSON.parse(line).consentLogId)).toEqual(ids);
     expect(lines[2]).toBe("Exported 2 rows as jsonl to stdout.");
     expect(screen).not.toContain("Exporting…");
+  });
+
+  it("writes through a link to a file not there yet, and says so when the link points nowhere", async () => {
+    const { teamId, publicId } = await teamWithBanner();
+    await record(publicId);
+    const link = path.join(service.dataDir, `link-${teamId}.jsonl`);
+    const target = path.join(service.dataDir, `target-${teamId}.jsonl`);
+    await symlink(target, link);
+    const written = await cli.run(argv`logs export --team ${teamId} --out ${link}`);
+    expect(written.code).toBe(0);
+    expect((await lstat(link)).isSymbolicLink()).toBe(true);
+    expect((await readFile(target, "utf8")).trimEnd().split("\n")).toHaveLength(1);
+    const nowhere = path.join(service.dataDir, `nowhere-${teamId}.jsonl`);
+    await symlink(path.join(service.dataDir, "no-such-directory", "x.jsonl"), nowhere);
+    const refused = await cli.fails(argv`logs export --team ${teamId} --out ${nowhere}`);
+    expect(refused).toMatchObject({ code: "output_unwritable" });
+    expect(refused.error).toContain("no-such-directory does not exist");
+    expect((await lstat(nowhere)).isSymbolicLink()).toBe(true);
   });
 
   it("follows rows recorded after it started until Ctrl-C, then exits 0", async () => {
