@@ -53,7 +53,10 @@ function addListLogs(logs: Command, runtime: Runtime): void {
           entries: page.entries.map(entryJson),
           nextPageToken: page.nextPageToken,
         }),
-        view: async () => (await import("#cli/views/log-views.js")).logPageView(),
+        view: async () =>
+          (await import("#cli/views/log-views.js")).logPageView({
+            oneBanner: options.banner !== undefined,
+          }),
         notFoundHint: TEAMS_HINT,
       }),
     );

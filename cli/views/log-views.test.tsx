@@ -33,6 +33,17 @@ describe("LogPageView", () => {
     ]);
   });
 
+  it("leaves the banner out of a page listed for one banner, and fits it as a table", () => {
+    const frame =
+      render(
+        <LogPageView page={{ entries: [entry], nextPageToken: "" }} oneBanner />,
+      ).lastFrame() ?? "";
+    const [header, row] = frame.split("\n");
+    expect(header).toMatch(/^RECEIVED\s+METHOD\s+CONSENT ID\s+COUNTRY\s+ACCEPTED/);
+    expect(row).toContain("9d1511cb-c2b9-4398-aeac-8bc02d3d5501");
+    expect(frame).not.toContain("f2e7b882");
+  });
+
   it("says how to widen an empty result", () => {
     const frame = render(<LogPageView page={{ entries: [], nextPageToken: "" }} />).lastFrame();
     expect(frame).toContain("No consent log rows match");

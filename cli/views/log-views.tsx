@@ -47,13 +47,16 @@ export const LOG_COLUMNS: readonly Column<ConsentLogEntry>[] = [
   { header: "ACCEPTED", value: acceptedCategories },
 ];
 
-/** A page of rows, newest first, and how to read the next one. */
-export function LogPageView({ page }: { page: LogPage }) {
+/**
+ * A page of rows, newest first, and how to read the next one. Listed for one banner
+ * (`--banner`), the rows leave out the BANNER column, which would say the same on each.
+ */
+export function LogPageView({ page, oneBanner = false }: { page: LogPage; oneBanner?: boolean }) {
   return (
     <Box flexDirection="column">
       <Table
         rows={page.entries}
-        columns={LOG_COLUMNS}
+        columns={oneBanner ? LOG_COLUMNS.filter((c) => c.header !== "BANNER") : LOG_COLUMNS}
         empty="No consent log rows match. Widen the range with --since, or drop --banner / --method."
       />
       {page.nextPageToken ? (
@@ -149,5 +152,7 @@ export function renderTailLine(
   );
 }
 
-export const logPageView = () => (page: LogPage) => <LogPageView page={page} />;
+export const logPageView =
+  ({ oneBanner = false } = {}) =>
+  (page: LogPage) => <LogPageView page={page} oneBanner={oneBanner} />;
 export const logStatsView = () => (stats: LogStats) => <LogStatsView stats={stats} />;
