@@ -13,6 +13,7 @@ import {
   EVEN_WITH_FAILED_ENTRIES,
   firstRepeat,
   IF_VALID_SO_FAR,
+  LANGUAGE_CODE_MAX,
   noRepeats,
   text,
 } from "#daemon/validation/rules.js";
@@ -39,8 +40,8 @@ const languageCode = z
   })
   // The key becomes the languageCode of the states and rows made in that language, which spec
   // 2.4 and decisions §5 limit to 20 characters: a longer one would lose every choice.
-  .refine((tag) => (canonicalLanguage(tag) ?? "").length <= 20, {
-    message: "must be a language tag of at most 20 characters (a consent state's languageCode)",
+  .refine((tag) => (canonicalLanguage(tag) ?? "").length <= LANGUAGE_CODE_MAX, {
+    message: `must be a language tag of at most ${LANGUAGE_CODE_MAX} characters (a consent state's languageCode)`,
     ...IF_VALID_SO_FAR,
   });
 const color = z

@@ -8,6 +8,7 @@ import { DomainError, invalidRequest } from "#daemon/errors.js";
 import {
   integer,
   isoDateTime,
+  LANGUAGE_CODE_MAX,
   label,
   type ProtoTimestamp,
   protoTimestamp,
@@ -73,7 +74,7 @@ const logBody = z.object({
   timestamp: isoDateTime,
   consentId: uuid.optional(),
   revision: integer(0, 1_000_000).optional(),
-  languageCode: label(1, 20).optional(),
+  languageCode: label(1, LANGUAGE_CODE_MAX).optional(),
   country: label(1, 64).optional(),
   region: label(1, 64).optional(),
   matchedRuleId: label(1, 64).optional(),

@@ -12,6 +12,7 @@ import {
   isIsoDateTime,
   isoDateTime,
   isoInstant,
+  LANGUAGE_CODE_MAX,
   label,
   noRepeats,
   text,
@@ -48,7 +49,7 @@ const consentState = z.strictObject({
   consentId: uuid,
   consentTimestamp: isoDateTime,
   lastConsentTimestamp: isoDateTime,
-  languageCode: label(1, 20),
+  languageCode: label(1, LANGUAGE_CODE_MAX),
   services: z.record(label(1, 100), z.array(label(1, 100)).max(100)).optional(),
   jurisdictions: z
     .array(label(1, 64))

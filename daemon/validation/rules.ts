@@ -58,6 +58,12 @@ export const IF_VALID_SO_FAR = {
  */
 const onceValid = z.string();
 
+/**
+ * spec 2.4: a consent state's `languageCode` is 1-20 characters; the log route's (decisions §5)
+ * and a banner's texts keys, which become it, are held to the same.
+ */
+export const LANGUAGE_CODE_MAX = 20;
+
 /** C0 controls, DEL and C1 controls: what a terminal may read as a command rather than text. */
 const CONTROL = /\p{Cc}/u;
 
