@@ -24,7 +24,7 @@ export interface LmdbStoreOptions {
   minFreeBytes?: number;
   /** Told when the store starts refusing writes for want of room, and when it stops (disk-guard.ts). */
   onRoomChange?: DiskGuardOptions["onChange"];
-  /** Told once, when a call first meets a damaged page (see `damage()` of the Store port). */
+  /** Told once, when a call first meets a damaged page (see `reportDamage` of the Store port). */
   onDamage?: (reason: string) => void;
 }
 
@@ -253,7 +253,6 @@ export async function openLmdbStore(options: LmdbStoreOptions): Promise<Store> {
     }),
     acceptsWrites: () => !guard?.refusing,
     isUnavailable: () => false,
-    damage: () => damage,
     reportDamage(reason) {
       damage ??= reason;
     },
@@ -306,17 +305,14 @@ function refusingAfterClose<T extends object>(
   onDamage: (reason: string) => void,
 ): T {
   const guarded = { ...subStore } as Record<string, unknown>;
-  const failed = (error: unknown): never => {
+  const damaged = (error: unknown) => {
     const reason = damageOf(error);
     if (reason !== undefined) onDamage(reason);
-    // A write that met damage fails as "Commit failed"; its reason comes later, on commitError.
-    if (isCommitFailure(error)) {
-      error.commitError.then(undefined, (cause: unknown) => {
-        const found = damageOf(cause);
-        if (found !== undefined) onDamage(found);
-      });
-    }
-    return observeCommitFailure(error);
+  };
+  // A write that met damage fails as "Commit failed"; its reason comes later, on commitError.
+  const failed = (error: unknown): never => {
+    damaged(error);
+    return observeCommitFailure(error, damaged);
   };
   for (const [name, member] of Object.entries(subStore)) {
     if (typeof member !== "function") continue;
@@ -354,12 +350,14 @@ function isCommitFailure(reason: unknown): reason is CommitFailure {
  * caller's write with "Commit failed (see commitError for details)" and rejects two more promises
  * of its own that nothing observes: the reason, kept on the error as `commitError`, and its write
  * batch's. Node ends a process on an unobserved rejection, so one failed write would take every
- * other request down with it. The caller's error gets the reason as its `cause` instead.
+ * other request down with it. The caller's error gets the reason as its `cause` instead, and
+ * `onCause` hears it (a write that met damage says so only there).
  */
-function observeCommitFailure(error: unknown): never {
+function observeCommitFailure(error: unknown, onCause: (cause: unknown) => void): never {
   if (isCommitFailure(error)) {
     error.commitError.catch((cause: unknown) => {
       error.cause ??= cause;
+      onCause(cause);
     });
   }
   throw error;

@@ -162,7 +162,6 @@ function createStore(client: MongoClient, db: Db): Store {
     ),
     acceptsWrites: () => true,
     isUnavailable: isMongoUnavailable,
-    damage: () => undefined,
     reportDamage: () => {},
     async ping() {
       await db.command({ ping: 1 });

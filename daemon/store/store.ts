@@ -37,15 +37,10 @@ export interface Store {
    */
   isUnavailable(error: unknown): boolean;
   /**
-   * Why the store's data cannot be trusted, once a call met a damaged page of the embedded
-   * store's files (LMDB's MDB_CORRUPTED and kin), else undefined. From then on `ping()` rejects,
-   * so health reports NOT_SERVING until the process restarts on restored files. MongoDB checks
-   * its own data: always undefined.
-   */
-  damage(): string | undefined;
-  /**
    * Records damage that another process on the same files met (npm start's workers relay it to
-   * each other); that process logged it.
+   * each other; that process logged it). Once the embedded store knows of damage, met by one of
+   * its own calls (LMDB's MDB_CORRUPTED and kin) or reported, `ping()` rejects, so health says
+   * NOT_SERVING until the process restarts. MongoDB checks its own data: a no-op.
    */
   reportDamage(reason: string): void;
   /** Releases connections and file handles. */
