@@ -81,11 +81,12 @@ export function preferencesPage(view: PreferencesView, nonce: string, saved: boo
     // Named by its label (and, when locked, the note saying why), described by its description,
     // as on the banner.
     const described = text.description.text !== "";
-    const attributes = `${
-      category.required
-        ? " checked disabled"
-        : `${checked ? " checked" : ""} name="category" value="${escapeHtml(category.name)}"`
-    } aria-labelledby="l${i}${category.required ? ` n${i}` : ""}"${described ? ` aria-describedby="s${i}"` : ""}`;
+    const state = category.required
+      ? " checked disabled"
+      : `${checked ? " checked" : ""} name="category" value="${escapeHtml(category.name)}"`;
+    const labelledBy = category.required ? `l${i} n${i}` : `l${i}`;
+    const describedBy = described ? ` aria-describedby="s${i}"` : "";
+    const attributes = `${state} aria-labelledby="${labelledBy}"${describedBy}`;
     const description = described ? textIn("small", text.description, ` id="s${i}"`) : "";
     const note = category.required
       ? ` ${textIn("i", texts.get("alwaysOnLabel"), ` id="n${i}"`)}`

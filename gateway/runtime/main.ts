@@ -160,12 +160,17 @@ function post(method: string, s: ConsentState): void {
  */
 function apply(s: ConsentState): void {
   const accepted = all.filter((name) => required.includes(name) || s.categories.includes(name));
+  tellConsentMode(accepted);
+  whenReady(() => activateScripts(accepted, nonce));
+}
+
+/** Consent Mode's update; the page's own gtag failing stops nothing of ours. */
+function tellConsentMode(accepted: readonly string[]): void {
   try {
     consentUpdate(accepted);
   } catch (error) {
     console.error("consent banner: the page's gtag failed on consent update", error);
   }
-  whenReady(() => activateScripts(accepted, nonce));
 }
 
 /** A choice or a default: recorded first, so nothing the page does afterwards can lose the row. */
@@ -180,15 +185,6 @@ function commit(next: ConsentState, method: string): void {
   post(method, next);
   apply(next);
   if (method !== "consent_default") emit("change", "choice");
-}
-
-/** No state to put in effect: Consent Mode back to the required categories (tags run stay run). */
-function applyNone(): void {
-  try {
-    consentUpdate(required);
-  } catch (error) {
-    console.error("consent banner: the page's gtag failed on consent update", error);
-  }
 }
 
 /**
@@ -207,8 +203,9 @@ function catchUp(): void {
   known = seen;
   const had = explicit(state);
   state = stored;
+  // No state (erased there): Consent Mode back to the required categories; tags run stay run.
   if (stored) apply(stored);
-  else applyNone();
+  else tellConsentMode(required);
   if (isCurrent()) closePrompt();
   else if (!closeView) open(false);
   if (had || explicit(stored)) emit("change", "other-tab");
@@ -326,7 +323,7 @@ if (running) {
       // As on a first visit: the rule's default (a consent_default row, a new consentId), else
       // only the required categories; then the banner asks.
       if (config.rule) commit(defaultState(config.rule), "consent_default");
-      else applyNone();
+      else tellConsentMode(required);
       if (had) emit("change", "apply");
       open(false);
     },

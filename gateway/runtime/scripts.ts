@@ -14,7 +14,8 @@ let watching: MutationObserver | undefined;
  *
  * They run in document order, as the page wrote them: an external script is waited for (loaded
  * or failed) before the next one is inserted, since an inline one inserted meanwhile would run
- * first; one marked `async` is not, as the parser would not wait for it either. One that fails to activate is reported on the console and skipped; the others still run.
+ * first; one marked `async` is not, as the parser would not wait for it either. One that fails
+ * to activate is reported on the console and skipped; the others still run.
  * Gated scripts the page adds afterwards (a single-page app, a tag manager) are activated as they
  * arrive, by the latest state's categories.
  */

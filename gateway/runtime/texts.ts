@@ -45,8 +45,10 @@ export function resolveTexts(
   texts: Record<string, RuntimeTexts>,
   wanted: readonly string[],
 ): ResolvedTexts {
-  const keys = Object.keys(texts);
-  const find = (matches: (key: string) => boolean) => keys.find((key) => matches(comparable(key)));
+  // Each key as it is compared, read once: a lookup tries several candidates per wanted tag.
+  const keys = Object.keys(texts).map((key) => [key, comparable(key)] as const);
+  const find = (matches: (key: string) => boolean) =>
+    keys.find(([, compared]) => matches(compared))?.[0];
   let lang: string | undefined;
   for (const tag of wanted.filter(Boolean).map(comparable)) {
     for (const candidate of candidates(tag)) lang ??= find((key) => key === candidate);
