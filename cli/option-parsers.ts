@@ -181,6 +181,15 @@ export function formatDuration(seconds: number): string {
   return `${seconds}s`;
 }
 
+/** The prefixes of the service's credentials, and what one given as an id is. */
+const CREDENTIALS = [
+  ["ck_live_", "an API key itself, not its id"],
+  ["ck_test_", "an API key itself, not its id"],
+  ["cs_", "a session token itself, not the session's id"],
+  ["consent_op_", "the operator token, not an id"],
+  ["whsec_", "a webhook signing secret, not an id"],
+] as const;
+
 /**
  * Refuses a credential given where an id belongs (`keys revoke ck_live_…`, `sessions revoke
  * cs_…`, pasted from where it was shown), before it is sent and echoed back as "No … with id
@@ -190,15 +199,7 @@ export function formatDuration(seconds: number): string {
  */
 export function refuseCredential(command: Command, id: string, hint: string): void {
   const value = id.trim();
-  const what = /^ck_(?:live|test)_/.test(value)
-    ? "an API key itself, not its id"
-    : value.startsWith("cs_")
-      ? "a session token itself, not the session's id"
-      : value.startsWith("consent_op_")
-        ? "the operator token, not an id"
-        : value.startsWith("whsec_")
-          ? "a webhook signing secret, not an id"
-          : undefined;
+  const what = CREDENTIALS.find(([prefix]) => value.startsWith(prefix))?.[1];
   if (what) {
     command.error(`error: that is ${what} (it was not sent, nor is it printed here); ${hint}`);
   }

@@ -93,13 +93,8 @@ async function withInvocation(
   // A credential given where an id belongs would be sent, and printed back in "No … with id …".
   const local = command.opts<Record<string, unknown>>();
   const ids = [local.team, local.banner, local.banners].flat().filter((v) => typeof v === "string");
-  for (const id of [...command.args, ...ids]) {
-    refuseCredential(
-      command,
-      id,
-      "give the id a list command shows (e.g. `consentctl teams list`)",
-    );
-  }
+  const hint = spec.notFoundHint ?? "give the id a list command shows (`consentctl teams list`)";
+  for (const id of [...command.args, ...ids]) refuseCredential(command, id, hint);
   const globals = command.optsWithGlobals<GlobalOptions>();
   const context = resolveContext(globals, io.env);
   let token: OperatorToken | undefined;

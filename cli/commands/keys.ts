@@ -8,7 +8,6 @@ import {
   listOf,
   nonEmpty,
   parseIsoDateTime,
-  refuseCredential,
 } from "#cli/option-parsers.js";
 import type { Runtime } from "#cli/program.js";
 import type { CommandSpec } from "#cli/run-command.js";
@@ -124,7 +123,6 @@ function addRevokeKey(keys: Command, runtime: Runtime): void {
     .argument("<key-id>", "key id (from `keys list`), not the key itself", nonEmpty("the key id"))
     .addHelpText("after", examples("consentctl keys revoke KEY_ID"))
     .action((id: string, _options: unknown, command: Command) => {
-      refuseCredential(command, id, KEYS_HINT);
       return runtime.run(command, {
         progress: "Revoking key…",
         auth: "operator",
@@ -157,7 +155,6 @@ function addRotateKey(keys: Command, runtime: Runtime): void {
       ),
     )
     .action((id: string, options: { grace: number }, command: Command) => {
-      refuseCredential(command, id, KEYS_HINT);
       return runtime.run(
         command,
         mintedSpec(`Rotating key (grace ${formatDuration(options.grace)})…`, async ({ client }) => {

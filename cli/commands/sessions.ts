@@ -1,7 +1,7 @@
 import type { Command } from "commander";
 import { TEAMS_HINT, teamOption } from "#cli/commands/teams.js";
 import { examples, messageJson, required } from "#cli/format.js";
-import { durationIn, nonEmpty, refuseCredential } from "#cli/option-parsers.js";
+import { durationIn, nonEmpty } from "#cli/option-parsers.js";
 import type { Runtime } from "#cli/program.js";
 import { SESSION_TTL_SECONDS } from "#daemon/admin/admin-rules.js";
 import { SessionSchema } from "#gen/consent/v1/admin_pb.js";
@@ -85,13 +85,8 @@ function addRevokeSession(sessions: Command, runtime: Runtime): void {
       nonEmpty("the session id"),
     )
     .addHelpText("after", examples("consentctl sessions revoke SESSION_ID"))
-    .action((id: string, _options: unknown, command: Command) => {
-      refuseCredential(
-        command,
-        id,
-        "list a team's sessions and their ids with `consentctl sessions list --team TEAM_ID`",
-      );
-      return runtime.run(command, {
+    .action((id: string, _options: unknown, command: Command) =>
+      runtime.run(command, {
         progress: "Revoking session…",
         auth: "operator",
         call: async ({ client }) =>
@@ -99,6 +94,6 @@ function addRevokeSession(sessions: Command, runtime: Runtime): void {
         json: (session) => messageJson(SessionSchema, session),
         view: async () => (await import("#cli/views/session-views.js")).sessionView(),
         notFoundHint: "list a team's sessions with `consentctl sessions list --team TEAM_ID`",
-      });
-    });
+      }),
+    );
 }
