@@ -2,7 +2,14 @@ import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BannerService } from "#gen/consent/v1/banner_pb.js";
-import { createBanner, createTeam, http, mintKey, operator } from "#test/support/api.js";
+import {
+  bulkyTexts,
+  createBanner,
+  createTeam,
+  http,
+  mintKey,
+  operator,
+} from "#test/support/api.js";
 import { startTestService, type TestService } from "#test/support/service.js";
 
 /** spec 2.1, 4.2-4.3 and decisions §3 through REST. */
@@ -757,16 +764,8 @@ describe("banners", () => {
 
   it("keeps a configuration within what one body can carry, though each PATCH is within the limit", async () => {
     const { id } = await createBanner(service, key);
-    // Private-use language tags qaa-qtz: one text of 2,000 characters in each of n languages.
-    const texts = (count: number) =>
-      Object.fromEntries(
-        Array.from({ length: count }, (_, n) => {
-          const tag = `q${String.fromCharCode(97 + Math.floor(n / 26))}${String.fromCharCode(97 + (n % 26))}`;
-          return [tag, { description: "x".repeat(2000) }];
-        }),
-      );
     const patch = (body: unknown) => http(service, "PATCH", `/api/v1/banners/${id}`, { key, body });
-    const first = await patch({ configuration: { texts: texts(100) } });
+    const first = await patch({ configuration: { texts: bulkyTexts() } });
     expect(first.status).toBe(200);
     // A PATCH replaces the fields it names: categories next to the texts stored before.
     const categories = Array.from({ length: 10 }, (_, c) => ({
@@ -796,9 +795,7 @@ describe("banners", () => {
   it("lists every banner of a team however large the list grows (spec 4.2: no pages)", async () => {
     const own = (await mintKey(service, await createTeam(service, "enterprise"))).key;
     // 96 banners of about 200 KB each: a list answer past 16 MiB however it is encoded.
-    const texts = Object.fromEntries(
-      Array.from({ length: 100 }, (_, n) => [`en-${1000 + n}`, { description: "x".repeat(2000) }]),
-    );
+    const texts = bulkyTexts();
     for (let batch = 0; batch < 12; batch++) {
       const made = await Promise.all(
         Array.from({ length: 8 }, (_, i) =>

@@ -48,6 +48,13 @@ describe.skipIf(skipBrowserTests)("banner runtime in Chromium: signals and integ
     CONSENT_TRUST_PROXY: "loopback",
   });
 
+  /** A banner on localhost (any port) with the file's categories, and more configuration. */
+  const localBanner = (configuration: Record<string, unknown> = {}) =>
+    bannerFixture(ctx.service, {
+      domain: "localhost",
+      configuration: { categories, ...configuration },
+    });
+
   async function openPage(
     publicId: string,
     options: { country?: string; gpc?: boolean } = {},
@@ -91,10 +98,7 @@ describe.skipIf(skipBrowserTests)("banner runtime in Chromium: signals and integ
     });
 
   it("sends Consent Mode default before any tag, update after the choice, and runs accepted tags only", async () => {
-    const { publicId, teamId } = await bannerFixture(ctx.service, {
-      domain: "localhost",
-      configuration: { categories },
-    });
+    const { publicId, teamId } = await localBanner();
     const { context, page, violations } = await openPage(publicId);
     const before = await dataLayer(page);
     expect(before).toEqual([
@@ -138,10 +142,7 @@ describe.skipIf(skipBrowserTests)("banner runtime in Chromium: signals and integ
   });
 
   it("writes a jurisdiction default as consent_default, honouring GPC under a US rule", async () => {
-    const { publicId, teamId } = await bannerFixture(ctx.service, {
-      domain: "localhost",
-      configuration: { categories, jurisdictionRules },
-    });
+    const { publicId, teamId } = await localBanner({ jurisdictionRules });
     const { context, page } = await openPage(publicId, { country: "US-CA", gpc: true });
     const [row] = await waitForRows(ctx.service, teamId, 1);
     expect(row).toMatchObject({
@@ -192,10 +193,7 @@ describe.skipIf(skipBrowserTests)("banner runtime in Chromium: signals and integ
   });
 
   it("carries a choice across devices: change event → PUT state → resolve → applyState", async () => {
-    const { publicId, teamId, key } = await bannerFixture(ctx.service, {
-      domain: "localhost",
-      configuration: { categories },
-    });
+    const { publicId, teamId, key } = await localBanner();
     const laptop = await openPage(publicId);
     const changed = laptop.page.evaluate(
       () =>
@@ -240,10 +238,7 @@ describe.skipIf(skipBrowserTests)("banner runtime in Chromium: signals and integ
   });
 
   it("keeps a choice's time at or after the first one's, made on a device whose clock ran ahead", async () => {
-    const { publicId, key, teamId } = await bannerFixture(ctx.service, {
-      domain: "localhost",
-      configuration: { categories },
-    });
+    const { publicId, key, teamId } = await localBanner();
     const { context, page } = await openPage(publicId);
     const ahead = new Date(Date.now() + 3 * 60_000).toISOString();
     const fromFastDevice = {
@@ -274,10 +269,7 @@ describe.skipIf(skipBrowserTests)("banner runtime in Chromium: signals and integ
   });
 
   it("forgets this device's state on clearState (an erasure) and asks again under a new consentId", async () => {
-    const { publicId, teamId } = await bannerFixture(ctx.service, {
-      domain: "localhost",
-      configuration: { categories },
-    });
+    const { publicId, teamId } = await localBanner();
     const { context, page } = await openPage(publicId);
     const other = await context.newPage();
     await other.goto(page.url());
@@ -327,10 +319,7 @@ describe.skipIf(skipBrowserTests)("banner runtime in Chromium: signals and integ
   });
 
   it("starts over on clearState under a jurisdiction rule as a first visit does: a new default", async () => {
-    const { publicId, teamId } = await bannerFixture(ctx.service, {
-      domain: "localhost",
-      configuration: { categories, jurisdictionRules },
-    });
+    const { publicId, teamId } = await localBanner({ jurisdictionRules });
     const { context, page } = await openPage(publicId, { country: "US-CA" });
     await dialog(page).getByRole("button", { name: "Accept all" }).click();
     const [first] = await waitForRows(ctx.service, teamId, 2);
@@ -353,10 +342,7 @@ describe.skipIf(skipBrowserTests)("banner runtime in Chromium: signals and integ
   });
 
   it("leaves open preferences the visitor opened when a current state is applied", async () => {
-    const { publicId } = await bannerFixture(ctx.service, {
-      domain: "localhost",
-      configuration: { categories },
-    });
+    const { publicId } = await localBanner();
     const { context, page } = await openPage(publicId);
     await showPreferences(page);
     await expect.poll(() => dialog(page).count()).toBe(1);
@@ -366,10 +352,7 @@ describe.skipIf(skipBrowserTests)("banner runtime in Chromium: signals and integ
   });
 
   it("puts in effect only the banner's categories from an applied state: required ones always", async () => {
-    const { publicId } = await bannerFixture(ctx.service, {
-      domain: "localhost",
-      configuration: { categories },
-    });
+    const { publicId } = await localBanner();
     const { context, page } = await openPage(publicId);
     // Built elsewhere: no "necessary", and a category this banner does not have.
     const state = { ...aWholeState, categories: ["analytics", "tracking"] };
@@ -398,10 +381,7 @@ describe.skipIf(skipBrowserTests)("banner runtime in Chromium: signals and integ
   });
 
   it("refuses a state that is not a whole canonical state, and asks again over a damaged cookie", async () => {
-    const { publicId } = await bannerFixture(ctx.service, {
-      domain: "localhost",
-      configuration: { categories },
-    });
+    const { publicId } = await localBanner();
     const { context, page } = await openPage(publicId);
     const whole = aWholeState;
     const broken = [
@@ -449,10 +429,7 @@ describe.skipIf(skipBrowserTests)("banner runtime in Chromium: signals and integ
   });
 
   it("has its API in place when consent:ready fires, even for a deferred loader", async () => {
-    const { publicId } = await bannerFixture(ctx.service, {
-      domain: "localhost",
-      configuration: { categories },
-    });
+    const { publicId } = await localBanner();
     const context = await ctx.browser.newContext();
     await context.addInitScript(() => {
       const w = window as unknown as { apiAtReady?: string; consentBanner?: unknown };
@@ -472,10 +449,7 @@ describe.skipIf(skipBrowserTests)("banner runtime in Chromium: signals and integ
     await context.close();
   });
   it("starts one banner per page: a second loader on it warns and starts nothing", async () => {
-    const { publicId, teamId } = await bannerFixture(ctx.service, {
-      domain: "localhost",
-      configuration: { categories, layout: "modal" },
-    });
+    const { publicId, teamId } = await localBanner({ layout: "modal" });
     const context = await ctx.browser.newContext();
     const page = await context.newPage();
     const errors: string[] = [];
@@ -507,10 +481,7 @@ describe.skipIf(skipBrowserTests)("banner runtime in Chromium: signals and integ
     await context.close();
   });
   it("takes the place of anything else named consentBanner: an element, a placeholder, a frame", async () => {
-    const { publicId } = await bannerFixture(ctx.service, {
-      domain: "localhost",
-      configuration: { categories, layout: "modal" },
-    });
+    const { publicId } = await localBanner({ layout: "modal" });
     const pages = {
       // A deferred loader runs after the element exists, which window.consentBanner then names.
       element: { loaderAttributes: "defer", body: `<div id="consentBanner"></div>` },
@@ -545,10 +516,7 @@ describe.skipIf(skipBrowserTests)("banner runtime in Chromium: signals and integ
     }
   });
   it("keeps the banner closed when a current state is applied before the page is ready", async () => {
-    const { publicId, teamId } = await bannerFixture(ctx.service, {
-      domain: "localhost",
-      configuration: { categories, layout: "modal" },
-    });
+    const { publicId, teamId } = await localBanner({ layout: "modal" });
     const state = aWholeState;
     ctx.site.file(
       "/apply.js",
@@ -581,10 +549,7 @@ describe.skipIf(skipBrowserTests)("banner runtime in Chromium: signals and integ
   });
 
   it("runs gated scripts in page order, past one that fails, under Trusted Types, and records the choice first", async () => {
-    const { publicId, teamId } = await bannerFixture(ctx.service, {
-      domain: "localhost",
-      configuration: { categories },
-    });
+    const { publicId, teamId } = await localBanner();
     ctx.site.file("/lib.js", "text/javascript", "window.order.push('lib'); window.Lib = {};");
     for (const category of ["analytics", "unknown"]) {
       ctx.site.file(

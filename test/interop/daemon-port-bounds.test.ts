@@ -4,7 +4,7 @@ import { credentials, status } from "@grpc/grpc-js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { MAX_STREAMS_PER_CONNECTION } from "#daemon/server.js";
 import { GetBannerRequestSchema } from "#gen/consent/v1/banner_pb.js";
-import { createBanner, createTeam, mintKey } from "#test/support/api.js";
+import { bulkyTexts, createBanner, createTeam, mintKey } from "#test/support/api.js";
 import { addressOf, loadConsentProtos, unary } from "#test/support/grpc-js.js";
 import { grpcWebTrailers } from "#test/support/raw-http2.js";
 import { startTestService, type TestService } from "#test/support/service.js";
@@ -285,14 +285,8 @@ describe("the daemon port's answers waiting on a connection", () => {
 
   it("takes new calls while large answers wait for the client to read them (more than Node's default 10 MB)", async () => {
     const { key } = await mintKey(service, await createTeam(service, "enterprise"));
-    // About 210 KB of banner: 100 languages of 2,000 characters.
-    const texts = Object.fromEntries(
-      Array.from({ length: 100 }, (_, index) => [
-        `en-x-p${String(index).padStart(4, "0")}`,
-        { description: "a".repeat(2_000) },
-      ]),
-    );
-    const { id } = await createBanner(service, key, { configuration: { texts } });
+    // About 210 KB of banner.
+    const { id } = await createBanner(service, key, { configuration: { texts: bulkyTexts() } });
     // A client that reads no answer data yet: every answer stays queued in the daemon.
     const session = http2.connect(service.daemonUrl, { settings: { initialWindowSize: 0 } });
     session.on("error", () => {});

@@ -130,6 +130,19 @@ export async function mintKey(
   return { key: response.secret, id: response.apiKey?.id as string };
 }
 
+/**
+ * A banner's texts in 100 languages (private-use tags qaa-qdv), each a description of 2,000
+ * characters: a configuration of about 210 KB, near what one banner body may carry.
+ */
+export function bulkyTexts(): Record<string, { description: string }> {
+  return Object.fromEntries(
+    Array.from({ length: 100 }, (_, n) => {
+      const tag = `q${String.fromCharCode(97 + Math.floor(n / 26))}${String.fromCharCode(97 + (n % 26))}`;
+      return [tag, { description: "x".repeat(2000) }];
+    }),
+  );
+}
+
 /** Creates a banner through the REST API and returns its ids. */
 export async function createBanner(
   service: TestService,

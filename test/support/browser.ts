@@ -117,6 +117,7 @@ export const dialog = (page: Page) => page.locator("[id^=consent-banner-] [role=
 
 /** The integrator API of the page's banner (docs/banner-runtime.md). */
 interface BannerApi {
+  getState(): unknown;
   applyState(state: unknown): boolean;
   showPreferences(): void;
   clearState(): void;
@@ -143,9 +144,7 @@ export const clearState = (page: Page | Frame) =>
 
 /** The consent state the runtime exposes. */
 export const stateOf = (page: Page | Frame) =>
-  page.evaluate(() =>
-    (window as unknown as { consentBanner: { getState(): unknown } }).consentBanner.getState(),
-  );
+  page.evaluate(() => (window as unknown as { consentBanner: BannerApi }).consentBanner.getState());
 
 /**
  * For the enclosing describe: a service with the gateway, a website embedding its loader, and
