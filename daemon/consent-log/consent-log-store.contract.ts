@@ -14,7 +14,12 @@ import {
   useFreshStore,
 } from "#daemon/store/store-contract-harness.js";
 
-function aRow(teamId: string, receivedAt: Date, overrides: Partial<ConsentLogRecord> = {}) {
+/** A row as the service stores one, received at `receivedAt`; for the contract and other tests. */
+export function aConsentLogRow(
+  teamId: string,
+  receivedAt: Date,
+  overrides: Partial<ConsentLogRecord> = {},
+) {
   const row: ConsentLogRecord = {
     // The id carries the time of receipt, as the service makes it (UUIDv7).
     id: uuidv7({ msecs: receivedAt.getTime() }),
@@ -46,7 +51,7 @@ export function describeConsentLogStoreContract(openStore: OpenStore): void {
     /** Appends `count` rows of the team, a minute apart from `now` on, and returns them oldest first. */
     async function appendRows(count: number, overrides: (i: number) => Partial<ConsentLogRecord>) {
       const rows = Array.from({ length: count }, (_, i) =>
-        aRow(teamId, shifted(now, i * MINUTE), overrides(i)),
+        aConsentLogRow(teamId, shifted(now, i * MINUTE), overrides(i)),
       );
       for (const row of rows) await store().consentLog.append(row);
       return rows;
@@ -54,7 +59,7 @@ export function describeConsentLogStoreContract(openStore: OpenStore): void {
 
     it("lists a team's rows newest first, with dates as Date objects", async () => {
       const rows = await appendRows(3, () => ({}));
-      await store().consentLog.append(aRow(randomUUID(), now));
+      await store().consentLog.append(aConsentLogRow(randomUUID(), now));
       const listed = await store().consentLog.list({ teamId, limit: 10 });
       expect(listed).toEqual(rows.toReversed());
       expect(listed[0]?.receivedAt).toBeInstanceOf(Date);
@@ -62,7 +67,7 @@ export function describeConsentLogStoreContract(openStore: OpenStore): void {
     });
 
     it("rejects a second row with the same id", async () => {
-      const row = aRow(teamId, now);
+      const row = aConsentLogRow(teamId, now);
       await store().consentLog.append(row);
       await expect(
         store().consentLog.append({ ...row, method: "reject_all" }),
@@ -128,7 +133,9 @@ export function describeConsentLogStoreContract(openStore: OpenStore): void {
         consentId: i === 3 ? randomUUID() : consentId,
         method: i === 0 ? "consent_default" : "consent_changed",
       }));
-      await store().consentLog.append(aRow(randomUUID(), shifted(now, 9 * MINUTE), { consentId }));
+      await store().consentLog.append(
+        aConsentLogRow(randomUUID(), shifted(now, 9 * MINUTE), { consentId }),
+      );
       const latest = (team: string, id: string) =>
         store().consentLog.latestByConsentId(team, "banner-1", id);
       expect(await latest(teamId, consentId)).toEqual(rows[2]);
@@ -156,10 +163,10 @@ export function describeConsentLogStoreContract(openStore: OpenStore): void {
 
     it("looks at the consentId's CONSENT_ID_SCAN_LIMIT newest rows only, never answering another banner's", async () => {
       const consentId = randomUUID();
-      const ownRow = aRow(teamId, now, { consentId });
+      const ownRow = aConsentLogRow(teamId, now, { consentId });
       await store().consentLog.append(ownRow);
       const othersRow = (i: number) =>
-        aRow(teamId, shifted(now, (i + 1) * 1000), { consentId, bannerId: "banner-2" });
+        aConsentLogRow(teamId, shifted(now, (i + 1) * 1000), { consentId, bannerId: "banner-2" });
       await Promise.all(
         Array.from({ length: CONSENT_ID_SCAN_LIMIT - 1 }, (_, i) =>
           store().consentLog.append(othersRow(i)),
@@ -172,7 +179,7 @@ export function describeConsentLogStoreContract(openStore: OpenStore): void {
     });
 
     it("leaves the consentId index untouched by a refused duplicate", async () => {
-      const row = aRow(teamId, now);
+      const row = aConsentLogRow(teamId, now);
       await store().consentLog.append(row);
       const duplicate = { ...row, consentId: randomUUID() };
       await expect(store().consentLog.append(duplicate)).rejects.toBeInstanceOf(DuplicateKeyError);
@@ -184,7 +191,7 @@ export function describeConsentLogStoreContract(openStore: OpenStore): void {
 
     it("reads forward: oldest first after afterId, with the same filters, in pages", async () => {
       const rows = await appendRows(6, (i) => ({ method: i === 2 ? "custom" : "accept_all" }));
-      await store().consentLog.append(aRow(randomUUID(), shifted(now, MINUTE)));
+      await store().consentLog.append(aConsentLogRow(randomUUID(), shifted(now, MINUTE)));
       const read = (afterId?: string) =>
         store().consentLog.listForward({ teamId, methods: ["accept_all"], afterId, limit: 2 });
       const pages: string[][] = [];
@@ -226,7 +233,7 @@ export function describeConsentLogStoreContract(openStore: OpenStore): void {
       const rows = await appendRows(5, (i) => ({ publicId: i === 1 ? "pb_2" : "pb_1" }));
       const ids = rows.map((row) => row.id);
       // Another team's row between two of this team's, its id in the skipped set too.
-      const foreign = aRow(randomUUID(), shifted(now, 2 * MINUTE + 1));
+      const foreign = aConsentLogRow(randomUUID(), shifted(now, 2 * MINUTE + 1));
       await store().consentLog.append(foreign);
       const skipIds = new Set([ids[2], foreign.id] as string[]);
       const forward = (query: Partial<ConsentLogForwardQuery>) =>
@@ -261,10 +268,10 @@ export function describeConsentLogStoreContract(openStore: OpenStore): void {
         // Two minutes apart: the first two rows fall on 1 March, the rest on 2 March (UTC).
         const receivedAt = shifted(day, i * 2 * MINUTE);
         await store().consentLog.append(
-          aRow(teamId, receivedAt, { method, preferences, publicId }),
+          aConsentLogRow(teamId, receivedAt, { method, preferences, publicId }),
         );
       }
-      await store().consentLog.append(aRow(randomUUID(), day, { publicId: "pb_a" }));
+      await store().consentLog.append(aConsentLogRow(randomUUID(), day, { publicId: "pb_a" }));
       // functional is required for pb_b only; essential is required nowhere.
       const requiredCategories = { pb_a: ["necessary"], pb_b: ["functional"] };
       expect(await store().consentLog.stats({ teamId, requiredCategories })).toEqual({

@@ -1,11 +1,10 @@
-import { randomUUID } from "node:crypto";
 import { open, stat, statfs } from "node:fs/promises";
 import path from "node:path";
 import { createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
-import { v7 as uuidv7 } from "uuid";
 import { describe, expect, it } from "vitest";
 import { cliFor, runCli } from "#cli/test-support/cli-process.js";
+import { aConsentLogRow } from "#daemon/consent-log/consent-log-store.contract.js";
 import { openLmdbStore } from "#daemon/store/lmdb-store.js";
 import { ConsentLogService } from "#gen/consent/v1/consent_log_pb.js";
 import {
@@ -213,25 +212,11 @@ describe("npm start on a store damaged past its roots", { timeout: 120_000 }, ()
     const banner = await store.banners.getByPublicId(publicId);
     if (!banner) throw new Error("the banner was not stored");
     await Promise.all(
-      Array.from({ length: 3_000 }, () => {
-        const now = new Date();
-        return store.consentLog.append({
-          id: uuidv7(),
-          teamId: banner.teamId,
-          bannerId: banner.id,
-          publicId,
-          consentId: randomUUID(),
-          method: "consent_given",
-          preferences: { necessary: true, analytics: false },
-          revision: 1,
-          languageCode: "en",
-          gpc: false,
-          pageUrl: "https://shop.example.com/",
-          occurredAt: now,
-          timestampClamped: false,
-          receivedAt: now,
-        });
-      }),
+      Array.from({ length: 3_000 }, () =>
+        store.consentLog.append(
+          aConsentLogRow(banner.teamId, new Date(), { bannerId: banner.id, publicId }),
+        ),
+      ),
     );
     await store.close();
     // A disk fault in the middle of the records file: pages the roots do not show.
