@@ -208,8 +208,9 @@ describe("the gateway's budget for request bodies in flight", () => {
     await new Promise((resolve) => setTimeout(resolve, 200));
     // Within the budget again: the request reaches the daemon (here, one that cannot be reached).
     const passed = await send("/api/v1/consent/subjects/resolve");
-    expect([passed.status, passed.body.data.error]).toEqual([
+    expect([passed.status, passed.retryAfter, passed.body.data.error]).toEqual([
       503,
+      null,
       "The service is temporarily unavailable; retry later",
     ]);
   });
@@ -240,8 +241,9 @@ describe("the gateway's budget for request bodies in flight", () => {
     }
     // Still up, and nothing of theirs is held: a 10 KB body passes the 64 KB budget.
     const passed = await send("/api/v1/consent/subjects/resolve");
-    expect([passed.status, passed.body.data.error]).toEqual([
+    expect([passed.status, passed.retryAfter, passed.body.data.error]).toEqual([
       503,
+      null,
       "The service is temporarily unavailable; retry later",
     ]);
   });
