@@ -181,15 +181,32 @@ describe("the gateway's budget for request bodies in flight", () => {
     };
   };
 
+  /** A raw connection to the gateway that has sent `text` and then `body` bytes of "x". */
+  const rawRequest = async (text: string, body = 0) => {
+    const socket = connect(Number(new URL(url).port), "127.0.0.1");
+    socket.on("error", () => {});
+    await new Promise((resolve) => socket.once("connect", resolve));
+    socket.write(text);
+    if (body > 0) socket.write("x".repeat(body));
+    return socket;
+  };
+
+  /** A 10 KB body let through the budget: answered 503 by the daemon's absence, no Retry-After. */
+  const expectReachesDaemon = async () => {
+    const passed = await send("/api/v1/consent/subjects/resolve");
+    expect([passed.status, passed.retryAfter, passed.body.data.error]).toEqual([
+      503,
+      null,
+      "The service is temporarily unavailable; retry later",
+    ]);
+  };
+
   it("answers 503 with Retry-After while other bodies hold the budget, in each route's shape, and serves again once they are gone", async () => {
     // A client that announced 100 KB and has sent 60 KB of it, then waits.
-    const hog = connect(Number(new URL(url).port), "127.0.0.1");
-    hog.on("error", () => {});
-    await new Promise((resolve) => hog.once("connect", resolve));
-    hog.write(
+    const hog = await rawRequest(
       "PUT /api/v1/consent/subjects/state HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n",
+      60 * 1024,
     );
-    hog.write("x".repeat(60 * 1024));
     await new Promise((resolve) => setTimeout(resolve, 200));
 
     const busy = "The service is receiving too much at once; retry shortly";
@@ -207,23 +224,8 @@ describe("the gateway's budget for request bodies in flight", () => {
     hog.destroy();
     await new Promise((resolve) => setTimeout(resolve, 200));
     // Within the budget again: the request reaches the daemon (here, one that cannot be reached).
-    const passed = await send("/api/v1/consent/subjects/resolve");
-    expect([passed.status, passed.retryAfter, passed.body.data.error]).toEqual([
-      503,
-      null,
-      "The service is temporarily unavailable; retry later",
-    ]);
+    await expectReachesDaemon();
   });
-
-  /** A raw connection to the gateway that has sent `text` and then `body` bytes of "x". */
-  const rawRequest = async (text: string, body = 0) => {
-    const socket = connect(Number(new URL(url).port), "127.0.0.1");
-    socket.on("error", () => {});
-    await new Promise((resolve) => socket.once("connect", resolve));
-    socket.write(text);
-    if (body > 0) socket.write("x".repeat(body));
-    return socket;
-  };
 
   it("survives uploads cut off part-way, over its 1 MiB cap or within it, and holds nothing of them", async () => {
     for (let round = 0; round < 3; round++) {
@@ -240,12 +242,7 @@ describe("the gateway's budget for request bodies in flight", () => {
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
     // Still up, and nothing of theirs is held: a 10 KB body passes the 64 KB budget.
-    const passed = await send("/api/v1/consent/subjects/resolve");
-    expect([passed.status, passed.retryAfter, passed.body.data.error]).toEqual([
-      503,
-      null,
-      "The service is temporarily unavailable; retry later",
-    ]);
+    await expectReachesDaemon();
   });
 });
 
