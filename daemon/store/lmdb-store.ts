@@ -54,11 +54,56 @@ export function openEnvironment(options: RootDatabaseOptionsWithPath): RootDatab
  * site responsible for the wait. No `cache`: another process's writes must be seen at once.
  */
 function openRecords(dataDir: string): RootDatabase {
-  return openEnvironment({
-    path: join(dataDir, RECORDS_DIRECTORY),
-    overlappingSync: false,
-    maxDbs: 32,
-  });
+  return absentUnstorableKeys(
+    openEnvironment({
+      path: join(dataDir, RECORDS_DIRECTORY),
+      overlappingSync: false,
+      maxDbs: 32,
+    }),
+  );
+}
+
+/** The UTF-8 bytes of a key's strings, up to `limit` and a little past it. */
+function keyBytesBeyond(key: unknown, limit: number): boolean {
+  let total = 0;
+  for (const part of Array.isArray(key) ? key : [key]) {
+    if (typeof part !== "string") continue;
+    // Three bytes per UTF-16 unit at most: a short string is counted without encoding it.
+    total += part.length * 3 <= limit ? part.length * 3 : Buffer.byteLength(part);
+    if (total > limit) return true;
+  }
+  return false;
+}
+
+/**
+ * Reads by a key longer than LMDB stores (its maxKeySize, 1,978 bytes) answer "absent": no record
+ * can have such a key, and lmdb would throw instead ("String does not fit in target buffer" past
+ * 4 KB), so a request naming a 5,000-character id would fail as an internal error rather than be
+ * not_found as any unknown id is. Point reads (get, doesExist, getBinary, getString) all pass through
+ * getBinaryFast or getString, wrapped here on the root and on every database opened from it.
+ * Writes keep lmdb's refusal: the store writes only keys it makes.
+ */
+function absentUnstorableKeys(root: RootDatabase): RootDatabase {
+  const limit = (root as unknown as { maxKeySize?: number }).maxKeySize ?? 1978;
+  const wrap = (db: object) => {
+    const methods = db as Record<string, (...args: unknown[]) => unknown>;
+    for (const name of ["getBinaryFast", "getString"]) {
+      const read = methods[name];
+      if (typeof read !== "function") continue;
+      methods[name] = function (this: unknown, key: unknown, ...rest: unknown[]) {
+        if (keyBytesBeyond(key, limit)) return undefined;
+        return read.call(this, key, ...rest);
+      };
+    }
+  };
+  wrap(root);
+  const openDB = root.openDB.bind(root);
+  root.openDB = ((...args: Parameters<typeof openDB>) => {
+    const db = openDB(...args);
+    wrap(db);
+    return db;
+  }) as typeof root.openDB;
+  return root;
 }
 
 /**

@@ -33,6 +33,26 @@ function describeStoreContracts(openStore: OpenStore): void {
   describeConsentLogStoreContract(openStore);
   describeCounterStoreContract(openStore);
   describeWebhookStoreContract(openStore);
+  it("answers a look-up by an id longer than any stored key as absent", async () => {
+    const store = await openStore();
+    const [teamId, id] = [randomUUID(), "x".repeat(5_000)];
+    try {
+      // Ids come from requests (a path, a gRPC field): an id no record can have is unknown.
+      expect(await store.teams.get(id)).toBeNull();
+      expect(await store.teams.setPlan(id, "free", new Date())).toBeNull();
+      expect(await store.keys.get(id)).toBeNull();
+      expect(await store.keys.revoke(id, new Date())).toBeNull();
+      expect(await store.sessions.get(id)).toBeNull();
+      expect(await store.sessions.revoke(id, new Date())).toBeNull();
+      expect(await store.banners.get(teamId, id)).toBeNull();
+      expect(await store.banners.getByPublicId(id)).toBeNull();
+      expect(await store.webhooks.getEndpoint(teamId, id)).toBeNull();
+      expect(await store.webhooks.deleteEndpoint(teamId, id)).toBe(false);
+      expect(await store.webhooks.getDelivery(teamId, id)).toBeNull();
+    } finally {
+      await store.close();
+    }
+  });
   it("answers ping while open", async () => {
     const store = await openStore();
     await expect(store.ping()).resolves.toBeUndefined();
