@@ -4,7 +4,12 @@ import {
   isFieldSet,
   type MessageShape,
 } from "@bufbuild/protobuf";
-import { invalidBody, parseJsonBody, tooLarge } from "#daemon/validation/json-body.js";
+import {
+  invalidBody,
+  parseJsonBody,
+  refuseForbiddenKeys,
+  tooLarge,
+} from "#daemon/validation/json-body.js";
 
 /**
  * The fields a request may set beside `json`: they are not part of the REST body (the path's
@@ -52,6 +57,7 @@ export function bodyOf<Desc extends DescMessage>(
     }
     return parseJsonBody(request.json, options.maxBytes, options.failure);
   }
+  refuseForbiddenKeys(request, options.failure);
   const body = typed(request);
   // The same size rule as REST, measured on the JSON form the typed fields stand for.
   if (Buffer.byteLength(JSON.stringify(body)) > options.maxBytes) {

@@ -36,16 +36,48 @@ export function parseJsonBody(
     // The parser's own text may quote the body; the client gets a fixed sentence instead.
     // safeParse tells the two failures apart: null for a forbidden key in valid JSON, undefined
     // for text that is not JSON (valid JSON `null` parsed above without a failure).
-    if (secureJson.safeParse(text) === null) {
-      throw invalidBody(failure, "Request body contains a forbidden key", [
-        {
-          field: "",
-          message: "The request body must not contain a __proto__ or constructor.prototype key",
-        },
-      ]);
-    }
+    if (secureJson.safeParse(text) === null) throw forbiddenKey(failure);
     throw notJson(failure);
   }
+}
+
+function forbiddenKey(failure: "subject" | "banner"): DomainError {
+  return invalidBody(failure, "Request body contains a forbidden key", [
+    {
+      field: "",
+      message: "The request body must not contain a __proto__ or constructor.prototype key",
+    },
+  ]);
+}
+
+/**
+ * The rule of parseJsonBody for a request decoded from protobuf (gRPC, or Connect's JSON): a map
+ * entry named `__proto__` (a banner's texts, say) is decoded by protobuf-es into the prototype of
+ * the map, leaving no own key while reads of other keys may find the entry's fields. Such a map,
+ * an own `__proto__` key, or a `constructor` holding a `prototype` is refused as REST refuses the
+ * same body. The decoder drops a `google.protobuf.Struct` entry named `__proto__` (a subject's
+ * state) before any code sees it, so the state is validated and stored without it.
+ */
+export function refuseForbiddenKeys(message: unknown, failure: "subject" | "banner"): void {
+  if (hasForbiddenKey(message)) throw forbiddenKey(failure);
+}
+
+function hasForbiddenKey(value: unknown): boolean {
+  if (typeof value !== "object" || value === null || ArrayBuffer.isView(value)) return false;
+  const prototype = Object.getPrototypeOf(value);
+  if (Array.isArray(value)) {
+    return prototype !== Array.prototype || value.some(hasForbiddenKey);
+  }
+  if (prototype !== Object.prototype && prototype !== null) return true;
+  for (const key of Object.keys(value)) {
+    const inner = (value as Record<string, unknown>)[key];
+    if (key === "__proto__") return true;
+    if (key === "constructor" && typeof inner === "object" && inner !== null) {
+      if (Object.hasOwn(inner, "prototype")) return true;
+    }
+    if (hasForbiddenKey(inner)) return true;
+  }
+  return false;
 }
 
 function notJson(failure: "subject" | "banner"): DomainError {
