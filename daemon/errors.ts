@@ -43,6 +43,22 @@ export interface FailureExtras {
 }
 
 /**
+ * Bounds on what a failure carries back, since messages quote what the caller sent (an origin, an
+ * id, a field name) and gRPC sends them in trailers, which Node refuses past 64 KB (the call would
+ * end in a reset instead of its answer): each text at most ERROR_TEXT_MAX characters, at most
+ * ERROR_DETAILS_MAX details (no rule of the service names more fields than that).
+ */
+export const ERROR_TEXT_MAX = 500;
+export const ERROR_DETAILS_MAX = 40;
+
+/** `text`, cut to ERROR_TEXT_MAX characters with an ellipsis, never inside a surrogate pair. */
+export function clipped(text: string): string {
+  if (text.length <= ERROR_TEXT_MAX) return text;
+  const cut = text.slice(0, ERROR_TEXT_MAX - 1);
+  return `${/[\uD800-\uDBFF]$/.test(cut) ? cut.slice(0, -1) : cut}…`;
+}
+
+/**
  * A failure the daemon raises on purpose, with the machine code of spec section 7. Services throw
  * these; the RPC edge (rpc/connect-errors.ts) is the one place that turns them into ConnectErrors.
  */

@@ -23,12 +23,22 @@ export interface AdminServiceOptions {
   clock: Clock;
 }
 
+/**
+ * An id the call names its record by. An empty one is the caller's mistake, said as CreateApiKey
+ * says a missing teamId, rather than "No team with id " (a message ending in a space, which HTTP/2
+ * cannot carry in grpc-message, so the caller would read an empty one).
+ */
+function required(field: string, id: string): string {
+  if (id === "") throw invalidRequest([{ field, message: `${field} is required` }]);
+  return id;
+}
+
 /** Operator calls: teams, keys and dashboard sessions (decisions §2). */
 export function createAdminService(options: AdminServiceOptions): ServiceImpl<typeof AdminService> {
   const { store, authenticator, clock } = options;
 
-  async function existingTeam(id: string) {
-    const team = await store.teams.get(id);
+  async function existingTeam(id: string, field: "id" | "teamId") {
+    const team = await store.teams.get(required(field, id));
     if (!team) throw notFound(`No team with id ${id}`);
     return team;
   }
@@ -100,12 +110,16 @@ export function createAdminService(options: AdminServiceOptions): ServiceImpl<ty
 
     async getTeam(request, ctx) {
       await authenticator.authorizeOperator(ctx);
-      return { team: teamMessage(await existingTeam(request.id)) };
+      return { team: teamMessage(await existingTeam(request.id, "id")) };
     },
 
     async setTeamPlan(request, ctx) {
       await authenticator.authorizeOperator(ctx);
-      const team = await store.teams.setPlan(request.id, readPlan(request.plan), clock());
+      const team = await store.teams.setPlan(
+        required("id", request.id),
+        readPlan(request.plan),
+        clock(),
+      );
       if (!team) throw notFound(`No team with id ${request.id}`);
       return { team: teamMessage(team) };
     },
@@ -113,19 +127,19 @@ export function createAdminService(options: AdminServiceOptions): ServiceImpl<ty
     async createApiKey(request, ctx) {
       await authenticator.authorizeOperator(ctx);
       const input = readKeyCreation(request, clock());
-      await existingTeam(input.teamId);
+      await existingTeam(input.teamId, "teamId");
       return mintKey(input);
     },
 
     async listApiKeys(request, ctx) {
       await authenticator.authorizeOperator(ctx);
-      await existingTeam(request.teamId);
+      await existingTeam(request.teamId, "teamId");
       return { apiKeys: (await store.keys.listByTeam(request.teamId)).map(apiKeyMessage) };
     },
 
     async revokeApiKey(request, ctx) {
       await authenticator.authorizeOperator(ctx);
-      const key = await store.keys.revoke(request.id, clock());
+      const key = await store.keys.revoke(required("id", request.id), clock());
       if (!key) throw notFound(`No API key with id ${request.id}`);
       return { apiKey: apiKeyMessage(key) };
     },
@@ -144,7 +158,7 @@ export function createAdminService(options: AdminServiceOptions): ServiceImpl<ty
           },
         ]);
       }
-      const old = await store.keys.get(request.id);
+      const old = await store.keys.get(required("id", request.id));
       if (!old) throw notFound(`No API key with id ${request.id}`);
       refuseUnrotatable(old, clock());
       // Only the current key gets here, so its expiry is the operator's own (or none), not a
@@ -181,7 +195,7 @@ export function createAdminService(options: AdminServiceOptions): ServiceImpl<ty
 
     async createSession(request, ctx) {
       await authenticator.authorizeOperator(ctx);
-      await existingTeam(request.teamId);
+      await existingTeam(request.teamId, "teamId");
       const lifetime = sessionLifetimeSeconds(request.ttlSeconds);
       const token = generateSessionToken();
       const now = clock();
@@ -199,14 +213,14 @@ export function createAdminService(options: AdminServiceOptions): ServiceImpl<ty
 
     async listSessions(request, ctx) {
       await authenticator.authorizeOperator(ctx);
-      await existingTeam(request.teamId);
+      await existingTeam(request.teamId, "teamId");
       const sessions = await store.sessions.listByTeam(request.teamId, clock());
       return { sessions: sessions.map(sessionMessage) };
     },
 
     async revokeSession(request, ctx) {
       await authenticator.authorizeOperator(ctx);
-      const session = await store.sessions.revoke(request.id, clock());
+      const session = await store.sessions.revoke(required("id", request.id), clock());
       if (!session) throw notFound(`No session with id ${request.id}`);
       return { session: sessionMessage(session) };
     },

@@ -3,6 +3,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import type { ServiceImpl } from "@connectrpc/connect";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { kPeerAddress } from "#daemon/auth/caller.js";
+import { clipped } from "#daemon/errors.js";
 import { clientOfIp } from "#daemon/limits/rate-limiter.js";
 import type { Store } from "#daemon/store/store.js";
 import {
@@ -72,7 +73,7 @@ export function createHealthService(
   return {
     async check(request) {
       if (!known.has(request.service))
-        throw new ConnectError(`unknown service ${request.service}`, Code.NotFound);
+        throw new ConnectError(`unknown service ${clipped(request.service)}`, Code.NotFound);
       return { status: statusOf(request.service, await storeAnswers()) };
     },
 

@@ -1,7 +1,7 @@
 import { create } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
-import { DomainError, type FailureKind } from "#daemon/errors.js";
+import { clipped, DomainError, ERROR_DETAILS_MAX, type FailureKind } from "#daemon/errors.js";
 import { type ErrorLogger, unavailableLog } from "#daemon/logging.js";
 import { isParseFailure } from "#daemon/rpc/parse-failures.js";
 import { rateLimitHeaders } from "#daemon/rpc/rate-limit-headers.js";
@@ -26,7 +26,9 @@ export function toConnectError(error: DomainError): ConnectError {
   const { details, rateLimit, retryAfterSeconds, current } = error.extras;
   const info = create(ErrorInfoSchema, {
     code: error.code,
-    details: details ?? [],
+    details: (details ?? [])
+      .slice(0, ERROR_DETAILS_MAX)
+      .map(({ field, message }) => ({ field: clipped(field), message: clipped(message) })),
     retryAfterSeconds: retryAfterSeconds ?? 0,
     rateLimit: rateLimit && {
       limit: rateLimit.limit,
@@ -45,7 +47,7 @@ export function toConnectError(error: DomainError): ConnectError {
   const metadata = new Headers(rateLimit ? rateLimitHeaders(rateLimit) : undefined);
   if (retryAfterSeconds) metadata.set("retry-after", String(retryAfterSeconds));
   return new ConnectError(
-    error.message,
+    clipped(error.message),
     CODE_OF_KIND[error.kind],
     metadata,
     [{ desc: ErrorInfoSchema, value: info }],
@@ -111,6 +113,11 @@ export function domainErrorInterceptor(
         error.code !== Code.Unknown
       )
         return error;
+      // A request stream that ended before its message was whole: the caller left, or stalled
+      // past the port's arrival bound (daemon/server.ts). The call is over and nothing failed here.
+      if ((error as { code?: unknown }).code === "ERR_STREAM_PREMATURE_CLOSE") {
+        return new ConnectError("the request ended before it was complete", Code.Canceled);
+      }
       logger.error(
         { err: error, procedure: request.method.name },
         "unexpected error in RPC handler",

@@ -48,8 +48,12 @@ function oversizedMessage(size = 3_000_000): Buffer {
 describe("the daemon port's bounds on what a client makes it hold", () => {
   let service: TestService;
   const arrivalMs = 500;
+  const logged: Record<string, unknown>[] = [];
   beforeAll(async () => {
-    service = await startTestService({ requestArrivalMs: arrivalMs });
+    service = await startTestService({
+      requestArrivalMs: arrivalMs,
+      onLog: (entry) => logged.push(entry),
+    });
   });
   afterAll(() => service.close());
 
@@ -97,6 +101,30 @@ describe("the daemon port's bounds on what a client makes it hold", () => {
         whole.resume();
       });
       expect(status).toBe("16");
+    } finally {
+      session.close();
+    }
+  });
+
+  it("resets a server stream whose request stops arriving, logging nothing of it", async () => {
+    const session = http2.connect(service.daemonUrl);
+    try {
+      // The tail's one message, whole, but the request never ended (no END_STREAM).
+      const stalled = session.request({
+        ":method": "POST",
+        ":path": "/consent.v1.ConsentLogService/TailConsentLogs",
+        "content-type": "application/grpc",
+      });
+      stalled.write(Buffer.from([0, 0, 0, 0, 0]));
+      const closed = await new Promise<number>((resolve) => {
+        stalled.on("error", () => {});
+        stalled.on("close", () => resolve(stalled.rstCode ?? -1));
+      });
+      expect(closed).toBe(http2.constants.NGHTTP2_CANCEL);
+      // The caller's stall is not the daemon's failure: no "unexpected error" with a stack.
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      const ofTail = logged.filter((entry) => entry.procedure === "TailConsentLogs");
+      expect(ofTail.map((entry) => entry.msg)).toEqual([]);
     } finally {
       session.close();
     }

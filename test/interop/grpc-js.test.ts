@@ -16,6 +16,7 @@ import {
   toStruct,
   unary,
 } from "#test/support/grpc-js.js";
+import { rawRequest } from "#test/support/raw-http2.js";
 import { startTestService, type TestService } from "#test/support/service.js";
 
 /**
@@ -336,6 +337,39 @@ describe("grpc-js against the daemon", () => {
     expect(fields).toEqual(overRest.body.data.details.map((d: { field: string }) => d.field));
     expect(fields).toEqual(expect.arrayContaining(["subjectId", "namespace"]));
     expect(overGrpc.message).toBe(overRest.body.data.error);
+  });
+
+  it("a banner's texts with a __proto__ entry, sent as Connect JSON, are refused as REST refuses them", async () => {
+    // protobuf-es decodes a map entry named __proto__ into the map's prototype: no own key is left,
+    // and a read of another language's texts could find the entry's.
+    const banner = JSON.stringify({
+      name: "Poisoned",
+      domain: "poisoned.example.com",
+      configuration: { texts: { en: { title: "Own" } } },
+    }).replace('"texts":{', '"texts":{"__proto__":{"title":"Inherited"},');
+    const overConnect = await rawRequest(
+      service.daemonUrl,
+      "/consent.v1.BannerService/CreateBanner",
+      { "content-type": "application/json", authorization: `Bearer ${key}` },
+      Buffer.from(banner),
+    );
+    const overRest = await http(service, "POST", "/api/v1/banners", { key, body: banner });
+    expect([overRest.status, overRest.body.data.error]).toEqual([
+      400,
+      "Request body contains a forbidden key",
+    ]);
+    expect([overConnect.status, JSON.parse(overConnect.body.toString())]).toMatchObject([
+      400,
+      { code: "invalid_argument", message: overRest.body.data.error },
+    ]);
+  });
+
+  it("an id no record can have (5,000 characters) is NOT_FOUND, as any unknown id", async () => {
+    const long = "a".repeat(5_000);
+    const owned = failure(await unary(banners, "GetBanner", { id: long }, bearer(key)));
+    const published = failure(await unary(banners, "GetPublishedBanner", { publicId: long }));
+    expect([owned.code, owned.info?.code]).toEqual([status.NOT_FOUND, "not_found"]);
+    expect(published.code).toBe(status.NOT_FOUND);
   });
 
   it("refuses a request carrying its body in json and in typed fields, naming those fields", async () => {

@@ -48,6 +48,8 @@ export interface TestServiceOptions {
   requestArrivalMs?: number;
   /** The daemon port's REQUEST_BUDGET_BYTES, shrunk. */
   requestBudgetBytes?: number;
+  /** Receives each log entry (pino's JSON line, parsed), at every level from `warn` up. */
+  onLog?: (entry: Record<string, unknown>) => void;
 }
 
 /**
@@ -64,7 +66,10 @@ export async function startTestService(options: TestServiceOptions = {}): Promis
     CONSENT_LOG_LEVEL: process.env.CONSENT_TEST_LOG_LEVEL ?? "silent",
     ...options.env,
   });
-  const logger = pino({ level: config.logLevel });
+  const onLog = options.onLog;
+  const logger = onLog
+    ? pino({ level: "warn" }, { write: (line: string) => onLog(JSON.parse(line)) })
+    : pino({ level: config.logLevel });
   const secrets = await loadSecrets(config);
   const identityKeys =
     options.identityKeys === undefined

@@ -1,0 +1,102 @@
+import { Code, ConnectError, createClient } from "@connectrpc/connect";
+import { createGrpcTransport } from "@connectrpc/connect-node";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ERROR_TEXT_MAX } from "#daemon/errors.js";
+import { AdminService } from "#gen/consent/v1/admin_pb.js";
+import { ConsentLogService } from "#gen/consent/v1/consent_log_pb.js";
+import { ErrorInfoSchema } from "#gen/consent/v1/errors_pb.js";
+import { Health } from "#gen/grpc/health/v1/health_pb.js";
+import { createBanner, createTeam, mintKey } from "#test/support/api.js";
+import { startTestService, type TestService } from "#test/support/service.js";
+
+/**
+ * A failure's message quotes what the caller sent, and gRPC carries it in trailers, which Node
+ * refuses past 64 KB: however long the caller's text, the call ends in its own answer (spec 7's
+ * code, decisions §7's ErrorInfo), never in a reset that a client reads as INTERNAL.
+ */
+describe("caller input quoted in a failure over gRPC", () => {
+  let service: TestService;
+  let transport: ReturnType<typeof createGrpcTransport>;
+  let publicId: string;
+  beforeAll(async () => {
+    service = await startTestService({ gateway: true });
+    transport = createGrpcTransport({ baseUrl: service.daemonUrl });
+    const { key } = await mintKey(service, await createTeam(service, "professional"));
+    ({ publicId } = await createBanner(service, key));
+  });
+  afterAll(() => service.close());
+
+  const operator = () => ({ headers: { authorization: `Bearer ${service.operatorToken}` } });
+  async function refusal(call: Promise<unknown>) {
+    const error = await call.then(
+      () => {
+        throw new Error("expected the call to fail");
+      },
+      (reason: unknown) => ConnectError.from(reason),
+    );
+    const info = error.findDetails(ErrorInfoSchema)[0];
+    return {
+      code: error.code,
+      message: error.rawMessage,
+      errorCode: info?.code,
+      details: info?.details.map(({ field, message }) => ({ field, message })),
+    };
+  }
+
+  it("refuses a 30,000-character origin as domain_not_authorized, quoting it cut short", async () => {
+    const logs = createClient(ConsentLogService, transport);
+    const origin = `https://${"a".repeat(30_000)}.example.com`;
+    const refused = await refusal(
+      logs.recordConsent({
+        bannerId: publicId,
+        preferences: { necessary: true },
+        method: "accept_all",
+        timestamp: new Date().toISOString(),
+        requestOrigin: { origin },
+      }),
+    );
+    expect([refused.code, refused.errorCode]).toEqual([
+      Code.PermissionDenied,
+      "domain_not_authorized",
+    ]);
+    // The site as the message names it (its host), cut: the rest of the sentence is past the cut.
+    expect(refused.message).toMatch(/^a+…$/);
+    expect(refused.message).toHaveLength(ERROR_TEXT_MAX);
+  });
+
+  it("answers a Health check of a 70,000-character service name as an unknown service", async () => {
+    const health = createClient(Health, transport);
+    const refused = await refusal(health.check({ service: "s".repeat(70_000) }));
+    expect(refused.code).toBe(Code.NotFound);
+    expect(refused.message).toMatch(/^unknown service s+…$/);
+  });
+
+  it("answers a 5,000-character team id as no such team", async () => {
+    const admin = createClient(AdminService, transport);
+    const refused = await refusal(admin.getTeam({ id: "t".repeat(5_000) }, operator()));
+    expect([refused.code, refused.errorCode]).toEqual([Code.NotFound, "not_found"]);
+    expect(refused.message).toMatch(/^No team with id t+…$/);
+  });
+
+  it("refuses an operator call without the id it names its record by, saying which", async () => {
+    const admin = createClient(AdminService, transport);
+    const calls: [string, Promise<unknown>][] = [
+      ["id", admin.getTeam({}, operator())],
+      ["id", admin.setTeamPlan({ plan: "free" }, operator())],
+      ["teamId", admin.listApiKeys({}, operator())],
+      ["id", admin.revokeApiKey({}, operator())],
+      ["id", admin.rotateApiKey({}, operator())],
+      ["teamId", admin.createSession({}, operator())],
+      ["teamId", admin.listSessions({}, operator())],
+      ["id", admin.revokeSession({}, operator())],
+    ];
+    for (const [field, call] of calls) {
+      expect(await refusal(call)).toEqual({
+        code: Code.InvalidArgument,
+        message: "Request validation failed",
+        errorCode: "invalid_request",
+        details: [{ field, message: `${field} is required` }],
+      });
+    }
+  });
+});
