@@ -4,7 +4,7 @@ import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
 import type { Authenticator } from "#daemon/auth/authenticator.js";
 import type { Clock } from "#daemon/clock.js";
 import { consentLogEntryMessage } from "#daemon/consent-log/consent-log-messages.js";
-import { matchesLogFilters, readListPaging } from "#daemon/consent-log/consent-log-rules.js";
+import { matchesLogFilters, readLogQuery } from "#daemon/consent-log/consent-log-rules.js";
 import type {
   ConsentLogForwardQuery,
   ConsentLogRecord,
@@ -77,18 +77,8 @@ export function createConsentLogReads(options: ConsentLogReadOptions): ConsentLo
   async function admit(ctx: HandlerContext, request: LogFilterRequest) {
     const auth = await authenticator.authorize(ctx, { scope: "logs:read", write: false });
     return afterAdmission(ctx, auth, async () => {
-      const { since, until } = readListPaging(0, "", request.methods, {
-        since: request.since,
-        until: request.until,
-      });
-      return {
-        auth,
-        teamId: auth.team.id,
-        publicId: request.bannerId ? request.bannerId.toLowerCase() : undefined,
-        methods: request.methods.length > 0 ? request.methods : undefined,
-        since,
-        until,
-      };
+      const { publicId, methods, since, until } = readLogQuery(request);
+      return { auth, teamId: auth.team.id, publicId, methods, since, until };
     });
   }
 

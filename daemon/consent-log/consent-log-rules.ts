@@ -187,16 +187,21 @@ export function createLogIdGenerator(): (receivedAt: Date) => string {
 const timeRange = z.object({ since: protoTimestamp.optional(), until: protoTimestamp.optional() });
 
 /**
- * ListConsentLogs: page sizes, the page token (the previous page's last id) and the time range,
- * each a time within google.protobuf.Timestamp's range (protoTimestamp), read as Dates.
+ * A log query (ListConsentLogs, and without paging the stats, tail and export): page size, the
+ * page token (the previous page's last id), the banner (a public id, as rows name it: any other
+ * text, such as a mistyped id, would select nothing without a word), the methods, and the time
+ * range, each a time within google.protobuf.Timestamp's range (protoTimestamp), read as Dates.
  */
-export function readListPaging(
-  pageSize: number,
-  pageToken: string,
-  methods: readonly string[],
-  timestamps: { since?: ProtoTimestamp; until?: ProtoTimestamp } = {},
-) {
-  const read = check(timeRange, timestamps);
+export function readLogQuery(request: {
+  pageSize?: number;
+  pageToken?: string;
+  bannerId: string;
+  methods: readonly string[];
+  since?: ProtoTimestamp;
+  until?: ProtoTimestamp;
+}) {
+  const { pageSize = 0, pageToken = "", bannerId, methods } = request;
+  const read = check(timeRange, { since: request.since, until: request.until });
   const violations = "violations" in read ? read.violations : [];
   const range = "value" in read ? read.value : {};
   if (pageSize < 0 || pageSize > 1_000) {
@@ -204,6 +209,12 @@ export function readListPaging(
   }
   if (pageToken && !uuid.safeParse(pageToken).success) {
     violations.push({ field: "pageToken", message: "pageToken is not a token this service made" });
+  }
+  if (bannerId && !uuid.safeParse(bannerId).success) {
+    violations.push({
+      field: "bannerId",
+      message: "bannerId must be a UUID (a banner's publicId)",
+    });
   }
   const unknown = methods.filter((m) => !(CONSENT_LOG_METHODS as readonly string[]).includes(m));
   if (unknown.length > 0) {
@@ -217,7 +228,13 @@ export function readListPaging(
     violations.push({ field: "until", message: "until must be after since" });
   }
   if (violations.length > 0) throw invalidRequest(violations);
-  return { limit: pageSize || 100, beforeId: pageToken || undefined, ...range };
+  return {
+    limit: pageSize || 100,
+    beforeId: pageToken || undefined,
+    publicId: bannerId ? bannerId.toLowerCase() : undefined,
+    methods: methods.length > 0 ? methods : undefined,
+    ...range,
+  };
 }
 
 /** Each banner record's sites, read once (a record is served from the read cache for a while). */

@@ -19,7 +19,7 @@ import {
   LOG_BODY_LIMIT,
   LOG_IP_LIMIT,
   readConsentLogBody,
-  readListPaging,
+  readLogQuery,
   reducePageUrl,
 } from "#daemon/consent-log/consent-log-rules.js";
 import type { ConsentLogRecord } from "#daemon/consent-log/consent-log-store.js";
@@ -147,22 +147,15 @@ export function createConsentLogService(
     async listConsentLogs(request, ctx) {
       const auth = await authenticator.authorize(ctx, { scope: "logs:read", write: false });
       return afterAdmission(ctx, auth, async () => {
-        const paging = readListPaging(request.pageSize, request.pageToken, request.methods, {
-          since: request.since,
-          until: request.until,
-        });
+        const query = readLogQuery(request);
         // One row more than the page tells whether another page follows.
         const rows = await store.consentLog.list({
+          ...query,
           teamId: auth.team.id,
-          publicId: request.bannerId ? request.bannerId.toLowerCase() : undefined,
-          methods: request.methods.length > 0 ? request.methods : undefined,
-          since: paging.since,
-          until: paging.until,
-          beforeId: paging.beforeId,
-          limit: paging.limit + 1,
+          limit: query.limit + 1,
         });
-        const page = rows.slice(0, paging.limit);
-        const more = rows.length > paging.limit;
+        const page = rows.slice(0, query.limit);
+        const more = rows.length > query.limit;
         return {
           entries: page.map(consentLogEntryMessage),
           nextPageToken: more ? (page.at(-1)?.id ?? "") : "",

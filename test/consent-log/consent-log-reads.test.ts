@@ -268,6 +268,32 @@ describe("ConsentLogService operator reads over gRPC", () => {
     }
   });
 
+  it("refuses a banner filter that is not a public id, rather than selecting nothing", async () => {
+    const { teamId, publicId } = await bannerFixture(service);
+    await record(service, publicId);
+    const operator = bearer(service.operatorToken, teamId);
+    const drain = async (stream: AsyncIterable<unknown>) => {
+      for await (const _ of stream) break;
+    };
+    for (const bannerId of ["zz", "x".repeat(5_000)]) {
+      expect(await failure(client.listConsentLogs({ bannerId }, operator))).toEqual([
+        Code.InvalidArgument,
+        "invalid_request",
+      ]);
+      expect(await failure(client.consentLogStats({ bannerId }, operator))).toEqual([
+        Code.InvalidArgument,
+        "invalid_request",
+      ]);
+      expect(await failure(drain(client.exportConsentLogs({ bannerId }, operator)))).toEqual([
+        Code.InvalidArgument,
+        "invalid_request",
+      ]);
+    }
+    // The public id in capitals is the same banner.
+    const listed = await client.listConsentLogs({ bannerId: publicId.toUpperCase() }, operator);
+    expect(listed.entries).toHaveLength(1);
+  });
+
   it("refuses a request message that is not protobuf binary, or flagged compressed without a compression, as invalid_argument, in each protocol", async () => {
     // A stream's request is parsed inside the interceptors, unlike a unary call's.
     const path = "/consent.v1.ConsentLogService/TailConsentLogs";
