@@ -51,7 +51,24 @@ import type { ReceiverStats } from "./webhook-receiver.js";
  *          --node-options=... (NODE_OPTIONS of the service's processes only, e.g. a heap setting)
  */
 
-const { values: args } = parseArgs({
+/** A mistake on the command line: said in one line with the scenario names, exit 2. */
+function usage(message: string): never {
+  process.stderr.write(
+    `bench: ${message}\nscenarios: ${scenarios.map((s) => s.name).join(", ")}\n`,
+  );
+  process.exit(2);
+}
+
+function parseOptions() {
+  try {
+    return parseArgs(OPTIONS);
+  } catch (error) {
+    // node:util's ERR_PARSE_ARGS_* errors (an unknown option, a value missing) say it plainly.
+    return usage(error instanceof Error ? error.message : String(error));
+  }
+}
+
+const OPTIONS = {
   options: {
     only: { type: "string" },
     duration: { type: "string", default: "10" },
@@ -65,7 +82,9 @@ const { values: args } = parseArgs({
     workers: { type: "string", default: "2" },
     "node-options": { type: "string" },
   },
-});
+} as const;
+
+const { values: args } = parseOptions();
 
 const RESULTS_DIR = path.join(REPO_ROOT, "bench", "results");
 /** The service trusts the benchmark as a proxy, so a scenario may spread client IPs (X-Forwarded-For). */
@@ -85,7 +104,7 @@ function selectedScenarios(): Scenario[] {
   if (!args.only) return scenarios;
   const names = new Set(args.only.split(","));
   const unknown = [...names].filter((name) => !scenarios.some((s) => s.name === name));
-  if (unknown.length) throw new Error(`unknown scenario(s): ${unknown.join(", ")}`);
+  if (unknown.length) usage(`unknown scenario(s): ${unknown.join(", ")}`);
   return scenarios.filter((scenario) => names.has(scenario.name));
 }
 

@@ -70,7 +70,7 @@ export const WRITES_REFUSED =
 /** WRITES_REFUSED as the sentence a refused write is told with. */
 const STORE_FULL = `${WRITES_REFUSED[0]?.toUpperCase()}${WRITES_REFUSED.slice(1)}.`;
 export const WRITES_REFUSED_HINT =
-  "free space on that disk (writes resume once a quarter more than the minimum is free), or lower CONSENT_MIN_FREE_MB";
+  "free space on that disk (writes resume once a quarter more than the minimum, at most 256 MB more, is free), or lower CONSENT_MIN_FREE_MB";
 
 const START_HINT =
   "start it with `npm start` (or `consentd`), or set CONSENT_DAEMON_URL / --daemon";
