@@ -96,11 +96,16 @@ function absentUnstorableKeys(root: RootDatabase): RootDatabase {
       };
     }
   };
-  wrap(root);
+  return onEveryDatabase(root, wrap);
+}
+
+/** Applies `change` to an environment's root and to every database opened from it later. */
+function onEveryDatabase(root: RootDatabase, change: (db: object) => void): RootDatabase {
+  change(root);
   const openDB = root.openDB.bind(root);
   root.openDB = ((...args: Parameters<typeof openDB>) => {
     const db = openDB(...args);
-    wrap(db);
+    change(db);
     return db;
   }) as typeof root.openDB;
   return root;
@@ -188,14 +193,7 @@ function guardRecordWrites(records: RootDatabase, guard: DiskGuard): RootDatabas
       };
     }
   };
-  guardWrites(records);
-  const openDB = records.openDB.bind(records);
-  records.openDB = ((...args: Parameters<typeof openDB>) => {
-    const db = openDB(...args);
-    guardWrites(db);
-    return db;
-  }) as typeof records.openDB;
-  return records;
+  return onEveryDatabase(records, guardWrites);
 }
 
 /**

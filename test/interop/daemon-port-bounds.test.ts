@@ -34,6 +34,20 @@ async function answeredEarly(url: string, headers: http2.OutgoingHttpHeaders, bo
   return { response, trailers, body: Buffer.concat(chunks), rstCode: stream.rstCode };
 }
 
+/** A gRPC call that sends `sent` and never ends its request: its RST_STREAM code once closed. */
+async function stalledUntilClosed(session: http2.ClientHttp2Session, path: string, sent: Buffer) {
+  const stalled = session.request({
+    ":method": "POST",
+    ":path": path,
+    "content-type": "application/grpc",
+  });
+  stalled.write(sent);
+  return new Promise<number>((resolve) => {
+    stalled.on("error", () => {});
+    stalled.on("close", () => resolve(stalled.rstCode ?? -1));
+  });
+}
+
 /** One gRPC message of `size` zero bytes, past the daemon's 1 MiB. */
 function oversizedMessage(size = 3_000_000): Buffer {
   const prefix = Buffer.alloc(5);
@@ -77,16 +91,15 @@ describe("the daemon port's bounds on what a client makes it hold", () => {
         ":path": "/consent.v1.SubjectService/ResolveSubject",
         "content-type": "application/grpc",
       };
-      const stalled = session.request(headers);
       // An envelope announcing 1,000 bytes, then 10 of them, and never the rest.
       const envelope = Buffer.alloc(5);
       envelope.writeUInt32BE(1_000, 1);
-      stalled.write(Buffer.concat([envelope, Buffer.alloc(10)]));
       const started = Date.now();
-      const closed = await new Promise<number>((resolve) => {
-        stalled.on("error", () => {});
-        stalled.on("close", () => resolve(stalled.rstCode ?? -1));
-      });
+      const closed = await stalledUntilClosed(
+        session,
+        headers[":path"],
+        Buffer.concat([envelope, Buffer.alloc(10)]),
+      );
       expect(closed).toBe(http2.constants.NGHTTP2_CANCEL);
       expect(Date.now() - started).toBeGreaterThanOrEqual(arrivalMs - 50);
 
@@ -110,16 +123,11 @@ describe("the daemon port's bounds on what a client makes it hold", () => {
     const session = http2.connect(service.daemonUrl);
     try {
       // The tail's one message, whole, but the request never ended (no END_STREAM).
-      const stalled = session.request({
-        ":method": "POST",
-        ":path": "/consent.v1.ConsentLogService/TailConsentLogs",
-        "content-type": "application/grpc",
-      });
-      stalled.write(Buffer.from([0, 0, 0, 0, 0]));
-      const closed = await new Promise<number>((resolve) => {
-        stalled.on("error", () => {});
-        stalled.on("close", () => resolve(stalled.rstCode ?? -1));
-      });
+      const closed = await stalledUntilClosed(
+        session,
+        "/consent.v1.ConsentLogService/TailConsentLogs",
+        Buffer.from([0, 0, 0, 0, 0]),
+      );
       expect(closed).toBe(http2.constants.NGHTTP2_CANCEL);
       // The caller's stall is not the daemon's failure: no "unexpected error" with a stack.
       await new Promise((resolve) => setTimeout(resolve, 50));
