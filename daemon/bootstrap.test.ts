@@ -1,5 +1,5 @@
 import { spawn } from "node:child_process";
-import { mkdtemp, readdir, readFile, rm, stat, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { createInterface } from "node:readline";
@@ -81,6 +81,21 @@ describe("first start's secrets", () => {
     // A file made or removed in it (a draft) would have moved the directory's mtime.
     expect((await stat(config.dataDir, { bigint: true })).mtimeNs).toBe(before);
   });
+
+  it.each([ADMIN_TOKEN_FILE, IDENTITY_KEY_FILE])(
+    "refuse a directory where %s belongs, in one sentence naming it",
+    async (name) => {
+      const config = await fresh();
+      await loadSecrets(config);
+      const file = path.join(config.dataDir, name);
+      await rm(file);
+      await mkdir(file);
+      await expect(loadSecrets(config)).rejects.toMatchObject({
+        name: "StartupError",
+        message: `cannot read ${file}: it is a directory, where the file belongs; move it away`,
+      });
+    },
+  );
 
   it("refuse an empty operator token file rather than run with an empty credential", async () => {
     const config = await fresh();

@@ -176,11 +176,18 @@ async function readIfPresent(file: string): Promise<string | undefined> {
 }
 
 /**
- * A secret file this user may not read or write, as a StartupError naming the setting to look
- * at (Node's words name only the file); any other failure as it is.
+ * A secret file this user may not read or write, or a directory where the file belongs, as a
+ * StartupError naming what to look at (Node's words name only the file); any other failure as it
+ * is.
  */
 function permissionFailure(file: string, error: unknown, verb: "read" | "write"): unknown {
   const { code, message } = error as NodeJS.ErrnoException;
+  if (code === "EISDIR") {
+    return new StartupError(
+      `cannot ${verb} ${file}: it is a directory, where the file belongs; move it away`,
+      { cause: error },
+    );
+  }
   return code === "EACCES" || code === "EPERM" || code === "EROFS"
     ? new StartupError(
         `cannot ${verb} ${file}: ${message} (this user may not ${verb} the data directory, CONSENT_DATA_DIR)`,

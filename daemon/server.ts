@@ -156,7 +156,14 @@ export function createDaemon(options: DaemonOptions): Daemon {
         WebhookService,
         createWebhookService({ ...services, guard: webhookGuard, secrets: webhookSecrets }),
       );
-      router.service(Health, createHealthService(options.store, names));
+      router.service(
+        Health,
+        createHealthService(
+          options.store,
+          names,
+          (service) => service === SubjectService.typeName && !identity.available,
+        ),
+      );
     },
   };
 }

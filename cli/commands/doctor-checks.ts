@@ -1,5 +1,11 @@
 import { stat } from "node:fs/promises";
-import { checkHealth, type HealthReport, storeVerdict } from "#cli/commands/health-check.js";
+import {
+  checkHealth,
+  type HealthReport,
+  SUBJECTS_UNAVAILABLE,
+  SUBJECTS_UNAVAILABLE_HINT,
+  storeVerdict,
+} from "#cli/commands/health-check.js";
 import type { CheckResult } from "#cli/components/check-list.js";
 import {
   type CommandContext,
@@ -147,6 +153,16 @@ async function daemonChecks(client: DaemonClient, context: CommandContext) {
         detail: `reachable at ${report.daemonUrl} (${report.latencyMs} ms)`,
       },
       storeCheck(report),
+      ...(report.subjectsOk === false
+        ? [
+            {
+              name: "subjects",
+              status: "fail" as const,
+              detail: SUBJECTS_UNAVAILABLE,
+              hint: SUBJECTS_UNAVAILABLE_HINT,
+            },
+          ]
+        : []),
     ];
     return { reachable: true, checks };
   } catch (error) {

@@ -1,6 +1,7 @@
 import { ConnectError } from "@connectrpc/connect";
 import type { DaemonClient } from "#cli/daemon-client.js";
 import { STORE_WRITES_HEALTH } from "#daemon/health/health-service.js";
+import { SubjectService } from "#gen/consent/v1/subject_pb.js";
 import { HealthCheckResponse_ServingStatus as ServingStatus } from "#gen/grpc/health/v1/health_pb.js";
 
 /** What a health call learned: the daemon answered, and whether its store did. */
@@ -14,6 +15,11 @@ export interface HealthReport {
    * served); undefined from a daemon that does not report it, or did not answer the question.
    */
   writesOk: boolean | undefined;
+  /**
+   * Whether the subject endpoints can serve: false while the daemon has no identity key to hash
+   * subject ids with (each answers 503 identity_unavailable); undefined when not answered.
+   */
+  subjectsOk: boolean | undefined;
   latencyMs: number;
 }
 
@@ -27,30 +33,50 @@ export function storeVerdict(report: HealthReport): "down" | "refusing" | "ok" {
   return report.writesOk === false ? "refusing" : "ok";
 }
 
+/** Whether everything the report covers serves: the store, its writes and the subject endpoints. */
+export function allServing(report: HealthReport): boolean {
+  return storeVerdict(report) === "ok" && report.subjectsOk !== false;
+}
+
+/** What `health` and `doctor` say of subject endpoints that cannot serve. */
+export const SUBJECTS_UNAVAILABLE =
+  "the subject endpoints answer 503 identity_unavailable: the daemon has no identity key";
+export const SUBJECTS_UNAVAILABLE_HINT =
+  'see the daemon\'s log: restore <data dir>/identity-key from a backup, or set CONSENT_IDENTITY_KEY to the key the records were hashed with (README, "Privacy")';
+
 /**
- * Asks the daemon's standard grpc.health.v1 service about the whole server (service "") and
- * about writes (STORE_WRITES_HEALTH). The daemon reports SERVING for "" only while its store
- * answers a ping, so one call covers both; `health` and `doctor` share it.
+ * Asks the daemon's standard grpc.health.v1 service about the whole server (service ""), about
+ * writes (STORE_WRITES_HEALTH) and about the subject endpoints (SubjectService). The daemon
+ * reports SERVING for "" only while its store answers a ping, so one call covers both; `health`
+ * and `doctor` share it.
  */
 export async function checkHealth(client: DaemonClient): Promise<HealthReport> {
   const started = performance.now();
-  const [{ status }, writes] = await Promise.all([
+  const [{ status }, writes, subjects] = await Promise.all([
     client.health.check({ service: "" }),
-    client.health.check({ service: STORE_WRITES_HEALTH }).then(
-      (response) => response.status,
-      (error: unknown) => {
-        // A daemon from before the name answers NOT_FOUND: it cannot say. Any other failure of
-        // this second question leaves it unanswered; the first one tells whether the daemon is up.
-        if (error instanceof ConnectError) return undefined;
-        throw error;
-      },
-    ),
+    servingOf(client, STORE_WRITES_HEALTH),
+    servingOf(client, SubjectService.typeName),
   ]);
   return {
     daemonUrl: client.url,
     status: ServingStatus[status] ?? String(status),
     storeOk: status === ServingStatus.SERVING,
-    writesOk: writes === undefined ? undefined : writes === ServingStatus.SERVING,
+    writesOk: writes,
+    subjectsOk: subjects,
     latencyMs: Math.round(performance.now() - started),
   };
+}
+
+/**
+ * Whether the daemon serves one name; undefined when it cannot say (a daemon from before the name
+ * answers NOT_FOUND) or the question failed: the call for "" tells whether the daemon is up.
+ */
+function servingOf(client: DaemonClient, service: string): Promise<boolean | undefined> {
+  return client.health.check({ service }).then(
+    (response) => response.status === ServingStatus.SERVING,
+    (error: unknown) => {
+      if (error instanceof ConnectError) return undefined;
+      throw error;
+    },
+  );
 }

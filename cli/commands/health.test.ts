@@ -25,6 +25,7 @@ describe.concurrent("consentctl health and doctor (against a real daemon)", {
     expect(JSON.parse(result.stdout)).toMatchObject({
       daemon: { url: service.daemonUrl, reachable: true, status: "SERVING" },
       store: { ok: true, acceptsWrites: true },
+      subjects: { ok: true },
     });
   });
 
@@ -46,6 +47,7 @@ describe.concurrent("consentctl health and doctor (against a real daemon)", {
         hint: expect.stringContaining("start it with `npm start`"),
       },
       store: { ok: false, acceptsWrites: null },
+      subjects: { ok: null },
       latencyMs: null,
     });
     expect(human.code).toBe(1);
@@ -99,6 +101,36 @@ describe.concurrent("consentctl health and doctor (against a real daemon)", {
       ["token valid", "pass"],
       ["clock", "pass"],
     ]);
+  });
+
+  it("fails health and doctor while the subject endpoints have no identity key, saying so", async () => {
+    const degraded = await startTestService({ identityKeys: [] });
+    try {
+      const degradedCli = cliFor(degraded);
+      const [health, human, doctor] = await Promise.all([
+        degradedCli.run(["health", "--json"]),
+        degradedCli.run(["health"]),
+        degradedCli.run(["doctor", "--json"]),
+      ]);
+      expect(health.code).toBe(1);
+      expect(JSON.parse(health.stdout)).toMatchObject({
+        daemon: { reachable: true, status: "SERVING" },
+        store: { ok: true, acceptsWrites: true },
+        subjects: { ok: false },
+      });
+      expect(human.code).toBe(1);
+      expect(human.stdout).toContain("the subject endpoints answer 503 identity_unavailable");
+      expect(doctor.code).toBe(1);
+      expect(JSON.parse(doctor.stdout).checks).toContainEqual({
+        name: "subjects",
+        status: "fail",
+        detail:
+          "the subject endpoints answer 503 identity_unavailable: the daemon has no identity key",
+        hint: expect.stringContaining("identity-key"),
+      });
+    } finally {
+      await degraded.close();
+    }
   });
 
   it("fails the data files check while other users may read a secret, naming it", async () => {

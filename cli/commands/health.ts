@@ -1,6 +1,6 @@
 import { ConnectError } from "@connectrpc/connect";
 import type { Command } from "commander";
-import { checkHealth, type HealthReport, storeVerdict } from "#cli/commands/health-check.js";
+import { allServing, checkHealth, type HealthReport } from "#cli/commands/health-check.js";
 import type { CheckResult } from "#cli/components/check-list.js";
 import type { DaemonClient } from "#cli/daemon-client.js";
 import { examples } from "#cli/format.js";
@@ -43,6 +43,7 @@ function healthJson(outcome: HealthOutcome) {
       daemon: { url: daemonUrl, reachable: false, status: "UNKNOWN", ...problem },
       // The same shape as a reachable daemon's report: nothing is known of the store.
       store: { ok: false, acceptsWrites: null },
+      subjects: { ok: null },
       latencyMs: null,
     };
   }
@@ -50,6 +51,7 @@ function healthJson(outcome: HealthOutcome) {
   return {
     daemon: { url: report.daemonUrl, reachable: true, status: report.status },
     store: { ok: report.storeOk, acceptsWrites: report.writesOk ?? null },
+    subjects: { ok: report.subjectsOk ?? null },
     latencyMs: report.latencyMs,
   };
 }
@@ -77,7 +79,7 @@ export function registerHealthCommand(program: Command, runtime: Runtime): void 
         call: ({ client }) => probe(client),
         json: healthJson,
         view: healthView,
-        exitCode: (outcome) => (outcome.reachable && storeVerdict(outcome.report) === "ok" ? 0 : 1),
+        exitCode: (outcome) => (outcome.reachable && allServing(outcome.report) ? 0 : 1),
       }),
     );
 }

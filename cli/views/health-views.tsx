@@ -1,5 +1,9 @@
 import { Box, Text } from "ink";
-import { type HealthReport, storeVerdict } from "#cli/commands/health-check.js";
+import {
+  type HealthReport,
+  SUBJECTS_UNAVAILABLE,
+  storeVerdict,
+} from "#cli/commands/health-check.js";
 import { CheckList, type CheckResult } from "#cli/components/check-list.js";
 import { KeyValue } from "#cli/components/key-value.js";
 import { WRITES_REFUSED, WRITES_REFUSED_HINT } from "#cli/problems.js";
@@ -15,6 +19,9 @@ export function HealthView({ report }: { report: HealthReport }) {
           tone: "success",
         },
         storeField(report),
+        ...(report.subjectsOk === false
+          ? [{ label: "Subjects", value: SUBJECTS_UNAVAILABLE, tone: "failure" as const }]
+          : []),
       ]}
     />
   );

@@ -30,17 +30,20 @@ export const STORE_WRITES_HEALTH = "consent.store.writes";
 /**
  * The standard grpc.health.v1 service. The daemon serves only while its store answers; "" names
  * the whole server, each consent.v1 service can be asked for by its full name, and
- * STORE_WRITES_HEALTH reports whether writes are accepted too.
+ * STORE_WRITES_HEALTH reports whether writes are accepted too. `unavailable` names a service
+ * that cannot serve whatever the store says (SubjectService without an identity key: every call
+ * of it answers 503 identity_unavailable), so the service's own name reports NOT_SERVING.
  */
 export function createHealthService(
   store: Store,
   serviceNames: readonly string[],
+  unavailable: (service: string) => boolean = () => false,
 ): ServiceImpl<typeof Health> {
   const known = new Set(["", STORE_WRITES_HEALTH, ...serviceNames]);
 
   /** A name's status, given whether the store answered. */
   function statusOf(service: string, answered: boolean): Status {
-    if (!answered) return Status.NOT_SERVING;
+    if (!answered || unavailable(service)) return Status.NOT_SERVING;
     if (service === STORE_WRITES_HEALTH && !store.acceptsWrites()) return Status.NOT_SERVING;
     return Status.SERVING;
   }

@@ -3,6 +3,11 @@ import { createGrpcTransport } from "@connectrpc/connect-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BannerService } from "#gen/consent/v1/banner_pb.js";
 import { ErrorInfoSchema } from "#gen/consent/v1/errors_pb.js";
+import { SubjectService } from "#gen/consent/v1/subject_pb.js";
+import {
+  Health,
+  HealthCheckResponse_ServingStatus as ServingStatus,
+} from "#gen/grpc/health/v1/health_pb.js";
 import {
   consentState,
   createBanner,
@@ -390,6 +395,12 @@ describe("spec 7 error table", () => {
       expect(result.status).toBe(503);
       expect(envelopeOf(result).code).toBe("identity_unavailable");
       expect(result.headers.get("x-ratelimit-limit")).toBe("5000");
+      // The health service says so of SubjectService by name; the daemon and store serve.
+      const health = createClient(Health, createGrpcTransport({ baseUrl: degraded.daemonUrl }));
+      const statusOf = async (service: string) => (await health.check({ service })).status;
+      expect(await statusOf(SubjectService.typeName)).toBe(ServingStatus.NOT_SERVING);
+      expect(await statusOf("")).toBe(ServingStatus.SERVING);
+      expect(await statusOf(BannerService.typeName)).toBe(ServingStatus.SERVING);
     } finally {
       await degraded.close();
     }
