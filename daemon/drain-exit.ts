@@ -30,8 +30,8 @@ export interface StopOnSignals {
 }
 
 /**
- * SIGTERM and SIGINT handling, installed before start-up so a signal during it is not the
- * default exit (code 143): the first signal drains what `started` registers, at once or as soon
+ * SIGTERM, SIGINT and SIGHUP (a terminal closing) handling, installed before start-up so a
+ * signal during it is not the default exit (code 143): the first signal drains what `started` registers, at once or as soon
  * as start-up has registered it, then exits (exitAfterDrain). A second signal during a drain
  * changes nothing: Ctrl-C reaches a worker directly and through its primary, and `timeout`
  * signals a child and then its process group. A second signal while start-up has not finished
@@ -44,7 +44,7 @@ export function stopOnSignals(logger: Logger): StopOnSignals {
     logger.info({ signal }, "draining and shutting down");
     exitAfterDrain(run(signal), logger);
   };
-  for (const signal of ["SIGTERM", "SIGINT"] as const) {
+  for (const signal of ["SIGTERM", "SIGINT", "SIGHUP"] as const) {
     process.on(signal, () => {
       if (received) {
         if (!drain) {

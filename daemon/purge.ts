@@ -5,6 +5,11 @@ import type { Store } from "#daemon/store/store.js";
 
 /** How often expired subject records, sessions and counters are removed. */
 export const PURGE_INTERVAL_MS = 10 * 60_000;
+/**
+ * The first purge after start: soon, so a daemon restarted more often than PURGE_INTERVAL_MS
+ * (a deployment, a crash loop) still purges; not at once, so a start is not slowed by it.
+ */
+export const FIRST_PURGE_MS = 60_000;
 
 /**
  * decisions §4: expired records are treated as absent at once and purged later. Every daemon on a
@@ -19,9 +24,12 @@ export async function purgeExpired(store: Store, now: Date) {
   return { subjects, sessions, counters };
 }
 
-/** Runs purgeExpired on a timer that never keeps the process alive. */
+/**
+ * Runs purgeExpired FIRST_PURGE_MS after start, then every PURGE_INTERVAL_MS, on timers that never
+ * keep the process alive.
+ */
 export function schedulePurge(store: Store, clock: Clock, logger: Logger): () => void {
-  const timer = setInterval(() => {
+  const purge = () => {
     purgeExpired(store, clock()).then(
       (removed) => logger.debug({ removed }, "purged expired records"),
       (err) => {
@@ -29,7 +37,16 @@ export function schedulePurge(store: Store, clock: Clock, logger: Logger): () =>
         if (!isStoreFull(err)) logger.error({ err }, "purging expired records failed");
       },
     );
-  }, PURGE_INTERVAL_MS);
-  timer.unref();
-  return () => clearInterval(timer);
+  };
+  let interval: NodeJS.Timeout | undefined;
+  const first = setTimeout(() => {
+    purge();
+    interval = setInterval(purge, PURGE_INTERVAL_MS);
+    interval.unref();
+  }, FIRST_PURGE_MS);
+  first.unref();
+  return () => {
+    clearTimeout(first);
+    clearInterval(interval);
+  };
 }

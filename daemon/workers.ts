@@ -102,7 +102,7 @@ async function runPrimary(count: number, timeoutMs: number): Promise<void> {
   };
   // From the start: a signal while the secrets and the store are prepared stops the service
   // before any worker is forked, with exit code 0 (nothing served yet).
-  for (const signal of ["SIGTERM", "SIGINT"] as const) {
+  for (const signal of ["SIGTERM", "SIGINT", "SIGHUP"] as const) {
     process.on(signal, () => {
       if (stopping) return;
       stopping = true;

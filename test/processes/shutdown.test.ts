@@ -288,6 +288,38 @@ describe("SIGTERM with a connection held open on the daemon port", { timeout: 60
   });
 });
 
+/** A terminal that closes (an SSH session ending) sends SIGHUP: the same drain as SIGTERM. */
+describe("SIGHUP", { timeout: 60_000 }, () => {
+  const dirs = useProgramRoot("consent-shutdown-hangup-");
+
+  it("npm start answers the request in flight and exits 0, as on SIGTERM", async () => {
+    const { program, service } = await startService(dirs.join("npm-start"));
+    const key = (await mintKey(service, await createTeam(service))).key;
+    const { publicId } = await createBanner(service, key);
+    const put = slowPut(
+      service.gatewayUrl,
+      key,
+      { bannerId: publicId, subjectId: "hangup", baseVersion: 0, consentState: consentState() },
+      new Agent({ keepAlive: true }),
+    );
+    await put.sent;
+    program.child.kill("SIGHUP");
+    await listenerClosed(service.gatewayUrl);
+    put.finish();
+    expect((await put.answer).status).toBe(200);
+    expect(await program.exitWithin(15_000)).toBe(0);
+    expect(program.stderr()).toBe("");
+  });
+
+  it("consentd exits 0", async () => {
+    const program = startProgram(PROGRAMS.consentd, { CONSENT_DATA_DIR: dirs.join("consentd") });
+    await program.waitFor(DAEMON_URL);
+    program.child.kill("SIGHUP");
+    expect(await program.exitWithin(15_000)).toBe(0);
+    expect(program.stderr()).toBe("");
+  });
+});
+
 /** A stand-alone gateway's drain runs out while its daemon has stopped answering. */
 describe("SIGTERM on a stand-alone gateway whose daemon stopped answering", {
   timeout: 60_000,
