@@ -1,4 +1,5 @@
 import type { JsonObject } from "@bufbuild/protobuf";
+import { InsertContendedError } from "#daemon/store/store.js";
 
 /** How a domain failure is classified; the RPC edge maps each to one gRPC code. */
 export type FailureKind =
@@ -92,4 +93,32 @@ export function invalidRequest(
 /** spec 7: 404 not_found. */
 export function notFound(message: string): DomainError {
   return new DomainError("not_found", "not_found", message);
+}
+
+/**
+ * Runs `insert`, an insert under a team's maximum that answers false when the team is at it
+ * (WebhookStore.insertEndpoint, BannerStore.insert). A refusal is a 409 failed_precondition whose
+ * message is `atMaximum`: the request is valid, and only a change to the team's records makes
+ * room. An InsertContendedError (the insert lost the race for a place too many times in a row,
+ * and stored nothing) is a 409 conflict that tells the caller to send the request again;
+ * `records` names them, plural and capitalised.
+ */
+export async function insertWithinMaximum(
+  insert: () => Promise<boolean>,
+  messages: { records: string; atMaximum: string },
+): Promise<void> {
+  let inserted: boolean;
+  try {
+    inserted = await insert();
+  } catch (error) {
+    if (!(error instanceof InsertContendedError)) throw error;
+    throw new DomainError(
+      "conflict",
+      "conflict",
+      `${messages.records} of this team are being created concurrently; retry the request`,
+    );
+  }
+  if (!inserted) {
+    throw new DomainError("failed_precondition", "failed_precondition", messages.atMaximum);
+  }
 }

@@ -28,6 +28,16 @@ export const BANNER_BODY_LIMIT = 256 * 1024;
  */
 export const CONFIGURATION_LIMIT = BANNER_BODY_LIMIT - 8 * 1024;
 
+/**
+ * Banners one team may have (docs/behaviour.md). The list answers every banner whole (spec 4.2
+ * has no pages), so this count times the body bound bounds one list: 250 × 256 KB, about 64 MB,
+ * where a thousand banners of 233 KB made a 250 MB answer that took 24 s and four lists at once
+ * a daemon's whole heap. Creating one more is refused with 409 failed_precondition.
+ * Raise it freely; lowering it needs the MongoDB `slot`s at or above the new value renumbered
+ * first, or racing creates could pass the new maximum (mongo-writes.ts freeSlot).
+ */
+export const MAX_BANNERS_PER_TEAM = 250;
+
 const name = displayName(255);
 const domain = z
   .string()

@@ -15,12 +15,14 @@ import {
   BANNER_BODY_LIMIT,
   checkCategoryTexts,
   checkConfigurationSize,
+  MAX_BANNERS_PER_TEAM,
   readBannerCreation,
   readBannerUpdate,
 } from "#daemon/banners/banner-rules.js";
 import type { BannerConfiguration, BannerRecord } from "#daemon/banners/banner-store.js";
 import type { Clock } from "#daemon/clock.js";
-import { DomainError, notFound } from "#daemon/errors.js";
+import { DomainError, insertWithinMaximum, notFound } from "#daemon/errors.js";
+import { oneAtATimePerKey } from "#daemon/one-at-a-time.js";
 import { admission } from "#daemon/rpc/rate-limit-headers.js";
 import { bodyOf } from "#daemon/rpc/request-body.js";
 import type { Store } from "#daemon/store/store.js";
@@ -91,21 +93,13 @@ export function createBannerService(
    * Edits of one banner in this process, one after another: they never race each other, and
    * the optimistic retry below is left to races with other processes on the same store.
    */
-  const editsInFlight = new Map<string, Promise<unknown>>();
-
-  function oneAtATime<T>(id: string, edit: () => Promise<T>): Promise<T> {
-    const previous = editsInFlight.get(id) ?? Promise.resolve();
-    const result = previous.then(edit, edit);
-    const settled = result.then(
-      () => undefined,
-      () => undefined,
-    );
-    editsInFlight.set(id, settled);
-    void settled.then(() => {
-      if (editsInFlight.get(id) === settled) editsInFlight.delete(id);
-    });
-    return result;
-  }
+  const editOfBanner = oneAtATimePerKey();
+  /**
+   * Lists of one team in this process, one after another. A list holds every banner of the team
+   * at once (spec 4.2 has no pages), up to MAX_BANNERS_PER_TEAM of 256 KB: lists sent together
+   * would multiply that, so each waits for the team's list before it. Other teams' are not held.
+   */
+  const listOfTeam = oneAtATimePerKey();
 
   /** Optimistic read-modify-write: retried when a writer in another process got in between. */
   function modify(
@@ -113,7 +107,7 @@ export function createBannerService(
     id: string,
     change: (banner: BannerRecord, now: Date) => BannerRecord,
   ): Promise<BannerRecord> {
-    return oneAtATime(id.toLowerCase(), async () => {
+    return editOfBanner(id.toLowerCase(), async () => {
       for (let attempt = 1; attempt <= REPLACE_ATTEMPTS; attempt++) {
         const current = await ownBanner(auth, id);
         const now = clock();
@@ -140,9 +134,11 @@ export function createBannerService(
 
   return {
     listBanners: (_request, ctx) =>
-      admitted(ctx, false, async (auth) => ({
-        banners: (await store.banners.listByTeam(auth.team.id)).map(asMessage),
-      })),
+      admitted(ctx, false, (auth) =>
+        listOfTeam(auth.team.id, async () => ({
+          banners: (await store.banners.listByTeam(auth.team.id)).map(asMessage),
+        })),
+      ),
 
     getBanner: (request, ctx) =>
       admitted(ctx, false, async (auth) => ({
@@ -180,7 +176,11 @@ export function createBannerService(
           updatedAt: now,
           version: 1,
         };
-        await store.banners.insert(banner);
+        // spec 4 has no way to delete a banner: the refusal tells what to do instead.
+        await insertWithinMaximum(() => store.banners.insert(banner, MAX_BANNERS_PER_TEAM), {
+          records: "Banners",
+          atMaximum: `This team has ${MAX_BANNERS_PER_TEAM} banners, the most it may have, and banners cannot be deleted; instead, reuse a banner the team no longer needs (an update changes its name, domain and configuration), or serve more sites with one banner by listing them in its configuration's additionalDomains`,
+        });
         return { banner: asMessage(banner) };
       }),
 

@@ -100,6 +100,53 @@ export function describeBannerStoreContract(openStore: OpenStore): void {
       expect(await store().banners.listByTeam(teamId)).toEqual([banners[1], banners[0]]);
     });
 
+    it("refuses a banner beyond the team's maximum, however many inserts race", async () => {
+      const max = 5;
+      const racing = Array.from({ length: 20 }, (_, i) => aBanner(teamId, shifted(now, i)));
+      const results = await Promise.all(
+        racing.map((banner) => store().banners.insert(banner, max)),
+      );
+      expect(results.filter(Boolean)).toHaveLength(max);
+      const accepted = racing.filter((_, i) => results[i]);
+      expect(await store().banners.listByTeam(teamId)).toEqual(accepted);
+      // A refused banner left nothing behind, by id or by public id.
+      for (const [i, banner] of racing.entries()) {
+        const stored = results[i] ? banner : null;
+        expect(await store().banners.get(teamId, banner.id)).toEqual(stored);
+        expect(await store().banners.getByPublicId(banner.publicId)).toEqual(stored);
+      }
+      const late = aBanner(teamId, shifted(now, MINUTE));
+      expect(await store().banners.insert(late, max)).toBe(false);
+      expect(await store().banners.getByPublicId(late.publicId)).toBeNull();
+      // Another team has a maximum of its own.
+      const other = randomUUID();
+      const others = Array.from({ length: max }, (_, i) => aBanner(other, shifted(now, i)));
+      const more = await Promise.all(others.map((banner) => store().banners.insert(banner, max)));
+      expect(more.every(Boolean)).toBe(true);
+      expect(await store().banners.listByTeam(other)).toEqual(others);
+      // Without a maximum nothing is counted; with one, such a banner counts as any other.
+      expect(await store().banners.insert(late)).toBe(true);
+      expect(await store().banners.listByTeam(teamId)).toHaveLength(max + 1);
+      expect(await store().banners.insert(aBanner(teamId, now), max + 1)).toBe(false);
+    });
+
+    it("counts banners stored without a maximum, and replaced ones, against it", async () => {
+      // Two stored under a maximum, one without (as before there was one); one of them replaced.
+      const earlier = Array.from({ length: 3 }, (_, i) => aBanner(teamId, shifted(now, i)));
+      for (const [i, banner] of earlier.entries()) {
+        expect(await store().banners.insert(banner, i < 2 ? 5 : undefined)).toBe(true);
+      }
+      const [first] = earlier as [BannerRecord];
+      const renamed = { ...first, name: "Renamed", version: 2, updatedAt: shifted(now, MINUTE) };
+      expect(await store().banners.replace(renamed, 1)).toBe(true);
+      const racing = await Promise.all(
+        Array.from({ length: 6 }, () => store().banners.insert(aBanner(teamId, now), 5)),
+      );
+      expect(racing.filter(Boolean)).toHaveLength(2);
+      expect(await store().banners.listByTeam(teamId)).toHaveLength(5);
+      expect(await store().banners.get(teamId, first.id)).toEqual(renamed);
+    });
+
     it("replaces a banner whose stored version is the expected one", async () => {
       const banner = aBanner(teamId, now);
       await store().banners.insert(banner);

@@ -99,9 +99,14 @@ export interface BannerRecord {
 export interface BannerStore {
   /**
    * Stores a new banner together with its domain registration and production environment in one
-   * atomic write: either all of it is visible afterwards or none of it. publicId is unique.
+   * atomic write, and returns true: either all of it is visible afterwards or none of it. id and
+   * publicId are unique (DuplicateKeyError). With `maxPerTeam`, stores nothing and returns false
+   * when the team already has that many banners. The count and the insert are one atomic step:
+   * however many inserts of one team race, at most maxPerTeam banners are stored, and a racer is
+   * refused only when they are. An adapter that settles races by trying again may give up on a
+   * long run of them (InsertContendedError).
    */
-  insert(banner: BannerRecord): Promise<void>;
+  insert(banner: BannerRecord, maxPerTeam?: number): Promise<boolean>;
   /** A banner of the team by internal id; null when absent or owned by another team. */
   get(teamId: string, id: string): Promise<BannerRecord | null>;
   /** A banner by public id, whatever its team or state. */

@@ -22,9 +22,15 @@ export interface LmdbBannerDatabases {
 export function createLmdbBannerStore(dbs: LmdbBannerDatabases): BannerStore {
   const { banners, bannerIdsByPublicId, bannerIdsByTeam } = dbs;
   return {
-    async insert(banner) {
-      await banners.transaction(() => {
+    async insert(banner, maxPerTeam) {
+      // The count and the insert in one write transaction, which LMDB serialises across
+      // processes: racing inserts of one team see each other, and never pass the maximum.
+      return banners.transaction(() => {
         // Checked before any write: lmdb does not roll back a callback that throws.
+        if (maxPerTeam !== undefined) {
+          const range = { ...prefixRange(banner.teamId, "ascending"), limit: maxPerTeam };
+          if (bannerIdsByTeam.getKeysCount(range) >= maxPerTeam) return false;
+        }
         if (banners.doesExist(banner.id)) throw new DuplicateKeyError("banner id");
         if (bannerIdsByPublicId.doesExist(banner.publicId)) {
           throw new DuplicateKeyError("publicId");
@@ -32,6 +38,7 @@ export function createLmdbBannerStore(dbs: LmdbBannerDatabases): BannerStore {
         banners.putSync(banner.id, banner);
         bannerIdsByPublicId.putSync(banner.publicId, banner.id);
         bannerIdsByTeam.putSync([banner.teamId, banner.createdAt.getTime(), banner.id], banner.id);
+        return true;
       });
     },
     async get(teamId, id) {

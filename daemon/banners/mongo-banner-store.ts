@@ -2,17 +2,23 @@ import type { Collection, IndexDescription, WithId } from "mongodb";
 import type { BannerRecord, BannerStore, Compliance } from "#daemon/banners/banner-store.js";
 import {
   duplicateKeyError,
-  insertUnique,
+  insertUnderTeamMaximum,
   isDuplicateKey,
+  READ_LATEST,
   refusedReplace,
 } from "#daemon/store/mongo-writes.js";
 
 /**
  * A banner as stored in MongoDB: ONE document holds the banner, its domain registration and its
  * production environment, so creating all three is a single-document write, atomic without a
- * transaction (spec 4.3). `_id` is the internal banner id.
+ * transaction (spec 4.3). `_id` is the internal banner id. `slot` is the place an insert under
+ * the team's maximum took (insertUnderTeamMaximum); a banner created before there was one has
+ * none. It is the store's alone: toBanner leaves it out of the record.
  */
-export type BannerDocument = Omit<BannerRecord, "id"> & { _id: string };
+export type BannerDocument = Omit<BannerRecord, "id"> & { _id: string; slot?: number };
+
+/** What insertUnderTeamMaximum names: banners in its errors, and the index of their slots. */
+const BANNER_SLOTS = { what: "banner", slotIndex: "banners_slot" } as const;
 
 /** BannerStore over the `banners` collection. */
 export class MongoBannerStore implements BannerStore {
@@ -20,12 +26,20 @@ export class MongoBannerStore implements BannerStore {
     // The loader, the log route and the subject endpoints find a banner by its public id.
     { key: { publicId: 1 }, name: "banners_public_id", unique: true },
     { key: { teamId: 1, createdAt: 1, _id: 1 }, name: "banners_by_team" },
+    // One banner per slot of a team: racing inserts under a maximum cannot share a slot.
+    {
+      key: { teamId: 1, slot: 1 },
+      name: BANNER_SLOTS.slotIndex,
+      unique: true,
+      partialFilterExpression: { slot: { $exists: true } },
+    },
   ];
 
   constructor(private readonly collection: Collection<BannerDocument>) {}
 
-  async insert(banner: BannerRecord): Promise<void> {
-    await insertUnique(this.collection, toDocument(banner), "banner");
+  /** Under a maximum, the insert takes a free slot of its team (insertUnderTeamMaximum). */
+  async insert(banner: BannerRecord, maxPerTeam?: number): Promise<boolean> {
+    return insertUnderTeamMaximum(this.collection, toDocument(banner), maxPerTeam, BANNER_SLOTS);
   }
 
   async get(teamId: string, id: string): Promise<BannerRecord | null> {
@@ -52,6 +66,16 @@ export class MongoBannerStore implements BannerStore {
       throw new RangeError(`banner version ${next.version} must be expectedVersion + 1`);
     }
     const { _id, ...replacement } = toDocument(next);
+    // The replacement keeps the banner's slot: a slot free again while its banner still counts
+    // could let racing inserts pass the team's maximum. A slot never changes once taken, so
+    // reading it first races with nothing. A whole-document replacement rather than $set, so the
+    // configuration's keys (category names may hold a '.') never meet update-operator field-name
+    // rules, as in mongo-subject-store.ts.
+    const stored = await this.collection.findOne(
+      { _id },
+      { ...READ_LATEST, projection: { _id: 0, slot: 1 } },
+    );
+    const kept = stored?.slot === undefined ? replacement : { ...replacement, slot: stored.slot };
     try {
       // The version in the filter makes this a compare-and-swap: of concurrent replaces with the
       // same expectedVersion the server applies one; the others match nothing.
@@ -64,7 +88,7 @@ export class MongoBannerStore implements BannerStore {
           createdAt: next.createdAt,
           version: expectedVersion,
         },
-        replacement,
+        kept,
       );
       if (matchedCount === 1) return true;
       return refusedReplace(

@@ -1,3 +1,4 @@
+import { randomInt } from "node:crypto";
 import {
   type Collection,
   type Document,
@@ -9,7 +10,7 @@ import {
   type UpdateFilter,
   type WithId,
 } from "mongodb";
-import { DuplicateKeyError } from "#daemon/store/store.js";
+import { DuplicateKeyError, InsertContendedError } from "#daemon/store/store.js";
 
 /**
  * Read options for a read that follows a failed conditional write: it must see the document the
@@ -66,6 +67,93 @@ export async function insertUnique<T extends Document>(
     if (isDuplicateKey(error)) throw duplicateKeyError(error, what);
     throw error;
   }
+}
+
+/**
+ * Slots an insert may lose to racers beyond the maximum before it gives up. Each loss is another
+ * insert's success, so only removals racing with inserts can make it lose more than the maximum.
+ */
+const EXTRA_SLOT_ATTEMPTS = 10;
+
+/**
+ * A record of a collection held to a maximum per team. `slot` (0 to the team's maximum less one,
+ * unique per team through a unique partial `(teamId, slot)` index) is the place an insert under a
+ * maximum took; one stored without a maximum (or before there was one) has none. A write after
+ * the insert must keep it (an update, or a replacement that carries it), or a racing insert could
+ * take the slot again while its record still counts, and pass the maximum.
+ */
+interface SlottedDocument extends Document {
+  _id: string;
+  teamId: string;
+  slot?: number;
+}
+
+/**
+ * The insert() of a port that may hold a team to `maxPerTeam` records (webhook endpoints,
+ * banners): true once stored, false (nothing stored) when the team already has that many.
+ * Without a maximum it is insertUnique. Under one, the insert takes one of the team's lowest free
+ * slots, as many as the team has room for: the unique index named `slotIndex` makes the count and
+ * the insert one atomic step, as LMDB's write transaction does. A racer that took the same slot
+ * first sends the insert back for another free slot, or a refusal when none is left; after
+ * maxPerTeam + EXTRA_SLOT_ATTEMPTS lost slots it gives up with InsertContendedError. Another
+ * duplicate key (the id, a public id) is the port's DuplicateKeyError, `what` naming the record.
+ */
+export async function insertUnderTeamMaximum<T extends SlottedDocument>(
+  collection: Collection<T>,
+  document: T,
+  maxPerTeam: number | undefined,
+  names: { what: string; slotIndex: string },
+): Promise<boolean> {
+  if (maxPerTeam === undefined) {
+    await insertUnique(collection, document as OptionalUnlessRequiredId<T>, names.what);
+    return true;
+  }
+  for (let attempt = 1; ; attempt++) {
+    const slot = await freeSlot(collection, document.teamId, maxPerTeam);
+    if (slot === undefined) return false;
+    try {
+      await collection.insertOne({ ...document, slot } as OptionalUnlessRequiredId<T>);
+      return true;
+    } catch (error) {
+      if (!isDuplicateKey(error)) throw error;
+      // keyPattern names the violated index's fields; older servers say it in the message only.
+      const lostSlot =
+        Object.hasOwn(error.keyPattern ?? {}, "slot") || error.message.includes(names.slotIndex);
+      if (!lostSlot) throw duplicateKeyError(error, names.what);
+      if (attempt >= maxPerTeam + EXTRA_SLOT_ATTEMPTS) {
+        throw new InsertContendedError(names.what, { cause: error });
+      }
+    }
+  }
+}
+
+/**
+ * A slot no record of the team holds, among the lowest `maxPerTeam - stored` free ones;
+ * undefined when the team has `maxPerTeam` records or more. Every later read, its count grown by
+ * the inserts since, offers a subset of those slots (fewer of them, from a set that only lost
+ * slots), so racers that read `stored` records can add at most `maxPerTeam - stored` between
+ * them, whatever slots the team's records hold: ones taken under a higher maximum, or none (a
+ * record stored without a maximum). Chosen at random among them, so that racing inserts seldom
+ * pick the same one.
+ */
+async function freeSlot<T extends SlottedDocument>(
+  collection: Collection<T>,
+  teamId: string,
+  maxPerTeam: number,
+): Promise<number | undefined> {
+  const stored = await collection
+    .find<{ slot?: unknown }>({ teamId } as Filter<T>, {
+      ...READ_LATEST,
+      projection: { _id: 0, slot: 1 },
+    })
+    .toArray();
+  const room = maxPerTeam - stored.length;
+  if (room <= 0) return undefined;
+  const taken = new Set<number>();
+  for (const { slot } of stored) if (typeof slot === "number") taken.add(slot);
+  const free: number[] = [];
+  for (let slot = 0; free.length < room; slot++) if (!taken.has(slot)) free.push(slot);
+  return free[randomInt(free.length)];
 }
 
 interface RevocableDocument {

@@ -54,3 +54,15 @@ export class DuplicateKeyError extends Error {
     this.name = "DuplicateKeyError";
   }
 }
+
+/**
+ * Thrown by an insert under a team's maximum (a webhook endpoint's, a banner's) that lost the race
+ * for a place too many times in a row, other creates (and removals) of the team racing with it:
+ * nothing was stored, and the request may be sent again. `what` names the record.
+ */
+export class InsertContendedError extends Error {
+  constructor(what: string, options?: ErrorOptions) {
+    super(`${what} inserts of this team keep losing the race for a place`, options);
+    this.name = "InsertContendedError";
+  }
+}

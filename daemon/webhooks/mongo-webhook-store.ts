@@ -1,11 +1,8 @@
-import { randomInt } from "node:crypto";
 import type { AnyBulkWriteOperation, Collection, Filter, IndexDescription, WithId } from "mongodb";
 import type { ConsentLogRecord } from "#daemon/consent-log/consent-log-store.js";
 import type { ConsentLogDocument } from "#daemon/consent-log/mongo-consent-log-store.js";
 import {
-  duplicateKeyError,
-  insertUnique,
-  isDuplicateKey,
+  insertUnderTeamMaximum,
   isOnlyDuplicateKeys,
   READ_LATEST,
   refusedReplace,
@@ -14,7 +11,6 @@ import {
   type AttemptResult,
   type DeliveryRecord,
   type DeliveryRoom,
-  EndpointInsertContendedError,
   RoomCounter,
   type WebhookEndpointRecord,
   type WebhookStore,
@@ -23,13 +19,15 @@ import {
 
 /**
  * An endpoint as stored in MongoDB; optional fields are left out rather than stored as null.
- * `slot` (0 to the team's maximum less one, unique per team) is the place an insert under a
- * maximum took; an endpoint stored without a maximum (or before there was one) has none.
+ * `slot` is the place an insert under the team's maximum took (insertUnderTeamMaximum).
  */
 export type WebhookEndpointDocument = Omit<WebhookEndpointRecord, "id"> & {
   _id: string;
   slot?: number;
 };
+
+/** What insertUnderTeamMaximum names: endpoints in its errors, and the index of their slots. */
+const ENDPOINT_SLOTS = { what: "webhook", slotIndex: "webhook_endpoints_slot" } as const;
 
 /** The optional fields of an endpoint: a replace unsets those the new record leaves out. */
 const OPTIONAL_ENDPOINT_FIELDS: Record<OptionalKeys<WebhookEndpointRecord>, ""> = {
@@ -43,12 +41,6 @@ const OPTIONAL_ENDPOINT_FIELDS: Record<OptionalKeys<WebhookEndpointRecord>, ""> 
 type OptionalKeys<T> = {
   [K in keyof T]-?: Record<string, never> extends Pick<T, K> ? K : never;
 }[keyof T];
-
-/**
- * Slots an insert may lose to racers beyond the maximum before it gives up. Each loss is another
- * insert's success, so only removals racing with inserts can make it lose more than the maximum.
- */
-const EXTRA_SLOT_ATTEMPTS = 10;
 
 /**
  * A delivery as stored in MongoDB. `dueAt` is present while the delivery is pending: the later of
@@ -68,7 +60,7 @@ export class MongoWebhookStore implements WebhookStore {
     // One endpoint per slot of a team: racing inserts under a maximum cannot share a slot.
     {
       key: { teamId: 1, slot: 1 },
-      name: "webhook_endpoints_slot",
+      name: ENDPOINT_SLOTS.slotIndex,
       unique: true,
       partialFilterExpression: { slot: { $exists: true } },
     },
@@ -93,59 +85,11 @@ export class MongoWebhookStore implements WebhookStore {
     private readonly consentLog: Collection<ConsentLogDocument>,
   ) {}
 
-  /**
-   * Under a maximum, the insert takes one of the team's lowest free slots, as many as the team has
-   * room for: the unique (teamId, slot) index makes the count and the insert one atomic step, as
-   * LMDB's transaction does. A racer that took the same slot first sends the insert back for
-   * another free slot, or a refusal when none is left.
-   */
+  /** Under a maximum, the insert takes a free slot of its team (insertUnderTeamMaximum). */
   async insertEndpoint(endpoint: WebhookEndpointRecord, maxPerTeam?: number): Promise<boolean> {
     const { id, ...fields } = endpoint;
     const document = withoutAbsent({ _id: id, ...fields });
-    if (maxPerTeam === undefined) {
-      await insertUnique(this.endpoints, document, "webhook");
-      return true;
-    }
-    for (let attempt = 1; ; attempt++) {
-      const slot = await this.freeSlot(endpoint.teamId, maxPerTeam);
-      if (slot === undefined) return false;
-      try {
-        await this.endpoints.insertOne({ ...document, slot });
-        return true;
-      } catch (error) {
-        if (!isDuplicateKey(error)) throw error;
-        // keyPattern names the violated index's fields; older servers say it in the message only.
-        const lostSlot =
-          Object.hasOwn(error.keyPattern ?? {}, "slot") ||
-          error.message.includes("webhook_endpoints_slot");
-        if (!lostSlot) throw duplicateKeyError(error, "webhook");
-        if (attempt >= maxPerTeam + EXTRA_SLOT_ATTEMPTS) {
-          throw new EndpointInsertContendedError({ cause: error });
-        }
-      }
-    }
-  }
-
-  /**
-   * A slot no endpoint of the team holds, among the lowest `maxPerTeam - stored` free ones;
-   * undefined when the team has `maxPerTeam` endpoints or more. Every later read, its count grown by
-   * the inserts since, offers a subset of those slots (fewer of them, from a set that only lost
-   * slots), so racers that read `stored` endpoints can add at most `maxPerTeam - stored` between
-   * them, whatever slots the team's endpoints hold: ones taken under a higher maximum, or none (an
-   * endpoint stored without a maximum). Chosen at random among them, so that racing inserts
-   * seldom pick the same one.
-   */
-  private async freeSlot(teamId: string, maxPerTeam: number): Promise<number | undefined> {
-    const stored = await this.endpoints
-      .find({ teamId }, { ...READ_LATEST, projection: { _id: 0, slot: 1 } })
-      .toArray();
-    const room = maxPerTeam - stored.length;
-    if (room <= 0) return undefined;
-    const taken = new Set<number>();
-    for (const { slot } of stored) if (typeof slot === "number") taken.add(slot);
-    const free: number[] = [];
-    for (let slot = 0; free.length < room; slot++) if (!taken.has(slot)) free.push(slot);
-    return free[randomInt(free.length)];
+    return insertUnderTeamMaximum(this.endpoints, document, maxPerTeam, ENDPOINT_SLOTS);
   }
 
   async getEndpoint(teamId: string, id: string): Promise<WebhookEndpointRecord | null> {

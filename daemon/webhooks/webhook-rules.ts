@@ -21,7 +21,7 @@ export const MAX_GRACE_SECONDS = 7 * 86_400;
  * Endpoints one team may have (docs/webhooks.md): every event fans out to each of them, so the
  * cap bounds one event's work. Creating one more is refused with 409 failed_precondition.
  * Raise it freely; lowering it needs the MongoDB `slot`s at or above the new value renumbered
- * first, or racing creates could pass the new maximum (mongo-webhook-store.ts freeSlot).
+ * first, or racing creates could pass the new maximum (mongo-writes.ts freeSlot).
  */
 export const MAX_WEBHOOKS_PER_TEAM = 50;
 const DELIVERY_STATUSES: readonly DeliveryStatus[] = ["pending", "succeeded", "failed"];

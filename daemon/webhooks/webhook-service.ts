@@ -3,7 +3,7 @@ import { isDeepStrictEqual } from "node:util";
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { Authenticator, Authorized } from "#daemon/auth/authenticator.js";
 import type { Clock } from "#daemon/clock.js";
-import { DomainError, invalidRequest, notFound } from "#daemon/errors.js";
+import { DomainError, insertWithinMaximum, invalidRequest, notFound } from "#daemon/errors.js";
 import { admission } from "#daemon/rpc/rate-limit-headers.js";
 import { bodyOf } from "#daemon/rpc/request-body.js";
 import type { Store } from "#daemon/store/store.js";
@@ -23,7 +23,6 @@ import {
 import { generateWebhookSecret, type WebhookSecretBox } from "#daemon/webhooks/webhook-secrets.js";
 import { sendWebhook } from "#daemon/webhooks/webhook-sender.js";
 import {
-  EndpointInsertContendedError,
   type WebhookEndpointRecord,
   withoutExpiredPreviousSecret,
 } from "#daemon/webhooks/webhook-store.js";
@@ -111,20 +110,6 @@ export function createWebhookService(
     }
   }
 
-  /** The insert under the team's maximum; a lost race for a place is a 409 to retry. */
-  async function insertUnderMaximum(endpoint: WebhookEndpointRecord): Promise<boolean> {
-    try {
-      return await store.webhooks.insertEndpoint(endpoint, MAX_WEBHOOKS_PER_TEAM);
-    } catch (error) {
-      if (!(error instanceof EndpointInsertContendedError)) throw error;
-      throw new DomainError(
-        "conflict",
-        "conflict",
-        "Webhooks of this team are being created concurrently; retry the request",
-      );
-    }
-  }
-
   return {
     listWebhooks: (_request, ctx) =>
       admitted(ctx, false, async (auth) => ({
@@ -157,13 +142,13 @@ export function createWebhookService(
           updatedAt: now,
           version: 1,
         };
-        if (!(await insertUnderMaximum(endpoint))) {
-          throw new DomainError(
-            "failed_precondition",
-            "failed_precondition",
-            `This team has ${MAX_WEBHOOKS_PER_TEAM} webhooks, the most it may have; delete one before creating another`,
-          );
-        }
+        await insertWithinMaximum(
+          () => store.webhooks.insertEndpoint(endpoint, MAX_WEBHOOKS_PER_TEAM),
+          {
+            records: "Webhooks",
+            atMaximum: `This team has ${MAX_WEBHOOKS_PER_TEAM} webhooks, the most it may have; delete one before creating another`,
+          },
+        );
         return { webhook: webhookMessage(endpoint, now, secret) };
       }),
 

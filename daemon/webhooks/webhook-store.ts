@@ -49,18 +49,6 @@ export function withoutExpiredPreviousSecret(
   return kept;
 }
 
-/**
- * An insert under a team's maximum that lost the race for a place too many times in a row (other
- * creates and deletes of the team racing with it): nothing was stored, and the request may be
- * sent again.
- */
-export class EndpointInsertContendedError extends Error {
-  constructor(options?: ErrorOptions) {
-    super("webhook endpoints of this team are being added concurrently", options);
-    this.name = "EndpointInsertContendedError";
-  }
-}
-
 export type DeliveryStatus = "pending" | "succeeded" | "failed";
 
 /** One event's delivery to one endpoint. */
@@ -241,7 +229,8 @@ export interface WebhookStore {
    * Stores a new endpoint and returns true; the id is unique (DuplicateKeyError). With
    * `maxPerTeam`, stores nothing and returns false when the team already has that many endpoints.
    * The count and the insert are one atomic step: however many inserts of one team race, at most
-   * maxPerTeam endpoints are stored, and a racer is refused only when they are.
+   * maxPerTeam endpoints are stored, and a racer is refused only when they are. An adapter that
+   * settles races by trying again may give up on a long run of them (InsertContendedError).
    */
   insertEndpoint(endpoint: WebhookEndpointRecord, maxPerTeam?: number): Promise<boolean>;
   /** An endpoint of the team; null when absent or another team's. */
