@@ -23,7 +23,7 @@ interface Answer {
 
 /**
  * A PUT whose headers and first half of the body are sent now and the rest on `finish()`: a
- * request the server has certainly accepted and not yet answered, on a keep-alive connection
+ * request the server has certainly accepted (`sent` waits for its 100 Continue) and not yet answered, on a keep-alive connection
  * as browsers and HTTP client libraries use.
  */
 function slowPut(gatewayUrl: string, key: string, body: unknown, agent: Agent) {
@@ -36,6 +36,8 @@ function slowPut(gatewayUrl: string, key: string, body: unknown, agent: Agent) {
       authorization: `Bearer ${key}`,
       "content-type": "application/json",
       "content-length": bytes.length,
+      // The server's 100 Continue says it has read the headers: the request is certainly its.
+      expect: "100-continue",
     },
   });
   const answer = new Promise<Answer>((resolve) => {
@@ -52,7 +54,11 @@ function slowPut(gatewayUrl: string, key: string, body: unknown, agent: Agent) {
       res.on("end", () => resolve({ status: res.statusCode ?? 0, text }));
     });
   });
-  const sent = new Promise<void>((resolve) => req.write(bytes.subarray(0, half), () => resolve()));
+  const read = new Promise<void>((resolve) => req.once("continue", () => resolve()));
+  const written = new Promise<void>((resolve) =>
+    req.write(bytes.subarray(0, half), () => resolve()),
+  );
+  const sent = Promise.all([read, written]).then(() => undefined);
   return { sent, answer, finish: () => req.end(bytes.subarray(half)) };
 }
 
