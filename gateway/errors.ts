@@ -1,5 +1,6 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { FastifyBaseLogger, FastifyReply, FastifyRequest } from "fastify";
+import { WRONG_GATEWAY_TOKEN_MESSAGE } from "#daemon/auth/caller.js";
 import { isStoreFull } from "#daemon/store/disk-guard.js";
 import { BodyBudgetExceeded } from "#gateway/body-budget.js";
 import { isDaemonBusy, isDaemonUnreachable } from "#gateway/daemon-transport.js";
@@ -108,7 +109,34 @@ export function failureOf(request: FastifyRequest, error: unknown): HttpError {
   if (httpError.status === 500 && !isStoreFull(error)) {
     request.log.error({ err: error }, "request failed");
   } else if (isDaemonUnreachable(error)) countUnreachable(request, error);
+  else if (isGatewayTokenRefusal(error)) noteTokenRefused(request);
   return httpError;
+}
+
+/** Per gateway: when the daemon last refused its token, and when that was last logged. */
+const tokenRefusals = new WeakMap<object, { at: number; loggedAt: number }>();
+/** The refusal is logged at most this often, and health answers 503 this long after one. */
+const TOKEN_REFUSAL_WINDOW_MS = 30_000;
+
+function noteTokenRefused(request: FastifyRequest): void {
+  const now = Date.now();
+  const state = tokenRefusals.get(request.server.server) ?? {
+    at: now,
+    loggedAt: Number.NEGATIVE_INFINITY,
+  };
+  state.at = now;
+  tokenRefusals.set(request.server.server, state);
+  if (now - state.loggedAt < TOKEN_REFUSAL_WINDOW_MS) return;
+  state.loggedAt = now;
+  request.log.error(
+    "the daemon refuses this gateway's operator token (its admin token changed after the gateway started): requests are answered 503, and the daemon counts each as a failed attempt from this gateway's address; restart the gateway with the daemon's current token (CONSENT_ADMIN_TOKEN, or CONSENT_DATA_DIR set to the daemon's data directory)",
+  );
+}
+
+/** Whether the daemon refused this gateway's token lately: its health is then 503. */
+export function tokenRefusedLately(request: FastifyRequest): boolean {
+  const state = tokenRefusals.get(request.server.server);
+  return state !== undefined && Date.now() - state.at < TOKEN_REFUSAL_WINDOW_MS;
 }
 
 function countUnreachable(request: FastifyRequest, error: unknown): void {
@@ -168,9 +196,34 @@ export function httpErrorOf(error: unknown): HttpError {
   return INTERNAL;
 }
 
+/**
+ * The daemon refused this gateway's operator token (daemon/auth/caller.ts): its admin token was
+ * changed after the gateway started, which checked it then (gateway/main.ts).
+ */
+export function isGatewayTokenRefusal(error: unknown): boolean {
+  return (
+    error instanceof ConnectError &&
+    error.code === Code.Unauthenticated &&
+    error.rawMessage === WRONG_GATEWAY_TOKEN_MESSAGE
+  );
+}
+
+/**
+ * What a client is told when the daemon refuses the gateway's own token: the service cannot serve
+ * it for now (spec 7: 503 unavailable), not that its key is wrong (401), and nothing of the
+ * gateway's setup. The operator learns why from the log (failureOf).
+ */
+const TOKEN_REFUSED: HttpError = {
+  status: 503,
+  code: "unavailable",
+  message: "The service is temporarily unavailable; retry later",
+  headers: {},
+};
+
 function fromConnectError(error: ConnectError): HttpError {
   // An internal failure is told in one fixed sentence, whatever the daemon said of it.
   if (error.code === Code.Internal) return INTERNAL;
+  if (isGatewayTokenRefusal(error)) return TOKEN_REFUSED;
   const info = error.findDetails(ErrorInfoSchema)[0];
   const status = statusOf(error.code, info);
   if (!info) {

@@ -1,5 +1,5 @@
 import type { HandlerContext } from "@connectrpc/connect";
-import { type Caller, callerOf } from "#daemon/auth/caller.js";
+import { type Caller, callerOf, WRONG_GATEWAY_TOKEN_MESSAGE } from "#daemon/auth/caller.js";
 import { planIncludesCrossDevice, type Scope } from "#daemon/auth/scopes.js";
 import { digestsEqual, type SecretCheck, secretCheck } from "#daemon/auth/secrets.js";
 import type { Clock } from "#daemon/clock.js";
@@ -36,10 +36,7 @@ const SESSION_REFUSED: Refusal = [
 
 const REVOKED_KEY: Refusal = ["revoked_key", "The API key has been revoked"];
 const EXPIRED_KEY: Refusal = ["expired_key", "The API key has expired"];
-const WRONG_GATEWAY_TOKEN: Refusal = [
-  "unauthorized",
-  "The consent-gateway-token is not this daemon's operator token",
-];
+const WRONG_GATEWAY_TOKEN: Refusal = ["unauthorized", WRONG_GATEWAY_TOKEN_MESSAGE];
 
 /** Why a found key may not be used at `now`, if it may not: revoked, then expired. */
 function keyRefusal(

@@ -29,6 +29,10 @@ export const CallerHeaders = {
   gatewayToken: "consent-gateway-token",
 } as const;
 
+/** The daemon's answer to a gateway token that is not its operator token (a stand-alone gateway reads it). */
+export const WRONG_GATEWAY_TOKEN_MESSAGE =
+  "The consent-gateway-token is not this daemon's operator token";
+
 /** Who is calling, as far as the transport can tell. */
 export interface Caller {
   /** Client IP (the visitor's, when relayed by a gateway). Never stored raw. */
