@@ -3,6 +3,7 @@ import { exposedFiles, loadSecrets } from "#daemon/bootstrap.js";
 import { systemClock } from "#daemon/clock.js";
 import { type Config, listenFailure, loadConfig, StartupError } from "#daemon/config.js";
 import { stopOnSignals } from "#daemon/drain-exit.js";
+import type { IdentityKey } from "#daemon/identity/subject-identity.js";
 import { serviceLoggers } from "#daemon/logging.js";
 import { schedulePurge } from "#daemon/purge.js";
 import { createInProcessTransport } from "#daemon/rpc/in-process-transport.js";
@@ -126,6 +127,7 @@ export async function runDaemon(options: {
         `${exposed}, which hold the operator token, the identity key and the records (webhook secrets included): make them the owner's alone, e.g. chmod go-rwx on each`,
       );
     }
+    await warnOfForeignIdentityKeys(store, secrets.identityKeys, logger);
     const created = options.welcome?.created ?? secrets.created;
     printWelcome(config, store.kind, server.url, gateway?.url, created);
   }
@@ -198,6 +200,26 @@ function cliEnvironment(config: Config, listenUrl: string): string[] {
       : []),
     ...(daemonUrl !== defaults.daemonUrl ? [`CONSENT_DAEMON_URL=${daemonUrl}`] : []),
   ];
+}
+
+/**
+ * Subject states are found only under the identity key that made them (README, "Privacy"). A store
+ * holding states of which none is under this daemon's keys was most likely given another key
+ * (CONSENT_IDENTITY_KEY set to a new value instead of a new value first and the old one after):
+ * every stored subject then reads as absent and writes start over. Said once at start-up; it is
+ * also what a store says whose only key was dropped before all its records had been purged.
+ */
+async function warnOfForeignIdentityKeys(
+  store: Store,
+  keys: readonly IdentityKey[],
+  logger: Logger,
+): Promise<void> {
+  if (keys.length === 0) return;
+  const inUse = await store.subjects.keysInUse(keys.map((key) => key.id));
+  if (!inUse.any || inUse.underKeys) return;
+  logger.error(
+    "no stored subject state was made under this daemon's identity keys (CONSENT_IDENTITY_KEY, else <data dir>/identity-key): every stored subject reads as absent, and writes start new records. If the key was replaced, list the key the states were made with after the new one (comma-separated); if an old key was dropped after its states expired, this stops once they are purged",
+  );
 }
 
 /** A word a POSIX shell reads back unchanged: quoted when it holds anything but safe characters. */

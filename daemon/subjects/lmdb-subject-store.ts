@@ -81,5 +81,16 @@ export function createLmdbSubjectStore(dbs: LmdbSubjectDatabases): SubjectStore 
         }),
       );
     },
+    async keysInUse(keyIds) {
+      const some = (range: { start?: string; end?: string }) => {
+        for (const _ of subjects.getKeys({ ...range, limit: 1 })) return true;
+        return false;
+      };
+      return {
+        any: some({}),
+        // ';' follows ':', so the range holds exactly the hashes beginning `<key id>:`.
+        underKeys: keyIds.some((id) => some({ start: `${id}:`, end: `${id};` })),
+      };
+    },
   };
 }

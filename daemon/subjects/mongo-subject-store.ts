@@ -1,4 +1,4 @@
-import type { Collection, IndexDescription, WithId } from "mongodb";
+import type { Collection, Filter, IndexDescription, WithId } from "mongodb";
 import { isDuplicateKey, READ_LATEST } from "#daemon/store/mongo-writes.js";
 import type {
   SubjectRecord,
@@ -70,6 +70,19 @@ export class MongoSubjectStore implements SubjectStore {
   async purgeExpired(now: Date): Promise<number> {
     const { deletedCount } = await this.collection.deleteMany({ expiresAt: { $lte: now } });
     return deletedCount;
+  }
+
+  async keysInUse(keyIds: readonly string[]): Promise<{ any: boolean; underKeys: boolean }> {
+    const some = async (filter: Filter<SubjectDocument>) =>
+      (await this.collection.findOne(filter, { projection: { _id: 1 } })) !== null;
+    // The _id index answers each range at once: ';' follows ':', so a range holds exactly the
+    // hashes beginning `<key id>:`.
+    const under = keyIds.map((id) => ({ _id: { $gte: `${id}:`, $lt: `${id};` } }));
+    const [any, underKeys] = await Promise.all([
+      some({}),
+      under.length > 0 ? some({ $or: under }) : Promise.resolve(false),
+    ]);
+    return { any, underKeys };
   }
 
   /**

@@ -45,6 +45,19 @@ export function describeSubjectStoreContract(openStore: OpenStore): void {
     const now = aheadOfTtlMonitor();
     const past = shifted(now, -2 * DAY);
 
+    it("tells whether any record is stored, and whether any is under the given key ids", async () => {
+      const subjects = store().subjects;
+      expect(await subjects.keysInUse(["a1b2"])).toEqual({ any: false, underKeys: false });
+      await subjects.write(aSubject(`a1b2c3:${randomUUID()}`, 1, now), 0, now);
+      // A key id that is another's prefix is not that key.
+      expect(await subjects.keysInUse(["a1b2"])).toEqual({ any: true, underKeys: false });
+      expect(await subjects.keysInUse([])).toEqual({ any: true, underKeys: false });
+      expect(await subjects.keysInUse(["ffff", "a1b2c3"])).toEqual({ any: true, underKeys: true });
+      // An expired record not yet purged still says which key made it.
+      await writeExpired(`d4e5f6:${randomUUID()}`);
+      expect(await subjects.keysInUse(["d4e5f6"])).toEqual({ any: true, underKeys: true });
+    });
+
     /** Stores versions 1…`version` of a record, written in the past; the last expired a minute before `now`. */
     async function writeExpired(subjectHash: string, version = 1) {
       for (let v = 1; v <= version; v++) {

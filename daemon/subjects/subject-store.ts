@@ -49,4 +49,10 @@ export interface SubjectStore {
   delete(subjectHashes: readonly string[], now: Date): Promise<number>;
   /** Removes records whose expiry is at or before `now`; returns how many. */
   purgeExpired(now: Date): Promise<number>;
+  /**
+   * Whether any record is stored (live or not yet purged) at all, and whether any is under one of
+   * `keyIds`: its subjectHash begins `<key id>:` (SubjectIdentity). Each answered from the first
+   * record found, not by counting.
+   */
+  keysInUse(keyIds: readonly string[]): Promise<{ any: boolean; underKeys: boolean }>;
 }

@@ -1,3 +1,4 @@
+import { randomBytes } from "node:crypto";
 import { once } from "node:events";
 import { chmod, mkdtemp, readFile, rm, stat, writeFile } from "node:fs/promises";
 import { type AddressInfo, createServer } from "node:net";
@@ -161,6 +162,35 @@ describe("start-up of the real programs", () => {
     });
     expect([found.status, found.body.data.found, found.body.data.version]).toEqual([200, true, 1]);
     expect(await third.program.stop()).toBe(0);
+  });
+
+  it("says at start-up when no stored subject state was made under its identity keys", async () => {
+    const dataDir = path.join(root, "other-key");
+    const first = await startService(dataDir);
+    const { key } = await mintKey(first.service, await createTeam(first.service, "business"));
+    const { publicId } = await createBanner(first.service, key);
+    const put = await http(first.service, "PUT", "/api/v1/consent/subjects/state", {
+      key,
+      body: { bannerId: publicId, subjectId: "u", baseVersion: 0, consentState: consentState() },
+    });
+    expect(put.status).toBe(200);
+    expect(await first.program.stop()).toBe(0);
+    const stored = (await readFile(path.join(dataDir, "identity-key"), "utf8")).trim();
+    const another = randomBytes(32).toString("base64");
+    const warning = "no stored subject state was made under this daemon's identity keys";
+
+    // A new key in place of the one the state was made with: said once, however many workers.
+    const replaced = await startService(dataDir, {
+      CONSENT_IDENTITY_KEY: another,
+      CONSENT_WORKERS: "2",
+    });
+    expect(replaced.program.stdout().split(warning)).toHaveLength(2);
+    expect(await replaced.program.stop()).toBe(0);
+
+    // The rotation as the README describes it, the new key first: nothing to say.
+    const rotated = await startService(dataDir, { CONSENT_IDENTITY_KEY: `${another},${stored}` });
+    expect(rotated.program.stdout()).not.toContain(warning);
+    expect(await rotated.program.stop()).toBe(0);
   });
 
   it("warns once, naming them, when files of the data dir can be read by other users", async () => {
