@@ -87,8 +87,10 @@ const unreachableLogs = new WeakMap<object, UnreachableLog>();
 
 function warnUnreachable(state: UnreachableLog, now: number): void {
   if (!state.last || state.failed === 0) return;
+  // The cause in words, without a stack: an outage is an expected condition, not a bug to trace.
+  const { error } = state.last;
   state.last.log.warn(
-    { err: state.last.error, failedRequests: state.failed },
+    { cause: error instanceof Error ? error.message : String(error), failedRequests: state.failed },
     "the daemon could not be reached: requests are answered 503",
   );
   state.loggedAt = now;
