@@ -9,7 +9,7 @@ import { createLmdbCounterStore } from "#daemon/limits/lmdb-counter-store.js";
 import { createLmdbSessionStore } from "#daemon/sessions/lmdb-session-store.js";
 import { type DiskGuard, type DiskGuardOptions, watchFreeSpace } from "#daemon/store/disk-guard.js";
 import { COUNTERS_DIRECTORY, RECORDS_DIRECTORY } from "#daemon/store/lmdb-files.js";
-import type { Store } from "#daemon/store/store.js";
+import { checkStoreFormat, type Store } from "#daemon/store/store.js";
 import { createLmdbSubjectStore } from "#daemon/subjects/lmdb-subject-store.js";
 import { createLmdbTeamStore } from "#daemon/teams/lmdb-team-store.js";
 import { createLmdbWebhookStore, type OutboxEntry } from "#daemon/webhooks/lmdb-webhook-store.js";
@@ -243,6 +243,13 @@ export async function openLmdbStore(options: LmdbStoreOptions): Promise<Store> {
     }
   }, READER_CHECK_EVERY_MS);
   readers.unref();
+  try {
+    checkStoreFormat(records.openDB<unknown, string>({ name: "meta" }).get("format"));
+  } catch (error) {
+    clearInterval(readers);
+    await Promise.all([records.close(), counterEnv.close()]);
+    throw error;
+  }
   // The consent log and the webhook store share the outbox: append writes it, the dispatcher reads it.
   const consentLog = records.openDB<ConsentLogRecord, [string, string]>({ name: "consent-log" });
   const webhookOutbox = records.openDB<OutboxEntry, string>({ name: "webhook-outbox" });

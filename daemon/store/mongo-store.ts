@@ -27,7 +27,7 @@ import {
 import { type ApiKeyDocument, MongoKeyStore } from "#daemon/keys/mongo-key-store.js";
 import { type CounterDocument, MongoCounterStore } from "#daemon/limits/mongo-counter-store.js";
 import { MongoSessionStore, type SessionDocument } from "#daemon/sessions/mongo-session-store.js";
-import type { Store } from "#daemon/store/store.js";
+import { checkStoreFormat, type Store } from "#daemon/store/store.js";
 import { MongoSubjectStore, type SubjectDocument } from "#daemon/subjects/mongo-subject-store.js";
 import { MongoTeamStore, type TeamDocument } from "#daemon/teams/mongo-team-store.js";
 import {
@@ -125,6 +125,16 @@ export async function openMongoStore(options: MongoStoreOptions): Promise<Store>
   try {
     const dbName = options.dbName ?? uriParts(options.uri).database ?? "consent";
     const db = serviceDb(client, dbName);
+    const marker = await db
+      .collection<{ _id: string; value: unknown }>("meta")
+      .findOne({ _id: "format" });
+    try {
+      checkStoreFormat(marker?.value);
+    } catch (error) {
+      throw new StartupError(
+        `cannot use the MongoDB database ${dbName}: ${(error as Error).message}`,
+      );
+    }
     const store = createStore(client, db);
     try {
       await createIndexes(client, dbName);

@@ -5,6 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
+import { open } from "lmdb";
 import { MongoClient } from "mongodb";
 import { afterAll, describe, expect, it } from "vitest";
 import { describeBannerStoreContract } from "#daemon/banners/banner-store.contract.js";
@@ -84,6 +85,30 @@ describe("LMDB store", () => {
     const second = await openLmdbStore({ dataDir });
     expect(await second.subjects.find([record.subjectHash], now)).toEqual(record);
     await second.close();
+  });
+
+  it("refuses to open records marked with a format this version does not read, and reopens once the mark is gone", async () => {
+    const dataDir = await tempDir();
+    const now = new Date();
+    const team = { id: randomUUID(), name: "Acme", plan: "free", createdAt: now, updatedAt: now };
+    const first = await openLmdbStore({ dataDir });
+    await first.teams.insert(team);
+    await first.close();
+    // What a later version would write as it migrates the records to a new layout.
+    const mark = async (value: unknown) => {
+      const records = open({ path: join(dataDir, "records"), maxDbs: 32 });
+      const meta = records.openDB<unknown, string>({ name: "meta" });
+      await (value === undefined ? meta.remove("format") : meta.put("format", value));
+      await records.close();
+    };
+    await mark(2);
+    await expect(openLmdbStore({ dataDir })).rejects.toThrow(
+      "its records are marked as format 2, written by another version of the service; this version reads format 1: run a version that reads it, or restore a backup made by this one",
+    );
+    await mark(1);
+    const reopened = await openLmdbStore({ dataDir });
+    expect(await reopened.teams.get(team.id)).toEqual(team);
+    await reopened.close();
   });
 
   it("creates its directories and files owner-only, in a data dir others may read, whatever the umask", async () => {

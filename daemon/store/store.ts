@@ -66,3 +66,20 @@ export class InsertContendedError extends Error {
     this.name = "InsertContendedError";
   }
 }
+
+/**
+ * The layout of the stored records this version reads and writes. A store holds no marker of it
+ * until a version that changes the layout writes one as it migrates (the embedded store: key
+ * `format` of its `meta` database, a number; MongoDB: `{ _id: "format", value }` in the `meta`
+ * collection); a store marked otherwise is refused at open, rather than served by code that
+ * would misread its records. No marker is format 1.
+ */
+export const STORE_FORMAT = 1;
+
+/** Refuses a store whose format marker names a layout this version does not read. */
+export function checkStoreFormat(marker: unknown): void {
+  if (marker === undefined || marker === null || marker === STORE_FORMAT) return;
+  throw new Error(
+    `its records are marked as format ${JSON.stringify(marker)}, written by another version of the service; this version reads format ${STORE_FORMAT}: run a version that reads it, or restore a backup made by this one`,
+  );
+}
