@@ -15,4 +15,11 @@ describe("percentEncodeGrpcMessage", () => {
     expect(decodeURI(encoded)).toBe(text);
     expect(decodeURIComponent(encoded)).toBe(text);
   });
+
+  it("encodes the spaces that begin or end the text, which a header value cannot hold", () => {
+    expect(percentEncodeGrpcMessage(" invalid grpc timeout value: ")).toBe(
+      "%20invalid grpc timeout value:%20",
+    );
+    expect(decodeURI(percentEncodeGrpcMessage("über  "))).toBe("über  ");
+  });
 });

@@ -5,18 +5,23 @@ const PLAIN = /^[\x20-\x24\x26-\x7e]*$/;
 
 /**
  * `grpc-message` as the gRPC protocol percent-encodes it (PROTOCOL-HTTP2, "Status-Message"): the
- * UTF-8 bytes outside printable ASCII, and "%", as %XX; everything else as it is.
+ * UTF-8 bytes outside printable ASCII, and "%", as %XX; everything else as it is. A space that
+ * begins or ends the text is %20 too: an HTTP field value cannot begin or end with one (RFC 9110
+ * §5.5), and Node drops such a trailer, so the caller would read no message at all (connect-es
+ * ends some of its own, "invalid grpc timeout value: " for an empty grpc-timeout, with a space).
  */
 export function percentEncodeGrpcMessage(text: string): string {
-  if (PLAIN.test(text)) return text;
   let encoded = "";
-  for (const byte of Buffer.from(text, "utf8")) {
-    encoded +=
-      byte >= 0x20 && byte <= 0x7e && byte !== 0x25
-        ? String.fromCharCode(byte)
-        : `%${byte.toString(16).toUpperCase().padStart(2, "0")}`;
+  if (PLAIN.test(text)) encoded = text;
+  else {
+    for (const byte of Buffer.from(text, "utf8")) {
+      encoded +=
+        byte >= 0x20 && byte <= 0x7e && byte !== 0x25
+          ? String.fromCharCode(byte)
+          : `%${byte.toString(16).toUpperCase().padStart(2, "0")}`;
+    }
   }
-  return encoded;
+  return encoded.replace(/^ +| +$/g, (spaces) => "%20".repeat(spaces.length));
 }
 
 /**

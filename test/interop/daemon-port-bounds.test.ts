@@ -6,7 +6,7 @@ import { MAX_STREAMS_PER_CONNECTION } from "#daemon/server.js";
 import { GetBannerRequestSchema } from "#gen/consent/v1/banner_pb.js";
 import { bulkyTexts, createBanner, createTeam, mintKey } from "#test/support/api.js";
 import { addressOf, loadConsentProtos, unary } from "#test/support/grpc-js.js";
-import { grpcWebTrailers } from "#test/support/raw-http2.js";
+import { grpcWebTrailers, rawRequest } from "#test/support/raw-http2.js";
 import { startTestService, type TestService } from "#test/support/service.js";
 
 /**
@@ -136,6 +136,18 @@ describe("the daemon port's bounds on what a client makes it hold", () => {
     } finally {
       session.close();
     }
+  });
+
+  it("answers an empty grpc-timeout with INVALID_ARGUMENT and a message the caller can read", async () => {
+    const reply = await rawRequest(
+      service.daemonUrl,
+      "/grpc.health.v1.Health/Check",
+      { "content-type": "application/grpc", te: "trailers", "grpc-timeout": "" },
+      Buffer.from([0, 0, 0, 0, 0]),
+    );
+    expect(reply.trailers["grpc-status"]).toBe("3");
+    // connect-es' message ends in a space, which a header value cannot: sent as %20.
+    expect(decodeURI(String(reply.trailers["grpc-message"]))).toMatch(/timeout/);
   });
 
   // RFC 9113 §8.1: an answer sent before its request ended is followed by RST_STREAM NO_ERROR,
