@@ -62,7 +62,8 @@ export async function checkHealth(client: DaemonClient): Promise<HealthReport> {
     status: ServingStatus[status] ?? String(status),
     storeOk: status === ServingStatus.SERVING,
     writesOk: writes,
-    subjectsOk: subjects,
+    // Every name is NOT_SERVING while the store does not answer: only then is it the key's doing.
+    subjectsOk: status === ServingStatus.SERVING ? subjects : undefined,
     latencyMs: Math.round(performance.now() - started),
   };
 }

@@ -201,12 +201,20 @@ describe.concurrent("consentctl health and doctor (against a real daemon)", {
     const broken = await startTestService();
     try {
       await broken.store.close();
-      const result = await runCli(["health", "--daemon", broken.daemonUrl, "--json"]);
+      const [result, doctor] = await Promise.all([
+        runCli(["health", "--daemon", broken.daemonUrl, "--json"]),
+        runCli(["doctor", "--daemon", broken.daemonUrl, "--token", broken.operatorToken, "--json"]),
+      ]);
       expect(result.code).toBe(1);
       expect(JSON.parse(result.stdout)).toMatchObject({
         daemon: { reachable: true, status: "NOT_SERVING" },
         store: { ok: false },
+        // Every name is NOT_SERVING then: nothing is said of the identity key.
+        subjects: { ok: null },
       });
+      const checks = JSON.parse(doctor.stdout).checks.map((c: { name: string }) => c.name);
+      expect(checks).toContain("store");
+      expect(checks).not.toContain("subjects");
     } finally {
       await broken.close().catch(() => undefined); // the store is already closed
     }
