@@ -46,11 +46,28 @@ export interface FailureExtras {
 /**
  * Bounds on what a failure carries back, since messages quote what the caller sent (an origin, an
  * id, a field name) and gRPC sends them in trailers, which Node refuses past 64 KB (the call would
- * end in a reset instead of its answer): each text at most ERROR_TEXT_MAX characters, at most
- * ERROR_DETAILS_MAX details (no rule of the service names more fields than that).
+ * end in a reset instead of its answer): each text at most ERROR_TEXT_MAX characters, and the
+ * details' texts at most ERROR_DETAILS_BYTES of UTF-8 together, the rest counted in a last one.
+ * Base64 in grpc-status-details-bin, and the message twice, keep that within about 30 KB.
  */
 export const ERROR_TEXT_MAX = 500;
-export const ERROR_DETAILS_MAX = 40;
+export const ERROR_DETAILS_BYTES = 16 * 1024;
+
+/** `details` with each text clipped, as many as ERROR_DETAILS_BYTES holds, then "…and N more". */
+export function boundedDetails(details: readonly Violation[]): Violation[] {
+  const kept: Violation[] = [];
+  let bytes = 0;
+  for (const [index, { field, message }] of details.entries()) {
+    const detail = { field: clipped(field), message: clipped(message) };
+    bytes += Buffer.byteLength(detail.field) + Buffer.byteLength(detail.message);
+    if (bytes > ERROR_DETAILS_BYTES) {
+      kept.push({ field: "", message: `…and ${details.length - index} more` });
+      break;
+    }
+    kept.push(detail);
+  }
+  return kept;
+}
 
 /** `text`, cut to ERROR_TEXT_MAX characters with an ellipsis, never inside a surrogate pair. */
 export function clipped(text: string): string {

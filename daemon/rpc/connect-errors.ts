@@ -1,7 +1,7 @@
 import { create } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
-import { clipped, DomainError, ERROR_DETAILS_MAX, type FailureKind } from "#daemon/errors.js";
+import { boundedDetails, clipped, DomainError, type FailureKind } from "#daemon/errors.js";
 import { type ErrorLogger, unavailableLog } from "#daemon/logging.js";
 import { isParseFailure } from "#daemon/rpc/parse-failures.js";
 import { rateLimitHeaders } from "#daemon/rpc/rate-limit-headers.js";
@@ -26,9 +26,7 @@ export function toConnectError(error: DomainError): ConnectError {
   const { details, rateLimit, retryAfterSeconds, current } = error.extras;
   const info = create(ErrorInfoSchema, {
     code: error.code,
-    details: (details ?? [])
-      .slice(0, ERROR_DETAILS_MAX)
-      .map(({ field, message }) => ({ field: clipped(field), message: clipped(message) })),
+    details: boundedDetails(details ?? []),
     retryAfterSeconds: retryAfterSeconds ?? 0,
     rateLimit: rateLimit && {
       limit: rateLimit.limit,

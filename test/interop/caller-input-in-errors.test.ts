@@ -1,8 +1,9 @@
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ERROR_TEXT_MAX } from "#daemon/errors.js";
+import { ERROR_DETAILS_BYTES, ERROR_TEXT_MAX } from "#daemon/errors.js";
 import { AdminService } from "#gen/consent/v1/admin_pb.js";
+import { BannerService } from "#gen/consent/v1/banner_pb.js";
 import { ConsentLogService } from "#gen/consent/v1/consent_log_pb.js";
 import { ErrorInfoSchema } from "#gen/consent/v1/errors_pb.js";
 import { Health } from "#gen/grpc/health/v1/health_pb.js";
@@ -62,6 +63,29 @@ describe("caller input quoted in a failure over gRPC", () => {
     // The site as the message names it (its host), cut: the rest of the sentence is past the cut.
     expect(refused.message).toMatch(/^a+…$/);
     expect(refused.message).toHaveLength(ERROR_TEXT_MAX);
+  });
+
+  it("answers a body with many long unknown fields as INVALID_ARGUMENT, its details bounded", async () => {
+    const { key } = await mintKey(service, await createTeam(service, "professional"));
+    const banners = createClient(BannerService, transport);
+    // 60 unknown fields of 600 three-byte characters: 108 KB of field names alone.
+    const body = Object.fromEntries(
+      Array.from({ length: 60 }, (_, i) => [`${i}${"語".repeat(600)}`, true]),
+    );
+    const refused = await refusal(
+      banners.createBanner(
+        { json: Buffer.from(JSON.stringify({ name: "n", domain: "d.example.com", ...body })) },
+        { headers: { authorization: `Bearer ${key}` } },
+      ),
+    );
+    expect(refused.code).toBe(Code.InvalidArgument);
+    const details = refused.details ?? [];
+    expect(details.at(-1)?.message).toMatch(/^…and \d+ more$/);
+    const bytes = details.reduce(
+      (sum, d) => sum + Buffer.byteLength(d.field) + Buffer.byteLength(d.message),
+      0,
+    );
+    expect(bytes).toBeLessThanOrEqual(ERROR_DETAILS_BYTES + 100);
   });
 
   it("answers a Health check of a 70,000-character service name as an unknown service", async () => {
