@@ -2,7 +2,7 @@ import type { Server, Socket } from "node:net";
 import type { Logger } from "pino";
 
 /**
- * How long SIGTERM waits for accepted requests and calls before cutting the connections that
+ * How long a stop signal waits for accepted requests and calls before cutting the connections that
  * remain: the bound of the gateway's drain and of the daemon's.
  */
 export const DRAIN_TIMEOUT_MS = 10_000;
@@ -10,18 +10,31 @@ export const DRAIN_TIMEOUT_MS = 10_000;
 const BEFORE_CUT_MS = 500;
 
 /**
- * Ends a program once its drain on SIGTERM/SIGINT settles: exit 0, or exit 1 with the failure
- * logged (never an unhandled rejection). Shared by `npm start`'s processes and the stand-alone
- * gateway.
+ * Ends a program once its drain on a stop signal settles: exit 0, or exit 1 with the failure
+ * logged (never an unhandled rejection); after SIGHUP, by that signal (endByHangUp). Shared by
+ * `npm start`'s processes and the stand-alone gateway.
  */
-function exitAfterDrain(drain: Promise<unknown>, logger: Logger): void {
+function exitAfterDrain(drain: Promise<unknown>, logger: Logger, signal: string): void {
   drain.then(
-    () => process.exit(0),
+    () => (signal === "SIGHUP" ? endByHangUp() : process.exit(0)),
     (error: unknown) => {
       logger.error({ err: error }, "shutdown failed");
       process.exit(1);
     },
   );
+}
+
+/**
+ * Ends a drained process by SIGHUP itself, as a program the hang-up ends by default does (status
+ * 129 to a shell). Its terminal is usually gone by then, and Node 20's exit restores the
+ * terminal's settings, which aborts the process when the terminal cannot be written
+ * (nodejs/node#51519, fixed in later majors): ended by the signal, Node runs no such step.
+ * Should the signal not end it, it exits 0 a second later.
+ */
+export function endByHangUp(): void {
+  process.removeAllListeners("SIGHUP");
+  setTimeout(() => process.exit(0), 1_000);
+  process.kill(process.pid, "SIGHUP");
 }
 
 /** What a process registers once it serves: its drain, run on the first stop signal. */
@@ -42,7 +55,7 @@ export function stopOnSignals(logger: Logger): StopOnSignals {
   let received: string | undefined;
   const begin = (signal: string, run: (signal: string) => Promise<unknown>) => {
     logger.info({ signal }, "draining and shutting down");
-    exitAfterDrain(run(signal), logger);
+    exitAfterDrain(run(signal), logger, signal);
   };
   for (const signal of ["SIGTERM", "SIGINT", "SIGHUP"] as const) {
     process.on(signal, () => {
