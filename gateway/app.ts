@@ -16,6 +16,7 @@ import { sendEnvelopedError, setVersionHeaders } from "#gateway/envelope.js";
 import { failureOf, type HttpError, noEndpoint, sendPlainError } from "#gateway/errors.js";
 import { sendErrorPage } from "#gateway/preferences/routes.js";
 import type { Relay } from "#gateway/relay.js";
+import { TokenWatch, watchToken } from "#gateway/token-watch.js";
 import { v1Api } from "#gateway/v1/plugin.js";
 import { visitorSide } from "#gateway/visitor.js";
 
@@ -111,6 +112,11 @@ export async function buildGateway(options: GatewayOptions): Promise<FastifyInst
     else done();
   });
   const clients = createDaemonClients(options.transport);
+  if (!options.inProcess) {
+    const watch = new TokenWatch(options.transport, options.operatorToken, app.log);
+    watchToken(app.server, watch);
+    app.addHook("onClose", async () => watch.close());
+  }
   const relay: Relay = options.inProcess
     ? { inProcess: true }
     : { inProcess: false, operatorToken: options.operatorToken };

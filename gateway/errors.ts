@@ -1,10 +1,10 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { FastifyBaseLogger, FastifyReply, FastifyRequest } from "fastify";
-import { WRONG_GATEWAY_TOKEN_MESSAGE } from "#daemon/auth/caller.js";
 import { isStoreFull } from "#daemon/store/disk-guard.js";
 import { BodyBudgetExceeded } from "#gateway/body-budget.js";
 import { isDaemonBusy, isDaemonUnreachable } from "#gateway/daemon-transport.js";
 import { snapshotJson } from "#gateway/json.js";
+import { isGatewayTokenRefusal, tokenWatchOf } from "#gateway/token-watch.js";
 import { type ErrorInfo, ErrorInfoSchema } from "#gen/consent/v1/errors_pb.js";
 
 /** An error as an HTTP response: status, spec 7 body fields and headers. */
@@ -106,39 +106,13 @@ function warnUnreachable(state: UnreachableLog, now: number): void {
  * the outage is over).
  */
 export function failureOf(request: FastifyRequest, error: unknown): HttpError {
+  if (tokenWatchOf(request.server.server)?.isOwnFailure(error)) return TOKEN_REFUSED;
   const httpError = httpErrorOf(error);
   // A write refused for want of disk space was reported once by the daemon (isStoreFull).
   if (httpError.status === 500 && !isStoreFull(error)) {
     request.log.error({ err: error }, "request failed");
   } else if (isDaemonUnreachable(error)) countUnreachable(request, error);
-  else if (isGatewayTokenRefusal(error)) noteTokenRefused(request);
   return httpError;
-}
-
-/** Per gateway: when the daemon last refused its token, and when that was last logged. */
-const tokenRefusals = new WeakMap<object, { at: number; loggedAt: number }>();
-/** The refusal is logged at most this often, and health answers 503 this long after one. */
-const TOKEN_REFUSAL_WINDOW_MS = 30_000;
-
-function noteTokenRefused(request: FastifyRequest): void {
-  const now = Date.now();
-  const state = tokenRefusals.get(request.server.server) ?? {
-    at: now,
-    loggedAt: Number.NEGATIVE_INFINITY,
-  };
-  state.at = now;
-  tokenRefusals.set(request.server.server, state);
-  if (now - state.loggedAt < TOKEN_REFUSAL_WINDOW_MS) return;
-  state.loggedAt = now;
-  request.log.error(
-    "the daemon refuses this gateway's operator token (its admin token changed after the gateway started): requests are answered 503, and the daemon counts each as a failed attempt from this gateway's address; restart the gateway with the daemon's current token (CONSENT_ADMIN_TOKEN, or CONSENT_DATA_DIR set to the daemon's data directory)",
-  );
-}
-
-/** Whether the daemon refused this gateway's token lately: its health is then 503. */
-export function tokenRefusedLately(request: FastifyRequest): boolean {
-  const state = tokenRefusals.get(request.server.server);
-  return state !== undefined && Date.now() - state.at < TOKEN_REFUSAL_WINDOW_MS;
 }
 
 function countUnreachable(request: FastifyRequest, error: unknown): void {
@@ -199,21 +173,9 @@ export function httpErrorOf(error: unknown): HttpError {
 }
 
 /**
- * The daemon refused this gateway's operator token (daemon/auth/caller.ts): its admin token was
- * changed after the gateway started, which checked it then (gateway/main.ts).
- */
-export function isGatewayTokenRefusal(error: unknown): boolean {
-  return (
-    error instanceof ConnectError &&
-    error.code === Code.Unauthenticated &&
-    error.rawMessage === WRONG_GATEWAY_TOKEN_MESSAGE
-  );
-}
-
-/**
  * What a client is told when the daemon refuses the gateway's own token: the service cannot serve
- * it for now (spec 7: 503 unavailable), not that its key is wrong (401), and nothing of the
- * gateway's setup. The operator learns why from the log (failureOf).
+ * it for now (spec 7: 503 unavailable), not that its key is wrong (401) or its address locked out
+ * (429), and nothing of the gateway's setup. The operator learns why from the log (TokenWatch).
  */
 const TOKEN_REFUSED: HttpError = {
   status: 503,

@@ -1,4 +1,4 @@
-import { Code, ConnectError, createClient, type Transport } from "@connectrpc/connect";
+import { Code, type Transport } from "@connectrpc/connect";
 import type { Logger } from "pino";
 import { readOperatorToken } from "#daemon/bootstrap.js";
 import { type Config, ConfigError, listenFailure, loadConfig } from "#daemon/config.js";
@@ -6,7 +6,7 @@ import { boundedDrain, stopOnSignals } from "#daemon/drain-exit.js";
 import { serviceLoggers } from "#daemon/logging.js";
 import { buildGateway } from "#gateway/app.js";
 import { createDaemonTransport } from "#gateway/daemon-transport.js";
-import { AdminService } from "#gen/consent/v1/admin_pb.js";
+import { operatorTokenVerdict } from "#gateway/token-watch.js";
 
 export interface StartGatewayOptions {
   config: Config;
@@ -105,8 +105,6 @@ export async function runStandaloneGateway(config: Config = loadConfig()) {
 const TOKEN_CHECK_MS = 2_000;
 /** Then, how often the check is tried again until the daemon answers it once. */
 const TOKEN_RECHECK_MS = 10_000;
-/** A team id no team has: the probe's answer is `not_found` once the token is accepted. */
-const PROBE_TEAM_ID = "00000000-0000-0000-0000-000000000000";
 
 /**
  * A gateway whose operator token is not its daemon's would serve, but the daemon would ignore the
@@ -122,23 +120,8 @@ async function checkOperatorToken(
   daemonUrl: string,
   logger: Logger,
 ): Promise<void> {
-  const admin = createClient(AdminService, transport);
   const refusal = `the daemon at ${daemonUrl} refuses this gateway's operator token, so it would ignore the client addresses the gateway relays: give the gateway the daemon's own token (CONSENT_ADMIN_TOKEN, or CONSENT_DATA_DIR set to the daemon's data directory)`;
-  /** The daemon's verdict; anything else (unreachable, or not a daemon at all) is no verdict. */
-  const judge = async (): Promise<"accepted" | "refused" | Code> => {
-    try {
-      await admin.getTeam(
-        { id: PROBE_TEAM_ID },
-        { headers: { authorization: `Bearer ${operatorToken}` }, timeoutMs: TOKEN_CHECK_MS },
-      );
-      return "accepted";
-    } catch (error) {
-      const { code } = ConnectError.from(error);
-      if (code === Code.Unauthenticated || code === Code.PermissionDenied) return "refused";
-      // not_found comes from past the operator check: the token was accepted.
-      return code === Code.NotFound ? "accepted" : code;
-    }
-  };
+  const judge = () => operatorTokenVerdict(transport, operatorToken, TOKEN_CHECK_MS);
   const first = await judge();
   if (first === "refused") throw new ConfigError(refusal);
   if (first === "accepted") return;

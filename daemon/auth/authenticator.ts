@@ -1,5 +1,10 @@
 import type { HandlerContext } from "@connectrpc/connect";
-import { type Caller, callerOf, WRONG_GATEWAY_TOKEN_MESSAGE } from "#daemon/auth/caller.js";
+import {
+  type Caller,
+  callerOf,
+  FAILED_AUTH_LIMITED_PREFIX,
+  WRONG_GATEWAY_TOKEN_MESSAGE,
+} from "#daemon/auth/caller.js";
 import { planIncludesCrossDevice, type Scope } from "#daemon/auth/scopes.js";
 import { digestsEqual, type SecretCheck, secretCheck } from "#daemon/auth/secrets.js";
 import type { Clock } from "#daemon/clock.js";
@@ -21,7 +26,7 @@ import type { Team } from "#daemon/teams/team-store.js";
 /** spec 8: failed authentication attempts allowed per client IP per minute. */
 const FAILED_AUTH_LIMIT = 10;
 /** What a client past that limit is told: its own credentials may be fine (spec 8). */
-const FAILED_AUTH_LIMITED = `Too many failed authentication attempts from this address (${FAILED_AUTH_LIMIT} a minute)`;
+const FAILED_AUTH_LIMITED = `${FAILED_AUTH_LIMITED_PREFIX} (${FAILED_AUTH_LIMIT} a minute)`;
 /** spec 8: banner requests per client IP per 15 minutes without an API key (sessions). */
 const SESSION_IP_LIMIT = 100;
 

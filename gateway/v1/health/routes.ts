@@ -2,7 +2,8 @@ import type { FastifyInstance } from "fastify";
 import type { DaemonClients } from "#gateway/daemon-clients.js";
 import { isDaemonUnreachable } from "#gateway/daemon-transport.js";
 import { sendData } from "#gateway/envelope.js";
-import { failureOf, tokenRefusedLately } from "#gateway/errors.js";
+import { failureOf } from "#gateway/errors.js";
+import { tokenWatchOf } from "#gateway/token-watch.js";
 import { routePath } from "#gateway/v1/methods.js";
 import { HealthCheckResponse_ServingStatus as Status } from "#gen/grpc/health/v1/health_pb.js";
 
@@ -20,7 +21,9 @@ export function healthRoutes(app: FastifyInstance, clients: DaemonClients): void
           { timeoutMs: HEALTH_TIMEOUT_MS },
         );
         // A daemon that refuses this gateway's token serves nobody through it.
-        serving = status === Status.SERVING && !tokenRefusedLately(request);
+        const watch = tokenWatchOf(request.server.server);
+        watch?.checkIfQuiet();
+        serving = status === Status.SERVING && !watch?.refused;
       } catch (err) {
         // Reported as unavailable and logged for the operator; an unreachable daemon as any
         // request's failure is, at most every 10 s (a probe every second would flood the log).

@@ -1,0 +1,140 @@
+import { Code, ConnectError, createClient, type Transport } from "@connectrpc/connect";
+import type { FastifyBaseLogger } from "fastify";
+import { FAILED_AUTH_LIMITED_PREFIX, WRONG_GATEWAY_TOKEN_MESSAGE } from "#daemon/auth/caller.js";
+import { AdminService } from "#gen/consent/v1/admin_pb.js";
+
+/** A team id no team has: the probe's answer is `not_found` once the token is accepted. */
+const PROBE_TEAM_ID = "00000000-0000-0000-0000-000000000000";
+
+/**
+ * What the daemon says of an operator token: accepted, refused, or no verdict (unreachable, not
+ * a daemon at all: the call's code). A refusal counts as a failed attempt from the caller's
+ * address (spec 8), as any wrong credential does.
+ */
+export async function operatorTokenVerdict(
+  transport: Transport,
+  operatorToken: string,
+  timeoutMs: number,
+): Promise<"accepted" | "refused" | Code> {
+  try {
+    await createClient(AdminService, transport).getTeam(
+      { id: PROBE_TEAM_ID },
+      { headers: { authorization: `Bearer ${operatorToken}` }, timeoutMs },
+    );
+    return "accepted";
+  } catch (error) {
+    const { code } = ConnectError.from(error);
+    if (code === Code.Unauthenticated || code === Code.PermissionDenied) return "refused";
+    // not_found comes from past the operator check: the token was accepted.
+    return code === Code.NotFound ? "accepted" : code;
+  }
+}
+
+/** The daemon refused this gateway's operator token (daemon/auth/caller.ts). */
+export function isGatewayTokenRefusal(error: unknown): boolean {
+  return (
+    error instanceof ConnectError &&
+    error.code === Code.Unauthenticated &&
+    error.rawMessage === WRONG_GATEWAY_TOKEN_MESSAGE
+  );
+}
+
+/** The daemon refuses the calling address for its failed attempts (spec 8). */
+function isFailedAuthLockout(error: unknown): boolean {
+  return (
+    error instanceof ConnectError &&
+    error.code === Code.ResourceExhausted &&
+    error.rawMessage.startsWith(FAILED_AUTH_LIMITED_PREFIX)
+  );
+}
+
+/** How often a refused token is put to the daemon again, and a quiet gateway's checked. */
+const RECHECK_MS = 10_000;
+const IDLE_CHECK_MS = 30_000;
+const PROBE_TIMEOUT_MS = 2_000;
+
+/**
+ * A stand-alone gateway's operator token as its daemon judges it after start-up (which checks it,
+ * gateway/main.ts): the daemon's token may change while the gateway runs. Once a call is refused
+ * for it, the gateway is refused until the daemon accepts the token again: its calls fail with
+ * that refusal, then, past the failed-authentication limit, with the lockout of the gateway's own
+ * address (the daemon trusts none of the client addresses it relays), and both are the gateway's
+ * failure, not the client's. The token is put to the daemon every RECHECK_MS meanwhile, and a
+ * gateway that serves no request learns it from its health checks (at most every IDLE_CHECK_MS).
+ */
+export class TokenWatch {
+  #refused = false;
+  #lastProbe = Number.NEGATIVE_INFINITY;
+  #probing = false;
+  #recheck: NodeJS.Timeout | undefined;
+
+  constructor(
+    private readonly transport: Transport,
+    private readonly operatorToken: string,
+    private readonly logger: FastifyBaseLogger,
+  ) {}
+
+  get refused(): boolean {
+    return this.#refused;
+  }
+
+  /** Whether `error` is this gateway's failure: the refusal, or the lockout while refused. */
+  isOwnFailure(error: unknown): boolean {
+    if (isGatewayTokenRefusal(error)) {
+      this.#refuse();
+      return true;
+    }
+    return this.#refused && isFailedAuthLockout(error);
+  }
+
+  /** A health check's turn: a probe if none ran lately (in the background). */
+  checkIfQuiet(): void {
+    if (performance.now() - this.#lastProbe >= IDLE_CHECK_MS) void this.#probe();
+  }
+
+  close(): void {
+    clearInterval(this.#recheck);
+  }
+
+  #refuse(): void {
+    if (this.#refused) return;
+    this.#refused = true;
+    this.logger.error(
+      "the daemon refuses this gateway's operator token (its admin token changed after the gateway started): requests are answered 503 until it accepts the token again; restart the gateway with the daemon's current token (CONSENT_ADMIN_TOKEN, or CONSENT_DATA_DIR set to the daemon's data directory)",
+    );
+    this.#recheck = setInterval(() => void this.#probe(), RECHECK_MS);
+    this.#recheck.unref();
+  }
+
+  async #probe(): Promise<void> {
+    if (this.#probing) return;
+    this.#probing = true;
+    this.#lastProbe = performance.now();
+    try {
+      const verdict = await operatorTokenVerdict(
+        this.transport,
+        this.operatorToken,
+        PROBE_TIMEOUT_MS,
+      );
+      if (verdict === "refused") this.#refuse();
+      else if (verdict === "accepted" && this.#refused) {
+        this.#refused = false;
+        clearInterval(this.#recheck);
+        this.logger.info("the daemon accepts this gateway's operator token again");
+      }
+    } finally {
+      this.#probing = false;
+    }
+  }
+}
+
+/** Per gateway (its HTTP server): the watch of a stand-alone gateway, none in the daemon's process. */
+const watches = new WeakMap<object, TokenWatch>();
+
+export function watchToken(server: object, watch: TokenWatch): void {
+  watches.set(server, watch);
+}
+
+export function tokenWatchOf(server: object): TokenWatch | undefined {
+  return watches.get(server);
+}
