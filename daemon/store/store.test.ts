@@ -72,6 +72,15 @@ async function tempDir(): Promise<string> {
   return dir;
 }
 
+/** A store in `dataDir` holding one team, closed again: the team as stored. */
+async function storedTeam(dataDir: string, now = new Date()) {
+  const team = { id: randomUUID(), name: "Acme", plan: "free", createdAt: now, updatedAt: now };
+  const store = await openLmdbStore({ dataDir });
+  await store.teams.insert(team);
+  await store.close();
+  return team;
+}
+
 describe("LMDB store", () => {
   describeStoreContracts(async () => openLmdbStore({ dataDir: await tempDir() }));
 
@@ -89,11 +98,7 @@ describe("LMDB store", () => {
 
   it("refuses to open records marked with a format this version does not read, and reopens once the mark is gone", async () => {
     const dataDir = await tempDir();
-    const now = new Date();
-    const team = { id: randomUUID(), name: "Acme", plan: "free", createdAt: now, updatedAt: now };
-    const first = await openLmdbStore({ dataDir });
-    await first.teams.insert(team);
-    await first.close();
+    const team = await storedTeam(dataDir);
     // What a later version would write as it migrates the records to a new layout.
     const mark = async (value: unknown) => {
       const records = open({ path: join(dataDir, "records"), maxDbs: 32 });
@@ -133,10 +138,7 @@ describe("LMDB store", () => {
   it("refuses writes to its records while the disk has less room than asked, and still reads", async () => {
     const dataDir = await tempDir();
     const now = new Date();
-    const team = { id: randomUUID(), name: "Acme", plan: "free", createdAt: now, updatedAt: now };
-    const writable = await openLmdbStore({ dataDir });
-    await writable.teams.insert(team);
-    await writable.close();
+    const team = await storedTeam(dataDir, now);
 
     // More room than this disk has: every write is refused, reads are served.
     const free = await statfs(dataDir);

@@ -14,6 +14,7 @@ import {
   startProgram,
   startService,
   stopAllPrograms,
+  storeWithSubjectState,
 } from "#test/support/processes.js";
 
 /** Issue 2 item 6 and decisions §1: what a newcomer sees on `npm start`, and a misconfigured gateway. */
@@ -166,15 +167,7 @@ describe("start-up of the real programs", () => {
 
   it("says at start-up when no stored subject state was made under its identity keys", async () => {
     const dataDir = path.join(root, "other-key");
-    const first = await startService(dataDir);
-    const { key } = await mintKey(first.service, await createTeam(first.service, "business"));
-    const { publicId } = await createBanner(first.service, key);
-    const put = await http(first.service, "PUT", "/api/v1/consent/subjects/state", {
-      key,
-      body: { bannerId: publicId, subjectId: "u", baseVersion: 0, consentState: consentState() },
-    });
-    expect(put.status).toBe(200);
-    expect(await first.program.stop()).toBe(0);
+    await storeWithSubjectState(dataDir);
     const stored = (await readFile(path.join(dataDir, "identity-key"), "utf8")).trim();
     const another = randomBytes(32).toString("base64");
     const warning = "no stored subject state was made under this daemon's identity keys";

@@ -17,7 +17,7 @@ import {
   rawHttp,
 } from "#test/support/api.js";
 import { aChoice, ipSource, postLog } from "#test/support/consent-log.js";
-import { startService, useProgramRoot } from "#test/support/processes.js";
+import { startService, storeWithSubjectState, useProgramRoot } from "#test/support/processes.js";
 
 /** Room the embedded store may grow into past its size after start-up, in KiB. */
 const ROOM_KB = 256;
@@ -29,25 +29,10 @@ const ROOM_KB = 256;
 describe("npm start when the disk refuses a write", { timeout: 120_000 }, () => {
   const dirs = useProgramRoot("consent-disk-");
 
-  /** A first start on `dataDir`: a team, a key and a banner are stored, then it stops. */
-  async function storeWithBanner(dataDir: string) {
-    const first = await startService(dataDir);
-    const { key, id: keyId } = await mintKey(first.service, await createTeam(first.service));
-    const { publicId } = await createBanner(first.service, key);
-    // A subject state stored while there is room, for the erasure under a refusing guard.
-    const stored = await http(first.service, "PUT", "/api/v1/consent/subjects/state", {
-      key,
-      body: { bannerId: publicId, subjectId: "kept", baseVersion: 0, consentState: consentState() },
-    });
-    expect(stored.status).toBe(200);
-    expect(await first.program.stop()).toBe(0);
-    return { key, keyId, publicId };
-  }
-
   it("answers 500 for the refused write and stays up", async () => {
     const dataDir = dirs.join("data");
     // A first start creates the store; the second runs with little room left to grow it.
-    const { key, publicId } = await storeWithBanner(dataDir);
+    const { key, publicId } = await storeWithSubjectState(dataDir);
     const sizeKb = Math.ceil((await stat(path.join(dataDir, "records", "data.mdb"))).size / 1024);
 
     const { program, service } = await startService(
@@ -99,7 +84,7 @@ describe("npm start when the disk refuses a write", { timeout: 120_000 }, () => 
 
   it("refuses writes while the disk has less room than CONSENT_MIN_FREE_MB, says so once, serves reads, and still revokes and erases", async () => {
     const dataDir = dirs.join("guarded");
-    const { key, keyId, publicId } = await storeWithBanner(dataDir);
+    const { key, keyId, publicId } = await storeWithSubjectState(dataDir);
 
     // A minimum above what this disk has free: the guard refuses from the start.
     const disk = await statfs(dataDir);

@@ -6,7 +6,8 @@ import { type AddressInfo, createServer } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { afterAll, beforeAll } from "vitest";
+import { afterAll, beforeAll, expect } from "vitest";
+import { consentState, createBanner, createTeam, http, mintKey } from "#test/support/api.js";
 import type { TestService } from "#test/support/service.js";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
@@ -206,6 +207,23 @@ export async function startService(
   const daemonUrl = await program.waitFor(DAEMON_URL, start.startupMs);
   const operatorToken = (await readFile(path.join(dataDir, "admin-token"), "utf8")).trim();
   return { program, service: endpoints({ gatewayUrl, daemonUrl, operatorToken }) };
+}
+
+/**
+ * A first `npm start` on `dataDir` that stores a team, a key, a banner and one subject state, then
+ * stops: a store with something in it, for what a later start makes of it.
+ */
+export async function storeWithSubjectState(dataDir: string) {
+  const first = await startService(dataDir);
+  const { key, id: keyId } = await mintKey(first.service, await createTeam(first.service));
+  const { publicId } = await createBanner(first.service, key);
+  const stored = await http(first.service, "PUT", "/api/v1/consent/subjects/state", {
+    key,
+    body: { bannerId: publicId, subjectId: "kept", baseVersion: 0, consentState: consentState() },
+  });
+  expect(stored.status).toBe(200);
+  expect(await first.program.stop()).toBe(0);
+  return { key, keyId, publicId };
 }
 
 /** A TCP port on 127.0.0.1 that was free a moment ago (for a setting that needs a number). */
