@@ -215,7 +215,14 @@ async function warnOfForeignIdentityKeys(
   logger: Logger,
 ): Promise<void> {
   if (keys.length === 0) return;
-  const inUse = await store.subjects.keysInUse(keys.map((key) => key.id));
+  let inUse: { any: boolean; underKeys: boolean };
+  try {
+    inUse = await store.subjects.keysInUse(keys.map((key) => key.id));
+  } catch (err) {
+    // The service already serves: a store that cannot answer now says so on its requests.
+    logger.warn({ err }, "could not check which identity keys the stored subject states use");
+    return;
+  }
   if (!inUse.any || inUse.underKeys) return;
   logger.error(
     "no stored subject state was made under this daemon's identity keys (CONSENT_IDENTITY_KEY, else <data dir>/identity-key): every stored subject reads as absent, and writes start new records. If the key was replaced, list the key the states were made with after the new one (comma-separated); if an old key was dropped after its states expired, this stops once they are purged",

@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import { setTimeout } from "node:timers/promises";
 import { isDeepStrictEqual } from "node:util";
 import { toJson } from "@bufbuild/protobuf";
-import type { ServiceImpl } from "@connectrpc/connect";
+import { Code, ConnectError, type ServiceImpl } from "@connectrpc/connect";
 import type { Authenticator, Authorized } from "#daemon/auth/authenticator.js";
 import { activeBanner } from "#daemon/banners/active-banner.js";
 import {
@@ -135,9 +135,11 @@ export function createBannerService(
   return {
     listBanners: (_request, ctx) =>
       admitted(ctx, false, (auth) =>
-        listOfTeam(auth.team.id, async () => ({
-          banners: (await store.banners.listByTeam(auth.team.id)).map(asMessage),
-        })),
+        listOfTeam(auth.team.id, async () => {
+          // A caller that left while the team's lists before it ran is owed nothing.
+          if (ctx.signal.aborted) throw new ConnectError("the caller has left", Code.Canceled);
+          return { banners: (await store.banners.listByTeam(auth.team.id)).map(asMessage) };
+        }),
       ),
 
     getBanner: (request, ctx) =>
