@@ -60,6 +60,25 @@ export interface Secrets {
 const BEARER_TOKEN = /^[A-Za-z0-9\-._~+/]+=*$/;
 
 /**
+ * Why the daemon refuses to start with `token` as its operator token, as the end of a sentence
+ * naming where it came from; undefined when it accepts it. `consentctl doctor` says the same of
+ * the token it finds.
+ */
+export function operatorTokenProblem(token: string): string | undefined {
+  // It travels as `Authorization: Bearer <token>` (RFC 6750's b64token): a space or a control
+  // character would make a token no client can send, and every operator call would be refused.
+  if (!BEARER_TOKEN.test(token)) {
+    return "cannot be sent as a Bearer token: use only letters, digits and - . _ ~ + / (then =), no spaces";
+  }
+  // Wrong guesses are limited (10 a minute per address, spec 8), but a short chosen token would
+  // still be within reach; the generated one has 43 random characters.
+  if (token.length < MIN_OPERATOR_TOKEN_LENGTH) {
+    return `is shorter than ${MIN_OPERATOR_TOKEN_LENGTH} characters: make one with \`openssl rand -base64 32\``;
+  }
+  return undefined;
+}
+
+/**
  * First start of a fresh machine (decisions §1): creates the data directory, the operator token and,
  * for the embedded store, the identity key. Two daemons starting together on one data directory
  * end up sharing whichever secret was written first (readOrCreate).
@@ -83,21 +102,10 @@ export async function loadSecrets(config: Config): Promise<Secrets> {
       `${tokenFile} is empty: delete it to have a new operator token made, or set CONSENT_ADMIN_TOKEN`,
     );
   }
-  // It travels as `Authorization: Bearer <token>` (RFC 6750's b64token): a space or a control
-  // character would make a token no client can send, and every operator call would be refused.
-  if (!BEARER_TOKEN.test(operatorToken)) {
+  const problem = operatorTokenProblem(operatorToken);
+  if (problem) {
     const source = config.adminToken === undefined ? tokenFile : "CONSENT_ADMIN_TOKEN";
-    throw new StartupError(
-      `the operator token in ${source} cannot be sent as a Bearer token: use only letters, digits and - . _ ~ + / (then =), no spaces`,
-    );
-  }
-  // Wrong guesses are limited (10 a minute per address, spec 8), but a short chosen token would
-  // still be within reach; the generated one has 43 random characters.
-  if (operatorToken.length < MIN_OPERATOR_TOKEN_LENGTH) {
-    const source = config.adminToken === undefined ? tokenFile : "CONSENT_ADMIN_TOKEN";
-    throw new StartupError(
-      `the operator token in ${source} is shorter than ${MIN_OPERATOR_TOKEN_LENGTH} characters: make one with \`openssl rand -base64 32\``,
-    );
+    throw new StartupError(`the operator token in ${source} ${problem}`);
   }
   const identity = await identityKeys(config, created);
   return { operatorToken, ...identity, created };

@@ -15,7 +15,7 @@ import {
 } from "#cli/context.js";
 import { createDaemonClient, type DaemonClient } from "#cli/daemon-client.js";
 import { describeProblem, WRITES_REFUSED, WRITES_REFUSED_HINT } from "#cli/problems.js";
-import { exposedFiles } from "#daemon/bootstrap.js";
+import { exposedFiles, operatorTokenProblem } from "#daemon/bootstrap.js";
 import { ConfigError } from "#daemon/config.js";
 
 /** Beyond this difference between local and daemon clocks, expiries and windows drift visibly. */
@@ -117,11 +117,16 @@ async function tokenCheck(input: DoctorInput) {
   try {
     const found = await findOperatorToken(input.globals, input.context);
     if (found) {
-      const check: CheckResult = {
-        name: "token",
-        status: "pass",
-        detail: `found (${found.source})`,
-      };
+      // A token the daemon would refuse to start with is no daemon's token (bootstrap.ts).
+      const problem = operatorTokenProblem(found.token);
+      const check: CheckResult = problem
+        ? {
+            name: "token",
+            status: "fail",
+            detail: `the token in ${found.source} ${problem}`,
+            hint: "no daemon starts with such a token: use the one the daemon made (<data dir>/admin-token on its machine), or pass --token",
+          }
+        : { name: "token", status: "pass", detail: `found (${found.source})` };
       return { check, value: found.token, source: found.source };
     }
     const check: CheckResult = {

@@ -133,6 +133,21 @@ describe.concurrent("consentctl health and doctor (against a real daemon)", {
     }
   });
 
+  it("fails the token check for a token no daemon would start with, saying why", async () => {
+    const result = await runCli(
+      ["doctor", "--daemon", service.daemonUrl, "--token", "short-token", "--json"],
+      { env: { CONSENT_DATA_DIR: service.dataDir } },
+    );
+    expect(result.code).toBe(1);
+    expect(JSON.parse(result.stdout).checks).toContainEqual({
+      name: "token",
+      status: "fail",
+      detail:
+        "the token in --token is shorter than 32 characters: make one with `openssl rand -base64 32`",
+      hint: expect.stringContaining("no daemon starts with such a token"),
+    });
+  });
+
   it("fails the data files check while other users may read a secret, naming it", async () => {
     const dataDir = await mkdtemp(path.join(tmpdir(), "consent-doctor-"));
     try {
@@ -161,8 +176,9 @@ describe.concurrent("consentctl health and doctor (against a real daemon)", {
       runCli(["doctor", "--json"], {
         env: { CONSENT_DAEMON_URL: "notaurl", CONSENT_DATA_DIR: service.dataDir },
       }),
-      runCli(["doctor", "--daemon", service.daemonUrl, "--token", "wrong", "--json"]),
-      runCli(["doctor", "--daemon", "http://127.0.0.1:9", "--token", "x"]),
+      // Well formed, and not the daemon's: found, then refused.
+      runCli(["doctor", "--daemon", service.daemonUrl, "--token", "w".repeat(43), "--json"]),
+      runCli(["doctor", "--daemon", "http://127.0.0.1:9", "--token", "x".repeat(43)]),
     ]);
     const statuses = (run: { stdout: string }) =>
       Object.fromEntries(
