@@ -23,11 +23,12 @@ const READABLE_NAMES = new Set(["ConfigError", "StartupError"]);
  * code 1; anything else keeps its stack for a bug report.
  */
 export async function main(program, start) {
-  // A reader of the output that goes away (`npm start | head`, a log shipper restarting) leaves
-  // the service serving: what it would have printed is dropped, not the process.
+  // A reader of the output that goes away (`npm start | head`, a log shipper restarting), or a
+  // terminal that hangs up (EIO: the session ended, SIGHUP drains), leaves the service serving
+  // or draining: what it would have printed is dropped, not the process.
   for (const stream of [process.stdout, process.stderr]) {
     stream.on("error", (error) => {
-      if (error?.code !== "EPIPE") throw error;
+      if (error?.code !== "EPIPE" && error?.code !== "EIO") throw error;
     });
   }
   try {

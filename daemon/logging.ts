@@ -6,7 +6,11 @@ import { type Logger, pino } from "pino";
  * both in one process their lines go out through one writer and never interleave.
  */
 export function serviceLoggers(level: string): { daemon: Logger; gateway: Logger } {
-  const root = pino({ level, base: null });
+  // Through process.stdout, whose write errors are events the programs handle (bin/run-ts.js:
+  // a reader gone, a terminal hung up), rather than pino's own writer on fd 1, which throws them
+  // and, at exit, retries a failed flush for ever (a closed terminal's EIO hung the drain).
+  // Writes to files, pipes and terminals are synchronous on Linux, so no line waits in a buffer.
+  const root = pino({ level, base: null }, process.stdout);
   return {
     daemon: root.child({ service: "consentd" }),
     gateway: root.child({ service: "consent-gateway" }),

@@ -321,47 +321,59 @@ describe("SIGHUP", { timeout: 60_000 }, () => {
     expect(program.stderr()).toBe("");
   });
 
-  // The terminal itself goes away: each process gets SIGHUP, and writing the terminal's settings
-  // back on exit fails (Node 20 aborted there, nodejs/node#51519).
+  // The terminal itself goes away: each process gets SIGHUP, writing the terminal's settings back
+  // on exit fails (Node 20 aborted there, nodejs/node#51519), and so does every line logged to it
+  // (EIO). Each program runs with its log in a file, then with its log on the terminal (stderr
+  // in a file, where an abort would say so).
   it.each([
-    ["npm start with two workers", PROGRAMS.consent, { CONSENT_WORKERS: "2" }],
-    ["consentd", PROGRAMS.consentd, {}],
-  ])("%s on a terminal that closes drains and ends without an abort", async (_, bin, env) => {
-    const dataDir = dirs.join(`terminal-${bin.replace(/\W/g, "-")}`);
-    const out = `${dataDir}.out`;
-    const pidFile = `${dataDir}.pid`;
-    const command = `echo $$ > '${pidFile}'; exec '${process.execPath}' ${bin} > '${out}' 2>&1`;
-    const terminal = spawn("script", ["-qec", command, "/dev/null"], {
-      cwd: process.cwd(),
-      env: {
-        ...process.env,
-        CONSENT_DATA_DIR: dataDir,
-        CONSENT_HTTP_PORT: "0",
-        CONSENT_GRPC_PORT: "0",
-        ...env,
-      },
-      stdio: "ignore",
-    });
-    const read = (file: string) => readFile(file, "utf8").catch(() => "");
-    await vi.waitFor(async () => expect(await read(out)).toMatch(/Mint an API key/), {
-      timeout: 30_000,
-      interval: 100,
-    });
-    const pid = Number(await read(pidFile));
-    terminal.kill("SIGKILL"); // the terminal's other end closes: a hang-up
-    const alive = () => {
-      try {
-        process.kill(pid, 0);
-        return true;
-      } catch {
-        return false;
-      }
-    };
-    await vi.waitFor(() => expect(alive()).toBe(false), { timeout: 20_000, interval: 100 });
-    const log = await read(out);
-    expect(log).toContain('"msg":"draining and shutting down"');
-    expect(log).not.toMatch(/Assertion failed|Native stack trace/);
-  });
+    ["npm start with two workers", "file", PROGRAMS.consent, { CONSENT_WORKERS: "2" }],
+    ["consentd", "file", PROGRAMS.consentd, {}],
+    ["npm start with two workers", "terminal", PROGRAMS.consent, { CONSENT_WORKERS: "2" }],
+    ["consentd", "terminal", PROGRAMS.consentd, {}],
+  ])(
+    "%s on a terminal that closes, its log in a %s, drains and ends without an abort",
+    async (_, log, bin, env) => {
+      const dataDir = dirs.join(`terminal-${bin.replace(/\W/g, "-")}-${log}`);
+      const [out, err, pidFile] = [`${dataDir}.out`, `${dataDir}.err`, `${dataDir}.pid`];
+      const redirect = log === "file" ? `> '${out}' 2>&1` : `2> '${err}'`;
+      const command = `echo $$ > '${pidFile}'; exec '${process.execPath}' ${bin} ${redirect}`;
+      const terminal = spawn("script", ["-qec", command, "/dev/null"], {
+        cwd: process.cwd(),
+        env: {
+          ...process.env,
+          CONSENT_DATA_DIR: dataDir,
+          CONSENT_HTTP_PORT: "0",
+          CONSENT_GRPC_PORT: "0",
+          ...env,
+        },
+        stdio: ["ignore", "pipe", "ignore"],
+      });
+      let screen = "";
+      terminal.stdout.setEncoding("utf8").on("data", (chunk: string) => {
+        screen += chunk;
+      });
+      const read = (file: string) => readFile(file, "utf8").catch(() => "");
+      await vi.waitFor(
+        async () => expect(log === "file" ? await read(out) : screen).toMatch(/Mint an API key/),
+        { timeout: 30_000, interval: 100 },
+      );
+      const pid = Number(await read(pidFile));
+      terminal.kill("SIGKILL"); // the terminal's other end closes: a hang-up
+      const alive = () => {
+        try {
+          process.kill(pid, 0);
+          return true;
+        } catch {
+          return false;
+        }
+      };
+      await vi.waitFor(() => expect(alive()).toBe(false), { timeout: 20_000, interval: 100 });
+      if (log === "file") expect(await read(out)).toContain('"msg":"draining and shutting down"');
+      expect(await read(log === "file" ? out : err)).not.toMatch(
+        /Assertion failed|Native stack trace|Error/,
+      );
+    },
+  );
 });
 
 /** A stand-alone gateway's drain runs out while its daemon has stopped answering. */
