@@ -69,10 +69,10 @@ export function boundedDetails(details: readonly Violation[]): Violation[] {
   return kept;
 }
 
-/** `text`, cut to ERROR_TEXT_MAX characters with an ellipsis, never inside a surrogate pair. */
-export function clipped(text: string): string {
-  if (text.length <= ERROR_TEXT_MAX) return text;
-  const cut = text.slice(0, ERROR_TEXT_MAX - 1);
+/** `text`, cut to `max` characters with an ellipsis, never inside a surrogate pair. */
+export function clipped(text: string, max = ERROR_TEXT_MAX): string {
+  if (text.length <= max) return text;
+  const cut = text.slice(0, max - 1);
   return `${/[\uD800-\uDBFF]$/.test(cut) ? cut.slice(0, -1) : cut}…`;
 }
 

@@ -4,7 +4,7 @@ import { z } from "zod";
 import type { BannerRecord, TelemetryLevel } from "#daemon/banners/banner-store.js";
 import { hostAllowed, parsedSite, type Site, siteText } from "#daemon/banners/domains.js";
 import type { ConsentLogQuery, ConsentLogRecord } from "#daemon/consent-log/consent-log-store.js";
-import { DomainError, invalidRequest } from "#daemon/errors.js";
+import { clipped, DomainError, invalidRequest } from "#daemon/errors.js";
 import {
   integer,
   isoDateTime,
@@ -268,7 +268,8 @@ export function authorizeOrigin(sites: readonly Site[], origin: string, referer:
     "domain_not_authorized",
     site === null
       ? "The request names no origin: send it from a page of the banner's domain"
-      : `${siteText(site)} is not a domain this banner is configured for`,
+      : // The site as sent may be long: its quote is cut, so the sentence is still whole.
+        `${clipped(siteText(site), 200)} is not a domain this banner is configured for`,
   );
 }
 

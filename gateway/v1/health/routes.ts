@@ -28,7 +28,8 @@ export function healthRoutes(app: FastifyInstance, clients: DaemonClients): void
         // Reported as unavailable and logged for the operator; an unreachable daemon as any
         // request's failure is, at most every 10 s (a probe every second would flood the log).
         if (isDaemonUnreachable(err)) failureOf(request, err);
-        else request.log.warn({ err }, "health check failed");
+        // In words, without a stack: the answer says unavailable, the cause says why.
+        else request.log.warn({ cause: (err as Error).message }, "health check failed");
       }
       return sendData(reply, serving ? 200 : 503, { status: serving ? "ok" : "unavailable" });
     },
