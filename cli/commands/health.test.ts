@@ -6,6 +6,22 @@ import { clockCheck } from "#cli/commands/doctor-checks.js";
 import { cliFor, E2E_TIMEOUT_MS, runCli, startHttp1Server } from "#cli/test-support/cli-process.js";
 import { startTestService, type TestService } from "#test/support/service.js";
 
+/** A `doctor --json` run that exits 1 listing the check failed: its detail whole, its hint by a part. */
+function expectFailedCheck(
+  run: { code: number | null; stdout: string },
+  name: string,
+  detail: string,
+  hintPart: string,
+) {
+  expect(run.code).toBe(1);
+  expect(JSON.parse(run.stdout).checks).toContainEqual({
+    name,
+    status: "fail",
+    detail,
+    hint: expect.stringContaining(hintPart),
+  });
+}
+
 describe.concurrent("consentctl health and doctor (against a real daemon)", {
   timeout: E2E_TIMEOUT_MS,
 }, () => {
@@ -120,14 +136,12 @@ describe.concurrent("consentctl health and doctor (against a real daemon)", {
       });
       expect(human.code).toBe(1);
       expect(human.stdout).toContain("the subject endpoints answer 503 identity_unavailable");
-      expect(doctor.code).toBe(1);
-      expect(JSON.parse(doctor.stdout).checks).toContainEqual({
-        name: "subjects",
-        status: "fail",
-        detail:
-          "the subject endpoints answer 503 identity_unavailable: the daemon has no identity key",
-        hint: expect.stringContaining("identity-key"),
-      });
+      expectFailedCheck(
+        doctor,
+        "subjects",
+        "the subject endpoints answer 503 identity_unavailable: the daemon has no identity key",
+        "identity-key",
+      );
     } finally {
       await degraded.close();
     }
@@ -138,14 +152,12 @@ describe.concurrent("consentctl health and doctor (against a real daemon)", {
       ["doctor", "--daemon", service.daemonUrl, "--token", "short-token", "--json"],
       { env: { CONSENT_DATA_DIR: service.dataDir } },
     );
-    expect(result.code).toBe(1);
-    expect(JSON.parse(result.stdout).checks).toContainEqual({
-      name: "token",
-      status: "fail",
-      detail:
-        "the token in --token is shorter than 32 characters: make one with `openssl rand -base64 32`",
-      hint: expect.stringContaining("no daemon starts with such a token"),
-    });
+    expectFailedCheck(
+      result,
+      "token",
+      "the token in --token is shorter than 32 characters: make one with `openssl rand -base64 32`",
+      "no daemon starts with such a token",
+    );
   });
 
   it("fails the data files check while other users may read a secret, naming it", async () => {
