@@ -59,6 +59,9 @@ function configured(base: BannerConfiguration, input: ConfigurationInput): Banne
   return next;
 }
 
+/** A team whose list holds this many banners has its lists read one at a time (listOfTeam). */
+const QUEUED_LIST_SIZE = 50;
+
 /** The banner endpoints (spec 4.2-4.3, decisions §3). */
 export function createBannerService(
   options: BannerServiceOptions,
@@ -95,11 +98,21 @@ export function createBannerService(
    */
   const editOfBanner = oneAtATimePerKey();
   /**
-   * Lists of one team in this process, one after another. A list holds every banner of the team
-   * at once (spec 4.2 has no pages), up to MAX_BANNERS_PER_TEAM of 256 KB: lists sent together
-   * would multiply that, so each waits for the team's list before it. Other teams' are not held.
+   * Lists of a team with many banners in this process, one after another. A list holds every
+   * banner of the team at once (spec 4.2 has no pages), up to MAX_BANNERS_PER_TEAM of 256 KB:
+   * lists sent together would multiply that, so each waits for the team's list before it. A team
+   * whose last list held fewer than QUEUED_LIST_SIZE banners is not queued: the queue cost a
+   * benchmark of one-banner lists 30% of its throughput. Other teams' lists are never held.
    */
   const listOfTeam = oneAtATimePerKey();
+  const teamsWithLongLists = new Set<string>();
+
+  async function readList(teamId: string) {
+    const banners = await store.banners.listByTeam(teamId);
+    if (banners.length >= QUEUED_LIST_SIZE) teamsWithLongLists.add(teamId);
+    else teamsWithLongLists.delete(teamId);
+    return { banners: banners.map(asMessage) };
+  }
 
   /** Optimistic read-modify-write: retried when a writer in another process got in between. */
   function modify(
@@ -134,13 +147,15 @@ export function createBannerService(
 
   return {
     listBanners: (_request, ctx) =>
-      admitted(ctx, false, (auth) =>
-        listOfTeam(auth.team.id, async () => {
+      admitted(ctx, false, (auth) => {
+        const teamId = auth.team.id;
+        if (!teamsWithLongLists.has(teamId)) return readList(teamId);
+        return listOfTeam(teamId, async () => {
           // A caller that left while the team's lists before it ran is owed nothing.
           if (ctx.signal.aborted) throw new ConnectError("the caller has left", Code.Canceled);
-          return { banners: (await store.banners.listByTeam(auth.team.id)).map(asMessage) };
-        }),
-      ),
+          return readList(teamId);
+        });
+      }),
 
     getBanner: (request, ctx) =>
       admitted(ctx, false, async (auth) => ({
