@@ -4,7 +4,11 @@ import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
 import type { Authenticator } from "#daemon/auth/authenticator.js";
 import type { Clock } from "#daemon/clock.js";
 import { consentLogEntryMessage } from "#daemon/consent-log/consent-log-messages.js";
-import { matchesLogFilters, readLogQuery } from "#daemon/consent-log/consent-log-rules.js";
+import {
+  matchesLogFilters,
+  readLogQuery,
+  refuseOwnBannerId,
+} from "#daemon/consent-log/consent-log-rules.js";
 import type {
   ConsentLogForwardQuery,
   ConsentLogRecord,
@@ -78,6 +82,7 @@ export function createConsentLogReads(options: ConsentLogReadOptions): ConsentLo
     const auth = await authenticator.authorize(ctx, { scope: "logs:read", write: false });
     return afterAdmission(ctx, auth, async () => {
       const { publicId, methods, since, until } = readLogQuery(request);
+      await refuseOwnBannerId(store.banners, auth.team.id, publicId);
       return { auth, teamId: auth.team.id, publicId, methods, since, until };
     });
   }

@@ -1,7 +1,7 @@
 import { randomInt } from "node:crypto";
 import { v7 as uuidv7 } from "uuid";
 import { z } from "zod";
-import type { BannerRecord, TelemetryLevel } from "#daemon/banners/banner-store.js";
+import type { BannerRecord, BannerStore, TelemetryLevel } from "#daemon/banners/banner-store.js";
 import { hostAllowed, parsedSite, type Site, siteText } from "#daemon/banners/domains.js";
 import type { ConsentLogQuery, ConsentLogRecord } from "#daemon/consent-log/consent-log-store.js";
 import { clipped, DomainError, invalidRequest } from "#daemon/errors.js";
@@ -235,6 +235,29 @@ export function readLogQuery(request: {
     methods: methods.length > 0 ? methods : undefined,
     ...range,
   };
+}
+
+/**
+ * A log query's banner filter is a public id, as rows name their banner; a banner's own id, a
+ * UUID too, would select nothing without a word (the REST paths take the own id, so the two are
+ * easily swapped). The filter is refused then, naming the public id to use. Costs a read only
+ * when no banner of the team has the filter as its public id.
+ */
+export async function refuseOwnBannerId(
+  banners: Pick<BannerStore, "get" | "getByPublicId">,
+  teamId: string,
+  publicId: string | undefined,
+): Promise<void> {
+  if (publicId === undefined) return;
+  if ((await banners.getByPublicId(publicId))?.teamId === teamId) return;
+  const own = await banners.get(teamId, publicId);
+  if (!own) return;
+  throw invalidRequest([
+    {
+      field: "bannerId",
+      message: `bannerId must be a banner's publicId: ${publicId} is the id of the banner whose publicId is ${own.publicId}`,
+    },
+  ]);
 }
 
 /** Each banner record's sites, read once (a record is served from the read cache for a while). */

@@ -21,6 +21,7 @@ import {
   readConsentLogBody,
   readLogQuery,
   reducePageUrl,
+  refuseOwnBannerId,
 } from "#daemon/consent-log/consent-log-rules.js";
 import type { ConsentLogRecord } from "#daemon/consent-log/consent-log-store.js";
 import { PreferenceLinks } from "#daemon/consent-log/preference-links.js";
@@ -148,6 +149,7 @@ export function createConsentLogService(
       const auth = await authenticator.authorize(ctx, { scope: "logs:read", write: false });
       return afterAdmission(ctx, auth, async () => {
         const query = readLogQuery(request);
+        await refuseOwnBannerId(store.banners, auth.team.id, query.publicId);
         // One row more than the page tells whether another page follows.
         const rows = await store.consentLog.list({
           ...query,

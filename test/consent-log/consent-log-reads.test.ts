@@ -294,6 +294,28 @@ describe("ConsentLogService operator reads over gRPC", () => {
     expect(listed.entries).toHaveLength(1);
   });
 
+  it("refuses the banner's own id as a filter, naming its public id", async () => {
+    const { teamId, id, publicId } = await bannerFixture(service);
+    const operator = bearer(service.operatorToken, teamId);
+    const refused = await client.listConsentLogs({ bannerId: id }, operator).then(
+      () => undefined,
+      (e: unknown) => ConnectError.from(e),
+    );
+    expect(refused?.code).toBe(Code.InvalidArgument);
+    expect(refused?.findDetails(ErrorInfoSchema)[0]?.details[0]).toMatchObject({
+      field: "bannerId",
+      message: `bannerId must be a banner's publicId: ${id} is the id of the banner whose publicId is ${publicId}`,
+    });
+    expect(await failure(client.consentLogStats({ bannerId: id }, operator))).toEqual([
+      Code.InvalidArgument,
+      "invalid_request",
+    ]);
+    // Another team's banner id is no banner of this team: a filter that selects nothing.
+    const other = await bannerFixture(service);
+    const foreign = await client.listConsentLogs({ bannerId: other.id }, operator);
+    expect(foreign.entries).toEqual([]);
+  });
+
   it("refuses a request message that is not protobuf binary, or flagged compressed without a compression, as invalid_argument, in each protocol", async () => {
     // A stream's request is parsed inside the interceptors, unlike a unary call's.
     const path = "/consent.v1.ConsentLogService/TailConsentLogs";
