@@ -42,10 +42,13 @@ export interface StopOnSignals {
   started(drain: (signal: string) => Promise<unknown>): void;
 }
 
+/** The signals that drain a program: a supervisor's stop, Ctrl-C, and a terminal closing. */
+export const STOP_SIGNALS = ["SIGTERM", "SIGINT", "SIGHUP"] as const;
+
 /**
- * SIGTERM, SIGINT and SIGHUP (a terminal closing) handling, installed before start-up so a
- * signal during it is not the default exit (code 143): the first signal drains what `started` registers, at once or as soon
- * as start-up has registered it, then exits (exitAfterDrain). A second signal during a drain
+ * STOP_SIGNALS handling, installed before start-up so a signal during it is not the default exit
+ * (code 143): the first signal drains what `started` registers, at once or as soon as start-up
+ * has registered it, then exits (exitAfterDrain). A second signal during a drain
  * changes nothing: Ctrl-C reaches a worker directly and through its primary, and `timeout`
  * signals a child and then its process group. A second signal while start-up has not finished
  * (a store that does not answer) ends the process at once, with exit code 1: nothing serves yet.
@@ -57,7 +60,7 @@ export function stopOnSignals(logger: Logger): StopOnSignals {
     logger.info({ signal }, "draining and shutting down");
     exitAfterDrain(run(signal), logger, signal);
   };
-  for (const signal of ["SIGTERM", "SIGINT", "SIGHUP"] as const) {
+  for (const signal of STOP_SIGNALS) {
     process.on(signal, () => {
       if (received) {
         if (!drain) {

@@ -2,7 +2,7 @@ import cluster, { type Worker } from "node:cluster";
 import { performance } from "node:perf_hooks";
 import { loadSecrets } from "#daemon/bootstrap.js";
 import { ConfigError, loadConfig, StartupError, wholeNumberIn } from "#daemon/config.js";
-import { endByHangUp } from "#daemon/drain-exit.js";
+import { endByHangUp, STOP_SIGNALS } from "#daemon/drain-exit.js";
 import { openStore, runDaemon } from "#daemon/main.js";
 import {
   beatForPrimary,
@@ -83,8 +83,9 @@ export async function runService(): Promise<void> {
 /**
  * The primary creates the secrets and the store first (so workers read them instead of racing
  * to create them: the embedded store's files and databases, MongoDB's indexes), forks the
- * workers, forwards SIGTERM/SIGINT/SIGHUP to them and exits 0 once every one has drained (1 if
- * one did not drain cleanly; after SIGHUP it ends by that signal, as they do). A worker that stops on its own (a start-up error, which the primary prints
+ * workers, forwards STOP_SIGNALS to them and exits 0 once every one has drained (1 if one did
+ * not drain cleanly; after SIGHUP it ends by that signal, as they do). A worker that stops on
+ * its own (a start-up error, which the primary prints
  * once for all workers, or a crash) stops the service: the others are told to drain, and the primary exits 1. So does a worker that stops
  * answering: silent for CONSENT_WORKER_TIMEOUT_MS once it serves, it is killed, since it may
  * still hold connections the primary handed it that will never be answered. Exiting, not
@@ -103,7 +104,7 @@ async function runPrimary(count: number, timeoutMs: number): Promise<void> {
   };
   // From the start: a signal while the secrets and the store are prepared stops the service
   // before any worker is forked, with exit code 0 (nothing served yet).
-  for (const signal of ["SIGTERM", "SIGINT", "SIGHUP"] as const) {
+  for (const signal of STOP_SIGNALS) {
     process.on(signal, () => {
       if (stopping) return;
       stopping = true;
