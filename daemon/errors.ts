@@ -69,6 +69,11 @@ export function boundedDetails(details: readonly Violation[]): Violation[] {
   return kept;
 }
 
+/** What an error says, whatever was thrown: a log's or a report's words for it. */
+export function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
 /** `text`, cut to `max` characters with an ellipsis, never inside a surrogate pair. */
 export function clipped(text: string, max = ERROR_TEXT_MAX): string {
   if (text.length <= max) return text;

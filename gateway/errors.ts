@@ -1,10 +1,11 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { FastifyBaseLogger, FastifyReply, FastifyRequest } from "fastify";
+import { messageOf } from "#daemon/errors.js";
 import { isStoreFull } from "#daemon/store/disk-guard.js";
 import { BodyBudgetExceeded } from "#gateway/body-budget.js";
 import { isDaemonBusy, isDaemonUnreachable } from "#gateway/daemon-transport.js";
 import { snapshotJson } from "#gateway/json.js";
-import { isGatewayTokenRefusal, tokenWatchOf } from "#gateway/token-watch.js";
+import { tokenWatchOf } from "#gateway/token-watch.js";
 import { type ErrorInfo, ErrorInfoSchema } from "#gen/consent/v1/errors_pb.js";
 
 /** An error as an HTTP response: status, spec 7 body fields and headers. */
@@ -90,7 +91,7 @@ function warnUnreachable(state: UnreachableLog, now: number): void {
   // The cause in words, without a stack: an outage is an expected condition, not a bug to trace.
   const { error } = state.last;
   state.last.log.warn(
-    { cause: error instanceof Error ? error.message : String(error), failedRequests: state.failed },
+    { cause: messageOf(error), failedRequests: state.failed },
     "the daemon could not be reached: requests are answered 503",
   );
   state.loggedAt = now;
@@ -187,7 +188,6 @@ const TOKEN_REFUSED: HttpError = {
 function fromConnectError(error: ConnectError): HttpError {
   // An internal failure is told in one fixed sentence, whatever the daemon said of it.
   if (error.code === Code.Internal) return INTERNAL;
-  if (isGatewayTokenRefusal(error)) return TOKEN_REFUSED;
   const info = error.findDetails(ErrorInfoSchema)[0];
   const status = statusOf(error.code, info);
   if (!info) {

@@ -13,6 +13,7 @@ import {
 } from "@connectrpc/connect/protocol-connect";
 import type { FastifyInstance, FastifyRequest, RouteGenericInterface } from "fastify";
 import type { Logger } from "pino";
+import { messageOf } from "#daemon/errors.js";
 import {
   CALL_FINISHED,
   type CallContext,
@@ -222,8 +223,4 @@ function readBody(request: DaemonRequest, readMaxBytes: number): Promise<Uint8Ar
     raw.on("error", onError);
     raw.on("aborted", onAborted);
   });
-}
-
-function messageOf(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
 }

@@ -24,6 +24,7 @@ import {
   type ConsentLogDocument,
   MongoConsentLogStore,
 } from "#daemon/consent-log/mongo-consent-log-store.js";
+import { messageOf } from "#daemon/errors.js";
 import { type ApiKeyDocument, MongoKeyStore } from "#daemon/keys/mongo-key-store.js";
 import { type CounterDocument, MongoCounterStore } from "#daemon/limits/mongo-counter-store.js";
 import { MongoSessionStore, type SessionDocument } from "#daemon/sessions/mongo-session-store.js";
@@ -131,9 +132,7 @@ export async function openMongoStore(options: MongoStoreOptions): Promise<Store>
     try {
       checkStoreFormat(marker?.value);
     } catch (error) {
-      throw new StartupError(
-        `cannot use the MongoDB database ${dbName}: ${(error as Error).message}`,
-      );
+      throw new StartupError(`cannot use the MongoDB database ${dbName}: ${messageOf(error)}`);
     }
     const store = createStore(client, db);
     try {
@@ -306,7 +305,7 @@ async function ensureIndexes<T extends Document>(
 /** An operator-readable connection failure; the host list only, never the URI's credentials. */
 function connectionError(error: unknown, uri: string): Error {
   const hosts = uriParts(uri).hosts;
-  const reason = error instanceof Error ? error.message : String(error);
+  const reason = messageOf(error);
   const message =
     error instanceof MongoServerSelectionError
       ? `MongoDB server could not be reached at ${hosts} within ${SERVER_SELECTION_TIMEOUT_MS / 1000} s: ${reason}`

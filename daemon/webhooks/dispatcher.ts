@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import type { Logger } from "pino";
 import type { Clock } from "#daemon/clock.js";
 import type { ConsentLogRecord } from "#daemon/consent-log/consent-log-store.js";
+import { messageOf } from "#daemon/errors.js";
 import { unavailableLog } from "#daemon/logging.js";
 import { isStoreFull } from "#daemon/store/disk-guard.js";
 import type { Store } from "#daemon/store/store.js";
@@ -429,7 +430,7 @@ export class WebhookDispatcher {
       outcome = {
         ok: false,
         statusCode: 0,
-        error: error instanceof Error ? error.message : String(error),
+        error: messageOf(error),
       };
     }
     sent();

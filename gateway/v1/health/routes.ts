@@ -1,4 +1,5 @@
 import type { FastifyInstance } from "fastify";
+import { messageOf } from "#daemon/errors.js";
 import type { DaemonClients } from "#gateway/daemon-clients.js";
 import { isDaemonUnreachable } from "#gateway/daemon-transport.js";
 import { sendData } from "#gateway/envelope.js";
@@ -29,7 +30,7 @@ export function healthRoutes(app: FastifyInstance, clients: DaemonClients): void
         // request's failure is, at most every 10 s (a probe every second would flood the log).
         if (isDaemonUnreachable(err)) failureOf(request, err);
         // In words, without a stack: the answer says unavailable, the cause says why.
-        else request.log.warn({ cause: (err as Error).message }, "health check failed");
+        else request.log.warn({ cause: messageOf(err) }, "health check failed");
       }
       return sendData(reply, serving ? 200 : 503, { status: serving ? "ok" : "unavailable" });
     },
