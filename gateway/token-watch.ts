@@ -31,7 +31,7 @@ export async function operatorTokenVerdict(
 }
 
 /** The daemon refused this gateway's operator token (daemon/auth/caller.ts). */
-export function isGatewayTokenRefusal(error: unknown): boolean {
+function isGatewayTokenRefusal(error: unknown): boolean {
   return (
     error instanceof ConnectError &&
     error.code === Code.Unauthenticated &&
