@@ -4,11 +4,7 @@ import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
 import type { Authenticator } from "#daemon/auth/authenticator.js";
 import type { Clock } from "#daemon/clock.js";
 import { consentLogEntryMessage } from "#daemon/consent-log/consent-log-messages.js";
-import {
-  matchesLogFilters,
-  readLogQuery,
-  refuseOwnBannerId,
-} from "#daemon/consent-log/consent-log-rules.js";
+import { matchesLogFilters, readTeamLogQuery } from "#daemon/consent-log/consent-log-rules.js";
 import type {
   ConsentLogForwardQuery,
   ConsentLogRecord,
@@ -81,8 +77,8 @@ export function createConsentLogReads(options: ConsentLogReadOptions): ConsentLo
   async function admit(ctx: HandlerContext, request: LogFilterRequest) {
     const auth = await authenticator.authorize(ctx, { scope: "logs:read", write: false });
     return afterAdmission(ctx, auth, async () => {
-      const { publicId, methods, since, until } = readLogQuery(request);
-      await refuseOwnBannerId(store.banners, auth.team.id, publicId);
+      const query = await readTeamLogQuery(store.banners, auth.team.id, request);
+      const { publicId, methods, since, until } = query;
       return { auth, teamId: auth.team.id, publicId, methods, since, until };
     });
   }

@@ -238,20 +238,23 @@ export function readLogQuery(request: {
 }
 
 /**
- * A log query's banner filter is a public id, as rows name their banner; a banner's own id, a
- * UUID too, would select nothing without a word (the REST paths take the own id, so the two are
- * easily swapped). The filter is refused then, naming the public id to use. Costs a read only
- * when no banner of the team has the filter as its public id.
+ * readLogQuery for a team's log, and its banner filter checked against the team's banners: a
+ * public id, as rows name their banner; a banner's own id, a UUID too, would select nothing
+ * without a word (the REST paths take the own id, so the two are easily swapped), and is refused
+ * naming the public id to use. Costs a read only when no banner of the team has the filter as
+ * its public id.
  */
-export async function refuseOwnBannerId(
+export async function readTeamLogQuery(
   banners: Pick<BannerStore, "get" | "getByPublicId">,
   teamId: string,
-  publicId: string | undefined,
-): Promise<void> {
-  if (publicId === undefined) return;
-  if ((await banners.getByPublicId(publicId))?.teamId === teamId) return;
+  request: Parameters<typeof readLogQuery>[0],
+) {
+  const query = readLogQuery(request);
+  const { publicId } = query;
+  if (publicId === undefined) return query;
+  if ((await banners.getByPublicId(publicId))?.teamId === teamId) return query;
   const own = await banners.get(teamId, publicId);
-  if (!own) return;
+  if (!own) return query;
   throw invalidRequest([
     {
       field: "bannerId",

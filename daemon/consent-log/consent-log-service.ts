@@ -19,9 +19,8 @@ import {
   LOG_BODY_LIMIT,
   LOG_IP_LIMIT,
   readConsentLogBody,
-  readLogQuery,
+  readTeamLogQuery,
   reducePageUrl,
-  refuseOwnBannerId,
 } from "#daemon/consent-log/consent-log-rules.js";
 import type { ConsentLogRecord } from "#daemon/consent-log/consent-log-store.js";
 import { PreferenceLinks } from "#daemon/consent-log/preference-links.js";
@@ -148,8 +147,7 @@ export function createConsentLogService(
     async listConsentLogs(request, ctx) {
       const auth = await authenticator.authorize(ctx, { scope: "logs:read", write: false });
       return afterAdmission(ctx, auth, async () => {
-        const query = readLogQuery(request);
-        await refuseOwnBannerId(store.banners, auth.team.id, query.publicId);
+        const query = await readTeamLogQuery(store.banners, auth.team.id, request);
         // One row more than the page tells whether another page follows.
         const rows = await store.consentLog.list({
           ...query,
