@@ -23,17 +23,19 @@ export interface ErrorLogger {
   warn(details: object, message: string): void;
 }
 
-/** How often an unreachable store is logged while it lasts: its first failure, then one line per this long. */
+/** How often a failure that lasts is logged: its first occurrence, then one line per this long. */
 export const STORE_UNAVAILABLE_LOG_MS = 10_000;
 
 /**
- * Logs a store that cannot be reached for now (a MongoDB election) at most once per
- * STORE_UNAVAILABLE_LOG_MS, each line counting the failures since the one before, so an outage
+ * Logs a failure that repeats while a state lasts (a store out of reach during a MongoDB
+ * election, a damaged store, a background pass failing each second) at most once per
+ * STORE_UNAVAILABLE_LOG_MS, each line counting the failures since the one before, so the state
  * is visible without a line (and a stack) per failed call.
  */
-export function unavailableLog(
-  logger: Pick<ErrorLogger, "warn">,
+export function repeatedFailureLog(
+  logger: ErrorLogger,
   message: string,
+  level: keyof ErrorLogger = "warn",
 ): (error: unknown, details?: object) => void {
   let loggedAt = Number.NEGATIVE_INFINITY;
   let unlogged = 0;
@@ -43,7 +45,7 @@ export function unavailableLog(
       unlogged += 1;
       return;
     }
-    logger.warn({ err: error, ...details, failedSincePreviousLine: unlogged }, message);
+    logger[level]({ err: error, ...details, failedSincePreviousLine: unlogged }, message);
     loggedAt = now;
     unlogged = 0;
   };

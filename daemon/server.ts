@@ -135,10 +135,7 @@ export function createDaemon(options: DaemonOptions): Daemon {
     linkSecret: secret("consent.v1 preferences link"),
   });
   return {
-    interceptors: [
-      gauge.interceptor,
-      domainErrorInterceptor(options.logger, (error) => store.isUnavailable(error)),
-    ],
+    interceptors: [gauge.interceptor, domainErrorInterceptor(options.logger, store)],
     dispatcher,
     onPublicChange(listener) {
       publicChangeListeners.push(listener);

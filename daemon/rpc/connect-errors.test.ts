@@ -22,7 +22,16 @@ function failingWith(error: () => unknown) {
         },
         async *watch() {},
       }),
-    { router: { interceptors: [domainErrorInterceptor(logger, isMongoUnavailable)] } },
+    {
+      router: {
+        interceptors: [
+          domainErrorInterceptor(logger, {
+            isUnavailable: isMongoUnavailable,
+            isDamage: () => false,
+          }),
+        ],
+      },
+    },
   );
   const health = createClient(Health, transport);
   const failure = () =>

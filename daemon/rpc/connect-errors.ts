@@ -2,10 +2,11 @@ import { create } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
 import { boundedDetails, clipped, DomainError, type FailureKind } from "#daemon/errors.js";
-import { type ErrorLogger, unavailableLog } from "#daemon/logging.js";
+import { type ErrorLogger, repeatedFailureLog } from "#daemon/logging.js";
 import { isParseFailure } from "#daemon/rpc/parse-failures.js";
 import { rateLimitHeaders } from "#daemon/rpc/rate-limit-headers.js";
 import { STORE_FULL_METADATA, StoreFullError } from "#daemon/store/disk-guard.js";
+import type { Store } from "#daemon/store/store.js";
 import { ErrorInfoSchema } from "#gen/consent/v1/errors_pb.js";
 
 /** decisions §7: the gRPC code of each kind of failure. */
@@ -66,15 +67,24 @@ const INTERNAL_ERROR_INFO = [
  * parsed there too: one that is not protobuf binary is the caller's error, `invalid_argument`,
  * as parse-failures.ts answers it for unary calls. A store that cannot be reached for now (a
  * MongoDB election, `storeUnavailable`) fails the call with `unavailable` and a Retry-After, which
- * clients retry (spec 7), logged at most once per STORE_UNAVAILABLE_LOG_MS.
+ * clients retry (spec 7), logged at most once per STORE_UNAVAILABLE_LOG_MS; so is a call that met
+ * the embedded store's damage (`internal`, as any other failure), which was logged when first met.
  */
 export function domainErrorInterceptor(
   logger: ErrorLogger,
-  storeUnavailable: (error: unknown) => boolean = () => false,
+  store: Pick<Store, "isUnavailable" | "isDamage"> = {
+    isUnavailable: () => false,
+    isDamage: () => false,
+  },
 ): Interceptor {
-  const logUnavailable = unavailableLog(
+  const logUnavailable = repeatedFailureLog(
     logger,
     "the store cannot be reached; calls fail with unavailable until it can",
+  );
+  const logDamage = repeatedFailureLog(
+    logger,
+    "the embedded store is damaged; calls that meet a damaged page fail with internal",
+    "error",
   );
   const unavailable = (error: unknown, procedure: string): ConnectError => {
     logUnavailable(error, { procedure });
@@ -93,7 +103,7 @@ export function domainErrorInterceptor(
     const translate = (error: unknown): ConnectError => {
       if (error instanceof DomainError) return toConnectError(error);
       if (isParseFailure(error)) return new ConnectError(error.rawMessage, Code.InvalidArgument);
-      if (storeUnavailable(error)) return unavailable(error, request.method.name);
+      if (store.isUnavailable(error)) return unavailable(error, request.method.name);
       // A full disk: the guard has reported it once; a log entry per refused write would only
       // add to what fills the disk.
       if (error instanceof StoreFullError) {
@@ -116,10 +126,13 @@ export function domainErrorInterceptor(
       if ((error as { code?: unknown }).code === "ERR_STREAM_PREMATURE_CLOSE") {
         return new ConnectError("the request ended before it was complete", Code.Canceled);
       }
-      logger.error(
-        { err: error, procedure: request.method.name },
-        "unexpected error in RPC handler",
-      );
+      if (store.isDamage(error)) logDamage(error, { procedure: request.method.name });
+      else {
+        logger.error(
+          { err: error, procedure: request.method.name },
+          "unexpected error in RPC handler",
+        );
+      }
       return new ConnectError(
         "internal error",
         Code.Internal,

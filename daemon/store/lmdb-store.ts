@@ -303,6 +303,9 @@ export async function openLmdbStore(options: LmdbStoreOptions): Promise<Store> {
     }),
     acceptsWrites: () => !guard?.refusing,
     isUnavailable: () => false,
+    isDamage: (error) =>
+      damageOf(error) !== undefined ||
+      (error instanceof Error && damageOf(error.cause) !== undefined),
     reportDamage(reason) {
       damage ??= reason;
     },
@@ -377,8 +380,10 @@ function refusingAfterClose<T extends object>(
 /**
  * LMDB's errors for a page that is not what the tree says it is: the files were damaged (a disk
  * fault, a copy cut short or written over) deeper than the start-up probe reads (lmdb-preflight.ts).
+ * MDB_BAD_TXN is the one a read meets when a page it follows is zeros (lmdb-js prints "index
+ * points to a 00 page" and marks the transaction failed), and every read after it fails alike.
  */
-const DAMAGE = /^MDB_(?:CORRUPTED|PAGE_NOTFOUND|PROBLEM|PANIC)\b/;
+const DAMAGE = /^MDB_(?:CORRUPTED|PAGE_NOTFOUND|PROBLEM|PANIC|BAD_TXN)\b/;
 
 /** The LMDB error's own words when `error` says the files are damaged, else undefined. */
 export function damageOf(error: unknown): string | undefined {

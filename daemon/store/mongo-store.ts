@@ -171,6 +171,7 @@ function createStore(client: MongoClient, db: Db): Store {
     ),
     acceptsWrites: () => true,
     isUnavailable: isMongoUnavailable,
+    isDamage: () => false,
     reportDamage: () => {},
     async ping() {
       await db.command({ ping: 1 });

@@ -37,6 +37,13 @@ export interface Store {
    */
   isUnavailable(error: unknown): boolean;
   /**
+   * Whether an error a call on this store threw is the embedded store's damage (LMDB's
+   * MDB_CORRUPTED and kin, see `damageOf`): the call fails with 500 as any internal error, but
+   * the damage was logged once when first met, so such failures are not logged one by one.
+   * MongoDB checks its own data: always false.
+   */
+  isDamage(error: unknown): boolean;
+  /**
    * Records damage that another process on the same files met (npm start's workers relay it to
    * each other; that process logged it). Once the embedded store knows of damage, met by one of
    * its own calls (LMDB's MDB_CORRUPTED and kin) or reported, `ping()` rejects, so health says

@@ -3,7 +3,7 @@ import type { Logger } from "pino";
 import type { Clock } from "#daemon/clock.js";
 import type { ConsentLogRecord } from "#daemon/consent-log/consent-log-store.js";
 import { messageOf } from "#daemon/errors.js";
-import { unavailableLog } from "#daemon/logging.js";
+import { repeatedFailureLog } from "#daemon/logging.js";
 import { isStoreFull } from "#daemon/store/disk-guard.js";
 import type { Store } from "#daemon/store/store.js";
 import type { AddressGuard } from "#daemon/webhooks/address-guard.js";
@@ -160,11 +160,17 @@ export class WebhookDispatcher {
 
   /** A pass failing because the store is out of reach, logged once in a while as it lasts. */
   private readonly logUnavailable: (error: unknown) => void;
+  private readonly logFailedPass: (error: unknown) => void;
 
   constructor(private readonly options: DispatcherOptions) {
-    this.logUnavailable = unavailableLog(
+    this.logUnavailable = repeatedFailureLog(
       options.logger,
       "the store cannot be reached; webhook deliveries wait until it can",
+    );
+    this.logFailedPass = repeatedFailureLog(
+      options.logger,
+      "webhook dispatch pass failed",
+      "error",
     );
   }
 
@@ -203,11 +209,10 @@ export class WebhookDispatcher {
         worked = await this.runOnce();
       } catch (error) {
         // A full disk is reported once by the store's guard, not on every pass; a store out of
-        // reach for now, once per STORE_UNAVAILABLE_LOG_MS while it lasts.
+        // reach for now, or any failure that repeats (a damaged store), once per
+        // STORE_UNAVAILABLE_LOG_MS while it lasts, not once a second.
         if (this.options.store.isUnavailable(error)) this.logUnavailable(error);
-        else if (!isStoreFull(error)) {
-          this.options.logger.error({ err: error }, "webhook dispatch pass failed");
-        }
+        else if (!isStoreFull(error)) this.logFailedPass(error);
       }
       if (!this.running) break;
       if (worked === 0 && !this.woken) {

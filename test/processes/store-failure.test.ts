@@ -18,6 +18,7 @@ import {
 } from "#test/support/api.js";
 import { aChoice, ipSource, postLog } from "#test/support/consent-log.js";
 import { startService, storeWithSubjectState, useProgramRoot } from "#test/support/processes.js";
+import type { TestService } from "#test/support/service.js";
 
 /** Room the embedded store may grow into past its size after start-up, in KiB. */
 const ROOM_KB = 256;
@@ -187,59 +188,16 @@ describe("npm start on a store damaged past its roots", { timeout: 120_000 }, ()
 
   it("turns health to 503 in every worker once a request meets a damaged page, and says so once", async () => {
     const dataDir = dirs.join("data");
-    const first = await startService(dataDir);
-    const { key } = await mintKey(first.service, await createTeam(first.service));
-    const { publicId } = await createBanner(first.service, key);
-    expect(await first.program.stop()).toBe(0);
-
-    // Rows enough that the log fills most of the file, written by the store itself.
-    const store = await openLmdbStore({ dataDir });
-    const banner = await store.banners.getByPublicId(publicId);
-    if (!banner) throw new Error("the banner was not stored");
-    await Promise.all(
-      Array.from({ length: 3_000 }, () =>
-        store.consentLog.append(
-          aConsentLogRow(banner.teamId, new Date(), { bannerId: banner.id, publicId }),
-        ),
-      ),
-    );
-    await store.close();
+    const { key, publicId } = await storeWithManyRows(dataDir);
     // A disk fault in the middle of the records file: pages the roots do not show.
-    const dataFile = path.join(dataDir, "records", "data.mdb");
-    const { size } = await stat(dataFile);
-    const page = 4_096;
-    const from = Math.floor((size * 0.4) / page) * page;
-    const to = Math.floor((size * 0.6) / page) * page;
-    const file = await open(dataFile, "r+");
-    await file.write(Buffer.alloc(to - from), 0, to - from, from);
-    await file.close();
+    await zeroRecordsPages(dataDir, 0.4, 0.6);
 
     const { program, service } = await startService(dataDir, { CONSENT_WORKERS: "2" });
     // A new connection each time, so the primary hands the checks to both workers in turn.
-    const health = () =>
-      rawHttp(service, "GET", "/api/v1/health", { connection: "close" }).then((r) => [
-        r.status,
-        JSON.parse(r.text).data.status,
-      ]);
+    const health = healthOf(service);
     for (let i = 0; i < 4; i++) expect(await health()).toEqual([200, "ok"]);
 
-    const logs = createClient(
-      ConsentLogService,
-      createGrpcTransport({ baseUrl: service.daemonUrl }),
-    );
-    const auth = { headers: { authorization: `Bearer ${key}` } };
-    let failure: unknown;
-    try {
-      let pageToken = "";
-      do {
-        ({ nextPageToken: pageToken } = await logs.listConsentLogs(
-          { bannerId: publicId, pageSize: 100, pageToken },
-          auth,
-        ));
-      } while (pageToken);
-    } catch (error) {
-      failure = error;
-    }
+    const failure = await listWholeLog(service, key, publicId);
     expect(String(failure)).toMatch(/internal/i);
     expect(String(failure)).not.toMatch(/MDB_/);
 
@@ -250,4 +208,94 @@ describe("npm start on a store damaged past its roots", { timeout: 120_000 }, ()
     expect(program.stdout()).toContain("restore the directory from a backup");
     expect(await program.stop()).toBe(0);
   });
+
+  it("says so once when the files are damaged while it runs, and does not log each failure that follows", async () => {
+    const dataDir = dirs.join("data");
+    const { key, publicId } = await storeWithManyRows(dataDir);
+    // One worker, so that exactly one process meets the damage (and logs it).
+    const { program, service } = await startService(dataDir, { CONSENT_WORKERS: "1" });
+    const health = healthOf(service);
+    expect(await health()).toEqual([200, "ok"]);
+
+    // Most of the file written over under the running service: its reads meet zeroed pages,
+    // which LMDB reports as MDB_BAD_TXN from then on, and so do the webhook dispatcher's passes.
+    await zeroRecordsPages(dataDir, 0.1, 0.9);
+    for (let i = 0; i < 5; i++) {
+      expect(String(await listWholeLog(service, key, publicId))).toMatch(/internal/i);
+    }
+    expect(await health()).toEqual([503, "unavailable"]);
+    // The dispatcher's passes (one a second) keep failing meanwhile.
+    await new Promise((resolve) => setTimeout(resolve, 3_500));
+
+    const output = program.stdout();
+    expect(output.match(/the embedded store in .* is damaged \(MDB_\w+/g)).toHaveLength(1);
+    expect(output).not.toContain("unexpected error in RPC handler");
+    expect(output.match(/calls that meet a damaged page fail/g)?.length ?? 0).toBeLessThanOrEqual(
+      1,
+    );
+    expect(output.match(/webhook dispatch pass failed/g)?.length ?? 0).toBeLessThanOrEqual(1);
+    expect(await program.stop()).toBe(0);
+  });
 });
+
+/**
+ * A store holding a team, a key, a banner and enough log rows that they fill most of the records
+ * file, the rows written by the store itself; the service is stopped.
+ */
+async function storeWithManyRows(dataDir: string) {
+  const first = await startService(dataDir);
+  const { key } = await mintKey(first.service, await createTeam(first.service));
+  const { publicId } = await createBanner(first.service, key);
+  expect(await first.program.stop()).toBe(0);
+  const store = await openLmdbStore({ dataDir });
+  const banner = await store.banners.getByPublicId(publicId);
+  if (!banner) throw new Error("the banner was not stored");
+  await Promise.all(
+    Array.from({ length: 3_000 }, () =>
+      store.consentLog.append(
+        aConsentLogRow(banner.teamId, new Date(), { bannerId: banner.id, publicId }),
+      ),
+    ),
+  );
+  await store.close();
+  return { key, publicId };
+}
+
+/** A disk fault: the records file's pages between two fractions of its size written as zeros. */
+async function zeroRecordsPages(dataDir: string, fromShare: number, toShare: number) {
+  const dataFile = path.join(dataDir, "records", "data.mdb");
+  const { size } = await stat(dataFile);
+  const page = 4_096;
+  const from = Math.floor((size * fromShare) / page) * page;
+  const to = Math.floor((size * toShare) / page) * page;
+  const file = await open(dataFile, "r+");
+  await file.write(Buffer.alloc(to - from), 0, to - from, from);
+  await file.close();
+}
+
+/** Health's status code and status, each check on a new connection (so workers take turns). */
+function healthOf(service: TestService) {
+  return () =>
+    rawHttp(service, "GET", "/api/v1/health", { connection: "close" }).then((r) => [
+      r.status,
+      JSON.parse(r.text).data.status,
+    ]);
+}
+
+/** Reads the banner's whole log page by page over gRPC; the error that stopped it, if any. */
+async function listWholeLog(service: TestService, key: string, publicId: string) {
+  const logs = createClient(ConsentLogService, createGrpcTransport({ baseUrl: service.daemonUrl }));
+  const auth = { headers: { authorization: `Bearer ${key}` } };
+  try {
+    let pageToken = "";
+    do {
+      ({ nextPageToken: pageToken } = await logs.listConsentLogs(
+        { bannerId: publicId, pageSize: 100, pageToken },
+        auth,
+      ));
+    } while (pageToken);
+  } catch (error) {
+    return error;
+  }
+  return undefined;
+}
