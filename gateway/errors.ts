@@ -1,6 +1,6 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { FastifyBaseLogger, FastifyReply, FastifyRequest } from "fastify";
-import { messageOf } from "#daemon/errors.js";
+import { clipped, messageOf } from "#daemon/errors.js";
 import { isStoreFull } from "#daemon/store/disk-guard.js";
 import { BodyBudgetExceeded } from "#gateway/body-budget.js";
 import { isDaemonBusy, isDaemonUnreachable } from "#gateway/daemon-transport.js";
@@ -24,7 +24,8 @@ export function noEndpoint(request: FastifyRequest): HttpError {
   return {
     status: 404,
     code: "not_found",
-    message: `No endpoint at ${request.method} ${request.url.split("?")[0]}`,
+    // The path is the caller's own text, up to the server's 16 KB limit: quoted within bounds.
+    message: clipped(`No endpoint at ${request.method} ${request.url.split("?")[0]}`),
     headers: {},
   };
 }

@@ -326,6 +326,17 @@ describe("spec 7 error table", () => {
     }
   });
 
+  it("404 quotes a long unknown path cut to 500 characters, inside and outside /api/v1/", async () => {
+    for (const prefix of ["/api/v1/", "/"]) {
+      const result = await rawHttp(service, "GET", `${prefix}${"x".repeat(5_000)}`);
+      expect(result.status).toBe(404);
+      const body = JSON.parse(result.text);
+      const message: string = body.data?.error ?? body.error;
+      expect(message).toMatch(/^No endpoint at GET \/.*x…$/);
+      expect(message).toHaveLength(500);
+    }
+  });
+
   it("409 version_conflict with the current snapshot", async () => {
     const first = await http(service, "PUT", "/api/v1/consent/subjects/state", {
       key,
