@@ -5,6 +5,7 @@ import { fileFailure } from "#cli/file-errors.js";
 import { UserError } from "#cli/problems.js";
 import { ADMIN_TOKEN_FILE, IDENTITY_KEY_FILE } from "#daemon/bootstrap.js";
 import { DATA_FILE, RECORDS_DIRECTORY } from "#daemon/store/lmdb-files.js";
+import { storeFormatProblem } from "#daemon/store/store.js";
 
 /** The records' data file, as a backup holds it too. */
 const RECORDS_FILE = `${RECORDS_DIRECTORY}/${DATA_FILE}`;
@@ -88,7 +89,7 @@ export async function backupDataDir(
   process.once("SIGINT", abandon);
   process.once("SIGTERM", abandon);
   try {
-    const written = await fillDraft(dataDir, draft);
+    const { written, formatProblem } = await fillDraft(dataDir, draft);
     try {
       await rename(draft, target);
     } catch (error) {
@@ -105,6 +106,11 @@ export async function backupDataDir(
     await sync(parent);
     const has = (name: string) => written.some(({ file }) => file === name);
     const warnings = warningsFor(has(IDENTITY_KEY_FILE), has(ADMIN_TOKEN_FILE), env);
+    if (formatProblem !== undefined) {
+      warnings.push(
+        `a daemon of this version will not start on the backup: ${formatProblem}; restore it with the version that wrote it`,
+      );
+    }
     if (await liesWithin(target, dataDir)) {
       warnings.push(
         "the backup lies inside the data directory: it is lost with that directory or its disk; move it elsewhere",
@@ -157,10 +163,19 @@ function warningsFor(identityKeyFile: boolean, adminTokenFile: boolean, env: Nod
 /** The exit status of a backup stopped by a signal (128 + SIGINT's number, as shells report). */
 const EXIT_INTERRUPTED = 130;
 
-/** Copies the records and the secrets into `draft`, each file owner-only and synced. */
-async function fillDraft(dataDir: string, draft: string): Promise<BackupFile[]> {
+/**
+ * Copies the records and the secrets into `draft`, each file owner-only and synced; also tells
+ * why this version's daemon would refuse the records (their format marker), if it would.
+ */
+async function fillDraft(
+  dataDir: string,
+  draft: string,
+): Promise<{ written: BackupFile[]; formatProblem: string | undefined }> {
   await mkdir(path.join(draft, RECORDS_DIRECTORY), { mode: 0o700 });
-  await copyRecords(path.join(dataDir, RECORDS_DIRECTORY), path.join(draft, RECORDS_DIRECTORY));
+  const formatProblem = await copyRecords(
+    path.join(dataDir, RECORDS_DIRECTORY),
+    path.join(draft, RECORDS_DIRECTORY),
+  );
   const files = [RECORDS_FILE];
   for (const secret of [ADMIN_TOKEN_FILE, IDENTITY_KEY_FILE]) {
     if (await copyIfPresent(path.join(dataDir, secret), path.join(draft, secret))) {
@@ -176,7 +191,7 @@ async function fillDraft(dataDir: string, draft: string): Promise<BackupFile[]> 
   }
   await sync(path.join(draft, RECORDS_DIRECTORY));
   await sync(draft);
-  return written;
+  return { written, formatProblem };
 }
 
 /**
@@ -185,12 +200,14 @@ async function fillDraft(dataDir: string, draft: string): Promise<BackupFile[]> 
  * creates, in a store no daemon has opened yet (a backup of a backup), is owner-only too. The
  * store, and lmdb with it, is loaded here, by this command only.
  */
-async function copyRecords(source: string, directory: string): Promise<void> {
-  const { openEnvironment } = await import("#daemon/store/lmdb-store.js");
+async function copyRecords(source: string, directory: string): Promise<string | undefined> {
+  const { openEnvironment, storedFormat } = await import("#daemon/store/lmdb-store.js");
   const environment = openEnvironment({ path: source, readOnly: true });
   try {
     // The environment has a directory of its own, so LMDB writes data.mdb into `directory`.
     await environment.backup(directory, true);
+    // Copied whole whatever it holds; a store this version's daemon refuses is said so.
+    return storeFormatProblem(storedFormat(environment))?.reason;
   } finally {
     await environment.close();
   }

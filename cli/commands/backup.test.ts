@@ -1,6 +1,7 @@
 import { mkdtemp, readdir, rm, stat } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
+import { open } from "lmdb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { cliFor, E2E_TIMEOUT_MS } from "#cli/test-support/cli-process.js";
 import { consentState, http } from "#test/support/api.js";
@@ -136,5 +137,25 @@ describe("consentctl backup (against a running service)", { timeout: E2E_TIMEOUT
     } finally {
       await rm(empty, { recursive: true, force: true });
     }
+  });
+
+  it("copies a store of another format whole, and warns that this version will not start on it", async () => {
+    const cli = cliFor(service);
+    const later = path.join(backups, "later");
+    await cli.json(["backup", "--to", later]);
+    // What a later version writes as it migrates the records (store.ts, STORE_FORMAT).
+    const records = open({ path: path.join(later, "records"), maxDbs: 32 });
+    await records.openDB<unknown, string>({ name: "meta" }).put("format", 2);
+    await records.close();
+
+    const report = await cliFor(service, { CONSENT_DATA_DIR: later }).json([
+      "backup",
+      "--to",
+      path.join(backups, "of-later"),
+    ]);
+    expect(report.files[0]).toEqual({ file: "records/data.mdb", bytes: expect.any(Number) });
+    expect(report.warnings).toEqual([
+      "a daemon of this version will not start on the backup: its records are marked as format 2, written by another version of the service; this version reads format 1; restore it with the version that wrote it",
+    ]);
   });
 });

@@ -46,6 +46,11 @@ export function openEnvironment(options: RootDatabaseOptionsWithPath): RootDatab
   return open({ ...options, permissionsMode: FILE_MODE } as RootDatabaseOptionsWithPath);
 }
 
+/** The records' format marker (store.ts, STORE_FORMAT): undefined when they hold none. */
+export function storedFormat(records: RootDatabase): unknown {
+  return records.openDB<unknown, string>({ name: "meta" }).get("format");
+}
+
 /**
  * Opens the durable records environment, `<dataDir>/records`. overlappingSync is off so that LMDB
  * fsyncs inside every commit: a write's promise then resolves only once the data is on disk, and
@@ -244,7 +249,7 @@ export async function openLmdbStore(options: LmdbStoreOptions): Promise<Store> {
   }, READER_CHECK_EVERY_MS);
   readers.unref();
   try {
-    checkStoreFormat(records.openDB<unknown, string>({ name: "meta" }).get("format"));
+    checkStoreFormat(storedFormat(records));
   } catch (error) {
     clearInterval(readers);
     await Promise.all([records.close(), counterEnv.close()]);

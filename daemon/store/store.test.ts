@@ -110,6 +110,11 @@ describe("LMDB store", () => {
     await expect(openLmdbStore({ dataDir })).rejects.toThrow(
       "its records are marked as format 2, written by another version of the service; this version reads format 1: run a version that reads it, or restore a backup made by this one",
     );
+    // A marker no version writes (changed by hand, or by another program) is named as such.
+    await mark("1");
+    await expect(openLmdbStore({ dataDir })).rejects.toThrow(
+      'its format marker holds "1", which no version of the service writes (this version reads format 1): the marker was changed by something else; restore a backup made by the service',
+    );
     await mark(1);
     const reopened = await openLmdbStore({ dataDir });
     expect(await reopened.teams.get(team.id)).toEqual(team);

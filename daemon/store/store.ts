@@ -85,8 +85,27 @@ export const STORE_FORMAT = 1;
 
 /** Refuses a store whose format marker names a layout this version does not read. */
 export function checkStoreFormat(marker: unknown): void {
-  if (marker === undefined || marker === null || marker === STORE_FORMAT) return;
-  throw new Error(
-    `its records are marked as format ${JSON.stringify(marker)}, written by another version of the service; this version reads format ${STORE_FORMAT}: run a version that reads it, or restore a backup made by this one`,
-  );
+  const problem = storeFormatProblem(marker);
+  if (problem !== undefined) throw new Error(`${problem.reason}: ${problem.advice}`);
+}
+
+/**
+ * Why this version cannot read a store with this format marker, and what to do, or undefined when
+ * it can. A version writes a positive whole number; anything else was not written by the service.
+ */
+export function storeFormatProblem(
+  marker: unknown,
+): { reason: string; advice: string } | undefined {
+  if (marker === undefined || marker === null || marker === STORE_FORMAT) return undefined;
+  if (typeof marker !== "number" || !Number.isInteger(marker) || marker < 1) {
+    const shown = JSON.stringify(marker) ?? String(marker);
+    return {
+      reason: `its format marker holds ${shown.length > 40 ? `${shown.slice(0, 39)}…` : shown}, which no version of the service writes (this version reads format ${STORE_FORMAT})`,
+      advice: "the marker was changed by something else; restore a backup made by the service",
+    };
+  }
+  return {
+    reason: `its records are marked as format ${marker}, written by another version of the service; this version reads format ${STORE_FORMAT}`,
+    advice: "run a version that reads it, or restore a backup made by this one",
+  };
 }
