@@ -16,6 +16,16 @@ export const kRelayedClientIp = createContextKey<string | undefined>(undefined, 
 });
 
 /**
+ * When the call's answer has left the process (or its stream closed): set by the daemon port's
+ * short way (rpc/connect-unary-route.ts), which writes its answers itself. Elsewhere (connect-es'
+ * routes, the in-process transport, whose answer is a message in memory) an answer counts as
+ * sent once the handler has returned it.
+ */
+export const kAnswerSent = createContextKey<() => Promise<void>>(() => Promise.resolve(), {
+  description: "settles once the call's answer has been written",
+});
+
+/**
  * Metadata the gateway (or any caller) sends along with a call. The client-IP header is honoured
  * only when the call also carries the operator token in GATEWAY_TOKEN_HEADER: a gateway runs in
  * the operator's trust domain, any other caller is identified by its own socket address.

@@ -2,8 +2,9 @@ import { randomUUID } from "node:crypto";
 import { setTimeout } from "node:timers/promises";
 import { isDeepStrictEqual } from "node:util";
 import { toJson } from "@bufbuild/protobuf";
-import { Code, ConnectError, type ServiceImpl } from "@connectrpc/connect";
+import { Code, ConnectError, type HandlerContext, type ServiceImpl } from "@connectrpc/connect";
 import type { Authenticator, Authorized } from "#daemon/auth/authenticator.js";
+import { kAnswerSent } from "#daemon/auth/caller.js";
 import { activeBanner } from "#daemon/banners/active-banner.js";
 import {
   applyConfiguration,
@@ -62,6 +63,12 @@ function configured(base: BannerConfiguration, input: ConfigurationInput): Banne
 /** A team whose list holds this many banners has its lists read one at a time (listOfTeam). */
 const QUEUED_LIST_SIZE = 50;
 
+/** Teams remembered as having short lists; past this many the memory starts again. */
+const SHORT_LIST_TEAMS_MAX = 10_000;
+
+/** How long a team's next list waits at most for the answer of the one before to leave. */
+const ANSWER_SENT_WAIT_MS = 30_000;
+
 /** The banner endpoints (spec 4.2-4.3, decisions §3). */
 export function createBannerService(
   options: BannerServiceOptions,
@@ -100,18 +107,50 @@ export function createBannerService(
   /**
    * Lists of a team with many banners in this process, one after another. A list holds every
    * banner of the team at once (spec 4.2 has no pages), up to MAX_BANNERS_PER_TEAM of 256 KB:
-   * lists sent together would multiply that, so each waits for the team's list before it. A team
-   * whose last list held fewer than QUEUED_LIST_SIZE banners is not queued: the queue cost a
-   * benchmark of one-banner lists 30% of its throughput. Other teams' lists are never held.
+   * lists sent together would multiply that, so each waits until the answer of the team's list
+   * before it has left (kAnswerSent): through a stand-alone gateway, whose one connection carries
+   * every team's calls, eight 53 MB answers at once filled the connection's session memory and
+   * other teams' calls were refused. A team whose last list held fewer than QUEUED_LIST_SIZE
+   * banners is not queued (the queue cost a benchmark of one-banner lists 30% of its
+   * throughput); a team not known yet is. Other teams' lists are never held.
    */
   const listOfTeam = oneAtATimePerKey();
-  const teamsWithLongLists = new Set<string>();
+  const teamsWithShortLists = new Set<string>();
 
   async function readList(teamId: string) {
     const banners = await store.banners.listByTeam(teamId);
-    if (banners.length >= QUEUED_LIST_SIZE) teamsWithLongLists.add(teamId);
-    else teamsWithLongLists.delete(teamId);
+    if (banners.length >= QUEUED_LIST_SIZE) teamsWithShortLists.delete(teamId);
+    else {
+      if (teamsWithShortLists.size >= SHORT_LIST_TEAMS_MAX) teamsWithShortLists.clear();
+      teamsWithShortLists.add(teamId);
+    }
     return { banners: banners.map(asMessage) };
+  }
+
+  /** The team's list, read once its lists before have been answered (listOfTeam). */
+  function queuedList(teamId: string, ctx: HandlerContext) {
+    return new Promise<Awaited<ReturnType<typeof readList>>>((resolve, reject) => {
+      void listOfTeam(teamId, async () => {
+        // A caller that left while the team's lists before it ran is owed nothing.
+        if (ctx.signal.aborted) {
+          reject(new ConnectError("the caller has left", Code.Canceled));
+          return;
+        }
+        try {
+          resolve(await readList(teamId));
+        } catch (error) {
+          reject(error);
+          return;
+        }
+        // A caller that reads no answer holds its team's next list this long at most.
+        const waited = new AbortController();
+        await Promise.race([
+          ctx.values.get(kAnswerSent)(),
+          setTimeout(ANSWER_SENT_WAIT_MS, undefined, { signal: waited.signal, ref: false }),
+        ]).catch(() => {});
+        waited.abort();
+      });
+    });
   }
 
   /** Optimistic read-modify-write: retried when a writer in another process got in between. */
@@ -149,12 +188,8 @@ export function createBannerService(
     listBanners: (_request, ctx) =>
       admitted(ctx, false, (auth) => {
         const teamId = auth.team.id;
-        if (!teamsWithLongLists.has(teamId)) return readList(teamId);
-        return listOfTeam(teamId, async () => {
-          // A caller that left while the team's lists before it ran is owed nothing.
-          if (ctx.signal.aborted) throw new ConnectError("the caller has left", Code.Canceled);
-          return readList(teamId);
-        });
+        if (teamsWithShortLists.has(teamId)) return readList(teamId);
+        return queuedList(teamId, ctx);
       }),
 
     getBanner: (request, ctx) =>

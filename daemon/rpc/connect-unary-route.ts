@@ -13,6 +13,7 @@ import {
 } from "@connectrpc/connect/protocol-connect";
 import type { FastifyInstance, FastifyRequest, RouteGenericInterface } from "fastify";
 import type { Logger } from "pino";
+import { kAnswerSent } from "#daemon/auth/caller.js";
 import { messageOf } from "#daemon/errors.js";
 import {
   CALL_FINISHED,
@@ -76,6 +77,12 @@ export function serveConnectUnary(app: DaemonApp, options: ConnectUnaryRouteOpti
     });
     inFlight.add(ctx);
     if (options.shutdownSignal.aborted) ctx.abort(options.shutdownSignal.reason);
+    // Written means handed to the connection as its flow control lets it go (or the stream gone).
+    const sent = new Promise<void>((resolve) => {
+      response.once("finish", resolve);
+      response.once("close", resolve);
+    });
+    ctx.values.set(kAnswerSent, () => sent);
     // Removed before the answer is written: a close before then is the client going away.
     const onClose = () =>
       ctx.abort(new ConnectError("the client canceled the call", Code.Canceled));
