@@ -181,19 +181,21 @@ export function showBanner(options: ViewOptions): () => void {
   const keepFocus = (event: FocusEvent) => {
     if (event.target !== host) panel.focus();
   };
-  const release =
-    config.layout === "banner"
-      ? reserveEdge(panel, config.position)
-      : modal
-        ? holdPageScroll()
-        : undefined;
-  // A page that renders its body anew (a framework's hydration, a client-side route) may take
-  // the banner out with it: it goes back until the visitor chooses, so the question is not lost
-  // and a modal does not leave the page held still with nothing on screen.
+  const edge = () => (config.layout === "banner" ? reserveEdge(panel, config.position) : undefined);
+  let release = modal ? holdPageScroll() : edge();
+  // A page that renders its body anew (a framework's hydration, a client-side route, one that
+  // puts a new <body> in place as Turbo does) may take the banner out with it: it goes back
+  // until the visitor chooses, so the question is not lost and a modal does not leave the page
+  // held still with nothing on screen. A banner at an edge reserves its room in the new body.
   const stayMounted = new MutationObserver(() => {
-    if (!host.isConnected) mount(host, config);
+    if (host.isConnected || !document.body) return;
+    mount(host, config);
+    if (!modal) {
+      release?.();
+      release = edge();
+    }
   });
-  stayMounted.observe(document.body, { childList: true, subtree: config.layout === "inline" });
+  stayMounted.observe(document.documentElement, { childList: true, subtree: true });
   let closed = false;
   const close = () => {
     // Once: a view closed by Escape may be closed again by the next showPreferences.

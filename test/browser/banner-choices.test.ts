@@ -295,6 +295,40 @@ describe.skipIf(skipBrowserTests)("banner runtime in Chromium: layouts and choic
     await expect.poll(() => page.locator("#new-slot [role=dialog]").count()).toBe(1);
   });
 
+  it("comes back when the page puts a new <body> in place (Turbo's visits), in every layout", async () => {
+    const newBody = (withSlot: boolean) =>
+      page.evaluate((slot) => {
+        const body = document.createElement("body");
+        body.innerHTML = `${slot ? '<div data-consent-banner id="next-slot"></div>' : ""}<p>Next page</p>`;
+        document.body.replaceWith(body);
+      }, withSlot);
+    await bannerPage({ layout: "modal" });
+    await expect.poll(() => dialog(page).count()).toBe(1);
+    await newBody(false);
+    await expect.poll(() => dialog(page).count()).toBe(1);
+    await dialog(page).getByRole("button", { name: "Reject all" }).click();
+    expect(await page.evaluate(() => document.documentElement.style.overflow)).toBe("");
+
+    await bannerPage({ layout: "banner", position: "bottom" });
+    await expect.poll(() => dialog(page).count()).toBe(1);
+    await newBody(false);
+    await expect.poll(() => dialog(page).count()).toBe(1);
+    // The new body keeps the banner's room at the bottom, and gets its own back after the choice.
+    const room = () =>
+      page.evaluate(() => [
+        document.body.style.paddingBottom !== "",
+        document.documentElement.style.scrollPaddingBottom !== "",
+      ]);
+    await expect.poll(room).toEqual([true, true]);
+    await dialog(page).getByRole("button", { name: "Accept all" }).click();
+    expect(await room()).toEqual([false, false]);
+
+    await bannerPage({ layout: "inline" });
+    await expect.poll(() => dialog(page).count()).toBe(1);
+    await newBody(true);
+    await expect.poll(() => page.locator("#next-slot [role=dialog]").count()).toBe(1);
+  });
+
   it("re-opened preferences speak the language the page has now (a single-page app switched it)", async () => {
     const texts = { de: { title: "Ihre Privatsphäre", save: "Speichern" } };
     const { teamId } = await bannerPage({ texts });
