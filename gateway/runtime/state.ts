@@ -91,11 +91,26 @@ function cookieJar(): string | undefined {
 }
 
 /**
- * Whether the browser keeps no cookies for this page at all (blocked for the site, or a sandboxed
- * frame), as against refusing one state too large for a cookie.
+ * Whether the browser keeps no cookies for this page at all (blocked for the site, a frame on
+ * another site, a sandboxed frame), as against refusing one state too large for a cookie.
+ * Chromium says `cookieEnabled` where it then drops every cookie, so a small one is tried.
  */
 export function cookiesBlocked(): boolean {
-  return !navigator.cookieEnabled || cookieJar() === undefined;
+  if (!navigator.cookieEnabled || !setCookie("consent_probe", "1", 60)) return true;
+  setCookie("consent_probe", "", 0);
+  return false;
+}
+
+/** Sets a first-party cookie (Secure on https, SameSite=Lax); whether the browser kept it. */
+function setCookie(name: string, value: string, maxAge: number): boolean {
+  const secure = location.protocol === "https:" ? "; secure" : "";
+  try {
+    // biome-ignore lint/suspicious/noDocumentCookie: the Cookie Store API is async and not in every browser the banner supports.
+    document.cookie = `${name}=${value}; path=/; max-age=${maxAge}; samesite=lax${secure}`;
+  } catch {
+    return false; // A sandboxed frame: no cookies at all.
+  }
+  return cookieJar()?.split("; ").includes(`${name}=${value}`) ?? false;
 }
 
 /** The raw value of the banner's cookie, if the page has one. */
@@ -125,25 +140,16 @@ export function readState(publicId: string): ConsentState | null {
  * dropped, and the cookie holds what it held before.
  */
 export function writeState(publicId: string, state: ConsentState): boolean {
-  const value = encodeURIComponent(JSON.stringify(state));
-  const secure = location.protocol === "https:" ? "; secure" : "";
-  try {
-    // biome-ignore lint/suspicious/noDocumentCookie: the Cookie Store API is async and not in every browser the banner supports.
-    document.cookie = `${cookieName(publicId)}=${value}; path=/; max-age=${MAX_AGE_SECONDS}; samesite=lax${secure}`;
-  } catch {
-    return false; // A sandboxed frame: no cookies at all.
-  }
-  return cookieValue(publicId) === value;
+  return setCookie(
+    cookieName(publicId),
+    encodeURIComponent(JSON.stringify(state)),
+    MAX_AGE_SECONDS,
+  );
 }
 
 /** Removes the banner's cookie (an erasure: the device forgets its state). */
 export function forgetState(publicId: string): void {
-  try {
-    // biome-ignore lint/suspicious/noDocumentCookie: see writeState.
-    document.cookie = `${cookieName(publicId)}=; path=/; max-age=0; samesite=lax`;
-  } catch {
-    // A sandboxed frame: there was no cookie to remove.
-  }
+  setCookie(cookieName(publicId), "", 0);
 }
 
 /** A random (version 4) UUID; crypto.randomUUID needs a secure context, this does not. */

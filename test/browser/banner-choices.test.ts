@@ -22,6 +22,18 @@ const categories = [
 ];
 
 /** The banner in real Chromium: layouts, the three choices, the keyboard, re-prompts, texts. */
+/** A state an integrator's backend resolved and hands in (cross-device). */
+const handedIn = {
+  schemaVersion: 2,
+  categories: ["necessary"],
+  revision: 1,
+  acceptType: "necessary",
+  consentId: "6f1c2a8e-8d3b-4a53-9d4e-0c1f1b2a3c4d",
+  consentTimestamp: "2026-11-22T08:00:00Z",
+  lastConsentTimestamp: "2026-11-22T08:00:00Z",
+  languageCode: "en",
+};
+
 describe.skipIf(skipBrowserTests)("banner runtime in Chromium: layouts and choices", () => {
   const ctx = useBrowserSite();
   let context: BrowserContext;
@@ -508,16 +520,6 @@ describe.skipIf(skipBrowserTests)("banner runtime in Chromium: layouts and choic
       acceptType: "all",
     });
     // An integrator's state holds for the page it is handed to, the only place it can.
-    const handedIn = {
-      schemaVersion: 2,
-      categories: ["necessary"],
-      revision: 1,
-      acceptType: "necessary",
-      consentId: "6f1c2a8e-8d3b-4a53-9d4e-0c1f1b2a3c4d",
-      consentTimestamp: "2026-11-22T08:00:00Z",
-      lastConsentTimestamp: "2026-11-22T08:00:00Z",
-      languageCode: "en",
-    };
     expect(await applyState(frame, handedIn)).toBe(true);
     expect(await stateOf(frame)).toEqual(handedIn);
     expect(warnings).toContainEqual(expect.stringMatching(/did not keep the consent cookie/));
@@ -527,6 +529,41 @@ describe.skipIf(skipBrowserTests)("banner runtime in Chromium: layouts and choic
       ),
     );
     expect(warnings.filter((w) => /SecurityError|sandboxed/.test(w))).toEqual([]);
+  });
+
+  it("takes an integrator's state in a frame on another site, where Chromium keeps no cookie yet says cookies are enabled", async () => {
+    const fixture = await bannerFixture(ctx.service, {
+      domain: "localhost",
+      configuration: { categories },
+    });
+    const inner = ctx.site.page(`/cross-${fixture.publicId}`, { publicId: fixture.publicId });
+    ctx.site.file(
+      `/outer-cross-${fixture.publicId}`,
+      "text/html",
+      `<!doctype html><html lang="en"><body><iframe src="${inner}"></iframe></body></html>`,
+    );
+    // The same server by another name: a top page of another site (127.0.0.1, not localhost).
+    await page.goto(
+      `${ctx.site.origin.replace("localhost", "127.0.0.1")}/outer-cross-${fixture.publicId}`,
+    );
+    const framed = page.frameLocator("iframe").locator("[id^=consent-banner-] [role=dialog]");
+    await expect.poll(() => framed.count()).toBe(1);
+    const frame = page.frames().find((f) => f.url() === inner);
+    if (!frame) throw new Error("the framed page did not load");
+    expect(await frame.evaluate(() => navigator.cookieEnabled)).toBe(true);
+    expect(await applyState(frame, handedIn)).toBe(true);
+    expect(await stateOf(frame)).toEqual(handedIn);
+    await expect.poll(() => framed.count()).toBe(0);
+    expect(warnings).toContainEqual(
+      expect.stringMatching(
+        /keeps no cookies for this page, so the applied state holds for this page only/,
+      ),
+    );
+    // No probe cookie is left behind on a page that keeps cookies.
+    await bannerPage();
+    await page.waitForFunction(() => "consentBanner" in window);
+    expect(await applyState(page, handedIn)).toBe(true);
+    expect(await page.evaluate(() => document.cookie)).not.toContain("consent_probe");
   });
 
   it("speaks the page's language with English fallback, and warns of low contrast", async () => {
