@@ -201,6 +201,25 @@ describe.skipIf(skipBrowserTests)("accessibility (axe-core, WCAG 2.2 AA) in Chro
     expect(warnings).toEqual([
       expect.stringContaining("textColor on secondaryColor: contrast 2.32:1 is below WCAG 2.2 AA"),
     ]);
+    // See-through colours count as what shows through them: nearly clear text, nearly clear
+    // buttons (their white labels on the white background).
+    warnings.length = 0;
+    await openBanner({
+      layout: "banner",
+      position: "bottom",
+      textColor: "rgba(51, 51, 51, 0.15)",
+      primaryColor: "#00000010",
+    });
+    const clear = await auditBanner("banner bottom, see-through text and buttons");
+    expect(clear.violations.map((rule) => [rule.id, rule.nodes.length])).toEqual([
+      ["color-contrast", 6], // the three texts and the three buttons
+    ]);
+    expect(warnings).toEqual([
+      expect.stringContaining("textColor on secondaryColor: contrast 1.32:1 is below WCAG 2.2 AA"),
+      expect.stringContaining(
+        "secondaryColor on primaryColor (buttons): contrast 1.15:1 is below WCAG 2.2 AA",
+      ),
+    ]);
   });
 
   it("has no violations on the preferences page, with and without its saved notice", async () => {
