@@ -4,12 +4,20 @@ interface ConsentWindow {
   dataLayer?: unknown[];
 }
 
-/** Google's gtag() shape: the tag reads `arguments` objects from the dataLayer, not arrays. */
+/**
+ * Google's gtag() shape: the tag reads `arguments` objects from the dataLayer, not arrays. A
+ * page whose dataLayer is not an array (or whose tag manager's push throws) gets a console error,
+ * and the banner goes on without Consent Mode.
+ */
 function gtag(..._args: unknown[]): void {
   const target = window as unknown as ConsentWindow;
-  target.dataLayer = target.dataLayer || [];
-  // biome-ignore lint/complexity/noArguments: Consent Mode requires the arguments object itself.
-  target.dataLayer.push(arguments);
+  try {
+    target.dataLayer = target.dataLayer || [];
+    // biome-ignore lint/complexity/noArguments: Consent Mode requires the arguments object itself.
+    target.dataLayer.push(arguments);
+  } catch (error) {
+    console.error(`consent banner: the page's dataLayer refused Consent Mode's ${_args[1]}`, error);
+  }
 }
 
 /** `consent default`: everything optional denied, before any tag runs (the loader runs first). */

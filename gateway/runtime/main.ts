@@ -9,6 +9,7 @@ import {
   isConsentState,
   randomUuid,
   readState,
+  stateProblem,
   writeState,
 } from "./state.js";
 import { resolveTexts } from "./texts.js";
@@ -18,10 +19,22 @@ import { type Choice, showBanner } from "./view.js";
 declare const __CONFIG__: RuntimeConfig;
 
 const config = __CONFIG__;
-// Only valid while the loader script itself runs: read both at once.
-const script = document.currentScript as HTMLScriptElement | null;
+const loaderPath = `/loader/${config.id}.js`;
+// Only valid while the loader script itself runs: read both at once. A module script, or one in
+// a shadow root, has none: its element is looked for by its address.
+const script = (document.currentScript ??
+  document.querySelector(`script[src*="${loaderPath}"]`)) as HTMLScriptElement | null;
 const nonce = script?.nonce || "";
-const loaderUrl = new URL(script?.src || location.href);
+// A loader a tag manager fetched and ran has no element at all: its request tells its address.
+const loaderSrc =
+  script?.src ||
+  performance.getEntriesByType("resource").find((entry) => entry.name.includes(loaderPath))?.name;
+if (!loaderSrc) {
+  console.warn(
+    `consent banner ${config.id}: cannot tell where the loader came from, so choices cannot be recorded; embed it with <script src>`,
+  );
+}
+const loaderUrl = new URL(loaderSrc || location.href);
 /** The gateway the loader came from (any path prefix kept): the log route lives beside it. */
 const apiBase = loaderUrl.origin + loaderUrl.pathname.replace(/\/loader\/[^/]*$/, "");
 const gpc = (navigator as { globalPrivacyControl?: boolean }).globalPrivacyControl === true;
@@ -160,17 +173,8 @@ function post(method: string, s: ConsentState): void {
  */
 function apply(s: ConsentState): void {
   const accepted = all.filter((name) => required.includes(name) || s.categories.includes(name));
-  tellConsentMode(accepted);
+  consentUpdate(accepted);
   whenReady(() => activateScripts(accepted, nonce));
-}
-
-/** Consent Mode's update; the page's own gtag failing stops nothing of ours. */
-function tellConsentMode(accepted: readonly string[]): void {
-  try {
-    consentUpdate(accepted);
-  } catch (error) {
-    console.error("consent banner: the page's gtag failed on consent update", error);
-  }
 }
 
 /** A choice or a default: recorded first, so nothing the page does afterwards can lose the row. */
@@ -205,7 +209,7 @@ function catchUp(): void {
   state = stored;
   // No state (erased there): Consent Mode back to the required categories; tags run stay run.
   if (stored) apply(stored);
-  else tellConsentMode(required);
+  else consentUpdate(required);
   if (isCurrent()) closePrompt();
   else if (!closeView) open(false);
   if (had || explicit(stored)) emit("change", "other-tab");
@@ -293,14 +297,21 @@ if (running) {
     getState: () => copy(state),
     /** Cross-device: a state resolved by the integrator's backend, applied without a new row. */
     applyState(next: unknown): boolean {
+      const refuse = (why: string) => {
+        console.warn(`consent banner ${config.id}: applyState refused the state: ${why}`);
+        return false;
+      };
+      if (!isConsentState(next)) return refuse(stateProblem(next) as string);
       // A revision this banner has not published would keep it from asking after the next ones.
-      if (!isConsentState(next) || next.revision > config.revision) return false;
+      if (next.revision > config.revision) {
+        return refuse(`its revision is above the banner's published one, ${config.revision}`);
+      }
       if (writeState(config.id, next)) known = JSON.stringify(next);
       else {
         // A state the cookie cannot hold would be forgotten at the next page: refused whole.
         // Where the browser keeps no cookie at all, every state is forgotten so: the integrator
         // hands it in on each page, and it holds for this one.
-        if (!cookiesBlocked()) return false;
+        if (!cookiesBlocked()) return refuse("it is larger than a cookie holds");
         console.warn(
           `consent banner ${config.id}: the browser keeps no cookies for this page, so the applied state holds for this page only`,
         );
@@ -323,7 +334,7 @@ if (running) {
       // As on a first visit: the rule's default (a consent_default row, a new consentId), else
       // only the required categories; then the banner asks.
       if (config.rule) commit(defaultState(config.rule), "consent_default");
-      else tellConsentMode(required);
+      else consentUpdate(required);
       if (had) emit("change", "apply");
       open(false);
     },

@@ -36,7 +36,7 @@ const cookieName = (publicId: string) => `consent_${publicId.slice(0, 8)}`;
 const isText = (value: unknown) => typeof value === "string" && value !== "";
 const isTime = (value: unknown) => isText(value) && !Number.isNaN(Date.parse(value as string));
 const isTexts = (value: unknown) => Array.isArray(value) && value.every(isText);
-const optional = (value: unknown, check: (value: unknown) => boolean) =>
+const optional = (check: (value: unknown) => boolean) => (value: unknown) =>
   value === undefined || check(value);
 const isFlag = (value: unknown) => typeof value === "boolean";
 const isRecord = (value: unknown): value is Record<string, unknown> =>
@@ -48,35 +48,44 @@ const isPurposes = (value: unknown) =>
 /** `services`: category name → service names. */
 const isServices = (value: unknown) => isRecord(value) && Object.values(value).every(isTexts);
 
+/** Each field of spec 2.4 with its check (an optional one passes when absent). */
+const FIELD_CHECKS: [string, (value: unknown) => boolean][] = [
+  ["schemaVersion", (value) => value === 2],
+  ["categories", isTexts],
+  [
+    "revision",
+    (value) => Number.isInteger(value) && (value as number) >= 0 && (value as number) <= 1_000_000,
+  ],
+  ["acceptType", (value) => isOneOf(ACCEPT_TYPES, value)],
+  ["consentId", (value) => UUID_PATTERN.test(String(value))],
+  ["consentTimestamp", isTime],
+  ["lastConsentTimestamp", isTime],
+  ["languageCode", isText],
+  ["jurisdictions", optional(isTexts)],
+  ["gpcRespected", optional(isFlag)],
+  ["isPending", optional(isFlag)],
+  ["isDefaultState", optional(isFlag)],
+  ["usOptOutChoices", optional(isPurposes)],
+  ["services", optional(isServices)],
+  ["collectedVia", optional((value) => isOneOf(COLLECTED_VIA, value))],
+];
+
 /**
- * A value that can stand as a stored or applied state: the canonical state of spec 2.4 as PUT
- * state accepts it, so a state handed in by an integrator or read from a cookie someone edited
- * never reaches the rest of the runtime half-formed (and a later choice is always recordable).
+ * Why a value cannot stand as a stored or applied state, or undefined when it can: it must be the
+ * canonical state of spec 2.4 as PUT state accepts it, so a state handed in by an integrator or
+ * read from a cookie someone edited never reaches the rest of the runtime half-formed (and a
+ * later choice is always recordable).
  */
-export function isConsentState(value: unknown): value is ConsentState {
-  const state = value as ConsentState | null;
-  return (
-    isRecord(state) &&
-    Object.keys(state).every((field) => isOneOf(CONSENT_STATE_FIELDS, field)) &&
-    state.schemaVersion === 2 &&
-    isTexts(state.categories) &&
-    Number.isInteger(state.revision) &&
-    state.revision >= 0 &&
-    state.revision <= 1_000_000 &&
-    ACCEPT_TYPES.includes(state.acceptType) &&
-    UUID_PATTERN.test(String(state.consentId)) &&
-    isTime(state.consentTimestamp) &&
-    isTime(state.lastConsentTimestamp) &&
-    isText(state.languageCode) &&
-    optional(state.jurisdictions, isTexts) &&
-    optional(state.gpcRespected, isFlag) &&
-    optional(state.isPending, isFlag) &&
-    optional(state.isDefaultState, isFlag) &&
-    optional(state.usOptOutChoices, isPurposes) &&
-    optional(state.services, isServices) &&
-    optional(state.collectedVia, (value) => isOneOf(COLLECTED_VIA, value))
-  );
+export function stateProblem(value: unknown): string | undefined {
+  if (!isRecord(value)) return "it is not an object";
+  const unknown = Object.keys(value).find((field) => !isOneOf(CONSENT_STATE_FIELDS, field));
+  if (unknown !== undefined) return `${unknown} is not a field of the consent state`;
+  const wrong = FIELD_CHECKS.find(([field, check]) => !check(value[field]));
+  return wrong && `${wrong[0]} is missing or not valid`;
 }
+
+export const isConsentState = (value: unknown): value is ConsentState =>
+  stateProblem(value) === undefined;
 
 /**
  * The page's cookies, or undefined where it may not have any: a frame sandboxed without

@@ -531,6 +531,62 @@ describe.skipIf(skipBrowserTests)("banner runtime in Chromium: layouts and choic
     expect(warnings.filter((w) => /SecurityError|sandboxed/.test(w))).toEqual([]);
   });
 
+  it("records choices and runs gated scripts however the loader is embedded: a module, or fetched and run by a tag manager", async () => {
+    const gated = `<script type="text/plain" data-category="necessary" nonce="${NONCE}">window.gatedRan = true;</script>`;
+    const embeddings = [
+      { loaderAttributes: 'type="module"' },
+      {
+        noLoaderTag: true,
+        head: (publicId: string) =>
+          `<script nonce="${NONCE}">fetch("${ctx.service.gatewayUrl}/loader/${publicId}.js").then((r) => r.text()).then((text) => { const s = document.createElement("script"); s.nonce = "${NONCE}"; s.text = text; document.head.append(s); });</script>`,
+      },
+    ];
+    for (const { head, ...embedding } of embeddings) {
+      const fixture = await bannerFixture(ctx.service, {
+        domain: "localhost",
+        configuration: { categories },
+      });
+      await page.goto(
+        ctx.site.page(`/embedded-${fixture.publicId}`, {
+          publicId: fixture.publicId,
+          body: gated,
+          head: head?.(fixture.publicId),
+          ...embedding,
+        }),
+      );
+      await expect.poll(() => dialog(page).count()).toBe(1);
+      await dialog(page).getByRole("button", { name: "Accept all" }).click();
+      const [row] = await waitForRows(ctx.service, fixture.teamId, 1);
+      expect([JSON.stringify(embedding), row?.method]).toEqual([
+        JSON.stringify(embedding),
+        "accept_all",
+      ]);
+      expect(await page.evaluate(() => (window as { gatedRan?: boolean }).gatedRan)).toBe(true);
+    }
+    expect(warnings).toEqual([]);
+  });
+
+  it("goes on without Consent Mode where the page's dataLayer is not an array", async () => {
+    const fixture = await bannerFixture(ctx.service, {
+      domain: "localhost",
+      configuration: { categories },
+    });
+    await page.goto(
+      ctx.site.page(`/datalayer-${fixture.publicId}`, {
+        publicId: fixture.publicId,
+        head: `<script nonce="${NONCE}">window.dataLayer = "not a list";</script>`,
+      }),
+    );
+    await expect.poll(() => dialog(page).count()).toBe(1);
+    await dialog(page).getByRole("button", { name: "Reject all" }).click();
+    const [row] = await waitForRows(ctx.service, fixture.teamId, 1);
+    expect(row?.method).toBe("accept_necessary");
+    expect(warnings).toEqual([
+      expect.stringContaining("the page's dataLayer refused Consent Mode's default"),
+      expect.stringContaining("the page's dataLayer refused Consent Mode's update"),
+    ]);
+  });
+
   it("takes an integrator's state in a frame on another site, where Chromium keeps no cookie yet says cookies are enabled", async () => {
     const fixture = await bannerFixture(ctx.service, {
       domain: "localhost",

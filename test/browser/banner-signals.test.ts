@@ -407,8 +407,34 @@ describe.skipIf(skipBrowserTests)("banner runtime in Chromium: signals and integ
       { ...whole, revision: 2 },
     ];
     const apply = (state: unknown) => applyState(page, state);
-    for (const state of broken) expect(await apply(state)).toBe(false);
+    const refusals: string[] = [];
+    page.on("console", (message) => {
+      if (message.text().includes("applyState refused")) refusals.push(message.text());
+    });
+    for (const state of [...broken, null, "{}"]) expect(await apply(state)).toBe(false);
     expect(await stateOf(page)).toBeNull();
+    // Each refusal says why, for the integrator reading the console.
+    const why = (reason: string) =>
+      `consent banner ${publicId}: applyState refused the state: ${reason}`;
+    await expect.poll(() => refusals.length).toBe(broken.length + 2);
+    expect(refusals).toEqual([
+      why("categories is missing or not valid"),
+      why("consentId is missing or not valid"),
+      why("consentTimestamp is missing or not valid"),
+      why("acceptType is missing or not valid"),
+      why("languageCode is missing or not valid"),
+      why("revision is missing or not valid"),
+      why("gpcRespected is missing or not valid"),
+      why("evil is not a field of the consent state"),
+      why("usOptOutChoices is missing or not valid"),
+      why("usOptOutChoices is missing or not valid"),
+      why("usOptOutChoices is missing or not valid"),
+      why("services is missing or not valid"),
+      why("it is larger than a cookie holds"),
+      why("its revision is above the banner's published one, 1"),
+      why("it is not an object"),
+      why("it is not an object"),
+    ]);
     expect(await dialog(page).count()).toBe(1);
 
     // A cookie edited by hand (or written by anything else) counts as no choice.

@@ -52,6 +52,8 @@ export interface SitePage {
   csp?: string;
   /** `<html>` without a lang attribute (the browser's languages then choose the texts). */
   noLang?: boolean;
+  /** No loader tag: the page's own `head` brings the loader in (a tag manager's way). */
+  noLoaderTag?: boolean;
 }
 
 /**
@@ -78,7 +80,7 @@ export async function startSite(service: TestService) {
     });
     const lang = page.noLang ? "" : ` lang="${page.lang ?? "en"}"`;
     response.end(`<!doctype html><html${lang}><head><title>Shop</title>
-${page.head ?? ""}<script src="${loader}" nonce="${NONCE}"${page.loaderAttributes ? ` ${page.loaderAttributes}` : ""}></script></head>
+${page.head ?? ""}${page.noLoaderTag ? "" : `<script src="${loader}" nonce="${NONCE}"${page.loaderAttributes ? ` ${page.loaderAttributes}` : ""}></script>`}</head>
 <body><h1>Shop</h1><a href="#top">Top</a>${page.body ?? ""}</body></html>`);
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
