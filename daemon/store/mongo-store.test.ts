@@ -1,4 +1,5 @@
 import {
+  MongoBulkWriteError,
   MongoClient,
   MongoDriverError,
   MongoNetworkTimeoutError,
@@ -51,6 +52,20 @@ describe("isMongoUnavailable: which driver errors answer 503 unavailable", () =>
     expect(isMongoUnavailable(new WaitQueueTimeout("timed out waiting for a connection"))).toBe(
       true,
     );
+  });
+
+  it("takes a lost connection or no primary met by a bulk write for unavailable", () => {
+    // bulkWrite wraps each driver error in a MongoBulkWriteError with the original as
+    // errorResponse (the result, which the driver does not export a way to build, is not read).
+    const result = {} as never;
+    const wrapped = (error: Error) => new MongoBulkWriteError(error as never, result);
+    expect(
+      isMongoUnavailable(wrapped(new MongoServerSelectionError("no primary", {} as never))),
+    ).toBe(true);
+    expect(isMongoUnavailable(wrapped(new MongoNetworkTimeoutError("timed out")))).toBe(true);
+    expect(isMongoUnavailable(wrapped(new MongoTopologyClosedError()))).toBe(true);
+    const duplicate = wrapped(new MongoServerError({ code: 11000, errmsg: "E11000" }));
+    expect(isMongoUnavailable(duplicate)).toBe(false);
   });
 
   it("leaves refusals and every other error to their own answers", () => {

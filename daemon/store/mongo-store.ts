@@ -5,6 +5,7 @@ import {
   type DbOptions,
   type Document,
   type IndexDescription,
+  MongoBulkWriteError,
   MongoClient,
   type MongoClientOptions,
   MongoError,
@@ -234,6 +235,12 @@ const UNAVAILABLE_CODES = new Set([
  */
 export function isMongoUnavailable(error: unknown): boolean {
   if (!(error instanceof MongoError)) return false;
+  // bulkWrite (a webhook fan-out) wraps every driver error it meets, a lost connection or no
+  // primary found included, in a MongoBulkWriteError that keeps the original as errorResponse
+  // but not its class: judge the original.
+  if (error instanceof MongoBulkWriteError && error.errorResponse instanceof MongoError) {
+    return isMongoUnavailable(error.errorResponse);
+  }
   if (UNREACHABLE.some((kind) => error instanceof kind)) return true;
   // No pooled connection came free within waitQueueTimeoutMS (the driver exports no class).
   if (error.name === "MongoWaitQueueTimeoutError") return true;
