@@ -17,6 +17,9 @@ import {
   withAttempt,
 } from "#daemon/webhooks/webhook-store.js";
 
+/** Due events one claim looks through at most for those of teams without endpoints to retire. */
+const RETIRE_SCAN = 1_000;
+
 /**
  * An endpoint as stored in MongoDB; optional fields are left out rather than stored as null.
  * `slot` is the place an insert under the team's maximum took (insertUnderTeamMaximum).
@@ -145,6 +148,8 @@ export class MongoWebhookStore implements WebhookStore {
     now: Date,
     limit: number,
   ): Promise<ConsentLogRecord[]> {
+    if (limit <= 0) return [];
+    await this.retireUnsubscribed(now, Math.max(limit, RETIRE_SCAN));
     const claimed: ConsentLogRecord[] = [];
     const subscribes = new Set<string>();
     let retired = 0;
@@ -169,6 +174,34 @@ export class MongoWebhookStore implements WebhookStore {
       claimed.push(row);
     }
     return claimed;
+  }
+
+  /**
+   * Port: the due events of teams without endpoints are retired, not handed out. Most teams have
+   * none, and every explicit choice puts an event in the outbox, so they are retired in three
+   * round trips for up to `scan` due events (as the embedded store retires up to 1,000 in one
+   * transaction), not three per event. The endpoints are read after the events: an event appended
+   * once its team's first endpoint was stored finds that endpoint and stays. An event another
+   * claimer leased meanwhile is due again only at its lease end, so the update passes it over.
+   */
+  private async retireUnsubscribed(now: Date, scan: number): Promise<void> {
+    const due = await this.consentLog
+      .find(
+        { outbox: { $exists: true }, "outbox.dueAt": { $lte: now } },
+        { projection: { teamId: 1 }, sort: { "outbox.dueAt": 1 }, limit: scan },
+      )
+      .toArray();
+    if (due.length === 0) return;
+    const teamIds = [...new Set(due.map((event) => event.teamId))];
+    const subscribed = new Set(
+      await this.endpoints.distinct("teamId", { teamId: { $in: teamIds } }, READ_LATEST),
+    );
+    const unsubscribed = due.filter((event) => !subscribed.has(event.teamId));
+    if (unsubscribed.length === 0) return;
+    await this.consentLog.updateMany(
+      { _id: { $in: unsubscribed.map((event) => event._id) }, "outbox.dueAt": { $lte: now } },
+      { $unset: { outbox: "" } },
+    );
   }
 
   /**
