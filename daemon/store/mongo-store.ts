@@ -291,6 +291,8 @@ async function createIndexes(client: MongoClient, dbName: string): Promise<void>
 
 /** MongoDB's NamespaceNotFound: a collection not created yet has no indexes to list. */
 const NAMESPACE_NOT_FOUND = 26;
+/** MongoDB's IndexNotFound: another daemon starting at the same time dropped it first. */
+const INDEX_NOT_FOUND = 27;
 
 async function ensureIndexes<T extends Document>(
   collection: Collection<T>,
@@ -307,7 +309,14 @@ async function ensureIndexes<T extends Document>(
   const names = new Set(existing.map((index) => String(index.name)));
   const missing = indexes.filter((index) => !names.has(String(index.name)));
   if (missing.length > 0) await collection.createIndexes(missing);
-  for (const name of retired) if (names.has(name)) await collection.dropIndex(name);
+  for (const name of retired) {
+    if (!names.has(name)) continue;
+    await collection.dropIndex(name).catch((error: unknown) => {
+      // Daemons started together (a rolling upgrade) all list the retired index; one drops it.
+      if (error instanceof MongoServerError && error.code === INDEX_NOT_FOUND) return;
+      throw error;
+    });
+  }
 }
 
 /** An operator-readable connection failure; the host list only, never the URI's credentials. */
