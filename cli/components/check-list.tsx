@@ -1,4 +1,5 @@
 import { Box, Text } from "ink";
+import { printable } from "#cli/format.js";
 import { type Tone, Toned } from "#cli/theme.js";
 
 /** The result of one diagnostic check. */
@@ -19,7 +20,9 @@ const MARK: Record<CheckResult["status"], [string, Tone]> = {
 
 /**
  * One line per check with its verdict, details aligned two spaces after the longest name (as
- * KeyValue aligns values), and the hint indented under them for failures and skips.
+ * KeyValue aligns values), and the hint indented under them for failures and skips. Details and
+ * hints may quote what a daemon (or whatever answers at its address) said: control characters
+ * are shown escaped, never sent to the terminal.
  */
 export function CheckList({ checks }: { checks: readonly CheckResult[] }) {
   const nameWidth = Math.max(0, ...checks.map((check) => check.name.length));
@@ -31,11 +34,11 @@ export function CheckList({ checks }: { checks: readonly CheckResult[] }) {
           <Box key={check.name} flexDirection="column">
             <Text>
               <Toned tone={tone}>{mark}</Toned> {check.name.padEnd(nameWidth + 2)}
-              {check.detail}
+              {printable(check.detail)}
             </Text>
             {check.hint && check.status !== "pass" ? (
               <Toned tone="muted">
-                {" ".repeat(nameWidth + 4)}hint: {check.hint}
+                {" ".repeat(nameWidth + 4)}hint: {printable(check.hint)}
               </Toned>
             ) : null}
           </Box>

@@ -125,6 +125,27 @@ describe("CheckList", () => {
       ].join("\n"),
     );
   });
+
+  it("shows control characters in what a daemon said escaped, never sends them to the terminal", () => {
+    const { lastFrame } = render(
+      <CheckList
+        checks={[
+          {
+            name: "daemon",
+            status: "fail",
+            detail: "The daemon refused: \u001b[31mred\u001b]0;title\u0007.",
+            hint: "ask \u001b[2J",
+          },
+        ]}
+      />,
+    );
+    expect(lastFrame()).toBe(
+      [
+        "✖ daemon  The daemon refused: \\x1b[31mred\\x1b]0;title\\x07.",
+        "          hint: ask \\x1b[2J",
+      ].join("\n"),
+    );
+  });
 });
 
 describe("Spinner", () => {
