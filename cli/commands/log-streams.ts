@@ -1,6 +1,7 @@
 import { once } from "node:events";
 import { type FileHandle, open, readlink, realpath, rename, rm, stat } from "node:fs/promises";
 import { dirname, join, resolve } from "node:path";
+import { Code, ConnectError } from "@connectrpc/connect";
 import { type Command, Option } from "commander";
 import {
   createExportWriter,
@@ -127,18 +128,35 @@ export function addTailLogs(logs: Command, runtime: Runtime): void {
               const stop = stopped();
               if (stop?.reason === "write_failed") throw unwritable("stdout", stop.error);
               if (stop) return 0;
-              throw error;
+              throw tailEnded(error) ?? error;
             }
             if (signal.aborted) return 0;
-            throw new UserError(
-              "The daemon ended the tail: it is shutting down.",
-              "run the command again once the daemon is back",
-              "stream_ended",
-            );
+            throw tailEnded();
           });
         },
       }),
     );
+}
+
+/**
+ * A tail the daemon's going away ended, as the operator reads it: ended by the daemon as it shut
+ * down (with no error, or its "shutting down"), or cut (the daemon killed, the connection lost:
+ * the stream reset with CANCEL, which is not the operator cancelling, since Ctrl-C stops first).
+ * Undefined for any other failure.
+ */
+function tailEnded(error?: unknown): UserError | undefined {
+  const failure = error === undefined ? undefined : ConnectError.from(error);
+  const shutDown =
+    failure === undefined ||
+    (failure.code === Code.Unavailable && failure.rawMessage === "the daemon is shutting down");
+  if (!shutDown && failure?.code !== Code.Canceled) return undefined;
+  return new UserError(
+    shutDown
+      ? "The daemon ended the tail: it is shutting down."
+      : "The tail's connection to the daemon was cut: the daemon stopped, or the network failed.",
+    "run the command again once the daemon is back",
+    "stream_ended",
+  );
 }
 
 interface ExportOptions extends LogRangeOptions {

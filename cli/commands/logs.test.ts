@@ -3,6 +3,7 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { argv, cliFor, E2E_TIMEOUT_MS, runCliOnTerminal } from "#cli/test-support/cli-process.js";
 import { aChoice, postLog } from "#test/support/consent-log.js";
+import { DAEMON_URL, PROGRAMS, startProgram, useProgramRoot } from "#test/support/processes.js";
 import { startTestService, type TestService } from "#test/support/service.js";
 
 describe.concurrent("consentctl logs (against a real daemon)", { timeout: E2E_TIMEOUT_MS }, () => {
@@ -285,5 +286,34 @@ describe.concurrent("consentctl logs (against a real daemon)", { timeout: E2E_TI
     expect(method.stderr).toContain("unknown method reject_all; the methods are consent_given,");
     expect(emptyRange.stderr).toContain("--since (");
     expect(emptyRange.stderr).toContain(") must be before --until (");
+  });
+});
+
+describe("consentctl logs tail when the daemon goes away", { timeout: E2E_TIMEOUT_MS }, () => {
+  const dirs = useProgramRoot("consent-tail-");
+
+  it("says the daemon ended the tail as it shut down, or that the connection was cut when it was killed", async () => {
+    const dataDir = dirs.join("data");
+    const endings = [
+      ["SIGTERM", "The daemon ended the tail: it is shutting down."],
+      [
+        "SIGKILL",
+        "The tail's connection to the daemon was cut: the daemon stopped, or the network failed.",
+      ],
+    ] as const;
+    for (const [signal, said] of endings) {
+      const daemon = startProgram(PROGRAMS.consentd, { CONSENT_DATA_DIR: dataDir });
+      const daemonUrl = await daemon.waitFor(DAEMON_URL);
+      const operatorToken = (await readFile(path.join(dataDir, "admin-token"), "utf8")).trim();
+      const cli = cliFor({ daemonUrl, operatorToken, dataDir } as TestService);
+      const team = await cli.json(argv`teams create --name ${"Tail team"} --plan professional`);
+      const tail = cli.start(argv`logs tail --team ${team.id}`);
+      await tail.waitFor("stderr", (text) => text.includes("press Ctrl-C to stop"));
+      await daemon.stop(signal);
+      const ended = await tail.ended;
+      expect([signal, ended.code]).toEqual([signal, 1]);
+      expect(ended.stderr).toContain(said);
+      expect(ended.stderr).toContain("run the command again once the daemon is back");
+    }
   });
 });
