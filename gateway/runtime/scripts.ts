@@ -1,4 +1,7 @@
-/** Gated scripts already handed to the queue, so a later choice never runs one twice. */
+/**
+ * Gated scripts already handed to the queue, so a later choice never runs one twice, or left out
+ * for want of the nonce, so each is warned of once.
+ */
 const claimed = new WeakSet<HTMLScriptElement>();
 /** Activations run one after another, in document order (see activateScripts). */
 let queue: Promise<void> = Promise.resolve();
@@ -9,8 +12,9 @@ let watching: MutationObserver | undefined;
 /**
  * Activates `<script type="text/plain" data-category="…">` once every category it names (space-
  * or comma-separated) is accepted: the element is replaced by a live copy, which the browser then
- * runs. `data-type` gives the live type (default text/javascript, e.g. "module"). The copy carries
- * the original's nonce, else the loader's, so a strict CSP still lets it run.
+ * runs. `data-type` gives the live type (default text/javascript, e.g. "module"). Where the loader
+ * has a nonce (`nonce`, empty without), only a gated script with that same nonce is activated; the
+ * copy carries the original's nonce.
  *
  * They run in document order, as the page wrote them: an external script is waited for (loaded
  * or failed) before the next one is inserted, since an inline one inserted meanwhile would run
@@ -31,9 +35,18 @@ export function activateScripts(accepted: readonly string[], nonce: string): voi
   for (const original of Array.from(blocked)) {
     const needs = (original.dataset.category ?? "").split(/[\s,]+/).filter(Boolean);
     if (claimed.has(original) || needs.length === 0) continue;
+    // Under a nonce-based CSP, markup injected into the page cannot carry the nonce: were it
+    // activated, our trusted element would run it (under 'strict-dynamic', even without one).
+    if (nonce && original.nonce !== nonce) {
+      claimed.add(original);
+      console.warn(
+        `consent banner: a script gated on "${original.dataset.category}" was not run: it needs the page's nonce`,
+      );
+      continue;
+    }
     if (!needs.every((name) => accepted.includes(name))) continue;
     claimed.add(original);
-    queue = queue.then(() => activate(original, nonce));
+    queue = queue.then(() => activate(original));
   }
 }
 
@@ -67,13 +80,13 @@ function scriptPolicy(): ScriptPolicy | null {
 }
 
 /** Replaces one gated script by its live copy; settles once the copy has run (or failed). */
-function activate(original: HTMLScriptElement, nonce: string): Promise<void> | undefined {
+function activate(original: HTMLScriptElement): Promise<void> | undefined {
   try {
     // A clone rather than a new element filled in: its src is copied by the browser, which no
     // Trusted Types check stops; an inline text is set again through the policy when there is one.
     const live = original.cloneNode(true) as HTMLScriptElement;
     live.type = original.dataset.type || "text/javascript";
-    live.nonce = original.nonce || nonce;
+    live.nonce = original.nonce;
     const trusted = !live.src && scriptPolicy();
     if (trusted) live.text = trusted.createScript(original.text);
     const ran =

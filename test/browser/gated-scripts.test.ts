@@ -1,0 +1,116 @@
+import type { BrowserContext, Page } from "playwright-core";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import {
+  dialog,
+  NONCE,
+  openPage,
+  type SitePage,
+  showPreferences,
+  skipBrowserTests,
+  useBrowserSite,
+} from "#test/support/browser.js";
+import { bannerFixture } from "#test/support/consent-log.js";
+
+/** Category names are unique ignoring case: a page may write them in another case. */
+const categories = [
+  { name: "necessary", required: true },
+  { name: "analytics" },
+  { name: "Marketing" },
+];
+/** The page's own first script: gated scripts report to `window.order` as they run. */
+const start = `<script nonce="${NONCE}">window.order = [];</script>`;
+/** A gated script of `category` whose text reports `name`, with the page's nonce. */
+const inline = (category: string, name: string, attributes = "") =>
+  `<script type="text/plain" data-category="${category}" nonce="${NONCE}"${attributes}>window.order.push(${JSON.stringify(name)});</script>`;
+
+/** `<script type="text/plain" data-category="…">` activation (docs/banner-runtime.md). */
+describe.skipIf(skipBrowserTests)("banner runtime in Chromium: gated scripts", () => {
+  const ctx = useBrowserSite();
+  let context: BrowserContext;
+  let page: Page;
+  let warnings: string[];
+  beforeEach(async () => {
+    ({ context, page, warnings } = await openPage(ctx.browser));
+  });
+  afterEach(() => context.close());
+
+  /** Serves each file as JavaScript from the site's origin. */
+  const files = (scripts: Record<string, string>) => {
+    for (const [path, body] of Object.entries(scripts))
+      ctx.site.file(path, "text/javascript", body);
+  };
+  /**
+   * Opens a page of a fresh banner's site with `body` after the loader; `strictDynamic` adds
+   * 'strict-dynamic' to the page's nonce-based script-src.
+   */
+  async function visit(
+    body: string,
+    {
+      strictDynamic = false,
+      ...options
+    }: Omit<SitePage, "publicId" | "body"> & {
+      strictDynamic?: boolean;
+    } = {},
+  ) {
+    const { publicId } = await bannerFixture(ctx.service, {
+      domain: "localhost",
+      configuration: { categories },
+    });
+    const url = ctx.site.page(`/gated-${publicId}`, { publicId, body, ...options });
+    if (strictDynamic) {
+      // Chromium counts a page fulfilled here as public (Local Network Access): the loader on
+      // the loopback gateway then comes the same way.
+      await context.route("**/loader/**", async (route) =>
+        route.fulfill({ response: await route.fetch() }),
+      );
+      await context.route(url, async (route) => {
+        const response = await route.fetch();
+        const csp = response.headers()["content-security-policy"] ?? "";
+        expect(csp).toContain(`script-src 'nonce-${NONCE}';`);
+        await route.fulfill({
+          response,
+          headers: {
+            ...response.headers(),
+            "content-security-policy": csp.replace(";", " 'strict-dynamic';"),
+          },
+        });
+      });
+    }
+    await page.goto(url);
+    await page.waitForFunction(() => "consentBanner" in window);
+  }
+  const acceptAll = () => dialog(page).getByRole("button", { name: "Accept all" }).click();
+  const order = () =>
+    page.evaluate(() => (window as unknown as { order?: string[] }).order ?? null);
+
+  it("runs only gated scripts carrying the page's nonce, and warns of each other one", async () => {
+    files({ "/evil.js": "window.order.push('injected external');" });
+    const requested: string[] = [];
+    page.on("request", (request) => requested.push(new URL(request.url()).pathname));
+    // Markup injected into the page (an HTML-injection bug) cannot know the page's nonce.
+    const injected = [
+      `<script type="text/plain" data-category="necessary">window.order.push('injected');</script>`,
+      `<script type="text/plain" data-category="analytics" src="/evil.js"></script>`,
+      `<script type="text/plain" data-category="necessary" nonce="guessed">window.order.push('guessed');</script>`,
+    ].join("");
+    const body = start + inline("necessary", "page's necessary") + injected;
+    const ownWarnings = () => warnings.filter((text) => text.startsWith("consent banner:"));
+    for (const strictDynamic of [false, true]) {
+      warnings.length = 0;
+      await visit(body + inline("analytics", "page's analytics"), { strictDynamic });
+      await expect.poll(order).toEqual(["page's necessary"]);
+      await acceptAll();
+      await expect.poll(order).toEqual(["page's necessary", "page's analytics"]);
+      // One warning per script left out, however many choices follow.
+      await showPreferences(page);
+      await acceptAll();
+      expect(ownWarnings()).toEqual([
+        `consent banner: a script gated on "necessary" was not run: it needs the page's nonce`,
+        `consent banner: a script gated on "analytics" was not run: it needs the page's nonce`,
+        `consent banner: a script gated on "necessary" was not run: it needs the page's nonce`,
+      ]);
+      expect(await order()).toEqual(["page's necessary", "page's analytics"]);
+    }
+    expect(requested).not.toContain("/evil.js");
+  });
+});
