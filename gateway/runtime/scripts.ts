@@ -4,7 +4,7 @@
  */
 const claimed = new WeakSet<HTMLScriptElement>();
 /** Activations run one after another, in document order (see activateScripts). */
-let queue: Promise<void> = Promise.resolve();
+let queue: Promise<unknown> = Promise.resolve();
 /** The categories of the latest state, for gated scripts the page adds later. */
 let current: readonly string[] = [];
 let watching: MutationObserver | undefined;
@@ -17,9 +17,10 @@ let watching: MutationObserver | undefined;
  * copy carries the original's nonce.
  *
  * They run in document order, as the page wrote them: an external script is waited for (loaded
- * or failed) before the next one is inserted, since an inline one inserted meanwhile would run
- * first; one marked `async` is not, as the parser would not wait for it either. One that fails
- * to activate is reported on the console and skipped; the others still run.
+ * or failed, at most WAIT_MS) before the next one is inserted, since an inline one inserted
+ * meanwhile would run first; one marked `async` is not, as the parser would not wait for it
+ * either, nor one marked `nomodule`, which never loads. One that fails to activate is reported on
+ * the console and skipped; the others still run.
  * Gated scripts the page adds afterwards (a single-page app, a tag manager) are activated as they
  * arrive, by the latest state's categories.
  */
@@ -50,50 +51,80 @@ export function activateScripts(accepted: readonly string[], nonce: string): voi
   }
 }
 
+/** Both pass the page's own markup through unchanged. */
 interface ScriptPolicy {
   createScript(text: string): string;
+  createScriptURL(url: string): string;
 }
-let policy: ScriptPolicy | null | undefined;
+let policy: ScriptPolicy | null | false | undefined;
 
 /**
- * Under Trusted Types (`require-trusted-types-for 'script'`) an inline script's text must come
+ * Under Trusted Types (`require-trusted-types-for 'script'`) a script's text and src must come
  * through a policy. The banner's, "consent-banner", passes the page's own markup through
  * unchanged; a page that lists its allowed policies (`trusted-types …`) names it there too.
- * Null where Trusted Types are unknown or the page does not allow the name.
+ * Null where Trusted Types are unknown, false where the page does not allow the name.
  */
-function scriptPolicy(): ScriptPolicy | null {
+function scriptPolicy(): ScriptPolicy | null | false {
   if (policy === undefined) {
-    const factory = (
-      window as {
-        trustedTypes?: {
-          createPolicy(name: string, rules: { createScript(s: string): string }): ScriptPolicy;
-        };
-      }
-    ).trustedTypes;
+    const pass = (value: string) => value;
     try {
-      policy = factory?.createPolicy("consent-banner", { createScript: (text) => text }) ?? null;
+      policy =
+        (
+          window as {
+            trustedTypes?: { createPolicy(name: string, rules: ScriptPolicy): ScriptPolicy };
+          }
+        ).trustedTypes?.createPolicy("consent-banner", {
+          createScript: pass,
+          createScriptURL: pass,
+        }) ?? null;
     } catch {
-      policy = null;
+      policy = false;
     }
   }
   return policy;
 }
 
-/** Replaces one gated script by its live copy; settles once the copy has run (or failed). */
-function activate(original: HTMLScriptElement): Promise<void> | undefined {
+/** How long an external gated script is waited for before the ones after it go ahead. */
+const WAIT_MS = 5_000;
+
+/**
+ * Replaces one gated script by its live copy; settles once the copy has run (or failed, or
+ * WAIT_MS have passed).
+ */
+function activate(original: HTMLScriptElement): Promise<unknown> | undefined {
   try {
-    // A clone rather than a new element filled in: its src is copied by the browser, which no
-    // Trusted Types check stops; an inline text is set again through the policy when there is one.
-    const live = original.cloneNode(true) as HTMLScriptElement;
+    const trusted = scriptPolicy();
+    let live: HTMLScriptElement;
+    if (trusted === false) {
+      // The page refuses the policy: a clone sets no sink, so an external script still runs (an
+      // inline one is refused, as is any the page added with innerHTML: see below).
+      live = original.cloneNode(true) as HTMLScriptElement;
+    } else {
+      // A new element, not a clone: HTML fragment parsing (innerHTML, insertAdjacentHTML) marks
+      // a script "already started", which a clone keeps, and such a copy never runs.
+      live = document.createElement("script");
+      for (const { name, value } of Array.from(original.attributes)) {
+        const handler = trusted && /^on/.test(name);
+        if (!/^(type|src|nonce)$/.test(name))
+          live.setAttribute(name, handler ? trusted.createScript(value) : value);
+      }
+      if (original.src) live.src = trusted ? trusted.createScriptURL(original.src) : original.src;
+      else live.text = trusted ? trusted.createScript(original.text) : original.text;
+    }
     live.type = original.dataset.type || "text/javascript";
     live.nonce = original.nonce;
-    const trusted = !live.src && scriptPolicy();
-    if (trusted) live.text = trusted.createScript(original.text);
     const ran =
-      live.src && !original.hasAttribute("async")
-        ? new Promise<void>((resolve) => {
-            live.addEventListener("load", () => resolve());
-            live.addEventListener("error", () => resolve());
+      original.src && !original.hasAttribute("async") && !original.noModule
+        ? new Promise((resolve) => {
+            const timer = setTimeout(() => {
+              console.warn(
+                `consent banner: ${original.src} neither loaded nor failed within 5 s: the gated scripts after it go ahead`,
+              );
+              resolve(0);
+            }, WAIT_MS);
+            const done = () => resolve(clearTimeout(timer));
+            live.addEventListener("load", done);
+            live.addEventListener("error", done);
           })
         : undefined;
     original.replaceWith(live);

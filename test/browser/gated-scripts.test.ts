@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import type { BrowserContext, Page } from "playwright-core";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import {
@@ -76,7 +77,7 @@ describe.skipIf(skipBrowserTests)("banner runtime in Chromium: gated scripts", (
         });
       });
     }
-    await page.goto(url);
+    await page.goto(url, { waitUntil: "domcontentloaded" }); // the load event waits for scripts
     await page.waitForFunction(() => "consentBanner" in window);
   }
   const acceptAll = () => dialog(page).getByRole("button", { name: "Accept all" }).click();
@@ -112,5 +113,77 @@ describe.skipIf(skipBrowserTests)("banner runtime in Chromium: gated scripts", (
       expect(await order()).toEqual(["page's necessary", "page's analytics"]);
     }
     expect(requested).not.toContain("/evil.js");
+  });
+
+  it("runs gated scripts the page adds with innerHTML, keeping their integrity, under Trusted Types", async () => {
+    const lib = "window.order.push('lib'); window.Lib = {};";
+    const sha256 = (text: string) => `sha256-${createHash("sha256").update(text).digest("base64")}`;
+    files({
+      "/lib.js": lib,
+      "/tampered.js": "window.order.push('tampered');",
+      "/legacy.js": "window.order.push('legacy');",
+    });
+    await visit(start, { csp: "require-trusted-types-for 'script'" });
+    const markup = [
+      inline("analytics", "before lib"),
+      `<script type="text/plain" data-category="analytics" src="/lib.js" nonce="${NONCE}" integrity="${sha256(lib)}" crossorigin="anonymous"></script>`,
+      inline("analytics", "after lib"),
+      // Its integrity does not match what the server sends: the browser refuses it.
+      `<script type="text/plain" data-category="analytics" src="/tampered.js" nonce="${NONCE}" integrity="${sha256("other")}"></script>`,
+      `<script type="text/plain" data-category="necessary" src="/lib.js" nonce="${NONCE}" id="kept" class="tag" data-vendor="x"></script>`,
+      // For browsers without modules: never loads, and is not waited for.
+      `<script type="text/plain" data-category="analytics" src="/legacy.js" nomodule nonce="${NONCE}"></script>`,
+      inline("analytics", "last"),
+    ].join("");
+    // The page's own code (a single-page app) puts the markup in through a policy of its own.
+    await page.evaluate((html) => {
+      const policy = (
+        window as unknown as {
+          trustedTypes: { createPolicy(n: string, p: object): { createHTML(h: string): string } };
+        }
+      ).trustedTypes.createPolicy("page", { createHTML: (h: string) => h });
+      document.body.insertAdjacentHTML("beforeend", policy.createHTML(html));
+    }, markup);
+    await expect.poll(order).toEqual(["lib"]);
+    await acceptAll();
+    await expect.poll(order).toEqual(["lib", "before lib", "lib", "after lib", "last"]);
+    // The live copy keeps the page's other attributes.
+    expect(
+      await page.evaluate(() => {
+        const live = document.getElementById("kept") as HTMLScriptElement;
+        return [live.type, live.className, live.dataset.vendor, live.nonce];
+      }),
+    ).toEqual(["text/javascript", "tag", "x", NONCE]);
+    expect(warnings.join("\n")).toContain("integrity");
+  });
+
+  it("still runs external gated scripts where Trusted Types refuse the banner's policy", async () => {
+    files({ "/external.js": "window.order.push('external');" });
+    await visit(
+      start +
+        inline("analytics", "inline") +
+        `<script type="text/plain" data-category="analytics" src="/external.js" nonce="${NONCE}"></script>`,
+      { csp: "require-trusted-types-for 'script'; trusted-types page" },
+    );
+    await acceptAll();
+    await expect.poll(order).toEqual(["external"]);
+    expect(warnings.join("\n")).toContain("TrustedScript");
+  });
+
+  it("moves on after 5 s from an external gated script that neither loads nor fails", async () => {
+    await context.route("**/stalled.js", () => {}); // never answered
+    files({ "/next.js": "window.order.push('next external');" });
+    await visit(
+      start +
+        `<script type="text/plain" data-category="necessary" src="/stalled.js" nonce="${NONCE}"></script>` +
+        inline("necessary", "after stalled") +
+        `<script type="text/plain" data-category="necessary" src="/next.js" nonce="${NONCE}"></script>`,
+    );
+    const started = Date.now();
+    await new Promise((resolve) => setTimeout(resolve, 3_000));
+    expect(await order()).toEqual([]); // waited for, as the parser would
+    await expect.poll(order, { timeout: 10_000 }).toEqual(["after stalled", "next external"]);
+    expect(Date.now() - started).toBeLessThan(8_000);
+    expect(warnings).toContainEqual(expect.stringMatching(/consent banner: .*\/stalled\.js.* 5 s/));
   });
 });
