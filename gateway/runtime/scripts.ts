@@ -11,10 +11,10 @@ let watching: MutationObserver | undefined;
 
 /**
  * Activates `<script type="text/plain" data-category="…">` once every category it names (space-
- * or comma-separated) is accepted: the element is replaced by a live copy, which the browser then
- * runs. `data-type` gives the live type (default text/javascript, e.g. "module"). Where the loader
- * has a nonce (`nonce`, empty without), only a gated script with that same nonce is activated; the
- * copy carries the original's nonce.
+ * or comma-separated, in any case) is accepted: the element is replaced by a live copy, which the
+ * browser then runs. `data-type` gives the live type (default text/javascript, e.g. "module").
+ * Where the loader has a nonce (`nonce`, empty without), only a gated script with that same nonce
+ * is activated; the copy carries the original's nonce.
  *
  * They run in document order, as the page wrote them: an external script is waited for (loaded
  * or failed, at most WAIT_MS) before the next one is inserted, since an inline one inserted
@@ -33,8 +33,13 @@ export function activateScripts(accepted: readonly string[], nonce: string): voi
   const blocked = document.querySelectorAll<HTMLScriptElement>(
     'script[type="text/plain"][data-category]',
   );
+  // Category names are unique ignoring case, and matched so.
+  const on = accepted.map((name) => name.toLowerCase());
   for (const original of Array.from(blocked)) {
-    const needs = (original.dataset.category ?? "").split(/[\s,]+/).filter(Boolean);
+    const needs = (original.dataset.category ?? "")
+      .toLowerCase()
+      .split(/[\s,]+/)
+      .filter(Boolean);
     if (claimed.has(original) || needs.length === 0) continue;
     // Under a nonce-based CSP, markup injected into the page cannot carry the nonce: were it
     // activated, our trusted element would run it (under 'strict-dynamic', even without one).
@@ -45,7 +50,7 @@ export function activateScripts(accepted: readonly string[], nonce: string): voi
       );
       continue;
     }
-    if (!needs.every((name) => accepted.includes(name))) continue;
+    if (!needs.every((name) => on.includes(name))) continue;
     claimed.add(original);
     queue = queue.then(() => activate(original));
   }

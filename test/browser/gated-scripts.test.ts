@@ -186,4 +186,11 @@ describe.skipIf(skipBrowserTests)("banner runtime in Chromium: gated scripts", (
     expect(Date.now() - started).toBeLessThan(8_000);
     expect(warnings).toContainEqual(expect.stringMatching(/consent banner: .*\/stalled\.js.* 5 s/));
   });
+
+  it("matches data-category to the banner's categories ignoring case", async () => {
+    await visit(start + inline("marketing", "marketing") + inline("MARKETING, Necessary", "both"));
+    expect(await order()).toEqual([]);
+    await acceptAll();
+    await expect.poll(order).toEqual(["marketing", "both"]);
+  });
 });
