@@ -3,7 +3,7 @@
  * for want of the nonce, so each is warned of once.
  */
 const claimed = new WeakSet<HTMLScriptElement>();
-/** Activations run one after another, in document order (see activateScripts). */
+/** Activations run one after another, in the parser's order (see activateScripts). */
 let queue: Promise<unknown> = Promise.resolve();
 /** The categories of the latest state, for gated scripts the page adds later. */
 let current: readonly string[] = [];
@@ -16,11 +16,12 @@ let watching: MutationObserver | undefined;
  * Where the loader has a nonce (`nonce`, empty without), only a gated script with that same nonce
  * is activated; the copy carries the original's nonce.
  *
- * They run in document order, as the page wrote them: an external script is waited for (loaded
- * or failed, at most WAIT_MS) before the next one is inserted, since an inline one inserted
- * meanwhile would run first; one marked `async` is not, as the parser would not wait for it
- * either, nor one marked `nomodule`, which never loads. One that fails to activate is reported on
- * the console and skipped; the others still run.
+ * Of one call, they run in the order the parser would have run them (classic ones, then deferred
+ * ones, each in document order): an external script is waited for (loaded or failed, at most
+ * WAIT_MS) before the next one is inserted, since an inline one inserted meanwhile would run
+ * first; one marked `async` is not, as the parser would not wait for it either, nor one marked
+ * `nomodule`, which never loads, nor an inline module, which signals no end. One that fails to
+ * activate is reported on the console and skipped; the others still run.
  * Gated scripts the page adds afterwards (a single-page app, a tag manager) are activated as they
  * arrive, by the latest state's categories.
  */
@@ -35,6 +36,7 @@ export function activateScripts(accepted: readonly string[], nonce: string): voi
   );
   // Category names are unique ignoring case, and matched so.
   const on = accepted.map((name) => name.toLowerCase());
+  const ready: HTMLScriptElement[] = [];
   for (const original of Array.from(blocked)) {
     const needs = (original.dataset.category ?? "")
       .toLowerCase()
@@ -52,8 +54,15 @@ export function activateScripts(accepted: readonly string[], nonce: string): voi
     }
     if (!needs.every((name) => on.includes(name))) continue;
     claimed.add(original);
-    queue = queue.then(() => activate(original));
+    ready.push(original);
   }
+  // The parser's order: classic scripts first, then the deferred ones (modules, external classic
+  // ones marked `defer`); `async` ones keep their place, as nothing waits for them.
+  const deferred = (script: HTMLScriptElement) =>
+    !script.hasAttribute("async") &&
+    (script.dataset.type === "module" || (!!script.src && script.defer));
+  for (const original of ready.filter((script) => !deferred(script)).concat(ready.filter(deferred)))
+    queue = queue.then(() => activate(original));
 }
 
 /** Both pass the page's own markup through unchanged. */

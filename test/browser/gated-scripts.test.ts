@@ -193,4 +193,34 @@ describe.skipIf(skipBrowserTests)("banner runtime in Chromium: gated scripts", (
     await acceptAll();
     await expect.poll(order).toEqual(["marketing", "both"]);
   });
+
+  it("runs gated scripts in the parser's order: classic ones first, then deferred and module ones", async () => {
+    files({
+      "/deferred.js": "window.order.push('external defer');",
+      "/module.js": "window.order.push('external module');",
+      "/classic.js": "window.order.push('external classic');",
+    });
+    await visit(
+      start +
+        `<script type="text/plain" data-category="analytics" src="/deferred.js" defer nonce="${NONCE}"></script>` +
+        inline("analytics", "inline 1") +
+        inline("analytics", "inline module", ' data-type="module"') +
+        `<script type="text/plain" data-category="analytics" data-type="module" src="/module.js" nonce="${NONCE}"></script>` +
+        inline("analytics", "inline 2") +
+        `<script type="text/plain" data-category="analytics" src="/classic.js" nonce="${NONCE}"></script>` +
+        inline("analytics", "inline 3", " defer"),
+    );
+    await acceptAll();
+    await expect
+      .poll(order)
+      .toEqual([
+        "inline 1",
+        "inline 2",
+        "external classic",
+        "inline 3",
+        "external defer",
+        "inline module",
+        "external module",
+      ]);
+  });
 });
