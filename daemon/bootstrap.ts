@@ -29,18 +29,34 @@ const PRIVATE_FILES = [
 ];
 
 /**
- * The data directory's private files that other users may read or write, each with its mode, as
- * one sentence ("other users may read or write records/data.mdb (644) in <dir>"); undefined
- * when there are none. Such files were made by an older version, before the store's files were
- * created owner-only, or copied in. The service creates them 0600 and never changes the mode of
- * a file that exists, so start-up and `consentctl doctor` report them instead.
+ * The directories holding them, which other users must not write to: whoever may write in one
+ * may replace what it holds (a token of their own, another store). Others may read them (a data
+ * directory made beforehand as 0755 is taken as it is): the files themselves are private.
+ */
+const PRIVATE_DIRECTORIES = [".", RECORDS_DIRECTORY, COUNTERS_DIRECTORY];
+
+/**
+ * The data directory's private files that other users may read or write, and its directories
+ * they may write in, each with its mode, as one sentence ("other users may read or write
+ * records/data.mdb (644), the directory records (777) in <dir>"); undefined when there are none.
+ * Such modes were left by an older version, before the store's files were created owner-only, or
+ * by a copy or a chmod. The service creates them owner-only and never changes the mode of one
+ * that exists, so start-up and `consentctl doctor` report them instead.
  */
 export async function exposedFiles(dataDir: string): Promise<string | undefined> {
   const exposed: string[] = [];
+  const modeOf = (info: { mode: number }) => (info.mode & 0o777).toString(8);
+  for (const directory of PRIVATE_DIRECTORIES) {
+    const info = await stat(path.join(dataDir, directory)).catch(() => undefined);
+    if (info && (info.mode & 0o022) !== 0) {
+      const named = directory === "." ? "the data directory" : `the directory ${directory}`;
+      exposed.push(`${named} (${modeOf(info)})`);
+    }
+  }
   for (const file of PRIVATE_FILES) {
     const info = await stat(path.join(dataDir, file)).catch(() => undefined);
     if (info && (info.mode & 0o077) !== 0) {
-      exposed.push(`${file} (${(info.mode & 0o777).toString(8)})`);
+      exposed.push(`${file} (${modeOf(info)})`);
     }
   }
   if (exposed.length === 0) return undefined;

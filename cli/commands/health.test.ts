@@ -177,6 +177,18 @@ describe.concurrent("consentctl health and doctor (against a real daemon)", {
         detail: `other users may read or write admin-token (644) in ${dataDir}`,
         hint: expect.stringContaining("chmod 600"),
       });
+      // A directory others may write in: they could put a token of their own in place.
+      await chmod(dataDir, 0o777);
+      const open = await runCli(["doctor", "--daemon", service.daemonUrl, "--json"], {
+        env: { CONSENT_DATA_DIR: dataDir },
+      });
+      expect(JSON.parse(open.stdout).checks).toContainEqual(
+        expect.objectContaining({
+          name: "data files",
+          status: "fail",
+          detail: `other users may read or write the data directory (777), admin-token (644) in ${dataDir}`,
+        }),
+      );
     } finally {
       await rm(dataDir, { recursive: true, force: true });
     }
