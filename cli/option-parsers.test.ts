@@ -86,6 +86,9 @@ describe("option parsers", () => {
     expect(parseDaemonUrl("http://127.0.0.1:50051/")).toBe("http://127.0.0.1:50051");
     expect(() => parseDaemonUrl("127.0.0.1:50051")).toThrow(InvalidArgumentError);
     expect(() => parseDaemonUrl("ftp://host")).toThrow(InvalidArgumentError);
+    expect(() => parseDaemonUrl("http://127.0.0.1:99999")).toThrow(
+      '"http://127.0.0.1:99999" names port 99999; a port is a number from 1 to 65535.',
+    );
     // The daemon serves at the root: a path would have every call answered 404.
     for (const value of [
       "http://127.0.0.1:50051/consent",

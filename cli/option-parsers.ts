@@ -1,5 +1,5 @@
 import { type Command, InvalidArgumentError } from "commander";
-import { daemonAddressProblem } from "#daemon/config.js";
+import { daemonAddressProblem, outOfRangePort } from "#daemon/config.js";
 import { isIsoDateTime } from "#daemon/validation/rules.js";
 
 const UNIT_SECONDS = { s: 1, m: 60, h: 3600, d: 86400 } as const;
@@ -156,8 +156,11 @@ export function parseDaemonUrl(value: string): string {
   try {
     url = new URL(value);
   } catch {
+    const port = outOfRangePort(value);
     throw new InvalidArgumentError(
-      `"${value}" is not an absolute URL, e.g. http://127.0.0.1:50051.`,
+      port === undefined
+        ? `"${value}" is not an absolute URL, e.g. http://127.0.0.1:50051.`
+        : `"${value}" names port ${port}; a port is a number from 1 to 65535.`,
     );
   }
   if (url.protocol !== "http:" && url.protocol !== "https:") {

@@ -221,6 +221,10 @@ describe("URLs and the log level", () => {
     expect(configErrorOf({ CONSENT_BASE_URL: "ftp://shop.example" }).message).toMatch(
       /^CONSENT_BASE_URL must be an http:\/\/ or https:\/\/ URL/,
     );
+    // A port past 65535 is named as the mistake, not the URL's form.
+    expect(configErrorOf({ CONSENT_DAEMON_URL: "http://127.0.0.1:99999" }).message).toBe(
+      'CONSENT_DAEMON_URL names port 99999 ("http://127.0.0.1:99999"); a port is a number from 1 to 65535',
+    );
   });
 
   it("names PORT when the HTTP port came from it", () => {

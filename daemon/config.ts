@@ -120,7 +120,12 @@ function url(value: string, name: string, example: string): string {
   try {
     parsed = new URL(value);
   } catch {
-    throw new ConfigError(`${name} must be an absolute URL, not "${value}"`);
+    const port = outOfRangePort(value);
+    throw new ConfigError(
+      port === undefined
+        ? `${name} must be an absolute URL, not "${value}"`
+        : `${name} names port ${port} ("${value}"); a port is a number from 1 to 65535`,
+    );
   }
   if (parsed.protocol !== "http:" && parsed.protocol !== "https:") {
     throw new ConfigError(
@@ -128,6 +133,15 @@ function url(value: string, name: string, example: string): string {
     );
   }
   return parsed.toString().replace(/\/$/, "");
+}
+
+/**
+ * The port an address that URL parsing refused names, when that is why: WHATWG URLs refuse a
+ * port past 65535 as they refuse a relative address, and the two call for different words.
+ */
+export function outOfRangePort(value: string): string | undefined {
+  const port = /^[a-z][a-z0-9+.-]*:\/\/[^/?#]*:(\d+)(?:[/?#]|$)/i.exec(value)?.[1];
+  return port !== undefined && Number(port) > 65_535 ? port : undefined;
 }
 
 /**
