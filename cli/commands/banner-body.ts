@@ -1,9 +1,14 @@
-import { readFile } from "node:fs/promises";
+import { open } from "node:fs/promises";
 import { type Command, Option } from "commander";
 import { fileFailure } from "#cli/file-errors.js";
 import { nonEmpty } from "#cli/option-parsers.js";
 import { UserError } from "#cli/problems.js";
-import { LAYOUTS, POSITIONS, TELEMETRY_LEVELS } from "#daemon/banners/banner-store.js";
+import {
+  BANNER_BODY_LIMIT,
+  LAYOUTS,
+  POSITIONS,
+  TELEMETRY_LEVELS,
+} from "#daemon/banners/banner-store.js";
 
 /** Options shared by `banners create` and `banners update`, as commander parses them. */
 export interface BannerFieldOptions {
@@ -118,10 +123,34 @@ export function encodeBody(body: Record<string, unknown>): Uint8Array {
   return new TextEncoder().encode(JSON.stringify(body));
 }
 
-async function readConfigurationFile(file: string): Promise<Record<string, unknown>> {
-  let text: string;
+/**
+ * The most of a configuration file read: four times what a banner's body may hold (the daemon
+ * judges the configuration's size exactly), so a file that is no configuration (a device, a
+ * log) fails at once rather than being read whole into memory.
+ */
+const CONFIG_FILE_MAX_BYTES = 4 * BANNER_BODY_LIMIT;
+
+/** The file's text, or undefined when it holds more than CONFIG_FILE_MAX_BYTES. */
+async function readBounded(file: string): Promise<string | undefined> {
+  const handle = await open(file, "r");
   try {
-    text = await readFile(file, "utf8");
+    const buffer = Buffer.alloc(CONFIG_FILE_MAX_BYTES + 1);
+    let length = 0;
+    while (length < buffer.length) {
+      const { bytesRead } = await handle.read(buffer, length, buffer.length - length, null);
+      if (bytesRead === 0) break;
+      length += bytesRead;
+    }
+    return length > CONFIG_FILE_MAX_BYTES ? undefined : buffer.toString("utf8", 0, length);
+  } finally {
+    await handle.close();
+  }
+}
+
+async function readConfigurationFile(file: string): Promise<Record<string, unknown>> {
+  let text: string | undefined;
+  try {
+    text = await readBounded(file);
   } catch (error) {
     const { reason, hint } = fileFailure(
       file,
@@ -133,6 +162,13 @@ async function readConfigurationFile(file: string): Promise<Record<string, unkno
       `Cannot read the configuration file ${file}: ${reason}.`,
       hint,
       "config_file_unreadable",
+    );
+  }
+  if (text === undefined) {
+    throw new UserError(
+      `The configuration file ${file} holds more than ${CONFIG_FILE_MAX_BYTES / 1024 / 1024} MiB; a banner's whole body may hold ${BANNER_BODY_LIMIT / 1024} KiB.`,
+      "pass the path of a JSON file holding a configuration object",
+      "config_file_invalid",
     );
   }
   let value: unknown;

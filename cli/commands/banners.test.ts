@@ -134,11 +134,13 @@ describe.concurrent("consentctl banners (against a real daemon)", {
     await writeFile(notJson, "{ layout: modal");
     const withConfig = (file: string) =>
       cli.fails(argv`banners create --team ${teamId} --name A --domain a.com --config ${file}`);
-    const [banner, team, missingFile, badFile] = await Promise.all([
+    const [banner, team, missingFile, badFile, endless] = await Promise.all([
       cli.fails(argv`banners show no-such-banner --team ${teamId}`),
       cli.fails(argv`banners list --team no-such-team`),
       withConfig("/nonexistent.json"),
       withConfig(notJson),
+      // A file that never ends: refused once past 1 MiB, not read into memory whole.
+      withConfig("/dev/zero"),
     ]);
     expect(banner).toMatchObject({
       code: "not_found",
@@ -151,6 +153,11 @@ describe.concurrent("consentctl banners (against a real daemon)", {
       error: "Cannot read the configuration file /nonexistent.json: it does not exist.",
     });
     expect(badFile.code).toBe("config_file_invalid");
+    expect(endless).toMatchObject({
+      code: "config_file_invalid",
+      error:
+        "The configuration file /dev/zero holds more than 1 MiB; a banner's whole body may hold 256 KiB.",
+    });
   });
 
   it("exits 2 when --team is missing or an update names no field", async () => {

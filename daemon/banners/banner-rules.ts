@@ -5,7 +5,7 @@ import {
   configurationInput,
 } from "#daemon/banners/banner-configuration.js";
 import { configurationMessage } from "#daemon/banners/banner-messages.js";
-import type { BannerConfiguration } from "#daemon/banners/banner-store.js";
+import { BANNER_BODY_LIMIT, type BannerConfiguration } from "#daemon/banners/banner-store.js";
 import {
   hostOf,
   normalizeDomain,
@@ -16,9 +16,6 @@ import { DomainError, type Violation } from "#daemon/errors.js";
 import { displayName } from "#daemon/validation/rules.js";
 import { parseOrThrow } from "#daemon/validation/violations.js";
 import { BannerConfigurationSchema } from "#gen/consent/v1/banner_pb.js";
-
-/** Banner bodies carry a whole configuration (texts in many languages); 256 KB is ample. */
-export const BANNER_BODY_LIMIT = 256 * 1024;
 
 /**
  * The most a banner's configuration may weigh as the API writes it: what a body may carry, less

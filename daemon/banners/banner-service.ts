@@ -13,14 +13,17 @@ import {
 } from "#daemon/banners/banner-configuration.js";
 import { bannerMessage, publishedBannerMessage } from "#daemon/banners/banner-messages.js";
 import {
-  BANNER_BODY_LIMIT,
   checkCategoryTexts,
   checkConfigurationSize,
   MAX_BANNERS_PER_TEAM,
   readBannerCreation,
   readBannerUpdate,
 } from "#daemon/banners/banner-rules.js";
-import type { BannerConfiguration, BannerRecord } from "#daemon/banners/banner-store.js";
+import {
+  BANNER_BODY_LIMIT,
+  type BannerConfiguration,
+  type BannerRecord,
+} from "#daemon/banners/banner-store.js";
 import type { Clock } from "#daemon/clock.js";
 import { DomainError, insertWithinMaximum, notFound } from "#daemon/errors.js";
 import { oneAtATimePerKey } from "#daemon/one-at-a-time.js";

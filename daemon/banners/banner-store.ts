@@ -12,6 +12,9 @@ export interface CategoryTexts {
   description: string;
 }
 
+/** Banner bodies carry a whole configuration (texts in many languages); 256 KB is ample. */
+export const BANNER_BODY_LIMIT = 256 * 1024;
+
 /** The visible strings of a banner in one language; empty strings fall back to English. */
 export interface BannerTexts {
   title: string;
