@@ -64,6 +64,24 @@ const NETWORK_CODES = new Set([
 const NOT_HTTP2_CODES = new Set(["ERR_HTTP2_ERROR"]);
 const NOT_TLS_CODES = new Set(["ERR_SSL_WRONG_VERSION_NUMBER", "ERR_SSL_PACKET_LENGTH_TOO_LONG"]);
 
+/** Node's codes for a TLS certificate this client does not accept (OpenSSL's verify results). */
+const CERTIFICATE_CODES = new Set([
+  "DEPTH_ZERO_SELF_SIGNED_CERT",
+  "SELF_SIGNED_CERT_IN_CHAIN",
+  "UNABLE_TO_VERIFY_LEAF_SIGNATURE",
+  "UNABLE_TO_GET_ISSUER_CERT",
+  "UNABLE_TO_GET_ISSUER_CERT_LOCALLY",
+  "CERT_HAS_EXPIRED",
+  "CERT_NOT_YET_VALID",
+  "CERT_REVOKED",
+  "CERT_UNTRUSTED",
+  "CERT_REJECTED",
+  "CERT_SIGNATURE_FAILURE",
+  "INVALID_CA",
+  "HOSTNAME_MISMATCH",
+  "ERR_TLS_CERT_ALTNAME_INVALID",
+]);
+
 /** Why a store that answers may refuse writes, as health, doctor and a refused write say it. */
 export const WRITES_REFUSED =
   "the store refuses writes: the data directory's disk is low on free space (CONSENT_MIN_FREE_MB; reads are served)";
@@ -159,9 +177,14 @@ function describeConnectError(error: ConnectError, context: ProblemContext): Pro
 
 /**
  * Nothing answered (nothing listening, DNS, a reset), something other than the daemon's h2c
- * port answered, or an https:// URL met a port without TLS.
+ * port answered, an https:// URL met a port without TLS, or a TLS peer whose certificate this
+ * client does not accept (with OpenSSL's words for why).
  */
-type TransportFailure = "unreachable" | "not_daemon" | "not_tls";
+type TransportFailure =
+  | "unreachable"
+  | "not_daemon"
+  | "not_tls"
+  | { certificate: string };
 
 /** The transport failure under a ConnectError, from the Node error codes of its causes. */
 function transportFailure(error: ConnectError): TransportFailure | undefined {
@@ -169,6 +192,7 @@ function transportFailure(error: ConnectError): TransportFailure | undefined {
   for (let depth = 0; cause instanceof Error && depth < 10; depth++) {
     const nodeCode = (cause as NodeJS.ErrnoException).code;
     if (nodeCode && NOT_TLS_CODES.has(nodeCode)) return "not_tls";
+    if (nodeCode && CERTIFICATE_CODES.has(nodeCode)) return { certificate: cause.message };
     if (nodeCode && NOT_HTTP2_CODES.has(nodeCode)) return "not_daemon";
     // Any other HTTP/2 failure (a GOAWAY, a session torn down) is a daemon going away.
     if (nodeCode && (NETWORK_CODES.has(nodeCode) || nodeCode.startsWith("ERR_HTTP2_"))) {
@@ -184,6 +208,13 @@ function describeTransportFailure(
   failure: TransportFailure,
   daemonUrl: string,
 ): Pick<Problem, "message" | "hint" | "code"> {
+  if (typeof failure === "object") {
+    return {
+      message: `The TLS certificate at ${daemonUrl} is not accepted: ${failure.certificate.replace(/\.$/, "")}.`,
+      hint: "a certificate from a private CA needs that CA's certificate in NODE_EXTRA_CA_CERTS (a PEM file); it must also name the URL's host and be in date",
+      code: "tls_certificate",
+    };
+  }
   switch (failure) {
     case "unreachable":
       return {

@@ -1,4 +1,6 @@
-import { mkdtemp, rm } from "node:fs/promises";
+import { mkdtemp, readFile, rm } from "node:fs/promises";
+import http2 from "node:http2";
+import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -191,6 +193,29 @@ describe("consentctl teams (against a real daemon)", { timeout: E2E_TIMEOUT_MS }
       code: "tls_unavailable",
       hint: `use ${service.daemonUrl}, or the https:// address of a TLS proxy in front of the daemon`,
     });
+  });
+
+  // Regression: "The daemon failed: self-signed certificate." (an internal error, a bug).
+  it("says which TLS certificate it does not accept and how to trust a private CA", async () => {
+    const tls = path.join(import.meta.dirname, "../../test/support/tls");
+    const server = http2.createSecureServer({
+      key: await readFile(path.join(tls, "self-signed.key")),
+      cert: await readFile(path.join(tls, "self-signed.crt")),
+    });
+    server.on("stream", (stream) => stream.respond({ ":status": 404 }, { endStream: true }));
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    const url = `https://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    try {
+      const result = await runCli(["teams", "list", "--daemon", url, "--token", "x", "--json"]);
+      expect(result.code).toBe(1);
+      expect(JSON.parse(result.stderr)).toEqual({
+        error: `The TLS certificate at ${url} is not accepted: self-signed certificate.`,
+        code: "tls_certificate",
+        hint: "a certificate from a private CA needs that CA's certificate in NODE_EXTRA_CA_CERTS (a PEM file); it must also name the URL's host and be in date",
+      });
+    } finally {
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
   });
 
   // Regression: "No team with id." from the daemon for an id that was an unset variable.
