@@ -20,15 +20,38 @@ declare const __CONFIG__: RuntimeConfig;
 
 const config = __CONFIG__;
 const loaderPath = `/loader/${config.id}.js`;
-// Only valid while the loader script itself runs: read both at once. A module script, or one in
-// a shadow root, has none: its element is looked for by its address.
-const script = (document.currentScript ??
-  document.querySelector(`script[src*="${loaderPath}"]`)) as HTMLScriptElement | null;
-const nonce = script?.nonce || "";
-// A loader a tag manager fetched and ran has no element at all: its request tells its address.
-const loaderSrc =
-  script?.src ||
-  performance.getEntriesByType("resource").find((entry) => entry.name.includes(loaderPath))?.name;
+/** Whether an address is the loader's: its path names this banner's loader (not its query). */
+const isLoader = (address: string | undefined) => {
+  try {
+    return !!address && new URL(address).pathname.endsWith(loaderPath);
+  } catch {
+    return false;
+  }
+};
+// The running script's element, only while it runs: the loader's tag, or the inline script a tag
+// manager ran the fetched loader as. A module, or a script in a shadow root, has none.
+const script = document.currentScript as HTMLScriptElement | null;
+/**
+ * The nonce the loader ran with, or undefined where it cannot be known (no element): never read
+ * off another element, which markup injected into the page could have put first.
+ */
+const nonce = script ? script.nonce : undefined;
+// The loader's address: its tag's; else the running code's own, as the stack names it (a module,
+// a shadow root); else the latest fetch of it (a tag manager that fetched it and ran its text).
+// Markup cannot make a fetch, where an injected <img> could make a request for such a path.
+const loaderSrc = [
+  script?.src,
+  ...(new Error().stack?.match(/https?:\/\/[^\s)]+/g) ?? []).map((at) =>
+    at.replace(/(:\d+){1,2}$/, ""),
+  ),
+  ...performance
+    .getEntriesByType("resource")
+    .filter((entry) =>
+      /^(fetch|xmlhttprequest)$/.test((entry as PerformanceResourceTiming).initiatorType),
+    )
+    .map((entry) => entry.name)
+    .reverse(),
+].find(isLoader);
 if (!loaderSrc) {
   console.warn(
     `consent banner ${config.id}: cannot tell where the loader came from, so choices cannot be recorded; embed it with <script src>`,
@@ -174,7 +197,7 @@ function post(method: string, s: ConsentState): void {
 function apply(s: ConsentState): void {
   const accepted = all.filter((name) => required.includes(name) || s.categories.includes(name));
   consentUpdate(accepted);
-  whenReady(() => activateScripts(accepted, nonce));
+  whenReady(() => activateScripts(accepted, nonce, config.id));
 }
 
 /** A choice or a default: recorded first, so nothing the page does afterwards can lose the row. */
@@ -256,7 +279,7 @@ function open(customize: boolean): void {
     closeView = showBanner({
       config,
       texts,
-      nonce,
+      nonce: nonce ?? "",
       accepted: state?.categories ?? [],
       customize,
       dismissible: !!explicit(state) && (state?.revision ?? 0) >= config.revision,
@@ -360,7 +383,7 @@ if (running) {
     else if (state) apply(state);
     // No choice yet: the required categories are on all the same (shown "Always on"), so their
     // tags run now, as Consent Mode's default grants their storage.
-    else whenReady(() => activateScripts(required, nonce));
+    else whenReady(() => activateScripts(required, nonce, config.id));
     open(false);
   }
   whenReady(() => emit("ready"));

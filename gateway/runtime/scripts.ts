@@ -8,13 +8,17 @@ let queue: Promise<unknown> = Promise.resolve();
 /** The categories of the latest state, for gated scripts the page adds later. */
 let current: readonly string[] = [];
 let watching: MutationObserver | undefined;
+/** Whether the console has been told that gated scripts are not run (see activateScripts). */
+let unknownNonceSaid = false;
 
 /**
  * Activates `<script type="text/plain" data-category="…">` once every category it names (space-
  * or comma-separated, in any case) is accepted: the element is replaced by a live copy, which the
  * browser then runs. `data-type` gives the live type (default text/javascript, e.g. "module").
  * Where the loader has a nonce (`nonce`, empty without), only a gated script with that same nonce
- * is activated; the copy carries the original's nonce.
+ * is activated; the copy carries the original's nonce. Where the loader's nonce cannot be known
+ * (`undefined`: it runs as a module or in a shadow root, with no element of its own), none is:
+ * injected markup could not be told from the page's, and the console says so once.
  *
  * Of one call, they run in the order the parser would have run them (classic ones, then deferred
  * ones, each in document order): an external script is waited for (loaded or failed, at most
@@ -25,10 +29,23 @@ let watching: MutationObserver | undefined;
  * Gated scripts the page adds afterwards (a single-page app, a tag manager) are activated as they
  * arrive, by the latest state's categories.
  */
-export function activateScripts(accepted: readonly string[], nonce: string): void {
+export function activateScripts(
+  accepted: readonly string[],
+  nonce: string | undefined,
+  publicId: string,
+): void {
+  if (nonce === undefined) {
+    if (!unknownNonceSaid) {
+      console.warn(
+        `consent banner ${publicId}: gated scripts are not run: the loader runs without a tag of its own (a module, or in a shadow root), so the page's nonce cannot be known; embed it as a classic <script src> tag`,
+      );
+    }
+    unknownNonceSaid = true;
+    return;
+  }
   current = accepted;
   if (!watching) {
-    watching = new MutationObserver(() => activateScripts(current, nonce));
+    watching = new MutationObserver(() => activateScripts(current, nonce, publicId));
     watching.observe(document.documentElement, { childList: true, subtree: true });
   }
   const blocked = document.querySelectorAll<HTMLScriptElement>(
@@ -106,6 +123,8 @@ const WAIT_MS = 5_000;
  * WAIT_MS have passed).
  */
 function activate(original: HTMLScriptElement): Promise<unknown> | undefined {
+  // Taken out of the page before its turn (a single-page app moved on): nothing to run or wait for.
+  if (!original.isConnected) return undefined;
   try {
     const trusted = scriptPolicy();
     let live: HTMLScriptElement;

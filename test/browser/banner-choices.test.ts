@@ -531,17 +531,27 @@ describe.skipIf(skipBrowserTests)("banner runtime in Chromium: layouts and choic
     expect(warnings.filter((w) => /SecurityError|sandboxed/.test(w))).toEqual([]);
   });
 
-  it("records choices and runs gated scripts however the loader is embedded: a module, or fetched and run by a tag manager", async () => {
+  it("records choices however the loader is embedded, its address never taken from markup: a module, or fetched and run by a tag manager", async () => {
+    // Markup an injection could have put in the page: a decoy tag and a request naming the
+    // loader's path, neither of which may decide where choices go, and a gated script without
+    // the page's nonce.
+    const injected = (publicId: string) =>
+      `<script type="text/plain" src="http://127.0.0.1:9/loader/${publicId}.js"></script>` +
+      `<img alt="" src="/pixel?u=/loader/${publicId}.js"><img alt="" src="/elsewhere/loader/${publicId}.js">` +
+      `<script type="text/plain" data-category="necessary">window.injectedRan = true;</script>`;
     const gated = `<script type="text/plain" data-category="necessary" nonce="${NONCE}">window.gatedRan = true;</script>`;
     const embeddings = [
-      { loaderAttributes: 'type="module"' },
+      // No tag of its own while it runs: its nonce cannot be known, so no gated script runs.
+      { loaderAttributes: 'type="module"', gatedRun: false },
       {
         noLoaderTag: true,
         head: (publicId: string) =>
-          `<script nonce="${NONCE}">fetch("${ctx.service.gatewayUrl}/loader/${publicId}.js").then((r) => r.text()).then((text) => { const s = document.createElement("script"); s.nonce = "${NONCE}"; s.text = text; document.head.append(s); });</script>`,
+          `${injected(publicId)}<script nonce="${NONCE}">addEventListener("load", () => fetch("${ctx.service.gatewayUrl}/loader/${publicId}.js").then((r) => r.text()).then((text) => { const s = document.createElement("script"); s.nonce = "${NONCE}"; s.text = text; document.head.append(s); }));</script>`,
+        gatedRun: true,
       },
     ];
-    for (const { head, ...embedding } of embeddings) {
+    for (const { head, gatedRun, ...embedding } of embeddings) {
+      warnings.length = 0;
       const fixture = await bannerFixture(ctx.service, {
         domain: "localhost",
         configuration: { categories },
@@ -550,20 +560,34 @@ describe.skipIf(skipBrowserTests)("banner runtime in Chromium: layouts and choic
         ctx.site.page(`/embedded-${fixture.publicId}`, {
           publicId: fixture.publicId,
           body: gated,
-          head: head?.(fixture.publicId),
+          head: head?.(fixture.publicId) ?? injected(fixture.publicId),
           ...embedding,
         }),
       );
       await expect.poll(() => dialog(page).count()).toBe(1);
       await dialog(page).getByRole("button", { name: "Accept all" }).click();
       const [row] = await waitForRows(ctx.service, fixture.teamId, 1);
-      expect([JSON.stringify(embedding), row?.method]).toEqual([
-        JSON.stringify(embedding),
-        "accept_all",
-      ]);
-      expect(await page.evaluate(() => (window as { gatedRan?: boolean }).gatedRan)).toBe(true);
+      const what = JSON.stringify(embedding);
+      expect([what, row?.method]).toEqual([what, "accept_all"]);
+      const ran = await page.evaluate(() => {
+        const w = window as { gatedRan?: boolean; injectedRan?: boolean };
+        return [w.gatedRan ?? false, w.injectedRan ?? false];
+      });
+      expect([what, ran]).toEqual([what, [gatedRun, false]]);
+      expect(warnings.filter((w) => /consent banner/.test(w))).toEqual(
+        gatedRun
+          ? [
+              expect.stringContaining(
+                'a script gated on "necessary" was not run: it needs the page\'s nonce',
+              ),
+            ]
+          : [
+              expect.stringContaining(
+                "gated scripts are not run: the loader runs without a tag of its own",
+              ),
+            ],
+      );
     }
-    expect(warnings).toEqual([]);
   });
 
   it("goes on without Consent Mode where the page's dataLayer is not an array", async () => {
