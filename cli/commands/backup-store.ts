@@ -108,7 +108,7 @@ export async function backupDataDir(
     const warnings = warningsFor(has(IDENTITY_KEY_FILE), has(ADMIN_TOKEN_FILE), env);
     if (formatProblem !== undefined) {
       warnings.push(
-        `a daemon of this version will not start on the backup: ${formatProblem}; restore it with the version that wrote it`,
+        `a daemon of this version will not start on the backup: ${formatProblem.reason}; ${formatProblem.backupAdvice}`,
       );
     }
     if (await liesWithin(target, dataDir)) {
@@ -170,7 +170,7 @@ const EXIT_INTERRUPTED = 130;
 async function fillDraft(
   dataDir: string,
   draft: string,
-): Promise<{ written: BackupFile[]; formatProblem: string | undefined }> {
+): Promise<{ written: BackupFile[]; formatProblem: ReturnType<typeof storeFormatProblem> }> {
   await mkdir(path.join(draft, RECORDS_DIRECTORY), { mode: 0o700 });
   const formatProblem = await copyRecords(
     path.join(dataDir, RECORDS_DIRECTORY),
@@ -200,14 +200,17 @@ async function fillDraft(
  * creates, in a store no daemon has opened yet (a backup of a backup), is owner-only too. The
  * store, and lmdb with it, is loaded here, by this command only.
  */
-async function copyRecords(source: string, directory: string): Promise<string | undefined> {
+async function copyRecords(
+  source: string,
+  directory: string,
+): Promise<ReturnType<typeof storeFormatProblem>> {
   const { openEnvironment, storedFormat } = await import("#daemon/store/lmdb-store.js");
   const environment = openEnvironment({ path: source, readOnly: true });
   try {
     // The environment has a directory of its own, so LMDB writes data.mdb into `directory`.
     await environment.backup(directory, true);
     // Copied whole whatever it holds; a store this version's daemon refuses is said so.
-    return storeFormatProblem(storedFormat(environment))?.reason;
+    return storeFormatProblem(storedFormat(environment));
   } finally {
     await environment.close();
   }

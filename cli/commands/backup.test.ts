@@ -157,5 +157,16 @@ describe("consentctl backup (against a running service)", { timeout: E2E_TIMEOUT
     expect(report.warnings).toEqual([
       "a daemon of this version will not start on the backup: its records are marked as format 2, written by another version of the service; this version reads format 1; restore it with the version that wrote it",
     ]);
+
+    // A store written before the marker existed has no meta database at all: backed up as ever.
+    const older = open({ path: path.join(later, "records"), maxDbs: 32 });
+    await older.openDB<unknown, string>({ name: "meta" }).drop();
+    await older.close();
+    const ofOlder = await cliFor(service, { CONSENT_DATA_DIR: later }).json([
+      "backup",
+      "--to",
+      path.join(backups, "of-older"),
+    ]);
+    expect(ofOlder.warnings).toEqual([]);
   });
 });

@@ -1,6 +1,6 @@
 import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
-import { open, type RootDatabase, type RootDatabaseOptionsWithPath } from "lmdb";
+import { type Database, open, type RootDatabase, type RootDatabaseOptionsWithPath } from "lmdb";
 import { createLmdbBannerStore } from "#daemon/banners/lmdb-banner-store.js";
 import type { ConsentLogRecord } from "#daemon/consent-log/consent-log-store.js";
 import { createLmdbConsentLogStore } from "#daemon/consent-log/lmdb-consent-log-store.js";
@@ -46,9 +46,15 @@ export function openEnvironment(options: RootDatabaseOptionsWithPath): RootDatab
   return open({ ...options, permissionsMode: FILE_MODE } as RootDatabaseOptionsWithPath);
 }
 
-/** The records' format marker (store.ts, STORE_FORMAT): undefined when they hold none. */
+/**
+ * The records' format marker (store.ts, STORE_FORMAT): undefined when they hold none. A store no
+ * daemon of this version has opened has no `meta` database, which an environment opened
+ * read-only (a backup's) cannot create: lmdb-js then gives no database at all.
+ */
 export function storedFormat(records: RootDatabase): unknown {
-  return records.openDB<unknown, string>({ name: "meta" }).get("format");
+  return (
+    records.openDB<unknown, string>({ name: "meta" }) as Database<unknown, string> | undefined
+  )?.get("format");
 }
 
 /**

@@ -95,17 +95,19 @@ export function checkStoreFormat(marker: unknown): void {
  */
 export function storeFormatProblem(
   marker: unknown,
-): { reason: string; advice: string } | undefined {
+): { reason: string; advice: string; backupAdvice: string } | undefined {
   if (marker === undefined || marker === null || marker === STORE_FORMAT) return undefined;
   if (typeof marker !== "number" || !Number.isInteger(marker) || marker < 1) {
     const shown = JSON.stringify(marker) ?? String(marker);
     return {
       reason: `its format marker holds ${shown.length > 40 ? `${shown.slice(0, 39)}…` : shown}, which no version of the service writes (this version reads format ${STORE_FORMAT})`,
       advice: "the marker was changed by something else; restore a backup made by the service",
+      backupAdvice: "the marker was changed by something else; keep an older backup too",
     };
   }
   return {
     reason: `its records are marked as format ${marker}, written by another version of the service; this version reads format ${STORE_FORMAT}`,
     advice: "run a version that reads it, or restore a backup made by this one",
+    backupAdvice: "restore it with the version that wrote it",
   };
 }
