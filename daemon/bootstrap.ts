@@ -29,15 +29,17 @@ const PRIVATE_FILES = [
 ];
 
 /**
- * The directories holding them, which other users must not write to: whoever may write in one
- * may replace what it holds (a token of their own, another store). Others may read them (a data
- * directory made beforehand as 0755 is taken as it is): the files themselves are private.
+ * The directories holding them, which every user must not be able to write to: whoever may write
+ * in one may replace what it holds (a token of their own, another store). Others may read them (a
+ * data directory made beforehand as 0755 is taken as it is): the files themselves are private.
+ * A group that may write is the operator's choice (a Kubernetes volume's fsGroup, an image made
+ * for an arbitrary user of group 0, which applies 2770 or 0775 on every mount), not a mistake.
  */
 const PRIVATE_DIRECTORIES = [".", RECORDS_DIRECTORY, COUNTERS_DIRECTORY];
 
 /**
  * The data directory's private files that other users may read or write, and its directories
- * they may write in, each with its mode, as one sentence ("other users may read or write
+ * every user may write in, each with its mode, as one sentence ("other users may read or write
  * records/data.mdb (644), the directory records (777) in <dir>"); undefined when there are none.
  * Such modes were left by an older version, before the store's files were created owner-only, or
  * by a copy or a chmod. The service creates them owner-only and never changes the mode of one
@@ -48,7 +50,7 @@ export async function exposedFiles(dataDir: string): Promise<string | undefined>
   const modeOf = (info: { mode: number }) => (info.mode & 0o777).toString(8);
   for (const directory of PRIVATE_DIRECTORIES) {
     const info = await stat(path.join(dataDir, directory)).catch(() => undefined);
-    if (info && (info.mode & 0o022) !== 0) {
+    if (info && (info.mode & 0o002) !== 0) {
       const named = directory === "." ? "the data directory" : `the directory ${directory}`;
       exposed.push(`${named} (${modeOf(info)})`);
     }

@@ -1,4 +1,5 @@
 import { type Logger, pino } from "pino";
+import { messageOf } from "#daemon/errors.js";
 
 /**
  * The JSON loggers of the programs' two services, each line tagged with the service that wrote
@@ -30,21 +31,27 @@ export const STORE_UNAVAILABLE_LOG_MS = 10_000;
  * Logs a failure that repeats while a state lasts (a store out of reach during a MongoDB
  * election, a damaged store, a background pass failing each second) at most once per
  * STORE_UNAVAILABLE_LOG_MS, each line counting the failures since the one before, so the state
- * is visible without a line (and a stack) per failed call.
+ * is visible without a line (and a stack) per failed call. With `byWords`, a failure with other
+ * words than the last one logged is logged at once, so a new fault never hides behind an old one
+ * (for failures of any cause, such as a background pass's); without, every failure counts as the
+ * state's (an outage's or a damaged store's words vary from call to call).
  */
 export function repeatedFailureLog(
   logger: ErrorLogger,
   message: string,
-  level: keyof ErrorLogger = "warn",
+  { level = "warn", byWords = false }: { level?: keyof ErrorLogger; byWords?: boolean } = {},
 ): (error: unknown, details?: object) => void {
   let loggedAt = Number.NEGATIVE_INFINITY;
+  let loggedWords: string | undefined;
   let unlogged = 0;
   return (error, details) => {
     const now = performance.now();
-    if (now - loggedAt < STORE_UNAVAILABLE_LOG_MS) {
+    const words = byWords ? messageOf(error) : undefined;
+    if (now - loggedAt < STORE_UNAVAILABLE_LOG_MS && words === loggedWords) {
       unlogged += 1;
       return;
     }
+    loggedWords = words;
     logger[level]({ err: error, ...details, failedSincePreviousLine: unlogged }, message);
     loggedAt = now;
     unlogged = 0;

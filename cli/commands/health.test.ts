@@ -177,7 +177,17 @@ describe.concurrent("consentctl health and doctor (against a real daemon)", {
         detail: `other users may read or write admin-token (644) in ${dataDir}`,
         hint: expect.stringContaining("chmod 600"),
       });
-      // A directory others may write in: they could put a token of their own in place.
+      // A directory every user may write in: they could put a token of their own in place. (A
+      // group that may write, as a Kubernetes volume's fsGroup gives, is the operator's choice.)
+      await chmod(dataDir, 0o2770);
+      const grouped = await runCli(["doctor", "--daemon", service.daemonUrl, "--json"], {
+        env: { CONSENT_DATA_DIR: dataDir },
+      });
+      expect(JSON.parse(grouped.stdout).checks).toContainEqual(
+        expect.objectContaining({
+          detail: `other users may read or write admin-token (644) in ${dataDir}`,
+        }),
+      );
       await chmod(dataDir, 0o777);
       const open = await runCli(["doctor", "--daemon", service.daemonUrl, "--json"], {
         env: { CONSENT_DATA_DIR: dataDir },

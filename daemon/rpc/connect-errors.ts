@@ -84,7 +84,7 @@ export function domainErrorInterceptor(
   const logDamage = repeatedFailureLog(
     logger,
     "the embedded store is damaged; calls that meet a damaged page fail with internal",
-    "error",
+    { level: "error" },
   );
   const unavailable = (error: unknown, procedure: string): ConnectError => {
     logUnavailable(error, { procedure });

@@ -167,11 +167,10 @@ export class WebhookDispatcher {
       options.logger,
       "the store cannot be reached; webhook deliveries wait until it can",
     );
-    this.logFailedPass = repeatedFailureLog(
-      options.logger,
-      "webhook dispatch pass failed",
-      "error",
-    );
+    this.logFailedPass = repeatedFailureLog(options.logger, "webhook dispatch pass failed", {
+      level: "error",
+      byWords: true,
+    });
   }
 
   start(): void {

@@ -210,7 +210,7 @@ describe("npm start on a store damaged past its roots", { timeout: 120_000 }, ()
   });
 
   it("says so once when the files are damaged while it runs, and does not log each failure that follows", async () => {
-    const dataDir = dirs.join("data");
+    const dataDir = dirs.join("damaged-while-running");
     const { key, publicId } = await storeWithManyRows(dataDir);
     // One worker, so that exactly one process meets the damage (and logs it).
     const { program, service } = await startService(dataDir, { CONSENT_WORKERS: "1" });
@@ -230,10 +230,10 @@ describe("npm start on a store damaged past its roots", { timeout: 120_000 }, ()
     const output = program.stdout();
     expect(output.match(/the embedded store in .* is damaged \(MDB_\w+/g)).toHaveLength(1);
     expect(output).not.toContain("unexpected error in RPC handler");
-    expect(output.match(/calls that meet a damaged page fail/g)?.length ?? 0).toBeLessThanOrEqual(
-      1,
-    );
-    expect(output.match(/webhook dispatch pass failed/g)?.length ?? 0).toBeLessThanOrEqual(1);
+    expect(output.match(/calls that meet a damaged page fail/g)).toHaveLength(1);
+    // Once, or once more if the first pass met the damage in other words than those after it.
+    const passes = output.match(/webhook dispatch pass failed/g)?.length ?? 0;
+    expect([passes >= 1, passes <= 2]).toEqual([true, true]);
     expect(await program.stop()).toBe(0);
   });
 });
