@@ -180,11 +180,7 @@ function describeConnectError(error: ConnectError, context: ProblemContext): Pro
  * port answered, an https:// URL met a port without TLS, or a TLS peer whose certificate this
  * client does not accept (with OpenSSL's words for why).
  */
-type TransportFailure =
-  | "unreachable"
-  | "not_daemon"
-  | "not_tls"
-  | { certificate: string };
+type TransportFailure = "unreachable" | "not_daemon" | "not_tls" | { certificate: string };
 
 /** The transport failure under a ConnectError, from the Node error codes of its causes. */
 function transportFailure(error: ConnectError): TransportFailure | undefined {
