@@ -1,10 +1,12 @@
 import { writeFile } from "node:fs/promises";
 import path from "node:path";
+import { stripVTControlCharacters } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   argv,
   type cliFor,
   E2E_TIMEOUT_MS,
+  runCliOnTerminal,
   startServiceWithTeam,
 } from "#cli/test-support/cli-process.js";
 import type { TestService } from "#test/support/service.js";
@@ -83,6 +85,25 @@ describe.concurrent("consentctl banners (against a real daemon)", {
     expect(human.stdout).toContain(
       `<script src="${BASE_URL}/loader/${banner.publicId}.js"></script>`,
     );
+  });
+
+  // Regression: at 80 columns the snippet was printed as two lines, cut inside `.js`.
+  it("prints the loader snippet whole on one line on an 80-column terminal, ready to paste", async () => {
+    const banner = await create();
+    const { code, screen } = await runCliOnTerminal(
+      [
+        ...argv`banners show ${banner.id} --team ${teamId}`,
+        ...argv`--daemon ${service.daemonUrl} --token ${service.operatorToken}`,
+      ],
+      {},
+      { columns: 80 },
+    );
+    expect(code).toBe(0);
+    const lines = stripVTControlCharacters(screen).split("\r\n");
+    const snippet = `<script src="${BASE_URL}/loader/${banner.publicId}.js"></script>`;
+    expect(snippet.length).toBeGreaterThan(80);
+    expect(lines).toContain(snippet);
+    expect(lines[lines.indexOf(snippet) - 1]).toBe("Loader snippet:");
   });
 
   it("updates the draft, publishes it, deactivates and activates", async () => {

@@ -1,9 +1,11 @@
 import { randomBytes, randomUUID } from "node:crypto";
+import { stripVTControlCharacters } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   argv,
   type cliFor,
   E2E_TIMEOUT_MS,
+  runCliOnTerminal,
   startServiceWithTeam,
 } from "#cli/test-support/cli-process.js";
 import type { TestService } from "#test/support/service.js";
@@ -57,6 +59,23 @@ describe.concurrent("consentctl keys (against a real daemon)", { timeout: E2E_TI
     expect(result.code).toBe(0);
     expect(result.stdout).toContain("It will not be shown again");
     expect(result.stdout).toMatch(/^ck_live_[0-9A-Za-z]{38}$/m);
+  });
+
+  // Regression: on a 40-column terminal the key (46 characters) was broken over two lines.
+  it("prints the new key whole on one line of a terminal narrower than it", async () => {
+    const { code, screen } = await runCliOnTerminal(
+      [
+        ...argv`keys create --team ${teamId} --env live --scopes banners:read`,
+        ...argv`--daemon ${service.daemonUrl} --token ${service.operatorToken}`,
+      ],
+      {},
+      { columns: 40 },
+    );
+    expect(code).toBe(0);
+    const lines = stripVTControlCharacters(screen).split("\r\n");
+    expect(lines.filter((line) => line.startsWith("ck_live_"))).toEqual([
+      expect.stringMatching(KEY_FORMAT),
+    ]);
   });
 
   it("revokes a key", async () => {

@@ -6,6 +6,7 @@ import { KeyValue } from "#cli/components/key-value.js";
 import { SecretNotice } from "#cli/components/secret-notice.js";
 import { Spinner } from "#cli/components/spinner.js";
 import type { Problem } from "#cli/problems.js";
+import { terminalFrame } from "#cli/test-support/terminal-frame.js";
 
 const problem: Problem = {
   message: "Validation failed.",
@@ -55,6 +56,23 @@ describe("KeyValue", () => {
       "Cross-device: yes",
     ]);
   });
+
+  // Regression: `webhooks show` at 80 columns broke a long URL onto two indented lines, and a
+  // copy of it took the line break and the indent along.
+  it("prints a value to copy that is wider than the terminal whole, unindented, on a line of its own", async () => {
+    const url = `https://hooks.example.com/${"receiver/".repeat(8)}?team=acme`;
+    const fields = [
+      { label: "ID", value: "14f50966-74ff-4320-b9eb-7bb54c9228ee", copy: true },
+      { label: "URL", value: url, copy: true },
+      { label: "Description", value: "Receives every consent event of the team's banners" },
+    ];
+    for (const columns of [80, 40]) {
+      const lines = await terminalFrame(<KeyValue fields={fields} />, columns);
+      expect(lines.slice(0, 3)).toEqual(["ID: 14f50966-74ff-4320-b9eb-7bb54c9228ee", "URL:", url]);
+      // Words still wrap at spaces, inside the terminal.
+      for (const line of lines.slice(3)) expect(line.length).toBeLessThanOrEqual(columns);
+    }
+  });
 });
 
 describe("ErrorMessage", () => {
@@ -102,6 +120,14 @@ describe("SecretNotice", () => {
     const lines = lastFrame()?.split("\n") ?? [];
     expect(lines[0]).toContain("It will not be shown again");
     expect(lines).toContain(secret);
+  });
+
+  // Regression: `keys create` and `sessions create` at 40 columns broke the key in two.
+  it("prints a secret wider than the terminal whole on one line", async () => {
+    const secret = `ck_live_${"a1B2".repeat(11)}`;
+    const lines = await terminalFrame(<SecretNotice label="API key" secret={secret} />, 40);
+    expect(lines).toContain(secret);
+    expect(lines.filter((line) => line.includes("a1B2"))).toEqual([secret]);
   });
 });
 

@@ -1,4 +1,5 @@
-import { Box, Text, useStdout } from "ink";
+import { Box, useStdout } from "ink";
+import { Copyable } from "#cli/components/copyable.js";
 import { printable } from "#cli/format.js";
 import { type Tone, Toned } from "#cli/theme.js";
 
@@ -7,6 +8,11 @@ export interface Field {
   label: string;
   value: string;
   tone?: Tone;
+  /**
+   * A value the operator copies (an id, a URL, a path): never broken in two, however narrow the
+   * terminal (see Copyable).
+   */
+  copy?: boolean;
 }
 
 export interface KeyValueProps {
@@ -20,30 +26,46 @@ function longestWord(text: string): number {
   return Math.max(0, ...text.split(/\s+/).map((word) => [...word].length));
 }
 
+/** What a value needs beside its label: a value to copy, all of it; words, its longest word. */
+function needed(field: Field, value: string): number {
+  return field.copy ? [...value].length : longestWord(value);
+}
+
+/** How far a value below its label is indented, when it fits so. */
+const INDENT = 2;
+
 /**
  * A record as aligned "label  value" lines: how every `show`-like command prints one object.
  * Where a word of a value (an id, a URL) would not fit beside the aligned labels, as on a
  * terminal of 40 columns, each line is "label: value" instead, and a value whose word does not
- * fit even so goes on a line of its own below its label: an id the operator copies is never cut
- * in two where the terminal is as wide as the id.
+ * fit even so goes on a line of its own below its label, indented: an id the operator copies is
+ * never cut in two where the terminal is as wide as the id. A value to copy (`copy`) wider than
+ * that line starts the line instead, unindented and whole, for the terminal to wrap softly: a
+ * copy of it is the value, with no line break or indent inside.
  */
 export function KeyValue({ fields, width }: KeyValueProps) {
   const { stdout } = useStdout();
   const columns = width ?? (stdout.columns || 80);
   const values = fields.map((field) => printable(field.value));
   const labelWidth = Math.max(0, ...fields.map((field) => field.label.length));
-  const fits = (value: string, label: number) => longestWord(value) <= columns - label - 2;
-  const aligned = values.every((value) => fits(value, labelWidth));
+  const fits = (i: number, label: number) =>
+    needed(fields[i] as Field, values[i] ?? "") <= columns - label - 2;
+  const aligned = fields.every((_, i) => fits(i, labelWidth));
   return (
     <Box flexDirection="column" width={width}>
       {fields.map((field, i) => {
         const value = values[i] ?? "";
-        const text = field.tone ? <Toned tone={field.tone}>{value}</Toned> : <Text>{value}</Text>;
-        if (!aligned && !fits(value, field.label.length)) {
+        const text = field.copy ? (
+          <Copyable value={value} tone={field.tone} />
+        ) : (
+          <Toned tone={field.tone}>{value}</Toned>
+        );
+        if (!aligned && !fits(i, field.label.length)) {
+          const indent = needed(field, value) <= columns - INDENT ? INDENT : 0;
           return (
             <Box key={field.label} flexDirection="column">
               <Toned tone="muted">{`${field.label}:`}</Toned>
-              <Box paddingLeft={2}>{text}</Box>
+              <Box paddingLeft={indent}>{text}</Box>
             </Box>
           );
         }

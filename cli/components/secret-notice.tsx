@@ -1,4 +1,5 @@
-import { Box, Text } from "ink";
+import { Box } from "ink";
+import { Copyable } from "#cli/components/copyable.js";
 import { Toned } from "#cli/theme.js";
 
 export interface SecretNoticeProps {
@@ -13,8 +14,8 @@ export interface SecretNoticeProps {
 
 /**
  * A secret the daemon shows exactly once (decisions §2: of keys and sessions only a digest is
- * stored). It is printed on a line of its own, never truncated, with a warning that it cannot be
- * shown again.
+ * stored). It is printed whole on a line of its own, never cut or broken however narrow the
+ * terminal (Copyable), with a warning that it cannot be shown again.
  */
 export function SecretNotice({
   label,
@@ -27,7 +28,7 @@ export function SecretNotice({
       <Toned tone="warning">
         ⚠ {label}: copy it now. It will not be shown again ({kept}).
       </Toned>
-      <Text>{secret}</Text>
+      <Copyable value={secret} />
       {note ? <Toned tone="muted">{note}</Toned> : null}
     </Box>
   );

@@ -11,6 +11,11 @@ export interface Column<Row> {
   tone?: (row: Row) => Tone | undefined;
   /** Never shortened: an id the operator copies into the next command (keys revoke ID). */
   whole?: boolean;
+  /**
+   * A value to copy that a table may still cut (a URL): whole in the blocks, as `whole` values
+   * are (KeyValue's `copy`).
+   */
+  copy?: boolean;
 }
 
 export interface TableProps<Row> {
@@ -135,6 +140,7 @@ function Records<Row>({
             label: column.header,
             value: column.value(row),
             tone: column.tone?.(row),
+            copy: column.whole === true || column.copy === true,
           }))}
         />
       ))}

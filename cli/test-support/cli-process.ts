@@ -78,13 +78,19 @@ function runNode(nodeArgs: readonly string[], options: CliRunOptions): Promise<C
 /**
  * Runs consentctl on a pseudo-terminal (util-linux `script`), as an operator types it: stdout
  * and stderr are the same terminal, and what it shows comes back as one text (lines end "\r\n").
+ * With `columns`, the terminal is that wide and 24 rows tall (`stty`); else it reports no size.
+ * The text is what the program wrote: a line wider than the terminal is one line in it, which
+ * the terminal wraps softly.
  */
 export async function runCliOnTerminal(
   args: readonly string[],
   env: Record<string, string> = {},
+  { columns }: { columns?: number } = {},
 ): Promise<{ code: number | null; screen: string }> {
   const quote = (word: string) => `'${word.replaceAll("'", "'\\''")}'`;
-  const command = [process.execPath, BIN, ...args].map(quote).join(" ");
+  const program = [process.execPath, BIN, ...args].map(quote).join(" ");
+  const command =
+    columns === undefined ? program : `stty cols ${columns} rows 24 && exec ${program}`;
   const child = spawn("script", ["-qec", command, "/dev/null"], {
     env: { PATH: process.env.PATH, HOME: process.env.HOME, TERM: "xterm", ...env },
     stdio: ["ignore", "pipe", "pipe"],

@@ -7,7 +7,7 @@ import { Toned } from "#cli/theme.js";
 /** A finished backup: where, each file and its size, what to keep beside it, how to restore. */
 export function BackupView({ report }: { report: BackupReport }) {
   const fields: Field[] = [
-    { label: "Backup", value: report.to, tone: "success" },
+    { label: "Backup", value: report.to, tone: "success", copy: true },
     ...report.files.map((file) => ({
       label: file.file,
       value: `${file.bytes.toLocaleString("en")} bytes`,

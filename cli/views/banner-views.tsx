@@ -1,5 +1,6 @@
 import { Box, Text } from "ink";
 import { loaderSnippet } from "#cli/commands/banner-loader.js";
+import { Copyable } from "#cli/components/copyable.js";
 import { type Field, KeyValue } from "#cli/components/key-value.js";
 import { Table } from "#cli/components/table.js";
 import { formatTime, yesNo } from "#cli/format.js";
@@ -41,10 +42,10 @@ function configurationFields(banner: Banner): Field[] {
 
 function bannerFields(banner: Banner): Field[] {
   return [
-    { label: "ID", value: banner.id },
-    { label: "Public ID", value: banner.publicId },
+    { label: "ID", value: banner.id, copy: true },
+    { label: "Public ID", value: banner.publicId, copy: true },
     { label: "Name", value: banner.name },
-    { label: "Domain", value: banner.domain },
+    { label: "Domain", value: banner.domain, copy: true },
     {
       label: "Active",
       value: yesNo(banner.isActive),
@@ -75,7 +76,10 @@ export interface BannerViewProps {
   title?: string;
 }
 
-/** One banner (draft configuration shown) and the loader snippet to paste into a page. */
+/**
+ * One banner (draft configuration shown) and the loader snippet to paste into a page: whole on a
+ * line of its own, however narrow the terminal (longer than 80 columns with any base URL).
+ */
 export function BannerView({ banner, baseUrl, title }: BannerViewProps) {
   return (
     <Box flexDirection="column">
@@ -83,7 +87,7 @@ export function BannerView({ banner, baseUrl, title }: BannerViewProps) {
       <KeyValue fields={bannerFields(banner)} />
       <Box flexDirection="column" marginTop={1}>
         <Text>Loader snippet:</Text>
-        <Text>{loaderSnippet(banner, baseUrl)}</Text>
+        <Copyable value={loaderSnippet(banner, baseUrl)} />
       </Box>
     </Box>
   );
@@ -99,7 +103,7 @@ export function BannersTable({ banners }: { banners: readonly Banner[] }) {
         { header: "ID", value: (b) => b.id, whole: true },
         { header: "PUBLIC ID", value: (b) => b.publicId, whole: true },
         { header: "NAME", value: (b) => b.name },
-        { header: "DOMAIN", value: (b) => b.domain },
+        { header: "DOMAIN", value: (b) => b.domain, copy: true },
         {
           header: "ACTIVE",
           value: (b) => yesNo(b.isActive),

@@ -21,8 +21,8 @@ export function keyStatus(key: ApiKey, now = new Date()): { label: string; tone:
 function keyFields(key: ApiKey): Field[] {
   const status = keyStatus(key);
   return [
-    { label: "ID", value: key.id },
-    { label: "Team", value: key.teamId },
+    { label: "ID", value: key.id, copy: true },
+    { label: "Team", value: key.teamId, copy: true },
     { label: "Environment", value: key.environment },
     { label: "Name", value: key.name || "-" },
     { label: "Scopes", value: key.scopes.join(", ") },

@@ -1,4 +1,5 @@
 import { Box, renderToString, Text } from "ink";
+import { CopyableAfter } from "#cli/components/copyable.js";
 import { KeyValue } from "#cli/components/key-value.js";
 import { type Column, Table } from "#cli/components/table.js";
 import { formatTime, printable } from "#cli/format.js";
@@ -60,7 +61,7 @@ export function LogPageView({ page, oneBanner = false }: { page: LogPage; oneBan
         empty="No consent log rows match. Widen the range with --since, or drop --banner / --method."
       />
       {page.nextPageToken ? (
-        <Toned tone="muted">more rows: add --page-token {page.nextPageToken}</Toned>
+        <CopyableAfter tone="muted" text="more rows: add --page-token" value={page.nextPageToken} />
       ) : null}
     </Box>
   );

@@ -7,8 +7,8 @@ import type { Session } from "#gen/consent/v1/admin_pb.js";
 
 function sessionFields(session: Session): Field[] {
   return [
-    { label: "ID", value: session.id },
-    { label: "Team", value: session.teamId },
+    { label: "ID", value: session.id, copy: true },
+    { label: "Team", value: session.teamId, copy: true },
     { label: "Created", value: formatTime(session.createdAt) },
     { label: "Expires", value: formatTime(session.expiresAt) },
     ...(session.revokedAt

@@ -12,7 +12,7 @@ export function TeamView({ team, title }: { team: Team; title?: string }) {
       {title ? <Toned tone="success">{title}</Toned> : null}
       <KeyValue
         fields={[
-          { label: "ID", value: team.id },
+          { label: "ID", value: team.id, copy: true },
           { label: "Name", value: team.name },
           { label: "Plan", value: team.plan },
           { label: "Cross-device", value: yesNo(team.crossDeviceConsent) },

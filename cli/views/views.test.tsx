@@ -3,13 +3,16 @@ import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { render } from "ink-testing-library";
 import { describe, expect, it } from "vitest";
 import { jsonText, printable } from "#cli/format.js";
+import { terminalFrame } from "#cli/test-support/terminal-frame.js";
 import { BackupView } from "#cli/views/backup-views.js";
 import { BannersTable, BannerView } from "#cli/views/banner-views.js";
 import { keyStatus, MintedKeyView } from "#cli/views/key-views.js";
 import { SubjectView } from "#cli/views/subject-views.js";
+import { DeliveriesTable, WebhookView } from "#cli/views/webhook-views.js";
 import { ApiKeySchema } from "#gen/consent/v1/admin_pb.js";
 import { BannerSchema } from "#gen/consent/v1/banner_pb.js";
 import { ResolveSubjectResponseSchema } from "#gen/consent/v1/subject_pb.js";
+import { DeliverySchema, WebhookSchema } from "#gen/consent/v1/webhook_pb.js";
 
 const HOUR = 3600_000;
 const at = (ms: number) => timestampFromDate(new Date(ms));
@@ -73,6 +76,50 @@ describe("BannerView", () => {
     );
     expect(frame).toContain("GDPR, LGPD");
     expect(frame).toContain("has unpublished changes");
+  });
+
+  // Regression: at 80 columns the snippet (92 characters with any base URL) came out as two
+  // lines, `…-71ebc1b37e18.` and `js"></script>`, which no page can use as pasted.
+  it("prints the loader snippet whole on one line on a terminal narrower than it", async () => {
+    const snippet =
+      '<script src="https://consent.example.org/loader/5a147607-8673-4f5b-8305-71ebc1b37e18.js"></script>';
+    for (const columns of [80, 40]) {
+      const lines = await terminalFrame(
+        <BannerView banner={aBanner} baseUrl="https://consent.example.org" />,
+        columns,
+      );
+      expect(lines.slice(-2)).toEqual(["Loader snippet:", snippet]);
+    }
+  });
+});
+
+describe("WebhookView", () => {
+  it("prints the secret and a URL wider than the terminal whole, each on a line of its own", async () => {
+    const url = "https://hooks.example.com/consent/receiver/with/a/rather/long/path?team=acme";
+    const webhook = create(WebhookSchema, {
+      id: "31aa44d0-7d88-4b1d-8ab5-2fddfc5055fd",
+      url,
+      secret: `whsec_${"c2VjcmV0".repeat(6)}`,
+      eventTypes: ["consent.given"],
+      enabled: true,
+    });
+    const lines = await terminalFrame(<WebhookView webhook={webhook} />, 60);
+    expect(lines).toContain(webhook.secret);
+    expect(lines.slice(lines.indexOf("URL:"), lines.indexOf("URL:") + 2)).toEqual(["URL:", url]);
+  });
+});
+
+describe("DeliveriesTable", () => {
+  it("puts a page token that does not fit after its words whole at the start of the next line", async () => {
+    const token = "eyJjcmVhdGVkQXQiOiIyMDI2LTExLTI2VDEyOjAxOjMwWiIsImlkIjoiMTQ4In0";
+    const page = {
+      deliveries: [create(DeliverySchema, { id: "d-1", status: "pending" })],
+      nextPageToken: token,
+    };
+    const wide = await terminalFrame(<DeliveriesTable page={page} />, 120);
+    expect(wide.at(-1)).toBe(`more deliveries: add --page-token ${token}`);
+    const narrow = await terminalFrame(<DeliveriesTable page={page} />, 60);
+    expect(narrow.slice(-2)).toEqual(["more deliveries: add --page-token", token]);
   });
 });
 

@@ -1,4 +1,5 @@
 import { Box, Text } from "ink";
+import { CopyableAfter } from "#cli/components/copyable.js";
 import { type Field, KeyValue } from "#cli/components/key-value.js";
 import { SecretNotice } from "#cli/components/secret-notice.js";
 import { Table } from "#cli/components/table.js";
@@ -30,8 +31,8 @@ export function webhookState(webhook: Webhook): { label: string; tone: Tone } {
 function webhookFields(webhook: Webhook): Field[] {
   const state = webhookState(webhook);
   return [
-    { label: "ID", value: webhook.id },
-    { label: "URL", value: webhook.url },
+    { label: "ID", value: webhook.id, copy: true },
+    { label: "URL", value: webhook.url, copy: true },
     { label: "Events", value: webhook.eventTypes.join(", ") },
     { label: "Banners", value: webhook.bannerIds.length ? webhook.bannerIds.join(", ") : "all" },
     { label: "Description", value: webhook.description || "-" },
@@ -74,7 +75,7 @@ export function WebhooksTable({ webhooks }: { webhooks: readonly Webhook[] }) {
         { header: "STATE", value: (w) => webhookState(w).label, tone: (w) => webhookState(w).tone },
         { header: "EVENTS", value: (w) => w.eventTypes.join(",") },
         { header: "BANNERS", value: (w) => (w.bannerIds.length ? w.bannerIds.join(",") : "all") },
-        { header: "URL", value: (w) => w.url },
+        { header: "URL", value: (w) => w.url, copy: true },
       ]}
     />
   );
@@ -105,7 +106,11 @@ export function DeliveriesTable({ page }: { page: DeliveryPage }) {
         ]}
       />
       {page.nextPageToken ? (
-        <Toned tone="muted">more deliveries: add --page-token {page.nextPageToken}</Toned>
+        <CopyableAfter
+          tone="muted"
+          text="more deliveries: add --page-token"
+          value={page.nextPageToken}
+        />
       ) : null}
     </Box>
   );
@@ -122,7 +127,7 @@ export function TestResultView({ result }: { result: TestWebhookResponse }) {
       )}
       <KeyValue
         fields={[
-          { label: "webhook-id", value: result.eventId },
+          { label: "webhook-id", value: result.eventId, copy: true },
           { label: "HTTP status", value: result.statusCode ? String(result.statusCode) : "-" },
           ...(result.error
             ? [{ label: "Error", value: result.error, tone: "failure" as const }]
