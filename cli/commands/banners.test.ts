@@ -9,6 +9,7 @@ import {
   runCliOnTerminal,
   startServiceWithTeam,
 } from "#cli/test-support/cli-process.js";
+import { textWidth } from "#cli/text-width.js";
 import type { TestService } from "#test/support/service.js";
 
 const BASE_URL = "https://consent.example.org";
@@ -104,6 +105,23 @@ describe.concurrent("consentctl banners (against a real daemon)", {
     expect(snippet.length).toBeGreaterThan(80);
     expect(lines).toContain(snippet);
     expect(lines[lines.indexOf(snippet) - 1]).toBe("Loader snippet:");
+  });
+
+  // Regression: widths counted characters, and a piped table cut a name in CJK characters.
+  it("prints a piped table with names in wide characters whole and aligned", async () => {
+    const team = await cli.json(argv`teams create --name ${"Wide names"} --plan starter`);
+    const names = ["日本語のバナー名前", "Plain name"];
+    for (const name of names) {
+      await cli.json(argv`banners create --team ${team.id} --name ${name} --domain example.com`);
+    }
+    const listed = await cli.run(argv`banners list --team ${team.id}`);
+    expect(listed.code).toBe(0);
+    const lines = listed.stdout.trimEnd().split("\n");
+    expect(lines).toHaveLength(3);
+    // DOMAIN starts at the same terminal column on every line.
+    const domainAt = (line: string) => textWidth(line.slice(0, line.search(/DOMAIN|https:/)));
+    expect(lines.map(domainAt)).toEqual(lines.map(() => domainAt(lines[0] as string)));
+    expect(lines[1]).toMatch(/ {2}日本語のバナー名前 {2}https:/);
   });
 
   it("updates the draft, publishes it, deactivates and activates", async () => {

@@ -57,6 +57,18 @@ describe("KeyValue", () => {
     ]);
   });
 
+  // Regression: a CJK name was measured as 9 characters, fitted beside the labels and wrapped.
+  it("measures labels and values in terminal columns", () => {
+    const fields = [
+      { label: "Name", value: "日本語のバナー名前" },
+      { label: "Cross-device", value: "yes" },
+    ];
+    const lines = render(<KeyValue fields={fields} width={24} />)
+      .lastFrame()
+      ?.split("\n");
+    expect(lines).toEqual(["Name: 日本語のバナー名前", "Cross-device: yes"]);
+  });
+
   // Regression: `webhooks show` at 80 columns broke a long URL onto two indented lines, and a
   // copy of it took the line break and the indent along.
   it("prints a value to copy that is wider than the terminal whole, unindented, on a line of its own", async () => {

@@ -1,5 +1,5 @@
 import { Box } from "ink";
-import stringWidth from "string-width";
+import { textWidth } from "#cli/text-width.js";
 import { type Tone, Toned } from "#cli/theme.js";
 
 /**
@@ -12,7 +12,7 @@ import { type Tone, Toned } from "#cli/theme.js";
  */
 export function Copyable({ value, tone }: { value: string; tone?: Tone }) {
   return (
-    <Box width={stringWidth(value)} flexShrink={0}>
+    <Box width={textWidth(value)} flexShrink={0}>
       <Toned tone={tone}>{value}</Toned>
     </Box>
   );

@@ -1,6 +1,7 @@
 import { Box, useStdout } from "ink";
 import { Copyable } from "#cli/components/copyable.js";
 import { printable } from "#cli/format.js";
+import { textWidth } from "#cli/text-width.js";
 import { type Tone, Toned } from "#cli/theme.js";
 
 /** One labelled value; a tone colours the value (e.g. "revoked" in red). */
@@ -21,14 +22,17 @@ export interface KeyValueProps {
   width?: number;
 }
 
-/** The length of the longest run without a space, which a line cannot break but by cutting it. */
+/**
+ * The width in terminal columns of the longest run without a space, which a line cannot break but
+ * by cutting it.
+ */
 function longestWord(text: string): number {
-  return Math.max(0, ...text.split(/\s+/).map((word) => [...word].length));
+  return Math.max(0, ...text.split(/\s+/).map(textWidth));
 }
 
 /** What a value needs beside its label: a value to copy, all of it; words, its longest word. */
 function needed(field: Field, value: string): number {
-  return field.copy ? [...value].length : longestWord(value);
+  return field.copy ? textWidth(value) : longestWord(value);
 }
 
 /** How far a value below its label is indented, when it fits so. */
@@ -47,7 +51,7 @@ export function KeyValue({ fields, width }: KeyValueProps) {
   const { stdout } = useStdout();
   const columns = width ?? (stdout.columns || 80);
   const values = fields.map((field) => printable(field.value));
-  const labelWidth = Math.max(0, ...fields.map((field) => field.label.length));
+  const labelWidth = Math.max(0, ...fields.map((field) => textWidth(field.label)));
   const fits = (i: number, label: number) =>
     needed(fields[i] as Field, values[i] ?? "") <= columns - label - 2;
   const aligned = fields.every((_, i) => fits(i, labelWidth));
@@ -60,7 +64,8 @@ export function KeyValue({ fields, width }: KeyValueProps) {
         ) : (
           <Toned tone={field.tone}>{value}</Toned>
         );
-        if (!aligned && !fits(i, field.label.length)) {
+        const label = textWidth(field.label);
+        if (!aligned && !fits(i, label)) {
           const indent = needed(field, value) <= columns - INDENT ? INDENT : 0;
           return (
             <Box key={field.label} flexDirection="column">
@@ -71,7 +76,7 @@ export function KeyValue({ fields, width }: KeyValueProps) {
         }
         return (
           <Box key={field.label}>
-            <Box width={(aligned ? labelWidth : field.label.length) + 2} flexShrink={0}>
+            <Box width={(aligned ? labelWidth : label) + 2} flexShrink={0}>
               <Toned tone="muted">{aligned ? field.label : `${field.label}:`}</Toned>
             </Box>
             <Box flexGrow={1}>{text}</Box>

@@ -1,6 +1,8 @@
 import { render } from "ink-testing-library";
 import { describe, expect, it } from "vitest";
 import { fitColumns, Table } from "#cli/components/table.js";
+import { PIPED_COLUMNS } from "#cli/terminal.js";
+import { textWidth } from "#cli/text-width.js";
 
 interface Row {
   id: string;
@@ -127,6 +129,64 @@ describe("Table", () => {
         "CREATED: 2026-11-26 12:07:02Z",
       ]);
       for (const line of lines) expect(line.length).toBeLessThanOrEqual(40);
+    });
+  });
+
+  describe("with wide characters", () => {
+    interface Banner {
+      id: string;
+      name: string;
+      plan: string;
+    }
+    const banners: Banner[] = [
+      { id: "0f6a2b1c", name: "日本語のバナー名前", plan: "free" },
+      {
+        id: "5a147607",
+        name: "\u{1f468}\u200d\u{1f469}\u200d\u{1f467} family e\u0301 banner",
+        plan: "business",
+      },
+      { id: "c0ffee00", name: "Plain name", plan: "free" },
+    ];
+    const bannerColumns = [
+      { header: "ID", value: (b: Banner) => b.id, whole: true },
+      { header: "NAME", value: (b: Banner) => b.name },
+      { header: "PLAN", value: (b: Banner) => b.plan },
+    ];
+    const frame = (width: number) =>
+      render(<Table columns={bannerColumns} rows={banners} empty="none" width={width} />)
+        .lastFrame()
+        ?.split("\n") ?? [];
+    /** The terminal column each line's PLAN cell starts at, and what is just before it. */
+    const planCells = (lines: string[]) =>
+      lines.map((line, r) => {
+        const at = line.lastIndexOf(r === 0 ? "PLAN" : (banners[r - 1] as Banner).plan);
+        return { column: textWidth(line.slice(0, at)), before: line.slice(at - 2, at) };
+      });
+
+    // Regression: widths counted characters, so a piped `banners list` cut a CJK name
+    // (`日本語の…`) although piped output is never cut.
+    it("measures cells in terminal columns: a piped table cuts no CJK or emoji cell", () => {
+      expect(frame(PIPED_COLUMNS)).toEqual([
+        "ID        NAME                PLAN",
+        "0f6a2b1c  日本語のバナー名前  free",
+        "5a147607  \u{1f468}\u200d\u{1f469}\u200d\u{1f467} family e\u0301 banner  business",
+        "c0ffee00  Plain name          free",
+      ]);
+    });
+
+    // Regression: a cut wide cell took one column of the gap after it.
+    it("cuts a wide cell between graphemes to its column, two spaces still before the next", () => {
+      for (const width of [30, 29, 28]) {
+        const lines = frame(width);
+        expect(lines[1]).toMatch(/^0f6a2b1c {2}日本語(の)?…/);
+        expect(lines[2]).toContain("\u{1f468}\u200d\u{1f469}\u200d\u{1f467} fam");
+        const cells = planCells(lines);
+        for (const cell of cells) {
+          expect(cell.column).toBe(cells[0]?.column);
+          expect(cell.before).toBe("  ");
+        }
+        for (const line of lines) expect(textWidth(line)).toBeLessThanOrEqual(width);
+      }
     });
   });
 

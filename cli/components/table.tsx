@@ -2,6 +2,7 @@ import { Box, Text, useStdout } from "ink";
 import type { ReactNode } from "react";
 import { KeyValue } from "#cli/components/key-value.js";
 import { printable } from "#cli/format.js";
+import { cutToWidth, textWidth } from "#cli/text-width.js";
 import { type Tone, Toned } from "#cli/theme.js";
 
 /** One column: its header, how a row shows in it, and optionally a tone per row. */
@@ -64,7 +65,9 @@ export function fitColumns(
 }
 
 /**
- * Rows as a table fitted to the terminal width; long cells end in "…". On a terminal too narrow
+ * Rows as a table fitted to the terminal width; long cells end in "…". Widths are terminal
+ * columns (a CJK character or an emoji takes two), and a cell is cut to its column between
+ * graphemes, so the columns line up and keep their two spaces whatever the text. On a terminal too narrow
  * for any table (the whole ids alone fill 40 columns), one block of "HEADER: value" lines per
  * row instead: a table squeezed past its width loses the gaps between its columns and wraps.
  */
@@ -74,7 +77,7 @@ export function Table<Row>({ columns, rows, empty, width }: TableProps<Row>) {
   const available = width ?? (stdout.columns || 80);
   const cells = rows.map((row) => columns.map((column) => printable(column.value(row))));
   const natural = columns.map((column, i) =>
-    Math.max(column.header.length, ...cells.map((line) => [...(line[i] ?? "")].length)),
+    Math.max(textWidth(column.header), ...cells.map((line) => textWidth(line[i] ?? ""))),
   );
   const widths = fitColumns(
     natural,
@@ -83,6 +86,9 @@ export function Table<Row>({ columns, rows, empty, width }: TableProps<Row>) {
     columns.map((column) => column.whole === true),
   );
   if (!widths) return <Records columns={columns} rows={rows} width={available} />;
+  // Cut here rather than by Ink's truncate-end, which can leave a wide character straddling the
+  // column's edge, one column into the gap.
+  const fitted = (i: number, text: string) => cutToWidth(text, widths[i] as number);
   const cell = (i: number, content: ReactNode) => (
     <Box key={i} width={widths[i]} marginRight={i < columns.length - 1 ? GAP : 0} flexShrink={0}>
       {content}
@@ -95,7 +101,7 @@ export function Table<Row>({ columns, rows, empty, width }: TableProps<Row>) {
           cell(
             i,
             <Toned tone="strong" wrap="truncate-end">
-              {column.header}
+              {fitted(i, column.header)}
             </Toned>,
           ),
         )}
@@ -105,7 +111,7 @@ export function Table<Row>({ columns, rows, empty, width }: TableProps<Row>) {
         <Box key={r}>
           {columns.map((column, i) => {
             const tone = column.tone?.(row);
-            const text = cells[r]?.[i] ?? "";
+            const text = fitted(i, cells[r]?.[i] ?? "");
             return cell(
               i,
               tone ? (

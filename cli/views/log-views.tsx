@@ -3,6 +3,7 @@ import { CopyableAfter } from "#cli/components/copyable.js";
 import { KeyValue } from "#cli/components/key-value.js";
 import { type Column, Table } from "#cli/components/table.js";
 import { formatTime, printable } from "#cli/format.js";
+import { fitToWidth } from "#cli/text-width.js";
 import { ColorProvider, type Tone, Toned } from "#cli/theme.js";
 import type { ConsentLogEntry } from "#gen/consent/v1/consent_log_pb.js";
 
@@ -116,11 +117,6 @@ export function LogStatsView({ stats }: { stats: LogStats }) {
 /** Fixed widths of a tail line: a live stream cannot fit columns to rows it has not seen. */
 const TAIL_WIDTHS = [20, 16, 36, 36, 7] as const;
 
-function padded(text: string, width: number): string {
-  const chars = [...text];
-  return chars.length > width ? `${chars.slice(0, width - 1).join("")}…` : text.padEnd(width, " ");
-}
-
 /** One line of `logs tail`: the columns of LOG_COLUMNS at fixed widths, the last one free. */
 export function TailLine({ entry, header }: { entry?: ConsentLogEntry; header?: boolean }) {
   return (
@@ -128,7 +124,7 @@ export function TailLine({ entry, header }: { entry?: ConsentLogEntry; header?: 
       {LOG_COLUMNS.map((column, i) => {
         const width = TAIL_WIDTHS[i];
         const text = header || !entry ? column.header : printable(column.value(entry));
-        const cell = width === undefined ? text : `${padded(text, width)}  `;
+        const cell = width === undefined ? text : `${fitToWidth(text, width)}  `;
         const tone = header ? "strong" : entry && column.tone?.(entry);
         return (
           <Toned key={column.header} tone={tone || undefined}>
