@@ -3,12 +3,14 @@ import http2 from "node:http2";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
+import { stripVTControlCharacters } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   cliFor,
   E2E_TIMEOUT_MS,
   runCli,
   runCliFromSources,
+  runCliOnTerminal,
   startHttp1Server,
 } from "#cli/test-support/cli-process.js";
 import { startTestService, type TestService } from "#test/support/service.js";
@@ -57,6 +59,33 @@ describe("consentctl teams (against a real daemon)", { timeout: E2E_TIMEOUT_MS }
     expect(result.stdout).toContain(teamId);
     expect(result.stdout).not.toContain("\u001b");
     expect(result.stderr).toBe("");
+  });
+
+  // Regression: at 80 columns the table was squeezed to `professi…` and `2026-11-…`.
+  it("lists teams as blocks on an 80-column terminal and as a table on a 120-column one, nothing cut", async () => {
+    await cli.json(["teams", "create", "--name", "Professional team", "--plan", "professional"]);
+    const list = async (columns: number) => {
+      const { code, screen } = await runCliOnTerminal(
+        ["teams", "list", "--daemon", service.daemonUrl, "--token", service.operatorToken],
+        {},
+        { columns },
+      );
+      expect(code).toBe(0);
+      // What is left once the spinner's line is erased.
+      const lines = stripVTControlCharacters(screen).split(/\r?\n/);
+      return lines.filter((line) => !line.includes("Listing teams…"));
+    };
+    const narrow = await list(80);
+    expect(narrow).toContain("PLAN          professional");
+    expect(narrow.some((line) => /^CREATED {7}\d{4}-\d\d-\d\d \d\d:\d\d:\d\dZ$/.test(line))).toBe(
+      true,
+    );
+    expect(narrow.join("\n")).not.toContain("…");
+    const wide = await list(120);
+    expect(wide.some((line) => /^ID {36}NAME +PLAN +CROSS-DEVICE +CREATED$/.test(line))).toBe(true);
+    expect(
+      wide.some((line) => /Professional team {2,}professional {2,}yes {2,}\d{4}-/.test(line)),
+    ).toBe(true);
   });
 
   it("exits 1 with the daemon's message for an unknown team, stdout empty", async () => {

@@ -5,16 +5,23 @@ import { printable } from "#cli/format.js";
 import { cutToWidth, textWidth } from "#cli/text-width.js";
 import { type Tone, Toned } from "#cli/theme.js";
 
-/** One column: its header, how a row shows in it, and optionally a tone per row. */
+/**
+ * One column: its header, how a row shows in it, and optionally a tone per row. A column is shown
+ * whole (an id, a status, a plan, a time, a count: short values of a fixed form that say nothing
+ * once cut) unless it `shrinks`.
+ */
 export interface Column<Row> {
   header: string;
   value: (row: Row) => string;
   tone?: (row: Row) => Tone | undefined;
-  /** Never shortened: an id the operator copies into the next command (keys revoke ID). */
-  whole?: boolean;
   /**
-   * A value to copy that a table may still cut (a URL): whole in the blocks, as `whole` values
-   * are (KeyValue's `copy`).
+   * Free text that may be cut to fit (a name, a domain, a URL, a list, an error), to no fewer
+   * than SHRUNK_WIDTH columns and never shorter than its header.
+   */
+  shrinks?: boolean;
+  /**
+   * A value the operator copies (an id into the next command, a URL): whole in the blocks as
+   * well, however narrow the terminal (KeyValue's `copy`).
    */
   copy?: boolean;
 }
@@ -29,32 +36,36 @@ export interface TableProps<Row> {
 }
 
 const GAP = 2;
-/** A column never shrinks below this, so "…" always has something in front of it. */
-const MIN_WIDTH = 4;
+/**
+ * The fewest columns a cell that `shrinks` is cut to: nine characters and "…", enough to tell
+ * one name from another. Shorter than that a table says less than the blocks do.
+ */
+export const SHRUNK_WIDTH = 10;
 
 /**
- * Column widths that fit `available` characters: when the natural widths are too wide, the widest
- * columns give way first (names shrink before "plan" or "env"). Columns marked `whole` keep their
- * width. Undefined when no widths fit: the whole columns, the others at their minimum and the gaps
- * between them are already wider than `available`.
+ * Column widths that fit `available` columns: when the natural widths are too wide, the widest
+ * columns give way first, none below its `minimum` (a column whose minimum is its natural width
+ * keeps it). Undefined when no widths fit: the minimums and the gaps between them are already
+ * wider than `available`.
  */
 export function fitColumns(
   natural: readonly number[],
+  minimum: readonly number[],
   available: number,
   gap = GAP,
-  whole: readonly boolean[] = [],
 ): number[] | undefined {
-  const kept = natural.reduce((sum, width, i) => sum + (whole[i] ? width : 0), 0);
-  const budget = available - gap * Math.max(0, natural.length - 1) - kept;
-  const used = (cap: number) =>
-    natural.reduce((sum, width, i) => sum + (whole[i] ? 0 : Math.min(width, cap)), 0);
-  if (used(Number.POSITIVE_INFINITY) <= budget) return [...natural];
-  if (used(MIN_WIDTH) > budget) return undefined;
+  const budget = available - gap * Math.max(0, natural.length - 1);
+  const sum = (widths: readonly number[]) => widths.reduce((total, width) => total + width, 0);
+  const floor = natural.map((width, i) => Math.min(width, minimum[i] ?? width));
+  const capped = (cap: number) =>
+    natural.map((width, i) => Math.max(floor[i] as number, Math.min(width, cap)));
+  if (sum(natural) <= budget) return [...natural];
+  if (sum(floor) > budget) return undefined;
   let cap = Math.max(...natural);
-  while (used(cap) > budget) cap--;
-  const widths = natural.map((width, i) => (whole[i] ? width : Math.min(width, cap)));
-  // Hand the characters the last step freed back to the columns that were cut.
-  let spare = budget - used(cap);
+  while (sum(capped(cap)) > budget) cap--;
+  const widths = capped(cap);
+  // Hand the columns the last step freed back to the columns that were cut.
+  let spare = budget - sum(widths);
   for (let i = 0; i < widths.length && spare > 0; i++) {
     if ((natural[i] as number) > (widths[i] as number)) {
       widths[i] = (widths[i] as number) + 1;
@@ -65,11 +76,12 @@ export function fitColumns(
 }
 
 /**
- * Rows as a table fitted to the terminal width; long cells end in "…". Widths are terminal
+ * Rows as a table fitted to the terminal width; long free text ends in "…". Widths are terminal
  * columns (a CJK character or an emoji takes two), and a cell is cut to its column between
- * graphemes, so the columns line up and keep their two spaces whatever the text. On a terminal too narrow
- * for any table (the whole ids alone fill 40 columns), one block of "HEADER: value" lines per
- * row instead: a table squeezed past its width loses the gaps between its columns and wraps.
+ * graphemes, so the columns line up and keep their two spaces whatever the text. A table is
+ * printed only where every header is whole, every column but those that `shrinks` is whole and
+ * those keep SHRUNK_WIDTH columns; on a narrower terminal (an id alone fills 36), one block of
+ * "HEADER: value" lines per row instead: a table squeezed further says "pendi…" and "2026-…".
  */
 export function Table<Row>({ columns, rows, empty, width }: TableProps<Row>) {
   const { stdout } = useStdout();
@@ -79,12 +91,10 @@ export function Table<Row>({ columns, rows, empty, width }: TableProps<Row>) {
   const natural = columns.map((column, i) =>
     Math.max(textWidth(column.header), ...cells.map((line) => textWidth(line[i] ?? ""))),
   );
-  const widths = fitColumns(
-    natural,
-    available,
-    GAP,
-    columns.map((column) => column.whole === true),
+  const minimum = columns.map((column, i) =>
+    column.shrinks ? Math.max(textWidth(column.header), SHRUNK_WIDTH) : (natural[i] as number),
   );
+  const widths = fitColumns(natural, minimum, available);
   if (!widths) return <Records columns={columns} rows={rows} width={available} />;
   // Cut here rather than by Ink's truncate-end, which can leave a wide character straddling the
   // column's edge, one column into the gap.
@@ -146,7 +156,7 @@ function Records<Row>({
             label: column.header,
             value: column.value(row),
             tone: column.tone?.(row),
-            copy: column.whole === true || column.copy === true,
+            copy: column.copy === true,
           }))}
         />
       ))}

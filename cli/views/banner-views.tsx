@@ -100,10 +100,10 @@ export function BannersTable({ banners }: { banners: readonly Banner[] }) {
       rows={banners}
       empty="This team has no banners yet. Create one with `consentctl banners create`."
       columns={[
-        { header: "ID", value: (b) => b.id, whole: true },
-        { header: "PUBLIC ID", value: (b) => b.publicId, whole: true },
-        { header: "NAME", value: (b) => b.name },
-        { header: "DOMAIN", value: (b) => b.domain, copy: true },
+        { header: "ID", value: (b) => b.id, copy: true },
+        { header: "PUBLIC ID", value: (b) => b.publicId, copy: true },
+        { header: "NAME", value: (b) => b.name, shrinks: true },
+        { header: "DOMAIN", value: (b) => b.domain, shrinks: true, copy: true },
         {
           header: "ACTIVE",
           value: (b) => yesNo(b.isActive),

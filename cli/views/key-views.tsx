@@ -84,12 +84,12 @@ export function KeysTable({ keys }: { keys: readonly ApiKey[] }) {
       rows={keys}
       empty="This team has no API keys yet."
       columns={[
-        { header: "ID", value: (k) => k.id, whole: true },
+        { header: "ID", value: (k) => k.id, copy: true },
         { header: "ENV", value: (k) => k.environment },
-        { header: "NAME", value: (k) => k.name || "-" },
+        { header: "NAME", value: (k) => k.name || "-", shrinks: true },
         { header: "HINT", value: (k) => k.hint },
         { header: "STATUS", value: (k) => keyStatus(k).label, tone: (k) => keyStatus(k).tone },
-        { header: "SCOPES", value: (k) => k.scopes.join(",") },
+        { header: "SCOPES", value: (k) => k.scopes.join(","), shrinks: true },
         { header: "EXPIRES", value: (k) => (k.expiresAt ? formatTime(k.expiresAt) : "never") },
       ]}
     />

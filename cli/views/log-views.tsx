@@ -41,12 +41,12 @@ function methodTone(entry: ConsentLogEntry): Tone | undefined {
 
 /** The columns of a consent log row, shared by `logs list` (a table) and `logs tail` (lines). */
 export const LOG_COLUMNS: readonly Column<ConsentLogEntry>[] = [
-  { header: "RECEIVED", value: (e) => formatTime(e.receivedAt), whole: true },
-  { header: "METHOD", value: (e) => e.method, tone: methodTone, whole: true },
-  { header: "BANNER", value: (e) => e.bannerId, whole: true },
-  { header: "CONSENT ID", value: (e) => e.consentId, whole: true },
+  { header: "RECEIVED", value: (e) => formatTime(e.receivedAt) },
+  { header: "METHOD", value: (e) => e.method, tone: methodTone },
+  { header: "BANNER", value: (e) => e.bannerId, copy: true },
+  { header: "CONSENT ID", value: (e) => e.consentId, copy: true },
   { header: "COUNTRY", value: (e) => e.country ?? "-" },
-  { header: "ACCEPTED", value: acceptedCategories },
+  { header: "ACCEPTED", value: acceptedCategories, shrinks: true },
 ];
 
 /**

@@ -43,7 +43,7 @@ export function SessionsTable({ sessions }: { sessions: readonly Session[] }) {
       rows={sessions}
       empty="This team has no unexpired sessions."
       columns={[
-        { header: "ID", value: (s) => s.id, whole: true },
+        { header: "ID", value: (s) => s.id, copy: true },
         {
           header: "STATUS",
           value: (s) => (s.revokedAt ? "revoked" : "active"),

@@ -32,8 +32,8 @@ export function TeamsTable({ teams }: { teams: readonly Team[] }) {
       rows={teams}
       empty="No teams yet. Create one with `consentctl teams create --name NAME --plan PLAN`."
       columns={[
-        { header: "ID", value: (t) => t.id, whole: true },
-        { header: "NAME", value: (t) => t.name },
+        { header: "ID", value: (t) => t.id, copy: true },
+        { header: "NAME", value: (t) => t.name, shrinks: true },
         { header: "PLAN", value: (t) => t.plan },
         { header: "CROSS-DEVICE", value: (t) => yesNo(t.crossDeviceConsent) },
         { header: "CREATED", value: (t) => formatTime(t.createdAt) },

@@ -8,8 +8,9 @@ import { BackupView } from "#cli/views/backup-views.js";
 import { BannersTable, BannerView } from "#cli/views/banner-views.js";
 import { keyStatus, MintedKeyView } from "#cli/views/key-views.js";
 import { SubjectView } from "#cli/views/subject-views.js";
+import { TeamsTable } from "#cli/views/team-views.js";
 import { DeliveriesTable, WebhookView } from "#cli/views/webhook-views.js";
-import { ApiKeySchema } from "#gen/consent/v1/admin_pb.js";
+import { ApiKeySchema, TeamSchema } from "#gen/consent/v1/admin_pb.js";
 import { BannerSchema } from "#gen/consent/v1/banner_pb.js";
 import { ResolveSubjectResponseSchema } from "#gen/consent/v1/subject_pb.js";
 import { DeliverySchema, WebhookSchema } from "#gen/consent/v1/webhook_pb.js";
@@ -173,5 +174,63 @@ describe("BackupView", () => {
     expect(text).toMatch(/records\/data\.mdb\s+905,216 bytes/);
     expect(text).toContain("warning: no identity-key file: the daemon reads CONSENT_IDENTITY_KEY");
     expect(text).toContain("Restore: stop the service");
+  });
+});
+
+/** Whether lines are a table: a header line of the headers, two spaces or more apart. */
+const isTable = (lines: string[], headers: string[]) =>
+  new RegExp(`^${headers.join(" {2,}")}$`).test(lines[0] ?? "");
+
+// Regression: squeezed tables cut short values (`professi…`, `2026-11-…`, `pendi…`) before
+// blocks were used.
+describe("tables too wide for the terminal", () => {
+  const created = at(Date.parse("2026-11-26T12:01:30Z"));
+
+  it("teams list prints blocks at 80 columns, and a table with plan and time whole where it fits", async () => {
+    const teams = [
+      create(TeamSchema, {
+        id: "14f50966-74ff-4320-b9eb-7bb54c9228ee",
+        name: "Acme Consent Management Ltd",
+        plan: "professional",
+        crossDeviceConsent: true,
+        createdAt: created,
+      }),
+    ];
+    const headers = ["ID", "NAME", "PLAN", "CROSS-DEVICE", "CREATED"];
+    const narrow = await terminalFrame(<TeamsTable teams={teams} />, 80);
+    expect(isTable(narrow, headers)).toBe(false);
+    expect(narrow).toContain("PLAN          professional");
+    expect(narrow).toContain("CREATED       2026-11-26 12:01:30Z");
+    expect(narrow.join("\n")).not.toContain("…");
+    const wide = await terminalFrame(<TeamsTable teams={teams} />, 100);
+    expect(isTable(wide, headers)).toBe(true);
+    expect(wide[1]).toMatch(/ {2}Acme Consen… {2}professional {2}yes {11}2026-11-26 12:01:30Z$/);
+  });
+
+  it("webhooks deliveries prints blocks at 120 columns rather than cut the status and times", async () => {
+    const page = {
+      deliveries: [
+        create(DeliverySchema, {
+          id: "0c4e8b4a-3f7e-4a55-9d0b-6f5e2d1c0b9a",
+          status: "pending",
+          attempts: 3,
+          createdAt: created,
+          lastAttemptAt: created,
+          lastStatusCode: 503,
+          nextAttemptAt: created,
+          lastError: "the endpoint answered 503 Service Unavailable",
+        }),
+      ],
+      nextPageToken: "",
+    };
+    const headers = ["ID", "STATUS", "TRIES", "CREATED", "LAST", "HTTP", "NEXT", "ERROR"];
+    const narrow = await terminalFrame(<DeliveriesTable page={page} />, 120);
+    expect(isTable(narrow, headers)).toBe(false);
+    expect(narrow).toContain("STATUS   pending");
+    expect(narrow).toContain("CREATED  2026-11-26 12:01:30Z");
+    expect(narrow.join("\n")).not.toContain("…");
+    const wide = await terminalFrame(<DeliveriesTable page={page} />, 140);
+    expect(isTable(wide, headers)).toBe(true);
+    expect(wide[1]).toContain("  pending  3      2026-11-26 12:01:30Z  2026-11-26 12:01:30Z  503 ");
   });
 });

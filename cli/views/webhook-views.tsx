@@ -71,11 +71,15 @@ export function WebhooksTable({ webhooks }: { webhooks: readonly Webhook[] }) {
       rows={webhooks}
       empty="This team has no webhook endpoints yet."
       columns={[
-        { header: "ID", value: (w) => w.id, whole: true },
+        { header: "ID", value: (w) => w.id, copy: true },
         { header: "STATE", value: (w) => webhookState(w).label, tone: (w) => webhookState(w).tone },
-        { header: "EVENTS", value: (w) => w.eventTypes.join(",") },
-        { header: "BANNERS", value: (w) => (w.bannerIds.length ? w.bannerIds.join(",") : "all") },
-        { header: "URL", value: (w) => w.url, copy: true },
+        { header: "EVENTS", value: (w) => w.eventTypes.join(","), shrinks: true },
+        {
+          header: "BANNERS",
+          value: (w) => (w.bannerIds.length ? w.bannerIds.join(",") : "all"),
+          shrinks: true,
+        },
+        { header: "URL", value: (w) => w.url, shrinks: true, copy: true },
       ]}
     />
   );
@@ -95,14 +99,14 @@ export function DeliveriesTable({ page }: { page: DeliveryPage }) {
         rows={page.deliveries}
         empty="No deliveries match."
         columns={[
-          { header: "ID", value: (d) => d.id, whole: true },
+          { header: "ID", value: (d) => d.id, copy: true },
           { header: "STATUS", value: (d) => d.status, tone: (d) => STATUS_TONES[d.status] },
           { header: "TRIES", value: (d) => String(d.attempts) },
           { header: "CREATED", value: (d) => formatTime(d.createdAt) },
           { header: "LAST", value: (d) => formatTime(d.lastAttemptAt) },
           { header: "HTTP", value: (d) => (d.lastStatusCode ? String(d.lastStatusCode) : "-") },
           { header: "NEXT", value: (d) => formatTime(d.nextAttemptAt) },
-          { header: "ERROR", value: (d) => d.lastError || "-" },
+          { header: "ERROR", value: (d) => d.lastError || "-", shrinks: true },
         ]}
       />
       {page.nextPageToken ? (
