@@ -116,6 +116,27 @@ export function metadataValue(what: string): (value: string) => string {
   };
 }
 
+/**
+ * An id the service made (a team's, a key's, a banner's, a webhook's…), given as an argument:
+ * visible ASCII (metadataValue's rule: a space or a carriage return from a paste), and no final
+ * punctuation, which no id has and a copy out of a sentence ("Created team <id>.") brings along.
+ * Said as a wrong command line (exit 2), where the daemon would answer "not found" for an id that
+ * looks right.
+ */
+export function serviceId(what: string): (value: string) => string {
+  const visible = metadataValue(what);
+  return (value) => {
+    visible(value);
+    const last = value.at(-1) ?? "";
+    if (".,;:".includes(last)) {
+      throw new InvalidArgumentError(
+        `${what} "${value}" ends with "${last}", which no id has (copied with a sentence's punctuation?).`,
+      );
+    }
+    return value;
+  };
+}
+
 /** Why a value cannot be call metadata, or undefined when it can (metadataValue). */
 export function metadataValueProblem(value: string): string | undefined {
   return /^[\x21-\x7e]+$/.test(value)

@@ -9,7 +9,7 @@ import {
 import { bannerJson } from "#cli/commands/banner-loader.js";
 import { TEAMS_HINT, teamOption } from "#cli/commands/teams.js";
 import { examples, required } from "#cli/format.js";
-import { nonEmpty } from "#cli/option-parsers.js";
+import { serviceId } from "#cli/option-parsers.js";
 import type { Runtime } from "#cli/program.js";
 import type { CommandSpec, Invocation } from "#cli/run-command.js";
 import type { BannerResult } from "#cli/views/banner-views.js";
@@ -85,7 +85,7 @@ function registerStateCommands(banners: Command, runtime: Runtime): void {
     banners
       .command(change.name)
       .description(change.description)
-      .argument("<banner-id>", "banner id", nonEmpty("the banner id"))
+      .argument("<banner-id>", "banner id", serviceId("the banner id"))
       .addOption(teamOption())
       .addHelpText("after", examples(`consentctl banners ${change.name} BANNER_ID --team TEAM_ID`))
       .action((id: string, options: TeamOption, command: Command) =>
@@ -131,7 +131,7 @@ function addShowBanner(banners: Command, runtime: Runtime): void {
     .argument(
       "<banner-id>",
       "banner id (internal id, from `banners list`)",
-      nonEmpty("the banner id"),
+      serviceId("the banner id"),
     )
     .addOption(teamOption())
     .addHelpText("after", examples("consentctl banners show BANNER_ID --team TEAM_ID"))
@@ -180,7 +180,7 @@ function addUpdateBanner(banners: Command, runtime: Runtime): void {
       .description(
         "edit a banner: name, domain and compliance apply at once; configuration edits the draft",
       )
-      .argument("<banner-id>", "banner id", nonEmpty("the banner id"))
+      .argument("<banner-id>", "banner id", serviceId("the banner id"))
       .addOption(teamOption()),
     "update",
   )

@@ -6,8 +6,8 @@ import {
   durationIn,
   formatDuration,
   listOf,
-  nonEmpty,
   parseIsoDateTime,
+  serviceId,
 } from "#cli/option-parsers.js";
 import type { Runtime } from "#cli/program.js";
 import type { CommandSpec } from "#cli/run-command.js";
@@ -120,7 +120,7 @@ function addRevokeKey(keys: Command, runtime: Runtime): void {
   keys
     .command("revoke")
     .description("revoke a key at once; later calls with it fail with revoked_key")
-    .argument("<key-id>", "key id (from `keys list`), not the key itself", nonEmpty("the key id"))
+    .argument("<key-id>", "key id (from `keys list`), not the key itself", serviceId("the key id"))
     .addHelpText("after", examples("consentctl keys revoke KEY_ID"))
     .action((id: string, _options: unknown, command: Command) => {
       return runtime.run(command, {
@@ -141,7 +141,7 @@ function addRotateKey(keys: Command, runtime: Runtime): void {
     .description(
       "mint a replacement key (same team, environment, name, scopes and expiry); the old key keeps working for the grace period",
     )
-    .argument("<key-id>", "id of the key to replace", nonEmpty("the key id"))
+    .argument("<key-id>", "id of the key to replace", serviceId("the key id"))
     .requiredOption(
       "--grace <duration>",
       "how long the old key keeps working, up to 90d: 24h, 30m, 7d, or 0 to stop it now",

@@ -2,7 +2,7 @@ import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { type Command, Option } from "commander";
 import { teamOption } from "#cli/commands/teams.js";
 import type { DaemonClient } from "#cli/daemon-client.js";
-import { listOf, nonEmpty, parseTimeBound } from "#cli/option-parsers.js";
+import { listOf, parseTimeBound, serviceId } from "#cli/option-parsers.js";
 import { UserError } from "#cli/problems.js";
 import { CONSENT_LOG_METHODS } from "#daemon/consent-log/consent-log-rules.js";
 
@@ -29,7 +29,7 @@ export function addFilterOptions(command: Command): Command {
     .option(
       "--banner <public-id>",
       "only rows of this banner (its public id)",
-      nonEmpty("the banner's public id"),
+      serviceId("the banner's public id"),
     )
     .option(
       "--method <list>",

@@ -1,7 +1,7 @@
 import type { Command } from "commander";
 import { TEAMS_HINT, teamOption } from "#cli/commands/teams.js";
 import { examples, messageJson, required } from "#cli/format.js";
-import { durationIn, nonEmpty } from "#cli/option-parsers.js";
+import { durationIn, serviceId } from "#cli/option-parsers.js";
 import type { Runtime } from "#cli/program.js";
 import { SESSION_TTL_SECONDS } from "#daemon/admin/admin-rules.js";
 import { SessionSchema } from "#gen/consent/v1/admin_pb.js";
@@ -82,7 +82,7 @@ function addRevokeSession(sessions: Command, runtime: Runtime): void {
     .argument(
       "<session-id>",
       "session id (from `sessions list` or `sessions create`)",
-      nonEmpty("the session id"),
+      serviceId("the session id"),
     )
     .addHelpText("after", examples("consentctl sessions revoke SESSION_ID"))
     .action((id: string, _options: unknown, command: Command) =>

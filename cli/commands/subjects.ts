@@ -1,7 +1,7 @@
 import type { Command } from "commander";
 import { teamOption } from "#cli/commands/teams.js";
 import { examples, messageJson } from "#cli/format.js";
-import { nonEmpty } from "#cli/option-parsers.js";
+import { nonEmpty, serviceId } from "#cli/option-parsers.js";
 import type { Runtime } from "#cli/program.js";
 import {
   DeleteSubjectStateResponseSchema,
@@ -29,7 +29,7 @@ function addSubjectOptions(command: Command): Command {
     .requiredOption(
       "--banner <public-id>",
       "public banner id (the one in the loader URL)",
-      nonEmpty("the banner's public id"),
+      serviceId("the banner's public id"),
     )
     .option("--namespace <namespace>", 'subject namespace, 1-64 characters (default: "default")')
     .requiredOption(

@@ -264,6 +264,22 @@ describe("consentctl teams (against a real daemon)", { timeout: E2E_TIMEOUT_MS }
     expect(human.stderr).toContain("the team id is empty");
   });
 
+  // Regression: "No team with id <a valid-looking id>." for an id pasted with a stray character.
+  it("exits 2 for an id pasted with a sentence's full stop or a carriage return, naming the mistake", async () => {
+    const id = "0b3c2f7e-4d1a-4a8e-9f00-1234567890ab";
+    const [dot, carriageReturn] = await Promise.all([
+      runCli(["teams", "show", `${id}.`, "--daemon", "http://127.0.0.1:9", "--json"]),
+      runCli(["teams", "show", `${id}\r`, "--daemon", "http://127.0.0.1:9", "--json"]),
+    ]);
+    expect([dot.code, carriageReturn.code]).toEqual([2, 2]);
+    expect(JSON.parse(dot.stderr).error).toContain(
+      `the team id "${id}." ends with ".", which no id has (copied with a sentence's punctuation?).`,
+    );
+    expect(JSON.parse(carriageReturn.stderr).error).toContain(
+      "the team id holds a space, a control character or a non-ASCII character, which no token or id has.",
+    );
+  });
+
   // Regression: run through tsx (no bundle) from outside the package, tsx found no tsconfig.json
   // and compiled JSX for a global React: every view and error failed with "React is not
   // defined", and `sessions create` lost the token it had minted.

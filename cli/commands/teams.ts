@@ -1,6 +1,6 @@
 import { Argument, type Command, Option } from "commander";
 import { examples, messageJson, required } from "#cli/format.js";
-import { metadataValue, nonEmpty } from "#cli/option-parsers.js";
+import { metadataValue, serviceId } from "#cli/option-parsers.js";
 import type { Runtime } from "#cli/program.js";
 import type { CommandSpec } from "#cli/run-command.js";
 import { PLANS } from "#daemon/teams/team-store.js";
@@ -81,7 +81,7 @@ function addShowTeam(teams: Command, runtime: Runtime): void {
   teams
     .command("show")
     .description("show one team")
-    .argument("<id>", "team id", nonEmpty("the team id"))
+    .argument("<id>", "team id", serviceId("the team id"))
     .addHelpText("after", examples("consentctl teams show 6f1c0c1e-8a57-4d43-9c1b-3f0e2c5b7a10"))
     .action((id: string, _options: unknown, command: Command) =>
       runtime.run(
@@ -97,7 +97,7 @@ function addSetPlan(teams: Command, runtime: Runtime): void {
   teams
     .command("set-plan")
     .description("move a team to another plan; limits and the cross-device gate follow at once")
-    .argument("<id>", "team id", nonEmpty("the team id"))
+    .argument("<id>", "team id", serviceId("the team id"))
     .addArgument(new Argument("<plan>", "new plan").choices(PLANS))
     .addHelpText(
       "after",

@@ -2,7 +2,13 @@ import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { Argument, type Command, Option } from "commander";
 import { TEAMS_HINT, teamOption } from "#cli/commands/teams.js";
 import { examples, messageJson, required } from "#cli/format.js";
-import { durationIn, integerIn, nonEmpty, parseList, parseTimeBound } from "#cli/option-parsers.js";
+import {
+  durationIn,
+  integerIn,
+  parseList,
+  parseTimeBound,
+  serviceId,
+} from "#cli/option-parsers.js";
 import type { Runtime } from "#cli/program.js";
 import type { CommandSpec, Invocation } from "#cli/run-command.js";
 import type { DeliveryPage, ReplayResult } from "#cli/views/webhook-views.js";
@@ -21,7 +27,7 @@ const DELIVERIES_HINT =
   "list the endpoint's deliveries with `consentctl webhooks deliveries WEBHOOK_ID --team TEAM_ID`";
 /** `<webhook-id>`: an endpoint's id, never empty. */
 function webhookId(description = "endpoint id"): Argument {
-  return new Argument("<webhook-id>", description).argParser(nonEmpty("the endpoint id"));
+  return new Argument("<webhook-id>", description).argParser(serviceId("the endpoint id"));
 }
 
 const EVENTS_HELP = "comma-separated event types (today only consent.given)";
@@ -353,7 +359,7 @@ function addReplayDeliveries(webhooks: Command, runtime: Runtime): void {
     .argument(
       "[delivery-id]",
       "one delivery to send again (from `webhooks deliveries`)",
-      nonEmpty("the delivery id"),
+      serviceId("the delivery id"),
     )
     .addOption(teamOption())
     .option(
