@@ -103,16 +103,15 @@ export async function runStandaloneGateway(config: Config = loadConfig()) {
 
 /** How long start-up waits for the daemon to judge the token before going on without it. */
 const TOKEN_CHECK_MS = 2_000;
-/** Then, how often the check is tried again until the daemon answers it once. */
-const TOKEN_RECHECK_MS = 10_000;
 
 /**
  * A gateway whose operator token is not its daemon's would serve, but the daemon would ignore the
  * client addresses it relays (daemon/auth/caller.ts): every REST client would share the
  * gateway's address for the per-IP limits and the failed-authentication lockout. So the token is
- * put to the daemon once: refused, start-up stops with a ConfigError; a daemon that cannot be
- * reached yet is asked again in the background until it answers, and a refusal then is logged as
- * an error (the gateway keeps serving what it can).
+ * put to the daemon once: refused, start-up stops with a ConfigError. A daemon that cannot be
+ * reached yet judges it on the gateway's first call instead, where the token watch
+ * (token-watch.ts) answers a refusal with 503 and logs it, as it does for a token the daemon
+ * stops accepting later.
  */
 async function checkOperatorToken(
   transport: Transport,
@@ -121,23 +120,10 @@ async function checkOperatorToken(
   logger: Logger,
 ): Promise<void> {
   const refusal = `the daemon at ${daemonUrl} refuses this gateway's operator token, so it would ignore the client addresses the gateway relays: give the gateway the daemon's own token (CONSENT_ADMIN_TOKEN, or CONSENT_DATA_DIR set to the daemon's data directory)`;
-  const judge = () => operatorTokenVerdict(transport, operatorToken, TOKEN_CHECK_MS);
-  const first = await judge();
+  const first = await operatorTokenVerdict(transport, operatorToken, TOKEN_CHECK_MS);
   if (first === "refused") throw new ConfigError(refusal);
   if (first === "accepted") return;
   logger.warn(
-    `could not check the operator token with the daemon at ${daemonUrl} (${Code[first]}); checking again every ${TOKEN_RECHECK_MS / 1000} s`,
+    `could not check the operator token with the daemon at ${daemonUrl} (${Code[first]}); its first answer to a call will, and a refusal is logged then`,
   );
-  let checking = false;
-  const again = setInterval(() => {
-    if (checking) return;
-    checking = true;
-    void judge().then((verdict) => {
-      checking = false;
-      if (verdict !== "accepted" && verdict !== "refused") return;
-      clearInterval(again);
-      if (verdict === "refused") logger.error(refusal);
-    });
-  }, TOKEN_RECHECK_MS);
-  again.unref();
 }
