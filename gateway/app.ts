@@ -8,6 +8,7 @@ import {
   type FastifyReply,
   type FastifyRequest,
   fastify,
+  type HookHandlerDoneFunction,
   LogController,
 } from "fastify";
 import { bodyBudget } from "#gateway/body-budget.js";
@@ -85,6 +86,9 @@ export async function buildGateway(options: GatewayOptions): Promise<FastifyInst
     frameworkErrors: unroutable,
     clientErrorHandler: answerUnreadable,
     requestTimeout: requestTimeoutMs,
+    // A connection on which nothing moves for this long is closed: a client that sent requests
+    // and reads none of the answers would otherwise hold them in memory for as long as it likes.
+    connectionTimeout: 2 * requestTimeoutMs,
     // Node applies requestTimeout only when headersTimeout (default 60 s) is not longer.
     http: {
       headersTimeout: requestTimeoutMs,
@@ -99,6 +103,7 @@ export async function buildGateway(options: GatewayOptions): Promise<FastifyInst
     }
   }
   app.server.on("connect", refuseConnect);
+  app.addHook("onRequest", inTurnOnItsConnection);
   // Before the plugins are registered, so every route inherits it.
   app.addHook("preParsing", bodyBudget(options.bodyBudgetBytes));
   // Only a failure leaves a body unread (Fastify then answers with Connection: close), and onError
@@ -154,6 +159,47 @@ export async function buildGateway(options: GatewayOptions): Promise<FastifyInst
     if (request.is404) return unknownOutsideV1(request, reply);
   });
   return app;
+}
+
+/** The requests of one connection not yet answered, and those waiting for their turn. */
+interface ConnectionTurns {
+  unanswered: number;
+  waiting: HookHandlerDoneFunction[];
+}
+const kTurns = Symbol("consent.connectionTurns");
+
+/**
+ * HTTP/1.1 pipelining: requests a client sends one after another on a connection are served one
+ * after another, each once the answer before it has been written out (its `close`). Node parses
+ * every request of a packet at once and would run them all, holding each answer until the
+ * client reads the ones before it: 300 banner lists of 3 MB sent in one write, by a client that
+ * reads nothing, took a process past its 4 GB heap. So a connection holds at most one answer the
+ * client has not read (and connectionTimeout closes one on which nothing moves, dropping the
+ * requests still waiting on it). A request alone on its connection, as nearly all are, goes on
+ * at once.
+ */
+function inTurnOnItsConnection(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  done: HookHandlerDoneFunction,
+): void {
+  const socket = request.raw.socket as Socket & { [kTurns]?: ConnectionTurns };
+  let turns = socket[kTurns];
+  if (turns === undefined) {
+    turns = { unanswered: 0, waiting: [] };
+    socket[kTurns] = turns;
+  }
+  const own = turns;
+  reply.raw.once("close", () => {
+    own.unanswered -= 1;
+    // A connection gone (closed by its client, or for want of reading) has no one to answer:
+    // the requests still waiting on it are dropped, not run for nobody.
+    if (socket.destroyed) own.waiting.length = 0;
+    else own.waiting.shift()?.();
+  });
+  own.unanswered += 1;
+  if (own.unanswered === 1) done();
+  else own.waiting.push(done);
 }
 
 /** Reads what is left of a request body and drops it, within the linger bounds. */

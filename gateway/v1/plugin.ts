@@ -30,6 +30,9 @@ export async function v1Api(app: FastifyInstance, options: V1Options): Promise<v
   app.addHook("onRequest", async (request, reply) => {
     // spec 9.4: every response of the versioned wrapper names the version that handled it.
     setVersionHeaders(reply);
+    // A team's data, for one credential: never kept by a cache between the client and the
+    // gateway (HTTP caches leave answers to Authorization alone, not those to a session cookie).
+    reply.header("cache-control", "no-store");
     // decisions §6: an unknown path is a 404, answered before its body is read or judged.
     if (request.is404) return unknownPath(request, reply);
     // The content type plays no part here, so it is dropped before Fastify judges it: a malformed

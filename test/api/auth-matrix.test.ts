@@ -161,6 +161,7 @@ describe("authentication, scopes, test keys and plans per route", () => {
       code: result.body?.data?.code,
       error: result.body?.data?.error,
       limited: result.headers.get("x-ratelimit-limit"),
+      cacheControl: result.headers.get("cache-control"),
     };
   }
 
@@ -249,7 +250,13 @@ describe("authentication, scopes, test keys and plans per route", () => {
       code: "origin_not_allowed",
       error: expect.stringMatching(/must carry the dashboard's Origin header \(http:\/\/.+\)$/),
     });
-    expect((await call(list, { cookie: session })).status).toBe(200);
+    // A team's data for a session cookie, which HTTP caches do not keep apart as they keep
+    // answers to Authorization: no cache may keep it, nor a refusal.
+    expect(await call(list, { cookie: session })).toMatchObject({
+      status: 200,
+      cacheControl: "no-store",
+    });
+    expect(await call(list, {})).toMatchObject({ status: 401, cacheControl: "no-store" });
   });
 
   it("refuses an expired or revoked session", async () => {
