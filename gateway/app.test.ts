@@ -156,6 +156,27 @@ describe("the gateway's answers to requests it cannot read", () => {
       expect.stringContaining("connection: close"),
     ]);
   });
+
+  it("413 without 100 Continue for a body declared over the limit, so the client never sends it", async () => {
+    const expecting = (length: number) =>
+      `POST /api/v1/banners HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${length}\r\nExpect: 100-continue\r\n\r\n`;
+    // Over the 1 MiB limit: refused at once, and nothing asked of the client.
+    const refused = await rawExchange(port, (write) => write(expecting(2_000_000)));
+    expect(refused.status).toBe(413);
+    expect(JSON.parse(refused.body)).toMatchObject({ data: { code: "invalid_request" } });
+    // Within it: the client is told to go on.
+    const socket = connect(port, "127.0.0.1");
+    let received = "";
+    socket.setEncoding("latin1");
+    socket.on("data", (chunk: string) => {
+      received += chunk;
+    });
+    socket.on("error", () => {});
+    await new Promise((resolve) => socket.once("connect", resolve));
+    socket.write(expecting(100));
+    await vi.waitFor(() => expect(received).toMatch(/^HTTP\/1\.1 100 Continue\r\n\r\n/));
+    socket.destroy();
+  });
 });
 
 /** Bodies are read whole before the daemon checks a credential: what they hold at once is bounded. */

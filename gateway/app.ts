@@ -1,4 +1,10 @@
-import { type IncomingMessage, METHODS, STATUS_CODES } from "node:http";
+import {
+  type IncomingMessage,
+  METHODS,
+  type Server,
+  type ServerResponse,
+  STATUS_CODES,
+} from "node:http";
 import type { Socket } from "node:net";
 import type { Duplex } from "node:stream";
 import type { Transport } from "@connectrpc/connect";
@@ -103,6 +109,7 @@ export async function buildGateway(options: GatewayOptions): Promise<FastifyInst
     }
   }
   app.server.on("connect", refuseConnect);
+  app.server.on("checkContinue", continueWithinLimit(app.server));
   app.addHook("onRequest", inTurnOnItsConnection);
   // Before the plugins are registered, so every route inherits it.
   app.addHook("preParsing", bodyBudget(options.bodyBudgetBytes));
@@ -112,7 +119,8 @@ export async function buildGateway(options: GatewayOptions): Promise<FastifyInst
     const lingers =
       !request.raw.complete &&
       reply.getHeader("connection") === "close" &&
-      !(Number(request.headers["content-length"]) > LINGER_MAX_BYTES);
+      !(Number(request.headers["content-length"]) > LINGER_MAX_BYTES) &&
+      !refusedToContinue(request.raw);
     if (lingers) void dropUnread(request.raw).then(() => done());
     else done();
   });
@@ -159,6 +167,26 @@ export async function buildGateway(options: GatewayOptions): Promise<FastifyInst
     if (request.is404) return unknownOutsideV1(request, reply);
   });
   return app;
+}
+
+/**
+ * `Expect: 100-continue` (RFC 9110 10.1.1): the client waits for `100 Continue` before it sends
+ * its body. Node would always send it; a body declared over the gateway's limit is refused
+ * without it instead, so the client never uploads what is answered 413 anyway.
+ */
+function continueWithinLimit(server: Server) {
+  return (request: IncomingMessage, response: ServerResponse) => {
+    if (!refusedToContinue(request)) response.writeContinue();
+    server.emit("request", request, response);
+  };
+}
+
+/** A request expecting `100 Continue` whose declared body the gateway refuses unsent. */
+function refusedToContinue(request: IncomingMessage): boolean {
+  return (
+    request.headers.expect?.toLowerCase() === "100-continue" &&
+    Number(request.headers["content-length"]) > GATEWAY_BODY_LIMIT
+  );
 }
 
 /** The requests of one connection not yet answered, and those waiting for their turn. */
