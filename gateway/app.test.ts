@@ -28,6 +28,19 @@ function rawExchange(port: number, send: (write: (text: string) => void) => void
   });
 }
 
+/** A raw connection, once open, and what has come back on it so far. */
+async function rawConnection(port: number) {
+  const socket = connect(port, "127.0.0.1");
+  let received = "";
+  socket.setEncoding("latin1");
+  socket.on("data", (chunk: string) => {
+    received += chunk;
+  });
+  socket.on("error", () => {}); // a reset after the answer, or the test's own
+  await new Promise((resolve) => socket.once("connect", resolve));
+  return { socket, received: () => received };
+}
+
 /**
  * A gateway on a free port whose daemon cannot be reached (a request that reaches a route is
  * answered 503 for it), with `options` of its own; returns it and its port.
@@ -165,16 +178,9 @@ describe("the gateway's answers to requests it cannot read", () => {
     expect(refused.status).toBe(413);
     expect(JSON.parse(refused.body)).toMatchObject({ data: { code: "invalid_request" } });
     // Within it: the client is told to go on.
-    const socket = connect(port, "127.0.0.1");
-    let received = "";
-    socket.setEncoding("latin1");
-    socket.on("data", (chunk: string) => {
-      received += chunk;
-    });
-    socket.on("error", () => {});
-    await new Promise((resolve) => socket.once("connect", resolve));
+    const { socket, received } = await rawConnection(port);
     socket.write(expecting(100));
-    await vi.waitFor(() => expect(received).toMatch(/^HTTP\/1\.1 100 Continue\r\n\r\n/));
+    await vi.waitFor(() => expect(received()).toMatch(/^HTTP\/1\.1 100 Continue\r\n\r\n/));
     socket.destroy();
   });
 });
@@ -310,14 +316,7 @@ describe("the gateway's budget and requests pipelined behind one still waiting",
       }).then((response) => response.status);
     // A list still waiting on the daemon, and a 40 KB PUT pipelined behind it: the PUT waits
     // its turn unread, so the budget holds nothing of it.
-    const socket = connect(port, "127.0.0.1");
-    let received = "";
-    socket.setEncoding("latin1");
-    socket.on("data", (chunk: string) => {
-      received += chunk;
-    });
-    socket.on("error", () => {});
-    await new Promise((resolve) => socket.once("connect", resolve));
+    const { socket, received } = await rawConnection(port);
     socket.write(
       "GET /api/v1/banners HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ck_live_x\r\n\r\n" +
         "PUT /api/v1/consent/subjects/state HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ck_live_x\r\nContent-Type: application/json\r\nContent-Length: 40000\r\n\r\n",
@@ -326,7 +325,7 @@ describe("the gateway's budget and requests pipelined behind one still waiting",
     await new Promise((resolve) => setTimeout(resolve, 300));
     // 30 KB and 30 KB fit the 64 KB budget: the pipelined 40 KB holds none of it.
     expect(await Promise.all([resolve(30_000), resolve(30_000)])).toEqual([200, 200]);
-    expect(received).toBe("");
+    expect(received()).toBe("");
     socket.resetAndDestroy();
   });
 });
