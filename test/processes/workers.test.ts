@@ -115,6 +115,9 @@ describe("npm start with two workers", { timeout: 120_000 }, () => {
     );
     try {
       const workers = workerPids(program);
+      // The primary hands each accepted connection to a worker in turn: on a loaded machine that
+      // can lag the client's connect, and a worker holding none of them yet drains at once.
+      await new Promise((resolve) => setTimeout(resolve, 500));
       program.child.kill("SIGTERM");
       await new Promise((resolve) => setTimeout(resolve, 300));
       process.kill(workers[0] as number, "SIGKILL");
