@@ -267,11 +267,13 @@ describe("consentctl teams (against a real daemon)", { timeout: E2E_TIMEOUT_MS }
   // Regression: "No team with id <a valid-looking id>." for an id pasted with a stray character.
   it("exits 2 for an id pasted with a sentence's full stop or a carriage return, naming the mistake", async () => {
     const id = "0b3c2f7e-4d1a-4a8e-9f00-1234567890ab";
-    const [dot, carriageReturn] = await Promise.all([
+    const [dot, carriageReturn, teamOption] = await Promise.all([
       runCli(["teams", "show", `${id}.`, "--daemon", "http://127.0.0.1:9", "--json"]),
       runCli(["teams", "show", `${id}\r`, "--daemon", "http://127.0.0.1:9", "--json"]),
+      runCli(["banners", "list", "--team", `${id}.`, "--daemon", "http://127.0.0.1:9", "--json"]),
     ]);
-    expect([dot.code, carriageReturn.code]).toEqual([2, 2]);
+    expect([dot.code, carriageReturn.code, teamOption.code]).toEqual([2, 2, 2]);
+    expect(JSON.parse(teamOption.stderr).error).toContain(`ends with "."`);
     expect(JSON.parse(dot.stderr).error).toContain(
       `the team id "${id}." ends with ".", which no id has (copied with a sentence's punctuation?).`,
     );

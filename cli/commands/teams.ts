@@ -1,6 +1,6 @@
 import { Argument, type Command, Option } from "commander";
 import { examples, messageJson, required } from "#cli/format.js";
-import { metadataValue, serviceId } from "#cli/option-parsers.js";
+import { serviceId } from "#cli/option-parsers.js";
 import type { Runtime } from "#cli/program.js";
 import type { CommandSpec } from "#cli/run-command.js";
 import { PLANS } from "#daemon/teams/team-store.js";
@@ -15,7 +15,7 @@ export const TEAM_HELP = "team id (the operator acts for this team: sent as cons
 export function teamOption(help = TEAM_HELP): Option {
   return new Option("--team <id>", help)
     .makeOptionMandatory()
-    .argParser(metadataValue("the team id"));
+    .argParser(serviceId("the team id"));
 }
 
 function teamSpec(
