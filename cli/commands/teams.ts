@@ -13,9 +13,7 @@ export const TEAM_HELP = "team id (the operator acts for this team: sent as cons
 
 /** `--team <id>`: required and never empty, with `help` (TEAM_HELP unless the command says less). */
 export function teamOption(help = TEAM_HELP): Option {
-  return new Option("--team <id>", help)
-    .makeOptionMandatory()
-    .argParser(serviceId("the team id"));
+  return new Option("--team <id>", help).makeOptionMandatory().argParser(serviceId("the team id"));
 }
 
 function teamSpec(
