@@ -17,6 +17,23 @@ export interface V1Options {
 }
 
 /**
+ * The header of those a request may carry once that it carries twice, if any: Node keeps the first
+ * `Host` and the first `Authorization`, where a proxy in front may read the last, so the two
+ * would judge different hosts or credentials (RFC 9112 3.2: a second Host is a 400).
+ */
+function headerGivenTwice(rawHeaders: readonly string[]): string | undefined {
+  let host = 0;
+  let authorization = 0;
+  for (let i = 0; i < rawHeaders.length; i += 2) {
+    const name = rawHeaders[i] as string;
+    if (name.length === 4 && name.toLowerCase() === "host") host += 1;
+    else if (name.length === 13 && name.toLowerCase() === "authorization") authorization += 1;
+  }
+  if (host > 1) return "Host";
+  return authorization > 1 ? "Authorization" : undefined;
+}
+
+/**
  * The versioned REST API under /api/v1 (spec 4, 9). Bodies are not parsed here: whatever the
  * content type, the bytes go to the daemon, which parses them as JSON with prototype-poisoning
  * protection and validates them after authentication (decisions §2).
@@ -35,6 +52,15 @@ export async function v1Api(app: FastifyInstance, options: V1Options): Promise<v
     reply.header("cache-control", "no-store");
     // decisions §6: an unknown path is a 404, answered before its body is read or judged.
     if (request.is404) return unknownPath(request, reply);
+    const twice = headerGivenTwice(request.raw.rawHeaders);
+    if (twice !== undefined) {
+      return sendEnvelopedError(reply, {
+        status: 400,
+        code: "invalid_request",
+        message: `The request carries more than one ${twice} header`,
+        headers: {},
+      });
+    }
     // The content type plays no part here, so it is dropped before Fastify judges it: a malformed
     // one (`json`, two merged headers) would be a 415, which spec 7 does not have, answered ahead
     // of the credential checks (decisions §2).

@@ -326,6 +326,39 @@ describe("spec 7 error table", () => {
     }
   });
 
+  it("400 invalid_request for a Host or an Authorization header given twice: which one counts would be a guess", async () => {
+    const other = (await mintKey(service, await createTeam(service))).key;
+    // Raw name-value pairs: Node's client then adds no Host of its own.
+    const host = new URL(service.gatewayUrl).host;
+    const cases = [
+      [
+        "Authorization",
+        ["Host", host, "Authorization", `Bearer ${key}`, "Authorization", `Bearer ${other}`],
+      ],
+      ["Host", ["Host", host, "Host", "elsewhere.example", "Authorization", `Bearer ${key}`]],
+    ] as const;
+    for (const [name, headers] of cases) {
+      const result = await rawHttp(service, "GET", "/api/v1/banners", [...headers]);
+      expect([name, result.status]).toEqual([name, 400]);
+      expect(result.headers.get("api-version")).toBe("v1");
+      expect(JSON.parse(result.text)).toEqual({
+        data: {
+          error: `The request carries more than one ${name} header`,
+          code: "invalid_request",
+        },
+        version: "v1",
+      });
+    }
+    // Once each: answered as ever.
+    const once = await rawHttp(service, "GET", "/api/v1/banners", [
+      "Host",
+      host,
+      "Authorization",
+      `Bearer ${key}`,
+    ]);
+    expect(once.status).toBe(200);
+  });
+
   it("404 quotes a long unknown path cut to 500 characters, inside and outside /api/v1/", async () => {
     for (const prefix of ["/api/v1/", "/"]) {
       const result = await rawHttp(service, "GET", `${prefix}${"x".repeat(5_000)}`);

@@ -56,7 +56,8 @@ export function rawHttp(
   service: TestService,
   method: string,
   path: string,
-  headers: Record<string, string> = {},
+  /** An object, or raw name-value pairs (`["Host", "a", "Host", "b"]`: a header given twice). */
+  headers: Record<string, string> | string[] = {},
   body?: string,
 ): Promise<{ status: number; headers: Headers; bytes: Buffer; text: string }> {
   return new Promise((resolve, reject) => {
