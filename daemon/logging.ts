@@ -25,12 +25,12 @@ export interface ErrorLogger {
 }
 
 /** How often a failure that lasts is logged: its first occurrence, then one line per this long. */
-export const STORE_UNAVAILABLE_LOG_MS = 10_000;
+export const REPEATED_FAILURE_LOG_MS = 10_000;
 
 /**
  * Logs a failure that repeats while a state lasts (a store out of reach during a MongoDB
  * election, a damaged store, a background pass failing each second) at most once per
- * STORE_UNAVAILABLE_LOG_MS, each line counting the failures since the one before, so the state
+ * REPEATED_FAILURE_LOG_MS, each line counting the failures since the one before, so the state
  * is visible without a line (and a stack) per failed call. With `byWords`, a failure with other
  * words than the last one logged is logged at once, so a new fault never hides behind an old one
  * (for failures of any cause, such as a background pass's); without, every failure counts as the
@@ -47,7 +47,7 @@ export function repeatedFailureLog(
   return (error, details) => {
     const now = performance.now();
     const words = byWords ? messageOf(error) : undefined;
-    if (now - loggedAt < STORE_UNAVAILABLE_LOG_MS && words === loggedWords) {
+    if (now - loggedAt < REPEATED_FAILURE_LOG_MS && words === loggedWords) {
       unlogged += 1;
       return;
     }

@@ -212,22 +212,18 @@ function inTurnOnItsConnection(
   done: HookHandlerDoneFunction,
 ): void {
   const socket = request.raw.socket as Socket & { [kTurns]?: ConnectionTurns };
-  let turns = socket[kTurns];
-  if (turns === undefined) {
-    turns = { unanswered: 0, waiting: [] };
-    socket[kTurns] = turns;
-  }
-  const own = turns;
+  const turns = socket[kTurns] ?? { unanswered: 0, waiting: [] };
+  socket[kTurns] = turns;
   reply.raw.once("close", () => {
-    own.unanswered -= 1;
+    turns.unanswered -= 1;
     // A connection gone (closed by its client, or for want of reading) has no one to answer:
     // the requests still waiting on it are dropped, not run for nobody.
-    if (socket.destroyed) own.waiting.length = 0;
-    else own.waiting.shift()?.();
+    if (socket.destroyed) turns.waiting.length = 0;
+    else turns.waiting.shift()?.();
   });
-  own.unanswered += 1;
-  if (own.unanswered === 1) done();
-  else own.waiting.push(done);
+  turns.unanswered += 1;
+  if (turns.unanswered === 1) done();
+  else turns.waiting.push(done);
 }
 
 /** Reads what is left of a request body and drops it, within the linger bounds. */

@@ -108,7 +108,7 @@ function warnUnreachable(state: UnreachableLog, now: number): void {
  * the outage is over).
  */
 export function failureOf(request: FastifyRequest, error: unknown): HttpError {
-  if (tokenWatchOf(request.server.server)?.isOwnFailure(error)) return TOKEN_REFUSED;
+  if (tokenWatchOf(request.server.server)?.isOwnFailure(error)) return UNAVAILABLE;
   const httpError = httpErrorOf(error);
   // A write refused for want of disk space was reported once by the daemon (isStoreFull).
   if (httpError.status === 500 && !isStoreFull(error)) {
@@ -175,11 +175,12 @@ export function httpErrorOf(error: unknown): HttpError {
 }
 
 /**
- * What a client is told when the daemon refuses the gateway's own token: the service cannot serve
- * it for now (spec 7: 503 unavailable), not that its key is wrong (401) or its address locked out
- * (429), and nothing of the gateway's setup. The operator learns why from the log (TokenWatch).
+ * The service cannot serve the client for now (spec 7: 503 unavailable): the daemon could not be
+ * reached, or it refuses the gateway's own token, which the client is told as this, not that its
+ * key is wrong (401) or its address locked out (429), and nothing of the gateway's setup (the
+ * operator learns why from the log, TokenWatch).
  */
-const TOKEN_REFUSED: HttpError = {
+const UNAVAILABLE: HttpError = {
   status: 503,
   code: "unavailable",
   message: "The service is temporarily unavailable; retry later",
@@ -194,13 +195,10 @@ function fromConnectError(error: ConnectError): HttpError {
   if (!info) {
     // No ErrorInfo: the daemon did not raise this on purpose (or could not be reached).
     if (error.code === Code.Unavailable || error.code === Code.DeadlineExceeded) {
-      return {
-        status: 503,
-        code: "unavailable",
-        message: "The service is temporarily unavailable; retry later",
-        // The daemon's request budget, as the gateway's own body budget: retry shortly.
-        headers: isDaemonBusy(error) ? { "Retry-After": "1" } : {},
-      };
+      // The daemon's request budget, as the gateway's own body budget: retry shortly.
+      return isDaemonBusy(error)
+        ? { ...UNAVAILABLE, headers: { "Retry-After": "1" } }
+        : UNAVAILABLE;
     }
     return status >= 500 ? INTERNAL : { status, message: error.rawMessage, headers: {} };
   }

@@ -67,7 +67,7 @@ const INTERNAL_ERROR_INFO = [
  * parsed there too: one that is not protobuf binary is the caller's error, `invalid_argument`,
  * as parse-failures.ts answers it for unary calls. A store that cannot be reached for now (a
  * MongoDB election, `storeUnavailable`) fails the call with `unavailable` and a Retry-After, which
- * clients retry (spec 7), logged at most once per STORE_UNAVAILABLE_LOG_MS; so is a call that met
+ * clients retry (spec 7), logged at most once per REPEATED_FAILURE_LOG_MS; so is a call that met
  * the embedded store's damage (`internal`, as any other failure), which was logged when first met.
  */
 export function domainErrorInterceptor(

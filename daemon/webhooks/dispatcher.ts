@@ -209,7 +209,7 @@ export class WebhookDispatcher {
       } catch (error) {
         // A full disk is reported once by the store's guard, not on every pass; a store out of
         // reach for now, or any failure that repeats (a damaged store), once per
-        // STORE_UNAVAILABLE_LOG_MS while it lasts, not once a second.
+        // REPEATED_FAILURE_LOG_MS while it lasts, not once a second.
         if (this.options.store.isUnavailable(error)) this.logUnavailable(error);
         else if (!isStoreFull(error)) this.logFailedPass(error);
       }

@@ -9,14 +9,14 @@ interface ConsentWindow {
  * page whose dataLayer is not an array (or whose tag manager's push throws) gets a console error,
  * and the banner goes on without Consent Mode.
  */
-function gtag(..._args: unknown[]): void {
+function gtag(...args: unknown[]): void {
   const target = window as unknown as ConsentWindow;
   try {
     target.dataLayer = target.dataLayer || [];
     // biome-ignore lint/complexity/noArguments: Consent Mode requires the arguments object itself.
     target.dataLayer.push(arguments);
   } catch (error) {
-    console.error(`consent banner: the page's dataLayer refused Consent Mode's ${_args[1]}`, error);
+    console.error(`consent banner: the page's dataLayer refused Consent Mode's ${args[1]}`, error);
   }
 }
 
