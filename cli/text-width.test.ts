@@ -21,8 +21,9 @@ describe("cutToWidth", () => {
     expect(cutToWidth("日本語のバナー名前", 5)).toBe("日本…");
     expect(cutToWidth("日本語のバナー名前", 6)).toBe("日本…");
     expect(cutToWidth("日本語のバナー名前", 7)).toBe("日本語…");
+    // At the width, or a column short where a wide character would have straddled it.
     for (let width = 1; width < 18; width++) {
-      expect(textWidth(cutToWidth("日本語のバナー名前", width))).toBeLessThanOrEqual(width);
+      expect([width - 1, width]).toContain(textWidth(cutToWidth("日本語のバナー名前", width)));
     }
   });
 

@@ -28,6 +28,10 @@ function rawExchange(port: number, send: (write: (text: string) => void) => void
   });
 }
 
+/** A banner list as a client writes it on a raw connection (a key the daemon judges). */
+const LIST_REQUEST =
+  "GET /api/v1/banners HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ck_live_x\r\n\r\n";
+
 /** A raw connection, once open, and what has come back on it so far. */
 async function rawConnection(port: number) {
   const socket = connect(port, "127.0.0.1");
@@ -318,7 +322,7 @@ describe("the gateway's budget and requests pipelined behind one still waiting",
     // its turn unread, so the budget holds nothing of it.
     const { socket, received } = await rawConnection(port);
     socket.write(
-      "GET /api/v1/banners HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ck_live_x\r\n\r\n" +
+      LIST_REQUEST +
         "PUT /api/v1/consent/subjects/state HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ck_live_x\r\nContent-Type: application/json\r\nContent-Length: 40000\r\n\r\n",
     );
     socket.write("x".repeat(40_000));
@@ -372,19 +376,9 @@ describe("requests a client pipelines on one connection without reading the answ
     // Eight lists in one write, on a connection that reads nothing: were they all served, the
     // gateway would hold 128 MB of answers for this one client (300 of 3 MB took a process past
     // its heap).
-    const socket = connect(port, "127.0.0.1");
-    socket.on("error", () => {});
-    await new Promise((resolve) => socket.once("connect", resolve));
+    const { socket, received } = await rawConnection(port);
     socket.pause();
-    socket.write(
-      "GET /api/v1/banners HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ck_live_x\r\n\r\n".repeat(
-        8,
-      ),
-    );
-    let received = 0;
-    socket.on("data", (chunk: Buffer) => {
-      received += chunk.length;
-    });
+    socket.write(LIST_REQUEST.repeat(8));
     const closed = new Promise((resolve) => socket.once("close", resolve));
     await new Promise((resolve) => setTimeout(resolve, 700));
     // The first answer does not fit what the connection's buffers take: the others wait.
@@ -394,25 +388,17 @@ describe("requests a client pipelines on one connection without reading the answ
     await new Promise((resolve) => setTimeout(resolve, 3_000));
     socket.resume();
     await closed;
-    expect(received).toBeLessThan(16 * 1024 * 1024);
+    expect(received().length).toBeLessThan(16 * 1024 * 1024);
     expect(lists).toBe(1);
-    // A client that reads gets every answer, in order.
+    // A client that reads gets every answer.
     lists = 0;
-    const reader = connect(port, "127.0.0.1");
-    let bytes = 0;
-    reader.on("data", (chunk: Buffer) => {
-      bytes += chunk.length;
-    });
-    reader.write(
-      "GET /api/v1/banners HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ck_live_x\r\n\r\n".repeat(
-        3,
-      ),
-    );
-    await vi.waitFor(() => expect(bytes).toBeGreaterThan(3 * 16 * 1024 * 1024), {
+    const reader = await rawConnection(port);
+    reader.socket.write(LIST_REQUEST.repeat(3));
+    await vi.waitFor(() => expect(reader.received().length).toBeGreaterThan(3 * 16 * 1024 * 1024), {
       timeout: 10_000,
       interval: 50,
     });
     expect(lists).toBe(3);
-    reader.destroy();
+    reader.socket.destroy();
   });
 });

@@ -167,37 +167,22 @@ describe.concurrent("consentctl health and doctor (against a real daemon)", {
         mode: 0o644,
       });
       await chmod(path.join(dataDir, "admin-token"), 0o644);
-      const result = await runCli(["doctor", "--daemon", service.daemonUrl, "--json"], {
-        env: { CONSENT_DATA_DIR: dataDir },
-      });
-      expect(result.code).toBe(1);
-      expect(JSON.parse(result.stdout).checks).toContainEqual({
-        name: "data files",
-        status: "fail",
-        detail: `other users may read or write admin-token (644) in ${dataDir}`,
-        hint: expect.stringContaining("chmod 600"),
-      });
+      const doctor = () =>
+        runCli(["doctor", "--daemon", service.daemonUrl, "--json"], {
+          env: { CONSENT_DATA_DIR: dataDir },
+        });
+      const secret = `other users may read or write admin-token (644) in ${dataDir}`;
+      expectFailedCheck(await doctor(), "data files", secret, "chmod 600");
       // A directory every user may write in: they could put a token of their own in place. (A
       // group that may write, as a Kubernetes volume's fsGroup gives, is the operator's choice.)
       await chmod(dataDir, 0o2770);
-      const grouped = await runCli(["doctor", "--daemon", service.daemonUrl, "--json"], {
-        env: { CONSENT_DATA_DIR: dataDir },
-      });
-      expect(JSON.parse(grouped.stdout).checks).toContainEqual(
-        expect.objectContaining({
-          detail: `other users may read or write admin-token (644) in ${dataDir}`,
-        }),
-      );
+      expectFailedCheck(await doctor(), "data files", secret, "chmod 600");
       await chmod(dataDir, 0o777);
-      const open = await runCli(["doctor", "--daemon", service.daemonUrl, "--json"], {
-        env: { CONSENT_DATA_DIR: dataDir },
-      });
-      expect(JSON.parse(open.stdout).checks).toContainEqual(
-        expect.objectContaining({
-          name: "data files",
-          status: "fail",
-          detail: `other users may read or write the data directory (777), admin-token (644) in ${dataDir}`,
-        }),
+      expectFailedCheck(
+        await doctor(),
+        "data files",
+        `other users may read or write the data directory (777), admin-token (644) in ${dataDir}`,
+        "700 their directories",
       );
     } finally {
       await rm(dataDir, { recursive: true, force: true });

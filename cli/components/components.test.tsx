@@ -81,8 +81,11 @@ describe("KeyValue", () => {
     for (const columns of [80, 40]) {
       const lines = await terminalFrame(<KeyValue fields={fields} />, columns);
       expect(lines.slice(0, 3)).toEqual(["ID: 14f50966-74ff-4320-b9eb-7bb54c9228ee", "URL:", url]);
-      // Words still wrap at spaces, inside the terminal.
+      // Words still wrap at spaces, inside the terminal, and the words are all there.
       for (const line of lines.slice(3)) expect(line.length).toBeLessThanOrEqual(columns);
+      expect(lines.slice(3).join(" ").replace(/\s+/g, " ").trim()).toBe(
+        "Description: Receives every consent event of the team's banners",
+      );
     }
   });
 });

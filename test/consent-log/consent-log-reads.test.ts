@@ -310,7 +310,10 @@ describe("ConsentLogService operator reads over gRPC", () => {
       Code.InvalidArgument,
       "invalid_request",
     ]);
-    // Another team's banner id is no banner of this team: a filter that selects nothing.
+    // Another team's banner id is no banner of this team: a filter that selects nothing, though
+    // the team has a row a dropped filter would list.
+    expect((await postLog(service, aChoice(publicId))).status).toBe(200);
+    expect((await client.listConsentLogs({}, operator)).entries).toHaveLength(1);
     const other = await bannerFixture(service);
     const foreign = await client.listConsentLogs({ bannerId: other.id }, operator);
     expect(foreign.entries).toEqual([]);

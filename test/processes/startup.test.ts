@@ -177,13 +177,14 @@ describe("start-up of the real programs", () => {
       CONSENT_IDENTITY_KEY: another,
       CONSENT_WORKERS: "2",
     });
-    expect(replaced.program.stdout().split(warning)).toHaveLength(2);
+    // Read once the program has ended, so no late line of a worker is missed.
     expect(await replaced.program.stop()).toBe(0);
+    expect(replaced.program.stdout().split(warning)).toHaveLength(2);
 
     // The rotation as the README describes it, the new key first: nothing to say.
     const rotated = await startService(dataDir, { CONSENT_IDENTITY_KEY: `${another},${stored}` });
-    expect(rotated.program.stdout()).not.toContain(warning);
     expect(await rotated.program.stop()).toBe(0);
+    expect(rotated.program.stdout()).not.toContain(warning);
   });
 
   it("warns once, naming them, when files of the data dir can be read by other users", async () => {
