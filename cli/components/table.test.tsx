@@ -1,6 +1,6 @@
 import { render } from "ink-testing-library";
 import { describe, expect, it } from "vitest";
-import { fitColumns, SHRUNK_WIDTH, Table } from "#cli/components/table.js";
+import { type Column, fitColumns, SHRUNK_WIDTH, Table } from "#cli/components/table.js";
 import { PIPED_COLUMNS } from "#cli/terminal.js";
 import { textWidth } from "#cli/text-width.js";
 
@@ -8,6 +8,15 @@ interface Row {
   id: string;
   name: string;
   plan: string;
+}
+
+/** A table of `rows` rendered at `width` columns, as its lines. */
+function tableLines<R>(columns: readonly Column<R>[], rows: readonly R[], width: number): string[] {
+  return (
+    render(<Table columns={columns} rows={rows} empty="none" width={width} />)
+      .lastFrame()
+      ?.split("\n") ?? []
+  );
 }
 
 const columns = [
@@ -47,10 +56,7 @@ describe("Table", () => {
     { id: "6f1c0c1e-8a57-4d43-9c1b-3f0e2c5b7a10", name: "Acme Consent Ltd", plan: "professional" },
     { id: "short", name: "B", plan: "free" },
   ];
-  const frame = (width: number) =>
-    render(<Table columns={columns} rows={rows} empty="none" width={width} />)
-      .lastFrame()
-      ?.split("\n") ?? [];
+  const frame = (width: number) => tableLines(columns, rows, width);
 
   it("prints a header and one line per row, aligned", () => {
     expect(frame(80)).toEqual([
@@ -86,10 +92,7 @@ describe("Table", () => {
       columns[0],
       { header: "CROSS-DEVICE CONSENT", value: () => "yes" },
     ] as typeof columns;
-    const at = (width: number) =>
-      render(<Table columns={headed} rows={rows} empty="none" width={width} />)
-        .lastFrame()
-        ?.split("\n") ?? [];
+    const at = (width: number) => tableLines(headed, rows, width);
     expect(at(58)[0]).toBe("ID                                    CROSS-DEVICE CONSENT");
     expect(at(57)[0]).toBe("ID: 6f1c0c1e-8a57-4d43-9c1b-3f0e2c5b7a10");
   });
@@ -121,10 +124,7 @@ describe("Table", () => {
       { header: "PLAN", value: (t: Team) => t.plan },
       { header: "CREATED", value: (t: Team) => t.created },
     ];
-    const frame = (width: number) =>
-      render(<Table columns={teamColumns} rows={teams} empty="none" width={width} />)
-        .lastFrame()
-        ?.split("\n") ?? [];
+    const frame = (width: number) => tableLines(teamColumns, teams, width);
 
     it("prints a table with every cell whole where the terminal is wide", () => {
       expect(frame(200)).toEqual([
@@ -190,10 +190,7 @@ describe("Table", () => {
       { header: "NAME", value: (b: Banner) => b.name, shrinks: true },
       { header: "PLAN", value: (b: Banner) => b.plan },
     ];
-    const frame = (width: number) =>
-      render(<Table columns={bannerColumns} rows={banners} empty="none" width={width} />)
-        .lastFrame()
-        ?.split("\n") ?? [];
+    const frame = (width: number) => tableLines(bannerColumns, banners, width);
     /** The terminal column each line's PLAN cell starts at, and what is just before it. */
     const planCells = (lines: string[]) =>
       lines.map((line, r) => {

@@ -1,6 +1,7 @@
 import { create } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { render } from "ink-testing-library";
+import type { ReactElement } from "react";
 import { describe, expect, it } from "vitest";
 import { jsonText, printable } from "#cli/format.js";
 import { terminalFrame } from "#cli/test-support/terminal-frame.js";
@@ -186,6 +187,25 @@ const isTable = (lines: string[], headers: string[]) =>
 describe("tables too wide for the terminal", () => {
   const created = at(Date.parse("2026-11-26T12:01:30Z"));
 
+  /**
+   * `view` as blocks at `narrow` columns, holding `blockLines` and nothing cut, and as a table of
+   * `headers` at `wide`: the table's lines.
+   */
+  async function blocksThenTable(
+    view: ReactElement,
+    headers: string[],
+    [narrow, wide]: [number, number],
+    blockLines: string[],
+  ): Promise<string[]> {
+    const blocks = await terminalFrame(view, narrow);
+    expect(isTable(blocks, headers)).toBe(false);
+    for (const line of blockLines) expect(blocks).toContain(line);
+    expect(blocks.join("\n")).not.toContain("…");
+    const table = await terminalFrame(view, wide);
+    expect(isTable(table, headers)).toBe(true);
+    return table;
+  }
+
   it("teams list prints blocks at 80 columns, and a table with plan and time whole where it fits", async () => {
     const teams = [
       create(TeamSchema, {
@@ -196,14 +216,12 @@ describe("tables too wide for the terminal", () => {
         createdAt: created,
       }),
     ];
-    const headers = ["ID", "NAME", "PLAN", "CROSS-DEVICE", "CREATED"];
-    const narrow = await terminalFrame(<TeamsTable teams={teams} />, 80);
-    expect(isTable(narrow, headers)).toBe(false);
-    expect(narrow).toContain("PLAN          professional");
-    expect(narrow).toContain("CREATED       2026-11-26 12:01:30Z");
-    expect(narrow.join("\n")).not.toContain("…");
-    const wide = await terminalFrame(<TeamsTable teams={teams} />, 100);
-    expect(isTable(wide, headers)).toBe(true);
+    const wide = await blocksThenTable(
+      <TeamsTable teams={teams} />,
+      ["ID", "NAME", "PLAN", "CROSS-DEVICE", "CREATED"],
+      [80, 100],
+      ["PLAN          professional", "CREATED       2026-11-26 12:01:30Z"],
+    );
     expect(wide[1]).toMatch(/ {2}Acme Consen… {2}professional {2}yes {11}2026-11-26 12:01:30Z$/);
   });
 
@@ -223,14 +241,12 @@ describe("tables too wide for the terminal", () => {
       ],
       nextPageToken: "",
     };
-    const headers = ["ID", "STATUS", "TRIES", "CREATED", "LAST", "HTTP", "NEXT", "ERROR"];
-    const narrow = await terminalFrame(<DeliveriesTable page={page} />, 120);
-    expect(isTable(narrow, headers)).toBe(false);
-    expect(narrow).toContain("STATUS   pending");
-    expect(narrow).toContain("CREATED  2026-11-26 12:01:30Z");
-    expect(narrow.join("\n")).not.toContain("…");
-    const wide = await terminalFrame(<DeliveriesTable page={page} />, 140);
-    expect(isTable(wide, headers)).toBe(true);
+    const wide = await blocksThenTable(
+      <DeliveriesTable page={page} />,
+      ["ID", "STATUS", "TRIES", "CREATED", "LAST", "HTTP", "NEXT", "ERROR"],
+      [120, 140],
+      ["STATUS   pending", "CREATED  2026-11-26 12:01:30Z"],
+    );
     expect(wide[1]).toContain("  pending  3      2026-11-26 12:01:30Z  2026-11-26 12:01:30Z  503 ");
   });
 });
