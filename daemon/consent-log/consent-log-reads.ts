@@ -2,6 +2,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import type { Timestamp } from "@bufbuild/protobuf/wkt";
 import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
 import type { Authenticator } from "#daemon/auth/authenticator.js";
+import type { BannerRecord } from "#daemon/banners/banner-store.js";
 import type { Clock } from "#daemon/clock.js";
 import { consentLogEntryMessage } from "#daemon/consent-log/consent-log-messages.js";
 import { matchesLogFilters, readTeamLogQuery } from "#daemon/consent-log/consent-log-rules.js";
@@ -77,9 +78,9 @@ export function createConsentLogReads(options: ConsentLogReadOptions): ConsentLo
   async function admit(ctx: HandlerContext, request: LogFilterRequest) {
     const auth = await authenticator.authorize(ctx, { scope: "logs:read", write: false });
     return afterAdmission(ctx, auth, async () => {
-      const query = await readTeamLogQuery(store.banners, auth.team.id, request);
+      const { query, banner } = await readTeamLogQuery(store.banners, auth.team.id, request);
       const { publicId, methods, since, until } = query;
-      return { auth, teamId: auth.team.id, publicId, methods, since, until };
+      return { auth, banner, teamId: auth.team.id, publicId, methods, since, until };
     });
   }
 
@@ -98,11 +99,16 @@ export function createConsentLogReads(options: ConsentLogReadOptions): ConsentLo
     }
   }
 
-  /** publicId → required category names of each of the team's banners (or of the one asked for). */
-  async function requiredCategories(teamId: string, publicId: string | undefined) {
-    const banners = publicId
-      ? [await store.banners.getByPublicId(publicId)].filter((b) => b?.teamId === teamId)
-      : await store.banners.listByTeam(teamId);
+  /**
+   * publicId → required category names of each of the team's banners, or of the one the filter
+   * names (admit has read it: none when the filter names no banner of the team).
+   */
+  async function requiredCategories(
+    teamId: string,
+    publicId: string | undefined,
+    banner: BannerRecord | undefined,
+  ) {
+    const banners = publicId ? [banner] : await store.banners.listByTeam(teamId);
     return Object.fromEntries(
       banners.flatMap((banner) =>
         banner
@@ -129,6 +135,7 @@ export function createConsentLogReads(options: ConsentLogReadOptions): ConsentLo
         since: _since,
         until: _until,
         auth,
+        banner: _banner,
         teamId,
         ...tailFilters
       } = await admit(ctx, request);
@@ -219,10 +226,10 @@ export function createConsentLogReads(options: ConsentLogReadOptions): ConsentLo
     },
 
     async consentLogStats(request, ctx) {
-      const { auth: _auth, ...filters } = await admit(ctx, request);
+      const { auth: _auth, banner, ...filters } = await admit(ctx, request);
       const stats = await store.consentLog.stats({
         ...filters,
-        requiredCategories: await requiredCategories(filters.teamId, filters.publicId),
+        requiredCategories: await requiredCategories(filters.teamId, filters.publicId, banner),
       });
       return {
         total: BigInt(stats.total),
@@ -237,7 +244,7 @@ export function createConsentLogReads(options: ConsentLogReadOptions): ConsentLo
     },
 
     async *exportConsentLogs(request, ctx) {
-      const { auth, ...filters } = await admit(ctx, request);
+      const { auth, banner: _banner, ...filters } = await admit(ctx, request);
       // Without an end the export stops at the moment it began: one fixed set of rows.
       const until = filters.until ?? clock();
       for await (const rows of forward({ ...filters, until })) {

@@ -242,7 +242,7 @@ export function readLogQuery(request: {
  * public id, as rows name their banner; a banner's own id, a UUID too, would select nothing
  * without a word (the REST paths take the own id, so the two are easily swapped), and is refused
  * naming the public id to use. Costs a read only when no banner of the team has the filter as
- * its public id.
+ * its public id. The team's banner the filter names comes along, for callers that need it.
  */
 export async function readTeamLogQuery(
   banners: Pick<BannerStore, "get" | "getByPublicId">,
@@ -251,10 +251,11 @@ export async function readTeamLogQuery(
 ) {
   const query = readLogQuery(request);
   const { publicId } = query;
-  if (publicId === undefined) return query;
-  if ((await banners.getByPublicId(publicId))?.teamId === teamId) return query;
+  if (publicId === undefined) return { query };
+  const banner = await banners.getByPublicId(publicId);
+  if (banner?.teamId === teamId) return { query, banner };
   const own = await banners.get(teamId, publicId);
-  if (!own) return query;
+  if (!own) return { query };
   throw invalidRequest([
     {
       field: "bannerId",

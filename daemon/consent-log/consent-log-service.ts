@@ -147,7 +147,7 @@ export function createConsentLogService(
     async listConsentLogs(request, ctx) {
       const auth = await authenticator.authorize(ctx, { scope: "logs:read", write: false });
       return afterAdmission(ctx, auth, async () => {
-        const query = await readTeamLogQuery(store.banners, auth.team.id, request);
+        const { query } = await readTeamLogQuery(store.banners, auth.team.id, request);
         // One row more than the page tells whether another page follows.
         const rows = await store.consentLog.list({
           ...query,
