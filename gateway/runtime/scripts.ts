@@ -23,8 +23,8 @@ let unknownNonceSaid = false;
  * Of one call, they run in the order the parser would have run them (classic ones, then deferred
  * ones, each in document order): an external script is waited for (loaded or failed, at most
  * WAIT_MS) before the next one is inserted, since an inline one inserted meanwhile would run
- * first; one marked `async` is not, as the parser would not wait for it either, nor one marked
- * `nomodule`, which never loads, nor an inline module, which signals no end. One that fails to
+ * first, and so is an inline module (see waitForModule); one marked `async` is not, as the parser
+ * would not wait for it either, nor one marked `nomodule`, which never loads. One that fails to
  * activate is reported on the console and skipped; the others still run.
  * Gated scripts the page adds afterwards (a single-page app, a tag manager) are activated as they
  * arrive, by the latest state's categories.
@@ -115,8 +115,67 @@ function scriptPolicy(): ScriptPolicy | null | false {
   return policy;
 }
 
-/** How long an external gated script is waited for before the ones after it go ahead. */
+/** How long a gated script is waited for before the ones after it go ahead. */
 const WAIT_MS = 5_000;
+/** An empty script: the marker that tells when an inline module has run (waitForModule). */
+const EMPTY_SCRIPT = "data:text/javascript,";
+/**
+ * Whether a marker went past WAIT_MS: the browser's in-order list is held up behind it, so the
+ * inline modules after it are not put in that list (nor waited for) until it has run.
+ */
+let listHeld = false;
+
+/**
+ * Settles once `script` has run or failed (its load or error event), or after WAIT_MS with a
+ * console warning naming `what`; true when it was in time.
+ */
+function settled(script: HTMLScriptElement, what: string): Promise<boolean> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => {
+      console.warn(
+        `consent banner: ${what} neither ran nor failed within 5 s: the gated scripts after it go ahead`,
+      );
+      resolve(false);
+    }, WAIT_MS);
+    const done = () => {
+      clearTimeout(timer);
+      resolve(true);
+    };
+    script.addEventListener("load", done);
+    script.addEventListener("error", done);
+  });
+}
+
+/**
+ * An inline module runs later than it is inserted (after its imports) and fires no event when it
+ * has (HTML's "execute the script element" fires load only at a script from a file, as Chromium
+ * does; whatwg/html#6421). So `module`, inserted with `async` off, is followed by an empty
+ * external script with `async` off too: HTML runs such scripts, modules included, in the order
+ * they were inserted (its "list of scripts that will execute in order as soon as possible"), so
+ * the marker's load comes once the module has run or failed; so does its error where a CSP
+ * refuses data: URLs, since a refused script takes its turn in that list all the same.
+ */
+function waitForModule(
+  module: HTMLScriptElement,
+  trusted: ScriptPolicy | null | false,
+  category: string | undefined,
+): Promise<unknown> {
+  const marker = document.createElement("script");
+  marker.async = false;
+  marker.nonce = module.nonce;
+  marker.src = trusted ? trusted.createScriptURL(EMPTY_SCRIPT) : EMPTY_SCRIPT;
+  const ran = () => {
+    listHeld = false;
+    marker.remove();
+  };
+  marker.addEventListener("load", ran);
+  marker.addEventListener("error", ran);
+  const inTime = settled(marker, `an inline module gated on "${category}"`);
+  module.after(marker);
+  return inTime.then((yes) => {
+    listHeld ||= !yes;
+  });
+}
 
 /**
  * Replaces one gated script by its live copy; settles once the copy has run (or failed, or
@@ -146,22 +205,14 @@ function activate(original: HTMLScriptElement): Promise<unknown> | undefined {
     }
     live.type = original.dataset.type || "text/javascript";
     live.nonce = original.nonce;
-    const ran =
-      original.src && !original.hasAttribute("async") && !original.noModule
-        ? new Promise((resolve) => {
-            const timer = setTimeout(() => {
-              console.warn(
-                `consent banner: ${original.src} neither loaded nor failed within 5 s: the gated scripts after it go ahead`,
-              );
-              resolve(0);
-            }, WAIT_MS);
-            const done = () => resolve(clearTimeout(timer));
-            live.addEventListener("load", done);
-            live.addEventListener("error", done);
-          })
-        : undefined;
+    const waited = !original.hasAttribute("async") && !original.noModule;
+    // Where Trusted Types refuse the policy, an inline copy does not run: nothing to wait for.
+    const inlineModule =
+      waited && !original.src && live.type === "module" && trusted !== false && !listHeld;
+    if (inlineModule) live.async = false;
+    const ran = waited && original.src ? settled(live, original.src) : undefined;
     original.replaceWith(live);
-    return ran;
+    return inlineModule ? waitForModule(live, trusted, original.dataset.category) : ran;
   } catch (error) {
     console.error("consent banner: a gated script could not be activated", error);
     return undefined;

@@ -20,9 +20,18 @@ const categories = [
 ];
 /** The page's own first script: gated scripts report to `window.order` as they run. */
 const start = `<script nonce="${NONCE}">window.order = [];</script>`;
+/** A gated inline script of `category` with the page's nonce. */
+const gated = (category: string, text: string, attributes = "") =>
+  `<script type="text/plain" data-category="${category}" nonce="${NONCE}"${attributes}>${text}</script>`;
 /** A gated script of `category` whose text reports `name`, with the page's nonce. */
 const inline = (category: string, name: string, attributes = "") =>
-  `<script type="text/plain" data-category="${category}" nonce="${NONCE}"${attributes}>window.order.push(${JSON.stringify(name)});</script>`;
+  gated(category, `window.order.push(${JSON.stringify(name)});`, attributes);
+/** A gated inline module of `category`. */
+const inlineModule = (category: string, text: string) =>
+  gated(category, text, ' data-type="module"');
+/** Gated script text that reports `name`, and whether the module's global was set by then. */
+const reportsLib = (name: string) =>
+  `window.order.push(${JSON.stringify(name)} + (window.lib ? "" : " before the module"));`;
 
 /** `<script type="text/plain" data-category="…">` activation (docs/banner-runtime.md). */
 describe.skipIf(skipBrowserTests)("banner runtime in Chromium: gated scripts", () => {
@@ -41,16 +50,16 @@ describe.skipIf(skipBrowserTests)("banner runtime in Chromium: gated scripts", (
       ctx.site.file(path, "text/javascript", body);
   };
   /**
-   * Opens a page of a fresh banner's site with `body` after the loader; `strictDynamic` adds
-   * 'strict-dynamic' to the page's nonce-based script-src.
+   * Opens a page of a fresh banner's site with `body` after the loader; `scriptSrc` is the page's
+   * script-src in place of its nonce-only one.
    */
   async function visit(
     body: string,
     {
-      strictDynamic = false,
+      scriptSrc,
       ...options
     }: Omit<SitePage, "publicId" | "body"> & {
-      strictDynamic?: boolean;
+      scriptSrc?: string;
     } = {},
   ) {
     const { publicId } = await bannerFixture(ctx.service, {
@@ -58,7 +67,7 @@ describe.skipIf(skipBrowserTests)("banner runtime in Chromium: gated scripts", (
       configuration: { categories },
     });
     const url = ctx.site.page(`/gated-${publicId}`, { publicId, body, ...options });
-    if (strictDynamic) {
+    if (scriptSrc) {
       // Chromium counts a page fulfilled here as public (Local Network Access): the loader on
       // the loopback gateway then comes the same way.
       await context.route("**/loader/**", async (route) =>
@@ -72,7 +81,7 @@ describe.skipIf(skipBrowserTests)("banner runtime in Chromium: gated scripts", (
           response,
           headers: {
             ...response.headers(),
-            "content-security-policy": csp.replace(";", " 'strict-dynamic';"),
+            "content-security-policy": csp.replace(`'nonce-${NONCE}'`, scriptSrc),
           },
         });
       });
@@ -96,9 +105,9 @@ describe.skipIf(skipBrowserTests)("banner runtime in Chromium: gated scripts", (
     ].join("");
     const body = start + inline("necessary", "page's necessary") + injected;
     const ownWarnings = () => warnings.filter((text) => text.startsWith("consent banner:"));
-    for (const strictDynamic of [false, true]) {
+    for (const scriptSrc of [undefined, `'nonce-${NONCE}' 'strict-dynamic'`]) {
       warnings.length = 0;
-      await visit(body + inline("analytics", "page's analytics"), { strictDynamic });
+      await visit(body + inline("analytics", "page's analytics"), { scriptSrc });
       await expect.poll(order).toEqual(["page's necessary"]);
       await acceptAll();
       await expect.poll(order).toEqual(["page's necessary", "page's analytics"]);
@@ -138,6 +147,7 @@ describe.skipIf(skipBrowserTests)("banner runtime in Chromium: gated scripts", (
       // For browsers without modules: never loads, and is not waited for.
       `<script type="text/plain" data-category="analytics" src="/legacy.js" nomodule nonce="${NONCE}"></script>`,
       inline("analytics", "last"),
+      inlineModule("analytics", "window.order.push('module');"),
     ].join("");
     // The page's own code (a single-page app) puts the markup in through a policy of its own.
     await page.evaluate((html) => {
@@ -150,7 +160,7 @@ describe.skipIf(skipBrowserTests)("banner runtime in Chromium: gated scripts", (
     }, markup);
     await expect.poll(order).toEqual(["lib"]);
     await acceptAll();
-    await expect.poll(order).toEqual(["lib", "before lib", "lib", "after lib", "last"]);
+    await expect.poll(order).toEqual(["lib", "before lib", "lib", "after lib", "last", "module"]);
     // The live copy keeps the page's other attributes.
     expect(
       await page.evaluate(() => {
@@ -159,6 +169,7 @@ describe.skipIf(skipBrowserTests)("banner runtime in Chromium: gated scripts", (
       }),
     ).toEqual(["text/javascript", "tag", "x", NONCE]);
     expect(warnings.join("\n")).toContain("integrity");
+    expect(warnings.join("\n")).not.toContain("could not be activated");
   });
 
   it("still runs external gated scripts where Trusted Types refuse the banner's policy", async () => {
@@ -166,12 +177,14 @@ describe.skipIf(skipBrowserTests)("banner runtime in Chromium: gated scripts", (
     await visit(
       start +
         inline("analytics", "inline") +
-        `<script type="text/plain" data-category="analytics" src="/external.js" nonce="${NONCE}"></script>`,
+        `<script type="text/plain" data-category="analytics" src="/external.js" nonce="${NONCE}"></script>` +
+        inlineModule("analytics", "window.order.push('module');"),
       { csp: "require-trusted-types-for 'script'; trusted-types page" },
     );
     await acceptAll();
     await expect.poll(order).toEqual(["external"]);
     expect(warnings.join("\n")).toContain("TrustedScript");
+    expect(warnings.join("\n")).not.toContain("could not be activated");
   });
 
   it("moves on after 5 s from an external gated script that neither loads nor fails", async () => {
@@ -189,6 +202,74 @@ describe.skipIf(skipBrowserTests)("banner runtime in Chromium: gated scripts", (
     await expect.poll(order, { timeout: 10_000 }).toEqual(["after stalled", "next external"]);
     expect(Date.now() - started).toBeLessThan(8_000);
     expect(warnings).toContainEqual(expect.stringMatching(/consent banner: .*\/stalled\.js.* 5 s/));
+  });
+
+  /**
+   * Answers `path` only once the returned function is called: a module's import the test holds
+   * back, so the module runs when the test says.
+   */
+  async function heldBack(path: string, body: string) {
+    let release = () => {};
+    const released = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    await context.route(`**${path}`, async (route) => {
+      await released;
+      await route.fulfill({ contentType: "text/javascript", body });
+    });
+    return release;
+  }
+
+  it("runs the gated scripts after an inline module once it has run, this choice's and the next's", async () => {
+    files({ "/after.js": reportsLib("external defer") });
+    // A nonce-based CSP, and one by host that refuses data: URLs (waitForModule's marker).
+    const hostBased = `'self' 'unsafe-inline' ${ctx.service.gatewayUrl}`;
+    for (const [i, scriptSrc] of [undefined, hostBased].entries()) {
+      const release = await heldBack(`/lib-${i}.mjs`, "export const lib = {};");
+      await visit(
+        start +
+          inlineModule(
+            "necessary",
+            `import { lib } from "/lib-${i}.mjs"; window.lib = lib; window.order.push("inline module");`,
+          ) +
+          `<script type="text/plain" data-category="necessary" src="/after.js" defer nonce="${NONCE}"></script>` +
+          inlineModule("necessary", reportsLib("next inline module")) +
+          gated("analytics", reportsLib("inline classic")),
+        { scriptSrc },
+      );
+      // The next choice's scripts wait their turn behind the module's too.
+      await acceptAll();
+      expect(await order()).toEqual([]);
+      release();
+      await expect
+        .poll(order)
+        .toEqual(["inline module", "external defer", "next inline module", "inline classic"]);
+    }
+    expect(warnings).toContainEqual(expect.stringContaining("'data:text/javascript,' violates"));
+  });
+
+  it("moves on after 5 s from an inline module gated script whose import never arrives", async () => {
+    await context.route("**/stalled.mjs", () => {}); // never answered
+    await visit(
+      start +
+        inlineModule("necessary", `import "/stalled.mjs"; window.order.push("stalled module");`) +
+        inlineModule("necessary", `window.order.push("module after stalled");`) +
+        inlineModule("necessary", `window.order.push("third module");`) +
+        inline("analytics", "classic after stalled"),
+    );
+    const started = Date.now();
+    await new Promise((resolve) => setTimeout(resolve, 3_000));
+    expect(await order()).toEqual([]); // waited for, as the parser would
+    await expect.poll(order, { timeout: 10_000 }).toEqual(["module after stalled", "third module"]);
+    expect(Date.now() - started).toBeLessThan(8_000);
+    // Nor is a later choice's script held up behind the stalled one.
+    await acceptAll();
+    await expect
+      .poll(order)
+      .toEqual(["module after stalled", "third module", "classic after stalled"]);
+    expect(warnings).toContainEqual(
+      expect.stringMatching(/consent banner: an inline module gated on "necessary" .* 5 s/),
+    );
   });
 
   it("matches data-category to the banner's categories ignoring case", async () => {
