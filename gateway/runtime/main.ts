@@ -6,7 +6,6 @@ import {
   type ConsentState,
   cookiesBlocked,
   forgetState,
-  isConsentState,
   randomUuid,
   readState,
   stateProblem,
@@ -319,12 +318,14 @@ if (running) {
     bannerId: config.id,
     getState: () => copy(state),
     /** Cross-device: a state resolved by the integrator's backend, applied without a new row. */
-    applyState(next: unknown): boolean {
+    applyState(value: unknown): boolean {
       const refuse = (why: string) => {
         console.warn(`consent banner ${config.id}: applyState refused the state: ${why}`);
         return false;
       };
-      if (!isConsentState(next)) return refuse(stateProblem(next) as string);
+      const problem = stateProblem(value);
+      if (problem !== undefined) return refuse(problem);
+      const next = value as ConsentState; // stateProblem found it whole
       // A revision this banner has not published would keep it from asking after the next ones.
       if (next.revision > config.revision) {
         return refuse(`its revision is above the banner's published one, ${config.revision}`);

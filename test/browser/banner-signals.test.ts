@@ -435,6 +435,22 @@ describe.skipIf(skipBrowserTests)("banner runtime in Chromium: signals and integ
       why("it is not an object"),
       why("it is not an object"),
     ]);
+    // A state is judged on one reading: a field that reads otherwise the next time (an accessor)
+    // is named, not an empty reason.
+    expect(
+      await page.evaluate((state) => {
+        let reads = 0;
+        const flipping = { ...state };
+        Object.defineProperty(flipping, "consentId", {
+          enumerable: true,
+          get: () => (reads++ === 0 ? "abc" : state.consentId),
+        });
+        return (
+          window as unknown as { consentBanner: { applyState(s: unknown): boolean } }
+        ).consentBanner.applyState(flipping);
+      }, whole),
+    ).toBe(false);
+    await expect.poll(() => refusals.at(-1)).toBe(why("consentId is missing or not valid"));
     expect(await dialog(page).count()).toBe(1);
 
     // A cookie edited by hand (or written by anything else) counts as no choice.
