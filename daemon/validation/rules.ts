@@ -68,8 +68,9 @@ export const LANGUAGE_CODE_MAX = 20;
 const CONTROL = /\p{Cc}/u;
 
 /**
- * A short label of min-max characters and no control character: a value an operator reads in a
- * terminal (`consentctl logs`), where an escape sequence would be run rather than shown.
+ * Text of min-max characters and no control character (not even a line break): a label or a
+ * description an operator reads in a terminal (`consentctl logs`, `webhooks list`), where an
+ * escape sequence would be run rather than shown. Names (displayName) are held to it too.
  */
 export function label(min: number, max: number) {
   return text(min, max).refine(

@@ -3,6 +3,7 @@ import { invalidRequest, type Violation } from "#daemon/errors.js";
 import {
   IF_VALID_SO_FAR,
   integer,
+  label,
   type ProtoTimestamp,
   protoTimestamp,
   text,
@@ -39,7 +40,8 @@ const url = text(1, 2048)
 // A repeated type is taken once (as repeated bannerIds are), so the bound is on the list sent.
 const eventTypes = z.array(z.enum(EVENT_TYPES)).min(1).max(20);
 const bannerIds = z.array(uuid).max(100);
-const description = text(0, 500);
+// Read in a terminal (`consentctl webhooks list`), as names are: no control character.
+const description = label(0, 500);
 /** Fields of the Webhook shape a client may send back unchanged in a PATCH; they are ignored. */
 const readOnly = z.unknown().optional();
 

@@ -1,5 +1,9 @@
+import { Code, ConnectError, createClient } from "@connectrpc/connect";
+import { createGrpcTransport } from "@connectrpc/connect-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { MAX_WEBHOOKS_PER_TEAM } from "#daemon/webhooks/webhook-rules.js";
+import { ErrorInfoSchema } from "#gen/consent/v1/errors_pb.js";
+import { WebhookService } from "#gen/consent/v1/webhook_pb.js";
 import { createTeam, http, mintKey } from "#test/support/api.js";
 import { startTestService, type TestService } from "#test/support/service.js";
 
@@ -167,6 +171,62 @@ describe("webhook routes", () => {
     expect(got.body.data.webhook.url).toBe(body.url);
     const listed = await http(service, "GET", "/api/v1/webhooks", { key });
     expect(JSON.stringify(listed.body)).not.toContain("secret@");
+  });
+
+  // Regression: a description holding an escape sequence or a line break was stored, though
+  // team, key and banner names refuse them: `consentctl webhooks list` reads it in a terminal.
+  it("refuses control characters in the description, over REST and gRPC, on create and update", async () => {
+    const created = await http(service, "POST", "/api/v1/webhooks", { key, body });
+    const id = created.body.data.webhook.id;
+    const violation = {
+      field: "description",
+      message: "description must not contain control characters",
+    };
+    const client = createClient(
+      WebhookService,
+      createGrpcTransport({ baseUrl: service.daemonUrl }),
+    );
+    const auth = { headers: { authorization: `Bearer ${key}` } };
+    const refusal = (call: Promise<unknown>) =>
+      call.then(
+        () => undefined,
+        (error: unknown) => {
+          const failure = ConnectError.from(error);
+          const [info] = failure.findDetails(ErrorInfoSchema);
+          return [
+            failure.code,
+            info?.code,
+            info?.details.map(({ field, message }) => ({ field, message })),
+          ];
+        },
+      );
+    for (const description of ["CRM\nline two", "CRM\u001b[2J", "CRM\u0085", "\u0000"]) {
+      for (const [method, path] of [
+        ["POST", "/api/v1/webhooks"],
+        ["PATCH", `/api/v1/webhooks/${id}`],
+      ] as const) {
+        const result = await http(service, method, path, { key, body: { ...body, description } });
+        expect([result.status, result.body.data.code, result.body.data.details]).toEqual([
+          400,
+          "invalid_request",
+          [violation],
+        ]);
+      }
+      const refused = [
+        await refusal(client.createWebhook({ url: body.url, description }, auth)),
+        await refusal(client.updateWebhook({ id, description }, auth)),
+      ];
+      expect(refused).toEqual([
+        [Code.InvalidArgument, "invalid_request", [violation]],
+        [Code.InvalidArgument, "invalid_request", [violation]],
+      ]);
+    }
+    const got = await http(service, "GET", `/api/v1/webhooks/${id}`, { key });
+    expect(got.body.data.webhook.description).toBe(body.description);
+    // Words in any script, with punctuation and symbols, are a description.
+    const words = "Équipe CRM — 東京 ✓";
+    const kept = await client.updateWebhook({ id, description: words }, auth);
+    expect(kept.webhook?.description).toBe(words);
   });
 
   it("leaves an endpoint, updatedAt included, as it was after a PATCH that changes nothing", async () => {
