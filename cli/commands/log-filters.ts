@@ -1,5 +1,6 @@
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { type Command, Option } from "commander";
+import { checkPublicBannerIds } from "#cli/commands/banner-public-ids.js";
 import { teamOption } from "#cli/commands/teams.js";
 import type { DaemonClient } from "#cli/daemon-client.js";
 import { listOf, parseTimeBound, serviceId } from "#cli/option-parsers.js";
@@ -76,26 +77,25 @@ export function addRangeOptions(command: Command): Command {
  * the likely slip, the banner's own id (the one `banners` commands take), is named as such.
  */
 export async function filterRequest(client: DaemonClient, options: LogRangeOptions) {
-  if (options.banner) await checkBannerFilter(client, options.team, options.banner);
+  if (options.banner) {
+    const [unknown] = await checkPublicBannerIds(
+      client,
+      options.team,
+      [options.banner],
+      "--banner",
+    );
+    if (unknown !== undefined) {
+      throw new UserError(
+        `The team has no banner with public id ${unknown}.`,
+        LOGS_HINT,
+        "not_found",
+      );
+    }
+  }
   return {
     bannerId: options.banner ?? "",
     methods: options.method ?? [],
     since: options.since && timestampFromDate(options.since),
     until: options.until && timestampFromDate(options.until),
   };
-}
-
-async function checkBannerFilter(client: DaemonClient, team: string, banner: string) {
-  const wanted = banner.toLowerCase();
-  const { banners } = await client.banners(team).listBanners({});
-  if (banners.some(({ publicId }) => publicId === wanted)) return;
-  const named = banners.find(({ id }) => id === wanted);
-  if (named) {
-    throw new UserError(
-      `${banner} is the id of banner "${named.name}"; --banner takes its public id, ${named.publicId}.`,
-      undefined,
-      "invalid_argument",
-    );
-  }
-  throw new UserError(`The team has no banner with public id ${banner}.`, LOGS_HINT, "not_found");
 }

@@ -221,6 +221,43 @@ describe("consentctl webhooks (against a real daemon)", { timeout: E2E_TIMEOUT_M
     });
   });
 
+  // Regression: the banner's own id (what `banners` commands take) was refused as "bannerIds[0]
+  // is not a banner of this team", with no word of the public id --banners takes.
+  it("names the banner's public id when --banners is given its own id, on add and update", async () => {
+    const team = await subscribed();
+    const expected = {
+      code: "invalid_argument",
+      error: `${team.id} is the id of banner "Shop"; --banners takes its public id, ${team.publicId}.`,
+    };
+    const [added, updated] = await Promise.all([
+      cli.fails(
+        argv`webhooks add --team ${team.teamId} --url https://hooks.example.com/c --banners ${`${team.publicId},${team.id.toUpperCase()}`}`,
+      ),
+      cli.fails(
+        argv`webhooks update ${team.webhook.id} --team ${team.teamId} --banners ${team.id}`,
+      ),
+    ]);
+    expect(added).toEqual({
+      ...expected,
+      error: expected.error.replace(team.id, team.id.toUpperCase()),
+    });
+    expect(updated).toEqual(expected);
+    const human = await cli.run(
+      argv`webhooks add --team ${team.teamId} --url https://hooks.example.com/c --banners ${team.id}`,
+    );
+    expect([human.code, human.stdout]).toEqual([1, ""]);
+    expect(human.stderr).toContain(`--banners takes its public id, ${team.publicId}.`);
+    // Nothing was added, nor changed; a value that is neither id is still the daemon's to refuse.
+    const { webhooks } = await cli.json(argv`webhooks list --team ${team.teamId}`);
+    expect(webhooks).toEqual([expect.objectContaining({ bannerIds: [team.publicId] })]);
+    const unknown = await cli.fails(
+      argv`webhooks add --team ${team.teamId} --url https://hooks.example.com/c --banners ${crypto.randomUUID()}`,
+    );
+    expect(unknown.details).toEqual([
+      { field: "bannerIds[0]", message: "bannerIds[0] is not a banner of this team" },
+    ]);
+  });
+
   it("exits 2 for a wrong command line before calling the daemon", async () => {
     const results = await Promise.all([
       cli.run(argv`webhooks update some-id --team t`),

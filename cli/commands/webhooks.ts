@@ -1,6 +1,8 @@
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { Argument, type Command, Option } from "commander";
+import { checkPublicBannerIds } from "#cli/commands/banner-public-ids.js";
 import { TEAMS_HINT, teamOption } from "#cli/commands/teams.js";
+import type { DaemonClient } from "#cli/daemon-client.js";
 import { examples, messageJson, required } from "#cli/format.js";
 import {
   durationIn,
@@ -31,7 +33,16 @@ function webhookId(description = "endpoint id"): Argument {
 }
 
 const EVENTS_HELP = "comma-separated event types (today only consent.given)";
-const BANNERS_HELP = "comma-separated public banner ids whose events are delivered";
+const BANNERS_HELP =
+  "comma-separated public banner ids (the ones in the loader URL) whose events are delivered";
+
+/**
+ * `--banners` takes public ids: the banners' own ids, a likely slip, are refused naming the
+ * public ids. Any other value is left to the daemon, which refuses what is not the team's.
+ */
+async function checkBannerFilter(client: DaemonClient, team: string, banners?: string[]) {
+  if (banners?.length) await checkPublicBannerIds(client, team, banners, "--banners");
+}
 
 interface TeamOption {
   team: string;
@@ -111,6 +122,7 @@ function addCreateWebhook(webhooks: Command, runtime: Runtime): void {
     .action((options: AddOptions, command: Command) =>
       runtime.run(command, {
         ...webhookSpec("Subscribing endpoint…", "Webhook endpoint created", async ({ client }) => {
+          await checkBannerFilter(client, options.team, options.banners);
           const response = await client.webhooks(options.team).createWebhook({
             url: options.url,
             eventTypes: options.events ?? [],
@@ -230,6 +242,7 @@ function addUpdateWebhook(webhooks: Command, runtime: Runtime): void {
       return runtime.run(
         command,
         webhookSpec("Updating endpoint…", title, async ({ client }) => {
+          await checkBannerFilter(client, options.team, bannerIds);
           const response = await client.webhooks(options.team).updateWebhook({
             id,
             url: options.url,
