@@ -207,6 +207,50 @@ describe("consentctl command line", () => {
     expect(unknown.stderr).toContain("unknown command 'teams nope'");
   });
 
+  // Regression: `teams nope --help` printed the teams group's help, exit 0, as if the command
+  // existed; `teams help nope --json` said the group "needs a command".
+  it("exits 2 for an unknown command even with --help or after help, as without them", async () => {
+    const lines: [string[], string][] = [
+      [["teams", "nope", "--help"], "nope"],
+      [["teams", "nope", "-h"], "nope"],
+      [["teams", "help", "nope"], "nope"],
+      [["teams", "lst", "--help"], "lst"],
+      [["teams", "help", "lst"], "lst"],
+      [["nope", "--help"], "nope"],
+      [["--daemon", "http://127.0.0.1:1", "webhooks", "nope", "--help"], "nope"],
+    ];
+    for (const [args, name] of lines) {
+      // The words of the unknown command alone (`teams nope`), commander's suggestion included.
+      const alone = args.slice(0, args.indexOf(name) + 1).filter((arg) => arg !== "help");
+      const [human, json, expected, expectedJson] = await Promise.all([
+        run(...args),
+        run(...args, "--json"),
+        run(...alone),
+        run(...alone, "--json"),
+      ]);
+      expect(human, args.join(" ")).toEqual({ ...expected, code: 2, stdout: "" });
+      expect(human.stderr).toMatch(new RegExp(`^error: unknown command '${name}'\n`));
+      expect(json, args.join(" ")).toEqual({ ...expectedJson, code: 2, stdout: "" });
+      expect(JSON.parse(json.stderr)).toEqual({
+        error: expect.stringMatching(new RegExp(`^unknown command '${name}'`)),
+        code: "usage",
+      });
+    }
+    expect((await run("teams", "help", "lst")).stderr).toContain("(Did you mean list?)");
+    // Help of commands that exist is unchanged: on stdout, exit 0.
+    for (const args of [
+      ["teams", "--help"],
+      ["teams", "help"],
+      ["teams", "help", "create"],
+      ["teams", "list", "--help"],
+      ["help", "teams"],
+    ]) {
+      const help = await run(...args, "--json");
+      expect([help.code, help.stderr], args.join(" ")).toEqual([0, ""]);
+      expect(help.stdout).toMatch(/^Usage: consentctl teams/);
+    }
+  });
+
   // Regression: `consentctl --json` and `consentctl teams --json` printed the help as text.
   it("with --json, reports a missing command as a JSON usage error; without, shows the help", async () => {
     const [program, group, plain] = await Promise.all([

@@ -65,12 +65,11 @@ export function createProgram(io: Io, session: Session, json: boolean): Command 
     // at 80, so that one help came out in lines of 150.
     .configureHelp({ minWidthToWrap: 30 });
   program.on("option:version", () => printVersion(io, json));
-  if (json) {
-    program.addHelpText("beforeAll", ({ error, command }) => {
-      if (error) refuseMissingCommand(io, command);
-      return "";
-    });
-  }
+  program.addHelpText("beforeAll", ({ error, command }) => {
+    refuseUnknownCommand(command);
+    if (json && error) refuseMissingCommand(io, command);
+    return "";
+  });
   const runtime: Runtime = {
     run: (command, spec) => runCommand(command, spec, io, session),
     stream: (command, spec) => runStreamCommand(command, spec, io, session),
@@ -124,6 +123,24 @@ function refuseMissingCommand(io: Io, command: Command): never {
     ),
   );
   throw new CommanderError(EXIT_USAGE, "commander.missingCommand", `${path} needs a command`);
+}
+
+/**
+ * Help is shown only for a command that exists. commander shows a group's own help for
+ * `teams nope --help` (the help option is read before the command name is looked up) and for
+ * `teams help nope` (its help command falls back to the group's help): both are the unknown
+ * command's usage error instead, in commander's words (its "Did you mean…?" included), exit 2.
+ */
+function refuseUnknownCommand(group: Command): void {
+  const [first, second] = group.args;
+  const name = first === "help" ? second : first;
+  if (group.commands.length === 0 || name === undefined || name.startsWith("-")) return;
+  // A group's help command is commander's own, not among its commands (`teams help help`).
+  const known = [...group.commands.flatMap((sub) => [sub.name(), ...sub.aliases()]), "help"];
+  if (known.includes(name)) return;
+  // commander's unknownCommand() (not in its typings) names the first argument.
+  group.args = [name];
+  (group as Command & { unknownCommand(): never }).unknownCommand();
 }
 
 /** "consentctl teams": the names from the program down to `command`. */
