@@ -3,9 +3,23 @@
 // bundle can be kept.
 import { loadBundled } from "./bundle.js";
 
+// Ctrl-C (or SIGTERM) while the CLI loads (a fifth of a second; a second or more when the bundle
+// is built) is held rather than left to end the process, and sent again once main() has started
+// the command: a `logs tail` then ends as it would at any later moment (exit 0), a `logs export`
+// fails (exit 1), and any other command ends by the signal, as it would have.
+const held = [];
+const hold = (signal) => held.push(signal);
+process.on("SIGINT", hold);
+process.on("SIGTERM", hold);
+const commandStarted = () => {
+  process.off("SIGINT", hold);
+  process.off("SIGTERM", hold);
+  if (held.length > 0) process.kill(process.pid, held[0]);
+};
+
 // --debug prints stacks: through the source map they name the TypeScript sources.
 if (process.argv.includes("--debug")) process.setSourceMapsEnabled(true);
 const { main } =
   (await loadBundled("cli/main.tsx", "consentctl")) ??
   (await (await import("./run-ts.js")).run("../cli/main.tsx"));
-await main(process.argv);
+await main(process.argv, undefined, { commandStarted });

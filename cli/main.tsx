@@ -4,18 +4,35 @@ import { EXIT_USAGE } from "#cli/problems.js";
 import { createProgram } from "#cli/program.js";
 import type { Session } from "#cli/run-command.js";
 
+/** What the program's launcher (bin/consentctl.js) hands over. */
+export interface Launch {
+  /**
+   * Called once the command has started (its action runs until its first wait): a signal the
+   * launcher held while the CLI loaded is sent again then, to a command that ends on it in its
+   * own way (`logs tail`, `logs export`) or, for any other, to end the process.
+   */
+  commandStarted?: () => void;
+}
+
 /**
  * Entry point of `consentctl` (bin/consentctl.js). Sets process.exitCode rather than calling
  * process.exit(), so piped stdout is always flushed: 0 on success, 1 when the command failed,
  * 2 when the command line itself was wrong.
  */
-export async function main(argv: readonly string[], io: Io = processIo()): Promise<number> {
+export async function main(
+  argv: readonly string[],
+  io: Io = processIo(),
+  launch: Launch = {},
+): Promise<number> {
   const session: Session = { exitCode: 0 };
   const json = argv.slice(2).includes("--json");
   endQuietlyWhenReaderLeaves(io, json);
   const program = createProgram(io, session, json);
+  // commander parses and calls the action at once, within parseAsync(), before its first await.
+  const parsed = program.parseAsync([...argv]);
+  launch.commandStarted?.();
   try {
-    await program.parseAsync([...argv]);
+    await parsed;
   } catch (error) {
     if (!(error instanceof CommanderError)) throw error;
     // commander has already printed its message (help, or the parse error) on the right stream.

@@ -54,11 +54,12 @@ export interface Session {
 /**
  * A command whose answer is a stream (logs tail, logs export): it writes its own output as the
  * rows arrive and returns its exit status; the runner supplies settings, token, client and the
- * one error printer, as for every other command.
+ * one error printer, as for every other command. `interrupted` aborts on Ctrl-C (or SIGTERM)
+ * at any moment from the command's start, which the stream reads as its own way to end.
  */
 export interface StreamCommandSpec {
   auth: "operator";
-  run(invocation: Invocation, io: Io): Promise<number>;
+  run(invocation: Invocation, io: Io, interrupted: AbortSignal): Promise<number>;
   notFoundHint?: string;
 }
 
@@ -72,14 +73,30 @@ export async function runCommand<T>(
   await withInvocation(command, spec, io, session, (invocation) => present(spec, invocation, io));
 }
 
-/** Runs a streaming command under the same settings, token and error rules as runCommand. */
+/**
+ * Runs a streaming command under the same settings, token and error rules as runCommand. Ctrl-C
+ * (or SIGTERM) is caught from the start, before the token is read or the stream asked for, so
+ * a tail stopped at once ends as one stopped later does, never killed by the signal. A second
+ * one, while the stream winds down, ends the process.
+ */
 export async function runStreamCommand(
   command: Command,
   spec: StreamCommandSpec,
   io: Io,
   session: Session,
 ): Promise<void> {
-  await withInvocation(command, spec, io, session, (invocation) => spec.run(invocation, io));
+  const interrupts = new AbortController();
+  const interrupt = () => interrupts.abort();
+  process.once("SIGINT", interrupt);
+  process.once("SIGTERM", interrupt);
+  try {
+    await withInvocation(command, spec, io, session, (invocation) =>
+      spec.run(invocation, io, interrupts.signal),
+    );
+  } finally {
+    process.off("SIGINT", interrupt);
+    process.off("SIGTERM", interrupt);
+  }
 }
 
 /** Resolves settings, token and client, runs `body`, and reports any failure (exit 1). */

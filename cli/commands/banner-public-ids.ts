@@ -13,8 +13,10 @@ export async function checkPublicBannerIds(
   team: string,
   values: readonly string[],
   option: string,
+  /** Abandons the listing (a stream's Ctrl-C). */
+  signal?: AbortSignal,
 ): Promise<string[]> {
-  const { banners } = await client.banners(team).listBanners({});
+  const { banners } = await client.banners(team).listBanners({}, { signal });
   const unknown: string[] = [];
   for (const value of values) {
     const wanted = value.toLowerCase();

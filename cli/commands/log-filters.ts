@@ -76,13 +76,18 @@ export function addRangeOptions(command: Command): Command {
  * first: rows carry a banner's public id, so any other value selects nothing without a word, and
  * the likely slip, the banner's own id (the one `banners` commands take), is named as such.
  */
-export async function filterRequest(client: DaemonClient, options: LogRangeOptions) {
+export async function filterRequest(
+  client: DaemonClient,
+  options: LogRangeOptions,
+  signal?: AbortSignal,
+) {
   if (options.banner) {
     const [unknown] = await checkPublicBannerIds(
       client,
       options.team,
       [options.banner],
       "--banner",
+      signal,
     );
     if (unknown !== undefined) {
       throw new UserError(

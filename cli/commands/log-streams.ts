@@ -31,13 +31,22 @@ import { colorEnabled, liveTerminal, readerGone } from "#cli/terminal.js";
  */
 type Stop = { reason: "interrupted" | "reader_gone" } | { reason: "write_failed"; error: Error };
 
+/** What a stream's body gets: the signal that stops it, why it stopped, and outputs to watch. */
+interface Stopping {
+  signal: AbortSignal;
+  stopped(): Stop | undefined;
+  /** Stops the stream once `output` fails: a closed pipe (`… | head -n1`), a full disk. */
+  watch(output: NodeJS.WritableStream): void;
+}
+
 /**
- * Runs `body` with a signal that aborts on Ctrl-C (and SIGTERM), or once `output` fails: a
- * closed pipe (`consentctl logs tail | head -n1`) or any other write error. `stopped()` says why.
+ * Runs `body` with a signal that aborts once the command is interrupted (Ctrl-C or SIGTERM,
+ * caught from the command's start: `interrupted`, already aborted when it came early) or once
+ * an output it watches fails. `stopped()` says why.
  */
 async function untilStopped<T>(
-  output: NodeJS.WritableStream,
-  body: (signal: AbortSignal, stopped: () => Stop | undefined) => Promise<T>,
+  interrupted: AbortSignal,
+  body: (stopping: Stopping) => Promise<T>,
 ): Promise<T> {
   const abort = new AbortController();
   let stop: Stop | undefined;
@@ -48,15 +57,21 @@ async function untilStopped<T>(
   const interrupt = () => end({ reason: "interrupted" });
   const outputError = (error: NodeJS.ErrnoException) =>
     end(readerGone(error) ? { reason: "reader_gone" } : { reason: "write_failed", error });
-  process.once("SIGINT", interrupt);
-  process.once("SIGTERM", interrupt);
-  output.on("error", outputError);
+  const watched: NodeJS.WritableStream[] = [];
+  if (interrupted.aborted) interrupt();
+  else interrupted.addEventListener("abort", interrupt);
   try {
-    return await body(abort.signal, () => stop);
+    return await body({
+      signal: abort.signal,
+      stopped: () => stop,
+      watch(output) {
+        output.on("error", outputError);
+        watched.push(output);
+      },
+    });
   } finally {
-    process.off("SIGINT", interrupt);
-    process.off("SIGTERM", interrupt);
-    output.off("error", outputError);
+    interrupted.removeEventListener("abort", interrupt);
+    for (const output of watched) output.off("error", outputError);
   }
 }
 
@@ -101,21 +116,23 @@ export function addTailLogs(logs: Command, runtime: Runtime): void {
       runtime.stream(command, {
         auth: "operator",
         notFoundHint: LOGS_HINT,
-        run: async ({ client, context }, io) => {
+        run: async ({ client, context }, io, interrupted) => {
           const views = context.json ? undefined : await import("#cli/views/log-views.js");
           const color = colorEnabled(io.stdout, io.env);
           const line = (entry?: Parameters<typeof entryJson>[0]) =>
             views
               ? `${views.renderTailLine(entry, { color })}\n`
               : `${jsonText(entry && entryJson(entry))}\n`;
-          // Ctrl-C is how a tail ends, and a reader that has what it wanted may leave: both exit 0.
-          const { bannerId, methods } = await filterRequest(client, options);
-          return untilStopped(io.stdout, async (signal, stopped) => {
-            const stream = client
-              .logs(options.team, { streaming: true })
-              .tailConsentLogs({ bannerId, methods }, { signal });
+          // Ctrl-C is how a tail ends, at any moment (while --banner is checked too), and a
+          // reader that has what it wanted may leave: both exit 0.
+          return untilStopped(interrupted, async ({ signal, stopped, watch }) => {
+            watch(io.stdout);
             let following = false;
             try {
+              const { bannerId, methods } = await filterRequest(client, options, signal);
+              const stream = client
+                .logs(options.team, { streaming: true })
+                .tailConsentLogs({ bannerId, methods }, { signal });
               for await (const response of stream) {
                 if (!following && views) {
                   io.stderr.write("Following the consent log; press Ctrl-C to stop.\n");
@@ -197,15 +214,19 @@ export function addExportLogs(logs: Command, runtime: Runtime): void {
       return runtime.stream(command, {
         auth: "operator",
         notFoundHint: LOGS_HINT,
-        run: async ({ client, context }, io) => {
-          const request = await filterRequest(client, options);
-          const file = options.out ? await openOutput(options.out) : undefined;
-          const out = file?.stream ?? io.stdout;
-          const progress = context.json ? undefined : progressLine(io, out);
+        run: async ({ client, context }, io, interrupted) => {
           const writer = createExportWriter(options.format);
+          let file: ExportFile | undefined;
+          let progress: ReturnType<typeof progressLine> | undefined;
           let rows = 0;
-          const ended = await untilStopped(out, async (signal, stopped) => {
+          // Ctrl-C fails an export at any moment, before a row is read too: exit 1, FILE as it was.
+          const ended = await untilStopped(interrupted, async ({ signal, stopped, watch }) => {
             try {
+              const request = await filterRequest(client, options, signal);
+              file = options.out ? await openOutput(options.out) : undefined;
+              const out = file?.stream ?? io.stdout;
+              watch(out);
+              progress = context.json ? undefined : progressLine(io, out);
               const stream = client
                 .logs(options.team, { streaming: true })
                 .exportConsentLogs(request, { signal });
@@ -251,6 +272,13 @@ export function addExportLogs(logs: Command, runtime: Runtime): void {
     });
 }
 
+/** The export file being written, and its end: renamed into place, or removed. */
+interface ExportFile {
+  stream: NodeJS.WritableStream;
+  commit(): Promise<void>;
+  discard(): Promise<void>;
+}
+
 /**
  * The export file, written beside its path and renamed over it once the export is whole: a
  * failed or interrupted export leaves an existing file as it was, and never leaves a partial
@@ -258,7 +286,7 @@ export function addExportLogs(logs: Command, runtime: Runtime): void {
  * its permissions), and what is not a regular file (a FIFO, /dev/stdout) is written directly.
  * A path that cannot be written is the operator's to fix.
  */
-async function openOutput(path: string) {
+async function openOutput(path: string): Promise<ExportFile> {
   // A link to a file not there yet names that file, as a shell's `>` writes it; the link stays.
   const target = await realpath(path).catch(async () => {
     const link = await readlink(path).catch(() => undefined);

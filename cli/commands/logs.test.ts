@@ -1,10 +1,40 @@
-import { lstat, readFile, symlink } from "node:fs/promises";
+import { lstat, mkdir, readdir, readFile, symlink, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { argv, cliFor, E2E_TIMEOUT_MS, runCliOnTerminal } from "#cli/test-support/cli-process.js";
+import {
+  argv,
+  type CliProcess,
+  type CliRun,
+  cliFor,
+  E2E_TIMEOUT_MS,
+  runCliOnTerminal,
+  startCli,
+} from "#cli/test-support/cli-process.js";
 import { aChoice, postLog } from "#test/support/consent-log.js";
 import { DAEMON_URL, PROGRAMS, startProgram, useProgramRoot } from "#test/support/processes.js";
+import { rawServer } from "#test/support/raw-http2.js";
 import { startTestService, type TestService } from "#test/support/service.js";
+
+/** A preload that sends SIGINT as bin/consentctl.js imports the CLI, before main() runs. */
+const INTERRUPT_WHILE_LOADING = new URL(
+  "../test-support/interrupt-while-loading.mjs",
+  import.meta.url,
+).pathname;
+
+/**
+ * How a started consentctl ended by itself within 30 s. One still running then is stopped, and
+ * the test fails: nothing else was to end it.
+ */
+async function endedByItself(cli: CliProcess): Promise<CliRun> {
+  const running = Symbol("running");
+  const ended = await Promise.race([
+    cli.ended,
+    new Promise<typeof running>((resolve) => setTimeout(resolve, 30_000, running)),
+  ]);
+  if (ended !== running) return ended;
+  await cli.interrupt();
+  throw new Error("consentctl was still running 30 s after the interrupt");
+}
 
 describe.concurrent("consentctl logs (against a real daemon)", { timeout: E2E_TIMEOUT_MS }, () => {
   let service: TestService;
@@ -211,6 +241,64 @@ describe.concurrent("consentctl logs (against a real daemon)", { timeout: E2E_TI
     expect(lines).toHaveLength(2);
     expect(lines[1]).toContain("consent_given");
     expect(ended.stdout).not.toContain(before);
+  });
+
+  // Regression: Ctrl-C in the fifth of a second the CLI takes to load ended it by the signal
+  // (exit 130), where a tail stopped a moment later exits 0 and an export 1.
+  it("ends a tail with 0 and fails an export with 1, FILE kept, for a Ctrl-C while the CLI loads", async () => {
+    const { teamId, publicId } = await teamWithBanner();
+    await record(publicId);
+    const dir = path.join(service.dataDir, `early-${teamId}`);
+    await mkdir(dir);
+    const out = path.join(dir, "proof.jsonl");
+    await writeFile(out, "kept\n");
+    const early = (args: string[]) =>
+      endedByItself(
+        cli.start(args, { env: { NODE_OPTIONS: `--import ${INTERRUPT_WHILE_LOADING}` } }),
+      );
+    const [tail, tailJson, exported, exportedJson] = await Promise.all([
+      early(argv`logs tail --team ${teamId}`),
+      early(argv`logs tail --team ${teamId} --banner ${publicId} --json`),
+      early(argv`logs export --team ${teamId} --out ${out}`),
+      early(argv`logs export --team ${teamId} --json`),
+    ]);
+    expect(tail).toEqual({ code: 0, signal: null, stdout: "", stderr: "" });
+    expect(tailJson).toEqual({ code: 0, signal: null, stdout: "", stderr: "" });
+    expect(exported).toMatchObject({ code: 1, signal: null, stdout: "" });
+    expect(exported.stderr).toContain(`The export was interrupted; ${out} was left as it was.`);
+    expect(exportedJson).toMatchObject({ code: 1, signal: null, stdout: "" });
+    expect(JSON.parse(exportedJson.stderr)).toEqual({
+      error: "The export was interrupted; its output is incomplete.",
+      code: "interrupted",
+      hint: "run the command again and let it finish",
+    });
+    expect(await readdir(dir)).toEqual(["proof.jsonl"]);
+    expect(await readFile(out, "utf8")).toBe("kept\n");
+    // Any other command still ends by the signal, as it did.
+    const list = await early(argv`teams list`);
+    expect(list).toMatchObject({ code: null, signal: "SIGINT" });
+  });
+
+  it("stops at once on Ctrl-C while --banner is checked with a daemon that has not answered", async () => {
+    const requests: (() => void)[] = [];
+    const silent = await rawServer(() => requests.shift()?.());
+    try {
+      const out = path.join(service.dataDir, `silent-${crypto.randomUUID()}.jsonl`);
+      const cases = [
+        [argv`logs tail --team t --banner ${crypto.randomUUID()}`, 0],
+        [argv`logs export --team t --banner ${crypto.randomUUID()} --out ${out} --json`, 1],
+      ] as const;
+      for (const [args, code] of cases) {
+        const asked = new Promise<void>((resolve) => requests.push(resolve));
+        const running = startCli([...args, "--daemon", silent.url, "--token", "operator-token"]);
+        await asked;
+        const ended = await running.interrupt();
+        expect(ended, args.join(" ")).toMatchObject({ code, signal: null, stdout: "" });
+      }
+      await expect(readFile(out)).rejects.toMatchObject({ code: "ENOENT" });
+    } finally {
+      await silent.close();
+    }
   });
 
   it("prints each followed row as one JSON line with --json, nothing on stderr", async () => {

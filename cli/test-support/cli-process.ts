@@ -188,7 +188,8 @@ export function cliFor(service: TestService, env: Record<string, string> = {}) {
   return {
     run,
     /** Starts a long-running command (logs tail) bound to the daemon. */
-    start: (args: readonly string[]) => startCli([...args, ...connection], { env: withEnv }),
+    start: (args: readonly string[], options: CliRunOptions = {}) =>
+      startCli([...args, ...connection], { env: { ...withEnv, ...options.env } }),
     /** Runs with --json and returns the parsed stdout of a successful run. */
     // biome-ignore lint/suspicious/noExplicitAny: parsed --json output, checked by each test's assertions
     async json<T = any>(args: readonly string[]): Promise<T> {
