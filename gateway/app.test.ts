@@ -7,43 +7,11 @@ import { generateOperatorToken } from "#daemon/auth/secrets.js";
 import { buildGateway, type GatewayOptions } from "#gateway/app.js";
 import { createDaemonTransport } from "#gateway/daemon-transport.js";
 import { BannerSchema, ListBannersResponseSchema } from "#gen/consent/v1/banner_pb.js";
-
-/** What came back on a raw connection before the server closed it. */
-function rawExchange(port: number, send: (write: (text: string) => void) => void) {
-  return new Promise<{ status: number; headers: string; body: string }>((resolve, reject) => {
-    const socket = connect(port, "127.0.0.1");
-    let received = "";
-    socket.setEncoding("latin1");
-    socket.on("data", (chunk: string) => {
-      received += chunk;
-    });
-    socket.on("error", () => {}); // the server resets after answering; the answer is what counts
-    socket.on("close", () => {
-      const [head = "", body = ""] = received.split("\r\n\r\n");
-      const status = Number(/^HTTP\/1\.1 (\d{3})/.exec(head)?.[1] ?? 0);
-      if (!status) reject(new Error(`no answer: ${JSON.stringify(received)}`));
-      else resolve({ status, headers: head.toLowerCase(), body });
-    });
-    socket.on("connect", () => send((text) => socket.write(text)));
-  });
-}
+import { rawConnection, rawExchange } from "#test/support/raw-http1.js";
 
 /** A banner list as a client writes it on a raw connection (a key the daemon judges). */
 const LIST_REQUEST =
   "GET /api/v1/banners HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ck_live_x\r\n\r\n";
-
-/** A raw connection, once open, and what has come back on it so far. */
-async function rawConnection(port: number) {
-  const socket = connect(port, "127.0.0.1");
-  let received = "";
-  socket.setEncoding("latin1");
-  socket.on("data", (chunk: string) => {
-    received += chunk;
-  });
-  socket.on("error", () => {}); // a reset after the answer, or the test's own
-  await new Promise((resolve) => socket.once("connect", resolve));
-  return { socket, received: () => received };
-}
 
 /**
  * A gateway on a free port whose daemon cannot be reached (a request that reaches a route is
@@ -71,16 +39,25 @@ describe("the gateway's answers to requests it cannot read", () => {
   });
   afterAll(() => app.close());
 
-  it("400 invalid_request in the plain shape for a request Node cannot parse", async () => {
-    const answer = await rawExchange(port, (write) =>
-      write("GET /api/v1/health HTTP/1.1\r\nHost: x\r\nBad Header Line\r\n\r\n"),
-    );
-    expect(answer.status).toBe(400);
-    expect(answer.headers).toContain("content-type: application/json; charset=utf-8");
-    expect(JSON.parse(answer.body)).toEqual({
-      error: "The request could not be read",
-      code: "invalid_request",
-    });
+  it("400 invalid_request in the error envelope, with Date, for a request Node cannot parse", async () => {
+    for (const request of [
+      "GET /api/v1/health HTTP/1.1\r\nHost: x\r\nBad Header Line\r\n\r\n",
+      "NOT A REQUEST LINE\r\n\r\n",
+    ]) {
+      const answer = await rawExchange(port, (write) => write(request));
+      expect(answer.status).toBe(400);
+      expect(answer.headers).toContain("content-type: application/json; charset=utf-8");
+      expect(answer.headers).toContain("connection: close");
+      expect(answer.headers).toContain(`content-length: ${Buffer.byteLength(answer.body)}`);
+      const date = /\r\ndate: ([^\r]+)/.exec(answer.headers)?.[1] ?? "";
+      expect(Math.abs(Date.parse(date) - Date.now())).toBeLessThan(5_000);
+      // No version headers: no route of the versioned API answered (spec 9.4).
+      expect(answer.headers).not.toContain("api-version");
+      expect(JSON.parse(answer.body)).toEqual({
+        data: { error: "The request could not be read", code: "invalid_request" },
+        version: "v1",
+      });
+    }
   });
 
   it("405 with an empty Allow for CONNECT: the gateway is not a proxy", async () => {
@@ -101,7 +78,7 @@ describe("the gateway's answers to requests it cannot read", () => {
       write(`GET /api/v1/health HTTP/1.1\r\nHost: x\r\nX-Big: ${"a".repeat(20_000)}\r\n\r\n`),
     );
     expect(answer.status).toBe(431);
-    expect(JSON.parse(answer.body)).toMatchObject({ code: "invalid_request" });
+    expect(JSON.parse(answer.body)).toMatchObject({ data: { code: "invalid_request" } });
   });
 
   it("408 and a closed connection when a body stops arriving, instead of a held socket", async () => {
@@ -112,8 +89,8 @@ describe("the gateway's answers to requests it cannot read", () => {
     );
     expect(answer.status).toBe(408);
     expect(JSON.parse(answer.body)).toEqual({
-      error: "The request was not received in time",
-      code: "invalid_request",
+      data: { error: "The request was not received in time", code: "invalid_request" },
+      version: "v1",
     });
   });
 
@@ -186,6 +163,107 @@ describe("the gateway's answers to requests it cannot read", () => {
     socket.write(expecting(100));
     await vi.waitFor(() => expect(received()).toMatch(/^HTTP\/1\.1 100 Continue\r\n\r\n/));
     socket.destroy();
+  });
+});
+
+/** Rules of the message itself, which every route family answers in its own shape. */
+describe("the gateway's rules for every request, before its route runs", () => {
+  let app: Awaited<ReturnType<typeof buildGateway>>;
+  let port: number;
+  beforeAll(async () => {
+    // A request that passes the rules is answered 503 for the daemon's absence.
+    ({ app, port } = await listeningGateway({}));
+  });
+  afterAll(() => app.close());
+
+  const exchange = (request: string) => rawExchange(port, (write) => write(request));
+  const dateOf = (headers: string) => Date.parse(/\r\ndate: ([^\r]+)/.exec(headers)?.[1] ?? "");
+
+  it("417 for an expectation other than 100-continue, in each route family's shape, and the connection closed", async () => {
+    const expecting = (path: string) =>
+      `POST ${path} HTTP/1.1\r\nHost: x\r\nOrigin: https://shop.example\r\nContent-Type: application/json\r\nContent-Length: 2\r\nExpect: something-else\r\n\r\n`;
+    const message = "The only expectation accepted is 100-continue";
+    const v1 = await exchange(expecting("/api/v1/banners"));
+    expect(v1.status).toBe(417);
+    expect(v1.headers).toContain("connection: close");
+    expect(v1.headers).toContain("api-version: v1");
+    expect(Math.abs(dateOf(v1.headers) - Date.now())).toBeLessThan(5_000);
+    expect(JSON.parse(v1.body)).toEqual({
+      data: { error: message, code: "invalid_request" },
+      version: "v1",
+    });
+    // The log route's shape (decisions §5), readable by the page that posted (CORS).
+    const log = await exchange(expecting("/api/consent/log"));
+    expect([log.status, JSON.parse(log.body)]).toEqual([
+      417,
+      { success: false, error: message, code: "invalid_request" },
+    ]);
+    expect(log.headers).toContain("access-control-allow-origin: https://shop.example");
+    expect(log.headers).toContain("connection: close");
+  });
+
+  it("400 invalid_request for a transfer coding other than chunked, in each route family's shape", async () => {
+    const coded = (path: string, codings: string) =>
+      `POST ${path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: ${codings}\r\n\r\n2\r\n{}\r\n0\r\n\r\n`;
+    const message = "The only transfer coding accepted is chunked";
+    // Node frames a body by its final chunked and would hand over the gzip bytes undecoded.
+    const v1 = await exchange(coded("/api/v1/banners", "gzip, chunked"));
+    expect([v1.status, JSON.parse(v1.body)]).toEqual([
+      400,
+      { data: { error: message, code: "invalid_request" }, version: "v1" },
+    ]);
+    expect(v1.headers).toContain("connection: close");
+    const log = await exchange(coded("/api/consent/log", "identity, chunked"));
+    expect([log.status, JSON.parse(log.body)]).toEqual([
+      400,
+      { success: false, error: message, code: "invalid_request" },
+    ]);
+    // chunked alone, in any case, reaches the route (here: the daemon's absence).
+    const chunked = await exchange(
+      coded("/api/v1/banners", "Chunked").replace("Host: x", "Host: x\r\nConnection: close"),
+    );
+    expect([chunked.status, JSON.parse(chunked.body).data.code]).toEqual([503, "unavailable"]);
+  });
+
+  it("400 invalid_request in the route's shape for an HTTP/1.1 request without Host, not Node's bare 400", async () => {
+    const missing = await exchange("GET /api/v1/health HTTP/1.1\r\nConnection: close\r\n\r\n");
+    expect([missing.status, JSON.parse(missing.body)]).toEqual([
+      400,
+      { data: { error: "The request has no Host header", code: "invalid_request" }, version: "v1" },
+    ]);
+    // HTTP/1.0 has no Host to require: served (health says the daemon is unavailable).
+    const older = await exchange("GET /api/v1/health HTTP/1.0\r\n\r\n");
+    expect([older.status, JSON.parse(older.body).data]).toEqual([503, { status: "unavailable" }]);
+  });
+
+  it("HEAD gets the header fields GET does, Content-Length included, where nothing serves the path", async () => {
+    for (const path of ["/nope", "/api/v1/nope", "/api/v1/%zz", "/api/consent/log"]) {
+      const request = (method: string) =>
+        exchange(`${method} ${path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`);
+      const [get, head] = await Promise.all([request("GET"), request("HEAD")]);
+      const lengthOf = (headers: string) => /\r\ncontent-length: (\d+)/.exec(headers)?.[1];
+      expect([path, head.status, lengthOf(head.headers)]).toEqual([
+        path,
+        get.status,
+        String(Buffer.byteLength(get.body)),
+      ]);
+      expect(head.body).toBe("");
+    }
+  });
+
+  it("100 Continue only once a route reads the body: a request answered before is never asked for it", async () => {
+    const expecting = (method: string, path: string, type = "application/json") =>
+      `${method} ${path} HTTP/1.1\r\nHost: x\r\nContent-Type: ${type}\r\nContent-Length: 10\r\nExpect: 100-continue\r\n\r\n`;
+    for (const [request, status] of [
+      [expecting("POST", "/api/v1/nope"), 404],
+      [expecting("PUT", "/api/v1/health"), 405],
+      [expecting("POST", "/api/consent/log", "image/png"), 400],
+    ] as const) {
+      // Answered at once, and the connection closed: the body it announced never comes.
+      const answer = await exchange(request);
+      expect([request, answer.status]).toEqual([request, status]);
+      expect(answer.headers).toContain("connection: close");
+    }
   });
 });
 
@@ -400,5 +478,23 @@ describe("requests a client pipelines on one connection without reading the answ
     });
     expect(lists).toBe(3);
     reader.socket.destroy();
+  });
+
+  it("writes nothing into an answer going out when the next request cannot be read: the answer is finished, then the connection closed", async () => {
+    const { socket, received } = await rawConnection(port);
+    socket.write(LIST_REQUEST);
+    await vi.waitFor(() => expect(received()).toMatch(/^HTTP\/1\.1 200 /), { interval: 5 });
+    // The client stops reading, so the 16 MB answer is still going out when the next arrives.
+    socket.pause();
+    socket.write("NOT A REQUEST\r\n\r\n");
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    const closed = new Promise((resolve) => socket.once("close", resolve));
+    socket.resume();
+    await closed;
+    const text = received();
+    const headEnd = text.indexOf("\r\n\r\n") + 4;
+    const length = Number(/\r\ncontent-length: (\d+)/i.exec(text.slice(0, headEnd))?.[1]);
+    // The whole answer, and nothing after it.
+    expect(text.length - headEnd).toBe(length);
   });
 });

@@ -1,10 +1,4 @@
-import {
-  type IncomingMessage,
-  METHODS,
-  type Server,
-  type ServerResponse,
-  STATUS_CODES,
-} from "node:http";
+import { type IncomingMessage, METHODS, STATUS_CODES } from "node:http";
 import type { Socket } from "node:net";
 import type { Duplex } from "node:stream";
 import type { Transport } from "@connectrpc/connect";
@@ -19,10 +13,21 @@ import {
 } from "fastify";
 import { bodyBudget } from "#gateway/body-budget.js";
 import { createDaemonClients } from "#gateway/daemon-clients.js";
-import { sendEnvelopedError, setVersionHeaders } from "#gateway/envelope.js";
+import {
+  enveloped,
+  errorFields,
+  sendEnvelopedError,
+  setVersionHeaders,
+} from "#gateway/envelope.js";
 import { failureOf, type HttpError, noEndpoint, sendPlainError } from "#gateway/errors.js";
 import { sendErrorPage } from "#gateway/preferences/routes.js";
 import type { Relay } from "#gateway/relay.js";
+import {
+  awaitsGoAhead,
+  continueWhenRead,
+  handOverExpectations,
+  holdToRequestRules,
+} from "#gateway/request-rules.js";
 import { TokenWatch, watchToken } from "#gateway/token-watch.js";
 import { v1Api } from "#gateway/v1/plugin.js";
 import { visitorSide } from "#gateway/visitor.js";
@@ -95,9 +100,12 @@ export async function buildGateway(options: GatewayOptions): Promise<FastifyInst
     // A connection on which nothing moves for this long is closed: a client that sent requests
     // and reads none of the answers would otherwise hold them in memory for as long as it likes.
     connectionTimeout: 2 * requestTimeoutMs,
-    // Node applies requestTimeout only when headersTimeout (default 60 s) is not longer.
+    // Node applies requestTimeout only when headersTimeout (default 60 s) is not longer. Node
+    // would answer an HTTP/1.1 request without Host itself, with a bare 400: holdToRequestRules
+    // answers it in the route's shape.
     http: {
       headersTimeout: requestTimeoutMs,
+      requireHostHeader: false,
       connectionsCheckingInterval: Math.min(30_000, Math.ceil(requestTimeoutMs / 2)),
     },
   });
@@ -109,9 +117,11 @@ export async function buildGateway(options: GatewayOptions): Promise<FastifyInst
     }
   }
   app.server.on("connect", refuseConnect);
-  app.server.on("checkContinue", continueWithinLimit(app.server));
+  handOverExpectations(app.server);
   app.addHook("onRequest", inTurnOnItsConnection);
-  // Before the plugins are registered, so every route inherits it.
+  // Before the plugins are registered, so every route inherits them.
+  app.addHook("onRequest", holdToRequestRules);
+  app.addHook("preParsing", continueWhenRead);
   app.addHook("preParsing", bodyBudget(options.bodyBudgetBytes));
   // Only a failure leaves a body unread (Fastify then answers with Connection: close), and onError
   // runs before the error handler answers: the linger costs a request that succeeds nothing.
@@ -120,7 +130,7 @@ export async function buildGateway(options: GatewayOptions): Promise<FastifyInst
       !request.raw.complete &&
       reply.getHeader("connection") === "close" &&
       !(Number(request.headers["content-length"]) > LINGER_MAX_BYTES) &&
-      !refusedToContinue(request.raw);
+      !awaitsGoAhead(request.raw);
     if (lingers) void dropUnread(request.raw).then(() => done());
     else done();
   });
@@ -167,26 +177,6 @@ export async function buildGateway(options: GatewayOptions): Promise<FastifyInst
     if (request.is404) return unknownOutsideV1(request, reply);
   });
   return app;
-}
-
-/**
- * `Expect: 100-continue` (RFC 9110 10.1.1): the client waits for `100 Continue` before it sends
- * its body. Node would always send it; a body declared over the gateway's limit is refused
- * without it instead, so the client never uploads what is answered 413 anyway.
- */
-function continueWithinLimit(server: Server) {
-  return (request: IncomingMessage, response: ServerResponse) => {
-    if (!refusedToContinue(request)) response.writeContinue();
-    server.emit("request", request, response);
-  };
-}
-
-/** A request expecting `100 Continue` whose declared body the gateway refuses unsent. */
-function refusedToContinue(request: IncomingMessage): boolean {
-  return (
-    request.headers.expect?.toLowerCase() === "100-continue" &&
-    Number(request.headers["content-length"]) > GATEWAY_BODY_LIMIT
-  );
 }
 
 /** The requests of one connection not yet answered, and those waiting for their turn. */
@@ -253,8 +243,11 @@ function dropUnread(raw: IncomingMessage): Promise<void> {
 
 /**
  * A request Node cannot parse (malformed request line or header, headers over 16 KB) or that took
- * longer than REQUEST_TIMEOUT_MS: no route ever sees it, so it is answered here, in the plain
- * `{ error, code }` shape, and the connection is closed (Fastify's clientErrorHandler).
+ * longer than REQUEST_TIMEOUT_MS: no route ever sees it, so it is answered here, in spec 7's error
+ * envelope (which route it was for cannot be known without its request line), without the
+ * version headers of a route's answer (spec 9.4), and the connection is closed (Fastify's
+ * clientErrorHandler). As Node would, nothing is written where an answer to an earlier request
+ * on the connection has begun: it would land inside that answer, which goes out whole instead.
  */
 function answerUnreadable(error: NodeJS.ErrnoException, socket: Socket) {
   if (error.code === "ECONNRESET" || socket.destroyed) return;
@@ -264,7 +257,15 @@ function answerUnreadable(error: NodeJS.ErrnoException, socket: Socket) {
       : error.code === "HPE_HEADER_OVERFLOW"
         ? [431, "The request headers are too large"]
         : [400, "The request could not be read"];
-  answerOnSocket(socket, status, { error: message, code: "invalid_request" });
+  // The answer in flight on the socket, where Node's own handler looks for it.
+  const inFlight = (socket as Socket & { _httpMessage?: { headersSent: boolean } | null })
+    ._httpMessage;
+  if (inFlight?.headersSent) {
+    socket.end();
+    return;
+  }
+  const fields = errorFields({ status, message, code: "invalid_request", headers: {} });
+  answerOnSocket(socket, status, enveloped(fields));
   socket.destroy(error);
 }
 
@@ -284,17 +285,15 @@ function refuseConnect(_request: IncomingMessage, socket: Duplex) {
   socket.destroy();
 }
 
-/** Writes a whole plain-shape answer on a socket no route owns; the caller closes it. */
-function answerOnSocket(
-  socket: Duplex,
-  status: number,
-  body: { error: string; code: string },
-  headers = "",
-) {
+/**
+ * Writes a whole JSON answer, with the header fields Node gives its own (`Date`, RFC 9110 6.6.1),
+ * on a socket no route owns; the caller closes it.
+ */
+function answerOnSocket(socket: Duplex, status: number, body: object, headers = "") {
   if (!socket.writable) return;
   const text = JSON.stringify(body);
   socket.write(
-    `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\n${headers}Content-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(text)}\r\nConnection: close\r\n\r\n${text}`,
+    `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\n${headers}Date: ${new Date().toUTCString()}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(text)}\r\nConnection: close\r\n\r\n${text}`,
   );
 }
 

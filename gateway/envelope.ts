@@ -11,8 +11,13 @@ export function setVersionHeaders(reply: FastifyReply): void {
 }
 
 /** spec 4: `{ data: <payload>, version: "v1" }`. */
+export function enveloped(data: unknown): { data: unknown; version: string } {
+  return { data, version: API_VERSION };
+}
+
+/** Sends `data` in the envelope (spec 4). */
 export function sendData(reply: FastifyReply, status: number, data: unknown): FastifyReply {
-  return reply.code(status).send({ data, version: API_VERSION });
+  return reply.code(status).send(enveloped(data));
 }
 
 /** What follows `data` in the envelope's JSON text. */

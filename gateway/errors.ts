@@ -19,15 +19,33 @@ export interface HttpError {
   headers: Record<string, string>;
 }
 
+/**
+ * The method a request is answered as: HEAD as GET, whose header fields it gets (RFC 9110 9.3.2),
+ * `Content-Length` included, so an error text naming the method names GET for both.
+ */
+export function answeredAs(request: FastifyRequest): string {
+  return request.method === "HEAD" ? "GET" : request.method;
+}
+
 /** A path the gateway does not serve (spec 7 not_found; decisions §6 under /api/v1/). */
 export function noEndpoint(request: FastifyRequest): HttpError {
   return {
     status: 404,
     code: "not_found",
     // The path is the caller's own text, up to the server's 16 KB limit: quoted within bounds.
-    message: clipped(`No endpoint at ${request.method} ${request.url.split("?")[0]}`),
+    message: clipped(`No endpoint at ${answeredAs(request)} ${request.url.split("?")[0]}`),
     headers: {},
   };
+}
+
+/**
+ * A request refused before its route ran (gateway/request-rules.ts), with its answer: the error
+ * handler of the route's family sends it in that family's shape.
+ */
+export class RefusedRequest extends Error {
+  constructor(readonly httpError: HttpError) {
+    super(httpError.message);
+  }
 }
 
 /** An error outside the versioned API and the log route: `{ error, code }`, no envelope. */
@@ -146,6 +164,7 @@ function countUnreachable(request: FastifyRequest, error: unknown): void {
 /** Translates anything a route threw. Internal error text never reaches the client. */
 export function httpErrorOf(error: unknown): HttpError {
   if (error instanceof ConnectError) return fromConnectError(error);
+  if (error instanceof RefusedRequest) return error.httpError;
   if (error instanceof BodyBudgetExceeded) {
     return {
       status: 503,

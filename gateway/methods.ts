@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
-import type { HttpError } from "#gateway/errors.js";
+import { answeredAs, type HttpError } from "#gateway/errors.js";
 
 /** How a path's family answers a failure: the v1 envelope, the log route's shape, a page. */
 export type SendFailure = (
@@ -26,7 +26,7 @@ export function refuseOtherMethods(
     send(reply.header("Allow", allow), {
       status: 405,
       code: "method_not_allowed",
-      message: `Method ${request.method} is not allowed on this endpoint; allowed: ${allow}`,
+      message: `Method ${answeredAs(request)} is not allowed on this endpoint; allowed: ${allow}`,
       headers: {},
     });
   app.route({

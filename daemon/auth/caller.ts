@@ -89,10 +89,15 @@ export function callerOf(ctx: HandlerContext, operatorToken: string): Caller {
   return caller;
 }
 
+/** The token of an `Authorization: Bearer <token>` value, if it is one (spec 5.1). */
+export function bearerOf(authorization: string): string | undefined {
+  return /^Bearer\s+(\S+)$/i.exec(authorization.trim())?.[1];
+}
+
 function readCaller(ctx: HandlerContext, operatorToken: string): Caller {
   const header = ctx.requestHeader;
   const authorization = (header.get(CallerHeaders.authorization) ?? "").trim();
-  const bearer = /^Bearer\s+(\S+)$/i.exec(authorization)?.[1];
+  const bearer = bearerOf(authorization);
   const inProcess = ctx.values.get(kRelayedClientIp);
   const relay = inProcess === undefined ? relayedOverNetwork(ctx, operatorToken) : undefined;
   const relayedIp = relay === "wrong token" ? undefined : relay?.ip;

@@ -38,6 +38,12 @@ function header(request: FastifyRequest, name: "origin" | "referer"): string {
   return request.headers[name] ?? "";
 }
 
+/** The request's Origin, echoed with `Vary: Origin`, so a page can read every answer (CORS). */
+function echoOrigin(request: FastifyRequest, reply: FastifyReply): void {
+  reply.header("Vary", "Origin");
+  if (request.headers.origin) reply.header("Access-Control-Allow-Origin", request.headers.origin);
+}
+
 /**
  * POST /api/consent/log (spec 4.4, decisions §5): the banner runtime's choices, relayed verbatim
  * to the daemon, which limits, parses (application/json or text/plain, so sendBeacon works),
@@ -47,11 +53,10 @@ function header(request: FastifyRequest, name: "origin" | "referer"): string {
  */
 export async function consentLogRoutes(app: FastifyInstance, options: ConsentLogRouteOptions) {
   const { clients, relay } = options;
-  app.addHook("onRequest", async (request, reply) => {
-    reply.header("Vary", "Origin");
-    if (request.headers.origin) reply.header("Access-Control-Allow-Origin", request.headers.origin);
-  });
+  app.addHook("onRequest", async (request, reply) => echoOrigin(request, reply));
   app.setErrorHandler((error, request, reply) => {
+    // Also for a request refused before this plugin's hook ran (gateway/request-rules.ts).
+    echoOrigin(request, reply);
     const httpError = failureOf(request, error);
     return sendError(reply, httpError);
   });

@@ -1,8 +1,11 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import { bearerOf } from "#daemon/auth/caller.js";
+import { parseApiKey } from "#daemon/keys/api-key-format.js";
 import type { DaemonClients } from "#gateway/daemon-clients.js";
 import { sendEnvelopedError, setVersionHeaders } from "#gateway/envelope.js";
 import { failureOf, noEndpoint } from "#gateway/errors.js";
 import type { Relay } from "#gateway/relay.js";
+import { forgoBodyIfAwaited } from "#gateway/request-rules.js";
 import { bannerRoutes } from "#gateway/v1/banners/routes.js";
 import { healthRoutes } from "#gateway/v1/health/routes.js";
 import { subjectRoutes } from "#gateway/v1/subjects/routes.js";
@@ -17,20 +20,25 @@ export interface V1Options {
 }
 
 /**
- * The header of those a request may carry once that it carries twice, if any: Node keeps the first
- * `Host` and the first `Authorization`, where a proxy in front may read the last, so the two
- * would judge different hosts or credentials (RFC 9112 3.2: a second Host is a 400).
+ * Whether a request's Authorization is refused by its form alone, whatever the store holds: not a
+ * Bearer token, or one that fails the key format and checksum (decisions §2, the daemon's own
+ * parseApiKey). The daemon still judges it, and counts the failed attempt (spec 8); this only
+ * spares the client the upload of a body nobody will read.
  */
-function headerGivenTwice(rawHeaders: readonly string[]): string | undefined {
-  let host = 0;
-  let authorization = 0;
-  for (let i = 0; i < rawHeaders.length; i += 2) {
-    const name = rawHeaders[i] as string;
-    if (name.length === 4 && name.toLowerCase() === "host") host += 1;
-    else if (name.length === 13 && name.toLowerCase() === "authorization") authorization += 1;
-  }
-  if (host > 1) return "Host";
-  return authorization > 1 ? "Authorization" : undefined;
+function keyRefusedByForm(authorization: string | undefined): boolean {
+  if (!authorization) return false;
+  const bearer = bearerOf(authorization);
+  return bearer === undefined || parseApiKey(bearer) === null;
+}
+
+/**
+ * spec 9.4: every response of the versioned wrapper names the version that handled it. A team's
+ * data, for one credential, is never kept by a cache between the client and the gateway (HTTP
+ * caches leave answers to Authorization alone, not those to a session cookie).
+ */
+function versioned(reply: FastifyReply): void {
+  setVersionHeaders(reply);
+  reply.header("cache-control", "no-store");
 }
 
 /**
@@ -45,28 +53,20 @@ export async function v1Api(app: FastifyInstance, options: V1Options): Promise<v
   const unknownPath = (request: FastifyRequest, reply: FastifyReply) =>
     sendEnvelopedError(reply, noEndpoint(request));
   app.addHook("onRequest", async (request, reply) => {
-    // spec 9.4: every response of the versioned wrapper names the version that handled it.
-    setVersionHeaders(reply);
-    // A team's data, for one credential: never kept by a cache between the client and the
-    // gateway (HTTP caches leave answers to Authorization alone, not those to a session cookie).
-    reply.header("cache-control", "no-store");
+    versioned(reply);
     // decisions §6: an unknown path is a 404, answered before its body is read or judged.
     if (request.is404) return unknownPath(request, reply);
-    const twice = headerGivenTwice(request.raw.rawHeaders);
-    if (twice !== undefined) {
-      return sendEnvelopedError(reply, {
-        status: 400,
-        code: "invalid_request",
-        message: `The request carries more than one ${twice} header`,
-        headers: {},
-      });
-    }
+    // decisions §2: the credential is judged before the body; one refused by its form alone is
+    // answered without asking for the body (`Expect: 100-continue`).
+    if (keyRefusedByForm(request.headers.authorization)) forgoBodyIfAwaited(request);
     // The content type plays no part here, so it is dropped before Fastify judges it: a malformed
     // one (`json`, two merged headers) would be a 415, which spec 7 does not have, answered ahead
     // of the credential checks (decisions §2).
     delete request.headers["content-type"];
   });
   app.setErrorHandler((error, request, reply) => {
+    // Also for a request refused before this plugin's hooks ran (gateway/request-rules.ts).
+    versioned(reply);
     const httpError = failureOf(request, error);
     return sendEnvelopedError(reply, httpError);
   });

@@ -1,6 +1,6 @@
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { BannerService } from "#gen/consent/v1/banner_pb.js";
 import { ErrorInfoSchema } from "#gen/consent/v1/errors_pb.js";
 import { SubjectService } from "#gen/consent/v1/subject_pb.js";
@@ -17,6 +17,8 @@ import {
   operator,
   rawHttp,
 } from "#test/support/api.js";
+import { aChoice } from "#test/support/consent-log.js";
+import { rawConnection, rawExchange } from "#test/support/raw-http1.js";
 import { startTestService, type TestService } from "#test/support/service.js";
 
 /** Every row of the error table of spec section 7, produced through real HTTP. */
@@ -168,6 +170,42 @@ describe("spec 7 error table", () => {
     }
   });
 
+  it("401 invalid_key without 100 Continue for a key whose form fails: the body is never asked for, and the daemon still counts the attempt", async () => {
+    const port = Number(new URL(service.gatewayUrl).port);
+    const expecting = (authorization: string, ip: string) =>
+      `POST /api/v1/consent/subjects/resolve HTTP/1.1\r\nHost: x\r\nAuthorization: ${authorization}\r\nX-Forwarded-For: ${ip}\r\nContent-Type: application/json\r\nContent-Length: 50\r\nExpect: 100-continue\r\n\r\n`;
+    // One checksum character changed, not a Bearer token: no store holds either.
+    const badChecksum = `Bearer ${key.slice(0, -1)}${key.at(-1) === "a" ? "b" : "a"}`;
+    for (const authorization of [badChecksum, `Basic ${key}`]) {
+      const answer = await rawExchange(port, (write) =>
+        write(expecting(authorization, "10.1.3.1")),
+      );
+      expect([authorization, answer.status, JSON.parse(answer.body)]).toEqual([
+        authorization,
+        401,
+        {
+          data: { error: "The API key is malformed or unknown", code: "invalid_key" },
+          version: "v1",
+        },
+      ]);
+      expect(answer.headers).toContain("connection: close");
+    }
+    // The daemon judged each (spec 8): the 10th failed attempt of the address blocks the 11th.
+    for (let i = 2; i < 10; i++) {
+      await rawExchange(port, (write) => write(expecting(badChecksum, "10.1.3.1")));
+    }
+    const blocked = await rawExchange(port, (write) => write(expecting(badChecksum, "10.1.3.1")));
+    expect([blocked.status, JSON.parse(blocked.body).data.code]).toEqual([429, "rate_limited"]);
+    // A key of valid form is told to go on, and its body is read.
+    const { socket, received } = await rawConnection(port);
+    const body = JSON.stringify({ bannerId: publicId, subjectId: "user-expect" });
+    socket.write(expecting(`Bearer ${key}`, "10.1.3.2").replace("50", String(body.length)));
+    await vi.waitFor(() => expect(received()).toMatch(/^HTTP\/1\.1 100 Continue\r\n\r\n$/));
+    socket.write(body);
+    await vi.waitFor(() => expect(received()).toContain('{"data":{"found":false},"version":"v1"}'));
+    socket.destroy();
+  });
+
   it("401 revoked_key and expired_key", async () => {
     const teamId = await createTeam(service, "starter");
     const revoked = await mintKey(service, teamId);
@@ -289,7 +327,10 @@ describe("spec 7 error table", () => {
       ["POST", "/loader/nope.js", "json", 405, "method_not_allowed"],
     ] as const;
     for (const [method, path, contentType, status, code] of cases) {
-      const headers: Record<string, string> = contentType ? { "content-type": contentType } : {};
+      // Framed: Node's client sends a DELETE's body without a length, which makes it the start
+      // of a next request on the connection, one that cannot be read.
+      const headers: Record<string, string> = { "content-length": "2" };
+      if (contentType) headers["content-type"] = contentType;
       const result = await rawHttp(service, method, path, headers, "{}");
       const body = JSON.parse(result.text);
       expect([method, path, result.status, body.data?.code ?? body.code]).toEqual([
@@ -357,6 +398,39 @@ describe("spec 7 error table", () => {
       `Bearer ${key}`,
     ]);
     expect(once.status).toBe(200);
+  });
+
+  it("400 invalid_request for a Host given twice outside /api/v1 too, in each route family's shape", async () => {
+    const twice = ["Host", new URL(service.gatewayUrl).host, "Host", "elsewhere.example"];
+    const message = "The request carries more than one Host header";
+    // The log route (decisions §5), a choice it would otherwise store.
+    const log = await rawHttp(
+      service,
+      "POST",
+      "/api/consent/log",
+      [...twice, "Origin", "https://shop.example.com", "Content-Type", "application/json"],
+      JSON.stringify(aChoice(publicId)),
+    );
+    expect([log.status, JSON.parse(log.text)]).toEqual([
+      400,
+      { success: false, error: message, code: "invalid_request" },
+    ]);
+    expect(log.headers.get("access-control-allow-origin")).toBe("https://shop.example.com");
+    // The loader and a path nothing serves: the plain shape.
+    for (const path of [`/loader/${publicId}.js`, "/api/banners"]) {
+      const plain = await rawHttp(service, "GET", path, [...twice]);
+      expect([path, plain.status, JSON.parse(plain.text)]).toEqual([
+        path,
+        400,
+        { error: message, code: "invalid_request" },
+      ]);
+    }
+    // The preferences page: a page, never JSON.
+    const page = await rawHttp(service, "GET", "/preferences/not-a-token", [...twice]);
+    expect([page.status, page.headers.get("content-type")]).toEqual([
+      400,
+      "text/html; charset=utf-8",
+    ]);
   });
 
   it("404 quotes a long unknown path cut to 500 characters, inside and outside /api/v1/", async () => {

@@ -1,0 +1,148 @@
+import type { IncomingMessage, Server } from "node:http";
+import type {
+  FastifyReply,
+  FastifyRequest,
+  HookHandlerDoneFunction,
+  RequestPayload,
+} from "fastify";
+import { type HttpError, RefusedRequest } from "#gateway/errors.js";
+
+/**
+ * Where a request with an `Expect` header stands (RFC 9110 10.1.1): `awaiting` the `100 Continue`
+ * before its client sends the body, `continued` once told to go on, `forgone` when its route
+ * answers without the body, `unmet` for an expectation other than 100-continue.
+ */
+type Expectation = "awaiting" | "continued" | "forgone" | "unmet";
+const expectations = new WeakMap<IncomingMessage, Expectation>();
+
+/**
+ * Node hands requests carrying `Expect` to these listeners instead of answering them itself (it
+ * would send `100 Continue` at once, or a bare 417): both go to the routes like any request, and
+ * the rules below answer them.
+ */
+export function handOverExpectations(server: Server): void {
+  server.on("checkContinue", (request: IncomingMessage, response) => {
+    expectations.set(request, "awaiting");
+    server.emit("request", request, response);
+  });
+  server.on("checkExpectation", (request: IncomingMessage, response) => {
+    expectations.set(request, "unmet");
+    server.emit("request", request, response);
+  });
+}
+
+/**
+ * The header of those a request may carry once that it carries twice, if any: Node keeps the first
+ * `Host` and the first `Authorization`, where a proxy in front may read the last, so the two
+ * would judge different hosts or credentials (RFC 9112 3.2: a second Host is a 400).
+ */
+function headerGivenTwice(rawHeaders: readonly string[]): string | undefined {
+  let host = 0;
+  let authorization = 0;
+  for (let i = 0; i < rawHeaders.length; i += 2) {
+    const name = rawHeaders[i] as string;
+    if (name.length === 4 && name.toLowerCase() === "host") host += 1;
+    else if (name.length === 13 && name.toLowerCase() === "authorization") authorization += 1;
+  }
+  if (host > 1) return "Host";
+  return authorization > 1 ? "Authorization" : undefined;
+}
+
+/**
+ * Whether a Transfer-Encoding names a coding other than chunked: Node frames such a body by its
+ * final `chunked` and hands the rest over undecoded (`gzip, chunked` would reach the route as
+ * gzip bytes). Empty list members are ignored (RFC 9110 5.6.1).
+ */
+function codingNotImplemented(transferEncoding: string | undefined): boolean {
+  if (transferEncoding === undefined) return false;
+  const codings = transferEncoding
+    .split(",")
+    .map((coding) => coding.trim().toLowerCase())
+    .filter((coding) => coding !== "");
+  return codings.length !== 1 || codings[0] !== "chunked";
+}
+
+/** A refusal of the rules below, answered in the route family's shape (RefusedRequest). */
+function refusal(status: number, message: string, headers: Record<string, string> = {}): HttpError {
+  return { status, code: "invalid_request", message, headers };
+}
+
+/**
+ * The rule of the message itself a request breaks, if any:
+ * - RFC 9112 3.2: an HTTP/1.1 request without `Host`, or any with `Host` twice, is a 400, and so
+ *   is `Authorization` twice (headerGivenTwice).
+ * - RFC 9112 6.1: a transfer coding the gateway does not implement. RFC 9112 asks for 501, but
+ *   spec 7 has no 501 and tells clients to retry a 5xx, where this request fails however often
+ *   it is sent: 400, as for a body that cannot be read. The connection closes, since a proxy in
+ *   front may frame such a body otherwise than Node does.
+ * - RFC 9110 10.1.1: an expectation other than 100-continue cannot be met: 417 (spec 7 has no
+ *   417; no other status says it), and the connection closes, since its client may or may not
+ *   send the body it announced.
+ */
+function brokenRule(raw: IncomingMessage): HttpError | undefined {
+  if (raw.headers.host === undefined && raw.httpVersion === "1.1") {
+    return refusal(400, "The request has no Host header");
+  }
+  const twice = headerGivenTwice(raw.rawHeaders);
+  if (twice !== undefined) return refusal(400, `The request carries more than one ${twice} header`);
+  if (codingNotImplemented(raw.headers["transfer-encoding"])) {
+    return refusal(400, "The only transfer coding accepted is chunked", { Connection: "close" });
+  }
+  if (expectations.get(raw) === "unmet") {
+    return refusal(417, "The only expectation accepted is 100-continue", { Connection: "close" });
+  }
+  return undefined;
+}
+
+/**
+ * An onRequest hook holding every route to the rules of the message itself (brokenRule), before
+ * any family's own hooks and before the body is read. It goes on synchronously, as the hooks
+ * after it always have: an answer they send at once (a 404) still goes before Node parses
+ * whatever the client sent next on the connection.
+ */
+export function holdToRequestRules(
+  request: FastifyRequest,
+  _reply: FastifyReply,
+  done: HookHandlerDoneFunction,
+): void {
+  const broken = brokenRule(request.raw);
+  done(broken === undefined ? undefined : new RefusedRequest(broken));
+}
+
+/**
+ * A preParsing hook that sends `100 Continue` when a route is about to read the body it awaits
+ * (RFC 9110 10.1.1), and only then: a request answered before its body is read (an unknown path,
+ * a method the path does not serve, a credential refused by its form, a body declared over the
+ * route's limit) is never sent, and Node closes its connection after the answer.
+ */
+export function continueWhenRead(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  payload: RequestPayload,
+  done: (error: Error | null, payload: RequestPayload) => void,
+): void {
+  const withinLimit = !(Number(request.headers["content-length"]) > request.routeOptions.bodyLimit);
+  if (expectations.get(request.raw) === "awaiting" && withinLimit) {
+    reply.raw.writeContinue();
+    expectations.set(request.raw, "continued");
+  }
+  done(null, payload);
+}
+
+/**
+ * A route answers this request without its body, if its client still awaits `100 Continue`: it
+ * is never sent, and the body is not read (the framing headers are dropped, so Fastify reads
+ * none). A request whose client sends its body unasked is read as any other.
+ */
+export function forgoBodyIfAwaited(request: FastifyRequest): void {
+  if (expectations.get(request.raw) !== "awaiting") return;
+  expectations.set(request.raw, "forgone");
+  delete request.headers["content-length"];
+  delete request.headers["transfer-encoding"];
+}
+
+/** Whether the client may still be waiting to be told to send its body, which may never come. */
+export function awaitsGoAhead(raw: IncomingMessage): boolean {
+  const expectation = expectations.get(raw);
+  return expectation !== undefined && expectation !== "continued";
+}
