@@ -2,10 +2,16 @@ import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import path from "node:path";
 import type { AxeResults, ImpactValue } from "axe-core";
-import type { BrowserContext, Page } from "playwright-core";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { dialog, openPage, skipBrowserTests, useBrowserSite } from "#test/support/browser.js";
-import { aChoice, bannerFixture, postLog, storedRows } from "#test/support/consent-log.js";
+import type { Page } from "playwright-core";
+import { describe, expect, it } from "vitest";
+import { dialog, skipBrowserTests, useBrowserSite, useTestPage } from "#test/support/browser.js";
+import {
+  aChoice,
+  bannerFixture,
+  labelledCategories,
+  postLog,
+  storedRows,
+} from "#test/support/consent-log.js";
 
 /** axe-core's browser build, injected into each page under test (never fetched by the page). */
 const AXE_SOURCE = readFileSync(
@@ -16,11 +22,7 @@ const AXE_SOURCE = readFileSync(
 /** WCAG 2.0, 2.1 and 2.2 at levels A and AA: what the issue asks the banner and the page to meet. */
 const WCAG_TAGS = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "wcag22aa"];
 
-const categories = [
-  { name: "necessary", required: true, label: "Necessary" },
-  { name: "analytics", label: "Analytics", description: "Usage statistics" },
-  { name: "marketing", label: "Marketing" },
-];
+const categories = labelledCategories;
 /** A policy link in the description, so link rules (name, distinguishable in text) apply. */
 const texts = { en: { privacyPolicyUrl: "https://shop.example.com/privacy" } };
 
@@ -104,13 +106,7 @@ function report(what: string, { violations }: Audit): string {
  */
 describe.skipIf(skipBrowserTests)("accessibility (axe-core, WCAG 2.2 AA) in Chromium", () => {
   const ctx = useBrowserSite();
-  let context: BrowserContext;
-  let page: Page;
-  let warnings: string[];
-  beforeEach(async () => {
-    ({ context, page, warnings } = await openPage(ctx.browser));
-  });
-  afterEach(() => context.close());
+  const tab = useTestPage(() => ctx.browser);
 
   /**
    * A page longer than the window, as most are. On a page shorter than the window axe checks no
@@ -126,18 +122,18 @@ describe.skipIf(skipBrowserTests)("accessibility (axe-core, WCAG 2.2 AA) in Chro
       domain: "localhost",
       configuration: { categories, texts, ...configuration },
     });
-    await page.goto(
+    await tab.page.goto(
       ctx.site.page(`/a11y-${fixture.publicId}`, {
         publicId: fixture.publicId,
         body: `<div data-consent-banner></div>${filler}`,
       }),
     );
-    await expect.poll(() => dialog(page).isVisible()).toBe(true);
+    await expect.poll(() => dialog(tab.page).isVisible()).toBe(true);
   }
 
   /** Audits the banner's host element only (the test page's own markup does not count). */
   async function auditBanner(what: string): Promise<Audit> {
-    const result = await audit(page, "[id^=consent-banner-]");
+    const result = await audit(tab.page, "[id^=consent-banner-]");
     // axe really read the dialog inside the shadow root, contrast included: a clean result is
     // not an empty one.
     expect(result.shadowNodes, `${what}: nodes axe checked in the shadow root`).toBeGreaterThan(5);
@@ -155,27 +151,27 @@ describe.skipIf(skipBrowserTests)("accessibility (axe-core, WCAG 2.2 AA) in Chro
       await openBanner({ layout, position });
       const what = `${layout} ${position}`;
       expect(report(what, await auditBanner(what)), `${what}: axe violations`).toBe("");
-      expect(warnings).toEqual([]);
+      expect(tab.warnings).toEqual([]);
     });
   }
 
   it("has no violations in the modal with its category view (Customize) open", async () => {
     await openBanner({ layout: "modal", position: "center" });
-    await dialog(page).getByRole("button", { name: "Customize" }).click();
+    await dialog(tab.page).getByRole("button", { name: "Customize" }).click();
     await expect
-      .poll(() => dialog(page).getByRole("button", { name: "Save choices" }).isVisible())
+      .poll(() => dialog(tab.page).getByRole("button", { name: "Save choices" }).isVisible())
       .toBe(true);
     const what = "modal center, Customize open";
     const result = await auditBanner(what);
     expect(report(what, result), `${what}: axe violations`).toBe("");
-    expect(warnings).toEqual([]);
+    expect(tab.warnings).toEqual([]);
   });
 
   it("keeps the panel's edge in forced colours, where its shadow is dropped", async () => {
-    await page.emulateMedia({ forcedColors: "active" });
+    await tab.page.emulateMedia({ forcedColors: "active" });
     for (const layout of ["banner", "modal"]) {
       await openBanner({ layout, position: "center" });
-      const edge = await dialog(page).evaluate((panel) => {
+      const edge = await dialog(tab.page).evaluate((panel) => {
         const style = getComputedStyle(panel);
         return [style.boxShadow, style.borderTopStyle, style.borderTopColor];
       });
@@ -188,22 +184,22 @@ describe.skipIf(skipBrowserTests)("accessibility (axe-core, WCAG 2.2 AA) in Chro
     // A brand palette that meets AA: no warning from the runtime, no violation from axe.
     const brand = { primaryColor: "#123456", secondaryColor: "#fafafa", textColor: "#222222" };
     await openBanner({ layout: "modal", position: "center", ...brand });
-    await dialog(page).getByRole("button", { name: "Customize" }).click();
+    await dialog(tab.page).getByRole("button", { name: "Customize" }).click();
     const what = "modal center, brand colours, Customize open";
     expect(report(what, await auditBanner(what)), `${what}: axe violations`).toBe("");
-    expect(warnings).toEqual([]);
+    expect(tab.warnings).toEqual([]);
     // Faint text: the runtime warns of it, and axe fails the same three texts.
     await openBanner({ layout: "banner", position: "bottom", textColor: "#aaaaaa" });
     const faint = await auditBanner("banner bottom, faint text");
     expect(faint.violations.map((rule) => [rule.id, rule.nodes.length])).toEqual([
       ["color-contrast", 3], // the title, the description and the policy link
     ]);
-    expect(warnings).toEqual([
+    expect(tab.warnings).toEqual([
       expect.stringContaining("textColor on secondaryColor: contrast 2.32:1 is below WCAG 2.2 AA"),
     ]);
     // See-through colours count as what shows through them: nearly clear text, nearly clear
     // buttons (their white labels on the white background).
-    warnings.length = 0;
+    tab.warnings.length = 0;
     await openBanner({
       layout: "banner",
       position: "bottom",
@@ -214,7 +210,7 @@ describe.skipIf(skipBrowserTests)("accessibility (axe-core, WCAG 2.2 AA) in Chro
     expect(clear.violations.map((rule) => [rule.id, rule.nodes.length])).toEqual([
       ["color-contrast", 6], // the three texts and the three buttons
     ]);
-    expect(warnings).toEqual([
+    expect(tab.warnings).toEqual([
       expect.stringContaining("textColor on secondaryColor: contrast 1.32:1 is below WCAG 2.2 AA"),
       expect.stringContaining(
         "secondaryColor on primaryColor (buttons): contrast 1.15:1 is below WCAG 2.2 AA",
@@ -236,14 +232,14 @@ describe.skipIf(skipBrowserTests)("accessibility (axe-core, WCAG 2.2 AA) in Chro
       ["preferences page, saved notice", `${link}?saved=${row?.id}`],
     ] as const;
     for (const [what, url] of views) {
-      expect((await page.goto(url))?.status()).toBe(200);
-      expect(await page.getByRole("button", { name: "Save choices" }).isVisible()).toBe(true);
-      const result = await audit(page);
+      expect((await tab.page.goto(url))?.status()).toBe(200);
+      expect(await tab.page.getByRole("button", { name: "Save choices" }).isVisible()).toBe(true);
+      const result = await audit(tab.page);
       expect(result.nodes, `${what}: nodes axe checked`).toBeGreaterThan(5);
       expect(result.contrastNodes, `${what}: texts whose contrast axe checked`).toBeGreaterThan(3);
       expect(report(what, result), `${what}: axe violations`).toBe("");
     }
-    expect(await page.getByRole("status").isVisible()).toBe(true);
-    expect(warnings).toEqual([]);
+    expect(await tab.page.getByRole("status").isVisible()).toBe(true);
+    expect(tab.warnings).toEqual([]);
   });
 });

@@ -1,62 +1,78 @@
-import type { BrowserContext, Locator, Page } from "playwright-core";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { http } from "#test/support/api.js";
+import type { Locator } from "playwright-core";
+import { describe, expect, it } from "vitest";
+import { consentState, http } from "#test/support/api.js";
 import {
   applyState,
   dialog,
   launchChromium,
   NONCE,
   openPage,
+  type SitePage,
   showPreferences,
   skipBrowserTests,
   stateOf,
   useBrowserSite,
+  useTestPage,
   waitForRows,
 } from "#test/support/browser.js";
-import { bannerFixture } from "#test/support/consent-log.js";
+import { bannerFixture, labelledCategories } from "#test/support/consent-log.js";
 
-const categories = [
-  { name: "necessary", required: true, label: "Necessary" },
-  { name: "analytics", label: "Analytics", description: "Usage statistics" },
-  { name: "marketing", label: "Marketing" },
-];
+const categories = labelledCategories;
+/** What a page of the site holds besides the loader (its markup, its lang, its CSP). */
+type PageMarkup = Omit<SitePage, "publicId">;
+
+/** A state an integrator's backend resolved and hands in (cross-device). */
+const handedIn = consentState({ categories: ["necessary"], acceptType: "necessary" });
 
 /** The banner in real Chromium: layouts, the three choices, the keyboard, re-prompts, texts. */
-/** A state an integrator's backend resolved and hands in (cross-device). */
-const handedIn = {
-  schemaVersion: 2,
-  categories: ["necessary"],
-  revision: 1,
-  acceptType: "necessary",
-  consentId: "6f1c2a8e-8d3b-4a53-9d4e-0c1f1b2a3c4d",
-  consentTimestamp: "2026-11-22T08:00:00Z",
-  lastConsentTimestamp: "2026-11-22T08:00:00Z",
-  languageCode: "en",
-};
-
 describe.skipIf(skipBrowserTests)("banner runtime in Chromium: layouts and choices", () => {
   const ctx = useBrowserSite();
-  let context: BrowserContext;
-  let page: Page;
-  let warnings: string[];
-  beforeEach(async () => {
-    ({ context, page, warnings } = await openPage(ctx.browser));
-  });
-  afterEach(() => context.close());
+  const tab = useTestPage(() => ctx.browser);
 
-  /** A banner on localhost (any port) and a page of the site embedding it. */
-  async function bannerPage(configuration: Record<string, unknown> = {}, lang = "en") {
+  /**
+   * A banner on localhost (any port) and a page of the site embedding it: by default with a slot
+   * for an inline box, else with the markup `page` gives (or makes of the banner's publicId).
+   */
+  async function bannerSite(
+    configuration: Record<string, unknown> = {},
+    page: PageMarkup | ((publicId: string) => PageMarkup) = {},
+  ) {
     const fixture = await bannerFixture(ctx.service, {
       domain: "localhost",
       configuration: { categories, ...configuration },
     });
     const url = ctx.site.page(`/${fixture.publicId}`, {
       publicId: fixture.publicId,
-      lang,
       body: "<div data-consent-banner></div><p>Page content</p>",
+      ...(typeof page === "function" ? page(fixture.publicId) : page),
     });
-    await page.goto(url);
     return { ...fixture, url };
+  }
+
+  /** bannerSite's page, opened in the test's page. */
+  async function bannerPage(...args: Parameters<typeof bannerSite>) {
+    const banner = await bannerSite(...args);
+    await tab.page.goto(banner.url);
+    return banner;
+  }
+
+  /**
+   * bannerSite's page in an iframe (with `attributes`) of a page served from `origin`, once the
+   * banner's dialog shows in it: that dialog, and the frame.
+   */
+  async function framedBannerPage({ attributes = "", origin = ctx.site.origin } = {}) {
+    const { publicId, url } = await bannerSite();
+    ctx.site.file(
+      `/outer-${publicId}`,
+      "text/html",
+      `<!doctype html><html lang="en"><body><iframe ${attributes} src="${url}"></iframe></body></html>`,
+    );
+    await tab.page.goto(`${origin}/outer-${publicId}`);
+    const framed = tab.page.frameLocator("iframe").locator("[id^=consent-banner-] [role=dialog]");
+    await expect.poll(() => framed.count()).toBe(1);
+    const frame = tab.page.frames().find((f) => f.url() === url);
+    if (!frame) throw new Error("the framed page did not load");
+    return { framed, frame };
   }
 
   it("renders each layout at its position, in the configured colours", async () => {
@@ -67,7 +83,7 @@ describe.skipIf(skipBrowserTests)("banner runtime in Chromium: layouts and choic
     ] as const;
     for (const [layout, position, cssPosition, modal] of layouts) {
       await bannerPage({ layout, position, secondaryColor: "#fafafa", primaryColor: "#123456" });
-      const panel = dialog(page);
+      const panel = dialog(tab.page);
       await expect.poll(() => panel.count()).toBe(1);
       const style = await panel.evaluate((element) => {
         const s = getComputedStyle(element);
@@ -79,10 +95,10 @@ describe.skipIf(skipBrowserTests)("banner runtime in Chromium: layouts and choic
         .evaluate((element) => getComputedStyle(element).backgroundColor);
       expect(button).toBe("rgb(18, 52, 86)");
       if (layout === "inline") {
-        expect(await page.locator("[data-consent-banner] [role=dialog]").count()).toBe(1);
+        expect(await tab.page.locator("[data-consent-banner] [role=dialog]").count()).toBe(1);
       }
     }
-    expect(warnings).toEqual([]);
+    expect(tab.warnings).toEqual([]);
   });
 
   it("records Accept all, Reject all and Customize as the right rows", async () => {
@@ -97,7 +113,7 @@ describe.skipIf(skipBrowserTests)("banner runtime in Chromium: layouts and choic
     ] as const;
     for (const [button, method, preferences, acceptType] of choices) {
       const { teamId } = await bannerPage();
-      await dialog(page).getByRole("button", { name: button }).click();
+      await dialog(tab.page).getByRole("button", { name: button }).click();
       const [row] = await waitForRows(ctx.service, teamId, 1);
       expect(row).toMatchObject({
         method,
@@ -107,26 +123,26 @@ describe.skipIf(skipBrowserTests)("banner runtime in Chromium: layouts and choic
         gpc: false,
       });
       expect(row?.pageUrl).toBe(ctx.site.origin);
-      expect(await dialog(page).count()).toBe(0);
-      expect(await stateOf(page)).toMatchObject({ acceptType, consentId: row?.consentId });
+      expect(await dialog(tab.page).count()).toBe(0);
+      expect(await stateOf(tab.page)).toMatchObject({ acceptType, consentId: row?.consentId });
     }
     const { teamId } = await bannerPage();
-    await dialog(page).getByRole("button", { name: "Customize" }).click();
-    await dialog(page)
+    await dialog(tab.page).getByRole("button", { name: "Customize" }).click();
+    await dialog(tab.page)
       .getByRole("checkbox", { name: /Analytics/ })
       .check();
     expect(
-      await dialog(page)
+      await dialog(tab.page)
         .getByRole("checkbox", { name: /Necessary/ })
         .isDisabled(),
     ).toBe(true);
-    await dialog(page).getByRole("button", { name: "Save choices" }).click();
+    await dialog(tab.page).getByRole("button", { name: "Save choices" }).click();
     const [row] = await waitForRows(ctx.service, teamId, 1);
     expect(row).toMatchObject({
       method: "consent_given",
       preferences: { necessary: true, analytics: true, marketing: false },
     });
-    expect(await stateOf(page)).toMatchObject({
+    expect(await stateOf(tab.page)).toMatchObject({
       schemaVersion: 2,
       categories: ["necessary", "analytics"],
       acceptType: "custom",
@@ -140,27 +156,30 @@ describe.skipIf(skipBrowserTests)("banner runtime in Chromium: layouts and choic
         { name: "necessary", required: true, label: "Necessary", description: "Needed." },
       ],
     });
-    await dialog(page).getByRole("button", { name: "Customize" }).click();
+    await dialog(tab.page).getByRole("button", { name: "Customize" }).click();
     // Its name is the label and why it is locked; the description describes it.
-    const box = dialog(page).getByRole("checkbox", { name: "Necessary Always on", exact: true });
+    const box = dialog(tab.page).getByRole("checkbox", {
+      name: "Necessary Always on",
+      exact: true,
+    });
     expect(await box.count()).toBe(1);
     const description = await box.evaluate((b) => {
       const id = b.getAttribute("aria-describedby") ?? "";
       return (b.getRootNode() as ShadowRoot).getElementById(id)?.textContent;
     });
     expect(description).toBe("Needed.");
-    await dialog(page).getByRole("button", { name: "Reject all" }).click();
+    await dialog(tab.page).getByRole("button", { name: "Reject all" }).click();
     const [row] = await waitForRows(ctx.service, teamId, 1);
     expect(row?.method).toBe("accept_necessary");
-    expect(await stateOf(page)).toMatchObject({ acceptType: "necessary" });
+    expect(await stateOf(tab.page)).toMatchObject({ acceptType: "necessary" });
   });
 
   it("carries a choice made in another tab: the next one is consent_changed under the same consentId", async () => {
     const { teamId, url } = await bannerPage();
-    const other = await context.newPage();
+    const other = await tab.context.newPage();
     await other.goto(url);
     await expect.poll(() => dialog(other).count()).toBe(1);
-    await dialog(page).getByRole("button", { name: "Reject all" }).click();
+    await dialog(tab.page).getByRole("button", { name: "Reject all" }).click();
     const [first] = await waitForRows(ctx.service, teamId, 1);
     await dialog(other).getByRole("button", { name: "Accept all" }).click();
     const rows = await waitForRows(ctx.service, teamId, 2);
@@ -171,17 +190,18 @@ describe.skipIf(skipBrowserTests)("banner runtime in Chromium: layouts and choic
     expect(await stateOf(other)).toMatchObject({
       acceptType: "all",
       consentId: first?.consentId,
-      consentTimestamp: ((await stateOf(page)) as { consentTimestamp: string }).consentTimestamp,
+      consentTimestamp: ((await stateOf(tab.page)) as { consentTimestamp: string })
+        .consentTimestamp,
     });
   });
 
   it("takes another tab's choice when focused: a prompt closes, re-opened preferences stay, and consent:change fires", async () => {
     const { url } = await bannerPage();
-    const [prompted, preferring] = [await context.newPage(), await context.newPage()];
-    for (const tab of [prompted, preferring]) {
-      await tab.goto(url);
-      await expect.poll(() => dialog(tab).count()).toBe(1);
-      await tab.evaluate(() =>
+    const [prompted, preferring] = [await tab.context.newPage(), await tab.context.newPage()];
+    for (const other of [prompted, preferring]) {
+      await other.goto(url);
+      await expect.poll(() => dialog(other).count()).toBe(1);
+      await other.evaluate(() =>
         addEventListener("consent:change", (event) => {
           const w = window as { changes?: unknown[] };
           w.changes = [...(w.changes ?? []), (event as CustomEvent).detail.consentState.acceptType];
@@ -189,14 +209,14 @@ describe.skipIf(skipBrowserTests)("banner runtime in Chromium: layouts and choic
       );
     }
     await dialog(preferring).getByRole("button", { name: "Customize" }).click();
-    await dialog(page).getByRole("button", { name: "Accept all" }).click();
+    await dialog(tab.page).getByRole("button", { name: "Accept all" }).click();
     // Shown again after the choice in the first tab (two windows side by side: focus).
-    for (const tab of [prompted, preferring]) {
-      await tab.evaluate(() => dispatchEvent(new Event("focus")));
-      expect(await tab.evaluate(() => (window as { changes?: unknown[] }).changes)).toEqual([
+    for (const other of [prompted, preferring]) {
+      await other.evaluate(() => dispatchEvent(new Event("focus")));
+      expect(await other.evaluate(() => (window as { changes?: unknown[] }).changes)).toEqual([
         "all",
       ]);
-      expect(await stateOf(tab)).toMatchObject({ acceptType: "all" });
+      expect(await stateOf(other)).toMatchObject({ acceptType: "all" });
     }
     expect(await dialog(prompted).count()).toBe(0);
     // The first view switched to Customize is still the prompt the choice answered.
@@ -205,8 +225,8 @@ describe.skipIf(skipBrowserTests)("banner runtime in Chromium: layouts and choic
     await showPreferences(preferring);
     await expect.poll(() => dialog(preferring).count()).toBe(1);
     // A change of mind in the first tab:
-    await showPreferences(page);
-    await dialog(page).getByRole("button", { name: "Reject all" }).click();
+    await showPreferences(tab.page);
+    await dialog(tab.page).getByRole("button", { name: "Reject all" }).click();
     await preferring.evaluate(() => dispatchEvent(new Event("focus")));
     expect(await stateOf(preferring)).toMatchObject({ acceptType: "necessary" });
     expect(await dialog(preferring).count()).toBe(1);
@@ -215,13 +235,9 @@ describe.skipIf(skipBrowserTests)("banner runtime in Chromium: layouts and choic
   it("puts in effect a choice made while the page waited in the back/forward cache", async () => {
     const browser = await launchChromium({ backForwardCache: true });
     try {
-      const fixture = await bannerFixture(ctx.service, {
-        domain: "localhost",
-        configuration: { categories },
-      });
-      const next = ctx.site.page(`/next-${fixture.publicId}`, { publicId: fixture.publicId });
-      const first = ctx.site.page(`/first-${fixture.publicId}`, {
-        publicId: fixture.publicId,
+      const { publicId, teamId, url: next } = await bannerSite();
+      const first = ctx.site.page(`/first-${publicId}`, {
+        publicId,
         body: `<a id="next" href="${next}">Next</a>`,
       });
       const visitor = await browser.newPage();
@@ -235,7 +251,7 @@ describe.skipIf(skipBrowserTests)("banner runtime in Chromium: layouts and choic
       await visitor.click("#next");
       await visitor.waitForURL(next);
       await dialog(visitor).getByRole("button", { name: "Reject all" }).click();
-      const [row] = await waitForRows(ctx.service, fixture.teamId, 1);
+      const [row] = await waitForRows(ctx.service, teamId, 1);
       await visitor.goBack({ waitUntil: "commit" });
       // Restored from the cache, not loaded again: the runtime did not start over.
       await visitor.waitForFunction(() => (window as { restored?: boolean }).restored === true, {
@@ -257,102 +273,100 @@ describe.skipIf(skipBrowserTests)("banner runtime in Chromium: layouts and choic
       release = resolve;
     });
     ctx.site.file("/slow.js", "text/javascript", "window.slowRan = true;");
-    await context.route("**/slow.js", async (route) => {
+    await tab.context.route("**/slow.js", async (route) => {
       await held;
       await route.continue();
     });
-    const fixture = await bannerFixture(ctx.service, {
-      domain: "localhost",
-      configuration: { categories },
-    });
-    await page.goto(
-      ctx.site.page(`/async-${fixture.publicId}`, {
-        publicId: fixture.publicId,
+    await bannerPage(
+      {},
+      {
         body: `<script type="text/plain" data-category="analytics" src="/slow.js" async nonce="${NONCE}"></script>
 <script type="text/plain" data-category="analytics" nonce="${NONCE}">window.afterRan = true;</script>`,
-      }),
+      },
     );
-    await dialog(page).getByRole("button", { name: "Accept all" }).click();
+    await dialog(tab.page).getByRole("button", { name: "Accept all" }).click();
     await expect
-      .poll(() => page.evaluate(() => (window as { afterRan?: boolean }).afterRan))
+      .poll(() => tab.page.evaluate(() => (window as { afterRan?: boolean }).afterRan))
       .toBe(true);
-    expect(await page.evaluate(() => (window as { slowRan?: boolean }).slowRan)).toBeUndefined();
+    expect(
+      await tab.page.evaluate(() => (window as { slowRan?: boolean }).slowRan),
+    ).toBeUndefined();
     release();
     await expect
-      .poll(() => page.evaluate(() => (window as { slowRan?: boolean }).slowRan))
+      .poll(() => tab.page.evaluate(() => (window as { slowRan?: boolean }).slowRan))
       .toBe(true);
   });
 
   it("comes back when the page renders its body anew, until the visitor chooses", async () => {
     await bannerPage({ layout: "modal" });
-    await expect.poll(() => dialog(page).count()).toBe(1);
-    const overflow = () => page.evaluate(() => document.documentElement.style.overflow);
+    await expect.poll(() => dialog(tab.page).count()).toBe(1);
+    const overflow = () => tab.page.evaluate(() => document.documentElement.style.overflow);
     // A framework's render that drops what it did not make.
-    await page.evaluate(() => document.querySelector("[id^=consent-banner-]")?.remove());
-    await expect.poll(() => dialog(page).count()).toBe(1);
+    await tab.page.evaluate(() => document.querySelector("[id^=consent-banner-]")?.remove());
+    await expect.poll(() => dialog(tab.page).count()).toBe(1);
     expect(await overflow()).toBe("hidden");
-    await dialog(page).getByRole("button", { name: "Reject all" }).click();
-    expect(await dialog(page).count()).toBe(0);
+    await dialog(tab.page).getByRole("button", { name: "Reject all" }).click();
+    expect(await dialog(tab.page).count()).toBe(0);
     expect(await overflow()).toBe("");
 
     // An inline banner whose slot is rendered anew goes into the new one.
     await bannerPage({ layout: "inline" });
-    await expect.poll(() => dialog(page).count()).toBe(1);
-    await page.evaluate(() => {
+    await expect.poll(() => dialog(tab.page).count()).toBe(1);
+    await tab.page.evaluate(() => {
       const slot = document.createElement("div");
       slot.dataset.consentBanner = "";
       slot.id = "new-slot";
       document.querySelector("[data-consent-banner]")?.replaceWith(slot);
     });
-    await expect.poll(() => page.locator("#new-slot [role=dialog]").count()).toBe(1);
+    await expect.poll(() => tab.page.locator("#new-slot [role=dialog]").count()).toBe(1);
   });
 
   it("comes back when the page puts a new <body> in place (Turbo's visits), in every layout", async () => {
     const newBody = (withSlot: boolean) =>
-      page.evaluate((slot) => {
+      tab.page.evaluate((slot) => {
         const body = document.createElement("body");
         body.innerHTML = `${slot ? '<div data-consent-banner id="next-slot"></div>' : ""}<p>Next page</p>`;
         document.body.replaceWith(body);
       }, withSlot);
     await bannerPage({ layout: "modal" });
-    await expect.poll(() => dialog(page).count()).toBe(1);
+    await expect.poll(() => dialog(tab.page).count()).toBe(1);
     await newBody(false);
-    await expect.poll(() => dialog(page).count()).toBe(1);
-    await dialog(page).getByRole("button", { name: "Reject all" }).click();
-    expect(await page.evaluate(() => document.documentElement.style.overflow)).toBe("");
+    await expect.poll(() => dialog(tab.page).count()).toBe(1);
+    await dialog(tab.page).getByRole("button", { name: "Reject all" }).click();
+    expect(await tab.page.evaluate(() => document.documentElement.style.overflow)).toBe("");
 
     await bannerPage({ layout: "banner", position: "bottom" });
-    await expect.poll(() => dialog(page).count()).toBe(1);
+    await expect.poll(() => dialog(tab.page).count()).toBe(1);
     await newBody(false);
-    await expect.poll(() => dialog(page).count()).toBe(1);
+    await expect.poll(() => dialog(tab.page).count()).toBe(1);
     // The new body keeps the banner's room at the bottom, and gets its own back after the choice.
     const room = () =>
-      page.evaluate(() => [
+      tab.page.evaluate(() => [
         document.body.style.paddingBottom !== "",
         document.documentElement.style.scrollPaddingBottom !== "",
       ]);
     await expect.poll(room).toEqual([true, true]);
-    await dialog(page).getByRole("button", { name: "Accept all" }).click();
+    await dialog(tab.page).getByRole("button", { name: "Accept all" }).click();
     expect(await room()).toEqual([false, false]);
 
     await bannerPage({ layout: "inline" });
-    await expect.poll(() => dialog(page).count()).toBe(1);
+    await expect.poll(() => dialog(tab.page).count()).toBe(1);
     await newBody(true);
-    await expect.poll(() => page.locator("#next-slot [role=dialog]").count()).toBe(1);
+    await expect.poll(() => tab.page.locator("#next-slot [role=dialog]").count()).toBe(1);
   });
 
   it("re-opened preferences speak the language the page has now (a single-page app switched it)", async () => {
     const texts = { de: { title: "Ihre Privatsphäre", save: "Speichern" } };
     const { teamId } = await bannerPage({ texts });
-    await dialog(page).getByRole("button", { name: "Accept all" }).click();
-    await page.evaluate(() => {
+    await dialog(tab.page).getByRole("button", { name: "Accept all" }).click();
+    await tab.page.evaluate(() => {
       document.documentElement.lang = "de";
     });
-    await showPreferences(page);
+    await showPreferences(tab.page);
     await expect
-      .poll(() => dialog(page).getByRole("heading").textContent())
+      .poll(() => dialog(tab.page).getByRole("heading").textContent())
       .toBe("Ihre Privatsphäre");
-    await dialog(page).getByRole("button", { name: "Speichern" }).click();
+    await dialog(tab.page).getByRole("button", { name: "Speichern" }).click();
     const rows = await waitForRows(ctx.service, teamId, 2);
     expect(rows.map((row) => [row.method, row.languageCode])).toEqual([
       ["accept_all", "en"],
@@ -363,80 +377,71 @@ describe.skipIf(skipBrowserTests)("banner runtime in Chromium: layouts and choic
   it("works with the keyboard alone, and traps focus in the modal", async () => {
     const { teamId } = await bannerPage({ layout: "modal" });
     const focused = () =>
-      page.evaluate(() => {
+      tab.page.evaluate(() => {
         const host = document.activeElement;
         const inner = host?.shadowRoot?.activeElement;
         return inner ? inner.textContent || (inner as HTMLInputElement).name : host?.tagName;
       });
-    // The modal opens on the dialog itself: no choice is preselected.
-    await expect
-      .poll(() =>
-        page.evaluate(() =>
-          document.activeElement?.shadowRoot?.activeElement?.getAttribute("role"),
-        ),
-      )
-      .toBe("dialog");
-    // Focus a page script pulls out of the modal comes back to the dialog, not to a choice.
-    await page.evaluate(() => (document.querySelector('a[href="#top"]') as HTMLElement).focus());
-    expect(
-      await page.evaluate(() =>
+    const focusedRole = () =>
+      tab.page.evaluate(() =>
         document.activeElement?.shadowRoot?.activeElement?.getAttribute("role"),
-      ),
-    ).toBe("dialog");
-    await page.keyboard.press("Shift+Tab");
+      );
+    // The modal opens on the dialog itself: no choice is preselected.
+    await expect.poll(focusedRole).toBe("dialog");
+    // Focus a page script pulls out of the modal comes back to the dialog, not to a choice.
+    await tab.page.evaluate(() =>
+      (document.querySelector('a[href="#top"]') as HTMLElement).focus(),
+    );
+    expect(await focusedRole()).toBe("dialog");
+    await tab.page.keyboard.press("Shift+Tab");
     expect(await focused()).toBe("Customize"); // wrapped to the last control
-    await page.keyboard.press("Tab");
+    await tab.page.keyboard.press("Tab");
     expect(await focused()).toBe("Accept all");
-    await page.keyboard.press("Tab");
-    await page.keyboard.press("Tab");
+    await tab.page.keyboard.press("Tab");
+    await tab.page.keyboard.press("Tab");
     expect(await focused()).toBe("Customize");
-    await page.keyboard.press("Tab");
+    await tab.page.keyboard.press("Tab");
     expect(await focused()).toBe("Accept all"); // wrapped inside the dialog
-    await page.keyboard.press("Shift+Tab");
+    await tab.page.keyboard.press("Shift+Tab");
     expect(await focused()).toBe("Customize");
-    await page.keyboard.press("Enter");
+    await tab.page.keyboard.press("Enter");
     expect(await focused()).toBe("analytics");
-    await page.keyboard.press("Space");
-    await page.keyboard.press("Tab");
-    await page.keyboard.press("Space");
-    await page.keyboard.press("Shift+Tab");
-    await page.keyboard.press("Space");
-    for (const key of ["Tab", "Tab", "Tab", "Tab"]) await page.keyboard.press(key);
+    await tab.page.keyboard.press("Space");
+    await tab.page.keyboard.press("Tab");
+    await tab.page.keyboard.press("Space");
+    await tab.page.keyboard.press("Shift+Tab");
+    await tab.page.keyboard.press("Space");
+    for (const key of ["Tab", "Tab", "Tab", "Tab"]) await tab.page.keyboard.press(key);
     expect(await focused()).toBe("Save choices");
-    await page.keyboard.press("Enter");
+    await tab.page.keyboard.press("Enter");
     const [row] = await waitForRows(ctx.service, teamId, 1);
     expect(row?.preferences).toEqual({ necessary: true, analytics: false, marketing: true });
   });
 
   it("holds the page still behind a modal, and lets it scroll again after the choice", async () => {
     await bannerPage({ layout: "modal" });
-    const overflow = () => page.evaluate(() => getComputedStyle(document.documentElement).overflow);
-    await page.waitForFunction(() => "consentBanner" in window);
+    const overflow = () =>
+      tab.page.evaluate(() => getComputedStyle(document.documentElement).overflow);
+    await tab.page.waitForFunction(() => "consentBanner" in window);
     expect(await overflow()).toBe("hidden");
-    await dialog(page).getByRole("button", { name: "Reject all" }).click();
+    await dialog(tab.page).getByRole("button", { name: "Reject all" }).click();
     expect(await overflow()).toBe("visible");
   });
 
   it("keeps a keyboard user's focus clear of a banner fixed to the bottom, and gives the room back", async () => {
-    await page.setViewportSize({ width: 375, height: 667 });
-    const fixture = await bannerFixture(ctx.service, {
-      domain: "localhost",
-      configuration: { categories, layout: "banner", position: "bottom" },
-    });
+    await tab.page.setViewportSize({ width: 375, height: 667 });
     const filler = Array.from({ length: 40 }, (_, i) => `<p>Paragraph ${i}</p>`).join("");
-    await page.goto(
-      ctx.site.page(`/edge-${fixture.publicId}`, {
-        publicId: fixture.publicId,
-        body: `${filler}<footer><a id="end" href="#privacy">Privacy</a></footer>`,
-      }),
+    await bannerPage(
+      { layout: "banner", position: "bottom" },
+      { body: `${filler}<footer><a id="end" href="#privacy">Privacy</a></footer>` },
     );
-    await page.waitForFunction(() => "consentBanner" in window);
+    await tab.page.waitForFunction(() => "consentBanner" in window);
     for (let i = 0; i < 20; i++) {
-      await page.keyboard.press("Tab");
-      if (await page.evaluate(() => document.activeElement?.id === "end")) break;
+      await tab.page.keyboard.press("Tab");
+      if (await tab.page.evaluate(() => document.activeElement?.id === "end")) break;
     }
     const overlap = () =>
-      page.evaluate(() => {
+      tab.page.evaluate(() => {
         const link = document.getElementById("end")?.getBoundingClientRect();
         const banner = document
           .querySelector("[id^=consent-banner-]")
@@ -451,9 +456,9 @@ describe.skipIf(skipBrowserTests)("banner runtime in Chromium: layouts and choic
     const seen = await overlap();
     expect(seen.focused).toBe("end");
     expect(seen.linkBottom).toBeLessThanOrEqual(seen.bannerTop as number);
-    await dialog(page).getByRole("button", { name: "Accept all" }).click();
+    await dialog(tab.page).getByRole("button", { name: "Accept all" }).click();
     expect(
-      await page.evaluate(() => [
+      await tab.page.evaluate(() => [
         document.body.style.paddingBottom,
         document.documentElement.style.scrollPaddingBottom,
       ]),
@@ -462,15 +467,15 @@ describe.skipIf(skipBrowserTests)("banner runtime in Chromium: layouts and choic
 
   it("asks again only after a publish raises the revision, keeping the consentId", async () => {
     const { teamId, key, id, url } = await bannerPage();
-    await dialog(page).getByRole("button", { name: "Accept all" }).click();
+    await dialog(tab.page).getByRole("button", { name: "Accept all" }).click();
     const [first] = await waitForRows(ctx.service, teamId, 1);
-    await page.goto(url);
-    await page.waitForFunction(() => "consentBanner" in window);
-    expect(await dialog(page).count()).toBe(0);
+    await tab.page.goto(url);
+    await tab.page.waitForFunction(() => "consentBanner" in window);
+    expect(await dialog(tab.page).count()).toBe(0);
     await http(ctx.service, "POST", `/api/v1/banners/${id}/publish`, { key });
-    await page.goto(url);
-    await expect.poll(() => dialog(page).count()).toBe(1);
-    await dialog(page).getByRole("button", { name: "Reject all" }).click();
+    await tab.page.goto(url);
+    await expect.poll(() => dialog(tab.page).count()).toBe(1);
+    await dialog(tab.page).getByRole("button", { name: "Reject all" }).click();
     const rows = await waitForRows(ctx.service, teamId, 2);
     expect(rows[1]).toMatchObject({
       method: "consent_changed",
@@ -481,7 +486,7 @@ describe.skipIf(skipBrowserTests)("banner runtime in Chromium: layouts and choic
 
   it("records a choice the browser will not keep in a cookie, and says why it asks again", async () => {
     // Cookies blocked for the site: the browser drops every write.
-    await context.addInitScript(() =>
+    await tab.context.addInitScript(() =>
       Object.defineProperty(Document.prototype, "cookie", {
         configurable: true,
         get: () => "",
@@ -489,32 +494,18 @@ describe.skipIf(skipBrowserTests)("banner runtime in Chromium: layouts and choic
       }),
     );
     const { teamId } = await bannerPage();
-    await dialog(page).getByRole("button", { name: "Accept all" }).click();
+    await dialog(tab.page).getByRole("button", { name: "Accept all" }).click();
     const [row] = await waitForRows(ctx.service, teamId, 1);
     expect(row?.method).toBe("accept_all");
-    expect(warnings).toEqual([expect.stringMatching(/did not keep the consent cookie/)]);
-    await page.reload();
-    await expect.poll(() => dialog(page).count()).toBe(1);
+    expect(tab.warnings).toEqual([expect.stringMatching(/did not keep the consent cookie/)]);
+    await tab.page.reload();
+    await expect.poll(() => dialog(tab.page).count()).toBe(1);
   });
 
   it("runs in a frame sandboxed without allow-same-origin, where the page has no cookies at all", async () => {
-    const fixture = await bannerFixture(ctx.service, {
-      domain: "localhost",
-      configuration: { categories },
-    });
-    const inner = ctx.site.page(`/framed-${fixture.publicId}`, { publicId: fixture.publicId });
-    ctx.site.file(
-      `/outer-${fixture.publicId}`,
-      "text/html",
-      `<!doctype html><html lang="en"><body><iframe sandbox="allow-scripts" src="${inner}"></iframe></body></html>`,
-    );
-    await page.goto(`${ctx.site.origin}/outer-${fixture.publicId}`);
-    const framed = page.frameLocator("iframe").locator("[id^=consent-banner-] [role=dialog]");
-    await expect.poll(() => framed.count()).toBe(1);
+    const { framed, frame } = await framedBannerPage({ attributes: 'sandbox="allow-scripts"' });
     await framed.getByRole("button", { name: "Accept all" }).click();
     await expect.poll(() => framed.count()).toBe(0);
-    const frame = page.frames().find((f) => f.url() === inner);
-    if (!frame) throw new Error("the framed page did not load");
     expect(await stateOf(frame)).toMatchObject({
       categories: ["necessary", "analytics", "marketing"],
       acceptType: "all",
@@ -522,13 +513,13 @@ describe.skipIf(skipBrowserTests)("banner runtime in Chromium: layouts and choic
     // An integrator's state holds for the page it is handed to, the only place it can.
     expect(await applyState(frame, handedIn)).toBe(true);
     expect(await stateOf(frame)).toEqual(handedIn);
-    expect(warnings).toContainEqual(expect.stringMatching(/did not keep the consent cookie/));
-    expect(warnings).toContainEqual(
+    expect(tab.warnings).toContainEqual(expect.stringMatching(/did not keep the consent cookie/));
+    expect(tab.warnings).toContainEqual(
       expect.stringMatching(
         /keeps no cookies for this page, so the applied state holds for this page only/,
       ),
     );
-    expect(warnings.filter((w) => /SecurityError|sandboxed/.test(w))).toEqual([]);
+    expect(tab.warnings.filter((w) => /SecurityError|sandboxed/.test(w))).toEqual([]);
   });
 
   it("records choices however the loader is embedded, its address never taken from markup: a module, or fetched and run by a tag manager", async () => {
@@ -551,30 +542,23 @@ describe.skipIf(skipBrowserTests)("banner runtime in Chromium: layouts and choic
       },
     ];
     for (const { head, gatedRun, ...embedding } of embeddings) {
-      warnings.length = 0;
-      const fixture = await bannerFixture(ctx.service, {
-        domain: "localhost",
-        configuration: { categories },
-      });
-      await page.goto(
-        ctx.site.page(`/embedded-${fixture.publicId}`, {
-          publicId: fixture.publicId,
-          body: gated,
-          head: head?.(fixture.publicId) ?? injected(fixture.publicId),
-          ...embedding,
-        }),
-      );
-      await expect.poll(() => dialog(page).count()).toBe(1);
-      await dialog(page).getByRole("button", { name: "Accept all" }).click();
-      const [row] = await waitForRows(ctx.service, fixture.teamId, 1);
+      tab.warnings.length = 0;
+      const { teamId } = await bannerPage({}, (publicId) => ({
+        body: gated,
+        head: head?.(publicId) ?? injected(publicId),
+        ...embedding,
+      }));
+      await expect.poll(() => dialog(tab.page).count()).toBe(1);
+      await dialog(tab.page).getByRole("button", { name: "Accept all" }).click();
+      const [row] = await waitForRows(ctx.service, teamId, 1);
       const what = JSON.stringify(embedding);
       expect([what, row?.method]).toEqual([what, "accept_all"]);
-      const ran = await page.evaluate(() => {
+      const ran = await tab.page.evaluate(() => {
         const w = window as { gatedRan?: boolean; injectedRan?: boolean };
         return [w.gatedRan ?? false, w.injectedRan ?? false];
       });
       expect([what, ran]).toEqual([what, [gatedRun, false]]);
-      expect(warnings.filter((w) => /consent banner/.test(w))).toEqual(
+      expect(tab.warnings.filter((w) => /consent banner/.test(w))).toEqual(
         gatedRun
           ? [
               expect.stringContaining(
@@ -591,59 +575,39 @@ describe.skipIf(skipBrowserTests)("banner runtime in Chromium: layouts and choic
   });
 
   it("goes on without Consent Mode where the page's dataLayer is not an array", async () => {
-    const fixture = await bannerFixture(ctx.service, {
-      domain: "localhost",
-      configuration: { categories },
-    });
-    await page.goto(
-      ctx.site.page(`/datalayer-${fixture.publicId}`, {
-        publicId: fixture.publicId,
-        head: `<script nonce="${NONCE}">window.dataLayer = "not a list";</script>`,
-      }),
+    const { teamId } = await bannerPage(
+      {},
+      { head: `<script nonce="${NONCE}">window.dataLayer = "not a list";</script>` },
     );
-    await expect.poll(() => dialog(page).count()).toBe(1);
-    await dialog(page).getByRole("button", { name: "Reject all" }).click();
-    const [row] = await waitForRows(ctx.service, fixture.teamId, 1);
+    await expect.poll(() => dialog(tab.page).count()).toBe(1);
+    await dialog(tab.page).getByRole("button", { name: "Reject all" }).click();
+    const [row] = await waitForRows(ctx.service, teamId, 1);
     expect(row?.method).toBe("accept_necessary");
-    expect(warnings).toEqual([
+    expect(tab.warnings).toEqual([
       expect.stringContaining("the page's dataLayer refused Consent Mode's default"),
       expect.stringContaining("the page's dataLayer refused Consent Mode's update"),
     ]);
   });
 
   it("takes an integrator's state in a frame on another site, where Chromium keeps no cookie yet says cookies are enabled", async () => {
-    const fixture = await bannerFixture(ctx.service, {
-      domain: "localhost",
-      configuration: { categories },
-    });
-    const inner = ctx.site.page(`/cross-${fixture.publicId}`, { publicId: fixture.publicId });
-    ctx.site.file(
-      `/outer-cross-${fixture.publicId}`,
-      "text/html",
-      `<!doctype html><html lang="en"><body><iframe src="${inner}"></iframe></body></html>`,
-    );
     // The same server by another name: a top page of another site (127.0.0.1, not localhost).
-    await page.goto(
-      `${ctx.site.origin.replace("localhost", "127.0.0.1")}/outer-cross-${fixture.publicId}`,
-    );
-    const framed = page.frameLocator("iframe").locator("[id^=consent-banner-] [role=dialog]");
-    await expect.poll(() => framed.count()).toBe(1);
-    const frame = page.frames().find((f) => f.url() === inner);
-    if (!frame) throw new Error("the framed page did not load");
+    const { framed, frame } = await framedBannerPage({
+      origin: ctx.site.origin.replace("localhost", "127.0.0.1"),
+    });
     expect(await frame.evaluate(() => navigator.cookieEnabled)).toBe(true);
     expect(await applyState(frame, handedIn)).toBe(true);
     expect(await stateOf(frame)).toEqual(handedIn);
     await expect.poll(() => framed.count()).toBe(0);
-    expect(warnings).toContainEqual(
+    expect(tab.warnings).toContainEqual(
       expect.stringMatching(
         /keeps no cookies for this page, so the applied state holds for this page only/,
       ),
     );
     // No probe cookie is left behind on a page that keeps cookies.
     await bannerPage();
-    await page.waitForFunction(() => "consentBanner" in window);
-    expect(await applyState(page, handedIn)).toBe(true);
-    expect(await page.evaluate(() => document.cookie)).not.toContain("consent_probe");
+    await tab.page.waitForFunction(() => "consentBanner" in window);
+    expect(await applyState(tab.page, handedIn)).toBe(true);
+    expect(await tab.page.evaluate(() => document.cookie)).not.toContain("consent_probe");
   });
 
   it("speaks the page's language with English fallback, and warns of low contrast", async () => {
@@ -656,29 +620,31 @@ describe.skipIf(skipBrowserTests)("banner runtime in Chromium: layouts and choic
         alwaysOnLabel: "Immer aktiv",
       },
     };
-    const { teamId } = await bannerPage({ texts, textColor: "#bbbbbb" }, "de-AT");
+    const { teamId } = await bannerPage({ texts, textColor: "#bbbbbb" }, { lang: "de-AT" });
     await expect
-      .poll(() => dialog(page).getByRole("heading").textContent())
+      .poll(() => dialog(tab.page).getByRole("heading").textContent())
       .toBe("Ihre Privatsphäre");
-    expect(await dialog(page).getByRole("button", { name: "Reject all" }).count()).toBe(1);
-    expect(await dialog(page).getByRole("link").textContent()).toBe("Datenschutzerklärung");
+    expect(await dialog(tab.page).getByRole("button", { name: "Reject all" }).count()).toBe(1);
+    expect(await dialog(tab.page).getByRole("link").textContent()).toBe("Datenschutzerklärung");
     // What the banner lacks in German is English and says so (WCAG 3.1.2); the German link
     // inside the English description says it is German.
     const langOf = (element: Locator) => element.getAttribute("lang");
-    expect(await langOf(dialog(page).getByRole("heading"))).toBeNull();
-    expect(await langOf(dialog(page).locator("#d"))).toBe("en");
-    expect(await langOf(dialog(page).getByRole("link"))).toBe("de");
-    expect(await langOf(dialog(page).getByRole("button", { name: "Reject all" }))).toBe("en");
-    expect(await langOf(dialog(page).getByRole("button", { name: "Alle akzeptieren" }))).toBeNull();
-    await dialog(page).getByRole("button", { name: "Customize" }).click();
+    expect(await langOf(dialog(tab.page).getByRole("heading"))).toBeNull();
+    expect(await langOf(dialog(tab.page).locator("#d"))).toBe("en");
+    expect(await langOf(dialog(tab.page).getByRole("link"))).toBe("de");
+    expect(await langOf(dialog(tab.page).getByRole("button", { name: "Reject all" }))).toBe("en");
+    expect(
+      await langOf(dialog(tab.page).getByRole("button", { name: "Alle akzeptieren" })),
+    ).toBeNull();
+    await dialog(tab.page).getByRole("button", { name: "Customize" }).click();
     // The required category's locked box says why, in the page's language.
     expect(
-      await dialog(page).getByRole("checkbox", { name: "Necessary Immer aktiv" }).isDisabled(),
+      await dialog(tab.page).getByRole("checkbox", { name: "Necessary Immer aktiv" }).isDisabled(),
     ).toBe(true);
-    await dialog(page).getByRole("button", { name: "Alle akzeptieren" }).click();
+    await dialog(tab.page).getByRole("button", { name: "Alle akzeptieren" }).click();
     const [row] = await waitForRows(ctx.service, teamId, 1);
     expect(row?.languageCode).toBe("de");
-    expect(warnings).toEqual([
+    expect(tab.warnings).toEqual([
       expect.stringMatching(/textColor on secondaryColor: contrast 1\.\d+:1 is below WCAG 2\.2 AA/),
     ]);
   });
@@ -691,25 +657,20 @@ describe.skipIf(skipBrowserTests)("banner runtime in Chromium: layouts and choic
       ["modal", "center"],
     ] as const;
     for (const [layout, position] of cases) {
-      const fixture = await bannerFixture(ctx.service, {
-        domain: "localhost",
-        configuration: { categories, layout, position },
-      });
-      await page.goto(
-        ctx.site.page(`/flow-${fixture.publicId}`, {
-          publicId: fixture.publicId,
-          head: '<link rel="stylesheet" href="/hostile.css">',
-        }),
+      // No slot in the page: the box goes first or last in <body>.
+      await bannerPage(
+        { layout, position },
+        { head: '<link rel="stylesheet" href="/hostile.css">', body: "" },
       );
-      await expect.poll(() => dialog(page).isVisible()).toBe(true);
+      await expect.poll(() => dialog(tab.page).isVisible()).toBe(true);
       const [panel, heading] = await Promise.all([
-        dialog(page).boundingBox(),
-        page.getByRole("heading", { name: "Shop" }).boundingBox(),
+        dialog(tab.page).boundingBox(),
+        tab.page.getByRole("heading", { name: "Shop" }).boundingBox(),
       ]);
       const [top, bottom] = [panel?.y ?? -1, (panel?.y ?? 0) + (panel?.height ?? 0)];
       expect([layout, position, top >= 0]).toEqual([layout, position, true]);
       if (layout === "modal") {
-        expect(bottom).toBeLessThanOrEqual(page.viewportSize()?.height ?? 0);
+        expect(bottom).toBeLessThanOrEqual(tab.page.viewportSize()?.height ?? 0);
       } else if (position === "bottom") {
         // Last in <body>: below the page's content.
         expect(top).toBeGreaterThanOrEqual((heading?.y ?? 0) + (heading?.height ?? 0));
@@ -723,22 +684,24 @@ describe.skipIf(skipBrowserTests)("banner runtime in Chromium: layouts and choic
   it("gives focus back to where it was when the preferences close, in every layout", async () => {
     for (const layout of ["banner", "inline", "modal"] as const) {
       await bannerPage({ layout });
-      await dialog(page).getByRole("button", { name: "Accept all" }).click();
-      const link = page.locator('a[href="#top"]');
+      await dialog(tab.page).getByRole("button", { name: "Accept all" }).click();
+      const link = tab.page.locator('a[href="#top"]');
       const linkFocused = () =>
-        page.evaluate(() => document.activeElement === document.querySelector('a[href="#top"]'));
+        tab.page.evaluate(
+          () => document.activeElement === document.querySelector('a[href="#top"]'),
+        );
       for (const closeBy of ["Escape", "Save"] as const) {
         await link.focus();
-        await showPreferences(page);
-        await expect.poll(() => dialog(page).count()).toBe(1);
+        await showPreferences(tab.page);
+        await expect.poll(() => dialog(tab.page).count()).toBe(1);
         expect(
-          await page.evaluate(
+          await tab.page.evaluate(
             () => (document.activeElement?.shadowRoot?.activeElement as HTMLInputElement)?.name,
           ),
         ).toBe("analytics"); // the first switch that is not locked
-        if (closeBy === "Escape") await page.keyboard.press("Escape");
-        else await dialog(page).getByRole("button", { name: "Save choices" }).press("Enter");
-        await expect.poll(() => dialog(page).count()).toBe(0);
+        if (closeBy === "Escape") await tab.page.keyboard.press("Escape");
+        else await dialog(tab.page).getByRole("button", { name: "Save choices" }).press("Enter");
+        await expect.poll(() => dialog(tab.page).count()).toBe(0);
         expect([layout, closeBy, await linkFocused()]).toEqual([layout, closeBy, true]);
       }
     }
@@ -765,30 +728,31 @@ describe.skipIf(skipBrowserTests)("banner runtime in Chromium: layouts and choic
       configuration: { categories, texts },
     });
     for (const { locale, pageLang, title, lang, dir } of cases) {
-      const localized = await ctx.browser.newContext({ locale });
-      const tab = await localized.newPage();
-      await tab.goto(
+      const localized = await openPage(ctx.browser, { locale });
+      await localized.page.goto(
         ctx.site.page(`/lang-${locale}-${pageLang}`, {
           publicId: fixture.publicId,
           ...(pageLang ? { lang: pageLang } : { noLang: true }),
         }),
       );
-      await expect.poll(() => dialog(tab).getByRole("heading").textContent()).toBe(title);
-      const root = tab.locator("[id^=consent-banner-] .r");
+      await expect
+        .poll(() => dialog(localized.page).getByRole("heading").textContent())
+        .toBe(title);
+      const root = localized.page.locator("[id^=consent-banner-] .r");
       expect([await root.getAttribute("lang"), await root.getAttribute("dir")]).toEqual([
         lang,
         dir,
       ]);
-      await localized.close();
+      await localized.context.close();
     }
   });
 
   it("wraps a long word in the operator's texts inside a narrow panel", async () => {
-    await page.setViewportSize({ width: 320, height: 640 });
+    await tab.page.setViewportSize({ width: 320, height: 640 });
     await bannerPage({
       texts: { en: { description: `See https://shop.example.com/${"privacy-".repeat(12)}policy` } },
     });
-    const panel = dialog(page);
+    const panel = dialog(tab.page);
     await expect.poll(() => panel.count()).toBe(1);
     expect(await panel.evaluate((e) => e.scrollWidth <= e.clientWidth)).toBe(true);
     expect((await panel.boundingBox())?.width).toBeLessThanOrEqual(320);

@@ -1,14 +1,13 @@
 import { createHash } from "node:crypto";
-import type { BrowserContext, Page } from "playwright-core";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import {
   dialog,
   NONCE,
-  openPage,
   type SitePage,
   showPreferences,
   skipBrowserTests,
   useBrowserSite,
+  useTestPage,
 } from "#test/support/browser.js";
 import { bannerFixture } from "#test/support/consent-log.js";
 
@@ -36,13 +35,7 @@ const reportsLib = (name: string) =>
 /** `<script type="text/plain" data-category="…">` activation (docs/banner-runtime.md). */
 describe.skipIf(skipBrowserTests)("banner runtime in Chromium: gated scripts", () => {
   const ctx = useBrowserSite();
-  let context: BrowserContext;
-  let page: Page;
-  let warnings: string[];
-  beforeEach(async () => {
-    ({ context, page, warnings } = await openPage(ctx.browser));
-  });
-  afterEach(() => context.close());
+  const tab = useTestPage(() => ctx.browser);
 
   /** Serves each file as JavaScript from the site's origin. */
   const files = (scripts: Record<string, string>) => {
@@ -70,10 +63,10 @@ describe.skipIf(skipBrowserTests)("banner runtime in Chromium: gated scripts", (
     if (scriptSrc) {
       // Chromium counts a page fulfilled here as public (Local Network Access): the loader on
       // the loopback gateway then comes the same way.
-      await context.route("**/loader/**", async (route) =>
+      await tab.context.route("**/loader/**", async (route) =>
         route.fulfill({ response: await route.fetch() }),
       );
-      await context.route(url, async (route) => {
+      await tab.context.route(url, async (route) => {
         const response = await route.fetch();
         const csp = response.headers()["content-security-policy"] ?? "";
         expect(csp).toContain(`script-src 'nonce-${NONCE}';`);
@@ -86,17 +79,28 @@ describe.skipIf(skipBrowserTests)("banner runtime in Chromium: gated scripts", (
         });
       });
     }
-    await page.goto(url, { waitUntil: "domcontentloaded" }); // the load event waits for scripts
-    await page.waitForFunction(() => "consentBanner" in window);
+    await tab.page.goto(url, { waitUntil: "domcontentloaded" }); // the load event waits for scripts
+    await tab.page.waitForFunction(() => "consentBanner" in window);
   }
-  const acceptAll = () => dialog(page).getByRole("button", { name: "Accept all" }).click();
+  const acceptAll = () => dialog(tab.page).getByRole("button", { name: "Accept all" }).click();
   const order = () =>
-    page.evaluate(() => (window as unknown as { order?: string[] }).order ?? null);
+    tab.page.evaluate(() => (window as unknown as { order?: string[] }).order ?? null);
+  /**
+   * Nothing runs for 3 s (a stalled gated script is waited for, as the parser would), then
+   * `ranBy8s` has run within 8 s of the call: the wait ends after 5 s.
+   */
+  async function expectWaitedFor5s(ranBy8s: string[]) {
+    const started = Date.now();
+    await new Promise((resolve) => setTimeout(resolve, 3_000));
+    expect(await order()).toEqual([]);
+    await expect.poll(order, { timeout: 10_000 }).toEqual(ranBy8s);
+    expect(Date.now() - started).toBeLessThan(8_000);
+  }
 
   it("runs only gated scripts carrying the page's nonce, and warns of each other one", async () => {
     files({ "/evil.js": "window.order.push('injected external');" });
     const requested: string[] = [];
-    page.on("request", (request) => requested.push(new URL(request.url()).pathname));
+    tab.page.on("request", (request) => requested.push(new URL(request.url()).pathname));
     // Markup injected into the page (an HTML-injection bug) cannot know the page's nonce.
     const injected = [
       `<script type="text/plain" data-category="necessary">window.order.push('injected');</script>`,
@@ -104,20 +108,20 @@ describe.skipIf(skipBrowserTests)("banner runtime in Chromium: gated scripts", (
       `<script type="text/plain" data-category="necessary" nonce="guessed">window.order.push('guessed');</script>`,
     ].join("");
     const body = start + inline("necessary", "page's necessary") + injected;
-    const ownWarnings = () => warnings.filter((text) => text.startsWith("consent banner:"));
+    const ownWarnings = () => tab.warnings.filter((text) => text.startsWith("consent banner:"));
     for (const scriptSrc of [undefined, `'nonce-${NONCE}' 'strict-dynamic'`]) {
-      warnings.length = 0;
+      tab.warnings.length = 0;
       await visit(body + inline("analytics", "page's analytics"), { scriptSrc });
       await expect.poll(order).toEqual(["page's necessary"]);
       await acceptAll();
       await expect.poll(order).toEqual(["page's necessary", "page's analytics"]);
       // One warning per script left out, however many choices follow.
-      await showPreferences(page);
+      await showPreferences(tab.page);
       await acceptAll();
       // Console lines reach the test after the page wrote them: a last one of the test's own
       // makes sure none of the banner's is still on its way.
-      await page.evaluate(() => console.warn("sentinel"));
-      await expect.poll(() => warnings.at(-1)).toBe("sentinel");
+      await tab.page.evaluate(() => console.warn("sentinel"));
+      await expect.poll(() => tab.warnings.at(-1)).toBe("sentinel");
       expect(ownWarnings()).toEqual([
         `consent banner: a script gated on "necessary" was not run: it needs the page's nonce`,
         `consent banner: a script gated on "analytics" was not run: it needs the page's nonce`,
@@ -150,7 +154,7 @@ describe.skipIf(skipBrowserTests)("banner runtime in Chromium: gated scripts", (
       inlineModule("analytics", "window.order.push('module');"),
     ].join("");
     // The page's own code (a single-page app) puts the markup in through a policy of its own.
-    await page.evaluate((html) => {
+    await tab.page.evaluate((html) => {
       const policy = (
         window as unknown as {
           trustedTypes: { createPolicy(n: string, p: object): { createHTML(h: string): string } };
@@ -163,13 +167,13 @@ describe.skipIf(skipBrowserTests)("banner runtime in Chromium: gated scripts", (
     await expect.poll(order).toEqual(["lib", "before lib", "lib", "after lib", "last", "module"]);
     // The live copy keeps the page's other attributes.
     expect(
-      await page.evaluate(() => {
+      await tab.page.evaluate(() => {
         const live = document.getElementById("kept") as HTMLScriptElement;
         return [live.type, live.className, live.dataset.vendor, live.nonce];
       }),
     ).toEqual(["text/javascript", "tag", "x", NONCE]);
-    expect(warnings.join("\n")).toContain("integrity");
-    expect(warnings.join("\n")).not.toContain("could not be activated");
+    expect(tab.warnings.join("\n")).toContain("integrity");
+    expect(tab.warnings.join("\n")).not.toContain("could not be activated");
   });
 
   it("still runs external gated scripts where Trusted Types refuse the banner's policy", async () => {
@@ -183,12 +187,12 @@ describe.skipIf(skipBrowserTests)("banner runtime in Chromium: gated scripts", (
     );
     await acceptAll();
     await expect.poll(order).toEqual(["external"]);
-    expect(warnings.join("\n")).toContain("TrustedScript");
-    expect(warnings.join("\n")).not.toContain("could not be activated");
+    expect(tab.warnings.join("\n")).toContain("TrustedScript");
+    expect(tab.warnings.join("\n")).not.toContain("could not be activated");
   });
 
   it("moves on after 5 s from an external gated script that neither loads nor fails", async () => {
-    await context.route("**/stalled.js", () => {}); // never answered
+    await tab.context.route("**/stalled.js", () => {}); // never answered
     files({ "/next.js": "window.order.push('next external');" });
     await visit(
       start +
@@ -196,12 +200,10 @@ describe.skipIf(skipBrowserTests)("banner runtime in Chromium: gated scripts", (
         inline("necessary", "after stalled") +
         `<script type="text/plain" data-category="necessary" src="/next.js" nonce="${NONCE}"></script>`,
     );
-    const started = Date.now();
-    await new Promise((resolve) => setTimeout(resolve, 3_000));
-    expect(await order()).toEqual([]); // waited for, as the parser would
-    await expect.poll(order, { timeout: 10_000 }).toEqual(["after stalled", "next external"]);
-    expect(Date.now() - started).toBeLessThan(8_000);
-    expect(warnings).toContainEqual(expect.stringMatching(/consent banner: .*\/stalled\.js.* 5 s/));
+    await expectWaitedFor5s(["after stalled", "next external"]);
+    expect(tab.warnings).toContainEqual(
+      expect.stringMatching(/consent banner: .*\/stalled\.js.* 5 s/),
+    );
   });
 
   /**
@@ -213,7 +215,7 @@ describe.skipIf(skipBrowserTests)("banner runtime in Chromium: gated scripts", (
     const released = new Promise<void>((resolve) => {
       release = resolve;
     });
-    await context.route(`**${path}`, async (route) => {
+    await tab.context.route(`**${path}`, async (route) => {
       await released;
       await route.fulfill({ contentType: "text/javascript", body });
     });
@@ -245,11 +247,13 @@ describe.skipIf(skipBrowserTests)("banner runtime in Chromium: gated scripts", (
         .poll(order)
         .toEqual(["inline module", "external defer", "next inline module", "inline classic"]);
     }
-    expect(warnings).toContainEqual(expect.stringContaining("'data:text/javascript,' violates"));
+    expect(tab.warnings).toContainEqual(
+      expect.stringContaining("'data:text/javascript,' violates"),
+    );
   });
 
   it("moves on after 5 s from an inline module gated script whose import never arrives", async () => {
-    await context.route("**/stalled.mjs", () => {}); // never answered
+    await tab.context.route("**/stalled.mjs", () => {}); // never answered
     await visit(
       start +
         inlineModule("necessary", `import "/stalled.mjs"; window.order.push("stalled module");`) +
@@ -257,17 +261,13 @@ describe.skipIf(skipBrowserTests)("banner runtime in Chromium: gated scripts", (
         inlineModule("necessary", `window.order.push("third module");`) +
         inline("analytics", "classic after stalled"),
     );
-    const started = Date.now();
-    await new Promise((resolve) => setTimeout(resolve, 3_000));
-    expect(await order()).toEqual([]); // waited for, as the parser would
-    await expect.poll(order, { timeout: 10_000 }).toEqual(["module after stalled", "third module"]);
-    expect(Date.now() - started).toBeLessThan(8_000);
+    await expectWaitedFor5s(["module after stalled", "third module"]);
     // Nor is a later choice's script held up behind the stalled one.
     await acceptAll();
     await expect
       .poll(order)
       .toEqual(["module after stalled", "third module", "classic after stalled"]);
-    expect(warnings).toContainEqual(
+    expect(tab.warnings).toContainEqual(
       expect.stringMatching(/consent banner: an inline module gated on "necessary" .* 5 s/),
     );
   });

@@ -1,21 +1,20 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import type { Browser, BrowserContext, Page } from "playwright-core";
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { launchChromium, skipBrowserTests } from "#test/support/browser.js";
-import { aChoice, bannerFixture, postLog, storedRows } from "#test/support/consent-log.js";
+import type { Browser } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { launchChromium, skipBrowserTests, useTestPage } from "#test/support/browser.js";
+import {
+  aChoice,
+  bannerFixture,
+  labelledCategories,
+  postLog,
+  storedRows,
+} from "#test/support/consent-log.js";
 import { freePort } from "#test/support/processes.js";
 import { startTestService, type TestService } from "#test/support/service.js";
 
-const configuration = {
-  categories: [
-    { name: "necessary", required: true, label: "Necessary" },
-    { name: "analytics", label: "Analytics", description: "Usage statistics" },
-    { name: "marketing", label: "Marketing" },
-  ],
-};
+const configuration = { categories: labelledCategories };
 
-/** A port free just now on 127.0.0.1, so CONSENT_BASE_URL can name the gateway before it starts. */
 /**
  * Another website, on 127.0.0.1 and reached as http://localhost:<port> (another site than the
  * gateway's 127.0.0.1) or http://127.0.0.1:<port> (the same site, another origin), whose page
@@ -54,9 +53,6 @@ describe.skipIf(skipBrowserTests)("preferences page in Chromium", () => {
   let service: TestService;
   let otherSite: Awaited<ReturnType<typeof startOtherSite>>;
   let browser: Browser;
-  let context: BrowserContext;
-  let page: Page;
-  let problems: string[];
 
   beforeAll(async () => {
     // The link the log route returns must open the gateway: CONSENT_BASE_URL names its address.
@@ -73,16 +69,7 @@ describe.skipIf(skipBrowserTests)("preferences page in Chromium", () => {
     await otherSite?.close();
     await service?.close();
   });
-  beforeEach(async () => {
-    context = await browser.newContext();
-    page = await context.newPage();
-    problems = [];
-    page.on("console", (message) => {
-      if (message.type() === "warning" || message.type() === "error") problems.push(message.text());
-    });
-    page.on("pageerror", (error) => problems.push(error.message));
-  });
-  afterEach(() => context.close());
+  const tab = useTestPage(() => browser);
 
   /** A banner, a choice logged on its site, and the managePreferences link the log route gave. */
   async function choiceWithLink(consentId: string) {
@@ -101,25 +88,25 @@ describe.skipIf(skipBrowserTests)("preferences page in Chromium", () => {
     return { teamId, link };
   }
 
-  const checkbox = (name: RegExp) => page.getByRole("checkbox", { name });
+  const checkbox = (name: RegExp) => tab.page.getByRole("checkbox", { name });
 
   it("shows the last choice, and saves a change made with the keyboard as consent_changed", async () => {
     const consentId = "5a0c2b9e-3d4f-4e61-9a7b-8c9d0e1f2a3b";
     const { teamId, link } = await choiceWithLink(consentId);
 
-    const opened = await page.goto(link);
+    const opened = await tab.page.goto(link);
     expect(opened?.status()).toBe(200);
-    expect(await page.getByRole("heading", { level: 1 }).textContent()).toBe(
+    expect(await tab.page.getByRole("heading", { level: 1 }).textContent()).toBe(
       "We value your privacy",
     );
     // The required category is shown ticked and locked, with its note; the others as last chosen.
     const necessary = checkbox(/Necessary/);
     expect([await necessary.isChecked(), await necessary.isDisabled()]).toEqual([true, true]);
-    expect(await page.getByText("Always on").isVisible()).toBe(true);
+    expect(await tab.page.getByText("Always on").isVisible()).toBe(true);
     expect(await checkbox(/Analytics/).isChecked()).toBe(true);
     expect(await checkbox(/Marketing/).isChecked()).toBe(false);
     // Each box is named by its label (and the locked note); a description describes it.
-    const named = (name: string) => page.getByRole("checkbox", { name, exact: true });
+    const named = (name: string) => tab.page.getByRole("checkbox", { name, exact: true });
     expect(await named("Necessary Always on").count()).toBe(1);
     expect(
       await named("Analytics").evaluate(
@@ -129,30 +116,34 @@ describe.skipIf(skipBrowserTests)("preferences page in Chromium", () => {
 
     // Keyboard only: Tab skips the locked box; Space ticks Marketing.
     for (let i = 0; i < 5; i++) {
-      await page.keyboard.press("Tab");
-      const focused = await page.evaluate(() => (document.activeElement as HTMLInputElement).value);
+      await tab.page.keyboard.press("Tab");
+      const focused = await tab.page.evaluate(
+        () => (document.activeElement as HTMLInputElement).value,
+      );
       if (focused === "marketing") break;
     }
-    await page.keyboard.press("Space");
+    await tab.page.keyboard.press("Space");
     expect(await checkbox(/Marketing/).isChecked()).toBe(true);
 
-    const posted = page.waitForRequest((request) => request.method() === "POST");
-    await page.getByRole("button", { name: "Save choices" }).click();
-    await page.waitForURL((url) => url.href.startsWith(`${link}?saved=`));
+    const posted = tab.page.waitForRequest((request) => request.method() === "POST");
+    await tab.page.getByRole("button", { name: "Save choices" }).click();
+    await tab.page.waitForURL((url) => url.href.startsWith(`${link}?saved=`));
     // The browser's own verdict on the page's form, which the gateway's check relies on.
     expect(await (await posted).headerValue("sec-fetch-site")).toBe("same-origin");
 
-    const status = page.getByRole("status");
+    const status = tab.page.getByRole("status");
     expect(await status.isVisible()).toBe(true);
     expect(await status.textContent()).toBe("Your choices have been saved.");
     // Focused on arrival, so a screen reader reads it out.
-    expect(await page.evaluate(() => document.activeElement?.getAttribute("role"))).toBe("status");
+    expect(await tab.page.evaluate(() => document.activeElement?.getAttribute("role"))).toBe(
+      "status",
+    );
     expect(await checkbox(/Marketing/).isChecked()).toBe(true);
     expect(await checkbox(/Analytics/).isChecked()).toBe(true);
 
     const rows = await storedRows(service, teamId);
     expect(rows).toHaveLength(2);
-    expect(page.url()).toBe(`${link}?saved=${rows[0]?.id}`);
+    expect(tab.page.url()).toBe(`${link}?saved=${rows[0]?.id}`);
     expect(rows[0]).toMatchObject({
       method: "consent_changed",
       consentId,
@@ -160,9 +151,9 @@ describe.skipIf(skipBrowserTests)("preferences page in Chromium", () => {
       languageCode: "en",
     });
     // Reloading the saved page records nothing more (303 then GET).
-    await page.reload();
+    await tab.page.reload();
     expect(await storedRows(service, teamId)).toHaveLength(2);
-    expect(problems).toEqual([]);
+    expect(tab.warnings).toEqual([]);
   });
 
   // The gateway is http://127.0.0.1:<port>: localhost is another site, 127.0.0.1 on another port
@@ -185,23 +176,23 @@ describe.skipIf(skipBrowserTests)("preferences page in Chromium", () => {
       ];
       const attack = otherSite.formPostingTo(host, `/draw-${host}`, link, fields);
 
-      const refused = page.waitForResponse(
+      const refused = tab.page.waitForResponse(
         (response) => response.url() === link && response.request().method() === "POST",
       );
-      await page.goto(attack, { waitUntil: "commit" });
+      await tab.page.goto(attack, { waitUntil: "commit" });
       const response = await refused;
       expect(await response.request().headerValue("sec-fetch-site")).toBe(fetchSite);
       expect(response.status()).toBe(403);
-      await page.waitForURL(link);
-      expect(await page.getByRole("heading", { level: 1 }).textContent()).toBe(
+      await tab.page.waitForURL(link);
+      expect(await tab.page.getByRole("heading", { level: 1 }).textContent()).toBe(
         "Your choices were not saved",
       );
       const rows = await storedRows(service, teamId);
       expect(rows.map((row) => row.method)).toEqual(["consent_given"]);
       // One step back to the visitor's own settings page, which records nothing by itself.
-      await page.getByRole("link", { name: "Open your privacy settings" }).click();
-      await page.waitForURL(link);
-      expect(await page.getByRole("button", { name: "Save choices" }).isVisible()).toBe(true);
+      await tab.page.getByRole("link", { name: "Open your privacy settings" }).click();
+      await tab.page.waitForURL(link);
+      expect(await tab.page.getByRole("button", { name: "Save choices" }).isVisible()).toBe(true);
       expect(await storedRows(service, teamId)).toHaveLength(1);
 
       // The same fields sent by a client that is no browser are a valid form: the refusal above

@@ -1,8 +1,14 @@
 import { existsSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { type Browser, chromium, type Frame, type Page } from "playwright-core";
-import { afterAll, beforeAll } from "vitest";
+import {
+  type Browser,
+  type BrowserContextOptions,
+  chromium,
+  type Frame,
+  type Page,
+} from "playwright-core";
+import { afterAll, afterEach, beforeAll, beforeEach } from "vitest";
 import type { ConsentLogRecord } from "#daemon/consent-log/consent-log-store.js";
 import { startTestService, type TestService } from "#test/support/service.js";
 
@@ -172,11 +178,11 @@ export function useBrowserSite(env: Record<string, string> = {}) {
 }
 
 /**
- * A fresh browser context and page, with what the page says in its console (warnings and
- * errors) and its uncaught errors collected in `warnings`.
+ * A fresh browser context (with `options`: a locale, request headers) and page, with what the
+ * page says in its console (warnings and errors) and its uncaught errors collected in `warnings`.
  */
-export async function openPage(browser: Browser) {
-  const context = await browser.newContext();
+export async function openPage(browser: Browser, options: BrowserContextOptions = {}) {
+  const context = await browser.newContext(options);
   const page = await context.newPage();
   const warnings: string[] = [];
   page.on("console", (message) => {
@@ -184,4 +190,17 @@ export async function openPage(browser: Browser) {
   });
   page.on("pageerror", (error) => warnings.push(error.message));
   return { context, page, warnings };
+}
+
+/**
+ * For the enclosing describe: a fresh page (openPage) of `browser()` for each test, closed after
+ * it. The returned object holds the running test's context, page and warnings.
+ */
+export function useTestPage(browser: () => Browser) {
+  const tab = {} as Awaited<ReturnType<typeof openPage>>;
+  beforeEach(async () => {
+    Object.assign(tab, await openPage(browser()));
+  });
+  afterEach(() => tab.context.close());
+  return tab;
 }

@@ -3,6 +3,13 @@ import type { ConsentLogRecord } from "#daemon/consent-log/consent-log-store.js"
 import { createBanner, createTeam, type HttpResult, http, mintKey } from "#test/support/api.js";
 import { startTestService, type TestService } from "#test/support/service.js";
 
+/** A banner's categories with labels: one required, one with a description. */
+export const labelledCategories = [
+  { name: "necessary", required: true, label: "Necessary" },
+  { name: "analytics", label: "Analytics", description: "Usage statistics" },
+  { name: "marketing", label: "Marketing" },
+];
+
 /** A team, a live key with every scope, and a banner on shop.example.com. */
 export async function bannerFixture(
   service: TestService,
