@@ -60,6 +60,23 @@ describe("CONSENT_WEBHOOK_LEASE_MS", () => {
   });
 });
 
+describe("CONSENT_MONGODB_TIMEOUT_MS", () => {
+  it("is unset by default (the MongoDB store's 10 s) and read as whole milliseconds", () => {
+    expect(loadConfig({}).mongoTimeoutMs).toBeUndefined();
+    expect(loadConfig({ CONSENT_MONGODB_TIMEOUT_MS: "" }).mongoTimeoutMs).toBeUndefined();
+    expect(loadConfig({ CONSENT_MONGODB_TIMEOUT_MS: "1000" }).mongoTimeoutMs).toBe(1_000);
+    expect(loadConfig({ CONSENT_MONGODB_TIMEOUT_MS: "600000" }).mongoTimeoutMs).toBe(600_000);
+  });
+
+  it("refuses anything but a whole number from 1000 to 600000, naming the variable", () => {
+    for (const value of ["0", "999", "600001", "10s", "1e4"]) {
+      expect(() => loadConfig({ CONSENT_MONGODB_TIMEOUT_MS: value })).toThrow(
+        /^CONSENT_MONGODB_TIMEOUT_MS must be a whole number of milliseconds from 1000 to 600000/,
+      );
+    }
+  });
+});
+
 describe("numeric settings", () => {
   it("read ports as decimal whole numbers, spaces around allowed", () => {
     expect(loadConfig({ CONSENT_HTTP_PORT: " 8081 " }).httpPort).toBe(8081);

@@ -10,6 +10,12 @@ import { AddressGuard } from "#daemon/webhooks/address-guard.js";
 export interface Config {
   dataDir: string;
   mongoUri: string | undefined;
+  /**
+   * CONSENT_MONGODB_TIMEOUT_MS: the bound of each wait of a command on MongoDB, from which a
+   * request that meets a server that does not answer fails with 503 (mongo-timeouts.ts); unset:
+   * 10 s. Read only with MONGODB_URI.
+   */
+  mongoTimeoutMs: number | undefined;
   httpHost: string;
   httpPort: number;
   grpcHost: string;
@@ -254,6 +260,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   return {
     dataDir: path.resolve(env.CONSENT_DATA_DIR || "./data"),
     mongoUri: env.MONGODB_URI || undefined,
+    mongoTimeoutMs: wholeNumberIn(
+      env.CONSENT_MONGODB_TIMEOUT_MS,
+      1_000,
+      600_000,
+      "CONSENT_MONGODB_TIMEOUT_MS",
+      "a whole number of milliseconds",
+    ),
     httpHost: env.CONSENT_HTTP_HOST || "127.0.0.1",
     httpPort: port(
       env.CONSENT_HTTP_PORT || env.PORT,

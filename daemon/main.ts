@@ -22,7 +22,7 @@ export async function openStore(
 ): Promise<Store> {
   if (config.mongoUri) {
     const { openMongoStore } = await import("#daemon/store/mongo-store.js");
-    return openMongoStore({ uri: config.mongoUri });
+    return openMongoStore({ uri: config.mongoUri, timeoutMs: config.mongoTimeoutMs });
   }
   const { openLmdbStore } = await import("#daemon/store/lmdb-store.js");
   const { unreadableStore } = await import("#daemon/store/lmdb-preflight.js");

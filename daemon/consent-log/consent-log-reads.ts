@@ -23,6 +23,15 @@ export const LOG_STREAM_BATCH = 500;
  */
 export const TAIL_POLL_MS = 500;
 /**
+ * How far back most sweeps read: rows commonly come late by far less (another daemon's, or a
+ * concurrent append's). A store whose rows may come later than this (MongoDB, whose
+ * acknowledgement may wait out a stalled primary) has its whole lookback read every
+ * TAIL_FULL_SWEEP_MS, so a sweep's cost stays that of this window, not of the store's lookback.
+ */
+export const TAIL_NEAR_MS = 5_000;
+/** How often a sweep reads a store's whole lookback when it reaches past TAIL_NEAR_MS. */
+export const TAIL_FULL_SWEEP_MS = 5_000;
+/**
  * The least time between two reads of one tail. This daemon's appends wake a tail, and between
  * sweeps a wake-up reads only the rows after the last one sent; at a high rate of appends each
  * read still costs a store read and a key check, so wake-ups this close together are taken as one.
@@ -175,15 +184,21 @@ export function createConsentLogReads(options: ConsentLogReadOptions): ConsentLo
         let lastMessage = clock().getTime();
         // Sweeps are paced by elapsed time, not by the (possibly injected) clock of the ids.
         let lastSweep = performance.now();
+        let lastFullSweep = lastSweep;
         while (!ctx.signal.aborted) {
           const readAt = clock().getTime();
           const startedAt = performance.now();
-          // A sweep re-reads the lookback window for late rows, the store passing over the ids
-          // met without reading their rows; a wake-up between sweeps reads only what follows
-          // the cursor, so a read costs the new rows, not the window.
+          // A sweep re-reads the last TAIL_NEAR_MS for late rows, and a full one the whole
+          // lookback, the store passing over the ids met without reading their rows; a wake-up
+          // between sweeps reads only what follows the cursor, so a read costs the new rows,
+          // not the window.
           const sweep = startedAt - lastSweep >= TAIL_POLL_MS;
+          const full =
+            sweep &&
+            (lookbackMs <= TAIL_NEAR_MS || startedAt - lastFullSweep >= TAIL_FULL_SWEEP_MS);
+          const sweepStart = full ? windowStart : Math.max(windowStart, readAt - TAIL_NEAR_MS);
           const from = sweep
-            ? { afterId: lowestIdAt(windowStart), skipIds: met }
+            ? { afterId: lowestIdAt(sweepStart), skipIds: met }
             : { afterId: cursor };
           const fresh: ConsentLogRecord[] = [];
           for await (const rows of forward({ teamId, ...from })) {
@@ -200,10 +215,11 @@ export function createConsentLogReads(options: ConsentLogReadOptions): ConsentLo
             yield { entries: fresh.map(consentLogEntryMessage) };
             lastMessage = readAt;
           }
-          if (sweep) {
-            // The next sweep starts a lookback before this one began, so a late row is still
-            // met; ids that fell out of the window cannot come back and are forgotten.
-            lastSweep = startedAt;
+          if (sweep) lastSweep = startedAt;
+          if (full) {
+            // The next full sweep starts a lookback before this one began, so a late row is
+            // still met; ids that fell out of the window cannot come back and are forgotten.
+            lastFullSweep = startedAt;
             windowStart = Math.max(windowStart, readAt - lookbackMs);
             for (const id of met) if (idMillis(id) < windowStart) met.delete(id);
           }

@@ -52,15 +52,24 @@ export class MongoConsentLogStore implements ConsentLogStore {
     },
   ];
 
+  readonly lateRowsMs: number;
+  /** The server's time for one read of the log (maxTimeMS), whose cost grows with the log. */
+  private readonly maxTimeMS: number;
+
   /**
-   * @param lateRowsMs A row is readable (read concern majority) once a majority has it, which an
-   *   append waits for up to the store's majority wait: its id can be that much older than the
-   *   moment it is first read.
+   * @param options.lateRowsMs A row is readable (read concern majority) once its append is
+   *   acknowledged, which takes at most the store's bound of a command (mongo-timeouts.ts): its
+   *   id can be that much older than the moment it is first read.
+   * @param options.maxTimeMS Where a read of the log stops on the server: a team's counts, a
+   *   filtered listing or export that passes over many rows. It then fails as unavailable.
    */
   constructor(
     private readonly collection: Collection<ConsentLogDocument>,
-    readonly lateRowsMs: number,
-  ) {}
+    options: { lateRowsMs: number; maxTimeMS: number },
+  ) {
+    this.lateRowsMs = options.lateRowsMs;
+    this.maxTimeMS = options.maxTimeMS;
+  }
 
   /** Durable on resolve: the client's write concern is majority and journaled. */
   async append(record: ConsentLogRecord, options: AppendOptions = {}): Promise<void> {
@@ -73,7 +82,7 @@ export class MongoConsentLogStore implements ConsentLogStore {
     // limit(0) means "no limit" to MongoDB; the port means "no rows".
     if (query.limit <= 0) return [];
     const documents = await this.collection
-      .find(filterOf(query))
+      .find(filterOf(query), { maxTimeMS: this.maxTimeMS })
       .sort({ _id: -1 })
       .limit(query.limit)
       .toArray();
@@ -97,7 +106,7 @@ export class MongoConsentLogStore implements ConsentLogStore {
     const skip = query.skipIds;
     if (!skip || skip.size === 0) {
       const documents = await this.collection
-        .find(pageAfter(query.afterId))
+        .find(pageAfter(query.afterId), { maxTimeMS: this.maxTimeMS })
         .sort({ _id: 1 })
         .limit(query.limit)
         .toArray();
@@ -107,7 +116,7 @@ export class MongoConsentLogStore implements ConsentLogStore {
     let afterId = query.afterId;
     for (;;) {
       const page = await this.collection
-        .find(pageAfter(afterId), { projection: { _id: 1 } })
+        .find(pageAfter(afterId), { projection: { _id: 1 }, maxTimeMS: this.maxTimeMS })
         .sort({ _id: 1 })
         .limit(query.limit)
         .toArray();
@@ -115,7 +124,7 @@ export class MongoConsentLogStore implements ConsentLogStore {
       if (wanted.length > 0) {
         // A row purged since its id was read is simply not found.
         const documents = await this.collection
-          .find({ teamId: query.teamId, _id: { $in: wanted } })
+          .find({ teamId: query.teamId, _id: { $in: wanted } }, { maxTimeMS: this.maxTimeMS })
           .sort({ _id: 1 })
           .toArray();
         rows.push(...documents.map(toRecord));
@@ -130,7 +139,9 @@ export class MongoConsentLogStore implements ConsentLogStore {
   /** One aggregation: $match on the query's index, then the three counts side by side ($facet). */
   async stats(query: ConsentLogStatsQuery): Promise<ConsentLogStats> {
     const [result] = await this.collection
-      .aggregate<StatsFacets>([{ $match: filterOf(query) }, { $facet: statsFacets(query) }])
+      .aggregate<StatsFacets>([{ $match: filterOf(query) }, { $facet: statsFacets(query) }], {
+        maxTimeMS: this.maxTimeMS,
+      })
       .toArray();
     const choices = result?.choices[0];
     return {
@@ -156,13 +167,16 @@ export class MongoConsentLogStore implements ConsentLogStore {
     consentId: string,
   ): Promise<ConsentLogRecord | null> {
     const [document] = await this.collection
-      .aggregate<WithId<ConsentLogDocument>>([
-        { $match: { teamId, consentId } },
-        { $sort: { _id: -1 } },
-        { $limit: CONSENT_ID_SCAN_LIMIT },
-        { $match: { bannerId } },
-        { $limit: 1 },
-      ])
+      .aggregate<WithId<ConsentLogDocument>>(
+        [
+          { $match: { teamId, consentId } },
+          { $sort: { _id: -1 } },
+          { $limit: CONSENT_ID_SCAN_LIMIT },
+          { $match: { bannerId } },
+          { $limit: 1 },
+        ],
+        { maxTimeMS: this.maxTimeMS },
+      )
       .toArray();
     return document ? toRecord(document) : null;
   }

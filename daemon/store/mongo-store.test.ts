@@ -1,16 +1,31 @@
+import { createRequire } from "node:module";
 import {
   MongoBulkWriteError,
   MongoClient,
-  MongoDriverError,
   MongoNetworkTimeoutError,
+  MongoOperationTimeoutError,
   MongoServerError,
   MongoServerSelectionError,
   MongoTopologyClosedError,
   MongoWriteConcernError,
 } from "mongodb";
 import { describe, expect, it } from "vitest";
-import { isMongoUnavailable, serviceDb } from "#daemon/store/mongo-store.js";
+import { loadConfig } from "#daemon/config.js";
+import { indexConflict } from "#daemon/store/mongo-indexes.js";
+import { isMongoUnavailable, mongoClientOptions, serviceDb } from "#daemon/store/mongo-store.js";
+import { mongoTimeouts } from "#daemon/store/mongo-timeouts.js";
 import { DuplicateKeyError } from "#daemon/store/store.js";
+
+/**
+ * The driver's pool errors, which it throws but does not export: its own classes, from the
+ * module that defines them (the same module instances the driver itself loaded).
+ */
+const { WaitQueueTimeoutError, PoolClearedError } = createRequire(import.meta.url)(
+  "mongodb/lib/cmap/errors.js",
+) as {
+  WaitQueueTimeoutError: new (message: string, address: string) => Error;
+  PoolClearedError: new (pool: { address: string }, message?: string) => Error;
+};
 
 describe("isMongoUnavailable: which driver errors answer 503 unavailable", () => {
   it("takes a lost connection, no reachable primary and a closed client for unavailable", () => {
@@ -43,13 +58,9 @@ describe("isMongoUnavailable: which driver errors answer 503 unavailable", () =>
   });
 
   it("takes a request that waited too long for a pooled connection for unavailable", () => {
-    // The driver's WaitQueueTimeoutError, which it does not export, as it names itself.
-    class WaitQueueTimeout extends MongoDriverError {
-      override get name() {
-        return "MongoWaitQueueTimeoutError";
-      }
-    }
-    expect(isMongoUnavailable(new WaitQueueTimeout("timed out waiting for a connection"))).toBe(
+    const waited = new WaitQueueTimeoutError("Timed out while checking out", "db1:27017");
+    expect(isMongoUnavailable(waited)).toBe(true);
+    expect(isMongoUnavailable(new PoolClearedError({ address: "db1:27017" }, "cleared"))).toBe(
       true,
     );
   });
@@ -68,6 +79,22 @@ describe("isMongoUnavailable: which driver errors answer 503 unavailable", () =>
     expect(isMongoUnavailable(duplicate)).toBe(false);
   });
 
+  it("takes every bound that passed for unavailable: the reply's, the server's run time, the selection's", () => {
+    // socketTimeoutMS: a primary that stopped answering.
+    const silent = new MongoNetworkTimeoutError("connection 3 to 10.0.0.5:27017 timed out");
+    expect(isMongoUnavailable(silent)).toBe(true);
+    // maxTimeMS of a consent log read, which the server stopped.
+    const stopped = new MongoServerError({
+      code: 50,
+      codeName: "MaxTimeMSExpired",
+      errmsg: "operation exceeded time limit",
+    });
+    expect(isMongoUnavailable(stopped)).toBe(true);
+    expect(isMongoUnavailable(new MongoServerSelectionError("timed out", {} as never))).toBe(true);
+    // The driver's single operation bound, should a later driver bring it back.
+    expect(isMongoUnavailable(new MongoOperationTimeoutError("Timed out"))).toBe(true);
+  });
+
   it("leaves refusals and every other error to their own answers", () => {
     expect(isMongoUnavailable(new MongoServerError({ code: 11000, errmsg: "E11000" }))).toBe(false);
     expect(isMongoUnavailable(new MongoServerError({ code: 13, errmsg: "unauthorized" }))).toBe(
@@ -75,6 +102,77 @@ describe("isMongoUnavailable: which driver errors answer 503 unavailable", () =>
     );
     expect(isMongoUnavailable(new DuplicateKeyError("publicId"))).toBe(false);
     expect(isMongoUnavailable(new Error("ECONNRESET"))).toBe(false);
+  });
+});
+
+describe("mongoClientOptions: every wait of a command is bounded", () => {
+  it("bounds a reply, a pooled connection and the primary's selection by CONSENT_MONGODB_TIMEOUT_MS, whatever the URI says", async () => {
+    const config = loadConfig({
+      MONGODB_URI: "mongodb://127.0.0.1:1/shop",
+      CONSENT_MONGODB_TIMEOUT_MS: "4000",
+    });
+    const timeouts = mongoTimeouts(config.mongoTimeoutMs);
+    // Not connected: the options are the driver's, resolved when the client is made.
+    const client = new MongoClient(
+      `${config.mongoUri}?socketTimeoutMS=0&waitQueueTimeoutMS=0&serverSelectionTimeoutMS=60000&maxAdaptiveRetries=5`,
+      mongoClientOptions(timeouts),
+    );
+    expect(client.options).toMatchObject({
+      socketTimeoutMS: 8_000,
+      waitQueueTimeoutMS: 4_000,
+      serverSelectionTimeoutMS: 4_000,
+      maxAdaptiveRetries: 0,
+      retryReads: true,
+      retryWrites: true,
+    });
+    expect(serviceDb(client, "shop", timeouts).writeConcern?.wtimeoutMS).toBe(4_000);
+    // Two attempts of: a primary, a connection, a reply.
+    expect(timeouts.commandMs).toBe(2 * (4_000 + 4_000 + 8_000));
+    await client.close();
+  });
+
+  it("waits 10 s by default: a primary within 5 s, a reply within 15 s", () => {
+    const timeouts = mongoTimeouts(loadConfig({}).mongoTimeoutMs);
+    expect(timeouts).toMatchObject({
+      selectionMs: 5_000,
+      checkoutMs: 10_000,
+      serverMs: 10_000,
+      replyMs: 15_000,
+      commandMs: 60_000,
+    });
+  });
+});
+
+describe("indexConflict: an index found under a name this version uses", () => {
+  const keyHash = { key: { keyHash: 1 }, name: "api_keys_key_hash", unique: true };
+
+  it("is this version's when it serves as defined, whatever the server adds or the filter's order", () => {
+    expect(indexConflict({ v: 2, ...keyHash, background: true }, keyHash)).toBeUndefined();
+    const partial = {
+      key: { dueAt: 1, webhookId: 1 },
+      name: "due",
+      partialFilterExpression: { status: "pending", kind: "x" },
+    };
+    const listed = { ...partial, partialFilterExpression: { kind: "x", status: "pending" } };
+    expect(indexConflict({ v: 2, ...listed }, partial)).toBeUndefined();
+  });
+
+  it("says what differs: keys, their order, uniqueness, the TTL, a collation, hiding", () => {
+    expect(indexConflict({ key: { keyHash: 1 }, name: keyHash.name }, keyHash)).toBe(
+      'is {"keyHash":1} but this version needs {"keyHash":1}, unique',
+    );
+    const byTeam = { key: { teamId: 1, _id: -1 }, name: "by_team" };
+    expect(indexConflict({ key: { _id: -1, teamId: 1 }, name: "by_team" }, byTeam)).toBe(
+      'is {"_id":-1,"teamId":1} but this version needs {"teamId":1,"_id":-1}',
+    );
+    const ttl = { key: { expiresAt: 1 }, name: "expiry", expireAfterSeconds: 0 };
+    expect(indexConflict({ ...ttl, expireAfterSeconds: 3600 }, ttl)).toBe(
+      'is {"expiresAt":1}, expireAfterSeconds 3600 but this version needs {"expiresAt":1}, expireAfterSeconds 0',
+    );
+    expect(indexConflict({ ...keyHash, collation: { locale: "fr" } }, keyHash)).toMatch(
+      /collation \{"locale":"fr"\} but/,
+    );
+    expect(indexConflict({ ...keyHash, hidden: true }, keyHash)).toMatch(/unique, hidden but/);
   });
 });
 

@@ -1,10 +1,7 @@
 import {
-  type Collection,
   type CollectionOptions,
   type Db,
   type DbOptions,
-  type Document,
-  type IndexDescription,
   MongoBulkWriteError,
   MongoClient,
   type MongoClientOptions,
@@ -14,7 +11,6 @@ import {
   MongoNotConnectedError,
   MongoOperationTimeoutError,
   MongoServerClosedError,
-  MongoServerError,
   MongoServerSelectionError,
   MongoTopologyClosedError,
   ReadConcern,
@@ -29,6 +25,8 @@ import { messageOf } from "#daemon/errors.js";
 import { type ApiKeyDocument, MongoKeyStore } from "#daemon/keys/mongo-key-store.js";
 import { type CounterDocument, MongoCounterStore } from "#daemon/limits/mongo-counter-store.js";
 import { MongoSessionStore, type SessionDocument } from "#daemon/sessions/mongo-session-store.js";
+import { type CollectionIndexes, ensureIndexes } from "#daemon/store/mongo-indexes.js";
+import { type MongoTimeouts, mongoTimeouts } from "#daemon/store/mongo-timeouts.js";
 import { checkStoreFormat, type Store } from "#daemon/store/store.js";
 import { MongoSubjectStore, type SubjectDocument } from "#daemon/subjects/mongo-subject-store.js";
 import { MongoTeamStore, type TeamDocument } from "#daemon/teams/mongo-team-store.js";
@@ -43,49 +41,59 @@ export interface MongoStoreOptions {
   uri: string;
   /** Database to use; default: the one named in the URI, else "consent". */
   dbName?: string;
+  /** CONSENT_MONGODB_TIMEOUT_MS, the bound of each wait of a command (mongo-timeouts.ts). */
+  timeoutMs?: number;
 }
-
-const SERVER_SELECTION_TIMEOUT_MS = 5_000;
-/**
- * How long a write waits for its majority: past it the request fails (503 unavailable, nothing acknowledged)
- * instead of hanging while the primary is up but a majority is not (a secondary down beside an
- * arbiter). The write itself may still complete on the server.
- */
-const MAJORITY_WAIT_MS = 10_000;
 
 /**
  * Several daemons and gateways share one database (decisions §1), and an acknowledged write (a
  * consent log row, a subject version, a revocation) must survive a primary failover, so writes
- * wait for a journaled majority. Reads go to the primary with read concern majority: they never
- * return data a failover could roll back, and never lag behind a write on a secondary.
+ * wait for a journaled majority, at most `serverMs`: past it the request fails (503 unavailable,
+ * nothing acknowledged) instead of hanging while the primary is up but a majority is not (a
+ * secondary down beside an arbiter); the write itself may still complete on the server. Reads go
+ * to the primary with read concern majority: they never return data a failover could roll back,
+ * and never lag behind a write on a secondary.
+ *
+ * The concerns are set on the database, where the URI's own settings cannot weaken them: a
+ * client's options give way to `?journal=false` or `?readConcernLevel=local` in the URI, a
+ * database's do not.
+ */
+function dbOptions(timeouts: MongoTimeouts): DbOptions {
+  return {
+    writeConcern: { w: "majority", journal: true, wtimeoutMS: timeouts.serverMs },
+    readConcern: new ReadConcern("majority"),
+    readPreference: "primary",
+  };
+}
+
+/**
+ * The client's options, which override the URI's. Every wait of a command is bounded
+ * (mongo-timeouts.ts): finding the primary, a pooled connection (all of them busy with a stalled
+ * server), and the reply. A primary that stops answering (a network partition, a stalled server)
+ * fails each command within `commandMs`, and its request with 503, instead of holding it.
  * retryWrites/retryReads ride out an election or a dropped connection for every read and every
  * single-document write (bulk fan-out upserts included). The multi-document writes (a replay's
  * updateMany, the purges' and an endpoint's deliveries' deleteMany) are not retryable: an
  * election in the middle of one fails it to its caller.
- *
- * The concerns are set on the database (DB_OPTIONS), where the URI's own settings cannot weaken
- * them: a client's options give way to `?journal=false` or `?readConcernLevel=local` in the URI,
- * a database's do not. The client options below do override the URI's.
  */
-const DB_OPTIONS: DbOptions = {
-  writeConcern: { w: "majority", journal: true, wtimeoutMS: MAJORITY_WAIT_MS },
-  readConcern: new ReadConcern("majority"),
-  readPreference: "primary",
-};
-const CLIENT_OPTIONS: MongoClientOptions = {
-  ...DB_OPTIONS,
-  // A request that finds every pooled connection busy (a stalled primary holding them) waits
-  // this long for one, then answers 503 rather than wait without end.
-  waitQueueTimeoutMS: MAJORITY_WAIT_MS,
-  retryWrites: true,
-  retryReads: true,
-  serverSelectionTimeoutMS: SERVER_SELECTION_TIMEOUT_MS,
-  appName: "consent-service",
-};
+export function mongoClientOptions(timeouts: MongoTimeouts): MongoClientOptions {
+  return {
+    ...dbOptions(timeouts),
+    serverSelectionTimeoutMS: timeouts.selectionMs,
+    waitQueueTimeoutMS: timeouts.checkoutMs,
+    socketTimeoutMS: timeouts.replyMs,
+    retryWrites: true,
+    retryReads: true,
+    // An overloaded server's refusal answers 503 with Retry-After at once (spec 7), rather than
+    // holding the request through the driver's backoffs.
+    maxAdaptiveRetries: 0,
+    appName: "consent-service",
+  };
+}
 
 /** The service's database, with the concerns every collection but the counters' is written with. */
-export function serviceDb(client: MongoClient, dbName: string): Db {
-  return client.db(dbName, DB_OPTIONS);
+export function serviceDb(client: MongoClient, dbName: string, timeouts = mongoTimeouts()): Db {
+  return client.db(dbName, dbOptions(timeouts));
 }
 
 /**
@@ -94,7 +102,7 @@ export function serviceDb(client: MongoClient, dbName: string): Db {
  * fsync, lmdb-store.ts): acknowledged by the primary alone, unjournaled, and read from it as it
  * stands. A primary without a majority (a secondary down beside an arbiter) then still serves
  * every read and every write whose own write concern can be met, instead of failing each request
- * after MAJORITY_WAIT_MS; a failover may lose the counts of the last moments, which at worst lets
+ * after its majority wait; a failover may lose the counts of the last moments, which at worst lets
  * a few requests more through in that window.
  */
 const COUNTER_OPTIONS: CollectionOptions = {
@@ -103,14 +111,22 @@ const COUNTER_OPTIONS: CollectionOptions = {
 };
 
 /**
- * Connects to MongoDB, creates the indexes the adapters rely on (createIndexes is idempotent, so
- * every start runs it) and returns the Store. Fails with a readable StartupError, the driver's as cause,
- * when the server cannot be reached within SERVER_SELECTION_TIMEOUT_MS or refuses the indexes.
+ * Each daemon takes a consent log row's id from its own clock: a log tail on one daemon meets the
+ * rows of another as late as their clocks differ, which NTP keeps well within this.
+ */
+const CLOCK_MARGIN_MS = 5_000;
+
+/**
+ * Connects to MongoDB, creates the indexes the adapters rely on that the database lacks
+ * (mongo-indexes.ts) and returns the Store. Fails with a readable StartupError, the driver's as
+ * cause, when the server cannot be reached within the selection bound, refuses the indexes, or
+ * holds an index of the service's defined otherwise.
  */
 export async function openMongoStore(options: MongoStoreOptions): Promise<Store> {
+  const timeouts = mongoTimeouts(options.timeoutMs);
   let client: MongoClient;
   try {
-    client = new MongoClient(options.uri, CLIENT_OPTIONS);
+    client = new MongoClient(options.uri, mongoClientOptions(timeouts));
   } catch (error) {
     // The driver's parse errors name the part it could not read, not the credentials.
     throw new StartupError(
@@ -122,11 +138,11 @@ export async function openMongoStore(options: MongoStoreOptions): Promise<Store>
     await client.connect();
   } catch (error) {
     await client.close();
-    throw connectionError(error, options.uri);
+    throw connectionError(error, options.uri, timeouts);
   }
   try {
     const dbName = options.dbName ?? uriParts(options.uri).database ?? "consent";
-    const db = serviceDb(client, dbName);
+    const db = serviceDb(client, dbName, timeouts);
     const marker = await db
       .collection<{ _id: string; value: unknown }>("meta")
       .findOne({ _id: "format" });
@@ -135,10 +151,18 @@ export async function openMongoStore(options: MongoStoreOptions): Promise<Store>
     } catch (error) {
       throw new StartupError(`cannot use the MongoDB database ${dbName}: ${messageOf(error)}`);
     }
-    const store = createStore(client, db);
+    const store = createStore(client, db, timeouts);
     try {
-      await createIndexes(client, dbName);
+      // Indexes are created and dropped with w:1, so a restart comes up while a majority is away.
+      await ensureIndexes(client.db(dbName, INDEX_DB_OPTIONS), indexesOf(), async () => {
+        const builder = await MongoClient.connect(options.uri, {
+          ...mongoClientOptions(timeouts),
+          socketTimeoutMS: 0,
+        });
+        return { db: builder.db(dbName, INDEX_DB_OPTIONS), close: () => builder.close() };
+      });
     } catch (error) {
+      if (error instanceof StartupError) throw error;
       // The driver's message names the server's reason (a privilege, a missing majority), never
       // the connection string.
       throw new StartupError(
@@ -153,7 +177,7 @@ export async function openMongoStore(options: MongoStoreOptions): Promise<Store>
   }
 }
 
-function createStore(client: MongoClient, db: Db): Store {
+function createStore(client: MongoClient, db: Db, timeouts: MongoTimeouts): Store {
   const collections = collectionsOf(db);
   return {
     kind: "mongodb",
@@ -162,8 +186,12 @@ function createStore(client: MongoClient, db: Db): Store {
     sessions: new MongoSessionStore(collections.sessions),
     banners: new MongoBannerStore(collections.banners),
     subjects: new MongoSubjectStore(collections.subjects),
-    // A row acknowledged at the end of its majority wait, plus the margin the embedded store has.
-    consentLog: new MongoConsentLogStore(collections.consentLog, MAJORITY_WAIT_MS + 5_000),
+    consentLog: new MongoConsentLogStore(collections.consentLog, {
+      // An append is acknowledged within one command's bound of its id's time, or fails (503);
+      // its row is readable once acknowledged (read concern majority).
+      lateRowsMs: timeouts.commandMs + CLOCK_MARGIN_MS,
+      maxTimeMS: timeouts.serverMs,
+    }),
     counters: new MongoCounterStore(collections.counters),
     webhooks: new MongoWebhookStore(
       collections.webhookEndpoints,
@@ -203,13 +231,14 @@ const RETRYABLE_LABELS = [
 ];
 /**
  * Server codes of a replica set between primaries or of a node going away (the retryable codes
- * of the retryable-reads and retryable-writes specifications), and 64, a write concern that
- * timed out (MAJORITY_WAIT_MS) while a majority did not answer.
+ * of the retryable-reads and retryable-writes specifications), 64, a write concern that timed
+ * out (wtimeoutMS) while a majority did not answer, and 50, a read stopped at its maxTimeMS.
  */
 const UNAVAILABLE_CODES = new Set([
   6, // HostUnreachable
   7, // HostNotFound
-  64, // WriteConcernFailed (wtimeout)
+  50, // MaxTimeMSExpired
+  64, // WriteConcernFailed, WriteConcernTimeout from 8.1 (wtimeout)
   89, // NetworkTimeout
   91, // ShutdownInProgress
   133, // FailedToSatisfyReadPreference (mongos: a shard without a primary for now)
@@ -227,11 +256,12 @@ const UNAVAILABLE_CODES = new Set([
 ]);
 
 /**
- * Whether a driver error is MongoDB being out of reach for now rather than a refused request.
- * The driver has already retried a retryable read or write once when it throws one of these
- * (retryReads, retryWrites), so the caller gets 503 and retries later (spec 7). A write that
- * timed out waiting for its majority may still be applied: the client's retry then meets it as
- * an ordinary write would (a PUT's `baseVersion` answers 409 with the state it holds).
+ * Whether a driver error is MongoDB being out of reach for now rather than a refused request,
+ * every bound of mongo-timeouts.ts that passed included. The driver has already retried a
+ * retryable read or write once when it throws one of these (retryReads, retryWrites), so the
+ * caller gets 503 and retries later (spec 7). A write that timed out waiting for its majority
+ * may still be applied: the client's retry then meets it as an ordinary write would (a PUT's
+ * `baseVersion` answers 409 with the state it holds).
  */
 export function isMongoUnavailable(error: unknown): boolean {
   if (!(error instanceof MongoError)) return false;
@@ -248,84 +278,62 @@ export function isMongoUnavailable(error: unknown): boolean {
   return typeof error.code === "number" && UNAVAILABLE_CODES.has(error.code);
 }
 
+/** The collection of each adapter. */
+const COLLECTIONS = {
+  teams: "teams",
+  keys: "api_keys",
+  sessions: "sessions",
+  banners: "banners",
+  subjects: "subjects",
+  consentLog: "consent_log",
+  counters: "counters",
+  webhookEndpoints: "webhook_endpoints",
+  webhookDeliveries: "webhook_deliveries",
+} as const;
+
 function collectionsOf(db: Db) {
   return {
-    teams: db.collection<TeamDocument>("teams"),
-    keys: db.collection<ApiKeyDocument>("api_keys"),
-    sessions: db.collection<SessionDocument>("sessions"),
-    banners: db.collection<BannerDocument>("banners"),
-    subjects: db.collection<SubjectDocument>("subjects"),
-    consentLog: db.collection<ConsentLogDocument>("consent_log"),
-    counters: db.collection<CounterDocument>("counters", COUNTER_OPTIONS),
-    webhookEndpoints: db.collection<WebhookEndpointDocument>("webhook_endpoints"),
-    webhookDeliveries: db.collection<DeliveryDocument>("webhook_deliveries"),
+    teams: db.collection<TeamDocument>(COLLECTIONS.teams),
+    keys: db.collection<ApiKeyDocument>(COLLECTIONS.keys),
+    sessions: db.collection<SessionDocument>(COLLECTIONS.sessions),
+    banners: db.collection<BannerDocument>(COLLECTIONS.banners),
+    subjects: db.collection<SubjectDocument>(COLLECTIONS.subjects),
+    consentLog: db.collection<ConsentLogDocument>(COLLECTIONS.consentLog),
+    counters: db.collection<CounterDocument>(COLLECTIONS.counters, COUNTER_OPTIONS),
+    webhookEndpoints: db.collection<WebhookEndpointDocument>(COLLECTIONS.webhookEndpoints),
+    webhookDeliveries: db.collection<DeliveryDocument>(COLLECTIONS.webhookDeliveries),
   };
 }
 
-/**
- * Unique indexes carry correctness (duplicate keys) and TTL indexes collect expired records.
- * Only the indexes a collection lacks are created (and those a release retired dropped), so a
- * start that finds them all writes nothing and comes up while a majority is away (a secondary
- * down beside an arbiter), serving what the primary can. A start that does build one (the first,
- * or the first of a release that adds one) waits for it: an index build commits once every
- * voting member that holds data has it (MongoDB's commitQuorum).
- */
-async function createIndexes(client: MongoClient, dbName: string): Promise<void> {
-  const collections = collectionsOf(client.db(dbName, { writeConcern: { w: 1 } }));
-  await Promise.all([
-    ensureIndexes(collections.teams, MongoTeamStore.indexes),
-    ensureIndexes(collections.keys, MongoKeyStore.indexes),
-    ensureIndexes(collections.sessions, MongoSessionStore.indexes),
-    ensureIndexes(collections.banners, MongoBannerStore.indexes),
-    ensureIndexes(collections.subjects, MongoSubjectStore.indexes),
-    ensureIndexes(collections.consentLog, MongoConsentLogStore.indexes),
-    ensureIndexes(collections.counters, MongoCounterStore.indexes),
-    ensureIndexes(collections.webhookEndpoints, MongoWebhookStore.endpointIndexes),
-    ensureIndexes(
-      collections.webhookDeliveries,
-      MongoWebhookStore.deliveryIndexes,
-      MongoWebhookStore.retiredDeliveryIndexes,
-    ),
-  ]);
-}
+/** Where start-up lists, creates and drops indexes: w:1 (see ensureIndexes). */
+const INDEX_DB_OPTIONS: DbOptions = { writeConcern: { w: 1 } };
 
-/** MongoDB's NamespaceNotFound: a collection not created yet has no indexes to list. */
-const NAMESPACE_NOT_FOUND = 26;
-/** MongoDB's IndexNotFound: another daemon starting at the same time dropped it first. */
-const INDEX_NOT_FOUND = 27;
-
-async function ensureIndexes<T extends Document>(
-  collection: Collection<T>,
-  indexes: IndexDescription[],
-  retired: readonly string[] = [],
-): Promise<void> {
-  const existing = await collection
-    .listIndexes()
-    .toArray()
-    .catch((error: unknown) => {
-      if (error instanceof MongoServerError && error.code === NAMESPACE_NOT_FOUND) return [];
-      throw error;
-    });
-  const names = new Set(existing.map((index) => String(index.name)));
-  const missing = indexes.filter((index) => !names.has(String(index.name)));
-  if (missing.length > 0) await collection.createIndexes(missing);
-  for (const name of retired) {
-    if (!names.has(name)) continue;
-    await collection.dropIndex(name).catch((error: unknown) => {
-      // Daemons started together (a rolling upgrade) all list the retired index; one drops it.
-      if (error instanceof MongoServerError && error.code === INDEX_NOT_FOUND) return;
-      throw error;
-    });
-  }
+/** The indexes each adapter relies on, by collection (ensureIndexes). */
+function indexesOf(): CollectionIndexes[] {
+  return [
+    { collection: COLLECTIONS.teams, indexes: MongoTeamStore.indexes },
+    { collection: COLLECTIONS.keys, indexes: MongoKeyStore.indexes },
+    { collection: COLLECTIONS.sessions, indexes: MongoSessionStore.indexes },
+    { collection: COLLECTIONS.banners, indexes: MongoBannerStore.indexes },
+    { collection: COLLECTIONS.subjects, indexes: MongoSubjectStore.indexes },
+    { collection: COLLECTIONS.consentLog, indexes: MongoConsentLogStore.indexes },
+    { collection: COLLECTIONS.counters, indexes: MongoCounterStore.indexes },
+    { collection: COLLECTIONS.webhookEndpoints, indexes: MongoWebhookStore.endpointIndexes },
+    {
+      collection: COLLECTIONS.webhookDeliveries,
+      indexes: MongoWebhookStore.deliveryIndexes,
+      retired: MongoWebhookStore.retiredDeliveryIndexes,
+    },
+  ];
 }
 
 /** An operator-readable connection failure; the host list only, never the URI's credentials. */
-function connectionError(error: unknown, uri: string): Error {
+function connectionError(error: unknown, uri: string, timeouts: MongoTimeouts): Error {
   const hosts = uriParts(uri).hosts;
   const reason = messageOf(error);
   const message =
     error instanceof MongoServerSelectionError
-      ? `MongoDB server could not be reached at ${hosts} within ${SERVER_SELECTION_TIMEOUT_MS / 1000} s: ${reason}`
+      ? `MongoDB server could not be reached at ${hosts} within ${timeouts.selectionMs / 1000} s: ${reason}`
       : `Could not connect to MongoDB at ${hosts}: ${reason}`;
   return new StartupError(message, { cause: error });
 }

@@ -3,7 +3,12 @@ import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { v7 as uuidv7 } from "uuid";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { MAX_TAILS_PER_TEAM, TAIL_POLL_MS } from "#daemon/consent-log/consent-log-reads.js";
+import {
+  MAX_TAILS_PER_TEAM,
+  TAIL_FULL_SWEEP_MS,
+  TAIL_NEAR_MS,
+  TAIL_POLL_MS,
+} from "#daemon/consent-log/consent-log-reads.js";
 import { type ConsentLogEntry, ConsentLogService } from "#gen/consent/v1/consent_log_pb.js";
 import { ErrorInfoSchema } from "#gen/consent/v1/errors_pb.js";
 import { createBanner, mintKey, operator } from "#test/support/api.js";
@@ -46,13 +51,22 @@ describe("ConsentLogService operator reads over gRPC", () => {
   }
 
   /**
-   * Opens a tail as the operator and waits for its first, empty message (the tail is following);
-   * nextIds() gives the consentLogIds of the next message that carries rows.
+   * Opens a tail as the operator (of `target`, by default the first daemon) and waits for its
+   * first, empty message (the tail is following); nextIds() gives the consentLogIds of the next
+   * message that carries rows.
    */
-  async function follow(teamId: string, request: { methods?: string[]; bannerId?: string } = {}) {
+  async function follow(
+    teamId: string,
+    request: { methods?: string[]; bannerId?: string } = {},
+    target?: TestService,
+  ) {
     const abort = new AbortController();
-    const responses = client
-      .tailConsentLogs(request, { ...bearer(service.operatorToken, teamId), signal: abort.signal })
+    const on = target
+      ? createClient(ConsentLogService, createGrpcTransport({ baseUrl: target.daemonUrl }))
+      : client;
+    const token = (target ?? service).operatorToken;
+    const responses = on
+      .tailConsentLogs(request, { ...bearer(token, teamId), signal: abort.signal })
       [Symbol.asyncIterator]();
     expect((await responses.next()).value?.entries).toEqual([]);
     const nextIds = async (): Promise<string[]> => {
@@ -127,6 +141,42 @@ describe("ConsentLogService operator reads over gRPC", () => {
     expect(await tail.nextIds()).toEqual([again]);
     tail.abort.abort();
   });
+
+  it("sends a row committed later than its frequent sweeps reach, as MongoDB's may be, by a sweep of the whole lookback", async () => {
+    // A store whose rows may become readable 30 s after their id's time, as MongoDB declares
+    // (its acknowledgement may wait out a stalled primary).
+    const late = await startTestService({ gateway: true, lateRowsMs: 30_000 });
+    try {
+      const { teamId, id, publicId } = await bannerFixture(late);
+      const tail = await follow(teamId, {}, late);
+      const receivedAt = new Date(Date.now() - TAIL_NEAR_MS - 7_000);
+      const row = {
+        id: uuidv7({ msecs: receivedAt.getTime() }),
+        teamId,
+        bannerId: id,
+        publicId,
+        consentId: "acknowledged-late",
+        method: "consent_given",
+        preferences: { necessary: true },
+        occurredAt: receivedAt,
+        timestampClamped: false,
+        receivedAt,
+      };
+      const appended = performance.now();
+      await late.store.consentLog.append(row);
+      expect(await tail.nextIds()).toEqual([row.id]);
+      expect(performance.now() - appended).toBeLessThan(TAIL_FULL_SWEEP_MS + 2 * TAIL_POLL_MS);
+      // Met once, never sent again by the sweeps after.
+      const after = await record(late, publicId);
+      expect(await tail.nextIds()).toEqual([after]);
+      await new Promise((resolve) => setTimeout(resolve, TAIL_FULL_SWEEP_MS + TAIL_POLL_MS));
+      const again = await record(late, publicId);
+      expect(await tail.nextIds()).toEqual([again]);
+      tail.abort.abort();
+    } finally {
+      await late.close();
+    }
+  }, 20_000);
 
   it("ends a tail whose key is revoked while it runs, before the next row reaches it", async () => {
     const { teamId, publicId } = await bannerFixture(service);

@@ -50,6 +50,11 @@ export interface TestServiceOptions {
   requestBudgetBytes?: number;
   /** Receives each log entry (pino's JSON line, parsed), at every level from `warn` up. */
   onLog?: (entry: Record<string, unknown>) => void;
+  /**
+   * How late the store says a consent log row may become readable (ConsentLogStore.lateRowsMs),
+   * instead of the embedded store's 5 s: a log tail then reads as far back as over MongoDB.
+   */
+  lateRowsMs?: number;
 }
 
 /**
@@ -77,7 +82,10 @@ export async function startTestService(options: TestServiceOptions = {}): Promis
       : options.identityKeys.length === 0
         ? []
         : parseIdentityKeys(options.identityKeys.join(","));
-  const store = await openLmdbStore({ dataDir });
+  const lmdb = await openLmdbStore({ dataDir });
+  const { lateRowsMs } = options;
+  const store =
+    lateRowsMs === undefined ? lmdb : { ...lmdb, consentLog: { ...lmdb.consentLog, lateRowsMs } };
   const daemon = createDaemon({
     store,
     operatorToken: secrets.operatorToken,

@@ -1,0 +1,156 @@
+import { isDeepStrictEqual } from "node:util";
+import { type Db, type Document, type IndexDescription, MongoServerError } from "mongodb";
+import { StartupError } from "#daemon/config.js";
+
+/** The indexes an adapter relies on in one collection, and those a release retired there. */
+export interface CollectionIndexes {
+  collection: string;
+  indexes: readonly IndexDescription[];
+  retired?: readonly string[];
+}
+
+/** A database handle for index builds, and how to let it go once they are done. */
+export interface IndexBuilder {
+  db: Db;
+  close(): Promise<void>;
+}
+
+/** MongoDB's NamespaceNotFound: a collection not created yet has no indexes to list. */
+const NAMESPACE_NOT_FOUND = 26;
+/** MongoDB's IndexNotFound: another daemon starting at the same time dropped it first. */
+const INDEX_NOT_FOUND = 27;
+
+/**
+ * Unique indexes carry correctness (duplicate keys) and TTL indexes collect expired records.
+ * Only the indexes a collection lacks are created (and those a release retired dropped), so a
+ * start that finds them all writes nothing and comes up while a majority is away (a secondary
+ * down beside an arbiter), serving what the primary can. A start that does build one (the first,
+ * or the first of a release that adds one) waits for it on a connection of its own
+ * (`openBuilder`), without the bound every other reply has: a build on a large collection takes
+ * as long as it takes, and commits once every voting member that holds data has it (MongoDB's
+ * commitQuorum).
+ *
+ * An index is found by its name, and one found under a name this version uses must be the index
+ * this version defines (keys, uniqueness, partial filter, TTL, sparseness, collation, visibility):
+ * one that is not (left by another version, or changed by hand) stops the start with
+ * IndexConflictError naming it and the fix, as no request could rely on it. It is not rebuilt
+ * here: dropping a unique index would leave the daemons already running without it until the
+ * build ends, and daemons starting together would race to drop and build. A release that changes
+ * an index gives it a new name and retires the old one, so this never meets its own indexes.
+ */
+export async function ensureIndexes(
+  db: Db,
+  wanted: readonly CollectionIndexes[],
+  openBuilder: () => Promise<IndexBuilder>,
+): Promise<void> {
+  const existing = await Promise.all(wanted.map(({ collection }) => listIndexes(db, collection)));
+  const conflicts = wanted.flatMap(({ collection, indexes }, i) =>
+    indexes.flatMap((index) => {
+      const found = existing[i]?.find((stored) => stored.name === index.name);
+      const conflict = found && indexConflict(found, index);
+      return conflict ? [`${collection}.${index.name} ${conflict}`] : [];
+    }),
+  );
+  if (conflicts.length > 0) throw new IndexConflictError(conflicts);
+  const missing = wanted
+    .map(({ collection, indexes }, i) => ({
+      collection,
+      indexes: indexes.filter(
+        (index) => !existing[i]?.some((stored) => stored.name === index.name),
+      ),
+    }))
+    .filter(({ indexes }) => indexes.length > 0);
+  if (missing.length > 0) {
+    const builder = await openBuilder();
+    try {
+      await Promise.all(
+        missing.map(({ collection, indexes }) =>
+          builder.db.collection(collection).createIndexes([...indexes]),
+        ),
+      );
+    } finally {
+      await builder.close();
+    }
+  }
+  await Promise.all(
+    wanted.map(async ({ collection, retired = [] }, i) => {
+      for (const name of retired) {
+        if (!existing[i]?.some((stored) => stored.name === name)) continue;
+        await db
+          .collection(collection)
+          .dropIndex(name)
+          .catch((error: unknown) => {
+            // Daemons started together (a rolling upgrade) all list the retired index; one drops it.
+            if (error instanceof MongoServerError && error.code === INDEX_NOT_FOUND) return;
+            throw error;
+          });
+      }
+    }),
+  );
+}
+
+async function listIndexes(db: Db, collection: string): Promise<Document[]> {
+  return db
+    .collection(collection)
+    .listIndexes()
+    .toArray()
+    .catch((error: unknown) => {
+      if (error instanceof MongoServerError && error.code === NAMESPACE_NOT_FOUND) return [];
+      throw error;
+    });
+}
+
+/**
+ * Indexes stored under a name this version uses, defined otherwise: the daemon does not start on
+ * them. The message names each (collection.index), what it is, what it must be, and the fix.
+ */
+export class IndexConflictError extends StartupError {
+  constructor(readonly conflicts: readonly string[]) {
+    super(
+      `MongoDB holds indexes under names this version uses, defined otherwise (left by another version, or changed by hand): ${conflicts.join("; ")}. Drop each one (in mongosh: db.getCollection("<collection>").dropIndex("<index>")) and start again, which builds it as this version needs`,
+    );
+  }
+}
+
+/**
+ * How a stored index (a listIndexes document) differs from the one this version defines, said as
+ * "is X but this version needs Y", or undefined when it serves as that one does. Key order
+ * matters; a partial filter's field order does not. Options that do not change which documents
+ * an index holds or how it is used (its version, `background`) are not compared.
+ */
+export function indexConflict(stored: Document, wanted: IndexDescription): string | undefined {
+  const [is, needs] = [indexShape(stored), indexShape(wanted)];
+  if (isDeepStrictEqual(is, needs)) return undefined;
+  return `is ${describeShape(is)} but this version needs ${describeShape(needs)}`;
+}
+
+type IndexShape = ReturnType<typeof indexShape>;
+
+function indexShape(index: Document) {
+  const collation = index.collation as Document | undefined;
+  return {
+    // Entries keep the order that makes { a: 1, b: 1 } and { b: 1, a: 1 } different indexes.
+    key: Object.entries((index.key as Document | undefined) ?? {}),
+    unique: index.unique === true,
+    sparse: index.sparse === true,
+    hidden: index.hidden === true,
+    partialFilterExpression: (index.partialFilterExpression as Document | undefined) ?? null,
+    expireAfterSeconds: (index.expireAfterSeconds as number | undefined) ?? null,
+    collation: collation && collation.locale !== "simple" ? collation : null,
+  };
+}
+
+function describeShape(shape: IndexShape): string {
+  const parts = [JSON.stringify(Object.fromEntries(shape.key))];
+  if (shape.unique) parts.push("unique");
+  if (shape.sparse) parts.push("sparse");
+  if (shape.partialFilterExpression) {
+    parts.push(`partial ${JSON.stringify(shape.partialFilterExpression)}`);
+  }
+  if (shape.expireAfterSeconds !== null) {
+    parts.push(`expireAfterSeconds ${shape.expireAfterSeconds}`);
+  }
+  if (shape.collation) parts.push(`collation ${JSON.stringify(shape.collation)}`);
+  if (shape.hidden) parts.push("hidden");
+  return parts.join(", ");
+}

@@ -1,0 +1,163 @@
+import { createServer, type Server, type Socket } from "node:net";
+import { BSON, type Document, Long, ObjectId } from "mongodb";
+
+/** How the stand-in answers a command: a reply document, or undefined to never answer it. */
+export type WireAnswer = (command: Document, name: string) => Document | undefined;
+
+export interface WireStandIn {
+  /** mongodb://127.0.0.1:<port>/<dbName>, connecting to this server alone. */
+  uri(dbName: string): string;
+  /** Every command received but the handshakes and heartbeats, in order. */
+  readonly commands: Document[];
+  close(): Promise<void>;
+}
+
+const OP_REPLY = 1;
+const OP_QUERY = 2004;
+const OP_MSG = 2013;
+/** OP_MSG's moreToCome flag: the sender expects no reply. */
+const MORE_TO_COME = 1 << 1;
+
+/**
+ * A TCP server that speaks enough of MongoDB's wire protocol for the driver to take it for the
+ * primary of a one-member replica set of MongoDB 7.0 (sessions, retryable reads and writes), and
+ * answers every other command through
+ * `answer`. It stands in for what a test cannot ask of a real server: a primary that stops
+ * answering, an index left under a name by another version. Listens on a free port of 127.0.0.1.
+ */
+export async function startWireStandIn(answer: WireAnswer): Promise<WireStandIn> {
+  const commands: Document[] = [];
+  const sockets = new Set<Socket>();
+  let connectionId = 0;
+  let host = "";
+  const server: Server = createServer((socket) => {
+    sockets.add(socket);
+    socket.on("close", () => sockets.delete(socket));
+    socket.on("error", () => socket.destroy());
+    const id = ++connectionId;
+    let pending = Buffer.alloc(0);
+    socket.on("data", (chunk) => {
+      pending = Buffer.concat([pending, chunk]);
+      while (pending.length >= 4 && pending.length >= pending.readInt32LE(0)) {
+        const length = pending.readInt32LE(0);
+        const message = pending.subarray(0, length);
+        pending = pending.subarray(length);
+        const request = parseRequest(message);
+        const name = Object.keys(request.command)[0] ?? "";
+        const isHello = ["hello", "ismaster"].includes(name.toLowerCase());
+        if (!isHello) commands.push(request.command);
+        const reply = isHello ? helloReply(host, id) : answer(request.command, name);
+        if (reply === undefined || request.moreToCome) continue;
+        socket.write(encodeReply(request, reply));
+      }
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as { port: number };
+  host = `127.0.0.1:${port}`;
+  return {
+    uri: (dbName) => `mongodb://${host}/${dbName}?directConnection=true`,
+    commands,
+    async close() {
+      for (const socket of sockets) socket.destroy();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+/** A cursor's only batch, as find, aggregate and listIndexes answer. */
+export function cursorReply(ns: string, documents: Document[]): Document {
+  return { cursor: { id: Long.fromNumber(0), ns, firstBatch: documents }, ok: 1 };
+}
+
+function helloReply(host: string, connectionId: number): Document {
+  return {
+    ismaster: true,
+    isWritablePrimary: true,
+    helloOk: true,
+    setName: "rs0",
+    setVersion: 1,
+    electionId: new ObjectId("7fffffff0000000000000001"),
+    hosts: [host],
+    primary: host,
+    me: host,
+    maxBsonObjectSize: 16 * 1024 * 1024,
+    maxMessageSizeBytes: 48_000_000,
+    maxWriteBatchSize: 100_000,
+    localTime: new Date(),
+    logicalSessionTimeoutMinutes: 30,
+    connectionId,
+    minWireVersion: 0,
+    maxWireVersion: 21,
+    readOnly: false,
+    ok: 1,
+  };
+}
+
+interface WireRequest {
+  requestId: number;
+  opCode: number;
+  moreToCome: boolean;
+  command: Document;
+}
+
+/** The command of an OP_QUERY (the driver's first handshake) or an OP_MSG (everything after). */
+function parseRequest(message: Buffer): WireRequest {
+  const requestId = message.readInt32LE(4);
+  const opCode = message.readInt32LE(12);
+  if (opCode === OP_QUERY) {
+    const nameEnd = message.indexOf(0, 20);
+    const queryAt = nameEnd + 1 + 8;
+    return { requestId, opCode, moreToCome: false, command: readDocument(message, queryAt) };
+  }
+  if (opCode !== OP_MSG) throw new Error(`the stand-in does not read opCode ${opCode}`);
+  const flags = message.readUInt32LE(16);
+  let command: Document = {};
+  const sequences: [string, Document[]][] = [];
+  for (let at = 20; at < message.length; ) {
+    const kind = message.readUInt8(at);
+    at += 1;
+    if (kind === 0) {
+      command = readDocument(message, at);
+      at += message.readInt32LE(at);
+      continue;
+    }
+    // A document sequence: its size, its field name, then documents up to its end.
+    const end = at + message.readInt32LE(at);
+    const nameEnd = message.indexOf(0, at + 4);
+    const documents: Document[] = [];
+    for (let doc = nameEnd + 1; doc < end; doc += message.readInt32LE(doc)) {
+      documents.push(readDocument(message, doc));
+    }
+    sequences.push([message.toString("utf8", at + 4, nameEnd), documents]);
+    at = end;
+  }
+  for (const [field, documents] of sequences) command[field] = documents;
+  return { requestId, opCode, moreToCome: (flags & MORE_TO_COME) !== 0, command };
+}
+
+function readDocument(message: Buffer, at: number): Document {
+  return BSON.deserialize(message.subarray(at, at + message.readInt32LE(at)));
+}
+
+/** The reply in the request's own protocol: OP_REPLY to an OP_QUERY, OP_MSG to an OP_MSG. */
+function encodeReply(request: WireRequest, reply: Document): Buffer {
+  const document = Buffer.from(BSON.serialize(reply));
+  const body =
+    request.opCode === OP_QUERY
+      ? Buffer.concat([replyFields(), document])
+      : Buffer.concat([Buffer.from([0, 0, 0, 0, 0]), document]);
+  const header = Buffer.alloc(16);
+  header.writeInt32LE(16 + body.length, 0);
+  header.writeInt32LE(0, 4);
+  header.writeInt32LE(request.requestId, 8);
+  header.writeInt32LE(request.opCode === OP_QUERY ? OP_REPLY : OP_MSG, 12);
+  return Buffer.concat([header, body]);
+}
+
+/** OP_REPLY's fields before its one document: no flags, no cursor, from 0, one document. */
+function replyFields(): Buffer {
+  const fields = Buffer.alloc(20);
+  fields.writeInt32LE(1, 16);
+  return fields;
+}

@@ -1,0 +1,212 @@
+import { randomUUID } from "node:crypto";
+import type { Document } from "mongodb";
+import { afterEach, describe, expect, it } from "vitest";
+import { StartupError } from "#daemon/config.js";
+import { openMongoStore } from "#daemon/store/mongo-store.js";
+import { mongoTimeouts } from "#daemon/store/mongo-timeouts.js";
+import {
+  cursorReply,
+  startWireStandIn,
+  type WireStandIn,
+} from "#daemon/store/mongo-wire-stand-in.js";
+import type { Store } from "#daemon/store/store.js";
+
+/**
+ * The MongoDB adapter over a wire-protocol stand-in for the server (mongo-wire-stand-in.ts), for
+ * what a real server cannot be made to do: stop answering, or hold an index an older version
+ * left under a name this one uses. The contract suite runs against a real server (store.test.ts).
+ */
+
+/**
+ * An empty database that keeps the indexes it is asked to create, and lists them back; a
+ * collection with none created answers listIndexes as a server does one that does not exist.
+ * `answers` replaces its answer to a command by name.
+ */
+function emptyDatabase(
+  indexes = new Map<string, Document[]>(),
+  answers: Record<string, (command: Document) => Document> = {},
+) {
+  let silent = false;
+  return {
+    indexes,
+    /** From now on, finds and inserts are never answered: a primary that stopped answering. */
+    stopAnswering() {
+      silent = true;
+    },
+    answer(command: Document, name: string): Document | undefined {
+      const ns = `${command.$db}.${command[name]}`;
+      const stored = indexes.get(command[name]) ?? [];
+      const answer = answers[name];
+      if (answer) return answer(command);
+      switch (name) {
+        case "find":
+        case "aggregate":
+          return silent ? undefined : cursorReply(ns, []);
+        case "insert":
+          return silent ? undefined : { n: command.documents.length, ok: 1 };
+        case "listIndexes":
+          if (!indexes.has(command[name])) {
+            return {
+              ok: 0,
+              code: 26,
+              codeName: "NamespaceNotFound",
+              errmsg: `ns does not exist: ${ns}`,
+            };
+          }
+          return cursorReply(ns, [{ v: 2, key: { _id: 1 }, name: "_id_" }, ...stored]);
+        case "createIndexes":
+          // As the server lists them: each with its index version.
+          indexes.set(command[name], [
+            ...stored,
+            ...command.indexes.map((index: Document) => ({ v: 2, ...index })),
+          ]);
+          return { numIndexesBefore: 1, numIndexesAfter: 1 + command.indexes.length, ok: 1 };
+        default:
+          return { ok: 1 };
+      }
+    },
+  };
+}
+
+function aTeam() {
+  const now = new Date();
+  return { id: randomUUID(), name: "Acme", plan: "free", createdAt: now, updatedAt: now };
+}
+
+let server: WireStandIn | undefined;
+const stores: Store[] = [];
+afterEach(async () => {
+  await Promise.all(stores.splice(0).map((store) => store.close()));
+  await server?.close();
+  server = undefined;
+});
+
+async function open(database: ReturnType<typeof emptyDatabase>, timeoutMs: number) {
+  server ??= await startWireStandIn((command, name) => database.answer(command, name));
+  const store = await openMongoStore({ uri: server.uri("shop"), timeoutMs });
+  stores.push(store);
+  return store;
+}
+
+describe("MongoDB store: a primary that stops answering", () => {
+  // The setting's least value keeps the test short: each reply is waited for 2 s.
+  const timeouts = mongoTimeouts(1_000);
+
+  it("fails a read and a write as unavailable (503) once both attempts went unanswered, within the bound", async () => {
+    const database = emptyDatabase();
+    const store = await open(database, 1_000);
+    database.stopAnswering();
+    const started = performance.now();
+    const outcomes = await Promise.allSettled([store.teams.get("t1"), store.teams.insert(aTeam())]);
+    const elapsed = performance.now() - started;
+    for (const outcome of outcomes) {
+      expect(outcome.status).toBe("rejected");
+      const reason = outcome.status === "rejected" ? outcome.reason : undefined;
+      expect(store.isUnavailable(reason)).toBe(true);
+    }
+    // The driver sent each once more (retryReads, retryWrites), and waited for each reply.
+    const sent = server?.commands ?? [];
+    expect(sent.filter((command) => command.find === "teams")).toHaveLength(2);
+    expect(sent.filter((command) => command.insert === "teams")).toHaveLength(2);
+    expect(elapsed).toBeGreaterThanOrEqual(2 * timeouts.replyMs - 50);
+    expect(elapsed).toBeLessThan(timeouts.commandMs);
+  }, 20_000);
+
+  it("asks the server to give up on a log read and on a write's majority at the setting", async () => {
+    const store = await open(emptyDatabase(), 4_000);
+    await store.consentLog.list({ teamId: "t1", limit: 10 });
+    await store.consentLog.stats({ teamId: "t1", requiredCategories: {} });
+    await store.teams.insert(aTeam());
+    const sent = server?.commands ?? [];
+    expect(sent.find((command) => command.find === "consent_log")?.maxTimeMS).toBe(4_000);
+    expect(sent.find((command) => command.aggregate === "consent_log")?.maxTimeMS).toBe(4_000);
+    expect(sent.find((command) => command.insert === "teams")?.writeConcern).toEqual({
+      w: "majority",
+      j: true,
+      wtimeout: 4_000,
+    });
+  });
+});
+
+describe("MongoDB store: log tails over late acknowledgements", () => {
+  it("has a tail re-read as far back as an append can be acknowledged, the driver's retry included", async () => {
+    const store = await open(emptyDatabase(), 10_000);
+    // An append answered 200 after the longest wait is still met by every running tail's sweep.
+    expect(store.consentLog.lateRowsMs).toBeGreaterThanOrEqual(mongoTimeouts(10_000).commandMs);
+    expect(store.consentLog.lateRowsMs).toBe(65_000);
+  });
+});
+
+describe("MongoDB store: indexes at start-up", () => {
+  it("builds its indexes on an empty database, and finds them at the next start without building", async () => {
+    const database = emptyDatabase();
+    await open(database, 1_000);
+    const built = server?.commands.filter((command) => "createIndexes" in command) ?? [];
+    expect(built.map((command) => command.createIndexes).sort()).toContain("webhook_deliveries");
+    await open(database, 1_000);
+    const builtAgain = server?.commands.filter((command) => "createIndexes" in command) ?? [];
+    expect(builtAgain).toHaveLength(built.length);
+  });
+
+  it("refuses to start on an index of its name defined otherwise, naming it and the fix, and builds nothing", async () => {
+    // An older version's key index, without its uniqueness.
+    const left = new Map([
+      ["api_keys", [{ v: 2, key: { keyHash: 1 }, name: "api_keys_key_hash" }]],
+    ]);
+    const opening = open(emptyDatabase(left), 1_000);
+    await expect(opening).rejects.toBeInstanceOf(StartupError);
+    await expect(opening).rejects.toThrow(
+      'api_keys.api_keys_key_hash is {"keyHash":1} but this version needs {"keyHash":1}, unique',
+    );
+    await expect(opening).rejects.toThrow(
+      'db.getCollection("<collection>").dropIndex("<index>")) and start again',
+    );
+    expect(server?.commands.some((command) => "createIndexes" in command)).toBe(false);
+  });
+
+  it("comes up when the retired index it lists was dropped by a daemon starting beside it", async () => {
+    // An earlier release's due index, listed here, then dropped by another daemon first.
+    const left = new Map([
+      [
+        "webhook_deliveries",
+        [
+          {
+            v: 2,
+            key: { dueAt: 1 },
+            name: "webhook_deliveries_due",
+            partialFilterExpression: { status: "pending" },
+          },
+        ],
+      ],
+    ]);
+    const database = emptyDatabase(left, {
+      dropIndexes: (command) => ({
+        ok: 0,
+        code: 27,
+        codeName: "IndexNotFound",
+        errmsg: `index not found with name [${command.index}]`,
+      }),
+    });
+    const store = await open(database, 1_000);
+    const drops = server?.commands.filter((command) => "dropIndexes" in command) ?? [];
+    expect(drops.map((command) => [command.dropIndexes, command.index])).toEqual([
+      ["webhook_deliveries", "webhook_deliveries_due"],
+    ]);
+    expect(await store.teams.get("t1")).toBeNull();
+  });
+
+  it("still refuses to start when dropping a retired index fails otherwise, naming the server's reason", async () => {
+    const left = new Map([
+      ["webhook_deliveries", [{ v: 2, key: { dueAt: 1 }, name: "webhook_deliveries_due" }]],
+    ]);
+    const database = emptyDatabase(left, {
+      dropIndexes: () => ({
+        ok: 0,
+        code: 13,
+        codeName: "Unauthorized",
+        errmsg: "not authorized to drop",
+      }),
+    });
+    await expect(open(database, 1_000)).rejects.toThrow(/not authorized to drop/);
+  });
+});
