@@ -303,11 +303,68 @@ describe.skipIf(!process.env.MONGODB_URI)("MongoDB store", () => {
     await client.close();
   });
 
-  describeStoreContracts(async () => {
+  async function openFresh() {
     // Imported here so that the LMDB run never loads the MongoDB adapter.
     const { openMongoStore } = await import("#daemon/store/mongo-store.js");
     const dbName = `${run}_${dbNames.length}`;
     dbNames.push(dbName);
-    return openMongoStore({ uri, dbName });
+    return { dbName, store: await openMongoStore({ uri, dbName }) };
+  }
+
+  describeStoreContracts(async () => (await openFresh()).store);
+
+  it("plans a webhook claim as a scan of the due index: no collection scan, no sort in memory", async () => {
+    const { claimQuery } = await import("#daemon/webhooks/mongo-webhook-store.js");
+    const { dbName, store } = await openFresh();
+    const client = await MongoClient.connect(uri);
+    try {
+      const now = new Date();
+      for (const full of [
+        { webhookIds: [], teamIds: [] },
+        { webhookIds: [randomUUID()], teamIds: [randomUUID()] },
+      ]) {
+        const { filter, sort, hint } = claimQuery(now, full);
+        const explained = await client.db(dbName).command({
+          explain: {
+            findAndModify: "webhook_deliveries",
+            query: filter,
+            sort,
+            hint,
+            update: { $set: { leaseOwner: "explain" } },
+          },
+          verbosity: "queryPlanner",
+        });
+        const stages = planStages(explained.queryPlanner.winningPlan);
+        expect(stages).toContainEqual({
+          stage: "IXSCAN",
+          indexName: "webhook_deliveries_due_by_endpoint",
+        });
+        expect(stages.map(({ stage }) => stage)).not.toContain("COLLSCAN");
+        expect(stages.map(({ stage }) => stage)).not.toContain("SORT");
+      }
+    } finally {
+      await client.close();
+      await store.close();
+    }
   });
 });
+
+/** The stages of an explained plan, classic or slot-based (its queryPlan), root first. */
+function planStages(plan: Record<string, unknown>): { stage: string; indexName?: string }[] {
+  const here =
+    typeof plan.stage === "string"
+      ? [
+          {
+            stage: plan.stage,
+            ...(typeof plan.indexName === "string" && { indexName: plan.indexName }),
+          },
+        ]
+      : [];
+  const children = [plan.queryPlan, plan.inputStage, ...((plan.inputStages as unknown[]) ?? [])];
+  return [
+    ...here,
+    ...children.flatMap((child) =>
+      child && typeof child === "object" ? planStages(child as Record<string, unknown>) : [],
+    ),
+  ];
+}

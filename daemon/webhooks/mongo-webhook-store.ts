@@ -29,6 +29,12 @@ export type WebhookEndpointDocument = Omit<WebhookEndpointRecord, "id"> & {
   slot?: number;
 };
 
+/** The index of pending deliveries by due time, which every claim reads (claimQuery). */
+const DUE_INDEX = {
+  name: "webhook_deliveries_due_by_endpoint",
+  key: { dueAt: 1, webhookId: 1, teamId: 1 },
+} as const;
+
 /** What insertUnderTeamMaximum names: endpoints in its errors, and the index of their slots. */
 const ENDPOINT_SLOTS = { what: "webhook", slotIndex: "webhook_endpoints_slot" } as const;
 
@@ -72,11 +78,7 @@ export class MongoWebhookStore implements WebhookStore {
     { key: { webhookId: 1, _id: -1 }, name: "webhook_deliveries_by_endpoint" },
     // Due deliveries in order, with what a claim leaves out (endpoints and teams without room)
     // in the keys: a stalled endpoint's backlog is passed over in the index, not fetched.
-    {
-      key: { dueAt: 1, webhookId: 1, teamId: 1 },
-      name: "webhook_deliveries_due_by_endpoint",
-      partialFilterExpression: { status: "pending" },
-    },
+    { ...DUE_INDEX, partialFilterExpression: { status: "pending" } },
   ];
 
   /** Indexes an earlier release created, dropped at start-up: every write would keep them up. */
@@ -278,18 +280,11 @@ export class MongoWebhookStore implements WebhookStore {
     const claimed: DeliveryRecord[] = [];
     const taken = new RoomCounter(room);
     for (let i = 0; i < limit; i++) {
-      // Endpoints and teams without room are left out of the query, so it never claims for them.
-      const full = taken.full();
+      const { filter, sort, hint } = claimQuery(now, taken.full());
       const document = await this.deliveries.findOneAndUpdate(
-        {
-          status: "pending",
-          dueAt: { $lte: now },
-          $or: [{ leaseUntil: { $exists: false } }, { leaseUntil: { $lte: now } }],
-          ...(full.webhookIds.length > 0 && { webhookId: { $nin: full.webhookIds } }),
-          ...(full.teamIds.length > 0 && { teamId: { $nin: full.teamIds } }),
-        },
+        filter,
         { $set: { leaseOwner: lease.owner, leaseUntil: lease.until, dueAt: lease.until } },
-        { sort: { dueAt: 1 }, returnDocument: "after" },
+        { sort, hint, returnDocument: "after" },
       );
       if (!document) break;
       const delivery = deliveryOf(document);
@@ -348,6 +343,33 @@ export class MongoWebhookStore implements WebhookStore {
     });
     return result.modifiedCount;
   }
+}
+
+/**
+ * The delivery a claim takes at `now`: the first due, endpoints and teams without room (`full`)
+ * left out so that it never claims for them. It is read through DUE_INDEX (hinted): a scan of
+ * `dueAt <= now`, in dueAt order so no sort, whose webhookId and teamId keys take the `$nin`s as
+ * bounds, so the excluded deliveries are passed over in the index; the partial filter holds
+ * exactly the pending deliveries. Only the lease condition is checked on the fetched document,
+ * and it holds for every one of them: dueAt is never before leaseUntil (deliveryDocumentOf, and
+ * a claim sets both), so it guards the lease should a write ever break that. Without the hint a
+ * claim that excludes a full endpoint could be planned on webhook_deliveries_by_endpoint (its
+ * `$nin` makes that index a candidate too), which fetches every delivery of the other endpoints,
+ * sent ones included, and sorts them in memory; a plan cached from a moment it won would keep
+ * doing so.
+ */
+export function claimQuery(
+  now: Date,
+  full: { webhookIds: readonly string[]; teamIds: readonly string[] },
+) {
+  const filter: Filter<DeliveryDocument> = {
+    status: "pending",
+    dueAt: { $lte: now },
+    $or: [{ leaseUntil: { $exists: false } }, { leaseUntil: { $lte: now } }],
+    ...(full.webhookIds.length > 0 && { webhookId: { $nin: [...full.webhookIds] } }),
+    ...(full.teamIds.length > 0 && { teamId: { $nin: [...full.teamIds] } }),
+  };
+  return { filter, sort: { dueAt: 1 } as const, hint: { ...DUE_INDEX.key } };
 }
 
 function endpointOf(document: WithId<WebhookEndpointDocument>): WebhookEndpointRecord {
