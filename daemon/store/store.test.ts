@@ -313,6 +313,15 @@ describe.skipIf(!process.env.MONGODB_URI)("MongoDB store", () => {
 
   describeStoreContracts(async () => (await openFresh()).store);
 
+  it("starts again on a database it set up, taking the server's listing of its indexes for its own", async () => {
+    const { openMongoStore } = await import("#daemon/store/mongo-store.js");
+    const { dbName, store } = await openFresh();
+    await store.close();
+    // The listing holds what the server made of each definition (its version, a partial filter).
+    const again = await openMongoStore({ uri, dbName });
+    await again.close();
+  });
+
   it("plans a webhook claim as a scan of the due index: no collection scan, no sort in memory", async () => {
     const { claimQuery } = await import("#daemon/webhooks/mongo-webhook-store.js");
     const { dbName, store } = await openFresh();
