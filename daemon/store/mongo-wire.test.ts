@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import type { Document } from "mongodb";
+import { type Document, Double } from "mongodb";
 import { afterEach, describe, expect, it } from "vitest";
 import { StartupError } from "#daemon/config.js";
 import { openMongoStore } from "#daemon/store/mongo-store.js";
@@ -81,9 +81,10 @@ afterEach(async () => {
   server = undefined;
 });
 
-async function open(database: ReturnType<typeof emptyDatabase>, timeoutMs: number) {
+/** `options`: more of the URI's options, after the stand-in's own (`&name=value`). */
+async function open(database: ReturnType<typeof emptyDatabase>, timeoutMs: number, options = "") {
   server ??= await startWireStandIn((command, name) => database.answer(command, name));
-  const store = await openMongoStore({ uri: server.uri("shop"), timeoutMs });
+  const store = await openMongoStore({ uri: `${server.uri("shop")}${options}`, timeoutMs });
   stores.push(store);
   return store;
 }
@@ -146,6 +147,43 @@ describe("MongoDB store: indexes at start-up", () => {
     await open(database, 1_000);
     const builtAgain = server?.commands.filter((command) => "createIndexes" in command) ?? [];
     expect(builtAgain).toHaveLength(built.length);
+  });
+
+  it("finds its indexes as servers list them, numbers as doubles and 4.2's ns and background, and builds none, whatever the URI's number options", async () => {
+    const database = emptyDatabase();
+    await open(database, 1_000);
+    const built = server?.commands.filter((command) => "createIndexes" in command).length;
+    // As mongosh or a server from 4.2 on lists what another client created with doubles.
+    const asDoubles = (value: unknown): unknown =>
+      typeof value === "number"
+        ? new Double(value)
+        : Array.isArray(value)
+          ? value.map(asDoubles)
+          : value && typeof value === "object" && !(value instanceof Date)
+            ? Object.fromEntries(Object.entries(value).map(([k, v]) => [k, asDoubles(v)]))
+            : value;
+    for (const [collection, indexes] of database.indexes) {
+      database.indexes.set(
+        collection,
+        indexes.map((index) => ({
+          ...(asDoubles(index) as Document),
+          v: 2,
+          ns: `shop.${collection}`,
+          background: true,
+        })),
+      );
+    }
+    for (const options of [
+      "",
+      "&promoteValues=false",
+      "&promoteLongs=false",
+      "&useBigInt64=true",
+    ]) {
+      await open(database, 1_000, options);
+    }
+    expect(server?.commands.filter((command) => "createIndexes" in command)).toHaveLength(
+      built ?? -1,
+    );
   });
 
   it("refuses to start on an index of its name defined otherwise, naming it and the fix, and builds nothing", async () => {
