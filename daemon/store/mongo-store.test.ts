@@ -112,7 +112,7 @@ describe("isMongoUnavailable: which driver errors answer 503 unavailable", () =>
 });
 
 describe("mongoClientOptions: every wait of a command is bounded", () => {
-  it("bounds a reply, a pooled connection and the primary's selection by CONSENT_MONGODB_TIMEOUT_MS, whatever the URI says", async () => {
+  it("bounds a reply, a pooled connection and the primary's selection by CONSENT_MONGODB_TIMEOUT_MS, and reads BSON as the stores expect, whatever the URI says", async () => {
     const config = loadConfig({
       MONGODB_URI: "mongodb://127.0.0.1:1/shop",
       CONSENT_MONGODB_TIMEOUT_MS: "4000",
@@ -120,10 +120,16 @@ describe("mongoClientOptions: every wait of a command is bounded", () => {
     const timeouts = mongoTimeouts(config.mongoTimeoutMs);
     // Not connected: the options are the driver's, resolved when the client is made.
     const client = new MongoClient(
-      `${config.mongoUri}?socketTimeoutMS=0&waitQueueTimeoutMS=0&serverSelectionTimeoutMS=60000&maxAdaptiveRetries=5`,
+      `${config.mongoUri}?socketTimeoutMS=0&waitQueueTimeoutMS=0&serverSelectionTimeoutMS=60000&maxAdaptiveRetries=5&promoteValues=false&promoteLongs=false&useBigInt64=true&promoteBuffers=true&bsonRegExp=true`,
       mongoClientOptions(timeouts),
     );
     expect(client.options).toMatchObject({
+      // The BSON types the stores read, whatever the URI asks for.
+      promoteValues: true,
+      promoteLongs: true,
+      promoteBuffers: false,
+      useBigInt64: false,
+      bsonRegExp: false,
       socketTimeoutMS: 8_000,
       waitQueueTimeoutMS: 4_000,
       serverSelectionTimeoutMS: 4_000,

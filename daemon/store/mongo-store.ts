@@ -87,6 +87,13 @@ export function mongoClientOptions(timeouts: MongoTimeouts): MongoClientOptions 
     // An overloaded server's refusal answers 503 with Retry-After at once (spec 7), rather than
     // holding the request through the driver's backoffs.
     maxAdaptiveRetries: 0,
+    // The stores read numbers as numbers and binary data as the driver's Binary: a URI asking
+    // for other BSON types (promoteValues=false, useBigInt64=true…) would break every read.
+    promoteValues: true,
+    promoteLongs: true,
+    promoteBuffers: false,
+    useBigInt64: false,
+    bsonRegExp: false,
     appName: "consent-service",
   };
 }
