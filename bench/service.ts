@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn } from "node:child_process";
-import { createWriteStream } from "node:fs";
+import { createWriteStream, mkdirSync } from "node:fs";
 import { readdir, readFile } from "node:fs/promises";
 import { createConnection, createServer } from "node:net";
 import path from "node:path";
@@ -50,7 +50,8 @@ export async function freePort(): Promise<number> {
 
 /**
  * Starts a Node program of this package as a child process. It is killed by pid if the benchmark
- * itself dies, so an aborted run leaves nothing behind.
+ * itself dies, so an aborted run leaves nothing behind. The log file's folder is made when it is
+ * missing (`bench/results/` is not in a fresh clone).
  */
 export function startProcess(
   name: string,
@@ -60,6 +61,7 @@ export function startProcess(
   const profile = options.profileDir
     ? ["--cpu-prof", `--cpu-prof-dir=${path.join(options.profileDir, name)}`]
     : [];
+  mkdirSync(path.dirname(options.logFile), { recursive: true });
   const child = spawn(process.execPath, [...profile, ...args], {
     cwd: REPO_ROOT,
     env: { ...process.env, ...options.env },

@@ -1,4 +1,6 @@
+import type { ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
+import { rmSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
@@ -81,6 +83,16 @@ async function measure(label: string, call: () => Promise<unknown>, daemonPid?: 
   );
 }
 
+/**
+ * A fresh data directory, removed when this process exits whichever way it ends: a failed step
+ * or a crash (an error no `finally` sees) leaves no consent-hop-* behind in the temp folder.
+ */
+async function temporaryDataDir(): Promise<string> {
+  const dataDir = await mkdtemp(path.join(os.tmpdir(), "consent-hop-"));
+  process.once("exit", () => rmSync(dataDir, { recursive: true, force: true }));
+  return dataDir;
+}
+
 const healthCheck = (transport: Transport) => {
   const client = createClient(Health, transport);
   return () => client.check({ service: "" });
@@ -98,15 +110,20 @@ async function emptyCalls() {
   });
   await measure("in-process (npm start)", healthCheck(inProcess));
 
-  const dataDir = await mkdtemp(path.join(os.tmpdir(), "consent-hop-"));
+  const dataDir = await temporaryDataDir();
   const port = await freePort();
   const baseUrl = `http://127.0.0.1:${port}`;
   const logFile = path.join(REPO_ROOT, "bench", "results", "transport-hop.log");
-  const consentd = startProcess("consentd", ["bin/consentd.js"], {
-    env: { CONSENT_DATA_DIR: dataDir, CONSENT_GRPC_PORT: String(port), CONSENT_LOG_LEVEL: "warn" },
-    logFile,
-  });
+  let consentd: ChildProcess | undefined;
   try {
+    consentd = startProcess("consentd", ["bin/consentd.js"], {
+      env: {
+        CONSENT_DATA_DIR: dataDir,
+        CONSENT_GRPC_PORT: String(port),
+        CONSENT_LOG_LEVEL: "warn",
+      },
+      logFile,
+    });
     const grpc = createGrpcTransport({ baseUrl });
     const serving = async () => (await healthCheck(grpc)()).status === Status.SERVING;
     await waitUntil("consentd", serving, [consentd], logFile);
@@ -118,7 +135,7 @@ async function emptyCalls() {
     const gateway = createDaemonTransport({ baseUrl });
     await measure("Connect, binary, gateway client (split)", healthCheck(gateway), consentd.pid);
   } finally {
-    await stopProcess(consentd);
+    if (consentd) await stopProcess(consentd);
     await rm(dataDir, { recursive: true, force: true });
   }
 }
@@ -141,9 +158,10 @@ function subjectServiceOf(daemon: Daemon): ServiceImpl<typeof SubjectService> {
 
 async function resolveCalls() {
   process.stdout.write("Resolve of a stored subject (auth, rate limit, store, hashing):\n");
-  const dataDir = await mkdtemp(path.join(os.tmpdir(), "consent-hop-"));
-  const store = await openLmdbStore({ dataDir });
+  const dataDir = await temporaryDataDir();
+  let store: Store | undefined;
   try {
+    store = await openLmdbStore({ dataDir });
     const operatorToken = `consent_op_${randomBytes(32).toString("base64url")}`;
     const daemon = createDaemon({
       store,
@@ -216,7 +234,7 @@ async function resolveCalls() {
       if (!found) throw new Error("resolve found nothing");
     });
   } finally {
-    await store.close();
+    await store?.close();
     await rm(dataDir, { recursive: true, force: true });
   }
 }
