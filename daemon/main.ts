@@ -1,3 +1,4 @@
+import { fileURLToPath } from "node:url";
 import type { Logger } from "pino";
 import { exposedFiles, loadSecrets } from "#daemon/bootstrap.js";
 import { systemClock } from "#daemon/clock.js";
@@ -152,7 +153,7 @@ function printWelcome(
   created: string[],
 ) {
   const environment = cliEnvironment(config, daemonUrl);
-  const cli = [...environment, "npx consentctl"].join(" ");
+  const cli = [...environment, packageBin("consentctl")].join(" ");
   const lines = [
     "",
     `consent service is running on the ${storeKind === "lmdb" ? `embedded store (${config.dataDir})` : "MongoDB store"}`,
@@ -170,7 +171,7 @@ function printWelcome(
         ]
       : [
           // consentd alone: the gateway needs the same daemon address and operator token.
-          `  REST gateway           not in this process; start one: ${[...environment, "npx consent-gateway"].join(" ")}`,
+          `  REST gateway           not in this process; start one: ${[...environment, packageBin("consent-gateway")].join(" ")}`,
         ]),
     ...(created.length ? ["", `First start: created ${created.join(", ")}`] : []),
     "",
@@ -183,9 +184,19 @@ function printWelcome(
 }
 
 /**
- * What consentctl needs to be told to reach this process (decisions §1): the daemon's address and
- * the data directory holding the operator token, when they are not the defaults it assumes. A
- * token from CONSENT_ADMIN_TOKEN is the operator's own and is never printed.
+ * A program of this package as a command that runs from any directory: `node` and the bin's
+ * absolute path. `npx consentctl` finds the package's own bin only inside its directory; anywhere
+ * else npx looks the name up on the npm registry (and may install whatever package has it).
+ */
+function packageBin(name: "consentctl" | "consent-gateway"): string {
+  return `node ${shellWord(fileURLToPath(new URL(`../bin/${name}.js`, import.meta.url)))}`;
+}
+
+/**
+ * What consentctl needs to be told to reach this process (decisions §1): the daemon's address
+ * when it is not the default, and the data directory holding the operator token always, since
+ * the default (`./data`) is relative to the directory the command runs in. A token from
+ * CONSENT_ADMIN_TOKEN is the operator's own and is never printed.
  */
 function cliEnvironment(config: Config, listenUrl: string): string[] {
   const defaults = loadConfig({});
@@ -195,9 +206,7 @@ function cliEnvironment(config: Config, listenUrl: string): string[] {
   if (url.hostname === "[::]") url.hostname = "[::1]";
   const daemonUrl = url.origin;
   return [
-    ...(config.adminToken === undefined && config.dataDir !== defaults.dataDir
-      ? [`CONSENT_DATA_DIR=${shellWord(config.dataDir)}`]
-      : []),
+    ...(config.adminToken === undefined ? [`CONSENT_DATA_DIR=${shellWord(config.dataDir)}`] : []),
     ...(daemonUrl !== defaults.daemonUrl ? [`CONSENT_DAEMON_URL=${daemonUrl}`] : []),
   ];
 }

@@ -1,6 +1,7 @@
+import { spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { once } from "node:events";
-import { chmod, mkdtemp, readFile, rm, stat, writeFile } from "node:fs/promises";
+import { chmod, mkdir, mkdtemp, readFile, rm, stat, writeFile } from "node:fs/promises";
 import { type AddressInfo, createServer } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -11,6 +12,7 @@ import {
   freePort,
   GATEWAY_URL,
   PROGRAMS,
+  ROOT,
   startProgram,
   startService,
   stopAllPrograms,
@@ -28,8 +30,10 @@ describe("start-up of the real programs", () => {
   afterAll(() => rm(root, { recursive: true, force: true }));
 
   it("npm start on an empty data dir creates it and its secrets, prints the URLs and how to mint a key, and is healthy", async () => {
+    // Run where a newcomer runs it: the default data dir, ./data where it started.
     const dataDir = path.join(root, "first", "data");
-    const program = startProgram(PROGRAMS.consent, { CONSENT_DATA_DIR: dataDir });
+    await mkdir(path.dirname(dataDir));
+    const program = startProgram(PROGRAMS.consent, {}, { cwd: path.dirname(dataDir) });
     const gatewayUrl = await program.waitFor(GATEWAY_URL);
     const daemonUrl = await program.waitFor(DAEMON_URL);
 
@@ -39,10 +43,20 @@ describe("start-up of the real programs", () => {
     const out = program.stdout();
     expect(out).toContain(`embedded store (${dataDir})`);
     expect(out).toMatch(/First start: created .*admin-token.*identity-key/);
-    // The commands as printed reach this process: its data dir and port are not the defaults.
-    const cli = `CONSENT_DATA_DIR=${dataDir} CONSENT_DAEMON_URL=${daemonUrl} npx consentctl`;
+    // The commands as printed reach this process from any directory, without npm: its data dir
+    // (the CLI's default is ./data where it runs) and port (not the default) are filled in.
+    const cli = `CONSENT_DATA_DIR=${dataDir} CONSENT_DAEMON_URL=${daemonUrl} node ${path.join(ROOT, "bin/consentctl.js")}`;
     expect(out).toContain(`${cli} teams create`);
     expect(out).toContain(`${cli} keys create --team <team id> --env live --scopes`);
+    expect(out).not.toContain("npx");
+    const teamsCreate = out.match(/^ {2}(.* teams create .*)$/m)?.[1] ?? "";
+    const pasted = spawnSync("sh", ["-c", `${teamsCreate} --json`], {
+      cwd: root,
+      env: { PATH: process.env.PATH },
+      encoding: "utf8",
+    });
+    expect([pasted.status, pasted.stderr]).toEqual([0, ""]);
+    expect(JSON.parse(pasted.stdout)).toMatchObject({ name: "My team", plan: "professional" });
     // Port 0 here: the default public base URL (port 8080) is not where the gateway listens.
     expect(out).toContain("Public base URL        http://localhost:8080");
     expect(out).toContain("set CONSENT_BASE_URL");
@@ -123,7 +137,7 @@ describe("start-up of the real programs", () => {
     const gatewayUrl = await second.waitFor(GATEWAY_URL);
     expect(await secrets()).toEqual(before);
     expect(second.stdout()).not.toContain("First start");
-    expect(second.stdout()).toContain("npx consentctl keys create");
+    expect(second.stdout()).toContain("bin/consentctl.js keys create");
     expect((await fetch(`${gatewayUrl}/api/v1/health`)).status).toBe(200);
   });
 

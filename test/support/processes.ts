@@ -10,7 +10,8 @@ import { afterAll, beforeAll, expect } from "vitest";
 import { consentState, createBanner, createTeam, http, mintKey } from "#test/support/api.js";
 import type { TestService } from "#test/support/service.js";
 
-const ROOT = fileURLToPath(new URL("../..", import.meta.url));
+/** The package's directory, where its programs are. */
+export const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 
 /** The package's programs, as `npm start` and the `bin` entries run them. */
 export const PROGRAMS = {
@@ -42,6 +43,11 @@ export interface ProgramLimits {
   fileSizeKb?: number;
 }
 
+/** Where a started program runs (default: the package's directory), and its limits. */
+export interface ProgramOptions extends ProgramLimits {
+  cwd?: string;
+}
+
 /** How a test service is started: limits, and how long it may take to print its URLs. */
 export interface ServiceStart extends ProgramLimits {
   /** Default 30 s (Program.waitFor): on a loaded CI machine a start has taken over 15. */
@@ -56,7 +62,7 @@ export interface ServiceStart extends ProgramLimits {
 export function startProgram(
   bin: string,
   env: Record<string, string>,
-  limits: ProgramLimits = {},
+  { cwd = ROOT, ...limits }: ProgramOptions = {},
 ): Program {
   const inherited = Object.fromEntries(
     Object.entries(process.env).filter(
@@ -77,7 +83,7 @@ export function startProgram(
           ],
         ];
   const child = spawn(command, args, {
-    cwd: ROOT,
+    cwd,
     env: {
       ...inherited,
       CONSENT_LOG_LEVEL: "warn",
