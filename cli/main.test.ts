@@ -97,6 +97,14 @@ describe("consentctl command line", () => {
     }
   });
 
+  it("points --config of banners create and update to the configuration reference", async () => {
+    const reference = "docs/banner-configuration.md";
+    await readFile(new URL(`../${reference}`, import.meta.url), "utf8");
+    for (const command of ["create", "update"]) {
+      expect((await run("banners", command, "--help")).stdout).toContain(reference);
+    }
+  });
+
   it("lists the global options in the top-level help", async () => {
     const help = await run("--help");
     expect(help.code).toBe(0);

@@ -71,7 +71,7 @@ export function addBannerFieldOptions(command: Command, mode: "create" | "update
     .option("--no-lgpd", "LGPD compliance off")
     .option(
       "--config <file>",
-      "JSON file with a configuration object (categories, texts, jurisdictionRules, …); flags override its fields",
+      "JSON file with a configuration object, every field as docs/banner-configuration.md lists them; flags override its fields",
       nonEmpty("the configuration file"),
     );
 }

@@ -1,3 +1,4 @@
+import { readFile } from "node:fs/promises";
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -55,6 +56,17 @@ describe("banners", () => {
     expect(banner.publicId).toMatch(/^[0-9a-f-]{36}$/);
     expect(banner.publicId).not.toBe(banner.id);
     expect(new Date(banner.createdAt).toISOString()).toBe(banner.createdAt);
+  });
+
+  it("accepts the complete example of docs/banner-configuration.md and answers it back as written", async () => {
+    const doc = await readFile(
+      new URL("../../docs/banner-configuration.md", import.meta.url),
+      "utf8",
+    );
+    const example = JSON.parse(/```json\n([\s\S]*?)```/.exec(doc)?.[1] ?? "null");
+    const result = await post({ name: "Shop", domain: "shop.example.com", configuration: example });
+    expect([result.status, result.body.error]).toEqual([201, undefined]);
+    expect(result.body.data.banner.configuration).toMatchObject(example);
   });
 
   it("reads a banner id in either case, as a public id is", async () => {
