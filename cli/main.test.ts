@@ -105,6 +105,23 @@ describe("consentctl command line", () => {
     }
   });
 
+  // Regression: `keys create --help` showed --expires-at 2026-12-31T23:59:59Z, which the daemon
+  // refuses ("must be in the future") from 2027 on.
+  it("gives --expires-at, which must lie ahead, far-off dates in help and in its messages", async () => {
+    const farOff = (text: string) => {
+      const dates = [...text.matchAll(/(?:--expires-at |e\.g\. )(\d{4}-\d{2}-\d{2}T[\d:]+Z)/g)];
+      expect(dates.length, text).toBeGreaterThan(0);
+      for (const [, date = ""] of dates) expect(date >= "2090", date).toBe(true);
+    };
+    farOff((await run("keys", "create", "--help")).stdout);
+    const refused = await run(
+      ...["keys", "create", "--team", "TEAM_ID", "--env", "live", "--scopes", "banners:read"],
+      ...["--expires-at", "2027-02-30T00:00:00Z"],
+    );
+    expect(refused.code).toBe(2);
+    farOff(refused.stderr);
+  });
+
   it("lists the global options in the top-level help", async () => {
     const help = await run("--help");
     expect(help.code).toBe(0);

@@ -55,7 +55,7 @@ export function parseIsoDateTime(value: string): Date {
   const withSeconds = value.replace(MINUTES_ONLY, "$1:00");
   if (!isIsoDateTime(withSeconds)) {
     throw new InvalidArgumentError(
-      `"${value}" is not an ISO 8601 date-time with a zone on a real calendar day (hours 00-23), e.g. 2026-12-31T23:59:59Z.`,
+      `"${value}" is not an ISO 8601 date-time with a zone on a real calendar day (hours 00-23), e.g. 2099-12-31T23:59:59Z.`,
     );
   }
   return new Date(withSeconds);

@@ -66,7 +66,7 @@ function addCreateKey(keys: Command, runtime: Runtime): void {
       "after",
       examples(
         "consentctl keys create --team TEAM_ID --env live --scopes banners:read,consent:read --name website",
-        "consentctl keys create --team TEAM_ID --env test --scopes banners:read --expires-at 2026-12-31T23:59:59Z --json",
+        "consentctl keys create --team TEAM_ID --env test --scopes banners:read --expires-at 2099-12-31T23:59:59Z --json",
       ),
     )
     .action((options: CreateOptions, command: Command) =>
