@@ -47,7 +47,7 @@ function row(teamId: string): ConsentLogRecord {
  * Appends consent-log rows to a fresh embedded store in `parent` (the benchmark's temp directory,
  * so the same disk as the service's data) through the store's own append, durable when its
  * promise resolves (daemon/store/lmdb-store.ts). No HTTP, no service: what the disk alone costs
- * the log route, whose answer waits for this commit (issue 3, item 1).
+ * the log route, whose answer waits for this commit (decisions §5: durable before the 200).
  */
 export async function measureCommitLatency(parent = os.tmpdir()): Promise<CommitLatency> {
   const dataDir = await mkdtemp(path.join(parent, "consent-commit-"));

@@ -30,7 +30,7 @@ function wireBytes(url: string, encoding: string): Promise<number> {
 }
 
 /**
- * GET /loader/{publicId}.js (issue 3, decisions §6): runtime, CSS and the banner's published
+ * GET /loader/{publicId}.js (decisions §6): runtime, CSS and the banner's published
  * configuration in one response, measured raw, gzip and brotli.
  */
 export async function measureLoader(gatewayUrl: string, publicId: string): Promise<LoaderSize> {

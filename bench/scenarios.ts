@@ -95,7 +95,7 @@ const resolve: Omit<Scenario, "name" | "description" | "topology" | "targets"> =
 export const LOG_ROUTE = "/api/consent/log";
 
 /**
- * The banner runtime's post (issue 3, decisions §5) for a banner of the fixture: a `text/plain`
+ * The banner runtime's post (decisions §5) for a banner of the fixture: a `text/plain`
  * body from a page on the banner's domain, each request from its own client IP (spec 8: 1,000 a
  * minute per IP).
  */

@@ -79,7 +79,7 @@ function parseAddress(value: string): Address | null {
 }
 
 /**
- * The SSRF guard of webhook delivery (issue 5, decisions §8). Only public unicast addresses are
+ * The SSRF guard of webhook delivery (decisions §8). Only public unicast addresses are
  * reached: loopback, private, link-local (cloud metadata included), carrier-grade NAT, unique
  * local, multicast, unspecified and every other special range are refused, IPv4 and IPv6 alike,
  * unless an operator listed the range in CONSENT_WEBHOOK_ALLOW_CIDRS. Plain http is only for

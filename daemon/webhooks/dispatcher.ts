@@ -32,7 +32,7 @@ import {
   withoutExpiredPreviousSecret,
 } from "#daemon/webhooks/webhook-store.js";
 
-/** issue 5: an endpoint whose every attempt failed for this long is disabled. */
+/** docs/webhooks.md: an endpoint whose every attempt failed for this long is disabled. */
 export const FAILING_DISABLE_AFTER_MS = 5 * 24 * 3_600_000;
 /** A claim outlives the longest attempt by far, so a live holder never loses it mid-send. */
 export const LEASE_MS = DELIVERY_TIMEOUT_MS * 4;
@@ -124,7 +124,7 @@ export function signingSecrets(
 }
 
 /**
- * Delivers webhook events, at least once, from the store's outbox (issue 5). Runs beside the RPC
+ * Delivers webhook events, at least once, from the store's outbox (docs/webhooks.md). Runs beside the RPC
  * server, never on a visitor's request: it polls the store, and appends in this process wake it.
  * Every claim is a lease in the store, so any number of daemons on one store share the work
  * without sending one attempt twice, and work held by a daemon that died is picked up when its
@@ -492,7 +492,7 @@ export class WebhookDispatcher {
       );
   }
 
-  /** issue 5: 410 Gone disables at once; so does a run of failures lasting five days. */
+  /** docs/webhooks.md: 410 Gone disables at once; so does a run of failures lasting five days. */
   private disableReason(
     endpoint: WebhookEndpointRecord,
     outcome: SendOutcome,

@@ -1,5 +1,5 @@
 /**
- * Delays before each retry (issue 5, after Svix and Stripe): about 5 s, 5 min, 30 min, 2 h, 5 h,
+ * Delays before each retry (docs/webhooks.md, after Svix and Stripe): about 5 s, 5 min, 30 min, 2 h, 5 h,
  * 10 h and 10 h. The first attempt is immediate, so a delivery has at most 8 attempts (~28 h).
  */
 export const RETRY_DELAYS_MS = [

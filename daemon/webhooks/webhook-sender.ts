@@ -8,7 +8,7 @@ import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
 import type { AddressGuard } from "#daemon/webhooks/address-guard.js";
 import type { SignedHeaders } from "#daemon/webhooks/signing.js";
 
-/** issue 5: an attempt that has not completed in 15 s has failed. */
+/** docs/webhooks.md: an attempt that has not completed in 15 s has failed. */
 export const DELIVERY_TIMEOUT_MS = 15_000;
 /** At most this much of a response body is read and kept. */
 export const RESPONSE_EXCERPT_BYTES = 256;

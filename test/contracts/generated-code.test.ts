@@ -33,7 +33,7 @@ async function filesUnder(dir: string): Promise<string[]> {
 }
 
 /**
- * Issue 2 item 1: the proto contract is lint-clean, and the committed proto/gen is exactly what
+ * The proto contract is lint-clean, and the committed proto/gen is exactly what
  * `buf generate` makes of it, so a proto edit without regeneration fails the suite.
  */
 describe("proto contracts and generated code", () => {

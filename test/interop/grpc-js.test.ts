@@ -20,7 +20,7 @@ import { rawRequest } from "#test/support/raw-http2.js";
 import { startTestService, type TestService } from "#test/support/service.js";
 
 /**
- * Issue 2 item 8 and decisions §7: a grpc-js client built only from the .proto files gets the same
+ * decisions §7: a grpc-js client built only from the .proto files gets the same
  * answers from the daemon as a REST client gets from the gateway.
  */
 describe("grpc-js against the daemon", () => {

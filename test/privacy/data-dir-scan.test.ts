@@ -45,7 +45,7 @@ async function filesUnder(dir: string): Promise<string[]> {
 }
 
 /**
- * Issue 2 item 8, decisions §2 and §4: after a run, nothing under CONSENT_DATA_DIR holds a raw
+ * decisions §2 and §4: after a run, nothing under CONSENT_DATA_DIR holds a raw
  * subject id, a raw client IP or a full API key.
  */
 describe("data directory after a run", () => {

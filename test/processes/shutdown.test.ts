@@ -83,7 +83,7 @@ async function listenerClosed(url: string, timeoutMs = 5_000): Promise<void> {
   throw new Error(`${url} still accepts connections ${timeoutMs} ms after SIGTERM`);
 }
 
-/** Issue 2 item 6: SIGTERM drains in-flight requests and exits cleanly; acknowledged writes last. */
+/** SIGTERM drains in-flight requests and exits cleanly; acknowledged writes last. */
 describe("SIGTERM on npm start", () => {
   const dirs = useProgramRoot("consent-shutdown-");
 

@@ -19,7 +19,7 @@ import {
   storeWithSubjectState,
 } from "#test/support/processes.js";
 
-/** Issue 2 item 6 and decisions §1: what a newcomer sees on `npm start`, and a misconfigured gateway. */
+/** decisions §1: what a newcomer sees on `npm start`, and a misconfigured gateway. */
 describe("start-up of the real programs", () => {
   let root: string;
 

@@ -51,7 +51,7 @@ async function subscribe(service: TestService, url: string, body: Record<string,
   return { ...fixture, key, webhook: created.body.data.webhook };
 }
 
-/** spec 6 and issue 5 over the real daemon, gateway and a real receiver on 127.0.0.1. */
+/** spec 6 and docs/webhooks.md over the real daemon, gateway and a real receiver on 127.0.0.1. */
 describe("consent.given delivery", () => {
   let service: TestService;
   let receiver: WebhookReceiver;

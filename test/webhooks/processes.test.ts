@@ -29,7 +29,7 @@ function deliveredBy(stdout: string): string[] {
   });
 }
 
-/** Issue 5 with the real programs: a daemon that dies mid-delivery, two daemons on one store. */
+/** Webhook delivery with the real programs: a daemon that dies mid-delivery, two daemons on one store. */
 describe("webhook delivery across daemon processes", { timeout: 240_000 }, () => {
   const dirs = useProgramRoot("consent-webhook-processes-");
   let receiver: WebhookReceiver;
