@@ -497,4 +497,22 @@ describe("requests a client pipelines on one connection without reading the answ
     // The whole answer, and nothing after it.
     expect(text.length - headEnd).toBe(length);
   });
+
+  it("still closes a connection whose answer does not move when the client keeps sending bytes after one it cannot read", async () => {
+    const { socket, received } = await rawConnection(port);
+    socket.write(LIST_REQUEST);
+    await vi.waitFor(() => expect(received()).toMatch(/^HTTP\/1\.1 200 /), { interval: 5 });
+    socket.pause();
+    socket.write("NOT A REQUEST\r\n\r\n");
+    const closed = new Promise((resolve) => socket.once("close", resolve));
+    // A byte every 300 ms for 4 s, reading nothing: were the bytes read, each would count as the
+    // connection moving, and the 16 MB answer would be held as long as the bytes come.
+    for (let i = 0; i < 13; i += 1) {
+      socket.write("x");
+      await new Promise((resolve) => setTimeout(resolve, 300));
+    }
+    socket.resume();
+    await closed;
+    expect(received().length).toBeLessThan(16 * 1024 * 1024);
+  });
 });

@@ -248,6 +248,8 @@ function dropUnread(raw: IncomingMessage): Promise<void> {
  * version headers of a route's answer (spec 9.4), and the connection is closed (Fastify's
  * clientErrorHandler). As Node would, nothing is written where an answer to an earlier request
  * on the connection has begun: it would land inside that answer, which goes out whole instead.
+ * Then the connection reads nothing more, and closes once that answer has gone (or, where its
+ * client reads nothing, at the connection timeout).
  */
 function answerUnreadable(error: NodeJS.ErrnoException, socket: Socket) {
   if (error.code === "ECONNRESET" || socket.destroyed) return;
@@ -261,7 +263,11 @@ function answerUnreadable(error: NodeJS.ErrnoException, socket: Socket) {
   const inFlight = (socket as Socket & { _httpMessage?: { headersSent: boolean } | null })
     ._httpMessage;
   if (inFlight?.headersSent) {
+    // Nothing more is read: each byte a client sends after it would count as the connection
+    // moving and hold the answer past the connection timeout, however little of it is read.
+    socket.pause();
     socket.end();
+    socket.once("finish", () => socket.destroy());
     return;
   }
   const fields = errorFields({ status, message, code: "invalid_request", headers: {} });
