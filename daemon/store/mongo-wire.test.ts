@@ -1,4 +1,5 @@
 import { randomUUID } from "node:crypto";
+import { isDeepStrictEqual } from "node:util";
 import { type Document, Double } from "mongodb";
 import { afterEach, describe, expect, it } from "vitest";
 import { StartupError } from "#daemon/config.js";
@@ -238,5 +239,41 @@ describe("MongoDB store: indexes at start-up", () => {
       }),
     });
     await expect(open(database, 1_000)).rejects.toThrow(/not authorized to drop/);
+  });
+});
+
+describe("MongoDB store: webhook claims", () => {
+  it("hints the due index by its name, so an index made by hand with the same keys stops no delivery", async () => {
+    // Made by hand beside the service's due index: the same keys, another partial filter.
+    const byHand = {
+      v: 2,
+      key: { dueAt: 1, webhookId: 1, teamId: 1 },
+      name: "failed_due_by_hand",
+      partialFilterExpression: { status: "failed" },
+    };
+    // As MongoDB resolves a hint: a name is one index; keys that several indexes have are refused.
+    const database = emptyDatabase(new Map([["webhook_deliveries", [byHand]]]), {
+      findAndModify: (command) => {
+        const hinted = (database.indexes.get(command.findAndModify) ?? []).filter((index) =>
+          typeof command.hint === "string"
+            ? index.name === command.hint
+            : isDeepStrictEqual(index.key, command.hint),
+        );
+        if (hinted.length > 1) {
+          return {
+            ok: 0,
+            code: 27,
+            codeName: "IndexNotFound",
+            errmsg: "Hint matched multiple indexes, must hint by index name",
+          };
+        }
+        return { lastErrorObject: { n: 0, updatedExisting: false }, value: null, ok: 1 };
+      },
+    });
+    const store = await open(database, 1_000);
+    const lease = { owner: "daemon-1", until: new Date(Date.now() + 60_000) };
+    await expect(store.webhooks.claimDeliveries(lease, new Date(), 5)).resolves.toEqual([]);
+    const claims = server?.commands.filter((command) => "findAndModify" in command) ?? [];
+    expect(claims.map((command) => command.hint)).toEqual(["webhook_deliveries_due_by_endpoint"]);
   });
 });

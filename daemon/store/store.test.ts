@@ -322,6 +322,25 @@ describe.skipIf(!process.env.MONGODB_URI)("MongoDB store", () => {
     await again.close();
   });
 
+  it("claims webhook deliveries beside an index made by hand with the due index's keys", async () => {
+    const { dbName, store } = await openFresh();
+    const client = await MongoClient.connect(uri);
+    try {
+      await client
+        .db(dbName)
+        .collection("webhook_deliveries")
+        .createIndex(
+          { dueAt: 1, webhookId: 1, teamId: 1 },
+          { name: "failed_due_by_hand", partialFilterExpression: { status: "failed" } },
+        );
+      const lease = { owner: "daemon-1", until: new Date(Date.now() + 60_000) };
+      await expect(store.webhooks.claimDeliveries(lease, new Date(), 5)).resolves.toEqual([]);
+    } finally {
+      await client.close();
+      await store.close();
+    }
+  });
+
   it("plans a webhook claim as a scan of the due index: no collection scan, no sort in memory", async () => {
     const { claimQuery } = await import("#daemon/webhooks/mongo-webhook-store.js");
     const { dbName, store } = await openFresh();

@@ -1,4 +1,11 @@
-import type { AnyBulkWriteOperation, Collection, Filter, IndexDescription, WithId } from "mongodb";
+import type {
+  AnyBulkWriteOperation,
+  Collection,
+  Document,
+  Filter,
+  IndexDescription,
+  WithId,
+} from "mongodb";
 import type { ConsentLogRecord } from "#daemon/consent-log/consent-log-store.js";
 import type { ConsentLogDocument } from "#daemon/consent-log/mongo-consent-log-store.js";
 import {
@@ -284,7 +291,9 @@ export class MongoWebhookStore implements WebhookStore {
       const document = await this.deliveries.findOneAndUpdate(
         filter,
         { $set: { leaseOwner: lease.owner, leaseUntil: lease.until, dueAt: lease.until } },
-        { sort, hint, returnDocument: "after" },
+        // findAndModify takes an index's name as its hint (MongoDB 4.4 on); the driver types only
+        // a key pattern but sends either as given.
+        { sort, hint: hint as unknown as Document, returnDocument: "after" },
       );
       if (!document) break;
       const delivery = deliveryOf(document);
@@ -356,7 +365,9 @@ export class MongoWebhookStore implements WebhookStore {
  * claim that excludes a full endpoint could be planned on webhook_deliveries_by_endpoint (its
  * `$nin` makes that index a candidate too), which fetches every delivery of the other endpoints,
  * sent ones included, and sorts them in memory; a plan cached from a moment it won would keep
- * doing so.
+ * doing so. The hint names the index: a hint by key pattern fails every claim once another index
+ * with the same keys exists (one made by hand with another partial filter or a collation), which
+ * MongoDB refuses as ambiguous ("Hint matched multiple indexes, must hint by index name").
  */
 export function claimQuery(
   now: Date,
@@ -369,7 +380,7 @@ export function claimQuery(
     ...(full.webhookIds.length > 0 && { webhookId: { $nin: [...full.webhookIds] } }),
     ...(full.teamIds.length > 0 && { teamId: { $nin: [...full.teamIds] } }),
   };
-  return { filter, sort: { dueAt: 1 } as const, hint: { ...DUE_INDEX.key } };
+  return { filter, sort: { dueAt: 1 } as const, hint: DUE_INDEX.name };
 }
 
 function endpointOf(document: WithId<WebhookEndpointDocument>): WebhookEndpointRecord {
