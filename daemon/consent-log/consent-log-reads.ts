@@ -37,6 +37,14 @@ export const TAIL_FULL_SWEEP_MS = 5_000;
  * read still costs a store read and a key check, so wake-ups this close together are taken as one.
  */
 export const TAIL_COALESCE_MS = 50;
+/**
+ * The farthest back a tail re-reads, whatever the store's lateRowsMs: a full sweep reads every id
+ * of its lookback and the tail keeps them all, so the lookback is what each sweep costs. MongoDB
+ * declares rows as late as a command's longest wait (mongo-timeouts.ts, about 40 minutes at the
+ * highest CONSENT_MONGODB_TIMEOUT_MS); past this bound a row acknowledged that late reaches the
+ * log's list and export but may miss a running tail.
+ */
+export const TAIL_MAX_LOOKBACK_MS = 120_000;
 /** A tail with nothing to send sends an empty message this often, so idle connections stay up. */
 export const TAIL_KEEPALIVE_MS = 20_000;
 /** Tails of one team one daemon follows at once; one more is refused (RESOURCE_EXHAUSTED). */
@@ -169,8 +177,9 @@ export function createConsentLogReads(options: ConsentLogReadOptions): ConsentLo
         // How far behind the newest row a sweep re-reads. Ids are UUIDv7 of each daemon's clock:
         // a row another daemon (or a concurrent append of this one) commits late can carry an
         // id below one already sent, so the sweep reads a trailing window and skips the ids it
-        // has met; the store says how late a row can be.
-        const lookbackMs = store.consentLog.lateRowsMs;
+        // has met; the store says how late a row can be, and the tail reads at most
+        // TAIL_MAX_LOOKBACK_MS of it.
+        const lookbackMs = Math.min(store.consentLog.lateRowsMs, TAIL_MAX_LOOKBACK_MS);
         let windowStart = clock().getTime() - lookbackMs;
         /** The highest id met: between sweeps a read starts after it. */
         let cursor = lowestIdAt(windowStart);

@@ -6,9 +6,11 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   MAX_TAILS_PER_TEAM,
   TAIL_FULL_SWEEP_MS,
+  TAIL_MAX_LOOKBACK_MS,
   TAIL_NEAR_MS,
   TAIL_POLL_MS,
 } from "#daemon/consent-log/consent-log-reads.js";
+import { aConsentLogRow } from "#daemon/consent-log/consent-log-store.contract.js";
 import { type ConsentLogEntry, ConsentLogService } from "#gen/consent/v1/consent_log_pb.js";
 import { ErrorInfoSchema } from "#gen/consent/v1/errors_pb.js";
 import { createBanner, mintKey, operator } from "#test/support/api.js";
@@ -177,6 +179,29 @@ describe("ConsentLogService operator reads over gRPC", () => {
       await late.close();
     }
   }, 20_000);
+
+  it("re-reads at most TAIL_MAX_LOOKBACK_MS, however late the store says a row may come", async () => {
+    // About what MongoDB declares at the highest CONSENT_MONGODB_TIMEOUT_MS (600000).
+    const late = await startTestService({ gateway: true, lateRowsMs: 40 * 60_000 });
+    try {
+      const { teamId, id, publicId } = await bannerFixture(late);
+      const tail = await follow(teamId, {}, late);
+      const aged = (ageMs: number) =>
+        aConsentLogRow(teamId, new Date(Date.now() - ageMs), { bannerId: id, publicId });
+      const beyond = aged(TAIL_MAX_LOOKBACK_MS + 60_000);
+      const within = aged(TAIL_MAX_LOOKBACK_MS - 20_000);
+      await late.store.consentLog.append(beyond);
+      await late.store.consentLog.append(within);
+      // The whole lookback's sweep meets the row within it, and never reads back to the other.
+      expect(await tail.nextIds()).toEqual([within.id]);
+      await new Promise((resolve) => setTimeout(resolve, TAIL_FULL_SWEEP_MS + TAIL_POLL_MS));
+      const after = await record(late, publicId);
+      expect(await tail.nextIds()).toEqual([after]);
+      tail.abort.abort();
+    } finally {
+      await late.close();
+    }
+  }, 30_000);
 
   it("ends a tail whose key is revoked while it runs, before the next row reaches it", async () => {
     const { teamId, publicId } = await bannerFixture(service);
