@@ -25,7 +25,7 @@ describe("the CLI's daemon client", () => {
       const teamId = await createTeam(service);
       const abort = new AbortController();
       const tail = client
-        .logs(teamId, { streaming: true })
+        .logs(teamId, { untimed: true })
         .tailConsentLogs({}, { signal: abort.signal })
         [Symbol.asyncIterator]();
       expect((await tail.next()).value?.entries).toEqual([]);
@@ -59,7 +59,7 @@ describe("the CLI's daemon client", () => {
     });
     try {
       const tail = client
-        .logs("team", { streaming: true })
+        .logs("team", { untimed: true })
         .tailConsentLogs({})
         [Symbol.asyncIterator]();
       const failure = await tail.next().then(

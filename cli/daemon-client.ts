@@ -37,10 +37,13 @@ export interface DaemonClient {
   /** SubjectService as an operator acting for one team. */
   subjects(teamId: string): Client<typeof SubjectService>;
   /**
-   * ConsentLogService as an operator acting for one team. `streaming` drops the per-call time
-   * limit: a tail runs until Ctrl-C and an export as long as its rows take.
+   * ConsentLogService as an operator acting for one team. `untimed` drops the per-call time
+   * limit (the connection is still checked with pings): a tail runs until Ctrl-C, an export as
+   * long as its rows take, and a listing or a count as long as the store reads, which is the
+   * daemon's to bound (on MongoDB, CONSENT_MONGODB_TIMEOUT_MS a read, past which it answers
+   * `query_too_broad`: a call limit as long as that would cut the answer off).
    */
-  logs(teamId: string, options?: { streaming?: boolean }): Client<typeof ConsentLogService>;
+  logs(teamId: string, options?: { untimed?: boolean }): Client<typeof ConsentLogService>;
   /** WebhookService as an operator acting for one team. */
   webhooks(teamId: string): Client<typeof WebhookService>;
   /** The `date` header of the latest response, for the doctor's clock-skew check. */
@@ -83,8 +86,8 @@ export function createDaemonClient(options: DaemonClientOptions): DaemonClient {
     health: createClient(Health, operatorTransport),
     banners: (teamId) => createClient(BannerService, transportFor(teamId)),
     subjects: (teamId) => createClient(SubjectService, transportFor(teamId)),
-    logs: (teamId, { streaming = false } = {}) =>
-      createClient(ConsentLogService, transportFor(teamId, { limited: !streaming })),
+    logs: (teamId, { untimed = false } = {}) =>
+      createClient(ConsentLogService, transportFor(teamId, { limited: !untimed })),
     webhooks: (teamId) => createClient(WebhookService, transportFor(teamId)),
     lastServerDate: () => serverDate,
     close: () => sessionManager.abort(),

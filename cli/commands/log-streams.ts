@@ -131,7 +131,7 @@ export function addTailLogs(logs: Command, runtime: Runtime): void {
             try {
               const { bannerId, methods } = await filterRequest(client, options, signal);
               const stream = client
-                .logs(options.team, { streaming: true })
+                .logs(options.team, { untimed: true })
                 .tailConsentLogs({ bannerId, methods }, { signal });
               for await (const response of stream) {
                 if (!following && views) {
@@ -228,7 +228,7 @@ export function addExportLogs(logs: Command, runtime: Runtime): void {
               watch(out);
               progress = context.json ? undefined : progressLine(io, out);
               const stream = client
-                .logs(options.team, { streaming: true })
+                .logs(options.team, { untimed: true })
                 .exportConsentLogs(request, { signal });
               for await (const batch of stream) {
                 // Counted once handed to the output: a stop while it drains has still sent them.

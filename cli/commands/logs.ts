@@ -42,7 +42,8 @@ function addListLogs(logs: Command, runtime: Runtime): void {
         progress: "Reading consent log…",
         auth: "operator",
         call: async ({ client }) => {
-          const response = await client.logs(options.team).listConsentLogs({
+          // The store bounds the read (query_too_broad past it), not the call's limit.
+          const response = await client.logs(options.team, { untimed: true }).listConsentLogs({
             ...(await filterRequest(client, options)),
             pageSize: options.limit,
             pageToken: options.pageToken ?? "",
@@ -82,8 +83,9 @@ function addStatsLogs(logs: Command, runtime: Runtime): void {
         progress: "Counting consent log rows…",
         auth: "operator",
         call: async ({ client }) => {
+          // The store bounds the count (query_too_broad past it), not the call's limit.
           const stats = await client
-            .logs(options.team)
+            .logs(options.team, { untimed: true })
             .consentLogStats(await filterRequest(client, options));
           return {
             total: Number(stats.total),

@@ -5,10 +5,17 @@ import type { Authenticator } from "#daemon/auth/authenticator.js";
 import type { BannerRecord } from "#daemon/banners/banner-store.js";
 import type { Clock } from "#daemon/clock.js";
 import { consentLogEntryMessage } from "#daemon/consent-log/consent-log-messages.js";
-import { matchesLogFilters, readTeamLogQuery } from "#daemon/consent-log/consent-log-rules.js";
-import type {
-  ConsentLogForwardQuery,
-  ConsentLogRecord,
+import {
+  idMillis,
+  lowestIdAt,
+  matchesLogFilters,
+  readTeamLogQuery,
+  tooBroadQuery,
+} from "#daemon/consent-log/consent-log-rules.js";
+import {
+  type ConsentLogForwardQuery,
+  type ConsentLogRecord,
+  LogReadTooLargeError,
 } from "#daemon/consent-log/consent-log-store.js";
 import { DomainError } from "#daemon/errors.js";
 import { afterAdmission } from "#daemon/rpc/rate-limit-headers.js";
@@ -70,17 +77,6 @@ interface LogFilterRequest {
   methods: string[];
   since?: Timestamp;
   until?: Timestamp;
-}
-
-/** The millisecond a UUIDv7 carries in its first 48 bits. */
-function idMillis(id: string): number {
-  return Number.parseInt(id.slice(0, 8) + id.slice(9, 13), 16);
-}
-
-/** The lowest UUIDv7 string of a millisecond: every id of that millisecond or later sorts above. */
-function lowestIdAt(ms: number): string {
-  const hex = Math.max(0, ms).toString(16).padStart(12, "0");
-  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-0000-0000-000000000000`;
 }
 
 /**
@@ -243,6 +239,16 @@ export function createConsentLogReads(options: ConsentLogReadOptions): ConsentLo
         // A deadline, the daemon shutting down or the caller leaving: the tail ends with that
         // reason (DEADLINE_EXCEEDED, UNAVAILABLE), never as if it had finished.
         ctx.signal.throwIfAborted();
+      } catch (error) {
+        // A tail reads its lookback and the rows after it, no range of the caller's: one such
+        // read the store stopped at its time limit met a store too busy for now (spec 7: retry).
+        if (!(error instanceof LogReadTooLargeError)) throw error;
+        throw new DomainError(
+          "unavailable",
+          "unavailable",
+          "The store did not read the tail's latest rows within its time limit; retry later",
+          { retryAfterSeconds: TAIL_RETRY_SECONDS },
+        );
       } finally {
         const left = (tailsByTeam.get(teamId) ?? 1) - 1;
         if (left > 0) tailsByTeam.set(teamId, left);
@@ -252,10 +258,14 @@ export function createConsentLogReads(options: ConsentLogReadOptions): ConsentLo
 
     async consentLogStats(request, ctx) {
       const { auth: _auth, banner, ...filters } = await admit(ctx, request);
-      const stats = await store.consentLog.stats({
-        ...filters,
-        requiredCategories: await requiredCategories(filters.teamId, filters.publicId, banner),
-      });
+      const stats = await store.consentLog
+        .stats({
+          ...filters,
+          requiredCategories: await requiredCategories(filters.teamId, filters.publicId, banner),
+        })
+        .catch((error: unknown) => {
+          throw tooBroadQuery(error);
+        });
       return {
         total: BigInt(stats.total),
         byMethod: Object.fromEntries(
@@ -272,12 +282,16 @@ export function createConsentLogReads(options: ConsentLogReadOptions): ConsentLo
       const { auth, banner: _banner, ...filters } = await admit(ctx, request);
       // Without an end the export stops at the moment it began: one fixed set of rows.
       const until = filters.until ?? clock();
-      for await (const rows of forward({ ...filters, until })) {
-        // Cut short by a deadline or a shutdown, an export ends with that reason, never as if it
-        // had given every row.
-        ctx.signal.throwIfAborted();
-        await authenticator.confirmStillAdmitted(auth);
-        yield { entries: rows.map(consentLogEntryMessage) };
+      try {
+        for await (const rows of forward({ ...filters, until })) {
+          // Cut short by a deadline or a shutdown, an export ends with that reason, never as if
+          // it had given every row.
+          ctx.signal.throwIfAborted();
+          await authenticator.confirmStillAdmitted(auth);
+          yield { entries: rows.map(consentLogEntryMessage) };
+        }
+      } catch (error) {
+        throw tooBroadQuery(error);
       }
     },
   };

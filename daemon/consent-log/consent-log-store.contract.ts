@@ -100,6 +100,29 @@ export function describeConsentLogStoreContract(openStore: OpenStore): void {
       expect(listed.map((r) => r.id)).toEqual([rows[2], rows[1]].map((r) => r?.id));
     });
 
+    it("selects a time range by receipt, also the rows whose id runs ahead of their receipt", async () => {
+      const since = now;
+      const until = shifted(now, 10 * MINUTE);
+      // A daemon whose clock stepped back an hour gives ids of the time it had reached
+      // (createLogIdGenerator): never below the receipt's time, but as far above it as that.
+      const ahead = (receivedAt: Date) =>
+        aConsentLogRow(teamId, receivedAt, {
+          id: uuidv7({ msecs: receivedAt.getTime() + 60 * MINUTE }),
+        });
+      const first = aConsentLogRow(teamId, since);
+      const last = ahead(shifted(until, -1));
+      const before = ahead(shifted(since, -1));
+      const after = aConsentLogRow(teamId, until);
+      for (const row of [first, last, before, after]) await store().consentLog.append(row);
+      const range = { teamId, since, until };
+      const listed = await store().consentLog.list({ ...range, limit: 10 });
+      expect(listed.map((row) => row.id)).toEqual([last.id, first.id]);
+      const forward = await store().consentLog.listForward({ ...range, limit: 10 });
+      expect(forward.map((row) => row.id)).toEqual([first.id, last.id]);
+      const stats = await store().consentLog.stats({ ...range, requiredCategories: {} });
+      expect(stats.total).toBe(2);
+    });
+
     it("pages with limit and beforeId through every matching row once", async () => {
       const rows = await appendRows(7, (i) => ({ method: i === 3 ? "custom" : "accept_all" }));
       const pages: string[][] = [];

@@ -81,6 +81,23 @@ export interface ConsentLogStats {
   optedIn: number;
 }
 
+/**
+ * Thrown by list, listForward and stats when the store stopped the read at its time limit
+ * (MongoDB: maxTimeMS, CONSENT_MONGODB_TIMEOUT_MS): the read passes over more rows than the store
+ * reads in that time. The same read fails again; one over a shorter time range, or of one banner,
+ * passes over fewer. The driver's error is the cause.
+ */
+export class LogReadTooLargeError extends Error {
+  constructor(
+    /** The store's time limit of one read. */
+    readonly limitMs: number,
+    options?: ErrorOptions,
+  ) {
+    super(`the consent log read passed its time limit of ${limitMs} ms`, options);
+    this.name = "LogReadTooLargeError";
+  }
+}
+
 /** What append() writes beside the row. */
 export interface AppendOptions {
   /**

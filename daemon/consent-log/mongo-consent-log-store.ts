@@ -1,4 +1,12 @@
-import type { Collection, Document, Filter, IndexDescription, WithId } from "mongodb";
+import {
+  type Collection,
+  type Document,
+  type Filter,
+  type IndexDescription,
+  MongoServerError,
+  type WithId,
+} from "mongodb";
+import { lowestIdAt } from "#daemon/consent-log/consent-log-rules.js";
 import {
   type AppendOptions,
   CONSENT_ID_SCAN_LIMIT,
@@ -8,6 +16,7 @@ import {
   type ConsentLogStats,
   type ConsentLogStatsQuery,
   type ConsentLogStore,
+  LogReadTooLargeError,
 } from "#daemon/consent-log/consent-log-store.js";
 import { insertUnique } from "#daemon/store/mongo-writes.js";
 
@@ -25,6 +34,9 @@ export type ConsentLogDocument = Omit<ConsentLogRecord, "id"> & {
    */
   outbox?: OutboxField;
 };
+
+/** MongoDB's MaxTimeMSExpired: the server stopped a read at its maxTimeMS. */
+const MAX_TIME_MS_EXPIRED = 50;
 
 /** A pending `consent.given` event, claimed under a lease (daemon/webhooks/mongo-webhook-store.ts). */
 export interface OutboxField {
@@ -61,7 +73,9 @@ export class MongoConsentLogStore implements ConsentLogStore {
    *   acknowledged, which takes at most the store's bound of a command (mongo-timeouts.ts): its
    *   id can be that much older than the moment it is first read.
    * @param options.maxTimeMS Where a read of the log stops on the server: a team's counts, a
-   *   filtered listing or export that passes over many rows. It then fails as unavailable.
+   *   filtered listing or export that passes over many rows. A read of a range then fails with
+   *   LogReadTooLargeError; latestByConsentId, which reads a bounded number of rows, with the
+   *   driver's error (a server too busy for now, unavailable).
    */
   constructor(
     private readonly collection: Collection<ConsentLogDocument>,
@@ -81,11 +95,13 @@ export class MongoConsentLogStore implements ConsentLogStore {
   async list(query: ConsentLogQuery): Promise<ConsentLogRecord[]> {
     // limit(0) means "no limit" to MongoDB; the port means "no rows".
     if (query.limit <= 0) return [];
-    const documents = await this.collection
-      .find(filterOf(query), { maxTimeMS: this.maxTimeMS })
-      .sort({ _id: -1 })
-      .limit(query.limit)
-      .toArray();
+    const documents = await this.withinTimeLimit(() =>
+      this.collection
+        .find(filterOf(query), { maxTimeMS: this.maxTimeMS })
+        .sort({ _id: -1 })
+        .limit(query.limit)
+        .toArray(),
+    );
     return documents.map(toRecord);
   }
 
@@ -98,11 +114,11 @@ export class MongoConsentLogStore implements ConsentLogStore {
    */
   async listForward(query: ConsentLogForwardQuery): Promise<ConsentLogRecord[]> {
     if (query.limit <= 0) return [];
-    const pageAfter = (afterId: string | undefined) => {
-      const filter = filterOf(query);
-      if (afterId !== undefined) filter._id = { $gt: afterId };
-      return filter;
-    };
+    return this.withinTimeLimit(() => this.readForward(query));
+  }
+
+  private async readForward(query: ConsentLogForwardQuery): Promise<ConsentLogRecord[]> {
+    const pageAfter = (afterId: string | undefined) => filterOf({ ...query, afterId });
     const skip = query.skipIds;
     if (!skip || skip.size === 0) {
       const documents = await this.collection
@@ -138,11 +154,13 @@ export class MongoConsentLogStore implements ConsentLogStore {
 
   /** One aggregation: $match on the query's index, then the three counts side by side ($facet). */
   async stats(query: ConsentLogStatsQuery): Promise<ConsentLogStats> {
-    const [result] = await this.collection
-      .aggregate<StatsFacets>([{ $match: filterOf(query) }, { $facet: statsFacets(query) }], {
-        maxTimeMS: this.maxTimeMS,
-      })
-      .toArray();
+    const [result] = await this.withinTimeLimit(() =>
+      this.collection
+        .aggregate<StatsFacets>([{ $match: filterOf(query) }, { $facet: statsFacets(query) }], {
+          maxTimeMS: this.maxTimeMS,
+        })
+        .toArray(),
+    );
     const choices = result?.choices[0];
     return {
       total: (result?.byMethod ?? []).reduce((sum, group) => sum + group.count, 0),
@@ -179,6 +197,22 @@ export class MongoConsentLogStore implements ConsentLogStore {
       )
       .toArray();
     return document ? toRecord(document) : null;
+  }
+
+  /**
+   * A read of a range that the server stopped at maxTimeMS passes over more rows than it reads in
+   * that time, and would again: LogReadTooLargeError, which the caller is told to narrow, not a
+   * store out of reach to retry.
+   */
+  private async withinTimeLimit<T>(read: () => Promise<T>): Promise<T> {
+    try {
+      return await read();
+    } catch (error) {
+      if (error instanceof MongoServerError && error.code === MAX_TIME_MS_EXPIRED) {
+        throw new LogReadTooLargeError(this.maxTimeMS, { cause: error });
+      }
+      throw error;
+    }
   }
 }
 
@@ -251,8 +285,17 @@ function statsFacets(query: ConsentLogStatsQuery): Record<string, Document[]> {
   };
 }
 
+/**
+ * The filter of a query: team (and banner) equality, then a range of `_id`, which is a range of
+ * the query's index (consent_log_by_team, consent_log_by_banner), and the other conditions checked
+ * on each row in it. A row's id is never below its receipt's millisecond (lowestIdAt), so `since`
+ * bounds the ids as well: a read from `since` on starts there in the index instead of passing
+ * over the team's whole older history. `until` bounds receivedAt alone: an id runs ahead of its
+ * receipt's time by as far as its daemon's clock had stepped back, so no id is certain to follow
+ * every row received before `until`.
+ */
 function filterOf(
-  query: Omit<ConsentLogQuery, "beforeId" | "limit"> & { beforeId?: string },
+  query: Omit<ConsentLogQuery, "beforeId" | "limit"> & { beforeId?: string; afterId?: string },
 ): Filter<ConsentLogDocument> {
   const filter: Filter<ConsentLogDocument> = { teamId: query.teamId };
   if (query.publicId !== undefined) filter.publicId = query.publicId;
@@ -263,7 +306,13 @@ function filterOf(
       ...(query.until !== undefined && { $lt: query.until }),
     };
   }
-  if (query.beforeId !== undefined) filter._id = { $lt: query.beforeId };
+  if (query.since !== undefined || query.beforeId !== undefined || query.afterId !== undefined) {
+    filter._id = {
+      ...(query.since !== undefined && { $gte: lowestIdAt(query.since.getTime()) }),
+      ...(query.afterId !== undefined && { $gt: query.afterId }),
+      ...(query.beforeId !== undefined && { $lt: query.beforeId }),
+    };
+  }
   return filter;
 }
 

@@ -86,7 +86,8 @@ describe("isMongoUnavailable: which driver errors answer 503 unavailable", () =>
     // socketTimeoutMS: a primary that stopped answering.
     const silent = new MongoNetworkTimeoutError("connection 3 to 10.0.0.5:27017 timed out");
     expect(isMongoUnavailable(silent)).toBe(true);
-    // maxTimeMS of a consent log read, which the server stopped.
+    // maxTimeMS of a bounded read (a consent record's latest choice), which the server stopped;
+    // a consent log read of a range is LogReadTooLargeError (mongo-consent-log-store.ts) instead.
     const stopped = new MongoServerError({
       code: 50,
       codeName: "MaxTimeMSExpired",

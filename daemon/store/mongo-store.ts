@@ -239,7 +239,10 @@ const RETRYABLE_LABELS = [
 /**
  * Server codes of a replica set between primaries or of a node going away (the retryable codes
  * of the retryable-reads and retryable-writes specifications), 64, a write concern that timed
- * out (wtimeoutMS) while a majority did not answer, and 50, a read stopped at its maxTimeMS.
+ * out (wtimeoutMS) while a majority did not answer, and 50, a read stopped at its maxTimeMS that
+ * reads a bounded number of rows (a consent record's latest choice): a server too busy for now.
+ * A consent log read of a time range stopped so is the query's size, not the server's state: its
+ * adapter answers it as LogReadTooLargeError (mongo-consent-log-store.ts), which is not this.
  */
 const UNAVAILABLE_CODES = new Set([
   6, // HostUnreachable

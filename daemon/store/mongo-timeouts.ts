@@ -18,7 +18,10 @@ const MAX_REPLY_MARGIN_MS = 5_000;
  * and in 7.0 to 7.7 an operation it cut short could leave a pooled connection out of step with
  * the server, so that the next command read another one's reply. Each stage has its own bound
  * instead, which is what the driver recommends. A bound that passes fails the command with a
- * driver error that `isMongoUnavailable` takes for unavailable: 503, Retry-After (spec 7).
+ * driver error that `isMongoUnavailable` takes for unavailable: 503, Retry-After (spec 7). The one
+ * exception is a consent log read of a time range that the server stopped at `serverMs`: it
+ * passes over more rows than the server reads in that time, and would again, so its caller is
+ * told to narrow it (LogReadTooLargeError) instead.
  */
 export interface MongoTimeouts {
   /** The setting itself: the server's own time for a command (see `serverMs`). */
@@ -32,7 +35,8 @@ export interface MongoTimeouts {
   checkoutMs: number;
   /**
    * The server's own time: a write's wait for its majority (wtimeoutMS), and a consent log read's
-   * run (maxTimeMS), after which the server stops and answers with an error.
+   * run (maxTimeMS), after which the server stops and answers with an error. No read may be given
+   * longer: `replyMs`, the client's bound of every reply, would close its connection first.
    */
   serverMs: number;
   /**

@@ -1,8 +1,14 @@
 import { createServer, type Server, type Socket } from "node:net";
 import { BSON, type Document, Long, ObjectId } from "mongodb";
 
-/** How the stand-in answers a command: a reply document, or undefined to never answer it. */
-export type WireAnswer = (command: Document, name: string) => Document | undefined;
+/**
+ * How the stand-in answers a command: a reply document (or a promise of one, to answer later),
+ * or undefined to never answer it.
+ */
+export type WireAnswer = (
+  command: Document,
+  name: string,
+) => Document | Promise<Document> | undefined;
 
 export interface WireStandIn {
   /** mongodb://127.0.0.1:<port>/<dbName>, connecting to this server alone. */
@@ -48,7 +54,9 @@ export async function startWireStandIn(answer: WireAnswer): Promise<WireStandIn>
         if (!isHello) commands.push(request.command);
         const reply = isHello ? helloReply(host, id) : answer(request.command, name);
         if (reply === undefined || request.moreToCome) continue;
-        socket.write(encodeReply(request, reply));
+        if (reply instanceof Promise) {
+          void reply.then((later) => socket.write(encodeReply(request, later)));
+        } else socket.write(encodeReply(request, reply));
       }
     });
   });
@@ -68,6 +76,60 @@ export async function startWireStandIn(answer: WireAnswer): Promise<WireStandIn>
 /** A cursor's only batch, as find, aggregate and listIndexes answer. */
 export function cursorReply(ns: string, documents: Document[]): Document {
   return { cursor: { id: Long.fromNumber(0), ns, firstBatch: documents }, ok: 1 };
+}
+
+/**
+ * A database for the stand-in: empty but for the documents a test puts in `documents`, which a
+ * find or an aggregate of their collection answers whatever its filter. It keeps the indexes it
+ * is asked to create, and lists them back; a collection with none created answers listIndexes as
+ * a server does one that does not exist. `answers` replaces its answer to a command by name.
+ */
+export function emptyDatabase(
+  indexes = new Map<string, Document[]>(),
+  answers: Record<string, (command: Document) => Document | Promise<Document>> = {},
+) {
+  const documents = new Map<string, Document[]>();
+  let silent = false;
+  return {
+    indexes,
+    documents,
+    /** From now on, finds and inserts are never answered: a primary that stopped answering. */
+    stopAnswering() {
+      silent = true;
+    },
+    answer(command: Document, name: string): Document | Promise<Document> | undefined {
+      const ns = `${command.$db}.${command[name]}`;
+      const stored = indexes.get(command[name]) ?? [];
+      const answer = answers[name];
+      if (answer) return answer(command);
+      switch (name) {
+        case "find":
+        case "aggregate":
+          return silent ? undefined : cursorReply(ns, documents.get(command[name]) ?? []);
+        case "insert":
+          return silent ? undefined : { n: command.documents.length, ok: 1 };
+        case "listIndexes":
+          if (!indexes.has(command[name])) {
+            return {
+              ok: 0,
+              code: 26,
+              codeName: "NamespaceNotFound",
+              errmsg: `ns does not exist: ${ns}`,
+            };
+          }
+          return cursorReply(ns, [{ v: 2, key: { _id: 1 }, name: "_id_" }, ...stored]);
+        case "createIndexes":
+          // As the server lists them: each with its index version.
+          indexes.set(command[name], [
+            ...stored,
+            ...command.indexes.map((index: Document) => ({ v: 2, ...index })),
+          ]);
+          return { numIndexesBefore: 1, numIndexesAfter: 1 + command.indexes.length, ok: 1 };
+        default:
+          return { ok: 1 };
+      }
+    },
+  };
 }
 
 function helloReply(host: string, connectionId: number): Document {

@@ -6,7 +6,7 @@ import { StartupError } from "#daemon/config.js";
 import { openMongoStore } from "#daemon/store/mongo-store.js";
 import { mongoTimeouts } from "#daemon/store/mongo-timeouts.js";
 import {
-  cursorReply,
+  emptyDatabase,
   startWireStandIn,
   type WireStandIn,
 } from "#daemon/store/mongo-wire-stand-in.js";
@@ -17,57 +17,6 @@ import type { Store } from "#daemon/store/store.js";
  * what a real server cannot be made to do: stop answering, or hold an index an older version
  * left under a name this one uses. The contract suite runs against a real server (store.test.ts).
  */
-
-/**
- * An empty database that keeps the indexes it is asked to create, and lists them back; a
- * collection with none created answers listIndexes as a server does one that does not exist.
- * `answers` replaces its answer to a command by name.
- */
-function emptyDatabase(
-  indexes = new Map<string, Document[]>(),
-  answers: Record<string, (command: Document) => Document> = {},
-) {
-  let silent = false;
-  return {
-    indexes,
-    /** From now on, finds and inserts are never answered: a primary that stopped answering. */
-    stopAnswering() {
-      silent = true;
-    },
-    answer(command: Document, name: string): Document | undefined {
-      const ns = `${command.$db}.${command[name]}`;
-      const stored = indexes.get(command[name]) ?? [];
-      const answer = answers[name];
-      if (answer) return answer(command);
-      switch (name) {
-        case "find":
-        case "aggregate":
-          return silent ? undefined : cursorReply(ns, []);
-        case "insert":
-          return silent ? undefined : { n: command.documents.length, ok: 1 };
-        case "listIndexes":
-          if (!indexes.has(command[name])) {
-            return {
-              ok: 0,
-              code: 26,
-              codeName: "NamespaceNotFound",
-              errmsg: `ns does not exist: ${ns}`,
-            };
-          }
-          return cursorReply(ns, [{ v: 2, key: { _id: 1 }, name: "_id_" }, ...stored]);
-        case "createIndexes":
-          // As the server lists them: each with its index version.
-          indexes.set(command[name], [
-            ...stored,
-            ...command.indexes.map((index: Document) => ({ v: 2, ...index })),
-          ]);
-          return { numIndexesBefore: 1, numIndexesAfter: 1 + command.indexes.length, ok: 1 };
-        default:
-          return { ok: 1 };
-      }
-    },
-  };
-}
 
 function aTeam() {
   const now = new Date();
