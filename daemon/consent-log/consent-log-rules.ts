@@ -295,7 +295,7 @@ export function tooBroadQuery(error: unknown): unknown {
   return new DomainError(
     "failed_precondition",
     "query_too_broad",
-    `The query passes over more of the team's consent log than the store reads within its limit of ${error.limitMs / 1000} s a read (CONSENT_MONGODB_TIMEOUT_MS); narrow its time range (since, until) or name a banner`,
+    `The query passes over more of the team's consent log than the store reads within its limit of ${error.limitMs / 1000} s a read; narrow its time range (since, until) or name a banner`,
   );
 }
 

@@ -160,7 +160,7 @@ describe("consent log reads of a time range over MongoDB", () => {
       code: Code.FailedPrecondition,
       errorCode: "query_too_broad",
       message:
-        "The query passes over more of the team's consent log than the store reads within its limit of 1 s a read (CONSENT_MONGODB_TIMEOUT_MS); narrow its time range (since, until) or name a banner",
+        "The query passes over more of the team's consent log than the store reads within its limit of 1 s a read; narrow its time range (since, until) or name a banner",
       retryAfter: null,
     };
     expect(await failureOf(client.listConsentLogs(range, asOperator))).toEqual(narrow);
