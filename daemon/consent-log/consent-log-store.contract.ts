@@ -123,6 +123,27 @@ export function describeConsentLogStoreContract(openStore: OpenStore): void {
       expect(stats.total).toBe(2);
     });
 
+    it("reads a range from since on where since's ids begin, never the team's older rows", async () => {
+      // A row's id is never below its receipt's millisecond (lowestIdAt), so a read from `since`
+      // starts at since's ids instead of passing over the whole older history. A row breaking
+      // that rule (an id an hour before its receipt, which no daemon writes) shows where the
+      // read begins: it is never met.
+      const since = now;
+      const inRange = aConsentLogRow(teamId, shifted(since, MINUTE));
+      const idBefore = aConsentLogRow(teamId, shifted(since, 2 * MINUTE), {
+        id: uuidv7({ msecs: since.getTime() - 60 * MINUTE }),
+      });
+      for (const row of [inRange, idBefore]) await store().consentLog.append(row);
+      const listed = await store().consentLog.list({ teamId, since, limit: 10 });
+      expect(listed.map((row) => row.id)).toEqual([inRange.id]);
+      const forward = await store().consentLog.listForward({ teamId, since, limit: 10 });
+      expect(forward.map((row) => row.id)).toEqual([inRange.id]);
+      const stats = await store().consentLog.stats({ teamId, since, requiredCategories: {} });
+      expect(stats.total).toBe(1);
+      // Without since, every row of the team is read.
+      expect(await store().consentLog.list({ teamId, limit: 10 })).toHaveLength(2);
+    });
+
     it("pages with limit and beforeId through every matching row once", async () => {
       const rows = await appendRows(7, (i) => ({ method: i === 3 ? "custom" : "accept_all" }));
       const pages: string[][] = [];

@@ -2,6 +2,7 @@ import type { Database } from "lmdb";
 import {
   isExplicitChoice,
   isOptIn,
+  lowestIdAt,
   matchesLogFilters,
 } from "#daemon/consent-log/consent-log-rules.js";
 import {
@@ -11,7 +12,7 @@ import {
   type ConsentLogStats,
   type ConsentLogStore,
 } from "#daemon/consent-log/consent-log-store.js";
-import { PREFIX_END, prefixRange } from "#daemon/store/lmdb-keys.js";
+import { PREFIX_END } from "#daemon/store/lmdb-keys.js";
 import { DuplicateKeyError } from "#daemon/store/store.js";
 import type { OutboxEntry } from "#daemon/webhooks/lmdb-webhook-store.js";
 
@@ -30,6 +31,16 @@ export interface LmdbConsentLogDatabases {
   consentLogIdsByConsentId: Database<true, ConsentIdKey>;
   /** consentLogId → pending webhook event (the transactional outbox of the webhook store). */
   webhookOutbox: Database<OutboxEntry, string>;
+}
+
+/**
+ * The lowest id a row received at `since` or later can have (lowestIdAt: an id is never below its
+ * receipt's millisecond), or the lowest of all: a read from since starts at since's rows instead
+ * of passing over the team's whole older history. `until` bounds no id (an id runs ahead of its
+ * receipt by as far as its daemon's clock stepped back), so it is checked on each row.
+ */
+function firstIdFrom(since: Date | undefined): string {
+  return since === undefined ? "" : lowestIdAt(since.getTime());
 }
 
 /**
@@ -84,7 +95,7 @@ export function createLmdbConsentLogStore(dbs: LmdbConsentLogDatabases): Consent
       const range = consentLog.getRange({
         start: [query.teamId, query.beforeId ?? PREFIX_END],
         exclusiveStart: query.beforeId !== undefined,
-        end: [query.teamId],
+        end: [query.teamId, firstIdFrom(query.since)],
         reverse: true,
       });
       for (const { value } of range) {
@@ -96,9 +107,12 @@ export function createLmdbConsentLogStore(dbs: LmdbConsentLogDatabases): Consent
     async listForward(query: ConsentLogForwardQuery) {
       const rows: ConsentLogRecord[] = [];
       if (query.limit <= 0) return rows;
+      const fromSince = firstIdFrom(query.since);
+      const afterId =
+        query.afterId !== undefined && query.afterId >= fromSince ? query.afterId : undefined;
       const range = {
-        start: [query.teamId, query.afterId ?? ""],
-        exclusiveStart: query.afterId !== undefined,
+        start: [query.teamId, afterId ?? fromSince],
+        exclusiveStart: afterId !== undefined,
         end: [query.teamId, PREFIX_END],
       };
       const skip = query.skipIds;
@@ -117,7 +131,7 @@ export function createLmdbConsentLogStore(dbs: LmdbConsentLogDatabases): Consent
       }
       return rows;
     },
-    // One ascending range scan of the team's rows.
+    // One ascending range scan of the team's rows from since's ids on.
     async stats(query) {
       const stats: ConsentLogStats = {
         total: 0,
@@ -127,7 +141,11 @@ export function createLmdbConsentLogStore(dbs: LmdbConsentLogDatabases): Consent
         optedIn: 0,
       };
       const days = new Map<string, number>();
-      for (const { value } of consentLog.getRange(prefixRange(query.teamId, "ascending"))) {
+      const range = {
+        start: [query.teamId, firstIdFrom(query.since)],
+        end: [query.teamId, PREFIX_END],
+      };
+      for (const { value } of consentLog.getRange(range)) {
         if (!matchesLogFilters(value, query)) continue;
         stats.total += 1;
         stats.byMethod[value.method] = (stats.byMethod[value.method] ?? 0) + 1;
