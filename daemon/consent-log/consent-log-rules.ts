@@ -167,25 +167,59 @@ function hostName(url: URL): string {
   return url.hostname.toLowerCase().replace(/\.$/, "");
 }
 
+export interface LogIdGenerator {
+  /** The next id, for a row received at `receivedAt`. */
+  next(receivedAt: Date): string;
+  /** Makes every later id sort above `id` (another daemon's, or one stored before a restart). */
+  raise(id: string): void;
+}
+
 /**
  * consentLogIds: UUIDv7 from the time of receipt, strictly increasing within this process even
- * when rows share a millisecond or the clock steps back, so "newest first" and "the newest row of
- * a consentId" follow the order rows were written.
+ * when rows share a millisecond or the clock steps back, and above every id it is raised to (the
+ * store's newest: ConsentLogStore.newestId), so "newest first" and "the newest row of a
+ * consentId" follow the order rows were written across daemons and restarts too. An id is never
+ * below its receipt's millisecond; after a clock stepped back it runs ahead of it.
  */
-export function createLogIdGenerator(): (receivedAt: Date) => string {
+export function createLogIdGenerator(): LogIdGenerator {
   let lastMs = Number.NEGATIVE_INFINITY;
   let seq = 0;
-  return (receivedAt) => {
-    const ms = receivedAt.getTime();
-    if (ms > lastMs) {
-      lastMs = ms;
-      seq = randomInt(0, 2 ** 30); // leaves room to count up within one millisecond
-    } else if (++seq > 0xffffffff) {
-      lastMs += 1;
-      seq = 0;
-    }
-    return uuidv7({ msecs: lastMs, seq });
+  return {
+    next(receivedAt) {
+      const ms = receivedAt.getTime();
+      if (ms > lastMs) {
+        lastMs = ms;
+        seq = randomInt(0, 2 ** 30); // leaves room to count up within one millisecond
+      } else if (++seq > 0xffffffff) {
+        lastMs += 1;
+        seq = 0;
+      }
+      return uuidv7({ msecs: lastMs, seq });
+    },
+    raise(id) {
+      const ms = idMillis(id);
+      const idSeq = seqOf(id);
+      // The next id counts up from it, in its millisecond, unless the clock has passed it.
+      if (ms > lastMs || (ms === lastMs && idSeq > seq)) {
+        lastMs = ms;
+        seq = idSeq;
+      }
+    },
   };
+}
+
+/** The 32-bit counter a UUIDv7 of the uuid package carries after its millisecond (v7Bytes). */
+function seqOf(id: string): number {
+  const hex = id.replaceAll("-", "");
+  const byte = (i: number) => Number.parseInt(hex.slice(2 * i, 2 * i + 2), 16);
+  return (
+    (((byte(6) & 0x0f) << 28) |
+      (byte(7) << 20) |
+      ((byte(8) & 0x3f) << 14) |
+      (byte(9) << 6) |
+      (byte(10) >>> 2)) >>>
+    0
+  );
 }
 
 /** The millisecond a UUIDv7 carries in its first 48 bits. */

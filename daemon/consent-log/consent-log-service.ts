@@ -103,7 +103,23 @@ export function createConsentLogService(
 ): ServiceImpl<typeof ConsentLogService> {
   const { store, authenticator, clock } = options;
   const links = new PreferenceLinks(options.linkSecret);
-  const nextLogId = createLogIdGenerator();
+  const logIds = createLogIdGenerator();
+  /** When the store's newest id was last read (performance.now()). */
+  let newestReadAt = Number.NEGATIVE_INFINITY;
+  /**
+   * A new row's id, above the store's newest as the store allows (newestIdEveryMs): another
+   * daemon's rows, or this store's before a restart, were perhaps written by a clock ahead of
+   * this one's, and ids sorting below them would be listed as older and missed by log tails.
+   */
+  async function nextLogId(receivedAt: Date): Promise<string> {
+    const now = performance.now();
+    if (now - newestReadAt >= store.consentLog.newestIdEveryMs) {
+      newestReadAt = now;
+      const newest = await store.consentLog.newestId();
+      if (newest !== undefined) logIds.raise(newest);
+    }
+    return logIds.next(receivedAt);
+  }
   const preferencesPage = `${options.baseUrl.replace(/\/+$/, "")}/preferences/`;
   // Wakes this daemon's tails at once; rows of other daemons reach them by polling.
   const appends = new EventEmitter().setMaxListeners(0);
@@ -134,7 +150,8 @@ export function createConsentLogService(
       const sites = bannerSites(banner);
       authorizeOrigin(sites, origin, referer);
       const receivedAt = clock();
-      const record = logRecord(banner, sites, body, referer, receivedAt, nextLogId(receivedAt));
+      const id = await nextLogId(receivedAt);
+      const record = logRecord(banner, sites, body, referer, receivedAt, id);
       // The port's promise: durable once append resolves, so the 200 follows a durable row.
       // With its consent.given event for an explicit choice, in the same atomic write (spec 6).
       await appendConsentLog(store, record);

@@ -144,6 +144,15 @@ export function describeConsentLogStoreContract(openStore: OpenStore): void {
       expect(await store().consentLog.list({ teamId, limit: 10 })).toHaveLength(2);
     });
 
+    it("names its highest id, of any team, and none while it holds no row", async () => {
+      expect(await store().consentLog.newestId()).toBeUndefined();
+      const [, newest] = await appendRows(2, () => ({}));
+      expect(await store().consentLog.newestId()).toBe(newest?.id);
+      const otherTeam = aConsentLogRow(randomUUID(), shifted(now, 10 * MINUTE));
+      await store().consentLog.append(otherTeam);
+      expect(await store().consentLog.newestId()).toBe(otherTeam.id);
+    });
+
     it("pages with limit and beforeId through every matching row once", async () => {
       const rows = await appendRows(7, (i) => ({ method: i === 3 ? "custom" : "accept_all" }));
       const pages: string[][] = [];

@@ -130,6 +130,14 @@ export interface ConsentLogStore {
    */
   readonly lateRowsMs: number;
   /**
+   * The highest row id in the store, of any team (undefined while it holds none). A daemon takes
+   * its ids above it (createLogIdGenerator's raise), so ids keep rising across daemons and
+   * restarts whatever each one's clock did; `newestIdEveryMs` says how often a daemon reads it:
+   * before every append (0) where a read costs next to nothing, else at most that often.
+   */
+  newestId(): Promise<string | undefined>;
+  readonly newestIdEveryMs: number;
+  /**
    * Appends a row (and its outbox event when options.event is set); both are durable once the
    * promise resolves. A row whose id is already stored is refused with DuplicateKeyError and
    * nothing is written.

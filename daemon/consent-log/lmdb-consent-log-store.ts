@@ -52,6 +52,12 @@ export function createLmdbConsentLogStore(dbs: LmdbConsentLogDatabases): Consent
   return {
     // A commit waits at most for the other processes' commits on the one write lock.
     lateRowsMs: 5_000,
+    // The last key of the id index: a look-up in the memory map.
+    newestIdEveryMs: 0,
+    async newestId() {
+      for (const id of consentLogTeamsById.getKeys({ reverse: true, limit: 1 })) return id;
+      return undefined;
+    },
     // Port: durable once the promise resolves (the environment syncs every commit). The outbox
     // entry is written in the same transaction as the row: both commit or neither does.
     async append(record, options = {}) {

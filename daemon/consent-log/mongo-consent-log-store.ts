@@ -65,6 +65,11 @@ export class MongoConsentLogStore implements ConsentLogStore {
   ];
 
   readonly lateRowsMs: number;
+  /**
+   * A round trip to the primary: read once a second, not per append. Ids another daemon takes in
+   * between may sort below this one's for that second, which a tail's lookback covers.
+   */
+  readonly newestIdEveryMs = 1_000;
   /** The server's time for one read of the log (maxTimeMS), whose cost grows with the log. */
   private readonly maxTimeMS: number;
 
@@ -83,6 +88,14 @@ export class MongoConsentLogStore implements ConsentLogStore {
   ) {
     this.lateRowsMs = options.lateRowsMs;
     this.maxTimeMS = options.maxTimeMS;
+  }
+
+  async newestId(): Promise<string | undefined> {
+    const newest = await this.collection.findOne(
+      {},
+      { sort: { _id: -1 }, projection: { _id: 1 }, maxTimeMS: this.maxTimeMS },
+    );
+    return newest?._id;
   }
 
   /** Durable on resolve: the client's write concern is majority and journaled. */

@@ -18,7 +18,7 @@ export interface PreferencesHandlerOptions {
   clock: Clock;
   links: PreferenceLinks;
   /** The service's consentLogId generator, so its rows stay in one increasing order. */
-  nextLogId: (receivedAt: Date) => string;
+  nextLogId: (receivedAt: Date) => Promise<string>;
   /** The per-IP limit of the page: the log route's figures, counted apart from it. */
   admitVisitor: (ctx: HandlerContext) => Promise<void>;
 }
@@ -67,7 +67,7 @@ export function createPreferencesHandlers(options: PreferencesHandlerOptions): P
       // signal the browser sent with the form. Where the choice changed had US opt-outs (a US
       // rule applied), the new one has them too, as the banner runtime derives them.
       const record: ConsentLogRecord = compact({
-        id: options.nextLogId(receivedAt),
+        id: await options.nextLogId(receivedAt),
         teamId: banner.teamId,
         bannerId: banner.id,
         publicId: banner.publicId,

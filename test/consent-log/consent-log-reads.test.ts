@@ -14,7 +14,7 @@ import { aConsentLogRow } from "#daemon/consent-log/consent-log-store.contract.j
 import { type ConsentLogEntry, ConsentLogService } from "#gen/consent/v1/consent_log_pb.js";
 import { ErrorInfoSchema } from "#gen/consent/v1/errors_pb.js";
 import { createBanner, mintKey, operator } from "#test/support/api.js";
-import { aChoice, bannerFixture, postLog } from "#test/support/consent-log.js";
+import { aChoice, bannerFixture, postLog, storedRows } from "#test/support/consent-log.js";
 import { grpcWebTrailers, rawRequest } from "#test/support/raw-http2.js";
 import { startTestService, type TestService } from "#test/support/service.js";
 
@@ -303,6 +303,22 @@ describe("ConsentLogService operator reads over gRPC", () => {
     expect(theirs).toEqual([]);
     const stats = await client.consentLogStats({ bannerId: publicId }, bearer(reader.key));
     expect(stats.total).toBe(0n);
+  });
+
+  it("exports without an end every row stored when it began, also rows received before the clock was set back", async () => {
+    const { teamId, publicId } = await bannerFixture(service);
+    const id = await record(service, publicId);
+    const [row] = await storedRows(service, teamId);
+    if (!row) throw new Error("the choice was not stored");
+    // Received an hour from now by this clock: before the clock was set back by an hour.
+    const later = new Date(Date.now() + 3_600_000);
+    const before = { ...row, id: uuidv7({ msecs: later.getTime() }), receivedAt: later };
+    await service.store.consentLog.append(before);
+    const exported: string[] = [];
+    for await (const batch of client.exportConsentLogs({}, bearer(service.operatorToken, teamId))) {
+      exported.push(...batch.entries.map((e) => e.consentLogId));
+    }
+    expect(exported).toEqual([id, before.id]);
   });
 
   it("needs the operator token with a team, or a key with logs:read, and known methods", async () => {

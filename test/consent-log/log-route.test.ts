@@ -1,3 +1,4 @@
+import { v7 as uuidv7 } from "uuid";
 import { describe, expect, it } from "vitest";
 import { http, rawHttp } from "#test/support/api.js";
 import {
@@ -365,6 +366,38 @@ describe("POST /api/consent/log", () => {
     expect([trace.status, trace.headers.get("allow")]).toEqual([405, "POST, OPTIONS"]);
     expect(trace.headers.get("access-control-allow-origin")).toBe("https://shop.example.com");
     expect(JSON.parse(trace.text)).toMatchObject({ success: false, code: "method_not_allowed" });
+  });
+
+  it("takes each id above the store's newest: a choice recorded by a daemon whose clock ran ahead stays the older one", async () => {
+    const { teamId, publicId } = await bannerFixture(ctx.service);
+    const consentId = "5d0f3a1e-8c2b-4e7a-9f61-3b2c1d0e9f8a";
+    await postLog(ctx.service, aChoice(publicId, { consentId }), { ip: ip() });
+    const [first] = await storedRows(ctx.service, teamId);
+    if (!first) throw new Error("the first choice was not stored");
+    // The same choice as another daemon on this store recorded it, its clock an hour ahead (or
+    // this one before a restart, its clock since set back).
+    const ahead = { ...first, id: uuidv7({ msecs: ctx.clock.now + 3_600_000 }) };
+    await ctx.service.store.consentLog.append(ahead);
+    const preferences = { necessary: true, analytics: false, marketing: false };
+    const changed = await postLog(
+      ctx.service,
+      aChoice(publicId, { consentId, method: "consent_changed", preferences }),
+      { ip: ip() },
+    );
+    const id = changed.body.consentLogId as string;
+    expect(id > ahead.id).toBe(true);
+    // Newest first is the order they were written in, and the visitor's current choice the last.
+    expect((await storedRows(ctx.service, teamId)).map((row) => row.id)).toEqual([
+      id,
+      ahead.id,
+      first.id,
+    ]);
+    const latest = await ctx.service.store.consentLog.latestByConsentId(
+      teamId,
+      first.bannerId,
+      consentId,
+    );
+    expect(latest).toMatchObject({ id, preferences });
   });
 
   it("moves on with the clock: received times come from the server", async () => {
