@@ -283,14 +283,14 @@ export function createConsentLogReads(options: ConsentLogReadOptions): ConsentLo
       // Without an end the export stops at the moment it began: one fixed set of rows. Where the
       // team's newest row has an id past that moment (received before the clock was set back; an
       // id is never below its receipt), it stops past that row, so no row stored is left out.
-      let until = filters.until;
-      if (until === undefined) {
-        const now = clock();
-        const [newest] = await store.consentLog.list({ teamId: filters.teamId, limit: 1 });
-        const newestMs = newest ? idMillis(newest.id) : Number.NEGATIVE_INFINITY;
-        until = newestMs >= now.getTime() ? new Date(newestMs + 1) : now;
-      }
       try {
+        let until = filters.until;
+        if (until === undefined) {
+          const now = clock();
+          const [newest] = await store.consentLog.list({ teamId: filters.teamId, limit: 1 });
+          const newestMs = newest ? idMillis(newest.id) : Number.NEGATIVE_INFINITY;
+          until = newestMs >= now.getTime() ? new Date(newestMs + 1) : now;
+        }
         for await (const rows of forward({ ...filters, until })) {
           // Cut short by a deadline or a shutdown, an export ends with that reason, never as if
           // it had given every row.

@@ -135,14 +135,17 @@ describe("consent log reads of a time range over MongoDB", () => {
     await drain(client.exportConsentLogs({ since: range.since }, asOperator));
     await client.consentLogStats(range, asOperator);
     const lowest = lowestIdAt(since.getTime());
-    const [listed, exported] = logReads("find");
+    const [listed, newest, exported] = logReads("find");
     expect(listed?.filter).toEqual({
       teamId,
       receivedAt: { $gte: since, $lt: until },
       _id: { $gte: lowest },
     });
     expect(listed?.sort).toEqual({ _id: -1 });
-    // The export reads up to the moment it began: `until` filters rows, never ids.
+    // The export reads up to the moment it began, or past the team's newest row (read first):
+    // `until` filters rows, never ids.
+    expect(newest?.filter).toEqual({ teamId });
+    expect([newest?.sort, newest?.limit]).toEqual([{ _id: -1 }, 1]);
     expect(exported?.filter).toMatchObject({ teamId, _id: { $gte: lowest } });
     expect(exported?.filter._id).toEqual({ $gte: lowest });
     const [counted] = logReads("aggregate");
