@@ -67,5 +67,16 @@ export function describeCounterStoreContract(openStore: OpenStore): void {
       expect(await store().counters.get(live, now)).toBe(1);
       expect(await store().counters.get(expired, shifted(now, -2 * MINUTE))).toBe(0);
     });
+
+    it("purges in one call however many expired together, a live one among them kept", async () => {
+      // More than the embedded store removes in one transaction (PURGE_BATCH), in one millisecond.
+      const names = Array.from({ length: 2_500 }, aCounterName);
+      await Promise.all(names.map((name) => store().counters.increment(name, now, now)));
+      const live = aCounterName();
+      await store().counters.increment(live, window, now);
+      expect(await store().counters.purgeExpired(now)).toBe(2_500);
+      expect(await store().counters.purgeExpired(now)).toBe(0);
+      expect(await store().counters.get(live, now)).toBe(1);
+    });
   });
 }
