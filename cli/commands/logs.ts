@@ -42,7 +42,8 @@ function addListLogs(logs: Command, runtime: Runtime): void {
         progress: "Reading consent log…",
         auth: "operator",
         call: async ({ client }) => {
-          // The store bounds the read (query_too_broad past it), not the call's limit.
+          // MongoDB bounds the read (query_too_broad past it), the embedded store reads on while
+          // serving other calls: no call limit cuts it short.
           const response = await client.logs(options.team, { untimed: true }).listConsentLogs({
             ...(await filterRequest(client, options)),
             pageSize: options.limit,
@@ -83,7 +84,8 @@ function addStatsLogs(logs: Command, runtime: Runtime): void {
         progress: "Counting consent log rows…",
         auth: "operator",
         call: async ({ client }) => {
-          // The store bounds the count (query_too_broad past it), not the call's limit.
+          // MongoDB bounds the count (query_too_broad past it), the embedded store counts on while
+          // serving other calls: no call limit cuts it short.
           const stats = await client
             .logs(options.team, { untimed: true })
             .consentLogStats(await filterRequest(client, options));

@@ -1,3 +1,4 @@
+import { setImmediate as yieldToEventLoop } from "node:timers/promises";
 import type { Database } from "lmdb";
 import {
   isExplicitChoice,
@@ -32,6 +33,13 @@ export interface LmdbConsentLogDatabases {
   /** consentLogId → pending webhook event (the transactional outbox of the webhook store). */
   webhookOutbox: Database<OutboxEntry, string>;
 }
+
+/**
+ * Rows a read passes over between turns of the event loop: a count over half a million rows
+ * took 3 s, during which the process served nothing else. A range read keeps its snapshot (the
+ * read transaction it began with) across the turns.
+ */
+const ROWS_BETWEEN_TURNS = 1_000;
 
 /**
  * The lowest id a row received at `since` or later can have (lowestIdAt: an id is never below its
@@ -104,9 +112,11 @@ export function createLmdbConsentLogStore(dbs: LmdbConsentLogDatabases): Consent
         end: [query.teamId, firstIdFrom(query.since)],
         reverse: true,
       });
+      let read = 0;
       for (const { value } of range) {
         if (matchesLogFilters(value, query)) rows.push(value);
         if (rows.length >= query.limit) break;
+        if (++read % ROWS_BETWEEN_TURNS === 0) await yieldToEventLoop();
       }
       return rows;
     },
@@ -131,9 +141,11 @@ export function createLmdbConsentLogStore(dbs: LmdbConsentLogDatabases): Consent
               .filter((key) => !skip.has(key[1]))
               .map((key) => consentLog.get(key))
           : consentLog.getRange(range).map(({ value }) => value);
+      let read = 0;
       for (const value of values) {
         if (value && matchesLogFilters(value, query)) rows.push(value);
         if (rows.length >= query.limit) break;
+        if (++read % ROWS_BETWEEN_TURNS === 0) await yieldToEventLoop();
       }
       return rows;
     },
@@ -151,7 +163,9 @@ export function createLmdbConsentLogStore(dbs: LmdbConsentLogDatabases): Consent
         start: [query.teamId, firstIdFrom(query.since)],
         end: [query.teamId, PREFIX_END],
       };
+      let read = 0;
       for (const { value } of consentLog.getRange(range)) {
+        if (++read % ROWS_BETWEEN_TURNS === 0) await yieldToEventLoop();
         if (!matchesLogFilters(value, query)) continue;
         stats.total += 1;
         stats.byMethod[value.method] = (stats.byMethod[value.method] ?? 0) + 1;

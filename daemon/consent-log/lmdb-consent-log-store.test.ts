@@ -1,0 +1,53 @@
+import { randomUUID } from "node:crypto";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { aConsentLogRow } from "#daemon/consent-log/consent-log-store.contract.js";
+import { openLmdbStore } from "#daemon/store/lmdb-store.js";
+import type { Store } from "#daemon/store/store.js";
+
+describe("the embedded store's consent log reads of many rows", () => {
+  let dir: string;
+  let store: Store;
+  const teamId = randomUUID();
+  const rows = 2_500;
+  beforeAll(async () => {
+    dir = await mkdtemp(path.join(tmpdir(), "consent-log-reads-"));
+    store = await openLmdbStore({ dataDir: dir });
+    const start = Date.parse("2026-11-27T12:00:00.000Z");
+    await Promise.all(
+      Array.from({ length: rows }, (_, i) =>
+        store.consentLog.append(aConsentLogRow(teamId, new Date(start + i))),
+      ),
+    );
+  });
+  afterAll(async () => {
+    await store.close();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  /** Runs `read` while counting turns of the event loop: requests it lets through meanwhile. */
+  async function turnsDuring(read: () => Promise<unknown>): Promise<number> {
+    let turns = 0;
+    let turning = true;
+    const turn = () => {
+      turns += 1;
+      if (turning) setImmediate(turn);
+    };
+    setImmediate(turn);
+    await read();
+    turning = false;
+    return turns;
+  }
+
+  it("let the process serve other requests while they pass over thousands of rows", async () => {
+    const stats = turnsDuring(() => store.consentLog.stats({ teamId, requiredCategories: {} }));
+    expect(await stats).toBeGreaterThanOrEqual(2);
+    // A filter nothing matches: a listing passes over every row of the team.
+    const none = { teamId, methods: ["consent_changed"], limit: 10 };
+    expect(await turnsDuring(() => store.consentLog.list(none))).toBeGreaterThanOrEqual(2);
+    expect(await turnsDuring(() => store.consentLog.listForward(none))).toBeGreaterThanOrEqual(2);
+    expect((await store.consentLog.stats({ teamId, requiredCategories: {} })).total).toBe(rows);
+  });
+});
