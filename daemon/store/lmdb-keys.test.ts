@@ -10,6 +10,7 @@ import {
   purgeDue,
   purgeInBatches,
 } from "#daemon/store/lmdb-keys.js";
+import { turnsDuring } from "#test/support/event-loop.js";
 
 describe("purging an expiry index: short transactions, however many records are due", () => {
   let dir: string;
@@ -34,22 +35,16 @@ describe("purging an expiry index: short transactions, however many records are 
     });
     const removed: string[] = [];
     const sizes: number[] = [];
-    let turns = 0;
-    let turning = true;
-    const turn = () => {
-      turns += 1;
-      if (turning) setImmediate(turn);
-    };
-    setImmediate(turn);
-    const purged = await purgeInBatches(() =>
-      root.transaction(() => {
-        const before = removed.length;
-        const batch = purgeDue(index, at, (id) => removed.push(id) > 0);
-        sizes.push(removed.length - before);
-        return batch;
-      }),
+    const { result: purged, turns } = await turnsDuring(() =>
+      purgeInBatches(() =>
+        root.transaction(() => {
+          const before = removed.length;
+          const batch = purgeDue(index, at, (id) => removed.push(id) > 0);
+          sizes.push(removed.length - before);
+          return batch;
+        }),
+      ),
     );
-    turning = false;
     expect(purged).toBe(due);
     expect(sizes).toEqual([PURGE_BATCH, PURGE_BATCH, 500]);
     // The event loop ran between the transactions (a request is served in between).
