@@ -191,6 +191,19 @@ describe("CONSENT_TRUST_PROXY", () => {
   });
 });
 
+describe("CONSENT_LOADER_CACHE_MB", () => {
+  it("is 256 MB unless set, and anything but a whole number from 1 to 1000000 is refused", () => {
+    expect(loadConfig({}).loaderCacheMb).toBe(256);
+    expect(loadConfig({ CONSENT_LOADER_CACHE_MB: "1" }).loaderCacheMb).toBe(1);
+    expect(loadConfig({ CONSENT_LOADER_CACHE_MB: " 1024 " }).loaderCacheMb).toBe(1024);
+    for (const value of ["0", "-1", "1.5", "256MB", "1e3", "1000001"]) {
+      expect(configErrorOf({ CONSENT_LOADER_CACHE_MB: value }).message).toBe(
+        `CONSENT_LOADER_CACHE_MB must be a whole number of megabytes from 1 to 1000000, not "${value}"`,
+      );
+    }
+  });
+});
+
 describe("CONSENT_MIN_FREE_MB", () => {
   it("is 64 MB unless set, 0 turns the disk guard off, and anything else is refused", () => {
     expect(loadConfig({}).minFreeMb).toBe(64);

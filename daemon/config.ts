@@ -48,6 +48,11 @@ export interface Config {
    * than this (daemon/store/disk-guard.ts); 0 turns the guard off. Default 64.
    */
   minFreeMb: number;
+  /**
+   * CONSENT_LOADER_CACHE_MB: the bound on the loader responses a gateway process keeps in memory
+   * (gateway/loader/loader-cache.ts). Default 256.
+   */
+  loaderCacheMb: number;
 }
 
 export class ConfigError extends Error {
@@ -92,6 +97,9 @@ export function listenFailure(error: unknown, settings: ListenSettings): unknown
 
 /** CONSENT_MIN_FREE_MB when unset: room for many thousands of records, far from a full disk. */
 const DEFAULT_MIN_FREE_MB = 64;
+
+/** CONSENT_LOADER_CACHE_MB when unset: thousands of banners, or one in hundreds of regions. */
+const DEFAULT_LOADER_CACHE_MB = 256;
 
 /** pino's levels, and `silent`. */
 const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"];
@@ -296,6 +304,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
         "CONSENT_MIN_FREE_MB",
         "a whole number of megabytes",
       ) ?? DEFAULT_MIN_FREE_MB,
+    loaderCacheMb:
+      wholeNumberIn(
+        env.CONSENT_LOADER_CACHE_MB,
+        1,
+        1_000_000,
+        "CONSENT_LOADER_CACHE_MB",
+        "a whole number of megabytes",
+      ) ?? DEFAULT_LOADER_CACHE_MB,
     webhookLeaseMs: wholeNumberIn(
       env.CONSENT_WEBHOOK_LEASE_MS,
       1_000,

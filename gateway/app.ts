@@ -67,6 +67,8 @@ export interface GatewayOptions {
   logger: FastifyBaseLogger;
   /** CONSENT_GEO_HEADER: a trusted proxy's header naming the visitor's country (loader rules). */
   geoHeader?: string;
+  /** CONSENT_LOADER_CACHE_MB in bytes: the loader responses kept in memory (loader-cache.ts). */
+  loaderCacheBytes?: number;
   /**
    * Single-process mode: the daemon's publish hook, so loader responses refresh at once after a
    * change made through any worker or the daemon's own port.
@@ -168,6 +170,7 @@ export async function buildGateway(options: GatewayOptions): Promise<FastifyInst
     relay,
     geoHeader: options.geoHeader,
     trustProxy: options.trustProxy,
+    loaderCacheBytes: options.loaderCacheBytes,
     onPublicChange,
   });
   // An unknown path is answered before its body is read or judged (a malformed Content-Type

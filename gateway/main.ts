@@ -35,6 +35,7 @@ export async function startGateway(options: StartGatewayOptions) {
     trustProxy: options.config.trustProxy,
     logger: options.logger,
     geoHeader: options.config.geoHeader,
+    loaderCacheBytes: options.config.loaderCacheMb * 1024 * 1024,
     onPublicChange: options.onPublicChange,
   });
   const beginDrain = boundedDrain(app.server, options.beforeCut);

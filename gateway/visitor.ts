@@ -17,6 +17,8 @@ export interface VisitorOptions {
   onPublicChange?: (listener: (publicId: string) => void) => void;
   /** How long the loader serves a banner before asking the daemon again. */
   loaderRevalidateMs?: number;
+  /** The bound on the bytes of the loader responses kept in memory. */
+  loaderCacheBytes?: number;
 }
 
 /**
@@ -29,5 +31,9 @@ export async function visitorSide(app: FastifyInstance, options: VisitorOptions)
   app.addContentTypeParser("*", { parseAs: "buffer" }, (_request, body, done) => done(null, body));
   await app.register(consentLogRoutes, options);
   await app.register(preferencesRoutes, options);
-  await app.register(loaderRoutes, { ...options, revalidateMs: options.loaderRevalidateMs });
+  await app.register(loaderRoutes, {
+    ...options,
+    revalidateMs: options.loaderRevalidateMs,
+    maxBytes: options.loaderCacheBytes,
+  });
 }

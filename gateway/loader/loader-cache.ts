@@ -20,11 +20,18 @@ export interface LoaderVariant {
   variesByGeo: boolean;
 }
 
+/** A banner's responses by location, with the bytes of those built (all three bodies). */
+interface Variants {
+  bodies: Map<string, Promise<LoaderVariant>>;
+  bytes: number;
+}
+
 interface CachedBanner {
   banner: PublishedBanner;
   fingerprint: string;
   checkedAt: number;
-  variants: Map<string, Promise<LoaderVariant>>;
+  /** Shared by the entries of one banner whose production side is unchanged. */
+  variants: Variants;
 }
 
 export interface LoaderCacheOptions {
@@ -33,12 +40,19 @@ export interface LoaderCacheOptions {
   /** How long a banner is served before the daemon is asked again (other gateways' publishes). */
   revalidateMs: number;
   now?: () => number;
+  /** Bound on the bytes of the responses kept, over all banners (default 256 MiB). */
+  maxBytes?: number;
 }
 
-/** Bounds on memory: banners kept, locations kept per banner, and public ids known to be missing. */
+/**
+ * Bounds on memory: banners kept, locations kept per banner, and public ids known to be missing.
+ * The bytes kept have a bound of their own (`maxBytes`), as a response per country or region of a
+ * banner with jurisdiction rules and large texts could otherwise reach gigabytes within the counts.
+ */
 const MAX_BANNERS = 5_000;
 const MAX_VARIANTS = 300;
 const MAX_MISSING = 10_000;
+const MAX_BYTES = 256 * 1024 * 1024;
 
 const sha256 = (data: Uint8Array | string) =>
   createHash("sha256").update(data).digest("base64url").slice(0, 27);
@@ -75,7 +89,8 @@ interface Loading {
  * this one; a banner whose production side is unchanged keeps its compressed bodies. Concurrent
  * requests for one banner share one daemon call. An unknown or inactive banner is remembered as
  * such for as long (a site whose banner was switched off keeps embedding its loader), in a map of
- * its own, so ids that do not exist never push a live banner's bodies out of memory.
+ * its own, so ids that do not exist never push a live banner's bodies out of memory. Beyond
+ * `maxBytes`, the least recently used banners are dropped, never the one just served.
  */
 export class LoaderCache {
   readonly #banners = new Map<string, CachedBanner>();
@@ -83,9 +98,18 @@ export class LoaderCache {
   readonly #missing = new Map<string, number>();
   readonly #loading = new Map<string, Loading>();
   readonly #now: () => number;
+  readonly #maxBytes: number;
+  /** Bytes of the responses built for the banners in #banners. */
+  #keptBytes = 0;
 
   constructor(private readonly options: LoaderCacheOptions) {
     this.#now = options.now ?? Date.now;
+    this.#maxBytes = options.maxBytes ?? MAX_BYTES;
+  }
+
+  /** Bytes of the responses kept in memory (identity, brotli and gzip bodies). */
+  get keptBytes(): number {
+    return this.#keptBytes;
   }
 
   /** The response for a visitor at `geo`, or null for an unknown or inactive banner. */
@@ -94,13 +118,24 @@ export class LoaderCache {
     if (!cached) return null;
     const location = variantGeo(cached.banner, geo);
     const key = variantKey(location);
-    let variant = cached.variants.get(key);
+    const { variants } = cached;
+    let variant = variants.bodies.get(key);
     if (!variant) {
-      if (cached.variants.size >= MAX_VARIANTS) cached.variants.clear();
-      variant = buildVariant(cached.banner, location);
-      cached.variants.set(key, variant);
-      // A failed build is not kept: the next request tries again.
-      variant.catch(() => cached.variants.delete(key));
+      if (variants.bodies.size >= MAX_VARIANTS) this.#clear(publicId, variants);
+      // Counted once built, unless its location was cleared meanwhile; a failed build is not
+      // kept: the next request tries again.
+      const building: Promise<LoaderVariant> = buildVariant(cached.banner, location).then(
+        (built) => {
+          if (variants.bodies.get(key) === building) this.#count(publicId, variants, built);
+          return built;
+        },
+        (error: unknown) => {
+          if (variants.bodies.get(key) === building) variants.bodies.delete(key);
+          throw error;
+        },
+      );
+      variants.bodies.set(key, building);
+      variant = building;
     }
     return variant;
   }
@@ -124,7 +159,7 @@ export class LoaderCache {
     const cached = this.#banners.get(publicId);
     if (cached && this.#now() - cached.checkedAt < this.options.revalidateMs) {
       // Least recently used goes first when the map is full: re-inserted on use.
-      remember(this.#banners, publicId, cached, MAX_BANNERS);
+      this.#keep(publicId, cached);
       return cached;
     }
     const missingSince = this.#missing.get(publicId);
@@ -156,7 +191,7 @@ export class LoaderCache {
     const current = !token.stale;
     if (!banner) {
       if (current) {
-        this.#banners.delete(publicId);
+        this.#drop(publicId);
         remember(this.#missing, publicId, this.#now(), MAX_MISSING);
       }
       return null;
@@ -167,18 +202,56 @@ export class LoaderCache {
     const entry: CachedBanner =
       previous?.fingerprint === fingerprint
         ? { ...previous, checkedAt }
-        : { banner, fingerprint, checkedAt, variants: new Map() };
-    if (current) remember(this.#banners, publicId, entry, MAX_BANNERS);
+        : { banner, fingerprint, checkedAt, variants: { bodies: new Map(), bytes: 0 } };
+    if (current) this.#keep(publicId, entry);
     return entry;
+  }
+
+  /** Sets a banner's entry as the most recent; the bytes of an entry it replaces leave the count. */
+  #keep(publicId: string, entry: CachedBanner): void {
+    // Nothing changes when an unchanged banner's new entry shares the replaced one's variants.
+    const replaced = this.#banners.get(publicId);
+    this.#keptBytes += entry.variants.bytes - (replaced?.variants.bytes ?? 0);
+    const evicted = remember(this.#banners, publicId, entry, MAX_BANNERS);
+    if (evicted) this.#keptBytes -= evicted.variants.bytes;
+  }
+
+  #drop(publicId: string): void {
+    const dropped = this.#banners.get(publicId);
+    if (!dropped) return;
+    this.#banners.delete(publicId);
+    this.#keptBytes -= dropped.variants.bytes;
+  }
+
+  #clear(publicId: string, variants: Variants): void {
+    if (this.#banners.get(publicId)?.variants === variants) this.#keptBytes -= variants.bytes;
+    variants.bodies.clear();
+    variants.bytes = 0;
+  }
+
+  /** Counts a built response; beyond the budget, least recently used banners leave but this one. */
+  #count(publicId: string, variants: Variants, built: LoaderVariant): void {
+    const bytes = built.identity.length + built.br.length + built.gzip.length;
+    variants.bytes += bytes;
+    if (this.#banners.get(publicId)?.variants !== variants) return;
+    this.#keptBytes += bytes;
+    for (const oldest of this.#banners.keys()) {
+      if (this.#keptBytes <= this.#maxBytes) break;
+      if (oldest !== publicId) this.#drop(oldest);
+    }
   }
 }
 
-/** Sets a map's entry as its most recent, dropping the least recent beyond `max`. */
-function remember<V>(map: Map<string, V>, key: string, value: V, max: number): void {
+/** Sets a map's entry as its most recent, dropping the least recent beyond `max` (returned). */
+function remember<V>(map: Map<string, V>, key: string, value: V, max: number): V | undefined {
   map.delete(key);
   map.set(key, value);
   if (map.size > max) {
     const oldest = map.keys().next().value;
-    if (oldest !== undefined) map.delete(oldest);
+    if (oldest === undefined) return undefined;
+    const evicted = map.get(oldest);
+    map.delete(oldest);
+    return evicted;
   }
+  return undefined;
 }

@@ -27,6 +27,8 @@ export interface LoaderRouteOptions {
   trustProxy?: string[];
   onPublicChange?: (listener: (publicId: string) => void) => void;
   revalidateMs?: number;
+  /** CONSENT_LOADER_CACHE_MB in bytes; the cache's default (256 MiB) when unset. */
+  maxBytes?: number;
 }
 
 const LOADER_PATH = "/loader/:file";
@@ -82,6 +84,7 @@ function notFound(reply: FastifyReply): FastifyReply {
 export async function loaderRoutes(app: FastifyInstance, options: LoaderRouteOptions) {
   const cache = new LoaderCache({
     revalidateMs: options.revalidateMs ?? LOADER_REVALIDATE_MS,
+    maxBytes: options.maxBytes,
     async fetchBanner(publicId) {
       try {
         return (await options.clients.banners.getPublishedBanner({ publicId })).banner ?? null;

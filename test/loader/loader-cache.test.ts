@@ -1,8 +1,8 @@
 import { createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { LoaderCache } from "#gateway/loader/loader-cache.js";
-import { BannerService } from "#gen/consent/v1/banner_pb.js";
+import { LoaderCache, type LoaderVariant } from "#gateway/loader/loader-cache.js";
+import { BannerService, type PublishedBanner } from "#gen/consent/v1/banner_pb.js";
 import { http } from "#test/support/api.js";
 import { bannerFixture } from "#test/support/consent-log.js";
 import { startTestService, type TestService } from "#test/support/service.js";
@@ -16,23 +16,21 @@ describe("LoaderCache against a daemon it hears nothing from", () => {
   let now = 0;
   let fetches = 0;
   let cache: LoaderCache;
+  let fetchBanner: (publicId: string) => Promise<PublishedBanner | null>;
   beforeAll(async () => {
     service = await startTestService({ gateway: true });
     const banners = createClient(
       BannerService,
       createGrpcTransport({ baseUrl: service.daemonUrl }),
     );
-    cache = new LoaderCache({
-      revalidateMs: 30_000,
-      now: () => now,
-      async fetchBanner(publicId) {
-        fetches++;
-        return (
-          (await banners.getPublishedBanner({ publicId }).catch(() => ({ banner: null }))).banner ??
-          null
-        );
-      },
-    });
+    fetchBanner = async (publicId) => {
+      fetches++;
+      return (
+        (await banners.getPublishedBanner({ publicId }).catch(() => ({ banner: null }))).banner ??
+        null
+      );
+    };
+    cache = new LoaderCache({ revalidateMs: 30_000, now: () => now, fetchBanner });
   });
   afterAll(() => service.close());
 
@@ -130,5 +128,102 @@ describe("LoaderCache against a daemon it hears nothing from", () => {
     expect(await cache.variant(publicId, null)).toBe(first);
     for (const publicId of unknown) expect(await cache.variant(publicId, null)).toBeNull();
     expect(fetches).toBe(before);
+  });
+
+  describe("with a bound on the bytes kept", () => {
+    const bytesOf = (variant: LoaderVariant | null) =>
+      variant ? variant.identity.length + variant.br.length + variant.gzip.length : 0;
+    const budgeted = (maxBytes: number) =>
+      new LoaderCache({ revalidateMs: 30_000, now: () => now, fetchBanner, maxBytes });
+
+    it("drops the least recently used banners beyond it, serving the recent ones from memory", async () => {
+      const publicIds = await Promise.all(
+        Array.from({ length: 6 }, async () => (await bannerFixture(service)).publicId),
+      );
+      const size = bytesOf(
+        await budgeted(Number.POSITIVE_INFINITY).variant(publicIds[0] as string, null),
+      );
+      // Room for three responses (the banners' differ by a few bytes at most).
+      const cache = budgeted(3.5 * size);
+      const request = (i: number) => cache.variant(publicIds[i] as string, null);
+      const served: (LoaderVariant | null)[] = [];
+      for (const publicId of publicIds) {
+        served.push(await cache.variant(publicId, null));
+        expect(cache.keptBytes).toBeLessThanOrEqual(3.5 * size);
+      }
+      expect(cache.keptBytes).toBe(served.slice(3).reduce((sum, v) => sum + bytesOf(v), 0));
+
+      const before = fetches;
+      // Used again, the oldest of the three kept becomes the most recent.
+      expect(await request(3)).toBe(served[3]);
+      expect(await request(4)).toBe(served[4]);
+      expect(await request(5)).toBe(served[5]);
+      expect(fetches).toBe(before);
+      const evicted = await request(0);
+      expect(evicted?.hash).toBe(served[0]?.hash);
+      expect(fetches).toBe(before + 1);
+      // Banner 3 was the least recently used: it left to make room for banner 0.
+      expect(await request(4)).toBe(served[4]);
+      expect(await request(5)).toBe(served[5]);
+      expect(fetches).toBe(before + 1);
+      expect(await request(3)).not.toBe(served[3]);
+      expect(fetches).toBe(before + 2);
+      expect(cache.keptBytes).toBeLessThanOrEqual(3.5 * size);
+    });
+
+    it("keeps the banner just served even when its response alone exceeds the bound", async () => {
+      const [first, second] = await Promise.all([bannerFixture(service), bannerFixture(service)]);
+      const cache = budgeted(1);
+      await cache.variant(first.publicId, null);
+      const served = await cache.variant(second.publicId, null);
+      expect(cache.keptBytes).toBe(bytesOf(served));
+      const before = fetches;
+      expect(await cache.variant(second.publicId, null)).toBe(served);
+      expect(fetches).toBe(before);
+    });
+
+    it("counts each response while kept, and nothing once its banner is gone or replaced", async () => {
+      const { key, id, publicId } = await bannerFixture(service, {
+        configuration: { jurisdictionRules: [{ id: "eu", countries: ["DE"], mode: "opt_in" }] },
+      });
+      const cache = budgeted(Number.POSITIVE_INFINITY);
+      const de = await cache.variant(publicId, { country: "DE" });
+      const fr = await cache.variant(publicId, { country: "FR" });
+      expect(cache.keptBytes).toBe(bytesOf(de) + bytesOf(fr));
+
+      // Re-read with production unchanged (a draft edit): the same responses, counted once.
+      await http(service, "PATCH", `/api/v1/banners/${id}`, {
+        key,
+        body: { configuration: { layout: "modal" } },
+      });
+      cache.invalidate(publicId);
+      expect(await cache.variant(publicId, { country: "DE" })).toBe(de);
+      now += 30_000;
+      expect(await cache.variant(publicId, { country: "FR" })).toBe(fr);
+      expect(cache.keptBytes).toBe(bytesOf(de) + bytesOf(fr));
+
+      // Published: the previous responses leave the count.
+      await http(service, "POST", `/api/v1/banners/${id}/publish`, { key });
+      cache.invalidate(publicId);
+      const published = await cache.variant(publicId, { country: "DE" });
+      expect(published?.hash).not.toBe(de?.hash);
+      expect(cache.keptBytes).toBe(bytesOf(published));
+
+      // Beyond the locations kept per banner, those kept are cleared.
+      const places = Array.from({ length: 300 }, (_, i) => ({
+        country: String.fromCharCode(65 + Math.floor(i / 26), 65 + (i % 26)),
+      }));
+      const built = await Promise.all(places.map((geo) => cache.variant(publicId, geo)));
+      const total = built.reduce((sum, v) => sum + bytesOf(v), 0);
+      expect(cache.keptBytes).toBe(total);
+      const after = await cache.variant(publicId, { country: "ZZ" });
+      expect(cache.keptBytes).toBe(bytesOf(after));
+
+      // Deactivated: nothing is kept.
+      await http(service, "PATCH", `/api/v1/banners/${id}`, { key, body: { isActive: false } });
+      cache.invalidate(publicId);
+      expect(await cache.variant(publicId, null)).toBeNull();
+      expect(cache.keptBytes).toBe(0);
+    });
   });
 });
