@@ -480,13 +480,23 @@ describe("requests a client pipelines on one connection without reading the answ
     reader.socket.destroy();
   });
 
+  /**
+   * A connection whose 16 MB list answer has begun, on which the client stops reading (so the
+   * answer is still going out) and sends a request that cannot be read.
+   */
+  async function unreadableBehindAnswer() {
+    const connection = await rawConnection(port);
+    connection.socket.write(LIST_REQUEST);
+    await vi.waitFor(() => expect(connection.received()).toMatch(/^HTTP\/1\.1 200 /), {
+      interval: 5,
+    });
+    connection.socket.pause();
+    connection.socket.write("NOT A REQUEST\r\n\r\n");
+    return connection;
+  }
+
   it("writes nothing into an answer going out when the next request cannot be read: the answer is finished, then the connection closed", async () => {
-    const { socket, received } = await rawConnection(port);
-    socket.write(LIST_REQUEST);
-    await vi.waitFor(() => expect(received()).toMatch(/^HTTP\/1\.1 200 /), { interval: 5 });
-    // The client stops reading, so the 16 MB answer is still going out when the next arrives.
-    socket.pause();
-    socket.write("NOT A REQUEST\r\n\r\n");
+    const { socket, received } = await unreadableBehindAnswer();
     await new Promise((resolve) => setTimeout(resolve, 200));
     const closed = new Promise((resolve) => socket.once("close", resolve));
     socket.resume();
@@ -499,11 +509,7 @@ describe("requests a client pipelines on one connection without reading the answ
   });
 
   it("still closes a connection whose answer does not move when the client keeps sending bytes after one it cannot read", async () => {
-    const { socket, received } = await rawConnection(port);
-    socket.write(LIST_REQUEST);
-    await vi.waitFor(() => expect(received()).toMatch(/^HTTP\/1\.1 200 /), { interval: 5 });
-    socket.pause();
-    socket.write("NOT A REQUEST\r\n\r\n");
+    const { socket, received } = await unreadableBehindAnswer();
     const closed = new Promise((resolve) => socket.once("close", resolve));
     // A byte every 300 ms for 4 s, reading nothing: were the bytes read, each would count as the
     // connection moving, and the 16 MB answer would be held as long as the bytes come.

@@ -93,7 +93,9 @@ export function createConsentLogReads(options: ConsentLogReadOptions): ConsentLo
     return afterAdmission(ctx, auth, async () => {
       const { query, banner } = await readTeamLogQuery(store.banners, auth.team.id, request);
       const { publicId, methods, since, until } = query;
-      return { auth, banner, teamId: auth.team.id, publicId, methods, since, until };
+      const filters = { teamId: auth.team.id, publicId, methods, since, until };
+      // The banner the filter names, read by the team check (consentLogStats needs it).
+      return { auth, banner, filters };
     });
   }
 
@@ -145,12 +147,8 @@ export function createConsentLogReads(options: ConsentLogReadOptions): ConsentLo
     async *tailConsentLogs(request, ctx) {
       // A tail starts now and has no end: since and until do not apply to it.
       const {
-        since: _since,
-        until: _until,
         auth,
-        banner: _banner,
-        teamId,
-        ...tailFilters
+        filters: { since: _since, until: _until, teamId, ...tailFilters },
       } = await admit(ctx, request);
       // Every tail reads the log on each append and sweeps it twice a second: a team's tails on
       // one daemon are bounded.
@@ -257,7 +255,7 @@ export function createConsentLogReads(options: ConsentLogReadOptions): ConsentLo
     },
 
     async consentLogStats(request, ctx) {
-      const { auth: _auth, banner, ...filters } = await admit(ctx, request);
+      const { banner, filters } = await admit(ctx, request);
       const stats = await store.consentLog
         .stats({
           ...filters,
@@ -279,7 +277,7 @@ export function createConsentLogReads(options: ConsentLogReadOptions): ConsentLo
     },
 
     async *exportConsentLogs(request, ctx) {
-      const { auth, banner: _banner, ...filters } = await admit(ctx, request);
+      const { auth, filters } = await admit(ctx, request);
       // Without an end the export stops at the moment it began: one fixed set of rows. Where the
       // team's newest row has an id past that moment (received before the clock was set back; an
       // id is never below its receipt), it stops past that row, so no row stored is left out.
