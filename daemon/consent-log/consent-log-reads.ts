@@ -10,7 +10,6 @@ import {
   lowestIdAt,
   matchesLogFilters,
   readTeamLogQuery,
-  tooBroadQuery,
 } from "#daemon/consent-log/consent-log-rules.js";
 import {
   type ConsentLogForwardQuery,
@@ -256,14 +255,10 @@ export function createConsentLogReads(options: ConsentLogReadOptions): ConsentLo
 
     async consentLogStats(request, ctx) {
       const { banner, filters } = await admit(ctx, request);
-      const stats = await store.consentLog
-        .stats({
-          ...filters,
-          requiredCategories: await requiredCategories(filters.teamId, filters.publicId, banner),
-        })
-        .catch((error: unknown) => {
-          throw tooBroadQuery(error);
-        });
+      const stats = await store.consentLog.stats({
+        ...filters,
+        requiredCategories: await requiredCategories(filters.teamId, filters.publicId, banner),
+      });
       return {
         total: BigInt(stats.total),
         byMethod: Object.fromEntries(
@@ -281,23 +276,19 @@ export function createConsentLogReads(options: ConsentLogReadOptions): ConsentLo
       // Without an end the export stops at the moment it began: one fixed set of rows. Where the
       // team's newest row has an id past that moment (received before the clock was set back; an
       // id is never below its receipt), it stops past that row, so no row stored is left out.
-      try {
-        let until = filters.until;
-        if (until === undefined) {
-          const now = clock();
-          const [newest] = await store.consentLog.list({ teamId: filters.teamId, limit: 1 });
-          const newestMs = newest ? idMillis(newest.id) : Number.NEGATIVE_INFINITY;
-          until = newestMs >= now.getTime() ? new Date(newestMs + 1) : now;
-        }
-        for await (const rows of forward({ ...filters, until })) {
-          // Cut short by a deadline or a shutdown, an export ends with that reason, never as if
-          // it had given every row.
-          ctx.signal.throwIfAborted();
-          await authenticator.confirmStillAdmitted(auth);
-          yield { entries: rows.map(consentLogEntryMessage) };
-        }
-      } catch (error) {
-        throw tooBroadQuery(error);
+      let until = filters.until;
+      if (until === undefined) {
+        const now = clock();
+        const [newest] = await store.consentLog.list({ teamId: filters.teamId, limit: 1 });
+        const newestMs = newest ? idMillis(newest.id) : Number.NEGATIVE_INFINITY;
+        until = newestMs >= now.getTime() ? new Date(newestMs + 1) : now;
+      }
+      for await (const rows of forward({ ...filters, until })) {
+        // Cut short by a deadline or a shutdown, an export ends with that reason, never as if it
+        // had given every row.
+        ctx.signal.throwIfAborted();
+        await authenticator.confirmStillAdmitted(auth);
+        yield { entries: rows.map(consentLogEntryMessage) };
       }
     },
   };

@@ -3,11 +3,7 @@ import { v7 as uuidv7 } from "uuid";
 import { z } from "zod";
 import type { BannerRecord, BannerStore, TelemetryLevel } from "#daemon/banners/banner-store.js";
 import { hostAllowed, parsedSite, type Site, siteText } from "#daemon/banners/domains.js";
-import {
-  type ConsentLogQuery,
-  type ConsentLogRecord,
-  LogReadTooLargeError,
-} from "#daemon/consent-log/consent-log-store.js";
+import type { ConsentLogQuery, ConsentLogRecord } from "#daemon/consent-log/consent-log-store.js";
 import { clipped, DomainError, invalidRequest } from "#daemon/errors.js";
 import {
   integer,
@@ -316,21 +312,6 @@ export async function readTeamLogQuery(
       message: `bannerId must be a banner's publicId: ${publicId} is the id of the banner whose publicId is ${own.publicId}`,
     },
   ]);
-}
-
-/**
- * A read over a time range that the store stopped at its time limit (LogReadTooLargeError), as
- * the caller's to narrow: the same request would fail the same way again, so it is no outage to
- * retry (decisions §7: failed_precondition, with its own machine code). A shorter range or one
- * banner is a smaller range of the store's index. Any other error is returned as it is.
- */
-export function tooBroadQuery(error: unknown): unknown {
-  if (!(error instanceof LogReadTooLargeError)) return error;
-  return new DomainError(
-    "failed_precondition",
-    "query_too_broad",
-    `The query passes over more of the team's consent log than the store reads within its limit of ${error.limitMs / 1000} s a read; narrow its time range (since, until) or name a banner`,
-  );
 }
 
 /** Each banner record's sites, read once (a record is served from the read cache for a while). */

@@ -21,7 +21,6 @@ import {
   readConsentLogBody,
   readTeamLogQuery,
   reducePageUrl,
-  tooBroadQuery,
 } from "#daemon/consent-log/consent-log-rules.js";
 import type { ConsentLogRecord } from "#daemon/consent-log/consent-log-store.js";
 import { PreferenceLinks } from "#daemon/consent-log/preference-links.js";
@@ -167,11 +166,11 @@ export function createConsentLogService(
       return afterAdmission(ctx, auth, async () => {
         const { query } = await readTeamLogQuery(store.banners, auth.team.id, request);
         // One row more than the page tells whether another page follows.
-        const rows = await store.consentLog
-          .list({ ...query, teamId: auth.team.id, limit: query.limit + 1 })
-          .catch((error: unknown) => {
-            throw tooBroadQuery(error);
-          });
+        const rows = await store.consentLog.list({
+          ...query,
+          teamId: auth.team.id,
+          limit: query.limit + 1,
+        });
         const page = rows.slice(0, query.limit);
         const more = rows.length > query.limit;
         return {

@@ -1,3 +1,5 @@
+import { DomainError } from "#daemon/errors.js";
+
 export interface PurposeChoices {
   saleSharing?: boolean;
   targetedAdvertising?: boolean;
@@ -84,17 +86,23 @@ export interface ConsentLogStats {
 /**
  * Thrown by list, listForward and stats when the store stopped the read at its time limit
  * (MongoDB: maxTimeMS, CONSENT_MONGODB_TIMEOUT_MS): the read passes over more rows than the store
- * reads in that time. The same read fails again; one over a shorter time range, or of one banner,
- * passes over fewer. The driver's error is the cause.
+ * reads in that time. The same read fails again, so it is the caller's to narrow, no outage to
+ * retry (decisions §7: failed_precondition, with its own machine code); one over a shorter time
+ * range, or of one banner, passes over fewer. The driver's error is the cause.
  */
-export class LogReadTooLargeError extends Error {
+export class LogReadTooLargeError extends DomainError {
   constructor(
     /** The store's time limit of one read. */
     readonly limitMs: number,
     options?: ErrorOptions,
   ) {
-    super(`the consent log read passed its time limit of ${limitMs} ms`, options);
+    super(
+      "failed_precondition",
+      "query_too_broad",
+      `The query passes over more of the team's consent log than the store reads within its limit of ${limitMs / 1000} s a read; narrow its time range (since, until) or name a banner`,
+    );
     this.name = "LogReadTooLargeError";
+    this.cause = options?.cause;
   }
 }
 
