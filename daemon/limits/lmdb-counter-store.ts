@@ -1,6 +1,6 @@
 import type { Database } from "lmdb";
 import type { CounterStore } from "#daemon/limits/counter-store.js";
-import { type ExpiryIndex, expiryKey, purgeDue, purgeInBatches } from "#daemon/store/lmdb-keys.js";
+import { type ExpiryIndex, expiryKey, purgeExpiredIn } from "#daemon/store/lmdb-keys.js";
 
 /** A stored rate-limit counter. */
 export interface CounterRecord {
@@ -48,15 +48,11 @@ export function createLmdbCounterStore(dbs: LmdbCounterDatabases): CounterStore 
       return counter && isLive(counter, now) ? counter.count : 0;
     },
     purgeExpired(now) {
-      return purgeInBatches(() =>
-        counters.transaction(() =>
-          purgeDue(counterNamesByExpiry, now, (name) => {
-            const counter = counters.get(name);
-            if (!counter || isLive(counter, now)) return false;
-            return counters.removeSync(name);
-          }),
-        ),
-      );
+      return purgeExpiredIn(counters, counterNamesByExpiry, now, (name) => {
+        const counter = counters.get(name);
+        if (!counter || isLive(counter, now)) return false;
+        return counters.removeSync(name);
+      });
     },
   };
 }

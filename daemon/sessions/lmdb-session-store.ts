@@ -1,6 +1,6 @@
 import type { Database } from "lmdb";
 import type { SessionRecord, SessionStore } from "#daemon/sessions/session-store.js";
-import { type ExpiryIndex, expiryKey, purgeDue, purgeInBatches } from "#daemon/store/lmdb-keys.js";
+import { type ExpiryIndex, expiryKey, purgeExpiredIn } from "#daemon/store/lmdb-keys.js";
 import { DuplicateKeyError } from "#daemon/store/store.js";
 
 /** The named databases of the session store: records by id and the indexes that point at them. */
@@ -60,17 +60,13 @@ export function createLmdbSessionStore(dbs: LmdbSessionDatabases): SessionStore 
       });
     },
     purgeExpired(now) {
-      return purgeInBatches(() =>
-        sessions.transaction(() =>
-          purgeDue(sessionIdsByExpiry, now, (id) => {
-            const session = sessions.get(id);
-            if (!session || session.expiresAt > now) return false;
-            sessions.removeSync(id);
-            sessionIdsByHash.removeSync(session.tokenHash);
-            return true;
-          }),
-        ),
-      );
+      return purgeExpiredIn(sessions, sessionIdsByExpiry, now, (id) => {
+        const session = sessions.get(id);
+        if (!session || session.expiresAt > now) return false;
+        sessions.removeSync(id);
+        sessionIdsByHash.removeSync(session.tokenHash);
+        return true;
+      });
     },
   };
 }

@@ -1,4 +1,3 @@
-import { setImmediate as yieldToEventLoop } from "node:timers/promises";
 import type { Database, Key } from "lmdb";
 
 /**
@@ -37,7 +36,7 @@ export function expiryKey(id: string, expiresAt: Date): ExpiryKey {
 export const PURGE_BATCH = 1_000;
 
 /** What one purgeDue transaction did: records removed, and whether more entries may be due. */
-export interface PurgeBatch {
+interface PurgeBatch {
   purged: number;
   more: boolean;
 }
@@ -47,7 +46,7 @@ export interface PurgeBatch {
  * before `now`. Must run inside a write transaction of the index's environment, so that a record
  * rewritten by another process in the meantime is judged by its current expiry.
  */
-export function purgeDue(
+function purgeDue(
   index: ExpiryIndex,
   now: Date,
   removeIfExpired: (id: string) => boolean,
@@ -62,16 +61,21 @@ export function purgeDue(
 }
 
 /**
- * Runs `batch` (a write transaction around purgeDue) until no entry is left due, letting the event
- * loop run between transactions, and returns how many records were removed (the purgeExpired
- * promise of the ports). Each entry is removed by the batch that meets it, so every run ends.
+ * Removes every record due in `index` at `now` (the purgeExpired promise of the ports), one write
+ * transaction of `db` per PURGE_BATCH entries, and returns how many. Each transaction commits on
+ * lmdb's write thread, so the event loop runs between them; each entry is removed by the batch
+ * that meets it, so every run ends.
  */
-export async function purgeInBatches(batch: () => Promise<PurgeBatch>): Promise<number> {
+export async function purgeExpiredIn(
+  db: Pick<Database, "transaction">,
+  index: ExpiryIndex,
+  now: Date,
+  removeIfExpired: (id: string) => boolean,
+): Promise<number> {
   let purged = 0;
   for (;;) {
-    const done = await batch();
-    purged += done.purged;
-    if (!done.more) return purged;
-    await yieldToEventLoop();
+    const batch = await db.transaction(() => purgeDue(index, now, removeIfExpired));
+    purged += batch.purged;
+    if (!batch.more) return purged;
   }
 }

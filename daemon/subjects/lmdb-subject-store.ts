@@ -1,5 +1,5 @@
 import type { Database } from "lmdb";
-import { type ExpiryIndex, expiryKey, purgeDue, purgeInBatches } from "#daemon/store/lmdb-keys.js";
+import { type ExpiryIndex, expiryKey, purgeExpiredIn } from "#daemon/store/lmdb-keys.js";
 import type {
   SubjectRecord,
   SubjectStore,
@@ -74,14 +74,10 @@ export function createLmdbSubjectStore(dbs: LmdbSubjectDatabases): SubjectStore 
       });
     },
     purgeExpired(now) {
-      return purgeInBatches(() =>
-        subjects.transaction(() =>
-          purgeDue(subjectHashesByExpiry, now, (subjectHash) => {
-            if (isLive(subjects.get(subjectHash), now)) return false;
-            return remove(subjectHash) !== undefined;
-          }),
-        ),
-      );
+      return purgeExpiredIn(subjects, subjectHashesByExpiry, now, (subjectHash) => {
+        if (isLive(subjects.get(subjectHash), now)) return false;
+        return remove(subjectHash) !== undefined;
+      });
     },
     async keysInUse(keyIds) {
       const some = (range: { start?: string; end?: string }) => {
