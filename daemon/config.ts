@@ -99,7 +99,7 @@ export function listenFailure(error: unknown, settings: ListenSettings): unknown
 const DEFAULT_MIN_FREE_MB = 64;
 
 /** CONSENT_LOADER_CACHE_MB when unset: thousands of banners, or one in hundreds of regions. */
-const DEFAULT_LOADER_CACHE_MB = 256;
+export const DEFAULT_LOADER_CACHE_MB = 256;
 
 /** pino's levels, and `silent`. */
 const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"];

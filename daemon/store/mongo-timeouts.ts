@@ -24,8 +24,6 @@ const MAX_REPLY_MARGIN_MS = 5_000;
  * told to narrow it (LogReadTooLargeError) instead.
  */
 export interface MongoTimeouts {
-  /** The setting itself: the server's own time for a command (see `serverMs`). */
-  timeoutMs: number;
   /** Finding the primary (serverSelectionTimeoutMS): the setting, at most 5 s. */
   selectionMs: number;
   /**
@@ -58,7 +56,6 @@ export function mongoTimeouts(timeoutMs = DEFAULT_MONGODB_TIMEOUT_MS): MongoTime
   const selectionMs = Math.min(timeoutMs, MAX_SELECTION_MS);
   const replyMs = timeoutMs + Math.min(timeoutMs, MAX_REPLY_MARGIN_MS);
   return {
-    timeoutMs,
     selectionMs,
     checkoutMs: timeoutMs,
     serverMs: timeoutMs,

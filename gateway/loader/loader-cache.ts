@@ -2,6 +2,7 @@ import { createHash } from "node:crypto";
 import { promisify } from "node:util";
 import { brotliCompress, constants, gzip } from "node:zlib";
 import { toBinary } from "@bufbuild/protobuf";
+import { DEFAULT_LOADER_CACHE_MB } from "#daemon/config.js";
 import { runtimeBundle } from "#gateway/loader/runtime-bundle.js";
 import { type Geo, runtimeConfig, variantGeo, variantKey } from "#gateway/loader/runtime-config.js";
 import { type PublishedBanner, PublishedBannerSchema } from "#gen/consent/v1/banner_pb.js";
@@ -40,7 +41,7 @@ export interface LoaderCacheOptions {
   /** How long a banner is served before the daemon is asked again (other gateways' publishes). */
   revalidateMs: number;
   now?: () => number;
-  /** Bound on the bytes of the responses kept, over all banners (default 256 MiB). */
+  /** Bound on the bytes of the responses kept, over all banners (CONSENT_LOADER_CACHE_MB's default). */
   maxBytes?: number;
 }
 
@@ -52,7 +53,6 @@ export interface LoaderCacheOptions {
 const MAX_BANNERS = 5_000;
 const MAX_VARIANTS = 300;
 const MAX_MISSING = 10_000;
-const MAX_BYTES = 256 * 1024 * 1024;
 
 const sha256 = (data: Uint8Array | string) =>
   createHash("sha256").update(data).digest("base64url").slice(0, 27);
@@ -104,7 +104,7 @@ export class LoaderCache {
 
   constructor(private readonly options: LoaderCacheOptions) {
     this.#now = options.now ?? Date.now;
-    this.#maxBytes = options.maxBytes ?? MAX_BYTES;
+    this.#maxBytes = options.maxBytes ?? DEFAULT_LOADER_CACHE_MB * 1024 * 1024;
   }
 
   /** Bytes of the responses kept in memory (identity, brotli and gzip bodies). */

@@ -27,7 +27,7 @@ export interface LoaderRouteOptions {
   trustProxy?: string[];
   onPublicChange?: (listener: (publicId: string) => void) => void;
   revalidateMs?: number;
-  /** CONSENT_LOADER_CACHE_MB in bytes; the cache's default (256 MiB) when unset. */
+  /** CONSENT_LOADER_CACHE_MB in bytes; the cache's default when unset. */
   maxBytes?: number;
 }
 
