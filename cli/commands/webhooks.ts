@@ -1,4 +1,5 @@
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
+import { Code, ConnectError } from "@connectrpc/connect";
 import { Argument, type Command, Option } from "commander";
 import { checkPublicBannerIds } from "#cli/commands/banner-public-ids.js";
 import { TEAMS_HINT, teamOption } from "#cli/commands/teams.js";
@@ -37,11 +38,25 @@ const BANNERS_HELP =
   "comma-separated public banner ids (the ones in the loader URL) whose events are delivered";
 
 /**
- * `--banners` takes public ids: the banners' own ids, a likely slip, are refused naming the
- * public ids. Any other value is left to the daemon, which refuses what is not the team's.
+ * Runs `write` (a create or update with `--banners`), which the daemon refuses for a value that
+ * is not a public id of the team's banners (invalid_argument): only then are the values checked
+ * against the team's banners, so a banner's own id, a likely slip, is refused naming its public
+ * id; the daemon's refusal stands for any other value. A write it takes costs no listing.
  */
-async function checkBannerFilter(client: DaemonClient, team: string, banners?: string[]) {
-  if (banners?.length) await checkPublicBannerIds(client, team, banners, "--banners");
+async function namingPublicIds<T>(
+  client: DaemonClient,
+  team: string,
+  banners: string[] | undefined,
+  write: () => Promise<T>,
+): Promise<T> {
+  try {
+    return await write();
+  } catch (error) {
+    if (banners?.length && ConnectError.from(error).code === Code.InvalidArgument) {
+      await checkPublicBannerIds(client, team, banners, "--banners");
+    }
+    throw error;
+  }
 }
 
 interface TeamOption {
@@ -122,13 +137,14 @@ function addCreateWebhook(webhooks: Command, runtime: Runtime): void {
     .action((options: AddOptions, command: Command) =>
       runtime.run(command, {
         ...webhookSpec("Subscribing endpoint…", "Webhook endpoint created", async ({ client }) => {
-          await checkBannerFilter(client, options.team, options.banners);
-          const response = await client.webhooks(options.team).createWebhook({
-            url: options.url,
-            eventTypes: options.events ?? [],
-            bannerIds: options.banners ?? [],
-            description: options.description,
-          });
+          const response = await namingPublicIds(client, options.team, options.banners, () =>
+            client.webhooks(options.team).createWebhook({
+              url: options.url,
+              eventTypes: options.events ?? [],
+              bannerIds: options.banners ?? [],
+              description: options.description,
+            }),
+          );
           return response.webhook;
         }),
         notFoundHint: TEAMS_HINT,
@@ -242,17 +258,18 @@ function addUpdateWebhook(webhooks: Command, runtime: Runtime): void {
       return runtime.run(
         command,
         webhookSpec("Updating endpoint…", title, async ({ client }) => {
-          await checkBannerFilter(client, options.team, bannerIds);
-          const response = await client.webhooks(options.team).updateWebhook({
-            id,
-            url: options.url,
-            eventTypes: options.events && { values: options.events },
-            bannerIds: bannerIds && { values: bannerIds },
-            description: options.description,
-            enabled,
-            rotateSecret: options.rotateSecret,
-            secretGracePeriodSeconds: options.grace,
-          });
+          const response = await namingPublicIds(client, options.team, bannerIds, () =>
+            client.webhooks(options.team).updateWebhook({
+              id,
+              url: options.url,
+              eventTypes: options.events && { values: options.events },
+              bannerIds: bannerIds && { values: bannerIds },
+              description: options.description,
+              enabled,
+              rotateSecret: options.rotateSecret,
+              secretGracePeriodSeconds: options.grace,
+            }),
+          );
           return response.webhook;
         }),
       );
