@@ -52,8 +52,8 @@ export function KeyValue({ fields, width }: KeyValueProps) {
   const columns = width ?? (stdout.columns || 80);
   const values = fields.map((field) => printable(field.value));
   const labelWidth = Math.max(0, ...fields.map((field) => textWidth(field.label)));
-  const fits = (i: number, label: number) =>
-    needed(fields[i] as Field, values[i] ?? "") <= columns - label - 2;
+  const needs = fields.map((field, i) => needed(field, values[i] ?? ""));
+  const fits = (i: number, label: number) => (needs[i] as number) <= columns - label - 2;
   const aligned = fields.every((_, i) => fits(i, labelWidth));
   return (
     <Box flexDirection="column" width={width}>
@@ -66,7 +66,7 @@ export function KeyValue({ fields, width }: KeyValueProps) {
         );
         const label = textWidth(field.label);
         if (!aligned && !fits(i, label)) {
-          const indent = needed(field, value) <= columns - INDENT ? INDENT : 0;
+          const indent = (needs[i] as number) <= columns - INDENT ? INDENT : 0;
           return (
             <Box key={field.label} flexDirection="column">
               <Toned tone="muted">{`${field.label}:`}</Toned>

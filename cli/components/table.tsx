@@ -96,8 +96,8 @@ export function Table<Row>({ columns, rows, empty, width }: TableProps<Row>) {
   );
   const widths = fitColumns(natural, minimum, available);
   if (!widths) return <Records columns={columns} rows={rows} width={available} />;
-  // Cut here rather than by Ink's truncate-end, which can leave a wide character straddling the
-  // column's edge, one column into the gap.
+  // Cells are cut here, to their column's width (Ink's truncate-end can leave a wide character
+  // straddling the column's edge, one column into the gap), so Ink never wraps or cuts them.
   const fitted = (i: number, text: string) => cutToWidth(text, widths[i] as number);
   const cell = (i: number, content: ReactNode) => (
     <Box key={i} width={widths[i]} marginRight={i < columns.length - 1 ? GAP : 0} flexShrink={0}>
@@ -110,9 +110,8 @@ export function Table<Row>({ columns, rows, empty, width }: TableProps<Row>) {
         {columns.map((column, i) =>
           cell(
             i,
-            <Toned tone="strong" wrap="truncate-end">
-              {fitted(i, column.header)}
-            </Toned>,
+            // A column is never narrower than its header (fitColumns' minimum).
+            <Toned tone="strong">{column.header}</Toned>,
           ),
         )}
       </Box>
@@ -122,16 +121,7 @@ export function Table<Row>({ columns, rows, empty, width }: TableProps<Row>) {
           {columns.map((column, i) => {
             const tone = column.tone?.(row);
             const text = fitted(i, cells[r]?.[i] ?? "");
-            return cell(
-              i,
-              tone ? (
-                <Toned tone={tone} wrap="truncate-end">
-                  {text}
-                </Toned>
-              ) : (
-                <Text wrap="truncate-end">{text}</Text>
-              ),
-            );
+            return cell(i, tone ? <Toned tone={tone}>{text}</Toned> : <Text>{text}</Text>);
           })}
         </Box>
       ))}

@@ -152,18 +152,12 @@ describe("ConsentLogService operator reads over gRPC", () => {
       const { teamId, id, publicId } = await bannerFixture(late);
       const tail = await follow(teamId, {}, late);
       const receivedAt = new Date(Date.now() - TAIL_NEAR_MS - 7_000);
-      const row = {
-        id: uuidv7({ msecs: receivedAt.getTime() }),
-        teamId,
+      const row = aConsentLogRow(teamId, receivedAt, {
         bannerId: id,
         publicId,
         consentId: "acknowledged-late",
         method: "consent_given",
-        preferences: { necessary: true },
-        occurredAt: receivedAt,
-        timestampClamped: false,
-        receivedAt,
-      };
+      });
       const appended = performance.now();
       await late.store.consentLog.append(row);
       expect(await tail.nextIds()).toEqual([row.id]);
