@@ -44,7 +44,7 @@ export interface ProgramLimits {
 }
 
 /** Where a started program runs (default: the package's directory), and its limits. */
-export interface ProgramOptions extends ProgramLimits {
+interface ProgramOptions extends ProgramLimits {
   cwd?: string;
 }
 
