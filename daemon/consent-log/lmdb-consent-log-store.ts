@@ -41,29 +41,6 @@ export interface LmdbConsentLogDatabases {
  */
 const ROWS_BETWEEN_TURNS = 1_000;
 
-/** The rows of a range read, the event loop given a turn every ROWS_BETWEEN_TURNS of them. */
-async function* withTurns<T>(rows: Iterable<T>): AsyncGenerator<T> {
-  let read = 0;
-  for (const row of rows) {
-    yield row;
-    if (++read % ROWS_BETWEEN_TURNS === 0) await yieldToEventLoop();
-  }
-}
-
-/** The first `query.limit` rows of a range read that match the query's filters. */
-async function firstMatching(
-  values: Iterable<ConsentLogRecord | undefined>,
-  query: ConsentLogForwardQuery,
-): Promise<ConsentLogRecord[]> {
-  const rows: ConsentLogRecord[] = [];
-  if (query.limit <= 0) return rows;
-  for await (const value of withTurns(values)) {
-    if (value && matchesLogFilters(value, query)) rows.push(value);
-    if (rows.length >= query.limit) break;
-  }
-  return rows;
-}
-
 /**
  * The lowest id a row received at `since` or later can have (lowestIdAt: an id is never below its
  * receipt's millisecond), or the lowest of all: a read from since starts at since's rows instead
@@ -127,18 +104,25 @@ export function createLmdbConsentLogStore(dbs: LmdbConsentLogDatabases): Consent
       return null;
     },
     async list(query) {
+      const rows: ConsentLogRecord[] = [];
+      if (query.limit <= 0) return rows;
       const range = consentLog.getRange({
         start: [query.teamId, query.beforeId ?? PREFIX_END],
         exclusiveStart: query.beforeId !== undefined,
         end: [query.teamId, firstIdFrom(query.since)],
         reverse: true,
       });
-      return firstMatching(
-        range.map(({ value }) => value),
-        query,
-      );
+      let read = 0;
+      for (const { value } of range) {
+        if (matchesLogFilters(value, query)) rows.push(value);
+        if (rows.length >= query.limit) break;
+        if (++read % ROWS_BETWEEN_TURNS === 0) await yieldToEventLoop();
+      }
+      return rows;
     },
     async listForward(query: ConsentLogForwardQuery) {
+      const rows: ConsentLogRecord[] = [];
+      if (query.limit <= 0) return rows;
       const fromSince = firstIdFrom(query.since);
       const afterId =
         query.afterId !== undefined && query.afterId >= fromSince ? query.afterId : undefined;
@@ -157,7 +141,13 @@ export function createLmdbConsentLogStore(dbs: LmdbConsentLogDatabases): Consent
               .filter((key) => !skip.has(key[1]))
               .map((key) => consentLog.get(key))
           : consentLog.getRange(range).map(({ value }) => value);
-      return firstMatching(values, query);
+      let read = 0;
+      for (const value of values) {
+        if (value && matchesLogFilters(value, query)) rows.push(value);
+        if (rows.length >= query.limit) break;
+        if (++read % ROWS_BETWEEN_TURNS === 0) await yieldToEventLoop();
+      }
+      return rows;
     },
     // One ascending range scan of the team's rows from since's ids on.
     async stats(query) {
@@ -173,7 +163,9 @@ export function createLmdbConsentLogStore(dbs: LmdbConsentLogDatabases): Consent
         start: [query.teamId, firstIdFrom(query.since)],
         end: [query.teamId, PREFIX_END],
       };
-      for await (const { value } of withTurns(consentLog.getRange(range))) {
+      let read = 0;
+      for (const { value } of consentLog.getRange(range)) {
+        if (++read % ROWS_BETWEEN_TURNS === 0) await yieldToEventLoop();
         if (!matchesLogFilters(value, query)) continue;
         stats.total += 1;
         stats.byMethod[value.method] = (stats.byMethod[value.method] ?? 0) + 1;
