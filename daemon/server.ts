@@ -30,6 +30,7 @@ import { answeringParseFailuresAsInvalid } from "#daemon/rpc/parse-failures.js";
 import { withReadCache } from "#daemon/store/read-cache.js";
 import type { Store } from "#daemon/store/store.js";
 import { createSubjectService } from "#daemon/subjects/subject-service.js";
+import { utf8JsonDecoder } from "#daemon/validation/json-body.js";
 import { AddressGuard } from "#daemon/webhooks/address-guard.js";
 import { WebhookDispatcher } from "#daemon/webhooks/dispatcher.js";
 import { type Load, LoadGauge } from "#daemon/webhooks/load-gauge.js";
@@ -358,10 +359,14 @@ export async function listenDaemon(daemon: Daemon, options: ListenOptions) {
     contextValues,
     shutdownSignal: shutdown.signal,
   });
+  // connect-es' JSON codec reads text with the decoder its options name (their type omits it);
+  // unknown fields are ignored, connect-es' default, as protobuf binary skips them.
+  const jsonOptions = { ignoreUnknownFields: true, textDecoder: utf8JsonDecoder };
   await app.register(fastifyConnectPlugin, {
     routes: answeringParseFailuresAsInvalid(daemon.routes),
     interceptors: daemon.interceptors,
     readMaxBytes: DAEMON_READ_MAX_BYTES,
+    jsonOptions,
     shutdownSignal: shutdown.signal,
     contextValues,
   });

@@ -104,3 +104,17 @@ export function tooLarge(maxBytes: number): DomainError {
     `Request body exceeds ${maxBytes / 1024} KB`,
   );
 }
+
+/**
+ * The text decoder of connect-es' JSON codec on the daemon's port (Connect's `application/json`,
+ * gRPC's and gRPC-Web's `+json`), holding a request message to parseJsonBody's rule: bytes that
+ * are not UTF-8 (RFC 8259 §8.1) are refused rather than decoded into U+FFFD, which would let two
+ * different subject ids name one record. connect-es answers the throw `invalid_argument`.
+ */
+export const utf8JsonDecoder = {
+  decode(input: Uint8Array = new Uint8Array(0)): string {
+    if (!isUtf8(input)) throw new Error("Request message is not valid UTF-8 JSON");
+    return utf8.decode(input);
+  },
+};
+const utf8 = new TextDecoder();
