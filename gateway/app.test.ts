@@ -389,6 +389,18 @@ describe("the gateway's budget and requests pipelined behind one still waiting",
     await new Promise((resolve) => daemon.close(resolve));
   });
 
+  it("answers a request it cannot read behind one still waiting on the daemon: 400, and the connection closed", async () => {
+    // No answer has begun on the connection: the 400 goes out at once, the list is dropped.
+    const answer = await rawExchange(port, (write) =>
+      write(`${LIST_REQUEST}NOT A REQUEST\r\n\r\n`),
+    );
+    expect([answer.status, JSON.parse(answer.body)]).toEqual([
+      400,
+      { data: { error: "The request could not be read", code: "invalid_request" }, version: "v1" },
+    ]);
+    expect(answer.headers).toContain("connection: close");
+  });
+
   it("reads no request pipelined behind one still waiting: it holds nothing of the budget", async () => {
     const resolve = (size: number) =>
       fetch(`http://127.0.0.1:${port}/api/v1/consent/subjects/resolve`, {

@@ -1,4 +1,10 @@
-import { type IncomingMessage, METHODS, STATUS_CODES } from "node:http";
+import {
+  type IncomingMessage,
+  METHODS,
+  type Server,
+  type ServerResponse,
+  STATUS_CODES,
+} from "node:http";
 import type { Socket } from "node:net";
 import type { Duplex } from "node:stream";
 import type { Transport } from "@connectrpc/connect";
@@ -119,6 +125,7 @@ export async function buildGateway(options: GatewayOptions): Promise<FastifyInst
     }
   }
   app.server.on("connect", refuseConnect);
+  trackAnswers(app.server);
   handOverExpectations(app.server);
   app.addHook("onRequest", inTurnOnItsConnection);
   // Before the plugins are registered, so every route inherits them.
@@ -219,6 +226,36 @@ function inTurnOnItsConnection(
   else turns.waiting.push(done);
 }
 
+/** The answers of each connection not yet written out, in the order of their requests. */
+const unfinishedAnswers = new WeakMap<Socket, ServerResponse[]>();
+
+/**
+ * Keeps each connection's unfinished answers (answerOnTheWire). Every request is seen here: those
+ * with `Expect` too, which handOverExpectations emits as requests.
+ */
+function trackAnswers(server: Server): void {
+  server.on("request", (request: IncomingMessage, response: ServerResponse) => {
+    const socket = request.socket;
+    const answers = unfinishedAnswers.get(socket) ?? [];
+    unfinishedAnswers.set(socket, answers);
+    answers.push(response);
+    const finished = () => {
+      const at = answers.indexOf(response);
+      if (at !== -1) answers.splice(at, 1);
+    };
+    response.once("finish", finished).once("close", finished);
+  });
+}
+
+/**
+ * The answer a connection is writing, or is next to write: the first of its requests' answers
+ * not yet written out. Node writes a connection's answers in the order of their requests, each
+ * once the one before has finished, and holds the others back.
+ */
+function answerOnTheWire(socket: Socket): ServerResponse | undefined {
+  return unfinishedAnswers.get(socket)?.[0];
+}
+
 /** Reads what is left of a request body and drops it, within the linger bounds. */
 function dropUnread(raw: IncomingMessage): Promise<void> {
   // Nothing more can arrive on a request already ended or torn down (its events have fired).
@@ -262,10 +299,7 @@ function answerUnreadable(error: NodeJS.ErrnoException, socket: Socket) {
       : error.code === "HPE_HEADER_OVERFLOW"
         ? [431, "The request headers are too large"]
         : [400, "The request could not be read"];
-  // The answer in flight on the socket, where Node's own handler looks for it.
-  const inFlight = (socket as Socket & { _httpMessage?: { headersSent: boolean } | null })
-    ._httpMessage;
-  if (inFlight?.headersSent) {
+  if (answerOnTheWire(socket)?.headersSent) {
     // Nothing more is read: each byte a client sends after it would count as the connection
     // moving and hold the answer past the connection timeout, however little of it is read.
     socket.pause();
