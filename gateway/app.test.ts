@@ -187,6 +187,8 @@ describe("the gateway's rules for every request, before its route runs", () => {
     expect(v1.status).toBe(417);
     expect(v1.headers).toContain("connection: close");
     expect(v1.headers).toContain("api-version: v1");
+    expect(v1.headers).toContain("api-supported-versions: v1");
+    expect(v1.headers).toContain("cache-control: no-store");
     expect(Math.abs(dateOf(v1.headers) - Date.now())).toBeLessThan(5_000);
     expect(JSON.parse(v1.body)).toEqual({
       data: { error: message, code: "invalid_request" },
@@ -199,6 +201,7 @@ describe("the gateway's rules for every request, before its route runs", () => {
       { success: false, error: message, code: "invalid_request" },
     ]);
     expect(log.headers).toContain("access-control-allow-origin: https://shop.example");
+    expect(log.headers).toContain("vary: origin");
     expect(log.headers).toContain("connection: close");
   });
 

@@ -38,9 +38,12 @@ function header(request: FastifyRequest, name: "origin" | "referer"): string {
   return request.headers[name] ?? "";
 }
 
-/** The request's Origin, echoed with `Vary: Origin`, so a page can read every answer (CORS). */
+/**
+ * The request's Origin, echoed with `Vary: Origin`, so a page can read every answer (CORS). The
+ * preflight's own Vary names Origin and more, and is kept.
+ */
 function echoOrigin(request: FastifyRequest, reply: FastifyReply): void {
-  reply.header("Vary", "Origin");
+  if (!reply.hasHeader("Vary")) reply.header("Vary", "Origin");
   if (request.headers.origin) reply.header("Access-Control-Allow-Origin", request.headers.origin);
 }
 
@@ -53,13 +56,13 @@ function echoOrigin(request: FastifyRequest, reply: FastifyReply): void {
  */
 export async function consentLogRoutes(app: FastifyInstance, options: ConsentLogRouteOptions) {
   const { clients, relay } = options;
-  app.addHook("onRequest", async (request, reply) => echoOrigin(request, reply));
-  app.setErrorHandler((error, request, reply) => {
-    // Also for a request refused before this plugin's hook ran (gateway/request-rules.ts).
+  // On every answer, however it came (the route, a refusal, an error), and in this one place.
+  app.addHook("onSend", (request, reply, payload, done) => {
     echoOrigin(request, reply);
-    const httpError = failureOf(request, error);
-    return sendError(reply, httpError);
+    done(null, payload);
   });
+  // Also for a request refused before this plugin's hooks ran (gateway/request-rules.ts).
+  app.setErrorHandler((error, request, reply) => sendError(reply, failureOf(request, error)));
 
   // The media type is checked before the body is read, so a missing or unparseable Content-Type
   // (which Fastify would refuse itself) gets the same answer as any other wrong one.

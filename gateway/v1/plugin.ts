@@ -52,8 +52,12 @@ export async function v1Api(app: FastifyInstance, options: V1Options): Promise<v
   app.addContentTypeParser("*", { parseAs: "buffer" }, (_request, body, done) => done(null, body));
   const unknownPath = (request: FastifyRequest, reply: FastifyReply) =>
     sendEnvelopedError(reply, noEndpoint(request));
-  app.addHook("onRequest", async (request, reply) => {
+  // On every answer, however it came (a route, a refusal, an error), and in this one place.
+  app.addHook("onSend", (_request, reply, payload, done) => {
     versioned(reply);
+    done(null, payload);
+  });
+  app.addHook("onRequest", async (request, reply) => {
     // decisions §6: an unknown path is a 404, answered before its body is read or judged.
     if (request.is404) return unknownPath(request, reply);
     // decisions §2: the credential is judged before the body; one refused by its form alone is
@@ -64,12 +68,10 @@ export async function v1Api(app: FastifyInstance, options: V1Options): Promise<v
     // of the credential checks (decisions §2).
     delete request.headers["content-type"];
   });
-  app.setErrorHandler((error, request, reply) => {
-    // Also for a request refused before this plugin's hooks ran (gateway/request-rules.ts).
-    versioned(reply);
-    const httpError = failureOf(request, error);
-    return sendEnvelopedError(reply, httpError);
-  });
+  // Also for a request refused before this plugin's hooks ran (gateway/request-rules.ts).
+  app.setErrorHandler((error, request, reply) =>
+    sendEnvelopedError(reply, failureOf(request, error)),
+  );
   // decisions §6: an unknown path under /api/v1/ is a 404 with the envelope.
   app.setNotFoundHandler(unknownPath);
   healthRoutes(app, clients);
