@@ -239,6 +239,48 @@ describe("the gateway's rules for every request, before its route runs", () => {
     expect([older.status, JSON.parse(older.body).data]).toEqual([503, { status: "unavailable" }]);
   });
 
+  it("closes the connection after each refusal of these rules: nothing sent after such a message is read", async () => {
+    // Answered 503 (the daemon's absence) if it were read.
+    const next = "GET /api/v1/health HTTP/1.1\r\nHost: x\r\n\r\n";
+    const body = "Content-Type: application/json\r\nContent-Length: 2\r\n";
+    for (const [request, status, path] of [
+      ["GET /api/v1/health HTTP/1.1\r\n\r\n", 400, "/api/v1/health"],
+      ["GET /api/v1/health HTTP/1.1\r\nHost: x\r\nHost: y\r\n\r\n", 400, "/api/v1/health"],
+      [`POST /api/consent/log HTTP/1.1\r\nHost: x\r\nHost: x\r\n${body}\r\n{}`, 400, "log"],
+      ["GET /nope HTTP/1.1\r\nHost: x\r\nHost: y\r\n\r\n", 400, "/nope"],
+      [
+        "GET /api/v1/banners HTTP/1.1\r\nHost: x\r\nAuthorization: a\r\nAuthorization: b\r\n\r\n",
+        400,
+        "/api/v1/banners",
+      ],
+      [
+        "POST /api/v1/banners HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n",
+        400,
+        "/api/v1/banners",
+      ],
+      [
+        `POST /api/v1/banners HTTP/1.1\r\nHost: x\r\n${body}Expect: something-else\r\n\r\n{}`,
+        417,
+        "/api/v1/banners",
+      ],
+    ] as const) {
+      const { socket, received } = await rawConnection(port);
+      const closed = new Promise((resolve) => socket.once("close", () => resolve("closed")));
+      socket.write(request + next);
+      const waited = new Promise((resolve) => setTimeout(() => resolve("open"), 2_000));
+      expect([path, status, await Promise.race([closed, waited])]).toEqual([
+        path,
+        status,
+        "closed",
+      ]);
+      // One answer, the refusal, saying that the connection closes.
+      const answers = received().match(/^HTTP\/1\.1 \d{3}/gm) ?? [];
+      expect([path, answers]).toEqual([path, [`HTTP/1.1 ${status}`]]);
+      expect(received().toLowerCase()).toContain("connection: close");
+      socket.destroy();
+    }
+  });
+
   it("HEAD gets the header fields GET does, Content-Length included, where nothing serves the path", async () => {
     for (const path of ["/nope", "/api/v1/nope", "/api/v1/%zz", "/api/consent/log"]) {
       const request = (method: string) =>

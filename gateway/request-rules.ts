@@ -62,22 +62,26 @@ function codingNotImplemented(transferEncoding: string | undefined): boolean {
   return codings.length !== 1 || codings[0] !== "chunked";
 }
 
-/** A refusal of the rules below, answered in the route family's shape (RefusedRequest). */
-function refusal(status: number, message: string, headers: Record<string, string> = {}): HttpError {
-  return { status, code: "invalid_request", message, headers };
+/**
+ * A refusal of the rules below, answered in the route family's shape (RefusedRequest), on a
+ * connection that then closes: a message this malformed says its client, or a proxy in front,
+ * reads HTTP otherwise than Node does, so nothing more read on that connection can be trusted
+ * to be framed as its sender meant (nor, unread, its body to be where Node thinks it ends).
+ */
+function refusal(status: number, message: string): HttpError {
+  return { status, code: "invalid_request", message, headers: { Connection: "close" } };
 }
 
 /**
- * The rule of the message itself a request breaks, if any:
+ * The rule of the message itself a request breaks, if any (each refusal closes the connection):
  * - RFC 9112 3.2: an HTTP/1.1 request without `Host`, or any with `Host` twice, is a 400, and so
  *   is `Authorization` twice (headerGivenTwice).
  * - RFC 9112 6.1: a transfer coding the gateway does not implement. RFC 9112 asks for 501, but
  *   spec 7 has no 501 and tells clients to retry a 5xx, where this request fails however often
- *   it is sent: 400, as for a body that cannot be read. The connection closes, since a proxy in
- *   front may frame such a body otherwise than Node does.
+ *   it is sent: 400, as for a body that cannot be read. A proxy in front may frame such a body
+ *   otherwise than Node does.
  * - RFC 9110 10.1.1: an expectation other than 100-continue cannot be met: 417 (spec 7 has no
- *   417; no other status says it), and the connection closes, since its client may or may not
- *   send the body it announced.
+ *   417; no other status says it). Its client may or may not send the body it announced.
  */
 function brokenRule(raw: IncomingMessage): HttpError | undefined {
   if (raw.headers.host === undefined && raw.httpVersion === "1.1") {
@@ -86,10 +90,10 @@ function brokenRule(raw: IncomingMessage): HttpError | undefined {
   const twice = headerGivenTwice(raw.rawHeaders);
   if (twice !== undefined) return refusal(400, `The request carries more than one ${twice} header`);
   if (codingNotImplemented(raw.headers["transfer-encoding"])) {
-    return refusal(400, "The only transfer coding accepted is chunked", { Connection: "close" });
+    return refusal(400, "The only transfer coding accepted is chunked");
   }
   if (expectations.get(raw) === "unmet") {
-    return refusal(417, "The only expectation accepted is 100-continue", { Connection: "close" });
+    return refusal(417, "The only expectation accepted is 100-continue");
   }
   return undefined;
 }
