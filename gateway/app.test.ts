@@ -4,6 +4,7 @@ import { create, toBinary } from "@bufbuild/protobuf";
 import pino from "pino";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { generateOperatorToken } from "#daemon/auth/secrets.js";
+import { generateApiKey } from "#daemon/keys/api-key-format.js";
 import { buildGateway, type GatewayOptions } from "#gateway/app.js";
 import { createDaemonTransport } from "#gateway/daemon-transport.js";
 import { BannerSchema, ListBannersResponseSchema } from "#gen/consent/v1/banner_pb.js";
@@ -152,15 +153,16 @@ describe("the gateway's answers to requests it cannot read", () => {
   });
 
   it("413 without 100 Continue for a body declared over the limit, so the client never sends it", async () => {
-    const expecting = (length: number) =>
-      `POST /api/v1/banners HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${length}\r\nExpect: 100-continue\r\n\r\n`;
-    // Over the 1 MiB limit: refused at once, and nothing asked of the client.
+    const expecting = (length: number, authorization = "") =>
+      `POST /api/v1/banners HTTP/1.1\r\nHost: x\r\n${authorization}Content-Type: application/json\r\nContent-Length: ${length}\r\nExpect: 100-continue\r\n\r\n`;
+    // Over the 1 MiB limit: refused at once, and nothing asked of the client. The gateway's cap
+    // comes before anything else, a missing credential included, as it does without Expect.
     const refused = await rawExchange(port, (write) => write(expecting(2_000_000)));
     expect(refused.status).toBe(413);
     expect(JSON.parse(refused.body)).toMatchObject({ data: { code: "invalid_request" } });
-    // Within it: the client is told to go on.
+    // Within it, with a key of valid form: the client is told to go on.
     const { socket, received } = await rawConnection(port);
-    socket.write(expecting(100));
+    socket.write(expecting(100, `Authorization: Bearer ${generateApiKey("live")}\r\n`));
     await vi.waitFor(() => expect(received()).toMatch(/^HTTP\/1\.1 100 Continue\r\n\r\n/));
     socket.destroy();
   });

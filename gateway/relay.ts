@@ -41,6 +41,18 @@ export function clientAddress(request: FastifyRequest): string {
 export type Relay = { inProcess: true } | { inProcess: false; operatorToken: string };
 
 /**
+ * The dashboard session a request presents (decisions §2), if any. Taken as sent, not
+ * percent-decoded: the service's tokens never hold an escape, and a decoded stray cookie
+ * (%E2%82%AC) would not fit a header; any other value is an unknown session (401).
+ */
+export function sessionOf(request: FastifyRequest): string | undefined {
+  const session = request.headers.cookie
+    ? parseCookie(request.headers.cookie, { decode: asSent })[SESSION_COOKIE]
+    : undefined;
+  return session || undefined;
+}
+
+/**
  * Call options that carry a REST request's credentials and client context to the daemon, and copy
  * the daemon's rate-limit figures onto the REST response (spec 8).
  */
@@ -58,11 +70,7 @@ export function relayOptions(
       };
   const authorization = request.headers.authorization;
   if (authorization) headers[CallerHeaders.authorization] = authorization;
-  // Taken as sent, not percent-decoded: the service's tokens never hold an escape, and a decoded
-  // stray cookie (%E2%82%AC) would not fit a header; any other value is an unknown session (401).
-  const session = request.headers.cookie
-    ? parseCookie(request.headers.cookie, { decode: asSent })[SESSION_COOKIE]
-    : undefined;
+  const session = sessionOf(request);
   if (session) headers[CallerHeaders.session] = session;
   if (request.headers.origin) headers[CallerHeaders.origin] = request.headers.origin;
   return {

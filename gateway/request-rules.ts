@@ -113,6 +113,11 @@ export function holdToRequestRules(
   done(broken === undefined ? undefined : new RefusedRequest(broken));
 }
 
+/** Whether a request's declared body is over its route's limit: a 413 before anything else. */
+function declaredOverLimit(request: FastifyRequest): boolean {
+  return Number(request.headers["content-length"]) > request.routeOptions.bodyLimit;
+}
+
 /**
  * A preParsing hook that sends `100 Continue` when a route is about to read the body it awaits
  * (RFC 9110 10.1.1), and only then: a request answered before its body is read (an unknown path,
@@ -125,8 +130,7 @@ export function continueWhenRead(
   payload: RequestPayload,
   done: (error: Error | null, payload: RequestPayload) => void,
 ): void {
-  const withinLimit = !(Number(request.headers["content-length"]) > request.routeOptions.bodyLimit);
-  if (expectations.get(request.raw) === "awaiting" && withinLimit) {
+  if (expectations.get(request.raw) === "awaiting" && !declaredOverLimit(request)) {
     reply.raw.writeContinue();
     expectations.set(request.raw, "continued");
   }
@@ -136,10 +140,11 @@ export function continueWhenRead(
 /**
  * A route answers this request without its body, if its client still awaits `100 Continue`: it
  * is never sent, and the body is not read (the framing headers are dropped, so Fastify reads
- * none). A request whose client sends its body unasked is read as any other.
+ * none). A request whose client sends its body unasked is read as any other, and one whose body
+ * is declared over the limit gets the 413 it gets without `Expect` (continueWhenRead).
  */
 export function forgoBodyIfAwaited(request: FastifyRequest): void {
-  if (expectations.get(request.raw) !== "awaiting") return;
+  if (expectations.get(request.raw) !== "awaiting" || declaredOverLimit(request)) return;
   expectations.set(request.raw, "forgone");
   delete request.headers["content-length"];
   delete request.headers["transfer-encoding"];

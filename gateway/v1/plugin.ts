@@ -4,10 +4,11 @@ import { parseApiKey } from "#daemon/keys/api-key-format.js";
 import type { DaemonClients } from "#gateway/daemon-clients.js";
 import { sendEnvelopedError, setVersionHeaders } from "#gateway/envelope.js";
 import { failureOf, noEndpoint } from "#gateway/errors.js";
-import type { Relay } from "#gateway/relay.js";
+import { type Relay, sessionOf } from "#gateway/relay.js";
 import { forgoBodyIfAwaited } from "#gateway/request-rules.js";
 import { bannerRoutes } from "#gateway/v1/banners/routes.js";
 import { healthRoutes } from "#gateway/v1/health/routes.js";
+import { credentialNeeded } from "#gateway/v1/methods.js";
 import { subjectRoutes } from "#gateway/v1/subjects/routes.js";
 import { webhookRoutes } from "#gateway/v1/webhooks/routes.js";
 
@@ -20,13 +21,21 @@ export interface V1Options {
 }
 
 /**
- * Whether a request's Authorization is refused by its form alone, whatever the store holds: not a
- * Bearer token, or one that fails the key format and checksum (decisions §2, the daemon's own
- * parseApiKey). The daemon still judges it, and counts the failed attempt (spec 8); this only
- * spares the client the upload of a body nobody will read.
+ * Whether a request is refused by its credential before the daemon would read its body (decisions
+ * §2: the credential is judged first), whatever the store holds, as the daemon reads it
+ * (daemon/auth/authenticator.ts): an Authorization that is not a Bearer token, or one that fails
+ * the key format and checksum (the daemon's own parseApiKey), is a 401 `invalid_key`; no
+ * Authorization on a route that needs a credential, and no session where the route takes one, a
+ * 401 `unauthorized`. The daemon still judges the request (and counts a refused key as a failed
+ * attempt, spec 8); this only spares the client the upload of a body nobody will read.
  */
-function keyRefusedByForm(authorization: string | undefined): boolean {
-  if (!authorization) return false;
+function refusedByCredential(request: FastifyRequest): boolean {
+  const credential = credentialNeeded(request);
+  if (credential === undefined || credential === "none") return false;
+  const authorization = (request.headers.authorization ?? "").trim();
+  if (authorization === "") {
+    return credential === "key" || sessionOf(request) === undefined;
+  }
   const bearer = bearerOf(authorization);
   return bearer === undefined || parseApiKey(bearer) === null;
 }
@@ -60,9 +69,9 @@ export async function v1Api(app: FastifyInstance, options: V1Options): Promise<v
   app.addHook("onRequest", async (request, reply) => {
     // decisions §6: an unknown path is a 404, answered before its body is read or judged.
     if (request.is404) return unknownPath(request, reply);
-    // decisions §2: the credential is judged before the body; one refused by its form alone is
-    // answered without asking for the body (`Expect: 100-continue`).
-    if (keyRefusedByForm(request.headers.authorization)) forgoBodyIfAwaited(request);
+    // decisions §2: the credential is judged before the body; one refused by its form alone, or
+    // none where one is needed, is answered without asking for the body (`Expect: 100-continue`).
+    if (refusedByCredential(request)) forgoBodyIfAwaited(request);
     // The content type plays no part here, so it is dropped before Fastify judges it: a malformed
     // one (`json`, two merged headers) would be a 415, which spec 7 does not have, answered ahead
     // of the credential checks (decisions §2).

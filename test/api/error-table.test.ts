@@ -206,6 +206,40 @@ describe("spec 7 error table", () => {
     socket.destroy();
   });
 
+  it("401 unauthorized without 100 Continue for a request with no credential where one is needed: the body is never asked for", async () => {
+    const port = Number(new URL(service.gatewayUrl).port);
+    const expecting = (method: string, path: string, credential = "") =>
+      `${method} ${path} HTTP/1.1\r\nHost: x\r\n${credential}X-Forwarded-For: 10.1.4.1\r\nContent-Type: application/json\r\nContent-Length: 50\r\nExpect: 100-continue\r\n\r\n`;
+    const keyOnly = "Authentication required: send an API key as a Bearer token";
+    const keyOrSession =
+      "Authentication required: send an API key as a Bearer token or a dashboard session cookie";
+    for (const [request, message] of [
+      [expecting("POST", "/api/v1/consent/subjects/resolve"), keyOnly],
+      [expecting("PUT", "/api/v1/consent/subjects/state", "Authorization: \r\n"), keyOnly],
+      // A session stands in for a key on the banner endpoints only (decisions §2).
+      [expecting("POST", "/api/v1/webhooks", "Cookie: consent_session=s\r\n"), keyOnly],
+      [expecting("POST", "/api/v1/banners"), keyOrSession],
+      [expecting("PATCH", `/api/v1/banners/${publicId}`, "Cookie: other=1\r\n"), keyOrSession],
+    ] as const) {
+      // Answered at once, and the connection closed: the body it announced never comes.
+      const answer = await rawExchange(port, (write) => write(request));
+      expect([request, answer.status, JSON.parse(answer.body)]).toEqual([
+        request,
+        401,
+        { data: { error: message, code: "unauthorized" }, version: "v1" },
+      ]);
+      expect(answer.headers).toContain("connection: close");
+      expect(answer.headers).toContain("api-version: v1");
+    }
+    // A session cookie on a banner endpoint is the daemon's to judge, with the body: told to go on.
+    const { socket, received } = await rawConnection(port);
+    socket.write(expecting("POST", "/api/v1/banners", "Cookie: consent_session=s\r\n"));
+    await vi.waitFor(() => expect(received()).toMatch(/^HTTP\/1\.1 100 Continue\r\n\r\n$/));
+    socket.write("x".repeat(50));
+    await vi.waitFor(() => expect(received()).toContain('"code":"unauthorized"'));
+    socket.destroy();
+  });
+
   it("401 revoked_key and expired_key", async () => {
     const teamId = await createTeam(service, "starter");
     const revoked = await mintKey(service, teamId);

@@ -17,7 +17,7 @@ export function bannerRoutes(
   relay: Relay,
   onBannerWritten: (publicId: string) => void,
 ): void {
-  routePath(app, "/banners", {
+  routePath(app, "/banners", "key or session", {
     async GET(request, reply) {
       const { banners } = await clients.banners.listBanners(
         {},
@@ -34,7 +34,7 @@ export function bannerRoutes(
     },
   });
 
-  routePath(app, "/banners/:id", {
+  routePath(app, "/banners/:id", "key or session", {
     async GET(request, reply) {
       const { banner } = await clients.banners.getBanner(
         { id: idOf(request) },
@@ -52,7 +52,7 @@ export function bannerRoutes(
     },
   });
 
-  routePath(app, "/banners/:id/publish", {
+  routePath(app, "/banners/:id/publish", "key or session", {
     async POST(request, reply) {
       const { banner } = await clients.banners.publishBanner(
         { id: idOf(request) },

@@ -13,7 +13,7 @@ const HEALTH_TIMEOUT_MS = 2_000;
 
 /** spec 4.1, decisions §6: 200 "ok" while the daemon and its store answer, else 503 "unavailable". */
 export function healthRoutes(app: FastifyInstance, clients: DaemonClients): void {
-  routePath(app, "/health", {
+  routePath(app, "/health", "none", {
     async GET(request, reply) {
       let serving = false;
       try {

@@ -11,7 +11,7 @@ import type { SubjectSnapshot } from "#gen/consent/v1/subject_pb.js";
  * credentials, limits and the body (with its 20 KB rule) in the order of decisions §2.
  */
 export function subjectRoutes(app: FastifyInstance, clients: DaemonClients, relay: Relay): void {
-  routePath(app, "/consent/subjects/resolve", {
+  routePath(app, "/consent/subjects/resolve", "key", {
     async POST(request, reply) {
       const { found, snapshot } = await clients.subjects.resolveSubject(
         { json: rawBody(request), consentStateAsJson: true },
@@ -23,7 +23,7 @@ export function subjectRoutes(app: FastifyInstance, clients: DaemonClients, rela
     },
   });
 
-  routePath(app, "/consent/subjects/state", {
+  routePath(app, "/consent/subjects/state", "key", {
     async PUT(request, reply) {
       const { snapshot } = await clients.subjects.putSubjectState(
         { json: rawBody(request), consentStateAsJson: true },

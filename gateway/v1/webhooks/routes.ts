@@ -30,7 +30,7 @@ export function webhookJson(webhook: Webhook | undefined): Record<string, unknow
 
 /** decisions §8: webhook endpoints, by API key (webhooks:read / webhooks:write). */
 export function webhookRoutes(app: FastifyInstance, clients: DaemonClients, relay: Relay): void {
-  routePath(app, "/webhooks", {
+  routePath(app, "/webhooks", "key", {
     async GET(request, reply) {
       const { webhooks } = await clients.webhooks.listWebhooks(
         {},
@@ -47,7 +47,7 @@ export function webhookRoutes(app: FastifyInstance, clients: DaemonClients, rela
     },
   });
 
-  routePath(app, "/webhooks/:id", {
+  routePath(app, "/webhooks/:id", "key", {
     async GET(request, reply) {
       const { webhook } = await clients.webhooks.getWebhook(
         { id: idOf(request) },
