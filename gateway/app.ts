@@ -1,10 +1,4 @@
-import {
-  type IncomingMessage,
-  METHODS,
-  type Server,
-  type ServerResponse,
-  STATUS_CODES,
-} from "node:http";
+import { type IncomingMessage, METHODS, type ServerResponse, STATUS_CODES } from "node:http";
 import type { Socket } from "node:net";
 import type { Duplex } from "node:stream";
 import type { Transport } from "@connectrpc/connect";
@@ -125,7 +119,6 @@ export async function buildGateway(options: GatewayOptions): Promise<FastifyInst
     }
   }
   app.server.on("connect", refuseConnect);
-  trackAnswers(app.server);
   handOverExpectations(app.server);
   app.addHook("onRequest", inTurnOnItsConnection);
   // Before the plugins are registered, so every route inherits them.
@@ -189,12 +182,16 @@ export async function buildGateway(options: GatewayOptions): Promise<FastifyInst
   return app;
 }
 
-/** The requests of one connection not yet answered, and those waiting for their turn. */
+/**
+ * The answers of one connection not yet written out, in the order of their requests, and the
+ * requests waiting for their turn.
+ */
 interface ConnectionTurns {
-  unanswered: number;
+  answers: ServerResponse[];
   waiting: HookHandlerDoneFunction[];
 }
 const kTurns = Symbol("consent.connectionTurns");
+type TurnedSocket = Socket & { [kTurns]?: ConnectionTurns };
 
 /**
  * HTTP/1.1 pipelining: requests a client sends one after another on a connection are served one
@@ -211,49 +208,28 @@ function inTurnOnItsConnection(
   reply: FastifyReply,
   done: HookHandlerDoneFunction,
 ): void {
-  const socket = request.raw.socket as Socket & { [kTurns]?: ConnectionTurns };
-  const turns = socket[kTurns] ?? { unanswered: 0, waiting: [] };
+  const socket = request.raw.socket as TurnedSocket;
+  const turns = socket[kTurns] ?? { answers: [], waiting: [] };
   socket[kTurns] = turns;
-  reply.raw.once("close", () => {
-    turns.unanswered -= 1;
+  const answer = reply.raw;
+  answer.once("close", () => {
+    turns.answers.splice(turns.answers.indexOf(answer), 1);
     // A connection gone (closed by its client, or for want of reading) has no one to answer:
     // the requests still waiting on it are dropped, not run for nobody.
     if (socket.destroyed) turns.waiting.length = 0;
     else turns.waiting.shift()?.();
   });
-  turns.unanswered += 1;
-  if (turns.unanswered === 1) done();
+  turns.answers.push(answer);
+  if (turns.answers.length === 1) done();
   else turns.waiting.push(done);
-}
-
-/** The answers of each connection not yet written out, in the order of their requests. */
-const unfinishedAnswers = new WeakMap<Socket, ServerResponse[]>();
-
-/**
- * Keeps each connection's unfinished answers (answerOnTheWire). Every request is seen here: those
- * with `Expect` too, which handOverExpectations emits as requests.
- */
-function trackAnswers(server: Server): void {
-  server.on("request", (request: IncomingMessage, response: ServerResponse) => {
-    const socket = request.socket;
-    const answers = unfinishedAnswers.get(socket) ?? [];
-    unfinishedAnswers.set(socket, answers);
-    answers.push(response);
-    const finished = () => {
-      const at = answers.indexOf(response);
-      if (at !== -1) answers.splice(at, 1);
-    };
-    response.once("finish", finished).once("close", finished);
-  });
 }
 
 /**
  * The answer a connection is writing, or is next to write: the first of its requests' answers
- * not yet written out. Node writes a connection's answers in the order of their requests, each
- * once the one before has finished, and holds the others back.
+ * not yet written out (inTurnOnItsConnection serves them one after another, in their order).
  */
 function answerOnTheWire(socket: Socket): ServerResponse | undefined {
-  return unfinishedAnswers.get(socket)?.[0];
+  return (socket as TurnedSocket)[kTurns]?.answers[0];
 }
 
 /** Reads what is left of a request body and drops it, within the linger bounds. */
