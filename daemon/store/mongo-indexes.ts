@@ -43,29 +43,16 @@ export async function ensureIndexes(
   wanted: readonly CollectionIndexes[],
   openBuilder: () => Promise<IndexBuilder>,
 ): Promise<void> {
-  const existing = await Promise.all(wanted.map(({ collection }) => listIndexes(db, collection)));
-  const conflicts = wanted.flatMap(({ collection, indexes }, i) =>
-    indexes.flatMap((index) => {
-      const found = existing[i]?.find((stored) => stored.name === index.name);
-      const conflict = found && indexConflict(found, index);
-      return conflict ? [`${collection}.${index.name} ${conflict}`] : [];
-    }),
-  );
+  const plans = await Promise.all(wanted.map((collection) => planIndexes(db, collection)));
+  const conflicts = plans.flatMap(({ conflicts }) => conflicts);
   if (conflicts.length > 0) throw new IndexConflictError(conflicts);
-  const missing = wanted
-    .map(({ collection, indexes }, i) => ({
-      collection,
-      indexes: indexes.filter(
-        (index) => !existing[i]?.some((stored) => stored.name === index.name),
-      ),
-    }))
-    .filter(({ indexes }) => indexes.length > 0);
-  if (missing.length > 0) {
+  const builds = plans.filter(({ missing }) => missing.length > 0);
+  if (builds.length > 0) {
     const builder = await openBuilder();
     try {
       await Promise.all(
-        missing.map(({ collection, indexes }) =>
-          builder.db.collection(collection).createIndexes([...indexes]),
+        builds.map(({ collection, missing }) =>
+          builder.db.collection(collection).createIndexes(missing),
         ),
       );
     } finally {
@@ -73,9 +60,8 @@ export async function ensureIndexes(
     }
   }
   await Promise.all(
-    wanted.map(async ({ collection, retired = [] }, i) => {
+    plans.map(async ({ collection, retired }) => {
       for (const name of retired) {
-        if (!existing[i]?.some((stored) => stored.name === name)) continue;
         await db
           .collection(collection)
           .dropIndex(name)
@@ -89,8 +75,38 @@ export async function ensureIndexes(
   );
 }
 
-async function listIndexes(db: Db, collection: string): Promise<Document[]> {
-  return db
+/** What a start does in one collection, from one listing of its indexes, each looked up once. */
+interface IndexPlan {
+  collection: string;
+  /** "collection.index is … but this version needs …", for each one defined otherwise. */
+  conflicts: string[];
+  /** The indexes this version defines that the collection lacks. */
+  missing: IndexDescription[];
+  /** The retired indexes the collection still holds. */
+  retired: string[];
+}
+
+async function planIndexes(
+  db: Db,
+  { collection, indexes, retired = [] }: CollectionIndexes,
+): Promise<IndexPlan> {
+  const stored = await storedIndexes(db, collection);
+  const conflicts: string[] = [];
+  const missing: IndexDescription[] = [];
+  for (const index of indexes) {
+    const found = index.name === undefined ? undefined : stored.get(index.name);
+    if (found === undefined) missing.push(index);
+    else {
+      const conflict = indexConflict(found, index);
+      if (conflict) conflicts.push(`${collection}.${index.name} ${conflict}`);
+    }
+  }
+  return { collection, conflicts, missing, retired: retired.filter((name) => stored.has(name)) };
+}
+
+/** A collection's indexes by name: none for a collection not created yet. */
+async function storedIndexes(db: Db, collection: string): Promise<Map<string, Document>> {
+  const listed = await db
     .collection(collection)
     .listIndexes()
     .toArray()
@@ -98,6 +114,7 @@ async function listIndexes(db: Db, collection: string): Promise<Document[]> {
       if (error instanceof MongoServerError && error.code === NAMESPACE_NOT_FOUND) return [];
       throw error;
     });
+  return new Map(listed.map((index) => [index.name as string, index]));
 }
 
 /**
