@@ -150,6 +150,7 @@ export async function openMongoStore(options: MongoStoreOptions): Promise<Store>
   try {
     const dbName = options.dbName ?? uriParts(options.uri).database ?? "consent";
     const db = serviceDb(client, dbName, timeouts);
+    await checkServerVersion(db, options.uri);
     const marker = await db
       .collection<{ _id: string; value: unknown }>("meta")
       .findOne({ _id: "format" });
@@ -181,6 +182,27 @@ export async function openMongoStore(options: MongoStoreOptions): Promise<Store>
   } catch (error) {
     await client.close();
     throw error;
+  }
+}
+
+/**
+ * The oldest MongoDB release the service runs on (README, "MongoDB"). Earlier servers, which the
+ * driver still connects to, refuse field names a banner's configuration or a consent state may
+ * hold (a '.', a leading '$'), so a start there would fail those writes one by one later.
+ */
+const MIN_SERVER_MAJOR = 5;
+
+/** Refuses a server older than MIN_SERVER_MAJOR, naming its version; one it cannot tell passes. */
+async function checkServerVersion(db: Db, uri: string): Promise<void> {
+  const info = await db.command({ buildInfo: 1 });
+  const version = typeof info.version === "string" ? info.version : undefined;
+  const major = Array.isArray(info.versionArray)
+    ? Number(info.versionArray[0])
+    : Number.parseInt(version ?? "", 10);
+  if (Number.isInteger(major) && major < MIN_SERVER_MAJOR) {
+    throw new StartupError(
+      `MongoDB at ${uriParts(uri).hosts} is version ${version ?? major}; this service needs MongoDB ${MIN_SERVER_MAJOR}.0 or later, whose field-name rules a banner's configuration and a consent state rely on`,
+    );
   }
 }
 

@@ -73,16 +73,20 @@ export async function startWireStandIn(answer: WireAnswer): Promise<WireStandIn>
   };
 }
 
-/** A cursor's only batch, as find, aggregate and listIndexes answer. */
-export function cursorReply(ns: string, documents: Document[]): Document {
-  return { cursor: { id: Long.fromNumber(0), ns, firstBatch: documents }, ok: 1 };
+/**
+ * A cursor's first batch, as find, aggregate and listIndexes answer: its only one, or with a
+ * cursor `id` other than 0, one the driver asks the rest of with getMore.
+ */
+export function cursorReply(ns: string, documents: Document[], id = 0): Document {
+  return { cursor: { id: Long.fromNumber(id), ns, firstBatch: documents }, ok: 1 };
 }
 
 /**
  * A database for the stand-in: empty but for the documents a test puts in `documents`, which a
  * find or an aggregate of their collection answers whatever its filter. It keeps the indexes it
  * is asked to create, and lists them back; a collection with none created answers listIndexes as
- * a server does one that does not exist. `answers` replaces its answer to a command by name.
+ * a server does one that does not exist. Its buildInfo names MongoDB 7.0, as its handshake does.
+ * `answers` replaces its answer to a command by name.
  */
 export function emptyDatabase(
   indexes = new Map<string, Document[]>(),
@@ -125,6 +129,8 @@ export function emptyDatabase(
             ...command.indexes.map((index: Document) => ({ v: 2, ...index })),
           ]);
           return { numIndexesBefore: 1, numIndexesAfter: 1 + command.indexes.length, ok: 1 };
+        case "buildInfo":
+          return { version: "7.0.14", versionArray: [7, 0, 14, 0], ok: 1 };
         default:
           return { ok: 1 };
       }

@@ -191,6 +191,29 @@ describe("MongoDB store: indexes at start-up", () => {
   });
 });
 
+describe("MongoDB store: the server's release", () => {
+  it("refuses to start on a server older than 5.0, naming its version, and builds nothing", async () => {
+    // MongoDB 4.4, which the driver still connects to.
+    const database = emptyDatabase(undefined, {
+      buildInfo: () => ({ version: "4.4.29", versionArray: [4, 4, 29, 0], ok: 1 }),
+    });
+    const opening = open(database, 1_000);
+    await expect(opening).rejects.toBeInstanceOf(StartupError);
+    await expect(opening).rejects.toThrow(
+      /^MongoDB at 127\.0\.0\.1:\d+ is version 4\.4\.29; this service needs MongoDB 5\.0 or later/,
+    );
+    expect(server?.commands.some((command) => "createIndexes" in command)).toBe(false);
+  });
+
+  it("starts on MongoDB 5.0", async () => {
+    const database = emptyDatabase(undefined, {
+      buildInfo: () => ({ version: "5.0.0", versionArray: [5, 0, 0, 0], ok: 1 }),
+    });
+    const store = await open(database, 1_000);
+    expect(await store.teams.get("t1")).toBeNull();
+  });
+});
+
 describe("MongoDB store: webhook claims", () => {
   it("hints the due index by its name, so an index made by hand with the same keys stops no delivery", async () => {
     // Made by hand beside the service's due index: the same keys, another partial filter.
