@@ -67,6 +67,8 @@ async function startDaemon(
       answerLogReads && isLogRead(command, "aggregate")
         ? answerLogReads()
         : cursorReply(`${command.$db}.${command.aggregate}`, []),
+    // Only a cursor answerLogReads left open is read on: its next batch is a read stopped late.
+    getMore: () => STOPPED,
   });
   const now = new Date();
   database.documents.set("teams", [
@@ -172,6 +174,27 @@ describe("consent log reads of a time range over MongoDB", () => {
     // Each read was sent once: the driver does not retry a read the server stopped.
     expect(logReads("find")).toHaveLength(2);
     expect(logReads("aggregate")).toHaveLength(1);
+    expect(logs).toEqual([]);
+  });
+
+  it("answers query_too_broad also when the server stops the read in a later batch (getMore)", async () => {
+    // The time limit counts over the whole cursor: a first batch can come back before it passes.
+    const { client, logs } = await startDaemon({
+      answerLogReads: () => cursorReply("shop.consent_log", [], 7),
+    });
+    const range = { since: timestampFromDate(since) };
+    for (const call of [
+      client.listConsentLogs({ ...range, pageSize: 500 }, asOperator),
+      client.consentLogStats(range, asOperator),
+    ]) {
+      expect(await failureOf(call)).toMatchObject({
+        code: Code.FailedPrecondition,
+        errorCode: "query_too_broad",
+        retryAfter: null,
+      });
+    }
+    const readOn = (server?.commands ?? []).filter((command) => "getMore" in command);
+    expect(readOn.map((command) => command.collection)).toEqual(["consent_log", "consent_log"]);
     expect(logs).toEqual([]);
   });
 
