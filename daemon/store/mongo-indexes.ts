@@ -28,7 +28,9 @@ const INDEX_NOT_FOUND = 27;
  * or the first of a release that adds one) waits for it on a connection of its own
  * (`openBuilder`), without the bound every other reply has: a build on a large collection takes
  * as long as it takes, and commits once every voting member that holds data has it (MongoDB's
- * commitQuorum).
+ * commitQuorum). A start that finds one of them still being built (by a daemon starting beside
+ * it) asks for it too, and so waits for that build, which MongoDB lets both calls share: a
+ * daemon never comes up before its indexes are ready (a claim hinting one not ready would fail).
  *
  * An index is found by its name, and one found under a name this version uses must be the index
  * this version defines (keys, uniqueness, partial filter, TTL, sparseness, collation, visibility):
@@ -95,26 +97,39 @@ async function planIndexes(
   const missing: IndexDescription[] = [];
   for (const index of indexes) {
     const found = index.name === undefined ? undefined : stored.get(index.name);
-    if (found === undefined) missing.push(index);
-    else {
-      const conflict = indexConflict(found, index);
-      if (conflict) conflicts.push(`${collection}.${index.name} ${conflict}`);
-    }
+    const conflict = found && indexConflict(found.spec, index);
+    if (conflict) conflicts.push(`${collection}.${index.name} ${conflict}`);
+    else if (found === undefined || found.building) missing.push(index);
   }
   return { collection, conflicts, missing, retired: retired.filter((name) => stored.has(name)) };
 }
 
-/** A collection's indexes by name: none for a collection not created yet. */
-async function storedIndexes(db: Db, collection: string): Promise<Map<string, Document>> {
+/** An index a collection holds: its definition, and whether its build is still running. */
+interface StoredIndex {
+  spec: Document;
+  building: boolean;
+}
+
+/**
+ * A collection's indexes by name; none for a collection not created yet. listIndexes lists an
+ * index from the moment its build starts, as a built one, unless asked with includeBuildUUIDs:
+ * an index being built is then listed as `{ spec, buildUUID }`.
+ */
+async function storedIndexes(db: Db, collection: string): Promise<Map<string, StoredIndex>> {
   const listed = await db
-    .collection(collection)
-    .listIndexes()
+    .runCursorCommand({ listIndexes: collection, includeBuildUUIDs: true })
     .toArray()
     .catch((error: unknown) => {
       if (error instanceof MongoServerError && error.code === NAMESPACE_NOT_FOUND) return [];
       throw error;
     });
-  return new Map(listed.map((index) => [index.name as string, index]));
+  return new Map(
+    listed.map((listing): [string, StoredIndex] => {
+      const building = listing.buildUUID !== undefined;
+      const spec = (building ? listing.spec : listing) as Document;
+      return [spec.name as string, { spec, building }];
+    }),
+  );
 }
 
 /**

@@ -85,7 +85,9 @@ export function cursorReply(ns: string, documents: Document[], id = 0): Document
  * A database for the stand-in: empty but for the documents a test puts in `documents`, which a
  * find or an aggregate of their collection answers whatever its filter. It keeps the indexes it
  * is asked to create, and lists them back; a collection with none created answers listIndexes as
- * a server does one that does not exist. Its buildInfo names MongoDB 7.0, as its handshake does.
+ * a server does one that does not exist; one listed as `{ spec, buildUUID }` is being built, which
+ * only a listing with includeBuildUUIDs tells. Its buildInfo names MongoDB 7.0, as its handshake
+ * does.
  * `answers` replaces its answer to a command by name.
  */
 export function emptyDatabase(
@@ -121,14 +123,22 @@ export function emptyDatabase(
               errmsg: `ns does not exist: ${ns}`,
             };
           }
-          return cursorReply(ns, [{ v: 2, key: { _id: 1 }, name: "_id_" }, ...stored]);
-        case "createIndexes":
-          // As the server lists them: each with its index version.
+          return cursorReply(ns, [
+            { v: 2, key: { _id: 1 }, name: "_id_" },
+            // An index being built is listed as built, but to includeBuildUUIDs.
+            ...stored.map((index) => (command.includeBuildUUIDs ? index : (index.spec ?? index))),
+          ]);
+        case "createIndexes": {
+          // As the server lists them: each with its index version. One asked for while it is
+          // being built is listed as built once that build, which the call waited for, ends.
+          const asked = command.indexes.map((index: Document) => ({ v: 2, ...index }));
+          const names = new Set(asked.map((index: Document) => index.name));
           indexes.set(command[name], [
-            ...stored,
-            ...command.indexes.map((index: Document) => ({ v: 2, ...index })),
+            ...stored.filter((index) => !names.has((index.spec ?? index).name)),
+            ...asked,
           ]);
           return { numIndexesBefore: 1, numIndexesAfter: 1 + command.indexes.length, ok: 1 };
+        }
         case "buildInfo":
           return { version: "7.0.14", versionArray: [7, 0, 14, 0], ok: 1 };
         default:

@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { isDeepStrictEqual } from "node:util";
-import { type Document, Double } from "mongodb";
+import { type Document, Double, UUID } from "mongodb";
 import { afterEach, describe, expect, it } from "vitest";
 import { StartupError } from "#daemon/config.js";
 import { openMongoStore } from "#daemon/store/mongo-store.js";
@@ -126,6 +126,55 @@ describe("MongoDB store: indexes at start-up", () => {
     expect(server?.commands.filter((command) => "createIndexes" in command)).toHaveLength(
       built ?? -1,
     );
+  });
+
+  /** The due index as a daemon starting beside this one asked for it: listed, its build running. */
+  const dueBeingBuilt = (partialFilterExpression: Document) => ({
+    spec: {
+      v: 2,
+      key: { dueAt: 1, webhookId: 1, teamId: 1 },
+      name: "webhook_deliveries_due_by_endpoint",
+      partialFilterExpression,
+    },
+    buildUUID: new UUID(),
+  });
+
+  it("waits for an index another daemon's start is still building, asking for it too, before it comes up", async () => {
+    let buildEnds: () => void = () => {};
+    const building = new Promise<void>((resolve) => {
+      buildEnds = resolve;
+    });
+    const indexes = new Map([["webhook_deliveries", [dueBeingBuilt({ status: "pending" })]]]);
+    const database = emptyDatabase(indexes, {
+      // MongoDB answers a call for an index being built when that build ends.
+      createIndexes: async (command) => {
+        if (command.createIndexes === "webhook_deliveries") await building;
+        return { ok: 1 };
+      },
+    });
+    let opened = false;
+    const opening = open(database, 1_000).then((store) => {
+      opened = true;
+      return store;
+    });
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(opened).toBe(false);
+    buildEnds();
+    await opening;
+    const asked = (server?.commands ?? []).filter(
+      (command) => command.createIndexes === "webhook_deliveries",
+    );
+    expect(
+      asked.flatMap((command) => command.indexes.map((index: Document) => index.name)),
+    ).toContain("webhook_deliveries_due_by_endpoint");
+  });
+
+  it("refuses to start on an index of its name being built otherwise, as on one built so", async () => {
+    const indexes = new Map([["webhook_deliveries", [dueBeingBuilt({ status: "failed" })]]]);
+    await expect(open(emptyDatabase(indexes), 1_000)).rejects.toThrow(
+      /webhook_deliveries\.webhook_deliveries_due_by_endpoint is \{"dueAt":1,"webhookId":1,"teamId":1\}, partial \{"status":"failed"\} but/,
+    );
+    expect(server?.commands.some((command) => "createIndexes" in command)).toBe(false);
   });
 
   it("refuses to start on an index of its name defined otherwise, naming it and the fix, and builds nothing", async () => {
