@@ -1,5 +1,6 @@
-import { render, useApp } from "ink";
-import { type ReactNode, useEffect } from "react";
+import { Writable } from "node:stream";
+import { Box, type DOMElement, measureElement, render, useApp } from "ink";
+import { type ReactNode, useEffect, useRef } from "react";
 import { Spinner } from "#cli/components/spinner.js";
 import { frameColumns, pipedStream } from "#cli/terminal.js";
 import { ColorProvider } from "#cli/theme.js";
@@ -69,6 +70,7 @@ export interface RenderOptions {
  *    (pipedStream, at the terminal's width on a terminal): the frame is written once, as it is.
  *    Nothing ever erases or redraws it, so Ink never takes its "fullscreen" path (clear screen
  *    and scrollback, then draw again) for a frame as tall as the terminal, whatever its height.
+ *    Piped, the frame is laid out at the width its widest line needs (pipedFrameColumns).
  *
  * A failure is handed back (no frame is written); the caller prints it on stderr.
  */
@@ -80,18 +82,73 @@ export async function renderCommand<T>(
     ? await withSpinner(props.task, props.progress, options)
     : await settle(props.task);
   if (settled.status === "failed") return { ok: false, error: settled.error };
+  const { value } = settled;
+  const columns = options.columns ?? frameColumns(options.stdout);
   const instance = render(
     <ColorProvider color={options.color}>
-      <FinalFrame value={settled.value} view={props.view} exitCode={props.exitCode} />
+      <FinalFrame value={value} view={props.view} exitCode={props.exitCode} />
     </ColorProvider>,
     {
-      stdout: pipedStream(options.stdout, options.columns ?? frameColumns(options.stdout)),
+      stdout: pipedStream(
+        options.stdout,
+        options.stdout.isTTY
+          ? columns
+          : await pipedFrameColumns(
+              <ColorProvider color={options.color}>{props.view(value)}</ColorProvider>,
+              columns,
+              options.stderr,
+            ),
+      ),
       stderr: options.stderr,
       exitOnCtrlC: true,
       patchConsole: options.patchConsole ?? true,
     },
   );
   return (await instance.waitUntilExit()) as CommandOutcome;
+}
+
+/**
+ * The columns a piped frame needs: the width of its widest line laid out at `limit` columns, at
+ * most `limit` (PIPED_COLUMNS). Ink draws a frame on a grid of cells as wide as its stdout
+ * reports, for every line: at PIPED_COLUMNS a thousand-row `logs list` took ten million cells
+ * (gigabytes, seconds). At the width its widest line needs the frame is the same text, since
+ * the views lay out alike at any width their content fits (a table at its natural widths, a
+ * record aligned, no text wrapped), and costs what it holds.
+ */
+export async function pipedFrameColumns(
+  content: ReactNode,
+  limit: number,
+  stderr: NodeJS.WriteStream,
+): Promise<number> {
+  const discard = new Writable({ write: (_chunk, _encoding, done) => done() });
+  const instance = render(<ContentWidth>{content}</ContentWidth>, {
+    stdout: pipedStream(discard, limit),
+    stderr,
+    exitOnCtrlC: true,
+    patchConsole: false,
+  });
+  const width = (await instance.waitUntilExit()) as number;
+  // Ink takes a width of 0 for none and asks the terminal; an empty frame has one column.
+  return Math.max(1, Math.min(limit, width));
+}
+
+/**
+ * Lays its content out at the width it needs (a flex item that neither grows nor shrinks: its
+ * widest line) under a box of no height, which Ink draws as no lines, and exits with that width.
+ */
+function ContentWidth({ children }: { children: ReactNode }) {
+  const { exit } = useApp();
+  const content = useRef<DOMElement>(null);
+  useEffect(() => {
+    exit(content.current ? measureElement(content.current).width : 0);
+  }, [exit]);
+  return (
+    <Box height={0} overflow="hidden">
+      <Box ref={content} flexDirection="column" flexShrink={0}>
+        {children}
+      </Box>
+    </Box>
+  );
 }
 
 /**

@@ -1,6 +1,9 @@
 import { Writable } from "node:stream";
 
-/** Width given to Ink for piped output: wide enough that no line is ever wrapped or cut. */
+/**
+ * Width piped output is laid out within: wide enough that no line is ever wrapped or cut. Ink
+ * is then given only the columns the frame's widest line needs (lifecycle.tsx pipedFrameColumns).
+ */
 export const PIPED_COLUMNS = 10_000;
 
 /**
@@ -59,9 +62,10 @@ export function frameColumns(stream: { isTTY?: boolean; columns?: number }): num
  * Ink then writes the frame once, as it is: no cursor control, no erasing, and never its
  * "fullscreen" clear of screen and scrollback (taken when a TTY frame is as tall as
  * `stdout.rows`). Without a width Ink guesses 80, which would cut ids in `teams list | awk`, so
- * piped output gets PIPED_COLUMNS and keeps every character. A failed write is the target's to
- * report (its own 'error' event, see output.ts endQuietlyWhenReaderLeaves): passed on here too,
- * it would reach Ink, which has no handler for it, as an unhandled error.
+ * piped output gets the width its widest line needs, at most PIPED_COLUMNS, and keeps every
+ * character. A failed write is the target's to report (its own 'error' event, see output.ts
+ * endQuietlyWhenReaderLeaves): passed on here too, it would reach Ink, which has no handler for
+ * it, as an unhandled error.
  */
 export function pipedStream(
   target: NodeJS.WritableStream,
