@@ -232,6 +232,45 @@ describe("consentctl command line", () => {
     expect(unknown.stderr).toContain("unknown command 'teams nope'");
   });
 
+  // Regression: `teams help help` printed the teams group's help on stderr, exit 2, and
+  // `help teams help` was an unknown command.
+  it("shows each group's help command its own help for GROUP help help, exit 0, as help help does", async () => {
+    const program = createProgram(memoryIo(), { exitCode: 0 }, false);
+    const groups = program.commands.filter((group) => group.commands.length > 0);
+    expect(groups.map((group) => group.name())).toEqual(
+      expect.arrayContaining([
+        "teams",
+        "keys",
+        "sessions",
+        "banners",
+        "subjects",
+        "logs",
+        "webhooks",
+      ]),
+    );
+    for (const group of groups.map((g) => g.name())) {
+      const [help, json, fromTop] = await Promise.all([
+        run(group, "help", "help"),
+        run(group, "help", "help", "--json"),
+        run("help", group, "help"),
+      ]);
+      expect(help, group).toEqual({
+        code: 0,
+        stdout: `Usage: consentctl ${group} help [command]\n\ndisplay help for command\n`,
+        stderr: "",
+      });
+      expect(json, group).toEqual(help);
+      expect(fromTop, group).toEqual(help);
+      // The group's help lists the help command as before.
+      expect((await run(group, "--help")).stdout).toMatch(
+        /\n {2}help \[command\] +display help for command\n/,
+      );
+    }
+    const top = await run("help", "help");
+    expect(top.code).toBe(0);
+    expect(top.stdout).toMatch(/^Usage: consentctl help \[options\] \[command\.\.\.\]/);
+  });
+
   // Regression: `teams nope --help` printed the teams group's help, exit 0, as if the command
   // existed; `teams help nope --json` said the group "needs a command".
   it("exits 2 for an unknown command even with --help or after help, as without them", async () => {

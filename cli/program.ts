@@ -66,6 +66,7 @@ export function createProgram(io: Io, session: Session, json: boolean): Command 
     .configureHelp({ minWidthToWrap: 30 });
   program.on("option:version", () => printVersion(io, json));
   program.addHelpText("beforeAll", ({ error, command }) => {
+    showHelpOfHelp(command);
     refuseUnknownCommand(command);
     if (json && error) refuseMissingCommand(io, command);
     return "";
@@ -85,6 +86,7 @@ export function createProgram(io: Io, session: Session, json: boolean): Command 
   registerDoctorCommand(program, runtime);
   registerBackupCommand(program, runtime);
   addHelpCommand(program);
+  for (const group of program.commands) if (group.commands.length > 0) addGroupHelpCommand(group);
   return program;
 }
 
@@ -135,12 +137,32 @@ function refuseUnknownCommand(group: Command): void {
   const [first, second] = group.args;
   const name = first === "help" ? second : first;
   if (group.commands.length === 0 || name === undefined || name.startsWith("-")) return;
-  // A group's help command is commander's own, not among its commands (`teams help help`).
-  const known = [...group.commands.flatMap((sub) => [sub.name(), ...sub.aliases()]), "help"];
-  if (known.includes(name)) return;
+  if (findCommand(group, name)) return;
   // commander's unknownCommand() (not in its typings) names the first argument.
   group.args = [name];
   (group as Command & { unknownCommand(): never }).unknownCommand();
+}
+
+/**
+ * `teams help help`: commander looks the name after a group's `help` up among the group's
+ * commands only, where its help command is not, and falls back to the group's help as an error
+ * (stderr, exit 2). It is the help command's own help instead, on stdout, exit 0, as
+ * `consentctl help help` and `teams help create` are.
+ */
+function showHelpOfHelp(group: Command): void {
+  const [first, second] = group.args;
+  if (first !== "help" || second !== "help") return;
+  const help = findCommand(group, "help");
+  if (!help) return;
+  help.outputHelp();
+  throw new CommanderError(0, "commander.helpDisplayed", "(outputHelp)");
+}
+
+/** A command of `parent` by name or alias, its help command (commander's, in a group) included. */
+function findCommand(parent: Command, name: string): Command | undefined {
+  return [...parent.commands, ...parent.createHelp().visibleCommands(parent)].find(
+    (sub) => sub.name() === name || sub.aliases().includes(name),
+  );
 }
 
 /** "consentctl teams": the names from the program down to `command`. */
@@ -163,7 +185,7 @@ function addHelpCommand(program: Command): void {
     .action((names: string[], _options: unknown, help: Command) => {
       let target = program;
       for (const name of names) {
-        const sub = target.commands.find((c) => c.name() === name || c.aliases().includes(name));
+        const sub = findCommand(target, name);
         if (!sub) {
           help.error(`error: unknown command '${names.join(" ")}'`, {
             code: "commander.unknownCommand",
@@ -173,6 +195,22 @@ function addHelpCommand(program: Command): void {
       }
       target.outputHelp();
     });
+}
+
+/**
+ * A group's help command (`teams help create`) as commander's own (`help [command]`), but a
+ * command of the group's like the others: its own help names it `consentctl teams help` and is
+ * written where the group's is (commander makes its help command with neither).
+ */
+function addGroupHelpCommand(group: Command): void {
+  const help = group
+    .createCommand("help")
+    .copyInheritedSettings(group)
+    .helpOption(false)
+    .argument("[command]")
+    .description("display help for command");
+  help.parent = group;
+  group.addHelpCommand(help);
 }
 
 /**
