@@ -111,10 +111,22 @@ describe("the terminal width each table needs", () => {
     const list = async (fields: Parameters<typeof webhook>[0]) =>
       narrowestTable(<WebhooksTable webhooks={[webhook(fields)]} />);
     expect(await list({})).toBe(81);
-    expect(await list({ failingSince: time })).toBe(117);
+    expect(await list({ failingSince: time })).toBe(108);
     expect(await list({ enabled: false, disabledReason: "the endpoint answered 410 Gone" })).toBe(
-      114,
+      94,
     );
+    const fiveDays = "every attempt failed for 5 days (since 2026-11-21T12:00:00.000Z)";
+    expect(await list({ enabled: false, disabledReason: fiveDays })).toBe(94);
+    expect(
+      await narrowestTable(
+        <WebhooksTable
+          webhooks={[
+            webhook({ failingSince: time }),
+            webhook({ enabled: false, disabledReason: fiveDays }),
+          ]}
+        />,
+      ),
+    ).toBe(120);
     const deliveries = async (fields: Parameters<typeof delivery>[0]) =>
       narrowestTable(
         <DeliveriesTable page={{ deliveries: [delivery(fields)], nextPageToken: "" }} />,

@@ -5,12 +5,13 @@ import type { ReactElement } from "react";
 import { describe, expect, it } from "vitest";
 import { jsonText, printable } from "#cli/format.js";
 import { terminalFrame } from "#cli/test-support/terminal-frame.js";
+import { textWidth } from "#cli/text-width.js";
 import { BackupView } from "#cli/views/backup-views.js";
 import { BannersTable, BannerView } from "#cli/views/banner-views.js";
 import { keyStatus, MintedKeyView } from "#cli/views/key-views.js";
 import { SubjectView } from "#cli/views/subject-views.js";
 import { TeamsTable } from "#cli/views/team-views.js";
-import { DeliveriesTable, WebhookView } from "#cli/views/webhook-views.js";
+import { DeliveriesTable, WebhooksTable, WebhookView } from "#cli/views/webhook-views.js";
 import { ApiKeySchema, TeamSchema } from "#gen/consent/v1/admin_pb.js";
 import { BannerSchema } from "#gen/consent/v1/banner_pb.js";
 import { ResolveSubjectResponseSchema } from "#gen/consent/v1/subject_pb.js";
@@ -223,6 +224,47 @@ describe("tables too wide for the terminal", () => {
       ["PLAN          professional", "CREATED       2026-11-26 12:01:30Z"],
     );
     expect(wide[1]).toMatch(/ {2}Acme Consen… {2}professional {2}yes {11}2026-11-26 12:01:30Z$/);
+  });
+
+  // Regression: a disabled endpoint's state held the daemon's reason, never cut, so the list
+  // needed up to 148 columns and an endpoint disabled after five days of failures was never a
+  // table on a 120-column terminal.
+  it("webhooks list keeps a disabled endpoint's reason in a column of its own, cut to fit 120 columns", async () => {
+    const webhook = (id: string, fields: Parameters<typeof create<typeof WebhookSchema>>[1]) =>
+      create(WebhookSchema, {
+        id,
+        url: "https://crm.example.com/hooks/consent",
+        eventTypes: ["consent.given", "consent.withdrawn"],
+        enabled: true,
+        ...fields,
+      });
+    const webhooks = [
+      webhook("5b8d2c7e-0a4f-4e1b-9c3d-2f6a8b0c4d1e", {}),
+      webhook("7c1e4f9a-2b3d-4c5e-8f7a-9b0c1d2e3f4a", { failingSince: created }),
+      webhook("9e3a6b1d-4c7f-4a2e-8b5d-0c9f1e2a3b4c", {
+        enabled: false,
+        disabledReason: "every attempt failed for 5 days (since 2026-11-21T12:00:00.000Z)",
+        disabledAt: created,
+      }),
+    ];
+    const wide = await blocksThenTable(
+      <WebhooksTable webhooks={webhooks} />,
+      ["ID", "STATE", "REASON", "EVENTS", "BANNERS", "URL"],
+      [80, 120],
+      [
+        "STATE    failing since 2026-11-26 12:01:30Z",
+        "STATE    disabled",
+        "REASON   every attempt failed for 5 days (since 2026-11-21T12:00:00.000Z)",
+      ],
+    );
+    for (const line of wide) expect(textWidth(line)).toBeLessThanOrEqual(120);
+    expect(wide[2]).toMatch(/ {2}failing since 2026-11-26 12:01:30Z {2}- {2}/);
+    expect(wide[3]).toMatch(
+      / {2}disabled {28}every atte… {2}consent\.gi… {2}all {6}https:\/\/cr…$/,
+    );
+    // Without a disabled endpoint there is no REASON column.
+    const enabled = await terminalFrame(<WebhooksTable webhooks={webhooks.slice(0, 1)} />, 80);
+    expect(isTable(enabled, ["ID", "STATE", "EVENTS", "BANNERS", "URL"])).toBe(true);
   });
 
   it("webhooks deliveries prints blocks at 120 columns rather than cut the status and times", async () => {

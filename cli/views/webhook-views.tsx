@@ -2,7 +2,7 @@ import { Box, Text } from "ink";
 import { CopyableAfter } from "#cli/components/copyable.js";
 import { type Field, KeyValue } from "#cli/components/key-value.js";
 import { SecretNotice } from "#cli/components/secret-notice.js";
-import { Table } from "#cli/components/table.js";
+import { type Column, Table } from "#cli/components/table.js";
 import { formatTime } from "#cli/format.js";
 import { type Tone, Toned } from "#cli/theme.js";
 import type { Delivery, TestWebhookResponse, Webhook } from "#gen/consent/v1/webhook_pb.js";
@@ -64,15 +64,38 @@ export function WebhookView({ webhook, title }: { webhook: Webhook; title?: stri
   );
 }
 
-/** A team's endpoints, oldest first. */
+/**
+ * An endpoint's state as a table shows it: a short value of a fixed form (`enabled`,
+ * `failing since T`, `disabled`), never cut; a disabled endpoint's reason, free text of the
+ * daemon's (up to `every attempt failed for 5 days (since …)`), goes in a column of its own that
+ * may be cut, as a name is.
+ */
+function listedState(webhook: Webhook): { label: string; tone: Tone } {
+  const state = webhookState(webhook);
+  if (!webhook.enabled) return { ...state, label: "disabled" };
+  if (webhook.failingSince)
+    return { ...state, label: `failing since ${formatTime(webhook.failingSince)}` };
+  return state;
+}
+
+/**
+ * A team's endpoints, oldest first. The REASON column is there only when an endpoint is
+ * disabled, so a list of enabled endpoints keeps to 80 columns.
+ */
 export function WebhooksTable({ webhooks }: { webhooks: readonly Webhook[] }) {
+  const reason: Column<Webhook> = {
+    header: "REASON",
+    value: (w) => (w.enabled ? "-" : w.disabledReason || "-"),
+    shrinks: true,
+  };
   return (
     <Table
       rows={webhooks}
       empty="This team has no webhook endpoints yet."
       columns={[
         { header: "ID", value: (w) => w.id, copy: true },
-        { header: "STATE", value: (w) => webhookState(w).label, tone: (w) => webhookState(w).tone },
+        { header: "STATE", value: (w) => listedState(w).label, tone: (w) => listedState(w).tone },
+        ...(webhooks.some((w) => !w.enabled) ? [reason] : []),
         { header: "EVENTS", value: (w) => w.eventTypes.join(","), shrinks: true },
         {
           header: "BANNERS",
