@@ -1,3 +1,4 @@
+import { readFileSync } from "node:fs";
 import { create } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { ReactElement } from "react";
@@ -15,10 +16,10 @@ import { ConsentLogEntrySchema } from "#gen/consent/v1/consent_log_pb.js";
 import { DeliverySchema, WebhookSchema } from "#gen/consent/v1/webhook_pb.js";
 
 /**
- * The narrowest terminal on which each list is a table rather than blocks, as cli/README.md
- * ("Output contract") gives them: free text longer than 10 columns (names, scopes, URLs, errors)
- * and the longest short values a column holds (a `professional` plan, a `revoked` key,
- * `accept_necessary`, a `succeeded` delivery).
+ * The narrowest terminal on which each list is a table rather than blocks, measured and compared
+ * with the figures cli/README.md ("Table widths") gives: free text longer than 10 columns (names,
+ * scopes, URLs, errors) and the longest short values a column holds (a `professional` plan, a
+ * `revoked` key, `accept_necessary`, a `succeeded` delivery).
  */
 const id = "0f6a2b1c-9d8e-4f70-8a1b-2c3d4e5f6a7b";
 const publicId = "5a147607-8673-4f5b-8305-71ebc1b37e18";
@@ -73,72 +74,81 @@ const webhook = (fields: Parameters<typeof create<typeof WebhookSchema>>[1]) =>
     ...fields,
   });
 
-describe("the terminal width each table needs", () => {
-  it("teams, sessions, keys and banners", async () => {
-    const team = create(TeamSchema, { id, name: LONG_TEXT, plan: "professional", createdAt: time });
-    const session = create(SessionSchema, {
-      id,
-      createdAt: time,
-      expiresAt: time,
-      revokedAt: time,
-    });
-    const banner = create(BannerSchema, {
-      id,
-      publicId,
-      name: LONG_TEXT,
-      domain: "https://shop.example.com",
-      revision: 2,
-      hasUnpublishedChanges: true,
-    });
-    expect(await narrowestTable(<TeamsTable teams={[team]} />)).toBe(98);
-    expect(await narrowestTable(<SessionsTable sessions={[session]} />)).toBe(89);
-    expect(await narrowestTable(<KeysTable keys={[key({})]} />)).toBe(99);
-    expect(await narrowestTable(<KeysTable keys={[key({ expiresAt: time })]} />)).toBe(112);
-    expect(await narrowestTable(<BannersTable banners={[banner]} />)).toBe(120);
+/** The README's table of widths: `list` and `when` (if any) joined by ", ", to its figure. */
+function documentedWidths(): Map<string, number> {
+  const readme = readFileSync(new URL("../README.md", import.meta.url), "utf8");
+  const section = readme.split("\n## Table widths\n")[1]?.split("\n## ")[0] ?? "";
+  const rows = section.matchAll(/^\| `([^`]+)` +\| +(\d+) +\|(.*)\|$/gm);
+  return new Map(
+    [...rows].map(([, list, columns, when = ""]) => [
+      [list, when.trim()].filter(Boolean).join(", "),
+      Number(columns),
+    ]),
+  );
+}
+
+const team = create(TeamSchema, { id, name: LONG_TEXT, plan: "professional", createdAt: time });
+const session = create(SessionSchema, { id, createdAt: time, expiresAt: time, revokedAt: time });
+const banner = create(BannerSchema, {
+  id,
+  publicId,
+  name: LONG_TEXT,
+  domain: "https://shop.example.com",
+  revision: 2,
+  hasUnpublishedChanges: true,
+});
+const logPage = {
+  entries: [
+    logEntry("accept_necessary", { necessary: true, analytics: false }),
+    logEntry("consent_given", { necessary: true, analytics: true }),
+  ],
+  nextPageToken: "",
+};
+const failing = webhook({ failingSince: time });
+const disabled = webhook({
+  enabled: false,
+  disabledReason: "every attempt failed for 5 days (since 2026-11-21T12:00:00.000Z)",
+});
+const deliveries = (fields: Parameters<typeof delivery>[0]) => (
+  <DeliveriesTable page={{ deliveries: [delivery(fields)], nextPageToken: "" }} />
+);
+
+/** Each row of the README's table, as the view it measures. */
+const LISTS: Record<string, ReactElement> = {
+  "sessions list": <SessionsTable sessions={[session]} />,
+  "teams list": <TeamsTable teams={[team]} />,
+  "keys list": <KeysTable keys={[key({})]} />,
+  "keys list, a key shows an expiry time": <KeysTable keys={[key({ expiresAt: time })]} />,
+  "webhooks list": <WebhooksTable webhooks={[webhook({})]} />,
+  "webhooks list, an endpoint is failing": <WebhooksTable webhooks={[failing]} />,
+  "webhooks list, an endpoint is disabled (its reason in a REASON column)": (
+    <WebhooksTable webhooks={[disabled]} />
+  ),
+  "webhooks list, one endpoint is failing and another disabled": (
+    <WebhooksTable webhooks={[failing, disabled]} />
+  ),
+  "banners list": <BannersTable banners={[banner]} />,
+  "logs list": <LogPageView page={logPage} />,
+  "logs list --banner": <LogPageView page={logPage} oneBanner />,
+  "webhooks deliveries": deliveries({ status: "succeeded", lastStatusCode: 200 }),
+  "webhooks deliveries, a delivery shows its next attempt and an error": deliveries({
+    status: "pending",
+    lastStatusCode: 503,
+    nextAttemptAt: time,
+    lastError: "the endpoint answered 503 Service Unavailable",
+  }),
+};
+
+describe("the terminal width each table needs, as cli/README.md gives it", () => {
+  const documented = documentedWidths();
+
+  it("documents every list measured here, and no other", () => {
+    expect([...documented.keys()].sort()).toEqual(Object.keys(LISTS).sort());
   });
 
-  it("logs list, with and without --banner", async () => {
-    const entries = [
-      logEntry("accept_necessary", { necessary: true, analytics: false }),
-      logEntry("consent_given", { necessary: true, analytics: true }),
-    ];
-    const page = { entries, nextPageToken: "" };
-    expect(await narrowestTable(<LogPageView page={page} />)).toBe(135);
-    expect(await narrowestTable(<LogPageView page={page} oneBanner />)).toBe(97);
-  });
-
-  it("webhooks list and deliveries", async () => {
-    const list = async (fields: Parameters<typeof webhook>[0]) =>
-      narrowestTable(<WebhooksTable webhooks={[webhook(fields)]} />);
-    expect(await list({})).toBe(81);
-    expect(await list({ failingSince: time })).toBe(108);
-    expect(await list({ enabled: false, disabledReason: "the endpoint answered 410 Gone" })).toBe(
-      94,
-    );
-    const fiveDays = "every attempt failed for 5 days (since 2026-11-21T12:00:00.000Z)";
-    expect(await list({ enabled: false, disabledReason: fiveDays })).toBe(94);
-    expect(
-      await narrowestTable(
-        <WebhooksTable
-          webhooks={[
-            webhook({ failingSince: time }),
-            webhook({ enabled: false, disabledReason: fiveDays }),
-          ]}
-        />,
-      ),
-    ).toBe(120);
-    const deliveries = async (fields: Parameters<typeof delivery>[0]) =>
-      narrowestTable(
-        <DeliveriesTable page={{ deliveries: [delivery(fields)], nextPageToken: "" }} />,
-      );
-    expect(await deliveries({ status: "succeeded", lastStatusCode: 200 })).toBe(150);
-    expect(
-      await deliveries({
-        status: "pending",
-        lastStatusCode: 503,
-        nextAttemptAt: time,
-        lastError: "the endpoint answered 503 Service Unavailable",
-      }),
-    ).toBe(169);
-  });
+  for (const [name, view] of Object.entries(LISTS)) {
+    it(name, async () => {
+      expect(await narrowestTable(view)).toBe(documented.get(name));
+    });
+  }
 });
