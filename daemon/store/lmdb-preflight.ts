@@ -27,7 +27,10 @@ export async function unreadableStore(dataDir: string): Promise<string | undefin
     const failure = error as { signal?: string | null; stderr?: string; killed?: boolean };
     if (failure.killed && failure.signal === "SIGTERM") return undefined; // too slow to judge
     if (failure.signal) return `the process reading it crashed (${failure.signal})`;
-    const reason = /^(?:Error: )?(MDB_\w+: .*|.*(?:EACCES|EPERM).*)$/m.exec(failure.stderr ?? "");
+    const reason =
+      /^(?:Error: )?(MDB_\w+: .*|data\.mdb is cut short: .*|.*(?:EACCES|EPERM).*)$/m.exec(
+        failure.stderr ?? "",
+      );
     return reason?.[1] ?? "reading it failed";
   }
 }
