@@ -307,6 +307,7 @@ export async function openLmdbStore(options: LmdbStoreOptions): Promise<Store> {
       webhookDeliveries: records.openDB({ name: "webhook-deliveries" }),
       webhookDeliveryIdsByEndpoint: records.openDB({ name: "webhook-delivery-ids-by-endpoint" }),
       webhookDeliveriesDue: records.openDB({ name: "webhook-deliveries-due" }),
+      webhookDeliveryLeases: records.openDB({ name: "webhook-delivery-leases" }),
     }),
     counters: createLmdbCounterStore({
       counters: counterEnv.openDB({ name: "counters" }),

@@ -16,6 +16,7 @@ import {
   ReadConcern,
 } from "mongodb";
 import { type BannerDocument, MongoBannerStore } from "#daemon/banners/mongo-banner-store.js";
+import { CLOCK_SKEW_MS } from "#daemon/clock.js";
 import { StartupError } from "#daemon/config.js";
 import {
   type ConsentLogDocument,
@@ -118,12 +119,6 @@ const COUNTER_OPTIONS: CollectionOptions = {
 };
 
 /**
- * Each daemon takes a consent log row's id from its own clock: a log tail on one daemon meets the
- * rows of another as late as their clocks differ, which NTP keeps well within this.
- */
-const CLOCK_MARGIN_MS = 5_000;
-
-/**
  * Connects to MongoDB, creates the indexes the adapters rely on that the database lacks
  * (mongo-indexes.ts) and returns the Store. Fails with a readable StartupError, the driver's as
  * cause, when the server cannot be reached within the selection bound, refuses the indexes, or
@@ -217,8 +212,9 @@ function createStore(client: MongoClient, db: Db, timeouts: MongoTimeouts): Stor
     subjects: new MongoSubjectStore(collections.subjects),
     consentLog: new MongoConsentLogStore(collections.consentLog, {
       // An append is acknowledged within one command's bound of its id's time, or fails (503);
-      // its row is readable once acknowledged (read concern majority).
-      lateRowsMs: timeouts.commandMs + CLOCK_MARGIN_MS,
+      // its row is readable once acknowledged (read concern majority). Each daemon takes a
+      // row's id from its own clock: a tail meets another daemon's rows as late as clocks differ.
+      lateRowsMs: timeouts.commandMs + CLOCK_SKEW_MS,
       maxTimeMS: timeouts.serverMs,
     }),
     counters: new MongoCounterStore(collections.counters),

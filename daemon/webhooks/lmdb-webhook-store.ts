@@ -3,7 +3,10 @@ import type { ConsentLogRecord } from "#daemon/consent-log/consent-log-store.js"
 import { PREFIX_END, prefixRange } from "#daemon/store/lmdb-keys.js";
 import { DuplicateKeyError } from "#daemon/store/store.js";
 import {
+  type ClockHorizons,
+  clockHorizons,
   type DeliveryRecord,
+  nextAttemptAtClaim,
   RoomCounter,
   type WebhookEndpointRecord,
   type WebhookStore,
@@ -24,6 +27,8 @@ type TeamEndpointKey = [teamId: string, createdAtMs: number, id: string];
 type EndpointDeliveryKey = [webhookId: string, id: string];
 /** `[due in ms, deliveryId]` of every pending delivery: the later of nextAttemptAt and leaseUntil. */
 type DueKey = [dueAtMs: number, id: string];
+/** `[leaseUntil in ms, deliveryId]` of every leased pending delivery, for ClockHorizons. */
+type LeaseKey = [leaseUntilMs: number, id: string];
 
 export interface LmdbWebhookDatabases {
   webhookEndpoints: Database<WebhookEndpointRecord, string>;
@@ -35,6 +40,7 @@ export interface LmdbWebhookDatabases {
   webhookDeliveries: Database<DeliveryRecord, string>;
   webhookDeliveryIdsByEndpoint: Database<true, EndpointDeliveryKey>;
   webhookDeliveriesDue: Database<true, DueKey>;
+  webhookDeliveryLeases: Database<true, LeaseKey>;
 }
 
 /** Events of teams without endpoints one claim retires at most (bounding its transaction). */
@@ -50,27 +56,48 @@ function dueKey(delivery: DeliveryRecord): DueKey | null {
   return [Math.max(next, lease), delivery.id];
 }
 
+/** Until when a pending delivery is leased; null for one that is not pending or not leased. */
+function leaseKey(delivery: DeliveryRecord): LeaseKey | null {
+  if (delivery.status !== "pending" || !delivery.leaseUntil) return null;
+  return [delivery.leaseUntil.getTime(), delivery.id];
+}
+
+/** The same key, or both absent. */
+function sameKey(a: DueKey | LeaseKey | null, b: DueKey | LeaseKey | null): boolean {
+  return a === b || (a !== null && b !== null && compareKeys(a, b) === 0);
+}
+
 /**
  * WebhookStore over LMDB. Every claim, fan-out and completion is one write transaction, which LMDB
  * serialises across processes: two daemons on one data directory never claim the same item.
  */
 export function createLmdbWebhookStore(dbs: LmdbWebhookDatabases): WebhookStore {
   const { webhookEndpoints: endpoints, webhookDeliveries: deliveries } = dbs;
-  const { webhookDeliveriesDue: due, webhookOutbox: outbox } = dbs;
+  const { webhookDeliveriesDue: due, webhookOutbox: outbox, webhookDeliveryLeases: leases } = dbs;
   /** Where the last claim's second window stopped in a backlog of full endpoints' deliveries. */
   let beyond: DueKey | undefined;
 
-  /** Writes a delivery and moves its due-index entry; inside a write transaction. */
+  /** Writes a delivery and moves its due-index and lease-index entries; inside a write transaction. */
   function putDelivery(next: DeliveryRecord, previous: DeliveryRecord | undefined): void {
-    const before = previous && dueKey(previous);
-    if (before) due.removeSync(before);
-    const after = dueKey(next);
-    if (after) due.putSync(after, true);
+    for (const [index, keyOf] of [
+      [due, dueKey],
+      [leases, leaseKey],
+    ] as const) {
+      const before = previous ? keyOf(previous) : null;
+      const after = keyOf(next);
+      if (before && !sameKey(before, after)) index.removeSync(before);
+      if (after) index.putSync(after, true);
+    }
     deliveries.putSync(next.id, next);
   }
 
-  function hasDueEvent(now: Date): boolean {
-    for (const { value } of outbox.getRange({})) if (value.dueAtMs <= now.getTime()) return true;
+  /** Whether an outbox entry is due at `now`: its time passed, or set ahead of the clock. */
+  function isDueEvent(entry: OutboxEntry, now: Date, horizons: ClockHorizons): boolean {
+    return entry.dueAtMs <= now.getTime() || entry.dueAtMs > horizons.leases.getTime();
+  }
+
+  function hasDueEvent(now: Date, horizons: ClockHorizons): boolean {
+    for (const { value } of outbox.getRange({})) if (isDueEvent(value, now, horizons)) return true;
     return false;
   }
 
@@ -89,9 +116,21 @@ export function createLmdbWebhookStore(dbs: LmdbWebhookDatabases): WebhookStore 
     };
   }
 
-  function hasDueDelivery(now: Date): boolean {
+  function hasDueDelivery(now: Date, horizons: ClockHorizons): boolean {
     for (const _ of due.getKeys({ end: [now.getTime(), PREFIX_END], limit: 1 })) return true;
-    return false;
+    return aheadOfClock(horizons, 1).length > 0;
+  }
+
+  /**
+   * Up to `limit` keys of each index beyond the horizons (WebhookStore, "Clock steps"): leases
+   * ending, or deliveries falling due, further ahead than the claimant's clock allows.
+   */
+  function aheadOfClock(horizons: ClockHorizons, limit: number) {
+    const beyond = (ms: Date) => ({ start: [ms.getTime(), PREFIX_END], limit });
+    return [
+      ...Array.from(leases.getKeys(beyond(horizons.leases)), (key) => ({ key, keyOf: leaseKey })),
+      ...Array.from(due.getKeys(beyond(horizons.retries)), (key) => ({ key, keyOf: dueKey })),
+    ];
   }
 
   function removeDeliveriesOf(webhookId: string): void {
@@ -102,6 +141,8 @@ export function createLmdbWebhookStore(dbs: LmdbWebhookDatabases): WebhookStore 
       const delivery = deliveries.get(key[1]);
       const entry = delivery && dueKey(delivery);
       if (entry) due.removeSync(entry);
+      const leased = delivery && leaseKey(delivery);
+      if (leased) leases.removeSync(leased);
       deliveries.removeSync(key[1]);
       dbs.webhookDeliveryIdsByEndpoint.removeSync(key);
     }
@@ -180,14 +221,15 @@ export function createLmdbWebhookStore(dbs: LmdbWebhookDatabases): WebhookStore 
     async claimEvents(lease, now, limit) {
       if (limit <= 0) return [];
       // A read first: with nothing due, no write transaction (which queues behind every append).
-      if (!hasDueEvent(now)) return [];
+      const horizons = clockHorizons(lease, now);
+      if (!hasDueEvent(now, horizons)) return [];
       return outbox.transaction(() => {
         const claimed: ConsentLogRecord[] = [];
         const subscribes = teamsWithEndpoints();
         let retired = 0;
         // Keys are UUIDv7 consentLogIds: a forward scan meets the oldest events first.
         for (const { key, value } of outbox.getRange({})) {
-          if (value.dueAtMs > now.getTime()) continue;
+          if (!isDueEvent(value, now, horizons)) continue;
           const row = dbs.consentLog.get([value.teamId, key]);
           // Port: an event of a team without endpoints fans out to nothing, so it is retired here.
           if (!row || (!subscribes(value.teamId) && retired++ < MAX_RETIRED)) {
@@ -213,6 +255,8 @@ export function createLmdbWebhookStore(dbs: LmdbWebhookDatabases): WebhookStore 
         deliveries.ifNoExists(delivery.id, () => {
           const after = dueKey(delivery);
           if (after) due.put(after, true);
+          const leased = leaseKey(delivery);
+          if (leased) leases.put(leased, true);
           deliveries.put(delivery.id, delivery);
           dbs.webhookDeliveryIdsByEndpoint.put([delivery.webhookId, delivery.id], true);
         }),
@@ -224,13 +268,38 @@ export function createLmdbWebhookStore(dbs: LmdbWebhookDatabases): WebhookStore 
     async claimDeliveries(lease, now, limit, room) {
       if (limit <= 0) return [];
       // A read first: with nothing due, no write transaction.
-      if (!hasDueDelivery(now)) return [];
+      const horizons = clockHorizons(lease, now);
+      if (!hasDueDelivery(now, horizons)) return [];
       return deliveries.transaction(() => {
         const claimed: DeliveryRecord[] = [];
         const taken = new RoomCounter(room);
         // Full endpoints' and teams' deliveries are looked past, within a bound on the scan.
         const scan = limit + (room ? SKIPPED_SCAN : 0);
         const end = [now.getTime(), PREFIX_END];
+        const claim = (stored: DeliveryRecord) => {
+          taken.take(stored);
+          const next = {
+            ...stored,
+            nextAttemptAt: nextAttemptAtClaim(stored, now),
+            leaseOwner: lease.owner,
+            leaseUntil: lease.until,
+          };
+          putDelivery(next, stored);
+          claimed.push(next);
+        };
+        // First what was leased or scheduled ahead of this clock: overdue by the size of a step.
+        for (const { key, keyOf } of aheadOfClock(horizons, scan)) {
+          if (claimed.length >= limit) return claimed;
+          const stored = deliveries.get(key[1]);
+          const current = stored ? keyOf(stored) : null;
+          if (!sameKey(current, key)) {
+            // An entry its delivery no longer has: met in both indexes and claimed from the
+            // first, or left by a release that kept no lease index.
+            (keyOf === leaseKey ? leases : due).removeSync(key);
+            continue;
+          }
+          if (stored && taken.fits(stored)) claim(stored);
+        }
         /**
          * Claims what fits among `keys`, in order; returns the last key it looked at (the one
          * that met `limit`, or the last of `keys`), undefined for no keys.
@@ -243,10 +312,7 @@ export function createLmdbWebhookStore(dbs: LmdbWebhookDatabases): WebhookStore 
               continue;
             }
             if (!taken.fits(stored)) continue;
-            taken.take(stored);
-            const next = { ...stored, leaseOwner: lease.owner, leaseUntil: lease.until };
-            putDelivery(next, stored);
-            claimed.push(next);
+            claim(stored);
             if (claimed.length >= limit) return key;
           }
           return keys.at(-1);

@@ -16,6 +16,8 @@ import {
 } from "#daemon/store/mongo-writes.js";
 import {
   type AttemptResult,
+  type ClockHorizons,
+  clockHorizons,
   type DeliveryRecord,
   type DeliveryRoom,
   RoomCounter,
@@ -40,6 +42,12 @@ export type WebhookEndpointDocument = Omit<WebhookEndpointRecord, "id"> & {
 const DUE_INDEX = {
   name: "webhook_deliveries_due_by_endpoint",
   key: { dueAt: 1, webhookId: 1, teamId: 1 },
+} as const;
+
+/** The index of leased pending deliveries by lease end, for leases set ahead (aheadOfClockQuery). */
+const LEASE_INDEX = {
+  name: "webhook_deliveries_leases",
+  key: { leaseUntil: 1 },
 } as const;
 
 /** What insertUnderTeamMaximum names: endpoints in its errors, and the index of their slots. */
@@ -86,6 +94,8 @@ export class MongoWebhookStore implements WebhookStore {
     // Due deliveries in order, with what a claim leaves out (endpoints and teams without room)
     // in the keys: a stalled endpoint's backlog is passed over in the index, not fetched.
     { ...DUE_INDEX, partialFilterExpression: { status: "pending" } },
+    // Leases by their end, for those set ahead of a claimant's clock (aheadOfClockQuery).
+    { ...LEASE_INDEX, partialFilterExpression: { status: "pending" } },
   ];
 
   /** Indexes an earlier release created, dropped at start-up: every write would keep them up. */
@@ -158,14 +168,15 @@ export class MongoWebhookStore implements WebhookStore {
     limit: number,
   ): Promise<ConsentLogRecord[]> {
     if (limit <= 0) return [];
-    await this.retireUnsubscribed(now, Math.max(limit, RETIRE_SCAN));
+    const due = dueEvents(now, clockHorizons(lease, now));
+    await this.retireUnsubscribed(due, Math.max(limit, RETIRE_SCAN));
     const claimed: ConsentLogRecord[] = [];
     const subscribes = new Set<string>();
     let retired = 0;
     while (claimed.length < limit) {
       // The due time in the filter is the lease: a claimed event is due again only at lease end.
       const document = await this.consentLog.findOneAndUpdate(
-        { outbox: { $exists: true }, "outbox.dueAt": { $lte: now } },
+        due,
         { $set: { "outbox.dueAt": lease.until, "outbox.leaseOwner": lease.owner } },
         { sort: { "outbox.dueAt": 1 }, returnDocument: "after" },
       );
@@ -193,12 +204,12 @@ export class MongoWebhookStore implements WebhookStore {
    * once its team's first endpoint was stored finds that endpoint and stays. An event another
    * claimer leased meanwhile is due again only at its lease end, so the update passes it over.
    */
-  private async retireUnsubscribed(now: Date, scan: number): Promise<void> {
+  private async retireUnsubscribed(
+    dueFilter: Filter<ConsentLogDocument>,
+    scan: number,
+  ): Promise<void> {
     const due = await this.consentLog
-      .find(
-        { outbox: { $exists: true }, "outbox.dueAt": { $lte: now } },
-        { projection: { teamId: 1 }, sort: { "outbox.dueAt": 1 }, limit: scan },
-      )
+      .find(dueFilter, { projection: { teamId: 1 }, sort: { "outbox.dueAt": 1 }, limit: scan })
       .toArray();
     if (due.length === 0) return;
     const teamIds = [...new Set(due.map((event) => event.teamId))];
@@ -208,7 +219,7 @@ export class MongoWebhookStore implements WebhookStore {
     const unsubscribed = due.filter((event) => !subscribed.has(event.teamId));
     if (unsubscribed.length === 0) return;
     await this.consentLog.updateMany(
-      { _id: { $in: unsubscribed.map((event) => event._id) }, "outbox.dueAt": { $lte: now } },
+      { _id: { $in: unsubscribed.map((event) => event._id) }, ...dueFilter },
       { $unset: { outbox: "" } },
     );
   }
@@ -286,15 +297,35 @@ export class MongoWebhookStore implements WebhookStore {
   ): Promise<DeliveryRecord[]> {
     const claimed: DeliveryRecord[] = [];
     const taken = new RoomCounter(room);
+    const horizons = clockHorizons(lease, now);
+    // The lease, and a next attempt no later than now (nextAttemptAtClaim): a no-op but for a
+    // retry set ahead of this clock.
+    const update = {
+      $set: { leaseOwner: lease.owner, leaseUntil: lease.until, dueAt: lease.until },
+      $min: { nextAttemptAt: now },
+    };
+    // First what was leased or scheduled ahead of this clock, till none is left, then what is due.
+    let aheadLeft = true;
     for (let i = 0; i < limit; i++) {
-      const { filter, sort, hint } = claimQuery(now, taken.full());
-      const document = await this.deliveries.findOneAndUpdate(
-        filter,
-        { $set: { leaseOwner: lease.owner, leaseUntil: lease.until, dueAt: lease.until } },
-        // findAndModify takes an index's name as its hint (MongoDB 4.4 on); the driver types only
-        // a key pattern but sends either as given.
-        { sort, hint: hint as unknown as Document, returnDocument: "after" },
-      );
+      let document: WithId<DeliveryDocument> | null = null;
+      if (aheadLeft) {
+        document = await this.deliveries.findOneAndUpdate(
+          aheadOfClockQuery(horizons, taken.full()),
+          update,
+          { returnDocument: "after" },
+        );
+        aheadLeft = document !== null;
+      }
+      if (!document) {
+        const { filter, sort, hint } = claimQuery(now, taken.full());
+        document = await this.deliveries.findOneAndUpdate(filter, update, {
+          sort,
+          // findAndModify takes an index's name as its hint (MongoDB 4.4 on); the driver types
+          // only a key pattern but sends either as given.
+          hint: hint as unknown as Document,
+          returnDocument: "after",
+        });
+      }
       if (!document) break;
       const delivery = deliveryOf(document);
       claimed.push(delivery);
@@ -369,18 +400,58 @@ export class MongoWebhookStore implements WebhookStore {
  * with the same keys exists (one made by hand with another partial filter or a collation), which
  * MongoDB refuses as ambiguous ("Hint matched multiple indexes, must hint by index name").
  */
-export function claimQuery(
-  now: Date,
-  full: { webhookIds: readonly string[]; teamIds: readonly string[] },
-) {
+export function claimQuery(now: Date, full: FullOwners) {
   const filter: Filter<DeliveryDocument> = {
     status: "pending",
     dueAt: { $lte: now },
     $or: [{ leaseUntil: { $exists: false } }, { leaseUntil: { $lte: now } }],
+    ...withoutFull(full),
+  };
+  return { filter, sort: { dueAt: 1 } as const, hint: DUE_INDEX.name };
+}
+
+/** The endpoints and teams without room (RoomCounter.full), which a claim leaves out. */
+type FullOwners = { webhookIds: readonly string[]; teamIds: readonly string[] };
+
+function withoutFull(full: FullOwners): Filter<DeliveryDocument> {
+  return {
     ...(full.webhookIds.length > 0 && { webhookId: { $nin: [...full.webhookIds] } }),
     ...(full.teamIds.length > 0 && { teamId: { $nin: [...full.teamIds] } }),
   };
-  return { filter, sort: { dueAt: 1 } as const, hint: DUE_INDEX.name };
+}
+
+/**
+ * A pending delivery leased, or due, beyond the claimant's horizons (WebhookStore, "Clock
+ * steps"): one range of LEASE_INDEX, one of DUE_INDEX (dueAt is the later of the retry and the
+ * lease end, so a retry beyond its horizon is there), each clause naming `status` itself so that
+ * it implies the partial filter of its index. Neither range holds anything while the clocks
+ * agree (a lease ends within one lease length, a retry within the longest wait), so the
+ * planner's trial of the clause-by-clause plan ends at once, ahead of any plan on another index.
+ */
+export function aheadOfClockQuery(horizons: ClockHorizons, full: FullOwners) {
+  const filter: Filter<DeliveryDocument> = {
+    status: "pending",
+    $or: [
+      { status: "pending", leaseUntil: { $gt: horizons.leases } },
+      { status: "pending", dueAt: { $gt: horizons.retries } },
+    ],
+    ...withoutFull(full),
+  };
+  return filter;
+}
+
+/**
+ * The outbox events due at `now`: those whose time has come and those set ahead of the clock
+ * (WebhookStore, "Clock steps"); two ranges of consent_log_outbox, each clause naming the
+ * outbox itself so that it implies the index's partial filter.
+ */
+function dueEvents(now: Date, horizons: ClockHorizons): Filter<ConsentLogDocument> {
+  return {
+    $or: [
+      { outbox: { $exists: true }, "outbox.dueAt": { $lte: now } },
+      { outbox: { $exists: true }, "outbox.dueAt": { $gt: horizons.leases } },
+    ],
+  };
 }
 
 function endpointOf(document: WithId<WebhookEndpointDocument>): WebhookEndpointRecord {

@@ -18,6 +18,12 @@ export const JITTER = 0.1;
 /** A Retry-After longer than this is treated as this (a receiver cannot park events for weeks). */
 export const MAX_RETRY_AFTER_MS = 24 * 3_600_000;
 
+/** The furthest ahead of its attempt nextAttemptAt() ever puts the next one. */
+export const LONGEST_RETRY_WAIT_MS = Math.max(
+  Math.max(...RETRY_DELAYS_MS) * (1 + JITTER),
+  MAX_RETRY_AFTER_MS,
+);
+
 /**
  * When the attempt after attempt number `attempts` (1-based) is due, or null when the schedule is
  * exhausted (the delivery becomes a dead letter). `retryAfterMs` from the response is honoured when

@@ -3,6 +3,7 @@ import { v7 as uuidv7 } from "uuid";
 import { describe, expect, it } from "vitest";
 import type { ConsentLogRecord } from "#daemon/consent-log/consent-log-store.js";
 import {
+  DAY,
   MINUTE,
   type OpenStore,
   shifted,
@@ -321,6 +322,68 @@ export function describeWebhookStoreContract(openStore: OpenStore): void {
       const [taken] = await store().webhooks.claimDeliveries(lease("b", after), after, 10);
       expect(taken).toMatchObject({ id: abandoned.id, leaseOwner: "b", attempts: 0 });
       expect(await store().webhooks.completeAttempt(abandoned.id, "a", 0, result)).toBe(false);
+    });
+
+    it("takes over leases and retries set by a clock ahead of its own, as after a clock set back", async () => {
+      const endpoint = anEndpoint(teamId, now);
+      await store().webhooks.insertEndpoint(endpoint);
+      const retriedRow = aRow(teamId, now);
+      const leasedRow = aRow(teamId, shifted(now, 1));
+      const nearRow = aRow(teamId, shifted(now, 2));
+      const retried = aDelivery(retriedRow, endpoint.id);
+      await store().webhooks.fanOut(retriedRow.id, [retried]);
+      expect(await store().webhooks.claimDeliveries(lease("a"), now, 10)).toHaveLength(1);
+      await store().webhooks.completeAttempt(retried.id, "a", 0, {
+        attempts: 1,
+        status: "pending",
+        nextAttemptAt: shifted(now, 5_000),
+        lastAttemptAt: now,
+        lastError: "the endpoint answered 500",
+      });
+      // Leased at `now`; and by a clock a minute ahead of the one set back an hour.
+      const back = shifted(now, -60 * MINUTE);
+      const leased = {
+        ...aDelivery(leasedRow, endpoint.id),
+        leaseOwner: "a",
+        leaseUntil: lease("a").until,
+      };
+      const near = {
+        ...aDelivery(nearRow, endpoint.id),
+        leaseOwner: "a",
+        leaseUntil: shifted(back, 2 * MINUTE),
+      };
+      await store().webhooks.fanOut(leasedRow.id, [leased]);
+      await store().webhooks.fanOut(nearRow.id, [near]);
+
+      const [taken, ...more] = await store().webhooks.claimDeliveries(lease("b", back), back, 10);
+      expect(more).toEqual([]);
+      expect(taken).toMatchObject({ id: leased.id, leaseOwner: "b", nextAttemptAt: back });
+      expect(
+        await store().webhooks.completeAttempt(leased.id, "a", 0, {
+          attempts: 1,
+          status: "failed",
+        }),
+      ).toBe(false);
+      expect(await store().webhooks.claimDeliveries(lease("c", back), back, 10)).toEqual([]);
+      // Two days back: the retry too lies further ahead than any the schedule sets.
+      const far = shifted(now, -2 * DAY);
+      const overdue = await store().webhooks.claimDeliveries(lease("c", far), far, 10);
+      expect(overdue.map((delivery) => delivery.id).sort()).toEqual(
+        [retried.id, leased.id, near.id].sort(),
+      );
+      expect(overdue.find((delivery) => delivery.id === retried.id)).toMatchObject({
+        leaseOwner: "c",
+        attempts: 1,
+        nextAttemptAt: far,
+      });
+
+      // Events: one leased at `now`, one appended then and not yet claimed.
+      const appended = [aRow(teamId, shifted(now, 3)), aRow(teamId, shifted(now, 4))];
+      for (const row of appended) await store().consentLog.append(row, { event: "consent.given" });
+      expect(await store().webhooks.claimEvents(lease("a"), shifted(now, 10), 1)).toHaveLength(1);
+      const claimed = await store().webhooks.claimEvents(lease("b", back), back, 10);
+      expect(claimed.map((row) => row.id).sort()).toEqual(appended.map((row) => row.id).sort());
+      expect(await store().webhooks.claimEvents(lease("c", back), back, 10)).toEqual([]);
     });
 
     it("lets racing claimers share due deliveries without overlap, and completes only under the lease", async () => {

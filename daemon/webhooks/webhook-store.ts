@@ -1,4 +1,6 @@
+import { CLOCK_SKEW_MS } from "#daemon/clock.js";
 import type { ConsentLogRecord } from "#daemon/consent-log/consent-log-store.js";
+import { LONGEST_RETRY_WAIT_MS } from "#daemon/webhooks/retry-schedule.js";
 
 /** Event types an endpoint may subscribe to (spec 6: only `consent.given` exists). */
 export const EVENT_TYPES = ["consent.given"] as const;
@@ -121,6 +123,37 @@ export interface Lease {
   until: Date;
 }
 
+/**
+ * Beyond which a claimant at `now` takes a due time for one set by a clock ahead of its own: a
+ * daemon's before its clock was set back (or the store's before a restart with a clock behind).
+ * Such an item counts as due now (WebhookStore, "Clock steps"). A lease stands while it ends
+ * within two of the claimant's lease lengths of now, so a daemon whose clock runs up to a lease
+ * length ahead, or whose leases are up to twice as long, keeps its own; a retry stands while it
+ * is due within the longest wait the retry schedule gives. CLOCK_SKEW_MS more for either.
+ */
+export interface ClockHorizons {
+  leases: Date;
+  retries: Date;
+}
+
+/** The horizons of a claim under `lease` at `now`: the lease's length is until − now. */
+export function clockHorizons(lease: Lease, now: Date): ClockHorizons {
+  const leaseMs = Math.max(0, lease.until.getTime() - now.getTime());
+  return {
+    leases: new Date(lease.until.getTime() + leaseMs + CLOCK_SKEW_MS),
+    retries: new Date(now.getTime() + LONGEST_RETRY_WAIT_MS + CLOCK_SKEW_MS),
+  };
+}
+
+/**
+ * A claimed delivery's next attempt is no later than the claim: a retry set ahead of the
+ * claimant's clock (ClockHorizons) is due now, and the stored delivery says so.
+ */
+export function nextAttemptAtClaim(delivery: DeliveryRecord, now: Date): Date {
+  const next = delivery.nextAttemptAt;
+  return next && next < now ? next : now;
+}
+
 export interface DeliveryQuery {
   teamId: string;
   webhookId: string;
@@ -223,6 +256,12 @@ export class RoomCounter {
  * Leases: under concurrent claimEvents()/claimDeliveries() calls, from any number of daemons on the
  * store, an item is handed to exactly one caller until its lease expires; an item whose lease
  * expired (its holder died) is handed out again.
+ *
+ * Clock steps: due times and lease ends are the clocks' of the daemons that set them. A claim
+ * counts an item as due also when its due time lies beyond the caller's ClockHorizons (an event
+ * or a leased delivery beyond `leases`, a delivery's retry beyond `retries`): it was set before a
+ * clock was stepped back, and waiting for it would stall the item for the size of the step. A
+ * claimed delivery's nextAttemptAt is never after the claim (nextAttemptAtClaim).
  */
 export interface WebhookStore {
   /**

@@ -1,11 +1,17 @@
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { Webhook } from "standardwebhooks";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { aConsentLogRow } from "#daemon/consent-log/consent-log-store.contract.js";
+import { openLmdbStore } from "#daemon/store/lmdb-store.js";
 import {
   FAILING_DISABLE_AFTER_MS,
   FULL_SPEED,
+  LEASE_MS,
   MAX_YIELD_MS,
   RESERVED_FOR_NEW_TEAMS,
   YIELD_WINDOW_MS,
@@ -804,5 +810,42 @@ describe("SSRF guard", () => {
     expect(unknown.error).toBe(
       "no-such-name.invalid resolves to no address this service may reach; webhooks are only delivered to public addresses",
     );
+  });
+});
+
+/** README "Clock": a clock set back holds no event for the size of the step. */
+describe("delivery after a restart with the clock set back", () => {
+  it("takes over at once an event a daemon leased before the clock was set back an hour", async () => {
+    const receiver = await new WebhookReceiver().start();
+    const dataDir = await mkdtemp(path.join(tmpdir(), "consent-clock-back-"));
+    const env = { CONSENT_WEBHOOK_ALLOW_CIDRS: "127.0.0.1/32" };
+    try {
+      const first = await startTestService({ gateway: true, dataDir, env });
+      const team = await subscribe(first, receiver.url);
+      await first.close();
+      // What the daemon left behind: an event it claimed (leased for LEASE_MS) before it stopped.
+      const store = await openLmdbStore({ dataDir });
+      const now = new Date();
+      const row = aConsentLogRow(team.teamId, now, { publicId: team.publicId });
+      await store.consentLog.append(row, { event: "consent.given" });
+      const lease = { owner: "daemon-before-restart", until: new Date(now.getTime() + LEASE_MS) };
+      expect(await store.webhooks.claimEvents(lease, now, 10)).toEqual([row]);
+      await store.close();
+
+      const behind = () => new Date(Date.now() - 3_600_000);
+      const restarted = await startTestService({ gateway: true, dataDir, env, clock: behind });
+      try {
+        await eventually(
+          () => receiver.received.find((r) => r.body.includes(row.id)),
+          "the event is delivered without waiting out the hour",
+          BEFORE_TIMEOUTS_MS,
+        );
+      } finally {
+        await restarted.close();
+      }
+    } finally {
+      await receiver.stop();
+      await rm(dataDir, { recursive: true, force: true });
+    }
   });
 });
