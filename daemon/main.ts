@@ -2,6 +2,7 @@ import { fileURLToPath } from "node:url";
 import type { Logger } from "pino";
 import { exposedFiles, loadSecrets } from "#daemon/bootstrap.js";
 import { systemClock } from "#daemon/clock.js";
+import { warnOfClockBehindStore } from "#daemon/clock-check.js";
 import { type Config, listenFailure, loadConfig, StartupError } from "#daemon/config.js";
 import { stopOnSignals } from "#daemon/drain-exit.js";
 import type { IdentityKey } from "#daemon/identity/subject-identity.js";
@@ -129,6 +130,7 @@ export async function runDaemon(options: {
       );
     }
     await warnOfForeignIdentityKeys(store, secrets.identityKeys, logger);
+    await warnOfClockBehindStore(store, systemClock, logger);
     const created = options.welcome?.created ?? secrets.created;
     printWelcome(config, store.kind, server.url, gateway?.url, created);
   }

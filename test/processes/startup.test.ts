@@ -1,11 +1,13 @@
 import { spawnSync } from "node:child_process";
-import { randomBytes } from "node:crypto";
+import { randomBytes, randomUUID } from "node:crypto";
 import { once } from "node:events";
 import { chmod, mkdir, mkdtemp, readFile, rm, stat, writeFile } from "node:fs/promises";
 import { type AddressInfo, createServer } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { aConsentLogRow } from "#daemon/consent-log/consent-log-store.contract.js";
+import { openLmdbStore } from "#daemon/store/lmdb-store.js";
 import { consentState, createBanner, createTeam, http, mintKey } from "#test/support/api.js";
 import {
   DAEMON_URL,
@@ -199,6 +201,36 @@ describe("start-up of the real programs", () => {
     const rotated = await startService(dataDir, { CONSENT_IDENTITY_KEY: `${another},${stored}` });
     expect(await rotated.program.stop()).toBe(0);
     expect(rotated.program.stdout()).not.toContain(warning);
+  });
+
+  it("warns at start-up when its clock reads earlier than the newest consent log row", async () => {
+    const dataDir = path.join(root, "clock-behind");
+    const warning = "earlier than the newest consent log row was written";
+    const first = await startService(dataDir);
+    expect(await first.program.stop()).toBe(0);
+    expect(first.program.stdout()).not.toContain(warning);
+    // A row written by a clock 2 h 30 min ahead of this one: as if the clock was set back since.
+    const writtenAt = new Date(Date.now() + (150 * 60 + 45) * 1_000);
+    const store = await openLmdbStore({ dataDir });
+    await store.consentLog.append(aConsentLogRow(randomUUID(), writtenAt));
+    await store.close();
+
+    const second = await startService(dataDir);
+    expect(await second.program.stop()).toBe(0);
+    const lines = second.program
+      .stdout()
+      .split("\n")
+      .filter((line) => line.includes(warning));
+    expect(lines).toHaveLength(1);
+    const line = JSON.parse(lines[0] as string);
+    expect(line).toMatchObject({
+      level: 40,
+      service: "consentd",
+      newestConsentLogRow: writtenAt.toISOString(),
+    });
+    expect(line.msg).toMatch(/^the clock reads 2 h 30 min earlier than the newest consent log row/);
+    expect(line.msg).toContain("Consent log ids continue above the stored ones");
+    expect(line.msg).toContain("Keep the clock synchronised (NTP)");
   });
 
   it("warns once, naming them, when files of the data dir can be read by other users", async () => {
