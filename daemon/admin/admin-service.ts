@@ -87,6 +87,30 @@ export function createAdminService(options: AdminServiceOptions): ServiceImpl<ty
     }
   }
 
+  /**
+   * After a retire of `oldId` toward `newId` that failed: revokes `newId`, the key minted for it,
+   * unless the old key is or may yet be marked replaced by it. A store that cannot say whether
+   * the write was applied (isUnavailable: MongoDB's majority that did not answer in time, a reply
+   * lost) may have applied it, or may apply it still, and a revoked successor would leave the old
+   * key retired toward a key nobody can use, never to be rotated again. The minted key is kept
+   * (its secret never leaves this call: a retry that finds the old key replaced by it is told to
+   * rotate it instead, docs/behaviour.md), unless the old key, read again, is revoked or replaced
+   * by another key, where the retire can never apply. Any other failure applied nothing.
+   */
+  async function revokeUnlessMaybeSuccessor(oldId: string, newId: string, failure: unknown) {
+    if (store.isUnavailable(failure)) {
+      // The store out of reach for this read too: the outcome stays unknown, and the caller gets
+      // the retire's own failure (503 unavailable, spec 7), not this one's.
+      const now = await store.keys.get(oldId).catch(() => undefined);
+      const mayBeSuccessor =
+        now === undefined ||
+        (now !== null &&
+          (now.replacedBy === newId || (now.replacedBy === undefined && !now.revokedAt)));
+      if (mayBeSuccessor) return;
+    }
+    await store.keys.revoke(newId, clock());
+  }
+
   return {
     async createTeam(request, ctx) {
       await authenticator.authorizeOperator(ctx);
@@ -172,16 +196,18 @@ export function createAdminService(options: AdminServiceOptions): ServiceImpl<ty
       });
       const newId = minted.apiKey.id;
       const graceEnd = new Date(clock().getTime() + request.gracePeriodSeconds * 1000);
-      let previous: ApiKeyRecord | null = null;
+      let previous: ApiKeyRecord | null;
       try {
         previous = await store.keys.retire(old.id, newId, graceEnd);
-      } finally {
-        // The old key not retired (another rotation or a revocation got there between the read
-        // and this write, or the write failed): the key just minted never leaves this call, and
-        // is revoked rather than left usable.
-        if (!previous) await store.keys.revoke(newId, clock());
+      } catch (error) {
+        await revokeUnlessMaybeSuccessor(old.id, newId, error);
+        throw error;
       }
       if (!previous) {
+        // The old key not retired (another rotation or a revocation got there between the read
+        // and this write): the key just minted never leaves this call, and is revoked rather
+        // than left usable.
+        await store.keys.revoke(newId, clock());
         const now = await store.keys.get(old.id);
         refuseUnrotatable(now ?? old, clock());
         throw new DomainError(
