@@ -10,7 +10,8 @@ import {
   startWireStandIn,
   type WireStandIn,
 } from "#daemon/store/mongo-wire-stand-in.js";
-import type { Store } from "#daemon/store/store.js";
+import { DuplicateKeyError, type Store } from "#daemon/store/store.js";
+import type { SubjectRecord } from "#daemon/subjects/subject-store.js";
 
 /**
  * The MongoDB adapter over a wire-protocol stand-in for the server (mongo-wire-stand-in.ts), for
@@ -301,5 +302,71 @@ describe("MongoDB store: webhook claims", () => {
       undefined,
       "webhook_deliveries_due_by_endpoint",
     ]);
+  });
+});
+
+describe("MongoDB store: a subject's first write", () => {
+  const now = new Date();
+  const subject: SubjectRecord = {
+    subjectHash: "k1:subject",
+    teamId: "t1",
+    bannerId: "b1",
+    consentState: { analytics: true },
+    protocolVersion: 1,
+    version: 1,
+    clientUpdatedAt: now.toISOString(),
+    updatedAt: now,
+    expiresAt: new Date(now.getTime() + 86_400_000),
+  };
+  /** The server's refusal of an insert on a unique index, as it names the index and its key. */
+  const duplicateOn = (index: string, key: Document) => ({
+    ok: 1,
+    n: 0,
+    writeErrors: [
+      {
+        index: 0,
+        code: 11000,
+        errmsg: `E11000 duplicate key error collection: shop.subjects index: ${index} dup key: ${JSON.stringify(key)}`,
+        keyPattern: Object.fromEntries(Object.keys(key).map((field) => [field, 1])),
+        keyValue: key,
+      },
+    ],
+  });
+  /** The commands on the subjects collection sent from the `from`th command on. */
+  const sentToSubjects = (from: number) =>
+    (server?.commands ?? [])
+      .slice(from)
+      .filter((command) => Object.values(command)[0] === "subjects")
+      .map((command) => Object.keys(command)[0]);
+
+  it("takes a duplicate _id for a subject already stored, and answers conflict with it", async () => {
+    const database = emptyDatabase(undefined, {
+      insert: (command) =>
+        command.insert === "subjects"
+          ? duplicateOn("_id_", { _id: subject.subjectHash })
+          : { n: command.documents.length, ok: 1 },
+      findAndModify: () => ({ lastErrorObject: { n: 0 }, value: null, ok: 1 }),
+    });
+    const { subjectHash, ...stored } = { ...subject, version: 3 };
+    database.documents.set("subjects", [{ _id: subjectHash, ...stored }]);
+    const store = await open(database, 1_000);
+    const result = await store.subjects.write(subject, 0, now);
+    expect(result).toMatchObject({ outcome: "conflict", current: { version: 3 } });
+  });
+
+  it("fails at once on a duplicate key of another unique index, naming its field, instead of taking it for a stored subject", async () => {
+    // An index made by hand: no other unique index is the service's own.
+    const database = emptyDatabase(undefined, {
+      insert: (command) =>
+        command.insert === "subjects"
+          ? duplicateOn("subjects_by_banner", { teamId: "t1", bannerId: "b1" })
+          : { n: command.documents.length, ok: 1 },
+    });
+    const store = await open(database, 1_000);
+    const opened = server?.commands.length;
+    const writing = store.subjects.write(subject, 0, now);
+    await expect(writing).rejects.toBeInstanceOf(DuplicateKeyError);
+    await expect(writing).rejects.toThrow("duplicate subject teamId");
+    expect(sentToSubjects(opened ?? 0)).toEqual(["insert"]);
   });
 });

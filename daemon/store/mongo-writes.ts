@@ -31,6 +31,22 @@ export function isDuplicateKey(error: unknown): error is MongoServerError {
 }
 
 /**
+ * True when `error` is a violation of the unique index on `field` (`_id`, `slot`…): the server
+ * names the index's fields in keyPattern; older servers name the index (`indexName`) in the
+ * message only. A duplicate on any other unique index is not the race its caller resolves.
+ */
+export function isDuplicateKeyOn(
+  error: unknown,
+  field: string,
+  indexName: string,
+): error is MongoServerError {
+  if (!isDuplicateKey(error)) return false;
+  const keyPattern = (error.keyPattern as Document | undefined) ?? (error.keyValue as Document);
+  if (keyPattern) return Object.hasOwn(keyPattern, field);
+  return error.message.includes(`index: ${indexName} `);
+}
+
+/**
  * True when an unordered bulk write failed only on unique indexes (every failed operation a
  * duplicate key) and met its write concern: its other operations were applied, as `error.result`
  * says. The driver's error carries the first failure's code only, so isDuplicateKey alone would
@@ -116,10 +132,9 @@ export async function insertUnderTeamMaximum<T extends SlottedDocument>(
       return true;
     } catch (error) {
       if (!isDuplicateKey(error)) throw error;
-      // keyPattern names the violated index's fields; older servers say it in the message only.
-      const lostSlot =
-        Object.hasOwn(error.keyPattern ?? {}, "slot") || error.message.includes(names.slotIndex);
-      if (!lostSlot) throw duplicateKeyError(error, names.what);
+      if (!isDuplicateKeyOn(error, "slot", names.slotIndex)) {
+        throw duplicateKeyError(error, names.what);
+      }
       if (attempt >= maxPerTeam + EXTRA_SLOT_ATTEMPTS) {
         throw new InsertContendedError(names.what, { cause: error });
       }

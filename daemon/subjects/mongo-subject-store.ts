@@ -1,5 +1,10 @@
 import type { Collection, Filter, IndexDescription, WithId } from "mongodb";
-import { isDuplicateKey, READ_LATEST } from "#daemon/store/mongo-writes.js";
+import {
+  duplicateKeyError,
+  isDuplicateKey,
+  isDuplicateKeyOn,
+  READ_LATEST,
+} from "#daemon/store/mongo-writes.js";
 import type {
   SubjectRecord,
   SubjectStore,
@@ -86,8 +91,10 @@ export class MongoSubjectStore implements SubjectStore {
   }
 
   /**
-   * baseVersion 0: insert; a duplicate key means a document exists. Replace it only if it has
-   * expired; else conflict with the live one. Null when it vanished in between: start over.
+   * baseVersion 0: insert; a duplicate `_id` means a document exists. Replace it only if it has
+   * expired; else conflict with the live one. Null when it vanished in between: start over. A
+   * duplicate on another unique index is no such race: starting over would meet it again, so it
+   * fails the write as the port's DuplicateKeyError.
    */
   private async create(next: SubjectRecord, now: Date): Promise<SubjectWriteResult | null> {
     const { _id, ...replacement } = toDocument(next);
@@ -96,6 +103,7 @@ export class MongoSubjectStore implements SubjectStore {
       return { outcome: "written", record: structuredClone(next) };
     } catch (error) {
       if (!isDuplicateKey(error)) throw error;
+      if (!isDuplicateKeyOn(error, "_id", "_id_")) throw duplicateKeyError(error, "subject");
     }
     const replaced = await this.collection.findOneAndReplace(
       { _id, expiresAt: { $lte: now } },
