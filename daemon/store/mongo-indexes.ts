@@ -19,6 +19,12 @@ export interface IndexBuilder {
 const NAMESPACE_NOT_FOUND = 26;
 /** MongoDB's IndexNotFound: another daemon starting at the same time dropped it first. */
 const INDEX_NOT_FOUND = 27;
+/**
+ * MongoDB's refusals of an index asked for because the collection holds one like it otherwise:
+ * IndexOptionsConflict (85: its keys under another name, or its name with other options) and
+ * IndexKeySpecsConflict (86: its name with other keys).
+ */
+const INDEX_CONFLICT_CODES = new Set([85, 86]);
 
 /**
  * Unique indexes carry correctness (duplicate keys) and TTL indexes collect expired records.
@@ -39,6 +45,8 @@ const INDEX_NOT_FOUND = 27;
  * here: dropping a unique index would leave the daemons already running without it until the
  * build ends, and daemons starting together would race to drop and build. A release that changes
  * an index gives it a new name and retires the old one, so this never meets its own indexes.
+ * A build MongoDB refuses for an index in its way (one made by hand with the keys of one of these
+ * under another name) stops the start likewise, with IndexBuildConflictError.
  */
 export async function ensureIndexes(
   db: Db,
@@ -54,7 +62,13 @@ export async function ensureIndexes(
     try {
       await Promise.all(
         builds.map(({ collection, missing }) =>
-          builder.db.collection(collection).createIndexes(missing),
+          builder.db
+            .collection(collection)
+            .createIndexes(missing)
+            .catch(async (error: unknown) => {
+              if (!isIndexConflict(error)) throw error;
+              throw await IndexBuildConflictError.of(db, collection, missing, error);
+            }),
         ),
       );
     } finally {
@@ -144,6 +158,56 @@ export class IndexConflictError extends StartupError {
   }
 }
 
+function isIndexConflict(error: unknown): error is MongoServerError {
+  return (
+    error instanceof MongoServerError &&
+    typeof error.code === "number" &&
+    INDEX_CONFLICT_CODES.has(error.code)
+  );
+}
+
+/**
+ * A build MongoDB refused as conflicting with an index the collection holds (INDEX_CONFLICT_CODES),
+ * read again after the refusal: an index made by hand with the keys of one this version needs,
+ * under another name (`createIndex({ keyHash: 1 }, { unique: true })` names it keyHash_1), or one
+ * stored under a name this version uses since the start listed them. The message names each, and
+ * the mongosh command that drops it; the server's own words when the listing shows neither.
+ */
+export class IndexBuildConflictError extends StartupError {
+  static async of(
+    db: Db,
+    collection: string,
+    asked: readonly IndexDescription[],
+    refusal: MongoServerError,
+  ): Promise<IndexBuildConflictError> {
+    const stored = await storedIndexes(db, collection);
+    const held = new Map<string, string>();
+    for (const index of asked) {
+      const found = index.name === undefined ? undefined : stored.get(index.name);
+      const conflict = found && indexConflict(found.spec, index);
+      if (conflict) held.set(index.name as string, `${collection}.${index.name} ${conflict}`);
+      for (const [name, { spec }] of stored) {
+        if (name === index.name || !isDeepStrictEqual(keysOf(spec), keysOf(index))) continue;
+        held.set(
+          name,
+          `${collection}.${name} (${describeIndex(spec)}) has the keys of ${collection}.${index.name}, which this version needs as ${describeIndex(index)}`,
+        );
+      }
+    }
+    return new IndexBuildConflictError(collection, held, refusal);
+  }
+
+  private constructor(collection: string, held: Map<string, string>, refusal: MongoServerError) {
+    const drop = (name: string) => `db.getCollection("${collection}").dropIndex("${name}")`;
+    super(
+      held.size > 0
+        ? `MongoDB did not build this version's indexes in ${collection}, as indexes it holds are in their way (made by hand, or left by another version): ${[...held.values()].join("; ")}. Drop each one (in mongosh: ${[...held.keys()].map(drop).join("; ")}) and start again, which builds them as this version needs`
+        : `MongoDB did not build this version's indexes in ${collection}, as an index it holds is in their way (${refusal.message}): drop the index the server names (in mongosh: ${drop("<index>")}) and start again, which builds them as this version needs`,
+      { cause: refusal },
+    );
+  }
+}
+
 /**
  * How a stored index (a listIndexes document) differs from the one this version defines, said as
  * "is X but this version needs Y", or undefined when it serves as that one does.
@@ -160,12 +224,16 @@ export function indexConflict(stored: Document, wanted: IndexDescription): strin
   return `is ${describeIndex(stored)} but this version needs ${describeIndex(wanted)}`;
 }
 
+/** An index's keys; entries keep the order that makes { a: 1, b: 1 } and { b: 1, a: 1 } differ. */
+function keysOf(index: Document): [string, unknown][] {
+  return Object.entries((index.key as Document | undefined) ?? {});
+}
+
 /** An index definition reduced to what is compared (indexConflict). */
 function indexCanon(index: Document) {
   const collation = index.collation as Document | undefined;
   return {
-    // Entries keep the order that makes { a: 1, b: 1 } and { b: 1, a: 1 } different indexes.
-    key: Object.entries((index.key as Document | undefined) ?? {}),
+    key: keysOf(index),
     unique: Boolean(index.unique),
     sparse: Boolean(index.sparse),
     hidden: Boolean(index.hidden),

@@ -122,7 +122,7 @@ const COUNTER_OPTIONS: CollectionOptions = {
  * Connects to MongoDB, creates the indexes the adapters rely on that the database lacks
  * (mongo-indexes.ts) and returns the Store. Fails with a readable StartupError, the driver's as
  * cause, when the server cannot be reached within the selection bound, refuses the indexes, or
- * holds an index of the service's defined otherwise.
+ * holds an index of the service's defined otherwise, or one in the way of building it.
  */
 export async function openMongoStore(options: MongoStoreOptions): Promise<Store> {
   const timeouts = mongoTimeouts(options.timeoutMs);

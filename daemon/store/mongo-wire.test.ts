@@ -194,6 +194,31 @@ describe("MongoDB store: indexes at start-up", () => {
     expect(server?.commands.some((command) => "createIndexes" in command)).toBe(false);
   });
 
+  it("refuses to start on an index made by hand with the keys of one of its own, naming both and the drop to run", async () => {
+    // mongosh's createIndex({ keyHash: 1 }, { unique: true }) names it keyHash_1.
+    const byHand = { v: 2, key: { keyHash: 1 }, name: "keyHash_1", unique: true };
+    const database = emptyDatabase(new Map([["api_keys", [byHand]]]), {
+      createIndexes: (command) =>
+        command.createIndexes === "api_keys"
+          ? {
+              ok: 0,
+              code: 85,
+              codeName: "IndexOptionsConflict",
+              errmsg: "Index already exists with a different name: keyHash_1",
+            }
+          : { ok: 1 },
+    });
+    const opening = open(database, 1_000);
+    await expect(opening).rejects.toBeInstanceOf(StartupError);
+    await expect(opening).rejects.toThrow(
+      'api_keys.keyHash_1 ({"keyHash":1}, unique) has the keys of api_keys.api_keys_key_hash, which this version needs as {"keyHash":1}, unique',
+    );
+    await expect(opening).rejects.toThrow(
+      'Drop each one (in mongosh: db.getCollection("api_keys").dropIndex("keyHash_1")) and start again',
+    );
+    await expect(opening).rejects.not.toThrow(/privilege/);
+  });
+
   it("comes up when the retired index it lists was dropped by a daemon starting beside it", async () => {
     // An earlier release's due index, listed here, then dropped by another daemon first.
     const left = new Map([
