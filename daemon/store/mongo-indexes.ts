@@ -1,5 +1,11 @@
 import { isDeepStrictEqual } from "node:util";
-import { type Db, type Document, type IndexDescription, MongoServerError } from "mongodb";
+import {
+  type CreateIndexesOptions,
+  type Db,
+  type Document,
+  type IndexDescription,
+  MongoServerError,
+} from "mongodb";
 import { StartupError } from "#daemon/config.js";
 
 /** The indexes an adapter relies on in one collection, and those a release retired there. */
@@ -33,8 +39,8 @@ const INDEX_CONFLICT_CODES = new Set([85, 86]);
  * down beside an arbiter), serving what the primary can. A start that does build one (the first,
  * or the first of a release that adds one) waits for it on a connection of its own
  * (`openBuilder`), without the bound every other reply has: a build on a large collection takes
- * as long as it takes, and commits once every voting member that holds data has it (MongoDB's
- * commitQuorum). A start that finds one of them still being built (by a daemon starting beside
+ * as long as it takes, and commits once a majority of the voting members that hold data has it
+ * (buildOptions). A start that finds one of them still being built (by a daemon starting beside
  * it) asks for it too, and so waits for that build, which MongoDB lets both calls share: a
  * daemon never comes up before its indexes are ready (a claim hinting one not ready would fail).
  *
@@ -60,11 +66,12 @@ export async function ensureIndexes(
   if (builds.length > 0) {
     const builder = await openBuilder();
     try {
+      const options = await buildOptions(builder.db);
       await Promise.all(
         builds.map(({ collection, missing }) =>
           builder.db
             .collection(collection)
-            .createIndexes(missing)
+            .createIndexes(missing, options)
             .catch(async (error: unknown) => {
               if (!isIndexConflict(error)) throw error;
               throw await IndexBuildConflictError.of(db, collection, missing, error);
@@ -89,6 +96,20 @@ export async function ensureIndexes(
       }
     }),
   );
+}
+
+/**
+ * An index build commits once a majority of the replica set's data-bearing voting members has
+ * built it (commitQuorum "majority", MongoDB 4.4 and later), not MongoDB's default of every one of
+ * them: a start that builds one while such a member is down (one of three) comes up, where it
+ * would wait for that member's return. A build joining one already running (started by another
+ * daemon) keeps that build's quorum. A standalone server, which has no members to wait for,
+ * refuses any quorum: it is sent none.
+ */
+async function buildOptions(db: Db): Promise<CreateIndexesOptions> {
+  const hello = await db.command({ hello: 1 });
+  const standalone = hello.setName === undefined && hello.msg !== "isdbgrid";
+  return standalone ? {} : { commitQuorum: "majority" };
 }
 
 /** What a start does in one collection, from one listing of its indexes, each looked up once. */

@@ -26,12 +26,15 @@ const MORE_TO_COME = 1 << 1;
 
 /**
  * A TCP server that speaks enough of MongoDB's wire protocol for the driver to take it for the
- * primary of a one-member replica set of MongoDB 7.0 (sessions, retryable reads and writes), and
- * answers every other command through
+ * primary of a one-member replica set of MongoDB 7.0 (sessions, retryable reads and writes), or
+ * with `standalone` for a server outside any replica set, and answers every other command through
  * `answer`. It stands in for what a test cannot ask of a real server: a primary that stops
  * answering, an index left under a name by another version. Listens on a free port of 127.0.0.1.
  */
-export async function startWireStandIn(answer: WireAnswer): Promise<WireStandIn> {
+export async function startWireStandIn(
+  answer: WireAnswer,
+  options: { standalone?: boolean } = {},
+): Promise<WireStandIn> {
   const commands: Document[] = [];
   const sockets = new Set<Socket>();
   let connectionId = 0;
@@ -52,7 +55,9 @@ export async function startWireStandIn(answer: WireAnswer): Promise<WireStandIn>
         const name = Object.keys(request.command)[0] ?? "";
         const isHello = ["hello", "ismaster"].includes(name.toLowerCase());
         if (!isHello) commands.push(request.command);
-        const reply = isHello ? helloReply(host, id) : answer(request.command, name);
+        const reply = isHello
+          ? helloReply(host, id, options.standalone)
+          : answer(request.command, name);
         if (reply === undefined || request.moreToCome) continue;
         if (reply instanceof Promise) {
           void reply.then((later) => socket.write(encodeReply(request, later)));
@@ -148,17 +153,22 @@ export function emptyDatabase(
   };
 }
 
-function helloReply(host: string, connectionId: number): Document {
+function helloReply(host: string, connectionId: number, standalone = false): Document {
+  const member = standalone
+    ? {}
+    : {
+        setName: "rs0",
+        setVersion: 1,
+        electionId: new ObjectId("7fffffff0000000000000001"),
+        hosts: [host],
+        primary: host,
+        me: host,
+      };
   return {
     ismaster: true,
     isWritablePrimary: true,
     helloOk: true,
-    setName: "rs0",
-    setVersion: 1,
-    electionId: new ObjectId("7fffffff0000000000000001"),
-    hosts: [host],
-    primary: host,
-    me: host,
+    ...member,
     maxBsonObjectSize: 16 * 1024 * 1024,
     maxMessageSizeBytes: 48_000_000,
     maxWriteBatchSize: 100_000,

@@ -32,8 +32,12 @@ afterEach(async () => {
   server = undefined;
 });
 
-async function open(database: ReturnType<typeof emptyDatabase>, timeoutMs: number) {
-  server ??= await startWireStandIn((command, name) => database.answer(command, name));
+async function open(
+  database: ReturnType<typeof emptyDatabase>,
+  timeoutMs: number,
+  options: { standalone?: boolean } = {},
+) {
+  server ??= await startWireStandIn((command, name) => database.answer(command, name), options);
   const store = await openMongoStore({ uri: server.uri("shop"), timeoutMs });
   stores.push(store);
   return store;
@@ -97,6 +101,20 @@ describe("MongoDB store: indexes at start-up", () => {
     await open(database, 1_000);
     const builtAgain = server?.commands.filter((command) => "createIndexes" in command) ?? [];
     expect(builtAgain).toHaveLength(built.length);
+  });
+
+  it("has each build commit once a majority of the replica set's data-bearing voting members has it", async () => {
+    await open(emptyDatabase(), 1_000);
+    const built = server?.commands.filter((command) => "createIndexes" in command) ?? [];
+    expect(built.length).toBeGreaterThan(0);
+    for (const command of built) expect(command.commitQuorum).toBe("majority");
+  });
+
+  it("asks a standalone server, which refuses any commit quorum, for builds without one", async () => {
+    await open(emptyDatabase(), 1_000, { standalone: true });
+    const built = server?.commands.filter((command) => "createIndexes" in command) ?? [];
+    expect(built.length).toBeGreaterThan(0);
+    for (const command of built) expect(command).not.toHaveProperty("commitQuorum");
   });
 
   it("finds its indexes as servers list them, numbers as doubles and 4.2's ns and background, and builds none", async () => {
