@@ -1,20 +1,16 @@
 import { randomUUID } from "node:crypto";
-import { Code, ConnectError, createClient } from "@connectrpc/connect";
+import { Code, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import type { Document } from "mongodb";
-import { pino } from "pino";
 import { afterEach, describe, expect, it } from "vitest";
 import { generateOperatorToken } from "#daemon/auth/secrets.js";
-import { createDaemon, listenDaemon } from "#daemon/server.js";
-import { openMongoStore } from "#daemon/store/mongo-store.js";
-import {
-  cursorReply,
-  emptyDatabase,
-  startWireStandIn,
-  type WireStandIn,
-} from "#daemon/store/mongo-wire-stand-in.js";
+import { cursorReply, emptyDatabase } from "#daemon/store/mongo-wire-stand-in.js";
 import { AdminService } from "#gen/consent/v1/admin_pb.js";
-import { ErrorInfoSchema } from "#gen/consent/v1/errors_pb.js";
+import {
+  failureOf,
+  type StandInDaemon,
+  startStandInDaemon,
+} from "#test/support/stand-in-daemon.js";
 
 /**
  * Key rotation by a daemon over the MongoDB adapter and a wire-protocol stand-in for the server
@@ -34,12 +30,10 @@ const MAJORITY_TIMED_OUT = {
   errInfo: { wtimeout: true },
 };
 
-let server: WireStandIn | undefined;
-const cleanups: (() => Promise<unknown>)[] = [];
+let running: StandInDaemon | undefined;
 afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
-  await server?.close();
-  server = undefined;
+  await running?.close();
+  running = undefined;
 });
 
 /**
@@ -142,34 +136,9 @@ async function startDaemon() {
       () => ({ lastErrorObject: { n: 0 }, value: null, ok: 1 }),
     ),
   });
-  server = await startWireStandIn((command, name) => database.answer(command, name));
-  const store = await openMongoStore({ uri: server.uri("shop"), timeoutMs: 1_000 });
-  cleanups.push(() => store.close());
-  const logger = pino({ level: "silent" });
-  const daemon = createDaemon({
-    store,
-    operatorToken,
-    identityKeys: [],
-    baseUrl: "http://127.0.0.1:8080",
-    logger,
-  });
-  const listening = await listenDaemon(daemon, { host: "127.0.0.1", port: 0, logger });
-  cleanups.push(() => listening.app.close());
-  const client = createClient(AdminService, createGrpcTransport({ baseUrl: listening.url }));
-  return { client, keys, oldId: key._id, teamId };
-}
-
-async function failureOf(call: Promise<unknown>) {
-  const error = await call.then(
-    () => undefined,
-    (e: unknown) => ConnectError.from(e),
-  );
-  return {
-    code: error?.code,
-    errorCode: error?.findDetails(ErrorInfoSchema)[0]?.code,
-    message: error?.rawMessage,
-    retryAfter: error?.metadata.get("retry-after"),
-  };
+  running = await startStandInDaemon(database, { operatorToken });
+  const client = createClient(AdminService, createGrpcTransport({ baseUrl: running.daemonUrl }));
+  return { client, keys, oldId: key._id };
 }
 
 describe("key rotation over MongoDB when the old key's mark times out on its majority", () => {

@@ -1,25 +1,20 @@
 import { randomUUID } from "node:crypto";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
-import { Code, ConnectError, createClient } from "@connectrpc/connect";
+import { Code, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import type { Document } from "mongodb";
-import { pino } from "pino";
 import { afterEach, describe, expect, it } from "vitest";
 import { CALL_TIMEOUT_MS } from "#cli/daemon-client.js";
 import { runCli } from "#cli/test-support/cli-process.js";
 import { generateOperatorToken } from "#daemon/auth/secrets.js";
 import { lowestIdAt } from "#daemon/consent-log/consent-log-rules.js";
-import { createDaemon, listenDaemon } from "#daemon/server.js";
-import { openMongoStore } from "#daemon/store/mongo-store.js";
-import {
-  cursorReply,
-  emptyDatabase,
-  startWireStandIn,
-  type WireStandIn,
-} from "#daemon/store/mongo-wire-stand-in.js";
-import type { Store } from "#daemon/store/store.js";
+import { cursorReply, emptyDatabase } from "#daemon/store/mongo-wire-stand-in.js";
 import { ConsentLogService } from "#gen/consent/v1/consent_log_pb.js";
-import { ErrorInfoSchema } from "#gen/consent/v1/errors_pb.js";
+import {
+  failureOf,
+  type StandInDaemon,
+  startStandInDaemon,
+} from "#test/support/stand-in-daemon.js";
 
 /**
  * The operator's reads of the consent log over gRPC, served by a daemon over the MongoDB adapter
@@ -41,12 +36,10 @@ const STOPPED = {
   errmsg: "operation exceeded time limit",
 };
 
-let server: WireStandIn | undefined;
-const cleanups: (() => Promise<unknown>)[] = [];
+let running: StandInDaemon | undefined;
 afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
-  await server?.close();
-  server = undefined;
+  await running?.close();
+  running = undefined;
 });
 
 /**
@@ -74,25 +67,10 @@ async function startDaemon(
   database.documents.set("teams", [
     { _id: teamId, name: "Acme", plan: "free", createdAt: now, updatedAt: now },
   ]);
-  server = await startWireStandIn((command, name) => database.answer(command, name));
-  const store: Store = await openMongoStore({
-    uri: server.uri("shop"),
-    timeoutMs: options.timeoutMs ?? 1_000,
-  });
-  cleanups.push(() => store.close());
-  const logs: Record<string, unknown>[] = [];
-  const logger = pino({ level: "warn" }, { write: (line: string) => logs.push(JSON.parse(line)) });
-  const daemon = createDaemon({
-    store,
-    operatorToken,
-    identityKeys: [],
-    baseUrl: "http://127.0.0.1:8080",
-    logger,
-  });
-  const listening = await listenDaemon(daemon, { host: "127.0.0.1", port: 0, logger });
-  cleanups.push(() => listening.app.close());
-  const client = createClient(ConsentLogService, createGrpcTransport({ baseUrl: listening.url }));
-  return { client, logs, daemonUrl: listening.url };
+  running = await startStandInDaemon(database, { operatorToken, timeoutMs: options.timeoutMs });
+  const { daemonUrl, logs } = running;
+  const client = createClient(ConsentLogService, createGrpcTransport({ baseUrl: daemonUrl }));
+  return { client, logs, daemonUrl };
 }
 
 /** Whether a command reads the team's log rows (a find's filter, an aggregate's first $match). */
@@ -109,20 +87,7 @@ const asOperator = {
 
 /** The commands that read the team's log rows, as the server received them. */
 function logReads(name: "find" | "aggregate"): Document[] {
-  return (server?.commands ?? []).filter((command) => isLogRead(command, name));
-}
-
-async function failureOf(call: Promise<unknown>) {
-  const error = await call.then(
-    () => undefined,
-    (e: unknown) => ConnectError.from(e),
-  );
-  return {
-    code: error?.code,
-    errorCode: error?.findDetails(ErrorInfoSchema)[0]?.code,
-    message: error?.rawMessage,
-    retryAfter: error?.metadata.get("retry-after"),
-  };
+  return (running?.server.commands ?? []).filter((command) => isLogRead(command, name));
 }
 
 async function drain(stream: AsyncIterable<unknown>): Promise<void> {
@@ -193,7 +158,7 @@ describe("consent log reads of a time range over MongoDB", () => {
         retryAfter: null,
       });
     }
-    const readOn = (server?.commands ?? []).filter((command) => "getMore" in command);
+    const readOn = (running?.server.commands ?? []).filter((command) => "getMore" in command);
     expect(readOn.map((command) => command.collection)).toEqual(["consent_log", "consent_log"]);
     expect(logs).toEqual([]);
   });

@@ -1,0 +1,73 @@
+import { ConnectError } from "@connectrpc/connect";
+import { pino } from "pino";
+import { createDaemon, listenDaemon } from "#daemon/server.js";
+import { openMongoStore } from "#daemon/store/mongo-store.js";
+import {
+  startWireStandIn,
+  type WireAnswer,
+  type WireStandIn,
+} from "#daemon/store/mongo-wire-stand-in.js";
+import { ErrorInfoSchema } from "#gen/consent/v1/errors_pb.js";
+
+export interface StandInDaemon {
+  server: WireStandIn;
+  /** The daemon's gRPC address. */
+  daemonUrl: string;
+  /** What the daemon logged at warn and above. */
+  logs: Record<string, unknown>[];
+  /** Stops the daemon, its store and the stand-in. */
+  close(): Promise<void>;
+}
+
+/**
+ * A daemon over the MongoDB adapter and a wire-protocol stand-in for the server
+ * (mongo-wire-stand-in.ts) that answers as `database` does, on a free port, with
+ * CONSENT_MONGODB_TIMEOUT_MS at `timeoutMs` (1 s by default).
+ */
+export async function startStandInDaemon(
+  database: { answer: WireAnswer },
+  options: { operatorToken: string; timeoutMs?: number },
+): Promise<StandInDaemon> {
+  const server = await startWireStandIn((command, name) => database.answer(command, name));
+  const store = await openMongoStore({
+    uri: server.uri("shop"),
+    timeoutMs: options.timeoutMs ?? 1_000,
+  }).catch(async (error: unknown) => {
+    await server.close();
+    throw error;
+  });
+  const logs: Record<string, unknown>[] = [];
+  const logger = pino({ level: "warn" }, { write: (line: string) => logs.push(JSON.parse(line)) });
+  const daemon = createDaemon({
+    store,
+    operatorToken: options.operatorToken,
+    identityKeys: [],
+    baseUrl: "http://127.0.0.1:8080",
+    logger,
+  });
+  const listening = await listenDaemon(daemon, { host: "127.0.0.1", port: 0, logger });
+  return {
+    server,
+    daemonUrl: listening.url,
+    logs,
+    async close() {
+      await listening.app.close();
+      await store.close();
+      await server.close();
+    },
+  };
+}
+
+/** How a call failed, as a client reads it: its code, ErrorInfo code, message and Retry-After. */
+export async function failureOf(call: Promise<unknown>) {
+  const error = await call.then(
+    () => undefined,
+    (e: unknown) => ConnectError.from(e),
+  );
+  return {
+    code: error?.code,
+    errorCode: error?.findDetails(ErrorInfoSchema)[0]?.code,
+    message: error?.rawMessage,
+    retryAfter: error?.metadata.get("retry-after"),
+  };
+}
