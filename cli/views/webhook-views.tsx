@@ -80,7 +80,8 @@ function listedState(webhook: Webhook): { label: string; tone: Tone } {
 
 /**
  * A team's endpoints, oldest first. The REASON column is there only when an endpoint is
- * disabled, so a list of enabled endpoints keeps to 80 columns.
+ * disabled, so a list of enabled endpoints is a table on 81 columns (cli/README.md, "Table
+ * widths").
  */
 export function WebhooksTable({ webhooks }: { webhooks: readonly Webhook[] }) {
   const reason: Column<Webhook> = {
