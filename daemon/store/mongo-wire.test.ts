@@ -338,12 +338,16 @@ describe("MongoDB store: webhook claims", () => {
     const store = await open(database, 1_000);
     const lease = { owner: "daemon-1", until: new Date(Date.now() + 60_000) };
     await expect(store.webhooks.claimDeliveries(lease, new Date(), 5)).resolves.toEqual([]);
+    await expect(store.webhooks.claimDeliveries(lease, new Date(), 5)).resolves.toEqual([]);
     const claims = server?.commands.filter((command) => "findAndModify" in command) ?? [];
-    // The first claim looks for leases and retries set ahead of the clock: an $or over two
-    // indexes, unhinted (WebhookStore, "Clock steps"); the second for due deliveries.
-    expect(claims.map((command) => command.hint)).toEqual([
-      undefined,
-      "webhook_deliveries_due_by_endpoint",
+    // The first claim looks for leases, then retries, set ahead of the clock (WebhookStore,
+    // "Clock steps"), each on the index that answers it, then for due deliveries; the next
+    // claim within a lease length looks only for due deliveries.
+    expect(claims.map((command) => [command.hint, Object.keys(command.query).sort()])).toEqual([
+      ["webhook_deliveries_leases", ["leaseUntil", "status"]],
+      ["webhook_deliveries_due_by_endpoint", ["dueAt", "status"]],
+      ["webhook_deliveries_due_by_endpoint", ["$or", "dueAt", "status"]],
+      ["webhook_deliveries_due_by_endpoint", ["$or", "dueAt", "status"]],
     ]);
   });
 });

@@ -94,12 +94,16 @@ export class MongoWebhookStore implements WebhookStore {
     // Due deliveries in order, with what a claim leaves out (endpoints and teams without room)
     // in the keys: a stalled endpoint's backlog is passed over in the index, not fetched.
     { ...DUE_INDEX, partialFilterExpression: { status: "pending" } },
-    // Leases by their end, for those set ahead of a claimant's clock (aheadOfClockQuery).
+    // Leases by their end, for those set ahead of a claimant's clock (aheadOfClockQueries).
     { ...LEASE_INDEX, partialFilterExpression: { status: "pending" } },
   ];
 
   /** Indexes an earlier release created, dropped at start-up: every write would keep them up. */
   static readonly retiredDeliveryIndexes = ["webhook_deliveries_due"] as const;
+
+  /** When claims look for events and deliveries set ahead of this clock (AheadOfClockWatch). */
+  private readonly eventsAhead = new AheadOfClockWatch();
+  private readonly deliveriesAhead = new AheadOfClockWatch();
 
   constructor(
     private readonly endpoints: Collection<WebhookEndpointDocument>,
@@ -168,19 +172,31 @@ export class MongoWebhookStore implements WebhookStore {
     limit: number,
   ): Promise<ConsentLogRecord[]> {
     if (limit <= 0) return [];
-    const due = dueEvents(now, clockHorizons(lease, now));
-    await this.retireUnsubscribed(due, Math.max(limit, RETIRE_SCAN));
+    // First the events set ahead of this clock, when it is time to look (AheadOfClockWatch),
+    // till none is left; then those due.
+    const filters = [dueEvents(now)];
+    if (this.eventsAhead.look(lease, now)) filters.unshift(aheadEvents(clockHorizons(lease, now)));
+    for (const filter of filters)
+      await this.retireUnsubscribed(filter, Math.max(limit, RETIRE_SCAN));
     const claimed: ConsentLogRecord[] = [];
     const subscribes = new Set<string>();
     let retired = 0;
-    while (claimed.length < limit) {
+    for (let filter = filters[0]; claimed.length < limit && filter; filter = filters[0]) {
       // The due time in the filter is the lease: a claimed event is due again only at lease end.
       const document = await this.consentLog.findOneAndUpdate(
-        due,
+        filter,
         { $set: { "outbox.dueAt": lease.until, "outbox.leaseOwner": lease.owner } },
-        { sort: { "outbox.dueAt": 1 }, returnDocument: "after" },
+        {
+          sort: { "outbox.dueAt": 1 },
+          // A name, as for deliveries (claimQuery): the driver types only a key pattern.
+          hint: OUTBOX_INDEX as unknown as Document,
+          returnDocument: "after",
+        },
       );
-      if (!document) break;
+      if (!document) {
+        filters.shift();
+        continue;
+      }
       const row = logRecordOf(document);
       // Port: an event of a team without endpoints fans out to nothing, so it is retired here.
       if (retired < limit && !(await this.hasEndpoints(row.teamId, subscribes))) {
@@ -193,6 +209,8 @@ export class MongoWebhookStore implements WebhookStore {
       }
       claimed.push(row);
     }
+    // The limit was reached among events set ahead: the next claim looks again.
+    if (filters.length > 1) this.eventsAhead.again();
     return claimed;
   }
 
@@ -209,7 +227,12 @@ export class MongoWebhookStore implements WebhookStore {
     scan: number,
   ): Promise<void> {
     const due = await this.consentLog
-      .find(dueFilter, { projection: { teamId: 1 }, sort: { "outbox.dueAt": 1 }, limit: scan })
+      .find(dueFilter, {
+        projection: { teamId: 1 },
+        sort: { "outbox.dueAt": 1 },
+        hint: OUTBOX_INDEX,
+        limit: scan,
+      })
       .toArray();
     if (due.length === 0) return;
     const teamIds = [...new Set(due.map((event) => event.teamId))];
@@ -297,24 +320,27 @@ export class MongoWebhookStore implements WebhookStore {
   ): Promise<DeliveryRecord[]> {
     const claimed: DeliveryRecord[] = [];
     const taken = new RoomCounter(room);
-    const horizons = clockHorizons(lease, now);
+    // First what was leased or scheduled ahead of this clock, when it is time to look
+    // (AheadOfClockWatch), a query at a time till none is left; then what is due.
+    const ahead = this.deliveriesAhead.look(lease, now)
+      ? aheadOfClockQueries(clockHorizons(lease, now))
+      : [];
     // The lease, and a next attempt no later than now (nextAttemptAtClaim): a no-op but for a
     // retry set ahead of this clock.
     const update = {
       $set: { leaseOwner: lease.owner, leaseUntil: lease.until, dueAt: lease.until },
       $min: { nextAttemptAt: now },
     };
-    // First what was leased or scheduled ahead of this clock, till none is left, then what is due.
-    let aheadLeft = true;
     for (let i = 0; i < limit; i++) {
       let document: WithId<DeliveryDocument> | null = null;
-      if (aheadLeft) {
+      for (let query = ahead[0]; !document && query; query = ahead[0]) {
+        const { filter, hint } = query;
         document = await this.deliveries.findOneAndUpdate(
-          aheadOfClockQuery(horizons, taken.full()),
+          { ...filter, ...withoutFull(taken.full()) },
           update,
-          { returnDocument: "after" },
+          { hint: hint as unknown as Document, returnDocument: "after" },
         );
-        aheadLeft = document !== null;
+        if (!document) ahead.shift();
       }
       if (!document) {
         const { filter, sort, hint } = claimQuery(now, taken.full());
@@ -331,6 +357,8 @@ export class MongoWebhookStore implements WebhookStore {
       claimed.push(delivery);
       taken.take(delivery);
     }
+    // The limit was reached among deliveries set ahead: the next claim looks again.
+    if (ahead.length > 0) this.deliveriesAhead.again();
     return claimed;
   }
 
@@ -421,37 +449,62 @@ function withoutFull(full: FullOwners): Filter<DeliveryDocument> {
 }
 
 /**
- * A pending delivery leased, or due, beyond the claimant's horizons (WebhookStore, "Clock
- * steps"): one range of LEASE_INDEX, one of DUE_INDEX (dueAt is the later of the retry and the
- * lease end, so a retry beyond its horizon is there), each clause naming `status` itself so that
- * it implies the partial filter of its index. Neither range holds anything while the clocks
- * agree (a lease ends within one lease length, a retry within the longest wait), so the
- * planner's trial of the clause-by-clause plan ends at once, ahead of any plan on another index.
+ * The pending deliveries leased, or due, beyond the claimant's horizons (WebhookStore, "Clock
+ * steps"), as two queries, each hinted by name on the index that answers it exactly: a range of
+ * LEASE_INDEX, and one of DUE_INDEX (dueAt is the later of the retry and the lease end, so a
+ * retry beyond its horizon is there). Each names `status: "pending"`, the partial filter of both
+ * indexes, which a query must imply for the index to answer it. Not one `$or`: a hint applies
+ * to the whole `$or`, not clause by clause, and unhinted its plan is the planner's choice. Both
+ * ranges are empty while the clocks agree (a lease ends within one lease length, a retry within
+ * the longest wait), so each is a look at one index key.
  */
-export function aheadOfClockQuery(horizons: ClockHorizons, full: FullOwners) {
-  const filter: Filter<DeliveryDocument> = {
-    status: "pending",
-    $or: [
-      { status: "pending", leaseUntil: { $gt: horizons.leases } },
-      { status: "pending", dueAt: { $gt: horizons.retries } },
-    ],
-    ...withoutFull(full),
-  };
-  return filter;
+export function aheadOfClockQueries(horizons: ClockHorizons) {
+  return [
+    {
+      filter: { status: "pending", leaseUntil: { $gt: horizons.leases } },
+      hint: LEASE_INDEX.name,
+    },
+    { filter: { status: "pending", dueAt: { $gt: horizons.retries } }, hint: DUE_INDEX.name },
+  ] satisfies { filter: Filter<DeliveryDocument>; hint: string }[];
+}
+
+/** The index of outbox events by due time (MongoConsentLogStore.indexes). */
+const OUTBOX_INDEX = "consent_log_outbox";
+
+/**
+ * The outbox events due at `now`: a range of OUTBOX_INDEX, naming the outbox so that it implies
+ * the index's partial filter.
+ */
+function dueEvents(now: Date): Filter<ConsentLogDocument> {
+  return { outbox: { $exists: true }, "outbox.dueAt": { $lte: now } };
+}
+
+/** The outbox events set ahead of the claimant's clock (WebhookStore, "Clock steps"). */
+function aheadEvents(horizons: ClockHorizons): Filter<ConsentLogDocument> {
+  return { outbox: { $exists: true }, "outbox.dueAt": { $gt: horizons.leases } };
 }
 
 /**
- * The outbox events due at `now`: those whose time has come and those set ahead of the clock
- * (WebhookStore, "Clock steps"); two ranges of consent_log_outbox, each clause naming the
- * outbox itself so that it implies the index's partial filter.
+ * When a claimant looks for items set ahead of its clock (WebhookStore, "Clock steps"): at its
+ * first claim, whenever its clock reads earlier than at the last look (a step back), and else
+ * at most once per lease length, so a claim between looks costs no round trip for a rare event.
+ * An item another daemon set ahead of this clock is thus taken over within a lease length of
+ * when it would be due. A look that stops at the claim's limit leaves the next claim to look.
  */
-function dueEvents(now: Date, horizons: ClockHorizons): Filter<ConsentLogDocument> {
-  return {
-    $or: [
-      { outbox: { $exists: true }, "outbox.dueAt": { $lte: now } },
-      { outbox: { $exists: true }, "outbox.dueAt": { $gt: horizons.leases } },
-    ],
-  };
+class AheadOfClockWatch {
+  private last: number | undefined;
+
+  look(lease: { until: Date }, now: Date): boolean {
+    const at = now.getTime();
+    const leaseMs = lease.until.getTime() - at;
+    const due = this.last === undefined || at < this.last || at - this.last >= leaseMs;
+    if (due) this.last = at;
+    return due;
+  }
+
+  again(): void {
+    this.last = undefined;
+  }
 }
 
 function endpointOf(document: WithId<WebhookEndpointDocument>): WebhookEndpointRecord {

@@ -261,7 +261,9 @@ export class RoomCounter {
  * counts an item as due also when its due time lies beyond the caller's ClockHorizons (an event
  * or a leased delivery beyond `leases`, a delivery's retry beyond `retries`): it was set before a
  * clock was stepped back, and waiting for it would stall the item for the size of the step. A
- * claimed delivery's nextAttemptAt is never after the claim (nextAttemptAtClaim).
+ * claimed delivery's nextAttemptAt is never after the claim (nextAttemptAtClaim). An adapter for
+ * which looking for such items costs a round trip may look at a caller's first claim, whenever
+ * its clock reads earlier than at its last look, and else once per lease length (MongoDB's).
  */
 export interface WebhookStore {
   /**
