@@ -100,10 +100,13 @@ export function emptyDatabase(
   answers: Record<string, (command: Document) => Document | Promise<Document>> = {},
 ) {
   const documents = new Map<string, Document[]>();
+  /** Collections created beforehand, with their options, which listCollections lists. */
+  const collections = new Map<string, Document>();
   let silent = false;
   return {
     indexes,
     documents,
+    collections,
     /** From now on, finds and inserts are never answered: a primary that stopped answering. */
     stopAnswering() {
       silent = true;
@@ -133,6 +136,14 @@ export function emptyDatabase(
             // An index being built is listed as built, but to includeBuildUUIDs.
             ...stored.map((index) => (command.includeBuildUUIDs ? index : (index.spec ?? index))),
           ]);
+        case "listCollections":
+          // Those listed in `collections` (the name filter's `$in`), with their options.
+          return cursorReply(
+            `${command.$db}.$cmd.listCollections`,
+            [...collections]
+              .filter(([collection]) => command.filter?.name?.$in?.includes(collection) ?? true)
+              .map(([collection, options]) => ({ name: collection, type: "collection", options })),
+          );
         case "createIndexes": {
           // As the server lists them: each with its index version. One asked for while it is
           // being built is listed as built once that build, which the call waited for, ends.

@@ -212,6 +212,43 @@ describe("MongoDB store: indexes at start-up", () => {
     expect(server?.commands.some((command) => "createIndexes" in command)).toBe(false);
   });
 
+  it("refuses to start on a collection created with a default collation, naming it and the fix, before reading its indexes", async () => {
+    // As mongorestore of a dump with options leaves it: the collection's collation, and its
+    // index's, which a build there takes.
+    const collation = { locale: "en", strength: 2 };
+    const restored = new Map([
+      [
+        "consent_log",
+        [{ v: 2, key: { teamId: 1, _id: -1 }, name: "consent_log_by_team", collation }],
+      ],
+    ]);
+    const database = emptyDatabase(restored);
+    database.collections.set("consent_log", { collation });
+    database.collections.set("teams", {});
+    const opening = open(database, 1_000);
+    await expect(opening).rejects.toBeInstanceOf(StartupError);
+    await expect(opening).rejects.toThrow('consent_log (collation {"locale":"en","strength":2})');
+    await expect(opening).rejects.toThrow("mongorestore --noOptionsRestore");
+    await expect(opening).rejects.not.toThrow("teams");
+    await expect(opening).rejects.not.toThrow("dropIndex");
+    const listing = server?.commands.find((command) => "listCollections" in command);
+    expect(listing).toMatchObject({
+      nameOnly: false,
+      filter: { name: { $in: expect.any(Array) } },
+    });
+    expect(listing?.filter.name.$in).toContain("consent_log");
+    expect(server?.commands.some((command) => "listIndexes" in command)).toBe(false);
+    expect(server?.commands.some((command) => "createIndexes" in command)).toBe(false);
+  });
+
+  it("starts on collections created beforehand without a collation, or with the simple one", async () => {
+    const database = emptyDatabase();
+    database.collections.set("consent_log", { collation: { locale: "simple" } });
+    database.collections.set("teams", {});
+    const store = await open(database, 1_000);
+    expect(await store.teams.get("t1")).toBeNull();
+  });
+
   it("refuses to start on an index made by hand with the keys of one of its own, naming both and the drop to run", async () => {
     // mongosh's createIndex({ keyHash: 1 }, { unique: true }) names it keyHash_1.
     const byHand = { v: 2, key: { keyHash: 1 }, name: "keyHash_1", unique: true };
