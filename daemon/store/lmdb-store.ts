@@ -12,7 +12,12 @@ import { COUNTERS_DIRECTORY, RECORDS_DIRECTORY } from "#daemon/store/lmdb-files.
 import { checkStoreFormat, type Store } from "#daemon/store/store.js";
 import { createLmdbSubjectStore } from "#daemon/subjects/lmdb-subject-store.js";
 import { createLmdbTeamStore } from "#daemon/teams/lmdb-team-store.js";
-import { createLmdbWebhookStore, type OutboxEntry } from "#daemon/webhooks/lmdb-webhook-store.js";
+import {
+  createLmdbWebhookStore,
+  indexEarlierLeases,
+  type LmdbWebhookDatabases,
+  type OutboxEntry,
+} from "#daemon/webhooks/lmdb-webhook-store.js";
 
 export interface LmdbStoreOptions {
   /** Directory holding the environments; created when missing. Several daemons may share it. */
@@ -264,6 +269,16 @@ export async function openLmdbStore(options: LmdbStoreOptions): Promise<Store> {
   // The consent log and the webhook store share the outbox: append writes it, the dispatcher reads it.
   const consentLog = records.openDB<ConsentLogRecord, [string, string]>({ name: "consent-log" });
   const webhookOutbox = records.openDB<OutboxEntry, string>({ name: "webhook-outbox" });
+  const webhookDatabases: LmdbWebhookDatabases = {
+    webhookEndpoints: records.openDB({ name: "webhook-endpoints" }),
+    webhookEndpointIdsByTeam: records.openDB({ name: "webhook-endpoint-ids-by-team" }),
+    webhookOutbox,
+    consentLog,
+    webhookDeliveries: records.openDB({ name: "webhook-deliveries" }),
+    webhookDeliveryIdsByEndpoint: records.openDB({ name: "webhook-delivery-ids-by-endpoint" }),
+    webhookDeliveriesDue: records.openDB({ name: "webhook-deliveries-due" }),
+    webhookDeliveryLeases: records.openDB({ name: "webhook-delivery-leases" }),
+  };
   let closed = false;
   let damage: string | undefined;
   const metDamage = (reason: string) => {
@@ -299,16 +314,7 @@ export async function openLmdbStore(options: LmdbStoreOptions): Promise<Store> {
       consentLogIdsByConsentId: records.openDB({ name: "consent-log-ids-by-consent-id" }),
       webhookOutbox,
     }),
-    webhooks: createLmdbWebhookStore({
-      webhookEndpoints: records.openDB({ name: "webhook-endpoints" }),
-      webhookEndpointIdsByTeam: records.openDB({ name: "webhook-endpoint-ids-by-team" }),
-      webhookOutbox,
-      consentLog,
-      webhookDeliveries: records.openDB({ name: "webhook-deliveries" }),
-      webhookDeliveryIdsByEndpoint: records.openDB({ name: "webhook-delivery-ids-by-endpoint" }),
-      webhookDeliveriesDue: records.openDB({ name: "webhook-deliveries-due" }),
-      webhookDeliveryLeases: records.openDB({ name: "webhook-delivery-leases" }),
-    }),
+    webhooks: createLmdbWebhookStore(webhookDatabases),
     counters: createLmdbCounterStore({
       counters: counterEnv.openDB({ name: "counters" }),
       counterNamesByExpiry: counterEnv.openDB({ name: "counter-names-by-expiry" }),
@@ -337,6 +343,16 @@ export async function openLmdbStore(options: LmdbStoreOptions): Promise<Store> {
     },
   };
   if (guard) exemptWrites(store, guard);
+  // The lease index of a store an earlier version wrote, built at its first open by this one:
+  // exempt from the disk guard, as it writes once, one entry per leased pending delivery.
+  const meta = records.openDB<unknown, string>({ name: "meta" });
+  const indexing = () => indexEarlierLeases(webhookDatabases, meta);
+  try {
+    await (guard ? guard.exempting(indexing) : indexing());
+  } catch (error) {
+    await store.close();
+    throw error;
+  }
   const parts = store as unknown as Record<(typeof SUB_STORES)[number], object>;
   for (const part of SUB_STORES) {
     parts[part] = refusingAfterClose(parts[part], () => closed, metDamage);

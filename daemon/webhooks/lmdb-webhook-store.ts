@@ -67,6 +67,34 @@ function sameKey(a: DueKey | LeaseKey | null, b: DueKey | LeaseKey | null): bool
   return a === b || (a !== null && b !== null && compareKeys(a, b) === 0);
 }
 
+/** The `meta` key marking a store whose lease index holds every leased pending delivery. */
+export const LEASE_INDEX_MARK = "webhook-delivery-leases";
+
+/**
+ * Indexes, once, the leases of the pending deliveries a store holds from a version that kept no
+ * lease index: without their entries a lease such a version set by a clock ahead of this one
+ * would be held for the size of the step (WebhookStore, "Clock steps"). Pending deliveries are
+ * those of the due index; one write transaction, so daemons starting together index once.
+ */
+export async function indexEarlierLeases(
+  dbs: Pick<
+    LmdbWebhookDatabases,
+    "webhookDeliveries" | "webhookDeliveriesDue" | "webhookDeliveryLeases"
+  >,
+  meta: Database<unknown, string>,
+): Promise<void> {
+  if (meta.get(LEASE_INDEX_MARK) === true) return;
+  await meta.transaction(() => {
+    if (meta.get(LEASE_INDEX_MARK) === true) return;
+    for (const key of dbs.webhookDeliveriesDue.getKeys({})) {
+      const delivery = dbs.webhookDeliveries.get(key[1]);
+      const leased = delivery && leaseKey(delivery);
+      if (leased) dbs.webhookDeliveryLeases.putSync(leased, true);
+    }
+    meta.putSync(LEASE_INDEX_MARK, true);
+  });
+}
+
 /**
  * WebhookStore over LMDB. Every claim, fan-out and completion is one write transaction, which LMDB
  * serialises across processes: two daemons on one data directory never claim the same item.

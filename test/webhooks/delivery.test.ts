@@ -4,10 +4,14 @@ import path from "node:path";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
+import { open } from "lmdb";
 import { Webhook } from "standardwebhooks";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { aConsentLogRow } from "#daemon/consent-log/consent-log-store.contract.js";
+import type { ConsentLogRecord } from "#daemon/consent-log/consent-log-store.js";
+import { RECORDS_DIRECTORY } from "#daemon/store/lmdb-files.js";
 import { openLmdbStore } from "#daemon/store/lmdb-store.js";
+import type { Store } from "#daemon/store/store.js";
 import {
   FAILING_DISABLE_AFTER_MS,
   FULL_SPEED,
@@ -17,10 +21,12 @@ import {
   YIELD_WINDOW_MS,
   YIELDING,
 } from "#daemon/webhooks/dispatcher.js";
+import { LEASE_INDEX_MARK } from "#daemon/webhooks/lmdb-webhook-store.js";
+import { consentGivenBody } from "#daemon/webhooks/outbox.js";
 import { JITTER, RETRY_DELAYS_MS } from "#daemon/webhooks/retry-schedule.js";
 import { signature } from "#daemon/webhooks/signing.js";
 import { ATTEMPTS_PER_ENDPOINT, MAX_IN_FLIGHT } from "#daemon/webhooks/webhook-sender.js";
-import type { DeliveryRecord } from "#daemon/webhooks/webhook-store.js";
+import { type DeliveryRecord, deliveryId, eventIdOf } from "#daemon/webhooks/webhook-store.js";
 import { ErrorInfoSchema } from "#gen/consent/v1/errors_pb.js";
 import { WebhookService } from "#gen/consent/v1/webhook_pb.js";
 import { createTeam, http, mintKey } from "#test/support/api.js";
@@ -813,9 +819,20 @@ describe("SSRF guard", () => {
   });
 });
 
-/** README "Clock": a clock set back holds no event for the size of the step. */
+/** README "Clock": a clock set back holds no event or delivery for the size of the step. */
 describe("delivery after a restart with the clock set back", () => {
-  it("takes over at once an event a daemon leased before the clock was set back an hour", async () => {
+  /**
+   * Starts a service on a new data directory, lets `leave` write into its closed store what a
+   * daemon left behind (it returns the consent log row whose event must be delivered), restarts
+   * the service with its clock an hour behind, and waits for that event at the receiver.
+   */
+  async function deliveredAfterRestartBehind(
+    leave: (
+      store: Store,
+      team: { teamId: string; publicId: string; webhookId: string },
+    ) => Promise<ConsentLogRecord>,
+    dataDirPrepared: (dataDir: string) => Promise<void> = async () => {},
+  ) {
     const receiver = await new WebhookReceiver().start();
     const dataDir = await mkdtemp(path.join(tmpdir(), "consent-clock-back-"));
     const env = { CONSENT_WEBHOOK_ALLOW_CIDRS: "127.0.0.1/32" };
@@ -823,14 +840,10 @@ describe("delivery after a restart with the clock set back", () => {
       const first = await startTestService({ gateway: true, dataDir, env });
       const team = await subscribe(first, receiver.url);
       await first.close();
-      // What the daemon left behind: an event it claimed (leased for LEASE_MS) before it stopped.
       const store = await openLmdbStore({ dataDir });
-      const now = new Date();
-      const row = aConsentLogRow(team.teamId, now, { publicId: team.publicId });
-      await store.consentLog.append(row, { event: "consent.given" });
-      const lease = { owner: "daemon-before-restart", until: new Date(now.getTime() + LEASE_MS) };
-      expect(await store.webhooks.claimEvents(lease, now, 10)).toEqual([row]);
+      const row = await leave(store, { ...team, webhookId: team.webhook.id });
       await store.close();
+      await dataDirPrepared(dataDir);
 
       const behind = () => new Date(Date.now() - 3_600_000);
       const restarted = await startTestService({ gateway: true, dataDir, env, clock: behind });
@@ -847,5 +860,55 @@ describe("delivery after a restart with the clock set back", () => {
       await receiver.stop();
       await rm(dataDir, { recursive: true, force: true });
     }
+  }
+
+  it("takes over at once an event a daemon leased before the clock was set back an hour", async () => {
+    await deliveredAfterRestartBehind(async (store, team) => {
+      // What the daemon left behind: an event it claimed (leased for LEASE_MS) before it stopped.
+      const now = new Date();
+      const row = aConsentLogRow(team.teamId, now, { publicId: team.publicId });
+      await store.consentLog.append(row, { event: "consent.given" });
+      const lease = { owner: "daemon-before-restart", until: new Date(now.getTime() + LEASE_MS) };
+      expect(await store.webhooks.claimEvents(lease, now, 10)).toEqual([row]);
+      return row;
+    });
+  });
+
+  it("takes over at once a delivery a version without the lease index leased, on upgrade", async () => {
+    await deliveredAfterRestartBehind(
+      async (store, team) => {
+        // A delivery in flight when that daemon stopped: fanned out under its lease.
+        const now = new Date();
+        const row = aConsentLogRow(team.teamId, now, { publicId: team.publicId });
+        await store.consentLog.append(row, { event: "consent.given" });
+        const lease = { owner: "daemon-before-upgrade", until: new Date(now.getTime() + LEASE_MS) };
+        expect(await store.webhooks.claimEvents(lease, now, 10)).toEqual([row]);
+        const eventId = eventIdOf(row.id);
+        const delivery: DeliveryRecord = {
+          id: deliveryId(eventId, team.webhookId),
+          teamId: team.teamId,
+          webhookId: team.webhookId,
+          eventId,
+          eventType: "consent.given",
+          publicId: team.publicId,
+          payload: consentGivenBody(row),
+          status: "pending",
+          attempts: 0,
+          createdAt: now,
+          nextAttemptAt: now,
+          leaseOwner: lease.owner,
+          leaseUntil: lease.until,
+        };
+        expect(await store.webhooks.fanOut(row.id, [delivery])).toEqual([delivery]);
+        return row;
+      },
+      async (dataDir) => {
+        // The records as that version left them: no lease index, and nothing marking one built.
+        const records = open({ path: path.join(dataDir, RECORDS_DIRECTORY), maxDbs: 32 });
+        await records.openDB({ name: "webhook-delivery-leases" }).drop();
+        await records.openDB({ name: "meta" }).remove(LEASE_INDEX_MARK);
+        await records.close();
+      },
+    );
   });
 });
