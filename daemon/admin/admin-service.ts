@@ -200,7 +200,9 @@ export function createAdminService(options: AdminServiceOptions): ServiceImpl<ty
       try {
         previous = await store.keys.retire(old.id, newId, graceEnd);
       } catch (error) {
-        await revokeUnlessMaybeSuccessor(old.id, newId, error);
+        // The caller gets the mark's own failure: a revocation failing too leaves the minted key
+        // active, as an unknown outcome does, its secret never seen.
+        await revokeUnlessMaybeSuccessor(old.id, newId, error).catch(() => undefined);
         throw error;
       }
       if (!previous) {

@@ -57,6 +57,8 @@ function apiKeys(documents: Document[]) {
   return {
     latest,
     unconfirmedRetires: 0,
+    /** A revocation refused by the server (a failure of its own, whatever it is). */
+    refusesRevocations: false,
     /** The majority catches up with the primary. */
     confirm() {
       confirmed = structuredClone(latest);
@@ -76,6 +78,9 @@ function apiKeys(documents: Document[]) {
     findAndModify(command: Document): Document {
       const retire = Array.isArray(command.update);
       if (retire) this.beforeRetire();
+      else if (this.refusesRevocations) {
+        return { ok: 0, code: 2, codeName: "BadValue", errmsg: "revocation refused" };
+      }
       const document = [...latest.values()].find((stored) => matches(stored, command.query));
       if (document && retire) {
         const set = command.update[0].$set;
@@ -189,5 +194,19 @@ describe("key rotation over MongoDB when the old key's mark times out on its maj
     );
     expect(minted).toHaveLength(1);
     expect(minted[0]?.revokedAt).toEqual(expect.any(Date));
+  });
+
+  it("answers the mark's own failure when revoking the key it minted fails too", async () => {
+    const { client, keys, oldId } = await startDaemon();
+    keys.unconfirmedRetires = 1;
+    keys.refusesRevocations = true;
+    const winner = randomUUID();
+    keys.beforeRetire = () => {
+      (keys.latest.get(oldId) as Document).replacedBy = winner;
+      keys.confirm();
+    };
+    expect(
+      await failureOf(client.rotateApiKey({ id: oldId, gracePeriodSeconds: 60 }, asOperator)),
+    ).toMatchObject({ code: Code.Unavailable, errorCode: "unavailable", retryAfter: "1" });
   });
 });
