@@ -135,12 +135,21 @@ async function planIndexes(
   const conflicts: string[] = [];
   const missing: IndexDescription[] = [];
   for (const index of indexes) {
-    const found = index.name === undefined ? undefined : stored.get(index.name);
-    const conflict = found && indexConflict(found.spec, index);
-    if (conflict) conflicts.push(`${collection}.${index.name} ${conflict}`);
+    const { found, conflict } = storedAs(collection, stored, index);
+    if (conflict) conflicts.push(conflict);
     else if (found === undefined || found.building) missing.push(index);
   }
   return { collection, conflicts, missing, retired: retired.filter((name) => stored.has(name)) };
+}
+
+/**
+ * The index `stored` holds under `index`'s name, and, when it is defined otherwise,
+ * "collection.index is … but this version needs …" (indexConflict).
+ */
+function storedAs(collection: string, stored: Map<string, StoredIndex>, index: IndexDescription) {
+  const found = index.name === undefined ? undefined : stored.get(index.name);
+  const conflict = found && indexConflict(found.spec, index);
+  return { found, conflict: conflict && `${collection}.${index.name} ${conflict}` };
 }
 
 /**
@@ -243,9 +252,8 @@ export class IndexBuildConflictError extends StartupError {
     const stored = await storedIndexes(db, collection);
     const held = new Map<string, string>();
     for (const index of asked) {
-      const found = index.name === undefined ? undefined : stored.get(index.name);
-      const conflict = found && indexConflict(found.spec, index);
-      if (conflict) held.set(index.name as string, `${collection}.${index.name} ${conflict}`);
+      const { conflict } = storedAs(collection, stored, index);
+      if (conflict) held.set(index.name as string, conflict);
       for (const [name, { spec }] of stored) {
         if (name === index.name || !isDeepStrictEqual(keysOf(spec), keysOf(index))) continue;
         held.set(
