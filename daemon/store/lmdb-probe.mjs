@@ -13,11 +13,10 @@ for (const path of process.argv.slice(2)) {
     // A file cut short past the pages its meta page counts: whether the reads below meet the
     // missing part depends on where the databases' pages happen to lie, so it is checked whole.
     const { lastPageNumber, pageSize } = env.getStats();
+    const pagesTake = (lastPageNumber + 1) * pageSize;
     const { size } = statSync(join(path, "data.mdb"));
-    if (size < (lastPageNumber + 1) * pageSize) {
-      throw new Error(
-        `data.mdb is cut short: ${size} bytes of the ${(lastPageNumber + 1) * pageSize} its pages take`,
-      );
+    if (size < pagesTake) {
+      throw new Error(`data.mdb is cut short: ${size} bytes of the ${pagesTake} its pages take`);
     }
     // The root database lists the named ones; each is opened and its first key read.
     const names = Array.from(env.getKeys(), String);
