@@ -68,14 +68,11 @@ export function WebhookView({ webhook, title }: { webhook: Webhook; title?: stri
  * An endpoint's state as a table shows it: a short value of a fixed form (`enabled`,
  * `failing since T`, `disabled`), never cut; a disabled endpoint's reason, free text of the
  * daemon's (up to `every attempt failed for 5 days (since …)`), goes in a column of its own that
- * may be cut, as a name is.
+ * may be cut, as a name is. Its tone is webhookState's.
  */
-function listedState(webhook: Webhook): { label: string; tone: Tone } {
-  const state = webhookState(webhook);
-  if (!webhook.enabled) return { ...state, label: "disabled" };
-  if (webhook.failingSince)
-    return { ...state, label: `failing since ${formatTime(webhook.failingSince)}` };
-  return state;
+function listedState(webhook: Webhook): string {
+  if (!webhook.enabled) return "disabled";
+  return webhook.failingSince ? `failing since ${formatTime(webhook.failingSince)}` : "enabled";
 }
 
 /**
@@ -95,7 +92,7 @@ export function WebhooksTable({ webhooks }: { webhooks: readonly Webhook[] }) {
       empty="This team has no webhook endpoints yet."
       columns={[
         { header: "ID", value: (w) => w.id, copy: true },
-        { header: "STATE", value: (w) => listedState(w).label, tone: (w) => listedState(w).tone },
+        { header: "STATE", value: listedState, tone: (w) => webhookState(w).tone },
         ...(webhooks.some((w) => !w.enabled) ? [reason] : []),
         { header: "EVENTS", value: (w) => w.eventTypes.join(","), shrinks: true },
         {
