@@ -83,22 +83,17 @@ export async function renderCommand<T>(
     : await settle(props.task);
   if (settled.status === "failed") return { ok: false, error: settled.error };
   const { value } = settled;
+  const colored = (content: ReactNode) => (
+    <ColorProvider color={options.color}>{content}</ColorProvider>
+  );
   const columns = options.columns ?? frameColumns(options.stdout);
+  const frameWidth = options.stdout.isTTY
+    ? columns
+    : await pipedFrameColumns(colored(props.view(value)), columns, options.stderr);
   const instance = render(
-    <ColorProvider color={options.color}>
-      <FinalFrame value={value} view={props.view} exitCode={props.exitCode} />
-    </ColorProvider>,
+    colored(<FinalFrame value={value} view={props.view} exitCode={props.exitCode} />),
     {
-      stdout: pipedStream(
-        options.stdout,
-        options.stdout.isTTY
-          ? columns
-          : await pipedFrameColumns(
-              <ColorProvider color={options.color}>{props.view(value)}</ColorProvider>,
-              columns,
-              options.stderr,
-            ),
-      ),
+      stdout: pipedStream(options.stdout, frameWidth),
       stderr: options.stderr,
       exitOnCtrlC: true,
       patchConsole: options.patchConsole ?? true,
@@ -115,7 +110,7 @@ export async function renderCommand<T>(
  * the views lay out alike at any width their content fits (a table at its natural widths, a
  * record aligned, no text wrapped), and costs what it holds.
  */
-export async function pipedFrameColumns(
+async function pipedFrameColumns(
   content: ReactNode,
   limit: number,
   stderr: NodeJS.WriteStream,
