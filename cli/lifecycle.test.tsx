@@ -1,14 +1,15 @@
 import { stripVTControlCharacters } from "node:util";
+import { create } from "@bufbuild/protobuf";
 import { Box, Text, useStdout } from "ink";
 import { render } from "ink-testing-library";
 import { describe, expect, it, vi } from "vitest";
 import { CopyableAfter } from "#cli/components/copyable.js";
-import { KeyValue } from "#cli/components/key-value.js";
-import { Table } from "#cli/components/table.js";
 import { FinalFrame, renderCommand } from "#cli/lifecycle.js";
 import { PIPED_COLUMNS } from "#cli/terminal.js";
 import { MemoryStream } from "#cli/test-support/memory-io.js";
 import { textWidth } from "#cli/text-width.js";
+import { BannersTable, BannerView } from "#cli/views/banner-views.js";
+import { BannerSchema } from "#gen/consent/v1/banner_pb.js";
 
 // Ink writes only the final frame when it detects CI (is-in-ci, read when Ink loads); these tests
 // look at the frames an operator's terminal shows, so they run as outside CI wherever they run.
@@ -98,39 +99,33 @@ describe("renderCommand", () => {
   // Regression: piped, the frame was laid out at PIPED_COLUMNS, and Ink drew it on a grid of
   // 10,000 cells a line: `logs list --limit 1000 > file` took seconds and gigabytes.
   it("lays a piped frame out at the width of its widest line, writing what it wrote at PIPED_COLUMNS", async () => {
-    const rows = Array.from({ length: 40 }, (_, i) => ({
-      id: `0f6a2b1c-9d8e-4f70-8a1b-2c3d4e5f${String(i).padStart(4, "0")}`,
-      name: i % 3 === 0 ? "日本語のバナー名前 with a longer name" : `Shop ${i}`,
-    }));
+    const banner = (i: number) =>
+      create(BannerSchema, {
+        id: `0f6a2b1c-9d8e-4f70-8a1b-2c3d4e5f${String(i).padStart(4, "0")}`,
+        publicId: `5a147607-8673-4f5b-8305-71ebc1b3${String(i).padStart(4, "0")}`,
+        name: i % 3 === 0 ? "日本語のバナー名前 with a longer name" : `Shop ${i}`,
+        domain: "https://shop.example.com",
+      });
+    const banners = Array.from({ length: 40 }, (_, i) => banner(i));
     const columnsSeen: number[] = [];
+    // `banners list`, then `banners get` with its loader snippet (a line that is never cut), then
+    // a list's pointer to its next page.
     const view = () => (
       <Box flexDirection="column">
-        <Table
-          rows={rows}
-          empty="none"
-          columns={[
-            { header: "ID", value: (row) => row.id, copy: true },
-            { header: "NAME", value: (row) => row.name, shrinks: true },
-          ]}
-        />
-        <KeyValue
-          fields={[
-            { label: "Loader", value: `https://cdn.example.com/${"x".repeat(90)}.js`, copy: true },
-            { label: "Name", value: "a name of a few words" },
-          ]}
-        />
+        <BannersTable banners={banners} />
+        <BannerView banner={banner(0)} baseUrl={`https://cdn.example.com/${"x".repeat(90)}`} />
         <CopyableAfter text="more rows: add --page-token" value={"t".repeat(60)} />
         <ColumnsSeen seen={columnsSeen} />
       </Box>
     );
     const piped = streams();
-    await renderCommand({ task: async () => rows, progress: "", view }, piped);
+    await renderCommand({ task: async () => banners, progress: "", view }, piped);
     const lines = written(piped).replace(/\n$/, "").split("\n");
     expect(columnsSeen.at(-1)).toBe(Math.max(...lines.map(textWidth)));
     // What a terminal PIPED_COLUMNS wide is given: the frame laid out at that width, as piped
     // output was.
     const wide = streams(terminal(24, PIPED_COLUMNS));
-    await renderCommand({ task: async () => rows, progress: "", view }, wide);
+    await renderCommand({ task: async () => banners, progress: "", view }, wide);
     expect(columnsSeen.at(-1)).toBe(PIPED_COLUMNS);
     expect(written(piped)).toBe(written(wide));
   });
