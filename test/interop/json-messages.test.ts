@@ -78,15 +78,19 @@ describe("JSON request messages on the daemon's port", () => {
     expect(await found("a\uFFFDb")).toBe(false);
   });
 
-  it("refuses a gRPC JSON message that is not UTF-8 with status 3", async () => {
+  it("refuses a gRPC JSON message that is not UTF-8 with status 3 and the reason, and stores nothing", async () => {
     const reply = await rawRequest(
       service.daemonUrl,
       path,
       { "content-type": "application/grpc+json", te: "trailers", authorization: `Bearer ${key}` },
       framed(putBody(Buffer.from([0x63, 0xc0, 0xaf]))),
     );
-    const status = reply.trailers["grpc-status"] ?? reply.headers["grpc-status"];
-    expect(Number(status)).toBe(Code.InvalidArgument);
+    // In the trailers, or in the headers of an answer that is trailers only.
+    const ended = { ...reply.headers, ...reply.trailers };
+    expect([
+      Number(ended["grpc-status"]),
+      decodeURIComponent(String(ended["grpc-message"])),
+    ]).toEqual([Code.InvalidArgument, "Request message is not valid UTF-8 JSON"]);
     expect(await found("c\uFFFD\uFFFD")).toBe(false);
   });
 
