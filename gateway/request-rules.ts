@@ -138,13 +138,18 @@ export function continueWhenRead(
 }
 
 /**
- * A route answers this request without its body, if its client still awaits `100 Continue`: it
- * is never sent, and the body is not read (the framing headers are dropped, so Fastify reads
- * none). A request whose client sends its body unasked is read as any other, and one whose body
- * is declared over the limit gets the 413 it gets without `Expect` (continueWhenRead).
+ * A route answers this request without its body, if its client still awaits `100 Continue` and
+ * `answeredWithoutBody` says so (asked of no other request): it is never sent, and the body is
+ * not read (the framing headers are dropped, so Fastify reads none). A request whose client sends
+ * its body unasked is read as any other, and one whose body is declared over the limit gets the
+ * 413 it gets without `Expect` (continueWhenRead).
  */
-export function forgoBodyIfAwaited(request: FastifyRequest): void {
+export function forgoBodyIfAwaited(
+  request: FastifyRequest,
+  answeredWithoutBody: (request: FastifyRequest) => boolean,
+): void {
   if (expectations.get(request.raw) !== "awaiting" || declaredOverLimit(request)) return;
+  if (!answeredWithoutBody(request)) return;
   expectations.set(request.raw, "forgone");
   delete request.headers["content-length"];
   delete request.headers["transfer-encoding"];

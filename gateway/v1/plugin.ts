@@ -5,7 +5,7 @@ import type { DaemonClients } from "#gateway/daemon-clients.js";
 import { sendEnvelopedError, setVersionHeaders } from "#gateway/envelope.js";
 import { failureOf, noEndpoint } from "#gateway/errors.js";
 import { type Relay, sessionOf } from "#gateway/relay.js";
-import { awaitsGoAhead, forgoBodyIfAwaited } from "#gateway/request-rules.js";
+import { forgoBodyIfAwaited } from "#gateway/request-rules.js";
 import { bannerRoutes } from "#gateway/v1/banners/routes.js";
 import { healthRoutes } from "#gateway/v1/health/routes.js";
 import { credentialNeeded } from "#gateway/v1/methods.js";
@@ -72,7 +72,7 @@ export async function v1Api(app: FastifyInstance, options: V1Options): Promise<v
     // decisions §2: the credential is judged before the body; one refused by its form alone, or
     // none where one is needed, is answered without asking for the body (`Expect: 100-continue`).
     // Judged only for a request that awaits the go-ahead: no other has a body to spare.
-    if (awaitsGoAhead(request.raw) && refusedByCredential(request)) forgoBodyIfAwaited(request);
+    forgoBodyIfAwaited(request, refusedByCredential);
     // The content type plays no part here, so it is dropped before Fastify judges it: a malformed
     // one (`json`, two merged headers) would be a 415, which spec 7 does not have, answered ahead
     // of the credential checks (decisions §2).
