@@ -105,12 +105,26 @@ export function createLmdbWebhookStore(dbs: LmdbWebhookDatabases): WebhookStore 
   /** Where the last claim's second window stopped in a backlog of full endpoints' deliveries. */
   let beyond: DueKey | undefined;
 
-  /** Writes a delivery and moves its due-index and lease-index entries; inside a write transaction. */
+  /**
+   * The indexes kept beside the deliveries: each with a delivery's key in it, and the horizon
+   * beyond which a key was set by a clock ahead of the claimant's (WebhookStore, "Clock steps").
+   */
+  const deliveryIndexes = [
+    { index: leases, keyOf: leaseKey, horizon: (h: ClockHorizons) => h.leases },
+    { index: due, keyOf: dueKey, horizon: (h: ClockHorizons) => h.retries },
+  ] as const;
+
+  /** A delivery's entries in the indexes: while pending its due key, while leased its lease key. */
+  function indexEntriesOf(delivery: DeliveryRecord) {
+    return deliveryIndexes.flatMap(({ index, keyOf }) => {
+      const key = keyOf(delivery);
+      return key ? [{ index, key }] : [];
+    });
+  }
+
+  /** Writes a delivery and moves its index entries; inside a write transaction. */
   function putDelivery(next: DeliveryRecord, previous: DeliveryRecord | undefined): void {
-    for (const [index, keyOf] of [
-      [due, dueKey],
-      [leases, leaseKey],
-    ] as const) {
+    for (const { index, keyOf } of deliveryIndexes) {
       const before = previous ? keyOf(previous) : null;
       const after = keyOf(next);
       if (before && !sameKey(before, after)) index.removeSync(before);
@@ -150,15 +164,16 @@ export function createLmdbWebhookStore(dbs: LmdbWebhookDatabases): WebhookStore 
   }
 
   /**
-   * Up to `limit` keys of each index beyond the horizons (WebhookStore, "Clock steps"): leases
+   * Up to `limit` keys of each index beyond its horizon (WebhookStore, "Clock steps"): leases
    * ending, or deliveries falling due, further ahead than the claimant's clock allows.
    */
   function aheadOfClock(horizons: ClockHorizons, limit: number) {
-    const beyond = (ms: Date) => ({ start: [ms.getTime(), PREFIX_END], limit });
-    return [
-      ...Array.from(leases.getKeys(beyond(horizons.leases)), (key) => ({ key, keyOf: leaseKey })),
-      ...Array.from(due.getKeys(beyond(horizons.retries)), (key) => ({ key, keyOf: dueKey })),
-    ];
+    return deliveryIndexes.flatMap(({ index, keyOf, horizon }) =>
+      Array.from(
+        index.getKeys({ start: [horizon(horizons).getTime(), PREFIX_END], limit }),
+        (key) => ({ index, key, keyOf }),
+      ),
+    );
   }
 
   function removeDeliveriesOf(webhookId: string): void {
@@ -167,10 +182,7 @@ export function createLmdbWebhookStore(dbs: LmdbWebhookDatabases): WebhookStore 
     );
     for (const key of keys) {
       const delivery = deliveries.get(key[1]);
-      const entry = delivery && dueKey(delivery);
-      if (entry) due.removeSync(entry);
-      const leased = delivery && leaseKey(delivery);
-      if (leased) leases.removeSync(leased);
+      if (delivery) for (const entry of indexEntriesOf(delivery)) entry.index.removeSync(entry.key);
       deliveries.removeSync(key[1]);
       dbs.webhookDeliveryIdsByEndpoint.removeSync(key);
     }
@@ -281,10 +293,7 @@ export function createLmdbWebhookStore(dbs: LmdbWebhookDatabases): WebhookStore 
       // left alone, and the event is retired with its deliveries or not at all.
       const stored = created.map((delivery) =>
         deliveries.ifNoExists(delivery.id, () => {
-          const after = dueKey(delivery);
-          if (after) due.put(after, true);
-          const leased = leaseKey(delivery);
-          if (leased) leases.put(leased, true);
+          for (const { index, key } of indexEntriesOf(delivery)) index.put(key, true);
           deliveries.put(delivery.id, delivery);
           dbs.webhookDeliveryIdsByEndpoint.put([delivery.webhookId, delivery.id], true);
         }),
@@ -316,17 +325,16 @@ export function createLmdbWebhookStore(dbs: LmdbWebhookDatabases): WebhookStore 
           claimed.push(next);
         };
         // First what was leased or scheduled ahead of this clock: overdue by the size of a step.
-        for (const { key, keyOf } of aheadOfClock(horizons, scan)) {
+        for (const { index, key, keyOf } of aheadOfClock(horizons, scan)) {
           if (claimed.length >= limit) return claimed;
           const stored = deliveries.get(key[1]);
-          const current = stored ? keyOf(stored) : null;
-          if (!sameKey(current, key)) {
+          if (!stored || !sameKey(keyOf(stored), key)) {
             // An entry its delivery no longer has: met in both indexes and claimed from the
             // first, or left by a release that kept no lease index.
-            (keyOf === leaseKey ? leases : due).removeSync(key);
+            index.removeSync(key);
             continue;
           }
-          if (stored && taken.fits(stored)) claim(stored);
+          if (taken.fits(stored)) claim(stored);
         }
         /**
          * Claims what fits among `keys`, in order; returns the last key it looked at (the one
