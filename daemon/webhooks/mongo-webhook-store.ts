@@ -331,28 +331,24 @@ export class MongoWebhookStore implements WebhookStore {
       $set: { leaseOwner: lease.owner, leaseUntil: lease.until, dueAt: lease.until },
       $min: { nextAttemptAt: now },
     };
-    for (let i = 0; i < limit; i++) {
-      let document: WithId<DeliveryDocument> | null = null;
-      for (let query = ahead[0]; !document && query; query = ahead[0]) {
-        const { filter, hint } = query;
-        document = await this.deliveries.findOneAndUpdate(
-          { ...filter, ...withoutFull(taken.full()) },
-          update,
-          { hint: hint as unknown as Document, returnDocument: "after" },
-        );
-        if (!document) ahead.shift();
-      }
+    while (claimed.length < limit) {
+      const full = taken.full();
+      const [first] = ahead;
+      const { filter, sort, hint } = first
+        ? { ...first, filter: { ...first.filter, ...withoutFull(full) }, sort: undefined }
+        : claimQuery(now, full);
+      const document = await this.deliveries.findOneAndUpdate(filter, update, {
+        sort,
+        // findAndModify takes an index's name as its hint (MongoDB 4.4 on); the driver types
+        // only a key pattern but sends either as given.
+        hint: hint as unknown as Document,
+        returnDocument: "after",
+      });
       if (!document) {
-        const { filter, sort, hint } = claimQuery(now, taken.full());
-        document = await this.deliveries.findOneAndUpdate(filter, update, {
-          sort,
-          // findAndModify takes an index's name as its hint (MongoDB 4.4 on); the driver types
-          // only a key pattern but sends either as given.
-          hint: hint as unknown as Document,
-          returnDocument: "after",
-        });
+        // A query that finds none is done with: the next one, till the due deliveries'.
+        if (ahead.shift()) continue;
+        break;
       }
-      if (!document) break;
       const delivery = deliveryOf(document);
       claimed.push(delivery);
       taken.take(delivery);
