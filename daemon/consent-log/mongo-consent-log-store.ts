@@ -46,6 +46,9 @@ export interface OutboxField {
   leaseOwner?: string;
 }
 
+/** The index of rows with a pending event by due time, which webhook claims read (hinted by name). */
+export const OUTBOX_INDEX = { key: { "outbox.dueAt": 1 }, name: "consent_log_outbox" } as const;
+
 /** ConsentLogStore over the `consent_log` collection (append-only). */
 export class MongoConsentLogStore implements ConsentLogStore {
   /**
@@ -57,11 +60,7 @@ export class MongoConsentLogStore implements ConsentLogStore {
     { key: { teamId: 1, publicId: 1, _id: -1 }, name: "consent_log_by_banner" },
     { key: { teamId: 1, consentId: 1, _id: -1 }, name: "consent_log_by_consent_id" },
     // Only rows with a pending event are indexed, so the outbox scan stays as small as the outbox.
-    {
-      key: { "outbox.dueAt": 1 },
-      name: "consent_log_outbox",
-      partialFilterExpression: { outbox: { $exists: true } },
-    },
+    { ...OUTBOX_INDEX, partialFilterExpression: { outbox: { $exists: true } } },
   ];
 
   readonly lateRowsMs: number;

@@ -7,7 +7,10 @@ import type {
   WithId,
 } from "mongodb";
 import type { ConsentLogRecord } from "#daemon/consent-log/consent-log-store.js";
-import type { ConsentLogDocument } from "#daemon/consent-log/mongo-consent-log-store.js";
+import {
+  type ConsentLogDocument,
+  OUTBOX_INDEX,
+} from "#daemon/consent-log/mongo-consent-log-store.js";
 import {
   insertUnderTeamMaximum,
   isOnlyDuplicateKeys,
@@ -189,7 +192,7 @@ export class MongoWebhookStore implements WebhookStore {
         {
           sort: { "outbox.dueAt": 1 },
           // A name, as for deliveries (claimQuery): the driver types only a key pattern.
-          hint: OUTBOX_INDEX as unknown as Document,
+          hint: OUTBOX_INDEX.name as unknown as Document,
           returnDocument: "after",
         },
       );
@@ -230,7 +233,7 @@ export class MongoWebhookStore implements WebhookStore {
       .find(dueFilter, {
         projection: { teamId: 1 },
         sort: { "outbox.dueAt": 1 },
-        hint: OUTBOX_INDEX,
+        hint: OUTBOX_INDEX.name,
         limit: scan,
       })
       .toArray();
@@ -463,9 +466,6 @@ export function aheadOfClockQueries(horizons: ClockHorizons) {
     { filter: { status: "pending", dueAt: { $gt: horizons.retries } }, hint: DUE_INDEX.name },
   ] satisfies { filter: Filter<DeliveryDocument>; hint: string }[];
 }
-
-/** The index of outbox events by due time (MongoConsentLogStore.indexes). */
-const OUTBOX_INDEX = "consent_log_outbox";
 
 /**
  * The outbox events due at `now`: a range of OUTBOX_INDEX, naming the outbox so that it implies
