@@ -47,7 +47,7 @@ const DUE_INDEX = {
   key: { dueAt: 1, webhookId: 1, teamId: 1 },
 } as const;
 
-/** The index of leased pending deliveries by lease end, for leases set ahead (aheadOfClockQuery). */
+/** The index of leased pending deliveries by lease end, for leases set ahead (aheadOfClockQueries). */
 const LEASE_INDEX = {
   name: "webhook_deliveries_leases",
   key: { leaseUntil: 1 },
