@@ -323,9 +323,16 @@ if (running) {
         console.warn(`consent banner ${config.id}: applyState refused the state: ${why}`);
         return false;
       };
-      const problem = stateProblem(value);
+      // Read once, as JSON: accessors of the integrator's object are not read again between the
+      // check and the cookie, so what is judged whole is what is kept.
+      let next: ConsentState;
+      try {
+        next = JSON.parse(JSON.stringify(value) ?? "null");
+      } catch {
+        return refuse("it cannot be read as JSON");
+      }
+      const problem = stateProblem(next);
       if (problem !== undefined) return refuse(problem);
-      const next = value as ConsentState; // stateProblem found it whole
       // A revision this banner has not published would keep it from asking after the next ones.
       if (next.revision > config.revision) {
         return refuse(`its revision is above the banner's published one, ${config.revision}`);

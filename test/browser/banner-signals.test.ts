@@ -447,6 +447,29 @@ describe.skipIf(skipBrowserTests)("banner runtime in Chromium: signals and integ
     ).toBe(false);
     await expect.poll(() => refusals.at(-1)).toBe(why("consentId is missing or not valid"));
     expect(await dialog(page).count()).toBe(1);
+    // ...and kept as read then: an accessor reading otherwise after the check changes nothing
+    // kept, and a state that cannot be read as JSON is refused, saying so.
+    const [keptAsJudged, cyclic] = await page.evaluate((state) => {
+      const api = (window as unknown as { consentBanner: { applyState(s: unknown): boolean } })
+        .consentBanner;
+      let reads = 0;
+      const turning = { ...state };
+      Object.defineProperty(turning, "consentId", {
+        enumerable: true,
+        get: () => (reads++ === 0 ? state.consentId : "abc"),
+      });
+      const loop: Record<string, unknown> = { ...state };
+      loop.self = loop;
+      return [api.applyState(turning), api.applyState(loop)];
+    }, whole);
+    expect([keptAsJudged, cyclic]).toEqual([true, false]);
+    expect(await stateOf(page)).toEqual(whole);
+    await expect.poll(() => refusals.at(-1)).toBe(why("it cannot be read as JSON"));
+    // The cookie holds the same state: the next page finds it and does not ask.
+    await page.reload();
+    await page.waitForFunction(() => "consentBanner" in window);
+    expect(await stateOf(page)).toEqual(whole);
+    expect(await dialog(page).count()).toBe(0);
 
     // A cookie edited by hand (or written by anything else) counts as no choice.
     const cookie = `consent_${publicId.slice(0, 8)}`;
