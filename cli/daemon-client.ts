@@ -40,8 +40,9 @@ export interface DaemonClient {
    * ConsentLogService as an operator acting for one team. `untimed` drops the per-call time
    * limit (the connection is still checked with pings): a tail runs until Ctrl-C, an export as
    * long as its rows take, and a listing or a count as long as the store reads, which is the
-   * daemon's to bound (on MongoDB, CONSENT_MONGODB_TIMEOUT_MS a read, past which it answers
-   * `query_too_broad`: a call limit as long as that would cut the answer off).
+   * daemon's to bound (CONSENT_MONGODB_TIMEOUT_MS a read on MongoDB, CONSENT_LOG_READ_TIMEOUT_MS
+   * on the embedded store, past which it answers `query_too_broad`: a call limit as long as that
+   * would cut the answer off).
    */
   logs(teamId: string, options?: { untimed?: boolean }): Client<typeof ConsentLogService>;
   /** WebhookService as an operator acting for one team. */

@@ -77,6 +77,31 @@ describe("CONSENT_MONGODB_TIMEOUT_MS", () => {
   });
 });
 
+describe("CONSENT_LOG_READ_TIMEOUT_MS", () => {
+  it("is unset by default (the embedded store's 10 s) and read as whole milliseconds", () => {
+    expect(loadConfig({}).logReadTimeoutMs).toBeUndefined();
+    expect(loadConfig({ CONSENT_LOG_READ_TIMEOUT_MS: "" }).logReadTimeoutMs).toBeUndefined();
+    expect(loadConfig({ CONSENT_LOG_READ_TIMEOUT_MS: "1000" }).logReadTimeoutMs).toBe(1_000);
+    expect(loadConfig({ CONSENT_LOG_READ_TIMEOUT_MS: "600000" }).logReadTimeoutMs).toBe(600_000);
+    for (const value of ["0", "999", "600001", "10s", "1e4"]) {
+      expect(() => loadConfig({ CONSENT_LOG_READ_TIMEOUT_MS: value })).toThrow(
+        /^CONSENT_LOG_READ_TIMEOUT_MS must be a whole number of milliseconds from 1000 to 600000/,
+      );
+    }
+  });
+
+  it("is refused beside MONGODB_URI, naming the setting that bounds MongoDB's log reads", () => {
+    expect(
+      configErrorOf({
+        MONGODB_URI: "mongodb://127.0.0.1:27017/consent",
+        CONSENT_LOG_READ_TIMEOUT_MS: "5000",
+      }).message,
+    ).toMatch(
+      /^CONSENT_LOG_READ_TIMEOUT_MS bounds the embedded store's .* CONSENT_MONGODB_TIMEOUT_MS/,
+    );
+  });
+});
+
 describe("numeric settings", () => {
   it("read ports as decimal whole numbers, spaces around allowed", () => {
     expect(loadConfig({ CONSENT_HTTP_PORT: " 8081 " }).httpPort).toBe(8081);

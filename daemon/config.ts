@@ -16,6 +16,13 @@ export interface Config {
    * 10 s. Read only with MONGODB_URI.
    */
   mongoTimeoutMs: number | undefined;
+  /**
+   * CONSENT_LOG_READ_TIMEOUT_MS: how long one read of the consent log on the embedded store (a
+   * listing, a count, a page of an export) may run before it answers query_too_broad
+   * (lmdb-consent-log-store.ts); unset: 10 s, MongoDB's default. MongoDB stops its reads at
+   * CONSENT_MONGODB_TIMEOUT_MS instead, so the setting is refused beside MONGODB_URI.
+   */
+  logReadTimeoutMs: number | undefined;
   httpHost: string;
   httpPort: number;
   grpcHost: string;
@@ -265,6 +272,19 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       `CONSENT_GEO_HEADER is read only from the proxies CONSENT_TRUST_PROXY names (visitors could otherwise pick their own jurisdiction): set CONSENT_TRUST_PROXY to the proxy that sets ${geoHeader}`,
     );
   }
+  const logReadTimeoutMs = wholeNumberIn(
+    env.CONSENT_LOG_READ_TIMEOUT_MS,
+    1_000,
+    600_000,
+    "CONSENT_LOG_READ_TIMEOUT_MS",
+    "a whole number of milliseconds",
+  );
+  // A setting the store in use never reads is refused, not silently ignored.
+  if (logReadTimeoutMs !== undefined && env.MONGODB_URI) {
+    throw new ConfigError(
+      "CONSENT_LOG_READ_TIMEOUT_MS bounds the embedded store's reads of the consent log; with MONGODB_URI set, CONSENT_MONGODB_TIMEOUT_MS bounds them: set that instead",
+    );
+  }
   return {
     dataDir: path.resolve(env.CONSENT_DATA_DIR || "./data"),
     mongoUri: env.MONGODB_URI || undefined,
@@ -275,6 +295,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       "CONSENT_MONGODB_TIMEOUT_MS",
       "a whole number of milliseconds",
     ),
+    logReadTimeoutMs,
     httpHost: env.CONSENT_HTTP_HOST || "127.0.0.1",
     httpPort: port(
       env.CONSENT_HTTP_PORT || env.PORT,

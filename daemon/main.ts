@@ -39,6 +39,7 @@ export async function openStore(
     return await openLmdbStore({
       dataDir: config.dataDir,
       minFreeBytes: config.minFreeMb * 1024 * 1024,
+      logReadLimitMs: config.logReadTimeoutMs,
       onRoomChange: (refusing, message) =>
         refusing ? logger?.error(message) : logger?.info(message),
       onDamage,

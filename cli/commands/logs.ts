@@ -42,8 +42,8 @@ function addListLogs(logs: Command, runtime: Runtime): void {
         progress: "Reading consent log…",
         auth: "operator",
         call: async ({ client }) => {
-          // MongoDB bounds the read (query_too_broad past it), the embedded store reads on while
-          // serving other calls: no call limit cuts it short.
+          // The store bounds the read (query_too_broad past it, at CONSENT_MONGODB_TIMEOUT_MS or
+          // CONSENT_LOG_READ_TIMEOUT_MS): no call limit cuts its answer short.
           const response = await client.logs(options.team, { untimed: true }).listConsentLogs({
             ...(await filterRequest(client, options)),
             pageSize: options.limit,
@@ -84,8 +84,8 @@ function addStatsLogs(logs: Command, runtime: Runtime): void {
         progress: "Counting consent log rows…",
         auth: "operator",
         call: async ({ client }) => {
-          // MongoDB bounds the count (query_too_broad past it), the embedded store counts on while
-          // serving other calls: no call limit cuts it short.
+          // The store bounds the count (query_too_broad past it, at CONSENT_MONGODB_TIMEOUT_MS or
+          // CONSENT_LOG_READ_TIMEOUT_MS): no call limit cuts its answer short.
           const stats = await client
             .logs(options.team, { untimed: true })
             .consentLogStats(await filterRequest(client, options));

@@ -85,10 +85,11 @@ export interface ConsentLogStats {
 
 /**
  * Thrown by list, listForward and stats when the store stopped the read at its time limit
- * (MongoDB: maxTimeMS, CONSENT_MONGODB_TIMEOUT_MS): the read passes over more rows than the store
- * reads in that time. The same read fails again, so it is the caller's to narrow, no outage to
- * retry (decisions §7: failed_precondition, with its own machine code); one over a shorter time
- * range, or of one banner, passes over fewer. The driver's error is the cause.
+ * (MongoDB: maxTimeMS, CONSENT_MONGODB_TIMEOUT_MS; the embedded store: CONSENT_LOG_READ_TIMEOUT_MS,
+ * checked every thousand rows): the read passes over more rows than the store reads in that time.
+ * The same read fails again, so it is the caller's to narrow, no outage to retry (decisions §7:
+ * failed_precondition, with its own machine code); one over a shorter time range, or of one
+ * banner, passes over fewer. On MongoDB the driver's error is the cause.
  */
 export class LogReadTooLargeError extends DomainError {
   constructor(
@@ -129,6 +130,12 @@ export const CONSENT_ID_SCAN_LIMIT = 1_000;
  * (the row together with its indexes and its outbox event): an acknowledged row always has its
  * event, and a failed append leaves neither, or (on MongoDB, a write whose majority did not
  * answer in time, or whose connection was lost after the server applied it) both.
+ *
+ * Every adapter bounds the time of one call of list, listForward and stats: a call still reading
+ * at the store's limit fails with LogReadTooLargeError, never with part of its answer (a short
+ * page of listForward would read as the end of the range). A read's cost is the rows it passes
+ * over, those its filters leave out included; a log tail's reads carry no filter but the ids it
+ * holds (skipIds), so a page of one costs the rows it returns.
  */
 export interface ConsentLogStore {
   /**

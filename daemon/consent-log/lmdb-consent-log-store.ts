@@ -12,6 +12,7 @@ import {
   type ConsentLogRecord,
   type ConsentLogStats,
   type ConsentLogStore,
+  LogReadTooLargeError,
 } from "#daemon/consent-log/consent-log-store.js";
 import { PREFIX_END } from "#daemon/store/lmdb-keys.js";
 import { DuplicateKeyError } from "#daemon/store/store.js";
@@ -41,6 +42,23 @@ export interface LmdbConsentLogDatabases {
  */
 const ROWS_BETWEEN_TURNS = 1_000;
 
+/** How long one read of the log may run when the store is given no limit: MongoDB's default. */
+export const DEFAULT_LOG_READ_LIMIT_MS = 10_000;
+
+/**
+ * The checkpoint of one read, every ROWS_BETWEEN_TURNS rows: a turn of the event loop, then the
+ * read's time limit, so the clock is read once per thousand rows, never per row. A read still
+ * running `limitMs` after it began stops with LogReadTooLargeError, as MongoDB stops one at its
+ * maxTimeMS; a read of fewer rows than that is never stopped.
+ */
+function checkpoint(limitMs: number): () => Promise<void> {
+  const startedAt = performance.now();
+  return async () => {
+    await yieldToEventLoop();
+    if (performance.now() - startedAt >= limitMs) throw new LogReadTooLargeError(limitMs);
+  };
+}
+
 /**
  * The lowest id a row received at `since` or later can have (lowestIdAt: an id is never below its
  * receipt's millisecond), or the lowest of all: a read from since starts at since's rows instead
@@ -53,10 +71,16 @@ function firstIdFrom(since: Date | undefined): string {
 
 /**
  * ConsentLogStore over LMDB. list() walks one team's rows backwards from `beforeId` and stops at
- * `limit`, so a page costs the rows it returns plus the rows its filters skip.
+ * `limit`, so a page costs the rows it returns plus the rows its filters skip. list, listForward
+ * and stats stop at `options.logReadLimitMs` (checkpoint; CONSENT_LOG_READ_TIMEOUT_MS, default
+ * DEFAULT_LOG_READ_LIMIT_MS); latestByConsentId reads at most CONSENT_ID_SCAN_LIMIT rows.
  */
-export function createLmdbConsentLogStore(dbs: LmdbConsentLogDatabases): ConsentLogStore {
+export function createLmdbConsentLogStore(
+  dbs: LmdbConsentLogDatabases,
+  options: { logReadLimitMs?: number } = {},
+): ConsentLogStore {
   const { consentLog, consentLogTeamsById, consentLogIdsByConsentId } = dbs;
+  const limitMs = options.logReadLimitMs ?? DEFAULT_LOG_READ_LIMIT_MS;
   return {
     // A commit waits at most for the other processes' commits on the one write lock.
     lateRowsMs: 5_000,
@@ -112,11 +136,12 @@ export function createLmdbConsentLogStore(dbs: LmdbConsentLogDatabases): Consent
         end: [query.teamId, firstIdFrom(query.since)],
         reverse: true,
       });
+      const turn = checkpoint(limitMs);
       let read = 0;
       for (const { value } of range) {
         if (matchesLogFilters(value, query)) rows.push(value);
         if (rows.length >= query.limit) break;
-        if (++read % ROWS_BETWEEN_TURNS === 0) await yieldToEventLoop();
+        if (++read % ROWS_BETWEEN_TURNS === 0) await turn();
       }
       return rows;
     },
@@ -141,11 +166,12 @@ export function createLmdbConsentLogStore(dbs: LmdbConsentLogDatabases): Consent
               .filter((key) => !skip.has(key[1]))
               .map((key) => consentLog.get(key))
           : consentLog.getRange(range).map(({ value }) => value);
+      const turn = checkpoint(limitMs);
       let read = 0;
       for (const value of values) {
         if (value && matchesLogFilters(value, query)) rows.push(value);
         if (rows.length >= query.limit) break;
-        if (++read % ROWS_BETWEEN_TURNS === 0) await yieldToEventLoop();
+        if (++read % ROWS_BETWEEN_TURNS === 0) await turn();
       }
       return rows;
     },
@@ -163,9 +189,10 @@ export function createLmdbConsentLogStore(dbs: LmdbConsentLogDatabases): Consent
         start: [query.teamId, firstIdFrom(query.since)],
         end: [query.teamId, PREFIX_END],
       };
+      const turn = checkpoint(limitMs);
       let read = 0;
       for (const { value } of consentLog.getRange(range)) {
-        if (++read % ROWS_BETWEEN_TURNS === 0) await yieldToEventLoop();
+        if (++read % ROWS_BETWEEN_TURNS === 0) await turn();
         if (!matchesLogFilters(value, query)) continue;
         stats.total += 1;
         stats.byMethod[value.method] = (stats.byMethod[value.method] ?? 0) + 1;

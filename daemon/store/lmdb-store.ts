@@ -31,6 +31,12 @@ export interface LmdbStoreOptions {
   onRoomChange?: DiskGuardOptions["onChange"];
   /** Told once, when a call first meets a damaged page (see `reportDamage` of the Store port). */
   onDamage?: (reason: string) => void;
+  /**
+   * How long one read of the consent log (a listing, a count, a page of an export or a tail) may
+   * run before it stops with LogReadTooLargeError; default 10 s. The daemon passes
+   * CONSENT_LOG_READ_TIMEOUT_MS.
+   */
+  logReadLimitMs?: number;
 }
 
 /**
@@ -308,12 +314,15 @@ export async function openLmdbStore(options: LmdbStoreOptions): Promise<Store> {
       subjects: records.openDB({ name: "subjects" }),
       subjectHashesByExpiry: records.openDB({ name: "subject-hashes-by-expiry" }),
     }),
-    consentLog: createLmdbConsentLogStore({
-      consentLog,
-      consentLogTeamsById: records.openDB({ name: "consent-log-teams-by-id" }),
-      consentLogIdsByConsentId: records.openDB({ name: "consent-log-ids-by-consent-id" }),
-      webhookOutbox,
-    }),
+    consentLog: createLmdbConsentLogStore(
+      {
+        consentLog,
+        consentLogTeamsById: records.openDB({ name: "consent-log-teams-by-id" }),
+        consentLogIdsByConsentId: records.openDB({ name: "consent-log-ids-by-consent-id" }),
+        webhookOutbox,
+      },
+      { logReadLimitMs: options.logReadLimitMs },
+    ),
     webhooks: createLmdbWebhookStore(webhookDatabases),
     counters: createLmdbCounterStore({
       counters: counterEnv.openDB({ name: "counters" }),

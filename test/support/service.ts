@@ -55,6 +55,12 @@ export interface TestServiceOptions {
    * instead of the embedded store's 5 s: a log tail then reads as far back as over MongoDB.
    */
   lateRowsMs?: number;
+  /**
+   * How long one read of the consent log may run (the embedded store's logReadLimitMs), below
+   * what CONSENT_LOG_READ_TIMEOUT_MS accepts: 0 stops every read at its first checkpoint, a
+   * thousand rows in.
+   */
+  logReadLimitMs?: number;
 }
 
 /**
@@ -82,7 +88,10 @@ export async function startTestService(options: TestServiceOptions = {}): Promis
       : options.identityKeys.length === 0
         ? []
         : parseIdentityKeys(options.identityKeys.join(","));
-  const lmdb = await openLmdbStore({ dataDir });
+  const lmdb = await openLmdbStore({
+    dataDir,
+    logReadLimitMs: options.logReadLimitMs ?? config.logReadTimeoutMs,
+  });
   const { lateRowsMs } = options;
   const store =
     lateRowsMs === undefined ? lmdb : { ...lmdb, consentLog: { ...lmdb.consentLog, lateRowsMs } };
