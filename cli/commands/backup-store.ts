@@ -204,13 +204,13 @@ async function copyRecords(
   source: string,
   directory: string,
 ): Promise<ReturnType<typeof storeFormatProblem>> {
-  const { openEnvironment, storedFormat } = await import("#daemon/store/lmdb-store.js");
+  const { openEnvironment, openMeta, storedFormat } = await import("#daemon/store/lmdb-store.js");
   const environment = openEnvironment({ path: source, readOnly: true });
   try {
     // The environment has a directory of its own, so LMDB writes data.mdb into `directory`.
     await environment.backup(directory, true);
     // Copied whole whatever it holds; a store this version's daemon refuses is said so.
-    return storeFormatProblem(storedFormat(environment));
+    return storeFormatProblem(storedFormat(openMeta(environment)));
   } finally {
     await environment.close();
   }

@@ -58,14 +58,17 @@ export function openEnvironment(options: RootDatabaseOptionsWithPath): RootDatab
 }
 
 /**
- * The records' format marker (store.ts, STORE_FORMAT): undefined when they hold none. A store no
- * daemon of this version has opened has no `meta` database, which an environment opened
+ * The records' `meta` database: their format marker, and the marks of indexes built at a first
+ * open. A store no daemon of this version has opened has none, which an environment opened
  * read-only (a backup's) cannot create: lmdb-js then gives no database at all.
  */
-export function storedFormat(records: RootDatabase): unknown {
-  return (
-    records.openDB<unknown, string>({ name: "meta" }) as Database<unknown, string> | undefined
-  )?.get("format");
+export function openMeta(records: RootDatabase): Database<unknown, string> | undefined {
+  return records.openDB<unknown, string>({ name: "meta" }) as Database<unknown, string> | undefined;
+}
+
+/** The records' format marker (store.ts, STORE_FORMAT), from their `meta`: undefined when none. */
+export function storedFormat(meta: Database<unknown, string> | undefined): unknown {
+  return meta?.get("format");
 }
 
 /**
@@ -265,8 +268,10 @@ export async function openLmdbStore(options: LmdbStoreOptions): Promise<Store> {
     }
   }, READER_CHECK_EVERY_MS);
   readers.unref();
+  // Opened read-write, the records create their `meta` when they have none.
+  const meta = openMeta(records) as Database<unknown, string>;
   try {
-    checkStoreFormat(storedFormat(records));
+    checkStoreFormat(storedFormat(meta));
   } catch (error) {
     clearInterval(readers);
     await Promise.all([records.close(), counterEnv.close()]);
@@ -354,7 +359,6 @@ export async function openLmdbStore(options: LmdbStoreOptions): Promise<Store> {
   if (guard) exemptWrites(store, guard);
   // The lease index of a store an earlier version wrote, built at its first open by this one:
   // exempt from the disk guard, as it writes once, one entry per leased pending delivery.
-  const meta = records.openDB<unknown, string>({ name: "meta" });
   const indexing = () => indexEarlierLeases(webhookDatabases, meta);
   try {
     await (guard ? guard.exempting(indexing) : indexing());
