@@ -457,7 +457,7 @@ function withoutFull(full: FullOwners): Filter<DeliveryDocument> {
  * ranges are empty while the clocks agree (a lease ends within one lease length, a retry within
  * the longest wait), so each is a look at one index key.
  */
-export function aheadOfClockQueries(horizons: ClockHorizons) {
+function aheadOfClockQueries(horizons: ClockHorizons) {
   return [
     {
       filter: { status: "pending", leaseUntil: { $gt: horizons.leases } },
