@@ -38,24 +38,31 @@ export async function startStandInDaemon(
   });
   const logs: Record<string, unknown>[] = [];
   const logger = pino({ level: "warn" }, { write: (line: string) => logs.push(JSON.parse(line)) });
-  const daemon = createDaemon({
-    store,
-    operatorToken: options.operatorToken,
-    identityKeys: [],
-    baseUrl: "http://127.0.0.1:8080",
-    logger,
-  });
-  const listening = await listenDaemon(daemon, { host: "127.0.0.1", port: 0, logger });
-  return {
-    server,
-    daemonUrl: listening.url,
-    logs,
-    async close() {
-      await listening.app.close();
-      await store.close();
-      await server.close();
-    },
-  };
+  // The store and the stand-in are closed again when a later step fails.
+  try {
+    const daemon = createDaemon({
+      store,
+      operatorToken: options.operatorToken,
+      identityKeys: [],
+      baseUrl: "http://127.0.0.1:8080",
+      logger,
+    });
+    const listening = await listenDaemon(daemon, { host: "127.0.0.1", port: 0, logger });
+    return {
+      server,
+      daemonUrl: listening.url,
+      logs,
+      async close() {
+        await listening.app.close();
+        await store.close();
+        await server.close();
+      },
+    };
+  } catch (error) {
+    await store.close();
+    await server.close();
+    throw error;
+  }
 }
 
 /** How a call failed, as a client reads it: its code, ErrorInfo code, message and Retry-After. */
