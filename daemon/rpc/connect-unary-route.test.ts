@@ -26,7 +26,7 @@ import {
   HealthCheckRequestSchema,
   HealthCheckResponse_ServingStatus as Status,
 } from "#gen/grpc/health/v1/health_pb.js";
-import { grpcWebTrailers, rawRequest } from "#test/support/raw-http2.js";
+import { grpcFrame, grpcWebTrailers, rawRequest } from "#test/support/raw-http2.js";
 
 const READ_MAX_BYTES = 4096;
 const CHECK_PATH = "/grpc.health.v1.Health/Check";
@@ -182,16 +182,14 @@ describe("the daemon's short way for binary Connect unary calls", () => {
       expect(reply.headers["content-length"]).toBe(String(reply.body.byteLength));
     }
     const grpcHeaders = { "content-type": "application/grpc", te: "trailers" };
-    const framed = (message: Uint8Array) =>
-      Buffer.concat([Buffer.from([0, 0, 0, 0, message.byteLength]), message]);
-    const grpc = await rawCall(url, grpcHeaders, framed(unreadable));
+    const grpc = await rawCall(url, grpcHeaders, grpcFrame(unreadable));
     expect([grpc.status, grpc.trailers["grpc-status"]]).toEqual([200, "3"]);
     expect(decodeURIComponent(String(grpc.trailers["grpc-message"]))).toMatch(/^parse binary: /);
     // gRPC-Web carries the status in the body's trailer frame.
     const grpcWeb = await rawCall(
       url,
       { "content-type": "application/grpc-web+proto" },
-      framed(unreadable),
+      grpcFrame(unreadable),
     );
     expect(grpcWeb.status).toBe(200);
     expect(grpcWebTrailers(grpcWeb.body)).toEqual({
@@ -199,14 +197,14 @@ describe("the daemon's short way for binary Connect unary calls", () => {
       "grpc-message": expect.stringMatching(/^parse binary: /),
     });
     // Only that failure: a handler's own fault stays internal, and a good call is unchanged.
-    const crash = await rawCall(url, grpcHeaders, framed(checkBody("crash")));
+    const crash = await rawCall(url, grpcHeaders, grpcFrame(checkBody("crash")));
     expect(crash.trailers["grpc-status"]).toBe("13");
-    const fine = await rawCall(url, grpcHeaders, framed(checkBody("plain")));
+    const fine = await rawCall(url, grpcHeaders, grpcFrame(checkBody("plain")));
     expect(fine.trailers["grpc-status"]).toBe("0");
     const webCrash = await rawCall(
       url,
       { "content-type": "application/grpc-web+proto" },
-      framed(checkBody("crash")),
+      grpcFrame(checkBody("crash")),
     );
     expect(grpcWebTrailers(webCrash.body)["grpc-status"]).toBe("13");
   });

@@ -6,7 +6,7 @@ import { MAX_STREAMS_PER_CONNECTION } from "#daemon/server.js";
 import { GetBannerRequestSchema } from "#gen/consent/v1/banner_pb.js";
 import { bulkyTexts, createBanner, createTeam, mintKey } from "#test/support/api.js";
 import { addressOf, loadConsentProtos, unary } from "#test/support/grpc-js.js";
-import { grpcWebTrailers, rawRequest } from "#test/support/raw-http2.js";
+import { grpcFrame, grpcWebTrailers, rawRequest } from "#test/support/raw-http2.js";
 import { startTestService, type TestService } from "#test/support/service.js";
 
 /**
@@ -50,9 +50,7 @@ async function stalledUntilClosed(session: http2.ClientHttp2Session, path: strin
 
 /** One gRPC message of `size` zero bytes, past the daemon's 1 MiB. */
 function oversizedMessage(size = 3_000_000): Buffer {
-  const prefix = Buffer.alloc(5);
-  prefix.writeUInt32BE(size, 1);
-  return Buffer.concat([prefix, Buffer.alloc(size)]);
+  return grpcFrame(Buffer.alloc(size));
 }
 
 /**
@@ -92,20 +90,18 @@ describe("the daemon port's bounds on what a client makes it hold", () => {
         "content-type": "application/grpc",
       };
       // An envelope announcing 1,000 bytes, then 10 of them, and never the rest.
-      const envelope = Buffer.alloc(5);
-      envelope.writeUInt32BE(1_000, 1);
       const started = Date.now();
       const closed = await stalledUntilClosed(
         session,
         headers[":path"],
-        Buffer.concat([envelope, Buffer.alloc(10)]),
+        grpcFrame(Buffer.alloc(10), 1_000),
       );
       expect(closed).toBe(http2.constants.NGHTTP2_CANCEL);
       expect(Date.now() - started).toBeGreaterThanOrEqual(arrivalMs - 50);
 
       // The same connection still answers a whole request: no credential, so UNAUTHENTICATED.
       const whole = session.request(headers);
-      whole.end(Buffer.from([0, 0, 0, 0, 0]));
+      whole.end(grpcFrame());
       const status = await new Promise<string | undefined>((resolve) => {
         whole.on("trailers", (trailers) => resolve(String(trailers["grpc-status"])));
         whole.on("response", (received) => {
@@ -126,7 +122,7 @@ describe("the daemon port's bounds on what a client makes it hold", () => {
       const closed = await stalledUntilClosed(
         session,
         "/consent.v1.ConsentLogService/TailConsentLogs",
-        Buffer.from([0, 0, 0, 0, 0]),
+        grpcFrame(),
       );
       expect(closed).toBe(http2.constants.NGHTTP2_CANCEL);
       // The caller's stall is not the daemon's failure: no "unexpected error" with a stack. A
@@ -135,7 +131,7 @@ describe("the daemon port's bounds on what a client makes it hold", () => {
         service.daemonUrl,
         "/grpc.health.v1.Health/Check",
         { "content-type": "application/grpc", te: "trailers" },
-        Buffer.from([0, 0, 0, 0, 0]),
+        grpcFrame(),
       );
       expect(after.trailers["grpc-status"]).toBe("0");
       const ofTail = logged.filter((entry) => entry.procedure === "TailConsentLogs");
@@ -150,7 +146,7 @@ describe("the daemon port's bounds on what a client makes it hold", () => {
       service.daemonUrl,
       "/grpc.health.v1.Health/Check",
       { "content-type": "application/grpc", te: "trailers", "grpc-timeout": "" },
-      Buffer.from([0, 0, 0, 0, 0]),
+      grpcFrame(),
     );
     expect(reply.trailers["grpc-status"]).toBe("3");
     // connect-es' message ends in a space, which a header value cannot: sent as %20.
@@ -212,7 +208,7 @@ describe("the daemon port's bounds on what a client makes it hold", () => {
         ":path": "/grpc.health.v1.Health/Watch",
         "content-type": "application/grpc",
       });
-      watch.end(Buffer.from([0, 0, 0, 0, 0]));
+      watch.end(grpcFrame());
       const messages: Buffer[] = [];
       watch.on("data", (chunk: Buffer) => messages.push(chunk));
       await new Promise((resolve) => setTimeout(resolve, arrivalMs * 3));
@@ -232,8 +228,6 @@ async function watchEnd(url: string, service: string, grpcTimeout: string, cance
     const name = Buffer.from(service);
     // HealthCheckRequest { service = 1 }: field 1, length-delimited.
     const message = Buffer.concat([Buffer.from([0x0a, name.length]), name]);
-    const envelope = Buffer.alloc(5);
-    envelope.writeUInt32BE(message.length, 1);
     const stream = session.request({
       ":method": "POST",
       ":path": "/grpc.health.v1.Health/Watch",
@@ -241,7 +235,7 @@ async function watchEnd(url: string, service: string, grpcTimeout: string, cance
       te: "trailers",
       "grpc-timeout": grpcTimeout,
     });
-    stream.end(Buffer.concat([envelope, message]));
+    stream.end(grpcFrame(message));
     const started = Date.now();
     stream.resume();
     return await new Promise<{ status: string; afterMs: number }>((resolve) => {
@@ -309,9 +303,7 @@ describe("the daemon port's budget for request bytes in flight", () => {
       te: "trailers",
     });
     hog.on("error", () => {});
-    const prefix = Buffer.alloc(5);
-    prefix.writeUInt32BE(100 * 1024, 1);
-    hog.write(Buffer.concat([prefix, Buffer.alloc(60 * 1024)]));
+    hog.write(grpcFrame(Buffer.alloc(60 * 1024), 100 * 1024));
     try {
       await new Promise((resolve) => setTimeout(resolve, 200));
       const refused = await check();

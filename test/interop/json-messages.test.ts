@@ -3,15 +3,8 @@ import { createGrpcTransport } from "@connectrpc/connect-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { SubjectService } from "#gen/consent/v1/subject_pb.js";
 import { consentState, createBanner, createTeam, mintKey } from "#test/support/api.js";
-import { rawRequest } from "#test/support/raw-http2.js";
+import { grpcFrame, rawRequest } from "#test/support/raw-http2.js";
 import { startTestService, type TestService } from "#test/support/service.js";
-
-/** A gRPC message frame: flags 0, 32-bit length, the message. */
-function framed(message: Buffer): Buffer {
-  const prefix = Buffer.alloc(5);
-  prefix.writeUInt32BE(message.byteLength, 1);
-  return Buffer.concat([prefix, message]);
-}
 
 /**
  * Request messages in JSON (Connect's `application/json`, gRPC's and gRPC-Web's `+json`) meet
@@ -83,7 +76,7 @@ describe("JSON request messages on the daemon's port", () => {
       service.daemonUrl,
       path,
       { "content-type": "application/grpc+json", te: "trailers", authorization: `Bearer ${key}` },
-      framed(putBody(Buffer.from([0x63, 0xc0, 0xaf]))),
+      grpcFrame(putBody(Buffer.from([0x63, 0xc0, 0xaf]))),
     );
     // In the trailers, or in the headers of an answer that is trailers only.
     const ended = { ...reply.headers, ...reply.trailers };
@@ -103,7 +96,9 @@ describe("JSON request messages on the daemon's port", () => {
         "connect-protocol-version": "1",
         authorization: `Bearer ${key}`,
       },
-      framed(Buffer.concat([Buffer.from('{"bannerId":"'), Buffer.from([0xff]), Buffer.from('"}')])),
+      grpcFrame(
+        Buffer.concat([Buffer.from('{"bannerId":"'), Buffer.from([0xff]), Buffer.from('"}')]),
+      ),
     );
     // One end-stream frame (flags 0x02) holding the error.
     expect([reply.status, reply.body[0]]).toEqual([200, 0x02]);

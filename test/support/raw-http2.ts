@@ -69,6 +69,16 @@ export function rawRequest(
   });
 }
 
+/**
+ * A gRPC (and gRPC-Web) message frame: flags 0, the length as 32 bits big-endian, the message.
+ * `announced`, when more than the message holds, is a frame whose rest never comes.
+ */
+export function grpcFrame(message: Uint8Array = new Uint8Array(0), announced = message.byteLength) {
+  const prefix = Buffer.alloc(5);
+  prefix.writeUInt32BE(announced, 1);
+  return Buffer.concat([prefix, message]);
+}
+
 /** The trailers of a gRPC-Web body: its last frame (flag 0x80), HTTP/1 header lines. */
 export function grpcWebTrailers(body: Buffer): Record<string, string> {
   let offset = 0;

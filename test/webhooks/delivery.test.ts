@@ -31,7 +31,7 @@ import { ErrorInfoSchema } from "#gen/consent/v1/errors_pb.js";
 import { WebhookService } from "#gen/consent/v1/webhook_pb.js";
 import { createTeam, http, mintKey } from "#test/support/api.js";
 import { aChoice, bannerFixture, postLog } from "#test/support/consent-log.js";
-import { rawRequest } from "#test/support/raw-http2.js";
+import { grpcFrame, rawRequest } from "#test/support/raw-http2.js";
 import { startTestService, type TestService } from "#test/support/service.js";
 import { eventually, NEVER, WebhookReceiver } from "#test/support/webhook-receiver.js";
 
@@ -289,8 +289,6 @@ describe("consent.given delivery", () => {
       // A raw gRPC call, so the deadline is the server's to keep, not the client's to enforce.
       const id = Buffer.from(team.webhook.id);
       const message = Buffer.concat([Buffer.from([0x0a, id.length]), id]);
-      const envelope = Buffer.alloc(5);
-      envelope.writeUInt32BE(message.length, 1);
       const started = Date.now();
       const answer = await rawRequest(
         service.daemonUrl,
@@ -301,7 +299,7 @@ describe("consent.given delivery", () => {
           "grpc-timeout": "500m",
           authorization: `Bearer ${team.key}`,
         },
-        Buffer.concat([envelope, message]),
+        grpcFrame(message),
       );
       expect(answer.trailers["grpc-status"] ?? answer.headers["grpc-status"]).toBe("4");
       expect(Date.now() - started).toBeLessThan(5_000);
