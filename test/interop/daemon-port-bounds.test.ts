@@ -6,33 +6,8 @@ import { MAX_STREAMS_PER_CONNECTION } from "#daemon/server.js";
 import { GetBannerRequestSchema } from "#gen/consent/v1/banner_pb.js";
 import { bulkyTexts, createBanner, createTeam, mintKey } from "#test/support/api.js";
 import { addressOf, loadConsentProtos, unary } from "#test/support/grpc-js.js";
-import { grpcFrame, grpcWebTrailers, rawRequest } from "#test/support/raw-http2.js";
+import { answeredEarly, grpcFrame, grpcWebTrailers, rawRequest } from "#test/support/raw-http2.js";
 import { startTestService, type TestService } from "#test/support/service.js";
-
-/**
- * A POST whose body is still being sent when the daemon answers it: the answer, and how the
- * stream ended (its RST_STREAM code), once the daemon has let go of it too (the session closes).
- */
-async function answeredEarly(url: string, headers: http2.OutgoingHttpHeaders, body: Buffer) {
-  const session = http2.connect(url);
-  const stream = session.request({ ":method": "POST", ...headers });
-  let response: http2.IncomingHttpHeaders = {};
-  let trailers: http2.IncomingHttpHeaders = {};
-  const chunks: Buffer[] = [];
-  stream.on("response", (received) => {
-    response = received;
-  });
-  stream.on("trailers", (received) => {
-    trailers = received;
-  });
-  stream.on("data", (chunk: Buffer) => chunks.push(chunk));
-  // The reset ends the upload: the client's write fails, the answer stands.
-  stream.on("error", () => {});
-  stream.end(body);
-  await new Promise((resolve) => stream.once("close", resolve));
-  await new Promise<void>((resolve) => session.close(() => resolve()));
-  return { response, trailers, body: Buffer.concat(chunks), rstCode: stream.rstCode };
-}
 
 /** A gRPC call that sends `sent` and never ends its request: its RST_STREAM code once closed. */
 async function stalledUntilClosed(session: http2.ClientHttp2Session, path: string, sent: Buffer) {

@@ -70,6 +70,31 @@ export function rawRequest(
 }
 
 /**
+ * A POST whose body is still being sent when the daemon answers it: the answer, and how the
+ * stream ended (its RST_STREAM code), once the daemon has let go of it too (the session closes).
+ */
+export async function answeredEarly(url: string, headers: http2.OutgoingHttpHeaders, body: Buffer) {
+  const session = http2.connect(url);
+  const stream = session.request({ ":method": "POST", ...headers });
+  let response: http2.IncomingHttpHeaders = {};
+  let trailers: http2.IncomingHttpHeaders = {};
+  const chunks: Buffer[] = [];
+  stream.on("response", (received) => {
+    response = received;
+  });
+  stream.on("trailers", (received) => {
+    trailers = received;
+  });
+  stream.on("data", (chunk: Buffer) => chunks.push(chunk));
+  // The reset ends the upload: the client's write fails, the answer stands.
+  stream.on("error", () => {});
+  stream.end(body);
+  await new Promise((resolve) => stream.once("close", resolve));
+  await new Promise<void>((resolve) => session.close(() => resolve()));
+  return { response, trailers, body: Buffer.concat(chunks), rstCode: stream.rstCode };
+}
+
+/**
  * A gRPC (and gRPC-Web) message frame: flags 0, the length as 32 bits big-endian, the message.
  * `announced`, when more than the message holds, is a frame whose rest never comes.
  */
