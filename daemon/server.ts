@@ -27,6 +27,7 @@ import { serveConnectUnary } from "#daemon/rpc/connect-unary-route.js";
 import { encodeGrpcMessageAsProtocolSays } from "#daemon/rpc/grpc-message.js";
 import { createServiceTable } from "#daemon/rpc/in-process-transport.js";
 import { answeringParseFailuresAsInvalid } from "#daemon/rpc/parse-failures.js";
+import { answerUnknownProcedures } from "#daemon/rpc/unknown-procedures.js";
 import { withReadCache } from "#daemon/store/read-cache.js";
 import type { Store } from "#daemon/store/store.js";
 import { createSubjectService } from "#daemon/subjects/subject-service.js";
@@ -353,12 +354,15 @@ export async function listenDaemon(daemon: Daemon, options: ListenOptions) {
   const contextValues = (request: { ip: string }) =>
     createContextValues().set(kPeerAddress, request.ip);
   // The gateway's calls (binary Connect unary) take the short way; everything else is connect-es'.
+  const table = createServiceTable({ routes: daemon.routes, interceptors: daemon.interceptors });
   serveConnectUnary(app, {
-    table: createServiceTable({ routes: daemon.routes, interceptors: daemon.interceptors }),
+    table,
     readMaxBytes: DAEMON_READ_MAX_BYTES,
     contextValues,
     shutdownSignal: shutdown.signal,
   });
+  // A call to a procedure no route serves is answered UNIMPLEMENTED in its own protocol.
+  answerUnknownProcedures(app, table.serves);
   // connect-es' JSON codec reads text with the decoder its options name (their type omits it);
   // unknown fields are ignored, connect-es' default, as protobuf binary skips them.
   const jsonOptions = { ignoreUnknownFields: true, textDecoder: utf8JsonDecoder };

@@ -48,7 +48,12 @@ export interface ConnectUnaryRouteOptions {
  * as before.
  */
 /** The daemon's Fastify instance: HTTP/2 without TLS. */
-type DaemonApp = FastifyInstance<Http2Server, Http2ServerRequest, Http2ServerResponse, Logger>;
+export type DaemonApp = FastifyInstance<
+  Http2Server,
+  Http2ServerRequest,
+  Http2ServerResponse,
+  Logger
+>;
 type DaemonRequest = FastifyRequest<RouteGenericInterface, Http2Server, Http2ServerRequest>;
 
 export function serveConnectUnary(app: DaemonApp, options: ConnectUnaryRouteOptions): void {

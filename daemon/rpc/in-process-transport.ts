@@ -75,6 +75,8 @@ function asConnectError(error: unknown): ConnectError {
 export interface ServiceTable {
   /** The unary method served at `/package.Service/Method`, if any. */
   unaryAt(path: string): DescMethodUnary | undefined;
+  /** Whether the daemon serves the service of this full name (`package.Service`). */
+  serves(service: string): boolean;
   /**
    * Runs a unary method's implementation for a request message, behind the interceptors. Throws
    * what the implementation or an interceptor threw.
@@ -94,7 +96,9 @@ export function createServiceTable(options: InProcessTransportOptions): ServiceT
   const methods = collectMethods(options.routes);
   const interceptors = (options.interceptors ?? []).concat().reverse();
   const unaryByPath = new Map<string, DescMethodUnary>();
+  const services = new Set<string>();
   for (const method of methods.keys()) {
+    services.add(method.parent.typeName);
     if (method.methodKind === "unary") {
       unaryByPath.set(`/${method.parent.typeName}/${method.name}`, method as DescMethodUnary);
     }
@@ -118,6 +122,7 @@ export function createServiceTable(options: InProcessTransportOptions): ServiceT
 
   return {
     unaryAt: (path) => unaryByPath.get(path),
+    serves: (service) => services.has(service),
     implOf,
     intercepted,
     async invokeUnary<I extends DescMessage, O extends DescMessage>(

@@ -1,0 +1,123 @@
+import { constants } from "node:http2";
+import { create, createFileRegistry, type DescMethodBiDiStreaming } from "@bufbuild/protobuf";
+import { FileDescriptorProtoSchema, file_google_protobuf_empty } from "@bufbuild/protobuf/wkt";
+import { Code, ConnectError, createConnectRouter } from "@connectrpc/connect";
+import {
+  codeToHttpStatus,
+  contentTypeUnaryRegExp,
+  errorToJsonBytes,
+} from "@connectrpc/connect/protocol-connect";
+import {
+  universalRequestFromNodeRequest,
+  universalResponseToNodeResponse,
+} from "@connectrpc/connect-node";
+import { clipped } from "#daemon/errors.js";
+import type { DaemonApp } from "#daemon/rpc/connect-unary-route.js";
+
+/** A procedure path: `/package.Service/Method`. */
+const PROCEDURE = /^\/([^/]+)\/([^/]+)$/;
+
+/**
+ * Why a path names no procedure the daemon serves, in gRPC's words for it (grpc-go's server):
+ * an unknown service, an unknown method of a service it serves, or no procedure's form at all.
+ * Paths come from the caller, so the text is clipped as every error text is (errors.ts).
+ */
+function unknownProcedure(path: string, serves: (service: string) => boolean): ConnectError {
+  const [, service, method] = PROCEDURE.exec(path) ?? [];
+  const message =
+    service === undefined
+      ? `malformed method name: ${JSON.stringify(path)}`
+      : serves(service)
+        ? `unknown method ${method} for service ${service}`
+        : `unknown service ${service}`;
+  return new ConnectError(clipped(message), Code.Unimplemented);
+}
+
+/**
+ * A stand-in procedure that streams both ways: connect-es runs its implementation before it reads
+ * any request message, so its answer does not depend on what the request carries, however
+ * malformed, compressed or long.
+ */
+function standInMethod(): DescMethodBiDiStreaming {
+  const registry = createFileRegistry(
+    create(FileDescriptorProtoSchema, {
+      name: "consent/internal/unknown_procedure.proto",
+      package: "consent.internal",
+      dependency: ["google/protobuf/empty.proto"],
+      syntax: "proto3",
+      service: [
+        {
+          name: "UnknownProcedure",
+          method: [
+            {
+              name: "Any",
+              inputType: ".google.protobuf.Empty",
+              outputType: ".google.protobuf.Empty",
+              clientStreaming: true,
+              serverStreaming: true,
+            },
+          ],
+        },
+      ],
+    }),
+    () => file_google_protobuf_empty,
+  );
+  const service = registry.getService("consent.internal.UnknownProcedure");
+  return service?.methods[0] as DescMethodBiDiStreaming;
+}
+
+/**
+ * decisions §7: a call to a procedure the daemon does not serve is answered UNIMPLEMENTED in the
+ * caller's protocol, as connect-es answers a method a service leaves out: gRPC with HTTP 200,
+ * `grpc-status: 12` and its `grpc-message`; gRPC-Web likewise in its trailers; Connect unary with
+ * HTTP 501 (the Connect protocol's status for unimplemented) and the error's JSON; a Connect
+ * stream with its end-of-stream message. Fastify's own 404 (its route-not-found JSON) is no answer
+ * a gRPC client reads. gRPC, gRPC-Web and Connect streams are answered by connect-es' handler of
+ * a stand-in procedure that fails at once; a Connect unary call, whose connect-es handler reads
+ * and parses the request before it fails, with the protocol's own helpers, as
+ * connect-unary-route.ts answers its errors. The request is left unread: once the answer is out
+ * the stream is reset (daemon/server.ts, resetOnceAnswered). Any other request to a path no route
+ * serves (a GET, a content type of no RPC protocol) keeps Fastify's 404.
+ */
+export function answerUnknownProcedures(
+  app: DaemonApp,
+  serves: (service: string) => boolean,
+): void {
+  const router = createConnectRouter();
+  router.rpc(standInMethod(), (_requests, context) => {
+    throw unknownProcedure(new URL(context.url).pathname, serves);
+  });
+  const [handler] = router.handlers;
+  if (!handler) throw new Error("connect-es registered no handler for the stand-in procedure");
+  app.addHook("onRequest", (request, reply, done) => {
+    const type = request.headers["content-type"] ?? "";
+    const unary = contentTypeUnaryRegExp.test(type);
+    if (
+      !request.is404 ||
+      request.method !== "POST" ||
+      !(unary || handler.supportedContentType(type))
+    ) {
+      done();
+      return;
+    }
+    reply.hijack();
+    done();
+    const response = reply.raw;
+    if (unary) {
+      const error = unknownProcedure(request.url.split("?")[0] as string, serves);
+      const body = errorToJsonBytes(error, undefined);
+      response.writeHead(codeToHttpStatus(error.code), {
+        "content-type": "application/json",
+        "content-length": String(body.byteLength),
+      });
+      response.end(body);
+      return;
+    }
+    handler(universalRequestFromNodeRequest(request.raw, response, undefined, undefined))
+      .then((answer) => universalResponseToNodeResponse(answer, response))
+      .catch((error: unknown) => {
+        request.log.error({ err: error }, "a call to an unknown procedure could not be answered");
+        if (!response.stream.destroyed) response.stream.close(constants.NGHTTP2_INTERNAL_ERROR);
+      });
+  });
+}
