@@ -3,7 +3,7 @@ import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
 import { boundedDetails, clipped, DomainError, type FailureKind } from "#daemon/errors.js";
 import { type ErrorLogger, repeatedFailureLog } from "#daemon/logging.js";
-import { isParseFailure } from "#daemon/rpc/parse-failures.js";
+import { isUnreadableRequest, unreadableRequest } from "#daemon/rpc/parse-failures.js";
 import { rateLimitHeaders } from "#daemon/rpc/rate-limit-headers.js";
 import { STORE_FULL_METADATA, StoreFullError } from "#daemon/store/disk-guard.js";
 import type { Store } from "#daemon/store/store.js";
@@ -64,8 +64,8 @@ const INTERNAL_ERROR_INFO = [
  * other error is logged with its stack and leaves as a bare "internal error", so no internal text
  * reaches a client. A server-streaming handler fails while its messages are read, so the
  * messages of a stream pass through the same translation. A streaming call's request message is
- * parsed there too: one that is not protobuf binary is the caller's error, `invalid_argument`,
- * as parse-failures.ts answers it for unary calls. A store that cannot be reached for now (a
+ * parsed there too: one that connect-es cannot read is the caller's error, `invalid_argument`
+ * with its ErrorInfo, as parse-failures.ts answers it for unary calls. A store that cannot be reached for now (a
  * MongoDB election, `storeUnavailable`) fails the call with `unavailable` and a Retry-After, which
  * clients retry (spec 7), logged at most once per REPEATED_FAILURE_LOG_MS; so is a call that met
  * the embedded store's damage (`internal`, as any other failure), which was logged when first met.
@@ -102,7 +102,7 @@ export function domainErrorInterceptor(
   return (next) => async (request) => {
     const translate = (error: unknown): ConnectError => {
       if (error instanceof DomainError) return toConnectError(error);
-      if (isParseFailure(error)) return new ConnectError(error.rawMessage, Code.InvalidArgument);
+      if (isUnreadableRequest(error)) return unreadableRequest(error.rawMessage);
       if (store.isUnavailable(error)) return unavailable(error, request.method.name);
       // A full disk: the guard has reported it once; a log entry per refused write would only
       // add to what fills the disk.

@@ -195,6 +195,8 @@ describe("the daemon's short way for binary Connect unary calls", () => {
     expect(grpcWebTrailers(grpcWeb.body)).toEqual({
       "grpc-status": "3",
       "grpc-message": expect.stringMatching(/^parse binary: /),
+      // The ErrorInfo (invalid_request) of every invalid request (decisions §7).
+      "grpc-status-details-bin": expect.any(String),
     });
     // Only that failure: a handler's own fault stays internal, and a good call is unchanged.
     const crash = await rawCall(url, grpcHeaders, grpcFrame(checkBody("crash")));

@@ -21,7 +21,7 @@ import {
   plainContext,
   type ServiceTable,
 } from "#daemon/rpc/in-process-transport.js";
-import { PARSE_FAILURE } from "#daemon/rpc/parse-failures.js";
+import { PARSE_FAILURE, unreadableRequest } from "#daemon/rpc/parse-failures.js";
 
 export interface ConnectUnaryRouteOptions {
   /** The daemon's services (createServiceTable over Daemon.routes and Daemon.interceptors). */
@@ -103,7 +103,7 @@ export function serveConnectUnary(app: DaemonApp, options: ConnectUnaryRouteOpti
       try {
         input = fromBinary(method.input, bytes);
       } catch (error) {
-        throw new ConnectError(`${PARSE_FAILURE}${messageOf(error)}`, Code.InvalidArgument);
+        throw unreadableRequest(`${PARSE_FAILURE}${messageOf(error)}`);
       }
       const output = await options.table.invokeUnary(method, ctx, input);
       header = output.header;

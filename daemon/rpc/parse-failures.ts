@@ -1,3 +1,4 @@
+import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError, type ConnectRouter } from "@connectrpc/connect";
 import {
   encodeEnvelope,
@@ -5,8 +6,10 @@ import {
   type UniversalServerResponse,
 } from "@connectrpc/connect/protocol";
 import { errorFromJsonBytes, errorToJsonBytes } from "@connectrpc/connect/protocol-connect";
-import { findTrailerError } from "@connectrpc/connect/protocol-grpc";
+import { findTrailerError, setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
 import { trailerFlag, trailerParse, trailerSerialize } from "@connectrpc/connect/protocol-grpc-web";
+import { clipped } from "#daemon/errors.js";
+import { ErrorInfoSchema } from "#gen/consent/v1/errors_pb.js";
 
 /**
  * How connect-es words a request message that is not protobuf binary (protocol/serialization);
@@ -19,7 +22,6 @@ export const PARSE_FAILURE = "parse binary: ";
  */
 const COMPRESSED_WITHOUT_ENCODING =
   "received compressed envelope, but do not know how to decompress";
-const GRPC_INVALID_ARGUMENT = String(Code.InvalidArgument);
 
 /**
  * connect-es' answer to a request message that is not protobuf binary (protocol/serialization),
@@ -33,17 +35,48 @@ export function isParseFailure(error: unknown): error is ConnectError {
   );
 }
 
+/** decisions §7: the ErrorInfo of a request the daemon cannot read, spec 7's invalid_request. */
+const INVALID_REQUEST_INFO = [
+  { desc: ErrorInfoSchema, value: create(ErrorInfoSchema, { code: "invalid_request" }) },
+];
+
+/**
+ * A request the daemon cannot read (a message that does not decode, a malformed deadline) as the
+ * caller's error: `invalid_argument`, carrying the ErrorInfo with the machine code every other
+ * invalid request carries (decisions §7), and the reason, clipped as every error text is.
+ */
+export function unreadableRequest(reason: string): ConnectError {
+  return new ConnectError(clipped(reason), Code.InvalidArgument, undefined, INVALID_REQUEST_INFO);
+}
+
+/**
+ * connect-es' own refusal of a request it could not read: a parse failure (isParseFailure), or an
+ * `invalid_argument` it raised, which carries no ErrorInfo: a JSON message that does not parse
+ * (or is not UTF-8, utf8JsonDecoder), a deadline that is no deadline. The daemon's own refusals
+ * always carry one (connect-errors.ts, toConnectError).
+ */
+export function isUnreadableRequest(error: unknown): error is ConnectError {
+  return (
+    isParseFailure(error) ||
+    (error instanceof ConnectError &&
+      error.code === Code.InvalidArgument &&
+      error.details.length === 0)
+  );
+}
+
 /**
  * The daemon's routes for connect-es' Fastify plugin, with one correction to connect-es'
- * answers: a request message that is not valid protobuf binary is the caller's error.
- * connect-es answers it `internal` (HTTP 500 in Connect, grpc-status 13), a server fault that
- * clients are told to retry (spec 7); the daemon answers `invalid_argument` (400, grpc-status 3),
- * as its short way for binary Connect unary calls does (connect-unary-route.ts) and as
- * connect-go and gRPC do. connect-es parses the message before any interceptor runs and offers
- * no hook there, so each handler the routes register is wrapped and its answer corrected on the
- * way out: a Connect unary error body, a gRPC status trailer, or a gRPC-Web trailer frame. A
- * streaming call's message is parsed later, inside the interceptors, where
- * domainErrorInterceptor answers it (connect-errors.ts).
+ * answers: a request it cannot read is the caller's error, answered unreadableRequest. A request
+ * message that is not valid protobuf binary connect-es answers `internal` (HTTP 500 in Connect,
+ * grpc-status 13), a server fault that clients are told to retry (spec 7); the daemon answers
+ * `invalid_argument` (400, grpc-status 3), as its short way for binary Connect unary calls does
+ * (connect-unary-route.ts) and as connect-go and gRPC do. The `invalid_argument` connect-es
+ * raises itself (a JSON message that does not parse) gains the ErrorInfo decisions §7 gives every
+ * failure. connect-es parses the message before any interceptor runs and offers no hook there,
+ * so each handler the routes register is wrapped and its answer corrected on the way out: a
+ * Connect unary error body, a gRPC status trailer, or a gRPC-Web trailer frame. A streaming
+ * call's message is parsed later, inside the interceptors, where domainErrorInterceptor answers
+ * it (connect-errors.ts).
  */
 export function answeringParseFailuresAsInvalid(
   routes: (router: ConnectRouter) => void,
@@ -65,9 +98,9 @@ function correcting(handler: UniversalHandler): UniversalHandler {
 }
 
 /**
- * The response with a binary parse failure answered as the caller's error, read and written with
- * connect-es' own codecs for each protocol's error: the gRPC status trailer, the gRPC-Web trailer
- * frame, the Connect error JSON.
+ * The response with a request connect-es could not read answered as the caller's error, read and
+ * written with connect-es' own codecs for each protocol's error: the gRPC status trailer, the
+ * gRPC-Web trailer frame, the Connect error JSON.
  */
 async function withCallerFault(response: UniversalServerResponse) {
   const { body, trailer } = response;
@@ -78,38 +111,35 @@ async function withCallerFault(response: UniversalServerResponse) {
       ...response,
       body: (async function* () {
         yield* body;
-        if (isParseFailure(findTrailerError(trailer))) {
-          trailer.set("grpc-status", GRPC_INVALID_ARGUMENT);
-        }
+        const error = findTrailerError(trailer);
+        if (isUnreadableRequest(error))
+          setTrailerStatus(trailer, unreadableRequest(error.rawMessage));
       })(),
     };
   }
   if (response.header?.get("content-type")?.startsWith("application/grpc-web")) {
     return { ...response, body: withGrpcWebStatusCorrected(body) };
   }
-  // Connect unary: a 500 whose body is the error's JSON (uncompressed: it is short), one piece.
-  if (response.status !== 500 || response.header?.get("content-encoding")) return response;
+  // Connect unary: a 500 or 400 whose body is the error's JSON (uncompressed: it is short), one
+  // piece.
+  const failed = response.status === 500 || response.status === 400;
+  if (!failed || response.header?.get("content-encoding")) return response;
   const bytes = Buffer.concat(await chunksOf(body));
   const error = errorFromJsonBytes(bytes, undefined, NOT_AN_ERROR);
-  if (!isParseFailure(error)) return { ...response, body: oneChunk(bytes) };
-  const answer = errorToJsonBytes(asCallerFault(error), undefined);
+  if (!isUnreadableRequest(error)) return { ...response, body: oneChunk(bytes) };
+  const answer = errorToJsonBytes(unreadableRequest(error.rawMessage), undefined);
   const header = new Headers(response.header);
   header.set("content-length", String(answer.byteLength));
   return { ...response, status: 400, header, body: oneChunk(answer) };
 }
 
-/** What errorFromJsonBytes answers for a body that is no error JSON: never a parse failure. */
+/** What errorFromJsonBytes answers for a body that is no error JSON: never an unreadable request. */
 const NOT_AN_ERROR = new ConnectError("", Code.Unknown);
 
-/** The same failure (connect-es gives it no details) with the caller's code. */
-function asCallerFault(error: ConnectError): ConnectError {
-  return new ConnectError(error.rawMessage, Code.InvalidArgument);
-}
-
 /**
- * A unary gRPC-Web body with a binary parse failure's status corrected. The failure comes
- * before any message, so its body is the trailer frame alone, one piece; a body of more pieces
- * passes as it is.
+ * A unary gRPC-Web body with an unreadable request's status corrected. The failure comes before
+ * any message, so its body is the trailer frame alone, one piece; a body of more pieces passes as
+ * it is.
  */
 async function* withGrpcWebStatusCorrected(body: AsyncIterable<Uint8Array>) {
   const chunks = await chunksOf(body);
@@ -123,8 +153,9 @@ function correctedTrailerFrame(frame: Uint8Array): Uint8Array {
   const length = view.byteLength - ENVELOPE_HEADER_BYTES;
   if (length < 0 || view[0] !== trailerFlag || view.readUInt32BE(1) !== length) return frame;
   const trailer = trailerParse(view.subarray(ENVELOPE_HEADER_BYTES));
-  if (!isParseFailure(findTrailerError(trailer))) return frame;
-  trailer.set("grpc-status", GRPC_INVALID_ARGUMENT);
+  const error = findTrailerError(trailer);
+  if (!isUnreadableRequest(error)) return frame;
+  setTrailerStatus(trailer, unreadableRequest(error.rawMessage));
   return encodeEnvelope(trailerFlag, trailerSerialize(trailer));
 }
 

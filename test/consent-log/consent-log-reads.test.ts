@@ -435,7 +435,12 @@ describe("ConsentLogService operator reads over gRPC", () => {
     // Connect streaming ends with a frame (flag 0x02) holding the end-stream JSON.
     expect([connect.status, connect.body[0]]).toEqual([200, 2]);
     expect(JSON.parse(connect.body.subarray(5).toString())).toEqual({
-      error: { code: "invalid_argument", message: expect.stringMatching(/^parse binary: /) },
+      error: {
+        code: "invalid_argument",
+        message: expect.stringMatching(/^parse binary: /),
+        // The ErrorInfo (invalid_request) of every invalid request (decisions §7).
+        details: [expect.objectContaining({ debug: { code: "invalid_request" } })],
+      },
     });
     // A message flagged compressed in a call that names no compression is as malformed, on a
     // stream and on a unary call alike.

@@ -6,6 +6,13 @@ import { consentState, createBanner, createTeam, mintKey } from "#test/support/a
 import { grpcFrame, rawRequest } from "#test/support/raw-http2.js";
 import { startTestService, type TestService } from "#test/support/service.js";
 
+/** decisions §7: the ErrorInfo of an invalid request, as Connect's error JSON carries it. */
+const INVALID_REQUEST_DETAIL = {
+  type: "consent.v1.ErrorInfo",
+  value: expect.any(String),
+  debug: { code: "invalid_request" },
+};
+
 /**
  * Request messages in JSON (Connect's `application/json`, gRPC's and gRPC-Web's `+json`) meet
  * the rule of the REST bodies (RFC 8259 §8.1, docs/behaviour.md): bytes that are not UTF-8 are
@@ -66,7 +73,11 @@ describe("JSON request messages on the daemon's port", () => {
     const reply = await putOverConnectJson(Buffer.from([0x61, 0xff, 0x62]));
     expect([reply.status, JSON.parse(reply.body.toString())]).toEqual([
       400,
-      { code: "invalid_argument", message: "Request message is not valid UTF-8 JSON" },
+      {
+        code: "invalid_argument",
+        message: "Request message is not valid UTF-8 JSON",
+        details: [INVALID_REQUEST_DETAIL],
+      },
     ]);
     expect(await found("a\uFFFDb")).toBe(false);
   });
@@ -103,7 +114,11 @@ describe("JSON request messages on the daemon's port", () => {
     // One end-stream frame (flags 0x02) holding the error.
     expect([reply.status, reply.body[0]]).toEqual([200, 0x02]);
     expect(JSON.parse(reply.body.subarray(5).toString())).toEqual({
-      error: { code: "invalid_argument", message: "Request message is not valid UTF-8 JSON" },
+      error: {
+        code: "invalid_argument",
+        message: "Request message is not valid UTF-8 JSON",
+        details: [INVALID_REQUEST_DETAIL],
+      },
     });
   });
 

@@ -1,0 +1,162 @@
+import { Code, ConnectError, createClient } from "@connectrpc/connect";
+import { errorFromJson, errorFromJsonBytes } from "@connectrpc/connect/protocol-connect";
+import { findTrailerError } from "@connectrpc/connect/protocol-grpc";
+import { createGrpcTransport } from "@connectrpc/connect-node";
+import * as grpc from "@grpc/grpc-js";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ErrorInfoSchema } from "#gen/consent/v1/errors_pb.js";
+import { SubjectService } from "#gen/consent/v1/subject_pb.js";
+import { createTeam, mintKey } from "#test/support/api.js";
+import { addressOf, errorInfoOf } from "#test/support/grpc-js.js";
+import { grpcFrame, grpcWebTrailers, type RawReply, rawRequest } from "#test/support/raw-http2.js";
+import { startTestService, type TestService } from "#test/support/service.js";
+
+const PUT = "/consent.v1.SubjectService/PutSubjectState";
+const TAIL = "/consent.v1.ConsentLogService/TailConsentLogs";
+/** Field 1 as length-delimited, its length byte past the end: no protobuf binary. */
+const NOT_PROTOBUF = Buffer.from([0x0a, 0xff]);
+const NOT_JSON = Buffer.from('{"bannerId":');
+
+/** What a caller reads of a failure: its code, its message, its ErrorInfo's machine code. */
+function failureOf(error: ConnectError | undefined) {
+  return {
+    code: error === undefined ? undefined : Code[error.code],
+    message: error?.rawMessage,
+    errorCode: error?.findDetails(ErrorInfoSchema)[0]?.code,
+  };
+}
+
+/** The status of a gRPC answer: in its trailers, or in the headers of a trailers-only answer. */
+const fromGrpc = (reply: RawReply) =>
+  failureOf(
+    findTrailerError(
+      new Headers(
+        Object.entries({ ...reply.headers, ...reply.trailers })
+          .filter(([name]) => !name.startsWith(":"))
+          .map(([name, value]): [string, string] => [name, String(value)]),
+      ),
+    ),
+  );
+const fromGrpcWeb = (reply: RawReply) =>
+  failureOf(findTrailerError(new Headers(grpcWebTrailers(reply.body))));
+/** What a body that is no error JSON reads as. */
+const NO_ERROR = new ConnectError("", Code.Unknown);
+const fromConnectUnary = (reply: RawReply) =>
+  failureOf(errorFromJsonBytes(reply.body, undefined, NO_ERROR));
+/** A Connect stream's end-of-stream frame (its envelope's five bytes, then the JSON). */
+const fromConnectStream = (reply: RawReply) =>
+  failureOf(
+    errorFromJson(JSON.parse(reply.body.subarray(5).toString()).error, undefined, NO_ERROR),
+  );
+
+/**
+ * decisions §7: every failure carries the ErrorInfo with its machine code, and a request message
+ * the daemon cannot decode is the caller's invalid request, as a message that fails validation
+ * is (spec 7's invalid_request), whichever protocol and serializer carried it.
+ */
+describe("a request message the daemon's port cannot decode", () => {
+  let service: TestService;
+  let key: string;
+  beforeAll(async () => {
+    service = await startTestService();
+    ({ key } = await mintKey(service, await createTeam(service)));
+  });
+  afterAll(() => service.close());
+
+  const invalidRequest = (message: RegExp | string) => ({
+    code: "InvalidArgument",
+    message: typeof message === "string" ? message : expect.stringMatching(message),
+    errorCode: "invalid_request",
+  });
+  const parseBinary = invalidRequest(/^parse binary: /);
+
+  it("carries the invalid_request ErrorInfo a message failing validation carries", async () => {
+    const subjects = createClient(
+      SubjectService,
+      createGrpcTransport({ baseUrl: service.daemonUrl }),
+    );
+    const invalid = await subjects
+      .putSubjectState({}, { headers: { authorization: `Bearer ${key}` } })
+      .then(
+        () => undefined,
+        (error: unknown) => ConnectError.from(error),
+      );
+    expect(failureOf(invalid)).toEqual(invalidRequest(/./));
+
+    const client = new grpc.Client(addressOf(service.daemonUrl), grpc.credentials.createInsecure());
+    const error = await new Promise<grpc.ServiceError | null>((resolve) => {
+      client.makeUnaryRequest(
+        PUT,
+        (bytes: Buffer) => bytes,
+        (bytes: Buffer) => bytes,
+        NOT_PROTOBUF,
+        (failure) => resolve(failure),
+      );
+    });
+    client.close();
+    expect([error?.code, error && errorInfoOf(error).info?.code]).toEqual([
+      grpc.status.INVALID_ARGUMENT,
+      "invalid_request",
+    ]);
+  });
+
+  it.each([
+    ["gRPC, protobuf", "application/grpc", NOT_PROTOBUF, parseBinary],
+    ["gRPC, JSON", "application/grpc+json", NOT_JSON, invalidRequest(/./)],
+  ])("answers it so over %s", async (_, type, message, expected) => {
+    const reply = await rawRequest(
+      service.daemonUrl,
+      PUT,
+      { "content-type": type, te: "trailers" },
+      grpcFrame(message),
+    );
+    expect(fromGrpc(reply)).toEqual(expected);
+  });
+
+  it("answers it so over gRPC-Web", async () => {
+    const reply = await rawRequest(
+      service.daemonUrl,
+      PUT,
+      { "content-type": "application/grpc-web+proto" },
+      grpcFrame(NOT_PROTOBUF),
+    );
+    expect(fromGrpcWeb(reply)).toEqual(parseBinary);
+  });
+
+  it.each([
+    ["protobuf, the short way", "application/proto", {}, NOT_PROTOBUF, parseBinary],
+    [
+      "protobuf, through connect-es",
+      "application/proto",
+      { "connect-timeout-ms": "10000" },
+      NOT_PROTOBUF,
+      parseBinary,
+    ],
+    ["JSON", "application/json", {}, NOT_JSON, invalidRequest(/./)],
+  ])("answers it so over Connect, %s, with HTTP 400", async (_, type, extra, body, expected) => {
+    const reply = await rawRequest(
+      service.daemonUrl,
+      PUT,
+      { "content-type": type, "connect-protocol-version": "1", ...extra },
+      body,
+    );
+    expect([reply.status, fromConnectUnary(reply)]).toEqual([400, expected]);
+  });
+
+  it("answers it so on a stream, over gRPC and Connect", async () => {
+    const grpcStream = await rawRequest(
+      service.daemonUrl,
+      TAIL,
+      { "content-type": "application/grpc", te: "trailers" },
+      grpcFrame(NOT_PROTOBUF),
+    );
+    expect(fromGrpc(grpcStream)).toEqual(parseBinary);
+    const connectStream = await rawRequest(
+      service.daemonUrl,
+      TAIL,
+      { "content-type": "application/connect+json", "connect-protocol-version": "1" },
+      grpcFrame(NOT_JSON),
+    );
+    expect(fromConnectStream(connectStream)).toEqual(invalidRequest(/./));
+  });
+});
