@@ -57,9 +57,22 @@ const MAX_MISSING = 10_000;
 const sha256 = (data: Uint8Array | string) =>
   createHash("sha256").update(data).digest("base64url").slice(0, 27);
 
+/**
+ * A value as a JavaScript literal: its JSON, with `<` and the line and paragraph separators
+ * written as escapes (the same string to the parser). No operator text then ends or comments out
+ * a `<script>` the body is placed in (`</script>`, `<!--`), nor breaks a parser that takes the
+ * separators for line ends inside a string.
+ */
+function scriptLiteral(value: unknown): string {
+  return JSON.stringify(value).replace(
+    /[<\u2028\u2029]/g,
+    (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`,
+  );
+}
+
 /** The loader body: the runtime bundle with the configuration bound to its `__CONFIG__`. */
 async function buildVariant(banner: PublishedBanner, geo: Geo | null): Promise<LoaderVariant> {
-  const config = JSON.stringify(runtimeConfig(banner, geo));
+  const config = scriptLiteral(runtimeConfig(banner, geo));
   const identity = Buffer.from(`(function(__CONFIG__){${await runtimeBundle()}})(${config});\n`);
   const [br, gz] = await Promise.all([
     brotli(identity, {

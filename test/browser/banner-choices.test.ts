@@ -747,6 +747,38 @@ describe.skipIf(skipBrowserTests)("banner runtime in Chromium: layouts and choic
     }
   });
 
+  it("shows the operator's texts as text, from its tag and with its body inlined in the page's HTML", async () => {
+    // Markup, a script end tag, a comment opener and line separators in the texts: shown as
+    // written, whether the loader comes by its tag or a site places its body in an inline script.
+    const title = `</script><p id="injected">You won</p><script nonce="${NONCE}">window.injectedRan = true</script>`;
+    const acceptAll = "<!-- Accept\u2028all\u2029<b>now</b>";
+    const { publicId, url } = await bannerSite({ texts: { en: { title, acceptAll } } });
+    const body = (await http(ctx.service, "GET", `/loader/${publicId}.js`)).text;
+    const inlined = ctx.site.page(`/inlined-${publicId}`, {
+      publicId,
+      noLoaderTag: true,
+      head: `<script nonce="${NONCE}">${body}</script>`,
+    });
+    for (const address of [url, inlined]) {
+      tab.warnings.length = 0;
+      await tab.page.goto(address);
+      await expect.poll(() => dialog(tab.page).count()).toBe(1);
+      const shown = await dialog(tab.page).evaluate((panel) => [
+        panel.querySelector("h2")?.textContent,
+        panel.querySelector("button")?.textContent,
+      ]);
+      expect([address, shown]).toEqual([address, [title, acceptAll]]);
+      const injected = await tab.page.evaluate(() => [
+        document.getElementById("injected") !== null,
+        (window as { injectedRan?: boolean }).injectedRan ?? false,
+      ]);
+      expect([address, injected]).toEqual([address, [false, false]]);
+      // Run inline, without a fetch of its own, it cannot tell where to post choices, and says so.
+      const other = tab.warnings.filter((w) => !/cannot tell where the loader came from/.test(w));
+      expect([address, other]).toEqual([address, []]);
+    }
+  });
+
   it("wraps a long word in the operator's texts inside a narrow panel", async () => {
     await tab.page.setViewportSize({ width: 320, height: 640 });
     await bannerPage({

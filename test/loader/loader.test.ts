@@ -226,6 +226,17 @@ describe("GET /loader/{publicId}.js", () => {
     }
   });
 
+  it("embeds the operator's texts so that none ends, comments out or breaks a <script> holding the body", async () => {
+    const title = "</script><p id=injected>Won</p><script>";
+    const description = "<!-- a\u2028line\u2029apart </SCRIPT >";
+    const { publicId } = await bannerFixture(service, {
+      configuration: { texts: { en: { title, description } } },
+    });
+    const body = (await loader(service, publicId)).bytes.toString("utf8");
+    expect(body.match(/<\/script|<!--|[\u2028\u2029]/gi)).toBeNull();
+    expect(configOf(Buffer.from(body)).texts.en).toMatchObject({ title, description });
+  });
+
   it("keeps the whole first-visit payload (JS, CSS, configuration) within 10 KB brotli", async () => {
     const texts = Object.fromEntries(
       ["en", "de", "fr"].map((lang) => [
