@@ -246,13 +246,16 @@ describe("banners", () => {
     ]);
   });
 
-  it("holds the privacy policy URL to the text rules: characters counted, no unpaired surrogate", async () => {
+  it("holds the privacy policy URL to the text rules: characters counted, no unpaired surrogate, no control character", async () => {
     const texts = (privacyPolicyUrl: string) => ({ texts: { de: { privacyPolicyUrl } } });
     const field = "configuration.texts.de.privacyPolicyUrl";
     for (const [url, rule] of [
       ["https://u.example/\ud800", "must be valid Unicode (it holds an unpaired surrogate)"],
       [`https://u.example/${"x".repeat(1983)}`, "must be at most 2000 characters"],
       ["ftp://u.example/", "must be an http(s) URL"],
+      ["https://u.example/\u0000", "must be an http(s) URL"],
+      ["https://u.example/a\u007fb", "must be an http(s) URL"],
+      ["https://u.example/\u0085", "must be an http(s) URL"],
     ] as const) {
       const refused = await post({ name: "P", domain: "u.example", configuration: texts(url) });
       expect([refused.status, refused.body.data]).toEqual([
