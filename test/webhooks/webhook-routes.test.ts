@@ -173,6 +173,46 @@ describe("webhook routes", () => {
     expect(JSON.stringify(listed.body)).not.toContain("secret@");
   });
 
+  // Regression: a url of 2,048 characters or fewer was stored percent-encoded, as the URL parser
+  // writes it, up to six times as long (12,020 characters for 2,000 "é"), past the documented limit.
+  it("keeps a url within 2,048 characters as stored, non-ASCII characters percent-encoded", async () => {
+    const created = await http(service, "POST", "/api/v1/webhooks", { key, body });
+    const id = created.body.data.webhook.id;
+    const prefix = "https://hooks.example.com/";
+    const widened = `${prefix}${"é".repeat(1_000)}`;
+    expect(widened.length).toBeLessThanOrEqual(2_048);
+    for (const [method, path] of [
+      ["POST", "/api/v1/webhooks"],
+      ["PATCH", `/api/v1/webhooks/${id}`],
+    ] as const) {
+      const result = await http(service, method, path, { key, body: { ...body, url: widened } });
+      expect(result.status).toBe(400);
+      expect(result.body.data.details).toEqual([
+        {
+          field: "url",
+          message: expect.stringMatching(
+            /^url must be at most 2048 characters once written as a URL \(non-ASCII/,
+          ),
+        },
+      ]);
+    }
+    expect(
+      (await http(service, "GET", `/api/v1/webhooks/${id}`, { key })).body.data.webhook.url,
+    ).toBe(body.url);
+    // At the limit once encoded: accepted, and stored as it was written.
+    const longest = `${prefix}${"%C3%A9".repeat(337)}${"a".repeat(2_048 - prefix.length - 6 * 337)}`;
+    expect(longest).toHaveLength(2_048);
+    const kept = await http(service, "POST", "/api/v1/webhooks", {
+      key,
+      body: {
+        ...body,
+        url: `${prefix}${"é".repeat(337)}${"a".repeat(2_048 - prefix.length - 6 * 337)}`,
+      },
+    });
+    expect(kept.status).toBe(201);
+    expect(kept.body.data.webhook.url).toBe(longest);
+  });
+
   // Regression: a description holding an escape sequence or a line break was stored, though
   // team, key and banner names refuse them: `consentctl webhooks list` reads it in a terminal.
   it("refuses control characters in the description, over REST and gRPC, on create and update", async () => {
