@@ -21,7 +21,7 @@ import {
   WEBHOOK_BODY_LIMIT,
 } from "#daemon/webhooks/webhook-rules.js";
 import { generateWebhookSecret, type WebhookSecretBox } from "#daemon/webhooks/webhook-secrets.js";
-import { sendWebhook } from "#daemon/webhooks/webhook-sender.js";
+import { DELIVERY_TIMEOUT_MS, sendWebhook } from "#daemon/webhooks/webhook-sender.js";
 import {
   type WebhookEndpointRecord,
   withoutExpiredPreviousSecret,
@@ -44,6 +44,16 @@ export interface WebhookServiceOptions {
 
 const bodyLimit = { maxBytes: WEBHOOK_BODY_LIMIT, failure: "subject" } as const;
 const REPLACE_ATTEMPTS = 5;
+/**
+ * TestWebhook sends of one team one daemon has in flight at once; one more is refused
+ * (RESOURCE_EXHAUSTED). Each holds a connection of its own for up to the 15 s timeout, outside
+ * the dispatcher's bounds on attempts (64 for a team), so without this a team's burst of tests to
+ * an endpoint that hangs would hold as many connections as calls it could send (its key's whole
+ * rate-limit window at once).
+ */
+export const MAX_TESTS_PER_TEAM = 8;
+/** What a refused test is told to wait: by then every send in flight has ended (its timeout). */
+const TEST_RETRY_SECONDS = Math.ceil(DELIVERY_TIMEOUT_MS / 1000);
 
 /** Whether `next` has the settings of `current`: a PATCH that changes none of them writes nothing. */
 function sameSettings(current: WebhookEndpointRecord, next: WebhookEndpointRecord): boolean {
@@ -88,6 +98,8 @@ export function createWebhookService(
   const { store, authenticator, clock, guard, secrets } = options;
 
   const admitted = admission(authenticator, { read: "webhooks:read", write: "webhooks:write" });
+  /** TestWebhook sends in flight on this daemon, by team. */
+  const testsByTeam = new Map<string, number>();
 
   async function ownEndpoint(auth: Authorized, id: string): Promise<WebhookEndpointRecord> {
     const endpoint = await store.webhooks.getEndpoint(auth.team.id, id);
@@ -108,6 +120,30 @@ export function createWebhookService(
         ]);
       }
     }
+  }
+
+  /**
+   * One signed `webhook.test` event sent now (docs/webhooks.md), outside the retry schedule. The
+   * caller's deadline, or its leaving, ends the attempt: no answer waits on it.
+   */
+  async function testSend(endpoint: WebhookEndpointRecord, signal: AbortSignal) {
+    const at = clock();
+    const eventId = `evt_test_${randomUUID().replaceAll("-", "")}`;
+    const body = JSON.stringify({
+      type: "webhook.test",
+      timestamp: at.toISOString(),
+      data: { webhookId: endpoint.id },
+    });
+    const headers = signedHeaders(signingSecrets(endpoint, secrets, at), eventId, at, body);
+    const outcome = await sendWebhook({ url: endpoint.url, headers, body, guard, signal });
+    signal.throwIfAborted();
+    return {
+      success: outcome.ok,
+      eventId,
+      statusCode: outcome.statusCode,
+      error: outcome.error ?? "",
+      responseExcerpt: outcome.excerpt ?? "",
+    };
   }
 
   return {
@@ -220,30 +256,23 @@ export function createWebhookService(
     testWebhook: (request, ctx) =>
       admitted(ctx, true, async (auth) => {
         const endpoint = await ownEndpoint(auth, request.id);
-        const at = clock();
-        const eventId = `evt_test_${randomUUID().replaceAll("-", "")}`;
-        const body = JSON.stringify({
-          type: "webhook.test",
-          timestamp: at.toISOString(),
-          data: { webhookId: endpoint.id },
-        });
-        const headers = signedHeaders(signingSecrets(endpoint, secrets, at), eventId, at, body);
-        // The caller's deadline, or its leaving, ends the attempt: no answer waits on it.
-        const outcome = await sendWebhook({
-          url: endpoint.url,
-          headers,
-          body,
-          guard,
-          signal: ctx.signal,
-        });
-        ctx.signal.throwIfAborted();
-        return {
-          success: outcome.ok,
-          eventId,
-          statusCode: outcome.statusCode,
-          error: outcome.error ?? "",
-          responseExcerpt: outcome.excerpt ?? "",
-        };
+        const inFlight = testsByTeam.get(auth.team.id) ?? 0;
+        if (inFlight >= MAX_TESTS_PER_TEAM) {
+          throw new DomainError(
+            "rate_limited",
+            "rate_limited",
+            `The team already has ${MAX_TESTS_PER_TEAM} test sends in flight on this daemon; retry once one has ended`,
+            { retryAfterSeconds: TEST_RETRY_SECONDS },
+          );
+        }
+        testsByTeam.set(auth.team.id, inFlight + 1);
+        try {
+          return await testSend(endpoint, ctx.signal);
+        } finally {
+          const left = (testsByTeam.get(auth.team.id) ?? 1) - 1;
+          if (left > 0) testsByTeam.set(auth.team.id, left);
+          else testsByTeam.delete(auth.team.id);
+        }
       }),
 
     listDeliveries: (request, ctx) =>

@@ -26,6 +26,7 @@ import { consentGivenBody } from "#daemon/webhooks/outbox.js";
 import { JITTER, RETRY_DELAYS_MS } from "#daemon/webhooks/retry-schedule.js";
 import { signature } from "#daemon/webhooks/signing.js";
 import { ATTEMPTS_PER_ENDPOINT, MAX_IN_FLIGHT } from "#daemon/webhooks/webhook-sender.js";
+import { MAX_TESTS_PER_TEAM } from "#daemon/webhooks/webhook-service.js";
 import { type DeliveryRecord, deliveryId, eventIdOf } from "#daemon/webhooks/webhook-store.js";
 import { ErrorInfoSchema } from "#gen/consent/v1/errors_pb.js";
 import { WebhookService } from "#gen/consent/v1/webhook_pb.js";
@@ -304,6 +305,63 @@ describe("consent.given delivery", () => {
       expect(answer.trailers["grpc-status"] ?? answer.headers["grpc-status"]).toBe("4");
       expect(Date.now() - started).toBeLessThan(5_000);
     } finally {
+      receiver.answer = previous;
+    }
+  });
+
+  // Regression: test sends had no bound but the key's rate limit, each holding a connection of
+  // its own for up to 15 s: one team's burst of tests to an endpoint that hangs held hundreds.
+  it(`keeps at most ${MAX_TESTS_PER_TEAM} test sends of a team in flight, refusing one more with RESOURCE_EXHAUSTED`, async () => {
+    const team = await subscribed();
+    const other = await subscribed();
+    const previous = receiver.answer;
+    const hanging = `team=${team.teamId}`;
+    receiver.answer = (request) => (request.url.includes(hanging) ? NEVER : previous(request));
+    const client = createClient(
+      WebhookService,
+      createGrpcTransport({ baseUrl: service.daemonUrl }),
+    );
+    const auth = { headers: { authorization: `Bearer ${team.key}` } };
+    const callers = new AbortController();
+    const arrived = () => receiver.received.filter((r) => r.url.includes(hanging)).length;
+    try {
+      const held = Array.from({ length: MAX_TESTS_PER_TEAM }, () =>
+        client
+          .testWebhook({ id: team.webhook.id }, { ...auth, signal: callers.signal })
+          .catch(() => undefined),
+      );
+      await eventually(
+        () => (arrived() === MAX_TESTS_PER_TEAM ? true : undefined),
+        "the team's test sends reach the endpoint and hang there",
+      );
+      let refusal: ConnectError | undefined;
+      await client.testWebhook({ id: team.webhook.id }, auth).catch((error) => {
+        refusal = ConnectError.from(error);
+      });
+      expect(refusal?.code).toBe(Code.ResourceExhausted);
+      expect(refusal?.findDetails(ErrorInfoSchema)[0]?.code).toBe("rate_limited");
+      expect(refusal?.rawMessage).toBe(
+        `The team already has ${MAX_TESTS_PER_TEAM} test sends in flight on this daemon; retry once one has ended`,
+      );
+      expect(refusal?.metadata.get("retry-after")).toBe("15");
+      expect(arrived()).toBe(MAX_TESTS_PER_TEAM);
+      // Another team's test is sent meanwhile.
+      const others = await client.testWebhook(
+        { id: other.webhook.id },
+        { headers: { authorization: `Bearer ${other.key}` } },
+      );
+      expect(others).toMatchObject({ success: true, statusCode: 200 });
+      // Once the sends in flight end, the team tests again.
+      callers.abort();
+      await Promise.all(held);
+      receiver.answer = previous;
+      await eventually(
+        async () =>
+          (await client.testWebhook({ id: team.webhook.id }, auth).catch(() => undefined))?.success,
+        "a test send once the others ended",
+      );
+    } finally {
+      callers.abort();
       receiver.answer = previous;
     }
   });
