@@ -7,6 +7,11 @@ const SECRET_BYTES = 32;
 /** Version tag of the sealed form, so the format can change without ambiguity. */
 const SEALED_PREFIX = "v1.";
 const IV_BYTES = 12;
+/**
+ * The GCM tag's length, required on opening: a decipher takes a tag cut to as few as 4 bytes
+ * otherwise, and a value altered that way would still open (or be forged in 2^32 tries).
+ */
+const TAG_BYTES = 16;
 /** Opened secrets a box keeps; past this many it starts over. */
 const OPENED_MAX = 1_000;
 
@@ -45,7 +50,9 @@ export class WebhookSecretBox {
 
   seal(secret: string): string {
     const iv = randomBytes(IV_BYTES);
-    const cipher = createCipheriv("aes-256-gcm", this.keys[0] as Buffer, iv);
+    const cipher = createCipheriv("aes-256-gcm", this.keys[0] as Buffer, iv, {
+      authTagLength: TAG_BYTES,
+    });
     const sealed = Buffer.concat([cipher.update(secret, "utf8"), cipher.final()]);
     const parts = [iv, cipher.getAuthTag(), sealed].map((part) => part.toString("base64url"));
     return SEALED_PREFIX + parts.join(".");
@@ -69,9 +76,9 @@ export class WebhookSecretBox {
       throw new Error("the stored webhook secret is not in a known sealed form");
     }
     for (const key of this.keys) {
-      const decipher = createDecipheriv("aes-256-gcm", key, iv);
-      decipher.setAuthTag(tag);
+      const decipher = createDecipheriv("aes-256-gcm", key, iv, { authTagLength: TAG_BYTES });
       try {
+        decipher.setAuthTag(tag);
         return Buffer.concat([decipher.update(data), decipher.final()]).toString("utf8");
       } catch {
         // The GCM tag does not verify under this key: try the next one.
