@@ -1,4 +1,5 @@
 import type { HandlerContext } from "@connectrpc/connect";
+import { AttemptsInFlight } from "#daemon/auth/attempts-in-flight.js";
 import {
   type Caller,
   callerOf,
@@ -10,7 +11,7 @@ import { digestsEqual, type SecretCheck, secretCheck } from "#daemon/auth/secret
 import type { Clock } from "#daemon/clock.js";
 import { DomainError, type RateLimitState } from "#daemon/errors.js";
 import { parseApiKey, secretHash } from "#daemon/keys/api-key-format.js";
-import type { Environment } from "#daemon/keys/key-store.js";
+import type { ApiKeyRecord, Environment } from "#daemon/keys/key-store.js";
 import {
   type ClientIpHasher,
   type FixedWindowLimiter,
@@ -20,6 +21,7 @@ import {
   rateLimited,
   retryAfterSeconds,
 } from "#daemon/limits/rate-limiter.js";
+import type { SessionRecord } from "#daemon/sessions/session-store.js";
 import type { Store } from "#daemon/store/store.js";
 import type { Team } from "#daemon/teams/team-store.js";
 
@@ -52,6 +54,12 @@ function keyRefusal(
   if (key.expiresAt && key.expiresAt <= now) return EXPIRED_KEY;
   return undefined;
 }
+
+/** A credential judged acceptable, before the checks of what it may do. */
+type Credential =
+  | { kind: "operator" }
+  | { kind: "key"; key: ApiKeyRecord }
+  | { kind: "session"; session: SessionRecord };
 
 /** Whether a found session may be used at `now`. */
 function sessionLive(session: { revokedAt: Date | null; expiresAt: Date }, now: Date): boolean {
@@ -101,6 +109,8 @@ export interface AuthenticatorOptions {
 export class Authenticator {
   /** The operator token, hashed once. */
   private readonly operator: SecretCheck;
+  /** Credential judgements running per client address (attempt). */
+  private readonly attempts = new AttemptsInFlight();
 
   constructor(private readonly options: AuthenticatorOptions) {
     this.operator = secretCheck(options.operatorToken);
@@ -118,22 +128,13 @@ export class Authenticator {
       // A blocked address is refused whatever it presents, the operator token included: else the
       // right token would answer differently from a wrong one, and guesses would go unlimited.
       const ipBucket = this.options.ipHasher.hash(caller.clientIp);
-      await this.refuseBlockedIp(ipBucket);
-      // One SHA-256 of the bearer serves both the operator check and the key look-up.
-      const bearerHash = caller.bearer === undefined ? undefined : secretHash(caller.bearer);
-      if (bearerHash !== undefined && this.operator.matchesDigest(bearerHash)) {
-        // The REST API takes API keys (spec 5): there, the operator token is no key, and nothing
-        // of the gRPC metadata it would need is named to a REST client.
-        if (caller.viaGateway) {
-          throw await this.failed(ipBucket, ...UNKNOWN_KEY);
-        }
+      const credential = await this.attempt(ipBucket, () => this.judge(caller, ipBucket));
+      if (credential.kind === "operator") {
         return { principal: { kind: "operator" }, team: await this.operatorTeam(caller), caller };
       }
-      // A key sent other than as a Bearer token is a malformed one (docs/behaviour.md).
-      if (caller.unreadableCredential) throw await this.failed(ipBucket, ...UNKNOWN_KEY);
-      return caller.bearer !== undefined
-        ? this.authorizeKey(caller, bearerHash as string, ipBucket, requirement)
-        : this.authorizeSession(caller, ipBucket, requirement);
+      return credential.kind === "key"
+        ? this.authorizeKey(caller, credential.key, requirement)
+        : this.authorizeSession(caller, credential.session, ipBucket, requirement);
     }
     throw new DomainError(
       "unauthenticated",
@@ -142,6 +143,34 @@ export class Authenticator {
         ? "Authentication required: send an API key as a Bearer token or a dashboard session cookie"
         : "Authentication required: send an API key as a Bearer token",
     );
+  }
+
+  /**
+   * The credential a caller presents, judged (a failed attempt if it is refused): the operator
+   * token, an API key, else its dashboard session.
+   */
+  private async judge(caller: Caller, ipBucket: string): Promise<Credential> {
+    // One SHA-256 of the bearer serves both the operator check and the key look-up.
+    const bearerHash = caller.bearer === undefined ? undefined : secretHash(caller.bearer);
+    if (bearerHash !== undefined && this.operator.matchesDigest(bearerHash)) {
+      // The REST API takes API keys (spec 5): there, the operator token is no key, and nothing
+      // of the gRPC metadata it would need is named to a REST client.
+      if (caller.viaGateway) throw await this.failed(ipBucket, ...UNKNOWN_KEY);
+      return { kind: "operator" };
+    }
+    // A key sent other than as a Bearer token is a malformed one (docs/behaviour.md).
+    if (caller.unreadableCredential) throw await this.failed(ipBucket, ...UNKNOWN_KEY);
+    if (caller.bearer !== undefined) {
+      const key = await this.lookUpKey(caller.bearer, bearerHash as string, ipBucket);
+      return { kind: "key", key };
+    }
+    const session = await this.options.store.sessions.findByHash(
+      secretHash(caller.sessionToken as string),
+    );
+    if (!session || !sessionLive(session, this.options.clock())) {
+      throw await this.failed(ipBucket, ...SESSION_REFUSED);
+    }
+    return { kind: "session", session };
   }
 
   /**
@@ -157,18 +186,17 @@ export class Authenticator {
     }
     // A blocked address first, whatever it presents (see authorize).
     const ipBucket = this.options.ipHasher.hash(caller.clientIp);
-    await this.refuseBlockedIp(ipBucket);
-    if (caller.bearer !== undefined && this.operator.matches(caller.bearer)) return caller;
-    throw await this.failed(ipBucket, "unauthorized", message);
+    return this.attempt(ipBucket, async () => {
+      if (caller.bearer !== undefined && this.operator.matches(caller.bearer)) return caller;
+      throw await this.failed(ipBucket, "unauthorized", message);
+    });
   }
 
   private async authorizeKey(
     caller: Caller,
-    bearerHash: string,
-    ipBucket: string,
+    key: ApiKeyRecord,
     requirement: Requirement,
   ): Promise<Authorized> {
-    const key = await this.lookUpKey(caller.bearer as string, bearerHash, ipBucket);
     const missing = key.scopes.includes(requirement.scope) ? [] : [requirement.scope];
     if (missing.length > 0) {
       throw new DomainError(
@@ -218,15 +246,10 @@ export class Authenticator {
 
   private async authorizeSession(
     caller: Caller,
+    session: SessionRecord,
     ipBucket: string,
     requirement: Requirement,
   ): Promise<Authorized> {
-    const now = this.options.clock();
-    const session = await this.options.store.sessions.findByHash(
-      secretHash(caller.sessionToken as string),
-    );
-    if (!session || !sessionLive(session, now))
-      throw await this.failed(ipBucket, ...SESSION_REFUSED);
     // decisions §2: a cookie-authenticated write must come from the dashboard's own origin (CSRF).
     if (requirement.write && caller.origin !== this.options.baseOrigin) {
       throw new DomainError(
@@ -263,7 +286,7 @@ export class Authenticator {
   }
 
   /** spec 8: beyond 10 failed attempts a minute, an IP gets 429 whatever it sends. */
-  private async refuseBlockedIp(ipBucket: string): Promise<void> {
+  private async refuseBlockedIp(ipBucket: string): Promise<number> {
     const { count, resetAtMs } = await this.options.limiter.used(
       `auth-fail:${ipBucket}`,
       MINUTE_MS,
@@ -273,6 +296,16 @@ export class Authenticator {
         what: FAILED_AUTH_LIMITED,
       });
     }
+    return FAILED_AUTH_LIMIT - count;
+  }
+
+  /**
+   * Runs the judgement of a credential from `ipBucket` unless the address is blocked, and with no
+   * more such judgements of the address at once than the failed attempts it has left
+   * (AttemptsInFlight): a burst of guesses is judged no faster than the limit counts them.
+   */
+  private attempt<T>(ipBucket: string, judgement: () => Promise<T>): Promise<T> {
+    return this.attempts.run(ipBucket, () => this.refuseBlockedIp(ipBucket), judgement);
   }
 
   /**
@@ -301,8 +334,9 @@ export class Authenticator {
 
   /**
    * Counts a failed attempt, and words it: its 401, or a 429 once the attempt is past the limit.
-   * Attempts sent together all pass refuseBlockedIp before any is counted; counted here, one at a
-   * time, those past the tenth learn nothing of their credential.
+   * Attempts sent together, more than attempt() lets run at once (from several processes on one
+   * store), may pass refuseBlockedIp before any is counted; counted here, one at a time, those
+   * past the tenth learn nothing of their credential.
    */
   private async failed(ipBucket: string, code: string, message: string): Promise<DomainError> {
     const outcome = await this.options.limiter.hit(

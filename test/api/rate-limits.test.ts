@@ -2,6 +2,7 @@ import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CallerHeaders } from "#daemon/auth/caller.js";
+import { generateApiKey } from "#daemon/keys/api-key-format.js";
 import { AdminService } from "#gen/consent/v1/admin_pb.js";
 import { BannerService } from "#gen/consent/v1/banner_pb.js";
 import { ConsentLogService } from "#gen/consent/v1/consent_log_pb.js";
@@ -141,6 +142,35 @@ describe("rate limits", () => {
     expect(statuses.filter((status) => status === 401)).toHaveLength(10);
     expect(statuses.filter((status) => status === 429)).toHaveLength(30);
     now += 60_000;
+  });
+
+  it("answers no more credentials of one address at once than its failed attempts left allow, so a burst of guesses learns of 10 at most", async () => {
+    const { key } = await mintKey(service, await createTeam(service, "enterprise"));
+    // Connections open already (requests without a credential are no attempt), as an attacker's
+    // would be: the guesses then arrive together.
+    await Promise.all(
+      Array.from({ length: 200 }, () =>
+        http(service, "GET", "/api/v1/banners", { headers: from("192.0.2.65") }),
+      ),
+    );
+    // Guesses of the right form, each looked up, and the right key among them.
+    const sent = Array.from({ length: 200 }, (_, i) => (i === 100 ? key : generateApiKey("live")));
+    const answers = await Promise.all(
+      sent.map((guess) =>
+        http(service, "GET", "/api/v1/banners", { key: guess, headers: from("192.0.2.65") }),
+      ),
+    );
+    const told = answers.filter((answer) => answer.status !== 429).map((answer) => answer.status);
+    expect(told).toHaveLength(10);
+    expect(told.filter((status) => status === 401).length).toBeGreaterThanOrEqual(9);
+    now += 60_000;
+    // A client without failures is never held back: its burst is answered in full.
+    const burst = await Promise.all(
+      Array.from({ length: 30 }, () =>
+        http(service, "GET", "/api/v1/banners", { key, headers: from("192.0.2.66") }),
+      ),
+    );
+    expect(burst.map((answer) => answer.status)).toEqual(Array(30).fill(200));
   });
 
   it("counts wrong operator tokens on the admin service as failed attempts, and then refuses the right one too", async () => {
