@@ -5,34 +5,64 @@ interface Checks {
 }
 
 /**
+ * Waits in `checks` until an ended check wakes this one, or until `signal` is aborted: then its
+ * place is left (no wake was owed to it) and the signal's reason thrown.
+ */
+function waitIn(checks: Checks, signal: AbortSignal | undefined): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    const leave = () => {
+      const at = checks.waiting.indexOf(wake);
+      if (at >= 0) checks.waiting.splice(at, 1);
+      reject(signal?.reason);
+    };
+    const wake = () => {
+      signal?.removeEventListener("abort", leave);
+      resolve();
+    };
+    checks.waiting.push(wake);
+    signal?.addEventListener("abort", leave, { once: true });
+  });
+}
+
+/**
  * Credential checks of one client (a counter bucket) run at most as many at once, in this
  * process, as the failed-authentication limit has room left for (spec 8). Counted only once it
  * has failed, a check sent beside many others would else be judged before any of them counted:
  * a burst of guesses would each be answered, a right one by its success, however far past the
  * limit the burst went. A check waits while the room is taken, and is let on (or refused, the
- * limit reached meanwhile) as the checks before it end. A bucket is forgotten once its last
- * check has ended.
+ * limit reached meanwhile) as the checks before it end. A check whose caller has gone (its
+ * call's signal aborted) leaves its place, so the checks behind it are not held up by answers no
+ * one reads. A bucket is forgotten once its last check has ended.
  */
 export class AttemptsInFlight {
   private readonly checks = new Map<string, Checks>();
 
   /**
    * Runs `check` once fewer checks of `bucket` run than `room()` allows, asking `room` again after
-   * each wait; `room` may throw (the limit reached), and then `check` never runs.
+   * each wait; `room` may throw (the limit reached), and then `check` never runs. Once `signal`
+   * is aborted, a check not yet running throws its reason instead, waiting no longer.
    */
-  async run<T>(bucket: string, room: () => Promise<number>, check: () => Promise<T>): Promise<T> {
-    let woken = false;
+  async run<T>(
+    bucket: string,
+    room: () => Promise<number>,
+    check: () => Promise<T>,
+    signal?: AbortSignal,
+  ): Promise<T> {
+    // Woken by an ended check: the turn is this one's, to run or to hand on.
+    let turn = false;
     try {
       for (;;) {
         const left = await room();
+        signal?.throwIfAborted();
         const checks = this.checksOf(bucket);
         if (checks.running < left) break;
-        await new Promise<void>((resolve) => checks.waiting.push(resolve));
-        woken = true;
+        turn = false;
+        await waitIn(checks, signal);
+        turn = true;
       }
     } catch (error) {
       // Let on the next one waiting, as an ended check would have: refused, this one ran none.
-      if (woken) this.ended(bucket);
+      if (turn) this.ended(bucket);
       throw error;
     }
     this.checksOf(bucket).running += 1;

@@ -128,7 +128,9 @@ export class Authenticator {
       // A blocked address is refused whatever it presents, the operator token included: else the
       // right token would answer differently from a wrong one, and guesses would go unlimited.
       const ipBucket = this.options.ipHasher.hash(caller.clientIp);
-      const credential = await this.attempt(ipBucket, () => this.judge(caller, ipBucket));
+      const credential = await this.attempt(ipBucket, ctx.signal, () =>
+        this.judge(caller, ipBucket),
+      );
       if (credential.kind === "operator") {
         return { principal: { kind: "operator" }, team: await this.operatorTeam(caller), caller };
       }
@@ -186,7 +188,7 @@ export class Authenticator {
     }
     // A blocked address first, whatever it presents (see authorize).
     const ipBucket = this.options.ipHasher.hash(caller.clientIp);
-    return this.attempt(ipBucket, async () => {
+    return this.attempt(ipBucket, ctx.signal, async () => {
       if (caller.bearer !== undefined && this.operator.matches(caller.bearer)) return caller;
       throw await this.failed(ipBucket, "unauthorized", message);
     });
@@ -302,10 +304,16 @@ export class Authenticator {
   /**
    * Runs the judgement of a credential from `ipBucket` unless the address is blocked, and with no
    * more such judgements of the address at once than the failed attempts it has left
-   * (AttemptsInFlight): a burst of guesses is judged no faster than the limit counts them.
+   * (AttemptsInFlight): a burst of guesses is judged no faster than the limit counts them. A call
+   * that ends (`signal`: its caller left, its deadline passed) while its judgement waits is judged
+   * never.
    */
-  private attempt<T>(ipBucket: string, judgement: () => Promise<T>): Promise<T> {
-    return this.attempts.run(ipBucket, () => this.refuseBlockedIp(ipBucket), judgement);
+  private attempt<T>(
+    ipBucket: string,
+    signal: AbortSignal,
+    judgement: () => Promise<T>,
+  ): Promise<T> {
+    return this.attempts.run(ipBucket, () => this.refuseBlockedIp(ipBucket), judgement, signal);
   }
 
   /**
