@@ -11,6 +11,14 @@ function deferred() {
   return { promise, resolve };
 }
 
+/** A check that notes its start in `ran` and runs until `until` settles. */
+function holding(ran: string[], name: string, until: Promise<void>) {
+  return async () => {
+    ran.push(name);
+    await until;
+  };
+}
+
 /** What `promise` came to within a few turns of the event loop, or "pending". */
 async function soon(promise: Promise<unknown>): Promise<unknown> {
   const pending = Symbol("pending");
@@ -34,10 +42,7 @@ describe("AttemptsInFlight", () => {
     const attempts = new AttemptsInFlight();
     const ran: string[] = [];
     const first = deferred();
-    const a = attempts.run("ip", oneAtATime, async () => {
-      ran.push("a");
-      await first.promise;
-    });
+    const a = attempts.run("ip", oneAtATime, holding(ran, "a", first.promise));
     const caller = new AbortController();
     const b = attempts.run("ip", oneAtATime, async () => void ran.push("b"), caller.signal);
     const c = attempts.run("ip", oneAtATime, async () => void ran.push("c"));
@@ -67,5 +72,51 @@ describe("AttemptsInFlight", () => {
     );
     await expect(check).rejects.toBe(gone);
     expect(ran).toBe(false);
+  });
+
+  it("keeps a woken check first in line when a check come meanwhile took the room", async () => {
+    const attempts = new AttemptsInFlight();
+    const ran: string[] = [];
+    const first = deferred();
+    const later = deferred();
+    const a = attempts.run("ip", oneAtATime, holding(ran, "a", first.promise));
+    // Its room is asked slowly once woken, so a check sent meanwhile is let on before it.
+    let asked = 0;
+    const slowOnceWoken = async () => {
+      if (asked++ > 0) for (let i = 0; i < 3; i++) await turnOfLoop();
+      return 1;
+    };
+    const b = attempts.run("ip", slowOnceWoken, async () => void ran.push("b"));
+    const d = attempts.run("ip", oneAtATime, async () => void ran.push("d"));
+    await turnOfLoop();
+    first.resolve();
+    await a;
+    const c = attempts.run("ip", oneAtATime, holding(ran, "c", later.promise));
+    for (let i = 0; i < 6; i++) await turnOfLoop();
+    later.resolve();
+    await Promise.all([b, c, d]);
+    expect(ran).toEqual(["a", "c", "b", "d"]);
+  });
+
+  it("lets on as many waiting checks as the room has grown to, not one at a time", async () => {
+    const attempts = new AttemptsInFlight();
+    let room = 1;
+    const roomNow = async () => room;
+    const started: string[] = [];
+    const first = deferred();
+    const second = deferred();
+    const a = attempts.run("ip", roomNow, holding(started, "a", first.promise));
+    const b = attempts.run("ip", roomNow, holding(started, "b", second.promise));
+    const c = attempts.run("ip", roomNow, async () => void started.push("c"));
+    await turnOfLoop();
+    // The limit's window began anew: room for three.
+    room = 3;
+    first.resolve();
+    await a;
+    // c runs beside b, not once b has ended.
+    expect(await soon(c)).toBe("ran");
+    expect(started).toEqual(["a", "b", "c"]);
+    second.resolve();
+    await b;
   });
 });

@@ -6,9 +6,10 @@ interface Checks {
 
 /**
  * Waits in `checks` until an ended check wakes this one, or until `signal` is aborted: then its
- * place is left (no wake was owed to it) and the signal's reason thrown.
+ * place is left (no wake was owed to it) and the signal's reason thrown. `first`: ahead of every
+ * other waiting, as one woken that found no room (a check come meanwhile took it) still is.
  */
-function waitIn(checks: Checks, signal: AbortSignal | undefined): Promise<void> {
+function waitIn(checks: Checks, first: boolean, signal: AbortSignal | undefined): Promise<void> {
   return new Promise<void>((resolve, reject) => {
     const leave = () => {
       const at = checks.waiting.indexOf(wake);
@@ -19,7 +20,8 @@ function waitIn(checks: Checks, signal: AbortSignal | undefined): Promise<void> 
       signal?.removeEventListener("abort", leave);
       resolve();
     };
-    checks.waiting.push(wake);
+    if (first) checks.waiting.unshift(wake);
+    else checks.waiting.push(wake);
     signal?.addEventListener("abort", leave, { once: true });
   });
 }
@@ -30,7 +32,7 @@ function waitIn(checks: Checks, signal: AbortSignal | undefined): Promise<void> 
  * has failed, a check sent beside many others would else be judged before any of them counted:
  * a burst of guesses would each be answered, a right one by its success, however far past the
  * limit the burst went. A check waits while the room is taken, and is let on (or refused, the
- * limit reached meanwhile) as the checks before it end. A check whose caller has gone (its
+ * limit reached meanwhile) as the checks before it end, the one waiting longest first. A check whose caller has gone (its
  * call's signal aborted) leaves its place, so the checks behind it are not held up by answers no
  * one reads. A bucket is forgotten once its last check has ended.
  */
@@ -50,14 +52,17 @@ export class AttemptsInFlight {
   ): Promise<T> {
     // Woken by an ended check: the turn is this one's, to run or to hand on.
     let turn = false;
+    let checks: Checks;
+    let left: number;
     try {
       for (;;) {
-        const left = await room();
+        left = await room();
         signal?.throwIfAborted();
-        const checks = this.checksOf(bucket);
+        checks = this.checksOf(bucket);
         if (checks.running < left) break;
+        const first = turn;
         turn = false;
-        await waitIn(checks, signal);
+        await waitIn(checks, first, signal);
         turn = true;
       }
     } catch (error) {
@@ -65,7 +70,10 @@ export class AttemptsInFlight {
       if (turn) this.ended(bucket);
       throw error;
     }
-    this.checksOf(bucket).running += 1;
+    checks.running += 1;
+    // Room for more than this one (the limit's window began anew while they waited): the next
+    // waiting goes on too, as it would once a check ended, instead of one at a time.
+    if (checks.running < left) checks.waiting.shift()?.();
     try {
       return await check();
     } finally {
