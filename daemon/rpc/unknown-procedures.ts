@@ -90,13 +90,14 @@ export function answerUnknownProcedures(
   const [handler] = router.handlers;
   if (!handler) throw new Error("connect-es registered no handler for the stand-in procedure");
   app.addHook("onRequest", (request, reply, done) => {
+    // Run for every request on the port: a served route passes on the route's own flag alone.
+    if (!request.is404 || request.method !== "POST") {
+      done();
+      return;
+    }
     const type = request.headers["content-type"] ?? "";
     const unary = contentTypeUnaryRegExp.test(type);
-    if (
-      !request.is404 ||
-      request.method !== "POST" ||
-      !(unary || handler.supportedContentType(type))
-    ) {
+    if (!unary && !handler.supportedContentType(type)) {
       done();
       return;
     }
