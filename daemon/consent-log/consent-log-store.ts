@@ -135,7 +135,8 @@ export const CONSENT_ID_SCAN_LIMIT = 1_000;
  * at the store's limit fails with LogReadTooLargeError, never with part of its answer (a short
  * page of listForward would read as the end of the range). A read's cost is the rows it passes
  * over, those its filters leave out included; a log tail's reads carry no filter but the ids it
- * holds (skipIds), so a page of one costs the rows it returns.
+ * holds (skipIds), so a page of one costs the rows it returns, and a sweep's the ids of its
+ * lookback window it passes over besides.
  */
 export interface ConsentLogStore {
   /**

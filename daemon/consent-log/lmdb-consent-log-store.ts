@@ -159,12 +159,12 @@ export function createLmdbConsentLogStore(
       const skip = query.skipIds;
       // With ids to skip, keys alone are walked, so a skipped row is never decoded; the others
       // are read one by one (a row purged in between is gone, as if the scan had begun later).
+      // A skipped key is passed over all the same, and counts towards the checkpoint.
       const values =
         skip && skip.size > 0
           ? consentLog
               .getKeys(range)
-              .filter((key) => !skip.has(key[1]))
-              .map((key) => consentLog.get(key))
+              .map((key) => (skip.has(key[1]) ? undefined : consentLog.get(key)))
           : consentLog.getRange(range).map(({ value }) => value);
       const turn = checkpoint(limitMs);
       let read = 0;
