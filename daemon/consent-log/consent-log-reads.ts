@@ -17,6 +17,7 @@ import {
   LogReadTooLargeError,
 } from "#daemon/consent-log/consent-log-store.js";
 import { DomainError } from "#daemon/errors.js";
+import { InFlightCounts } from "#daemon/limits/in-flight-counts.js";
 import { afterAdmission } from "#daemon/rpc/rate-limit-headers.js";
 import type { Store } from "#daemon/store/store.js";
 import type { ConsentLogService } from "#gen/consent/v1/consent_log_pb.js";
@@ -140,7 +141,7 @@ export function createConsentLogReads(options: ConsentLogReadOptions): ConsentLo
   }
 
   /** Tails this daemon follows, by team. */
-  const tailsByTeam = new Map<string, number>();
+  const tailsByTeam = new InFlightCounts();
 
   return {
     async *tailConsentLogs(request, ctx) {
@@ -151,7 +152,7 @@ export function createConsentLogReads(options: ConsentLogReadOptions): ConsentLo
       } = await admit(ctx, request);
       // Every tail reads the log on each append and sweeps it twice a second: a team's tails on
       // one daemon are bounded.
-      const open = tailsByTeam.get(teamId) ?? 0;
+      const open = tailsByTeam.of(teamId);
       if (open >= MAX_TAILS_PER_TEAM) {
         throw new DomainError(
           "rate_limited",
@@ -160,7 +161,7 @@ export function createConsentLogReads(options: ConsentLogReadOptions): ConsentLo
           { retryAfterSeconds: TAIL_RETRY_SECONDS },
         );
       }
-      tailsByTeam.set(teamId, open + 1);
+      tailsByTeam.enter(teamId);
       try {
         // The tail reads all of the team's rows and applies its filters itself, so its cursor
         // and the ids it has met cover every row, whatever the filters let through: a read
@@ -247,9 +248,7 @@ export function createConsentLogReads(options: ConsentLogReadOptions): ConsentLo
           { retryAfterSeconds: TAIL_RETRY_SECONDS },
         );
       } finally {
-        const left = (tailsByTeam.get(teamId) ?? 1) - 1;
-        if (left > 0) tailsByTeam.set(teamId, left);
-        else tailsByTeam.delete(teamId);
+        tailsByTeam.leave(teamId);
       }
     },
 

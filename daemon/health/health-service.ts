@@ -4,6 +4,7 @@ import type { ServiceImpl } from "@connectrpc/connect";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { kPeerAddress } from "#daemon/auth/caller.js";
 import { clipped } from "#daemon/errors.js";
+import { InFlightCounts } from "#daemon/limits/in-flight-counts.js";
 import { clientOfIp } from "#daemon/limits/rate-limiter.js";
 import type { Store } from "#daemon/store/store.js";
 import {
@@ -71,7 +72,7 @@ export function createHealthService(
 
   /** Watches open, in all and by client. */
   let watches = 0;
-  const watchesByClient = new Map<string, number>();
+  const watchesByClient = new InFlightCounts();
 
   return {
     async check(request) {
@@ -82,7 +83,7 @@ export function createHealthService(
 
     async *watch(request, ctx) {
       const client = clientOfIp(ctx.values.get(kPeerAddress) ?? "unknown");
-      const own = watchesByClient.get(client) ?? 0;
+      const own = watchesByClient.of(client);
       if (own >= MAX_WATCHES_PER_CLIENT || watches >= MAX_WATCHES) {
         throw new ConnectError(
           own >= MAX_WATCHES_PER_CLIENT
@@ -92,7 +93,7 @@ export function createHealthService(
         );
       }
       watches += 1;
-      watchesByClient.set(client, own + 1);
+      watchesByClient.enter(client);
       // Given back when the call ends, however it ends (connect-es returns the generator when
       // the caller leaves, and the abort wakes its wait); a watch whose caller stopped reading
       // holds its place until the connection goes.
@@ -116,9 +117,7 @@ export function createHealthService(
         ctx.signal.throwIfAborted();
       } finally {
         watches -= 1;
-        const left = (watchesByClient.get(client) ?? 1) - 1;
-        if (left > 0) watchesByClient.set(client, left);
-        else watchesByClient.delete(client);
+        watchesByClient.leave(client);
       }
     },
   };

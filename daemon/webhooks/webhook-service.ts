@@ -4,6 +4,7 @@ import type { ServiceImpl } from "@connectrpc/connect";
 import type { Authenticator, Authorized } from "#daemon/auth/authenticator.js";
 import type { Clock } from "#daemon/clock.js";
 import { DomainError, insertWithinMaximum, invalidRequest, notFound } from "#daemon/errors.js";
+import { InFlightCounts } from "#daemon/limits/in-flight-counts.js";
 import { admission } from "#daemon/rpc/rate-limit-headers.js";
 import { bodyOf } from "#daemon/rpc/request-body.js";
 import type { Store } from "#daemon/store/store.js";
@@ -99,7 +100,7 @@ export function createWebhookService(
 
   const admitted = admission(authenticator, { read: "webhooks:read", write: "webhooks:write" });
   /** TestWebhook sends in flight on this daemon, by team. */
-  const testsByTeam = new Map<string, number>();
+  const testsByTeam = new InFlightCounts();
 
   async function ownEndpoint(auth: Authorized, id: string): Promise<WebhookEndpointRecord> {
     const endpoint = await store.webhooks.getEndpoint(auth.team.id, id);
@@ -256,8 +257,7 @@ export function createWebhookService(
     testWebhook: (request, ctx) =>
       admitted(ctx, true, async (auth) => {
         const endpoint = await ownEndpoint(auth, request.id);
-        const inFlight = testsByTeam.get(auth.team.id) ?? 0;
-        if (inFlight >= MAX_TESTS_PER_TEAM) {
+        if (testsByTeam.of(auth.team.id) >= MAX_TESTS_PER_TEAM) {
           throw new DomainError(
             "rate_limited",
             "rate_limited",
@@ -265,13 +265,11 @@ export function createWebhookService(
             { retryAfterSeconds: TEST_RETRY_SECONDS },
           );
         }
-        testsByTeam.set(auth.team.id, inFlight + 1);
+        testsByTeam.enter(auth.team.id);
         try {
           return await testSend(endpoint, ctx.signal);
         } finally {
-          const left = (testsByTeam.get(auth.team.id) ?? 1) - 1;
-          if (left > 0) testsByTeam.set(auth.team.id, left);
-          else testsByTeam.delete(auth.team.id);
+          testsByTeam.leave(auth.team.id);
         }
       }),
 
