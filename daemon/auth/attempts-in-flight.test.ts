@@ -44,7 +44,12 @@ describe("AttemptsInFlight", () => {
     const first = deferred();
     const a = attempts.run("ip", oneAtATime, holding(ran, "a", first.promise));
     const caller = new AbortController();
-    const b = attempts.run("ip", oneAtATime, async () => void ran.push("b"), caller.signal);
+    const b = attempts.run(
+      "ip",
+      oneAtATime,
+      async () => void ran.push("b"),
+      () => caller.signal,
+    );
     const c = attempts.run("ip", oneAtATime, async () => void ran.push("c"));
     await turnOfLoop();
     const gone = new Error("the client canceled the call");
@@ -56,22 +61,28 @@ describe("AttemptsInFlight", () => {
     expect(ran).toEqual(["a", "c"]);
   });
 
-  it("runs no check whose signal was aborted before it had room", async () => {
+  it("queues no check whose signal was aborted before it would wait, and reads no signal of one with room", async () => {
     const attempts = new AttemptsInFlight();
+    const ran: string[] = [];
+    const first = deferred();
+    let read = 0;
+    const a = attempts.run("ip", oneAtATime, holding(ran, "a", first.promise), () => {
+      read += 1;
+      return new AbortController().signal;
+    });
     const caller = new AbortController();
     const gone = new Error("gone");
     caller.abort(gone);
-    let ran = false;
-    const check = attempts.run(
+    const b = attempts.run(
       "ip",
       oneAtATime,
-      async () => {
-        ran = true;
-      },
-      caller.signal,
+      async () => void ran.push("b"),
+      () => caller.signal,
     );
-    await expect(check).rejects.toBe(gone);
-    expect(ran).toBe(false);
+    await expect(b).rejects.toBe(gone);
+    first.resolve();
+    await a;
+    expect([ran, read]).toEqual([["a"], 0]);
   });
 
   it("keeps a woken check first in line when a check come meanwhile took the room", async () => {

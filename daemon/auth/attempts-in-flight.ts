@@ -41,14 +41,15 @@ export class AttemptsInFlight {
 
   /**
    * Runs `check` once fewer checks of `bucket` run than `room()` allows, asking `room` again after
-   * each wait; `room` may throw (the limit reached), and then `check` never runs. Once `signal`
-   * is aborted, a check not yet running throws its reason instead, waiting no longer.
+   * each wait; `room` may throw (the limit reached), and then `check` never runs. A check that
+   * must wait reads `signalOf()` (a call's context makes its signal on first use, and most checks
+   * never wait): once that is aborted, it throws its reason instead, waiting no longer.
    */
   async run<T>(
     bucket: string,
     room: () => Promise<number>,
     check: () => Promise<T>,
-    signal?: AbortSignal,
+    signalOf?: () => AbortSignal,
   ): Promise<T> {
     // Woken by an ended check: the turn is this one's, to run or to hand on.
     let turn = false;
@@ -57,13 +58,15 @@ export class AttemptsInFlight {
     try {
       for (;;) {
         left = await room();
-        signal?.throwIfAborted();
         checks = this.checksOf(bucket);
         if (checks.running < left) break;
+        const signal = signalOf?.();
+        signal?.throwIfAborted();
         const first = turn;
         turn = false;
         await waitIn(checks, first, signal);
         turn = true;
+        signal?.throwIfAborted();
       }
     } catch (error) {
       // Let on the next one waiting, as an ended check would have: refused, this one ran none.

@@ -128,9 +128,7 @@ export class Authenticator {
       // A blocked address is refused whatever it presents, the operator token included: else the
       // right token would answer differently from a wrong one, and guesses would go unlimited.
       const ipBucket = this.options.ipHasher.hash(caller.clientIp);
-      const credential = await this.attempt(ipBucket, ctx.signal, () =>
-        this.judge(caller, ipBucket),
-      );
+      const credential = await this.attempt(ipBucket, ctx, () => this.judge(caller, ipBucket));
       if (credential.kind === "operator") {
         return { principal: { kind: "operator" }, team: await this.operatorTeam(caller), caller };
       }
@@ -188,7 +186,7 @@ export class Authenticator {
     }
     // A blocked address first, whatever it presents (see authorize).
     const ipBucket = this.options.ipHasher.hash(caller.clientIp);
-    return this.attempt(ipBucket, ctx.signal, async () => {
+    return this.attempt(ipBucket, ctx, async () => {
       if (caller.bearer !== undefined && this.operator.matches(caller.bearer)) return caller;
       throw await this.failed(ipBucket, "unauthorized", message);
     });
@@ -305,15 +303,20 @@ export class Authenticator {
    * Runs the judgement of a credential from `ipBucket` unless the address is blocked, and with no
    * more such judgements of the address at once than the failed attempts it has left
    * (AttemptsInFlight): a burst of guesses is judged no faster than the limit counts them. A call
-   * that ends (`signal`: its caller left, its deadline passed) while its judgement waits is judged
-   * never.
+   * that ends (its context's signal: its caller left, its deadline passed) while its judgement
+   * waits is judged never.
    */
   private attempt<T>(
     ipBucket: string,
-    signal: AbortSignal,
+    ctx: HandlerContext,
     judgement: () => Promise<T>,
   ): Promise<T> {
-    return this.attempts.run(ipBucket, () => this.refuseBlockedIp(ipBucket), judgement, signal);
+    return this.attempts.run(
+      ipBucket,
+      () => this.refuseBlockedIp(ipBucket),
+      judgement,
+      () => ctx.signal,
+    );
   }
 
   /**
