@@ -268,9 +268,10 @@ export async function openLmdbStore(options: LmdbStoreOptions): Promise<Store> {
     }
   }, READER_CHECK_EVERY_MS);
   readers.unref();
-  // Opened read-write, the records create their `meta` when they have none.
-  const meta = openMeta(records) as Database<unknown, string>;
+  let meta: Database<unknown, string>;
   try {
+    // Opened read-write, the records create their `meta` when they have none.
+    meta = openMeta(records) as Database<unknown, string>;
     checkStoreFormat(storedFormat(meta));
   } catch (error) {
     clearInterval(readers);
