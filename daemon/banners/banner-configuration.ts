@@ -48,10 +48,10 @@ const color = z
   .string()
   .refine(isColor, "must be a hex, rgb()/rgba()/hsl()/hsla() or named CSS colour");
 // text(): counted in characters and refused with an unpaired surrogate, like every other text.
-// No white space or control character (NUL, DEL, C1): a browser drops or encodes them, so the
-// link would lead elsewhere than the operator wrote.
+// No white space, control character (NUL, DEL, C1) or invisible format character (U+200B,
+// U+202E): a browser drops or encodes them, so the link would lead elsewhere than it reads.
 const httpUrl = text(0, 2000).refine(
-  (value) => value === "" || /^https?:\/\/[^\s\p{Cc}]+$/iu.test(value),
+  (value) => value === "" || /^https?:\/\/[^\s\p{Cc}\p{Cf}]+$/iu.test(value),
   "must be an http(s) URL",
 );
 

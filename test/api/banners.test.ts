@@ -246,7 +246,7 @@ describe("banners", () => {
     ]);
   });
 
-  it("holds the privacy policy URL to the text rules: characters counted, no unpaired surrogate, no control character", async () => {
+  it("holds the privacy policy URL to the text rules: characters counted, no unpaired surrogate, no control or invisible format character", async () => {
     const texts = (privacyPolicyUrl: string) => ({ texts: { de: { privacyPolicyUrl } } });
     const field = "configuration.texts.de.privacyPolicyUrl";
     for (const [url, rule] of [
@@ -256,6 +256,8 @@ describe("banners", () => {
       ["https://u.example/\u0000", "must be an http(s) URL"],
       ["https://u.example/a\u007fb", "must be an http(s) URL"],
       ["https://u.example/\u0085", "must be an http(s) URL"],
+      ["https://u.example/\u202etxt.exe", "must be an http(s) URL"],
+      ["https://u.example/a\u200bb", "must be an http(s) URL"],
     ] as const) {
       const refused = await post({ name: "P", domain: "u.example", configuration: texts(url) });
       expect([refused.status, refused.body.data]).toEqual([
