@@ -546,7 +546,9 @@ describe("requests a client pipelines on one connection without reading the answ
   async function unreadableBehindAnswer() {
     const connection = await rawConnection(port);
     connection.socket.write(LIST_REQUEST);
+    // The first bytes of a 16 MB answer: well past waitFor's 1 s default on a busy machine.
     await vi.waitFor(() => expect(connection.received()).toMatch(/^HTTP\/1\.1 200 /), {
+      timeout: 10_000,
       interval: 5,
     });
     connection.socket.pause();
