@@ -1,5 +1,6 @@
-import { describe, expect, it } from "vitest";
-import { AddressGuard } from "#daemon/webhooks/address-guard.js";
+import { describe, expect, it, vi } from "vitest";
+import { AddressGuard, MAX_LOOKUPS, type Resolver } from "#daemon/webhooks/address-guard.js";
+import { DELIVERY_TIMEOUT_MS } from "#daemon/webhooks/webhook-sender.js";
 
 /** The guard on addresses as Node reports them (dns.lookup answers), not only URL literals. */
 describe("AddressGuard.refusalOf", () => {
@@ -49,5 +50,72 @@ describe("AddressGuard.lookup", () => {
     expect(nowhere?.message).toBe(
       "nowhere.invalid resolves to no address this service may reach; webhooks are only delivered to public addresses",
     );
+  });
+});
+
+describe("AddressGuard lookups at once", () => {
+  /** A resolver whose answers are held until the test gives them: public addresses. */
+  function heldResolver() {
+    const held: { hostname: string; answer: () => void }[] = [];
+    const resolver: Resolver = (hostname, _options, callback) => {
+      held.push({
+        hostname,
+        answer: () => callback(null, [{ address: "93.184.215.14", family: 4 }]),
+      });
+    };
+    return { held, resolver };
+  }
+  const lookUp = (guard: AddressGuard, hostname: string) =>
+    new Promise<{ error: Error | null; address: string }>((resolve) =>
+      guard.lookup(false)(hostname, {}, (error, address) =>
+        resolve({ error, address: address as string }),
+      ),
+    );
+
+  it(`runs at most ${MAX_LOOKUPS}, so names whose DNS never answers hold no more of the thread pool; the others run as those end`, async () => {
+    const { held, resolver } = heldResolver();
+    const guard = new AddressGuard([], resolver);
+    const names = ["hangs-1.example", "hangs-2.example", "ok-3.example", "ok-4.example"];
+    const answers = names.map((name) => lookUp(guard, name));
+    expect(held.map((call) => call.hostname)).toEqual(names.slice(0, MAX_LOOKUPS));
+    held[0]?.answer();
+    expect((await answers[0])?.address).toBe("93.184.215.14");
+    expect(held.map((call) => call.hostname)).toEqual(names.slice(0, MAX_LOOKUPS + 1));
+    held[2]?.answer();
+    expect((await answers[2])?.address).toBe("93.184.215.14");
+    expect(held.map((call) => call.hostname)).toEqual(names);
+    held[3]?.answer();
+    held[1]?.answer();
+    expect((await Promise.all(answers)).map((answer) => answer.error)).toEqual(
+      names.map(() => null),
+    );
+  });
+
+  it("fails unrun a lookup that waited longer than an attempt lasts, telling it as a name out of reach", async () => {
+    vi.useFakeTimers({ toFake: ["performance"] });
+    try {
+      const { held, resolver } = heldResolver();
+      const guard = new AddressGuard([], resolver);
+      const running = ["hangs-1.example", "hangs-2.example"].map((name) => lookUp(guard, name));
+      const late = lookUp(guard, "late.example");
+      vi.advanceTimersByTime(DELIVERY_TIMEOUT_MS + 1);
+      const fresh = lookUp(guard, "fresh.example");
+      held[0]?.answer();
+      expect((await late).error?.message).toBe(
+        "late.example resolves to no address this service may reach; webhooks are only delivered to public addresses",
+      );
+      // The turn goes on to the next lookup still worth running.
+      expect(held.map((call) => call.hostname)).toEqual([
+        "hangs-1.example",
+        "hangs-2.example",
+        "fresh.example",
+      ]);
+      held[1]?.answer();
+      held[2]?.answer();
+      expect((await fresh).error).toBeNull();
+      await Promise.all(running);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 });

@@ -1,6 +1,23 @@
-import { lookup as dnsLookup, type LookupAddress } from "node:dns";
+import { lookup as dnsLookup, type LookupAddress, type LookupAllOptions } from "node:dns";
 import type { LookupFunction } from "node:net";
 import ipaddr from "ipaddr.js";
+import { DELIVERY_TIMEOUT_MS } from "#daemon/webhooks/webhook-sender.js";
+
+/** What the guard resolves host names with: dns.lookup's form, every address asked for. */
+export type Resolver = (
+  hostname: string,
+  options: LookupAllOptions,
+  callback: (error: NodeJS.ErrnoException | null, addresses: LookupAddress[]) => void,
+) => void;
+
+/**
+ * Host-name lookups the guard has running at once. dns.lookup (getaddrinfo) holds one of
+ * libuv's threads, 4 unless UV_THREADPOOL_SIZE says more, for as long as the resolver takes:
+ * endpoints naming hosts whose DNS never answers would otherwise hold every thread, stalling the
+ * process's file work, compression (the loader's builds) and the other teams' lookups. The rest
+ * wait in turn.
+ */
+export const MAX_LOOKUPS = 2;
 
 type Address = ipaddr.IPv4 | ipaddr.IPv6;
 type Cidr = [Address, number];
@@ -88,9 +105,17 @@ function parseAddress(value: string): Address | null {
  */
 export class AddressGuard {
   private readonly allowed: Cidr[];
+  private readonly resolver: Resolver;
+  /** Lookups running (MAX_LOOKUPS at most), and those waiting with the time they began to. */
+  private running = 0;
+  private readonly waiting: { since: number; start: () => void; give: () => void }[] = [];
 
-  /** @throws RangeError naming the first entry that is not a CIDR or an address. */
-  constructor(allowCidrs: readonly string[]) {
+  /**
+   * @throws RangeError naming the first entry that is not a CIDR or an address.
+   * @param resolver how host names are resolved: dns.lookup unless a test says otherwise.
+   */
+  constructor(allowCidrs: readonly string[], resolver: Resolver = dnsLookup as Resolver) {
+    this.resolver = resolver;
     this.allowed = allowCidrs.map((entry) => {
       try {
         const [address, bits] = entry.includes("/")
@@ -162,7 +187,7 @@ export class AddressGuard {
       // would tell one internal zone from another. A delivery is retried as after any failure.
       const allowed = httpOnlyAllowListed ? HTTP_ONLY_ALLOW_LISTED : PUBLIC_ONLY;
       const refusal = `${hostname} resolves to no address this service may reach; ${allowed}`;
-      dnsLookup(hostname, { ...options, all: true }, (error, addresses: LookupAddress[]) => {
+      this.resolve(hostname, { ...options, all: true }, (error, addresses) => {
         if (error) {
           callback(new RefusedAddressError(refusal), "", 0);
           return;
@@ -180,5 +205,43 @@ export class AddressGuard {
         else callback(new RefusedAddressError(refusal), "", 0);
       });
     };
+  }
+
+  /**
+   * Runs the resolver when fewer than MAX_LOOKUPS run, else once one ends. A lookup that waited
+   * past DELIVERY_TIMEOUT_MS belongs to an attempt already given up: it fails unrun, so the queue
+   * never holds more than that time's worth while names hang.
+   */
+  private resolve(
+    hostname: string,
+    options: Parameters<Resolver>[1],
+    done: Parameters<Resolver>[2],
+  ) {
+    const start = () => {
+      this.running += 1;
+      this.resolver(hostname, options, (error, addresses) => {
+        this.running -= 1;
+        this.next();
+        done(error, addresses);
+      });
+    };
+    const give = () => {
+      const error: NodeJS.ErrnoException = new Error(`lookup of ${hostname} waited too long`);
+      error.code = "ETIMEOUT";
+      done(error, []);
+    };
+    if (this.running < MAX_LOOKUPS) start();
+    else this.waiting.push({ since: performance.now(), start, give });
+  }
+
+  /** The next waiting lookup, once one has ended; those waited out fail on the way. */
+  private next(): void {
+    for (let turn = this.waiting.shift(); turn; turn = this.waiting.shift()) {
+      if (performance.now() - turn.since <= DELIVERY_TIMEOUT_MS) {
+        turn.start();
+        return;
+      }
+      turn.give();
+    }
   }
 }
