@@ -1,6 +1,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
+import { ERROR_TEXT_MAX } from "#daemon/errors.js";
 import { AddressGuard } from "#daemon/webhooks/address-guard.js";
 import { DeliveryAgents, sendWebhook } from "#daemon/webhooks/webhook-sender.js";
 
@@ -121,5 +122,16 @@ describe("sendWebhook over kept-alive connections", () => {
     expect(outcome).toMatchObject({ ok: false, statusCode: 0 });
     expect(outcome.error).toMatch(/ECONNRESET/);
     expect(hooks.seen.requests).toBe(1);
+  });
+});
+
+describe("sendWebhook's failures", () => {
+  it("keeps a failure's text within the bound of every error text, however long what it quotes", async () => {
+    // A URL may hold a host name of 2,000 characters; the resolver refuses it, quoted whole.
+    const host = `${"a".repeat(2_000)}.example`;
+    const outcome = await sendWebhook({ url: `https://${host}/hooks`, headers, body: "{}", guard });
+    expect(outcome.ok).toBe(false);
+    expect(outcome.error?.length).toBe(ERROR_TEXT_MAX);
+    expect(outcome.error).toMatch(/^a{400}.*…$/);
   });
 });

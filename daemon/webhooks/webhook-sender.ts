@@ -5,6 +5,7 @@ import {
   type IncomingMessage,
 } from "node:http";
 import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
+import { clipped } from "#daemon/errors.js";
 import type { AddressGuard } from "#daemon/webhooks/address-guard.js";
 import type { SignedHeaders } from "#daemon/webhooks/signing.js";
 
@@ -220,8 +221,13 @@ function readExcerpt(response: IncomingMessage): Promise<{ excerpt: string; comp
   });
 }
 
+/**
+ * An attempt's failure as a delivery keeps it (`lastError`) and TestWebhook answers it: clipped
+ * as every error text is (errors.ts), since some quote at length what the endpoint or its URL
+ * holds (a host name of 2,000 characters, every name on a TLS certificate that matches none).
+ */
 function describe(error: Error): string {
   const code = (error as NodeJS.ErrnoException).code;
-  if (error.name === "RefusedAddressError") return error.message;
-  return code ? `${code}: ${error.message}` : error.message;
+  if (error.name === "RefusedAddressError") return clipped(error.message);
+  return clipped(code ? `${code}: ${error.message}` : error.message);
 }
