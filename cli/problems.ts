@@ -157,10 +157,18 @@ function describeConnectError(error: ConnectError, context: ProblemContext): Pro
           : "This call needs the daemon's operator token.",
         hint: tokenHint(context),
       };
+    case Code.Unimplemented:
+      // A daemon of an earlier release than this consentctl: it does not know the call, and says
+      // which one (the service or method it does not serve). No fault of either program.
+      return {
+        ...base,
+        code,
+        message: `The daemon at ${context.daemonUrl} does not serve this call: ${message}`,
+        hint: "it is of an earlier release than this consentctl (consentctl --version names this one): upgrade consentd, or use the consentctl of its release",
+      };
     case Code.Internal:
     case Code.Unknown:
     case Code.DataLoss:
-    case Code.Unimplemented:
       return {
         ...base,
         bug: true,

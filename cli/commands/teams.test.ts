@@ -211,6 +211,41 @@ describe("consentctl teams (against a real daemon)", { timeout: E2E_TIMEOUT_MS }
     }
   });
 
+  it("says that a daemon of an earlier release does not serve a call, naming it, not that the daemon failed", async () => {
+    // The daemon's port as a release without AdminService answers: UNIMPLEMENTED, with its words.
+    const earlier = http2.createServer((request, response) => {
+      response.writeHead(200, {
+        "content-type": "application/grpc",
+        "grpc-status": "12",
+        "grpc-message": `unknown service ${request.url.split("/")[1]}`,
+      });
+      response.end();
+    });
+    earlier.listen(0, "127.0.0.1");
+    await new Promise((resolve) => earlier.once("listening", resolve));
+    const url = `http://127.0.0.1:${(earlier.address() as AddressInfo).port}`;
+    try {
+      const [json, human] = await Promise.all([
+        runCli(["teams", "list", "--daemon", url, "--token", "x", "--json"]),
+        runCli(["teams", "list", "--daemon", url, "--token", "x"]),
+      ]);
+      expect([json.code, json.stdout, JSON.parse(json.stderr)]).toEqual([
+        1,
+        "",
+        {
+          error: `The daemon at ${url} does not serve this call: unknown service consent.v1.AdminService.`,
+          code: "unimplemented",
+          hint: "it is of an earlier release than this consentctl (consentctl --version names this one): upgrade consentd, or use the consentctl of its release",
+        },
+      ]);
+      expect(human.code).toBe(1);
+      expect(human.stderr).toContain("does not serve this call: unknown service");
+      expect(human.stderr).not.toContain("failed");
+    } finally {
+      await new Promise((resolve) => earlier.close(resolve));
+    }
+  });
+
   // Regression: OpenSSL's "ssl3_get_record:wrong version number" was shown as the daemon failing.
   it("says that the daemon speaks no TLS when given an https:// URL, naming the http:// one", async () => {
     const https = service.daemonUrl.replace(/^http:/, "https:");
