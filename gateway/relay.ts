@@ -43,13 +43,14 @@ export type Relay = { inProcess: true } | { inProcess: false; operatorToken: str
 /**
  * The dashboard session a request presents (decisions §2), if any. Taken as sent, not
  * percent-decoded: the service's tokens never hold an escape, and a decoded stray cookie
- * (%E2%82%AC) would not fit a header; any other value is an unknown session (401).
+ * (%E2%82%AC) would not fit a header; any other value is an unknown session (401). A value in
+ * double quotes is read without them: RFC 6265 §4.1.1 allows them around any cookie value.
  */
 export function sessionOf(request: FastifyRequest): string | undefined {
   const session = request.headers.cookie
     ? parseCookie(request.headers.cookie, { decode: asSent })[SESSION_COOKIE]
     : undefined;
-  return session || undefined;
+  return session?.replace(/^"(.*)"$/s, "$1") || undefined;
 }
 
 /**

@@ -287,6 +287,16 @@ describe("authentication, scopes, test keys and plans per route", () => {
     expect((await call(resolve, { cookie: "%E2%82%AC", key: keys.live })).status).toBe(200);
   });
 
+  it("reads a session cookie whose value is quoted (RFC 6265 §4.1.1), as it reads it bare", async () => {
+    const list = routes.find((r) => r.name === "list banners") as Route;
+    expect(await call(list, { cookie: `"${session}"` })).toMatchObject({ status: 200 });
+    // Only a whole pair of quotes is the syntax's; one alone is part of an unknown value.
+    expect(await call(list, { cookie: `"${session}` })).toMatchObject({
+      status: 401,
+      code: "unauthorized",
+    });
+  });
+
   it("reads a public Banner ID in either case (a UUID)", async () => {
     const resolve = await http(service, "POST", "/api/v1/consent/subjects/resolve", {
       key: keys.live,
