@@ -1,5 +1,10 @@
 import { describe, expect, it, vi } from "vitest";
-import { AddressGuard, MAX_LOOKUPS, type Resolver } from "#daemon/webhooks/address-guard.js";
+import {
+  AddressGuard,
+  MAX_LOOKUPS,
+  MAX_LOOKUPS_PER_TENANT,
+  type Resolver,
+} from "#daemon/webhooks/address-guard.js";
 import { DELIVERY_TIMEOUT_MS } from "#daemon/webhooks/webhook-sender.js";
 
 /** The guard on addresses as Node reports them (dns.lookup answers), not only URL literals. */
@@ -65,9 +70,9 @@ describe("AddressGuard lookups at once", () => {
     };
     return { held, resolver };
   }
-  const lookUp = (guard: AddressGuard, hostname: string) =>
+  const lookUp = (guard: AddressGuard, hostname: string, tenant?: string) =>
     new Promise<{ error: Error | null; address: string }>((resolve) =>
-      guard.lookup(false)(hostname, {}, (error, address) =>
+      guard.lookup(false, tenant)(hostname, {}, (error, address) =>
         resolve({ error, address: address as string }),
       ),
     );
@@ -76,7 +81,8 @@ describe("AddressGuard lookups at once", () => {
     const { held, resolver } = heldResolver();
     const guard = new AddressGuard([], resolver);
     const names = ["hangs-1.example", "hangs-2.example", "ok-3.example", "ok-4.example"];
-    const answers = names.map((name) => lookUp(guard, name));
+    // Each of its own team: the bound in all, not a team's.
+    const answers = names.map((name) => lookUp(guard, name, name));
     expect(held.map((call) => call.hostname)).toEqual(names.slice(0, MAX_LOOKUPS));
     held[0]?.answer();
     expect((await answers[0])?.address).toBe("93.184.215.14");
@@ -91,15 +97,52 @@ describe("AddressGuard lookups at once", () => {
     );
   });
 
+  it(`runs at most ${MAX_LOOKUPS_PER_TENANT} of one team's, so a team whose DNS hangs leaves the other teams room`, async () => {
+    const { held, resolver } = heldResolver();
+    const guard = new AddressGuard([], resolver);
+    const answers = [
+      lookUp(guard, "hangs-1.evil.example", "team-a"),
+      lookUp(guard, "hangs-2.evil.example", "team-a"),
+      lookUp(guard, "hangs-3.evil.example", "team-a"),
+      lookUp(guard, "shop-1.example", "team-b"),
+    ];
+    // Team B's lookup runs past team A's waiting ones, in the room team A cannot take.
+    expect(held.map((call) => call.hostname)).toEqual(["hangs-1.evil.example", "shop-1.example"]);
+    held[1]?.answer();
+    expect((await answers[3])?.error).toBeNull();
+    const later = lookUp(guard, "shop-2.example", "team-b");
+    expect(held.map((call) => call.hostname)).toEqual([
+      "hangs-1.evil.example",
+      "shop-1.example",
+      "shop-2.example",
+    ]);
+    held[2]?.answer();
+    expect((await later).error).toBeNull();
+    // Team A's next goes on once its own has ended, in turn.
+    held[0]?.answer();
+    expect(held.map((call) => call.hostname).slice(3)).toEqual(["hangs-2.evil.example"]);
+    held[3]?.answer();
+    expect(held.map((call) => call.hostname).slice(4)).toEqual(["hangs-3.evil.example"]);
+    held[4]?.answer();
+    expect((await Promise.all(answers)).map((answer) => answer.error)).toEqual([
+      null,
+      null,
+      null,
+      null,
+    ]);
+  });
+
   it("fails unrun a lookup that waited longer than an attempt lasts, telling it as a name out of reach", async () => {
     vi.useFakeTimers({ toFake: ["performance"] });
     try {
       const { held, resolver } = heldResolver();
       const guard = new AddressGuard([], resolver);
-      const running = ["hangs-1.example", "hangs-2.example"].map((name) => lookUp(guard, name));
-      const late = lookUp(guard, "late.example");
+      const running = ["hangs-1.example", "hangs-2.example"].map((name) =>
+        lookUp(guard, name, name),
+      );
+      const late = lookUp(guard, "late.example", "late");
       vi.advanceTimersByTime(DELIVERY_TIMEOUT_MS + 1);
-      const fresh = lookUp(guard, "fresh.example");
+      const fresh = lookUp(guard, "fresh.example", "fresh");
       held[0]?.answer();
       expect((await late).error?.message).toBe(
         "late.example resolves to no address this service may reach; webhooks are only delivered to public addresses",

@@ -18,6 +18,11 @@ export type Resolver = (
  * wait in turn.
  */
 export const MAX_LOOKUPS = 2;
+/**
+ * Of those, the lookups of one tenant (a team) at most: a team whose endpoints' DNS hangs holds
+ * one, and the other teams' lookups go on in the other.
+ */
+export const MAX_LOOKUPS_PER_TENANT = 1;
 
 type Address = ipaddr.IPv4 | ipaddr.IPv6;
 type Cidr = [Address, number];
@@ -106,9 +111,15 @@ function parseAddress(value: string): Address | null {
 export class AddressGuard {
   private readonly allowed: Cidr[];
   private readonly resolver: Resolver;
-  /** Lookups running (MAX_LOOKUPS at most), and those waiting with the time they began to. */
+  /** Lookups running, in all and by tenant, and those waiting with the time they began to. */
   private running = 0;
-  private readonly waiting: { since: number; start: () => void; give: () => void }[] = [];
+  private readonly runningBy = new Map<string, number>();
+  private readonly waiting: {
+    since: number;
+    tenant: string;
+    start: () => void;
+    give: () => void;
+  }[] = [];
 
   /**
    * @throws RangeError naming the first entry that is not a CIDR or an address.
@@ -176,8 +187,9 @@ export class AddressGuard {
   /**
    * A dns.lookup that refuses every answer unless all resolved addresses are permitted: the
    * socket connects only to what was checked here. For plain http, each address must be allow-listed.
+   * `tenant` (a team's id) shares the lookups running at once fairly among teams.
    */
-  lookup(httpOnlyAllowListed: boolean): LookupFunction {
+  lookup(httpOnlyAllowListed: boolean, tenant = ""): LookupFunction {
     return (hostname, options, callback) => {
       // Not which address, nor what kind, nor whether the name exists at all: a team may read
       // this (a delivery's lastError, TestWebhook), and the service's own DNS view of internal
@@ -187,7 +199,7 @@ export class AddressGuard {
       // would tell one internal zone from another. A delivery is retried as after any failure.
       const allowed = httpOnlyAllowListed ? HTTP_ONLY_ALLOW_LISTED : PUBLIC_ONLY;
       const refusal = `${hostname} resolves to no address this service may reach; ${allowed}`;
-      this.resolve(hostname, { ...options, all: true }, (error, addresses) => {
+      this.resolve(hostname, { ...options, all: true }, tenant, (error, addresses) => {
         if (error) {
           callback(new RefusedAddressError(refusal), "", 0);
           return;
@@ -208,19 +220,25 @@ export class AddressGuard {
   }
 
   /**
-   * Runs the resolver when fewer than MAX_LOOKUPS run, else once one ends. A lookup that waited
-   * past DELIVERY_TIMEOUT_MS belongs to an attempt already given up: it fails unrun, so the queue
-   * never holds more than that time's worth while names hang.
+   * Runs the resolver when fewer than MAX_LOOKUPS run, and fewer than MAX_LOOKUPS_PER_TENANT of
+   * the tenant's, else once one ends, in turn. A lookup that waited past DELIVERY_TIMEOUT_MS
+   * belongs to an attempt already given up: it fails unrun, so the queue never holds more than
+   * that time's worth while names hang.
    */
   private resolve(
     hostname: string,
     options: Parameters<Resolver>[1],
+    tenant: string,
     done: Parameters<Resolver>[2],
   ) {
     const start = () => {
       this.running += 1;
+      this.runningBy.set(tenant, (this.runningBy.get(tenant) ?? 0) + 1);
       this.resolver(hostname, options, (error, addresses) => {
         this.running -= 1;
+        const left = (this.runningBy.get(tenant) ?? 1) - 1;
+        if (left > 0) this.runningBy.set(tenant, left);
+        else this.runningBy.delete(tenant);
         this.next();
         done(error, addresses);
       });
@@ -230,18 +248,28 @@ export class AddressGuard {
       error.code = "ETIMEOUT";
       done(error, []);
     };
-    if (this.running < MAX_LOOKUPS) start();
-    else this.waiting.push({ since: performance.now(), start, give });
+    if (this.hasRoomFor(tenant)) start();
+    else this.waiting.push({ since: performance.now(), tenant, start, give });
   }
 
-  /** The next waiting lookup, once one has ended; those waited out fail on the way. */
+  private hasRoomFor(tenant: string): boolean {
+    return this.running < MAX_LOOKUPS && (this.runningBy.get(tenant) ?? 0) < MAX_LOOKUPS_PER_TENANT;
+  }
+
+  /**
+   * Once a lookup has ended: the waiting lookups that have room now, longest waiting first, past
+   * those of a tenant whose room is taken; those waited out fail on the way.
+   */
   private next(): void {
-    for (let turn = this.waiting.shift(); turn; turn = this.waiting.shift()) {
-      if (performance.now() - turn.since <= DELIVERY_TIMEOUT_MS) {
+    for (let at = 0; at < this.waiting.length && this.running < MAX_LOOKUPS; ) {
+      const turn = this.waiting[at] as (typeof this.waiting)[number];
+      if (performance.now() - turn.since > DELIVERY_TIMEOUT_MS) {
+        this.waiting.splice(at, 1);
+        turn.give();
+      } else if (this.hasRoomFor(turn.tenant)) {
+        this.waiting.splice(at, 1);
         turn.start();
-        return;
-      }
-      turn.give();
+      } else at += 1;
     }
   }
 }

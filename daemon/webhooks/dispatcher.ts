@@ -429,6 +429,7 @@ export class WebhookDispatcher {
         body: delivery.payload,
         guard: this.options.guard,
         agents: this.agents,
+        tenant: endpoint.teamId,
       });
     } catch (error) {
       outcome = {

@@ -41,6 +41,8 @@ export interface SendOptions {
   agents?: DeliveryAgents;
   /** Ends the attempt early (a TestWebhook call whose caller left, or whose deadline passed). */
   signal?: AbortSignal;
+  /** The endpoint's team: the guard shares its host-name lookups fairly among teams. */
+  tenant?: string;
 }
 
 /**
@@ -144,7 +146,7 @@ export function sendWebhook(options: SendOptions): Promise<SendOutcome> {
         req = request(url, {
           method: "POST",
           agent,
-          lookup: options.guard.lookup(!https),
+          lookup: options.guard.lookup(!https, options.tenant),
           headers: {
             ...options.headers,
             "content-type": "application/json",

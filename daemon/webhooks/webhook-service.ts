@@ -136,7 +136,14 @@ export function createWebhookService(
       data: { webhookId: endpoint.id },
     });
     const headers = signedHeaders(signingSecrets(endpoint, secrets, at), eventId, at, body);
-    const outcome = await sendWebhook({ url: endpoint.url, headers, body, guard, signal });
+    const outcome = await sendWebhook({
+      url: endpoint.url,
+      headers,
+      body,
+      guard,
+      signal,
+      tenant: endpoint.teamId,
+    });
     signal.throwIfAborted();
     return {
       success: outcome.ok,
