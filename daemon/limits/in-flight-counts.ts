@@ -1,7 +1,7 @@
 /**
  * Calls in flight in this process, counted by key (a team, a client address): what a bound on
- * calls at once (a team's tails, its TestWebhook sends, an address's health watches) reads before
- * it lets one more on. A key with none left is forgotten.
+ * calls at once (a team's tails, its TestWebhook sends, its webhook host-name lookups, an
+ * address's health watches) reads before it lets one more on. A key with none left is forgotten.
  */
 export class InFlightCounts {
   private readonly counts = new Map<string, number>();

@@ -1,6 +1,7 @@
 import { lookup as dnsLookup, type LookupAddress, type LookupAllOptions } from "node:dns";
 import type { LookupFunction } from "node:net";
 import ipaddr from "ipaddr.js";
+import { InFlightCounts } from "#daemon/limits/in-flight-counts.js";
 import { DELIVERY_TIMEOUT_MS } from "#daemon/webhooks/webhook-sender.js";
 
 /** What the guard resolves host names with: dns.lookup's form, every address asked for. */
@@ -113,7 +114,7 @@ export class AddressGuard {
   private readonly resolver: Resolver;
   /** Lookups running, in all and by tenant, and those waiting with the time they began to. */
   private running = 0;
-  private readonly runningBy = new Map<string, number>();
+  private readonly runningBy = new InFlightCounts();
   private readonly waiting: {
     since: number;
     tenant: string;
@@ -233,12 +234,10 @@ export class AddressGuard {
   ) {
     const start = () => {
       this.running += 1;
-      this.runningBy.set(tenant, (this.runningBy.get(tenant) ?? 0) + 1);
+      this.runningBy.enter(tenant);
       this.resolver(hostname, options, (error, addresses) => {
         this.running -= 1;
-        const left = (this.runningBy.get(tenant) ?? 1) - 1;
-        if (left > 0) this.runningBy.set(tenant, left);
-        else this.runningBy.delete(tenant);
+        this.runningBy.leave(tenant);
         this.next();
         done(error, addresses);
       });
@@ -253,7 +252,7 @@ export class AddressGuard {
   }
 
   private hasRoomFor(tenant: string): boolean {
-    return this.running < MAX_LOOKUPS && (this.runningBy.get(tenant) ?? 0) < MAX_LOOKUPS_PER_TENANT;
+    return this.running < MAX_LOOKUPS && this.runningBy.of(tenant) < MAX_LOOKUPS_PER_TENANT;
   }
 
   /**
