@@ -159,8 +159,13 @@ function answerInternalError(response: Http2ServerResponse): void {
     response.stream.close(http2.constants.NGHTTP2_INTERNAL_ERROR);
     return;
   }
-  const body = errorToJsonBytes(new ConnectError("internal error", Code.Internal), undefined);
-  response.writeHead(codeToHttpStatus(Code.Internal), {
+  answerConnectError(response, new ConnectError("internal error", Code.Internal));
+}
+
+/** A Connect unary error as the protocol answers it: its HTTP status, and its JSON alone. */
+export function answerConnectError(response: Http2ServerResponse, error: ConnectError): void {
+  const body = errorToJsonBytes(error, undefined);
+  response.writeHead(codeToHttpStatus(error.code), {
     "content-type": "application/json",
     "content-length": String(body.byteLength),
   });

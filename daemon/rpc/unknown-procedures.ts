@@ -2,17 +2,13 @@ import { constants } from "node:http2";
 import { create, createFileRegistry, type DescMethodBiDiStreaming } from "@bufbuild/protobuf";
 import { FileDescriptorProtoSchema, file_google_protobuf_empty } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError, createConnectRouter } from "@connectrpc/connect";
-import {
-  codeToHttpStatus,
-  contentTypeUnaryRegExp,
-  errorToJsonBytes,
-} from "@connectrpc/connect/protocol-connect";
+import { contentTypeUnaryRegExp } from "@connectrpc/connect/protocol-connect";
 import {
   universalRequestFromNodeRequest,
   universalResponseToNodeResponse,
 } from "@connectrpc/connect-node";
 import { clipped } from "#daemon/errors.js";
-import type { DaemonApp } from "#daemon/rpc/connect-unary-route.js";
+import { answerConnectError, type DaemonApp } from "#daemon/rpc/connect-unary-route.js";
 
 /** A procedure path: `/package.Service/Method`. */
 const PROCEDURE = /^\/([^/]+)\/([^/]+)$/;
@@ -105,13 +101,7 @@ export function answerUnknownProcedures(
     done();
     const response = reply.raw;
     if (unary) {
-      const error = unknownProcedure(request.url.split("?")[0] as string, serves);
-      const body = errorToJsonBytes(error, undefined);
-      response.writeHead(codeToHttpStatus(error.code), {
-        "content-type": "application/json",
-        "content-length": String(body.byteLength),
-      });
-      response.end(body);
+      answerConnectError(response, unknownProcedure(request.url.split("?")[0] as string, serves));
       return;
     }
     handler(universalRequestFromNodeRequest(request.raw, response, undefined, undefined))
