@@ -230,6 +230,7 @@ function readExcerpt(response: IncomingMessage): Promise<{ excerpt: string; comp
  */
 function describe(error: Error): string {
   const code = (error as NodeJS.ErrnoException).code;
-  if (error.name === "RefusedAddressError") return clipped(error.message);
-  return clipped(code ? `${code}: ${error.message}` : error.message);
+  // The guard's refusal is worded whole, with no code of the socket's.
+  const coded = code && error.name !== "RefusedAddressError";
+  return clipped(coded ? `${code}: ${error.message}` : error.message);
 }
