@@ -347,7 +347,8 @@ if (running) {
           `consent banner ${config.id}: the browser keeps no cookies for this page, so the applied state holds for this page only`,
         );
       }
-      state = copy(next);
+      // Already a copy of the integrator's object, read once above: kept as it is.
+      state = next;
       apply(next);
       if (isCurrent()) closePrompt();
       emit("change", "apply");
