@@ -32,9 +32,9 @@ function waitIn(checks: Checks, first: boolean, signal: AbortSignal | undefined)
  * has failed, a check sent beside many others would else be judged before any of them counted:
  * a burst of guesses would each be answered, a right one by its success, however far past the
  * limit the burst went. A check waits while the room is taken, and is let on (or refused, the
- * limit reached meanwhile) as the checks before it end, the one waiting longest first. A check whose caller has gone (its
- * call's signal aborted) leaves its place, so the checks behind it are not held up by answers no
- * one reads. A bucket is forgotten once its last check has ended.
+ * limit reached meanwhile) as the checks before it end, the one waiting longest first. A check
+ * whose caller has gone (its call's signal aborted) leaves its place, so the checks behind it are
+ * not held up by answers no one reads. A bucket is forgotten once its last check has ended.
  */
 export class AttemptsInFlight {
   private readonly checks = new Map<string, Checks>();
