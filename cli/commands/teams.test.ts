@@ -13,6 +13,7 @@ import {
   runCliOnTerminal,
   startHttp1Server,
 } from "#cli/test-support/cli-process.js";
+import { rawServer } from "#test/support/raw-http2.js";
 import { startTestService, type TestService } from "#test/support/service.js";
 
 describe("consentctl teams (against a real daemon)", { timeout: E2E_TIMEOUT_MS }, () => {
@@ -201,6 +202,7 @@ describe("consentctl teams (against a real daemon)", { timeout: E2E_TIMEOUT_MS }
         expect(result.stdout).toBe("");
         expect(JSON.parse(result.stderr)).toEqual(expected);
       }
+      console.log("HUMAN", JSON.stringify(human.stderr));
       expect(human.code).toBe(1);
       expect(human.stderr).toBe(
         `✖ Something answered at ${other.url}, but it is not the daemon's gRPC (h2c) port.\n` +
@@ -213,17 +215,18 @@ describe("consentctl teams (against a real daemon)", { timeout: E2E_TIMEOUT_MS }
 
   it("says that a daemon of an earlier release does not serve a call, naming it, not that the daemon failed", async () => {
     // The daemon's port as a release without AdminService answers: UNIMPLEMENTED, with its words.
-    const earlier = http2.createServer((request, response) => {
-      response.writeHead(200, {
-        "content-type": "application/grpc",
-        "grpc-status": "12",
-        "grpc-message": `unknown service ${request.url.split("/")[1]}`,
-      });
-      response.end();
-    });
-    earlier.listen(0, "127.0.0.1");
-    await new Promise((resolve) => earlier.once("listening", resolve));
-    const url = `http://127.0.0.1:${(earlier.address() as AddressInfo).port}`;
+    const earlier = await rawServer((stream, headers) =>
+      stream.respond(
+        {
+          ":status": 200,
+          "content-type": "application/grpc",
+          "grpc-status": "12",
+          "grpc-message": `unknown service ${String(headers[":path"]).split("/")[1]}`,
+        },
+        { endStream: true },
+      ),
+    );
+    const { url } = earlier;
     try {
       const [json, human] = await Promise.all([
         runCli(["teams", "list", "--daemon", url, "--token", "x", "--json"]),
@@ -238,11 +241,14 @@ describe("consentctl teams (against a real daemon)", { timeout: E2E_TIMEOUT_MS }
           hint: "it is of an earlier release than this consentctl (consentctl --version names this one): upgrade consentd, or use the consentctl of its release",
         },
       ]);
-      expect(human.code).toBe(1);
-      expect(human.stderr).toContain("does not serve this call: unknown service");
-      expect(human.stderr).not.toContain("failed");
+      expect([human.code, human.stdout, human.stderr]).toEqual([
+        1,
+        "",
+        `✖ The daemon at ${url} does not serve this call: unknown service consent.v1.AdminService.\n` +
+          "hint: it is of an earlier release than this consentctl (consentctl --version names this one): upgrade consentd, or use the consentctl of its release\n",
+      ]);
     } finally {
-      await new Promise((resolve) => earlier.close(resolve));
+      await earlier.close();
     }
   });
 

@@ -1,17 +1,22 @@
 import http2 from "node:http2";
 
-/** An HTTP/2 server answering every request with `respond` (one that never answers: a hang). */
-export async function rawServer(respond: (stream: http2.ServerHttp2Stream) => void) {
+/**
+ * An HTTP/2 server answering every request with `respond`, once its body has come (one that never
+ * answers: a hang), given the request's headers.
+ */
+export async function rawServer(
+  respond: (stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders) => void,
+) {
   const server = http2.createServer();
   const streams: http2.ServerHttp2Stream[] = [];
   const sessions: http2.ServerHttp2Session[] = [];
   server.on("session", (session) => sessions.push(session));
-  server.on("stream", (stream) => {
+  server.on("stream", (stream, headers) => {
     streams.push(stream);
     // A stream the stand-in closes with an error code reports it here; nothing to do.
     stream.on("error", () => {});
     stream.resume();
-    stream.on("end", () => respond(stream));
+    stream.on("end", () => respond(stream, headers));
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const address = server.address();
