@@ -1,7 +1,7 @@
 import http2 from "node:http2";
 import * as grpc from "@grpc/grpc-js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { addressOf } from "#test/support/grpc-js.js";
+import { unaryBytes } from "#test/support/grpc-js.js";
 import { answeredEarly, grpcFrame, grpcWebTrailers, rawRequest } from "#test/support/raw-http2.js";
 import { startTestService, type TestService } from "#test/support/service.js";
 
@@ -26,20 +26,7 @@ describe("a call to a procedure the daemon does not serve", () => {
   it.each(UNKNOWN)(
     "is UNIMPLEMENTED for grpc-js, naming what is unknown (%s)",
     async (path, message) => {
-      const client = new grpc.Client(
-        addressOf(service.daemonUrl),
-        grpc.credentials.createInsecure(),
-      );
-      const error = await new Promise<grpc.ServiceError | null>((resolve) => {
-        client.makeUnaryRequest(
-          path,
-          (bytes: Buffer) => bytes,
-          (bytes: Buffer) => bytes,
-          Buffer.from([0x0a, 0x01, 0x61]),
-          (failure) => resolve(failure),
-        );
-      });
-      client.close();
+      const error = await unaryBytes(service.daemonUrl, path, Buffer.from([0x0a, 0x01, 0x61]));
       expect([error?.code, error?.details]).toEqual([grpc.status.UNIMPLEMENTED, message]);
     },
   );

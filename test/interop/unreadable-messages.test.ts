@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ErrorInfoSchema } from "#gen/consent/v1/errors_pb.js";
 import { SubjectService } from "#gen/consent/v1/subject_pb.js";
 import { createTeam, mintKey } from "#test/support/api.js";
-import { addressOf, errorInfoOf } from "#test/support/grpc-js.js";
+import { errorInfoOf, unaryBytes } from "#test/support/grpc-js.js";
 import { grpcFrame, grpcWebTrailers, type RawReply, rawRequest } from "#test/support/raw-http2.js";
 import { startTestService, type TestService } from "#test/support/service.js";
 
@@ -83,17 +83,7 @@ describe("a request message the daemon's port cannot decode", () => {
       );
     expect(failureOf(invalid)).toEqual(invalidRequest(/./));
 
-    const client = new grpc.Client(addressOf(service.daemonUrl), grpc.credentials.createInsecure());
-    const error = await new Promise<grpc.ServiceError | null>((resolve) => {
-      client.makeUnaryRequest(
-        PUT,
-        (bytes: Buffer) => bytes,
-        (bytes: Buffer) => bytes,
-        NOT_PROTOBUF,
-        (failure) => resolve(failure),
-      );
-    });
-    client.close();
+    const error = await unaryBytes(service.daemonUrl, PUT, NOT_PROTOBUF);
     expect([error?.code, error && errorInfoOf(error).info?.code]).toEqual([
       grpc.status.INVALID_ARGUMENT,
       "invalid_request",

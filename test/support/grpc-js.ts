@@ -102,6 +102,31 @@ export function unary<T>(
   });
 }
 
+/**
+ * A unary call of `path` whose request message is `message`'s bytes as they are, as grpc-js sends
+ * it over its own channel: the call's ServiceError, or null when it succeeded.
+ */
+export async function unaryBytes(
+  url: string,
+  path: string,
+  message: Buffer,
+): Promise<grpc.ServiceError | null> {
+  const client = new grpc.Client(addressOf(url), grpc.credentials.createInsecure());
+  try {
+    return await new Promise((resolve) => {
+      client.makeUnaryRequest(
+        path,
+        (bytes: Buffer) => bytes,
+        (bytes: Buffer) => bytes,
+        message,
+        (failure) => resolve(failure),
+      );
+    });
+  } finally {
+    client.close();
+  }
+}
+
 /** The response of a call that must succeed; a failure fails the test with the gRPC error. */
 export function responseOf<T>(outcome: Outcome<T>): T {
   if (!outcome.ok) throw outcome.error;
