@@ -1,8 +1,7 @@
-import { Code, ConnectError, createClient } from "@connectrpc/connect";
+import { Code, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { BannerService } from "#gen/consent/v1/banner_pb.js";
-import { ErrorInfoSchema } from "#gen/consent/v1/errors_pb.js";
 import { SubjectService } from "#gen/consent/v1/subject_pb.js";
 import {
   Health,
@@ -20,6 +19,7 @@ import {
 import { aChoice } from "#test/support/consent-log.js";
 import { rawConnection, rawExchange } from "#test/support/raw-http1.js";
 import { startTestService, type TestService } from "#test/support/service.js";
+import { failureOf } from "#test/support/stand-in-daemon.js";
 
 /** Every row of the error table of spec section 7, produced through real HTTP. */
 describe("spec 7 error table", () => {
@@ -576,14 +576,16 @@ describe("spec 7 error table", () => {
         BannerService,
         createGrpcTransport({ baseUrl: broken.daemonUrl }),
       );
-      const failed = await banners
-        .listBanners({}, { headers: { authorization: `Bearer ${brokenKey}` } })
-        .then(
-          () => undefined,
-          (error: unknown) => ConnectError.from(error),
-        );
-      expect([failed?.code, failed?.rawMessage]).toEqual([Code.Internal, "internal error"]);
-      expect(failed?.findDetails(ErrorInfoSchema)[0]?.code).toBe("internal_error");
+      expect(
+        await failureOf(
+          banners.listBanners({}, { headers: { authorization: `Bearer ${brokenKey}` } }),
+        ),
+      ).toEqual({
+        code: Code.Internal,
+        errorCode: "internal_error",
+        message: "internal error",
+        retryAfter: null,
+      });
     } finally {
       await broken.close().catch(() => undefined);
     }

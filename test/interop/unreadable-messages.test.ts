@@ -4,12 +4,12 @@ import { findTrailerError } from "@connectrpc/connect/protocol-grpc";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import * as grpc from "@grpc/grpc-js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ErrorInfoSchema } from "#gen/consent/v1/errors_pb.js";
 import { SubjectService } from "#gen/consent/v1/subject_pb.js";
 import { createTeam, mintKey } from "#test/support/api.js";
 import { errorInfoOf, unaryBytes } from "#test/support/grpc-js.js";
 import { grpcFrame, grpcWebTrailers, type RawReply, rawRequest } from "#test/support/raw-http2.js";
 import { startTestService, type TestService } from "#test/support/service.js";
+import { failureFrom, failureOf } from "#test/support/stand-in-daemon.js";
 
 const PUT = "/consent.v1.SubjectService/PutSubjectState";
 const TAIL = "/consent.v1.ConsentLogService/TailConsentLogs";
@@ -17,18 +17,9 @@ const TAIL = "/consent.v1.ConsentLogService/TailConsentLogs";
 const NOT_PROTOBUF = Buffer.from([0x0a, 0xff]);
 const NOT_JSON = Buffer.from('{"bannerId":');
 
-/** What a caller reads of a failure: its code, its message, its ErrorInfo's machine code. */
-function failureOf(error: ConnectError | undefined) {
-  return {
-    code: error === undefined ? undefined : Code[error.code],
-    message: error?.rawMessage,
-    errorCode: error?.findDetails(ErrorInfoSchema)[0]?.code,
-  };
-}
-
 /** The status of a gRPC answer: in its trailers, or in the headers of a trailers-only answer. */
 const fromGrpc = (reply: RawReply) =>
-  failureOf(
+  failureFrom(
     findTrailerError(
       new Headers(
         Object.entries({ ...reply.headers, ...reply.trailers })
@@ -38,14 +29,14 @@ const fromGrpc = (reply: RawReply) =>
     ),
   );
 const fromGrpcWeb = (reply: RawReply) =>
-  failureOf(findTrailerError(new Headers(grpcWebTrailers(reply.body))));
+  failureFrom(findTrailerError(new Headers(grpcWebTrailers(reply.body))));
 /** What a body that is no error JSON reads as. */
 const NO_ERROR = new ConnectError("", Code.Unknown);
 const fromConnectUnary = (reply: RawReply) =>
-  failureOf(errorFromJsonBytes(reply.body, undefined, NO_ERROR));
+  failureFrom(errorFromJsonBytes(reply.body, undefined, NO_ERROR));
 /** A Connect stream's end-of-stream frame (its envelope's five bytes, then the JSON). */
 const fromConnectStream = (reply: RawReply) =>
-  failureOf(
+  failureFrom(
     errorFromJson(JSON.parse(reply.body.subarray(5).toString()).error, undefined, NO_ERROR),
   );
 
@@ -64,9 +55,10 @@ describe("a request message the daemon's port cannot decode", () => {
   afterAll(() => service.close());
 
   const invalidRequest = (message: RegExp | string) => ({
-    code: "InvalidArgument",
+    code: Code.InvalidArgument,
     message: typeof message === "string" ? message : expect.stringMatching(message),
     errorCode: "invalid_request",
+    retryAfter: null,
   });
   const parseBinary = invalidRequest(/^parse binary: /);
 
@@ -75,13 +67,11 @@ describe("a request message the daemon's port cannot decode", () => {
       SubjectService,
       createGrpcTransport({ baseUrl: service.daemonUrl }),
     );
-    const invalid = await subjects
-      .putSubjectState({}, { headers: { authorization: `Bearer ${key}` } })
-      .then(
-        () => undefined,
-        (error: unknown) => ConnectError.from(error),
-      );
-    expect(failureOf(invalid)).toEqual(invalidRequest(/./));
+    expect(
+      await failureOf(
+        subjects.putSubjectState({}, { headers: { authorization: `Bearer ${key}` } }),
+      ),
+    ).toEqual(invalidRequest(/./));
 
     const error = await unaryBytes(service.daemonUrl, PUT, NOT_PROTOBUF);
     expect([error?.code, error && errorInfoOf(error).info?.code]).toEqual([

@@ -67,10 +67,16 @@ export async function startStandInDaemon(
 
 /** How a call failed, as a client reads it: its code, ErrorInfo code, message and Retry-After. */
 export async function failureOf(call: Promise<unknown>) {
-  const error = await call.then(
-    () => undefined,
-    (e: unknown) => ConnectError.from(e),
+  return failureFrom(
+    await call.then(
+      () => undefined,
+      (e: unknown) => ConnectError.from(e),
+    ),
   );
+}
+
+/** What a client reads of an error (none: a call that succeeded), as failureOf tells it. */
+export function failureFrom(error: ConnectError | undefined) {
   return {
     code: error?.code,
     errorCode: error?.findDetails(ErrorInfoSchema)[0]?.code,
