@@ -8,6 +8,7 @@ import {
   createContextValues,
   type HandlerContext,
 } from "@connectrpc/connect";
+import { findTrailerError } from "@connectrpc/connect/protocol-grpc";
 import { fastifyConnectPlugin } from "@connectrpc/connect-fastify";
 import {
   compressionGzip,
@@ -27,6 +28,7 @@ import {
   HealthCheckResponse_ServingStatus as Status,
 } from "#gen/grpc/health/v1/health_pb.js";
 import { grpcFrame, grpcWebTrailers, rawRequest } from "#test/support/raw-http2.js";
+import { failureFrom } from "#test/support/stand-in-daemon.js";
 
 const READ_MAX_BYTES = 4096;
 const CHECK_PATH = "/grpc.health.v1.Health/Check";
@@ -198,6 +200,9 @@ describe("the daemon's short way for binary Connect unary calls", () => {
       // The ErrorInfo (invalid_request) of every invalid request (decisions §7).
       "grpc-status-details-bin": expect.any(String),
     });
+    expect(
+      failureFrom(findTrailerError(new Headers(grpcWebTrailers(grpcWeb.body)))).errorCode,
+    ).toBe("invalid_request");
     // Only that failure: a handler's own fault stays internal, and a good call is unchanged.
     const crash = await rawCall(url, grpcHeaders, grpcFrame(checkBody("crash")));
     expect(crash.trailers["grpc-status"]).toBe("13");
