@@ -960,9 +960,13 @@ describe("delivery after a restart with the clock set back", () => {
       },
       async (dataDir) => {
         // The records as that version left them: no lease index, and nothing marking one built.
+        // Both are there to take away: the delivery's lease, and the mark of its index.
         const records = open({ path: path.join(dataDir, RECORDS_DIRECTORY), maxDbs: 32 });
-        await records.openDB({ name: "webhook-delivery-leases" }).drop();
-        await records.openDB({ name: "meta" }).remove(LEASE_INDEX_MARK);
+        const leases = records.openDB({ name: "webhook-delivery-leases" });
+        const meta = records.openDB({ name: "meta" });
+        expect([leases.getCount(), meta.get(LEASE_INDEX_MARK)]).toEqual([1, true]);
+        await leases.drop();
+        await meta.remove(LEASE_INDEX_MARK);
         await records.close();
       },
     );
