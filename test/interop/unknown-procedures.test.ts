@@ -121,6 +121,11 @@ describe("a call to a procedure the daemon does not serve", () => {
       grpcCall.rstCode,
       connect.rstCode,
     ]).toEqual(["12", 501, http2.constants.NGHTTP2_NO_ERROR, http2.constants.NGHTTP2_NO_ERROR]);
+    // The answers whole, saying what is unknown, though the requests never all arrived.
+    expect([grpcCall.trailers["grpc-message"], JSON.parse(connect.body.toString())]).toEqual([
+      UNKNOWN[0][1],
+      { code: "unimplemented", message: UNKNOWN[1][1] },
+    ]);
   });
 
   it("leaves a request of no RPC protocol to the plain 404", async () => {
