@@ -34,6 +34,7 @@ import { createTeam, http, mintKey } from "#test/support/api.js";
 import { aChoice, bannerFixture, postLog } from "#test/support/consent-log.js";
 import { grpcFrame, rawRequest } from "#test/support/raw-http2.js";
 import { startTestService, type TestService } from "#test/support/service.js";
+import { failureOf } from "#test/support/stand-in-daemon.js";
 import { eventually, NEVER, WebhookReceiver } from "#test/support/webhook-receiver.js";
 
 const WEBHOOK_SCOPES = ["banners:read", "banners:write", "webhooks:read", "webhooks:write"];
@@ -334,16 +335,12 @@ describe("consent.given delivery", () => {
         () => (arrived() === MAX_TESTS_PER_TEAM ? true : undefined),
         "the team's test sends reach the endpoint and hang there",
       );
-      let refusal: ConnectError | undefined;
-      await client.testWebhook({ id: team.webhook.id }, auth).catch((error) => {
-        refusal = ConnectError.from(error);
+      expect(await failureOf(client.testWebhook({ id: team.webhook.id }, auth))).toEqual({
+        code: Code.ResourceExhausted,
+        errorCode: "rate_limited",
+        message: `The team already has ${MAX_TESTS_PER_TEAM} test sends in flight on this daemon; retry once one has ended`,
+        retryAfter: "15",
       });
-      expect(refusal?.code).toBe(Code.ResourceExhausted);
-      expect(refusal?.findDetails(ErrorInfoSchema)[0]?.code).toBe("rate_limited");
-      expect(refusal?.rawMessage).toBe(
-        `The team already has ${MAX_TESTS_PER_TEAM} test sends in flight on this daemon; retry once one has ended`,
-      );
-      expect(refusal?.metadata.get("retry-after")).toBe("15");
       expect(arrived()).toBe(MAX_TESTS_PER_TEAM);
       // Another team's test is sent meanwhile.
       const others = await client.testWebhook(
