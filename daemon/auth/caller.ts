@@ -89,14 +89,19 @@ export function callerOf(ctx: HandlerContext, operatorToken: string): Caller {
   return caller;
 }
 
-/** The token of an `Authorization: Bearer <token>` value, if it is one (spec 5.1). */
+/**
+ * The token of an `Authorization: Bearer <token>` value, if it is one (spec 5.1). Only HTTP's own
+ * white space (space, tab) separates and surrounds it: JavaScript's `\s` also takes a no-break
+ * space and the other Unicode spaces, which a header may carry (as Latin-1) and HTTP does not
+ * count as space.
+ */
 export function bearerOf(authorization: string): string | undefined {
-  return /^Bearer\s+(\S+)$/i.exec(authorization.trim())?.[1];
+  return /^[ \t]*Bearer[ \t]+([^\s]+)[ \t]*$/i.exec(authorization)?.[1];
 }
 
 function readCaller(ctx: HandlerContext, operatorToken: string): Caller {
   const header = ctx.requestHeader;
-  const authorization = (header.get(CallerHeaders.authorization) ?? "").trim();
+  const authorization = header.get(CallerHeaders.authorization) ?? "";
   const bearer = bearerOf(authorization);
   const inProcess = ctx.values.get(kRelayedClientIp);
   const relay = inProcess === undefined ? relayedOverNetwork(ctx, operatorToken) : undefined;
@@ -106,7 +111,7 @@ function readCaller(ctx: HandlerContext, operatorToken: string): Caller {
     viaGateway: inProcess !== undefined || relayedIp !== undefined,
     wrongGatewayToken: relay === "wrong token",
     bearer,
-    unreadableCredential: bearer === undefined && authorization !== "",
+    unreadableCredential: bearer === undefined && authorization.trim() !== "",
     sessionToken: header.get(CallerHeaders.session) ?? undefined,
     origin: header.get(CallerHeaders.origin) ?? undefined,
     team: header.get(CallerHeaders.team) ?? undefined,

@@ -32,8 +32,8 @@ export interface V1Options {
 function refusedByCredential(request: FastifyRequest): boolean {
   const credential = credentialNeeded(request);
   if (credential === undefined || credential === "none") return false;
-  const authorization = (request.headers.authorization ?? "").trim();
-  if (authorization === "") {
+  const authorization = request.headers.authorization ?? "";
+  if (authorization.trim() === "") {
     return credential === "key" || sessionOf(request) === undefined;
   }
   const bearer = bearerOf(authorization);

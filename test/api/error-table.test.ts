@@ -157,8 +157,16 @@ describe("spec 7 error table", () => {
       401,
       { error: "The API key is malformed or unknown", code: "invalid_key" },
     ]);
-    // A working key sent other than as `Bearer <key>` (spec 5.1): malformed too.
-    for (const [i, authorization] of [key, `Basic ${key}`, `Bearer ${key} x`].entries()) {
+    // A working key sent other than as `Bearer <key>` (spec 5.1): malformed too, a no-break
+    // space (which JavaScript's \s matches, HTTP does not) for the space included.
+    const forms = [
+      key,
+      `Basic ${key}`,
+      `Bearer ${key} x`,
+      `Bearer\u00a0${key}`,
+      `Bearer ${key}\u00a0`,
+    ];
+    for (const [i, authorization] of forms.entries()) {
       const result = await http(service, "GET", "/api/v1/banners", {
         headers: { authorization, "x-forwarded-for": `10.1.1.${i}` },
       });
