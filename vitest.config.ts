@@ -20,8 +20,13 @@ export default defineConfig({
         test: {
           name: "split",
           include: ["test/{api,consent-log,loader,webhooks}/**/*.test.ts"],
-          // Starts its own programs, which the setting does not reach.
-          exclude: ["test/webhooks/processes.test.ts"],
+          exclude: [
+            // Starts its own programs, which the setting does not reach.
+            "test/webhooks/processes.test.ts",
+            // The daemon's consent-log RPCs (reads, tails, RecordConsent), called over its port
+            // in either mode: the gateway only records their fixtures, as log-route.test.ts does.
+            "test/consent-log/{consent-log-reads,consent-log-rpc,log-read-limit}.test.ts",
+          ],
           env: { CONSENT_TEST_GATEWAY: "network" },
         },
       },
