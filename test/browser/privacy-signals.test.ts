@@ -1,0 +1,272 @@
+import type { Cookie, Page } from "playwright-core";
+import { describe, expect, it } from "vitest";
+import {
+  dialog,
+  NONCE,
+  openPage,
+  showPreferences,
+  skipBrowserTests,
+  stateOf,
+  useBrowserSite,
+  waitForRows,
+} from "#test/support/browser.js";
+import { bannerFixture } from "#test/support/consent-log.js";
+
+/** Names from each row of docs/banner-runtime.md's category→signal table, in other cases. */
+const categories = [
+  { name: "necessary", required: true },
+  { name: "Statistics" },
+  { name: "Ads" },
+  { name: "preferences" },
+  { name: "chat" },
+];
+const jurisdictionRules = [
+  { id: "eu", countries: ["DE", "FR"], mode: "opt_in" },
+  { id: "us-ca", regions: ["US-CA"], mode: "opt_out" },
+  { id: "uk", countries: ["GB"], mode: "notice" },
+];
+/** One gated tag per category, each noting in `window.ran` that it ran. */
+const taggedBody = categories
+  .map(
+    ({ name }) =>
+      `<script type="text/plain" data-category="${name.toLowerCase()}" nonce="${NONCE}">(window.ran = window.ran || []).push("${name}");</script>`,
+  )
+  .join("\n");
+/** The page's own gtag snippet (Google's), before the loader's tag or after it. */
+const gtagSnippet = (id: string) =>
+  `<script nonce="${NONCE}">window.dataLayer = window.dataLayer || []; function gtag(){dataLayer.push(arguments)} gtag("config", "${id}");</script>`;
+
+/** Every Consent Mode v2 signal; those not listed are denied. */
+const signals = (...granted: string[]) =>
+  Object.fromEntries(
+    [
+      "ad_storage",
+      "ad_user_data",
+      "ad_personalization",
+      "analytics_storage",
+      "personalization_storage",
+      "functionality_storage",
+      "security_storage",
+    ].map((signal) => [
+      signal,
+      granted.includes(signal) || /^(functionality|security)_/.test(signal) ? "granted" : "denied",
+    ]),
+  );
+const ANALYTICS = ["analytics_storage"];
+const ADS = ["ad_storage", "ad_user_data", "ad_personalization"];
+const FUNCTIONAL = ["personalization_storage"];
+const consentDefault = ["consent", "default", { ...signals(), wait_for_update: 500 }];
+
+/**
+ * What a site owner sees of the banner's privacy signals in Chromium (docs/banner-runtime.md,
+ * decisions §3, §5, §6): Consent Mode's default and updates, jurisdiction defaults chosen by the
+ * trusted geo header, Global Privacy Control, and the gated tags those defaults run.
+ */
+describe.skipIf(skipBrowserTests)("banner runtime in Chromium: privacy signals", () => {
+  const ctx = useBrowserSite({
+    CONSENT_GEO_HEADER: "CF-IPCountry",
+    CONSENT_TRUST_PROXY: "loopback",
+  });
+  const localBanner = (configuration: Record<string, unknown> = {}) =>
+    bannerFixture(ctx.service, {
+      domain: "localhost",
+      configuration: { categories, ...configuration },
+    });
+
+  /** A visitor's browser: from `country` (the trusted proxy's geo header), with GPC on if `gpc`. */
+  async function visitor(options: { country?: string; gpc?: boolean; cookies?: Cookie[] } = {}) {
+    const tab = await openPage(ctx.browser, {
+      extraHTTPHeaders: options.country ? { "CF-IPCountry": options.country } : {},
+    });
+    if (options.gpc) {
+      await tab.context.addInitScript(() =>
+        Object.defineProperty(Navigator.prototype, "globalPrivacyControl", { get: () => true }),
+      );
+    }
+    if (options.cookies) await tab.context.addCookies(options.cookies);
+    return tab;
+  }
+
+  /** Loads the banner's page of gated tags, with `head` before the loader and `body` after it. */
+  async function visit(
+    page: Page,
+    publicId: string,
+    markup: { head?: string; body?: string } = {},
+  ) {
+    const path = `/${publicId}-${Math.random().toString(36).slice(2)}`;
+    await page.goto(
+      ctx.site.page(path, {
+        publicId,
+        head: markup.head,
+        body: `${markup.body ?? ""}${taggedBody}`,
+      }),
+    );
+    await page.waitForFunction(() => "consentBanner" in window);
+  }
+
+  /** The dataLayer's entries, an `arguments` object as its array (and marked so). */
+  const dataLayer = (page: Page) =>
+    page.evaluate(() =>
+      ((window as unknown as { dataLayer?: unknown[] }).dataLayer ?? []).map((entry) =>
+        Object.prototype.toString.call(entry) === "[object Arguments]"
+          ? Array.from(entry as ArrayLike<unknown>)
+          : ["not arguments", entry],
+      ),
+    );
+  /** The tags that ran, once the page has had time to run those it will. */
+  const ran = async (page: Page) => {
+    await page.waitForLoadState("load");
+    await page.waitForTimeout(100);
+    return page.evaluate(() => (window as unknown as { ran?: string[] }).ran ?? []);
+  };
+  const rowsOf = async (teamId: string, count: number) =>
+    (await waitForRows(ctx.service, teamId, count)).map((row) => ({
+      method: row.method,
+      consentId: row.consentId,
+      preferences: row.preferences,
+      gpc: row.gpc,
+      matchedRuleId: row.matchedRuleId,
+      country: row.country,
+      region: row.region,
+      purposeChoices: row.purposeChoices,
+    }));
+
+  it("pushes Consent Mode's default before any later tag, around the page's own gtag, and the table's signals after a choice and on the next visit", async () => {
+    const { publicId, teamId } = await localBanner();
+    const { context, page, warnings } = await visitor();
+    await visit(page, publicId, { head: gtagSnippet("G-BEFORE"), body: gtagSnippet("G-AFTER") });
+    expect(await dataLayer(page)).toEqual([
+      ["config", "G-BEFORE"],
+      consentDefault,
+      ["config", "G-AFTER"],
+    ]);
+    expect(await ran(page)).toEqual(["necessary"]);
+    await dialog(page).getByRole("button", { name: "Customize" }).click();
+    await dialog(page).getByRole("checkbox", { name: "Statistics" }).check();
+    await dialog(page).getByRole("checkbox", { name: "preferences" }).check();
+    await dialog(page).getByRole("checkbox", { name: "chat" }).check();
+    await dialog(page).getByRole("button", { name: "Save choices" }).click();
+    expect((await dataLayer(page)).slice(3)).toEqual([
+      ["consent", "update", signals(...ANALYTICS, ...FUNCTIONAL)],
+    ]);
+    expect(await ran(page)).toEqual(["necessary", "Statistics", "preferences", "chat"]);
+    expect(await rowsOf(teamId, 1)).toMatchObject([
+      {
+        method: "consent_given",
+        preferences: {
+          necessary: true,
+          Statistics: true,
+          Ads: false,
+          preferences: true,
+          chat: true,
+        },
+        gpc: false,
+      },
+    ]);
+
+    // The next visit: the stored state's update right after the default, before the page's tags.
+    await visit(page, publicId, { head: gtagSnippet("G-BEFORE"), body: gtagSnippet("G-AFTER") });
+    expect(await dataLayer(page)).toEqual([
+      ["config", "G-BEFORE"],
+      consentDefault,
+      ["consent", "update", signals(...ANALYTICS, ...FUNCTIONAL)],
+      ["config", "G-AFTER"],
+    ]);
+    expect(await dialog(page).count()).toBe(0);
+    // Accept all grants every signal of the table.
+    await showPreferences(page);
+    await dialog(page).getByRole("button", { name: "Accept all" }).click();
+    expect((await dataLayer(page)).at(-1)).toEqual([
+      "consent",
+      "update",
+      signals(...ANALYTICS, ...ADS, ...FUNCTIONAL),
+    ]);
+    expect((await rowsOf(teamId, 2))[1]).toMatchObject({ method: "consent_changed" });
+    expect(warnings).toEqual([]);
+    await context.close();
+  });
+
+  it("writes each region's default as a consent_default row, honouring GPC under a US rule only, and still asks", async () => {
+    const { publicId, teamId } = await localBanner({ jurisdictionRules });
+    const everything = {
+      necessary: true,
+      Statistics: true,
+      Ads: true,
+      preferences: true,
+      chat: true,
+    };
+    const regions = [
+      {
+        country: "DE",
+        state: { jurisdictions: ["eu"], collectedVia: "default_optin", isPending: true },
+        categories: ["necessary"],
+        update: signals(),
+        row: { matchedRuleId: "eu", country: "DE", region: undefined, purposeChoices: undefined },
+      },
+      {
+        country: "GB",
+        state: { jurisdictions: ["uk"], collectedVia: "default_notice" },
+        categories: ["necessary", "Statistics", "Ads", "preferences", "chat"],
+        update: signals(...ANALYTICS, ...ADS, ...FUNCTIONAL),
+        row: { matchedRuleId: "uk", country: "GB", region: undefined, purposeChoices: undefined },
+      },
+      {
+        country: "US-CA",
+        state: {
+          jurisdictions: ["us-ca"],
+          collectedVia: "default_optout",
+          gpcRespected: true,
+          usOptOutChoices: { saleSharing: true, targetedAdvertising: true },
+        },
+        categories: ["necessary", "Statistics", "preferences", "chat"],
+        update: signals(...ANALYTICS, ...FUNCTIONAL),
+        row: {
+          matchedRuleId: "us-ca",
+          country: "US",
+          region: "US-CA",
+          purposeChoices: { saleSharing: true, targetedAdvertising: true },
+        },
+      },
+    ];
+    const rows = [];
+    for (const region of regions) {
+      const { context, page } = await visitor({ country: region.country, gpc: true });
+      await visit(page, publicId);
+      const state = await stateOf(page);
+      expect(state, region.country).toMatchObject({
+        ...region.state,
+        categories: region.categories,
+        isDefaultState: true,
+        revision: 1,
+      });
+      expect(await dataLayer(page), region.country).toEqual([
+        consentDefault,
+        ["consent", "update", region.update],
+      ]);
+      expect(await ran(page), region.country).toEqual(region.categories);
+      expect(await dialog(page).count(), region.country).toBe(1); // a default is not a choice
+      rows.push({
+        method: "consent_default",
+        consentId: (state as { consentId: string }).consentId,
+        preferences: Object.fromEntries(
+          Object.keys(everything).map((name) => [name, region.categories.includes(name)]),
+        ),
+        gpc: true,
+        ...region.row,
+      });
+      expect(await rowsOf(teamId, rows.length), region.country).toEqual(rows);
+      await context.close();
+    }
+    // A region no rule names (or a proxy naming no country): no default, nothing recorded.
+    for (const country of ["JP", "XX", undefined]) {
+      const { context, page } = await visitor({ country, gpc: true });
+      await visit(page, publicId);
+      expect(await stateOf(page)).toBeNull();
+      expect(await dataLayer(page)).toEqual([consentDefault]);
+      expect(await ran(page)).toEqual(["necessary"]);
+      expect(await dialog(page).count()).toBe(1);
+      await context.close();
+    }
+    expect(await rowsOf(teamId, rows.length + 1)).toEqual(rows);
+  });
+});
