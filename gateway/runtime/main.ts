@@ -255,16 +255,26 @@ function choose(choice: Choice, selected: string[]): void {
   );
 }
 
+/**
+ * The categories a rule's default grants on this page: the required ones under opt_in, else all
+ * but the advertising ones while Global Privacy Control applies.
+ */
+const defaultCategories = (rule: RuntimeRule) =>
+  rule.mode === "opt_in" ? required : all.filter((name) => !(gpcApplies && isAdCategory(name)));
+
 /** A jurisdiction default (spec 3.3): a consent_default row, never a visitor's choice. */
 function defaultState(rule: RuntimeRule): ConsentState {
-  const categories =
-    rule.mode === "opt_in" ? required : all.filter((name) => !(gpcApplies && isAdCategory(name)));
+  const categories = defaultCategories(rule);
   return nextState(categories, {
     isDefaultState: true,
     collectedVia: `default_${rule.mode.replace("_", "")}` as ConsentState["collectedVia"],
     ...(rule.mode === "opt_in" && { isPending: true }),
   });
 }
+
+/** Whether two lists of category names hold the same names. */
+const sameNames = (a: readonly string[], b: readonly string[]) =>
+  a.length === b.length && a.every((name) => b.includes(name));
 
 function open(customize: boolean): void {
   whenReady(() => {
@@ -386,9 +396,21 @@ if (running) {
   if (state && isCurrent()) {
     apply(state);
   } else {
-    const storedDefault = state?.isDefaultState && state.revision >= config.revision;
-    if (config.rule && !explicit(state) && !storedDefault)
-      commit(defaultState(config.rule), "consent_default");
+    // A stored default is put in effect only where it is this page's: written at the published
+    // revision under the rule the visitor has now, granting what that rule grants now. One
+    // written under another region's rule, or before GPC was turned on (or off), is not: the
+    // rule's own default is written in its place (same consentId), and without a rule the
+    // visitor has no default, as on a first visit (the cookie keeps it for a visit from there).
+    const rule = config.rule;
+    const defaultHere =
+      !!rule &&
+      !!state?.isDefaultState &&
+      state.revision >= config.revision &&
+      state.jurisdictions?.length === 1 &&
+      state.jurisdictions[0] === rule.id &&
+      sameNames(state.categories, defaultCategories(rule));
+    if (!rule && state?.isDefaultState) state = null;
+    if (rule && !explicit(state) && !defaultHere) commit(defaultState(rule), "consent_default");
     else if (state) apply(state);
     // No choice yet: the required categories are on all the same (shown "Always on"), so their
     // tags run now, as Consent Mode's default grants their storage.

@@ -269,4 +269,83 @@ describe.skipIf(skipBrowserTests)("banner runtime in Chromium: privacy signals",
     }
     expect(await rowsOf(teamId, rows.length + 1)).toEqual(rows);
   });
+
+  it("puts a stored default in effect only under the rule and GPC it was written for", async () => {
+    const { publicId, teamId } = await localBanner({ jurisdictionRules });
+    // A California visitor without GPC: everything granted by default.
+    const first = await visitor({ country: "US-CA" });
+    await visit(first.page, publicId);
+    const written = (await stateOf(first.page)) as { consentId: string };
+    expect(await ran(first.page)).toEqual([
+      "necessary",
+      "Statistics",
+      "Ads",
+      "preferences",
+      "chat",
+    ]);
+    const cookies = await first.context.cookies();
+    await first.context.close();
+    expect(await rowsOf(teamId, 1)).toMatchObject([
+      { method: "consent_default", matchedRuleId: "us-ca", gpc: false },
+    ]);
+
+    // Back from California with the same default: it stands, and nothing new is recorded.
+    const again = await visitor({ country: "US-CA", cookies });
+    await visit(again.page, publicId);
+    expect(await stateOf(again.page)).toEqual(written);
+    await again.context.close();
+
+    // The same browser in Germany: the EU rule's opt-in default, not California's opt-out one.
+    const inGermany = await visitor({ country: "DE", cookies });
+    await visit(inGermany.page, publicId);
+    expect(await ran(inGermany.page)).toEqual(["necessary"]);
+    expect(await dataLayer(inGermany.page)).toEqual([
+      consentDefault,
+      ["consent", "update", signals()],
+    ]);
+    expect(await stateOf(inGermany.page)).toMatchObject({
+      consentId: written.consentId,
+      categories: ["necessary"],
+      jurisdictions: ["eu"],
+      isDefaultState: true,
+      isPending: true,
+    });
+    await inGermany.context.close();
+
+    // Back in California with GPC turned on since: the advertising categories are off.
+    const withGpc = await visitor({ country: "US-CA", gpc: true, cookies });
+    await visit(withGpc.page, publicId);
+    expect(await ran(withGpc.page)).toEqual(["necessary", "Statistics", "preferences", "chat"]);
+    expect(await dataLayer(withGpc.page)).toEqual([
+      consentDefault,
+      ["consent", "update", signals(...ANALYTICS, ...FUNCTIONAL)],
+    ]);
+    expect(await stateOf(withGpc.page)).toMatchObject({
+      consentId: written.consentId,
+      gpcRespected: true,
+      usOptOutChoices: { saleSharing: true, targetedAdvertising: true },
+    });
+    await withGpc.context.close();
+
+    // In Japan, where no rule applies: no default at all, as on a first visit.
+    const inJapan = await visitor({ country: "JP", cookies });
+    await visit(inJapan.page, publicId);
+    expect(await ran(inJapan.page)).toEqual(["necessary"]);
+    expect(await dataLayer(inJapan.page)).toEqual([consentDefault]);
+    expect(await stateOf(inJapan.page)).toBeNull();
+    await inJapan.context.close();
+
+    expect(await rowsOf(teamId, 4)).toMatchObject([
+      { method: "consent_default", matchedRuleId: "us-ca", gpc: false },
+      { method: "consent_default", matchedRuleId: "eu", consentId: written.consentId },
+      {
+        method: "consent_default",
+        matchedRuleId: "us-ca",
+        consentId: written.consentId,
+        gpc: true,
+        preferences: { Ads: false },
+        purposeChoices: { saleSharing: true, targetedAdvertising: true },
+      },
+    ]);
+  });
 });
