@@ -235,10 +235,46 @@ async function warnOfForeignIdentityKeys(
     logger.warn({ err }, "could not check which identity keys the stored subject states use");
     return;
   }
-  if (!inUse.any || inUse.underKeys) return;
+  if (!inUse.any) return;
+  if (inUse.underKeys) {
+    await reportOlderIdentityKeys(store, keys.slice(1), logger);
+    return;
+  }
   logger.error(
     "no stored subject state was made under this daemon's identity keys (CONSENT_IDENTITY_KEY, else <data dir>/identity-key): every stored subject reads as absent, and writes start new records. If the key was replaced, list the key the states were made with after the new one (comma-separated); if an old key was dropped after its states expired, this stops once they are purged",
   );
+}
+
+/**
+ * During a rotation (README, "Privacy"), whether each older identity key still holds stored
+ * subject states: the operator drops a key once it holds none, every record under it having been
+ * written again (which moves it under the current key) or purged.
+ */
+async function reportOlderIdentityKeys(
+  store: Store,
+  olderKeys: readonly IdentityKey[],
+  logger: Logger,
+): Promise<void> {
+  for (const { id } of olderKeys) {
+    let underKey: boolean;
+    try {
+      underKey = (await store.subjects.keysInUse([id])).underKeys;
+    } catch (err) {
+      logger.warn({ err }, "could not check which identity keys the stored subject states use");
+      return;
+    }
+    if (underKey) {
+      logger.info(
+        { identityKeyId: id },
+        "an older identity key still holds stored subject states: keep it listed in CONSENT_IDENTITY_KEY until each has been written again (which moves it under the current key) or has expired",
+      );
+    } else {
+      logger.info(
+        { identityKeyId: id },
+        "an older identity key holds no stored subject state any more: it can be dropped from CONSENT_IDENTITY_KEY",
+      );
+    }
+  }
 }
 
 /** A word a POSIX shell reads back unchanged: quoted when it holds anything but safe characters. */

@@ -209,7 +209,7 @@ function createStore(client: MongoClient, db: Db, timeouts: MongoTimeouts): Stor
     keys: new MongoKeyStore(collections.keys),
     sessions: new MongoSessionStore(collections.sessions),
     banners: new MongoBannerStore(collections.banners),
-    subjects: new MongoSubjectStore(collections.subjects),
+    subjects: new MongoSubjectStore(collections.subjects, client),
     consentLog: new MongoConsentLogStore(collections.consentLog, {
       // An append is acknowledged within one command's bound of its id's time, or fails (503);
       // its row is readable once acknowledged (read concern majority). Each daemon takes a

@@ -454,3 +454,141 @@ describe("MongoDB store: a subject's first write", () => {
     expect(sentToSubjects(opened ?? 0)).toEqual(["insert"]);
   });
 });
+
+describe("MongoDB store: a subject's write under a newer identity key", () => {
+  const now = new Date();
+  const former: SubjectRecord = {
+    subjectHash: "k1:subject",
+    teamId: "t1",
+    bannerId: "b1",
+    consentState: { analytics: true },
+    protocolVersion: 1,
+    version: 1,
+    clientUpdatedAt: now.toISOString(),
+    updatedAt: now,
+    expiresAt: new Date(now.getTime() + 86_400_000),
+  };
+  const next: SubjectRecord = { ...former, subjectHash: "k2:subject", version: 2 };
+  const stored = (record: SubjectRecord) => {
+    const { subjectHash, ...rest } = record;
+    return { _id: subjectHash, ...rest };
+  };
+  /** The commands sent from the `from`th on, but the driver's own (hello, endSessions). */
+  const sentFrom = (from: number) =>
+    (server?.commands ?? [])
+      .slice(from)
+      .filter(
+        (command) => !["hello", "ismaster", "endSessions"].includes(Object.keys(command)[0] ?? ""),
+      );
+  const aborted = { ok: 0, code: 20, codeName: "IllegalOperation" };
+
+  it("moves it in one transaction: snapshot read of both hashes, upsert, delete, majority commit", async () => {
+    const database = emptyDatabase();
+    database.documents.set("subjects", [stored(former)]);
+    const store = await open(database, 1_000);
+    const opened = server?.commands.length ?? 0;
+    const result = await store.subjects.write(next, 1, now, former.subjectHash);
+    expect(result).toEqual({ outcome: "written", record: next });
+    const sent = sentFrom(opened);
+    expect(sent.map((command) => Object.keys(command)[0])).toEqual([
+      "find",
+      "update",
+      "delete",
+      "commitTransaction",
+    ]);
+    const [find, update, remove, commit] = sent as Document[];
+    expect(find).toMatchObject({
+      filter: { _id: { $in: ["k2:subject", "k1:subject"] } },
+      startTransaction: true,
+      autocommit: false,
+      readConcern: { level: "snapshot" },
+    });
+    const txnNumber = String(find?.txnNumber);
+    for (const command of [update, remove, commit]) {
+      expect([String(command?.txnNumber), command?.autocommit]).toEqual([txnNumber, false]);
+    }
+    expect(update?.updates).toMatchObject([{ q: { _id: "k2:subject" }, upsert: true }]);
+    expect(update?.writeConcern).toBeUndefined();
+    expect(remove?.deletes).toMatchObject([{ q: { _id: "k1:subject" } }]);
+    expect(commit?.writeConcern).toMatchObject({ w: "majority", j: true });
+  });
+
+  it("deletes a subject's record under the oldest key's hash first, then the newer ones, one at a time", async () => {
+    const database = emptyDatabase(undefined, {
+      findAndModify: () => ({ lastErrorObject: { n: 0 }, value: null, ok: 1 }),
+    });
+    const store = await open(database, 1_000);
+    const opened = server?.commands.length ?? 0;
+    expect(await store.subjects.delete(["k3:subject", "k2:subject", "k1:subject"], now)).toBe(0);
+    expect(sentFrom(opened).map((command) => [command.query?._id, command.remove])).toEqual([
+      ["k1:subject", true],
+      ["k2:subject", true],
+      ["k3:subject", true],
+    ]);
+  });
+
+  it("runs a transaction that met a write conflict again, at most 5 times", async () => {
+    let conflicts = 0;
+    const database = emptyDatabase(undefined, {
+      update: () =>
+        ++conflicts <= 7
+          ? {
+              ok: 0,
+              code: 112,
+              codeName: "WriteConflict",
+              errorLabels: ["TransientTransactionError"],
+            }
+          : { ok: 1, n: 1, nModified: 1 },
+    });
+    database.documents.set("subjects", [stored(former)]);
+    const store = await open(database, 1_000);
+    // The first write gives up after its 5th conflict; the second meets 2 more, then succeeds.
+    await expect(store.subjects.write(next, 1, now, former.subjectHash)).rejects.toMatchObject({
+      code: 112,
+    });
+    expect(conflicts).toBe(5);
+    const opened = server?.commands.length ?? 0;
+    expect(await store.subjects.write(next, 1, now, former.subjectHash)).toEqual({
+      outcome: "written",
+      record: next,
+    });
+    const starts = sentFrom(opened).filter((command) => command.startTransaction);
+    expect(starts).toHaveLength(3);
+  });
+
+  it("updates the record where it was found on a server that takes no transaction, and tries none again", async () => {
+    const plain = emptyDatabase();
+    plain.documents.set("subjects", [stored(former)]);
+    const database = emptyDatabase(undefined, {
+      find: (command) =>
+        command.startTransaction
+          ? {
+              ...aborted,
+              errmsg: "Transaction numbers are only allowed on a replica set member or mongos",
+            }
+          : (plain.answer(command, "find") as Document),
+      findAndModify: (command) => ({
+        lastErrorObject: { n: 1, updatedExisting: true },
+        value: { _id: command.query._id, ...command.update },
+        ok: 1,
+      }),
+    });
+    const store = await open(database, 1_000, { standalone: true });
+    const opened = server?.commands.length ?? 0;
+    const inPlace = { ...next, subjectHash: former.subjectHash };
+    expect(await store.subjects.write(next, 1, now, former.subjectHash)).toEqual({
+      outcome: "written",
+      record: inPlace,
+    });
+    expect(await store.subjects.write({ ...next, version: 3 }, 2, now, former.subjectHash)).toEqual(
+      { outcome: "written", record: { ...inPlace, version: 3 } },
+    );
+    const sent = sentFrom(opened).map((command) => Object.keys(command)[0]);
+    expect(sent.filter((name) => name === "find")).toHaveLength(1);
+    expect(sent.filter((name) => name === "findAndModify")).toHaveLength(2);
+    expect(sentFrom(opened).filter((command) => command.findAndModify)).toMatchObject([
+      { query: { _id: "k1:subject", version: 1 } },
+      { query: { _id: "k1:subject", version: 2 } },
+    ]);
+  });
+});

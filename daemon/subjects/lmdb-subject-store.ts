@@ -42,19 +42,23 @@ export function createLmdbSubjectStore(dbs: LmdbSubjectDatabases): SubjectStore 
       }
       return null;
     },
-    async write(next, baseVersion, now) {
+    async write(next, baseVersion, now, formerHash) {
       if (next.version !== baseVersion + 1) {
         throw new RangeError(`subject version ${next.version} does not follow ${baseVersion}`);
       }
+      const moved = formerHash !== undefined && formerHash !== next.subjectHash;
       return subjects.transaction((): SubjectWriteResult => {
-        const live = subjects.get(next.subjectHash);
-        if (isLive(live, now)) {
+        const here = subjects.get(next.subjectHash);
+        const former = moved ? subjects.get(formerHash) : undefined;
+        const live = isLive(here, now) ? here : isLive(former, now) ? former : undefined;
+        if (live) {
           // Versions start at 1, so this also refuses baseVersion 0 over a live record.
           if (live.version !== baseVersion) return { outcome: "conflict", current: live };
         } else if (baseVersion > 0) {
           return { outcome: "not_found" };
         }
         remove(next.subjectHash); // an expired record is replaced, with its index entry
+        if (moved) remove(formerHash); // the record leaves the older identity key
         subjects.putSync(next.subjectHash, next);
         subjectHashesByExpiry.putSync(
           expiryKey(next.subjectHash, next.expiresAt),

@@ -1,4 +1,13 @@
-import type { Collection, Filter, IndexDescription, WithId } from "mongodb";
+import {
+  type ClientSession,
+  type Collection,
+  type Filter,
+  type IndexDescription,
+  type MongoClient,
+  MongoError,
+  MongoServerError,
+  type WithId,
+} from "mongodb";
 import {
   duplicateKeyError,
   isDuplicateKey,
@@ -21,6 +30,9 @@ export type SubjectDocument = Omit<SubjectRecord, "subjectHash"> & { _id: string
  */
 const MAX_WRITE_ATTEMPTS = 5;
 
+/** The server's answer to a transaction on a standalone server ("IllegalOperation"). */
+const ILLEGAL_OPERATION = 20;
+
 /**
  * SubjectStore over the `subjects` collection, without transactions: every write is one
  * conditional single-document operation, so the server's per-document atomicity decides races.
@@ -32,7 +44,13 @@ export class MongoSubjectStore implements SubjectStore {
     { key: { expiresAt: 1 }, name: "subjects_expiry", expireAfterSeconds: 0 },
   ];
 
-  constructor(private readonly collection: Collection<SubjectDocument>) {}
+  /** False once the deployment refused a transaction: a standalone server never takes one. */
+  private transactions = true;
+
+  constructor(
+    private readonly collection: Collection<SubjectDocument>,
+    private readonly client: MongoClient,
+  ) {}
 
   async find(subjectHashes: readonly string[], now: Date): Promise<SubjectRecord | null> {
     if (subjectHashes.length === 0) return null;
@@ -47,11 +65,22 @@ export class MongoSubjectStore implements SubjectStore {
     return null;
   }
 
-  async write(next: SubjectRecord, baseVersion: number, now: Date): Promise<SubjectWriteResult> {
+  async write(
+    next: SubjectRecord,
+    baseVersion: number,
+    now: Date,
+    formerHash?: string,
+  ): Promise<SubjectWriteResult> {
     if (!Number.isInteger(baseVersion) || baseVersion < 0 || next.version !== baseVersion + 1) {
       throw new RangeError(
         `subject version ${next.version} must be baseVersion ${baseVersion} + 1`,
       );
+    }
+    if (formerHash !== undefined && formerHash !== next.subjectHash) {
+      const moved = this.transactions && (await this.move(next, baseVersion, now, formerHash));
+      if (moved) return moved;
+      // No transactions here: the record is written where it was found.
+      return this.write({ ...next, subjectHash: formerHash }, baseVersion, now);
     }
     for (let attempt = 1; attempt <= MAX_WRITE_ATTEMPTS; attempt++) {
       const result =
@@ -65,11 +94,15 @@ export class MongoSubjectStore implements SubjectStore {
 
   async delete(subjectHashes: readonly string[], now: Date): Promise<number> {
     // One findOneAndDelete per hash: each reports exactly the document it removed, so the count of
-    // live ones is exact even when a write races the delete.
-    const removed = await Promise.all(
-      [...new Set(subjectHashes)].map((_id) => this.collection.findOneAndDelete({ _id })),
-    );
-    return removed.filter((document) => document !== null && document.expiresAt > now).length;
+    // live ones is exact even when a write races the delete. The oldest key's hash first, one
+    // after another: a write moving the record to the newest key's hash (move()) then either
+    // finds it gone, or has moved it before the delete reaches that hash.
+    let live = 0;
+    for (const _id of [...new Set(subjectHashes)].reverse()) {
+      const document = await this.collection.findOneAndDelete({ _id });
+      if (document !== null && document.expiresAt > now) live++;
+    }
+    return live;
   }
 
   async purgeExpired(now: Date): Promise<number> {
@@ -136,6 +169,74 @@ export class MongoSubjectStore implements SubjectStore {
     if (current === null) return { outcome: "not_found" };
     // The same version here means the record was re-created at baseVersion in between: retry.
     return current.version === baseVersion ? null : { outcome: "conflict", current };
+  }
+
+  /**
+   * A write that moves the record from formerHash to next.subjectHash, in one transaction
+   * (snapshot reads, majority commit): both documents are written (the former one removed), so a
+   * rival write or delete of either makes one of the two transactions conflict, and the loser runs
+   * again on what the winner left, at most MAX_WRITE_ATTEMPTS times. Not the driver's
+   * withTransaction, which retries for up to 120 s: every other write fails within one command's
+   * bound (mongo-timeouts.ts), and so does this one, its commit's outcome unknown then (503, as
+   * README "MongoDB" says of a write that fails for want of its majority). False when the
+   * deployment takes no transaction (a standalone server).
+   */
+  private async move(
+    next: SubjectRecord,
+    baseVersion: number,
+    now: Date,
+    formerHash: string,
+  ): Promise<SubjectWriteResult | false> {
+    const session = this.client.startSession();
+    try {
+      for (let attempt = 1; ; attempt++) {
+        session.startTransaction({
+          readConcern: { level: "snapshot" },
+          writeConcern: { w: "majority", journal: true },
+          readPreference: "primary",
+        });
+        try {
+          const result = await this.moveIn(session, next, baseVersion, now, formerHash);
+          await session.commitTransaction();
+          return result;
+        } catch (error) {
+          if (session.inTransaction()) await session.abortTransaction().catch(() => {});
+          if (error instanceof MongoServerError && error.code === ILLEGAL_OPERATION) {
+            this.transactions = false;
+            return false;
+          }
+          const transient =
+            error instanceof MongoError && error.hasErrorLabel("TransientTransactionError");
+          if (!transient || attempt >= MAX_WRITE_ATTEMPTS) throw error;
+        }
+      }
+    } finally {
+      await session.endSession();
+    }
+  }
+
+  /** One attempt of move()'s transaction: read both documents, compare, write both. */
+  private async moveIn(
+    session: ClientSession,
+    next: SubjectRecord,
+    baseVersion: number,
+    now: Date,
+    formerHash: string,
+  ): Promise<SubjectWriteResult> {
+    const ids = [next.subjectHash, formerHash];
+    const documents = await this.collection.find({ _id: { $in: ids } }, { session }).toArray();
+    const liveUnder = (id: string) =>
+      documents.find((document) => document._id === id && document.expiresAt > now);
+    const live = liveUnder(next.subjectHash) ?? liveUnder(formerHash);
+    if (live) {
+      if (live.version !== baseVersion) return { outcome: "conflict", current: toRecord(live) };
+    } else if (baseVersion > 0) {
+      return { outcome: "not_found" };
+    }
+    const { _id, ...replacement } = toDocument(next);
+    await this.collection.replaceOne({ _id }, replacement, { upsert: true, session });
+    await this.collection.deleteOne({ _id: formerHash }, { session });
+    return { outcome: "written", record: structuredClone(next) };
   }
 
   /** The live document as the primary has it now: it may be a rival write not yet majority-committed. */

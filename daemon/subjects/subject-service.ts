@@ -96,10 +96,11 @@ export function createSubjectService(
         const write = readStateWrite(body, now);
         const expiresAt = recordExpiry(write.expiresAt, now);
         const { hashes, bannerId } = await subjectHashes(auth, write);
-        // A record written under an older identity key is updated where it is (decisions §4).
+        // A record found under an older identity key moves to the current key's hash as it is
+        // written (decisions §4: the key can be rotated; README, "Privacy").
         const existing = await store.subjects.find(hashes, now);
         const next: SubjectRecord = {
-          subjectHash: existing?.subjectHash ?? (hashes[0] as string),
+          subjectHash: hashes[0] as string,
           teamId: auth.team.id,
           bannerId,
           consentState: write.consentState,
@@ -109,7 +110,12 @@ export function createSubjectService(
           updatedAt: now,
           expiresAt,
         };
-        const result = await store.subjects.write(next, write.baseVersion, now);
+        const result = await store.subjects.write(
+          next,
+          write.baseVersion,
+          now,
+          existing?.subjectHash,
+        );
         if (result.outcome === "not_found")
           throw notFound("No consent state is stored for this subject");
         if (result.outcome === "conflict") {

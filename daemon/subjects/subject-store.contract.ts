@@ -157,6 +157,87 @@ export function describeSubjectStoreContract(openStore: OpenStore): void {
       });
     });
 
+    describe("a write given the record's hash under an older identity key (formerHash)", () => {
+      /** A record found under `former` (an older key's hash) and the subject's hash under `current`. */
+      async function foundUnderOlderKey() {
+        const id = randomUUID();
+        const former = aSubject(`ik_1:${id}`, 1, now);
+        await store().subjects.write(former, 0, now);
+        return { former, current: `ik_2:${id}` };
+      }
+
+      /**
+       * Where a successful write left the record: under the current hash, nothing under the former
+       * one; a MongoDB server without transactions writes it where it was found (the port says so).
+       */
+      async function expectStored(record: SubjectRecord, current: string, former: string) {
+        const inPlace = store().kind === "mongodb" && record.subjectHash === former;
+        expect(record.subjectHash).toBe(inPlace ? former : current);
+        expect(await store().subjects.find([current, former], now)).toEqual(record);
+        expect(await store().subjects.find([inPlace ? current : former], now)).toBeNull();
+      }
+
+      it("compares the record found under it, then moves it under the current hash", async () => {
+        const { former, current } = await foundUnderOlderKey();
+        const next = aSubject(current, 2, shifted(now, MINUTE));
+        const result = await store().subjects.write(next, 1, now, former.subjectHash);
+        expect(result.outcome).toBe("written");
+        if (result.outcome !== "written") return;
+        expect({ ...result.record, subjectHash: current }).toEqual(next);
+        await expectStored(result.record, current, former.subjectHash);
+      });
+
+      it("reports a conflict with the record under it on a stale baseVersion, and moves nothing", async () => {
+        const { former, current } = await foundUnderOlderKey();
+        const stale = await store().subjects.write(
+          aSubject(current, 3, now),
+          2,
+          now,
+          former.subjectHash,
+        );
+        expect(stale).toEqual({ outcome: "conflict", current: former });
+        expect(await store().subjects.find([current], now)).toBeNull();
+        expect(await store().subjects.find([former.subjectHash], now)).toEqual(former);
+      });
+
+      it("compares the live record under the current hash first, and removes the former one", async () => {
+        const { former, current } = await foundUnderOlderKey();
+        const newer = aSubject(current, 1, now);
+        await store().subjects.write(newer, 0, now);
+        expect(
+          await store().subjects.write(aSubject(current, 2, now), 1, now, former.subjectHash),
+        ).toMatchObject({ outcome: "written" });
+        const onFormer = await store().subjects.find([former.subjectHash], now);
+        expect(onFormer === null || store().kind === "mongodb").toBe(true);
+      });
+
+      it("reports not_found for baseVersion > 0 when neither hash holds a live record", async () => {
+        const id = randomUUID();
+        await writeExpired(`ik_1:${id}`);
+        expect(
+          await store().subjects.write(aSubject(`ik_2:${id}`, 2, now), 1, now, `ik_1:${id}`),
+        ).toEqual({ outcome: "not_found" });
+      });
+
+      it("lets exactly one of 20 concurrent moving writes succeed; the others conflict with it", async () => {
+        const { former, current } = await foundUnderOlderKey();
+        const attempts = Array.from({ length: 20 }, (_, i) =>
+          aSubject(current, 2, shifted(now, i)),
+        );
+        const results = await Promise.all(
+          attempts.map((next) => store().subjects.write(next, 1, now, former.subjectHash)),
+        );
+        const written = results.filter((r) => r.outcome === "written");
+        expect(written).toHaveLength(1);
+        const winner = written[0]?.outcome === "written" ? written[0].record : undefined;
+        if (!winner) return;
+        for (const result of results.filter((r) => r.outcome !== "written")) {
+          expect(result).toEqual({ outcome: "conflict", current: winner });
+        }
+        await expectStored(winner, current, former.subjectHash);
+      });
+    });
+
     it.each([0, 5])(
       "lets exactly one of 20 concurrent writes with baseVersion %i succeed",
       async (baseVersion) => {

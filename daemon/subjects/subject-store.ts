@@ -43,9 +43,26 @@ export interface SubjectStore {
    *   it differs; not_found when there is no live record.
    * Under concurrent writes with the same baseVersion exactly one succeeds and every other one
    * reports conflict with a current record at least as new as the winner's.
+   *
+   * With `formerHash` (the subject's hash under an older identity key, where its record was
+   * found), the record compared is the live one under next.subjectHash, else the live one under
+   * formerHash; a write that succeeds stores `next` under next.subjectHash and removes the record
+   * under formerHash in the same atomic step, so a rotation of the identity key ends once every
+   * record has been written again or has expired (decisions §4). A MongoDB deployment without
+   * transactions (a standalone server) cannot make that step atomic: there the record is
+   * written where it was found, under formerHash, as `record.subjectHash` then says.
    */
-  write(next: SubjectRecord, baseVersion: number, now: Date): Promise<SubjectWriteResult>;
-  /** Removes every record under `subjectHashes`; returns how many of them were live. */
+  write(
+    next: SubjectRecord,
+    baseVersion: number,
+    now: Date,
+    formerHash?: string,
+  ): Promise<SubjectWriteResult>;
+  /**
+   * Removes every record under `subjectHashes` (newest identity key first, as find() takes them);
+   * returns how many of them were live. A write moving the record to a newer key's hash at the
+   * same time cannot leave it behind.
+   */
   delete(subjectHashes: readonly string[], now: Date): Promise<number>;
   /** Removes records whose expiry is at or before `now`; returns how many. */
   purgeExpired(now: Date): Promise<number>;

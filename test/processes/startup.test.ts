@@ -7,6 +7,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { aConsentLogRow } from "#daemon/consent-log/consent-log-store.contract.js";
+import { parseIdentityKeys } from "#daemon/identity/subject-identity.js";
 import { openLmdbStore } from "#daemon/store/lmdb-store.js";
 import { consentState, createBanner, createTeam, http, mintKey } from "#test/support/api.js";
 import {
@@ -14,6 +15,7 @@ import {
   freePort,
   GATEWAY_URL,
   PROGRAMS,
+  type Program,
   ROOT,
   startProgram,
   startService,
@@ -181,9 +183,9 @@ describe("start-up of the real programs", () => {
     expect(await third.program.stop()).toBe(0);
   });
 
-  it("says at start-up when no stored subject state was made under its identity keys", async () => {
+  it("says at start-up when no stored subject state was made under its identity keys, and during a rotation whether the older key still holds any", async () => {
     const dataDir = path.join(root, "other-key");
-    await storeWithSubjectState(dataDir);
+    const { key, publicId } = await storeWithSubjectState(dataDir);
     const stored = (await readFile(path.join(dataDir, "identity-key"), "utf8")).trim();
     const another = randomBytes(32).toString("base64");
     const warning = "no stored subject state was made under this daemon's identity keys";
@@ -197,10 +199,33 @@ describe("start-up of the real programs", () => {
     expect(await replaced.program.stop()).toBe(0);
     expect(replaced.program.stdout().split(warning)).toHaveLength(2);
 
-    // The rotation as the README describes it, the new key first: nothing to say.
-    const rotated = await startService(dataDir, { CONSENT_IDENTITY_KEY: `${another},${stored}` });
+    // The rotation as the README describes it, the new key first: no warning, and the older key
+    // is said to hold a state until that state is written again, which moves it.
+    const keyring = { CONSENT_IDENTITY_KEY: `${another},${stored}`, CONSENT_LOG_LEVEL: "info" };
+    const olderKey = parseIdentityKeys(stored)[0]?.id;
+    const olderKeySays = (program: Program) =>
+      program
+        .stdout()
+        .split("\n")
+        .filter((line) => line.includes(`"identityKeyId":"${olderKey}"`))
+        .map((line) => JSON.parse(line).msg as string);
+    const rotated = await startService(dataDir, keyring);
+    const written = await http(rotated.service, "PUT", "/api/v1/consent/subjects/state", {
+      key,
+      body: { bannerId: publicId, subjectId: "kept", baseVersion: 1, consentState: consentState() },
+    });
+    expect([written.status, written.body.data.version]).toEqual([200, 2]);
     expect(await rotated.program.stop()).toBe(0);
     expect(rotated.program.stdout()).not.toContain(warning);
+    expect(olderKeySays(rotated.program)).toEqual([
+      expect.stringContaining("an older identity key still holds stored subject states"),
+    ]);
+    const after = await startService(dataDir, keyring);
+    expect(await after.program.stop()).toBe(0);
+    expect(after.program.stdout()).not.toContain(warning);
+    expect(olderKeySays(after.program)).toEqual([
+      expect.stringContaining("an older identity key holds no stored subject state any more"),
+    ]);
   });
 
   it("warns at start-up when its clock reads earlier than the newest consent log row", async () => {
