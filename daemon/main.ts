@@ -271,7 +271,7 @@ async function reportOlderIdentityKeys(
     } else {
       logger.info(
         { identityKeyId: id },
-        "an older identity key holds no stored subject state any more: it can be dropped from CONSENT_IDENTITY_KEY",
+        "an older identity key holds no stored subject state any more; webhook signing secrets sealed under it (endpoints whose secret was made or last rotated before this key's rotation) open only while it is listed: rotate those secrets, then drop the key from CONSENT_IDENTITY_KEY",
       );
     }
   }
