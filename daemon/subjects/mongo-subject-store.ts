@@ -192,7 +192,9 @@ export class MongoSubjectStore implements SubjectStore {
       for (let attempt = 1; ; attempt++) {
         session.startTransaction({
           readConcern: { level: "snapshot" },
-          writeConcern: { w: "majority", journal: true },
+          // The collection's: a journaled majority waited for as long as every other write waits
+          // (wtimeoutMS, mongo-timeouts.ts), where the driver would give a commit 10 s.
+          writeConcern: this.collection.writeConcern,
           readPreference: "primary",
         });
         try {
