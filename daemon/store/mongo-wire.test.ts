@@ -558,6 +558,22 @@ describe("MongoDB store: a subject's write under a newer identity key", () => {
     expect(starts).toHaveLength(3);
   });
 
+  it("fails as unavailable (503) when the primary stops answering, after one more run of its transaction, within a command's bound", async () => {
+    const database = emptyDatabase();
+    database.documents.set("subjects", [stored(former)]);
+    const store = await open(database, 1_000);
+    database.stopAnswering();
+    const opened = server?.commands.length ?? 0;
+    const started = performance.now();
+    const failure = await store.subjects.write(next, 1, now, former.subjectHash).catch((e) => e);
+    const elapsed = performance.now() - started;
+    expect(store.isUnavailable(failure)).toBe(true);
+    // Each run's read went unanswered for the reply's bound; a lost reply is run again once, as
+    // the driver sends a single write once more (retryWrites).
+    expect(sentFrom(opened).filter((command) => command.startTransaction)).toHaveLength(2);
+    expect(elapsed).toBeLessThan(mongoTimeouts(1_000).commandMs);
+  }, 20_000);
+
   it("updates the record where it was found on a server that takes no transaction, and tries none again", async () => {
     const plain = emptyDatabase();
     plain.documents.set("subjects", [stored(former)]);

@@ -5,6 +5,7 @@ import {
   type IndexDescription,
   type MongoClient,
   MongoError,
+  MongoNetworkError,
   MongoServerError,
   type WithId,
 } from "mongodb";
@@ -175,11 +176,14 @@ export class MongoSubjectStore implements SubjectStore {
    * A write that moves the record from formerHash to next.subjectHash, in one transaction
    * (snapshot reads, majority commit): both documents are written (the former one removed), so a
    * rival write or delete of either makes one of the two transactions conflict, and the loser runs
-   * again on what the winner left, at most MAX_WRITE_ATTEMPTS times. Not the driver's
+   * again on what the winner left, at most MAX_WRITE_ATTEMPTS times. A run that lost its
+   * connection or its reply (the driver's network errors, which it labels transient too) is run
+   * again once, as the driver sends a single write once more (retryWrites). Not the driver's
    * withTransaction, which retries for up to 120 s: every other write fails within one command's
-   * bound (mongo-timeouts.ts), and so does this one, its commit's outcome unknown then (503, as
-   * README "MongoDB" says of a write that fails for want of its majority). False when the
-   * deployment takes no transaction (a standalone server).
+   * bound (mongo-timeouts.ts), and this one, when the primary stops answering, after two runs that
+   * each wait for one reply (and for their abort's, once past the first command); a commit's
+   * outcome is unknown then (503, as README "MongoDB" says of a write that fails for want of its
+   * majority). False when the deployment takes no transaction (a standalone server).
    */
   private async move(
     next: SubjectRecord,
@@ -188,6 +192,7 @@ export class MongoSubjectStore implements SubjectStore {
     formerHash: string,
   ): Promise<SubjectWriteResult | false> {
     const session = this.client.startSession();
+    let lostReplies = 0;
     try {
       for (let attempt = 1; ; attempt++) {
         session.startTransaction({
@@ -209,7 +214,8 @@ export class MongoSubjectStore implements SubjectStore {
           }
           const transient =
             error instanceof MongoError && error.hasErrorLabel("TransientTransactionError");
-          if (!transient || attempt >= MAX_WRITE_ATTEMPTS) throw error;
+          const lost = error instanceof MongoNetworkError && ++lostReplies > 1;
+          if (!transient || lost || attempt >= MAX_WRITE_ATTEMPTS) throw error;
         }
       }
     } finally {
