@@ -529,7 +529,7 @@ describe("MongoDB store: a subject's write under a newer identity key", () => {
     ]);
   });
 
-  it("runs a transaction that met a write conflict again, at most 5 times", async () => {
+  it("runs a transaction that met a write conflict again, at most 5 times, waiting longer before each run", async () => {
     let conflicts = 0;
     const database = emptyDatabase(undefined, {
       update: () =>
@@ -545,10 +545,13 @@ describe("MongoDB store: a subject's write under a newer identity key", () => {
     database.documents.set("subjects", [stored(former)]);
     const store = await open(database, 1_000);
     // The first write gives up after its 5th conflict; the second meets 2 more, then succeeds.
+    const started = performance.now();
     await expect(store.subjects.write(next, 1, now, former.subjectHash)).rejects.toMatchObject({
       code: 112,
     });
     expect(conflicts).toBe(5);
+    // Before the 2nd to 5th runs, at least half of 5 ms × 1.5^run each: 30 ms in all.
+    expect(performance.now() - started).toBeGreaterThanOrEqual(30);
     const opened = server?.commands.length ?? 0;
     expect(await store.subjects.write(next, 1, now, former.subjectHash)).toEqual({
       outcome: "written",
@@ -556,6 +559,36 @@ describe("MongoDB store: a subject's write under a newer identity key", () => {
     });
     const starts = sentFrom(opened).filter((command) => command.startTransaction);
     expect(starts).toHaveLength(3);
+  });
+
+  it("runs a transaction again whose upsert met a rival's insert of the current hash (duplicate _id)", async () => {
+    let duplicates = 0;
+    const database = emptyDatabase(undefined, {
+      update: () =>
+        ++duplicates === 1
+          ? {
+              ok: 1,
+              n: 0,
+              writeErrors: [
+                {
+                  index: 0,
+                  code: 11000,
+                  errmsg: `E11000 duplicate key error collection: shop.subjects index: _id_ dup key: { _id: "k2:subject" }`,
+                  keyPattern: { _id: 1 },
+                  keyValue: { _id: "k2:subject" },
+                },
+              ],
+            }
+          : { ok: 1, n: 1, nModified: 1 },
+    });
+    database.documents.set("subjects", [stored(former)]);
+    const store = await open(database, 1_000);
+    const opened = server?.commands.length ?? 0;
+    expect(await store.subjects.write(next, 1, now, former.subjectHash)).toEqual({
+      outcome: "written",
+      record: next,
+    });
+    expect(sentFrom(opened).filter((command) => command.startTransaction)).toHaveLength(2);
   });
 
   it("fails as unavailable (503) when the primary stops answering, after one more run of its transaction, within a command's bound", async () => {

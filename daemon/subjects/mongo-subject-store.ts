@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from "node:timers/promises";
 import {
   type ClientSession,
   type Collection,
@@ -212,10 +213,17 @@ export class MongoSubjectStore implements SubjectStore {
             this.transactions = false;
             return false;
           }
+          // A duplicate _id on the upsert is a rival's insert of the current hash: run again too.
           const transient =
-            error instanceof MongoError && error.hasErrorLabel("TransientTransactionError");
+            (error instanceof MongoError && error.hasErrorLabel("TransientTransactionError")) ||
+            isDuplicateKeyOn(error, "_id", "_id_");
           const lost = error instanceof MongoNetworkError && ++lostReplies > 1;
           if (!transient || lost || attempt >= MAX_WRITE_ATTEMPTS) throw error;
+          // A rival transaction holds a document until it commits, and a conflict with it fails at
+          // once: wait a little before reading again, longer each run and jittered, as the
+          // driver's withTransaction does (at least half of 5 ms × 1.5^run).
+          const backoffMs = 5 * 1.5 ** attempt;
+          await sleep(backoffMs / 2 + (Math.random() * backoffMs) / 2);
         }
       }
     } finally {
