@@ -389,9 +389,9 @@ describe("MongoDB store: webhook claims", () => {
   });
 });
 
-describe("MongoDB store: a subject's first write", () => {
-  const now = new Date();
-  const subject: SubjectRecord = {
+/** Version 1 of subject "k1:subject", written at `now`, live for a day. */
+function aSubjectRecord(now: Date): SubjectRecord {
+  return {
     subjectHash: "k1:subject",
     teamId: "t1",
     bannerId: "b1",
@@ -402,6 +402,11 @@ describe("MongoDB store: a subject's first write", () => {
     updatedAt: now,
     expiresAt: new Date(now.getTime() + 86_400_000),
   };
+}
+
+describe("MongoDB store: a subject's first write", () => {
+  const now = new Date();
+  const subject = aSubjectRecord(now);
   /** The server's refusal of an insert on a unique index, as it names the index and its key. */
   const duplicateOn = (index: string, key: Document) => ({
     ok: 1,
@@ -457,17 +462,7 @@ describe("MongoDB store: a subject's first write", () => {
 
 describe("MongoDB store: a subject's write under a newer identity key", () => {
   const now = new Date();
-  const former: SubjectRecord = {
-    subjectHash: "k1:subject",
-    teamId: "t1",
-    bannerId: "b1",
-    consentState: { analytics: true },
-    protocolVersion: 1,
-    version: 1,
-    clientUpdatedAt: now.toISOString(),
-    updatedAt: now,
-    expiresAt: new Date(now.getTime() + 86_400_000),
-  };
+  const former = aSubjectRecord(now);
   const next: SubjectRecord = { ...former, subjectHash: "k2:subject", version: 2 };
   const stored = (record: SubjectRecord) => {
     const { subjectHash, ...rest } = record;
