@@ -1,0 +1,310 @@
+import type { BrowserContext, Page } from "playwright-core";
+import { describe, expect, it } from "vitest";
+import { http } from "#test/support/api.js";
+import {
+  applyState,
+  clearState,
+  dialog,
+  openPage,
+  showPreferences,
+  skipBrowserTests,
+  stateOf,
+  useBrowserSite,
+} from "#test/support/browser.js";
+import { bannerFixture } from "#test/support/consent-log.js";
+
+const jurisdictionRules = [
+  { id: "eu", countries: ["DE"], mode: "opt_in" },
+  { id: "us-ca", regions: ["US-CA"], mode: "opt_out" },
+  { id: "uk", countries: ["GB"], mode: "notice" },
+];
+
+/** What a page's listeners got of consent:ready and consent:change, in order. */
+interface ConsentEvent {
+  type: string;
+  consentState: unknown;
+  source?: string;
+}
+
+/**
+ * The cross-device round trip of docs/banner-runtime.md ("Integrator API") on every path a
+ * visitor takes: the state a page exposes (getState, consent:ready, consent:change) is PUT as it
+ * is (spec 4.6, 3.2: baseVersion 0, then each returned version), resolves back unchanged (4.5),
+ * and applyState of the resolved state on another device exposes it again, with its event.
+ */
+describe.skipIf(skipBrowserTests)(
+  "banner runtime in Chromium: states carried across devices",
+  () => {
+    const ctx = useBrowserSite({
+      CONSENT_GEO_HEADER: "CF-IPCountry",
+      CONSENT_TRUST_PROXY: "loopback",
+    });
+
+    /** A device: a browser context from `country` (the trusted geo header), GPC on if `gpc`. */
+    async function device(options: { country?: string; gpc?: boolean } = {}) {
+      const { context } = await openPage(ctx.browser, {
+        extraHTTPHeaders: options.country ? { "CF-IPCountry": options.country } : {},
+      });
+      if (options.gpc) {
+        await context.addInitScript(() =>
+          Object.defineProperty(Navigator.prototype, "globalPrivacyControl", { get: () => true }),
+        );
+      }
+      await context.addInitScript(() => {
+        const w = window as unknown as { consentEvents: unknown[] };
+        w.consentEvents = [];
+        for (const type of ["consent:ready", "consent:change"]) {
+          addEventListener(type, (event) =>
+            w.consentEvents.push({ type, ...(event as CustomEvent).detail }),
+          );
+        }
+      });
+      return context;
+    }
+
+    /** Opens `url` in a new page of `context`, once consent:ready has fired. */
+    async function visit(context: BrowserContext, url: string): Promise<Page> {
+      const page = await context.newPage();
+      await page.goto(url);
+      await page.waitForFunction(() =>
+        (window as unknown as { consentEvents: ConsentEvent[] }).consentEvents.some(
+          (event) => event.type === "consent:ready",
+        ),
+      );
+      return page;
+    }
+
+    const eventsOf = (page: Page) =>
+      page.evaluate(() => (window as unknown as { consentEvents: ConsentEvent[] }).consentEvents);
+
+    /**
+     * A banner on localhost with the default categories (necessary, analytics, marketing), and a
+     * page of the site embedding it in `lang`.
+     */
+    async function bannerSite(configuration: Record<string, unknown> = {}, lang?: string) {
+      const fixture = await bannerFixture(ctx.service, {
+        domain: "localhost",
+        configuration,
+      });
+      const path = `/${fixture.publicId}-${lang ?? "en"}`;
+      return { ...fixture, url: ctx.site.page(path, { publicId: fixture.publicId, lang }) };
+    }
+
+    /**
+     * The state the page exposes after a choice on it: getState(), the same as the consent:change
+     * (source "choice") it fired last.
+     */
+    async function chosen(page: Page) {
+      const state = await stateOf(page);
+      expect(state).not.toBeNull();
+      expect((await eventsOf(page)).at(-1)).toEqual({
+        type: "consent:change",
+        consentState: state,
+        source: "choice",
+      });
+      return state as Record<string, unknown>;
+    }
+
+    /** Customize, with only analytics of the optional categories, then Save. */
+    async function saveAnalyticsOnly(page: Page, opened = false) {
+      if (!opened) await dialog(page).getByRole("button", { name: "Customize" }).click();
+      await dialog(page).getByRole("checkbox", { name: "analytics" }).check();
+      await dialog(page).getByRole("checkbox", { name: "marketing" }).uncheck();
+      await dialog(page).getByRole("button", { name: "Save choices" }).click();
+    }
+
+    /**
+     * PUTs `consentState` for the subject at `baseVersion` with a consent:write key, and resolves it
+     * back: both 200, the version one up, and the state unchanged both ways. The resolved state.
+     */
+    async function putAndResolve(
+      key: string,
+      subject: { bannerId: string; subjectId: string },
+      baseVersion: number,
+      consentState: unknown,
+    ) {
+      const put = await http(ctx.service, "PUT", "/api/v1/consent/subjects/state", {
+        key,
+        body: { ...subject, baseVersion, consentState },
+      });
+      expect(put.status, put.text).toBe(200);
+      expect(put.body.data).toMatchObject({
+        success: true,
+        consentState,
+        version: baseVersion + 1,
+      });
+      const resolved = await http(ctx.service, "POST", "/api/v1/consent/subjects/resolve", {
+        key,
+        body: subject,
+      });
+      expect(resolved.status, resolved.text).toBe(200);
+      expect(resolved.body.data).toMatchObject({ found: true, version: baseVersion + 1 });
+      expect(resolved.body.data.consentState).toEqual(consentState);
+      return resolved.body.data.consentState as unknown;
+    }
+
+    /**
+     * applyState of a resolved state on another device (from `options`' place): getState() is that
+     * state, consent:change (source "apply") carries it, and the next page keeps it.
+     */
+    async function applyOnAnotherDevice(
+      url: string,
+      state: unknown,
+      options: { country?: string; gpc?: boolean } = {},
+    ) {
+      const context = await device(options);
+      const page = await visit(context, url);
+      const before = (await eventsOf(page)).length;
+      expect(await applyState(page, state)).toBe(true);
+      expect(await stateOf(page)).toEqual(state);
+      expect((await eventsOf(page)).slice(before)).toEqual([
+        { type: "consent:change", consentState: state, source: "apply" },
+      ]);
+      const next = await visit(context, url);
+      expect(await stateOf(next)).toEqual(state);
+      expect(await eventsOf(next)).toEqual([{ type: "consent:ready", consentState: state }]);
+      await context.close();
+    }
+
+    it("carries every choice of one visitor: accept, save, reject, a re-prompt, an erasure's new choice, another tab's", async () => {
+      const { publicId, key, id, url } = await bannerSite();
+      const subject = { bannerId: publicId, subjectId: "user-1842" };
+      const laptop = await device();
+      let page = await visit(laptop, url);
+      expect(await eventsOf(page)).toEqual([{ type: "consent:ready", consentState: null }]);
+      let version = 0;
+      /** The page's latest choice, PUT at the next version and applied on another device. */
+      const carry = async (state: Record<string, unknown>) => {
+        const resolved = await putAndResolve(key, subject, version++, state);
+        await applyOnAnotherDevice(url, resolved);
+        return state;
+      };
+
+      await dialog(page).getByRole("button", { name: "Accept all" }).click();
+      const accepted = await carry(await chosen(page));
+      expect(accepted).toMatchObject({ acceptType: "all", revision: 1, collectedVia: "banner" });
+
+      await showPreferences(page);
+      await saveAnalyticsOnly(page, true);
+      expect(await carry(await chosen(page))).toMatchObject({
+        categories: ["necessary", "analytics"],
+        acceptType: "custom",
+        consentId: accepted.consentId,
+      });
+
+      await showPreferences(page);
+      await dialog(page).getByRole("button", { name: "Reject all" }).click();
+      expect(await carry(await chosen(page))).toMatchObject({
+        categories: ["necessary"],
+        acceptType: "necessary",
+      });
+
+      // A publish raises the revision: the next page asks again, and the new choice is PUT.
+      expect(
+        (await http(ctx.service, "POST", `/api/v1/banners/${id}/publish`, { key })).status,
+      ).toBe(200);
+      page = await visit(laptop, url);
+      await expect.poll(() => dialog(page).count()).toBe(1);
+      await saveAnalyticsOnly(page);
+      expect(await carry(await chosen(page))).toMatchObject({
+        revision: 2,
+        consentId: accepted.consentId,
+        consentTimestamp: accepted.consentTimestamp,
+      });
+
+      // An erasure on this device, then a new choice under a new consentId.
+      await clearState(page);
+      expect((await eventsOf(page)).at(-1)).toEqual({
+        type: "consent:change",
+        consentState: null,
+        source: "apply",
+      });
+      await expect.poll(() => dialog(page).count()).toBe(1);
+      await dialog(page).getByRole("button", { name: "Accept all" }).click();
+      const renewed = await carry(await chosen(page));
+      expect(renewed.consentId).not.toBe(accepted.consentId);
+
+      // A choice made in another tab: this page takes it when focused, as its own listeners hear.
+      const other = await visit(laptop, url);
+      await showPreferences(other);
+      await dialog(other).getByRole("button", { name: "Reject all" }).click();
+      const fromOther = await chosen(other);
+      await page.evaluate(() => dispatchEvent(new Event("focus")));
+      expect(await stateOf(page)).toEqual(fromOther);
+      expect((await eventsOf(page)).at(-1)).toEqual({
+        type: "consent:change",
+        consentState: fromOther,
+        source: "other-tab",
+      });
+      await carry(fromOther);
+      await laptop.close();
+    });
+
+    it("carries choices made in the page's language", async () => {
+      const texts = Object.fromEntries(
+        ["de", "fr", "ar", "pt-BR", "zh-Hant"].map((tag) => [tag, { title: `Privacy ${tag}` }]),
+      );
+      const cases = [
+        ["de-AT", "de"],
+        ["fr", "fr"],
+        ["ar", "ar"],
+        ["pt", "pt-BR"],
+        ["zh-TW", "zh-Hant"],
+        ["ja", "en"],
+      ];
+      for (const [lang, languageCode] of cases) {
+        const { publicId, key, url } = await bannerSite({ texts }, lang);
+        const context = await device();
+        const page = await visit(context, url);
+        await saveAnalyticsOnly(page);
+        const state = await chosen(page);
+        expect(state.languageCode, lang).toBe(languageCode);
+        const subject = { bannerId: publicId, subjectId: `visitor-${lang}` };
+        await applyOnAnotherDevice(url, await putAndResolve(key, subject, 0, state));
+        await context.close();
+      }
+    });
+
+    it("carries each jurisdiction's default, GPC under a US rule included, and the choice after it", async () => {
+      const { publicId, key, url } = await bannerSite({ jurisdictionRules });
+      const places = [
+        { country: "DE", expected: { collectedVia: "default_optin", isPending: true } },
+        { country: "GB", expected: { collectedVia: "default_notice" } },
+        { country: "US-CA", expected: { collectedVia: "default_optout", gpcRespected: false } },
+        {
+          country: "US-CA",
+          gpc: true,
+          expected: {
+            collectedVia: "default_optout",
+            gpcRespected: true,
+            categories: ["necessary", "analytics"],
+            usOptOutChoices: { saleSharing: true, targetedAdvertising: true },
+          },
+        },
+      ];
+      for (const place of places) {
+        const name = `${place.country}${place.gpc ? " with GPC" : ""}`;
+        const context = await device(place);
+        const page = await visit(context, url);
+        const state = await stateOf(page);
+        expect(state, name).toMatchObject({ isDefaultState: true, ...place.expected });
+        // A default fires no consent:change; consent:ready carries it.
+        expect(await eventsOf(page), name).toEqual([
+          { type: "consent:ready", consentState: state },
+        ]);
+        const subject = { bannerId: publicId, subjectId: `visitor-${name}` };
+        await applyOnAnotherDevice(url, await putAndResolve(key, subject, 0, state), place);
+
+        await saveAnalyticsOnly(page);
+        const choice = await chosen(page);
+        expect(choice, name).toMatchObject({
+          acceptType: "custom",
+          collectedVia: "banner",
+          consentId: (state as { consentId: string }).consentId,
+        });
+        await applyOnAnotherDevice(url, await putAndResolve(key, subject, 1, choice), place);
+        await context.close();
+      }
+    });
+  },
+);
