@@ -126,12 +126,13 @@ function acceptTypeOf(categories: string[], choice?: Choice): ConsentState["acce
 /**
  * The next canonical state (spec 2.4); the consentId and first-choice time carry over. The time
  * of this choice is never before the first one's (PUT state refuses that), though a device whose
- * clock ran ahead made the first.
+ * clock ran ahead made the first, or its time (a state written through the API) has digits past
+ * the millisecond Date keeps and falls in this very millisecond.
  */
 function nextState(categories: string[], extra: Partial<ConsentState>): ConsentState {
   const now = new Date().toISOString();
   const first = explicit(state)?.consentTimestamp;
-  const at = first !== undefined && Date.parse(first) > Date.parse(now) ? first : now;
+  const at = first !== undefined && Date.parse(first) >= Date.parse(now) ? first : now;
   const ads = categories.some(isAdCategory);
   return {
     schemaVersion: 2,

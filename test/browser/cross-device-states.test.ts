@@ -306,5 +306,32 @@ describe.skipIf(skipBrowserTests)(
         await context.close();
       }
     });
+
+    it("keeps a choice's time at or after a resolved first choice's finer time within the same millisecond", async () => {
+      const { publicId, key, url } = await bannerSite();
+      const subject = { bannerId: publicId, subjectId: "from-the-backend" };
+      const first = "2026-11-20T10:00:00.123456Z";
+      const resolved = await putAndResolve(key, subject, 0, {
+        schemaVersion: 2,
+        categories: ["necessary", "analytics"],
+        revision: 1,
+        acceptType: "custom",
+        consentId: "6f1c2a8e-8d3b-4a53-9d4e-0c1f1b2a3c4d",
+        consentTimestamp: first,
+        lastConsentTimestamp: first,
+        languageCode: "en",
+        collectedVia: "api",
+      });
+      const context = await device();
+      await context.clock.setFixedTime(new Date("2026-11-20T10:00:00.123Z"));
+      const page = await visit(context, url);
+      expect(await applyState(page, resolved)).toBe(true);
+      await showPreferences(page);
+      await dialog(page).getByRole("button", { name: "Reject all" }).click();
+      const state = await chosen(page);
+      expect(state).toMatchObject({ consentTimestamp: first, acceptType: "necessary" });
+      await applyOnAnotherDevice(url, await putAndResolve(key, subject, 1, state));
+      await context.close();
+    });
   },
 );
