@@ -1,7 +1,7 @@
 import { z } from "zod";
 import type { ParsePayload } from "zod/v4/core";
 import { US_OPT_OUT_PURPOSES } from "#daemon/subjects/state-vocabulary.js";
-import { UUID_PATTERN } from "#daemon/validation/patterns.js";
+import { ISO_DATE_TIME, UUID_PATTERN } from "#daemon/validation/patterns.js";
 
 /** Length in characters (code points), as the spec counts them. */
 function charCount(value: string): number {
@@ -119,13 +119,6 @@ export function integer(min: number, max: number) {
 
 /** A UUID in its canonical 8-4-4-4-12 hexadecimal form. */
 export const uuid = z.string().regex(UUID_PATTERN, "must be a UUID");
-
-/**
- * RFC 3339's profile of ISO 8601: hours 00-23 (not ISO's 24:00 for the end of a day, which Date
- * reads as the next midnight), minutes and seconds 00-59, an offset within a day.
- */
-const ISO_DATE_TIME =
-  /^(\d{4})-(\d{2})-(\d{2})T([01]\d|2[0-3]):[0-5]\d:[0-5]\d(\.\d{1,9})?(Z|[+-]([01]\d|2[0-3]):[0-5]\d)$/i;
 
 /** Whether `value` is an ISO 8601 date-time of a real calendar day that Date can read. */
 export function isIsoDateTime(value: string): boolean {

@@ -1,4 +1,5 @@
 import { isAdCategory, usOptOutChoices } from "../../daemon/banners/category-signals.js";
+import { isoTimeMs } from "../../daemon/validation/patterns.js";
 import type { RuntimeConfig, RuntimeRule } from "./config.js";
 import { consentDefault, consentUpdate } from "./consent-mode.js";
 import { activateScripts } from "./scripts.js";
@@ -132,7 +133,7 @@ function acceptTypeOf(categories: string[], choice?: Choice): ConsentState["acce
 function nextState(categories: string[], extra: Partial<ConsentState>): ConsentState {
   const now = new Date().toISOString();
   const first = explicit(state)?.consentTimestamp;
-  const at = first !== undefined && Date.parse(first) >= Date.parse(now) ? first : now;
+  const at = first !== undefined && isoTimeMs(first) >= Date.parse(now) ? first : now;
   const ads = categories.some(isAdCategory);
   return {
     schemaVersion: 2,
@@ -160,7 +161,7 @@ function post(method: string, s: ConsentState): void {
     // The row says when the choice was made here, even where the state's time was held at a
     // first choice from a device whose clock ran ahead (nextState).
     timestamp:
-      Date.parse(s.lastConsentTimestamp) > Date.now()
+      isoTimeMs(s.lastConsentTimestamp) > Date.now()
         ? new Date().toISOString()
         : s.lastConsentTimestamp,
     consentId: s.consentId,

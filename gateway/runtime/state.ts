@@ -6,7 +6,7 @@ import {
   type CollectedVia,
   US_OPT_OUT_PURPOSES,
 } from "../../daemon/subjects/state-vocabulary.js";
-import { UUID_PATTERN } from "../../daemon/validation/patterns.js";
+import { isoTimeMs, UUID_PATTERN } from "../../daemon/validation/patterns.js";
 
 /** spec 2.4: the canonical consent state, schemaVersion 2, exactly as PUT state accepts it. */
 export interface ConsentState {
@@ -34,7 +34,8 @@ const MAX_AGE_SECONDS = 395 * 24 * 3600;
 const cookieName = (publicId: string) => `consent_${publicId.slice(0, 8)}`;
 
 const isText = (value: unknown) => typeof value === "string" && value !== "";
-const isTime = (value: unknown) => isText(value) && !Number.isNaN(Date.parse(value as string));
+/** A date-time as PUT state takes it (RFC 3339), read alike by every browser (isoTimeMs). */
+const isTime = (value: unknown) => isText(value) && !Number.isNaN(isoTimeMs(value as string));
 const isTexts = (value: unknown) => Array.isArray(value) && value.every(isText);
 const optional = (check: (value: unknown) => boolean) => (value: unknown) =>
   value === undefined || check(value);

@@ -333,5 +333,39 @@ describe.skipIf(skipBrowserTests)(
       await applyOnAnotherDevice(url, await putAndResolve(key, subject, 1, state));
       await context.close();
     });
+
+    it("takes a state with the time forms PUT accepts on a browser whose Date.parse reads only ECMAScript's format", async () => {
+      const { publicId, key, url } = await bannerSite();
+      const subject = { bannerId: publicId, subjectId: "written-in-lower-case" };
+      const first = "2026-11-20t10:00:00.123456789z";
+      const resolved = await putAndResolve(key, subject, 0, {
+        schemaVersion: 2,
+        categories: ["necessary", "analytics"],
+        revision: 1,
+        acceptType: "custom",
+        consentId: "0b6a4f1e-2c3d-4e5f-8a9b-1c2d3e4f5a6b",
+        consentTimestamp: first,
+        lastConsentTimestamp: first,
+        languageCode: "en",
+        collectedVia: "api",
+      });
+      // Engines need read no other form than YYYY-MM-DDTHH:mm:ss.sssZ (or ±HH:mm); Chromium's reads
+      // more, so this device reads only that one.
+      const context = await device();
+      await context.addInitScript(() => {
+        const only = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}(Z|[+-]\d{2}:\d{2})$/;
+        const parse = Date.parse;
+        Date.parse = (text: string) => (only.test(String(text)) ? parse(text) : Number.NaN);
+      });
+      const page = await visit(context, url);
+      expect(await applyState(page, resolved)).toBe(true);
+      expect(await stateOf(page)).toEqual(resolved);
+      await showPreferences(page);
+      await dialog(page).getByRole("button", { name: "Reject all" }).click();
+      const state = await chosen(page);
+      expect(state).toMatchObject({ consentTimestamp: first, acceptType: "necessary" });
+      await putAndResolve(key, subject, 1, state);
+      await context.close();
+    });
   },
 );
