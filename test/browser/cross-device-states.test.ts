@@ -1,3 +1,4 @@
+import { randomUUID } from "node:crypto";
 import type { BrowserContext, Page } from "playwright-core";
 import { describe, expect, it } from "vitest";
 import { http } from "#test/support/api.js";
@@ -307,21 +308,24 @@ describe.skipIf(skipBrowserTests)(
       }
     });
 
+    /** A first choice an integrator's backend wrote through the API, made at `time`. */
+    const writtenByBackend = (time: string) => ({
+      schemaVersion: 2,
+      categories: ["necessary", "analytics"],
+      revision: 1,
+      acceptType: "custom",
+      consentId: randomUUID(),
+      consentTimestamp: time,
+      lastConsentTimestamp: time,
+      languageCode: "en",
+      collectedVia: "api",
+    });
+
     it("keeps a choice's time at or after a resolved first choice's finer time within the same millisecond", async () => {
       const { publicId, key, url } = await bannerSite();
       const subject = { bannerId: publicId, subjectId: "from-the-backend" };
       const first = "2026-11-20T10:00:00.123456Z";
-      const resolved = await putAndResolve(key, subject, 0, {
-        schemaVersion: 2,
-        categories: ["necessary", "analytics"],
-        revision: 1,
-        acceptType: "custom",
-        consentId: "6f1c2a8e-8d3b-4a53-9d4e-0c1f1b2a3c4d",
-        consentTimestamp: first,
-        lastConsentTimestamp: first,
-        languageCode: "en",
-        collectedVia: "api",
-      });
+      const resolved = await putAndResolve(key, subject, 0, writtenByBackend(first));
       const context = await device();
       await context.clock.setFixedTime(new Date("2026-11-20T10:00:00.123Z"));
       const page = await visit(context, url);
@@ -338,17 +342,7 @@ describe.skipIf(skipBrowserTests)(
       const { publicId, key, url } = await bannerSite();
       const subject = { bannerId: publicId, subjectId: "written-in-lower-case" };
       const first = "2026-11-20t10:00:00.123456789z";
-      const resolved = await putAndResolve(key, subject, 0, {
-        schemaVersion: 2,
-        categories: ["necessary", "analytics"],
-        revision: 1,
-        acceptType: "custom",
-        consentId: "0b6a4f1e-2c3d-4e5f-8a9b-1c2d3e4f5a6b",
-        consentTimestamp: first,
-        lastConsentTimestamp: first,
-        languageCode: "en",
-        collectedVia: "api",
-      });
+      const resolved = await putAndResolve(key, subject, 0, writtenByBackend(first));
       // Engines need read no other form than YYYY-MM-DDTHH:mm:ss.sssZ (or ±HH:mm); Chromium's reads
       // more, so this device reads only that one.
       const context = await device();
