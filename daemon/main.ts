@@ -227,17 +227,21 @@ async function warnOfForeignIdentityKeys(
   logger: Logger,
 ): Promise<void> {
   if (keys.length === 0) return;
-  let inUse: { any: boolean; underKeys: boolean };
+  // Asked key by key: the answers say both whether any is in use and, during a rotation
+  // (README, "Privacy"), which older key still holds states.
+  let inUse: { any: boolean; underKeys: boolean }[];
   try {
-    inUse = await store.subjects.keysInUse(keys.map((key) => key.id));
+    inUse = await Promise.all(keys.map((key) => store.subjects.keysInUse([key.id])));
   } catch (err) {
     // The service already serves: a store that cannot answer now says so on its requests.
     logger.warn({ err }, "could not check which identity keys the stored subject states use");
     return;
   }
-  if (!inUse.any) return;
-  if (inUse.underKeys) {
-    await reportOlderIdentityKeys(store, keys.slice(1), logger);
+  if (!inUse[0]?.any) return;
+  if (inUse.some((answer) => answer.underKeys)) {
+    keys.forEach(({ id }, index) => {
+      if (index > 0) reportOlderIdentityKey(id, inUse[index]?.underKeys ?? false, logger);
+    });
     return;
   }
   logger.error(
@@ -246,35 +250,17 @@ async function warnOfForeignIdentityKeys(
 }
 
 /**
- * During a rotation (README, "Privacy"), whether each older identity key still holds stored
- * subject states: the operator drops a key once it holds none, every record under it having been
- * written again (which moves it under the current key) or purged.
+ * During a rotation, whether an older identity key still holds stored subject states: the
+ * operator drops a key once it holds none, every record under it having been written again
+ * (which moves it under the current key) or purged.
  */
-async function reportOlderIdentityKeys(
-  store: Store,
-  olderKeys: readonly IdentityKey[],
-  logger: Logger,
-): Promise<void> {
-  for (const { id } of olderKeys) {
-    let underKey: boolean;
-    try {
-      underKey = (await store.subjects.keysInUse([id])).underKeys;
-    } catch (err) {
-      logger.warn({ err }, "could not check which identity keys the stored subject states use");
-      return;
-    }
-    if (underKey) {
-      logger.info(
-        { identityKeyId: id },
-        "an older identity key still holds stored subject states: keep it listed in CONSENT_IDENTITY_KEY until each has been written again (which moves it under the current key) or has expired",
-      );
-    } else {
-      logger.info(
-        { identityKeyId: id },
-        "an older identity key holds no stored subject state any more; webhook signing secrets sealed under it (endpoints whose secret was made or last rotated before this key's rotation) open only while it is listed: rotate those secrets, then drop the key from CONSENT_IDENTITY_KEY",
-      );
-    }
-  }
+function reportOlderIdentityKey(id: string, holdsStates: boolean, logger: Logger): void {
+  logger.info(
+    { identityKeyId: id },
+    holdsStates
+      ? "an older identity key still holds stored subject states: keep it listed in CONSENT_IDENTITY_KEY until each has been written again (which moves it under the current key) or has expired"
+      : "an older identity key holds no stored subject state any more; webhook signing secrets sealed under it (endpoints whose secret was made or last rotated before this key's rotation) open only while it is listed: rotate those secrets, then drop the key from CONSENT_IDENTITY_KEY",
+  );
 }
 
 /** A word a POSIX shell reads back unchanged: quoted when it holds anything but safe characters. */
