@@ -511,12 +511,21 @@ describe("MongoDB store: a subject's write under a newer identity key", () => {
   });
 
   it("deletes a subject's record under the oldest key's hash first, then the newer ones, one at a time", async () => {
+    // Each delete answered a moment later: how many others were waiting for theirs meanwhile.
+    let waiting = 0;
+    const alongside: number[] = [];
     const database = emptyDatabase(undefined, {
-      findAndModify: () => ({ lastErrorObject: { n: 0 }, value: null, ok: 1 }),
+      findAndModify: async () => {
+        alongside.push(waiting++);
+        await new Promise((resolve) => setTimeout(resolve, 20));
+        waiting--;
+        return { lastErrorObject: { n: 0 }, value: null, ok: 1 };
+      },
     });
     const store = await open(database, 1_000);
     const opened = server?.commands.length ?? 0;
     expect(await store.subjects.delete(["k3:subject", "k2:subject", "k1:subject"], now)).toBe(0);
+    expect(alongside).toEqual([0, 0, 0]);
     expect(sentFrom(opened).map((command) => [command.query?._id, command.remove])).toEqual([
       ["k1:subject", true],
       ["k2:subject", true],
