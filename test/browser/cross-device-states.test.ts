@@ -321,6 +321,22 @@ describe.skipIf(skipBrowserTests)(
       collectedVia: "api",
     });
 
+    /**
+     * On a page of `context`, applies a state the backend resolved (getState() is then that state),
+     * then Reject all: the choice keeps the resolved first-choice time. The chosen state.
+     */
+    async function rejectAllAfter(context: BrowserContext, url: string, resolved: unknown) {
+      const page = await visit(context, url);
+      expect(await applyState(page, resolved)).toBe(true);
+      expect(await stateOf(page)).toEqual(resolved);
+      await showPreferences(page);
+      await dialog(page).getByRole("button", { name: "Reject all" }).click();
+      const state = await chosen(page);
+      const first = (resolved as { consentTimestamp: string }).consentTimestamp;
+      expect(state).toMatchObject({ consentTimestamp: first, acceptType: "necessary" });
+      return state;
+    }
+
     it("keeps a choice's time at or after a resolved first choice's finer time within the same millisecond", async () => {
       const { publicId, key, url } = await bannerSite();
       const subject = { bannerId: publicId, subjectId: "from-the-backend" };
@@ -328,12 +344,7 @@ describe.skipIf(skipBrowserTests)(
       const resolved = await putAndResolve(key, subject, 0, writtenByBackend(first));
       const context = await device();
       await context.clock.setFixedTime(new Date("2026-11-20T10:00:00.123Z"));
-      const page = await visit(context, url);
-      expect(await applyState(page, resolved)).toBe(true);
-      await showPreferences(page);
-      await dialog(page).getByRole("button", { name: "Reject all" }).click();
-      const state = await chosen(page);
-      expect(state).toMatchObject({ consentTimestamp: first, acceptType: "necessary" });
+      const state = await rejectAllAfter(context, url, resolved);
       await applyOnAnotherDevice(url, await putAndResolve(key, subject, 1, state));
       await context.close();
     });
@@ -351,13 +362,7 @@ describe.skipIf(skipBrowserTests)(
         const parse = Date.parse;
         Date.parse = (text: string) => (only.test(String(text)) ? parse(text) : Number.NaN);
       });
-      const page = await visit(context, url);
-      expect(await applyState(page, resolved)).toBe(true);
-      expect(await stateOf(page)).toEqual(resolved);
-      await showPreferences(page);
-      await dialog(page).getByRole("button", { name: "Reject all" }).click();
-      const state = await chosen(page);
-      expect(state).toMatchObject({ consentTimestamp: first, acceptType: "necessary" });
+      const state = await rejectAllAfter(context, url, resolved);
       await putAndResolve(key, subject, 1, state);
       await context.close();
     });
