@@ -9,8 +9,9 @@ import type { IdentityKey } from "#daemon/identity/subject-identity.js";
 import { serviceLoggers } from "#daemon/logging.js";
 import { schedulePurge } from "#daemon/purge.js";
 import { createInProcessTransport } from "#daemon/rpc/in-process-transport.js";
-import { createDaemon, listenDaemon } from "#daemon/server.js";
+import { createDaemon, type Daemon, listenDaemon } from "#daemon/server.js";
 import type { Store } from "#daemon/store/store.js";
+import type { ResealOutcome } from "#daemon/webhooks/reseal-secrets.js";
 import { workerPublicChanges, workerStoreDamage } from "#daemon/worker-messages.js";
 
 /** The one place that picks the store adapter: MongoDB when MONGODB_URI is set, else LMDB. */
@@ -131,6 +132,7 @@ export async function runDaemon(options: {
       );
     }
     await warnOfForeignIdentityKeys(store, secrets.identityKeys, logger);
+    if (secrets.identityKeys.length > 1) await resealForRotation(daemon, logger);
     await warnOfClockBehindStore(store, systemClock, logger);
     const created = options.welcome?.created ?? secrets.created;
     printWelcome(config, store.kind, server.url, gateway?.url, created);
@@ -259,8 +261,44 @@ function reportOlderIdentityKey(id: string, holdsStates: boolean, logger: Logger
     { identityKeyId: id },
     holdsStates
       ? "an older identity key still holds stored subject states: keep it listed in CONSENT_IDENTITY_KEY until each has been written again (which moves it under the current key) or has expired"
-      : "an older identity key holds no stored subject state any more; webhook signing secrets sealed under it (endpoints whose secret was made or last rotated before this key's rotation) open only while it is listed: rotate those secrets, then drop the key from CONSENT_IDENTITY_KEY",
+      : "an older identity key holds no stored subject state any more: drop it from CONSENT_IDENTITY_KEY once webhook signing secrets are all sealed under the current key (said next)",
   );
+}
+
+/**
+ * During an identity-key rotation, the stored webhook signing secrets that open only under an
+ * older key are sealed anew under the current one (the secrets stay the same), and the log says
+ * whether any still needs an older key. Once per service, at start-up.
+ */
+async function resealForRotation(daemon: Daemon, logger: Logger): Promise<void> {
+  let outcome: ResealOutcome;
+  try {
+    outcome = await daemon.resealWebhookSecrets();
+  } catch (err) {
+    logger.warn(
+      { err },
+      "could not seal the stored webhook signing secrets anew under the current identity key: keep the older keys listed in CONSENT_IDENTITY_KEY; the next start-up tries again",
+    );
+    return;
+  }
+  const { resealed, unopenable, contended } = outcome;
+  if (contended > 0) {
+    logger.warn(
+      { resealed, contended },
+      "some webhook signing secrets are still sealed under an older identity key (their endpoints changed while they were being sealed anew): keep the older keys listed in CONSENT_IDENTITY_KEY; the next start-up seals them anew",
+    );
+  } else {
+    logger.info(
+      { resealed },
+      "webhook signing secrets are all sealed under the current identity key (those sealed under an older one were sealed anew; each secret is unchanged): they need no older key",
+    );
+  }
+  if (unopenable > 0) {
+    logger.warn(
+      { unopenable },
+      "some webhook signing secrets open under no key in CONSENT_IDENTITY_KEY (sealed under a key already dropped, or altered in the store): their endpoints' deliveries fail until that key is listed again or their secrets are rotated (docs/webhooks.md)",
+    );
+  }
 }
 
 /** A word a POSIX shell reads back unchanged: quoted when it holds anything but safe characters. */

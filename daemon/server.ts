@@ -35,6 +35,7 @@ import { utf8JsonDecoder } from "#daemon/validation/json-body.js";
 import { AddressGuard } from "#daemon/webhooks/address-guard.js";
 import { WebhookDispatcher } from "#daemon/webhooks/dispatcher.js";
 import { type Load, LoadGauge } from "#daemon/webhooks/load-gauge.js";
+import { type ResealOutcome, resealWebhookSecrets } from "#daemon/webhooks/reseal-secrets.js";
 import { WebhookSecretBox } from "#daemon/webhooks/webhook-secrets.js";
 import { createWebhookService } from "#daemon/webhooks/webhook-service.js";
 import { AdminService } from "#gen/consent/v1/admin_pb.js";
@@ -77,6 +78,11 @@ export interface Daemon {
   forgetCachedReads(): void;
   /** Delivers webhook events; listenDaemon starts it and stops it when the server closes. */
   dispatcher: WebhookDispatcher;
+  /**
+   * Seals the stored webhook signing secrets that open only under an older identity key anew
+   * under the current one (reseal-secrets.ts); run at start-up during a rotation.
+   */
+  resealWebhookSecrets(): Promise<ResealOutcome>;
 }
 
 /** Wires the services over one store: the composition every way of running the daemon shares. */
@@ -139,6 +145,7 @@ export function createDaemon(options: DaemonOptions): Daemon {
   return {
     interceptors: [gauge.interceptor, domainErrorInterceptor(options.logger, store)],
     dispatcher,
+    resealWebhookSecrets: () => resealWebhookSecrets(store.webhooks, webhookSecrets, clock),
     onPublicChange(listener) {
       publicChangeListeners.push(listener);
     },

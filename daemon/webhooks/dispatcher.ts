@@ -23,6 +23,7 @@ import {
 import {
   type AttemptOwner,
   type AttemptResult,
+  changeEndpoint,
   type DeliveryRecord,
   type DeliveryRoom,
   deliveryId,
@@ -78,7 +79,6 @@ export const YIELDING: PassLimits = { events: 8, starts: 8, perEndpoint: 4, perT
 export const YIELD_WINDOW_MS = 100;
 export const MAX_YIELD_MS = 30_000;
 const QUIET_MS = 1_000;
-const ENDPOINT_CHANGE_ATTEMPTS = 5;
 
 /** An attempt this dispatcher started; `exchanging` until the exchange with the endpoint ends. */
 interface InFlightAttempt {
@@ -463,7 +463,10 @@ export class WebhookDispatcher {
         );
       }
       if (endpoint.failingSince)
-        await this.changeEndpoint(endpoint, at, (e) => ({ ...e, failingSince: undefined }));
+        await changeEndpoint(this.options.store.webhooks, endpoint, at, (e) => ({
+          ...e,
+          failingSince: undefined,
+        }));
       return;
     }
     const disableReason = this.disableReason(endpoint, outcome, at);
@@ -481,7 +484,7 @@ export class WebhookDispatcher {
         ? { ...observed, status: "pending", nextAttemptAt: next }
         : { ...observed, status: "failed" },
     );
-    await this.changeEndpoint(endpoint, at, (e) => ({
+    await changeEndpoint(this.options.store.webhooks, endpoint, at, (e) => ({
       ...e,
       failingSince: e.failingSince ?? at,
       ...(disableReason && { enabled: false, disabledReason: disableReason, disabledAt: at }),
@@ -530,26 +533,4 @@ export class WebhookDispatcher {
     }
     return stored;
   }
-
-  /**
-   * Optimistic read-modify-write of an endpoint at `at`; an endpoint removed meanwhile is left
-   * alone. Like every write of an endpoint, it drops a previous secret whose grace period is over.
-   */
-  private async changeEndpoint(
-    endpoint: WebhookEndpointRecord,
-    at: Date,
-    change: (endpoint: WebhookEndpointRecord) => WebhookEndpointRecord,
-  ): Promise<void> {
-    let current: WebhookEndpointRecord | null = endpoint;
-    for (let i = 0; i < ENDPOINT_CHANGE_ATTEMPTS && current; i++) {
-      const changed = withoutExpiredPreviousSecret(change(current), at);
-      const next = withoutUndefined({ ...changed, version: current.version + 1 });
-      if (await this.options.store.webhooks.replaceEndpoint(next, current.version)) return;
-      current = await this.options.store.webhooks.getEndpoint(endpoint.teamId, endpoint.id);
-    }
-  }
-}
-
-function withoutUndefined<T extends object>(value: T): T {
-  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as T;
 }

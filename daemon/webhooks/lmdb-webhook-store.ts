@@ -230,6 +230,15 @@ export function createLmdbWebhookStore(dbs: LmdbWebhookDatabases): WebhookStore 
       const ids = dbs.webhookEndpointIdsByTeam.getRange(prefixRange(teamId, "ascending"));
       return Array.from(ids, ({ value }) => endpoints.get(value)).filter((e) => e !== undefined);
     },
+    async endpointsAfter(afterId, limit) {
+      // The range starts at afterId itself, which a page after it leaves out.
+      const range = endpoints.getRange({ start: afterId ?? undefined, limit: limit + 1 });
+      const page = Array.from(
+        range.filter(({ key }) => key !== afterId),
+        ({ value }) => value,
+      );
+      return page.slice(0, limit);
+    },
     async replaceEndpoint(next, expectedVersion) {
       if (next.version !== expectedVersion + 1) {
         throw new RangeError(`webhook version ${next.version} does not follow ${expectedVersion}`);

@@ -134,6 +134,15 @@ export class MongoWebhookStore implements WebhookStore {
     return documents.map(endpointOf);
   }
 
+  async endpointsAfter(afterId: string | null, limit: number): Promise<WebhookEndpointRecord[]> {
+    const documents = await this.endpoints
+      .find(afterId === null ? {} : { _id: { $gt: afterId } })
+      .sort({ _id: 1 })
+      .limit(limit)
+      .toArray();
+    return documents.map(endpointOf);
+  }
+
   async replaceEndpoint(next: WebhookEndpointRecord, expectedVersion: number): Promise<boolean> {
     if (next.version !== expectedVersion + 1) {
       throw new RangeError(`webhook version ${next.version} does not follow ${expectedVersion}`);

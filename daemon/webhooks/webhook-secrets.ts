@@ -32,12 +32,13 @@ export function signingKeyOf(secret: string): Buffer {
  * Seals endpoint secrets at rest with AES-256-GCM under keys every daemon of the store derives
  * alike (daemon/auth/secrets.ts): the store alone never reveals a secret, and a sealed value
  * altered in the store fails to open instead of signing with a wrong key. The keyring follows
- * identity-key rotation (README, Privacy): new secrets are sealed under the first key, and a
- * secret sealed under any key still listed opens.
+ * identity-key rotation (README, Privacy): new secrets are sealed under the first key, a
+ * secret sealed under any key still listed opens, and the stored ones are sealed anew under the
+ * first key at start-up (reseal-secrets.ts), so that an older key can be dropped.
  */
 export class WebhookSecretBox {
   private readonly keys: readonly Buffer[];
-  /** Opened secrets by sealed value, at most OPENED_MAX. */
+  /** Opened secrets, and the place in the keyring of the key that opened each, by sealed value. */
   private readonly opened = boundedMemo(OPENED_MAX, (sealed: string) => this.decrypt(sealed));
 
   constructor(keys: readonly Buffer[]) {
@@ -64,10 +65,20 @@ export class WebhookSecretBox {
    * rotation seals a new value, so a kept secret is never a stale one.
    */
   open(sealed: string): string {
-    return this.opened(sealed);
+    return this.opened(sealed).secret;
   }
 
-  private decrypt(sealed: string): string {
+  /**
+   * The secret sealed anew under the current key, when `sealed` opens only under an older one
+   * (an identity key rotated out, or the operator token's); null when the current key opens it.
+   * Throws as open() does. The secret itself stays the same: its integrator sees no change.
+   */
+  resealed(sealed: string): string | null {
+    const { secret, keyIndex } = this.opened(sealed);
+    return keyIndex === 0 ? null : this.seal(secret);
+  }
+
+  private decrypt(sealed: string): { secret: string; keyIndex: number } {
     const [iv, tag, data] = sealed
       .slice(SEALED_PREFIX.length)
       .split(".")
@@ -75,11 +86,12 @@ export class WebhookSecretBox {
     if (!sealed.startsWith(SEALED_PREFIX) || !iv?.length || !tag?.length || data === undefined) {
       throw new Error("the stored webhook secret is not in a known sealed form");
     }
-    for (const key of this.keys) {
+    for (const [keyIndex, key] of this.keys.entries()) {
       const decipher = createDecipheriv("aes-256-gcm", key, iv, { authTagLength: TAG_BYTES });
       try {
         decipher.setAuthTag(tag);
-        return Buffer.concat([decipher.update(data), decipher.final()]).toString("utf8");
+        const secret = Buffer.concat([decipher.update(data), decipher.final()]).toString("utf8");
+        return { secret, keyIndex };
       } catch {
         // The GCM tag does not verify under this key: try the next one.
       }

@@ -97,6 +97,32 @@ export function describeWebhookStoreContract(openStore: OpenStore): void {
       expect(await store().webhooks.listEndpoints(teamId)).toEqual([]);
     });
 
+    it("hands out every team's endpoints page by page, in id order, each once", async () => {
+      const other = randomUUID();
+      const stored = [teamId, other, teamId, other, teamId].map((team, i) =>
+        anEndpoint(team, shifted(now, i)),
+      );
+      for (const endpoint of stored) await store().webhooks.insertEndpoint(endpoint);
+      const pages: WebhookEndpointRecord[][] = [];
+      let after: string | null = null;
+      for (;;) {
+        const page: WebhookEndpointRecord[] = await store().webhooks.endpointsAfter(after, 2);
+        if (page.length === 0) break;
+        pages.push(page);
+        after = page.at(-1)?.id ?? null;
+      }
+      const byId = [...stored].sort((a, b) => (a.id < b.id ? -1 : 1));
+      expect(pages.map((page) => page.length)).toEqual([2, 2, 1]);
+      expect(pages.flat()).toEqual(byId);
+      // A page after an id no endpoint has starts at the next one.
+      const [first, second] = byId as [WebhookEndpointRecord, WebhookEndpointRecord];
+      const between = `${first.id}0`;
+      expect(between > first.id && between < second.id).toBe(true);
+      expect((await store().webhooks.endpointsAfter(between, 1)).map((e) => e.id)).toEqual([
+        second.id,
+      ]);
+    });
+
     it("throws on a replace that would move an endpoint to another team or creation time", async () => {
       const endpoint = anEndpoint(teamId, now);
       await store().webhooks.insertEndpoint(endpoint);

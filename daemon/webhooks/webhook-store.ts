@@ -51,6 +51,40 @@ export function withoutExpiredPreviousSecret(
   return kept;
 }
 
+/** How many times changeEndpoint reads the endpoint again after a rival's write got there first. */
+const ENDPOINT_CHANGE_ATTEMPTS = 5;
+
+/**
+ * Optimistic read-modify-write of an endpoint at `at`: `changed` once the change is stored,
+ * `unchanged` when `change` returns the endpoint it was given (nothing to write), `removed` when
+ * the endpoint is gone (it is left alone), `contended` when rivals' writes won every attempt. Like
+ * every write of an endpoint, it drops a previous secret whose grace period is over.
+ */
+export async function changeEndpoint(
+  store: WebhookStore,
+  endpoint: WebhookEndpointRecord,
+  at: Date,
+  change: (endpoint: WebhookEndpointRecord) => WebhookEndpointRecord,
+): Promise<"changed" | "unchanged" | "removed" | "contended"> {
+  let current: WebhookEndpointRecord | null = endpoint;
+  for (let i = 0; i < ENDPOINT_CHANGE_ATTEMPTS; i++) {
+    if (!current) return "removed";
+    const changed = change(current);
+    if (changed === current) return "unchanged";
+    const next = withoutUndefined({
+      ...withoutExpiredPreviousSecret(changed, at),
+      version: current.version + 1,
+    });
+    if (await store.replaceEndpoint(next, current.version)) return "changed";
+    current = await store.getEndpoint(endpoint.teamId, endpoint.id);
+  }
+  return current ? "contended" : "removed";
+}
+
+function withoutUndefined<T extends object>(value: T): T {
+  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as T;
+}
+
 export type DeliveryStatus = "pending" | "succeeded" | "failed";
 
 /** One event's delivery to one endpoint. */
@@ -278,6 +312,11 @@ export interface WebhookStore {
   getEndpoint(teamId: string, id: string): Promise<WebhookEndpointRecord | null>;
   /** The team's endpoints, oldest first. */
   listEndpoints(teamId: string): Promise<WebhookEndpointRecord[]>;
+  /**
+   * Up to `limit` endpoints of every team, in id order, those after `afterId` (all when null):
+   * a sweep over the whole store, page by page.
+   */
+  endpointsAfter(afterId: string | null, limit: number): Promise<WebhookEndpointRecord[]>;
   /**
    * Replaces the endpoint when the stored version equals expectedVersion (next.version must be
    * expectedVersion + 1). Under concurrent calls with the same expectedVersion exactly one succeeds.

@@ -1,3 +1,6 @@
+import { randomBytes } from "node:crypto";
+import { readFile } from "node:fs/promises";
+import path from "node:path";
 import { Webhook } from "standardwebhooks";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { http, mintKey } from "#test/support/api.js";
@@ -106,6 +109,62 @@ describe("webhook delivery across daemon processes", { timeout: 240_000 }, () =>
     const resent = delivered.find((d) => d.logId === hung[0]?.logId);
     expect(resent?.webhookId).toBe(hung[0]?.webhookId);
     expect(await second.program.stop("SIGTERM")).toBe(0);
+  });
+
+  it("seals signing secrets anew during an identity-key rotation, so the older key can be dropped and the secrets stay the same", async () => {
+    const dataDir = dirs.join("identity-rotation");
+    const first = await startService(dataDir, SERVICE_ENV);
+    const team = await subscribe(first.service);
+    // A secret rotation with a grace period: the previous secret signs too, and is sealed as well.
+    const { key } = await mintKey(first.service, team.teamId, { scopes: WEBHOOK_SCOPES });
+    const [listed] = (await http(first.service, "GET", "/api/v1/webhooks", { key })).body.data
+      .webhooks as { id: string; updatedAt: string }[];
+    const rotated = await http(first.service, "PATCH", `/api/v1/webhooks/${listed?.id}`, {
+      key,
+      body: { rotateSecret: true, secretGracePeriodSeconds: 3600 },
+    });
+    expect(rotated.status).toBe(200);
+    const secrets = [team.secret, rotated.body.data.webhook.secret as string];
+    expect(await first.program.stop()).toBe(0);
+
+    // The README's rotation: a new key first, the older one after it, for one start at least.
+    const older = (await readFile(path.join(dataDir, "identity-key"), "utf8")).trim();
+    const newer = randomBytes(32).toString("base64");
+    const rotation = await startService(dataDir, {
+      ...SERVICE_ENV,
+      CONSENT_IDENTITY_KEY: `${newer},${older}`,
+      CONSENT_LOG_LEVEL: "info",
+    });
+    expect(await rotation.program.stop()).toBe(0);
+    const said = rotation.program
+      .stdout()
+      .split("\n")
+      .filter((line) => line.includes("webhook signing secrets"))
+      .map((line) => JSON.parse(line) as { msg: string; resealed?: number });
+    expect(said).toEqual([
+      expect.objectContaining({
+        msg: expect.stringContaining("all sealed under the current identity key"),
+        resealed: 1,
+      }),
+    ]);
+
+    // The older key dropped: both secrets still sign, unchanged, and the endpoint reads as before.
+    const from = receiver.received.length;
+    const dropped = await startService(dataDir, { ...SERVICE_ENV, CONSENT_IDENTITY_KEY: newer });
+    const posted = await postLog(dropped.service, aChoice(team.publicId));
+    expect(posted.status).toBe(200);
+    const delivered = await eventually(
+      () => receiver.received.slice(from).find((r) => r.body.includes(posted.body.consentLogId)),
+      "the event arrives signed",
+      SLOW_MS,
+    );
+    expect(String(delivered.headers["webhook-signature"]).split(" ")).toHaveLength(2);
+    for (const secret of secrets) {
+      expect(verifiedLogIds(secret, from).map((d) => d.logId)).toContain(posted.body.consentLogId);
+    }
+    const read = await http(dropped.service, "GET", `/api/v1/webhooks/${listed?.id}`, { key });
+    expect(read.body.data.webhook.updatedAt).toBe(rotated.body.data.webhook.updatedAt);
+    expect(await dropped.program.stop()).toBe(0);
   });
 
   it("two daemons on one data directory deliver each event exactly once", async () => {
