@@ -30,6 +30,7 @@ import { oneAtATimePerKey } from "#daemon/one-at-a-time.js";
 import { admission } from "#daemon/rpc/rate-limit-headers.js";
 import { bodyOf } from "#daemon/rpc/request-body.js";
 import type { Store } from "#daemon/store/store.js";
+import { MAX_REVISION } from "#daemon/validation/rules.js";
 import {
   type BannerService,
   CreateBannerRequestSchema,
@@ -274,14 +275,26 @@ export function createBannerService(
 
     publishBanner: (request, ctx) =>
       admitted(ctx, true, async (auth) => {
-        const banner = await modify(auth, request.id, (current, now) => ({
-          ...current,
-          production: {
-            revision: current.production.revision + 1,
-            configuration: structuredClone(current.draft),
-            publishedAt: now,
-          },
-        }));
+        const banner = await modify(auth, request.id, (current, now) => {
+          // spec 2.4 and 8: a consent state names a revision of at most MAX_REVISION; one beyond
+          // it would have every visitor's choice refused by the log route and the subject
+          // endpoints, and the runtime ask again on every page.
+          if (current.production.revision >= MAX_REVISION) {
+            throw new DomainError(
+              "failed_precondition",
+              "failed_precondition",
+              `This banner is at revision ${MAX_REVISION}, the highest a consent state may name, and cannot be published again; create a new banner for further changes`,
+            );
+          }
+          return {
+            ...current,
+            production: {
+              revision: current.production.revision + 1,
+              configuration: structuredClone(current.draft),
+              publishedAt: now,
+            },
+          };
+        });
         return { banner: asMessage(banner) };
       }),
 

@@ -14,6 +14,7 @@ import {
   isoInstant,
   LANGUAGE_CODE_MAX,
   label,
+  MAX_REVISION,
   noRepeats,
   text,
   usOptOutPurposes,
@@ -44,7 +45,7 @@ const consentState = z.strictObject({
     .array(label(1, 100))
     .max(50, "must have at most 50 entries")
     .superRefine(noRepeats("category"), EVEN_WITH_FAILED_ENTRIES),
-  revision: integer(0, 1_000_000),
+  revision: integer(0, MAX_REVISION),
   acceptType: z.enum(ACCEPT_TYPES),
   consentId: uuid,
   consentTimestamp: isoDateTime,

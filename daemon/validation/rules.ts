@@ -64,6 +64,13 @@ const onceValid = z.string();
  */
 export const LANGUAGE_CODE_MAX = 20;
 
+/**
+ * spec 2.4 and 8: a consent state's `revision` is 0-1,000,000; the log route's (decisions §5)
+ * is held to the same, and a banner is published up to this revision, so every choice made
+ * against it can be written and logged.
+ */
+export const MAX_REVISION = 1_000_000;
+
 /** C0 controls, DEL and C1 controls: what a terminal may read as a command rather than text. */
 const CONTROL = /\p{Cc}/u;
 

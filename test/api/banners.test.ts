@@ -11,6 +11,7 @@ import {
   mintKey,
   operator,
 } from "#test/support/api.js";
+import { aChoice, postLog } from "#test/support/consent-log.js";
 import { startTestService, type TestService } from "#test/support/service.js";
 
 /** spec 2.1, 4.2-4.3 and decisions §3 through REST. */
@@ -647,6 +648,39 @@ describe("banners", () => {
       "necessary",
       "stats",
     ]);
+  });
+
+  // spec 2.4 and 8: a consent state's revision is 0-1,000,000, so a banner is published up to it.
+  it("publishes up to revision 1,000,000, which a choice can still be logged against, and no further", async () => {
+    const { id, publicId } = await createBanner(service, key);
+    const stored = await service.store.banners.getByPublicId(publicId);
+    if (!stored) throw new Error("the created banner is not stored");
+    const production = { ...stored.production, revision: 999_999 };
+    expect(
+      await service.store.banners.replace(
+        { ...stored, production, version: stored.version + 1 },
+        stored.version,
+      ),
+    ).toBe(true);
+
+    const last = await http(service, "POST", `/api/v1/banners/${id}/publish`, { key });
+    expect([last.status, last.body.data.banner?.revision]).toEqual([200, 1_000_000]);
+    const logged = await postLog(service, aChoice(publicId, { revision: 1_000_000 }));
+    expect(logged.status).toBe(200);
+
+    const beyond = await http(service, "POST", `/api/v1/banners/${id}/publish`, { key });
+    expect([beyond.status, beyond.body.data.code, beyond.body.version]).toEqual([
+      409,
+      "failed_precondition",
+      "v1",
+    ]);
+    expect(beyond.body.data.error).toMatch(/revision 1000000.*create a new banner/);
+    const banners = createClient(
+      BannerService,
+      createGrpcTransport({ baseUrl: service.daemonUrl }),
+    );
+    const published = await banners.getPublishedBanner({ publicId });
+    expect(published.banner?.revision).toBe(1_000_000);
   });
 
   // decisions §3: GET and PATCH /api/v1/banners/{id}, POST /api/v1/banners/{id}/publish; "Other
