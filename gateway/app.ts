@@ -88,7 +88,7 @@ export async function buildGateway(options: GatewayOptions): Promise<FastifyInst
     logController: new LogController({ disableRequestLogging: true }),
     trustProxy: options.trustProxy.length > 0 ? options.trustProxy : false,
     bodyLimit: GATEWAY_BODY_LIMIT,
-    rewriteUrl: (request) => withoutTrailingSlash(request.url ?? "/"),
+    rewriteUrl: (request) => withoutTrailingSlash(originForm(request.url ?? "/")),
     // SIGTERM drains: idle keep-alive sockets close at once, requests already accepted finish
     // (startGateway bounds the wait). A request that arrives on a busy keep-alive socket meanwhile
     // is served like any other, and its answer closes the socket (`Connection: close`): Fastify's
@@ -349,6 +349,21 @@ function unknownOutsideV1(request: FastifyRequest, reply: FastifyReply) {
   const path = request.url.split("?")[0] ?? "";
   if (path.startsWith("/preferences/")) return sendErrorPage(reply, LINK_INVALID);
   return sendPlainError(reply, noEndpoint(request));
+}
+
+/**
+ * RFC 9112 3.2.2: a request target in absolute-form (`GET http://host/api/v1/banners/`, as a
+ * client configured for a proxy writes it) names the resource its path and query name in
+ * origin-form. It is read as that path and query, so each family's rules (the trailing slash,
+ * the envelope of an unreadable v1 path, the page of an altered preferences link) see the path
+ * the client meant. Any other target (`*`, or one Node already refused) is left as it is.
+ */
+function originForm(url: string): string {
+  if (url.startsWith("/")) return url;
+  const schemeAndAuthority = /^[a-z][a-z\d+.-]*:\/\/[^/?#]*/i.exec(url)?.[0];
+  if (schemeAndAuthority === undefined) return url;
+  const rest = url.slice(schemeAndAuthority.length);
+  return rest.startsWith("/") ? rest : `/${rest}`;
 }
 
 /**

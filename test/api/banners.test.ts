@@ -12,6 +12,7 @@ import {
   operator,
 } from "#test/support/api.js";
 import { aChoice, postLog } from "#test/support/consent-log.js";
+import { rawExchange } from "#test/support/raw-http1.js";
 import { startTestService, type TestService } from "#test/support/service.js";
 
 /** spec 2.1, 4.2-4.3 and decisions §3 through REST. */
@@ -744,6 +745,44 @@ describe("banners", () => {
       404,
       "not_found",
       "v1",
+    ]);
+  });
+
+  it("reads a request target in absolute-form as its path and query (RFC 9112 3.2.2)", async () => {
+    const own = await createBanner(service, key, { name: "Absolute" });
+    const port = Number(new URL(service.gatewayUrl).port);
+    const exchange = (target: string, headers = "") =>
+      rawExchange(port, (write) =>
+        write(`GET ${target} HTTP/1.1\r\nHost: x\r\n${headers}Connection: close\r\n\r\n`),
+      );
+    const auth = `Authorization: Bearer ${key}\r\n`;
+    // The trailing slash is ignored as in origin-form: the list, not a banner with an empty id.
+    const list = await exchange("http://api.example/api/v1/banners/?limit=5", auth);
+    expect(list.status).toBe(200);
+    expect(JSON.parse(list.body).data.banners.map((b: { id: string }) => b.id)).toContain(own.id);
+    const one = await exchange(`HTTP://api.example:8080/api/v1/banners/${own.id}/`, auth);
+    expect([one.status, JSON.parse(one.body).data.banner.name]).toEqual([200, "Absolute"]);
+    // A v1 path the router cannot read: the envelope, naming the path the client meant.
+    const unreadable = await exchange("http://api.example/api/v1/banners/%zz");
+    expect(unreadable.headers).toContain("api-version: v1");
+    expect([unreadable.status, JSON.parse(unreadable.body)]).toEqual([
+      404,
+      {
+        data: { error: "No endpoint at GET /api/v1/banners/%zz", code: "not_found" },
+        version: "v1",
+      },
+    ]);
+    // A preferences link altered past its token: the page for an altered link, not JSON.
+    const altered = await exchange("http://api.example/preferences/token/extra");
+    expect([altered.status, altered.headers]).toEqual([
+      403,
+      expect.stringContaining("content-type: text/html"),
+    ]);
+    // Outside the versioned API the plain 404 names the path alone.
+    const unknown = await exchange("http://api.example/nothing?x=1");
+    expect([unknown.status, JSON.parse(unknown.body)]).toEqual([
+      404,
+      { error: "No endpoint at GET /nothing", code: "not_found" },
     ]);
   });
 
