@@ -230,6 +230,32 @@ describe("the gateway's rules for every request, before its route runs", () => {
     expect([chunked.status, JSON.parse(chunked.body).data.code]).toEqual([503, "unavailable"]);
   });
 
+  it("400 invalid_request for an HTTP/1.0 request with Transfer-Encoding, and the connection closed", async () => {
+    // RFC 9112 6.1: faulty framing, even for `chunked`, which Node would read and keep going.
+    const message = "An HTTP/1.0 request cannot carry Transfer-Encoding";
+    const chunked = (path: string) =>
+      `POST ${path} HTTP/1.0\r\nConnection: keep-alive\r\nOrigin: https://shop.example\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n`;
+    const next = "GET /api/v1/health HTTP/1.0\r\n\r\n";
+    const v1 = await exchange(chunked("/api/v1/banners") + next);
+    expect([v1.status, JSON.parse(v1.body)]).toEqual([
+      400,
+      { data: { error: message, code: "invalid_request" }, version: "v1" },
+    ]);
+    expect(v1.headers).toContain("connection: close");
+    expect(v1.headers).toContain("api-version: v1");
+    const log = await exchange(chunked("/api/consent/log") + next);
+    expect([log.status, JSON.parse(log.body)]).toEqual([
+      400,
+      { success: false, error: message, code: "invalid_request" },
+    ]);
+    expect(log.headers).toContain("access-control-allow-origin: https://shop.example");
+    // Its body framed by Content-Length instead, an HTTP/1.0 request reaches the route.
+    const framed = await exchange(
+      "POST /api/v1/banners HTTP/1.0\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}",
+    );
+    expect([framed.status, JSON.parse(framed.body).data.code]).toEqual([503, "unavailable"]);
+  });
+
   it("400 invalid_request in the route's shape for an HTTP/1.1 request without Host, not Node's bare 400", async () => {
     const missing = await exchange("GET /api/v1/health HTTP/1.1\r\nConnection: close\r\n\r\n");
     expect([missing.status, JSON.parse(missing.body)]).toEqual([
@@ -257,6 +283,11 @@ describe("the gateway's rules for every request, before its route runs", () => {
       ],
       [
         "POST /api/v1/banners HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n",
+        400,
+        "/api/v1/banners",
+      ],
+      [
+        "POST /api/v1/banners HTTP/1.0\r\nConnection: keep-alive\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
         400,
         "/api/v1/banners",
       ],

@@ -76,6 +76,9 @@ function refusal(status: number, message: string): HttpError {
  * The rule of the message itself a request breaks, if any (each refusal closes the connection):
  * - RFC 9112 3.2: an HTTP/1.1 request without `Host`, or any with `Host` twice, is a 400, and so
  *   is `Authorization` twice (headerGivenTwice).
+ * - RFC 9112 6.1: an HTTP/1.0 request carrying Transfer-Encoding has faulty framing (HTTP/1.0
+ *   has no transfer codings, so a proxy in front may frame its body otherwise): a 400, as for a
+ *   body that cannot be read, where Node would read it as chunked and keep the connection.
  * - RFC 9112 6.1: a transfer coding the gateway does not implement. RFC 9112 asks for 501, but
  *   spec 7 has no 501 and tells clients to retry a 5xx, where this request fails however often
  *   it is sent: 400, as for a body that cannot be read. A proxy in front may frame such a body
@@ -89,6 +92,9 @@ function brokenRule(raw: IncomingMessage): HttpError | undefined {
   }
   const twice = headerGivenTwice(raw.rawHeaders);
   if (twice !== undefined) return refusal(400, `The request carries more than one ${twice} header`);
+  if (raw.headers["transfer-encoding"] !== undefined && raw.httpVersion === "1.0") {
+    return refusal(400, "An HTTP/1.0 request cannot carry Transfer-Encoding");
+  }
   if (codingNotImplemented(raw.headers["transfer-encoding"])) {
     return refusal(400, "The only transfer coding accepted is chunked");
   }
