@@ -230,6 +230,44 @@ describe("the gateway's rules for every request, before its route runs", () => {
     expect([chunked.status, JSON.parse(chunked.body).data.code]).toEqual([503, "unavailable"]);
   });
 
+  it("400 invalid_request for a Host that names no host, in each route family's shape (RFC 9112 3.2)", async () => {
+    const message = "The request's Host header names no valid host";
+    const hosted = (host: string, path = "/api/v1/health") =>
+      exchange(`GET ${path} HTTP/1.1\r\nHost: ${host}\r\nConnection: close\r\n\r\n`);
+    for (const host of ["a b", "x/y", "user@shop.example", "[::1", "x:abc", "x?", "x#"]) {
+      const answer = await hosted(host);
+      expect([host, answer.status, JSON.parse(answer.body)]).toEqual([
+        host,
+        400,
+        { data: { error: message, code: "invalid_request" }, version: "v1" },
+      ]);
+      expect(answer.headers).toContain("connection: close");
+    }
+    const loader = await hosted("x/y", "/loader/x.js");
+    expect([loader.status, JSON.parse(loader.body)]).toEqual([
+      400,
+      { error: message, code: "invalid_request" },
+    ]);
+    // Every form RFC 3986 allows reaches the route (health: the daemon is unavailable).
+    for (const host of [
+      "",
+      "shop.example.",
+      "127.0.0.1:8080",
+      "[::1]:80",
+      "[v1.x]",
+      "x,y",
+      "%41",
+      "x:",
+    ]) {
+      const answer = await hosted(host);
+      expect([host, answer.status, JSON.parse(answer.body).data]).toEqual([
+        host,
+        503,
+        { status: "unavailable" },
+      ]);
+    }
+  });
+
   it("400 invalid_request for an HTTP/1.0 request with Transfer-Encoding, and the connection closed", async () => {
     // RFC 9112 6.1: faulty framing, even for `chunked`, which Node would read and keep going.
     const message = "An HTTP/1.0 request cannot carry Transfer-Encoding";

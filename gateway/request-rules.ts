@@ -49,6 +49,15 @@ function headerGivenTwice(rawHeaders: readonly string[]): string | undefined {
 }
 
 /**
+ * RFC 9112 3.2 and RFC 3986 3.2.2-3.2.3: a Host value is `uri-host [ ":" port ]`, the host an IP
+ * literal in brackets or a reg-name (unreserved characters, sub-delims and percent-escapes, which
+ * an IPv4 address is too; empty is allowed), the port digits. No user info, path, space or
+ * unbalanced bracket.
+ */
+const VALID_HOST =
+  /^(?:\[(?:[\da-f:.]+|v[\da-f]+\.[\w\-.~!$&'()*+,;=:]+)\]|(?:[\w\-.~!$&'()*+,;=]|%[\da-f]{2})*)(?::\d*)?$/i;
+
+/**
  * Whether a Transfer-Encoding names a coding other than chunked: Node frames such a body by its
  * final `chunked` and hands the rest over undecoded (`gzip, chunked` would reach the route as
  * gzip bytes). Empty list members are ignored (RFC 9110 5.6.1).
@@ -74,8 +83,8 @@ function refusal(status: number, message: string): HttpError {
 
 /**
  * The rule of the message itself a request breaks, if any (each refusal closes the connection):
- * - RFC 9112 3.2: an HTTP/1.1 request without `Host`, or any with `Host` twice, is a 400, and so
- *   is `Authorization` twice (headerGivenTwice).
+ * - RFC 9112 3.2: an HTTP/1.1 request without `Host`, or any with `Host` twice or with a value
+ *   that names no host (VALID_HOST), is a 400, and so is `Authorization` twice (headerGivenTwice).
  * - RFC 9112 6.1: an HTTP/1.0 request carrying Transfer-Encoding has faulty framing (HTTP/1.0
  *   has no transfer codings, so a proxy in front may frame its body otherwise): a 400, as for a
  *   body that cannot be read, where Node would read it as chunked and keep the connection.
@@ -92,6 +101,9 @@ function brokenRule(raw: IncomingMessage): HttpError | undefined {
   }
   const twice = headerGivenTwice(raw.rawHeaders);
   if (twice !== undefined) return refusal(400, `The request carries more than one ${twice} header`);
+  if (raw.headers.host !== undefined && !VALID_HOST.test(raw.headers.host)) {
+    return refusal(400, "The request's Host header names no valid host");
+  }
   if (raw.headers["transfer-encoding"] !== undefined && raw.httpVersion === "1.0") {
     return refusal(400, "An HTTP/1.0 request cannot carry Transfer-Encoding");
   }
