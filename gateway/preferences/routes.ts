@@ -71,9 +71,17 @@ export function sendErrorPage(reply: FastifyReply, httpError: HttpError) {
   return sendPage(reply, httpError.status, html, nonce);
 }
 
-/** A submission of the page's form (application/x-www-form-urlencoded), whatever its charset. */
+/**
+ * A submission of the page's form: application/x-www-form-urlencoded, whatever its charset, and
+ * not compressed (no browser compresses a form; a compressed body would read as no category
+ * ticked, recording every optional one as refused).
+ */
 function isFormSubmission(request: FastifyRequest): boolean {
-  return mediaTypeOf(request) === "application/x-www-form-urlencoded";
+  const coding = request.headers["content-encoding"];
+  return (
+    mediaTypeOf(request) === "application/x-www-form-urlencoded" &&
+    (coding === undefined || /^[ \t]*identity[ \t]*$/i.test(coding))
+  );
 }
 
 /**

@@ -1,3 +1,4 @@
+import { gzipSync } from "node:zlib";
 import { describe, expect, it } from "vitest";
 import { createBanner, http, rawHttp } from "#test/support/api.js";
 import {
@@ -260,14 +261,18 @@ describe("GET and POST /preferences/{token}", () => {
     const { teamId, publicId } = await bannerFixture(ctx.service, { configuration });
     const path = await linkFor(publicId);
     const before = await storedRows(ctx.service, teamId);
-    for (const [type, body] of [
+    const form = "application/x-www-form-urlencoded";
+    for (const [type, body, encoding] of [
       ["application/json", '{"category":1}'],
       ["text/plain", "category=marketing"],
       ["", "category=marketing"],
-    ]) {
+      // A compressed form (no browser sends one) would read as no category ticked.
+      [form, gzipSync("category=marketing"), "gzip"],
+      [form, "category=marketing", "br"],
+    ] as const) {
       const refused = await fetch(`${ctx.service.gatewayUrl}${path}`, {
         method: "POST",
-        headers: { "content-type": type as string },
+        headers: { "content-type": type, ...(encoding && { "content-encoding": encoding }) },
         body,
         redirect: "manual",
       });
