@@ -14,10 +14,17 @@ export const COUNTERS_DIRECTORY = "counters";
 export const DATA_FILE = "data.mdb";
 export const LOCK_FILE = "lock.mdb";
 
-/** Whether an environment of the data directory has been created (holds its data file). */
+/**
+ * Whether an environment of the data directory has been created: its data file holds something.
+ * LMDB creates the file and then writes its first pages; a first start ended between the two (a
+ * SIGKILL, a power cut before those pages reached the disk) leaves it empty, which LMDB takes for
+ * a new environment at the next read-write open. Such a file holds no record, so it is no store:
+ * the start-up probe (lmdb-preflight.ts) leaves it alone, where reading it would crash, and a
+ * missing identity key is made rather than reported lost.
+ */
 export async function hasDataFile(dataDir: string, directory: string): Promise<boolean> {
   return stat(path.join(dataDir, directory, DATA_FILE)).then(
-    () => true,
+    (info) => info.size > 0,
     () => false,
   );
 }

@@ -353,6 +353,41 @@ describe("start-up of the real programs", () => {
     }
   });
 
+  it("a first start ended as LMDB created its data file (left empty) starts again and serves, the identity key kept or, when it never reached the disk, made", async () => {
+    // What a first start leaves when SIGKILL (or a power cut) meets it between LMDB's creating
+    // records/data.mdb and its writing the first pages: the secrets, and an empty data file.
+    for (const identityKeyWritten of [true, false]) {
+      const dataDir = await mkdtemp(path.join(root, "half-made-"));
+      const token = randomBytes(32).toString("base64");
+      await writeFile(path.join(dataDir, "admin-token"), `${token}\n`, { mode: 0o600 });
+      const identityKey = randomBytes(32).toString("base64");
+      if (identityKeyWritten) {
+        await writeFile(path.join(dataDir, "identity-key"), `${identityKey}\n`, { mode: 0o600 });
+      }
+      await mkdir(path.join(dataDir, "records"), { mode: 0o700 });
+      await writeFile(path.join(dataDir, "records", "data.mdb"), "", { mode: 0o600 });
+
+      const { program, service } = await startService(dataDir);
+      const { key } = await mintKey(service, await createTeam(service));
+      const { publicId } = await createBanner(service, key);
+      const put = await http(service, "PUT", "/api/v1/consent/subjects/state", {
+        key,
+        body: { bannerId: publicId, subjectId: "u", baseVersion: 0, consentState: consentState() },
+      });
+      expect([identityKeyWritten, put.status, put.body.data.version]).toEqual([
+        identityKeyWritten,
+        200,
+        1,
+      ]);
+      const keyNow = (await readFile(path.join(dataDir, "identity-key"), "utf8")).trim();
+      expect(keyNow === identityKey).toBe(identityKeyWritten);
+      expect(program.stdout().includes("First start: created")).toBe(!identityKeyWritten);
+      expect(program.stdout()).not.toContain("is missing");
+      expect(program.stderr()).toBe("");
+      expect(await program.stop()).toBe(0);
+    }
+  });
+
   it("an operator token no client could send as a Bearer token, or shorter than 32 characters, stops npm start with one line naming where it came from", async () => {
     const spaced = await refusedStart(PROGRAMS.consent, { CONSENT_ADMIN_TOKEN: "two words" });
     expect(spaced.code).toBe(1);
