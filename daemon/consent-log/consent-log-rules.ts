@@ -12,7 +12,7 @@ import {
   label,
   MAX_REVISION,
   type ProtoTimestamp,
-  protoTimestamp,
+  protoTimeBound,
   usOptOutPurposes,
   uuid,
 } from "#daemon/validation/rules.js";
@@ -235,13 +235,19 @@ export function lowestIdAt(ms: number): string {
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-0000-0000-000000000000`;
 }
 
-const timeRange = z.object({ since: protoTimestamp.optional(), until: protoTimestamp.optional() });
+const timeRange = z.object({ since: protoTimeBound.optional(), until: protoTimeBound.optional() });
+
+/** Whether a request's time `a` is at or after `b`, to the nanosecond. */
+function notBefore(a: ProtoTimestamp, b: ProtoTimestamp): boolean {
+  return a.seconds > b.seconds || (a.seconds === b.seconds && a.nanos >= b.nanos);
+}
 
 /**
  * A log query (ListConsentLogs, and without paging the stats, tail and export): page size, the
  * page token (the previous page's last id), the banner (a public id, as rows name it: any other
  * text, such as a mistyped id, would select nothing without a word), the methods, and the time
- * range, each a time within google.protobuf.Timestamp's range (protoTimestamp), read as Dates.
+ * range, each a time within google.protobuf.Timestamp's range, read as Dates (protoTimeBound:
+ * rows are received to the millisecond, so each bound is the first millisecond at or after it).
  */
 export function readLogQuery(request: {
   pageSize?: number;
@@ -274,9 +280,12 @@ export function readLogQuery(request: {
       message: `methods must be among ${CONSENT_LOG_METHODS.join(", ")}; unknown: ${unknown.join(", ")}`,
     });
   }
-  // An empty range selects nothing by construction: a mistake, as consentctl treats it.
-  if (range.since && range.until && range.since >= range.until) {
-    violations.push({ field: "until", message: "until must be after since" });
+  // An empty range selects nothing by construction: a mistake, as consentctl treats it. Judged
+  // on the times as sent: one within a millisecond is not empty, though it holds no row.
+  if (range.since && range.until && request.since && request.until) {
+    if (notBefore(request.since, request.until)) {
+      violations.push({ field: "until", message: "until must be after since" });
+    }
   }
   if (violations.length > 0) throw invalidRequest(violations);
   return {

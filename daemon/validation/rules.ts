@@ -199,13 +199,8 @@ export const EVEN_WITH_FAILED_ENTRIES = {
 /** google.protobuf.Timestamp's range (timestamp.proto): 0001-01-01T00:00:00Z … 9999-12-31T23:59:59Z. */
 const TIMESTAMP_SECONDS = { min: -62_135_596_800n, max: 253_402_300_799n } as const;
 
-/**
- * A google.protobuf.Timestamp of a typed request (gRPC), read as a Date. A value outside the
- * type's own range (milliseconds or microseconds sent as seconds, a negative `nanos`) is no time:
- * it is a violation of its field, not a date past year 9999 stored and later unreadable, nor one
- * a JavaScript Date cannot hold.
- */
-export const protoTimestamp = z
+/** A google.protobuf.Timestamp within the type's own range (timestamp.proto). */
+const protoTimestampFields = z
   .object({ seconds: z.bigint(), nanos: z.number() })
   .refine(
     ({ seconds, nanos }) =>
@@ -215,10 +210,29 @@ export const protoTimestamp = z
       nanos >= 0 &&
       nanos <= 999_999_999,
     "must be a time from 0001-01-01T00:00:00Z to 9999-12-31T23:59:59Z",
-  )
+  );
+
+/**
+ * A google.protobuf.Timestamp of a typed request (gRPC), read as a Date. A value outside the
+ * type's own range (milliseconds or microseconds sent as seconds, a negative `nanos`) is no time:
+ * it is a violation of its field, not a date past year 9999 stored and later unreadable, nor one
+ * a JavaScript Date cannot hold.
+ */
+export const protoTimestamp = protoTimestampFields
   // Milliseconds rounded down, not timestampDate's rounding to nearest: 9999-12-31T23:59:59.9995Z
   // would become year 10000, a time the type cannot carry back out.
   .transform(({ seconds, nanos }) => new Date(Number(seconds) * 1000 + Math.floor(nanos / 1e6)));
+
+/**
+ * A bound of a time range over times kept to the millisecond (a consent log row's receipt),
+ * validated as protoTimestamp and read as the first millisecond at or after it: a time at or
+ * after `T` is one at or after it, and a time before `T` is one before it, whatever fraction of a
+ * millisecond `T` carries. Only compared with, never stored or sent back, so a bound in the last
+ * millisecond of 9999 may read as the first of year 10000.
+ */
+export const protoTimeBound = protoTimestampFields.transform(
+  ({ seconds, nanos }) => new Date(Number(seconds) * 1000 + Math.ceil(nanos / 1e6)),
+);
 
 /** A request's google.protobuf.Timestamp as protoTimestamp reads it (seconds and nanos). */
 export type ProtoTimestamp = z.input<typeof protoTimestamp>;

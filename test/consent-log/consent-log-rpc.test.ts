@@ -1,3 +1,5 @@
+import { create } from "@bufbuild/protobuf";
+import { type Timestamp, TimestampSchema } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -90,6 +92,33 @@ describe("ConsentLogService over gRPC", () => {
       method: "accept_all",
     });
     expect(entry?.receivedAt).toBeDefined();
+  });
+
+  it("selects by since (inclusive) and until (exclusive) to the nanosecond, in lists, counts and exports", async () => {
+    const { teamId, publicId } = await bannerFixture(service);
+    await postLog(service, aChoice(publicId));
+    const auth = bearer(service.operatorToken, teamId);
+    const [row] = (await client.listConsentLogs({}, auth)).entries;
+    const at = row?.receivedAt;
+    if (!at) throw new Error("the row has no receivedAt");
+    // Rows are received to the millisecond: a bound a nanosecond past a row's time is after it.
+    const justAfter = create(TimestampSchema, { seconds: at.seconds, nanos: at.nanos + 1 });
+    const selected = async (range: { since?: Timestamp; until?: Timestamp }) => {
+      const listed = (await client.listConsentLogs(range, auth)).entries.length;
+      const counted = Number((await client.consentLogStats(range, auth)).total);
+      let exported = 0;
+      for await (const batch of client.exportConsentLogs(range, auth)) {
+        exported += batch.entries.length;
+      }
+      return [listed, counted, exported];
+    };
+    expect(await selected({ since: at })).toEqual([1, 1, 1]);
+    expect(await selected({ since: justAfter })).toEqual([0, 0, 0]);
+    expect(await selected({ until: justAfter })).toEqual([1, 1, 1]);
+    expect(await selected({ until: at })).toEqual([0, 0, 0]);
+    // A range within one millisecond holds no row, but is a range: not refused as empty.
+    const later = create(TimestampSchema, { seconds: at.seconds, nanos: at.nanos + 2 });
+    expect(await selected({ since: justAfter, until: later })).toEqual([0, 0, 0]);
   });
 
   it("needs the operator token with a team, or a key with logs:read", async () => {
