@@ -61,16 +61,26 @@ export function parseIsoDateTime(value: string): Date {
   return new Date(withSeconds);
 }
 
+/** The digits of a date-time's seconds fraction past the millisecond, that a Date drops. */
+const PAST_MILLISECONDS = /\.\d{3}(\d*)(?=Z|[+-])/i;
+
 /**
  * Reads a bound of a time range: an ISO 8601 date-time with a zone, or a duration meaning that
- * long before now (`24h`, `7d`, `90m`), so `--since 24h` is "the last day".
+ * long before now (`24h`, `7d`, `90m`), so `--since 24h` is "the last day". The daemon keeps
+ * times to the millisecond: a date-time within one (`…:00.5004Z`) is read as the next
+ * millisecond, so a row received at `.500` is before it (outside `--since`, inside `--until`),
+ * as it is, rather than at it.
  */
 export function parseTimeBound(value: string, now = new Date()): Date {
   if (/^\s*(?:\d+[smhd])+\s*$/.test(value)) {
     return new Date(now.getTime() - parseDuration(value) * 1000);
   }
   // Something dated gets the date-time's own complaint (an impossible day, a missing zone).
-  if (/^\d{4}-\d{2}-\d{2}T/i.test(value)) return parseIsoDateTime(value);
+  if (/^\d{4}-\d{2}-\d{2}T/i.test(value)) {
+    const at = parseIsoDateTime(value);
+    const finer = PAST_MILLISECONDS.exec(value)?.[1] ?? "";
+    return /[1-9]/.test(finer) ? new Date(at.getTime() + 1) : at;
+  }
   throw new InvalidArgumentError(
     `"${value}" is neither a date-time with a zone (2026-05-01T00:00:00Z) nor a duration before now (24h, 7d).`,
   );

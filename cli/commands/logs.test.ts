@@ -104,6 +104,21 @@ describe.concurrent("consentctl logs (against a real daemon)", { timeout: E2E_TI
     expect(human.stdout).toContain("consent_default");
   });
 
+  it("reads a --since or --until finer than a millisecond as the time it is", async () => {
+    const { teamId, publicId } = await teamWithBanner();
+    const id = await record(publicId);
+    const [row] = (await cli.json(argv`logs list --team ${teamId}`)).entries;
+    expect(row.consentLogId).toBe(id);
+    // A ten-thousandth of a second after the row's receipt, which is kept to the millisecond.
+    const justAfter = new Date(row.receivedAt).toISOString().replace("Z", "1Z");
+    const since = await cli.json(argv`logs list --team ${teamId} --since ${justAfter}`);
+    expect(since.entries).toEqual([]);
+    const until = await cli.json(argv`logs list --team ${teamId} --until ${justAfter}`);
+    expect(until.entries.map((e: { consentLogId: string }) => e.consentLogId)).toEqual([id]);
+    const exported = await cli.run(argv`logs export --team ${teamId} --since ${justAfter} --json`);
+    expect(exported).toMatchObject({ code: 0, stdout: "" });
+  });
+
   it("never shows another team's rows, whatever banner is named", async () => {
     const mine = await teamWithBanner();
     const theirs = await teamWithBanner();
