@@ -25,12 +25,14 @@ export function formatTime(timestamp: Timestamp | undefined): string {
 
 /**
  * Characters a terminal must not receive as they are from a value someone else stored: control
- * characters (C0, DEL, C1: escape sequences, bell, carriage return) and the bidirectional
- * controls, which can show a URL or a name in another order than it has.
+ * characters (C0, DEL, C1: escape sequences, bell, carriage return), the bidirectional
+ * controls, which can show a URL or a name in another order than it has, and the line and
+ * paragraph separators (U+2028, U+2029), which editors and line readers (Python's splitlines)
+ * take for a line break.
  */
-const UNSAFE = /[\p{Cc}\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/gu;
+const UNSAFE = /[\p{Cc}\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029]/gu;
 /** UNSAFE but C0, which JSON.stringify escapes in strings and uses between them (newlines). */
-const UNSAFE_IN_JSON = /[\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
+const UNSAFE_IN_JSON = /[\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029]/g;
 
 const hex = (char: string, digits: number) =>
   (char.codePointAt(0) ?? 0).toString(16).padStart(digits, "0");

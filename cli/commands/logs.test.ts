@@ -119,6 +119,22 @@ describe.concurrent("consentctl logs (against a real daemon)", { timeout: E2E_TI
     expect(exported).toMatchObject({ code: 0, stdout: "" });
   });
 
+  it("writes a visitor's line or paragraph separator as an escape, never as a line break", async () => {
+    const { teamId, publicId } = await teamWithBanner();
+    await record(publicId, { country: "x\u2028=1", region: "\u2029", matchedRuleId: "r" });
+    const human = await cli.run(argv`logs list --team ${teamId}`);
+    expect(human.code).toBe(0);
+    expect(human.stdout).not.toMatch(/[\u2028\u2029]/);
+    expect(human.stdout).toContain("x\\u2028=1");
+    // JSON Lines: one row a line for any reader, one that also splits at U+2028 (Python's
+    // splitlines) included, and the same values once parsed.
+    const lines = await cli.run(argv`logs export --team ${teamId} --json`);
+    expect(lines.stdout).not.toMatch(/[\u2028\u2029]/);
+    expect(JSON.parse(lines.stdout)).toMatchObject({ country: "x\u2028=1", region: "\u2029" });
+    const listed = await cli.run(argv`logs list --team ${teamId} --json`);
+    expect(listed.stdout).not.toMatch(/[\u2028\u2029]/);
+  });
+
   it("never shows another team's rows, whatever banner is named", async () => {
     const mine = await teamWithBanner();
     const theirs = await teamWithBanner();
