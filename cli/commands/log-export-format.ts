@@ -47,7 +47,8 @@ function isoTime(timestamp: Timestamp | undefined): string {
 /**
  * Writes batches of rows as JSON Lines or CSV. CSV goes through csv-stringify (RFC 4180 quoting)
  * with its formula escaping on: a visitor-supplied cell such as `=HYPERLINK(…)` is prefixed with
- * `'`, so opening the proof file in a spreadsheet never runs it. The header comes with the first
+ * `'`, and a cell holding `;` is quoted, so opening the proof file in a spreadsheet never runs
+ * one, whichever separator the spreadsheet reads. The header comes with the first
  * batch, or alone when there are no rows.
  */
 export function createExportWriter(format: ExportFormat) {
@@ -64,6 +65,9 @@ export function createExportWriter(format: ExportFormat) {
           columns: CSV_COLUMNS.map(([header]) => header),
           cast: { boolean: (value) => String(value) },
           escape_formulas: true,
+          // Quoted too: a cell holding `;`, which spreadsheets of many locales take for the
+          // separator, so that no part of it after a `;` is read as a cell (and a formula).
+          quoted_match: ";",
         },
       );
       headerWritten = true;

@@ -191,7 +191,13 @@ describe.concurrent("consentctl logs (against a real daemon)", { timeout: E2E_TI
   it("exports JSON Lines to stdout and quoted CSV to a file, with progress on stderr", async () => {
     const { teamId, publicId } = await teamWithBanner();
     const wholeSecond = new Date(Math.floor(Date.now() / 1000) * 1000).toISOString();
-    const first = await record(publicId, { country: "=HYPERLINK(1)", timestamp: wholeSecond });
+    const first = await record(publicId, {
+      country: "=HYPERLINK(1)",
+      // A spreadsheet reading `;` as the separator (many locales' Excel) would start a cell at
+      // `=` were the value not quoted.
+      region: "x;=HYPERLINK(2)",
+      timestamp: wholeSecond,
+    });
     const second = await record(publicId, { preferences: { "a,b": true, 'say "hi"': false } });
     const jsonl = await cli.run(argv`logs export --team ${teamId} --json`);
     expect(jsonl).toMatchObject({ code: 0, stderr: "" });
@@ -213,7 +219,7 @@ describe.concurrent("consentctl logs (against a real daemon)", { timeout: E2E_TI
     for (const [index, row] of lines.entries()) {
       expect(csv[index + 1]?.split(",").slice(1, 3)).toEqual([row.receivedAt, row.occurredAt]);
     }
-    expect(csv[1]).toContain(",'=HYPERLINK(1),");
+    expect(csv[1]).toContain(`,'=HYPERLINK(1),"x;=HYPERLINK(2)",`);
     expect(csv[2]).toContain('"{""a,b"":true,""say \\""hi\\"""":false}"');
     const summary = await cli.json(argv`logs export --team ${teamId} --format csv --out ${out}`);
     expect(summary).toEqual({ rows: 2, format: "csv", out });
