@@ -128,6 +128,10 @@ describe("consentctl command line", () => {
     for (const option of ["--daemon <url>", "--token <token>", "--json", "--debug"]) {
       expect(help.stdout).toContain(option);
     }
+    // --json names both streams that print JSON Lines, as the output contract does (cli/README.md).
+    expect(help.stdout.replace(/\s+/g, " ")).toContain(
+      "(JSON Lines for logs tail, and for logs export without --out)",
+    );
   });
 
   it("exits 2 for an unknown command, a group without subcommand, or an extra argument", async () => {

@@ -50,7 +50,10 @@ export function createProgram(io: Io, session: Session, json: boolean): Command 
         "operator token (default: CONSENT_ADMIN_TOKEN, then <CONSENT_DATA_DIR>/admin-token)",
       ).argParser(tokenValue),
     )
-    .option("--json", "print JSON on stdout and nothing else (JSON Lines for logs tail)")
+    .option(
+      "--json",
+      "print JSON on stdout and nothing else (JSON Lines for logs tail, and for logs export without --out)",
+    )
     .option("--debug", "log daemon calls and print stack traces on stderr")
     .option("-V, --version", "print the version of consentctl")
     .showHelpAfterError(json ? false : "(run the command with --help for usage)")
