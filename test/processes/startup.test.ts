@@ -226,7 +226,8 @@ describe("start-up of the real programs", () => {
     expect(olderKeySays(after.program)).toEqual([
       expect.stringContaining("an older identity key holds no stored subject state any more"),
     ]);
-  });
+    // Five starts of the real programs, one with two workers: 27 s on a quiet two-core runner.
+  }, 90_000);
 
   it("warns at start-up when its clock reads earlier than the newest consent log row", async () => {
     const dataDir = path.join(root, "clock-behind");
