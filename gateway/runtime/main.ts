@@ -10,6 +10,7 @@ import {
   randomUuid,
   readState,
   stateProblem,
+  toJson,
   writeState,
 } from "./state.js";
 import { resolveTexts } from "./texts.js";
@@ -75,7 +76,7 @@ const required = config.categories.filter((category) => category.required).map((
 
 let state = readState(config.id);
 /** The state the cookie held when this page last read or wrote it (JSON), for catchUp. */
-let known = JSON.stringify(state);
+let known = toJson(state);
 let closeView: (() => void) | undefined;
 /** Whether the open view asks for a first choice (not preferences the visitor re-opened). */
 let prompting = false;
@@ -84,7 +85,7 @@ const explicit = (s: ConsentState | null) => (s && !s.isDefaultState ? s : null)
 /** Whether the visitor's choice covers the published revision: no need to ask. */
 const isCurrent = () => (explicit(state)?.revision ?? -1) >= config.revision;
 const copy = (s: ConsentState | null) =>
-  s ? (JSON.parse(JSON.stringify(s)) as ConsentState) : null;
+  s ? (JSON.parse(toJson(s) as string) as ConsentState) : null;
 
 function whenReady(run: () => void): void {
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", run);
@@ -153,9 +154,20 @@ function nextState(categories: string[], extra: Partial<ConsentState>): ConsentS
   };
 }
 
-/** Posts the row with sendBeacon (text/plain: no preflight), else fetch with keepalive. */
+/**
+ * The browser's own means of posting a row, taken as the loader runs (first in `<head>`): a page
+ * script that later replaces `navigator.sendBeacon` or `window.fetch` (a wrapper that drops what
+ * it does not know, one that throws) does not reach the row.
+ */
+const beacon = navigator.sendBeacon?.bind(navigator);
+const request = window.fetch?.bind(window);
+
+/**
+ * Posts the row with sendBeacon (text/plain: no preflight), else fetch with keepalive. It never
+ * throws: whatever the page made of either, the choice is kept and applied all the same.
+ */
 function post(method: string, s: ConsentState): void {
-  const body = JSON.stringify({
+  const body = toJson({
     bannerId: config.id,
     method,
     // The row says when the choice was made here, even where the state's time was held at a
@@ -176,16 +188,23 @@ function post(method: string, s: ConsentState): void {
     country: config.country,
     region: config.region,
     matchedRuleId: config.rule?.id,
-  });
+  }) as string;
   const url = `${apiBase}/api/consent/log`;
   let queued = false;
   try {
-    queued = navigator.sendBeacon(url, body);
+    queued = !!beacon?.(url, body);
   } catch {
     // No beacon support (or refused): the fetch below carries the row instead.
   }
-  if (!queued) {
-    fetch(url, { method: "POST", body, keepalive: true, credentials: "omit" }).catch(() => {});
+  try {
+    if (!queued) {
+      Promise.resolve(
+        request?.(url, { method: "POST", body, keepalive: true, credentials: "omit" }),
+      ).catch(() => {});
+    }
+  } catch {
+    // Neither can post (a page that replaced both before the loader ran): the row is lost, the
+    // choice is still kept and applied.
   }
 }
 
@@ -204,7 +223,7 @@ function apply(s: ConsentState): void {
 /** A choice or a default: recorded first, so nothing the page does afterwards can lose the row. */
 function commit(next: ConsentState, method: string): void {
   state = next;
-  if (writeState(config.id, next)) known = JSON.stringify(next);
+  if (writeState(config.id, next)) known = toJson(next);
   else {
     console.warn(
       `consent banner ${config.id}: the browser did not keep the consent cookie (cookies blocked for this site?), so the banner will ask again on the next page`,
@@ -224,7 +243,7 @@ function commit(next: ConsentState, method: string): void {
  */
 function catchUp(): void {
   const stored = readState(config.id);
-  const seen = JSON.stringify(stored);
+  const seen = toJson(stored);
   // Unchanged since this page looked: kept, also when this page holds a state the cookie could
   // not take (cookies blocked, one too large).
   if (seen === known) return;
@@ -339,7 +358,7 @@ if (running) {
       // check and the cookie, so what is judged whole is what is kept.
       let next: ConsentState;
       try {
-        next = JSON.parse(JSON.stringify(value) ?? "null");
+        next = JSON.parse(toJson(value) ?? "null");
       } catch {
         return refuse("it cannot be read as JSON");
       }
@@ -349,7 +368,7 @@ if (running) {
       if (next.revision > config.revision) {
         return refuse(`its revision is above the banner's published one, ${config.revision}`);
       }
-      if (writeState(config.id, next)) known = JSON.stringify(next);
+      if (writeState(config.id, next)) known = toJson(next);
       else {
         // A state the cookie cannot hold would be forgotten at the next page: refused whole.
         // Where the browser keeps no cookie at all, every state is forgotten so: the integrator

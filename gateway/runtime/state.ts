@@ -132,6 +132,31 @@ function cookieValue(publicId: string): string | undefined {
     ?.slice(prefix.length);
 }
 
+/**
+ * JSON text of a state or a row, written here rather than by the page's `JSON.stringify`: a
+ * library of the page may have replaced it, or given arrays a `toJSON` (Prototype.js's
+ * `Array#toJSON` returns a string), and the cookie and the row would then be garbled. No `toJSON`
+ * is read; as JSON.stringify, it leaves out fields that are undefined (or functions) and writes
+ * them `null` in arrays. Undefined for a value JSON has no text for.
+ */
+export function toJson(value: unknown): string | undefined {
+  if (typeof value === "string") {
+    // Quotes, backslashes and control characters (all below the space) as \u escapes.
+    const escaped = (c: string) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`;
+    return `"${value.replace(/[\\"]|[^ -\uffff]/g, escaped)}"`;
+  }
+  if (typeof value === "number") return Number.isFinite(value) ? String(value) : "null";
+  if (typeof value === "boolean" || value === null) return String(value);
+  if (typeof value !== "object") return undefined;
+  if (Array.isArray(value))
+    return `[${Array.from(value, (item) => toJson(item) ?? "null").join()}]`;
+  const fields = Object.entries(value).map(([key, item]) => {
+    const text = toJson(item);
+    return text === undefined ? "" : `${toJson(key)}:${text}`;
+  });
+  return `{${fields.filter(Boolean).join()}}`;
+}
+
 /** The state in the banner's cookie, or null when there is none or it is unreadable. */
 export function readState(publicId: string): ConsentState | null {
   const value = cookieValue(publicId);
@@ -152,7 +177,7 @@ export function readState(publicId: string): ConsentState | null {
 export function writeState(publicId: string, state: ConsentState): boolean {
   return setCookie(
     cookieName(publicId),
-    encodeURIComponent(JSON.stringify(state)),
+    encodeURIComponent(toJson(state) as string),
     MAX_AGE_SECONDS,
   );
 }
