@@ -7,6 +7,10 @@ import type { RuntimeConfig } from "./config.js";
  * Roles: secondary = background, text = body text, primary = buttons, accent = focus ring.
  * Positions move the fixed layouts only: an inline box stays where the page flow puts it. The
  * panel's transparent border is its edge in forced colours, where the shadow is dropped.
+ * The host's reset is important: important declarations of a shadow root's own `:host` beat the
+ * page's, so no rule of the page on the host (`div{transform:…}`, which would pin the fixed panel
+ * to the host, `opacity`, `white-space:nowrap`, `* {all:unset}`) reaches in. A checkbox is 24 px
+ * square, WCAG 2.2 2.5.8's minimum target (buttons are larger).
  */
 export function bannerCss({
   primary: p,
@@ -14,7 +18,7 @@ export function bannerCss({
   text: t,
   accent: a,
 }: RuntimeConfig["colors"]) {
-  return `:host{all:initial}
+  return `:host{all:initial!important;display:block!important}
 .r{font:15px/1.5 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:${t};overflow-wrap:anywhere}
 .r *{box-sizing:border-box}
 .p{background:${s};color:${t};padding:16px 20px;max-height:90vh;overflow:auto;box-shadow:0 2px 16px rgba(0,0,0,.3);border:1px solid transparent}
@@ -34,7 +38,7 @@ button.o{background:${s};color:${p}}
 :focus-visible{outline:3px solid ${a};outline-offset:2px}
 .p:focus{outline:0}
 label{display:flex;gap:.6em;margin:0 0 .75em}
-input{accent-color:${a};width:1.1em;height:1.1em;margin:.2em 0 0;flex:none}
+input{accent-color:${a};width:24px;height:24px;margin:0;flex:none}
 small{display:block}
 [hidden]{display:none!important}`;
 }

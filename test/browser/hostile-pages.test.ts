@@ -1,3 +1,4 @@
+import type { Page } from "playwright-core";
 import { describe, expect, it } from "vitest";
 import {
   dialog,
@@ -89,5 +90,94 @@ describe.skipIf(skipBrowserTests)("banner runtime in Chromium: hostile pages", (
     expect(row?.method).toBe("accept_all");
     expect(await stateOf(tab.page)).toMatchObject({ acceptType: "all" });
     expect(tab.warnings).toEqual([]);
+  });
+
+  /** The panel's box, its opacity and wrapping, and whether the page scrolls sideways. */
+  const panelBox = (page: Page) =>
+    page.evaluate(() => {
+      const host = document.querySelector("[id^=consent-banner-]") as HTMLElement;
+      const panel = host.shadowRoot?.querySelector("[role=dialog]") as HTMLElement;
+      const box = panel.getBoundingClientRect();
+      const style = getComputedStyle(panel);
+      return {
+        top: Math.round(box.top),
+        bottom: Math.round(box.bottom),
+        opacity: getComputedStyle(host).opacity,
+        whiteSpace: style.whiteSpace,
+        sideways: document.documentElement.scrollWidth > document.documentElement.clientWidth,
+      };
+    });
+
+  it("keeps the page's CSS off the banner's host: a transform, opacity, nowrap, even !important", async () => {
+    await tab.page.setViewportSize({ width: 320, height: 600 });
+    for (const important of ["", " !important"]) {
+      await bannerPage(
+        { layout: "banner", position: "bottom" },
+        `div { transform: translateZ(0)${important}; opacity: .2${important};
+           white-space: nowrap${important}; text-transform: uppercase${important} }
+         * { all: unset } button { display: none }`,
+      );
+      expect(await panelBox(tab.page)).toEqual(
+        expect.objectContaining({
+          bottom: 600,
+          opacity: "1",
+          whiteSpace: "normal",
+          sideways: false,
+        }),
+      );
+      // Visible and on top where it is: the click would reach it.
+      await dialog(tab.page)
+        .getByRole("button", { name: "Accept all" })
+        .click({ trial: true, timeout: 2_000 });
+    }
+  });
+
+  it("reflows at 320 CSS px and at 400% zoom, every button and checkbox at least 24 by 24 px", async () => {
+    // 400% zoom of a 1280×1024 window: 320×256 CSS px.
+    for (const [width, height] of [
+      [320, 640],
+      [320, 256],
+    ] as const) {
+      await tab.page.setViewportSize({ width, height });
+      for (const [layout, position] of [
+        ["banner", "bottom"],
+        ["banner", "top"],
+        ["modal", "center"],
+      ]) {
+        await bannerPage({ layout, position });
+        await dialog(tab.page).getByRole("button", { name: "Customize" }).click();
+        const seen = await tab.page.evaluate(() => {
+          const host = document.querySelector("[id^=consent-banner-]") as HTMLElement;
+          const panel = host.shadowRoot?.querySelector("[role=dialog]") as HTMLElement;
+          const targets = Array.from(
+            panel.querySelectorAll<HTMLElement>("button:not([hidden]), input"),
+          );
+          return {
+            small: targets
+              .map(
+                (t) =>
+                  [t.textContent || t.getAttribute("name"), t.getBoundingClientRect()] as const,
+              )
+              .filter(([, box]) => box.width < 24 || box.height < 24)
+              .map(([name]) => name),
+            sideways:
+              document.documentElement.scrollWidth > document.documentElement.clientWidth ||
+              panel.scrollWidth > panel.clientWidth,
+          };
+        });
+        expect([width, height, layout, position, seen]).toEqual([
+          width,
+          height,
+          layout,
+          position,
+          { small: [], sideways: false },
+        ]);
+        // The last control scrolls into the panel's view: reachable at any zoom.
+        const save = dialog(tab.page).getByRole("button", { name: "Save choices" });
+        await save.scrollIntoViewIfNeeded();
+        const box = await save.boundingBox();
+        expect(box && box.y >= 0 && box.y + box.height <= height).toBe(true);
+      }
+    }
   });
 });
