@@ -32,7 +32,19 @@ describe.skipIf(skipBrowserTests)("banner runtime in Chromium: hostile pages", (
     return { ...fixture, url };
   }
 
-  const rejected = { necessary: true, analytics: false, marketing: false };
+  /**
+   * Reject all on the page: the row says so, and the next page of the site is opened (its
+   * banner's API in place), where the kept choice should hold.
+   */
+  async function rejectThenReload() {
+    const { teamId, url } = await bannerPage();
+    await dialog(tab.page).getByRole("button", { name: "Reject all" }).click();
+    const [row] = await waitForRows(ctx.service, teamId, 1);
+    const preferences = { necessary: true, analytics: false, marketing: false };
+    expect(row).toMatchObject({ method: "accept_necessary", preferences });
+    await tab.page.goto(url);
+    await tab.page.waitForFunction(() => "consentBanner" in window);
+  }
 
   it("records and keeps a choice on a page that replaced sendBeacon, fetch and JSON.stringify after the loader ran", async () => {
     await tab.context.addInitScript(() =>
@@ -44,12 +56,7 @@ describe.skipIf(skipBrowserTests)("banner runtime in Chromium: hostile pages", (
         JSON.stringify = () => "{}";
       }),
     );
-    const { teamId, url } = await bannerPage();
-    await dialog(tab.page).getByRole("button", { name: "Reject all" }).click();
-    const [row] = await waitForRows(ctx.service, teamId, 1);
-    expect(row).toMatchObject({ method: "accept_necessary", preferences: rejected });
-    await tab.page.goto(url);
-    await tab.page.waitForFunction(() => "consentBanner" in window);
+    await rejectThenReload();
     expect(await dialog(tab.page).count()).toBe(0);
     expect(tab.warnings).toEqual([]);
   });
@@ -63,12 +70,7 @@ describe.skipIf(skipBrowserTests)("banner runtime in Chromium: hostile pages", (
         },
       });
     });
-    const { teamId, url } = await bannerPage();
-    await dialog(tab.page).getByRole("button", { name: "Reject all" }).click();
-    const [row] = await waitForRows(ctx.service, teamId, 1);
-    expect(row).toMatchObject({ method: "accept_necessary", preferences: rejected });
-    await tab.page.goto(url);
-    await tab.page.waitForFunction(() => "consentBanner" in window);
+    await rejectThenReload();
     expect(await stateOf(tab.page)).toMatchObject({ categories: ["necessary"] });
     expect(await dialog(tab.page).count()).toBe(0);
   });
