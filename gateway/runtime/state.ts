@@ -136,17 +136,24 @@ function cookieValue(publicId: string): string | undefined {
  * JSON text of a state or a row, written here rather than by the page's `JSON.stringify`: a
  * library of the page may have replaced it, or given arrays a `toJSON` (Prototype.js's
  * `Array#toJSON` returns a string), and the cookie and the row would then be garbled. No `toJSON`
- * is read; as JSON.stringify, it leaves out fields that are undefined (or functions) and writes
- * them `null` in arrays. Undefined for a value JSON has no text for.
+ * is read but a Date's (its ISO time, as JSON.stringify writes it); as JSON.stringify, it leaves
+ * out fields that are undefined (or functions) and writes them `null` in arrays, and escapes a
+ * lone surrogate (which encodeURIComponent, for the cookie, refuses). Undefined for a value JSON
+ * has no text for.
  */
 export function toJson(value: unknown): string | undefined {
   if (typeof value === "string") {
-    // Quotes, backslashes and control characters (all below the space) as \u escapes.
-    const escaped = (c: string) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`;
-    return `"${value.replace(/[\\"]|[^ -\uffff]/g, escaped)}"`;
+    // Quotes, backslashes, control characters (all below the space) and lone surrogates as \u
+    // escapes; a surrogate pair (matched first) is kept.
+    const escaped = (c: string) =>
+      c.length === 2 ? c : `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`;
+    return `"${value.replace(/[\ud800-\udbff][\udc00-\udfff]|[\\"\ud800-\udfff]|[^ -\uffff]/g, escaped)}"`;
   }
   if (typeof value === "number") return Number.isFinite(value) ? String(value) : "null";
   if (typeof value === "boolean" || value === null) return String(value);
+  if (value instanceof Date) {
+    return Number.isNaN(value.getTime()) ? "null" : toJson(value.toISOString());
+  }
   if (typeof value !== "object") return undefined;
   if (Array.isArray(value))
     return `[${Array.from(value, (item) => toJson(item) ?? "null").join()}]`;
