@@ -22,16 +22,26 @@ export const PARSE_FAILURE = "parse binary: ";
  */
 const COMPRESSED_WITHOUT_ENCODING =
   "received compressed envelope, but do not know how to decompress";
+/**
+ * How connect-es words a compressed message that does not decompress (connect-node's
+ * compression): `invalid_argument` for bytes that are no gzip or brotli, but `internal` for a
+ * stream cut short before its end (zlib's Z_BUF_ERROR, "unexpected end of file"), as malformed
+ * as the other. A limit passed is `resource_exhausted`, worded otherwise.
+ */
+const DECOMPRESSION_FAILED = "decompression failed";
 
 /**
  * connect-es' answer to a request message that is not protobuf binary (protocol/serialization),
- * or that claims a compression the call does not name (protocol/envelope).
+ * that claims a compression the call does not name (protocol/envelope), or whose compressed
+ * bytes end before their stream does.
  */
 export function isParseFailure(error: unknown): error is ConnectError {
   return (
     error instanceof ConnectError &&
     error.code === Code.Internal &&
-    (error.rawMessage.startsWith(PARSE_FAILURE) || error.rawMessage === COMPRESSED_WITHOUT_ENCODING)
+    (error.rawMessage.startsWith(PARSE_FAILURE) ||
+      error.rawMessage === COMPRESSED_WITHOUT_ENCODING ||
+      error.rawMessage === DECOMPRESSION_FAILED)
   );
 }
 

@@ -1,3 +1,4 @@
+import { brotliCompressSync, gzipSync } from "node:zlib";
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { errorFromJson, errorFromJsonBytes } from "@connectrpc/connect/protocol-connect";
 import { findTrailerError } from "@connectrpc/connect/protocol-grpc";
@@ -16,6 +17,15 @@ const TAIL = "/consent.v1.ConsentLogService/TailConsentLogs";
 /** Field 1 as length-delimited, its length byte past the end: no protobuf binary. */
 const NOT_PROTOBUF = Buffer.from([0x0a, 0xff]);
 const NOT_JSON = Buffer.from('{"bannerId":');
+/** A message compressed with `compress`, its compressed bytes cut short of their end. */
+const cutShort = (compress: (bytes: Buffer) => Buffer) =>
+  compress(Buffer.from(JSON.stringify({ bannerId: "b".repeat(200) }))).subarray(0, 8);
+/** A gRPC message frame flagged compressed. */
+const compressedFrame = (message: Buffer) => {
+  const frame = grpcFrame(message);
+  frame[0] = 1;
+  return frame;
+};
 
 /** The status of a gRPC answer: in its trailers, or in the headers of a trailers-only answer. */
 const fromGrpc = (reply: RawReply) =>
@@ -122,6 +132,46 @@ describe("a request message the daemon's port cannot decode", () => {
     );
     expect([reply.status, fromConnectUnary(reply)]).toEqual([400, expected]);
   });
+
+  it.each([
+    ["gzip", gzipSync],
+    ["br", brotliCompressSync],
+  ] as const)(
+    "answers a %s message cut short before its end so, in every protocol",
+    async (encoding, compress) => {
+      const message = cutShort(compress);
+      const auth = { authorization: `Bearer ${key}` };
+      const decompressionFailed = invalidRequest("decompression failed");
+      const grpcHeaders = {
+        "content-type": "application/grpc",
+        te: "trailers",
+        "grpc-encoding": encoding,
+      };
+      for (const path of [PUT, TAIL]) {
+        const grpcReply = await rawRequest(
+          service.daemonUrl,
+          path,
+          { ...grpcHeaders, ...auth },
+          compressedFrame(message),
+        );
+        expect(fromGrpc(grpcReply)).toEqual(decompressionFailed);
+      }
+      const web = await rawRequest(
+        service.daemonUrl,
+        PUT,
+        { "content-type": "application/grpc-web+proto", "grpc-encoding": encoding, ...auth },
+        compressedFrame(message),
+      );
+      expect(fromGrpcWeb(web)).toEqual(decompressionFailed);
+      const connect = await rawRequest(
+        service.daemonUrl,
+        PUT,
+        { "content-type": "application/json", "content-encoding": encoding, ...auth },
+        message,
+      );
+      expect([connect.status, fromConnectUnary(connect)]).toEqual([400, decompressionFailed]);
+    },
+  );
 
   it("answers it so on a stream, over gRPC and Connect", async () => {
     const grpcStream = await rawRequest(
