@@ -54,6 +54,14 @@ export function toConnectError(error: DomainError): ConnectError {
   );
 }
 
+/** Node's failures of a write to a stream its caller has closed or reset. */
+const CALLER_GONE = new Set([
+  "ERR_HTTP2_INVALID_STREAM",
+  "ERR_HTTP2_STREAM_ERROR",
+  "ERR_STREAM_DESTROYED",
+  "ERR_STREAM_WRITE_AFTER_END",
+]);
+
 /** decisions §7: an internal failure carries its machine code too, and nothing else of itself. */
 const INTERNAL_ERROR_INFO = [
   { desc: ErrorInfoSchema, value: create(ErrorInfoSchema, { code: "internal_error" }) },
@@ -123,8 +131,15 @@ export function domainErrorInterceptor(
         return error;
       // A request stream that ended before its message was whole: the caller left, or stalled
       // past the port's arrival bound (daemon/server.ts). The call is over and nothing failed here.
-      if ((error as { code?: unknown }).code === "ERR_STREAM_PREMATURE_CLOSE") {
+      const nodeCode = (error as { code?: unknown }).code;
+      if (nodeCode === "ERR_STREAM_PREMATURE_CLOSE") {
         return new ConnectError("the request ended before it was complete", Code.Canceled);
+      }
+      // A server stream's message written after its caller left (a tail or an export cancelled,
+      // its stream reset): connect-es hands the write's failure to the stream's messages, and
+      // the call is over as the caller chose.
+      if (typeof nodeCode === "string" && CALLER_GONE.has(nodeCode)) {
+        return new ConnectError("the caller ended the call", Code.Canceled);
       }
       if (store.isDamage(error)) logDamage(error, { procedure: request.method.name });
       else {

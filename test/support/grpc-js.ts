@@ -12,7 +12,13 @@ type ClientConstructor = new (address: string, credentials: grpc.ChannelCredenti
 
 /** The services loadConsentProtos() exposes. */
 export interface ConsentProtos {
-  consent: { v1: { BannerService: ClientConstructor; SubjectService: ClientConstructor } };
+  consent: {
+    v1: {
+      BannerService: ClientConstructor;
+      SubjectService: ClientConstructor;
+      ConsentLogService: ClientConstructor;
+    };
+  };
   grpc: { health: { v1: { Health: ClientConstructor } } };
 }
 
@@ -59,6 +65,7 @@ export function loadConsentProtos(): ConsentProtos {
     [
       "consent/v1/banner.proto",
       "consent/v1/subject.proto",
+      "consent/v1/consent_log.proto",
       "consent/v1/errors.proto",
       "grpc/health/v1/health.proto",
     ],
