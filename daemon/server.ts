@@ -8,6 +8,7 @@ import {
 import type { ConnectRouter, Interceptor } from "@connectrpc/connect";
 import { Code, ConnectError, createContextValues } from "@connectrpc/connect";
 import { fastifyConnectPlugin } from "@connectrpc/connect-fastify";
+import { compressionBrotli, compressionGzip } from "@connectrpc/connect-node";
 import { fastify, LogController } from "fastify";
 import type { Logger } from "pino";
 import { createAdminService } from "#daemon/admin/admin-service.js";
@@ -307,6 +308,10 @@ function requestBudget(budgetBytes: number): (stream: ServerHttp2Stream) => void
  */
 export const SESSION_MEMORY_MB = 128;
 
+/** The request message encodings the daemon reads besides identity (connect-es' own default). */
+const ACCEPTED_COMPRESSION = [compressionGzip, compressionBrotli];
+const ACCEPTED_ENCODINGS = ["identity", ...ACCEPTED_COMPRESSION.map((c) => c.name)].join(",");
+
 /** How long calls may still run after closing begins before their context signal is aborted. */
 const CALL_SHUTDOWN_MS = 5_000;
 
@@ -351,6 +356,10 @@ export async function listenDaemon(daemon: Daemon, options: ListenOptions) {
     const type = request.headers["content-type"];
     if (type?.startsWith("application/grpc") && !type.startsWith("application/grpc-web")) {
       encodeGrpcMessageAsProtocolSays(reply.raw as unknown as Http2ServerResponse);
+      // The gRPC protocol's compression rule: an answer names the message encodings the server
+      // reads, so a client sending one it does not (deflate) is refused UNIMPLEMENTED once, and
+      // a client that reads the header (grpc-js) sends its later calls uncompressed.
+      reply.raw.setHeader("grpc-accept-encoding", ACCEPTED_ENCODINGS);
     }
     done();
   });
@@ -375,6 +384,7 @@ export async function listenDaemon(daemon: Daemon, options: ListenOptions) {
   const jsonOptions = { ignoreUnknownFields: true, textDecoder: utf8JsonDecoder };
   await app.register(fastifyConnectPlugin, {
     routes: answeringParseFailuresAsInvalid(daemon.routes),
+    acceptCompression: ACCEPTED_COMPRESSION,
     interceptors: daemon.interceptors,
     readMaxBytes: DAEMON_READ_MAX_BYTES,
     jsonOptions,

@@ -8,7 +8,11 @@ import { type ErrorInfo, ErrorInfoSchema } from "#gen/consent/v1/errors_pb.js";
 
 const PROTO_ROOT = fileURLToPath(new URL("../../proto", import.meta.url));
 
-type ClientConstructor = new (address: string, credentials: grpc.ChannelCredentials) => grpc.Client;
+type ClientConstructor = new (
+  address: string,
+  credentials: grpc.ChannelCredentials,
+  options?: grpc.ChannelOptions,
+) => grpc.Client;
 
 /** The services loadConsentProtos() exposes. */
 export interface ConsentProtos {
