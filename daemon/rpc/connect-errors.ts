@@ -3,7 +3,7 @@ import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
 import { boundedDetails, clipped, DomainError, type FailureKind } from "#daemon/errors.js";
 import { type ErrorLogger, repeatedFailureLog } from "#daemon/logging.js";
-import { isUnreadableRequest, unreadableRequest } from "#daemon/rpc/parse-failures.js";
+import { callerFault } from "#daemon/rpc/parse-failures.js";
 import { rateLimitHeaders } from "#daemon/rpc/rate-limit-headers.js";
 import { STORE_FULL_METADATA, StoreFullError } from "#daemon/store/disk-guard.js";
 import type { Store } from "#daemon/store/store.js";
@@ -110,7 +110,8 @@ export function domainErrorInterceptor(
   return (next) => async (request) => {
     const translate = (error: unknown): ConnectError => {
       if (error instanceof DomainError) return toConnectError(error);
-      if (isUnreadableRequest(error)) return unreadableRequest(error.rawMessage);
+      const refused = callerFault(error);
+      if (refused) return refused;
       if (store.isUnavailable(error)) return unavailable(error, request.method.name);
       // A full disk: the guard has reported it once; a log entry per refused write would only
       // add to what fills the disk.

@@ -21,7 +21,7 @@ import {
   plainContext,
   type ServiceTable,
 } from "#daemon/rpc/in-process-transport.js";
-import { PARSE_FAILURE, unreadableRequest } from "#daemon/rpc/parse-failures.js";
+import { oversizedRequest, PARSE_FAILURE, unreadableRequest } from "#daemon/rpc/parse-failures.js";
 
 export interface ConnectUnaryRouteOptions {
   /** The daemon's services (createServiceTable over Daemon.routes and Daemon.interceptors). */
@@ -198,10 +198,7 @@ function headerRecord(headers: IncomingHttpHeaders): Record<string, string> {
 /** The whole request body, refused past readMaxBytes as connect-es refuses it. */
 function readBody(request: DaemonRequest, readMaxBytes: number): Promise<Uint8Array> {
   const tooLarge = () =>
-    new ConnectError(
-      `message size is larger than configured readMaxBytes ${readMaxBytes}`,
-      Code.ResourceExhausted,
-    );
+    oversizedRequest(`message size is larger than configured readMaxBytes ${readMaxBytes}`);
   const declared = Number(request.headers["content-length"]);
   if (declared > readMaxBytes) return Promise.reject(tooLarge());
   const raw = request.raw;

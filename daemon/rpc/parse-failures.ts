@@ -75,6 +75,41 @@ export function isUnreadableRequest(error: unknown): error is ConnectError {
 }
 
 /**
+ * How connect-es words its refusal of a request message past readMaxBytes: from the envelope's
+ * length prefix (protocol/envelope), or once decompressed (connect-node's compression).
+ */
+const PAST_READ_MAX_BYTES = "larger than configured readMaxBytes";
+
+/** connect-es' refusal of a request message past readMaxBytes, which carries no ErrorInfo. */
+export function isOversizedRequest(error: unknown): error is ConnectError {
+  return (
+    error instanceof ConnectError &&
+    error.code === Code.ResourceExhausted &&
+    error.details.length === 0 &&
+    error.rawMessage.includes(PAST_READ_MAX_BYTES)
+  );
+}
+
+/**
+ * A request message past what the daemon reads, as REST's 413 for a body past its limit is (spec
+ * 8): `resource_exhausted` (decisions §7's code of a body too large) with the ErrorInfo of an
+ * invalid request, and the reason.
+ */
+export function oversizedRequest(reason: string): ConnectError {
+  return new ConnectError(clipped(reason), Code.ResourceExhausted, undefined, INVALID_REQUEST_INFO);
+}
+
+/**
+ * connect-es' refusal of a request it cannot read (isUnreadableRequest) or hold (past
+ * readMaxBytes) as the daemon answers it, with its ErrorInfo; undefined for any other failure.
+ */
+export function callerFault(error: unknown): ConnectError | undefined {
+  if (isUnreadableRequest(error)) return unreadableRequest(error.rawMessage);
+  if (isOversizedRequest(error)) return oversizedRequest(error.rawMessage);
+  return undefined;
+}
+
+/**
  * The daemon's routes for connect-es' Fastify plugin, with one correction to connect-es'
  * answers: a request it cannot read is the caller's error, answered unreadableRequest. A request
  * message that is not valid protobuf binary connect-es answers `internal` (HTTP 500 in Connect,
@@ -121,26 +156,26 @@ async function withCallerFault(response: UniversalServerResponse) {
       ...response,
       body: (async function* () {
         yield* body;
-        const error = findTrailerError(trailer);
-        if (isUnreadableRequest(error))
-          setTrailerStatus(trailer, unreadableRequest(error.rawMessage));
+        const corrected = callerFault(findTrailerError(trailer));
+        if (corrected) setTrailerStatus(trailer, corrected);
       })(),
     };
   }
   if (response.header?.get("content-type")?.startsWith("application/grpc-web")) {
     return { ...response, body: withGrpcWebStatusCorrected(body) };
   }
-  // Connect unary: a 500 or 400 whose body is the error's JSON (uncompressed: it is short), one
-  // piece.
-  const failed = response.status === 500 || response.status === 400;
+  // Connect unary: a 500, 400 or 429 whose body is the error's JSON (uncompressed: it is short),
+  // one piece.
+  const failed = response.status === 500 || response.status === 400 || response.status === 429;
   if (!failed || response.header?.get("content-encoding")) return response;
   const bytes = Buffer.concat(await chunksOf(body));
-  const error = errorFromJsonBytes(bytes, undefined, NOT_AN_ERROR);
-  if (!isUnreadableRequest(error)) return { ...response, body: oneChunk(bytes) };
-  const answer = errorToJsonBytes(unreadableRequest(error.rawMessage), undefined);
+  const corrected = callerFault(errorFromJsonBytes(bytes, undefined, NOT_AN_ERROR));
+  if (!corrected) return { ...response, body: oneChunk(bytes) };
+  const answer = errorToJsonBytes(corrected, undefined);
   const header = new Headers(response.header);
   header.set("content-length", String(answer.byteLength));
-  return { ...response, status: 400, header, body: oneChunk(answer) };
+  const status = corrected.code === Code.ResourceExhausted ? 429 : 400;
+  return { ...response, status, header, body: oneChunk(answer) };
 }
 
 /** What errorFromJsonBytes answers for a body that is no error JSON: never an unreadable request. */
@@ -163,9 +198,9 @@ function correctedTrailerFrame(frame: Uint8Array): Uint8Array {
   const length = view.byteLength - ENVELOPE_HEADER_BYTES;
   if (length < 0 || view[0] !== trailerFlag || view.readUInt32BE(1) !== length) return frame;
   const trailer = trailerParse(view.subarray(ENVELOPE_HEADER_BYTES));
-  const error = findTrailerError(trailer);
-  if (!isUnreadableRequest(error)) return frame;
-  setTrailerStatus(trailer, unreadableRequest(error.rawMessage));
+  const corrected = callerFault(findTrailerError(trailer));
+  if (!corrected) return frame;
+  setTrailerStatus(trailer, corrected);
   return encodeEnvelope(trailerFlag, trailerSerialize(trailer));
 }
 

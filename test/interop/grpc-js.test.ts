@@ -364,6 +364,20 @@ describe("grpc-js against the daemon", () => {
     ]);
   });
 
+  it("a message past the daemon's 1 MiB is RESOURCE_EXHAUSTED with invalid_request, REST's 413", async () => {
+    const name = "n".repeat(2 * 1024 * 1024);
+    const overGrpc = failure(
+      await unary(banners, "CreateBanner", { name, domain: "big.example.com" }, bearer(key)),
+    );
+    const overRest = await rest("POST", "/api/v1/banners", { name, domain: "big.example.com" });
+    expect([overRest.status, overRest.body.data.code]).toEqual([413, "invalid_request"]);
+    expect([overGrpc.code, overGrpc.typeUrls, overGrpc.info?.code]).toEqual([
+      status.RESOURCE_EXHAUSTED,
+      ["type.googleapis.com/consent.v1.ErrorInfo"],
+      "invalid_request",
+    ]);
+  });
+
   it("an id no record can have (5,000 characters) is NOT_FOUND, as any unknown id", async () => {
     const long = "a".repeat(5_000);
     const owned = failure(await unary(banners, "GetBanner", { id: long }, bearer(key)));

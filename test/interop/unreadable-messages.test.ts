@@ -173,6 +173,58 @@ describe("a request message the daemon's port cannot decode", () => {
     },
   );
 
+  it("refuses a message past the daemon's read limit with the invalid_request ErrorInfo, in every protocol", async () => {
+    const tooLarge = (message: RegExp) => ({
+      code: Code.ResourceExhausted,
+      message: expect.stringMatching(message),
+      errorCode: "invalid_request",
+      retryAfter: null,
+    });
+    const pastLimit = tooLarge(
+      /^message size \d* ?is larger than configured readMaxBytes 1048576$/,
+    );
+    const oversized = Buffer.alloc(1024 * 1024 + 1);
+    const grpcHeaders = { "content-type": "application/grpc", te: "trailers" };
+    for (const path of [PUT, TAIL]) {
+      const grpcReply = await rawRequest(
+        service.daemonUrl,
+        path,
+        grpcHeaders,
+        grpcFrame(oversized),
+      );
+      expect(fromGrpc(grpcReply)).toEqual(pastLimit);
+    }
+    const gzipped = compressedFrame(gzipSync(Buffer.alloc(2 * 1024 * 1024)));
+    const inflated = tooLarge(
+      /^message is larger than configured readMaxBytes 1048576 after decompression$/,
+    );
+    for (const path of [PUT, TAIL]) {
+      const grpcReply = await rawRequest(
+        service.daemonUrl,
+        path,
+        { ...grpcHeaders, "grpc-encoding": "gzip" },
+        gzipped,
+      );
+      expect(fromGrpc(grpcReply)).toEqual(inflated);
+    }
+    const web = await rawRequest(
+      service.daemonUrl,
+      PUT,
+      { "content-type": "application/grpc-web+proto" },
+      grpcFrame(oversized),
+    );
+    expect(fromGrpcWeb(web)).toEqual(pastLimit);
+    for (const extra of [{}, { "connect-timeout-ms": "10000" }]) {
+      const connect = await rawRequest(
+        service.daemonUrl,
+        PUT,
+        { "content-type": "application/proto", "connect-protocol-version": "1", ...extra },
+        oversized,
+      );
+      expect([connect.status, fromConnectUnary(connect)]).toEqual([429, pastLimit]);
+    }
+  });
+
   it("answers it so on a stream, over gRPC and Connect", async () => {
     const grpcStream = await rawRequest(
       service.daemonUrl,
