@@ -1,17 +1,19 @@
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
-import { type Command, Option } from "commander";
+import { type Command, InvalidArgumentError, Option } from "commander";
 import { checkPublicBannerIds } from "#cli/commands/banner-public-ids.js";
 import { teamOption } from "#cli/commands/teams.js";
 import type { DaemonClient } from "#cli/daemon-client.js";
 import { listOf, parseTimeBound, serviceId } from "#cli/option-parsers.js";
 import { UserError } from "#cli/problems.js";
 import { CONSENT_LOG_METHODS } from "#daemon/consent-log/consent-log-rules.js";
+import { UUID_PATTERN } from "#daemon/validation/patterns.js";
 
 /** The filters every `logs` command takes. */
 export interface LogFilterOptions {
   team: string;
   banner?: string;
   method?: string[];
+  consentId?: string;
 }
 
 /** The filters of commands over a time range (list, stats, export). */
@@ -23,7 +25,17 @@ export interface LogRangeOptions extends LogFilterOptions {
 export const LOGS_HINT =
   "check the team id with `consentctl teams list` and the banner's public id with `consentctl banners list --team TEAM_ID`";
 
-/** --team, --banner and --method, on every logs command. */
+/** Reads --consent-id: a UUID, as the log route takes a consentId. */
+function consentIdOf(value: string): string {
+  if (!UUID_PATTERN.test(value)) {
+    throw new InvalidArgumentError(
+      `"${value}" is no consentId: a consentId is a UUID, as in the consent cookie and the log's rows.`,
+    );
+  }
+  return value.toLowerCase();
+}
+
+/** --team, --banner, --method and --consent-id, on every logs command. */
 export function addFilterOptions(command: Command): Command {
   return command
     .addOption(teamOption("team id (sent as consent-team metadata)"))
@@ -36,6 +48,11 @@ export function addFilterOptions(command: Command): Command {
       "--method <list>",
       `only these methods, comma-separated: ${CONSENT_LOG_METHODS.join(", ")}`,
       listOf("method", CONSENT_LOG_METHODS),
+    )
+    .option(
+      "--consent-id <uuid>",
+      "only rows of this consent record: one visitor's choices, as their consent cookie names it",
+      consentIdOf,
     );
 }
 
@@ -100,6 +117,7 @@ export async function filterRequest(
   return {
     bannerId: options.banner ?? "",
     methods: options.method ?? [],
+    consentId: options.consentId ?? "",
     since: options.since && timestampFromDate(options.since),
     until: options.until && timestampFromDate(options.until),
   };

@@ -129,10 +129,10 @@ export function addTailLogs(logs: Command, runtime: Runtime): void {
             watch(io.stdout);
             let following = false;
             try {
-              const { bannerId, methods } = await filterRequest(client, options, signal);
+              const { bannerId, methods, consentId } = await filterRequest(client, options, signal);
               const stream = client
                 .logs(options.team, { untimed: true })
-                .tailConsentLogs({ bannerId, methods }, { signal });
+                .tailConsentLogs({ bannerId, methods, consentId }, { signal });
               for await (const response of stream) {
                 if (!following && views) {
                   io.stderr.write("Following the consent log; press Ctrl-C to stop.\n");

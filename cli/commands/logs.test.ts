@@ -135,6 +135,27 @@ describe.concurrent("consentctl logs (against a real daemon)", { timeout: E2E_TI
     expect(listed.stdout).not.toMatch(/[\u2028\u2029]/);
   });
 
+  it("reads one visitor's consent record with --consent-id in list, stats and export", async () => {
+    const { teamId, publicId } = await teamWithBanner();
+    const consentId = crypto.randomUUID();
+    const given = await record(publicId, { consentId });
+    await record(publicId, { method: "accept_all" });
+    const changed = await record(publicId, { consentId, method: "consent_changed" });
+    const ids = (entries: { consentLogId: string }[]) => entries.map((e) => e.consentLogId);
+    const upper = consentId.toUpperCase();
+    const listed = await cli.json(argv`logs list --team ${teamId} --consent-id ${upper}`);
+    expect(ids(listed.entries)).toEqual([changed, given]);
+    const stats = await cli.json(argv`logs stats --team ${teamId} --consent-id ${consentId}`);
+    expect(stats).toMatchObject({ total: 2, explicitChoices: 2 });
+    const exported = await cli.run(argv`logs export --team ${teamId} --consent-id ${consentId}`);
+    expect(exported.code).toBe(0);
+    const lines = exported.stdout.trimEnd().split("\n");
+    expect(lines.map((line) => JSON.parse(line).consentLogId)).toEqual([given, changed]);
+    const refused = await cli.run(argv`logs list --team ${teamId} --consent-id visitor-42`);
+    expect([refused.code, refused.stdout]).toEqual([2, ""]);
+    expect(refused.stderr).toContain('"visitor-42" is no consentId: a consentId is a UUID');
+  });
+
   it("never shows another team's rows, whatever banner is named", async () => {
     const mine = await teamWithBanner();
     const theirs = await teamWithBanner();

@@ -77,6 +77,7 @@ interface LogFilterRequest {
   methods: string[];
   since?: Timestamp;
   until?: Timestamp;
+  consentId: string;
 }
 
 /**
@@ -92,8 +93,8 @@ export function createConsentLogReads(options: ConsentLogReadOptions): ConsentLo
     const auth = await authenticator.authorize(ctx, { scope: "logs:read", write: false });
     return afterAdmission(ctx, auth, async () => {
       const { query, banner } = await readTeamLogQuery(store.banners, auth.team.id, request);
-      const { publicId, methods, since, until } = query;
-      const filters = { teamId: auth.team.id, publicId, methods, since, until };
+      const { publicId, methods, consentId, since, until } = query;
+      const filters = { teamId: auth.team.id, publicId, methods, consentId, since, until };
       // The banner the filter names, read by the team check (consentLogStats needs it).
       return { auth, banner, filters };
     });

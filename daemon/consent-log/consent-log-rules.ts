@@ -256,8 +256,9 @@ export function readLogQuery(request: {
   methods: readonly string[];
   since?: ProtoTimestamp;
   until?: ProtoTimestamp;
+  consentId?: string;
 }) {
-  const { pageSize = 0, pageToken = "", bannerId, methods } = request;
+  const { pageSize = 0, pageToken = "", bannerId, methods, consentId = "" } = request;
   const read = check(timeRange, { since: request.since, until: request.until });
   const violations = "violations" in read ? read.violations : [];
   const range = "value" in read ? read.value : {};
@@ -271,6 +272,12 @@ export function readLogQuery(request: {
     violations.push({
       field: "bannerId",
       message: "bannerId must be a UUID (a banner's publicId)",
+    });
+  }
+  if (consentId && !uuid.safeParse(consentId).success) {
+    violations.push({
+      field: "consentId",
+      message: "consentId must be a UUID (the consentId of a consent log row)",
     });
   }
   const unknown = methods.filter((m) => !(CONSENT_LOG_METHODS as readonly string[]).includes(m));
@@ -293,6 +300,7 @@ export function readLogQuery(request: {
     beforeId: pageToken || undefined,
     publicId: bannerId ? bannerId.toLowerCase() : undefined,
     methods: methods.length > 0 ? methods : undefined,
+    consentId: consentId ? consentId.toLowerCase() : undefined,
     ...range,
   };
 }
@@ -370,6 +378,7 @@ export function matchesLogFilters(
 ): boolean {
   if (query.publicId !== undefined && row.publicId !== query.publicId) return false;
   if (query.methods !== undefined && !query.methods.includes(row.method)) return false;
+  if (query.consentId !== undefined && row.consentId !== query.consentId) return false;
   if (query.since !== undefined && row.receivedAt < query.since) return false;
   if (query.until !== undefined && row.receivedAt >= query.until) return false;
   return true;

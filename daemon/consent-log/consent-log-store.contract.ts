@@ -92,6 +92,47 @@ export function describeConsentLogStoreContract(openStore: OpenStore): void {
       expect((await store().consentLog.list(both)).map((r) => r.id)).toEqual([rows[3]?.id]);
     });
 
+    it("selects one consent record's rows in every read, with the other filters and within the team", async () => {
+      const consentId = randomUUID();
+      const rows = await appendRows(6, (i) => ({
+        consentId: i % 2 === 0 ? consentId : randomUUID(),
+        publicId: i === 4 ? "pb_2" : "pb_1",
+        method: i === 2 ? "consent_changed" : "accept_all",
+      }));
+      // Another team's row with the same consentId is never part of this team's reads.
+      await store().consentLog.append(aConsentLogRow(randomUUID(), now, { consentId }));
+      const own = [rows[0], rows[2], rows[4]];
+      const log = store().consentLog;
+      expect(await log.list({ teamId, consentId, limit: 10 })).toEqual(own.toReversed());
+      expect(await log.list({ teamId, consentId, limit: 2 })).toEqual([rows[4], rows[2]]);
+      expect(await log.list({ teamId, consentId, beforeId: rows[2]?.id, limit: 10 })).toEqual([
+        rows[0],
+      ]);
+      expect(await log.list({ teamId, consentId, publicId: "pb_1", limit: 10 })).toEqual([
+        rows[2],
+        rows[0],
+      ]);
+      const since = rows[1]?.receivedAt;
+      expect(await log.list({ teamId, consentId, since, limit: 10 })).toEqual([rows[4], rows[2]]);
+      expect(await log.listForward({ teamId, consentId, limit: 10 })).toEqual(own);
+      expect(await log.listForward({ teamId, consentId, afterId: rows[0]?.id, limit: 1 })).toEqual([
+        rows[2],
+      ]);
+      const skipIds = new Set([rows[2]?.id] as string[]);
+      expect(await log.listForward({ teamId, consentId, skipIds, limit: 10 })).toEqual([
+        rows[0],
+        rows[4],
+      ]);
+      const stats = await log.stats({ teamId, consentId, requiredCategories: {} });
+      expect(stats.total).toBe(3);
+      expect(stats.byMethod).toEqual({ accept_all: 2, consent_changed: 1 });
+      const methods = ["consent_changed"];
+      expect((await log.stats({ teamId, consentId, methods, requiredCategories: {} })).total).toBe(
+        1,
+      );
+      expect(await log.list({ teamId, consentId: randomUUID(), limit: 10 })).toEqual([]);
+    });
+
     it("filters by receivedAt: since inclusive, until exclusive", async () => {
       const rows = await appendRows(5, () => ({}));
       const since = rows[1]?.receivedAt;

@@ -41,6 +41,8 @@ export interface ConsentLogQuery {
   teamId: string;
   publicId?: string;
   methods?: readonly string[];
+  /** Only the rows of this consent record (lower-case, as rows hold it). */
+  consentId?: string;
   /** receivedAt >= since */
   since?: Date;
   /** receivedAt < until */

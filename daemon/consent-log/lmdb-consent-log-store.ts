@@ -69,6 +69,14 @@ function firstIdFrom(since: Date | undefined): string {
   return since === undefined ? "" : lowestIdAt(since.getTime());
 }
 
+/** A range of one team's row ids: from `start` toward `end` (excluded), descending when `reverse`. */
+interface IdRange {
+  start: string | typeof PREFIX_END;
+  end: string | typeof PREFIX_END;
+  exclusiveStart: boolean;
+  reverse: boolean;
+}
+
 /**
  * ConsentLogStore over LMDB. list() walks one team's rows backwards from `beforeId` and stops at
  * `limit`, so a page costs the rows it returns plus the rows its filters skip. list, listForward
@@ -81,6 +89,36 @@ export function createLmdbConsentLogStore(
 ): ConsentLogStore {
   const { consentLog, consentLogTeamsById, consentLogIdsByConsentId } = dbs;
   const limitMs = options.logReadLimitMs ?? DEFAULT_LOG_READ_LIMIT_MS;
+
+  /**
+   * The team's rows whose ids lie in `range`, in its order: a range of the log itself, or, when
+   * the query names a consentId, of the consentId index, so one consent record's rows are read
+   * without passing over the rest of the team's log. Rows with an id in `skip` are passed over
+   * undecoded (undefined), as is a row purged between its index entry and its read.
+   */
+  function rowsIn(
+    query: { teamId: string; consentId?: string },
+    range: IdRange,
+    skip?: ReadonlySet<string>,
+  ): Iterable<ConsentLogRecord | undefined> {
+    const { teamId, consentId } = query;
+    const read = (id: string) => (skip?.has(id) ? undefined : consentLog.get([teamId, id]));
+    if (consentId !== undefined) {
+      return consentLogIdsByConsentId
+        .getKeys({
+          ...range,
+          start: [teamId, consentId, range.start],
+          end: [teamId, consentId, range.end],
+        })
+        .map((key) => read(key[2]));
+    }
+    const keys = { ...range, start: [teamId, range.start], end: [teamId, range.end] };
+    // Without ids to skip, the rows come with their keys in one walk.
+    return skip && skip.size > 0
+      ? consentLog.getKeys(keys).map((key) => read(key[1]))
+      : consentLog.getRange(keys).map(({ value }) => value);
+  }
+
   return {
     // A commit waits at most for the other processes' commits on the one write lock.
     lateRowsMs: 5_000,
@@ -130,16 +168,16 @@ export function createLmdbConsentLogStore(
     async list(query) {
       const rows: ConsentLogRecord[] = [];
       if (query.limit <= 0) return rows;
-      const range = consentLog.getRange({
-        start: [query.teamId, query.beforeId ?? PREFIX_END],
+      const values = rowsIn(query, {
+        start: query.beforeId ?? PREFIX_END,
         exclusiveStart: query.beforeId !== undefined,
-        end: [query.teamId, firstIdFrom(query.since)],
+        end: firstIdFrom(query.since),
         reverse: true,
       });
       const turn = checkpoint(limitMs);
       let read = 0;
-      for (const { value } of range) {
-        if (matchesLogFilters(value, query)) rows.push(value);
+      for (const value of values) {
+        if (value && matchesLogFilters(value, query)) rows.push(value);
         if (rows.length >= query.limit) break;
         if (++read % ROWS_BETWEEN_TURNS === 0) await turn();
       }
@@ -151,21 +189,19 @@ export function createLmdbConsentLogStore(
       const fromSince = firstIdFrom(query.since);
       const afterId =
         query.afterId !== undefined && query.afterId >= fromSince ? query.afterId : undefined;
-      const range = {
-        start: [query.teamId, afterId ?? fromSince],
-        exclusiveStart: afterId !== undefined,
-        end: [query.teamId, PREFIX_END],
-      };
-      const skip = query.skipIds;
       // With ids to skip, keys alone are walked, so a skipped row is never decoded; the others
       // are read one by one (a row purged in between is gone, as if the scan had begun later).
       // A skipped key is passed over all the same, and counts towards the checkpoint.
-      const values =
-        skip && skip.size > 0
-          ? consentLog
-              .getKeys(range)
-              .map((key) => (skip.has(key[1]) ? undefined : consentLog.get(key)))
-          : consentLog.getRange(range).map(({ value }) => value);
+      const values = rowsIn(
+        query,
+        {
+          start: afterId ?? fromSince,
+          exclusiveStart: afterId !== undefined,
+          end: PREFIX_END,
+          reverse: false,
+        },
+        query.skipIds,
+      );
       const turn = checkpoint(limitMs);
       let read = 0;
       for (const value of values) {
@@ -175,7 +211,7 @@ export function createLmdbConsentLogStore(
       }
       return rows;
     },
-    // One ascending range scan of the team's rows from since's ids on.
+    // One ascending range scan of the team's rows (or the consent record's) from since's ids on.
     async stats(query) {
       const stats: ConsentLogStats = {
         total: 0,
@@ -185,15 +221,17 @@ export function createLmdbConsentLogStore(
         optedIn: 0,
       };
       const days = new Map<string, number>();
-      const range = {
-        start: [query.teamId, firstIdFrom(query.since)],
-        end: [query.teamId, PREFIX_END],
-      };
+      const values = rowsIn(query, {
+        start: firstIdFrom(query.since),
+        exclusiveStart: false,
+        end: PREFIX_END,
+        reverse: false,
+      });
       const turn = checkpoint(limitMs);
       let read = 0;
-      for (const { value } of consentLog.getRange(range)) {
+      for (const value of values) {
         if (++read % ROWS_BETWEEN_TURNS === 0) await turn();
-        if (!matchesLogFilters(value, query)) continue;
+        if (!value || !matchesLogFilters(value, query)) continue;
         stats.total += 1;
         stats.byMethod[value.method] = (stats.byMethod[value.method] ?? 0) + 1;
         const day = value.receivedAt.toISOString().slice(0, 10);

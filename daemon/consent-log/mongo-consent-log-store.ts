@@ -53,7 +53,8 @@ export const OUTBOX_INDEX = { key: { "outbox.dueAt": 1 }, name: "consent_log_out
 export class MongoConsentLogStore implements ConsentLogStore {
   /**
    * One index per read shape: a team's rows, a team's rows of one banner, and the rows of one
-   * consent record (latestByConsentId, which picks its banner's among them), each newest first.
+   * consent record (latestByConsentId, which picks its banner's among them, and the reads of an
+   * operator's consentId filter), each newest first.
    */
   static readonly indexes: IndexDescription[] = [
     { key: { teamId: 1, _id: -1 }, name: "consent_log_by_team" },
@@ -312,6 +313,8 @@ function filterOf(
   const filter: Filter<ConsentLogDocument> = { teamId: query.teamId };
   if (query.publicId !== undefined) filter.publicId = query.publicId;
   if (query.methods !== undefined) filter.method = { $in: [...query.methods] };
+  // consent_log_by_consent_id: equality on team and consentId, then the same range of _id.
+  if (query.consentId !== undefined) filter.consentId = query.consentId;
   if (query.since !== undefined || query.until !== undefined) {
     filter.receivedAt = {
       ...(query.since !== undefined && { $gte: query.since }),

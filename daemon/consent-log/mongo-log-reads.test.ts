@@ -123,6 +123,20 @@ describe("consent log reads of a time range over MongoDB", () => {
     });
   });
 
+  it("selects one consent record by equality on consentId, the prefix of consent_log_by_consent_id", async () => {
+    const { client } = await startDaemon();
+    const consentId = randomUUID();
+    await client.listConsentLogs({ consentId: consentId.toUpperCase() }, asOperator);
+    await drain(client.exportConsentLogs({ consentId }, asOperator));
+    await client.consentLogStats({ consentId }, asOperator);
+    const [listed, , exported] = logReads("find");
+    expect(listed?.filter).toEqual({ teamId, consentId });
+    expect(listed?.sort).toEqual({ _id: -1 });
+    expect(exported?.filter).toMatchObject({ teamId, consentId });
+    const [counted] = logReads("aggregate");
+    expect(counted?.pipeline[0].$match).toEqual({ teamId, consentId });
+  });
+
   it("answers a range the server stopped at its time limit with failed_precondition query_too_broad, saying how to narrow it, and logs no outage", async () => {
     const { client, logs } = await startDaemon({ answerLogReads: () => STOPPED });
     const range = { since: timestampFromDate(since) };

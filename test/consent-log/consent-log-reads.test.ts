@@ -59,7 +59,7 @@ describe("ConsentLogService operator reads over gRPC", () => {
    */
   async function follow(
     teamId: string,
-    request: { methods?: string[]; bannerId?: string } = {},
+    request: { methods?: string[]; bannerId?: string; consentId?: string } = {},
     target?: TestService,
   ) {
     const abort = new AbortController();
@@ -377,6 +377,52 @@ describe("ConsentLogService operator reads over gRPC", () => {
     // The public id in capitals is the same banner.
     const listed = await client.listConsentLogs({ bannerId: publicId.toUpperCase() }, operator);
     expect(listed.entries).toHaveLength(1);
+  });
+
+  it("reads one consent record's rows in list, export, stats and tail, and refuses a consentId that is no UUID", async () => {
+    const { teamId, publicId } = await bannerFixture(service);
+    const consentId = crypto.randomUUID();
+    const post = async (method: string, id = consentId) => {
+      const posted = await postLog(service, aChoice(publicId, { method, consentId: id }));
+      expect(posted.status).toBe(200);
+      return posted.body.consentLogId as string;
+    };
+    const given = await post("consent_given");
+    await post("accept_all", crypto.randomUUID());
+    const changed = await post("consent_changed");
+    const operator = bearer(service.operatorToken, teamId);
+    // A consentId in capitals is the same record, as the log route takes it.
+    const filter = { consentId: consentId.toUpperCase() };
+    const listed = await client.listConsentLogs(filter, operator);
+    expect(listed.entries.map((e) => e.consentLogId)).toEqual([changed, given]);
+    expect(listed.entries.map((e) => e.consentId)).toEqual([consentId, consentId]);
+    const exported: string[] = [];
+    for await (const batch of client.exportConsentLogs(filter, operator)) {
+      exported.push(...batch.entries.map((e) => e.consentLogId));
+    }
+    expect(exported).toEqual([given, changed]);
+    const stats = await client.consentLogStats(filter, operator);
+    expect(stats).toMatchObject({ total: 2n, explicitChoices: 2n });
+    const tail = await follow(teamId, { consentId });
+    await post("accept_all", crypto.randomUUID());
+    const next = await post("accept_necessary");
+    expect(await tail.nextIds()).toEqual([next]);
+    tail.abort.abort();
+    const refused = await client.listConsentLogs({ consentId: "visitor-42" }, operator).then(
+      () => undefined,
+      (e: unknown) => ConnectError.from(e),
+    );
+    expect(refused?.code).toBe(Code.InvalidArgument);
+    expect(refused?.findDetails(ErrorInfoSchema)[0]?.details).toEqual([
+      expect.objectContaining({
+        field: "consentId",
+        message: "consentId must be a UUID (the consentId of a consent log row)",
+      }),
+    ]);
+    expect(await failure(client.consentLogStats({ consentId: "x" }, operator))).toEqual([
+      Code.InvalidArgument,
+      "invalid_request",
+    ]);
   });
 
   it("refuses the banner's own id as a filter, naming its public id", async () => {
