@@ -115,6 +115,25 @@ describe("consent subject records", () => {
     expect((await resolve({ ...subject, namespace: "app" })).body.data.found).toBe(false);
   });
 
+  it("compares a subject id and a namespace as sent: no Unicode normalisation, case folding or trimming (spec 2.2: opaque)", async () => {
+    const nfc = "caf\u00e9-42";
+    await put({
+      bannerId: publicId,
+      subjectId: nfc,
+      namespace: "caf\u00e9",
+      baseVersion: 0,
+      consentState: consentState(),
+    });
+    const found = async (subjectId: string, namespace = "caf\u00e9") =>
+      (await resolve({ bannerId: publicId, subjectId, namespace })).body.data.found;
+    expect(await found(nfc)).toBe(true);
+    // The same text in NFD, another case, with white space: each is another subject.
+    for (const other of ["cafe\u0301-42", "CAF\u00c9-42", ` ${nfc}`, `${nfc} `, `${nfc}\u00a0`]) {
+      expect([other, await found(other)]).toEqual([other, false]);
+    }
+    expect(await found(nfc, "cafe\u0301")).toBe(false);
+  });
+
   it("refuses a body that is not UTF-8 as invalid JSON, so no two byte strings name one subject (RFC 8259 §8.1)", async () => {
     /** The body of a PUT as bytes, with `subjectId` ending in `tail`. */
     const bytesOf = (subjectId: string, tail: number[]) =>
