@@ -13,7 +13,21 @@ export function check<T>(
 ): { value: T } | { violations: Violation[] } {
   const result = schema.safeParse(input, { error: (issue) => describe(issue as unknown as Issue) });
   if (result.success) return { value: result.data };
-  return { violations: result.error.issues.flatMap(toViolations) };
+  return { violations: distinct(result.error.issues.flatMap(toViolations)) };
+}
+
+/**
+ * Each violation once: a map's keys are named by the map, not echoed (toViolations), so two keys
+ * breaking one rule would otherwise read as the same line twice.
+ */
+function distinct(violations: Violation[]): Violation[] {
+  const seen = new Set<string>();
+  return violations.filter(({ field, message }) => {
+    const key = `${field}\0${message}`;
+    if (seen.has(key)) return false;
+    seen.add(key);
+    return true;
+  });
 }
 
 function toViolations(issue: Issue): Violation[] {

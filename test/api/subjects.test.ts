@@ -451,6 +451,16 @@ describe("consent subject records", () => {
     ]);
   });
 
+  it("names a rule broken by several of a map's keys once", async () => {
+    expect(
+      await detailsOf({
+        consentState: consentState({
+          services: { "": ["a"], ["k".repeat(101)]: ["b"], ok: ["c"] },
+        }),
+      }),
+    ).toEqual([violation("consentState.services", "keys must be 1-100 characters")]);
+  });
+
   it("refuses text with an unpaired surrogate, which no store keeps as written", async () => {
     const invalid = "must be valid Unicode (it holds an unpaired surrogate)";
     expect(
