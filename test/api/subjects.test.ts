@@ -451,6 +451,21 @@ describe("consent subject records", () => {
     ]);
   });
 
+  it("names a list over its bound for its length alone, its entries once it is within it", async () => {
+    const categories = [...Array.from({ length: 49 }, (_, i) => `c${i}`), "c0", "x".repeat(101)];
+    expect(await detailsOf({ consentState: consentState({ categories }) })).toEqual([
+      violation("consentState.categories", "must have at most 50 entries"),
+    ]);
+    expect(
+      await detailsOf({
+        consentState: consentState({ categories: categories.filter((name) => name !== "c1") }),
+      }),
+    ).toEqual([
+      violation("consentState.categories[49]", "must be 1-100 characters"),
+      violation("consentState.categories", "must not repeat a category: c0"),
+    ]);
+  });
+
   it("names a rule broken by several of a map's keys once", async () => {
     expect(
       await detailsOf({
