@@ -12,6 +12,7 @@ import {
   mintKey,
   operator,
 } from "#test/support/api.js";
+import { aChoice, postLog, storedRows } from "#test/support/consent-log.js";
 import { startTestService } from "#test/support/service.js";
 
 const SUBJECT_IDS = [
@@ -25,6 +26,28 @@ const CLIENT_IPS = ["203.0.113.77", "2001:db8::7781:abcd", "198.51.100.23"];
 /** Stored on purpose: they prove the scan reads the records the subjects and banners live in. */
 const BANNER_NAME = "Distinctive banner QWX-5519";
 const CONSENT_ID = "7d0e5c2a-1b3f-4c8d-9e6a-5f4b3c2d1e0f";
+/** What a visitor's post carries that a row never keeps (decisions §5). */
+const USER_AGENT = "Mozilla/5.0 (Privacy-Scan UA-QV8812)";
+const PAGE_URL =
+  "https://pageuser:pagepass-QV17@shop.example.com/kept-path;jsessionid=QV-SESSION-4471?email=qv.visitor@example.org&token=QV-QUERY-SECRET-9931#qv-fragment-5521";
+const REFERER =
+  "https://refuser:refpass-QV23@shop.example.com/ref-path?email=qv.referer@example.org&token=QV-REFERER-SECRET-4402#qv-ref-fragment";
+const NEVER_KEPT = [
+  USER_AGENT,
+  "pageuser",
+  "pagepass-QV17",
+  "QV-SESSION-4471",
+  "qv.visitor@example.org",
+  "QV-QUERY-SECRET-9931",
+  "qv-fragment-5521",
+  "refuser",
+  "refpass-QV23",
+  "qv.referer@example.org",
+  "QV-REFERER-SECRET-4402",
+  "qv-ref-fragment",
+];
+/** A well-formed key that names no key: tried by a failing client, never written down. */
+const WRONG_KEY = "ck_live_QVwrongQVwrongQVwrongQVwrongQV000000";
 
 /** Every way a string could sit in a file: UTF-8, UTF-16 (both byte orders). */
 function encodings(text: string): Buffer[] {
@@ -45,12 +68,16 @@ async function filesUnder(dir: string): Promise<string[]> {
 }
 
 /**
- * decisions §2 and §4: after a run, nothing under CONSENT_DATA_DIR holds a raw
- * subject id, a raw client IP or a full API key.
+ * decisions §2, §4 and §5: after a run, nothing under CONSENT_DATA_DIR holds a raw
+ * subject id, a raw client IP, a full API key, a session token, a webhook secret, a wrong key
+ * tried, or what a visitor's post carries beyond its telemetry level (user agent, credentials,
+ * query, fragment, path parameters).
  */
 describe("data directory after a run", () => {
   let dataDir: string;
   let key: string;
+  let sessionToken: string;
+  let webhookSecret: string;
   let files: { file: string; bytes: Buffer }[];
 
   const where = (needles: Buffer[]) =>
@@ -63,7 +90,7 @@ describe("data directory after a run", () => {
     const service = await startTestService({
       gateway: true,
       dataDir,
-      env: { CONSENT_TRUST_PROXY: "127.0.0.1" },
+      env: { CONSENT_TRUST_PROXY: "127.0.0.1", CONSENT_WEBHOOK_ALLOW_CIDRS: "127.0.0.0/8" },
     });
     try {
       const teamId = await createTeam(service, "business");
@@ -99,11 +126,42 @@ describe("data directory after a run", () => {
         });
       }
 
+      const hook = await http(service, "POST", "/api/v1/webhooks", {
+        key,
+        body: { url: "http://127.0.0.1:9/hook" },
+      });
+      expect(hook.status, hook.text).toBe(201);
+      webhookSecret = hook.body.data.webhook.secret;
+      // A visitor's choice on a banner of each telemetry level (decisions §5), the page address
+      // given as pageUrl and as the Referer alone.
+      for (const telemetryLevel of ["none", "origin", "path"]) {
+        const banner = await createBanner(service, key, { configuration: { telemetryLevel } });
+        for (const [ip, pageUrl] of [
+          [visitorIp, PAGE_URL],
+          [CLIENT_IPS[1] ?? "", undefined],
+        ]) {
+          const posted = await postLog(service, aChoice(banner.publicId, { pageUrl }), {
+            ip,
+            referer: REFERER,
+            headers: { "user-agent": USER_AGENT },
+          });
+          expect(posted.status, posted.text).toBe(200);
+        }
+      }
+      const rows = (await storedRows(service, teamId)).map((row) => row.pageUrl);
+      expect(rows).toEqual(
+        expect.arrayContaining([
+          "https://shop.example.com/kept-path",
+          "https://shop.example.com/ref-path",
+          "https://shop.example.com",
+        ]),
+      );
+
       // Failed authentications are counted per client IP: the 11th in a minute is refused.
       let lastStatus = 0;
       for (let i = 0; i < 11; i++) {
         const result = await http(service, "GET", "/api/v1/banners", {
-          key: "ck_live_not-a-key",
+          key: i % 2 === 0 ? "ck_live_not-a-key" : WRONG_KEY,
           headers: from(failingIp),
         });
         lastStatus = result.status;
@@ -111,6 +169,7 @@ describe("data directory after a run", () => {
       expect(lastStatus).toBe(429);
       const { admin, auth } = operator(service);
       const { token } = await admin.createSession({ teamId }, auth);
+      sessionToken = token;
       const viaSession = await http(service, "GET", "/api/v1/banners", {
         headers: { cookie: `consent_session=${token}`, ...from(dashboardIp) },
       });
@@ -138,6 +197,17 @@ describe("data directory after a run", () => {
 
   it.each(CLIENT_IPS)("holds no trace of the client IP %s, as text or as bytes", (ip) => {
     expect(where(ipEncodings(ip))).toEqual([]);
+  });
+
+  it.each(NEVER_KEPT)("holds no trace of %s from a visitor's post", (text) => {
+    expect(where(encodings(text))).toEqual([]);
+  });
+
+  it("holds no session token, webhook secret or wrong key tried, as text or as bytes", () => {
+    const secretBytes = Buffer.from(webhookSecret.slice("whsec_".length), "base64");
+    expect(where(encodings(sessionToken))).toEqual([]);
+    expect(where([...encodings(webhookSecret), secretBytes])).toEqual([]);
+    expect(where(encodings(WRONG_KEY))).toEqual([]);
   });
 
   it("holds no full API key and not its secret part, only its digest", () => {
