@@ -272,6 +272,9 @@ export function addExportLogs(logs: Command, runtime: Runtime): void {
     });
 }
 
+/** The permissions of an export file made anew: read and write for its owner only. */
+const NEW_EXPORT_MODE = 0o600;
+
 /** The export file being written, and its end: renamed into place, or removed. */
 interface ExportFile {
   stream: NodeJS.WritableStream;
@@ -300,7 +303,9 @@ async function openOutput(path: string): Promise<ExportFile> {
       join(dirname(target), `.consent-export-${process.pid}.partial`);
   let handle: FileHandle;
   try {
-    handle = await open(partial, direct ? "w" : "wx");
+    // A new file is the owner's alone, as the data directory and its backups are: the rows are
+    // pseudonymous personal data (consentIds and choices). A file already there keeps its mode.
+    handle = await open(partial, direct ? "w" : "wx", NEW_EXPORT_MODE);
     if (existing && !direct) await handle.chmod(existing.mode & 0o7777);
   } catch (error) {
     throw unwritable(path, error as Error, target);

@@ -1,4 +1,4 @@
-import { lstat, mkdir, readdir, readFile, symlink, writeFile } from "node:fs/promises";
+import { chmod, lstat, mkdir, readdir, readFile, stat, symlink, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
@@ -275,6 +275,11 @@ describe.concurrent("consentctl logs (against a real daemon)", { timeout: E2E_TI
     expect(written.code).toBe(0);
     expect((await lstat(link)).isSymbolicLink()).toBe(true);
     expect((await readFile(target, "utf8")).trimEnd().split("\n")).toHaveLength(1);
+    // Made anew, the file is its owner's alone; one already there keeps its mode.
+    expect((await stat(target)).mode & 0o777).toBe(0o600);
+    await chmod(target, 0o640);
+    expect((await cli.run(argv`logs export --team ${teamId} --out ${link}`)).code).toBe(0);
+    expect((await stat(target)).mode & 0o777).toBe(0o640);
     const nowhere = path.join(service.dataDir, `nowhere-${teamId}.jsonl`);
     await symlink(path.join(service.dataDir, "no-such-directory", "x.jsonl"), nowhere);
     const refused = await cli.fails(argv`logs export --team ${teamId} --out ${nowhere}`);
