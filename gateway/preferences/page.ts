@@ -42,7 +42,11 @@ function textIn(tag: string, text: Text, attributes = ""): string {
   return `<${tag}${attributes}${marked}>${escapeHtml(text.text)}</${tag}>`;
 }
 
-/** A whole page; styles carry the response's CSP nonce, the only style the policy allows. */
+/**
+ * A whole page; styles carry the response's CSP nonce, the only style the policy allows.
+ * WCAG 2.2 AA as on the banner (docs/banner-runtime.md): a checkbox is 24 px square (2.5.8, target
+ * size).
+ */
 function document(lang: string, title: string, body: string, nonce: string, c: Colors): string {
   return `<!doctype html>
 <html lang="${escapeHtml(lang)}"${directionOf(lang) === "rtl" ? ' dir="rtl"' : ""}><head><meta charset="utf-8">
@@ -53,7 +57,7 @@ body{margin:0;background:${c.secondary};color:${c.text};font:16px/1.5 system-ui,
 main{max-width:40rem;margin:2rem auto;padding:0 1rem}
 fieldset{border:1px solid ${c.text};border-radius:8px;padding:1rem;margin:0 0 1rem}
 label{display:flex;gap:.75em;margin:0 0 .75em}
-input{accent-color:${c.accent};width:1.2em;height:1.2em;margin:.2em 0 0;flex:none}
+input{accent-color:${c.accent};width:24px;height:24px;margin:0;flex:none}
 small{display:block}
 button{font:inherit;cursor:pointer;padding:.5em 1.5em;border-radius:4px;border:2px solid ${c.primary};background:${c.primary};color:${c.secondary}}
 :focus-visible{outline:3px solid ${c.accent};outline-offset:2px}

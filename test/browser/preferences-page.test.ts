@@ -156,6 +156,26 @@ describe.skipIf(skipBrowserTests)("preferences page in Chromium", () => {
     expect(tab.warnings).toEqual([]);
   });
 
+  /** Each checkbox's and button's box, in CSS px. */
+  const targetSizes = () =>
+    tab.page.$$eval("input, button", (targets) =>
+      targets.map((target) => {
+        const { width, height } = target.getBoundingClientRect();
+        return { target: target.outerHTML.slice(0, 60), width, height };
+      }),
+    );
+
+  it("gives every checkbox and button a target of at least 24 × 24 CSS px (WCAG 2.2 2.5.8)", async () => {
+    const { link } = await choiceWithLink("8d3f5ec1-6072-4194-8dae-bfc012c3d4e5");
+    await tab.page.goto(link);
+    const sizes = await targetSizes();
+    expect(sizes).toHaveLength(4);
+    for (const size of sizes) {
+      expect(size.width, size.target).toBeGreaterThanOrEqual(24);
+      expect(size.height, size.target).toBeGreaterThanOrEqual(24);
+    }
+  });
+
   // The gateway is http://127.0.0.1:<port>: localhost is another site, 127.0.0.1 on another port
   // the same site but another origin. Both are refused (decisions §5: the page is the service's own).
   const otherOrigins = [
