@@ -45,7 +45,9 @@ function textIn(tag: string, text: Text, attributes = ""): string {
 /**
  * A whole page; styles carry the response's CSP nonce, the only style the policy allows.
  * WCAG 2.2 AA as on the banner (docs/banner-runtime.md): a checkbox is 24 px square (2.5.8, target
- * size).
+ * size), and a word longer than the width wraps, the fieldset's included (a fieldset is at least
+ * as wide as its content unless told otherwise), so at 320 CSS px (1.4.10, reflow) nothing
+ * scrolls sideways.
  */
 function document(lang: string, title: string, body: string, nonce: string, c: Colors): string {
   return `<!doctype html>
@@ -53,9 +55,9 @@ function document(lang: string, title: string, body: string, nonce: string, c: C
 <meta name="viewport" content="width=device-width,initial-scale=1">
 <title>${escapeHtml(title)}</title>
 <style nonce="${nonce}">
-body{margin:0;background:${c.secondary};color:${c.text};font:16px/1.5 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif}
+body{margin:0;background:${c.secondary};color:${c.text};font:16px/1.5 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;overflow-wrap:anywhere}
 main{max-width:40rem;margin:2rem auto;padding:0 1rem}
-fieldset{border:1px solid ${c.text};border-radius:8px;padding:1rem;margin:0 0 1rem}
+fieldset{border:1px solid ${c.text};border-radius:8px;padding:1rem;margin:0 0 1rem;min-width:0}
 label{display:flex;gap:.75em;margin:0 0 .75em}
 input{accent-color:${c.accent};width:24px;height:24px;margin:0;flex:none}
 small{display:block}

@@ -72,13 +72,17 @@ describe.skipIf(skipBrowserTests)("preferences page in Chromium", () => {
   const tab = useTestPage(() => browser);
 
   /** A banner, a choice logged on its site, and the managePreferences link the log route gave. */
-  async function choiceWithLink(consentId: string) {
-    const { teamId, publicId } = await bannerFixture(service, { configuration });
+  async function choiceWithLink(
+    consentId: string,
+    banner: Record<string, unknown> = { configuration },
+    languageCode = "en",
+  ) {
+    const { teamId, publicId } = await bannerFixture(service, banner);
     const logged = await postLog(
       service,
       aChoice(publicId, {
         consentId,
-        languageCode: "en",
+        languageCode,
         preferences: { necessary: true, analytics: true, marketing: false },
       }),
     );
@@ -174,6 +178,46 @@ describe.skipIf(skipBrowserTests)("preferences page in Chromium", () => {
       expect(size.width, size.target).toBeGreaterThanOrEqual(24);
       expect(size.height, size.target).toBeGreaterThanOrEqual(24);
     }
+  });
+
+  /** Whether the page scrolls sideways, and the elements reaching past the window's right edge. */
+  const overflow = () =>
+    tab.page.evaluate(() => ({
+      scrollsSideways: document.documentElement.scrollWidth > document.documentElement.clientWidth,
+      pastTheEdge: Array.from(document.querySelectorAll("body *"))
+        .filter((element) => element.getBoundingClientRect().right > window.innerWidth)
+        .map((element) => element.tagName),
+    }));
+
+  it("reflows at 320 CSS px, 400 % zoom, with long words and the text spacing of WCAG 1.4.12", async () => {
+    const long = "Einwilligungsverwaltungseinstellungen";
+    const banner = {
+      configuration: {
+        categories: [
+          { name: "necessary", required: true, label: "Unbedingterforderlichecookies" },
+          { name: "analytics", label: "Reichweitenmessungsdienstleister", description: long },
+        ],
+        texts: { de: { title: "Datenschutzeinstellungen", customize: long, save: long } },
+      },
+    };
+    const { link } = await choiceWithLink("9e4a6fd2-7183-42a5-9ebf-c0d123d4e5f6", banner, "de");
+    // 1280 × 1024 at 400 % zoom.
+    await tab.page.setViewportSize({ width: 320, height: 256 });
+    await tab.page.goto(link);
+    expect(await overflow()).toEqual({ scrollsSideways: false, pastTheEdge: [] });
+    // A user style sheet's text spacing (1.4.12), set through CSSOM as a bookmarklet would.
+    await tab.page.evaluate(() => {
+      for (const element of Array.from(document.querySelectorAll<HTMLElement>("body, body *"))) {
+        element.style.setProperty("line-height", "1.5", "important");
+        element.style.setProperty("letter-spacing", "0.12em", "important");
+        element.style.setProperty("word-spacing", "0.16em", "important");
+      }
+      for (const paragraph of Array.from(document.querySelectorAll<HTMLElement>("p"))) {
+        paragraph.style.setProperty("margin-bottom", "2em", "important");
+      }
+    });
+    expect(await overflow()).toEqual({ scrollsSideways: false, pastTheEdge: [] });
+    expect(await tab.page.getByRole("button", { name: long }).isVisible()).toBe(true);
   });
 
   // The gateway is http://127.0.0.1:<port>: localhost is another site, 127.0.0.1 on another port
