@@ -45,12 +45,16 @@ const REVOKED_KEY: Refusal = ["revoked_key", "The API key has been revoked"];
 const EXPIRED_KEY: Refusal = ["expired_key", "The API key has expired"];
 const WRONG_GATEWAY_TOKEN: Refusal = ["unauthorized", WRONG_GATEWAY_TOKEN_MESSAGE];
 
-/** Why a found key may not be used at `now`, if it may not: revoked, then expired. */
+/**
+ * Why a found key may not be used at `now`, if it may not: revoked, then expired. A revocation
+ * holds from the moment it is stored, whatever time it records: the revoking daemon's clock may
+ * run ahead of this one's (spec 5.4: a revoked key is refused).
+ */
 function keyRefusal(
   key: { revokedAt: Date | null; expiresAt: Date | null },
   now: Date,
 ): Refusal | undefined {
-  if (key.revokedAt && key.revokedAt <= now) return REVOKED_KEY;
+  if (key.revokedAt) return REVOKED_KEY;
   if (key.expiresAt && key.expiresAt <= now) return EXPIRED_KEY;
   return undefined;
 }
