@@ -212,10 +212,12 @@ function post(method: string, s: ConsentState): void {
  * Tells Consent Mode and runs the gated scripts; the page's own code failing stops neither. What
  * takes effect is the banner's own categories: the required ones always (shown "Always on"), the
  * others when the state accepts them. A state applied from elsewhere that leaves a required
- * category out, or names one this banner does not have, changes neither.
+ * category out, or names one this banner does not have, changes neither. No state (an erasure,
+ * here or in another tab) is the required ones alone, for the gated scripts the page adds from
+ * then on too.
  */
-function apply(s: ConsentState): void {
-  const accepted = all.filter((name) => required.includes(name) || s.categories.includes(name));
+function apply(s: ConsentState | null): void {
+  const accepted = all.filter((name) => required.includes(name) || s?.categories.includes(name));
   consentUpdate(accepted);
   whenReady(() => activateScripts(accepted, nonce, config.id));
 }
@@ -250,9 +252,8 @@ function catchUp(): void {
   known = seen;
   const had = explicit(state);
   state = stored;
-  // No state (erased there): Consent Mode back to the required categories; tags run stay run.
-  if (stored) apply(stored);
-  else consentUpdate(required);
+  // No state (erased there): back to the required categories; tags run stay run.
+  apply(stored);
   if (isCurrent()) closePrompt();
   else if (!closeView) open(false);
   if (had || explicit(stored)) emit("change", "other-tab");
@@ -397,7 +398,7 @@ if (running) {
       // As on a first visit: the rule's default (a consent_default row, a new consentId), else
       // only the required categories; then the banner asks.
       if (config.rule) commit(defaultState(config.rule), "consent_default");
-      else consentUpdate(required);
+      else apply(null);
       if (had) emit("change", "apply");
       open(false);
     },

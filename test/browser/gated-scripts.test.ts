@@ -1,6 +1,8 @@
 import { createHash } from "node:crypto";
+import type { Page } from "playwright-core";
 import { describe, expect, it } from "vitest";
 import {
+  clearState,
   dialog,
   NONCE,
   type SitePage,
@@ -307,5 +309,41 @@ describe.skipIf(skipBrowserTests)("banner runtime in Chromium: gated scripts", (
         "inline module",
         "external module",
       ]);
+  });
+
+  it("runs only the required gated scripts the page adds after an erasure, here or in another tab", async () => {
+    await visit(start);
+    await acceptAll();
+    const other = await tab.context.newPage();
+    await other.goto(tab.page.url());
+    await other.waitForFunction(() => "consentBanner" in window);
+    /** Gated scripts a single-page app adds to `page` later, reporting to that page's order. */
+    const addLater = (page: Page, name: string) =>
+      page.evaluate(
+        (html) => document.body.insertAdjacentHTML("beforeend", html),
+        inline("analytics", `analytics ${name}`) + inline("necessary", `necessary ${name}`),
+      );
+    const orderOf = (page: Page) =>
+      page.evaluate(() => (window as unknown as { order: string[] }).order);
+    await addLater(tab.page, "while accepted");
+    await expect.poll(order).toEqual(["analytics while accepted", "necessary while accepted"]);
+    // The integrator erased the subject: the device's state is gone, and with it the consent.
+    await clearState(tab.page);
+    await addLater(tab.page, "after the erasure");
+    await expect
+      .poll(order)
+      .toEqual([
+        "analytics while accepted",
+        "necessary while accepted",
+        "necessary after the erasure",
+      ]);
+    // The other tab takes the erasure when shown again.
+    await other.evaluate(() => dispatchEvent(new Event("focus")));
+    await addLater(other, "after the erasure");
+    await expect.poll(() => orderOf(other)).toEqual(["necessary after the erasure"]);
+    // Nothing was still on its way.
+    await tab.page.waitForTimeout(200);
+    expect(await order()).toHaveLength(3);
+    expect(await orderOf(other)).toHaveLength(1);
   });
 });
