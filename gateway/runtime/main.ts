@@ -261,7 +261,6 @@ function catchUp(): void {
 
 /** An explicit choice: the first one by its button, any later one as consent_changed. */
 function choose(choice: Choice, selected: string[]): void {
-  closeView = undefined;
   // The consentId and the first choice's time carry over from a choice made in another tab.
   catchUp();
   const categories =
@@ -315,6 +314,10 @@ function open(customize: boolean): void {
       customize,
       dismissible: !!explicit(state) && (state?.revision ?? 0) >= config.revision,
       onChoice: choose,
+      // Closed by Escape too: a later erasure in another tab (catchUp) then asks again.
+      onClose: () => {
+        closeView = undefined;
+      },
     });
   });
 }

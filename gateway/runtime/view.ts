@@ -16,6 +16,8 @@ export interface ViewOptions {
   /** Escape closes without a choice: only when the visitor has a current choice already. */
   dismissible: boolean;
   onChoice(choice: Choice, selected: string[]): void;
+  /** The view has closed, however: a choice, Escape, or the function showBanner returns. */
+  onClose(): void;
 }
 
 /** Creates an element with properties, attributes (aria-*, role) and children; never innerHTML. */
@@ -201,6 +203,7 @@ export function showBanner(options: ViewOptions): () => void {
     // Once: a view closed by Escape may be closed again by the next showPreferences.
     if (closed) return;
     closed = true;
+    options.onClose();
     stayMounted.disconnect();
     // Focus inside the banner (a modal, re-opened preferences, a clicked button) goes back to
     // where it was before, whatever the layout, rather than to the top of the page.

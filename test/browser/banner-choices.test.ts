@@ -3,6 +3,7 @@ import { describe, expect, it } from "vitest";
 import { consentState, http } from "#test/support/api.js";
 import {
   applyState,
+  clearState,
   dialog,
   launchChromium,
   NONCE,
@@ -230,6 +231,26 @@ describe.skipIf(skipBrowserTests)("banner runtime in Chromium: layouts and choic
     await preferring.evaluate(() => dispatchEvent(new Event("focus")));
     expect(await stateOf(preferring)).toMatchObject({ acceptType: "necessary" });
     expect(await dialog(preferring).count()).toBe(1);
+  });
+
+  it("asks again after an erasure in another tab, also where the visitor closed preferences with Escape", async () => {
+    const { url } = await bannerPage();
+    await dialog(tab.page).getByRole("button", { name: "Accept all" }).click();
+    const other = await tab.context.newPage();
+    await other.goto(url);
+    await other.waitForFunction(() => "consentBanner" in window);
+    expect(await dialog(other).count()).toBe(0);
+    // The visitor looks at their choice and leaves it as it is.
+    await showPreferences(other);
+    await expect.poll(() => dialog(other).count()).toBe(1);
+    await dialog(other).press("Escape");
+    expect(await dialog(other).count()).toBe(0);
+    // The integrator erases the subject through the first tab; the other is shown again.
+    await clearState(tab.page);
+    await other.evaluate(() => dispatchEvent(new Event("focus")));
+    expect(await stateOf(other)).toBeNull();
+    await expect.poll(() => dialog(other).count()).toBe(1);
+    expect(await dialog(other).getByRole("button", { name: "Accept all" }).isVisible()).toBe(true);
   });
 
   it("puts in effect a choice made while the page waited in the back/forward cache", async () => {
