@@ -12,7 +12,11 @@ import { createInProcessTransport } from "#daemon/rpc/in-process-transport.js";
 import { createDaemon, type Daemon, listenDaemon } from "#daemon/server.js";
 import type { Store } from "#daemon/store/store.js";
 import type { ResealOutcome } from "#daemon/webhooks/reseal-secrets.js";
-import { workerPublicChanges, workerStoreDamage } from "#daemon/worker-messages.js";
+import {
+  workerCachedWrites,
+  workerPublicChanges,
+  workerStoreDamage,
+} from "#daemon/worker-messages.js";
 
 /** The one place that picks the store adapter: MongoDB when MONGODB_URI is set, else LMDB. */
 export async function openStore(
@@ -90,14 +94,18 @@ export async function runDaemon(options: {
     },
   });
   relayDamage = workerStoreDamage(store);
+  let forgetCachedReads = () => {};
+  const relayCachedWrite = workerCachedWrites(() => forgetCachedReads());
   const daemon = createDaemon({
     store,
+    onCachedWrite: relayCachedWrite,
     operatorToken: secrets.operatorToken,
     identityKeys: secrets.identityKeys,
     baseUrl: config.baseUrl,
     logger,
     webhooks: { allowCidrs: config.webhookAllowCidrs, leaseMs: config.webhookLeaseMs },
   });
+  forgetCachedReads = () => daemon.forgetCachedReads();
   const server = await listenDaemon(daemon, {
     host: config.grpcHost,
     port: config.grpcPort,

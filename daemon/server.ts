@@ -64,6 +64,8 @@ export interface DaemonOptions {
   webhooks?: { allowCidrs?: readonly string[]; pollIntervalMs?: number; leaseMs?: number };
   /** The load webhook delivery yields to; by default this process's (LoadGauge). */
   load?: Load;
+  /** Called after each write of a key, team or banner, whose cached reads other processes drop. */
+  onCachedWrite?: () => void;
 }
 
 /** Everything the daemon serves, as Connect routes usable by a server or an in-memory transport. */
@@ -73,8 +75,9 @@ export interface Daemon {
   /** Subscribes to banners whose public side changed (publish, edit), so loader caches refresh. */
   onPublicChange(listener: (publicId: string) => void): void;
   /**
-   * Told of a change another process made to a banner (a publish relayed between the workers of
-   * `npm start`): drops this daemon's cached reads so its next read, e.g. for the loader, sees it.
+   * Told of a change another process made to a banner, key or team (relayed between the workers
+   * of `npm start`): drops this daemon's cached reads so its next read, e.g. for the loader or a
+   * key's check, sees it.
    */
   forgetCachedReads(): void;
   /** Delivers webhook events; listenDaemon starts it and stops it when the server closes. */
@@ -90,7 +93,7 @@ export interface Daemon {
 export function createDaemon(options: DaemonOptions): Daemon {
   const clock = options.clock ?? systemClock;
   // Keys, teams and banners read by every request come from a short-lived cache (read-cache.ts).
-  const store = withReadCache(options.store);
+  const store = withReadCache(options.store, { onWrite: options.onCachedWrite });
   const identity = new SubjectIdentity(options.identityKeys);
   const secret = (purpose: string) =>
     sharedSecret((p) => identity.derivedSecret(p), options.operatorToken, purpose);

@@ -60,8 +60,34 @@ export function isStoreDamage(message: unknown): message is StoreDamageMessage {
   return typeof fieldOf(message, "consentStoreDamage") === "string";
 }
 
+/** The message a worker sends its primary, and the primary relays, when it wrote a cached record. */
+interface CachedWriteMessage {
+  consentCachedWrite: true;
+}
+
+export function isCachedWrite(message: unknown): message is CachedWriteMessage {
+  return fieldOf(message, "consentCachedWrite") === true;
+}
+
+/**
+ * In a worker of `npm start`: a write of a key, team or banner this worker's daemon made reaches
+ * the other workers (through the primary), whose daemons then drop their cached reads (`forget`),
+ * and theirs reach this one: a key revoked through one worker is refused by all of them once the
+ * revocation is stored, a plan change applies on all of them, instead of within the caches' bound
+ * (read-cache.ts; docs/behaviour.md, "Caching"). Returns what to call after each such write.
+ */
+export function workerCachedWrites(forget: () => void): () => void {
+  if (!cluster.isWorker) return () => {};
+  process.on("message", (message) => {
+    if (isCachedWrite(message)) forget();
+  });
+  return () =>
+    process.send?.({ consentCachedWrite: true } satisfies CachedWriteMessage, ignoreSendError);
+}
+
 /** Whether the primary passes the message on to every other worker. */
-export const isRelayed = (message: unknown) => isPublicChange(message) || isStoreDamage(message);
+export const isRelayed = (message: unknown) =>
+  isPublicChange(message) || isStoreDamage(message) || isCachedWrite(message);
 
 /**
  * In a worker of `npm start`: damage this worker's store met goes to the other workers (through

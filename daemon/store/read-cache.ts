@@ -13,6 +13,11 @@ const MAX_ENTRIES = 10_000;
 
 export interface ReadCacheOptions {
   ttlMs?: number;
+  /**
+   * Called after each write through a cached sub-store has finished (a revocation, a plan change,
+   * a banner write), so other processes holding such caches can drop theirs (worker-messages.ts).
+   */
+  onWrite?: () => void;
   /** Monotonic milliseconds (tests may drive it). */
   now?: () => number;
 }
@@ -24,14 +29,17 @@ export interface ReadCacheOptions {
  * not a known read) drops it before and after the call, so this daemon never serves a record
  * older than its own last write. Only records found are cached: a key minted by another daemon
  * works at once. Expiry and revocation are still checked on the cached record against the clock.
- * Subject states, sessions, counters and the consent log are never cached.
+ * Subject states, sessions, counters and the consent log are never cached. `options.onWrite`
+ * lets other processes of one service drop theirs at once too.
  */
 export function withReadCache(store: Store, options: ReadCacheOptions = {}): CachedStore {
   const ttlMs = options.ttlMs ?? READ_CACHE_TTL_MS;
   const now = options.now ?? (() => performance.now());
-  const keys = cachedReads(store.keys, "findByHash", ["get", "listByTeam"], ttlMs, now);
-  const teams = cachedReads(store.teams, "get", ["list"], ttlMs, now);
-  const banners = cachedReads(store.banners, "getByPublicId", ["get", "listByTeam"], ttlMs, now);
+  const onWrite = options.onWrite ?? (() => {});
+  const cache = { ttlMs, now, onWrite };
+  const keys = cachedReads(store.keys, "findByHash", ["get", "listByTeam"], cache);
+  const teams = cachedReads(store.teams, "get", ["list"], cache);
+  const banners = cachedReads(store.banners, "getByPublicId", ["get", "listByTeam"], cache);
   const cached = Object.create(store) as CachedStore;
   Object.defineProperties(cached, {
     keys: { value: keys.subStore },
@@ -65,8 +73,7 @@ function cachedReads<T extends object>(
   subStore: T,
   read: keyof T & string,
   otherReads: readonly string[],
-  ttlMs: number,
-  now: () => number,
+  { ttlMs, now, onWrite }: { ttlMs: number; now: () => number; onWrite: () => void },
 ): { subStore: T; invalidate: () => void } {
   const entries = new Map<string, Entry>();
   let generation = 0;
@@ -101,6 +108,7 @@ function cachedReads<T extends object>(
           return await member.apply(target, args);
         } finally {
           invalidate();
+          onWrite();
         }
       };
     },

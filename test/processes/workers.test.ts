@@ -3,7 +3,8 @@ import { get } from "node:http";
 import { connect } from "node:net";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
-import { createBanner, createTeam, http, mintKey } from "#test/support/api.js";
+import { READ_CACHE_TTL_MS } from "#daemon/store/read-cache.js";
+import { createBanner, createTeam, http, mintKey, operator } from "#test/support/api.js";
 import {
   PROGRAMS,
   startProgram,
@@ -27,6 +28,17 @@ function loaderRevision(gatewayUrl: string, publicId: string) {
         const config = JSON.parse(/\}\)\((\{.*\})\);\n$/s.exec(body)?.[1] ?? "null");
         resolve(config?.revision);
       });
+    }).on("error", reject);
+  });
+}
+
+/** The status of GET /api/v1/banners with a key, on a new connection (so on any worker). */
+function bannerListStatus(gatewayUrl: string, key: string) {
+  return new Promise<number | undefined>((resolve, reject) => {
+    const headers = { authorization: `Bearer ${key}` };
+    get(`${gatewayUrl}/api/v1/banners`, { agent: false, headers }, (response) => {
+      response.resume();
+      response.on("end", () => resolve(response.statusCode));
     }).on("error", reject);
   });
 }
@@ -70,6 +82,29 @@ describe("npm start with two workers", { timeout: 120_000 }, () => {
       "every worker's loader serves revision 2",
       10_000,
     );
+    expect(await program.stop()).toBe(0);
+  });
+
+  it("refuses a key revoked through one worker on every worker at once, not after the key cache's second", async () => {
+    const { program, service } = await startTwoWorkers("revoke");
+    const teamId = await createTeam(service, "business");
+    const { key, id } = await mintKey(service, teamId);
+    // Each call on a new connection, so both workers serve some and cache the key.
+    // One after another: the primary hands new connections to the workers in turn.
+    const statuses = async (count: number) => {
+      const seen = [];
+      for (let i = 0; i < count; i++) seen.push(await bannerListStatus(service.gatewayUrl, key));
+      return seen;
+    };
+    expect(new Set(await statuses(20))).toEqual(new Set([200]));
+    const { admin, auth } = operator(service);
+    await admin.revokeApiKey({ id }, auth);
+    // Within the cache's second: only the relayed write can have told the other worker. Eight
+    // calls, fewer than the failed attempts one client may make (429 from the eleventh).
+    const started = performance.now();
+    const after = await statuses(8);
+    expect(performance.now() - started).toBeLessThan(READ_CACHE_TTL_MS);
+    expect(new Set(after)).toEqual(new Set([401]));
     expect(await program.stop()).toBe(0);
   });
 
