@@ -217,9 +217,10 @@ describe("npm start on a store damaged past its roots", { timeout: 120_000 }, ()
     const health = healthOf(service);
     expect(await health()).toEqual([200, "ok"]);
 
-    // Most of the file written over under the running service: its reads meet zeroed pages,
-    // which LMDB reports as MDB_BAD_TXN from then on, and so do the webhook dispatcher's passes.
-    await zeroRecordsPages(dataDir, 0.1, 0.9);
+    // The whole file but its two meta pages written over under the running service: every read
+    // meets zeroed pages from then on (the main tree's root among them, which each transaction
+    // reads), the webhook dispatcher's passes included, wherever the tree put the outbox's pages.
+    await zeroRecordsPages(dataDir, 0, 1);
     for (let i = 0; i < 5; i++) {
       expect(String(await listWholeLog(service, key, publicId))).toMatch(/internal/i);
     }
@@ -261,12 +262,15 @@ async function storeWithManyRows(dataDir: string) {
   return { key, publicId };
 }
 
-/** A disk fault: the records file's pages between two fractions of its size written as zeros. */
+/**
+ * A disk fault: the records file's pages between two fractions of its size written as zeros,
+ * never the two meta pages it opens with (LMDB's own check finds those at start-up).
+ */
 async function zeroRecordsPages(dataDir: string, fromShare: number, toShare: number) {
   const dataFile = path.join(dataDir, "records", "data.mdb");
   const { size } = await stat(dataFile);
   const page = 4_096;
-  const from = Math.floor((size * fromShare) / page) * page;
+  const from = Math.max(2 * page, Math.floor((size * fromShare) / page) * page);
   const to = Math.floor((size * toShare) / page) * page;
   const file = await open(dataFile, "r+");
   await file.write(Buffer.alloc(to - from), 0, to - from, from);
