@@ -7,6 +7,7 @@ import {
   dialog,
   NONCE,
   openPage,
+  openVisitor,
   showPreferences,
   skipBrowserTests,
   stateOf,
@@ -55,14 +56,7 @@ describe.skipIf(skipBrowserTests)("banner runtime in Chromium: signals and integ
     publicId: string,
     options: { country?: string; gpc?: boolean } = {},
   ) {
-    const { context, page } = await openPage(ctx.browser, {
-      extraHTTPHeaders: options.country ? { "CF-IPCountry": options.country } : {},
-    });
-    if (options.gpc) {
-      await context.addInitScript(() =>
-        Object.defineProperty(Navigator.prototype, "globalPrivacyControl", { get: () => true }),
-      );
-    }
+    const { context, page } = await openVisitor(ctx.browser, options);
     await context.addInitScript(() => {
       (window as unknown as { violations: string[] }).violations = [];
       document.addEventListener("securitypolicyviolation", (event) =>

@@ -6,7 +6,7 @@ import {
   applyState,
   clearState,
   dialog,
-  openPage,
+  openVisitor,
   showPreferences,
   skipBrowserTests,
   stateOf,
@@ -43,14 +43,7 @@ describe.skipIf(skipBrowserTests)(
 
     /** A device: a browser context from `country` (the trusted geo header), GPC on if `gpc`. */
     async function device(options: { country?: string; gpc?: boolean } = {}) {
-      const { context } = await openPage(ctx.browser, {
-        extraHTTPHeaders: options.country ? { "CF-IPCountry": options.country } : {},
-      });
-      if (options.gpc) {
-        await context.addInitScript(() =>
-          Object.defineProperty(Navigator.prototype, "globalPrivacyControl", { get: () => true }),
-        );
-      }
+      const { context } = await openVisitor(ctx.browser, options);
       await context.addInitScript(() => {
         const w = window as unknown as { consentEvents: unknown[] };
         w.consentEvents = [];

@@ -1,9 +1,9 @@
-import type { Cookie, Page } from "playwright-core";
+import type { Page } from "playwright-core";
 import { describe, expect, it } from "vitest";
 import {
   dialog,
   NONCE,
-  openPage,
+  openVisitor,
   showPreferences,
   skipBrowserTests,
   stateOf,
@@ -73,19 +73,9 @@ describe.skipIf(skipBrowserTests)("banner runtime in Chromium: privacy signals",
       configuration: { categories, ...configuration },
     });
 
-  /** A visitor's browser: from `country` (the trusted proxy's geo header), with GPC on if `gpc`. */
-  async function visitor(options: { country?: string; gpc?: boolean; cookies?: Cookie[] } = {}) {
-    const tab = await openPage(ctx.browser, {
-      extraHTTPHeaders: options.country ? { "CF-IPCountry": options.country } : {},
-    });
-    if (options.gpc) {
-      await tab.context.addInitScript(() =>
-        Object.defineProperty(Navigator.prototype, "globalPrivacyControl", { get: () => true }),
-      );
-    }
-    if (options.cookies) await tab.context.addCookies(options.cookies);
-    return tab;
-  }
+  /** A visitor's browser (openVisitor). */
+  const visitor = (options: Parameters<typeof openVisitor>[1] = {}) =>
+    openVisitor(ctx.browser, options);
 
   /** Loads the banner's page of gated tags, with `head` before the loader and `body` after it. */
   async function visit(

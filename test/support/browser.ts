@@ -4,6 +4,7 @@ import type { AddressInfo } from "node:net";
 import {
   type Browser,
   type BrowserContextOptions,
+  type Cookie,
   chromium,
   type Frame,
   type Page,
@@ -190,6 +191,28 @@ export async function openPage(browser: Browser, options: BrowserContextOptions 
   });
   page.on("pageerror", (error) => warnings.push(error.message));
   return { context, page, warnings };
+}
+
+/**
+ * A visitor's fresh page (openPage): from `country`, as the trusted proxy's geo header
+ * `CF-IPCountry` says (a site started with `CONSENT_GEO_HEADER: "CF-IPCountry"` and
+ * `CONSENT_TRUST_PROXY: "loopback"`), with Global Privacy Control on if `gpc`, and `cookies`
+ * (a browser's from an earlier visit).
+ */
+export async function openVisitor(
+  browser: Browser,
+  options: { country?: string; gpc?: boolean; cookies?: Cookie[] } = {},
+) {
+  const tab = await openPage(browser, {
+    extraHTTPHeaders: options.country ? { "CF-IPCountry": options.country } : {},
+  });
+  if (options.gpc) {
+    await tab.context.addInitScript(() =>
+      Object.defineProperty(Navigator.prototype, "globalPrivacyControl", { get: () => true }),
+    );
+  }
+  if (options.cookies) await tab.context.addCookies(options.cookies);
+  return tab;
 }
 
 /**
