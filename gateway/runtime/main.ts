@@ -62,7 +62,11 @@ const loaderUrl = new URL(loaderSrc || location.href);
 /** The gateway the loader came from (any path prefix kept): the log route lives beside it. */
 const apiBase = loaderUrl.origin + loaderUrl.pathname.replace(/\/loader\/[^/]*$/, "");
 const gpc = (navigator as { globalPrivacyControl?: boolean }).globalPrivacyControl === true;
-/** Global Privacy Control opts out of sale and sharing where a US rule applies. */
+/**
+ * Global Privacy Control opts out of sale and sharing where a US rule applies. A state made so
+ * says `gpcRespected: true` whatever it accepts (docs/behaviour.md: the only field of spec 2.4
+ * that can tell a later visit it was made with the signal on).
+ */
 const gpcApplies = gpc && !!config.rule?.us;
 /** The texts for the page's language as it is now: a single-page app may change `<html lang>`. */
 const textsNow = () =>
@@ -135,7 +139,6 @@ function nextState(categories: string[], extra: Partial<ConsentState>): ConsentS
   const now = new Date().toISOString();
   const first = explicit(state)?.consentTimestamp;
   const at = first !== undefined && isoTimeMs(first) >= Date.parse(now) ? first : now;
-  const ads = categories.some(isAdCategory);
   return {
     schemaVersion: 2,
     categories,
@@ -148,7 +151,7 @@ function nextState(categories: string[], extra: Partial<ConsentState>): ConsentS
     ...(config.rule && { jurisdictions: [config.rule.id] }),
     ...(config.rule?.us && {
       usOptOutChoices: usOptOutChoices(categories),
-      gpcRespected: gpcApplies && !ads,
+      gpcRespected: gpcApplies,
     }),
     ...extra,
   };
@@ -222,8 +225,11 @@ function apply(s: ConsentState | null): void {
   whenReady(() => activateScripts(accepted, nonce, config.id));
 }
 
-/** A choice or a default: recorded first, so nothing the page does afterwards can lose the row. */
-function commit(next: ConsentState, method: string): void {
+/**
+ * A choice or a default: recorded first, so nothing the page does afterwards can lose the row;
+ * consent:change fires when a source is given (not for a default).
+ */
+function commit(next: ConsentState, method: string, source?: ChangeSource): void {
   state = next;
   if (writeState(config.id, next)) known = toJson(next);
   else {
@@ -233,7 +239,7 @@ function commit(next: ConsentState, method: string): void {
   }
   post(method, next);
   apply(next);
-  if (method !== "consent_default") emit("change", "choice");
+  if (source) emit("change", source);
 }
 
 /**
@@ -273,6 +279,7 @@ function choose(choice: Choice, selected: string[]): void {
   commit(
     nextState(categories, { collectedVia: "banner", acceptType: acceptTypeOf(categories, choice) }),
     explicit(state) ? "consent_changed" : first,
+    "choice",
   );
 }
 
@@ -418,7 +425,22 @@ if (running) {
   );
 
   consentDefault();
-  if (state && isCurrent()) {
+  const stored = explicit(state);
+  if (gpcApplies && stored && !stored.gpcRespected && stored.categories.some(isAdCategory)) {
+    // 11 CCR §7025(c)(3): the signal opts out of sale and sharing even after an earlier opt-in;
+    // only a choice made while it was on (gpcRespected) stands. The change is recorded and
+    // announced as a choice (for listeners added after the loader, once the page is ready),
+    // and the banner asks only where the stored choice's revision would anyway.
+    commit(
+      nextState(
+        stored.categories.filter((name) => !isAdCategory(name)),
+        { revision: stored.revision, collectedVia: stored.collectedVia },
+      ),
+      "consent_changed",
+    );
+    whenReady(() => emit("change", "choice"));
+    open(false);
+  } else if (state && isCurrent()) {
     apply(state);
   } else {
     // A stored default is put in effect only where it is this page's: written at the published

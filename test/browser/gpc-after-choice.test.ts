@@ -1,0 +1,210 @@
+import type { Cookie, Page } from "playwright-core";
+import { describe, expect, it } from "vitest";
+import {
+  dialog,
+  NONCE,
+  openVisitor,
+  skipBrowserTests,
+  stateOf,
+  useBrowserSite,
+  waitForRows,
+} from "#test/support/browser.js";
+import { bannerFixture } from "#test/support/consent-log.js";
+
+const categories = [
+  { name: "necessary", required: true },
+  { name: "analytics" },
+  { name: "marketing" },
+];
+const jurisdictionRules = [
+  { id: "eu", countries: ["DE"], mode: "opt_in" },
+  { id: "us-ca", regions: ["US-CA"], mode: "opt_out" },
+];
+/**
+ * After the loader: the page's own listeners (an integrator's, added once the loader ran) and
+ * one gated tag per category, each noting in `window.ran` that it ran.
+ */
+const pageBody = `<script nonce="${NONCE}">
+window.consentEvents = [];
+for (const type of ["consent:ready", "consent:change"]) {
+  addEventListener(type, (event) => window.consentEvents.push({ type, ...event.detail }));
+}
+</script>
+${categories
+  .map(
+    ({ name }) =>
+      `<script type="text/plain" data-category="${name}" nonce="${NONCE}">(window.ran = window.ran || []).push("${name}");</script>`,
+  )
+  .join("\n")}`;
+
+interface ConsentEvent {
+  type: string;
+  source?: string;
+  consentState: Record<string, unknown> | null;
+}
+
+/**
+ * Global Privacy Control turned on after a choice (11 CCR §7025(c)(3), docs/behaviour.md): under
+ * a US rule the signal opts the stored choice out of sale and sharing, recorded and announced as a
+ * change; a choice made while it is on stands; outside a US rule nothing changes.
+ */
+describe.skipIf(skipBrowserTests)(
+  "banner runtime in Chromium: GPC turned on after a choice",
+  () => {
+    const ctx = useBrowserSite({
+      CONSENT_GEO_HEADER: "CF-IPCountry",
+      CONSENT_TRUST_PROXY: "loopback",
+    });
+
+    /** A visit from `country` (the trusted geo header) with the browser's cookies, GPC on if `gpc`. */
+    async function visit(
+      publicId: string,
+      options: { country: string; gpc?: boolean; cookies?: Cookie[] },
+    ) {
+      const tab = await openVisitor(ctx.browser, options);
+      const path = `/${publicId}-${Math.random().toString(36).slice(2)}`;
+      await tab.page.goto(ctx.site.page(path, { publicId, body: pageBody }));
+      await tab.page.waitForFunction(() =>
+        (window as unknown as { consentEvents: ConsentEvent[] }).consentEvents.some(
+          (event) => event.type === "consent:ready",
+        ),
+      );
+      await tab.page.waitForTimeout(100); // the gated tags' turn
+      return tab;
+    }
+
+    /** What the visitor's page shows: state, events, Consent Mode's ad signal, tags run, banner. */
+    const seen = (page: Page) =>
+      page.evaluate(() => {
+        const w = window as unknown as {
+          consentEvents: ConsentEvent[];
+          dataLayer?: ArrayLike<unknown>[];
+          ran?: string[];
+        };
+        const updates = Array.from(w.dataLayer ?? [], (entry) => Array.from(entry)).filter(
+          (entry) => entry[1] === "update",
+        );
+        return {
+          events: w.consentEvents.map(({ type, source }) => ({ type, source })),
+          adStorage: updates.map((entry) => (entry[2] as { ad_storage: string }).ad_storage),
+          ran: w.ran ?? [],
+        };
+      });
+
+    /** Accept all on a first visit from `country`, GPC on if `gpc`: the cookies it leaves. */
+    async function acceptAll(publicId: string, options: { country: string; gpc?: boolean }) {
+      const { context, page } = await visit(publicId, options);
+      await dialog(page).getByRole("button", { name: "Accept all" }).click();
+      const state = await stateOf(page);
+      const cookies = await context.cookies();
+      await context.close();
+      return { state: state as Record<string, unknown>, cookies };
+    }
+
+    const rowsOf = async (teamId: string, count: number) =>
+      (await waitForRows(ctx.service, teamId, count)).map((row) => ({
+        method: row.method,
+        consentId: row.consentId,
+        preferences: row.preferences,
+        gpc: row.gpc,
+        purposeChoices: row.purposeChoices,
+      }));
+
+    it("opts a choice made without GPC out of sale and sharing once GPC is on under a US rule, records it, and does not ask again", async () => {
+      const { publicId, teamId } = await bannerFixture(ctx.service, {
+        domain: "localhost",
+        configuration: { categories, jurisdictionRules },
+      });
+      const accepted = await acceptAll(publicId, { country: "US-CA" });
+      expect(accepted.state).toMatchObject({
+        acceptType: "all",
+        gpcRespected: false,
+        usOptOutChoices: { saleSharing: false, targetedAdvertising: false },
+      });
+
+      // Back with GPC on: marketing is withdrawn before any tag runs, and the banner stays closed.
+      const withGpc = await visit(publicId, {
+        country: "US-CA",
+        gpc: true,
+        cookies: accepted.cookies,
+      });
+      const optedOut = {
+        ...accepted.state,
+        categories: ["necessary", "analytics"],
+        acceptType: "custom",
+        gpcRespected: true,
+        usOptOutChoices: { saleSharing: true, targetedAdvertising: true },
+        collectedVia: "banner",
+        revision: 1,
+        lastConsentTimestamp: expect.any(String),
+      };
+      expect(await stateOf(withGpc.page)).toEqual(optedOut);
+      expect(await seen(withGpc.page)).toEqual({
+        events: [
+          { type: "consent:change", source: "choice" },
+          { type: "consent:ready", source: undefined },
+        ],
+        adStorage: ["denied"],
+        ran: ["necessary", "analytics"],
+      });
+      expect(await dialog(withGpc.page).count()).toBe(0);
+      expect(withGpc.warnings).toEqual([]);
+      // The cookie holds the opt-out: the next page with GPC on keeps it and records nothing new.
+      const cookies = await withGpc.context.cookies();
+      await withGpc.context.close();
+      const next = await visit(publicId, { country: "US-CA", gpc: true, cookies });
+      expect(await stateOf(next.page)).toEqual(optedOut);
+      expect(await seen(next.page)).toMatchObject({ events: [{ type: "consent:ready" }] });
+      await next.context.close();
+
+      // Each row of this visitor's: with marketing or without it, GPC on or off.
+      const row = (method: string, marketing: boolean, gpc: boolean) => ({
+        method,
+        consentId: accepted.state.consentId,
+        preferences: { necessary: true, analytics: true, marketing },
+        gpc,
+        purposeChoices: { saleSharing: !marketing, targetedAdvertising: !marketing },
+      });
+      // Waits for a fourth row, to show the last visit recorded none.
+      expect(await rowsOf(teamId, 4)).toEqual([
+        row("consent_default", true, false),
+        row("accept_all", true, false),
+        row("consent_changed", false, true),
+      ]);
+    });
+
+    it("keeps a choice made while GPC was on, and changes nothing outside a US rule", async () => {
+      const { publicId, teamId } = await bannerFixture(ctx.service, {
+        domain: "localhost",
+        configuration: { categories, jurisdictionRules },
+      });
+      const cases = [
+        // Re-consent to sale and sharing while the signal is on (§7025(c)(3)).
+        { first: { country: "US-CA", gpc: true }, later: { country: "US-CA", gpc: true } },
+        // An opt-in rule's choice, GPC on since: no US rule there.
+        { first: { country: "DE" }, later: { country: "DE", gpc: true } },
+        // No rule at all.
+        { first: { country: "JP" }, later: { country: "JP", gpc: true } },
+      ];
+      let rows = 0;
+      for (const { first, later } of cases) {
+        const name = `${first.country}${first.gpc ? " with GPC" : ""}`;
+        const accepted = await acceptAll(publicId, first);
+        // A first visit under a rule writes its default, then Accept all.
+        rows += first.country === "JP" ? 1 : 2;
+        expect(accepted.state.categories, name).toEqual(["necessary", "analytics", "marketing"]);
+        const { context, page } = await visit(publicId, { ...later, cookies: accepted.cookies });
+        expect(await stateOf(page), name).toEqual(accepted.state);
+        expect(await seen(page), name).toEqual({
+          events: [{ type: "consent:ready", source: undefined }],
+          adStorage: ["granted"],
+          ran: ["necessary", "analytics", "marketing"],
+        });
+        expect(await dialog(page).count(), name).toBe(0);
+        await context.close();
+        // Nothing recorded on the later visit.
+        expect((await waitForRows(ctx.service, teamId, rows + 1)).length, name).toBe(rows);
+      }
+    });
+  },
+);
