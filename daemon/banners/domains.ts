@@ -1,4 +1,4 @@
-import { getDomain } from "tldts";
+import { getDomain, parse } from "tldts";
 
 /** One DNS label: letters, digits and inner hyphens, 1-63 characters. */
 const LABEL = /^(?!-)[a-z0-9-]{1,63}(?<!-)$/;
@@ -97,11 +97,29 @@ export function notPublicSuffix(value: string): boolean {
 }
 
 /**
+ * True when a public suffix of the Public Suffix List (ICANN or private part) lies between
+ * `host` and `siteHost`, its subdomain: `bucket.s3.amazonaws.com` under `amazonaws.com`, whose
+ * `s3.amazonaws.com` lets anyone have a site. Such a host belongs to someone else than the site's
+ * owner, as a public suffix named as a domain would (isPublicSuffix). Names the list does not know
+ * (`dev.localhost`, `a.shop.internal`) have none.
+ */
+function crossesPublicSuffix(host: string, siteHost: string): boolean {
+  const { publicSuffix, isIcann, isPrivate } = parse(host, {
+    allowPrivateDomains: true,
+    extractHostname: false,
+  });
+  if (!publicSuffix || !(isIcann || isPrivate)) return false;
+  return publicSuffix === siteHost || publicSuffix.endsWith(`.${siteHost}`);
+}
+
+/**
  * decisions §5: a request's host matches a site (siteOf: `host` or `host:port`) when it equals the
  * site's host or is a subdomain of it, and its port is the site's: the scheme's default for a site
  * naming none (`https://shop.example.com` and `http://shop.example.com` alike, not
  * `https://shop.example.com:8443`). `localhost` sites accept any port. `requestPort` is the URL's
- * port as WHATWG URL reads it: "" for the scheme's default.
+ * port as WHATWG URL reads it: "" for the scheme's default. A subdomain under a public suffix
+ * within the site is not the site's (crossesPublicSuffix), for the reason banner domains may not
+ * be public suffixes.
  */
 export function hostAllowed(
   requestHost: string,
@@ -112,7 +130,9 @@ export function hostAllowed(
   // An empty label (".shop.example.com", "a..shop.example.com") is no host a browser sends.
   if (host.split(".").includes("")) return false;
   return allowedSites.some((site) => {
-    if (host !== site.host && !host.endsWith(`.${site.host}`)) return false;
+    if (host !== site.host) {
+      if (!host.endsWith(`.${site.host}`) || crossesPublicSuffix(host, site.host)) return false;
+    }
     return site.host === "localhost" || requestPort === site.port;
   });
 }

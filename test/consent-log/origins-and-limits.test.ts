@@ -97,6 +97,40 @@ describe("POST /api/consent/log: origins, CORS and the client-IP limit", () => {
     expect(seen).toEqual(outcomes);
   });
 
+  it("refuses a subdomain under a public suffix inside the banner's domain, which others' sites own", async () => {
+    // global.ssl.fastly.net and s3.amazonaws.com are public suffixes (Public Suffix List, private
+    // part): the hosts under them are other people's sites, not fastly.net's or amazonaws.com's.
+    const { teamId, key, id, publicId } = await bannerFixture(ctx.service, {
+      domain: "fastly.net",
+    });
+    await http(ctx.service, "PATCH", `/api/v1/banners/${id}`, {
+      key,
+      body: { configuration: { additionalDomains: ["amazonaws.com", "localhost"] } },
+    });
+    await http(ctx.service, "POST", `/api/v1/banners/${id}/publish`, { key });
+    const outcomes = {
+      "https://fastly.net": 200,
+      "https://www.fastly.net": 200,
+      "https://anyone.global.ssl.fastly.net": 403,
+      "https://console.aws.amazonaws.com": 200,
+      "https://anyones-bucket.s3.amazonaws.com": 403,
+      "https://a.b.s3.amazonaws.com": 403,
+      "http://dev.localhost:3000": 200,
+    };
+    const seen: Record<string, number> = {};
+    for (const origin of Object.keys(outcomes)) {
+      seen[origin] = (await postLog(ctx.service, aChoice(publicId), { ip: ip(), origin })).status;
+    }
+    expect(seen).toEqual(outcomes);
+    const refused = await postLog(ctx.service, aChoice(publicId), {
+      ip: ip(),
+      origin: null,
+      referer: "https://anyone.global.ssl.fastly.net/page",
+    });
+    expect([refused.status, refused.body.code]).toEqual([403, "domain_not_authorized"]);
+    expect(await storedRows(ctx.service, teamId)).toHaveLength(4);
+  });
+
   it("lets a localhost banner accept any port", async () => {
     const { publicId } = await bannerFixture(ctx.service, { domain: "localhost" });
     for (const origin of ["http://localhost:3000", "http://localhost:5173", "http://localhost"]) {
