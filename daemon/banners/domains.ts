@@ -71,6 +71,8 @@ export function parsedSite(input: string): Site | null {
   const onlyHost =
     url.pathname === "/" && !url.search && !url.hash && !url.username && !url.password;
   if (!onlyHost || (url.protocol !== "https:" && url.protocol !== "http:")) return null;
+  // Port 0 names no port (RFC 6335): browsers load no page from it, so no choice could come.
+  if (url.port === "0") return null;
   const host = url.hostname.toLowerCase();
   // 443 names https' default: `https://host:443` is the host alone, however it was written. A
   // localhost site accepts any port (hostAllowed), so it keeps none.

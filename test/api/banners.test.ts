@@ -107,10 +107,28 @@ describe("banners", () => {
     "ftp://example.com",
     "exa mple.com",
     "-bad-.com",
+    // Port 0 names no port: no page is ever served from it, so no choice could be logged.
+    "example.com:0",
+    "http://localhost:0",
   ])("refuses the domain %j", async (domain) => {
     const result = await post({ name: "D", domain, configuration: {} });
     expect(result.status).toBe(400);
     expect(result.body.data.details).toEqual([expect.objectContaining({ field: "domain" })]);
+  });
+
+  it("refuses an additional domain on port 0, which no page is served from", async () => {
+    const result = await post({
+      name: "D",
+      domain: "shop.example.com",
+      configuration: { additionalDomains: ["partner.example.com:0"] },
+    });
+    expect(result.status).toBe(400);
+    expect(result.body.data.details).toEqual([
+      {
+        field: "configuration.additionalDomains[0]",
+        message: "configuration.additionalDomains[0] must be a valid domain or localhost",
+      },
+    ]);
   });
 
   it("refuses a public suffix as the domain or an additional domain, with one message", async () => {
