@@ -290,6 +290,27 @@ function choose(choice: Choice, selected: string[]): void {
 const defaultCategories = (rule: RuntimeRule) =>
   rule.mode === "opt_in" ? required : all.filter((name) => !(gpcApplies && isAdCategory(name)));
 
+/**
+ * 11 CCR §7025(c)(3): Global Privacy Control opts out of sale and sharing under a US rule even
+ * after an earlier opt-in; only a choice made while it was on (gpcRespected) stands. A stored
+ * choice that accepts an advertising category otherwise loses them, recorded as a
+ * consent_changed row at its own revision. Whether it did; the caller announces the change.
+ */
+function gpcOptOut(): boolean {
+  const stored = explicit(state);
+  if (!gpcApplies || !stored || stored.gpcRespected || !stored.categories.some(isAdCategory)) {
+    return false;
+  }
+  commit(
+    nextState(
+      stored.categories.filter((name) => !isAdCategory(name)),
+      { revision: stored.revision, collectedVia: stored.collectedVia },
+    ),
+    "consent_changed",
+  );
+  return true;
+}
+
 /** A jurisdiction default (spec 3.3): a consent_default row, never a visitor's choice. */
 function defaultState(rule: RuntimeRule): ConsentState {
   const categories = defaultCategories(rule);
@@ -394,6 +415,9 @@ if (running) {
       apply(next);
       if (isCurrent()) closePrompt();
       emit("change", "apply");
+      // A state made where the signal was off (another device) meets it here: opted out now,
+      // as on a load, and announced as a choice the integrator stores for the other devices.
+      if (gpcOptOut()) emit("change", "choice");
       return true;
     },
     /**
@@ -425,19 +449,9 @@ if (running) {
   );
 
   consentDefault();
-  const stored = explicit(state);
-  if (gpcApplies && stored && !stored.gpcRespected && stored.categories.some(isAdCategory)) {
-    // 11 CCR §7025(c)(3): the signal opts out of sale and sharing even after an earlier opt-in;
-    // only a choice made while it was on (gpcRespected) stands. The change is recorded and
-    // announced as a choice (for listeners added after the loader, once the page is ready),
-    // and the banner asks only where the stored choice's revision would anyway.
-    commit(
-      nextState(
-        stored.categories.filter((name) => !isAdCategory(name)),
-        { revision: stored.revision, collectedVia: stored.collectedVia },
-      ),
-      "consent_changed",
-    );
+  if (gpcOptOut()) {
+    // Announced for listeners added after the loader, once the page is ready; the banner asks
+    // only where the stored choice's revision would anyway.
     whenReady(() => emit("change", "choice"));
     open(false);
   } else if (state && isCurrent()) {

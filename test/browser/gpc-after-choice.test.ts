@@ -1,6 +1,7 @@
 import type { Cookie, Page } from "playwright-core";
 import { describe, expect, it } from "vitest";
 import {
+  applyState,
   dialog,
   NONCE,
   openVisitor,
@@ -170,6 +171,47 @@ describe.skipIf(skipBrowserTests)(
         row("consent_default", true, false),
         row("accept_all", true, false),
         row("consent_changed", false, true),
+      ]);
+    });
+
+    it("opts a state applied from a device without GPC out once it meets GPC under a US rule, announced as a choice", async () => {
+      const { publicId, teamId } = await bannerFixture(ctx.service, {
+        domain: "localhost",
+        configuration: { categories, jurisdictionRules },
+      });
+      const accepted = await acceptAll(publicId, { country: "US-CA" });
+      // Another device, GPC on: the integrator's backend hands in the state resolved for the subject.
+      const other = await visit(publicId, { country: "US-CA", gpc: true });
+      expect(await applyState(other.page, accepted.state)).toBe(true);
+      const optedOut = {
+        ...accepted.state,
+        categories: ["necessary", "analytics"],
+        acceptType: "custom",
+        gpcRespected: true,
+        usOptOutChoices: { saleSharing: true, targetedAdvertising: true },
+        lastConsentTimestamp: expect.any(String),
+      };
+      expect(await stateOf(other.page)).toEqual(optedOut);
+      const events = await other.page.evaluate(() =>
+        (window as unknown as { consentEvents: ConsentEvent[] }).consentEvents.map(
+          ({ type, source, consentState }) => ({ type, source, consentState }),
+        ),
+      );
+      // The applied state, then the opt-out, which an integrator storing each choice stores.
+      expect(events.slice(1)).toEqual([
+        { type: "consent:change", source: "apply", consentState: accepted.state },
+        { type: "consent:change", source: "choice", consentState: optedOut },
+      ]);
+      expect((await seen(other.page)).adStorage.at(-1)).toBe("denied");
+      expect(await dialog(other.page).count()).toBe(0);
+      await other.context.close();
+      const rows = (await rowsOf(teamId, 5)).filter(
+        (row) => row.consentId === accepted.state.consentId,
+      );
+      expect(rows.map(({ method, gpc }) => ({ method, gpc }))).toEqual([
+        { method: "consent_default", gpc: false },
+        { method: "accept_all", gpc: false },
+        { method: "consent_changed", gpc: true },
       ]);
     });
 
