@@ -1,6 +1,5 @@
 import { isIP } from "node:net";
 import { type CallOptions, createContextValues } from "@connectrpc/connect";
-import { parse as parseCookie } from "cookie";
 import type { FastifyReply, FastifyRequest } from "fastify";
 import { CallerHeaders, kRelayedClientIp } from "#daemon/auth/caller.js";
 
@@ -12,8 +11,6 @@ const RATE_LIMIT_HEADERS = [
   ["x-ratelimit-remaining", "X-RateLimit-Remaining"],
   ["x-ratelimit-reset", "X-RateLimit-Reset"],
 ] as const;
-
-const asSent = (value: string) => value;
 
 /** `203.0.113.7:4711` or `[2001:db8::7]:4711`, as some proxies write X-Forwarded-For entries. */
 const WITH_PORT = /^(?:(\d{1,3}(?:\.\d{1,3}){3})|\[([0-9a-f:.]+)\])(?::\d{1,5})?$/i;
@@ -40,17 +37,35 @@ export function clientAddress(request: FastifyRequest): string {
  */
 export type Relay = { inProcess: true } | { inProcess: false; operatorToken: string };
 
+/** Space and tab around a cookie's name and value, which RFC 6265 §5.4 has a server ignore. */
+const cookieSpace = (text: string) => text.replace(/^[ \t]+|[ \t]+$/g, "");
+
 /**
- * The dashboard session a request presents (decisions §2), if any. Taken as sent, not
- * percent-decoded: the service's tokens never hold an escape, and a decoded stray cookie
- * (%E2%82%AC) would not fit a header; any other value is an unknown session (401). A value in
- * double quotes is read without them: RFC 6265 §4.1.1 allows them around any cookie value.
+ * Every distinct value of the dashboard session cookie (decisions §2) a request carries. Taken as
+ * sent, not percent-decoded: the service's tokens never hold an escape, and a decoded stray
+ * cookie (%E2%82%AC) would not fit a header; any other value is an unknown session (401). A value
+ * in double quotes is read without them: RFC 6265 §4.1.1 allows them around any cookie value.
+ * A browser sends the name more than once when cookies of other Domain or Path attributes were
+ * set for the service's host, such as one a sibling subdomain set for the parent domain.
+ */
+export function sessionCookiesOf(request: FastifyRequest): string[] {
+  const values = new Set<string>();
+  for (const pair of (request.headers.cookie ?? "").split(";")) {
+    const equals = pair.indexOf("=");
+    if (equals === -1 || cookieSpace(pair.slice(0, equals)) !== SESSION_COOKIE) continue;
+    values.add(cookieSpace(pair.slice(equals + 1)).replace(/^"(.*)"$/s, "$1"));
+  }
+  return [...values];
+}
+
+/**
+ * The dashboard session a request presents, if it presents one: none when it carries the cookie
+ * with two different values, since nothing tells which of them the dashboard set
+ * (gateway/v1/plugin.ts refuses such a request where a session is taken).
  */
 export function sessionOf(request: FastifyRequest): string | undefined {
-  const session = request.headers.cookie
-    ? parseCookie(request.headers.cookie, { decode: asSent })[SESSION_COOKIE]
-    : undefined;
-  return session?.replace(/^"(.*)"$/s, "$1") || undefined;
+  const values = sessionCookiesOf(request);
+  return values.length === 1 ? values[0] || undefined : undefined;
 }
 
 /**

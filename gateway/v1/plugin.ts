@@ -3,8 +3,8 @@ import { bearerOf } from "#daemon/auth/caller.js";
 import { parseApiKey } from "#daemon/keys/api-key-format.js";
 import type { DaemonClients } from "#gateway/daemon-clients.js";
 import { sendEnvelopedError, setVersionHeaders } from "#gateway/envelope.js";
-import { failureOf, noEndpoint } from "#gateway/errors.js";
-import { type Relay, sessionOf } from "#gateway/relay.js";
+import { failureOf, type HttpError, noEndpoint } from "#gateway/errors.js";
+import { type Relay, sessionCookiesOf, sessionOf } from "#gateway/relay.js";
 import { forgoBodyIfAwaited } from "#gateway/request-rules.js";
 import { bannerRoutes } from "#gateway/v1/banners/routes.js";
 import { healthRoutes } from "#gateway/v1/health/routes.js";
@@ -41,6 +41,27 @@ function refusedByCredential(request: FastifyRequest): boolean {
 }
 
 /**
+ * The answer to a request that would be judged by its dashboard session (a banner endpoint, no
+ * Authorization) and carries the session cookie with two different values (docs/behaviour.md).
+ * Neither is taken: the first a browser sends is the one of the longest Path, which a sibling
+ * subdomain may set for the parent domain with its own team's session, so that the dashboard's
+ * own writes (its Origin passing the CSRF rule, decisions §2) would land in that team. The 401 is
+ * the one of a session that cannot be used (spec 7); nothing is judged, so it is no failed attempt.
+ */
+function ambiguousSession(request: FastifyRequest): HttpError | undefined {
+  if (credentialNeeded(request) !== "key or session") return undefined;
+  if ((request.headers.authorization ?? "").trim() !== "") return undefined;
+  const count = sessionCookiesOf(request).length;
+  if (count < 2) return undefined;
+  return {
+    status: 401,
+    code: "unauthorized",
+    message: `The request carries ${count} different consent_session cookies, so its dashboard session is unknown; one may have been set for a parent domain by another site: remove them and set the session again`,
+    headers: {},
+  };
+}
+
+/**
  * spec 9.4: every response of the versioned wrapper names the version that handled it. A team's
  * data, for one credential, is never kept by a cache between the client and the gateway (HTTP
  * caches leave answers to Authorization alone, not those to a session cookie).
@@ -69,6 +90,8 @@ export async function v1Api(app: FastifyInstance, options: V1Options): Promise<v
   app.addHook("onRequest", async (request, reply) => {
     // decisions §6: an unknown path is a 404, answered before its body is read or judged.
     if (request.is404) return unknownPath(request, reply);
+    const ambiguous = ambiguousSession(request);
+    if (ambiguous) return sendEnvelopedError(reply, ambiguous);
     // decisions §2: the credential is judged before the body; one refused by its form alone, or
     // none where one is needed, is answered without asking for the body (`Expect: 100-continue`).
     // Judged only for a request that awaits the go-ahead: no other has a body to spare.

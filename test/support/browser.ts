@@ -26,9 +26,13 @@ if (skipBrowserTests) console.warn(`browser tests skipped: ${CHROMIUM} is not in
 
 /**
  * One headless Chromium per test file. Playwright turns the back/forward cache off by default;
- * `backForwardCache` leaves it on, as a visitor's browser has it.
+ * `backForwardCache` leaves it on, as a visitor's browser has it. `args` adds switches (a
+ * `--host-resolver-rules` that maps test host names to the loopback address).
  */
-export function launchChromium({ backForwardCache = false } = {}): Promise<Browser> {
+export function launchChromium({
+  backForwardCache = false,
+  args = [] as string[],
+} = {}): Promise<Browser> {
   return chromium.launch({
     executablePath: CHROMIUM,
     ...(backForwardCache && { ignoreDefaultArgs: ["--disable-back-forward-cache"] }),
@@ -39,6 +43,7 @@ export function launchChromium({ backForwardCache = false } = {}): Promise<Brows
       "--disable-background-networking",
       "--disable-component-update",
       "--no-first-run",
+      ...args,
     ],
   });
 }
