@@ -7,6 +7,7 @@ import {
   TELEMETRY_LEVELS,
 } from "#daemon/banners/banner-store.js";
 import { isColor } from "#daemon/banners/colors.js";
+import type { ColorRoles } from "#daemon/banners/contrast.js";
 import { isCountryCode, isRegionCode } from "#daemon/banners/countries.js";
 import { hostOf, notPublicSuffix, PUBLIC_SUFFIX_MESSAGE, siteOf } from "#daemon/banners/domains.js";
 import {
@@ -263,15 +264,23 @@ const DEFAULT_CATEGORIES: ConsentCategory[] = [
   },
 ];
 
+/** spec 2.1's default colours, by role (daemon/banners/contrast.ts); each pair meets WCAG 2.2 AA. */
+export const DEFAULT_COLORS: Readonly<ColorRoles> = {
+  primary: "#000000",
+  secondary: "#ffffff",
+  text: "#333333",
+  accent: "#007bff",
+};
+
 /** spec 2.1 defaults, plus decisions §3 (telemetry "origin", three categories, no extra domains). */
 export function defaultConfiguration(): BannerConfiguration {
   return {
     layout: "banner",
     position: "bottom",
-    primaryColor: "#000000",
-    secondaryColor: "#ffffff",
-    textColor: "#333333",
-    accentColor: "#007bff",
+    primaryColor: DEFAULT_COLORS.primary,
+    secondaryColor: DEFAULT_COLORS.secondary,
+    textColor: DEFAULT_COLORS.text,
+    accentColor: DEFAULT_COLORS.accent,
     categories: structuredClone(DEFAULT_CATEGORIES),
     texts: {},
     jurisdictionRules: [],

@@ -1,23 +1,10 @@
-/** CSS named colours (CSS Color Module Level 4), plus transparent. */
-const NAMED_COLORS = new Set(
-  (
-    "aliceblue antiquewhite aqua aquamarine azure beige bisque black blanchedalmond blue blueviolet brown " +
-    "burlywood cadetblue chartreuse chocolate coral cornflowerblue cornsilk crimson cyan darkblue darkcyan " +
-    "darkgoldenrod darkgray darkgreen darkgrey darkkhaki darkmagenta darkolivegreen darkorange darkorchid darkred " +
-    "darksalmon darkseagreen darkslateblue darkslategray darkslategrey darkturquoise darkviolet deeppink " +
-    "deepskyblue dimgray dimgrey dodgerblue firebrick floralwhite forestgreen fuchsia gainsboro ghostwhite gold " +
-    "goldenrod gray green greenyellow grey honeydew hotpink indianred indigo ivory khaki lavender lavenderblush " +
-    "lawngreen lemonchiffon lightblue lightcoral lightcyan lightgoldenrodyellow lightgray lightgreen lightgrey " +
-    "lightpink lightsalmon lightseagreen lightskyblue lightslategray lightslategrey lightsteelblue lightyellow lime " +
-    "limegreen linen magenta maroon mediumaquamarine mediumblue mediumorchid mediumpurple mediumseagreen " +
-    "mediumslateblue mediumspringgreen mediumturquoise mediumvioletred midnightblue mintcream mistyrose moccasin " +
-    "navajowhite navy oldlace olive olivedrab orange orangered orchid palegoldenrod palegreen paleturquoise " +
-    "palevioletred papayawhip peachpuff peru pink plum powderblue purple rebeccapurple red rosybrown royalblue " +
-    "saddlebrown salmon sandybrown seagreen seashell sienna silver skyblue slateblue slategray slategrey snow " +
-    "springgreen steelblue tan teal thistle tomato turquoise violet wheat white whitesmoke yellow yellowgreen " +
-    "transparent"
-  ).split(" "),
-);
+import {
+  type ColorRoles,
+  type ContrastCheck,
+  contrastChecks,
+  type Rgba,
+} from "#daemon/banners/contrast.js";
+import { NAMED_COLORS } from "#daemon/banners/named-colors.js";
 
 const HEX = /^#(?:[0-9a-f]{3,4}|[0-9a-f]{6}|[0-9a-f]{8})$/i;
 // A CSS <number>: digits, or digits on both sides of a point, or a point and digits ("1." is not
@@ -65,4 +52,98 @@ export function isColor(value: string): boolean {
       FUNCTIONAL.some((form) => form.test(value)) ||
       NAMED_COLORS.has(value.toLowerCase()))
   );
+}
+
+const clamp = (value: number, low: number, high: number) => Math.min(high, Math.max(low, value));
+
+/** A <number>, a <percentage> of `full`, or `none` (0), as CSS Color 4 §4.4 reads them. */
+function component(token: string, full: number): number {
+  if (token.toLowerCase() === "none") return 0;
+  return token.endsWith("%") ? (Number.parseFloat(token) / 100) * full : Number(token);
+}
+
+/** Degrees per unit of <angle> (CSS Values 4 §7.1); a bare number is degrees. */
+const DEGREES: Record<string, number> = { deg: 1, grad: 0.9, rad: 180 / Math.PI, turn: 360 };
+
+function hueDegrees(token: string): number {
+  const [, amount = "0", unit = "deg"] = /^(.*?)(deg|grad|rad|turn)?$/i.exec(token) ?? [];
+  return token.toLowerCase() === "none" ? 0 : Number(amount) * (DEGREES[unit.toLowerCase()] ?? 1);
+}
+
+/** CSS Color 4 §7.1's hslToRgb: hue in degrees, saturation and lightness 0-100, to 0-255. */
+function hslToRgb(hue: number, saturation: number, lightness: number): number[] {
+  const s = saturation / 100;
+  const l = lightness / 100;
+  const f = (n: number) => {
+    const k = (n + hue / 30) % 12;
+    return (l - s * Math.min(l, 1 - l) * Math.max(-1, Math.min(k - 3, 9 - k, 1))) * 255;
+  };
+  return [f(0), f(8), f(4)];
+}
+
+/** #rgb, #rgba, #rrggbb, #rrggbbaa. */
+function hexColor(digits: string): Rgba {
+  const full = digits.length <= 4 ? [...digits].map((digit) => digit + digit).join("") : digits;
+  const [r = 0, g = 0, b = 0, alpha = 255] = (full.match(/../g) ?? []).map((pair) =>
+    Number.parseInt(pair, 16),
+  );
+  return [r, g, b, alpha / 255];
+}
+
+/** rgb()/rgba()/hsl()/hsla(), legacy (commas) or modern (spaces, alpha after "/"). */
+function functionalColor(value: string): Rgba {
+  const open = value.indexOf("(");
+  const hsl = value.slice(0, 3).toLowerCase() === "hsl";
+  const [a = "", b = "", c = "", alpha = "1"] = value
+    .slice(open + 1, -1)
+    .trim()
+    .split(/[ \t\n\r\f]*[,/][ \t\n\r\f]*|[ \t\n\r\f]+/);
+  // Out-of-range values are clamped when the colour is used (CSS Color 4 §5.1, §7.1).
+  const channels = hsl
+    ? hslToRgb(
+        ((hueDegrees(a) % 360) + 360) % 360,
+        clamp(component(b, 100), 0, 100),
+        clamp(component(c, 100), 0, 100),
+      )
+    : [component(a, 255), component(b, 255), component(c, 255)];
+  // Whole channels, as a browser computes the colour (getComputedStyle gives rgb(128, 0, 13)).
+  return [
+    ...channels.map((channel) => Math.round(clamp(channel, 0, 255))),
+    clamp(component(alpha, 1), 0, 1),
+  ];
+}
+
+/**
+ * What a colour isColor accepts shows, as sRGB and alpha, read as a browser reads it (CSS Color
+ * 4): so the server can judge the configured colours' contrast (daemon/banners/contrast.ts)
+ * without a browser. Undefined for anything isColor refuses.
+ */
+export function readColor(value: string): Rgba | undefined {
+  if (!isColor(value)) return undefined;
+  const [r = 0, g = 0, b = 0, alpha = 1] = value.startsWith("#")
+    ? hexColor(value.slice(1))
+    : (NAMED_COLORS.get(value.toLowerCase()) ?? functionalColor(value));
+  return [r, g, b, reportedAlpha(alpha)];
+}
+
+/**
+ * An alpha as a browser keeps and reports it (CSS Color 4 §15.2): in 8 bits, printed with the
+ * fewest decimals that keep them (0x10 is 0.063). The runtime reads it so, and the server's
+ * ratios are then the runtime's, to the last decimal.
+ */
+function reportedAlpha(alpha: number): number {
+  const bits = Math.round(alpha * 255);
+  const short = Math.round((bits / 255) * 100) / 100;
+  return Math.round(short * 255) === bits ? short : Math.round((bits / 255) * 1000) / 1000;
+}
+
+/** A colour readColor cannot read (none isColor accepts) shows nothing: a browser drops it. */
+const shown = (color: string): Rgba => readColor(color) ?? [0, 0, 0, 0];
+
+/**
+ * The AA checks (daemon/banners/contrast.ts) the configured colours fail, judged on the server.
+ * `outlined`: as contrastChecks, whether outlined buttons are drawn (the banner's are).
+ */
+export function contrastShortfalls(colors: ColorRoles, outlined = true): ContrastCheck[] {
+  return contrastChecks(colors, shown, outlined).filter(([, ratio, needed]) => ratio < needed);
 }

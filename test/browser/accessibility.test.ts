@@ -4,6 +4,9 @@ import path from "node:path";
 import type { AxeResults, ImpactValue } from "axe-core";
 import type { Page } from "playwright-core";
 import { describe, expect, it } from "vitest";
+import { DEFAULT_COLORS } from "#daemon/banners/banner-configuration.js";
+import { contrastShortfalls } from "#daemon/banners/colors.js";
+import { shortfallMessage } from "#daemon/banners/contrast.js";
 import { dialog, skipBrowserTests, useBrowserSite, useTestPage } from "#test/support/browser.js";
 import {
   aChoice,
@@ -211,11 +214,37 @@ describe.skipIf(skipBrowserTests)("accessibility (axe-core, WCAG 2.2 AA) in Chro
       ["color-contrast", 6], // the three texts and the three buttons
     ]);
     expect(tab.warnings).toEqual([
-      expect.stringContaining("textColor on secondaryColor: contrast 1.32:1 is below WCAG 2.2 AA"),
+      // 1.3151:1, cut to two decimals (never rounded up).
+      expect.stringContaining("textColor on secondaryColor: contrast 1.31:1 is below WCAG 2.2 AA"),
       expect.stringContaining(
         "secondaryColor on primaryColor (buttons): contrast 1.15:1 is below WCAG 2.2 AA",
       ),
     ]);
+  });
+
+  it("warns of the same pairs at the same ratios as the server's reading (consentctl, the preferences page)", async () => {
+    const cases = [
+      // 4.4994:1: cut to 4.49, never rounded up to a 4.50 that reads as passing.
+      { text: "#058a24" },
+      { text: "hsl(0 0% 60% / 0.9)", primary: "rgb(20% 60% 40%)", accent: "lightblue" },
+      { text: "rgba(51, 51, 51, 0.15)", primary: "#00000010", secondary: "ivory" },
+    ];
+    for (const colors of cases) {
+      tab.warnings.length = 0;
+      const configured = { ...DEFAULT_COLORS, ...colors };
+      await openBanner({
+        primaryColor: configured.primary,
+        secondaryColor: configured.secondary,
+        textColor: configured.text,
+        accentColor: configured.accent,
+      });
+      const server = contrastShortfalls(configured).map(shortfallMessage);
+      expect(server.length, JSON.stringify(colors)).toBeGreaterThan(0);
+      expect(tab.warnings).toEqual(server.map((message) => `[consent banner] ${message}`));
+    }
+    expect(tab.warnings).toContainEqual(
+      "[consent banner] textColor on secondaryColor: contrast 1.31:1 is below WCAG 2.2 AA (4.5:1)",
+    );
   });
 
   it("has no violations on the preferences page, with and without its saved notice", async () => {
