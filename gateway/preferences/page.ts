@@ -1,6 +1,9 @@
 import { timestampDate } from "@bufbuild/protobuf/wkt";
+import { DEFAULT_COLORS } from "#daemon/banners/banner-configuration.js";
+import type { ColorRoles } from "#daemon/banners/contrast.js";
 import { hostOf } from "#daemon/banners/domains.js";
 import { runtimeConfig } from "#gateway/loader/runtime-config.js";
+import { readableColors } from "#gateway/preferences/page-colors.js";
 import { type ErrorCode, pageTexts } from "#gateway/preferences/page-texts.js";
 import { directionOf, languageMark, resolveTexts, type Text } from "#gateway/runtime/texts.js";
 import type { PreferencesView } from "#gen/consent/v1/consent_log_pb.js";
@@ -17,20 +20,6 @@ const ESCAPES: Record<string, string> = {
 export function escapeHtml(value: string): string {
   return value.replace(/[&<>"']/g, (c) => ESCAPES[c] as string);
 }
-
-interface Colors {
-  primary: string;
-  secondary: string;
-  text: string;
-  accent: string;
-}
-
-const DEFAULT_COLORS: Colors = {
-  primary: "#000000",
-  secondary: "#ffffff",
-  text: "#333333",
-  accent: "#007bff",
-};
 
 /**
  * One text in its element, marked with its language and direction when they are not the page's
@@ -49,7 +38,7 @@ function textIn(tag: string, text: Text, attributes = ""): string {
  * as wide as its content unless told otherwise), so at 320 CSS px (1.4.10, reflow) nothing
  * scrolls sideways.
  */
-function document(lang: string, title: string, body: string, nonce: string, c: Colors): string {
+function document(lang: string, title: string, body: string, nonce: string, c: ColorRoles): string {
   return `<!doctype html>
 <html lang="${escapeHtml(lang)}"${directionOf(lang) === "rtl" ? ' dir="rtl"' : ""}><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width,initial-scale=1">
@@ -132,7 +121,7 @@ export function preferencesPage(view: PreferencesView, nonce: string, saved: boo
     texts.get("title").text,
     body,
     nonce,
-    config?.colors ?? DEFAULT_COLORS,
+    config ? readableColors(config.colors) : DEFAULT_COLORS,
   );
 }
 

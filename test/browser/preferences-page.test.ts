@@ -180,6 +180,88 @@ describe.skipIf(skipBrowserTests)("preferences page in Chromium", () => {
     }
   });
 
+  /**
+   * The colours Chromium computes for what the visitor sees: the page's background and text, the
+   * Save button, and the focus ring on the first checkbox reached with Tab.
+   */
+  async function shownColors() {
+    await tab.page.keyboard.press("Tab");
+    return tab.page.evaluate(() => {
+      const style = (element: Element | null) => getComputedStyle(element ?? document.body);
+      const button = style(document.querySelector("button"));
+      return {
+        background: style(document.body).backgroundColor,
+        text: style(document.body).color,
+        button: button.backgroundColor,
+        buttonText: button.color,
+        focusRing: style(document.activeElement).outlineColor,
+      };
+    });
+  }
+
+  // decisions §3 colours: every pair the page shows meets WCAG 2.2 AA, whatever was configured.
+  it("draws the banner's colours where they meet AA, the defaults of a failing pair, else all defaults", async () => {
+    const cases = [
+      {
+        consentId: "1f5a7b3c-2d4e-4f60-8a1b-2c3d4e5f6a7b",
+        configured: {
+          primaryColor: "rgb(18 52 86)",
+          secondaryColor: "ivory",
+          textColor: "hsl(0 0% 13%)",
+          accentColor: "#0b5394",
+        },
+        shown: {
+          background: "rgb(255, 255, 240)",
+          text: "rgb(33, 33, 33)",
+          button: "rgb(18, 52, 86)",
+          buttonText: "rgb(255, 255, 240)",
+          focusRing: "rgb(11, 83, 148)",
+        },
+      },
+      {
+        // White labels on pale yellow buttons (1.36:1): the buttons' two roles take the defaults.
+        consentId: "2a6b8c4d-3e5f-4a71-9b2c-3d4e5f6a7b8c",
+        configured: {
+          primaryColor: "#f5d76e",
+          secondaryColor: "#fffbe6",
+          textColor: "#1a1a1a",
+          accentColor: "#0b5394",
+        },
+        shown: {
+          background: "rgb(255, 255, 255)",
+          text: "rgb(26, 26, 26)",
+          button: "rgb(0, 0, 0)",
+          buttonText: "rgb(255, 255, 255)",
+          focusRing: "rgb(11, 83, 148)",
+        },
+      },
+      {
+        // Black buttons on black: mending them puts the white text on white, so all defaults.
+        consentId: "3b7c9d5e-4f60-4b82-8c3d-4e5f6a7b8c9d",
+        configured: {
+          primaryColor: "#000000",
+          secondaryColor: "#000000",
+          textColor: "#ffffff",
+          accentColor: "#ffffff",
+        },
+        shown: {
+          background: "rgb(255, 255, 255)",
+          text: "rgb(51, 51, 51)",
+          button: "rgb(0, 0, 0)",
+          buttonText: "rgb(255, 255, 255)",
+          focusRing: "rgb(0, 123, 255)",
+        },
+      },
+    ];
+    for (const { consentId, configured, shown } of cases) {
+      const { link } = await choiceWithLink(consentId, {
+        configuration: { ...configuration, ...configured },
+      });
+      await tab.page.goto(link);
+      expect(await shownColors(), JSON.stringify(configured)).toEqual(shown);
+    }
+  });
+
   /** Whether the page scrolls sideways, and the elements reaching past the window's right edge. */
   const overflow = () =>
     tab.page.evaluate(() => ({

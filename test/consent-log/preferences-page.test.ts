@@ -96,6 +96,62 @@ describe("GET and POST /preferences/{token}", () => {
     expect(page.text).toContain("<small>This link works until 12:30 UTC.</small>");
   });
 
+  /** The colours the page's stylesheet gives its background, text, button and focus ring. */
+  function pageColors(html: string) {
+    const rule = (selector: string) =>
+      new RegExp(`\\n${selector}\\{([^}]*)\\}`).exec(html)?.[1] ?? "";
+    const value = (declarations: string, property: string) =>
+      new RegExp(`(?:^|;)${property}:([^;]*)`).exec(declarations)?.[1];
+    return {
+      background: value(rule("body"), "background"),
+      text: value(rule("body"), "color"),
+      button: value(rule("button"), "background"),
+      buttonText: value(rule("button"), "color"),
+      focusRing: value(rule(":focus-visible"), "outline")?.replace("3px solid ", ""),
+    };
+  }
+
+  // decisions §3 colours on the page: each pair it shows meets WCAG 2.2 AA, the configured
+  // colours where they do, the defaults of a failing pair where that mends it, else all defaults.
+  // Configured: primary, secondary, text, accent. Shown: background, text, button, button text,
+  // focus ring.
+  it.each([
+    [
+      "keeps colours that meet AA, in any form the API accepts",
+      ["rgb(18 52 86)", "ivory", "hsl(0 0% 13%)", "#0b5394"],
+      ["ivory", "hsl(0 0% 13%)", "rgb(18 52 86)", "ivory", "#0b5394"],
+    ],
+    [
+      "gives faint text (2.32:1) the default text and background, keeping the rest",
+      ["#123456", "#ffffff", "#aaaaaa", "#0b5394"],
+      ["#ffffff", "#333333", "#123456", "#ffffff", "#0b5394"],
+    ],
+    [
+      "judges see-through text by what shows through it",
+      ["#123456", "#fafafa", "rgba(0, 0, 0, 0.3)", "#0b5394"],
+      ["#ffffff", "#333333", "#123456", "#ffffff", "#0b5394"],
+    ],
+    [
+      "gives pale buttons (1.36:1) the default button colours and background, keeping the text",
+      ["#f5d76e", "#fffbe6", "#1a1a1a", "#0b5394"],
+      ["#ffffff", "#1a1a1a", "#000000", "#ffffff", "#0b5394"],
+    ],
+    [
+      // The buttons (black on black) take the default white background, under white text.
+      "takes the default colours wholesale when mending a pair breaks another",
+      ["#000000", "#000000", "#ffffff", "#ffffff"],
+      ["#ffffff", "#333333", "#000000", "#ffffff", "#007bff"],
+    ],
+  ])("%s", async (_, [primaryColor, secondaryColor, textColor, accentColor], shown) => {
+    const { publicId } = await bannerFixture(ctx.service, {
+      configuration: { ...configuration, primaryColor, secondaryColor, textColor, accentColor },
+    });
+    const page = await http(ctx.service, "GET", await linkFor(publicId));
+    expect(page.status).toBe(200);
+    const [background, text, button, buttonText, focusRing] = shown;
+    expect(pageColors(page.text)).toEqual({ background, text, button, buttonText, focusRing });
+  });
+
   it("records a change as consent_changed with the same consentId, then shows it saved", async () => {
     const { teamId, publicId } = await bannerFixture(ctx.service, { configuration });
     const consentId = "7d1f8f3e-1c2b-4a5d-8e9f-0a1b2c3d4e5f";
