@@ -42,6 +42,12 @@ export interface CommandSpec<T> {
    */
   view(): Promise<(value: T) => ReactNode>;
   exitCode?(value: T): number;
+  /**
+   * What the operator should know of a result that succeeded (a write is kept; the operator
+   * decides): a line each on stderr after the output, so stdout holds the output alone. With
+   * --json the command's `json` carries them instead (a `warnings` array).
+   */
+  warnings?(value: T): string[];
   /** Where to look up the right id when the daemon answers not_found. */
   notFoundHint?: string;
 }
@@ -151,7 +157,12 @@ async function resolveToken(
 
 /** JSON straight to stdout; human output through the Ink lifecycle root. Failures are thrown. */
 async function present<T>(spec: CommandSpec<T>, invocation: Invocation, io: Io): Promise<number> {
-  const task = () => spec.call(invocation);
+  let warnings: string[] = [];
+  const task = async () => {
+    const value = await spec.call(invocation);
+    warnings = spec.warnings?.(value) ?? [];
+    return value;
+  };
   if (invocation.context.json) {
     const value = await task();
     writeJson(io, spec.json(value));
@@ -170,5 +181,6 @@ async function present<T>(spec: CommandSpec<T>, invocation: Invocation, io: Io):
     },
   );
   if (!outcome.ok) throw outcome.error;
+  for (const warning of warnings) io.stderr.write(`warning: ${warning}\n`);
   return outcome.exitCode;
 }

@@ -144,6 +144,41 @@ describe.concurrent("consentctl banners (against a real daemon)", {
     expect(active.isActive).toBe(true);
   });
 
+  it("warns of colour pairs below WCAG 2.2 AA on stderr, or in --json's warnings, and keeps the write", async () => {
+    // 4.4994:1, which rounding would print as a passing 4.50:1.
+    const text = "textColor on secondaryColor: contrast 4.49:1 is below WCAG 2.2 AA (4.5:1)";
+    const buttons =
+      "secondaryColor on primaryColor (buttons): contrast 2.99:1 is below WCAG 2.2 AA (4.5:1)";
+    const created = await cli.run(
+      argv`banners create --team ${teamId} --name Faint --domain example.com --text-color #058a24 --json`,
+    );
+    expect([created.code, created.stderr]).toEqual([0, ""]);
+    const banner = JSON.parse(created.stdout);
+    expect(banner.warnings).toEqual([text]);
+    expect(banner.configuration.textColor).toBe("#058a24");
+
+    // Without --json: the banner on stdout, a warning per failing pair on stderr, exit 0. The
+    // update is judged on the draft it leaves (the text colour stays, the buttons now fail too).
+    const updated = await cli.run(
+      argv`banners update ${banner.id} --team ${teamId} --primary-color #0a7`,
+    );
+    expect(updated.code).toBe(0);
+    expect(updated.stdout).toContain("Banner updated");
+    expect(updated.stdout).not.toContain("warning");
+    expect(updated.stderr).toBe(`warning: ${text}\nwarning: ${buttons}\n`);
+    const shown = await cli.json(argv`banners show ${banner.id} --team ${teamId}`);
+    expect(shown.configuration).toMatchObject({ primaryColor: "#0a7", textColor: "#058a24" });
+    expect(shown.warnings).toBeUndefined();
+
+    // Colours that meet AA: an empty list, nothing on stderr.
+    const fixed = await cli.json(
+      argv`banners update ${banner.id} --team ${teamId} --text-color #333 --primary-color ${"rgb(0 85 60)"}`,
+    );
+    expect(fixed.warnings).toEqual([]);
+    const quiet = await cli.run(argv`banners update ${banner.id} --team ${teamId} --name Fixed`);
+    expect([quiet.code, quiet.stderr]).toEqual([0, ""]);
+  });
+
   it("exits 1 listing every violated rule the daemon reports", async () => {
     const error = await cli.fails(
       argv`banners create --team ${teamId} --name Bad --domain example.com

@@ -13,6 +13,8 @@ import { serviceId } from "#cli/option-parsers.js";
 import type { Runtime } from "#cli/program.js";
 import type { CommandSpec, Invocation } from "#cli/run-command.js";
 import type { BannerResult } from "#cli/views/banner-views.js";
+import { contrastShortfalls } from "#daemon/banners/colors.js";
+import { shortfallMessage } from "#daemon/banners/contrast.js";
 import type { Banner } from "#gen/consent/v1/banner_pb.js";
 
 interface TeamOption {
@@ -35,6 +37,39 @@ function bannerSpec(
     json: ({ banner, baseUrl }) => bannerJson(banner, baseUrl),
     view: async () => (await import("#cli/views/banner-views.js")).bannerView(title),
     notFoundHint: BANNERS_HINT,
+  };
+}
+
+/**
+ * The configuration's colour pairs that fail WCAG 2.2 AA, in words: a warning, not a refusal
+ * (the write is kept; the operator decides), as the runtime warns in the console.
+ */
+function contrastWarnings({ configuration: c }: Banner): string[] {
+  if (!c) return [];
+  const colors = {
+    primary: c.primaryColor,
+    secondary: c.secondaryColor,
+    text: c.textColor,
+    accent: c.accentColor,
+  };
+  return contrastShortfalls(colors).map(shortfallMessage);
+}
+
+/** create and update: a banner written, and warnings of its colours' contrast. */
+function writtenBannerSpec(
+  progress: string,
+  title: string,
+  call: (invocation: Invocation) => Promise<Banner | undefined>,
+): CommandSpec<BannerResult & { warnings: string[] }> {
+  const spec = bannerSpec(progress, title, call);
+  return {
+    ...spec,
+    call: async (invocation) => {
+      const result = await spec.call(invocation);
+      return { ...result, warnings: contrastWarnings(result.banner) };
+    },
+    json: (result) => ({ ...(spec.json(result) as object), warnings: result.warnings }),
+    warnings: (result) => result.warnings,
   };
 }
 
@@ -165,7 +200,7 @@ function addCreateBanner(banners: Command, runtime: Runtime): void {
     .action((options: BannerFieldOptions & TeamOption, command: Command) =>
       runtime.run(
         command,
-        bannerSpec("Creating banner…", "Banner created", async ({ client }) => {
+        writtenBannerSpec("Creating banner…", "Banner created", async ({ client }) => {
           const json = encodeBody(await bannerBody(options, "create"));
           return (await client.banners(options.team).createBanner({ json })).banner;
         }),
@@ -197,7 +232,7 @@ function addUpdateBanner(banners: Command, runtime: Runtime): void {
       }
       return runtime.run(
         command,
-        bannerSpec("Updating banner…", "Banner updated", async ({ client }) => {
+        writtenBannerSpec("Updating banner…", "Banner updated", async ({ client }) => {
           const json = encodeBody(await bannerBody(options, "update"));
           return (await client.banners(options.team).updateBanner({ id, json })).banner;
         }),
