@@ -1,14 +1,18 @@
 // Runs a TypeScript entry point of this package through tsx, so the bins work straight from a
 // clone after `npm install` with no build step.
 import { fileURLToPath } from "node:url";
-import { register } from "tsx/esm/api";
 
-// The package's own tsconfig.json, by path: tsx otherwise looks for one from the working
-// directory, and run from outside the package finds none and compiles JSX for a global React
-// ("React is not defined" at the first view or error consentctl prints).
-register({ tsconfig: fileURLToPath(new URL("../tsconfig.json", import.meta.url)) });
+/** tsx's loader, registered by the first run(): loading tsx takes a fifth of a second or more. */
+let registered;
 
-export function run(entry) {
+export async function run(entry) {
+  // The package's own tsconfig.json, by path: tsx otherwise looks for one from the working
+  // directory, and run from outside the package finds none and compiles JSX for a global React
+  // ("React is not defined" at the first view or error consentctl prints).
+  registered ??= import("tsx/esm/api").then(({ register }) =>
+    register({ tsconfig: fileURLToPath(new URL("../tsconfig.json", import.meta.url)) }),
+  );
+  await registered;
   return import(new URL(entry, import.meta.url).href);
 }
 
@@ -23,6 +27,17 @@ const READABLE_NAMES = new Set(["ConfigError", "StartupError"]);
  * code 1; anything else keeps its stack for a bug report.
  */
 export async function main(program, start) {
+  // A stop signal that arrives while the program is still loading (a second or more through tsx)
+  // would otherwise end it by the signal (exit status 143 or 130 to a supervisor). Until the
+  // program installs its own handling (daemon/drain-exit.ts, daemon/workers.ts), nothing is open
+  // yet: no file written, no store opened, no port bound, so it ends at once with exit code 0.
+  // Once that handling is installed, this listener is no longer the only one and leaves the
+  // signal to it. SIGHUP keeps its default, ending the process by the hang-up as after a drain.
+  for (const signal of ["SIGTERM", "SIGINT"]) {
+    process.on(signal, () => {
+      if (process.listenerCount(signal) === 1) process.exit(0);
+    });
+  }
   // A reader of the output that goes away (`npm start | head`, a log shipper restarting), or a
   // terminal that hangs up (EIO: the session ended, SIGHUP drains), leaves the service serving
   // or draining: what it would have printed is dropped, not the process.
