@@ -259,6 +259,9 @@ describe("URLs and the log level", () => {
       "http://daemon:50051/api",
       "http://daemon:50051/#x",
       "http://u:pw@daemon",
+      // An empty query or fragment is kept by the URL, and would be by every call's path.
+      "http://daemon:50051/?",
+      "http://daemon:50051#",
     ]) {
       const message = configErrorOf({ CONSENT_DAEMON_URL: value }).message;
       expect(message).toBe(
@@ -268,6 +271,26 @@ describe("URLs and the log level", () => {
     // The public base URL may have a path: a proxy can serve the gateway under one.
     expect(loadConfig({ CONSENT_BASE_URL: "https://shop.example/consent/" }).baseUrl).toBe(
       "https://shop.example/consent",
+    );
+    // Loader tags and preference links append a path to it: a query, a fragment or user info
+    // would break them or hand a password to every site. Each part is named; the value is not.
+    for (const [value, parts] of [
+      ["https://shop.example/consent?utm=1", "a query string (?...)"],
+      ["https://shop.example/?", "a query string (?...)"],
+      ["https://shop.example/#top", "a fragment (#...)"],
+      ["https://operator:pw@shop.example", "user info (user:password@)"],
+      [
+        "https://operator:pw@shop.example/c?a#b",
+        "a query string (?...), a fragment (#...) and user info (user:password@)",
+      ],
+    ]) {
+      expect(configErrorOf({ CONSENT_BASE_URL: value }).message).toBe(
+        `CONSENT_BASE_URL carries ${parts}: loader tags and preference links are built by appending a path to it, so give scheme, host, port and an optional path alone, such as https://consent.example.com/consent`,
+      );
+    }
+    // A refused URL is repeated without its user info.
+    expect(configErrorOf({ CONSENT_BASE_URL: "ftp://operator:pw@shop.example" }).message).toBe(
+      'CONSENT_BASE_URL must be an http:// or https:// URL such as https://consent.example.com, not "ftp://***@shop.example"',
     );
     // The example is a public address, not the daemon's gRPC one.
     expect(configErrorOf({ CONSENT_BASE_URL: "localhost:8080" }).message).toBe(

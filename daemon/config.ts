@@ -135,8 +135,11 @@ function port(value: string | undefined, fallback: number, name: string): number
   return wholeNumberIn(value, 0, 65535, name, "a port number") ?? fallback;
 }
 
-/** An absolute http(s) URL: both are read by HTTP clients (the gateway's, visitors' browsers). */
-function url(value: string, name: string, example: string): string {
+/**
+ * An absolute http(s) URL: both are read by HTTP clients (the gateway's, visitors' browsers). A
+ * refused value is repeated in the message without its user info, which may hold a password.
+ */
+function httpUrl(value: string, name: string, example: string): URL {
   let parsed: URL;
   try {
     parsed = new URL(value);
@@ -144,16 +147,21 @@ function url(value: string, name: string, example: string): string {
     const port = outOfRangePort(value);
     throw new ConfigError(
       port === undefined
-        ? `${name} must be an absolute URL, not "${value}"`
-        : `${name} names port ${port} ("${value}"); a port is a number from 1 to 65535`,
+        ? `${name} must be an absolute URL, not "${withoutUserInfo(value)}"`
+        : `${name} names port ${port} ("${withoutUserInfo(value)}"); a port is a number from 1 to 65535`,
     );
   }
   if (parsed.protocol !== "http:" && parsed.protocol !== "https:") {
     throw new ConfigError(
-      `${name} must be an http:// or https:// URL such as ${example}, not "${value}"`,
+      `${name} must be an http:// or https:// URL such as ${example}, not "${withoutUserInfo(value)}"`,
     );
   }
-  return parsed.toString().replace(/\/$/, "");
+  return parsed;
+}
+
+/** `value` with the user info of its authority (`user:password@`) replaced by `***@`. */
+function withoutUserInfo(value: string): string {
+  return value.replace(/^([a-z][a-z0-9+.-]*:\/\/)[^/?#]*@/i, "$1***@");
 }
 
 /**
@@ -166,24 +174,54 @@ export function outOfRangePort(value: string): string | undefined {
 }
 
 /**
+ * What `url` carries besides scheme, host, port and path, none of which an address of this
+ * service may: a query string or fragment (an empty `?` or `#` too, which a URL keeps), and user
+ * info (a name, a password). Each is named for a message.
+ */
+export function addressExtras(url: URL): string[] {
+  const beforeFragment = url.href.split("#")[0] ?? "";
+  return [
+    ...(beforeFragment.includes("?") ? ["a query string (?...)"] : []),
+    ...(url.href.includes("#") ? ["a fragment (#...)"] : []),
+    ...(url.username || url.password ? ["user info (user:password@)"] : []),
+  ];
+}
+
+/**
  * Why a URL cannot be the daemon's address, if it cannot: the daemon serves its services at the
  * root of its port, so a path, query or fragment would send every call astray (answered 404), and
  * user info would be ignored (the operator token travels as metadata). The message never repeats
  * the URL, which may carry a password.
  */
 export function daemonAddressProblem(url: URL): string | undefined {
-  if (url.pathname === "/" && !url.search && !url.hash && !url.username && !url.password) {
-    return undefined;
-  }
+  if (url.pathname === "/" && addressExtras(url).length === 0) return undefined;
   return "must be the daemon's address alone (scheme, host and port, such as http://127.0.0.1:50051): the daemon serves at the root, so a path, query, fragment or user name has no place in it";
 }
 
 /** CONSENT_DAEMON_URL: an http(s) URL naming the daemon's port, nothing more. */
 function daemonUrl(value: string, name: string): string {
-  const checked = url(value, name, "http://127.0.0.1:50051");
-  const problem = daemonAddressProblem(new URL(checked));
+  const parsed = httpUrl(value, name, "http://127.0.0.1:50051");
+  const problem = daemonAddressProblem(parsed);
   if (problem) throw new ConfigError(`${name} ${problem}`);
-  return checked;
+  return parsed.toString().replace(/\/$/, "");
+}
+
+/**
+ * CONSENT_BASE_URL: where visitors reach the gateway, with a path when a proxy serves it under
+ * one. Loader tags and preference links are this address with a path appended (decisions §1,
+ * §5 `{CONSENT_BASE_URL}/preferences/{token}`, §6 `{CONSENT_BASE_URL}/loader/{publicId}.js`), so
+ * a query or fragment would break every one of them, and user info would be printed at start-up
+ * and handed to every site in its tag. The message never repeats the URL.
+ */
+function publicBaseUrl(value: string, name: string): string {
+  const parsed = httpUrl(value, name, "https://consent.example.com");
+  const extras = addressExtras(parsed);
+  if (extras.length > 0) {
+    throw new ConfigError(
+      `${name} carries ${extras.slice(0, -1).join(", ")}${extras.length > 1 ? " and " : ""}${extras.at(-1)}: loader tags and preference links are built by appending a path to it, so give scheme, host, port and an optional path alone, such as https://consent.example.com/consent`,
+    );
+  }
+  return parsed.toString().replace(/\/$/, "");
 }
 
 function logLevel(value: string | undefined): string {
@@ -305,11 +343,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     grpcHost: env.CONSENT_GRPC_HOST || "127.0.0.1",
     grpcPort: port(env.CONSENT_GRPC_PORT, 50051, "CONSENT_GRPC_PORT"),
     daemonUrl: daemonUrl(env.CONSENT_DAEMON_URL || "http://127.0.0.1:50051", "CONSENT_DAEMON_URL"),
-    baseUrl: url(
-      env.CONSENT_BASE_URL || "http://localhost:8080",
-      "CONSENT_BASE_URL",
-      "https://consent.example.com",
-    ),
+    baseUrl: publicBaseUrl(env.CONSENT_BASE_URL || "http://localhost:8080", "CONSENT_BASE_URL"),
     baseUrlSet: Boolean(env.CONSENT_BASE_URL),
     adminToken: env.CONSENT_ADMIN_TOKEN || undefined,
     identityKey: identityKey(env.CONSENT_IDENTITY_KEY),

@@ -471,6 +471,58 @@ describe("start-up of the real programs", () => {
     }
   });
 
+  it("a CONSENT_BASE_URL with a query string, a fragment or user info stops npm start, consentd and the gateway alone before anything listens, with exit code 1 and one line naming the variable and the part, never the password", async () => {
+    const values = [
+      ["https://consent.example.com/?utm=1", "a query string (?...)"],
+      ["https://consent.example.com/consent#top", "a fragment (#...)"],
+      ["https://operator:s3cret-pw@consent.example.com", "user info (user:password@)"],
+    ] as const;
+    const programs = [
+      [PROGRAMS.consent, "consent"],
+      [PROGRAMS.consentd, "consentd"],
+      [PROGRAMS.gateway, "consent-gateway"],
+    ] as const;
+    const runs = programs.flatMap(([bin, name]) =>
+      values.map(async ([value, part]) => {
+        const { code, stdout, message } = await refusedStart(bin, {
+          CONSENT_BASE_URL: value,
+          CONSENT_ADMIN_TOKEN: "operator-token-for-the-gateway-alone",
+          CONSENT_DAEMON_URL: "http://127.0.0.1:9",
+        });
+        expect([name, value, code]).toEqual([name, value, 1]);
+        expectOneLine(message, name);
+        expect(message).toContain(`${name}: CONSENT_BASE_URL carries ${part}: loader tags`);
+        expect(message).not.toContain("s3cret-pw");
+        expect(stdout).not.toContain("listening");
+      }),
+    );
+    await Promise.all(runs);
+  });
+
+  it("a CONSENT_DAEMON_URL with an empty query or fragment stops the gateway alone, and one that is refused never has its password repeated", async () => {
+    const refusals: [string, string][] = [
+      ["http://127.0.0.1:9/?", "CONSENT_DAEMON_URL must be the daemon's address alone"],
+      ["http://127.0.0.1:9#", "CONSENT_DAEMON_URL must be the daemon's address alone"],
+      [
+        "ftp://operator:s3cret-pw@127.0.0.1:9",
+        'CONSENT_DAEMON_URL must be an http:// or https:// URL such as http://127.0.0.1:50051, not "ftp://***@127.0.0.1:9"',
+      ],
+    ];
+    await Promise.all(
+      refusals.map(async ([value, words]) => {
+        const { code, stdout, message } = await refusedStart(PROGRAMS.gateway, {
+          CONSENT_DAEMON_URL: value,
+          CONSENT_ADMIN_TOKEN: "operator-token-for-the-gateway-alone",
+        });
+        expect([value, code]).toEqual([value, 1]);
+        expectOneLine(message, "consent-gateway");
+        expect(message).toContain(`consent-gateway: ${words}`);
+        expect(message).not.toContain("s3cret-pw");
+        expect(stdout).not.toContain("listening");
+      }),
+    );
+  });
+
   it("a CONSENT_TRUST_PROXY entry that is not an address stops npm start and the gateway alone before anything listens, with exit code 1 and one line naming the variable and the entry", async () => {
     for (const [bin, name] of [
       [PROGRAMS.consent, "consent"],
