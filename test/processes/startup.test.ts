@@ -12,6 +12,7 @@ import { openLmdbStore } from "#daemon/store/lmdb-store.js";
 import { consentState, createBanner, createTeam, http, mintKey } from "#test/support/api.js";
 import {
   DAEMON_URL,
+  endpoints,
   freePort,
   GATEWAY_URL,
   PROGRAMS,
@@ -100,14 +101,20 @@ describe("start-up of the real programs", () => {
     expect(program.stderr()).toBe("");
   });
 
-  it("npm start tags each log line with the service that wrote it, daemon or gateway", async () => {
+  it("npm start logs JSON lines with level, time, service and msg, tagging each with the daemon or the gateway, and never a client's IP, User-Agent or subject id", async () => {
+    const startedAt = Date.now();
+    const dataDir = path.join(root, "logs");
     const program = startProgram(PROGRAMS.consent, {
-      CONSENT_DATA_DIR: path.join(root, "logs"),
-      CONSENT_LOG_LEVEL: "info",
+      CONSENT_DATA_DIR: dataDir,
+      CONSENT_LOG_LEVEL: "debug",
       CONSENT_BASE_URL: "https://consent.example.com",
+      // The client's address is the one a trusted proxy names, as behind a load balancer.
+      CONSENT_TRUST_PROXY: "loopback",
     });
-    const gatewayPort = new URL(await program.waitFor(GATEWAY_URL)).port;
-    const daemonPort = new URL(await program.waitFor(DAEMON_URL)).port;
+    const gatewayUrl = await program.waitFor(GATEWAY_URL);
+    const daemonUrl = await program.waitFor(DAEMON_URL);
+    const gatewayPort = new URL(gatewayUrl).port;
+    const daemonPort = new URL(daemonUrl).port;
     // Each server's own "listening" line, whenever the logger has flushed it.
     const serviceAt = async (port: string) =>
       (
@@ -124,6 +131,54 @@ describe("start-up of the real programs", () => {
     // A base URL the operator set stands (a proxy may map its port): no warning.
     expect(program.stdout()).toContain("Public base URL        https://consent.example.com");
     expect(program.stdout()).not.toContain("set CONSENT_BASE_URL");
+
+    // What a visitor's requests carry, written, read, and refused.
+    const operatorToken = (await readFile(path.join(dataDir, "admin-token"), "utf8")).trim();
+    const service = endpoints({ gatewayUrl, daemonUrl, operatorToken });
+    const { key } = await mintKey(service, await createTeam(service));
+    const { publicId } = await createBanner(service, key);
+    const visitor = {
+      "user-agent": "ProbeBrowser/7.3 (visitor-agent-4711)",
+      "x-forwarded-for": "203.0.113.47",
+    };
+    const subject = { bannerId: publicId, subjectId: "visitor-subject-4711" };
+    const put = await http(service, "PUT", "/api/v1/consent/subjects/state", {
+      key,
+      headers: visitor,
+      body: { ...subject, baseVersion: 0, consentState: consentState() },
+    });
+    expect(put.status).toBe(200);
+    const refused = await http(service, "POST", "/api/v1/consent/subjects/resolve", {
+      key: "cs_live_0000000000000000000000000000000000000000",
+      headers: visitor,
+      body: subject,
+    });
+    expect(refused.status).toBe(401);
+    expect(await program.stop()).toBe(0);
+
+    // README, "Logs": the lines that begin with `{` are the log; the rest is the start-up summary.
+    const lines = program
+      .stdout()
+      .split("\n")
+      .filter((line) => line.startsWith("{"))
+      .map((line) => JSON.parse(line) as Record<string, unknown>);
+    expect(lines.map((line) => line.msg)).toContain("draining and shutting down");
+    for (const line of lines) {
+      expect(line).toMatchObject({
+        level: expect.toBeOneOf([10, 20, 30, 40, 50, 60]),
+        time: expect.any(Number),
+        service: expect.toBeOneOf(["consentd", "consent-gateway"]),
+        msg: expect.any(String),
+      });
+      expect(line.time as number).toBeGreaterThanOrEqual(startedAt);
+      expect(line.time as number).toBeLessThanOrEqual(Date.now());
+      if ("err" in line) {
+        expect(line.err).toMatchObject({ type: expect.any(String), message: expect.any(String) });
+      }
+    }
+    for (const secret of ["203.0.113.47", "visitor-agent-4711", "visitor-subject-4711"]) {
+      expect([secret, program.stdout().includes(secret)]).toEqual([secret, false]);
+    }
   });
 
   it("a second start on the same data dir keeps the admin token and identity key and says nothing of a first start", async () => {
