@@ -1,15 +1,13 @@
 import { spawn } from "node:child_process";
 import { once } from "node:events";
-import { mkdir, readdir, readFile, stat } from "node:fs/promises";
+import { readFile } from "node:fs/promises";
 import { Agent, request } from "node:http";
-import { connect, createServer, type Socket } from "node:net";
-import path from "node:path";
+import { connect, type Socket } from "node:net";
 import { describe, expect, it, vi } from "vitest";
 import { DRAIN_TIMEOUT_MS } from "#daemon/drain-exit.js";
 import { consentState, createBanner, createTeam, http, mintKey } from "#test/support/api.js";
 import {
   DAEMON_URL,
-  freePort,
   PROGRAMS,
   type Program,
   STANDALONE_GATEWAY_URL,
@@ -455,98 +453,3 @@ describe("SIGTERM on a stand-alone gateway whose daemon stopped answering", {
     }
   });
 });
-
-/**
- * A stop signal while the service is still starting ends it once it can, with exit code 0: at
- * once while it loads its code (nothing is open then), after a drain of what it opened since.
- */
-describe("SIGTERM during start-up", { timeout: 120_000 }, () => {
-  const dirs = useProgramRoot("consent-shutdown-starting-");
-
-  it("npm start, consentd and the gateway alone exit 0 while they load their code, having written nothing", async () => {
-    for (const bin of [PROGRAMS.consent, PROGRAMS.consentd, PROGRAMS.gateway]) {
-      // An empty TMPDIR: tsx compiles each source anew and caches it there, so the first file
-      // there says the program runs and is loading its code.
-      const tsxCache = dirs.join(`tmp-${path.basename(bin)}`);
-      await mkdir(tsxCache, { recursive: true });
-      const dataDir = dirs.join(`loading-${path.basename(bin)}`);
-      const program = startProgram(bin, {
-        TMPDIR: tsxCache,
-        CONSENT_DATA_DIR: dataDir,
-        CONSENT_ADMIN_TOKEN: "operator-token-for-the-gateway-alone",
-        CONSENT_DAEMON_URL: "http://127.0.0.1:9",
-      });
-      await until(async () => {
-        const entries = await readdir(tsxCache, { recursive: true, withFileTypes: true });
-        return entries.some((entry) => entry.isFile());
-      });
-      program.child.kill("SIGTERM");
-      expect([bin, await program.exitWithin(10_000)]).toEqual([bin, 0]);
-      expect(program.stderr()).toBe("");
-      await expect(stat(dataDir)).rejects.toThrow(/ENOENT/);
-    }
-  });
-
-  it("npm start exits 0 when signalled as it writes its secrets, opens its store, binds the daemon's port and then the gateway's, leaving both ports free and a data dir that serves on the next start", async () => {
-    const points: [string, (dataDir: string, program: Program) => Promise<boolean>][] = [
-      ["secrets written", (dataDir) => exists(path.join(dataDir, "admin-token"))],
-      ["store opening", (dataDir) => exists(path.join(dataDir, "records", "data.mdb"))],
-      [
-        "daemon listening",
-        async (_, program) => /"service":"consentd".*listening/.test(program.stdout()),
-      ],
-      [
-        "gateway listening",
-        async (_, program) => /"service":"consent-gateway".*listening/.test(program.stdout()),
-      ],
-    ];
-    for (const [point, reached] of points) {
-      const dataDir = dirs.join(point.replaceAll(" ", "-"));
-      const ports = [await freePort(), await freePort()];
-      const program = startProgram(PROGRAMS.consent, {
-        CONSENT_DATA_DIR: dataDir,
-        CONSENT_LOG_LEVEL: "info",
-        CONSENT_HTTP_PORT: String(ports[0]),
-        CONSENT_GRPC_PORT: String(ports[1]),
-      });
-      await until(() => reached(dataDir, program));
-      program.child.kill("SIGTERM");
-      expect([point, await program.exitWithin(15_000)]).toEqual([point, 0]);
-      expect([point, program.stderr()]).toEqual([point, ""]);
-      for (const port of ports)
-        expect([point, port, await portFree(port)]).toEqual([point, port, true]);
-
-      const next = await startService(dataDir);
-      expect([point, (await fetch(`${next.service.gatewayUrl}/api/v1/health`)).status]).toEqual([
-        point,
-        200,
-      ]);
-      expect(await next.program.stop()).toBe(0);
-    }
-  });
-});
-
-/** Resolves once `check` holds, polled every few milliseconds so a short moment is not missed. */
-async function until(check: () => Promise<boolean>, timeoutMs = 30_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`not reached within ${timeoutMs} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 2));
-  }
-}
-
-function exists(file: string): Promise<boolean> {
-  return stat(file).then(
-    () => true,
-    () => false,
-  );
-}
-
-/** Whether nothing listens on `port` of 127.0.0.1: a server can bind it. */
-function portFree(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const probe = createServer();
-    probe.once("error", () => resolve(false));
-    probe.listen(port, "127.0.0.1", () => probe.close(() => resolve(true)));
-  });
-}
