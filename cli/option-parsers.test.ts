@@ -89,6 +89,13 @@ describe("option parsers", () => {
     expect(() => parseDaemonUrl("http://127.0.0.1:99999")).toThrow(
       '"http://127.0.0.1:99999" names port 99999; a port is a number from 1 to 65535.',
     );
+    // A refused URL is quoted without its password.
+    expect(() => parseDaemonUrl("ftp://u:secret@host")).toThrow(
+      '"ftp://***@host" must be an http:// or https:// URL.',
+    );
+    expect(() => parseDaemonUrl("http://u:secret@127.0.0.1:99999")).toThrow(
+      '"http://***@127.0.0.1:99999" names port 99999; a port is a number from 1 to 65535.',
+    );
     // The daemon serves at the root: a path would have every call answered 404.
     for (const value of [
       "http://127.0.0.1:50051/consent",

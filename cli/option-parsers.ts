@@ -1,5 +1,5 @@
 import { type Command, InvalidArgumentError } from "commander";
-import { daemonAddressProblem, outOfRangePort } from "#daemon/config.js";
+import { daemonAddressProblem, outOfRangePort, withoutUserInfo } from "#daemon/config.js";
 import { isIsoDateTime } from "#daemon/validation/rules.js";
 
 const UNIT_SECONDS = { s: 1, m: 60, h: 3600, d: 86400 } as const;
@@ -182,12 +182,15 @@ export function listOf(noun: string, allowed: readonly string[]): (value: string
 }
 
 /** Reads `--daemon`: an http(s) URL of the daemon's port alone, such as `http://127.0.0.1:50051`. */
-export function parseDaemonUrl(value: string): string {
+export function parseDaemonUrl(sent: string): string {
+  // Quoted without its user info (`user:password@`), which a shell history already holds but a
+  // terminal shared or recorded need not show again.
+  const value = withoutUserInfo(sent);
   let url: URL;
   try {
-    url = new URL(value);
+    url = new URL(sent);
   } catch {
-    const port = outOfRangePort(value);
+    const port = outOfRangePort(sent);
     throw new InvalidArgumentError(
       port === undefined
         ? `"${value}" is not an absolute URL, e.g. http://127.0.0.1:50051.`

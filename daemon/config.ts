@@ -160,7 +160,7 @@ function httpUrl(value: string, name: string, example: string): URL {
 }
 
 /** `value` with the user info of its authority (`user:password@`) replaced by `***@`. */
-function withoutUserInfo(value: string): string {
+export function withoutUserInfo(value: string): string {
   return value.replace(/^([a-z][a-z0-9+.-]*:\/\/)[^/?#]*@/i, "$1***@");
 }
 
