@@ -34,6 +34,26 @@ describe("listen addresses and the data directory", () => {
     ]);
   });
 
+  it("take an IPv6 listen address in brackets as the address, and refuse white space in one", () => {
+    const config = loadConfig({ CONSENT_HTTP_HOST: "[::1]", CONSENT_GRPC_HOST: "[::]" });
+    expect([config.httpHost, config.grpcHost]).toEqual(["::1", "::"]);
+    expect(configErrorOf({ CONSENT_HTTP_HOST: " 0.0.0.0" }).message).toBe(
+      'CONSENT_HTTP_HOST must be a host name or an IP address such as 127.0.0.1 or ::1, without white space, not " 0.0.0.0"',
+    );
+    expect(configErrorOf({ CONSENT_GRPC_HOST: "[not an address]" }).message).toMatch(
+      /^CONSENT_GRPC_HOST must be a host name/,
+    );
+  });
+
+  it("refuse a data directory that is blank or begins or ends with white space", () => {
+    expect(configErrorOf({ CONSENT_DATA_DIR: " " }).message).toBe(
+      'CONSENT_DATA_DIR is blank (" "): unset it for ./data, or name a directory',
+    );
+    expect(configErrorOf({ CONSENT_DATA_DIR: " /var/lib/consent" }).message).toBe(
+      'CONSENT_DATA_DIR begins or ends with white space (" /var/lib/consent"), which would name another directory than meant: remove it',
+    );
+  });
+
   it("take the HTTP port from CONSENT_HTTP_PORT over PORT when both are set", () => {
     expect(loadConfig({ CONSENT_HTTP_PORT: "8082", PORT: "8081" }).httpPort).toBe(8082);
     expect(configErrorOf({ CONSENT_HTTP_PORT: "http", PORT: "8081" }).message).toBe(

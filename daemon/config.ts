@@ -1,3 +1,4 @@
+import { isIPv6 } from "node:net";
 import path from "node:path";
 import proxyAddr from "@fastify/proxy-addr";
 import { parseIdentityKeys } from "#daemon/identity/subject-identity.js";
@@ -129,6 +130,40 @@ export function wholeNumberIn(
     throw new ConfigError(`${name} must be ${what} from ${min} to ${max}, not "${value}"`);
   }
   return parsed;
+}
+
+/**
+ * A listen address (decisions §1): a host name or an IP address, an IPv6 one also in the brackets
+ * URLs write it in (`[::1]`), which listen() would otherwise look up as a name and not find. White
+ * space, which no host name holds, is refused here rather than met as a failed look-up.
+ */
+function listenHost(value: string | undefined, name: string): string {
+  if (value === undefined || value === "") return "127.0.0.1";
+  const bracketed = /^\[(.*)\]$/.exec(value)?.[1];
+  if (bracketed !== undefined && isIPv6(bracketed)) return bracketed;
+  if (/\s/.test(value)) {
+    throw new ConfigError(
+      `${name} must be a host name or an IP address such as 127.0.0.1 or ::1, without white space, not "${value}"`,
+    );
+  }
+  return value;
+}
+
+/**
+ * decisions §1: `CONSENT_DATA_DIR`, `./data` when unset. A value that is blank, or begins or ends
+ * with white space (an `.env` line such as `CONSENT_DATA_DIR= /var/lib/consent`), would name a
+ * directory other than the one meant, made where the service starts: refused, saying so.
+ */
+function dataDirectory(value: string | undefined): string {
+  if (value === undefined || value === "") return path.resolve("./data");
+  if (value.trim() !== value) {
+    throw new ConfigError(
+      value.trim() === ""
+        ? `CONSENT_DATA_DIR is blank ("${value}"): unset it for ./data, or name a directory`
+        : `CONSENT_DATA_DIR begins or ends with white space ("${value}"), which would name another directory than meant: remove it`,
+    );
+  }
+  return path.resolve(value);
 }
 
 function port(value: string | undefined, fallback: number, name: string): number {
@@ -324,7 +359,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     );
   }
   return {
-    dataDir: path.resolve(env.CONSENT_DATA_DIR || "./data"),
+    dataDir: dataDirectory(env.CONSENT_DATA_DIR),
     mongoUri: env.MONGODB_URI || undefined,
     mongoTimeoutMs: wholeNumberIn(
       env.CONSENT_MONGODB_TIMEOUT_MS,
@@ -334,13 +369,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       "a whole number of milliseconds",
     ),
     logReadTimeoutMs,
-    httpHost: env.CONSENT_HTTP_HOST || "127.0.0.1",
+    httpHost: listenHost(env.CONSENT_HTTP_HOST, "CONSENT_HTTP_HOST"),
     httpPort: port(
       env.CONSENT_HTTP_PORT || env.PORT,
       8080,
       env.CONSENT_HTTP_PORT ? "CONSENT_HTTP_PORT" : "PORT",
     ),
-    grpcHost: env.CONSENT_GRPC_HOST || "127.0.0.1",
+    grpcHost: listenHost(env.CONSENT_GRPC_HOST, "CONSENT_GRPC_HOST"),
     grpcPort: port(env.CONSENT_GRPC_PORT, 50051, "CONSENT_GRPC_PORT"),
     daemonUrl: daemonUrl(env.CONSENT_DAEMON_URL || "http://127.0.0.1:50051", "CONSENT_DAEMON_URL"),
     baseUrl: publicBaseUrl(env.CONSENT_BASE_URL || "http://localhost:8080", "CONSENT_BASE_URL"),
