@@ -191,6 +191,13 @@ function printWelcome(
     "Mint an API key:",
     `  ${cli} teams create --name "My team" --plan professional`,
     `  ${cli} keys create --team <team id> --env live --scopes banners:read,banners:write,consent:read,consent:write`,
+    // The operator's own token is never printed, and no file holds it for consentctl to read.
+    ...(config.adminToken === undefined
+      ? []
+      : [
+          "  (consentctl sends the operator token from CONSENT_ADMIN_TOKEN: set it to this service's",
+          "  value in the shell that runs these)",
+        ]),
     "",
   ];
   process.stdout.write(`${lines.join("\n")}\n`);

@@ -79,6 +79,28 @@ describe("start-up of the real programs", () => {
     expect(program.stderr()).toBe("");
   });
 
+  it("npm start given CONSENT_ADMIN_TOKEN says consentctl needs it, never prints it, and its commands work with it set", async () => {
+    const token = "operator-token-set-by-the-operator-0123456789";
+    const program = startProgram(PROGRAMS.consent, {
+      CONSENT_DATA_DIR: path.join(root, "own-token"),
+      CONSENT_ADMIN_TOKEN: token,
+    });
+    await program.waitFor(GATEWAY_URL);
+    const out = program.stdout();
+    expect(out).not.toContain(token);
+    expect(out).toContain(
+      "  (consentctl sends the operator token from CONSENT_ADMIN_TOKEN: set it to this service's\n  value in the shell that runs these)",
+    );
+    const teamsCreate = out.match(/^ {2}(.* teams create .*)$/m)?.[1] ?? "";
+    const pasted = spawnSync("sh", ["-c", `${teamsCreate} --json`], {
+      cwd: root,
+      env: { PATH: process.env.PATH, CONSENT_ADMIN_TOKEN: token },
+      encoding: "utf8",
+    });
+    expect([pasted.status, pasted.stderr]).toEqual([0, ""]);
+    expect(JSON.parse(pasted.stdout)).toMatchObject({ name: "My team" });
+  });
+
   it("npm start keeps serving when the reader of its output goes away", async () => {
     const [httpPort, grpcPort] = [await freePort(), await freePort()];
     const program = startProgram(PROGRAMS.consent, {
