@@ -37,8 +37,20 @@ export function clientAddress(request: FastifyRequest): string {
  */
 export type Relay = { inProcess: true } | { inProcess: false; operatorToken: string };
 
-/** Space and tab around a cookie's name and value, which RFC 6265 §5.4 has a server ignore. */
-const cookieSpace = (text: string) => text.replace(/^[ \t]+|[ \t]+$/g, "");
+const blank = (char: string | undefined) => char === " " || char === "\t";
+
+/**
+ * A cookie's name or value without the space and tab around it, which RFC 6265 §5.4 has a server
+ * ignore. Counted off from each end, once: a trim by pattern tries the trailing run from every
+ * blank, and a header of one long blank run inside a name held the event loop for most of a second.
+ */
+function cookieSpace(text: string): string {
+  let start = 0;
+  let end = text.length;
+  while (start < end && blank(text[start])) start++;
+  while (end > start && blank(text[end - 1])) end--;
+  return text.slice(start, end);
+}
 
 /**
  * Every distinct value of the dashboard session cookie (decisions §2) a request carries. Taken as
