@@ -179,6 +179,21 @@ describe.concurrent("consentctl banners (against a real daemon)", {
     expect([quiet.code, quiet.stderr]).toEqual([0, ""]);
   });
 
+  it("judges an hsl() colour out of range as a browser shows it", async () => {
+    // Chromium draws hsl(60 300 20) as rgb(204, 204, 0), and hsl(1e999 0% 100%) as white.
+    for (const [color, ratio] of [
+      ["hsl(60 300 20)", "1.72"],
+      ["hsl(1e999 0% 100%)", "1.00"],
+    ] as const) {
+      const created = await cli.json(
+        argv`banners create --team ${teamId} --name Range --domain example.com --text-color ${color}`,
+      );
+      expect(created.warnings).toEqual([
+        `textColor on secondaryColor: contrast ${ratio}:1 is below WCAG 2.2 AA (4.5:1)`,
+      ]);
+    }
+  });
+
   it("exits 1 listing every violated rule the daemon reports", async () => {
     const error = await cli.fails(
       argv`banners create --team ${teamId} --name Bad --domain example.com

@@ -41,6 +41,27 @@ const FUNCTIONAL = [
   ),
 ];
 
+/** A number as Chromium's quick colour reading takes it: no sign but "-", no exponent. */
+const PLAIN = String.raw`-?(?:\d+(?:\.\d+)?|\.\d+)`;
+/**
+ * The modern hsl() Chromium reads quickly: plain numbers, the hue in degrees or an angle unit, and
+ * saturation and lightness as percentages, an alpha as a number right before the ")" (the
+ * name's case is judged apart).
+ */
+const QUICK_HSL = new RegExp(
+  String.raw`^hsla?\(${WS}*${PLAIN}(?:deg|grad|rad|turn)?${WS}+${PLAIN}%${WS}+${PLAIN}%(?:${WS}*/${WS}*${PLAIN}|${WS}*)\)$`,
+  "i",
+);
+
+/**
+ * Whether Chromium clamps an hsl()'s saturation and lightness to 100% (as CSS Color 3 did) where
+ * CSS Color 4 §7.1 keeps them: in the legacy form with commas, and in the modern form it reads
+ * quickly, with the name in lower case (so `HSL(…)`, `none`, an exponent, a number saturation or
+ * a percentage alpha keep them).
+ */
+const hslClampedTo100 = (value: string) =>
+  value.includes(",") || (value.startsWith("hsl") && QUICK_HSL.test(value));
+
 /**
  * decisions §3: colours end up inside CSS, so only these forms pass: hex, rgb()/rgba()/hsl()/hsla()
  * with numeric arguments, and CSS named colours.
@@ -56,21 +77,27 @@ export function isColor(value: string): boolean {
 
 const clamp = (value: number, low: number, high: number) => Math.min(high, Math.max(low, value));
 
-/** A <number>, a <percentage> of `full`, or `none` (0), as CSS Color 4 §4.4 reads them. */
+/**
+ * A <number>, a <percentage> of `full`, or `none` (0), as CSS Color 4 §4.4 reads them. One too
+ * large for a double (1e999) is the largest finite one, as CSS Values 4 §10.9 clamps it.
+ */
 function component(token: string, full: number): number {
   if (token.toLowerCase() === "none") return 0;
-  return token.endsWith("%") ? (Number.parseFloat(token) / 100) * full : Number(token);
+  const value = token.endsWith("%") ? (Number.parseFloat(token) / 100) * full : Number(token);
+  return clamp(value, -Number.MAX_VALUE, Number.MAX_VALUE);
 }
 
 /** Degrees per unit of <angle> (CSS Values 4 §7.1); a bare number is degrees. */
 const DEGREES: Record<string, number> = { deg: 1, grad: 0.9, rad: 180 / Math.PI, turn: 360 };
 
+/** A <hue> in degrees; `none` and one too large for a double (1e999deg) are 0, as browsers read them. */
 function hueDegrees(token: string): number {
   const [, amount = "0", unit = "deg"] = /^(.*?)(deg|grad|rad|turn)?$/i.exec(token) ?? [];
-  return token.toLowerCase() === "none" ? 0 : Number(amount) * (DEGREES[unit.toLowerCase()] ?? 1);
+  const degrees = Number(amount) * (DEGREES[unit.toLowerCase()] ?? 1);
+  return token.toLowerCase() === "none" || !Number.isFinite(degrees) ? 0 : degrees;
 }
 
-/** CSS Color 4 §7.1's hslToRgb: hue in degrees, saturation and lightness 0-100, to 0-255. */
+/** CSS Color 4 §7.1's hslToRgb: hue in degrees, saturation and lightness in percent, to 0-255. */
 function hslToRgb(hue: number, saturation: number, lightness: number): number[] {
   const s = saturation / 100;
   const l = lightness / 100;
@@ -98,13 +125,16 @@ function functionalColor(value: string): Rgba {
     .slice(open + 1, -1)
     .trim()
     .split(/[ \t\n\r\f]*[,/][ \t\n\r\f]*|[ \t\n\r\f]+/);
-  // Out-of-range values are clamped when the colour is used (CSS Color 4 §5.1, §7.1).
+  // Out-of-range channels are clamped when the colour is used (CSS Color 4 §5.1, §7.1). Saturation
+  // and lightness are read as Chromium reads them: below 0 they are 0, and above 100 they are
+  // kept (hsl(4deg 167 61%) is rgb(255, 12, 0)) but where it reads them as CSS Color 3 did
+  // (hsl(4deg 167% 61%) is rgb(255, 69, 56)): hslClampedTo100.
+  const high = hslClampedTo100(value) ? 100 : Number.MAX_VALUE;
+  const [saturation, lightness] = [component(b, 100), component(c, 100)].map((percent) =>
+    clamp(percent, 0, high),
+  ) as [number, number];
   const channels = hsl
-    ? hslToRgb(
-        ((hueDegrees(a) % 360) + 360) % 360,
-        clamp(component(b, 100), 0, 100),
-        clamp(component(c, 100), 0, 100),
-      )
+    ? hslToRgb(((hueDegrees(a) % 360) + 360) % 360, saturation, lightness)
     : [component(a, 255), component(b, 255), component(c, 255)];
   // Whole channels, as a browser computes the colour (getComputedStyle gives rgb(128, 0, 13)).
   return [
