@@ -121,15 +121,17 @@ describe("a dashboard session cookie sent twice", () => {
   it("reads a Cookie header of blank runs in linear time: a near-limit header is answered at once", async () => {
     // A name of 15,000 spaces between two letters, within Node's 16 KiB of header fields: read
     // with a trim that backtracks through the run from every space, each request held the event
-    // loop for most of a second, every other request with it.
+    // loop for most of a second, every other request with it. Not a speed check: 30 such
+    // requests took about 27 s that way, and take a small fraction of the 10 s bound now, even on
+    // a machine busy with other tests.
     const cookie = `a${" ".repeat(15_000)}b=1; consent_session=${ownSession}`;
     const started = performance.now();
-    for (let i = 0; i < 8; i++) {
+    for (let i = 0; i < 30; i++) {
       const result = await http(service, "GET", "/api/v1/banners", {
         headers: { cookie, "x-forwarded-for": `198.51.100.${++ip}` },
       });
       expect(result.status).toBe(200);
     }
-    expect(performance.now() - started).toBeLessThan(1_500);
+    expect(performance.now() - started).toBeLessThan(10_000);
   });
 });
