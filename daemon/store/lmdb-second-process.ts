@@ -11,7 +11,9 @@ import type { SubjectRecord, SubjectStore } from "#daemon/subjects/subject-store
  * together), runs the task and prints its result as one JSON line. Tasks:
  *   increment <name> <expiresAt ISO> <times>
  *   write-subject <record JSON> <attempts>
- * The test process runs the same task functions, exported below, against its own store.
+ *   revoke-key <key id>
+ * The test process runs the same task functions, exported below, against its own store;
+ * read-cache.test.ts runs revoke-key to its end while its own process waits.
  */
 
 /** Increments the counter `times` times, ten at a time, so both processes' commits interleave. */
@@ -66,6 +68,9 @@ async function main([dataDir = "", task, ...args]: string[]): Promise<void> {
   } else if (task === "write-subject") {
     const [record = "", attempts = "0"] = args;
     result = await writeSubjectConcurrently(store.subjects, parseSubject(record), Number(attempts));
+  } else if (task === "revoke-key") {
+    const [id = ""] = args;
+    result = (await store.keys.revoke(id, new Date()))?.revokedAt;
   } else {
     throw new Error(`unknown task ${task}`);
   }

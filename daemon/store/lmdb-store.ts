@@ -342,6 +342,11 @@ export async function openLmdbStore(options: LmdbStoreOptions): Promise<Store> {
     reportDamage(reason) {
       damage ??= reason;
     },
+    // lmdb keeps one read snapshot for the reads of a moment (until a timer of its own), so a
+    // read right after another process's write was reported could still be served from before it.
+    refreshReads() {
+      records.resetReadTxn();
+    },
     // A one-key read of each environment's root (its catalogue of named databases): cheap, and it
     // throws once the environment is closed. Pages deeper in the files are read by the requests
     // that need them; once one has been found damaged, the store no longer answers.

@@ -227,6 +227,7 @@ function createStore(client: MongoClient, db: Db, timeouts: MongoTimeouts): Stor
     isUnavailable: isMongoUnavailable,
     isDamage: () => false,
     reportDamage: () => {},
+    refreshReads: () => {},
     async ping() {
       await db.command({ ping: 1 });
     },

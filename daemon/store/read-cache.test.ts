@@ -1,7 +1,10 @@
+import { execFileSync } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
+import { fileURLToPath } from "node:url";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { ApiKeyRecord } from "#daemon/keys/key-store.js";
 import { openLmdbStore } from "#daemon/store/lmdb-store.js";
@@ -74,6 +77,23 @@ describe("the daemon's read cache (docs/behaviour.md, Caching)", () => {
     const { at, revokedAt } = await revokedAfterCaching(other);
     cached.forgetCachedReads();
     expect(await revokedAt()).toEqual(at);
+  });
+
+  it("sees a revocation another process stored just before it was told, though it read the store a moment before (a relayed write)", async () => {
+    const key = aKey(randomUUID());
+    await store.keys.insert(key);
+    // This process reads the store, as a request served just before the relay arrives does…
+    expect(await store.keys.get(key.id)).not.toBeNull();
+    // …then, before its next timer, another worker of npm start revokes the key and says so.
+    const second = fileURLToPath(new URL("./lmdb-second-process.ts", import.meta.url));
+    execFileSync(process.execPath, ["--import", "tsx", second, dataDir, "revoke-key", key.id], {
+      input: "go\n",
+    });
+    cached.forgetCachedReads();
+    const revokedAt = async () => (await cached.keys.findByHash(key.keyHash))?.revokedAt;
+    expect(await revokedAt()).toBeInstanceOf(Date);
+    await sleep(10);
+    expect(await revokedAt()).toBeInstanceOf(Date);
   });
 
   it("finds a key another daemon minted at once (absence is never cached)", async () => {

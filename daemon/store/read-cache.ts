@@ -47,6 +47,9 @@ export function withReadCache(store: Store, options: ReadCacheOptions = {}): Cac
     banners: { value: banners.subStore },
     forgetCachedReads: {
       value: () => {
+        // The write reported was stored before the report: the reads that refill the caches
+        // start from a snapshot that holds it, not one this process took a moment before.
+        store.refreshReads();
         for (const cache of [keys, teams, banners]) cache.invalidate();
       },
     },

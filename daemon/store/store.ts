@@ -50,6 +50,12 @@ export interface Store {
    * NOT_SERVING until the process restarts. MongoDB checks its own data: a no-op.
    */
   reportDamage(reason: string): void;
+  /**
+   * Makes this process's next reads see every write stored so far, by any process: called when
+   * another process reports a write (read-cache.ts forgetCachedReads). The embedded store reads
+   * from a snapshot it keeps until its next timer; MongoDB reads the primary each time: a no-op.
+   */
+  refreshReads(): void;
   /** Releases connections and file handles. */
   close(): Promise<void>;
 }
