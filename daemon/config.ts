@@ -213,7 +213,7 @@ export function outOfRangePort(value: string): string | undefined {
  * service may: a query string or fragment (an empty `?` or `#` too, which a URL keeps), and user
  * info (a name, a password). Each is named for a message.
  */
-export function addressExtras(url: URL): string[] {
+function addressExtras(url: URL): string[] {
   const beforeFragment = url.href.split("#")[0] ?? "";
   return [
     ...(beforeFragment.includes("?") ? ["a query string (?...)"] : []),

@@ -13,7 +13,7 @@ import { serviceId } from "#cli/option-parsers.js";
 import type { Runtime } from "#cli/program.js";
 import type { CommandSpec, Invocation } from "#cli/run-command.js";
 import type { BannerResult } from "#cli/views/banner-views.js";
-import { contrastShortfalls } from "#daemon/banners/colors.js";
+import { colorRolesOf, contrastShortfalls } from "#daemon/banners/colors.js";
 import { shortfallMessage } from "#daemon/banners/contrast.js";
 import type { Banner } from "#gen/consent/v1/banner_pb.js";
 
@@ -44,15 +44,9 @@ function bannerSpec(
  * The configuration's colour pairs that fail WCAG 2.2 AA, in words: a warning, not a refusal
  * (the write is kept; the operator decides), as the runtime warns in the console.
  */
-function contrastWarnings({ configuration: c }: Banner): string[] {
-  if (!c) return [];
-  const colors = {
-    primary: c.primaryColor,
-    secondary: c.secondaryColor,
-    text: c.textColor,
-    accent: c.accentColor,
-  };
-  return contrastShortfalls(colors).map(shortfallMessage);
+function contrastWarnings({ configuration }: Banner): string[] {
+  if (!configuration) return [];
+  return contrastShortfalls(colorRolesOf(configuration)).map(shortfallMessage);
 }
 
 /** create and update: a banner written, and warnings of its colours' contrast. */

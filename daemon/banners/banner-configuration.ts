@@ -6,8 +6,7 @@ import {
   POSITIONS,
   TELEMETRY_LEVELS,
 } from "#daemon/banners/banner-store.js";
-import { isColor } from "#daemon/banners/colors.js";
-import type { ColorRoles } from "#daemon/banners/contrast.js";
+import { DEFAULT_COLORS, isColor } from "#daemon/banners/colors.js";
 import { isCountryCode, isRegionCode } from "#daemon/banners/countries.js";
 import { hostOf, notPublicSuffix, PUBLIC_SUFFIX_MESSAGE, siteOf } from "#daemon/banners/domains.js";
 import {
@@ -263,14 +262,6 @@ const DEFAULT_CATEGORIES: ConsentCategory[] = [
     services: [],
   },
 ];
-
-/** spec 2.1's default colours, by role (daemon/banners/contrast.ts); each pair meets WCAG 2.2 AA. */
-export const DEFAULT_COLORS: Readonly<ColorRoles> = {
-  primary: "#000000",
-  secondary: "#ffffff",
-  text: "#333333",
-  accent: "#007bff",
-};
 
 /** spec 2.1 defaults, plus decisions §3 (telemetry "origin", three categories, no extra domains). */
 export function defaultConfiguration(): BannerConfiguration {

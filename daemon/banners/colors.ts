@@ -62,6 +62,32 @@ const QUICK_HSL = new RegExp(
 const hslClampedTo100 = (value: string) =>
   value.includes(",") || (value.startsWith("hsl") && QUICK_HSL.test(value));
 
+/** spec 2.1's default colours, by role (daemon/banners/contrast.ts); each pair meets WCAG 2.2 AA. */
+export const DEFAULT_COLORS: Readonly<ColorRoles> = {
+  primary: "#000000",
+  secondary: "#ffffff",
+  text: "#333333",
+  accent: "#007bff",
+};
+
+/** A configuration's colour fields (the stored one's or the API's message's). */
+interface ConfiguredColors {
+  primaryColor?: string;
+  secondaryColor?: string;
+  textColor?: string;
+  accentColor?: string;
+}
+
+/** A configuration's colours by role, one unset (absent or empty in a message) its default. */
+export function colorRolesOf(configuration: ConfiguredColors | undefined): ColorRoles {
+  return {
+    primary: configuration?.primaryColor || DEFAULT_COLORS.primary,
+    secondary: configuration?.secondaryColor || DEFAULT_COLORS.secondary,
+    text: configuration?.textColor || DEFAULT_COLORS.text,
+    accent: configuration?.accentColor || DEFAULT_COLORS.accent,
+  };
+}
+
 /**
  * decisions §3: colours end up inside CSS, so only these forms pass: hex, rgb()/rgba()/hsl()/hsla()
  * with numeric arguments, and CSS named colours.

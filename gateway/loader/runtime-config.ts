@@ -1,3 +1,4 @@
+import { colorRolesOf } from "#daemon/banners/colors.js";
 import { isCountryCode } from "#daemon/banners/countries.js";
 import type { RuntimeConfig, RuntimeRule, RuntimeTexts } from "#gateway/runtime/config.js";
 import type { BannerTexts, JurisdictionRule, PublishedBanner } from "#gen/consent/v1/banner_pb.js";
@@ -96,12 +97,7 @@ export function runtimeConfig(banner: PublishedBanner, geo: Geo | null): Runtime
     revision: banner.revision,
     layout: (configuration?.layout || "banner") as RuntimeConfig["layout"],
     position: (configuration?.position || "bottom") as RuntimeConfig["position"],
-    colors: {
-      primary: configuration?.primaryColor || "#000000",
-      secondary: configuration?.secondaryColor || "#ffffff",
-      text: configuration?.textColor || "#333333",
-      accent: configuration?.accentColor || "#007bff",
-    },
+    colors: colorRolesOf(configuration),
     categories: (configuration?.categories ?? []).map((c) => ({
       name: c.name,
       required: c.required,

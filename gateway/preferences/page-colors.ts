@@ -1,5 +1,4 @@
-import { DEFAULT_COLORS } from "#daemon/banners/banner-configuration.js";
-import { contrastShortfalls } from "#daemon/banners/colors.js";
+import { contrastShortfalls, DEFAULT_COLORS } from "#daemon/banners/colors.js";
 import { type ColorRoles, rolesOf } from "#daemon/banners/contrast.js";
 
 /** The page's own pairs: it has filled buttons only, none outlined as the banner's are. */

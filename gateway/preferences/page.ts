@@ -1,5 +1,5 @@
 import { timestampDate } from "@bufbuild/protobuf/wkt";
-import { DEFAULT_COLORS } from "#daemon/banners/banner-configuration.js";
+import { DEFAULT_COLORS } from "#daemon/banners/colors.js";
 import type { ColorRoles } from "#daemon/banners/contrast.js";
 import { hostOf } from "#daemon/banners/domains.js";
 import { runtimeConfig } from "#gateway/loader/runtime-config.js";

@@ -4,8 +4,7 @@ import path from "node:path";
 import type { AxeResults, ImpactValue } from "axe-core";
 import type { Page } from "playwright-core";
 import { describe, expect, it } from "vitest";
-import { DEFAULT_COLORS } from "#daemon/banners/banner-configuration.js";
-import { contrastShortfalls } from "#daemon/banners/colors.js";
+import { contrastShortfalls, DEFAULT_COLORS } from "#daemon/banners/colors.js";
 import { shortfallMessage } from "#daemon/banners/contrast.js";
 import { dialog, skipBrowserTests, useBrowserSite, useTestPage } from "#test/support/browser.js";
 import {
