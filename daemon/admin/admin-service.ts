@@ -13,7 +13,7 @@ import { generateSessionToken } from "#daemon/auth/secrets.js";
 import type { Clock } from "#daemon/clock.js";
 import { DomainError, invalidRequest, notFound } from "#daemon/errors.js";
 import { generateApiKey, keyHint, secretHash } from "#daemon/keys/api-key-format.js";
-import type { ApiKeyRecord } from "#daemon/keys/key-store.js";
+import { type ApiKeyRecord, keyExpired } from "#daemon/keys/key-store.js";
 import type { Store } from "#daemon/store/store.js";
 import type { AdminService } from "#gen/consent/v1/admin_pb.js";
 
@@ -43,9 +43,13 @@ export function createAdminService(options: AdminServiceOptions): ServiceImpl<ty
     return team;
   }
 
-  /** Stores a new key and returns it with its secret (the only time the secret is seen). */
+  /**
+   * Stores a new key created at `createdAt` (now, unless a rotation names its own moment) and
+   * returns it with its secret (the only time the secret is seen).
+   */
   async function mintKey(
     fields: Omit<ApiKeyRecord, "id" | "keyHash" | "hint" | "createdAt" | "revokedAt">,
+    createdAt = clock(),
   ) {
     const secret = generateApiKey(fields.environment);
     const record: ApiKeyRecord = {
@@ -53,7 +57,7 @@ export function createAdminService(options: AdminServiceOptions): ServiceImpl<ty
       id: randomUUID(),
       keyHash: secretHash(secret),
       hint: keyHint(secret),
-      createdAt: clock(),
+      createdAt,
       revokedAt: null,
     };
     await store.keys.insert(record);
@@ -75,12 +79,12 @@ export function createAdminService(options: AdminServiceOptions): ServiceImpl<ty
       );
     }
     if (old.replacedBy) {
-      const ends = old.expiresAt && old.expiresAt <= now ? "stopped" : "stops";
+      const ends = keyExpired(old, now) ? "stopped" : "stops";
       refuse(
         `API key ${old.id} was already rotated: key ${old.replacedBy} replaced it, and it ${ends} working at ${old.expiresAt?.toISOString()}; rotate ${old.replacedBy} instead`,
       );
     }
-    if (old.expiresAt && old.expiresAt <= now) {
+    if (old.expiresAt && keyExpired(old, now)) {
       refuse(
         `API key ${old.id} expired at ${old.expiresAt.toISOString()} and cannot be rotated; create a new key instead`,
       );
@@ -184,21 +188,29 @@ export function createAdminService(options: AdminServiceOptions): ServiceImpl<ty
       }
       const old = await store.keys.get(required("id", request.id));
       if (!old) throw notFound(`No API key with id ${request.id}`);
-      refuseUnrotatable(old, clock());
+      const at = clock();
+      refuseUnrotatable(old, at);
       // Only the current key gets here, so its expiry is the operator's own (or none), not a
-      // grace period's end: the replacement keeps it.
-      const minted = await mintKey({
-        teamId: old.teamId,
-        environment: old.environment,
-        name: old.name,
-        scopes: old.scopes,
-        expiresAt: old.expiresAt,
-      });
+      // grace period's end: the replacement keeps it. It is created at the rotation's moment, so
+      // with no grace period the old key's expiry is its replacement's createdAt
+      // (docs/behaviour.md, "Key rotation").
+      const minted = await mintKey(
+        {
+          teamId: old.teamId,
+          environment: old.environment,
+          name: old.name,
+          scopes: old.scopes,
+          expiresAt: old.expiresAt,
+        },
+        at,
+      );
       const newId = minted.apiKey.id;
-      const graceEnd = new Date(clock().getTime() + request.gracePeriodSeconds * 1000);
+      // With no grace period the old key is retired on every daemon once this is stored
+      // (keyExpired); a longer one ends at an instant, read against each daemon's clock.
+      const graceEnd = new Date(at.getTime() + request.gracePeriodSeconds * 1000);
       let previous: ApiKeyRecord | null;
       try {
-        previous = await store.keys.retire(old.id, newId, graceEnd);
+        previous = await store.keys.retire(old.id, { replacedBy: newId, at, graceEnd });
       } catch (error) {
         // The caller gets the mark's own failure: a revocation failing too leaves the minted key
         // active, as an unknown outcome does, its secret never seen.

@@ -85,6 +85,7 @@ function apiKeys(documents: Document[]) {
       if (document && retire) {
         const set = command.update[0].$set;
         document.replacedBy = set.replacedBy.$literal;
+        document.replacedAt = set.replacedAt;
         // The earlier of the stored expiry and the grace period's end, as the pipeline says.
         const graceEnd: Date = set.expiresAt.$cond[2];
         document.expiresAt =
@@ -160,6 +161,11 @@ describe("key rotation over MongoDB when the old key's mark times out on its maj
     // The mark was applied: the old key names the key minted for it, which is not revoked.
     const newId = keys.latest.get(oldId)?.replacedBy;
     expect(newId).toEqual(expect.any(String));
+    // With no grace period the mark records the rotation's moment as the expiry, which every
+    // daemon reads as expired whatever its clock (keyExpired).
+    const marked = keys.latest.get(oldId);
+    expect(marked?.replacedAt).toEqual(expect.any(Date));
+    expect(marked?.expiresAt).toEqual(marked?.replacedAt);
     expect(keys.latest.get(newId)?.revokedAt).toBeNull();
 
     keys.confirm();

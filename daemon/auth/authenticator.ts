@@ -11,7 +11,7 @@ import { digestsEqual, type SecretCheck, secretCheck } from "#daemon/auth/secret
 import type { Clock } from "#daemon/clock.js";
 import { DomainError, type RateLimitState } from "#daemon/errors.js";
 import { parseApiKey, secretHash } from "#daemon/keys/api-key-format.js";
-import type { ApiKeyRecord, Environment } from "#daemon/keys/key-store.js";
+import { type ApiKeyRecord, type Environment, keyExpired } from "#daemon/keys/key-store.js";
 import {
   type ClientIpHasher,
   type FixedWindowLimiter,
@@ -46,16 +46,17 @@ const EXPIRED_KEY: Refusal = ["expired_key", "The API key has expired"];
 const WRONG_GATEWAY_TOKEN: Refusal = ["unauthorized", WRONG_GATEWAY_TOKEN_MESSAGE];
 
 /**
- * Why a found key may not be used at `now`, if it may not: revoked, then expired. A revocation
- * holds from the moment it is stored, whatever time it records: the revoking daemon's clock may
- * run ahead of this one's (spec 5.4: a revoked key is refused).
+ * Why a found key may not be used at `now`, if it may not: revoked, then expired. A revocation,
+ * like a rotation with no grace period (keyExpired), holds from the moment it is stored, whatever
+ * time it records: the revoking daemon's clock may run ahead of this one's (spec 5.4: a revoked
+ * key is refused).
  */
 function keyRefusal(
-  key: { revokedAt: Date | null; expiresAt: Date | null },
+  key: Pick<ApiKeyRecord, "revokedAt" | "expiresAt" | "replacedAt">,
   now: Date,
 ): Refusal | undefined {
   if (key.revokedAt) return REVOKED_KEY;
-  if (key.expiresAt && key.expiresAt <= now) return EXPIRED_KEY;
+  if (keyExpired(key, now)) return EXPIRED_KEY;
   return undefined;
 }
 

@@ -1,6 +1,6 @@
 import { createHash, randomUUID } from "node:crypto";
 import { describe, expect, it } from "vitest";
-import type { ApiKeyRecord } from "#daemon/keys/key-store.js";
+import { type ApiKeyRecord, keyExpired } from "#daemon/keys/key-store.js";
 import { DuplicateKeyError } from "#daemon/store/store.js";
 import {
   DAY,
@@ -88,48 +88,73 @@ export function describeKeyStoreContract(openStore: OpenStore): void {
       expect((await store().keys.get(key.id))?.revokedAt).toEqual(first);
     });
 
-    it("retires a key once: marks its replacement and sets an expiry on a key that has none", async () => {
+    /** A rotation at `now` toward a new key id, its grace period ending at `graceEnd`. */
+    const replacement = (graceEnd: Date) => ({ replacedBy: randomUUID(), at: now, graceEnd });
+
+    it("retires a key once: marks its replacement and moment, and sets an expiry on a key that has none", async () => {
       const key = aKey(teamId, now);
       await store().keys.insert(key);
-      const at = shifted(now, DAY);
-      const replacement = randomUUID();
-      const retired = await store().keys.retire(key.id, replacement, at);
-      expect(retired).toEqual({ ...key, expiresAt: at, replacedBy: replacement });
+      const rotation = replacement(shifted(now, DAY));
+      const retired = await store().keys.retire(key.id, rotation);
+      expect(retired).toEqual({
+        ...key,
+        expiresAt: rotation.graceEnd,
+        replacedBy: rotation.replacedBy,
+        replacedAt: now,
+      });
       expect(await store().keys.get(key.id)).toEqual(retired);
-      expect(await store().keys.retire(key.id, randomUUID(), shifted(now, MINUTE))).toBeNull();
+      expect(await store().keys.retire(key.id, replacement(shifted(now, MINUTE)))).toBeNull();
       expect(await store().keys.get(key.id)).toEqual(retired);
     });
 
     it("keeps the current expiry when it is earlier than the rotation's", async () => {
       const key = aKey(teamId, now, { expiresAt: shifted(now, DAY) });
       await store().keys.insert(key);
-      const kept = await store().keys.retire(key.id, randomUUID(), shifted(now, 2 * DAY));
+      const kept = await store().keys.retire(key.id, replacement(shifted(now, 2 * DAY)));
       expect(kept?.expiresAt).toEqual(key.expiresAt);
       const other = aKey(teamId, now, { expiresAt: shifted(now, DAY) });
       await store().keys.insert(other);
       const earlier = shifted(now, MINUTE);
-      expect((await store().keys.retire(other.id, randomUUID(), earlier))?.expiresAt).toEqual(
+      expect((await store().keys.retire(other.id, replacement(earlier)))?.expiresAt).toEqual(
         earlier,
       );
+    });
+
+    // Regression: a key rotated with no grace period was stored expiring at the rotating
+    // daemon's now, which a daemon whose clock is behind read as a time still to come.
+    it("stores a key retired with no grace period as expired whatever a reader's clock says", async () => {
+      const [stopped, graced] = [aKey(teamId, now), aKey(teamId, now)];
+      for (const key of [stopped, graced]) await store().keys.insert(key);
+      await store().keys.retire(stopped.id, replacement(now));
+      await store().keys.retire(graced.id, replacement(shifted(now, MINUTE)));
+      const [readStopped, readGraced] = await Promise.all(
+        [stopped, graced].map(async ({ keyHash }) => store().keys.findByHash(keyHash)),
+      );
+      const behind = shifted(now, -MINUTE);
+      expect(readStopped && keyExpired(readStopped, behind)).toBe(true);
+      expect(readGraced && keyExpired(readGraced, behind)).toBe(false);
+      expect(readGraced && keyExpired(readGraced, shifted(now, MINUTE))).toBe(true);
     });
 
     it("lets one of two racing rotations retire a key, and none retire a revoked one", async () => {
       const key = aKey(teamId, now);
       await store().keys.insert(key);
       const outcomes = await Promise.all(
-        [randomUUID(), randomUUID()].map((id) => store().keys.retire(key.id, id, now)),
+        [replacement(now), replacement(now)].map((rotation) =>
+          store().keys.retire(key.id, rotation),
+        ),
       );
       expect(outcomes.filter((outcome) => outcome !== null)).toHaveLength(1);
       const revoked = aKey(teamId, now);
       await store().keys.insert(revoked);
       await store().keys.revoke(revoked.id, now);
-      expect(await store().keys.retire(revoked.id, randomUUID(), now)).toBeNull();
+      expect(await store().keys.retire(revoked.id, replacement(now))).toBeNull();
       expect((await store().keys.get(revoked.id))?.replacedBy).toBeUndefined();
     });
 
     it("returns null when revoking or retiring an unknown key", async () => {
       expect(await store().keys.revoke(randomUUID(), now)).toBeNull();
-      expect(await store().keys.retire(randomUUID(), randomUUID(), now)).toBeNull();
+      expect(await store().keys.retire(randomUUID(), replacement(now))).toBeNull();
     });
   });
 }

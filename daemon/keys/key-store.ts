@@ -16,6 +16,34 @@ export interface ApiKeyRecord {
   revokedAt: Date | null;
   /** Set once by a rotation: the id of the key that replaced this one (absent on older records). */
   replacedBy?: string;
+  /** Set with replacedBy: the rotation's moment by the rotating daemon's clock (absent on older records). */
+  replacedAt?: Date;
+}
+
+/** A rotation's mark on the key it replaces. */
+export interface KeyReplacement {
+  /** The id of the new key. */
+  replacedBy: string;
+  /** The rotation's moment, by the rotating daemon's clock. */
+  at: Date;
+  /** When the grace period ends: `at` itself for none. */
+  graceEnd: Date;
+}
+
+/**
+ * Whether a key has expired at `now`. A key replaced with no grace period left (its expiry no
+ * later than its rotation's moment) has, whatever `now` reads: the rotation holds from the
+ * moment it is stored on every daemon of the store, as a revocation does, though the rotating
+ * daemon's clock may run ahead of this one's (spec 5.4, docs/behaviour.md "Key rotation"). A
+ * grace period that has not ended then is an instant, read against `now`.
+ */
+export function keyExpired(
+  key: Pick<ApiKeyRecord, "expiresAt" | "replacedAt">,
+  now: Date,
+): boolean {
+  if (!key.expiresAt) return false;
+  if (key.replacedAt && key.expiresAt <= key.replacedAt) return true;
+  return key.expiresAt <= now;
 }
 
 /** Storage port for API keys. */
@@ -32,9 +60,10 @@ export interface KeyStore {
    */
   revoke(id: string, at: Date): Promise<ApiKeyRecord | null>;
   /**
-   * A rotation's mark, once per key: records `replacedBy` and makes the key expire at `at`, or
-   * keeps its current expiry when that is earlier. Returns the key after the change; null when
-   * there is no such key, or it is revoked or already replaced (a concurrent rotation won).
+   * A rotation's mark, once per key: records `replacedBy` and `replacedAt` (the rotation's `at`)
+   * and makes the key expire at `graceEnd`, or keeps its current expiry when that is earlier.
+   * Returns the key after the change; null when there is no such key, or it is revoked or
+   * already replaced (a concurrent rotation won).
    */
-  retire(id: string, replacedBy: string, at: Date): Promise<ApiKeyRecord | null>;
+  retire(id: string, replacement: KeyReplacement): Promise<ApiKeyRecord | null>;
 }

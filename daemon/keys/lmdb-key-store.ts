@@ -58,12 +58,12 @@ export function createLmdbKeyStore(dbs: LmdbKeyDatabases): KeyStore {
       return update(id, (key) => (key.revokedAt ? null : { ...key, revokedAt: at }));
     },
     // Port: an earlier current expiry is kept.
-    retire(id, replacedBy, at) {
+    retire(id, { replacedBy, at, graceEnd }) {
       return keys.transaction(() => {
         const key = keys.get(id);
         if (!key || key.revokedAt || key.replacedBy) return null;
-        const expiresAt = key.expiresAt && key.expiresAt <= at ? key.expiresAt : at;
-        const next = { ...key, replacedBy, expiresAt };
+        const expiresAt = key.expiresAt && key.expiresAt <= graceEnd ? key.expiresAt : graceEnd;
+        const next = { ...key, replacedBy, replacedAt: at, expiresAt };
         keys.putSync(id, next);
         return next;
       });

@@ -1,5 +1,5 @@
 import type { Collection, IndexDescription, WithId } from "mongodb";
-import type { ApiKeyRecord, KeyStore } from "#daemon/keys/key-store.js";
+import type { ApiKeyRecord, KeyReplacement, KeyStore } from "#daemon/keys/key-store.js";
 import { insertUnique, revokeOnce } from "#daemon/store/mongo-writes.js";
 
 /** An API key as stored in MongoDB: `_id` is the key's UUID; only the key's SHA-256 is kept. */
@@ -42,17 +42,31 @@ export class MongoKeyStore implements KeyStore {
     return document && toKey(document);
   }
 
-  async retire(id: string, replacedBy: string, at: Date): Promise<ApiKeyRecord | null> {
+  async retire(id: string, replacement: KeyReplacement): Promise<ApiKeyRecord | null> {
+    const { replacedBy, at, graceEnd } = replacement;
     // One atomic pipeline update, only on a key neither revoked (null also matches an absent
-    // field) nor replaced (the field is written only by this): the earlier of the stored expiry and `at`; no expiry (null) → `at`. The
-    // $type test is explicit because the operator $min would keep null (null < date).
+    // field) nor replaced (the field is written only by this): the earlier of the stored expiry
+    // and `graceEnd`; no expiry (null) → `graceEnd`. The $type test is explicit because the
+    // operator $min would keep null (null < date).
     const earlierExpiry = {
-      $cond: [{ $eq: [{ $type: "$expiresAt" }, "date"] }, { $min: ["$expiresAt", at] }, at],
+      $cond: [
+        { $eq: [{ $type: "$expiresAt" }, "date"] },
+        { $min: ["$expiresAt", graceEnd] },
+        graceEnd,
+      ],
     };
     const document = await this.collection.findOneAndUpdate(
       { _id: id, revokedAt: null, replacedBy: { $exists: false } },
       // $literal: in a pipeline a string starting with $ would be read as a field path.
-      [{ $set: { expiresAt: earlierExpiry, replacedBy: { $literal: replacedBy } } }],
+      [
+        {
+          $set: {
+            expiresAt: earlierExpiry,
+            replacedBy: { $literal: replacedBy },
+            replacedAt: at,
+          },
+        },
+      ],
       { returnDocument: "after" },
     );
     return document && toKey(document);
@@ -72,6 +86,7 @@ function toDocument(key: ApiKeyRecord): ApiKeyDocument {
     expiresAt: key.expiresAt,
     revokedAt: key.revokedAt,
     ...(key.replacedBy !== undefined && { replacedBy: key.replacedBy }),
+    ...(key.replacedAt !== undefined && { replacedAt: key.replacedAt }),
   };
 }
 
@@ -88,5 +103,6 @@ function toKey(document: WithId<ApiKeyDocument>): ApiKeyRecord {
     expiresAt: document.expiresAt ?? null,
     revokedAt: document.revokedAt ?? null,
     ...(typeof document.replacedBy === "string" && { replacedBy: document.replacedBy }),
+    ...(document.replacedAt instanceof Date && { replacedAt: document.replacedAt }),
   };
 }

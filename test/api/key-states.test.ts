@@ -7,6 +7,35 @@ import { createTeam, http, mintKey, operator } from "#test/support/api.js";
 import { addressOf, bearer, errorInfoOf, loadConsentProtos, unary } from "#test/support/grpc-js.js";
 import { startTestService, type TestService } from "#test/support/service.js";
 
+/**
+ * How `service` answers `key` on REST (status, code, whether rate-limit headers came) and on
+ * gRPC (status, code): a refusal's, or "ok" for a key that is let through.
+ */
+async function answersTo(service: TestService, key: string) {
+  const rest = await http(service, "GET", "/api/v1/banners", { key });
+  const banners = new (loadConsentProtos().consent.v1.BannerService)(
+    addressOf(service.daemonUrl),
+    grpc.credentials.createInsecure(),
+  );
+  try {
+    const outcome = await unary(banners, "listBanners", {}, bearer(key));
+    return {
+      rest:
+        rest.status === 200
+          ? "ok"
+          : [rest.status, rest.body.data.code, rest.headers.get("x-ratelimit-limit")],
+      grpc: outcome.ok
+        ? "ok"
+        : [grpc.status[outcome.error.code], errorInfoOf(outcome.error).info?.code],
+    };
+  } finally {
+    banners.close();
+  }
+}
+
+/** The answers of a key refused with `code` before any rate limiting (spec 5.4, spec 8). */
+const refused = (code: string) => ({ rest: [401, code, null], grpc: ["UNAUTHENTICATED", code] });
+
 /** spec 5.4 and decisions §2: a key's states as every daemon on one store sees them. */
 describe("key states across daemons on one store", () => {
   let dataDir: string;
@@ -32,25 +61,28 @@ describe("key states across daemons on one store", () => {
     const { admin, auth } = operator(ahead);
     await admin.revokeApiKey({ id }, auth);
 
-    const rest = await http(behind, "GET", "/api/v1/banners", { key });
-    expect([rest.status, rest.body.data.code, rest.headers.get("x-ratelimit-limit")]).toEqual([
-      401,
-      "revoked_key",
-      null,
-    ]);
-    const banners = new (loadConsentProtos().consent.v1.BannerService)(
-      addressOf(behind.daemonUrl),
-      grpc.credentials.createInsecure(),
-    );
-    try {
-      const outcome = await unary(banners, "listBanners", {}, bearer(key));
-      if (outcome.ok) throw new Error("a revoked key was answered");
-      expect([grpc.status[outcome.error.code], errorInfoOf(outcome.error).info?.code]).toEqual([
-        "UNAUTHENTICATED",
-        "revoked_key",
-      ]);
-    } finally {
-      banners.close();
-    }
+    expect(await answersTo(behind, key)).toEqual(refused("revoked_key"));
+  });
+
+  // Regression: the rotating daemon stored its own clock's now as the old key's expiry, which a
+  // daemon whose clock is behind kept accepting the key until its clock got there.
+  it("refuses a key rotated with no grace period through a daemon whose clock runs ahead, at once, on REST and gRPC", async () => {
+    const { key, id } = await mintKey(ahead, await createTeam(ahead, "professional"));
+    const { admin, auth } = operator(ahead);
+    const rotated = await admin.rotateApiKey({ id, gracePeriodSeconds: 0 }, auth);
+    expect(rotated.previous?.expiresAt).toEqual(rotated.apiKey?.createdAt);
+
+    expect(await answersTo(behind, key)).toEqual(refused("expired_key"));
+    expect(await answersTo(ahead, key)).toEqual(refused("expired_key"));
+    expect(await answersTo(behind, rotated.secret)).toEqual({ rest: "ok", grpc: "ok" });
+  });
+
+  it("keeps a rotated key working to the grace period's end as each daemon's clock reads it", async () => {
+    const { key, id } = await mintKey(behind, await createTeam(behind, "professional"));
+    const { admin, auth } = operator(behind);
+    await admin.rotateApiKey({ id, gracePeriodSeconds: 3 }, auth);
+
+    expect(await answersTo(behind, key)).toEqual({ rest: "ok", grpc: "ok" });
+    expect(await answersTo(ahead, key)).toEqual(refused("expired_key"));
   });
 });
