@@ -5,6 +5,7 @@ import {
   Double,
   MongoBulkWriteError,
   MongoClient,
+  MongoClientClosedError,
   MongoNetworkTimeoutError,
   MongoOperationTimeoutError,
   MongoServerError,
@@ -23,11 +24,12 @@ import { DuplicateKeyError } from "#daemon/store/store.js";
  * The driver's pool errors, which it throws but does not export: its own classes, from the
  * module that defines them (the same module instances the driver itself loaded).
  */
-const { WaitQueueTimeoutError, PoolClearedError } = createRequire(import.meta.url)(
+const { WaitQueueTimeoutError, PoolClearedError, PoolClosedError } = createRequire(import.meta.url)(
   "mongodb/lib/cmap/errors.js",
 ) as {
   WaitQueueTimeoutError: new (message: string, address: string) => Error;
   PoolClearedError: new (pool: { address: string }, message?: string) => Error;
+  PoolClosedError: new (pool: { address: string }) => Error;
 };
 
 describe("isMongoUnavailable: which driver errors answer 503 unavailable", () => {
@@ -35,6 +37,8 @@ describe("isMongoUnavailable: which driver errors answer 503 unavailable", () =>
     expect(isMongoUnavailable(new MongoNetworkTimeoutError("connection timed out"))).toBe(true);
     expect(isMongoUnavailable(new MongoServerSelectionError("no primary", {} as never))).toBe(true);
     expect(isMongoUnavailable(new MongoTopologyClosedError())).toBe(true);
+    // A command in flight when the store closes.
+    expect(isMongoUnavailable(new MongoClientClosedError())).toBe(true);
   });
 
   it("takes a replica set between primaries and a majority that did not answer for unavailable", () => {
@@ -66,6 +70,8 @@ describe("isMongoUnavailable: which driver errors answer 503 unavailable", () =>
     expect(isMongoUnavailable(new PoolClearedError({ address: "db1:27017" }, "cleared"))).toBe(
       true,
     );
+    // The store closing while a command waited for a pooled connection.
+    expect(isMongoUnavailable(new PoolClosedError({ address: "db1:27017" }))).toBe(true);
   });
 
   it("takes a lost connection or no primary met by a bulk write for unavailable", () => {

@@ -4,6 +4,7 @@ import {
   type DbOptions,
   MongoBulkWriteError,
   MongoClient,
+  MongoClientClosedError,
   type MongoClientOptions,
   MongoError,
   MongoErrorLabel,
@@ -244,8 +245,16 @@ const UNREACHABLE = [
   MongoNotConnectedError,
   MongoTopologyClosedError,
   MongoServerClosedError,
+  // A command in flight when the store closes (a drain's cut, a tail still reading): the same
+  // state as one sent after it (MongoNotConnectedError) or one still finding its server.
+  MongoClientClosedError,
   MongoOperationTimeoutError,
 ];
+/**
+ * The driver's pool errors it throws but does not export, by name: no pooled connection came free
+ * within waitQueueTimeoutMS, or the pool closed (the store closing) while a command waited for one.
+ */
+const UNREACHABLE_POOL = ["MongoWaitQueueTimeoutError", "MongoPoolClosedError"];
 /** Labels the server or the driver put on an error worth retrying as it is. */
 const RETRYABLE_LABELS = [
   MongoErrorLabel.RetryableWriteError,
@@ -301,8 +310,7 @@ export function isMongoUnavailable(error: unknown): boolean {
     return isMongoUnavailable(error.errorResponse);
   }
   if (UNREACHABLE.some((kind) => error instanceof kind)) return true;
-  // No pooled connection came free within waitQueueTimeoutMS (the driver exports no class).
-  if (error.name === "MongoWaitQueueTimeoutError") return true;
+  if (UNREACHABLE_POOL.includes(error.name)) return true;
   if (RETRYABLE_LABELS.some((label) => error.hasErrorLabel(label))) return true;
   return typeof error.code === "number" && UNAVAILABLE_CODES.has(error.code);
 }

@@ -43,6 +43,14 @@ async function open(
   return store;
 }
 
+/** What `call` rejected with; undefined when it resolved. */
+function rejectionOf(call: Promise<unknown>): Promise<unknown> {
+  return call.then(
+    () => undefined,
+    (reason: unknown) => reason,
+  );
+}
+
 describe("MongoDB store: a primary that stops answering", () => {
   // The setting's least value keeps the test short: each reply is waited for 2 s.
   const timeouts = mongoTimeouts(1_000);
@@ -66,6 +74,28 @@ describe("MongoDB store: a primary that stops answering", () => {
     expect(elapsed).toBeGreaterThanOrEqual(2 * timeouts.replyMs - 50);
     expect(elapsed).toBeLessThan(timeouts.commandMs);
   }, 20_000);
+
+  it("fails a read and a write in flight when the store closes as unavailable (503), as one sent after it", async () => {
+    const database = emptyDatabase();
+    const store = await open(database, 5_000);
+    database.stopAnswering();
+    const sentBefore = server?.commands.length ?? 0;
+    const inFlight = [
+      rejectionOf(store.teams.get("t1")),
+      rejectionOf(store.subjects.find(["ik_1:a"], new Date())),
+      rejectionOf(store.teams.insert(aTeam())),
+    ];
+    // Each command is on the wire, unanswered, when the store closes (a drain's cut).
+    while ((server?.commands.length ?? 0) < sentBefore + 3) {
+      await new Promise((go) => setTimeout(go, 10));
+    }
+    await store.close();
+    const after = rejectionOf(store.teams.get("t2"));
+    for (const reason of [...(await Promise.all(inFlight)), await after]) {
+      expect(reason).toBeInstanceOf(Error);
+      expect(store.isUnavailable(reason), (reason as Error).name).toBe(true);
+    }
+  });
 
   it("asks the server to give up on a log read and on a write's majority at the setting", async () => {
     const store = await open(emptyDatabase(), 4_000);
