@@ -97,6 +97,13 @@ describe.concurrent("consentctl keys (against a real daemon)", { timeout: E2E_TI
     expect(graceMs).toBeGreaterThan(23 * 3600_000);
     expect(graceMs).toBeLessThanOrEqual(24 * 3600_000);
     expect(Date.parse(immediate.previous.expiresAt)).toBeLessThanOrEqual(Date.now());
+    // The old keys name their replacement and the rotation's moment, which with no grace period
+    // is their expiry (what keyStatus reads, whatever the operator's clock).
+    expect(graced.previous).toMatchObject({ replacedBy: graced.id, replacedAt: graced.createdAt });
+    expect(immediate.previous).toMatchObject({
+      replacedBy: immediate.id,
+      replacedAt: immediate.previous.expiresAt,
+    });
   });
 
   it("carries an operator-set expiry over to the replacement key", async () => {

@@ -5,16 +5,21 @@ import { SecretNotice } from "#cli/components/secret-notice.js";
 import { Table } from "#cli/components/table.js";
 import { formatTime } from "#cli/format.js";
 import type { Tone } from "#cli/theme.js";
+import { keyExpired } from "#daemon/keys/key-store.js";
 import type { ApiKey } from "#gen/consent/v1/admin_pb.js";
 
-/** A key's state at `now`, from its revocation and expiry times. */
+/**
+ * A key's state at `now`: revoked once a revocation is stored, and expired as the daemon judges
+ * it (keyExpired: a key rotated with no grace period has stopped whatever this machine's clock
+ * reads, docs/behaviour.md "Key rotation"), so a clock behind the daemon's shows no such key active.
+ */
 export function keyStatus(key: ApiKey, now = new Date()): { label: string; tone: Tone } {
-  if (key.revokedAt && timestampDate(key.revokedAt) <= now) {
-    return { label: "revoked", tone: "failure" };
-  }
-  if (key.expiresAt && timestampDate(key.expiresAt) <= now) {
-    return { label: "expired", tone: "failure" };
-  }
+  if (key.revokedAt) return { label: "revoked", tone: "failure" };
+  const dates = {
+    expiresAt: key.expiresAt ? timestampDate(key.expiresAt) : null,
+    ...(key.replacedAt && { replacedAt: timestampDate(key.replacedAt) }),
+  };
+  if (keyExpired(dates, now)) return { label: "expired", tone: "failure" };
   return { label: "active", tone: "success" };
 }
 
@@ -31,6 +36,12 @@ function keyFields(key: ApiKey): Field[] {
     { label: "Created", value: formatTime(key.createdAt) },
     { label: "Expires", value: key.expiresAt ? formatTime(key.expiresAt) : "never" },
     ...(key.revokedAt ? [{ label: "Revoked", value: formatTime(key.revokedAt) }] : []),
+    ...(key.replacedBy
+      ? [
+          { label: "Replaced by", value: key.replacedBy, copy: true },
+          { label: "Replaced", value: formatTime(key.replacedAt) },
+        ]
+      : []),
   ];
 }
 

@@ -36,6 +36,20 @@ describe("keyStatus", () => {
       ).label,
     ).toBe("revoked");
   });
+
+  // Regression: with this machine's clock behind the daemon's, a revoked key and a key rotated
+  // with no grace period read as active until the clock reached the times the daemon recorded.
+  it("reads revoked and no-grace rotated keys as stopped, whatever this machine's clock", () => {
+    const later = now.getTime() + HOUR;
+    expect(keyStatus(key({ revokedAt: at(later) }), now).label).toBe("revoked");
+    const rotated = (graceMs: number) =>
+      keyStatus(
+        key({ replacedBy: "new-id", replacedAt: at(later), expiresAt: at(later + graceMs) }),
+        now,
+      ).label;
+    expect(rotated(0)).toBe("expired");
+    expect(rotated(HOUR)).toBe("active");
+  });
 });
 
 describe("MintedKeyView", () => {

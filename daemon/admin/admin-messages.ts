@@ -14,7 +14,7 @@ import {
   TeamSchema,
 } from "#gen/consent/v1/admin_pb.js";
 
-const timestamp = (date: Date | null) => (date ? timestampFromDate(date) : undefined);
+const timestamp = (date: Date | null | undefined) => (date ? timestampFromDate(date) : undefined);
 
 export function teamMessage(team: TeamRecord): Team {
   return create(TeamSchema, {
@@ -39,6 +39,8 @@ export function apiKeyMessage(key: ApiKeyRecord): ApiKey {
     createdAt: timestampFromDate(key.createdAt),
     expiresAt: timestamp(key.expiresAt),
     revokedAt: timestamp(key.revokedAt),
+    replacedBy: key.replacedBy ?? "",
+    replacedAt: timestamp(key.replacedAt),
   });
 }
 
