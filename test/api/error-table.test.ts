@@ -525,6 +525,27 @@ describe("spec 7 error table", () => {
     expect(anonymous.status).toBe(401);
   });
 
+  it("413 from the 20,481st byte: spec 8's 20 KB is 20,480 bytes of the body as sent", async () => {
+    // Two-byte characters: the bound counts the UTF-8 bytes on the wire, not characters.
+    const bodyOf = (bytes: number) => {
+      const bare = JSON.stringify({ ...subject(), padding: "" });
+      const room = bytes - Buffer.byteLength(bare);
+      const padding = "é".repeat(Math.floor(room / 2)) + "x".repeat(room % 2);
+      const body = JSON.stringify({ ...subject(), padding });
+      expect(Buffer.byteLength(body)).toBe(bytes);
+      return body;
+    };
+    const resolve = (body: string) =>
+      http(service, "POST", "/api/v1/consent/subjects/resolve", { key, body });
+    const within = await resolve(bodyOf(20_480));
+    expect([within.status, within.body]).toEqual([200, { data: { found: false }, version: "v1" }]);
+    const over = await resolve(bodyOf(20_481));
+    expect([over.status, envelopeOf(over)]).toEqual([
+      413,
+      { error: "Request body exceeds 20 KB", code: "invalid_request" },
+    ]);
+  });
+
   it("429 rate_limited with Retry-After once a free key's 50 requests are spent", async () => {
     const teamId = await createTeam(service, "free");
     const free = await mintKey(service, teamId);
