@@ -524,6 +524,14 @@ describe("consent subject records", () => {
       violation("protocolVersion", "must be 1"),
     ]);
   });
+
+  it("refuses null for an optional field as a wrong type, never reading it as absent", async () => {
+    expect(await detailsOf({ namespace: null, expiresAt: null, protocolVersion: null })).toEqual([
+      violation("namespace", "must be a string"),
+      violation("expiresAt", "must be a string"),
+      violation("protocolVersion", "must be 1"),
+    ]);
+  });
 });
 
 describe("identity key rotation (decisions §4)", () => {
