@@ -34,6 +34,29 @@ describe("resolveTexts: which language's texts a page gets", () => {
     expect(chosen(titled("nb"), "no")).toBe("nb");
   });
 
+  it("fills a string the chosen texts lack from their shorter forms, then from English", () => {
+    const texts: Record<string, RuntimeTexts> = {
+      en: { title: "Privacy", save: "Save" },
+      de: { title: "Datenschutz", acceptAll: "Alle akzeptieren" },
+      "de-AT": { title: "Datenschutz (AT)" },
+      zh: { acceptAll: "全部接受" },
+      "zh-Hant": { title: "隱私" },
+      "zh-TW": { customize: "自訂" },
+    };
+    const austrian = resolveTexts(texts, ["de-AT"]);
+    expect(austrian.languageCode).toBe("de-AT");
+    expect(austrian.get("title")).toEqual({ text: "Datenschutz (AT)" });
+    expect(austrian.get("acceptAll")).toEqual({ text: "Alle akzeptieren" });
+    expect(austrian.get("save")).toEqual({ text: "Save", lang: "en" });
+    expect(austrian.get("rejectAll")).toEqual({ text: "Reject all", lang: "en" });
+    // Never a shorter form in another script: the bare zh is Simplified.
+    const taiwanese = resolveTexts(texts, ["zh-TW"]);
+    expect(taiwanese.languageCode).toBe("zh-TW");
+    expect(taiwanese.get("customize")).toEqual({ text: "自訂" });
+    expect(taiwanese.get("title")).toEqual({ text: "隱私" });
+    expect(taiwanese.get("acceptAll")).toEqual({ text: "Accept all", lang: "en" });
+  });
+
   it("follows the wanted languages in order, any case, English when none has texts", () => {
     expect(chosen(titled("fr", "de"), "it", "DE-de", "fr")).toBe("de");
     expect(chosen(titled("fr"), "it")).toBe("en");

@@ -37,9 +37,10 @@ export interface ResolvedTexts {
  * browser's languages): for each, the first of `candidates(tag)` that has texts, else another
  * tag of that language in the same script (`pt` finds `pt-BR`, `zh-TW` never `zh-Hans`), else
  * another tag of that language; English when none has texts. Each field falls back on its
- * own, to the operator's English text and then to DEFAULT_TEXTS, so a half-translated banner
- * still shows every string; such a string is marked English. A category's own label and
- * description (its configuration, not its texts) are in no stated language and carry no mark.
+ * own, to the texts of the chosen tag's shorter forms (`de` for `de-AT`), then to the operator's
+ * English text and then to DEFAULT_TEXTS, so a half-translated banner still shows every string;
+ * an English one is marked English. A category's own label and description (its
+ * configuration, not its texts) are in no stated language and carry no mark.
  */
 export function resolveTexts(
   texts: Record<string, RuntimeTexts>,
@@ -61,8 +62,15 @@ export function resolveTexts(
   const english = language(comparable(languageCode)) === "en" ? {} : { lang: "en" };
   // Found, not texts.en: the daemon stores "en", but a banner saved before it did may say "EN".
   const englishKey = find((key) => key === "en");
+  // The chosen texts, then those of its shorter forms in the same script (RFC 4647 lookup):
+  // `de-AT` may hold only what Austrian German says otherwise, the rest coming from `de`, in
+  // the same language, so unmarked; then the operator's English.
+  const own =
+    lang === undefined
+      ? []
+      : candidates(comparable(lang)).flatMap((candidate) => find((key) => key === candidate) ?? []);
   const chain = [
-    { own: lang === undefined ? undefined : texts[lang], mark: {} },
+    ...[...new Set(own)].map((key) => ({ own: texts[key], mark: {} })),
     { own: englishKey === undefined ? undefined : texts[englishKey], mark: english },
   ];
   /** The first text the chain has for a field, else the last resort, with its language. */

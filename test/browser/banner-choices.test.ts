@@ -768,6 +768,39 @@ describe.skipIf(skipBrowserTests)("banner runtime in Chromium: layouts and choic
     }
   });
 
+  it("fills what a regional variant's texts leave out from its language's, not from English", async () => {
+    // An Austrian variant that says only its title otherwise; the rest is the German texts'.
+    const texts = {
+      de: {
+        title: "Ihre Privatsphäre",
+        description: "Wir verwenden Cookies.",
+        acceptAll: "Alle akzeptieren",
+        rejectAll: "Alle ablehnen",
+        customize: "Anpassen",
+        save: "Auswahl speichern",
+        alwaysOnLabel: "Immer aktiv",
+      },
+      "de-AT": { title: "Ihre Privatsphäre in Österreich" },
+    };
+    const { teamId } = await bannerPage({ texts }, { lang: "de-AT" });
+    await expect
+      .poll(() => dialog(tab.page).getByRole("heading").textContent())
+      .toBe("Ihre Privatsphäre in Österreich");
+    expect(await dialog(tab.page).locator("#d").textContent()).toBe("Wir verwenden Cookies.");
+    expect(await dialog(tab.page).getByRole("button").allTextContents()).toEqual([
+      "Alle akzeptieren",
+      "Alle ablehnen",
+      "Anpassen",
+    ]);
+    // German throughout: nothing in it is marked as another language.
+    expect(await dialog(tab.page).locator("[lang]").count()).toBe(0);
+    expect(await tab.page.locator("[id^=consent-banner-] .r").getAttribute("lang")).toBe("de-AT");
+    await dialog(tab.page).getByRole("button", { name: "Anpassen" }).click();
+    await dialog(tab.page).getByRole("button", { name: "Auswahl speichern" }).click();
+    const [row] = await waitForRows(ctx.service, teamId, 1);
+    expect(row).toMatchObject({ method: "consent_given", languageCode: "de-AT" });
+  });
+
   it("shows the operator's texts as text, from its tag and with its body inlined in the page's HTML", async () => {
     // Markup, a script end tag, a comment opener and line separators in the texts: shown as
     // written, whether the loader comes by its tag or a site places its body in an inline script.
