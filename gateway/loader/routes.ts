@@ -13,6 +13,13 @@ import { refuseOtherMethods } from "#gateway/methods.js";
  * (a 304 costs no body); a publish therefore reaches visitors within about 5 minutes.
  */
 const CACHE_CONTROL = "public, max-age=300, stale-while-revalidate=60";
+/**
+ * A loader that varies on the geo header is kept by the visitor's browser alone: shared caches
+ * may not honour `Vary` on it (Cloudflare's, where CF-IPCountry comes from, keys a `.js` on its
+ * URL whatever the `Vary`), and would hand one country's rule, and its location, to every
+ * visitor (an opt-out or notice default, granting all, to a visitor whose rule is opt-in).
+ */
+const CACHE_CONTROL_BY_LOCATION = "private, max-age=300, stale-while-revalidate=60";
 /** How long a gateway serves a banner before asking the daemon whether it changed. */
 export const LOADER_REVALIDATE_MS = 30_000;
 
@@ -128,14 +135,12 @@ export async function loaderRoutes(app: FastifyInstance, options: LoaderRouteOpt
     if (!variant) return notFound(reply);
     const encoding = negotiate(request.headers);
     const etag = etagOf(variant, encoding);
+    const byLocation = variant.variesByGeo && !!geoHeader;
     reply.headers({
       "Content-Type": "text/javascript; charset=utf-8",
-      "Cache-Control": CACHE_CONTROL,
+      "Cache-Control": byLocation ? CACHE_CONTROL_BY_LOCATION : CACHE_CONTROL,
       ETag: etag,
-      Vary:
-        variant.variesByGeo && geoHeader
-          ? `Accept-Encoding, ${options.geoHeader}`
-          : "Accept-Encoding",
+      Vary: byLocation ? `Accept-Encoding, ${options.geoHeader}` : "Accept-Encoding",
       // Lets a site load it with crossorigin/SRI, or under Cross-Origin-Embedder-Policy.
       "Access-Control-Allow-Origin": "*",
       "Cross-Origin-Resource-Policy": "cross-origin",

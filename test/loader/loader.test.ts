@@ -166,13 +166,18 @@ describe("GET /loader/{publicId}.js", () => {
     expect(configOf(published.bytes)).toMatchObject({ revision: 2, position: "top" });
   });
 
-  it("picks the jurisdiction rule from the trusted geo header, and varies on it", async () => {
+  it("picks the jurisdiction rule from the trusted geo header, varies on it, and keeps it from shared caches", async () => {
     const { publicId } = await bannerFixture(service, {
       configuration: { jurisdictionRules: rules },
     });
     const at = async (place?: string) => {
       const result = await loader(service, publicId, place ? { "cf-ipcountry": place } : {});
       expect(result.headers.get("vary")).toBe("Accept-Encoding, CF-IPCountry");
+      // A CDN that keys on the URL alone (Cloudflare's, whatever the Vary) must not hand one
+      // visitor's rule and location to the next: the browser alone keeps it.
+      expect(result.headers.get("cache-control")).toBe(
+        "private, max-age=300, stale-while-revalidate=60",
+      );
       const config = configOf(result.bytes);
       return [config.rule, config.country, config.region];
     };
