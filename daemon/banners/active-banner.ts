@@ -4,20 +4,23 @@ import { notFound } from "#daemon/errors.js";
 /**
  * The active banner with this public id, or 404 not_found (decisions §3: an inactive banner is
  * invisible to the public side). The id is a UUID, read in either case (RFC 9562). With a team, a banner of another team is equally not found, so a
- * key never learns that another tenant's banner exists.
+ * key never learns that another tenant's banner exists; the id of one of the team's own banners,
+ * given instead (both are UUIDs, and the subject endpoints' bannerId is the public one), is named
+ * as such in the 404, as the banner routes name a public id given for an id.
  */
 export async function activeBanner(
   banners: BannerStore,
   publicId: string,
   teamId?: string,
 ): Promise<BannerRecord> {
-  const banner = await banners.getByPublicId(publicId.toLowerCase());
-  if (!banner?.isActive || (teamId !== undefined && banner.teamId !== teamId)) {
-    throw notFound(
-      teamId === undefined
-        ? "No active banner with that public Banner ID"
-        : "No active banner with that public Banner ID on this team",
-    );
-  }
-  return banner;
+  const id = publicId.toLowerCase();
+  const banner = await banners.getByPublicId(id);
+  if (banner?.isActive && (teamId === undefined || banner.teamId === teamId)) return banner;
+  if (teamId === undefined) throw notFound("No active banner with that public Banner ID");
+  const byId = banner ? null : await banners.get(teamId, id);
+  throw notFound(
+    byId
+      ? `No active banner with that public Banner ID on this team: ${byId.id} is the id of banner "${byId.name}", whose public Banner ID is ${byId.publicId}`
+      : "No active banner with that public Banner ID on this team",
+  );
 }

@@ -78,6 +78,37 @@ describe("tenant isolation", () => {
     }
   });
 
+  // Regression: a banner's id given as the subject endpoints' bannerId got the 404 of an unknown
+  // banner, where the banner routes name a public id given for an id.
+  it("names a banner's id given for its public Banner ID on the subject routes, for the team's own banner only", async () => {
+    const reference = (bannerId: string) => ({ bannerId, subjectId: "named-id" });
+    for (const [method, path, body] of [
+      ["POST", "/api/v1/consent/subjects/resolve", reference],
+      [
+        "PUT",
+        "/api/v1/consent/subjects/state",
+        (bannerId: string) => ({
+          ...reference(bannerId),
+          baseVersion: 0,
+          consentState: consentState(),
+        }),
+      ],
+      ["DELETE", "/api/v1/consent/subjects/state", reference],
+    ] as const) {
+      const own = await http(service, method, path, { key: keyA, body: body(bannerA.id) });
+      expect([own.status, own.body.data.code, own.body.data.error]).toEqual([
+        404,
+        "not_found",
+        `No active banner with that public Banner ID on this team: ${bannerA.id} is the id of banner "A's banner", whose public Banner ID is ${bannerA.publicId}`,
+      ]);
+      const other = await http(service, method, path, { key: keyA, body: body(bannerB.id) });
+      expect([other.status, other.body.data.error]).toEqual([
+        404,
+        "No active banner with that public Banner ID on this team",
+      ]);
+    }
+  });
+
   it("answers 404 for another team's public Banner ID on every subject route", async () => {
     const reference = { bannerId: bannerB.publicId, subjectId: "shared-id" };
     for (const [method, path, body] of [
