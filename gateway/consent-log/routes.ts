@@ -39,12 +39,29 @@ function header(request: FastifyRequest, name: "origin" | "referer"): string {
 }
 
 /**
- * The request's Origin, echoed with `Vary: Origin`, so a page can read every answer (CORS). The
- * preflight's own Vary names Origin and more, and is kept.
+ * The request's Origin when it names one origin as browsers write it (RFC 6454 7: an origin
+ * serialised as `scheme://host[:port]`, or "null"), else undefined. Node joins an Origin sent twice
+ * into `a, b`, which is no origin: a browser sends one, and an Access-Control-Allow-Origin naming
+ * two, or a path, is no valid answer (Fetch, CORS check), so nothing is echoed for it.
+ */
+function singleOrigin(origin: string | undefined): string | undefined {
+  if (!origin || origin === "null") return origin;
+  try {
+    return new URL(origin).origin === origin ? origin : undefined;
+  } catch {
+    return undefined; // Not a URL at all: no origin to echo.
+  }
+}
+
+/**
+ * The request's Origin (when it is one, singleOrigin), echoed with `Vary: Origin` on every
+ * answer, so a page can read it (CORS, decisions §5). The preflight's own Vary names Origin and
+ * more, and is kept.
  */
 function echoOrigin(request: FastifyRequest, reply: FastifyReply): void {
   if (!reply.hasHeader("Vary")) reply.header("Vary", "Origin");
-  if (request.headers.origin) reply.header("Access-Control-Allow-Origin", request.headers.origin);
+  const origin = singleOrigin(request.headers.origin);
+  if (origin) reply.header("Access-Control-Allow-Origin", origin);
 }
 
 /**

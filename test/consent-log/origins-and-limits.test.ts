@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { http } from "#test/support/api.js";
+import { http, rawHttp } from "#test/support/api.js";
 import {
   aChoice,
   bannerFixture,
@@ -173,6 +173,71 @@ describe("POST /api/consent/log: origins, CORS and the client-IP limit", () => {
       expect(result.headers.get("access-control-allow-origin")).toBe(origin);
       expect(result.headers.get("vary")).toBe("Origin");
     }
+  });
+
+  it("echoes no Access-Control-Allow-Origin for two Origins or one that is none, on every answer, with Vary: Origin still", async () => {
+    // A browser sends one Origin, `scheme://host[:port]`. Two (Node joins them as `a, b`), one
+    // naming two, or one with a path is no origin: echoed, it is no valid allowed origin.
+    const { publicId } = await bannerFixture(ctx.service);
+    const busy = ip();
+    const choice = JSON.stringify(aChoice(publicId));
+    // The origin's name, its headers, and the status a choice sent with it gets: the domain
+    // check reads a URL's host, so the one with a path passes it.
+    const origins: [string, string[], number][] = [
+      ["one", ["Origin", "https://shop.example.com"], 200],
+      ["twice", ["Origin", "https://shop.example.com", "Origin", "https://evil.test"], 403],
+      ["two in one", ["Origin", "https://shop.example.com, https://evil.test"], 403],
+      ["with a path", ["Origin", "https://shop.example.com/cart"], 200],
+    ];
+    const requests: [string, { method: string; body?: string; ip?: string }][] = [
+      ["choice", { method: "POST", body: choice }],
+      ["400", { method: "POST", body: "{" }],
+      ["404", { method: "POST", body: JSON.stringify(aChoice(crypto.randomUUID())) }],
+      ["405", { method: "GET" }],
+      [
+        "413",
+        { method: "POST", body: JSON.stringify(aChoice(publicId, { pad: "x".repeat(30_000) })) },
+      ],
+      ["204", { method: "OPTIONS" }],
+      ["429", { method: "POST", body: choice, ip: busy }],
+    ];
+    const seen: Record<string, unknown> = {};
+    const expected: Record<string, unknown> = {};
+    for (const [answer, request] of requests) {
+      if (answer === "429") {
+        for (let batch = 0; batch < 20; batch++) {
+          await Promise.all(
+            Array.from({ length: 50 }, () => postLog(ctx.service, "{", { ip: busy })),
+          );
+        }
+      }
+      for (const [name, originHeaders, choiceStatus] of origins) {
+        const headers = [
+          "Host",
+          new URL(ctx.service.gatewayUrl).host,
+          ...originHeaders,
+          "Content-Type",
+          "text/plain",
+          "Access-Control-Request-Method",
+          "POST",
+          "X-Forwarded-For",
+          request.ip ?? ip(),
+        ];
+        const path = "/api/consent/log";
+        const result = await rawHttp(ctx.service, request.method, path, headers, request.body);
+        seen[`${answer}, origin ${name}`] = {
+          status: result.status,
+          allowOrigin: result.headers.get("access-control-allow-origin"),
+          vary: result.headers.get("vary"),
+        };
+        expected[`${answer}, origin ${name}`] = {
+          status: answer === "choice" ? choiceStatus : Number(answer),
+          allowOrigin: name === "one" ? "https://shop.example.com" : null,
+          vary: answer === "204" ? "Origin, Access-Control-Request-Headers" : "Origin",
+        };
+      }
+    }
+    expect(seen).toEqual(expected);
   });
 
   it("allows 1,000 requests a minute per client IP, then 429 rate_limited with Retry-After", async () => {
