@@ -20,8 +20,20 @@ function isDomainName(host: string): boolean {
 }
 
 /**
+ * The hosts a browser reaches this machine by, which spec 4.3's "localhost" names: `localhost`
+ * and its loopback addresses (RFC 6761 6.3), as WHATWG URL writes them (`127.1` is `127.0.0.1`,
+ * `[0::1]` is `[::1]`). A developer's page is served from any of them, on any port.
+ */
+const LOCAL_HOSTS = new Set(["localhost", "127.0.0.1", "[::1]"]);
+
+/** True for `localhost` or a loopback address (LOCAL_HOSTS): a site that accepts any port. */
+function isLocalHost(host: string): boolean {
+  return LOCAL_HOSTS.has(host);
+}
+
+/**
  * spec 4.3: a bare hostname is normalized to an https:// URL and the result must be a valid domain
- * or localhost. A full http(s) URL is accepted as long as it names only a host and perhaps a port:
+ * or localhost (`localhost`, `127.0.0.1` or `[::1]`: isLocalHost). A full http(s) URL is accepted as long as it names only a host and perhaps a port:
  * the scheme becomes https, a port other than the scheme's default is kept (the consent-log domain
  * check compares it, decisions §5). Returns null when invalid.
  */
@@ -38,7 +50,7 @@ export function hostOf(input: string): string | null {
 /**
  * A domain as normalizeDomain accepts it, as the log route's domain check keeps it: `host`, or
  * `host:port` when it names a port other than its scheme's default (`shop.example.com:8443`;
- * localhost never keeps one); null when invalid. The port is read as the scheme given names it, so
+ * a local host never keeps one); null when invalid. The port is read as the scheme given names it, so
  * `http://shop.example.com:80` is the host alone, as Origin headers write it.
  */
 export function siteOf(input: string): string | null {
@@ -75,9 +87,9 @@ export function parsedSite(input: string): Site | null {
   if (url.port === "0") return null;
   const host = url.hostname.toLowerCase();
   // 443 names https' default: `https://host:443` is the host alone, however it was written. A
-  // localhost site accepts any port (hostAllowed), so it keeps none.
-  const port = url.port === "443" || host === "localhost" ? "" : url.port;
-  return host === "localhost" || isDomainName(host) ? { host, port } : null;
+  // local site accepts any port (hostAllowed), so it keeps none.
+  const port = url.port === "443" || isLocalHost(host) ? "" : url.port;
+  return isLocalHost(host) || isDomainName(host) ? { host, port } : null;
 }
 
 /**
@@ -86,7 +98,7 @@ export function parsedSite(input: string): Site | null {
  * let every site under it post choices to the banner (decisions §5).
  */
 function isPublicSuffix(host: string): boolean {
-  return host !== "localhost" && getDomain(host, { allowPrivateDomains: true }) === null;
+  return !isLocalHost(host) && getDomain(host, { allowPrivateDomains: true }) === null;
 }
 
 export const PUBLIC_SUFFIX_MESSAGE =
@@ -118,7 +130,7 @@ function crossesPublicSuffix(host: string, siteHost: string): boolean {
  * decisions §5: a request's host matches a site (siteOf: `host` or `host:port`) when it equals the
  * site's host or is a subdomain of it, and its port is the site's: the scheme's default for a site
  * naming none (`https://shop.example.com` and `http://shop.example.com` alike, not
- * `https://shop.example.com:8443`). `localhost` sites accept any port. `requestPort` is the URL's
+ * `https://shop.example.com:8443`). Local sites (`localhost`, `127.0.0.1`, `[::1]`) accept any port. `requestPort` is the URL's
  * port as WHATWG URL reads it: "" for the scheme's default. A subdomain under a public suffix
  * within the site is not the site's (crossesPublicSuffix), for the reason banner domains may not
  * be public suffixes.
@@ -135,6 +147,6 @@ export function hostAllowed(
     if (host !== site.host) {
       if (!host.endsWith(`.${site.host}`) || crossesPublicSuffix(host, site.host)) return false;
     }
-    return site.host === "localhost" || requestPort === site.port;
+    return isLocalHost(site.host) || requestPort === site.port;
   });
 }

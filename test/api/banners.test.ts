@@ -93,6 +93,10 @@ describe("banners", () => {
     ["http://example.com:8080", "https://example.com:8080"],
     ["https://example.com:443", "https://example.com"],
     ["localhost:3000", "https://localhost"],
+    // spec 4.3's localhost: its loopback addresses too, keeping no port as localhost does.
+    ["127.0.0.1:5173", "https://127.0.0.1"],
+    ["http://[::1]:5173", "https://[::1]"],
+    ["127.1", "https://127.0.0.1"],
     ["bücher.example", "https://xn--bcher-kva.example"],
   ])("normalizes the domain %s to %s", async (domain, normalized) => {
     const result = await post({ name: "D", domain, configuration: {} });
@@ -102,6 +106,10 @@ describe("banners", () => {
   it.each([
     "",
     "192.168.1.1",
+    "10.0.0.1:5173",
+    "127.0.0.2",
+    "[2001:db8::1]",
+    "http://127.0.0.1:0",
     "example",
     "https://example.com/path",
     "ftp://example.com",

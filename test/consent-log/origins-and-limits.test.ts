@@ -97,6 +97,30 @@ describe("POST /api/consent/log: origins, CORS and the client-IP limit", () => {
     expect(seen).toEqual(outcomes);
   });
 
+  it("lets a banner on a loopback address accept it on any port, as localhost, and no other address", async () => {
+    const { key, id, publicId } = await bannerFixture(ctx.service, { domain: "127.0.0.1:5173" });
+    await http(ctx.service, "PATCH", `/api/v1/banners/${id}`, {
+      key,
+      body: { configuration: { additionalDomains: ["[::1]:5173"] } },
+    });
+    await http(ctx.service, "POST", `/api/v1/banners/${id}/publish`, { key });
+    const outcomes = {
+      "http://127.0.0.1:5173": 200,
+      "http://127.0.0.1:3000": 200,
+      "https://127.0.0.1": 200,
+      "http://[::1]:5173": 200,
+      "http://[::1]": 200,
+      "http://127.0.0.2:5173": 403,
+      "http://localhost:5173": 403,
+      "http://192.168.1.10:5173": 403,
+    };
+    const seen: Record<string, number> = {};
+    for (const origin of Object.keys(outcomes)) {
+      seen[origin] = (await postLog(ctx.service, aChoice(publicId), { ip: ip(), origin })).status;
+    }
+    expect(seen).toEqual(outcomes);
+  });
+
   it("refuses a subdomain under a public suffix inside the banner's domain, which others' sites own", async () => {
     // global.ssl.fastly.net and s3.amazonaws.com are public suffixes (Public Suffix List, private
     // part): the hosts under them are other people's sites, not fastly.net's or amazonaws.com's.
