@@ -62,6 +62,14 @@ describe("resolveTexts: which language's texts a page gets", () => {
     expect(chosen(titled("fr"), "it")).toBe("en");
     expect(chosen(titled("fr"), "not a tag", "fr-CA")).toBe("fr");
   });
+
+  it("reads a POSIX locale as the tag it names, recording the texts' own tag", () => {
+    expect(chosen(titled("de", "de-AT"), "de_AT")).toBe("de-AT");
+    expect(chosen(titled("de", "de-AT"), "de_AT.UTF-8")).toBe("de-AT");
+    expect(chosen(titled("de"), "de_AT@euro")).toBe("de");
+    expect(chosen(titled("zh-Hant"), "zh_TW.Big5")).toBe("zh-Hant");
+    expect(directionOf("ar_EG.UTF-8")).toBe("rtl");
+  });
 });
 
 describe("directionOf", () => {

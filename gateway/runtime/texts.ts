@@ -180,10 +180,13 @@ export function directionOf(languageCode: string): "rtl" | "ltr" {
 
 /**
  * A language tag as texts are matched: canonical BCP 47 in lower case, so any case matches and a
- * deprecated tag matches its replacement ("iw" a key the daemon stored as "he"). A page's tag
- * Intl cannot read is compared as written.
+ * deprecated tag matches its replacement ("iw" a key the daemon stored as "he"). A page's POSIX
+ * locale (`<html lang="de_AT">`, `de_AT.UTF-8`, `de_AT@euro`, as PHP sites write it) is read as
+ * the tag it names, `de-AT`: BCP 47 has no `_`, `.` or `@`. A tag Intl cannot read is compared
+ * as it is, in lower case.
  */
-function comparable(tag: string): string {
+function comparable(written: string): string {
+  const tag = written.replace(/[.@].*/, "").replace(/_/g, "-");
   try {
     return (Intl.getCanonicalLocales(tag)[0] ?? tag).toLowerCase();
   } catch (error) {

@@ -1,0 +1,74 @@
+import { describe, expect, it } from "vitest";
+import {
+  dialog,
+  openPage,
+  type SitePage,
+  skipBrowserTests,
+  useBrowserSite,
+  waitForRows,
+} from "#test/support/browser.js";
+import { bannerFixture, labelledCategories } from "#test/support/consent-log.js";
+
+/** Which texts a visitor gets, as the page and the browser name languages (docs/banner-runtime.md). */
+describe.skipIf(skipBrowserTests)("banner runtime in Chromium: the texts' language", () => {
+  const ctx = useBrowserSite();
+
+  /**
+   * A visitor whose browser speaks `locale` opens a page of a fresh banner with `texts`, and
+   * accepts all: the banner's dialog and the row the choice made.
+   */
+  async function acceptAllAs(
+    locale: string,
+    texts: Record<string, Record<string, string>>,
+    page: Omit<SitePage, "publicId">,
+  ) {
+    const { teamId, publicId } = await bannerFixture(ctx.service, {
+      domain: "localhost",
+      configuration: { categories: labelledCategories, texts },
+    });
+    const visitor = await openPage(ctx.browser, { locale });
+    try {
+      await visitor.page.goto(ctx.site.page(`/languages-${publicId}`, { publicId, ...page }));
+      const panel = dialog(visitor.page);
+      await expect.poll(() => panel.count()).toBe(1);
+      const shown = {
+        title: await panel.getByRole("heading").textContent(),
+        lang: await visitor.page.locator("[id^=consent-banner-] .r").getAttribute("lang"),
+        links: await panel
+          .getByRole("link")
+          .evaluateAll((links) =>
+            links.map((link) => [link.textContent, link.getAttribute("href")]),
+          ),
+      };
+      await panel.getByRole("button").first().click();
+      const [row] = await waitForRows(ctx.service, teamId, 1);
+      return { ...shown, row, warnings: visitor.warnings };
+    } finally {
+      await visitor.context.close();
+    }
+  }
+
+  it("reads a page's POSIX locale (de_AT, de_AT.UTF-8, de_AT@euro) as its language tag", async () => {
+    const texts = {
+      de: { title: "Ihre Privatsphäre", acceptAll: "Alle akzeptieren" },
+      "de-AT": { title: "Ihre Privatsphäre in Österreich" },
+    };
+    for (const lang of ["de_AT", "de_AT.UTF-8", "de_at@euro"]) {
+      const seen = await acceptAllAs("en-US", texts, { lang });
+      // The Austrian texts, in the canonical tag the row records, not the page's spelling.
+      expect([lang, seen.title, seen.lang, seen.row?.languageCode]).toEqual([
+        lang,
+        "Ihre Privatsphäre in Österreich",
+        "de-AT",
+        "de-AT",
+      ]);
+    }
+    // Only German texts: the Swiss page finds them, not the browser's English.
+    const swiss = await acceptAllAs("en-US", { de: texts.de }, { lang: "de_CH.UTF-8" });
+    expect([swiss.title, swiss.lang, swiss.row?.languageCode]).toEqual([
+      "Ihre Privatsphäre",
+      "de",
+      "de",
+    ]);
+  });
+});
