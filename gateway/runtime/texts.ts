@@ -39,8 +39,10 @@ export interface ResolvedTexts {
  * another tag of that language; English when none has texts. Each field falls back on its
  * own, to the texts of the chosen tag's shorter forms (`de` for `de-AT`), then to the operator's
  * English text and then to DEFAULT_TEXTS, so a half-translated banner still shows every string;
- * an English one is marked English. A category's own label and description (its
- * configuration, not its texts) are in no stated language and carry no mark.
+ * an English one is marked English. The privacy policy's address, in no language, comes last
+ * from the first language that has one, so no visitor loses the operator's link. A category's
+ * own label and description (its configuration, not its texts) are in no stated language and
+ * carry no mark.
  */
 export function resolveTexts(
   texts: Record<string, RuntimeTexts>,
@@ -73,13 +75,19 @@ export function resolveTexts(
     ...[...new Set(own)].map((key) => ({ own: texts[key], mark: {} })),
     { own: englishKey === undefined ? undefined : texts[englishKey], mark: english },
   ];
+  // A field in no language, the privacy policy's address, is the operator's wherever one of
+  // their languages has it: past the chain, the first language of the configuration that does.
+  // A visitor shown built-in English (none of their languages has texts, and no `en`) still
+  // gets the operator's link.
+  const anyLanguage = Object.values(texts).map((own) => ({ own, mark: {} }));
   /** The first text the chain has for a field, else the last resort, with its language. */
   const pick = (
     read: (own: RuntimeTexts) => string | undefined,
     last: string,
     lastMark: { lang?: string },
+    further: typeof chain = [],
   ): Text => {
-    for (const { own, mark } of chain) {
+    for (const { own, mark } of [...chain, ...further]) {
       const text = own && read(own);
       if (text) return { text, ...mark };
     }
@@ -88,7 +96,13 @@ export function resolveTexts(
   };
   return {
     languageCode,
-    get: (key) => pick((own) => own[key], DEFAULT_TEXTS[key], english),
+    get: (key) =>
+      pick(
+        (own) => own[key],
+        DEFAULT_TEXTS[key],
+        english,
+        key === "privacyPolicyUrl" ? anyLanguage : [],
+      ),
     category: (category) => ({
       label: pick(
         (own) => own.categories?.[category.name]?.label,

@@ -71,4 +71,37 @@ describe.skipIf(skipBrowserTests)("banner runtime in Chromium: the texts' langua
       "de",
     ]);
   });
+
+  it("keeps the operator's privacy policy link where the visitor gets built-in English", async () => {
+    const texts = {
+      fr: {
+        title: "Votre vie privée",
+        privacyPolicyUrl: "https://shop.example.com/fr/confidentialite",
+        privacyPolicyLabel: "Politique de confidentialité",
+      },
+      de: { title: "Ihre Privatsphäre", privacyPolicyUrl: "https://shop.example.com/datenschutz" },
+      it: { title: "La tua privacy" },
+    };
+    // None of the visitor's languages has texts, and there are no English ones: the banner is
+    // built-in English, with the link of the configuration's first language that has one.
+    const japanese = await acceptAllAs("ja-JP", texts, { lang: "ja" });
+    expect([japanese.title, japanese.lang, japanese.row?.languageCode]).toEqual([
+      "We value your privacy",
+      "en",
+      "en",
+    ]);
+    expect(japanese.links).toEqual([
+      ["Privacy policy", "https://shop.example.com/fr/confidentialite"],
+    ]);
+    // Texts of the visitor's language without a link of their own get it the same way.
+    const italian = await acceptAllAs("it-IT", texts, { lang: "it" });
+    expect([italian.title, italian.row?.languageCode]).toEqual(["La tua privacy", "it"]);
+    expect(italian.links).toEqual([
+      ["Privacy policy", "https://shop.example.com/fr/confidentialite"],
+    ]);
+    // Texts with a link of their own keep it.
+    const german = await acceptAllAs("de-DE", texts, { lang: "de" });
+    expect(german.links).toEqual([["Privacy policy", "https://shop.example.com/datenschutz"]]);
+    expect(japanese.warnings.concat(italian.warnings, german.warnings)).toEqual([]);
+  });
 });
