@@ -77,6 +77,8 @@ const textsNow = () =>
 let texts = textsNow();
 const all = config.categories.map((category) => category.name);
 const required = config.categories.filter((category) => category.required).map((c) => c.name);
+/** What the gated scripts are judged by: the loader's nonce and the banner's categories. */
+const gated = { nonce, publicId: config.id, categories: all };
 
 let state = readState(config.id);
 /** The state the cookie held when this page last read or wrote it (JSON), for catchUp. */
@@ -222,7 +224,7 @@ function post(method: string, s: ConsentState): void {
 function apply(s: ConsentState | null): void {
   const accepted = all.filter((name) => required.includes(name) || s?.categories.includes(name));
   consentUpdate(accepted);
-  whenReady(() => activateScripts(accepted, nonce, config.id));
+  whenReady(() => activateScripts(accepted, gated));
 }
 
 /**
@@ -475,7 +477,7 @@ if (running) {
     else if (state) apply(state);
     // No choice yet: the required categories are on all the same (shown "Always on"), so their
     // tags run now, as Consent Mode's default grants their storage.
-    else whenReady(() => activateScripts(required, nonce, config.id));
+    else whenReady(() => activateScripts(required, gated));
     open(false);
   }
   whenReady(() => emit("ready"));

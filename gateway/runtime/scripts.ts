@@ -10,11 +10,24 @@ let current: readonly string[] = [];
 let watching: MutationObserver | undefined;
 /** Whether the console has been told that gated scripts are not run (see activateScripts). */
 let unknownNonceSaid = false;
+/** Category names gated scripts give that the banner lacks, lower case: each is warned of once. */
+const unknownCategoriesSaid = new Set<string>();
+
+/** What activateScripts needs of the banner. */
+export interface GatedScriptsBanner {
+  /** The loader's nonce: empty without one, undefined where it cannot be known. */
+  nonce: string | undefined;
+  publicId: string;
+  /** The banner's category names: a gated script naming another one never runs. */
+  categories: readonly string[];
+}
 
 /**
  * Activates `<script type="text/plain" data-category="…">` once every category it names (space-
  * or comma-separated, in any case) is accepted: the element is replaced by a live copy, which the
  * browser then runs. `data-type` gives the live type (default text/javascript, e.g. "module").
+ * One naming a category the banner does not have never runs, and the console names each such
+ * name once, so a site owner finds the typo (`analytic` for `analytics`).
  * Where the loader has a nonce (`nonce`, empty without), only a gated script with that same nonce
  * is activated; the copy carries the original's nonce. Where the loader's nonce cannot be known
  * (`undefined`: it runs as a module or in a shadow root, with no element of its own), none is:
@@ -29,11 +42,8 @@ let unknownNonceSaid = false;
  * Gated scripts the page adds afterwards (a single-page app, a tag manager) are activated as they
  * arrive, by the latest state's categories.
  */
-export function activateScripts(
-  accepted: readonly string[],
-  nonce: string | undefined,
-  publicId: string,
-): void {
+export function activateScripts(accepted: readonly string[], banner: GatedScriptsBanner): void {
+  const { nonce, publicId } = banner;
   if (nonce === undefined) {
     if (!unknownNonceSaid) {
       console.warn(
@@ -45,7 +55,7 @@ export function activateScripts(
   }
   current = accepted;
   if (!watching) {
-    watching = new MutationObserver(() => activateScripts(current, nonce, publicId));
+    watching = new MutationObserver(() => activateScripts(current, banner));
     watching.observe(document.documentElement, { childList: true, subtree: true });
   }
   const blocked = document.querySelectorAll<HTMLScriptElement>(
@@ -53,12 +63,11 @@ export function activateScripts(
   );
   // Category names are unique ignoring case, and matched so.
   const on = accepted.map((name) => name.toLowerCase());
+  const known = banner.categories.map((name) => name.toLowerCase());
   const ready: HTMLScriptElement[] = [];
   for (const original of Array.from(blocked)) {
-    const needs = (original.dataset.category ?? "")
-      .toLowerCase()
-      .split(/[\s,]+/)
-      .filter(Boolean);
+    const written = (original.dataset.category ?? "").split(/[\s,]+/).filter(Boolean);
+    const needs = written.map((name) => name.toLowerCase());
     if (claimed.has(original) || needs.length === 0) continue;
     // Under a nonce-based CSP, markup injected into the page cannot carry the nonce: were it
     // activated, our trusted element would run it (under 'strict-dynamic', even without one).
@@ -68,6 +77,14 @@ export function activateScripts(
         `consent banner: a script gated on "${original.dataset.category}" was not run: it needs the page's nonce`,
       );
       continue;
+    }
+    for (const name of written) {
+      const unknown = name.toLowerCase();
+      if (known.includes(unknown) || unknownCategoriesSaid.has(unknown)) continue;
+      unknownCategoriesSaid.add(unknown);
+      console.warn(
+        `consent banner ${publicId}: scripts gated on "${name}" never run: the banner has no category "${name}" (its categories: ${banner.categories.join(", ")})`,
+      );
     }
     if (!needs.every((name) => on.includes(name))) continue;
     claimed.add(original);

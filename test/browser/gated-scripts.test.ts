@@ -83,6 +83,7 @@ describe.skipIf(skipBrowserTests)("banner runtime in Chromium: gated scripts", (
     }
     await tab.page.goto(url, { waitUntil: "domcontentloaded" }); // the load event waits for scripts
     await tab.page.waitForFunction(() => "consentBanner" in window);
+    return publicId;
   }
   const acceptAll = () => dialog(tab.page).getByRole("button", { name: "Accept all" }).click();
   const order = () =>
@@ -279,6 +280,37 @@ describe.skipIf(skipBrowserTests)("banner runtime in Chromium: gated scripts", (
     expect(await order()).toEqual([]);
     await acceptAll();
     await expect.poll(order).toEqual(["marketing", "both"]);
+  });
+
+  it("warns once of each category name a gated script gives that the banner does not have", async () => {
+    const body =
+      start +
+      inline("analytic", "typo") +
+      inline("ANALYTIC", "typo again") +
+      inline("analytics tracking", "one unknown") +
+      inline("Marketing", "marketing");
+    const publicId = await visit(body);
+    await acceptAll();
+    await expect.poll(order).toEqual(["marketing"]);
+    // A single-page app adds one later, with a new typo and an old one.
+    await tab.page.evaluate(
+      (html) => document.body.insertAdjacentHTML("beforeend", html),
+      inline("necesary", "later") + inline("analytic", "later again"),
+    );
+    await showPreferences(tab.page);
+    await acceptAll();
+    // Console lines reach the test after the page wrote them (see above).
+    await tab.page.evaluate(() => console.warn("sentinel"));
+    await expect.poll(() => tab.warnings.at(-1)).toBe("sentinel");
+    const named = (name: string) =>
+      `consent banner ${publicId}: scripts gated on "${name}" never run: the banner has no category "${name}" (its categories: necessary, analytics, Marketing)`;
+    expect(tab.warnings).toEqual([
+      named("analytic"),
+      named("tracking"),
+      named("necesary"),
+      "sentinel",
+    ]);
+    expect(await order()).toEqual(["marketing"]);
   });
 
   it("runs gated scripts in the parser's order: classic ones first, then deferred and module ones", async () => {
