@@ -121,6 +121,8 @@ export function sendWebhook(options: SendOptions): Promise<SendOutcome> {
     let settled = false;
     /** The request in progress: the first, or its one resend. */
     let current: ClientRequest | undefined;
+    /** Once the endpoint has answered: ends the body's reading with what has arrived so far. */
+    let cutBody: (() => void) | undefined;
     const finish = (outcome: SendOutcome, destroy: boolean) => {
       if (settled) return;
       settled = true;
@@ -130,14 +132,16 @@ export function sendWebhook(options: SendOptions): Promise<SendOutcome> {
       if (destroy) current?.destroy();
       resolve(outcome);
     };
-    const timer = setTimeout(
-      () =>
+    // An answer whose status has arrived is that status, whether or not its body ends in time: a
+    // 2xx whose body stalls was acknowledged, and sending it again would be a duplicate.
+    const timer = setTimeout(() => {
+      if (cutBody) cutBody();
+      else
         finish(
           { ok: false, statusCode: 0, error: `no response within ${timeoutMs / 1000} s` },
           true,
-        ),
-      timeoutMs,
-    );
+        );
+    }, timeoutMs);
     const abandon = () => finish(ended, true);
     options.signal?.addEventListener("abort", abandon, { once: true });
     const send = (agent: HttpAgent | false) => {
@@ -170,7 +174,9 @@ export function sendWebhook(options: SendOptions): Promise<SendOutcome> {
       });
       req.on("response", (response) => {
         answered = true;
-        readExcerpt(response).then(({ excerpt, complete }) => {
+        const body = readExcerpt(response);
+        if (current === req) cutBody = body.cut;
+        body.read.then(({ excerpt, complete }) => {
           if (current !== req) return;
           const statusCode = response.statusCode ?? 0;
           const ok = statusCode >= 200 && statusCode < 300;
@@ -199,9 +205,15 @@ export function sendWebhook(options: SendOptions): Promise<SendOutcome> {
 /**
  * The first RESPONSE_EXCERPT_BYTES of a body; the rest is never read (a longer body ends the
  * connection). `complete`: the whole body was read, so the connection may serve another attempt.
+ * `cut()` ends the reading at once with what has arrived (the attempt's time is up) and closes
+ * the response.
  */
-function readExcerpt(response: IncomingMessage): Promise<{ excerpt: string; complete: boolean }> {
-  return new Promise((resolve) => {
+function readExcerpt(response: IncomingMessage): {
+  read: Promise<{ excerpt: string; complete: boolean }>;
+  cut: () => void;
+} {
+  let cut = () => {};
+  const read = new Promise<{ excerpt: string; complete: boolean }>((resolve) => {
     const chunks: Buffer[] = [];
     let length = 0;
     const done = (complete: boolean) => {
@@ -220,7 +232,12 @@ function readExcerpt(response: IncomingMessage): Promise<{ excerpt: string; comp
     response.on("end", () => done(true));
     response.on("error", () => done(false));
     response.on("close", () => done(false));
+    cut = () => {
+      done(false);
+      response.destroy();
+    };
   });
+  return { read, cut: () => cut() };
 }
 
 /**

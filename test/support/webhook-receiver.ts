@@ -9,8 +9,16 @@ export interface ReceivedWebhook {
   body: string;
 }
 
-/** What the receiver answers: a status and optional headers and body. */
-export type Answer = { status: number; headers?: Record<string, string>; body?: string };
+/**
+ * What the receiver answers: a status and optional headers and body. `unfinished`: the status,
+ * headers and body are sent, but the response never ends (a receiver that stalls mid-body).
+ */
+export type Answer = {
+  status: number;
+  headers?: Record<string, string>;
+  body?: string;
+  unfinished?: boolean;
+};
 
 /** Makes the receiver hang: a promise that never settles, for an answer that never comes. */
 export const NEVER: Promise<Answer> = new Promise<Answer>(() => {});
@@ -48,7 +56,9 @@ export class WebhookReceiver {
         };
         this.received.push(received);
         const answer = await this.answer(received);
-        response.writeHead(answer.status, answer.headers).end(answer.body ?? "");
+        response.writeHead(answer.status, answer.headers);
+        if (answer.unfinished) response.write(answer.body ?? "");
+        else response.end(answer.body ?? "");
       });
     });
     // Idle connections stay open as long as the daemon keeps them (30 s), not Node's 5 s, so a

@@ -31,13 +31,17 @@ import { type DeliveryRecord, deliveryId, eventIdOf } from "#daemon/webhooks/web
 import { ErrorInfoSchema } from "#gen/consent/v1/errors_pb.js";
 import { WebhookService } from "#gen/consent/v1/webhook_pb.js";
 import { createTeam, http, mintKey } from "#test/support/api.js";
-import { aChoice, bannerFixture, postLog } from "#test/support/consent-log.js";
+import { aChoice, postLog } from "#test/support/consent-log.js";
 import { grpcFrame, rawRequest } from "#test/support/raw-http2.js";
 import { startTestService, type TestService } from "#test/support/service.js";
 import { failureOf } from "#test/support/stand-in-daemon.js";
 import { eventually, NEVER, WebhookReceiver } from "#test/support/webhook-receiver.js";
+import {
+  startDeliveryService,
+  subscribe,
+  WEBHOOK_SCOPES,
+} from "#test/support/webhook-subscriber.js";
 
-const WEBHOOK_SCOPES = ["banners:read", "banners:write", "webhooks:read", "webhooks:write"];
 /**
  * How long a test waits for what must happen while attempts hang: well before their 15 s timeout
  * would free the slots they hold (and so let it happen anyway).
@@ -53,37 +57,18 @@ describe("Standard Webhooks signing", () => {
   });
 });
 
-/** A team with a banner, a webhook key and one endpoint at `url` (or as `body` says). */
-async function subscribe(service: TestService, url: string, body: Record<string, unknown> = {}) {
-  const fixture = await bannerFixture(service);
-  const { key } = await mintKey(service, fixture.teamId, { scopes: WEBHOOK_SCOPES });
-  const created = await http(service, "POST", "/api/v1/webhooks", {
-    key,
-    body: { url: `${url}?team=${fixture.teamId}`, ...body },
-  });
-  expect(created.status).toBe(201);
-  return { ...fixture, key, webhook: created.body.data.webhook };
-}
-
 /** spec 6 and docs/webhooks.md over the real daemon, gateway and a real receiver on 127.0.0.1. */
 describe("consent.given delivery", () => {
   let service: TestService;
   let receiver: WebhookReceiver;
+  let close: () => Promise<void>;
   let offsetMs = 0;
   const clock = () => new Date(Date.now() + offsetMs);
 
   beforeAll(async () => {
-    receiver = await new WebhookReceiver().start();
-    service = await startTestService({
-      gateway: true,
-      clock,
-      env: { CONSENT_WEBHOOK_ALLOW_CIDRS: "127.0.0.1/32" },
-    });
+    ({ service, receiver, close } = await startDeliveryService(clock));
   });
-  afterAll(async () => {
-    await service.close();
-    await receiver.stop();
-  });
+  afterAll(() => close());
 
   const subscribed = (body: Record<string, unknown> = {}) => subscribe(service, receiver.url, body);
 

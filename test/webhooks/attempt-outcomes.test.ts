@@ -1,0 +1,81 @@
+import { createClient } from "@connectrpc/connect";
+import { createGrpcTransport } from "@connectrpc/connect-node";
+import { describe, expect, it } from "vitest";
+import { RETRY_DELAYS_MS } from "#daemon/webhooks/retry-schedule.js";
+import { DELIVERY_TIMEOUT_MS } from "#daemon/webhooks/webhook-sender.js";
+import { WebhookService } from "#gen/consent/v1/webhook_pb.js";
+import { http } from "#test/support/api.js";
+import { aChoice, postLog } from "#test/support/consent-log.js";
+import { eventually } from "#test/support/webhook-receiver.js";
+import { subscribe, useDeliveryService } from "#test/support/webhook-subscriber.js";
+
+/**
+ * What an attempt's answer does to its delivery and its endpoint (docs/webhooks.md, "Attempts"
+ * and "Disabling"), over the real daemon, gateway and a receiver on 127.0.0.1.
+ */
+describe("webhook attempt outcomes", () => {
+  const context = useDeliveryService();
+
+  /** A team with a banner, a webhook key and one endpoint at `path` of the receiver. */
+  const subscribed = (path: string) =>
+    subscribe(context.service, `${context.receiver.url}/${path}`);
+
+  const deliveriesOf = (teamId: string, webhookId: string) =>
+    context.service.store.webhooks.listDeliveries({ teamId, webhookId, limit: 100 });
+
+  it("counts a 2xx whose body never ends as delivered, for deliveries and test sends alike", {
+    timeout: DELIVERY_TIMEOUT_MS + 20_000,
+  }, async () => {
+    const { service, receiver } = context;
+    const team = await subscribed("stalls");
+    const previous = receiver.answer;
+    // The receiver acknowledges at once, then leaves the response open (a stalled proxy).
+    receiver.answer = (request) =>
+      request.url.includes(team.teamId)
+        ? { status: 200, body: "accepted", unfinished: true }
+        : previous(request);
+    try {
+      const posted = await postLog(service, aChoice(team.publicId));
+      const client = createClient(
+        WebhookService,
+        createGrpcTransport({ baseUrl: service.daemonUrl }),
+      );
+      const tested = client.testWebhook(
+        { id: team.webhook.id },
+        { headers: { authorization: `Bearer ${team.key}` } },
+      );
+      const delivery = await eventually(
+        async () => {
+          const [d] = await deliveriesOf(team.teamId, team.webhook.id);
+          return d && d.attempts > 0 ? d : undefined;
+        },
+        "the attempt is recorded",
+        DELIVERY_TIMEOUT_MS + 5_000,
+      );
+      expect(delivery).toMatchObject({
+        status: "succeeded",
+        attempts: 1,
+        lastStatusCode: 200,
+        lastResponseExcerpt: "accepted",
+      });
+      expect(delivery.lastError).toBeUndefined();
+      expect(await tested).toMatchObject({
+        success: true,
+        statusCode: 200,
+        error: "",
+        responseExcerpt: "accepted",
+      });
+      // Acknowledged once, so never sent again: no retry after the schedule's first wait.
+      context.offsetMs += RETRY_DELAYS_MS[0] * 2;
+      await new Promise((resolve) => setTimeout(resolve, 2_000));
+      const sent = receiver.received.filter((r) => r.body.includes(posted.body.consentLogId));
+      expect(sent).toHaveLength(1);
+      const shown = await http(service, "GET", `/api/v1/webhooks/${team.webhook.id}`, {
+        key: team.key,
+      });
+      expect(shown.body.data.webhook).toMatchObject({ enabled: true, failingSince: null });
+    } finally {
+      receiver.answer = previous;
+    }
+  });
+});
