@@ -463,13 +463,18 @@ export class WebhookDispatcher {
         );
       }
       if (endpoint.failingSince)
-        await changeEndpoint(this.options.store.webhooks, endpoint, at, (e) => ({
-          ...e,
-          failingSince: undefined,
-        }));
+        await changeEndpoint(this.options.store.webhooks, endpoint, at, (e) =>
+          e.url === endpoint.url ? { ...e, failingSince: undefined } : e,
+        );
       return;
     }
-    const disableReason = this.disableReason(endpoint, outcome, at);
+    // The answer tells of the URL it came from: an endpoint given another URL during the attempt
+    // (an integrator moving off a receiver that now answers 410) keeps its state, and the
+    // delivery its retries, which go to the new URL. The 5 days count on the stored failure
+    // record, which a re-enable during the attempt has cleared.
+    const current = await store.webhooks.getEndpoint(endpoint.teamId, endpoint.id);
+    const sameUrl = current?.url === endpoint.url;
+    const disableReason = current && sameUrl ? this.disableReason(current, outcome, at) : undefined;
     const next = disableReason
       ? null
       : nextAttemptAt(
@@ -484,11 +489,16 @@ export class WebhookDispatcher {
         ? { ...observed, status: "pending", nextAttemptAt: next }
         : { ...observed, status: "failed" },
     );
-    await changeEndpoint(this.options.store.webhooks, endpoint, at, (e) => ({
-      ...e,
-      failingSince: e.failingSince ?? at,
-      ...(disableReason && { enabled: false, disabledReason: disableReason, disabledAt: at }),
-    }));
+    if (!current || !sameUrl) return;
+    await changeEndpoint(this.options.store.webhooks, current, at, (e) =>
+      e.url === endpoint.url
+        ? {
+            ...e,
+            failingSince: e.failingSince ?? at,
+            ...(disableReason && { enabled: false, disabledReason: disableReason, disabledAt: at }),
+          }
+        : e,
+    );
     if (disableReason)
       this.options.logger.warn(
         { webhookId: endpoint.id, reason: disableReason },

@@ -1,12 +1,13 @@
 import { createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
+import { Webhook } from "standardwebhooks";
 import { describe, expect, it } from "vitest";
 import { RETRY_DELAYS_MS } from "#daemon/webhooks/retry-schedule.js";
 import { DELIVERY_TIMEOUT_MS } from "#daemon/webhooks/webhook-sender.js";
 import { WebhookService } from "#gen/consent/v1/webhook_pb.js";
 import { http } from "#test/support/api.js";
 import { aChoice, postLog } from "#test/support/consent-log.js";
-import { eventually } from "#test/support/webhook-receiver.js";
+import { type Answer, eventually } from "#test/support/webhook-receiver.js";
 import { subscribe, useDeliveryService } from "#test/support/webhook-subscriber.js";
 
 /**
@@ -74,6 +75,71 @@ describe("webhook attempt outcomes", () => {
         key: team.key,
       });
       expect(shown.body.data.webhook).toMatchObject({ enabled: true, failingSince: null });
+    } finally {
+      receiver.answer = previous;
+    }
+  });
+
+  it("leaves an endpoint whose url changed during an attempt enabled when the old url answers 410, and retries at the new url", async () => {
+    const { service, receiver } = context;
+    const team = await subscribed("old");
+    const previous = receiver.answer;
+    let answerOld: (answer: Answer) => void = () => {};
+    receiver.answer = (request) =>
+      request.url.startsWith(`${new URL(receiver.url).pathname}/old?team=${team.teamId}`)
+        ? new Promise<Answer>((resolve) => {
+            answerOld = resolve;
+          })
+        : previous(request);
+    try {
+      const posted = await postLog(service, aChoice(team.publicId));
+      const consentLogId = posted.body.consentLogId;
+      await eventually(
+        () => receiver.received.find((r) => r.url.includes(`/old?team=${team.teamId}`)),
+        "the attempt reaches the old url",
+      );
+      const newUrl = `${receiver.url}/new?team=${team.teamId}`;
+      const moved = await http(service, "PATCH", `/api/v1/webhooks/${team.webhook.id}`, {
+        key: team.key,
+        body: { url: newUrl },
+      });
+      expect(moved.status).toBe(200);
+      // The old receiver, decommissioned, answers the attempt already on its way with 410 Gone.
+      answerOld({ status: 410 });
+      const recorded = await eventually(async () => {
+        const [d] = await deliveriesOf(team.teamId, team.webhook.id);
+        return d?.attempts === 1 ? d : undefined;
+      }, "the attempt at the old url is recorded");
+      expect(recorded).toMatchObject({ status: "pending", lastStatusCode: 410 });
+      const shown = await http(service, "GET", `/api/v1/webhooks/${team.webhook.id}`, {
+        key: team.key,
+      });
+      expect(shown.body.data.webhook).toMatchObject({
+        url: newUrl,
+        enabled: true,
+        disabledReason: null,
+        disabledAt: null,
+        failingSince: null,
+      });
+      context.offsetMs += RETRY_DELAYS_MS[0] * 2;
+      const delivered = await eventually(
+        () =>
+          receiver.received.find(
+            (r) => r.url.includes(`/new?team=${team.teamId}`) && r.body.includes(consentLogId),
+          ),
+        "the retry reaches the new url",
+      );
+      expect(
+        new Webhook(team.webhook.secret).verify(
+          delivered.body,
+          delivered.headers as Record<string, string>,
+        ),
+      ).toMatchObject({ type: "consent.given", data: { consentLogId } });
+      const [done] = await eventually(async () => {
+        const found = await deliveriesOf(team.teamId, team.webhook.id);
+        return found[0]?.status === "succeeded" ? found : undefined;
+      }, "the delivery is recorded as succeeded");
+      expect(done?.attempts).toBe(2);
     } finally {
       receiver.answer = previous;
     }
