@@ -109,6 +109,37 @@ describe("tenant isolation", () => {
     }
   });
 
+  // Regression: an inactive banner's id was answered with its public Banner ID to use instead,
+  // which answers the same 404 (decisions §3: an inactive banner's subject endpoints are 404).
+  it("says an inactive banner given by its id on a subject route is inactive, not only which id to send", async () => {
+    // A team of its own: the other tests count team A's banners.
+    const key = (await mintKey(service, await createTeam(service, "enterprise", "C"))).key;
+    const paused = await createBanner(service, key, { name: "Paused banner" });
+    const off = await http(service, "PATCH", `/api/v1/banners/${paused.id}`, {
+      key,
+      body: { isActive: false },
+    });
+    expect(off.status).toBe(200);
+    const reference = (bannerId: string) => ({ bannerId, subjectId: "paused-id" });
+    const byId = await http(service, "POST", "/api/v1/consent/subjects/resolve", {
+      key,
+      body: reference(paused.id),
+    });
+    expect([byId.status, byId.body.data.code, byId.body.data.error]).toEqual([
+      404,
+      "not_found",
+      `No active banner with that public Banner ID on this team: ${paused.id} is the id of banner "Paused banner", whose public Banner ID is ${paused.publicId}, and that banner is inactive: its subject endpoints answer 404 until it is made active again`,
+    ]);
+    const byPublicId = await http(service, "POST", "/api/v1/consent/subjects/resolve", {
+      key,
+      body: reference(paused.publicId),
+    });
+    expect([byPublicId.status, byPublicId.body.data.error]).toEqual([
+      404,
+      "No active banner with that public Banner ID on this team",
+    ]);
+  });
+
   it("answers 404 for another team's public Banner ID on every subject route", async () => {
     const reference = { bannerId: bannerB.publicId, subjectId: "shared-id" };
     for (const [method, path, body] of [
