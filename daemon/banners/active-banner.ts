@@ -25,7 +25,8 @@ export async function activeBanner(
   const inactive = byId.isActive
     ? ""
     : ", and that banner is inactive: its subject endpoints answer 404 until it is made active again";
+  // The banner's name stays out: a key may call the subject routes without banners:read.
   throw notFound(
-    `No active banner with that public Banner ID on this team: ${byId.id} is the id of banner "${byId.name}", whose public Banner ID is ${byId.publicId}${inactive}`,
+    `No active banner with that public Banner ID on this team: ${byId.id} is a banner's id, whose public Banner ID is ${byId.publicId}${inactive}`,
   );
 }

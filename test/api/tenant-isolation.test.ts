@@ -99,7 +99,7 @@ describe("tenant isolation", () => {
       expect([own.status, own.body.data.code, own.body.data.error]).toEqual([
         404,
         "not_found",
-        `No active banner with that public Banner ID on this team: ${bannerA.id} is the id of banner "A's banner", whose public Banner ID is ${bannerA.publicId}`,
+        `No active banner with that public Banner ID on this team: ${bannerA.id} is a banner's id, whose public Banner ID is ${bannerA.publicId}`,
       ]);
       const other = await http(service, method, path, { key: keyA, body: body(bannerB.id) });
       expect([other.status, other.body.data.error]).toEqual([
@@ -128,7 +128,7 @@ describe("tenant isolation", () => {
     expect([byId.status, byId.body.data.code, byId.body.data.error]).toEqual([
       404,
       "not_found",
-      `No active banner with that public Banner ID on this team: ${paused.id} is the id of banner "Paused banner", whose public Banner ID is ${paused.publicId}, and that banner is inactive: its subject endpoints answer 404 until it is made active again`,
+      `No active banner with that public Banner ID on this team: ${paused.id} is a banner's id, whose public Banner ID is ${paused.publicId}, and that banner is inactive: its subject endpoints answer 404 until it is made active again`,
     ]);
     const byPublicId = await http(service, "POST", "/api/v1/consent/subjects/resolve", {
       key,
