@@ -100,6 +100,9 @@ describe.concurrent("consentctl keys (against a real daemon)", { timeout: E2E_TI
     // The old keys name their replacement and the rotation's moment, which with no grace period
     // is their expiry (what keyStatus reads, whatever the operator's clock).
     expect(graced.previous).toMatchObject({ replacedBy: graced.id, replacedAt: graced.createdAt });
+    // A key never rotated carries neither field (not an empty id).
+    expect(Object.keys(graced)).not.toContain("replacedBy");
+    expect(Object.keys(graced)).not.toContain("replacedAt");
     expect(immediate.previous).toMatchObject({
       replacedBy: immediate.id,
       replacedAt: immediate.previous.expiresAt,

@@ -39,7 +39,7 @@ export function apiKeyMessage(key: ApiKeyRecord): ApiKey {
     createdAt: timestampFromDate(key.createdAt),
     expiresAt: timestamp(key.expiresAt),
     revokedAt: timestamp(key.revokedAt),
-    replacedBy: key.replacedBy ?? "",
+    replacedBy: key.replacedBy,
     replacedAt: timestamp(key.replacedAt),
   });
 }
