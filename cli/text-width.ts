@@ -8,6 +8,14 @@ export function textWidth(text: string): number {
   return stringWidth(text);
 }
 
+/**
+ * The width in terminal columns of the longest run without a space, which a line cannot break but
+ * by cutting it.
+ */
+export function longestWord(text: string): number {
+  return Math.max(0, ...text.split(/\s+/).map(textWidth));
+}
+
 const graphemes = new Intl.Segmenter(undefined, { granularity: "grapheme" });
 
 /**

@@ -1,9 +1,18 @@
 import { chmod, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
+import { stripVTControlCharacters } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { clockCheck } from "#cli/commands/doctor-checks.js";
-import { cliFor, E2E_TIMEOUT_MS, runCli, startHttp1Server } from "#cli/test-support/cli-process.js";
+import type { CheckResult } from "#cli/components/check-list.js";
+import {
+  cliFor,
+  E2E_TIMEOUT_MS,
+  runCli,
+  runCliOnTerminal,
+  startHttp1Server,
+} from "#cli/test-support/cli-process.js";
+import { textWidth } from "#cli/text-width.js";
 import { startTestService, type TestService } from "#test/support/service.js";
 
 /** A `doctor --json` run that exits 1 listing the check failed: its detail whole, its hint by a part. */
@@ -230,6 +239,52 @@ describe.concurrent("consentctl health and doctor (against a real daemon)", {
     );
     expect(noDaemon.stdout).toMatch(/– token valid\s+skipped: daemon not reachable/);
     expect(noDaemon.stdout).toContain("1 check failed.");
+  });
+
+  // Regression: on an 80-column terminal a detail or hint longer than its line wrapped back to
+  // the first column, across the check names, and split `npm start` there.
+  it("wraps a long detail and hint on an 80-column terminal under the detail column", async () => {
+    const env = { CONSENT_DATA_DIR: service.dataDir };
+    const [healthy, noDaemon] = await Promise.all(
+      [service.daemonUrl, "http://127.0.0.1:9"].map(async (daemonUrl) => {
+        const args = ["doctor", "--daemon", daemonUrl, "--token", service.operatorToken];
+        const [json, shown] = await Promise.all([
+          runCli([...args, "--json"], { env }),
+          runCliOnTerminal(args, env, { columns: 80 }),
+        ]);
+        return { checks: JSON.parse(json.stdout).checks as CheckResult[], ...shown };
+      }),
+    );
+    expect(healthy?.code).toBe(0);
+    expect(noDaemon?.code).toBe(1);
+    for (const run of [healthy, noDaemon]) {
+      const lines = stripVTControlCharacters(run?.screen ?? "").split("\r\n");
+      const first = lines.findIndex((line) => line.startsWith("✔ config"));
+      const shown = lines.slice(first, lines.indexOf("", first));
+      for (const line of shown) {
+        expect(textWidth(line)).toBeLessThanOrEqual(80);
+        // "token valid" is the longest name: the text starts 15 columns in, on every line (Ink
+        // carries the space after a line that fills its column over to the next one).
+        expect(line).toMatch(/^([✔✖–] [a-z ]{11} {2}| {15} ?)\S/);
+      }
+      // Each check's lines, read in turn, say its detail and hint whole (the two runs' latencies
+      // aside).
+      const words = (text: string) =>
+        text
+          .replace(/\(\d+ ms\)/g, "(N ms)")
+          .split(/\s+/)
+          .filter(Boolean);
+      const mark = { pass: "✔", fail: "✖", skip: "–" };
+      expect(words(shown.join(" "))).toEqual(
+        run?.checks.flatMap((check) => [
+          mark[check.status],
+          ...words(check.name),
+          ...words(check.detail),
+          ...(check.hint && check.status !== "pass" ? words(`hint: ${check.hint}`) : []),
+        ]),
+      );
+    }
+    expect(noDaemon?.screen).toContain("hint: start it with `npm start`");
   });
 
   it("reports NOT_SERVING and exits 1 when the daemon's store is gone", async () => {

@@ -1,5 +1,6 @@
-import { Box, Text } from "ink";
+import { Box, Text, useStdout } from "ink";
 import { printable } from "#cli/format.js";
+import { longestWord, textWidth } from "#cli/text-width.js";
 import { type Tone, Toned } from "#cli/theme.js";
 
 /** The result of one diagnostic check. */
@@ -18,29 +19,55 @@ const MARK: Record<CheckResult["status"], [string, Tone]> = {
   skip: ["–", "muted"],
 };
 
+/** How far a check's text below its name is indented, when it does not fit beside the names. */
+const INDENT = 2;
+
+/** The lines of text a check shows: its detail, and the hint of a failure or a skip. */
+function linesOf(check: CheckResult): string[] {
+  const detail = printable(check.detail);
+  return check.hint && check.status !== "pass"
+    ? [detail, `hint: ${printable(check.hint)}`]
+    : [detail];
+}
+
 /**
  * One line per check with its verdict, details aligned two spaces after the longest name (as
- * KeyValue aligns values), and the hint indented under them for failures and skips. Details and
- * hints may quote what a daemon (or whatever answers at its address) said: control characters
- * are shown escaped, never sent to the terminal.
+ * KeyValue aligns values), and the hint under them for failures and skips. A detail or hint
+ * longer than the line wraps within that column, so every line of it starts under the first:
+ * left to Ink, it would wrap back to the terminal's first column, across the names. Where a word
+ * (a path, a URL) would not fit beside the names, as on a terminal of 40 columns, each check's
+ * text goes below its name instead, indented, as KeyValue does. Details and hints may quote
+ * what a daemon (or whatever answers at its address) said: control characters are shown
+ * escaped, never sent to the terminal.
  */
-export function CheckList({ checks }: { checks: readonly CheckResult[] }) {
-  const nameWidth = Math.max(0, ...checks.map((check) => check.name.length));
+export function CheckList({ checks, width }: { checks: readonly CheckResult[]; width?: number }) {
+  const { stdout } = useStdout();
+  const columns = width ?? (stdout.columns || 80);
+  const nameWidth = Math.max(0, ...checks.map((check) => textWidth(check.name)));
+  const column = nameWidth + 4;
+  const texts = checks.map(linesOf);
+  const beside = texts.every((lines) =>
+    lines.every((line) => longestWord(line) <= columns - column),
+  );
   return (
-    <Box flexDirection="column">
-      {checks.map((check) => {
+    <Box flexDirection="column" width={width}>
+      {checks.map((check, i) => {
         const [mark, tone] = MARK[check.status];
+        const [detail, hint] = texts[i] ?? [];
+        const text = (
+          <Box flexDirection="column" flexGrow={1} paddingLeft={beside ? 0 : INDENT}>
+            <Text>{detail}</Text>
+            {hint ? <Toned tone="muted">{hint}</Toned> : null}
+          </Box>
+        );
         return (
-          <Box key={check.name} flexDirection="column">
-            <Text>
-              <Toned tone={tone}>{mark}</Toned> {check.name.padEnd(nameWidth + 2)}
-              {printable(check.detail)}
-            </Text>
-            {check.hint && check.status !== "pass" ? (
-              <Toned tone="muted">
-                {" ".repeat(nameWidth + 4)}hint: {printable(check.hint)}
-              </Toned>
-            ) : null}
+          <Box key={check.name} flexDirection={beside ? "row" : "column"}>
+            <Box width={beside ? column : undefined} flexShrink={0}>
+              <Text>
+                <Toned tone={tone}>{mark}</Toned> {check.name}
+              </Text>
+            </Box>
+            {text}
           </Box>
         );
       })}

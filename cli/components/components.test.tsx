@@ -1,6 +1,6 @@
 import { render } from "ink-testing-library";
 import { describe, expect, it } from "vitest";
-import { CheckList } from "#cli/components/check-list.js";
+import { CheckList, type CheckResult } from "#cli/components/check-list.js";
 import { ErrorMessage, renderProblem } from "#cli/components/error-message.js";
 import { KeyValue } from "#cli/components/key-value.js";
 import { SecretNotice } from "#cli/components/secret-notice.js";
@@ -165,6 +165,20 @@ describe("CheckList", () => {
         "– clock   skipped: daemon not reachable",
       ].join("\n"),
     );
+  });
+
+  it("puts each check's text below its name where a path would not fit beside the names", async () => {
+    const checks: CheckResult[] = [
+      { name: "token", status: "pass", detail: "found (/var/lib/consent/admin-token)" },
+      { name: "token valid", status: "fail", detail: "refused", hint: "pass --token" },
+    ];
+    expect(await terminalFrame(<CheckList checks={checks} />, 40)).toEqual([
+      "✔ token",
+      "  found (/var/lib/consent/admin-token)",
+      "✖ token valid",
+      "  refused",
+      "  hint: pass --token",
+    ]);
   });
 
   it("shows control characters in what a daemon said escaped, never sends them to the terminal", () => {

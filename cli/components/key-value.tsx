@@ -1,7 +1,7 @@
 import { Box, useStdout } from "ink";
 import { Copyable } from "#cli/components/copyable.js";
 import { printable } from "#cli/format.js";
-import { textWidth } from "#cli/text-width.js";
+import { longestWord, textWidth } from "#cli/text-width.js";
 import { type Tone, Toned } from "#cli/theme.js";
 
 /** One labelled value; a tone colours the value (e.g. "revoked" in red). */
@@ -20,14 +20,6 @@ export interface KeyValueProps {
   fields: readonly Field[];
   /** Width to fit; defaults to the terminal's. */
   width?: number;
-}
-
-/**
- * The width in terminal columns of the longest run without a space, which a line cannot break but
- * by cutting it.
- */
-function longestWord(text: string): number {
-  return Math.max(0, ...text.split(/\s+/).map(textWidth));
 }
 
 /** What a value needs beside its label: a value to copy, all of it; words, its longest word. */
