@@ -14,6 +14,25 @@ import {
 describe("POST /api/consent/log: origins, CORS and the client-IP limit", () => {
   const ctx = useVisitorService("2026-11-22T12:00:30.000Z");
   const ip = ipSource();
+  /** Publishes these additionalDomains on the banner (PATCH of its draft, then publish). */
+  const publishAdditionalDomains = async (
+    { key, id }: { key: string; id: string },
+    additionalDomains: string[],
+  ) => {
+    await http(ctx.service, "PATCH", `/api/v1/banners/${id}`, {
+      key,
+      body: { configuration: { additionalDomains } },
+    });
+    await http(ctx.service, "POST", `/api/v1/banners/${id}/publish`, { key });
+  };
+  /** The status of a choice posted to the banner from each origin, by origin. */
+  const statusesFrom = async (publicId: string, origins: Record<string, number>) => {
+    const seen: Record<string, number> = {};
+    for (const origin of Object.keys(origins)) {
+      seen[origin] = (await postLog(ctx.service, aChoice(publicId), { ip: ip(), origin })).status;
+    }
+    return seen;
+  };
 
   it("accepts the banner's host and its subdomains, from Origin else Referer", async () => {
     const { teamId, publicId } = await bannerFixture(ctx.service);
@@ -72,16 +91,8 @@ describe("POST /api/consent/log: origins, CORS and the client-IP limit", () => {
   });
 
   it("accepts the port a banner's domain or additional domain names, and only that port", async () => {
-    const { key, id, publicId } = await bannerFixture(ctx.service, {
-      domain: "https://shop.example.com:8443",
-    });
-    await http(ctx.service, "PATCH", `/api/v1/banners/${id}`, {
-      key,
-      body: { configuration: { additionalDomains: ["partner.test:9000", "other.test"] } },
-    });
-    await http(ctx.service, "POST", `/api/v1/banners/${id}/publish`, { key });
-    const statusFrom = async (origin: string) =>
-      (await postLog(ctx.service, aChoice(publicId), { ip: ip(), origin })).status;
+    const banner = await bannerFixture(ctx.service, { domain: "https://shop.example.com:8443" });
+    await publishAdditionalDomains(banner, ["partner.test:9000", "other.test"]);
     const outcomes = {
       "https://shop.example.com:8443": 200,
       "https://eu.shop.example.com:8443": 200,
@@ -92,18 +103,12 @@ describe("POST /api/consent/log: origins, CORS and the client-IP limit", () => {
       "https://other.test": 200,
       "https://other.test:8443": 403,
     };
-    const seen: Record<string, number> = {};
-    for (const origin of Object.keys(outcomes)) seen[origin] = await statusFrom(origin);
-    expect(seen).toEqual(outcomes);
+    expect(await statusesFrom(banner.publicId, outcomes)).toEqual(outcomes);
   });
 
   it("lets a banner on a loopback address accept it on any port, as localhost, and no other address", async () => {
-    const { key, id, publicId } = await bannerFixture(ctx.service, { domain: "127.0.0.1:5173" });
-    await http(ctx.service, "PATCH", `/api/v1/banners/${id}`, {
-      key,
-      body: { configuration: { additionalDomains: ["[::1]:5173"] } },
-    });
-    await http(ctx.service, "POST", `/api/v1/banners/${id}/publish`, { key });
+    const banner = await bannerFixture(ctx.service, { domain: "127.0.0.1:5173" });
+    await publishAdditionalDomains(banner, ["[::1]:5173"]);
     const outcomes = {
       "http://127.0.0.1:5173": 200,
       "http://127.0.0.1:3000": 200,
@@ -114,24 +119,15 @@ describe("POST /api/consent/log: origins, CORS and the client-IP limit", () => {
       "http://localhost:5173": 403,
       "http://192.168.1.10:5173": 403,
     };
-    const seen: Record<string, number> = {};
-    for (const origin of Object.keys(outcomes)) {
-      seen[origin] = (await postLog(ctx.service, aChoice(publicId), { ip: ip(), origin })).status;
-    }
-    expect(seen).toEqual(outcomes);
+    expect(await statusesFrom(banner.publicId, outcomes)).toEqual(outcomes);
   });
 
   it("refuses a subdomain under a public suffix inside the banner's domain, which others' sites own", async () => {
     // global.ssl.fastly.net and s3.amazonaws.com are public suffixes (Public Suffix List, private
     // part): the hosts under them are other people's sites, not fastly.net's or amazonaws.com's.
-    const { teamId, key, id, publicId } = await bannerFixture(ctx.service, {
-      domain: "fastly.net",
-    });
-    await http(ctx.service, "PATCH", `/api/v1/banners/${id}`, {
-      key,
-      body: { configuration: { additionalDomains: ["amazonaws.com", "localhost"] } },
-    });
-    await http(ctx.service, "POST", `/api/v1/banners/${id}/publish`, { key });
+    const banner = await bannerFixture(ctx.service, { domain: "fastly.net" });
+    const { teamId, publicId } = banner;
+    await publishAdditionalDomains(banner, ["amazonaws.com", "localhost"]);
     const outcomes = {
       "https://fastly.net": 200,
       "https://www.fastly.net": 200,
@@ -141,11 +137,7 @@ describe("POST /api/consent/log: origins, CORS and the client-IP limit", () => {
       "https://a.b.s3.amazonaws.com": 403,
       "http://dev.localhost:3000": 200,
     };
-    const seen: Record<string, number> = {};
-    for (const origin of Object.keys(outcomes)) {
-      seen[origin] = (await postLog(ctx.service, aChoice(publicId), { ip: ip(), origin })).status;
-    }
-    expect(seen).toEqual(outcomes);
+    expect(await statusesFrom(publicId, outcomes)).toEqual(outcomes);
     const refused = await postLog(ctx.service, aChoice(publicId), {
       ip: ip(),
       origin: null,
