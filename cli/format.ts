@@ -14,6 +14,12 @@ export function messageJson<Desc extends DescMessage>(
   return toJson(schema, message, { alwaysEmitImplicit: true });
 }
 
+/**
+ * A time as formatTime prints it: one value a line never breaks, though it holds a space
+ * (wrapToWidth).
+ */
+export const FORMATTED_TIME = /\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}Z/;
+
 /** A timestamp for humans: UTC to the second ("2026-05-01 14:03:09Z"), or "-" when unset. */
 export function formatTime(timestamp: Timestamp | undefined): string {
   if (!timestamp) return "-";

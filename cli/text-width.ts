@@ -1,4 +1,5 @@
 import stringWidth from "string-width";
+import { FORMATTED_TIME } from "#cli/format.js";
 
 /**
  * How many terminal columns text takes: a CJK character or an emoji two, a combining mark or a
@@ -14,6 +15,47 @@ export function textWidth(text: string): number {
  */
 export function longestWord(text: string): number {
   return Math.max(0, ...text.split(/\s+/).map(textWidth));
+}
+
+/**
+ * A word and the space before it: a run without a space, or one holding a time as formatTime
+ * prints it ("published 2026-11-29 07:43:09Z" is two words, not three).
+ */
+const WORD = new RegExp(`(\\s*)(\\S*?${FORMATTED_TIME.source}\\S*|\\S+)`, "gu");
+
+/**
+ * The pieces of text a line may break between, each with the space before it: its words, and a
+ * word of a comma-separated list ("banners:read,banners:write") split after each comma, so a
+ * list wraps at its commas rather than inside an item.
+ */
+function pieces(text: string): { space: string; piece: string }[] {
+  return [...text.matchAll(WORD)].flatMap(([, space = "", word = ""]) =>
+    word.split(/(?<=,)(?=.)/u).map((piece, i) => ({ space: i === 0 ? space : "", piece })),
+  );
+}
+
+/** The width in terminal columns of the widest piece of text a line cannot break (pieces). */
+export function widestPiece(text: string): number {
+  return Math.max(0, ...pieces(text).map(({ piece }) => textWidth(piece)));
+}
+
+/**
+ * Text as lines of at most `width` columns, broken only between its pieces (at a space, after
+ * a comma of a list, never inside a time), the space at a break left out. A piece wider than
+ * `width` is a line of its own, which Ink breaks.
+ */
+export function wrapToWidth(text: string, width: number): string {
+  const lines: string[] = [];
+  let line = "";
+  for (const { space, piece } of pieces(text)) {
+    const joined = `${line}${space}${piece}`;
+    if (line === "" || textWidth(joined) <= width) line = joined;
+    else {
+      lines.push(line);
+      line = piece;
+    }
+  }
+  return [...lines, line].join("\n");
 }
 
 const graphemes = new Intl.Segmenter(undefined, { granularity: "grapheme" });

@@ -1,7 +1,7 @@
 import { Box, useStdout } from "ink";
 import { Copyable } from "#cli/components/copyable.js";
 import { printable } from "#cli/format.js";
-import { longestWord, textWidth } from "#cli/text-width.js";
+import { textWidth, widestPiece, wrapToWidth } from "#cli/text-width.js";
 import { type Tone, Toned } from "#cli/theme.js";
 
 /** One labelled value; a tone colours the value (e.g. "revoked" in red). */
@@ -22,9 +22,12 @@ export interface KeyValueProps {
   width?: number;
 }
 
-/** What a value needs beside its label: a value to copy, all of it; words, its longest word. */
+/**
+ * What a value needs beside its label: a value to copy, all of it; words, its widest piece (a
+ * word, a time, an item of a list: widestPiece).
+ */
 function needed(field: Field, value: string): number {
-  return field.copy ? textWidth(value) : longestWord(value);
+  return field.copy ? textWidth(value) : widestPiece(value);
 }
 
 /** How far a value below its label is indented, when it fits so. */
@@ -51,27 +54,31 @@ export function KeyValue({ fields, width }: KeyValueProps) {
     <Box flexDirection="column" width={width}>
       {fields.map((field, i) => {
         const value = values[i] ?? "";
-        const text = field.copy ? (
-          <Copyable value={value} tone={field.tone} />
-        ) : (
-          <Toned tone={field.tone}>{value}</Toned>
-        );
+        // Words are wrapped here, not by Ink, which would break a time at its space or a list
+        // inside an item (cli/README.md, "Output contract": times are never cut).
+        const text = (room: number) =>
+          field.copy ? (
+            <Copyable value={value} tone={field.tone} />
+          ) : (
+            <Toned tone={field.tone}>{wrapToWidth(value, room)}</Toned>
+          );
         const label = textWidth(field.label);
         if (!aligned && !fits(i, label)) {
           const indent = (needs[i] as number) <= columns - INDENT ? INDENT : 0;
           return (
             <Box key={field.label} flexDirection="column">
               <Toned tone="muted">{`${field.label}:`}</Toned>
-              <Box paddingLeft={indent}>{text}</Box>
+              <Box paddingLeft={indent}>{text(columns - indent)}</Box>
             </Box>
           );
         }
+        const labelColumn = (aligned ? labelWidth : label) + 2;
         return (
           <Box key={field.label}>
-            <Box width={(aligned ? labelWidth : label) + 2} flexShrink={0}>
+            <Box width={labelColumn} flexShrink={0}>
               <Toned tone="muted">{aligned ? field.label : `${field.label}:`}</Toned>
             </Box>
-            <Box flexGrow={1}>{text}</Box>
+            <Box flexGrow={1}>{text(columns - labelColumn)}</Box>
           </Box>
         );
       })}

@@ -8,7 +8,7 @@ import { terminalFrame } from "#cli/test-support/terminal-frame.js";
 import { textWidth } from "#cli/text-width.js";
 import { BackupView } from "#cli/views/backup-views.js";
 import { BannersTable, BannerView } from "#cli/views/banner-views.js";
-import { keyStatus, MintedKeyView } from "#cli/views/key-views.js";
+import { KeysTable, keyStatus, MintedKeyView } from "#cli/views/key-views.js";
 import { SubjectView } from "#cli/views/subject-views.js";
 import { TeamsTable } from "#cli/views/team-views.js";
 import { DeliveriesTable, WebhooksTable, WebhookView } from "#cli/views/webhook-views.js";
@@ -107,6 +107,51 @@ describe("BannerView", () => {
       );
       expect(lines.slice(-2)).toEqual(["Loader snippet:", snippet]);
     }
+  });
+
+  // Regression: at 40 columns `banners show` split `published 2026-11-29` / `07:43:09Z`.
+  it("wraps before a time rather than inside it", async () => {
+    const published = create(BannerSchema, {
+      ...aBanner,
+      publishedAt: at(Date.parse("2026-11-29T07:43:09Z")),
+    });
+    const lines = await terminalFrame(
+      <BannerView banner={published} baseUrl="https://consent.example.org" />,
+      40,
+    );
+    const revision = lines.findIndex((line) => line.startsWith("Revision:"));
+    expect(lines.slice(revision, revision + 2)).toEqual([
+      "Revision: 2, published",
+      "          2026-11-29 07:43:09Z",
+    ]);
+  });
+});
+
+describe("KeysTable", () => {
+  // Regression: at 40 columns the SCOPES block broke `…,webhooks:wri` / `te`.
+  it("wraps a list of scopes at its commas, never inside a scope", async () => {
+    const scopes = [
+      "banners:read",
+      "banners:write",
+      "consent:read",
+      "consent:write",
+      "webhooks:read",
+      "webhooks:write",
+    ];
+    const key = create(ApiKeySchema, {
+      id: "0f6a2b1c-9d8e-4f70-8a1b-2c3d4e5f6a7b",
+      environment: "live",
+      name: "ci",
+      hint: "ck_live_…a1B2",
+      scopes,
+    });
+    const lines = await terminalFrame(<KeysTable keys={[key]} />, 40);
+    const first = lines.findIndex((line) => line.startsWith("SCOPES:"));
+    expect(lines.slice(first, first + 3)).toEqual([
+      "SCOPES: banners:read,banners:write,",
+      "        consent:read,consent:write,",
+      "        webhooks:read,webhooks:write",
+    ]);
   });
 });
 
