@@ -23,7 +23,7 @@ import { nonEmpty } from "#cli/option-parsers.js";
 import { type Io, writeJson } from "#cli/output.js";
 import { UserError } from "#cli/problems.js";
 import type { Runtime } from "#cli/program.js";
-import { colorEnabled, liveTerminal, readerGone } from "#cli/terminal.js";
+import { colorEnabled, frameColumns, liveTerminal, readerGone } from "#cli/terminal.js";
 
 /**
  * Why a stream was stopped before its end: Ctrl-C (or SIGTERM), the reader of stdout left, or
@@ -118,10 +118,15 @@ export function addTailLogs(logs: Command, runtime: Runtime): void {
         notFoundHint: LOGS_HINT,
         run: async ({ client, context }, io, interrupted) => {
           const views = context.json ? undefined : await import("#cli/views/log-views.js");
-          const color = colorEnabled(io.stdout, io.env);
+          // Laid out as `logs list` is at this terminal's width (cli/README.md, "Consent logs").
+          const layout = {
+            color: colorEnabled(io.stdout, io.env),
+            columns: frameColumns(io.stdout),
+            oneBanner: options.banner !== undefined,
+          };
           const line = (entry?: Parameters<typeof entryJson>[0]) =>
             views
-              ? `${views.renderTailLine(entry, { color })}\n`
+              ? views.renderTailLine(entry, layout)
               : `${jsonText(entry && entryJson(entry))}\n`;
           // Ctrl-C is how a tail ends, at any moment (while --banner is checked too), and a
           // reader that has what it wanted may leave: both exit 0.

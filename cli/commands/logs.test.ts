@@ -288,22 +288,54 @@ describe.concurrent("consentctl logs (against a real daemon)", { timeout: E2E_TI
     expect((await lstat(nowhere)).isSymbolicLink()).toBe(true);
   });
 
+  /**
+   * A tail of `args` that follows while `rows` records its rows, stopped by Ctrl-C once it has
+   * shown the consentId `rows` returns: how it ended.
+   */
+  async function tailWhile(args: string[], rows: () => Promise<string>): Promise<CliRun> {
+    const tail = cli.start(args);
+    await tail.waitFor("stderr", (text) => text.includes("press Ctrl-C to stop"));
+    const consentId = await rows();
+    await tail.waitFor("stdout", (text) => text.includes(consentId));
+    return tail.interrupt();
+  }
+
   it("follows rows recorded after it started until Ctrl-C, then exits 0", async () => {
     const { teamId, publicId } = await teamWithBanner();
     const before = await record(publicId);
-    const tail = cli.start(argv`logs tail --team ${teamId} --method consent_given`);
-    await tail.waitFor("stderr", (text) => text.includes("press Ctrl-C to stop"));
-    await record(publicId, { method: "accept_all" }); // filtered out
-    const consentId = crypto.randomUUID();
-    await record(publicId, { consentId });
-    await tail.waitFor("stdout", (text) => text.includes(consentId));
-    const ended = await tail.interrupt();
+    const ended = await tailWhile(
+      argv`logs tail --team ${teamId} --method consent_given`,
+      async () => {
+        await record(publicId, { method: "accept_all" }); // filtered out
+        const consentId = crypto.randomUUID();
+        await record(publicId, { consentId });
+        return consentId;
+      },
+    );
     expect(ended).toMatchObject({ code: 0, signal: null });
     const lines = ended.stdout.trimEnd().split("\n");
     expect(lines[0]).toMatch(/^RECEIVED\s+METHOD\s+BANNER/);
     expect(lines).toHaveLength(2);
     expect(lines[1]).toContain("consent_given");
     expect(ended.stdout).not.toContain(before);
+  });
+
+  // Regression: with --banner a tail kept the BANNER column, which `logs list --banner` drops.
+  it("leaves the BANNER column out of a tail of one banner, as logs list does", async () => {
+    const { teamId, publicId } = await teamWithBanner();
+    const consentId = crypto.randomUUID();
+    const ended = await tailWhile(
+      argv`logs tail --team ${teamId} --banner ${publicId}`,
+      async () => {
+        await record(publicId, { consentId });
+        return consentId;
+      },
+    );
+    expect(ended).toMatchObject({ code: 0, signal: null });
+    const lines = ended.stdout.trimEnd().split("\n");
+    expect(lines[0]).toMatch(/^RECEIVED {2,}METHOD {2,}CONSENT ID {2,}COUNTRY {2,}ACCEPTED$/);
+    expect(lines[1]).toMatch(new RegExp(`^\\S+ \\S+ {2,}consent_given {2,}${consentId} `));
+    expect(ended.stdout).not.toContain(publicId);
   });
 
   // Regression: Ctrl-C in the fifth of a second the CLI takes to load ended it by the signal

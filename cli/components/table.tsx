@@ -1,5 +1,4 @@
 import { Box, Text, useStdout } from "ink";
-import type { ReactNode } from "react";
 import { KeyValue } from "#cli/components/key-value.js";
 import { printable } from "#cli/format.js";
 import { cutToWidth, textWidth } from "#cli/text-width.js";
@@ -24,6 +23,12 @@ export interface Column<Row> {
    * well, however narrow the terminal (KeyValue's `copy`).
    */
   copy?: boolean;
+  /**
+   * The widest value the column can hold (an id's 36 columns, a time's 20), for a layout made
+   * before the rows are seen (streamWidths). A column without it is free text, which takes the
+   * rest of such a line.
+   */
+  widest?: number;
 }
 
 export interface TableProps<Row> {
@@ -35,7 +40,8 @@ export interface TableProps<Row> {
   width?: number;
 }
 
-const GAP = 2;
+/** The spaces parting two columns. */
+export const GAP = 2;
 /**
  * The fewest columns a cell that `shrinks` is cut to: nine characters and "…", enough to tell
  * one name from another. Shorter than that a table says less than the blocks do.
@@ -76,6 +82,43 @@ export function fitColumns(
 }
 
 /**
+ * Widths of `columns` by the table's rule, for `natural` widths in `available` columns: a column
+ * that `shrinks` to no fewer than SHRUNK_WIDTH (and its header), every other whole. Undefined
+ * where no widths fit: the rows are then printed as blocks (RowBlock).
+ */
+export function tableWidths<Row>(
+  columns: readonly Column<Row>[],
+  natural: readonly number[],
+  available: number,
+): number[] | undefined {
+  const minimum = columns.map((column, i) =>
+    column.shrinks ? Math.max(textWidth(column.header), SHRUNK_WIDTH) : (natural[i] as number),
+  );
+  return fitColumns(natural, minimum, available);
+}
+
+/**
+ * Widths for rows not yet seen (a live stream), by the table's rule: each column at its
+ * `widest`, free text the rest of the line. Undefined where even so no widths fit: blocks.
+ */
+export function streamWidths<Row>(
+  columns: readonly Column<Row>[],
+  available: number,
+): number[] | undefined {
+  const known = columns.map((column) => Math.max(textWidth(column.header), column.widest ?? 0));
+  const fixed = columns.reduce(
+    (total, column, i) => total + (column.widest === undefined ? 0 : (known[i] as number)),
+    0,
+  );
+  // Free text gets the rest of the line, at least SHRUNK_WIDTH: where less is left, no table fits.
+  const rest = Math.max(SHRUNK_WIDTH, available - fixed - GAP * (columns.length - 1));
+  const natural = columns.map((column, i) =>
+    column.widest === undefined ? Math.max(rest, known[i] as number) : (known[i] as number),
+  );
+  return tableWidths(columns, natural, available);
+}
+
+/**
  * Rows as a table fitted to the terminal width; long free text ends in "…". Widths are terminal
  * columns (a CJK character or an emoji takes two), and a cell is cut to its column between
  * graphemes, so the columns line up and keep their two spaces whatever the text. A table is
@@ -87,69 +130,95 @@ export function Table<Row>({ columns, rows, empty, width }: TableProps<Row>) {
   const { stdout } = useStdout();
   if (rows.length === 0) return <Toned tone="muted">{empty}</Toned>;
   const available = width ?? (stdout.columns || 80);
-  const cells = rows.map((row) => columns.map((column) => printable(column.value(row))));
+  const cells = rows.map((row) => columns.map((column) => cellText(column, row)));
   const natural = columns.map((column, i) =>
     Math.max(textWidth(column.header), ...cells.map((line) => textWidth(line[i] ?? ""))),
   );
-  const minimum = columns.map((column, i) =>
-    column.shrinks ? Math.max(textWidth(column.header), SHRUNK_WIDTH) : (natural[i] as number),
-  );
-  const widths = fitColumns(natural, minimum, available);
-  if (!widths) return <Records columns={columns} rows={rows} width={available} />;
-  // Cells are cut here, to their column's width (Ink's truncate-end can leave a wide character
-  // straddling the column's edge, one column into the gap), so Ink never wraps or cuts them.
-  const fitted = (i: number, text: string) => cutToWidth(text, widths[i] as number);
-  const cell = (i: number, content: ReactNode) => (
-    <Box key={i} width={widths[i]} marginRight={i < columns.length - 1 ? GAP : 0} flexShrink={0}>
-      {content}
-    </Box>
-  );
+  const widths = tableWidths(columns, natural, available);
+  if (!widths) {
+    return (
+      <Box flexDirection="column" gap={1}>
+        {rows.map((row, r) => (
+          // biome-ignore lint/suspicious/noArrayIndexKey: rows are static output, never reordered
+          <RowBlock key={r} columns={columns} row={row} width={available} />
+        ))}
+      </Box>
+    );
+  }
   return (
     <Box flexDirection="column">
-      <Box>
-        {columns.map((column, i) =>
-          cell(
-            i,
-            // A column is never narrower than its header (fitColumns' minimum).
-            <Toned tone="strong">{column.header}</Toned>,
-          ),
-        )}
-      </Box>
+      <TableLine columns={columns} widths={widths} />
       {rows.map((row, r) => (
         // biome-ignore lint/suspicious/noArrayIndexKey: rows are static output, never reordered
-        <Box key={r}>
-          {columns.map((column, i) => {
-            const tone = column.tone?.(row);
-            const text = fitted(i, cells[r]?.[i] ?? "");
-            return cell(i, tone ? <Toned tone={tone}>{text}</Toned> : <Text>{text}</Text>);
-          })}
-        </Box>
+        <TableLine key={r} columns={columns} widths={widths} row={row} />
       ))}
     </Box>
   );
 }
 
-/** Each row as its own block of labelled lines, a blank line between rows. */
-function Records<Row>({
+/**
+ * One line of a table: a row's cells, or the headers without a row, at `widths` (tableWidths),
+ * two spaces apart.
+ */
+export function TableLine<Row>({
   columns,
-  rows,
-  width,
-}: Pick<TableProps<Row>, "columns" | "rows"> & { width: number }) {
+  widths,
+  row,
+}: {
+  columns: readonly Column<Row>[];
+  widths: readonly number[];
+  row?: Row;
+}) {
   return (
-    <Box flexDirection="column" gap={1}>
-      {rows.map((row, r) => (
-        <KeyValue
-          // biome-ignore lint/suspicious/noArrayIndexKey: rows are static output, never reordered
-          key={r}
-          width={width}
-          fields={columns.map((column) => ({
-            label: column.header,
-            value: column.value(row),
-            tone: column.tone?.(row),
-            copy: column.copy === true,
-          }))}
-        />
-      ))}
+    <Box>
+      {columns.map((column, i) => {
+        // Cells are cut here, to their column's width (Ink's truncate-end can leave a wide
+        // character straddling the column's edge, one column into the gap), so Ink never wraps
+        // or cuts them. A column is never narrower than its header (fitColumns' minimum).
+        const text =
+          row === undefined
+            ? column.header
+            : cutToWidth(cellText(column, row), widths[i] as number);
+        const tone = row === undefined ? "strong" : column.tone?.(row);
+        return (
+          <Box
+            key={column.header}
+            width={widths[i]}
+            marginRight={i < columns.length - 1 ? GAP : 0}
+            flexShrink={0}
+          >
+            {tone ? <Toned tone={tone}>{text}</Toned> : <Text>{text}</Text>}
+          </Box>
+        );
+      })}
     </Box>
+  );
+}
+
+/** A row's value in a column, as a terminal may show it (printable). */
+export function cellText<Row>(column: Column<Row>, row: Row): string {
+  return printable(column.value(row));
+}
+
+/** A row as a block of labelled lines, where no table fits: how a table too wide prints. */
+export function RowBlock<Row>({
+  columns,
+  row,
+  width,
+}: {
+  columns: readonly Column<Row>[];
+  row: Row;
+  width: number;
+}) {
+  return (
+    <KeyValue
+      width={width}
+      fields={columns.map((column) => ({
+        label: column.header,
+        value: column.value(row),
+        tone: column.tone?.(row),
+        copy: column.copy === true,
+      }))}
+    />
   );
 }

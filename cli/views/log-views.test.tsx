@@ -3,6 +3,9 @@ import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { render } from "ink-testing-library";
 import { describe, expect, it } from "vitest";
 import { createExportWriter } from "#cli/commands/log-export-format.js";
+import { PIPED_COLUMNS } from "#cli/terminal.js";
+import { terminalFrame } from "#cli/test-support/terminal-frame.js";
+import { textWidth } from "#cli/text-width.js";
 import { LogPageView, LogStatsView, renderTailLine, TailLine } from "#cli/views/log-views.js";
 import { ConsentLogEntrySchema } from "#gen/consent/v1/consent_log_pb.js";
 
@@ -82,13 +85,39 @@ describe("LogStatsView", () => {
 });
 
 describe("TailLine", () => {
+  const piped = { color: false, columns: PIPED_COLUMNS, oneBanner: false };
+
   it("aligns the header and rows at fixed widths, without colour when told so", () => {
-    const header = renderTailLine(undefined, { color: false });
-    const line = renderTailLine(entry, { color: false });
+    const header = renderTailLine(undefined, piped);
+    const line = renderTailLine(entry, piped);
     expect(header.indexOf("METHOD")).toBe(line.indexOf("consent_given"));
     expect(header.indexOf("ACCEPTED")).toBe(line.indexOf("necessary, analytics"));
     expect(line).not.toContain("\u001b[");
-    expect(render(<TailLine entry={entry} />).lastFrame()).toContain(entry.consentId);
+    expect(render(<TailLine entry={entry} layout={piped} />).lastFrame()).toContain(
+      entry.consentId,
+    );
+  });
+
+  // Regression: at 40 columns each tail line was 133 columns, wrapped by the terminal.
+  it("prints a row as logs list does on a terminal too narrow for the table", async () => {
+    for (const oneBanner of [false, true]) {
+      const listed = await terminalFrame(
+        <LogPageView page={{ entries: [entry], nextPageToken: "" }} oneBanner={oneBanner} />,
+        40,
+      );
+      const at40 = { color: false, columns: 40, oneBanner };
+      expect(renderTailLine(undefined, at40)).toBe("");
+      expect(renderTailLine(entry, at40)).toBe(`${listed.join("\n")}\n\n`);
+    }
+  });
+
+  it("cuts the accepted categories to the terminal's width, as logs list cuts them", () => {
+    const many = { ...entry, preferences: { necessary: true, analytics: true, marketing: true } };
+    const at = { color: false, columns: 135, oneBanner: false };
+    const line = renderTailLine(many, at);
+    expect(line).toMatch(/ {2}DE {7}necessary…\n$/);
+    expect(textWidth(line.trimEnd())).toBeLessThanOrEqual(135);
+    expect(renderTailLine(many, piped)).toContain("necessary, analytics, marketing\n");
   });
 });
 
@@ -97,7 +126,7 @@ describe("stored text in a terminal", () => {
     const hostile = { ...entry, country: "DE\u001b]0;owned\u0007", consentId: "a\u009b2Jb" };
     const frames = [
       render(<LogPageView page={{ entries: [hostile], nextPageToken: "" }} />).lastFrame() ?? "",
-      renderTailLine(hostile, { color: false }),
+      renderTailLine(hostile, { color: false, columns: PIPED_COLUMNS, oneBanner: false }),
     ];
     for (const frame of frames) {
       expect(frame.replaceAll("\n", "")).not.toMatch(/\p{Cc}/u);

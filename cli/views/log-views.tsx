@@ -1,10 +1,20 @@
+import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import { Box, renderToString, Text } from "ink";
 import { CopyableAfter } from "#cli/components/copyable.js";
 import { KeyValue } from "#cli/components/key-value.js";
-import { type Column, Table } from "#cli/components/table.js";
-import { formatTime, printable } from "#cli/format.js";
-import { fitToWidth } from "#cli/text-width.js";
-import { ColorProvider, type Tone, Toned } from "#cli/theme.js";
+import {
+  type Column,
+  cellText,
+  GAP,
+  RowBlock,
+  streamWidths,
+  Table,
+  TableLine,
+} from "#cli/components/table.js";
+import { formatTime } from "#cli/format.js";
+import { textWidth } from "#cli/text-width.js";
+import { ColorProvider, type Tone } from "#cli/theme.js";
+import { CONSENT_LOG_METHODS } from "#daemon/consent-log/consent-log-rules.js";
 import type { ConsentLogEntry } from "#gen/consent/v1/consent_log_pb.js";
 
 /** One page of `logs list`, with the token of the next page when there is one. */
@@ -39,15 +49,39 @@ function methodTone(entry: ConsentLogEntry): Tone | undefined {
   return undefined;
 }
 
-/** The columns of a consent log row, shared by `logs list` (a table) and `logs tail` (lines). */
+/** A UUID's width: a banner's public id, a consentId. */
+const UUID_WIDTH = 36;
+
+/**
+ * The columns of a consent log row, shared by `logs list` (a table) and `logs tail` (lines),
+ * with the widest value of each but ACCEPTED for the tail, which lays out before its rows come.
+ */
 export const LOG_COLUMNS: readonly Column<ConsentLogEntry>[] = [
-  { header: "RECEIVED", value: (e) => formatTime(e.receivedAt) },
-  { header: "METHOD", value: (e) => e.method, tone: methodTone },
-  { header: "BANNER", value: (e) => e.bannerId, copy: true },
-  { header: "CONSENT ID", value: (e) => e.consentId, copy: true },
-  { header: "COUNTRY", value: (e) => e.country ?? "-" },
+  {
+    header: "RECEIVED",
+    value: (e) => formatTime(e.receivedAt),
+    widest: textWidth(formatTime(timestampFromMs(0))),
+  },
+  {
+    header: "METHOD",
+    value: (e) => e.method,
+    tone: methodTone,
+    widest: Math.max(...CONSENT_LOG_METHODS.map(textWidth)),
+  },
+  { header: "BANNER", value: (e) => e.bannerId, copy: true, widest: UUID_WIDTH },
+  { header: "CONSENT ID", value: (e) => e.consentId, copy: true, widest: UUID_WIDTH },
+  // An ISO 3166-1 alpha-2 code, or "-": narrower than the header.
+  { header: "COUNTRY", value: (e) => e.country ?? "-", widest: 2 },
   { header: "ACCEPTED", value: acceptedCategories, shrinks: true },
 ];
+
+/**
+ * The columns of `logs list` and `logs tail`: listed for one banner (`--banner`), without the
+ * BANNER column, which would say the same on each row.
+ */
+export function logColumns(oneBanner: boolean): readonly Column<ConsentLogEntry>[] {
+  return oneBanner ? LOG_COLUMNS.filter((c) => c.header !== "BANNER") : LOG_COLUMNS;
+}
 
 /**
  * A page of rows, newest first, and how to read the next one. Listed for one banner
@@ -58,7 +92,7 @@ export function LogPageView({ page, oneBanner = false }: { page: LogPage; oneBan
     <Box flexDirection="column">
       <Table
         rows={page.entries}
-        columns={oneBanner ? LOG_COLUMNS.filter((c) => c.header !== "BANNER") : LOG_COLUMNS}
+        columns={logColumns(oneBanner)}
         empty="No consent log rows match. Widen the range with --since, or drop --banner / --method."
       />
       {page.nextPageToken ? (
@@ -114,39 +148,61 @@ export function LogStatsView({ stats }: { stats: LogStats }) {
   );
 }
 
-/** Fixed widths of a tail line: a live stream cannot fit columns to rows it has not seen. */
-const TAIL_WIDTHS = [20, 16, 36, 36, 7] as const;
-
-/** One line of `logs tail`: the columns of LOG_COLUMNS at fixed widths, the last one free. */
-export function TailLine({ entry, header }: { entry?: ConsentLogEntry; header?: boolean }) {
-  return (
-    <Text>
-      {LOG_COLUMNS.map((column, i) => {
-        const width = TAIL_WIDTHS[i];
-        const text = header || !entry ? column.header : printable(column.value(entry));
-        const cell = width === undefined ? text : `${fitToWidth(text, width)}  `;
-        const tone = header ? "strong" : entry && column.tone?.(entry);
-        return (
-          <Toned key={column.header} tone={tone || undefined}>
-            {cell}
-          </Toned>
-        );
-      })}
-    </Text>
-  );
+/** How `logs tail` lays out: its terminal's width (frameColumns), and whether it is for one banner. */
+export interface TailLayout {
+  columns: number;
+  oneBanner: boolean;
 }
 
-/** A tail line (or the header line) as text, for writing as each row arrives. */
+/**
+ * The widths of a tail line, by the rule of `logs list`'s table (streamWidths: each column at its
+ * widest, ACCEPTED the rest of the line, cut to it), ACCEPTED narrowed to what this line holds
+ * (its header, or the row's categories), so a piped line is laid out at its own width. Undefined
+ * where the terminal holds no table: each row is a block, as `logs list` prints it.
+ */
+function tailWidths(layout: TailLayout, entry?: ConsentLogEntry): number[] | undefined {
+  const columns = logColumns(layout.oneBanner);
+  const widths = streamWidths(columns, layout.columns);
+  return widths?.map((width, i) => {
+    const column = columns[i] as Column<ConsentLogEntry>;
+    if (column.widest !== undefined) return width;
+    return Math.min(width, textWidth(entry ? cellText(column, entry) : column.header));
+  });
+}
+
+/**
+ * One line of `logs tail` (the header line without an entry), aligned as `logs list`'s table
+ * is; where no table fits, an entry's block of labelled lines and no header.
+ */
+export function TailLine({ entry, layout }: { entry?: ConsentLogEntry; layout: TailLayout }) {
+  const columns = logColumns(layout.oneBanner);
+  const widths = tailWidths(layout, entry);
+  if (widths) return <TableLine columns={columns} widths={widths} row={entry} />;
+  return entry ? <RowBlock columns={columns} row={entry} width={layout.columns} /> : null;
+}
+
+/**
+ * A tail line (or the header line) as text to write as each row arrives, with its line break;
+ * a block with a blank line after it, and no header where rows are blocks.
+ */
 export function renderTailLine(
   entry: ConsentLogEntry | undefined,
-  options: { color: boolean },
+  options: { color: boolean } & TailLayout,
 ): string {
-  return renderToString(
+  const widths = tailWidths(options, entry);
+  if (!widths && !entry) return "";
+  const text = renderToString(
     <ColorProvider color={options.color}>
-      <TailLine entry={entry} header={entry === undefined} />
+      <TailLine entry={entry} layout={options} />
     </ColorProvider>,
-    { columns: 1_000 },
+    // A line at its own width: Ink lays out a grid as wide as `columns`, for every line.
+    {
+      columns: widths
+        ? widths.reduce((total, width) => total + width + GAP, -GAP)
+        : options.columns,
+    },
   );
+  return widths ? `${text}\n` : `${text}\n\n`;
 }
 
 export const logPageView =

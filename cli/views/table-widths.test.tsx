@@ -4,9 +4,10 @@ import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { ReactElement } from "react";
 import { describe, expect, it } from "vitest";
 import { terminalFrame } from "#cli/test-support/terminal-frame.js";
+import { textWidth } from "#cli/text-width.js";
 import { BannersTable } from "#cli/views/banner-views.js";
 import { KeysTable } from "#cli/views/key-views.js";
-import { LogPageView } from "#cli/views/log-views.js";
+import { LogPageView, renderTailLine } from "#cli/views/log-views.js";
 import { SessionsTable } from "#cli/views/session-views.js";
 import { TeamsTable } from "#cli/views/team-views.js";
 import { DeliveriesTable, WebhooksTable } from "#cli/views/webhook-views.js";
@@ -149,6 +150,35 @@ describe("the terminal width each table needs, as cli/README.md gives it", () =>
   for (const [name, view] of Object.entries(LISTS)) {
     it(name, async () => {
       expect(await narrowestTable(view)).toBe(documented.get(name));
+    });
+  }
+});
+
+// Regression: `logs tail` printed 133-column lines at any width, BANNER included with --banner.
+describe("logs tail, laid out by the widths of logs list", () => {
+  const documented = documentedWidths();
+  const [necessary] = logPage.entries;
+
+  for (const [list, oneBanner] of [
+    ["logs list", false],
+    ["logs list --banner", true],
+  ] as const) {
+    it(`is a table from ${list}'s width, and one block per row below it`, () => {
+      const width = documented.get(list) ?? 0;
+      const at = (columns: number) => ({ color: false, columns, oneBanner });
+      const header = renderTailLine(undefined, at(width));
+      const row = renderTailLine(necessary, at(width));
+      expect(header).toMatch(/^RECEIVED {2,}METHOD {2,}/);
+      expect(header.includes("BANNER")).toBe(!oneBanner);
+      for (const line of [header, row])
+        expect(textWidth(line.trimEnd())).toBeLessThanOrEqual(width);
+      expect(row).toContain("accept_necessary  ");
+      // A column narrower: no header, and each row a block with a blank line after it.
+      expect(renderTailLine(undefined, at(width - 1))).toBe("");
+      const block = renderTailLine(necessary, at(width - 1));
+      expect(block).toMatch(/^RECEIVED {4}2026-11-26 12:01:30Z\n/);
+      expect(block).toMatch(/\nACCEPTED {4}necessary\n\n$/);
+      expect(block.includes("BANNER")).toBe(!oneBanner);
     });
   }
 });
