@@ -10,14 +10,6 @@ export function textWidth(text: string): number {
 }
 
 /**
- * The width in terminal columns of the longest run without a space, which a line cannot break but
- * by cutting it.
- */
-export function longestWord(text: string): number {
-  return Math.max(0, ...text.split(/\s+/).map(textWidth));
-}
-
-/**
  * A word and the space before it: a run without a space, or one holding a time as formatTime
  * prints it ("published 2026-11-29 07:43:09Z" is two words, not three).
  */

@@ -1,6 +1,6 @@
 import { Box, Text, useStdout } from "ink";
 import { printable } from "#cli/format.js";
-import { longestWord, textWidth } from "#cli/text-width.js";
+import { textWidth, widestPiece, wrapToWidth } from "#cli/text-width.js";
 import { type Tone, Toned } from "#cli/theme.js";
 
 /** The result of one diagnostic check. */
@@ -34,7 +34,8 @@ function linesOf(check: CheckResult): string[] {
  * One line per check with its verdict, details aligned two spaces after the longest name (as
  * KeyValue aligns values), and the hint under them for failures and skips. A detail or hint
  * longer than the line wraps within that column, so every line of it starts under the first:
- * left to Ink, it would wrap back to the terminal's first column, across the names. Where a word
+ * left to Ink, it would wrap back to the terminal's first column, across the names (wrapToWidth, as
+ * KeyValue, breaks only between words, after a list's commas, never inside a time). Where a word
  * (a path, a URL) would not fit beside the names, as on a terminal of 40 columns, each check's
  * text goes below its name instead, indented, as KeyValue does. Details and hints may quote
  * what a daemon (or whatever answers at its address) said: control characters are shown
@@ -47,8 +48,10 @@ export function CheckList({ checks, width }: { checks: readonly CheckResult[]; w
   const column = nameWidth + 4;
   const texts = checks.map(linesOf);
   const beside = texts.every((lines) =>
-    lines.every((line) => longestWord(line) <= columns - column),
+    lines.every((line) => widestPiece(line) <= columns - column),
   );
+  // Wrapped here, as KeyValue wraps its values, so a time or a list item is never cut.
+  const room = beside ? columns - column : columns - INDENT;
   return (
     <Box flexDirection="column" width={width}>
       {checks.map((check, i) => {
@@ -56,8 +59,8 @@ export function CheckList({ checks, width }: { checks: readonly CheckResult[]; w
         const [detail, hint] = texts[i] ?? [];
         const text = (
           <Box flexDirection="column" flexGrow={1} paddingLeft={beside ? 0 : INDENT}>
-            <Text>{detail}</Text>
-            {hint ? <Toned tone="muted">{hint}</Toned> : null}
+            <Text>{wrapToWidth(detail ?? "", room)}</Text>
+            {hint ? <Toned tone="muted">{wrapToWidth(hint, room)}</Toned> : null}
           </Box>
         );
         return (

@@ -181,6 +181,17 @@ describe("CheckList", () => {
     ]);
   });
 
+  it("wraps a detail beside the names between words, never inside a time", async () => {
+    const checks: CheckResult[] = [
+      { name: "clock", status: "pass", detail: "daemon time 2026-11-29 07:43:09Z, in step" },
+    ];
+    expect(await terminalFrame(<CheckList checks={checks} />, 30)).toEqual([
+      "✔ clock  daemon time",
+      "         2026-11-29 07:43:09Z,",
+      "         in step",
+    ]);
+  });
+
   it("shows control characters in what a daemon said escaped, never sends them to the terminal", () => {
     const { lastFrame } = render(
       <CheckList
