@@ -237,7 +237,8 @@ function readExcerpt(response: IncomingMessage): {
       response.destroy();
     };
   });
-  return { read, cut: () => cut() };
+  // The executor has run: `cut` is the reading's own.
+  return { read, cut };
 }
 
 /**
