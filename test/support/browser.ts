@@ -10,6 +10,7 @@ import {
   type Page,
 } from "playwright-core";
 import { afterAll, afterEach, beforeAll, beforeEach } from "vitest";
+import type { Clock } from "#daemon/clock.js";
 import type { ConsentLogRecord } from "#daemon/consent-log/consent-log-store.js";
 import { startTestService, type TestService } from "#test/support/service.js";
 
@@ -161,17 +162,18 @@ export const stateOf = (page: Page | Frame) =>
   page.evaluate(() => (window as unknown as { consentBanner: BannerApi }).consentBanner.getState());
 
 /**
- * For the enclosing describe: a service with the gateway, a website embedding its loader, and
- * one Chromium, all closed after the file's tests.
+ * For the enclosing describe: a service with the gateway (with `env`, and `clock` for the
+ * daemon's time), a website embedding its loader, and one Chromium, all closed after the file's
+ * tests.
  */
-export function useBrowserSite(env: Record<string, string> = {}) {
+export function useBrowserSite(env: Record<string, string> = {}, clock?: Clock) {
   const context = {} as {
     service: TestService;
     site: Awaited<ReturnType<typeof startSite>>;
     browser: Browser;
   };
   beforeAll(async () => {
-    context.service = await startTestService({ gateway: true, env });
+    context.service = await startTestService({ gateway: true, env, clock });
     context.site = await startSite(context.service);
     context.browser = await launchChromium();
   });
