@@ -28,7 +28,7 @@ import { serveConnectUnary } from "#daemon/rpc/connect-unary-route.js";
 import { encodeGrpcMessageAsProtocolSays } from "#daemon/rpc/grpc-message.js";
 import { createServiceTable } from "#daemon/rpc/in-process-transport.js";
 import { answeringParseFailuresAsInvalid } from "#daemon/rpc/parse-failures.js";
-import { answerUnknownProcedures } from "#daemon/rpc/unknown-procedures.js";
+import { answerUnknownProcedures, routableUrl } from "#daemon/rpc/unknown-procedures.js";
 import { withReadCache } from "#daemon/store/read-cache.js";
 import type { Store } from "#daemon/store/store.js";
 import { createSubjectService } from "#daemon/subjects/subject-service.js";
@@ -336,6 +336,7 @@ export async function listenDaemon(daemon: Daemon, options: ListenOptions) {
     forceCloseConnections: true,
     loggerInstance: options.logger,
     logController: new LogController({ disableRequestLogging: true }),
+    rewriteUrl: (request) => routableUrl(request.url ?? "/"),
   });
   const server = app.server as unknown as Http2Server;
   server.updateSettings({ maxConcurrentStreams: MAX_STREAMS_PER_CONNECTION });

@@ -1,7 +1,13 @@
 import { constants } from "node:http2";
 import { create, createFileRegistry, type DescMethodBiDiStreaming } from "@bufbuild/protobuf";
 import { FileDescriptorProtoSchema, file_google_protobuf_empty } from "@bufbuild/protobuf/wkt";
-import { Code, ConnectError, createConnectRouter } from "@connectrpc/connect";
+import {
+  Code,
+  ConnectError,
+  createConnectRouter,
+  createContextKey,
+  createContextValues,
+} from "@connectrpc/connect";
 import { contentTypeUnaryRegExp } from "@connectrpc/connect/protocol-connect";
 import {
   universalRequestFromNodeRequest,
@@ -12,6 +18,30 @@ import { answerConnectError, type DaemonApp } from "#daemon/rpc/connect-unary-ro
 
 /** A procedure path: `/package.Service/Method`. */
 const PROCEDURE = /^\/([^/]+)\/([^/]+)$/;
+
+/** The path of a call to an unknown procedure as its caller sent it, for the stand-in's answer. */
+const kPathAsSent = createContextKey("", { description: "the path of the call, as sent" });
+
+/**
+ * The URL Fastify routes a request by. A path that does not decode (a broken escape such as
+ * `%zz`, or escapes of no UTF-8 such as `%ED%A0%80`) has each `%` escaped, so that it names
+ * itself and reaches no route, as any unknown path: Fastify's router would refuse it itself,
+ * with HTTP 400 and its own JSON (`FST_ERR_BAD_URL`), which gRPC clients read as INTERNAL, a
+ * failure to retry. No procedure's name holds a `%`, and the answer names the path as sent
+ * (request.originalUrl).
+ */
+export function routableUrl(url: string): string {
+  const queryAt = url.indexOf("?");
+  const path = queryAt === -1 ? url : url.slice(0, queryAt);
+  if (!path.includes("%")) return url;
+  try {
+    decodeURIComponent(path);
+    return url;
+  } catch {
+    // Does not decode: routed as the literal text it is.
+    return path.replaceAll("%", "%25") + (queryAt === -1 ? "" : url.slice(queryAt));
+  }
+}
 
 /**
  * Why a path names no procedure the daemon serves, in gRPC's words for it (grpc-go's server):
@@ -81,7 +111,7 @@ export function answerUnknownProcedures(
 ): void {
   const router = createConnectRouter();
   router.rpc(standInMethod(), (_requests, context) => {
-    throw unknownProcedure(new URL(context.url).pathname, serves);
+    throw unknownProcedure(context.values.get(kPathAsSent), serves);
   });
   const [handler] = router.handlers;
   if (!handler) throw new Error("connect-es registered no handler for the stand-in procedure");
@@ -100,11 +130,15 @@ export function answerUnknownProcedures(
     reply.hijack();
     done();
     const response = reply.raw;
+    // The path as the caller sent it: a URL resolves dot segments (`/%2e%2e/…`), and routableUrl
+    // may have escaped it, and either would name another path than the one called.
+    const path = request.originalUrl.split("?")[0] as string;
     if (unary) {
-      answerConnectError(response, unknownProcedure(request.url.split("?")[0] as string, serves));
+      answerConnectError(response, unknownProcedure(path, serves));
       return;
     }
-    handler(universalRequestFromNodeRequest(request.raw, response, undefined, undefined))
+    const values = createContextValues().set(kPathAsSent, path);
+    handler(universalRequestFromNodeRequest(request.raw, response, undefined, values))
       .then((answer) => universalResponseToNodeResponse(answer, response))
       .catch((error: unknown) => {
         request.log.error({ err: error }, "a call to an unknown procedure could not be answered");

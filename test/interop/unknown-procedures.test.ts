@@ -128,6 +128,37 @@ describe("a call to a procedure the daemon does not serve", () => {
     ]);
   });
 
+  // Regression: a path with a broken percent-escape reached Fastify's router, which answered its
+  // own HTTP 400 JSON (FST_ERR_BAD_URL), read by gRPC clients as INTERNAL, a retry; and a path
+  // with dot segments was named once resolved, as a served procedure called unknown.
+  it.each([
+    ["/consent.v1.BannerService/%zz", "unknown method %zz for service consent.v1.BannerService"],
+    [
+      "/consent.v1.BannerService/%ED%A0%80",
+      "unknown method %ED%A0%80 for service consent.v1.BannerService",
+    ],
+    [
+      "/%2e%2e/consent.v1.BannerService/ListBanners",
+      'malformed method name: "/%2e%2e/consent.v1.BannerService/ListBanners"',
+    ],
+  ])(
+    "is UNIMPLEMENTED naming the path as sent, however it is escaped (%s)",
+    async (path, message) => {
+      const error = await unaryBytes(service.daemonUrl, path, Buffer.alloc(0));
+      expect([error?.code, error?.details]).toEqual([grpc.status.UNIMPLEMENTED, message]);
+      const reply = await rawRequest(
+        service.daemonUrl,
+        path,
+        { "content-type": "application/json", "connect-protocol-version": "1" },
+        Buffer.from("{}"),
+      );
+      expect([reply.status, JSON.parse(reply.body.toString())]).toEqual([
+        501,
+        { code: "unimplemented", message },
+      ]);
+    },
+  );
+
   it("leaves a request of no RPC protocol to the plain 404", async () => {
     const post = await rawRequest(
       service.daemonUrl,
