@@ -338,6 +338,11 @@ export async function listenDaemon(daemon: Daemon, options: ListenOptions) {
     logController: new LogController({ disableRequestLogging: true }),
     rewriteUrl: (request) => routableUrl(request.url ?? "/"),
   });
+  // No body is Fastify's to read: connect-es reads every call's own, and answers a content type
+  // of no RPC protocol (a form, XML, text) with the protocol's bare 415, unread, as a call without
+  // one. Fastify's parsers would read it first and answer their own JSON (FST_ERR_CTP_…).
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser("*", (_request, _payload, done) => done(null, undefined));
   const server = app.server as unknown as Http2Server;
   server.updateSettings({ maxConcurrentStreams: MAX_STREAMS_PER_CONNECTION });
   const arrivalMs = options.requestArrivalMs ?? REQUEST_ARRIVAL_MS;

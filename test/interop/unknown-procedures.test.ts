@@ -178,3 +178,33 @@ describe("a call to a procedure the daemon does not serve", () => {
     expect(headers[":status"]).toBe(404);
   });
 });
+
+/**
+ * The Connect protocol's answer to a content type it does not speak: HTTP 415, as connect-es
+ * answers a call without one. Regression: Fastify read such a body first with its own parsers
+ * (a form, XML, text) and answered its own JSON (`FST_ERR_CTP_INVALID_MEDIA_TYPE`), or, past 1
+ * MiB of text, a 413 (`FST_ERR_CTP_BODY_TOO_LARGE`).
+ */
+describe("a request of no RPC protocol's content type to a procedure the daemon serves", () => {
+  let service: TestService;
+  beforeAll(async () => {
+    service = await startTestService();
+  });
+  afterAll(() => service.close());
+
+  it.each([
+    ["application/xml", 10],
+    ["application/x-www-form-urlencoded", 10],
+    ["multipart/form-data; boundary=x", 10],
+    ["text/plain", 10],
+    ["text/plain", 2 * 1024 * 1024],
+  ])("is a bare 415, its body left unread (%s, %i bytes)", async (type, size) => {
+    const reply = await rawRequest(
+      service.daemonUrl,
+      "/consent.v1.SubjectService/ResolveSubject",
+      { "content-type": type },
+      Buffer.alloc(size, 0x61),
+    );
+    expect([reply.status, reply.body.toString()]).toEqual([415, ""]);
+  });
+});
