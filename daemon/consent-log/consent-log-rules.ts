@@ -4,6 +4,12 @@ import { z } from "zod";
 import type { BannerRecord, BannerStore, TelemetryLevel } from "#daemon/banners/banner-store.js";
 import { hostAllowed, parsedSite, type Site, siteText } from "#daemon/banners/domains.js";
 import type { ConsentLogQuery, ConsentLogRecord } from "#daemon/consent-log/consent-log-store.js";
+import {
+  hostName,
+  httpUrl,
+  readOriginHeader,
+  siteOfUrl,
+} from "#daemon/consent-log/request-origin.js";
 import { clipped, DomainError, invalidRequest } from "#daemon/errors.js";
 import {
   integer,
@@ -110,16 +116,6 @@ export function clampTimestamp(
   return { occurredAt: new Date(bounded), timestampClamped: bounded !== client };
 }
 
-function httpUrl(value: string | undefined): URL | null {
-  if (!value) return null;
-  try {
-    const url = new URL(value);
-    return url.protocol === "http:" || url.protocol === "https:" ? url : null;
-  } catch {
-    return null; // Not an address: nothing of it is kept.
-  }
-}
-
 /**
  * decisions §5: the page address kept with a row, `pageUrl` else the Referer, reduced to the
  * banner's telemetry level: `none` keeps nothing, `origin` scheme and host, `path` adds the path
@@ -147,21 +143,6 @@ export function reducePageUrl(
     return kept.length <= MAX_KEPT_PAGE_URL ? kept : undefined;
   };
   return reduced(pageUrl) ?? reduced(referer);
-}
-
-/**
- * decisions §5: the host and port the domain check judges: Origin's when the header is present (an
- * opaque "null" origin has none), else Referer's, the host without the trailing dot of a fully
- * qualified name, the port "" for the scheme's default. Null when neither names an http(s) host.
- */
-export function requestSite(origin: string, referer: string): Site | null {
-  const source = origin ? httpUrl(origin) : httpUrl(referer);
-  return source ? { host: hostName(source), port: source.port } : null;
-}
-
-/** A URL's host as the domain check reads it: lower case, without a fully qualified name's dot. */
-function hostName(url: URL): string {
-  return url.hostname.toLowerCase().replace(/\.$/, "");
 }
 
 export interface LogIdGenerator {
@@ -353,19 +334,31 @@ export function bannerSites(banner: BannerRecord): readonly Site[] {
 /**
  * decisions §5: the host of Origin (else Referer) must be one of the banner's hosts (bannerSites:
  * its domain and production additionalDomains), or a subdomain of one, on the port that site
- * names (any port for localhost: hostAllowed); with neither header the post is refused.
+ * names (any port for localhost: hostAllowed). Origin is read as the gateway reads it for CORS
+ * (readOriginHeader): an opaque `null` names no host, so the Referer is read as when no Origin is
+ * sent (a request a redirect took across origins carries both); an Origin no browser sends (a
+ * path, two origins) is refused, rather than read for a host it does not name as an origin.
+ * With no host from either header the post is refused.
  */
 export function authorizeOrigin(sites: readonly Site[], origin: string, referer: string): void {
-  const site = requestSite(origin, referer);
-  if (site !== null && hostAllowed(site.host, site.port, sites)) return;
-  throw new DomainError(
-    "forbidden",
-    "domain_not_authorized",
-    site === null
-      ? "The request names no origin: send it from a page of the banner's domain"
-      : // The site as sent may be long: its quote is cut, so the sentence is still whole.
-        `${clipped(siteText(site), 200)} is not a domain this banner is configured for`,
+  const read = readOriginHeader(origin);
+  if (read.kind === "invalid") throw domainNotAuthorized(NOT_AN_ORIGIN);
+  const url = read.kind === "origin" ? read.url : httpUrl(referer);
+  if (url === null) throw domainNotAuthorized(NO_ORIGIN);
+  const site = siteOfUrl(url);
+  if (hostAllowed(site.host, site.port, sites)) return;
+  // The site as sent may be long: its quote is cut, so the sentence is still whole.
+  throw domainNotAuthorized(
+    `${clipped(siteText(site), 200)} is not a domain this banner is configured for`,
   );
+}
+
+const NO_ORIGIN = "The request names no origin: send it from a page of the banner's domain";
+const NOT_AN_ORIGIN =
+  "The request's Origin is not one origin as browsers send it (scheme://host[:port]): send it from a page of the banner's domain";
+
+function domainNotAuthorized(message: string): DomainError {
+  return new DomainError("forbidden", "domain_not_authorized", message);
 }
 
 /**

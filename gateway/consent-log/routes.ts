@@ -1,4 +1,5 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import { readOriginHeader } from "#daemon/consent-log/request-origin.js";
 import type { DaemonClients } from "#gateway/daemon-clients.js";
 import { failureOf, type HttpError } from "#gateway/errors.js";
 import { refuseOtherMethods } from "#gateway/methods.js";
@@ -39,29 +40,20 @@ function header(request: FastifyRequest, name: "origin" | "referer"): string {
 }
 
 /**
- * The request's Origin when it names one origin as browsers write it (RFC 6454 7: an origin
- * serialised as `scheme://host[:port]`, or "null"), else undefined. Node joins an Origin sent twice
- * into `a, b`, which is no origin: a browser sends one, and an Access-Control-Allow-Origin naming
- * two, or a path, is no valid answer (Fetch, CORS check), so nothing is echoed for it.
- */
-function singleOrigin(origin: string | undefined): string | undefined {
-  if (!origin || origin === "null") return origin;
-  try {
-    return new URL(origin).origin === origin ? origin : undefined;
-  } catch {
-    return undefined; // Not a URL at all: no origin to echo.
-  }
-}
-
-/**
- * The request's Origin (when it is one, singleOrigin), echoed with `Vary: Origin` on every
- * answer, so a page can read it (CORS, decisions §5). The preflight's own Vary names Origin and
- * more, and is kept.
+ * The request's Origin, echoed with `Vary: Origin` on every answer, so a page can read it (CORS,
+ * decisions §5), when it is one origin as browsers write it: read as the daemon's domain check
+ * reads it (readOriginHeader). Two origins (Node joins a repeated Origin into `a, b`) or one with a
+ * path is no valid Access-Control-Allow-Origin (Fetch, CORS check); and `null` is never echoed:
+ * allowing the opaque origin would allow every sandboxed frame and `file:` page, and a browser
+ * needs no answer it can read to send a choice (sendBeacon's text/plain needs no preflight). The
+ * preflight's own Vary names Origin and more, and is kept.
  */
 function echoOrigin(request: FastifyRequest, reply: FastifyReply): void {
   if (!reply.hasHeader("Vary")) reply.header("Vary", "Origin");
-  const origin = singleOrigin(request.headers.origin);
-  if (origin) reply.header("Access-Control-Allow-Origin", origin);
+  const origin = request.headers.origin;
+  if (readOriginHeader(origin).kind === "origin") {
+    reply.header("Access-Control-Allow-Origin", origin);
+  }
 }
 
 /**

@@ -42,12 +42,14 @@ describe("POST /api/consent/log: origins, CORS and the client-IP limit", () => {
       { origin: "https://eu.shop.example.com" },
       { origin: null, referer: "https://shop.example.com/cart?x=1" },
       { origin: "https://shop.example.com." },
+      // An opaque origin names no host: the Referer is read (origin-forms.test.ts).
+      { origin: "null", referer: "https://shop.example.com/" },
     ];
     for (const headers of accepted) {
       const result = await postLog(ctx.service, aChoice(publicId), { ip: ip(), ...headers });
       expect([headers, result.status]).toEqual([headers, 200]);
     }
-    expect(await storedRows(ctx.service, teamId)).toHaveLength(5);
+    expect(await storedRows(ctx.service, teamId)).toHaveLength(6);
   });
 
   it("refuses other hosts, look-alikes and requests naming no origin with 403 domain_not_authorized", async () => {
@@ -62,7 +64,8 @@ describe("POST /api/consent/log: origins, CORS and the client-IP limit", () => {
       { origin: "https://shop.example.com:8443" },
       { origin: "https://eu.shop.example.com:8443" },
       { origin: null, referer: "http://shop.example.com:8080/" },
-      { origin: "null", referer: "https://shop.example.com/" },
+      { origin: "null", referer: "https://evil.test/" },
+      { origin: "null" },
       { origin: null, referer: "https://evil.test/?https://shop.example.com" },
       { origin: null },
     ];
@@ -198,12 +201,13 @@ describe("POST /api/consent/log: origins, CORS and the client-IP limit", () => {
     const busy = ip();
     const choice = JSON.stringify(aChoice(publicId));
     // The origin's name, its headers, and the status a choice sent with it gets: the domain
-    // check reads a URL's host, so the one with a path passes it.
+    // check reads Origin as this echo does, so none but the one origin passes it.
     const origins: [string, string[], number][] = [
       ["one", ["Origin", "https://shop.example.com"], 200],
       ["twice", ["Origin", "https://shop.example.com", "Origin", "https://evil.test"], 403],
       ["two in one", ["Origin", "https://shop.example.com, https://evil.test"], 403],
-      ["with a path", ["Origin", "https://shop.example.com/cart"], 200],
+      ["with a path", ["Origin", "https://shop.example.com/cart"], 403],
+      ["opaque", ["Origin", "null"], 403],
     ];
     const requests: [string, { method: string; body?: string; ip?: string }][] = [
       ["choice", { method: "POST", body: choice }],

@@ -63,6 +63,8 @@ export interface SitePage {
   loaderAttributes?: string;
   /** Directives added to the page's CSP, e.g. `require-trusted-types-for 'script'`. */
   csp?: string;
+  /** Sources the page's connect-src allows besides the gateway (an address in front of it). */
+  connectSrc?: string;
   /** `<html>` without a lang attribute (the browser's languages then choose the texts). */
   noLang?: boolean;
   /** No loader tag: the page's own `head` brings the loader in (a tag manager's way). */
@@ -89,7 +91,7 @@ export async function startSite(service: TestService) {
     const loader = `${service.gatewayUrl}/loader/${page.publicId}.js?load=${loads}`;
     response.writeHead(200, {
       "content-type": "text/html; charset=utf-8",
-      "content-security-policy": `script-src 'nonce-${NONCE}'; style-src 'self'; connect-src ${service.gatewayUrl}${page.csp ? `; ${page.csp}` : ""}`,
+      "content-security-policy": `script-src 'nonce-${NONCE}'; style-src 'self'; connect-src ${service.gatewayUrl}${page.connectSrc ? ` ${page.connectSrc}` : ""}${page.csp ? `; ${page.csp}` : ""}`,
     });
     const lang = page.noLang ? "" : ` lang="${page.lang ?? "en"}"`;
     response.end(`<!doctype html><html${lang}><head><title>Shop</title>
