@@ -1,5 +1,7 @@
 import { createServer, type Server, type Socket } from "node:net";
 import { BSON, type Document, Long, ObjectId } from "mongodb";
+import { openMongoStore } from "#daemon/store/mongo-store.js";
+import type { Store } from "#daemon/store/store.js";
 
 /**
  * How the stand-in answers a command: a reply document (or a promise of one, to answer later),
@@ -259,4 +261,29 @@ function replyFields(): Buffer {
   const fields = Buffer.alloc(20);
   fields.writeInt32LE(1, 16);
   return fields;
+}
+
+/**
+ * The service's MongoDB store over a stand-in that answers as `database` does (emptyDatabase),
+ * each command bounded by `timeoutMs`. `close` closes the store, then the stand-in.
+ */
+export async function storeOnStandIn(
+  database: ReturnType<typeof emptyDatabase>,
+  timeoutMs = 1_000,
+): Promise<{ store: Store; server: WireStandIn; close(): Promise<void> }> {
+  const server = await startWireStandIn((command, name) => database.answer(command, name));
+  try {
+    const store = await openMongoStore({ uri: server.uri("shop"), timeoutMs });
+    return {
+      store,
+      server,
+      async close() {
+        await store.close();
+        await server.close();
+      },
+    };
+  } catch (error) {
+    await server.close();
+    throw error;
+  }
 }

@@ -231,6 +231,7 @@ export function createLmdbWebhookStore(dbs: LmdbWebhookDatabases): WebhookStore 
       return Array.from(ids, ({ value }) => endpoints.get(value)).filter((e) => e !== undefined);
     },
     async endpointsAfter(afterId, limit) {
+      if (limit <= 0) return [];
       // The range starts at afterId itself, which a page after it leaves out.
       const range = endpoints.getRange({ start: afterId ?? undefined, limit: limit + 1 });
       const page = Array.from(

@@ -135,6 +135,8 @@ export class MongoWebhookStore implements WebhookStore {
   }
 
   async endpointsAfter(afterId: string | null, limit: number): Promise<WebhookEndpointRecord[]> {
+    // The port's empty page: the driver would read limit 0 as none, a negative one as a batch.
+    if (limit <= 0) return [];
     const documents = await this.endpoints
       .find(afterId === null ? {} : { _id: { $gt: afterId } })
       .sort({ _id: 1 })

@@ -123,6 +123,15 @@ export function describeWebhookStoreContract(openStore: OpenStore): void {
       ]);
     });
 
+    it("hands out an empty page for a limit of 0 or less, whatever is stored", async () => {
+      const stored = anEndpoint(teamId, now);
+      await store().webhooks.insertEndpoint(stored);
+      for (const limit of [0, -1]) {
+        expect(await store().webhooks.endpointsAfter(null, limit)).toEqual([]);
+      }
+      expect(await store().webhooks.endpointsAfter(null, 1)).toEqual([stored]);
+    });
+
     it("throws on a replace that would move an endpoint to another team or creation time", async () => {
       const endpoint = anEndpoint(teamId, now);
       await store().webhooks.insertEndpoint(endpoint);

@@ -314,7 +314,8 @@ export interface WebhookStore {
   listEndpoints(teamId: string): Promise<WebhookEndpointRecord[]>;
   /**
    * Up to `limit` endpoints of every team, in id order, those after `afterId` (all when null):
-   * a sweep over the whole store, page by page.
+   * a sweep over the whole store, page by page. A `limit` of 0 or less is an empty page, never
+   * "no limit" (MongoDB's reading of a cursor's limit 0).
    */
   endpointsAfter(afterId: string | null, limit: number): Promise<WebhookEndpointRecord[]>;
   /**
