@@ -1,4 +1,5 @@
 import { randomUUID } from "node:crypto";
+import type { Document } from "mongodb";
 import { afterEach, describe, expect, it } from "vitest";
 import { emptyDatabase, storeOnStandIn } from "#daemon/store/mongo-wire-stand-in.js";
 import { anEndpoint } from "#daemon/webhooks/webhook-store.contract.js";
@@ -29,5 +30,51 @@ describe("MongoDB webhook store: a sweep's page", () => {
     const { store } = await open(database);
     expect(await store.webhooks.endpointsAfter(null, 0)).toEqual([]);
     expect(await store.webhooks.endpointsAfter(null, 1)).toEqual([endpoint]);
+  });
+});
+
+describe("MongoDB webhook store: recording an attempt", () => {
+  const now = new Date();
+  const claimed = {
+    _id: "d1",
+    teamId: "t1",
+    webhookId: "w1",
+    eventId: "e1",
+    eventType: "consent.given",
+    publicId: "p1",
+    payload: "{}",
+    status: "pending",
+    attempts: 0,
+    createdAt: now,
+    nextAttemptAt: now,
+    leaseOwner: "daemon-1",
+    leaseUntil: new Date(now.getTime() + 60_000),
+    dueAt: new Date(now.getTime() + 60_000),
+  };
+  const result = {
+    attempts: 1,
+    status: "succeeded" as const,
+    lastAttemptAt: now,
+    lastStatusCode: 204,
+    succeededAt: now,
+  };
+  /** A database holding the claimed delivery, whose replace the server answers with `reply`. */
+  const answeringReplace = (reply: Document) => {
+    const database = emptyDatabase(undefined, {
+      update: (command) => (command.update === "webhook_deliveries" ? reply : { ok: 1, n: 1 }),
+    });
+    database.documents.set("webhook_deliveries", [claimed]);
+    return database;
+  };
+
+  it("takes a replace the server matched but found nothing to change in as recorded", async () => {
+    // A replace that matched leaves the delivery as the attempt has it, changed or not.
+    const { store } = await open(answeringReplace({ ok: 1, n: 1, nModified: 0 }));
+    expect(await store.webhooks.completeAttempt("d1", "daemon-1", 0, result)).toBe(true);
+  });
+
+  it("takes a replace that matched nothing as a delivery that moved on", async () => {
+    const { store } = await open(answeringReplace({ ok: 1, n: 0, nModified: 0 }));
+    expect(await store.webhooks.completeAttempt("d1", "daemon-1", 0, result)).toBe(false);
   });
 });

@@ -383,8 +383,10 @@ export class MongoWebhookStore implements WebhookStore {
     if (!stored) return false;
     const next = deliveryDocumentOf(withAttempt(deliveryOf(stored), result));
     // The same condition again: a delivery that moved on between read and write is left alone.
+    // Matched, not modified: a replace that matched stores the attempt's outcome even when the
+    // document already held it, which the server counts as no modification.
     const replaced = await this.deliveries.replaceOne(claimed, next);
-    return replaced.modifiedCount === 1;
+    return replaced.matchedCount === 1;
   }
 
   async getDelivery(teamId: string, id: string): Promise<DeliveryRecord | null> {
