@@ -169,10 +169,12 @@ export class Authenticator {
       const key = await this.lookUpKey(caller.bearer, bearerHash as string, ipBucket);
       return { kind: "key", key };
     }
+    const now = this.options.clock();
     const session = await this.options.store.sessions.findByHash(
       secretHash(caller.sessionToken as string),
+      now,
     );
-    if (!session || !sessionLive(session, this.options.clock())) {
+    if (!session || !sessionLive(session, now)) {
       throw await this.failed(ipBucket, ...SESSION_REFUSED);
     }
     return { kind: "session", session };
@@ -340,7 +342,7 @@ export class Authenticator {
       if (refusal) throw new DomainError("unauthenticated", ...refusal);
     }
     if (principal.kind === "session") {
-      const session = await this.options.store.sessions.get(principal.sessionId);
+      const session = await this.options.store.sessions.get(principal.sessionId, now);
       if (!session || !sessionLive(session, now)) {
         throw new DomainError("unauthenticated", ...SESSION_REFUSED);
       }

@@ -1,5 +1,9 @@
 import type { Database } from "lmdb";
-import type { SessionRecord, SessionStore } from "#daemon/sessions/session-store.js";
+import {
+  type SessionRecord,
+  type SessionStore,
+  unexpiredAt,
+} from "#daemon/sessions/session-store.js";
 import { type ExpiryIndex, expiryKey, purgeExpiredIn } from "#daemon/store/lmdb-keys.js";
 import { DuplicateKeyError } from "#daemon/store/store.js";
 
@@ -33,12 +37,12 @@ export function createLmdbSessionStore(dbs: LmdbSessionDatabases): SessionStore 
         sessionIdsByExpiry.putSync(expiryKey(session.id, session.expiresAt), session.id);
       });
     },
-    async findByHash(tokenHash) {
+    async findByHash(tokenHash, now) {
       const id = sessionIdsByHash.get(tokenHash);
-      return id === undefined ? null : (sessions.get(id) ?? null);
+      return id === undefined ? null : unexpiredAt(sessions.get(id) ?? null, now);
     },
-    async get(id) {
-      return sessions.get(id) ?? null;
+    async get(id, now) {
+      return unexpiredAt(sessions.get(id) ?? null, now);
     },
     // A scan rather than a team index: sessions are minted by operators and purged within 30
     // days of their creation, so there are few, and data directories need no new index.
@@ -52,8 +56,8 @@ export function createLmdbSessionStore(dbs: LmdbSessionDatabases): SessionStore 
     // Port: the first revocation time stays.
     revoke(id, at) {
       return sessions.transaction(() => {
-        const session = sessions.get(id);
-        if (!session || session.revokedAt) return session ?? null;
+        const session = unexpiredAt(sessions.get(id) ?? null, at);
+        if (!session || session.revokedAt) return session;
         const next: SessionRecord = { ...session, revokedAt: at };
         sessions.putSync(id, next);
         return next;

@@ -1,13 +1,18 @@
 import type { Collection, IndexDescription, WithId } from "mongodb";
-import type { SessionRecord, SessionStore } from "#daemon/sessions/session-store.js";
+import {
+  type SessionRecord,
+  type SessionStore,
+  unexpiredAt,
+} from "#daemon/sessions/session-store.js";
 import { insertUnique, revokeOnce } from "#daemon/store/mongo-writes.js";
 
 /** A dashboard session as stored in MongoDB: `_id` is the session's UUID; only the token's hash. */
 export type SessionDocument = Omit<SessionRecord, "id"> & { _id: string };
 
 /**
- * SessionStore over the `sessions` collection. Reads return a session whatever its expiry, as the
- * port says (it has no `now`): the authenticator judges expiry. The TTL index only collects garbage.
+ * SessionStore over the `sessions` collection. A session past its expiry is absent to every
+ * call (the port), which each checks on the document it read: the TTL index only collects
+ * garbage, about a minute after the expiry, and purgeExpired exactly.
  */
 export class MongoSessionStore implements SessionStore {
   static readonly indexes: IndexDescription[] = [
@@ -23,19 +28,20 @@ export class MongoSessionStore implements SessionStore {
     await insertUnique(this.collection, toDocument(session), "session");
   }
 
-  async findByHash(tokenHash: string): Promise<SessionRecord | null> {
+  async findByHash(tokenHash: string, now: Date): Promise<SessionRecord | null> {
     const document = await this.collection.findOne({ tokenHash });
-    return document && toSession(document);
+    return unexpiredAt(document && toSession(document), now);
   }
 
-  async get(id: string): Promise<SessionRecord | null> {
+  async get(id: string, now: Date): Promise<SessionRecord | null> {
     const document = await this.collection.findOne({ _id: id });
-    return document && toSession(document);
+    return unexpiredAt(document && toSession(document), now);
   }
 
   async revoke(id: string, at: Date): Promise<SessionRecord | null> {
-    const document = await revokeOnce(this.collection, id, at);
-    return document && toSession(document);
+    // An expired session is absent (the port): left as it is, and answered null.
+    const document = await revokeOnce(this.collection, id, at, { expiresAt: { $gt: at } });
+    return unexpiredAt(document && toSession(document), at);
   }
 
   async listByTeam(teamId: string, now: Date): Promise<SessionRecord[]> {

@@ -31,15 +31,15 @@ export function describeSessionStoreContract(openStore: OpenStore): void {
     it("finds an inserted session by id and by token hash", async () => {
       const session = aSession(now, shifted(now, DAY));
       await store().sessions.insert(session);
-      expect(await store().sessions.get(session.id)).toEqual(session);
-      const found = await store().sessions.findByHash(session.tokenHash);
+      expect(await store().sessions.get(session.id, now)).toEqual(session);
+      const found = await store().sessions.findByHash(session.tokenHash, now);
       expect(found).toEqual(session);
       expect(found?.expiresAt).toBeInstanceOf(Date);
     });
 
     it("returns null for an unknown id or token hash", async () => {
-      expect(await store().sessions.get(randomUUID())).toBeNull();
-      expect(await store().sessions.findByHash("0".repeat(64))).toBeNull();
+      expect(await store().sessions.get(randomUUID(), now)).toBeNull();
+      expect(await store().sessions.findByHash("0".repeat(64), now)).toBeNull();
     });
 
     it("rejects a second session with the same tokenHash or id", async () => {
@@ -49,7 +49,7 @@ export function describeSessionStoreContract(openStore: OpenStore): void {
       await expect(store().sessions.insert(sameHash)).rejects.toBeInstanceOf(DuplicateKeyError);
       const sameId = { ...aSession(now, shifted(now, DAY)), id: session.id };
       await expect(store().sessions.insert(sameId)).rejects.toBeInstanceOf(DuplicateKeyError);
-      expect((await store().sessions.findByHash(session.tokenHash))?.id).toBe(session.id);
+      expect((await store().sessions.findByHash(session.tokenHash, now))?.id).toBe(session.id);
     });
 
     it("revokes a session once: the first revocation time stays", async () => {
@@ -62,7 +62,23 @@ export function describeSessionStoreContract(openStore: OpenStore): void {
       });
       const again = await store().sessions.revoke(session.id, shifted(now, 2 * MINUTE));
       expect(again?.revokedAt).toEqual(first);
-      expect((await store().sessions.get(session.id))?.revokedAt).toEqual(first);
+      expect((await store().sessions.get(session.id, now))?.revokedAt).toEqual(first);
+    });
+
+    it("treats a session as absent from its expiry on, before any purge: reads, and a revocation, which changes nothing", async () => {
+      const session = aSession(shifted(now, -DAY), now);
+      await store().sessions.insert(session);
+      const before = shifted(now, -1);
+      expect(await store().sessions.get(session.id, before)).toEqual(session);
+      expect(await store().sessions.findByHash(session.tokenHash, before)).toEqual(session);
+      for (const at of [now, shifted(now, MINUTE)]) {
+        expect(await store().sessions.get(session.id, at)).toBeNull();
+        expect(await store().sessions.findByHash(session.tokenHash, at)).toBeNull();
+        expect(await store().sessions.revoke(session.id, at)).toBeNull();
+      }
+      // Still stored until the purge, and not revoked by the refused revocation.
+      expect(await store().sessions.get(session.id, before)).toEqual(session);
+      expect(await store().sessions.purgeExpired(now)).toBe(1);
     });
 
     it("returns null when revoking an unknown session", async () => {
@@ -99,9 +115,10 @@ export function describeSessionStoreContract(openStore: OpenStore): void {
       const live = aSession(now, shifted(now, MINUTE));
       for (const session of [expired, expiringNow, live]) await store().sessions.insert(session);
       expect(await store().sessions.purgeExpired(now)).toBe(2);
-      expect(await store().sessions.get(expired.id)).toBeNull();
-      expect(await store().sessions.findByHash(expiringNow.tokenHash)).toBeNull();
-      expect(await store().sessions.get(live.id)).toEqual(live);
+      const before = shifted(now, -DAY);
+      expect(await store().sessions.get(expired.id, before)).toBeNull();
+      expect(await store().sessions.findByHash(expiringNow.tokenHash, before)).toBeNull();
+      expect(await store().sessions.get(live.id, now)).toEqual(live);
       expect(await store().sessions.purgeExpired(now)).toBe(0);
     });
   });

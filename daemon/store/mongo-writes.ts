@@ -177,16 +177,18 @@ interface RevocableDocument {
 }
 
 /**
- * Sets revokedAt to `at` only while it is null, then returns the document as stored: the first
- * revocation time stays (key and session ports). A concurrent revocation between the two steps
- * wins and is what the caller sees. Null when there is no such document.
+ * Sets revokedAt to `at` only while it is null (and the document matches `revocable`), then
+ * returns the document as stored: the first revocation time stays (key and session ports). A
+ * concurrent revocation between the two steps wins and is what the caller sees. Null when there
+ * is no such document.
  */
 export async function revokeOnce<T extends RevocableDocument>(
   collection: Collection<T>,
   id: string,
   at: Date,
+  revocable: Filter<T> = {},
 ): Promise<WithId<T> | null> {
-  const notYetRevoked = { _id: id, revokedAt: null } as Filter<T>;
+  const notYetRevoked = { ...revocable, _id: id, revokedAt: null } as Filter<T>;
   const revoke = { $set: { revokedAt: at } } as UpdateFilter<T>;
   const revoked = await collection.findOneAndUpdate(notYetRevoked, revoke, {
     returnDocument: "after",

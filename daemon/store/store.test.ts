@@ -43,7 +43,7 @@ function describeStoreContracts(openStore: OpenStore): void {
       expect(await store.teams.setPlan(id, "free", new Date())).toBeNull();
       expect(await store.keys.get(id)).toBeNull();
       expect(await store.keys.revoke(id, new Date())).toBeNull();
-      expect(await store.sessions.get(id)).toBeNull();
+      expect(await store.sessions.get(id, new Date())).toBeNull();
       expect(await store.sessions.revoke(id, new Date())).toBeNull();
       expect(await store.banners.get(teamId, id)).toBeNull();
       expect(await store.banners.getByPublicId(id)).toBeNull();
@@ -211,8 +211,8 @@ describe("LMDB store", () => {
     const reopened = await openLmdbStore({ dataDir });
     expect(await reopened.keys.get(key.id)).toMatchObject({ revokedAt: now });
     expect(await reopened.keys.listByTeam(teamId)).toHaveLength(1);
-    expect(await reopened.sessions.get(session.id)).toMatchObject({ revokedAt: now });
-    expect(await reopened.sessions.get(endedSession.id)).toBeNull();
+    expect(await reopened.sessions.get(session.id, now)).toMatchObject({ revokedAt: now });
+    expect(await reopened.sessions.get(endedSession.id, shifted(now, -2 * DAY))).toBeNull();
     expect(await reopened.subjects.find([kept.subjectHash, expired.subjectHash], now)).toBeNull();
     expect(await reopened.webhooks.getEndpoint(teamId, endpoint.id)).toBeNull();
     await reopened.close();
