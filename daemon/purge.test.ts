@@ -4,8 +4,13 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pino } from "pino";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { FIRST_PURGE_MS, PURGE_INTERVAL_MS, schedulePurge } from "#daemon/purge.js";
+import { FIRST_PURGE_MS, PURGE_INTERVAL_MS, purgeRound, schedulePurge } from "#daemon/purge.js";
 import { openLmdbStore } from "#daemon/store/lmdb-store.js";
+import {
+  emptyDatabase,
+  storeOnStandIn,
+  writeConcernTimedOut,
+} from "#daemon/store/mongo-wire-stand-in.js";
 import { DAY, shifted } from "#daemon/store/store-contract-harness.js";
 import { aSubject } from "#daemon/subjects/subject-store.contract.js";
 
@@ -41,6 +46,43 @@ describe("the purge schedule", () => {
       stop();
       await store.close();
       await rm(dataDir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe("a purge round that fails", () => {
+  it("logs each failure by its cause: the store out of reach as a warning, another failure as an error", async () => {
+    // MongoDB's answers to the three purges: a write's majority that did not answer in time
+    // (the store out of reach for now), a refusal of another kind, and a purge done.
+    const database = emptyDatabase(undefined, {
+      delete: (command) =>
+        command.delete === "sessions"
+          ? writeConcernTimedOut()
+          : command.delete === "subjects"
+            ? { ok: 0, code: 2, codeName: "BadValue", errmsg: "a refusal of another kind" }
+            : { ok: 1, n: 0 },
+    });
+    const { store, close } = await storeOnStandIn(database);
+    const lines: { level: number; msg: string; err?: { message: string } }[] = [];
+    const logger = pino(
+      { level: "debug" },
+      { write: (line: string) => lines.push(JSON.parse(line)) },
+    );
+    try {
+      await purgeRound(store, () => new Date(), logger)();
+      expect(lines.map(({ level, msg, err }) => [level, msg, err?.message])).toEqual(
+        expect.arrayContaining([
+          [
+            40,
+            "the store cannot be reached; expired records are purged once it can",
+            "waiting for replication timed out",
+          ],
+          [50, "purging expired records failed", "a refusal of another kind"],
+        ]),
+      );
+      expect(lines).toHaveLength(2);
+    } finally {
+      await close();
     }
   });
 });

@@ -287,3 +287,19 @@ export async function storeOnStandIn(
     throw error;
   }
 }
+
+/**
+ * A write's reply whose majority did not answer within its wtimeout (code 64): what `reply` says
+ * (how many documents it wrote, or its `writeErrors`) happened on the primary alone.
+ */
+export function writeConcernTimedOut(reply: Document = { n: 0 }): Document {
+  return {
+    ok: 1,
+    ...reply,
+    writeConcernError: {
+      code: 64,
+      codeName: "WriteConcernTimeout",
+      errmsg: "waiting for replication timed out",
+    },
+  };
+}

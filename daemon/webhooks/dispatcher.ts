@@ -3,9 +3,9 @@ import type { Logger } from "pino";
 import type { Clock } from "#daemon/clock.js";
 import type { ConsentLogRecord } from "#daemon/consent-log/consent-log-store.js";
 import { messageOf } from "#daemon/errors.js";
-import { repeatedFailureLog } from "#daemon/logging.js";
 import { isStoreFull } from "#daemon/store/disk-guard.js";
 import type { Store } from "#daemon/store/store.js";
+import { settleAll, storeFailureLog } from "#daemon/store/store-failures.js";
 import type { AddressGuard } from "#daemon/webhooks/address-guard.js";
 import type { Load } from "#daemon/webhooks/load-gauge.js";
 import { consentGivenBody, onOutboxEvent } from "#daemon/webhooks/outbox.js";
@@ -158,18 +158,17 @@ export class WebhookDispatcher {
   /** The last pass yielded: the next waits YIELD_WINDOW_MS. */
   private yielded = false;
 
-  /** A pass failing because the store is out of reach, logged once in a while as it lasts. */
-  private readonly logUnavailable: (error: unknown) => void;
-  private readonly logFailedPass: (error: unknown) => void;
+  /**
+   * A pass's failure, by each cause (storeFailureLog): the store out of reach once in a while as
+   * it lasts, at warn; a full disk not at all (the store's guard reports it once); any other, an
+   * error, at once when its words are new, else once in a while as it repeats (a damaged store).
+   */
+  private readonly logStoreFailure: (error: unknown, details?: object) => void;
 
   constructor(private readonly options: DispatcherOptions) {
-    this.logUnavailable = repeatedFailureLog(
-      options.logger,
-      "the store cannot be reached; webhook deliveries wait until it can",
-    );
-    this.logFailedPass = repeatedFailureLog(options.logger, "webhook dispatch pass failed", {
-      level: "error",
-      byWords: true,
+    this.logStoreFailure = storeFailureLog(options.store, options.logger, {
+      unavailable: "the store cannot be reached; webhook deliveries wait until it can",
+      failed: "webhook dispatch pass failed",
     });
   }
 
@@ -207,11 +206,7 @@ export class WebhookDispatcher {
       try {
         worked = await this.runOnce();
       } catch (error) {
-        // A full disk is reported once by the store's guard, not on every pass; a store out of
-        // reach for now, or any failure that repeats (a damaged store), once per
-        // REPEATED_FAILURE_LOG_MS while it lasts, not once a second.
-        if (this.options.store.isUnavailable(error)) this.logUnavailable(error);
-        else if (!isStoreFull(error)) this.logFailedPass(error);
+        this.logStoreFailure(error);
       }
       if (!this.running) break;
       if (worked === 0 && !this.woken) {
@@ -252,9 +247,8 @@ export class WebhookDispatcher {
       free: Math.min(limits.starts, MAX_IN_FLIGHT - this.inFlight.size),
       taken: new RoomCounter(this.roomOf(limits)),
     };
-    const fanOuts = await Promise.allSettled(events.map((event) => this.fanOut(event, slots)));
-    const failedFanOut = fanOuts.find((result) => result.status === "rejected");
-    if (failedFanOut) throw failedFanOut.reason;
+    // Every fan-out runs to its end; the pass fails with each failure among them (settleAll).
+    await settleAll(events.map((event) => this.fanOut(event, slots)));
     const free = Math.max(0, Math.min(slots.free, MAX_IN_FLIGHT - this.inFlight.size));
     // An endpoint gets no more attempts in flight than it has connections (fewer while
     // yielding), a team no more than its share; the rest wait their turn in the store, so slow
@@ -319,8 +313,13 @@ export class WebhookDispatcher {
       entry.exchanging = false;
     })
       .catch((error: unknown) => {
-        // The claim's lease runs out and the attempt is made again (at least once).
+        // The claim's lease runs out and the attempt is made again (at least once). The store
+        // out of reach is the passes' warning, not an error per attempt.
         if (isStoreFull(error)) return;
+        if (this.options.store.isUnavailable(error)) {
+          this.logStoreFailure(error, { deliveryId: delivery.id });
+          return;
+        }
         this.options.logger.error(
           { err: error, deliveryId: delivery.id },
           "webhook attempt failed",

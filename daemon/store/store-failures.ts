@@ -1,0 +1,48 @@
+import { type ErrorLogger, repeatedFailureLog } from "#daemon/logging.js";
+import { isStoreFull } from "#daemon/store/disk-guard.js";
+import type { Store } from "#daemon/store/store.js";
+
+/**
+ * Settles calls made side by side on the store (a webhook pass's fan-outs, the purge of each
+ * kind of record) and fails as they did: with the one failure, or with an AggregateError of
+ * all of them when several failed, so that none of their causes goes unreported
+ * (storeFailureLog).
+ */
+export async function settleAll<T>(calls: readonly Promise<T>[]): Promise<T[]> {
+  const settled = await Promise.allSettled(calls);
+  const failures = settled.flatMap((result) =>
+    result.status === "rejected" ? [result.reason] : [],
+  );
+  if (failures.length === 1) throw failures[0];
+  if (failures.length > 1) {
+    throw new AggregateError(failures, `${failures.length} calls on the store failed`);
+  }
+  return settled.map((result) => (result as PromiseFulfilledResult<T>).value);
+}
+
+/**
+ * Logs the failure of work the daemon does on the store by itself (no request to answer), at
+ * the level of each of its causes (an AggregateError of settleAll has several): the store out of
+ * reach for now is a warning, `unavailable`, once per REPEATED_FAILURE_LOG_MS while it lasts; a
+ * full disk nothing (the disk guard has reported it); any other an error, `failed`, logged at once
+ * when its words are new. A failure of another cause met beside an outage is thus still an
+ * error, and the outage still the one warning a while, whichever of them came first.
+ */
+export function storeFailureLog(
+  store: Pick<Store, "isUnavailable">,
+  logger: ErrorLogger,
+  messages: { unavailable: string; failed: string },
+): (error: unknown, details?: object) => void {
+  const logUnavailable = repeatedFailureLog(logger, messages.unavailable);
+  const logFailed = repeatedFailureLog(logger, messages.failed, { level: "error", byWords: true });
+  return (error, details) => {
+    for (const cause of causesOf(error)) {
+      if (store.isUnavailable(cause)) logUnavailable(cause, details);
+      else if (!isStoreFull(cause)) logFailed(cause, details);
+    }
+  };
+}
+
+function causesOf(error: unknown): unknown[] {
+  return error instanceof AggregateError ? error.errors.flatMap(causesOf) : [error];
+}

@@ -1,0 +1,77 @@
+import { randomUUID } from "node:crypto";
+import type { Document } from "mongodb";
+import { pino } from "pino";
+import { describe, expect, it } from "vitest";
+import { aConsentLogRow } from "#daemon/consent-log/consent-log-store.contract.js";
+import {
+  emptyDatabase,
+  storeOnStandIn,
+  writeConcernTimedOut,
+} from "#daemon/store/mongo-wire-stand-in.js";
+import { AddressGuard } from "#daemon/webhooks/address-guard.js";
+import { WebhookDispatcher } from "#daemon/webhooks/dispatcher.js";
+import { WebhookSecretBox } from "#daemon/webhooks/webhook-secrets.js";
+import { anEndpoint } from "#daemon/webhooks/webhook-store.contract.js";
+import { deliveryId, eventIdOf } from "#daemon/webhooks/webhook-store.js";
+
+/** A stored record as MongoDB holds it: its id as `_id`. */
+function documentOf<T extends { id: string }>({ id, ...fields }: T): Document {
+  return { _id: id, ...fields };
+}
+
+describe("webhook dispatch over a store that fails two fan-outs of one pass", () => {
+  it("logs the store out of reach as its warning and the other failure as an error, whichever event came first", async () => {
+    const now = new Date();
+    const teamId = randomUUID();
+    const endpoint = anEndpoint(teamId, now);
+    const [refused, unanswered] = [aConsentLogRow(teamId, now), aConsentLogRow(teamId, now)];
+    const deliveryOf = (row: { id: string }) => deliveryId(eventIdOf(row.id), endpoint.id);
+    // Both events due, claimed in this order; the fan-out of the first is refused for another
+    // reason than the store's state, the second's majority does not answer in time.
+    const due = [refused, unanswered];
+    const database = emptyDatabase(undefined, {
+      findAndModify: (command) => {
+        const row = command.query["outbox.dueAt"]?.$lte ? due.shift() : undefined;
+        return { lastErrorObject: { n: row ? 1 : 0 }, value: row ? documentOf(row) : null, ok: 1 };
+      },
+      distinct: () => ({ values: [teamId], ok: 1 }),
+      update: (command) => {
+        const id = command.updates[0]?.q._id;
+        if (id === deliveryOf(refused)) {
+          return { ok: 0, code: 2, codeName: "BadValue", errmsg: "a refusal of another kind" };
+        }
+        if (id === deliveryOf(unanswered)) {
+          return writeConcernTimedOut();
+        }
+        return { ok: 1, n: 1, nModified: 1 };
+      },
+    });
+    database.documents.set("consent_log", [documentOf(refused), documentOf(unanswered)]);
+    database.documents.set("webhook_endpoints", [documentOf(endpoint)]);
+    const { store, close } = await storeOnStandIn(database);
+    const lines: { level: number; msg: string; err?: { message: string } }[] = [];
+    const dispatcher = new WebhookDispatcher({
+      store,
+      clock: () => new Date(),
+      guard: new AddressGuard([]),
+      secrets: new WebhookSecretBox([Buffer.alloc(32, 1)]),
+      logger: pino({ level: "debug" }, { write: (line: string) => lines.push(JSON.parse(line)) }),
+      pollIntervalMs: 60_000,
+    });
+    try {
+      dispatcher.start();
+      await expect.poll(() => lines.length, { timeout: 5_000 }).toBeGreaterThanOrEqual(2);
+      expect(lines.map(({ level, msg, err }) => [level, msg, err?.message])).toEqual([
+        [50, "webhook dispatch pass failed", "a refusal of another kind"],
+        [
+          40,
+          "the store cannot be reached; webhook deliveries wait until it can",
+          "waiting for replication timed out",
+        ],
+      ]);
+    } finally {
+      await dispatcher.stop();
+      await close();
+    }
+  });
+});
