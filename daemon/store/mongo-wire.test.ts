@@ -9,6 +9,7 @@ import {
   emptyDatabase,
   startWireStandIn,
   type WireStandIn,
+  writeConcernTimedOut,
 } from "#daemon/store/mongo-wire-stand-in.js";
 import { DuplicateKeyError, type Store } from "#daemon/store/store.js";
 import type { SubjectRecord } from "#daemon/subjects/subject-store.js";
@@ -471,6 +472,25 @@ describe("MongoDB store: a subject's first write", () => {
     const store = await open(database, 1_000);
     const result = await store.subjects.write(subject, 0, now);
     expect(result).toMatchObject({ outcome: "conflict", current: { version: 3 } });
+  });
+
+  it("fails as unavailable (503), not as a conflict, on a duplicate _id whose majority did not answer in time", async () => {
+    // The insert did not happen; the subject it met is on the primary, but the server could not
+    // confirm within wtimeout that a majority has it, so a failover may still roll it back.
+    const database = emptyDatabase(undefined, {
+      insert: (command) =>
+        command.insert === "subjects"
+          ? writeConcernTimedOut(duplicateOn("_id_", { _id: subject.subjectHash }))
+          : { n: command.documents.length, ok: 1 },
+    });
+    const { subjectHash, ...stored } = subject;
+    database.documents.set("subjects", [{ _id: subjectHash, ...stored }]);
+    const store = await open(database, 1_000);
+    const opened = server?.commands.length;
+    const failure = await rejectionOf(store.subjects.write(subject, 0, now));
+    expect(store.isUnavailable(failure)).toBe(true);
+    // Nothing read to answer with: the client's retry meets the state that stood.
+    expect(sentToSubjects(opened ?? 0)).toEqual(["insert"]);
   });
 
   it("fails at once on a duplicate key of another unique index, naming its field, instead of taking it for a stored subject", async () => {

@@ -130,6 +130,15 @@ export class MongoSubjectStore implements SubjectStore {
    * expired; else conflict with the live one. Null when it vanished in between: start over. A
    * duplicate on another unique index is no such race: starting over would meet it again, so it
    * fails the write as the port's DuplicateKeyError.
+   *
+   * A duplicate key is a conflict only once the server has confirmed the state it met: after a
+   * failed write MongoDB waits for the write concern up to its latest write, the conflicting
+   * document's included. A reply carrying both the duplicate and a write concern error (its
+   * majority past wtimeout, code 64) reaches the driver as a MongoWriteConcernError, code 64, the
+   * duplicate only in its result's writeErrors: isDuplicateKey does not take it, and the write
+   * fails as unavailable (503). The insert did not happen, but the document it met may be the
+   * primary's alone, which a failover rolls back; a 409 would have the client merge onto that.
+   * Its retry (spec 7) meets the state that stood: a conflict, or a first write.
    */
   private async create(next: SubjectRecord, now: Date): Promise<SubjectWriteResult | null> {
     const { _id, ...replacement } = toDocument(next);
