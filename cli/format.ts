@@ -3,15 +3,46 @@ import { type Timestamp, timestampDate } from "@bufbuild/protobuf/wkt";
 
 /**
  * A daemon message as `--json` prints it: the proto JSON mapping (camelCase, RFC 3339 times),
- * with every scalar present even at its default, so scripts can rely on `isActive: false` or
- * `name: ""` being there. Unset optional times (a key's `revokedAt`) stay absent.
+ * with every field present, so scripts can rely on `isActive: false`, `name: ""` or
+ * `revokedAt: null` being there: a scalar at its default as that default, an unset time, message
+ * or optional scalar (a key's `revokedAt`, a log row's `region`) as `null`, as REST writes the
+ * same objects (docs/webhooks.md: "Absent optional fields are `null`").
  */
 export function messageJson<Desc extends DescMessage>(
   schema: Desc,
   message: MessageShape<Desc> | undefined,
 ): JsonValue {
   if (message === undefined) return null;
-  return toJson(schema, message, { alwaysEmitImplicit: true });
+  const json = toJson(schema, message, { alwaysEmitImplicit: true });
+  nullForUnset(schema, json);
+  return json;
+}
+
+/**
+ * Sets `null` for each field of `schema` that `json` (its proto JSON, implicit fields emitted)
+ * leaves out, which only unset fields of explicit presence are, in nested messages too. The
+ * well-known types (a Timestamp's string, a Struct's object) have JSON of their own.
+ */
+function nullForUnset(schema: DescMessage, json: JsonValue | undefined): void {
+  if (json === undefined || !isObject(json) || schema.typeName.startsWith("google.protobuf.")) {
+    return;
+  }
+  for (const field of schema.fields) {
+    const value = json[field.jsonName];
+    if (value === undefined) {
+      json[field.jsonName] = null;
+    } else if (field.fieldKind === "message") {
+      nullForUnset(field.message, value);
+    } else if (field.fieldKind === "list" && field.listKind === "message" && Array.isArray(value)) {
+      for (const item of value) nullForUnset(field.message, item);
+    } else if (field.fieldKind === "map" && field.mapKind === "message" && isObject(value)) {
+      for (const item of Object.values(value)) nullForUnset(field.message, item);
+    }
+  }
+}
+
+function isObject(value: JsonValue): value is { [key: string]: JsonValue } {
+  return value !== null && typeof value === "object" && !Array.isArray(value);
 }
 
 /**

@@ -100,9 +100,8 @@ describe.concurrent("consentctl keys (against a real daemon)", { timeout: E2E_TI
     // The old keys name their replacement and the rotation's moment, which with no grace period
     // is their expiry (what keyStatus reads, whatever the operator's clock).
     expect(graced.previous).toMatchObject({ replacedBy: graced.id, replacedAt: graced.createdAt });
-    // A key never rotated carries neither field (not an empty id).
-    expect(Object.keys(graced)).not.toContain("replacedBy");
-    expect(Object.keys(graced)).not.toContain("replacedAt");
+    // A key never rotated carries both fields as null (not an empty id).
+    expect(graced).toMatchObject({ replacedBy: null, replacedAt: null });
     expect(immediate.previous).toMatchObject({
       replacedBy: immediate.id,
       replacedAt: immediate.previous.expiresAt,
@@ -189,7 +188,7 @@ describe.concurrent("consentctl keys (against a real daemon)", { timeout: E2E_TI
     const refused = outcomes.find((run) => run.code === 1);
     expect(JSON.parse(refused?.stderr ?? "{}")).toMatchObject({ code: "failed_precondition" });
     const { keys } = await cli.json(argv`keys list --team ${team}`);
-    const usable = keys.filter((key: { revokedAt?: string }) => key.revokedAt === undefined);
+    const usable = keys.filter((key: { revokedAt: string | null }) => key.revokedAt === null);
     const winner = JSON.parse(outcomes.find((run) => run.code === 0)?.stdout ?? "{}");
     expect(usable.map((key: { id: string }) => key.id).sort()).toEqual(
       [original.id, winner.id].sort(),
@@ -262,8 +261,12 @@ describe.concurrent("consentctl keys (against a real daemon)", { timeout: E2E_TI
     const { keys } = await cli.json(argv`keys list --team ${teamId}`);
     const listed = keys.find((key: { id: string }) => key.id === minted.id);
     expect(listed).toBeDefined();
-    expect(listed.revokedAt).toBeUndefined();
-    expect(listed.expiresAt).toBeUndefined();
+    expect(listed).toMatchObject({
+      revokedAt: null,
+      expiresAt: null,
+      replacedBy: null,
+      replacedAt: null,
+    });
   });
 
   it("exits 2 for a bad --env, --grace, --expires-at or --scopes before calling the daemon", async () => {

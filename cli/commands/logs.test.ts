@@ -83,6 +83,10 @@ describe.concurrent("consentctl logs (against a real daemon)", { timeout: E2E_TI
       method: "accept_all",
       preferences: { necessary: true, analytics: true, marketing: false },
       timestampClamped: false,
+      // Unset optional fields are null, as in a consent.given event (docs/webhooks.md).
+      region: null,
+      matchedRuleId: null,
+      purposeChoices: null,
     });
     expect(all.nextPageToken).toBe("");
     const page = await cli.json(

@@ -64,7 +64,7 @@ describe.concurrent("consentctl sessions (against a real daemon)", {
     const { sessions } = await cli.json(argv`sessions list --team ${teamId}`);
     const listed = sessions.find((s: { id: string }) => s.id === id);
     expect(listed).toBeDefined();
-    expect(listed.revokedAt).toBeUndefined();
+    expect(listed.revokedAt).toBeNull();
   });
 
   it("lists the team's unexpired sessions newest first, revoked ones marked, never a token", async () => {
@@ -81,6 +81,7 @@ describe.concurrent("consentctl sessions (against a real daemon)", {
       teamId: team,
       createdAt: second.createdAt,
       expiresAt: second.expiresAt,
+      revokedAt: null,
     });
     expect(sessions[1]).toMatchObject({ id: first.id, revokedAt: expect.any(String) });
     expect(JSON.stringify(sessions)).not.toContain(first.token);

@@ -68,6 +68,15 @@ describe.concurrent("consentctl subjects (against a real daemon)", {
       found: true,
       snapshot: { version: 1, consentState: { acceptType: "custom", schemaVersion: 2 } },
     });
+    // The snapshot's fields as REST names them (spec 2.3), without the state's other wire form.
+    expect(Object.keys(found.snapshot).sort()).toEqual([
+      "clientUpdatedAt",
+      "consentState",
+      "expiresAt",
+      "protocolVersion",
+      "updatedAt",
+      "version",
+    ]);
     // Another namespace is another subject.
     expect(await cli.json(args("resolve", subject))).toEqual({ found: false });
     expect(await cli.json(args("delete", subject, "--namespace", "shop"))).toEqual({ deleted: 1 });

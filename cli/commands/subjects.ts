@@ -5,7 +5,8 @@ import { nonEmpty, serviceId } from "#cli/option-parsers.js";
 import type { Runtime } from "#cli/program.js";
 import {
   DeleteSubjectStateResponseSchema,
-  ResolveSubjectResponseSchema,
+  type ResolveSubjectResponse,
+  SubjectSnapshotSchema,
 } from "#gen/consent/v1/subject_pb.js";
 
 interface SubjectOptions {
@@ -40,6 +41,20 @@ function addSubjectOptions(command: Command): Command {
     .addHelpText("after", HASHING_NOTE);
 }
 
+/**
+ * A resolved subject as `--json` prints it. decisions §4: no snapshot is `{ found: false }` and
+ * nothing else, as REST answers. The snapshot leaves out `consentStateJson`, the other wire form
+ * of `consentState`, which only callers asking for it get.
+ */
+function resolvedJson({ found, snapshot }: ResolveSubjectResponse) {
+  if (!found || !snapshot) return { found: false };
+  const { consentStateJson: _, ...fields } = messageJson(SubjectSnapshotSchema, snapshot) as Record<
+    string,
+    unknown
+  >;
+  return { found: true, snapshot: fields };
+}
+
 function reference(options: SubjectOptions) {
   return { bannerId: options.banner, namespace: options.namespace, subjectId: options.subject };
 }
@@ -62,7 +77,7 @@ export function registerSubjectCommands(program: Command, runtime: Runtime): voi
         progress: "Resolving subject…",
         auth: "operator",
         call: ({ client }) => client.subjects(options.team).resolveSubject(reference(options)),
-        json: (result) => messageJson(ResolveSubjectResponseSchema, result),
+        json: resolvedJson,
         view: async () => (await import("#cli/views/subject-views.js")).subjectView(),
         notFoundHint: SUBJECTS_HINT,
       }),

@@ -44,7 +44,7 @@ describe("consentctl webhooks (against a real daemon)", { timeout: E2E_TIMEOUT_M
       bannerIds: [team.publicId],
       description: "crm",
       enabled: true,
-      disabledReason: "",
+      disabledReason: null,
     });
     expect(team.webhook.secret).toMatch(SECRET_FORMAT);
 
@@ -65,6 +65,39 @@ describe("consentctl webhooks (against a real daemon)", { timeout: E2E_TIMEOUT_M
       "It will not be shown again (the daemon keeps it sealed, to sign deliveries)",
     );
     expect(human.stdout).toMatch(/^whsec_\S+$/m);
+  });
+
+  it("prints an endpoint with the fields REST gives it, null where REST has null", async () => {
+    const team = await subscribed();
+    const rest = async () => {
+      const response = await fetch(`${service.gatewayUrl}/api/v1/webhooks/${team.webhook.id}`, {
+        headers: { authorization: `Bearer ${team.key}` },
+      });
+      expect(response.status).toBe(200);
+      return sameInstants((await response.json()).data.webhook);
+    };
+    const show = async () =>
+      sameInstants(await cli.json(argv`webhooks show ${team.webhook.id} --team ${team.teamId}`));
+
+    const fresh = await show();
+    expect(fresh).toMatchObject({
+      disabledReason: null,
+      disabledAt: null,
+      failingSince: null,
+      previousSecretExpiresAt: null,
+    });
+    expect(fresh).toEqual(await rest());
+
+    await cli.json(argv`webhooks update ${team.webhook.id} --team ${team.teamId} --rotate-secret`);
+    await cli.json(argv`webhooks update ${team.webhook.id} --team ${team.teamId} --disable`);
+    const [rotated, listed] = await Promise.all([
+      show(),
+      cli.json(argv`webhooks list --team ${team.teamId}`),
+    ]);
+    expect(rotated.previousSecretExpiresAt).toEqual(expect.any(String));
+    expect(rotated.disabledReason).toEqual(expect.any(String));
+    expect(rotated).toEqual(await rest());
+    expect(listed.webhooks.map(sameInstants)).toEqual([rotated]);
   });
 
   it("sends a signed test event that reaches the receiver, and exits 1 when it is refused", async () => {
@@ -113,7 +146,13 @@ describe("consentctl webhooks (against a real daemon)", { timeout: E2E_TIMEOUT_M
     );
     expect(deliveries).toHaveLength(1);
     const [dead] = deliveries;
-    expect(dead).toMatchObject({ status: "failed", attempts: 1, lastStatusCode: 410 });
+    expect(dead).toMatchObject({
+      status: "failed",
+      attempts: 1,
+      lastStatusCode: 410,
+      nextAttemptAt: null,
+      succeededAt: null,
+    });
     const none = await cli.json(
       argv`webhooks deliveries ${team.webhook.id} --team ${team.teamId} --status succeeded`,
     );
@@ -130,7 +169,7 @@ describe("consentctl webhooks (against a real daemon)", { timeout: E2E_TIMEOUT_M
     const enabled = await cli.json(
       argv`webhooks update ${team.webhook.id} --team ${team.teamId} --enable`,
     );
-    expect(enabled).toMatchObject({ enabled: true, disabledReason: "" });
+    expect(enabled).toMatchObject({ enabled: true, disabledReason: null });
     const replayed = await cli.json(
       argv`webhooks replay ${team.webhook.id} ${dead.id} --team ${team.teamId}`,
     );
@@ -289,3 +328,17 @@ describe("consentctl webhooks (against a real daemon)", { timeout: E2E_TIMEOUT_M
     expect(results[8]?.stderr).toContain("required option '--team <id>'");
   });
 });
+
+/**
+ * A webhook's JSON with its times as instants: REST writes them with milliseconds always
+ * (`.000Z`), the proto JSON mapping of the CLI without a fraction that is zero.
+ */
+function sameInstants(webhook: Record<string, unknown>): Record<string, unknown> {
+  const times = ["createdAt", "updatedAt", "disabledAt", "failingSince", "previousSecretExpiresAt"];
+  return Object.fromEntries(
+    Object.entries(webhook).map(([name, value]) => [
+      name,
+      times.includes(name) && typeof value === "string" ? new Date(value).toISOString() : value,
+    ]),
+  );
+}

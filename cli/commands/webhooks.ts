@@ -64,12 +64,14 @@ interface TeamOption {
 }
 
 /**
- * A webhook as JSON. decisions §8: the secret is set only in the answer that created or rotated
- * it; elsewhere the empty field is left out, so no script mistakes "" for a secret.
+ * A webhook as JSON, with the fields REST gives it (docs/webhooks.md): decisions §8, the secret
+ * is set only in the answer that created or rotated it, elsewhere left out, so no script mistakes
+ * "" for a secret; `disabledReason` is `null` while the endpoint is enabled, as the unset times.
  */
 function webhookJson(webhook: Webhook): Record<string, unknown> {
   const { secret, ...rest } = messageJson(WebhookSchema, webhook) as Record<string, unknown>;
-  return secret ? { ...rest, secret } : rest;
+  const fields = { ...rest, disabledReason: webhook.disabledReason || null };
+  return secret ? { ...fields, secret } : fields;
 }
 
 /** A command answering with one endpoint; `title` heads the human view. */
