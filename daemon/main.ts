@@ -1,4 +1,3 @@
-import { fileURLToPath } from "node:url";
 import type { Logger } from "pino";
 import { exposedFiles, loadSecrets } from "#daemon/bootstrap.js";
 import { systemClock } from "#daemon/clock.js";
@@ -12,6 +11,7 @@ import { createInProcessTransport } from "#daemon/rpc/in-process-transport.js";
 import { createDaemon, type Daemon, listenDaemon } from "#daemon/server.js";
 import type { Store } from "#daemon/store/store.js";
 import type { ResealOutcome } from "#daemon/webhooks/reseal-secrets.js";
+import { printWelcome, storeOutlook } from "#daemon/welcome.js";
 import {
   workerCachedWrites,
   workerPublicChanges,
@@ -142,8 +142,13 @@ export async function runDaemon(options: {
     await warnOfForeignIdentityKeys(store, secrets.identityKeys, logger);
     if (secrets.identityKeys.length > 1) await resealForRotation(daemon, logger);
     await warnOfClockBehindStore(store, systemClock, logger);
-    const created = options.welcome?.created ?? secrets.created;
-    printWelcome(config, store.kind, server.url, gateway?.url, created);
+    printWelcome(config, {
+      storeKind: store.kind,
+      daemonUrl: server.url,
+      gatewayUrl: gateway?.url,
+      created: options.welcome?.created ?? secrets.created,
+      outlook: await storeOutlook(store, logger),
+    });
   }
 
   stop.started(async () => {
@@ -156,79 +161,6 @@ export async function runDaemon(options: {
       if (outcome.status === "rejected") throw outcome.reason;
     }
   });
-}
-
-function printWelcome(
-  config: Config,
-  storeKind: string,
-  daemonUrl: string,
-  gatewayUrl: string | undefined,
-  created: string[],
-) {
-  const environment = cliEnvironment(config, daemonUrl);
-  const cli = [...environment, packageBin("consentctl")].join(" ");
-  const lines = [
-    "",
-    `consent service is running on the ${storeKind === "lmdb" ? `embedded store (${config.dataDir})` : "MongoDB store"}`,
-    `  gRPC / Connect daemon  ${daemonUrl}`,
-    ...(gatewayUrl
-      ? [
-          `  REST gateway           ${gatewayUrl}   (try: curl ${gatewayUrl}/api/v1/health)`,
-          `  Public base URL        ${config.baseUrl}   (CONSENT_BASE_URL: loader tags, preference links)`,
-          ...(basePortDiffers(config, gatewayUrl)
-            ? [
-                "  The gateway listens on another port than the public base URL names: set CONSENT_BASE_URL",
-                "  to the address visitors reach, or loader tags and preference links will not work.",
-              ]
-            : []),
-        ]
-      : [
-          // consentd alone: the gateway needs the same daemon address and operator token.
-          `  REST gateway           not in this process; start one: ${[...environment, packageBin("consent-gateway")].join(" ")}`,
-        ]),
-    ...(created.length ? ["", `First start: created ${created.join(", ")}`] : []),
-    "",
-    "Mint an API key:",
-    `  ${cli} teams create --name "My team" --plan professional`,
-    `  ${cli} keys create --team <team id> --env live --scopes banners:read,banners:write,consent:read,consent:write`,
-    // The operator's own token is never printed, and no file holds it for consentctl to read.
-    ...(config.adminToken === undefined
-      ? []
-      : [
-          "  (consentctl sends the operator token from CONSENT_ADMIN_TOKEN: set it to this service's",
-          "  value in the shell that runs these)",
-        ]),
-    "",
-  ];
-  process.stdout.write(`${lines.join("\n")}\n`);
-}
-
-/**
- * A program of this package as a command that runs from any directory: `node` and the bin's
- * absolute path. `npx consentctl` finds the package's own bin only inside its directory; anywhere
- * else npx looks the name up on the npm registry (and may install whatever package has it).
- */
-function packageBin(name: "consentctl" | "consent-gateway"): string {
-  return `node ${shellWord(fileURLToPath(new URL(`../bin/${name}.js`, import.meta.url)))}`;
-}
-
-/**
- * What consentctl needs to be told to reach this process (decisions §1): the daemon's address
- * when it is not the default, and the data directory holding the operator token always, since
- * the default (`./data`) is relative to the directory the command runs in. A token from
- * CONSENT_ADMIN_TOKEN is the operator's own and is never printed.
- */
-function cliEnvironment(config: Config, listenUrl: string): string[] {
-  const defaults = loadConfig({});
-  // A wildcard listen address is no address to call: a local CLI calls loopback.
-  const url = new URL(listenUrl);
-  if (url.hostname === "0.0.0.0") url.hostname = "127.0.0.1";
-  if (url.hostname === "[::]") url.hostname = "[::1]";
-  const daemonUrl = url.origin;
-  return [
-    ...(config.adminToken === undefined ? [`CONSENT_DATA_DIR=${shellWord(config.dataDir)}`] : []),
-    ...(daemonUrl !== defaults.daemonUrl ? [`CONSENT_DAEMON_URL=${daemonUrl}`] : []),
-  ];
 }
 
 /**
@@ -314,19 +246,4 @@ async function resealForRotation(daemon: Daemon, logger: Logger): Promise<void> 
       "some webhook signing secrets open under no key in CONSENT_IDENTITY_KEY (sealed under a key already dropped, or altered in the store): their endpoints' deliveries fail until that key is listed again or their secrets are rotated (docs/webhooks.md)",
     );
   }
-}
-
-/** A word a POSIX shell reads back unchanged: quoted when it holds anything but safe characters. */
-function shellWord(value: string): string {
-  return /^[\w@%+=:,./-]+$/.test(value) ? value : `'${value.replaceAll("'", "'\\''")}'`;
-}
-
-/**
- * Whether the default public base URL (CONSENT_BASE_URL unset) names a port other than the
- * gateway's; one the operator set stands, since a proxy may map it.
- */
-function basePortDiffers(config: Config, gatewayUrl: string): boolean {
-  if (config.baseUrlSet) return false;
-  const port = (url: URL) => url.port || (url.protocol === "https:" ? "443" : "80");
-  return port(new URL(config.baseUrl)) !== port(new URL(gatewayUrl));
 }

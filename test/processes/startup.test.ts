@@ -222,6 +222,48 @@ describe("start-up of the real programs", () => {
     expect((await fetch(`${gatewayUrl}/api/v1/health`)).status).toBe(200);
   });
 
+  it("a restart of a store holding API keys says how many teams it holds and how to list their keys, instead of how to mint one", async () => {
+    const dataDir = path.join(root, "restart");
+    const restart = async () => {
+      const started = await startService(dataDir);
+      return { ...started, out: started.program.stdout() };
+    };
+    const first = await restart();
+    const teamId = await createTeam(first.service);
+    expect(await first.program.stop()).toBe(0);
+
+    // A team without a key: the service has no integrator yet.
+    const keyless = await restart();
+    expect(keyless.out).toContain("Mint an API key:");
+    const { id: keyId } = await mintKey(keyless.service, teamId);
+    expect(await keyless.program.stop()).toBe(0);
+
+    const oneTeam = await restart();
+    expect(oneTeam.out).not.toContain("Mint an API key");
+    expect(oneTeam.out).not.toContain("keys create");
+    expect(oneTeam.out).toContain("The store holds 1 team and API keys; list them with:");
+    const cli = `CONSENT_DATA_DIR=${dataDir} CONSENT_DAEMON_URL=${oneTeam.service.daemonUrl} node ${path.join(ROOT, "bin/consentctl.js")}`;
+    expect(oneTeam.out).toContain(`  ${cli} teams list\n`);
+    // With one team, its id is filled in: the line pastes as it is.
+    const keysList = oneTeam.out.match(/^ {2}(.* keys list .*)$/m)?.[1] ?? "";
+    expect(keysList).toBe(`${cli} keys list --team ${teamId}`);
+    const pasted = spawnSync("sh", ["-c", `${keysList} --json`], {
+      cwd: root,
+      env: { PATH: process.env.PATH },
+      encoding: "utf8",
+    });
+    expect([pasted.status, pasted.stderr]).toEqual([0, ""]);
+    expect(JSON.parse(pasted.stdout).keys).toMatchObject([{ id: keyId, teamId }]);
+    await createTeam(oneTeam.service);
+    expect(await oneTeam.program.stop()).toBe(0);
+
+    const twoTeams = await restart();
+    expect(twoTeams.out).toContain("The store holds 2 teams and API keys; list them with:");
+    expect(twoTeams.out).toMatch(/^ {2}.* keys list --team <team id>$/m);
+    expect(twoTeams.out).not.toContain("Mint an API key");
+    expect(twoTeams.program.stderr()).toBe("");
+  });
+
   it("a data dir whose identity key went missing gets no new key: its subjects answer 503 until the key is back", async () => {
     const dataDir = path.join(root, "lost-key");
     const keyFile = path.join(dataDir, "identity-key");
