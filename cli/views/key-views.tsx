@@ -1,9 +1,10 @@
 import { timestampDate } from "@bufbuild/protobuf/wkt";
-import { Box, Text } from "ink";
+import { Box, Text, useStdout } from "ink";
 import { type Field, KeyValue } from "#cli/components/key-value.js";
 import { SecretNotice } from "#cli/components/secret-notice.js";
 import { Table } from "#cli/components/table.js";
 import { formatTime } from "#cli/format.js";
+import { wrapToWidth } from "#cli/text-width.js";
 import type { Tone } from "#cli/theme.js";
 import { keyExpired } from "#daemon/keys/key-store.js";
 import type { ApiKey } from "#gen/consent/v1/admin_pb.js";
@@ -74,16 +75,20 @@ export function MintedKeyView({ minted }: { minted: MintedKey }) {
   );
 }
 
+/**
+ * What became of the rotated key, wrapped here as records are (wrapToWidth): left to Ink, the
+ * line could break inside the time at its space.
+ */
 function PreviousKeyNote({ previous }: { previous: ApiKey }) {
+  const { stdout } = useStdout();
   const until =
     keyStatus(previous).label === "active"
       ? `keeps working until ${formatTime(previous.expiresAt)}`
       : "no longer works";
+  const note = `The previous key ${previous.hint} (${previous.id}) ${until}.`;
   return (
     <Box marginTop={1}>
-      <Text>
-        The previous key {previous.hint} ({previous.id}) {until}.
-      </Text>
+      <Text>{wrapToWidth(note, stdout.columns || 80)}</Text>
     </Box>
   );
 }

@@ -69,6 +69,26 @@ describe("MintedKeyView", () => {
     expect(frame).toContain("It will not be shown again");
     expect(frame).toMatch(/The previous key ck_live_…a1B2 \(old-id\) keeps working until \d{4}-/);
   });
+
+  // Regression: on a terminal as wide as the note up to the time's space, Ink broke the time there.
+  it("breaks the note on the rotated key before its time, never inside it", async () => {
+    const previous = create(ApiKeySchema, {
+      id: "old-id",
+      hint: "ck_live_…a1B2",
+      expiresAt: timestampFromDate(new Date("2999-01-01T00:00:00Z")),
+    });
+    const minted = {
+      apiKey: create(ApiKeySchema, { id: "new-id" }),
+      secret: "ck_live_S",
+      previous,
+    };
+    const upToSpace = "The previous key ck_live_…a1B2 (old-id) keeps working until 2999-01-01";
+    const lines = await terminalFrame(<MintedKeyView minted={minted} />, textWidth(upToSpace));
+    expect(lines.slice(-2)).toEqual([
+      "The previous key ck_live_…a1B2 (old-id) keeps working until",
+      "2999-01-01 00:00:00Z.",
+    ]);
+  });
 });
 
 /** A banner as the daemon answers it: one published revision behind its draft. */
