@@ -118,16 +118,33 @@ export function addTailLogs(logs: Command, runtime: Runtime): void {
         notFoundHint: LOGS_HINT,
         run: async ({ client, context }, io, interrupted) => {
           const views = context.json ? undefined : await import("#cli/views/log-views.js");
-          // Laid out as `logs list` is at this terminal's width (cli/README.md, "Consent logs").
+          // Laid out as `logs list` is at this terminal's width (cli/README.md, "Consent logs"),
+          // read at each line: a terminal resized meanwhile gets lines of its new width.
           const layout = {
             color: colorEnabled(io.stdout, io.env),
-            columns: frameColumns(io.stdout),
+            get columns() {
+              return frameColumns(io.stdout);
+            },
             oneBanner: options.banner !== undefined,
           };
           const line = (entry?: Parameters<typeof entryJson>[0]) =>
             views
               ? views.renderTailLine(entry, layout)
               : `${jsonText(entry && entryJson(entry))}\n`;
+          // The header above table lines: printed once they start, at the start or when a
+          // terminal too narrow for them (rows as blocks, no header) is widened.
+          let headed = false;
+          let headedAt: number | undefined;
+          const header = async (signal: AbortSignal) => {
+            if (!views || layout.columns === headedAt) return;
+            headedAt = layout.columns;
+            const text = line(); // "" where rows are blocks
+            if (text === "") headed = false;
+            else if (!headed) {
+              headed = true;
+              await write(io.stdout, text, signal);
+            }
+          };
           // Ctrl-C is how a tail ends, at any moment (while --banner is checked too), and a
           // reader that has what it wanted may leave: both exit 0.
           return untilStopped(interrupted, async ({ signal, stopped, watch }) => {
@@ -141,10 +158,13 @@ export function addTailLogs(logs: Command, runtime: Runtime): void {
               for await (const response of stream) {
                 if (!following && views) {
                   io.stderr.write("Following the consent log; press Ctrl-C to stop.\n");
-                  await write(io.stdout, line(), signal);
                 }
                 following = true;
-                for (const entry of response.entries) await write(io.stdout, line(entry), signal);
+                await header(signal);
+                for (const entry of response.entries) {
+                  await header(signal);
+                  await write(io.stdout, line(entry), signal);
+                }
               }
             } catch (error) {
               const stop = stopped();

@@ -9,6 +9,7 @@ import {
   E2E_TIMEOUT_MS,
   runCliOnTerminal,
   startCli,
+  startCliOnTerminal,
 } from "#cli/test-support/cli-process.js";
 import { aChoice, postLog } from "#test/support/consent-log.js";
 import { DAEMON_URL, PROGRAMS, startProgram, useProgramRoot } from "#test/support/processes.js";
@@ -303,6 +304,34 @@ describe.concurrent("consentctl logs (against a real daemon)", { timeout: E2E_TI
     await tail.waitFor("stdout", (text) => text.includes(consentId));
     return tail.interrupt();
   }
+
+  it("follows a terminal's resize: rows as blocks while it is narrow, a header and table lines once widened", async () => {
+    const { teamId, publicId } = await teamWithBanner();
+    const connection = ["--daemon", service.daemonUrl, "--token", service.operatorToken];
+    const tail = await startCliOnTerminal(
+      [...argv`logs tail --team ${teamId}`, ...connection],
+      { CONSENT_DATA_DIR: service.dataDir, NO_COLOR: "1" },
+      { columns: 60 },
+    );
+    await tail.waitFor((screen) => screen.includes("press Ctrl-C to stop"));
+    const narrow = crypto.randomUUID();
+    await record(publicId, { consentId: narrow });
+    await tail.waitFor((screen) => screen.includes(narrow));
+    await tail.resize(200);
+    const wide = crypto.randomUUID();
+    await record(publicId, { consentId: wide });
+    await tail.waitFor((screen) => screen.includes(wide));
+    const { code, screen } = await tail.stop();
+    expect(code).toBe(0);
+    const lines = screen.split("\r\n");
+    const header = lines.findIndex((line) => /^RECEIVED\s+METHOD\s+BANNER/.test(line));
+    // At 60 columns a row is a block of labelled lines, under no header.
+    expect(header).toBeGreaterThan(lines.findIndex((line) => line.includes(narrow)));
+    // Widened, the header comes first, then the row as one line of the table.
+    const row = lines.findIndex((line) => line.includes(wide));
+    expect(row).toBe(header + 1);
+    expect(lines[row]).toMatch(/consent_given/);
+  });
 
   it("follows rows recorded after it started until Ctrl-C, then exits 0", async () => {
     const { teamId, publicId } = await teamWithBanner();

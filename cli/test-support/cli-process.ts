@@ -1,7 +1,10 @@
 import { spawn } from "node:child_process";
 import { once } from "node:events";
+import { mkdtemp, readFile, rm, stat, writeFile } from "node:fs/promises";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
+import { tmpdir } from "node:os";
+import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { expect } from "vitest";
 import { startTestService, type TestService } from "#test/support/service.js";
@@ -75,6 +78,11 @@ function runNode(nodeArgs: readonly string[], options: CliRunOptions): Promise<C
   });
 }
 
+/** A word as a POSIX shell reads it back unchanged. */
+function quote(word: string): string {
+  return `'${word.replaceAll("'", "'\\''")}'`;
+}
+
 /**
  * Runs consentctl on a pseudo-terminal (util-linux `script`), as an operator types it: stdout
  * and stderr are the same terminal, and what it shows comes back as one text (lines end "\r\n").
@@ -87,7 +95,6 @@ export async function runCliOnTerminal(
   env: Record<string, string> = {},
   { columns }: { columns?: number } = {},
 ): Promise<{ code: number | null; screen: string }> {
-  const quote = (word: string) => `'${word.replaceAll("'", "'\\''")}'`;
   const program = [process.execPath, BIN, ...args].map(quote).join(" ");
   const command =
     columns === undefined ? program : `stty cols ${columns} rows 24 && exec ${program}`;
@@ -99,6 +106,75 @@ export async function runCliOnTerminal(
   child.stdout.setEncoding("utf8").on("data", (chunk: string) => (screen += chunk));
   const [code] = (await once(child, "close")) as [number | null];
   return { code, screen };
+}
+
+/** A `consentctl` running on a pseudo-terminal (startCliOnTerminal). */
+export interface CliOnTerminal {
+  /** Resolves with what the terminal has shown once it satisfies `test`. */
+  waitFor(test: (screen: string) => boolean): Promise<string>;
+  /** Makes the terminal `columns` wide, as a window's resize does: the program gets SIGWINCH. */
+  resize(columns: number): Promise<void>;
+  /** Sends SIGTERM and resolves with the exit status and all the terminal showed. */
+  stop(): Promise<{ code: number | null; screen: string }>;
+}
+
+/**
+ * Starts consentctl on a pseudo-terminal `columns` wide and 24 rows tall, as runCliOnTerminal
+ * does, and returns at once. The shell around it (no job control: the program stays in the
+ * terminal's foreground process group) changes the terminal's size when asked through a file.
+ */
+export async function startCliOnTerminal(
+  args: readonly string[],
+  env: Record<string, string>,
+  { columns }: { columns: number },
+): Promise<CliOnTerminal> {
+  const control = await mkdtemp(path.join(tmpdir(), "consentctl-terminal-"));
+  const file = (name: string) => path.join(control, name);
+  const program = [process.execPath, BIN, ...args].map(quote).join(" ");
+  const command = [
+    `stty cols ${columns} rows 24`,
+    `${program} & pid=$!; echo $pid > ${quote(file("pid"))}`,
+    `while kill -0 $pid 2>/dev/null; do if [ -e ${quote(file("cols"))} ]; then stty cols $(cat ${quote(file("cols"))}) rows 24; rm ${quote(file("cols"))}; touch ${quote(file("resized"))}; fi; sleep 0.05; done`,
+    "wait $pid",
+  ].join("\n");
+  const child = spawn("script", ["-qec", command, "/dev/null"], {
+    env: { PATH: process.env.PATH, HOME: process.env.HOME, TERM: "xterm", ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let screen = "";
+  child.stdout.setEncoding("utf8").on("data", (chunk: string) => (screen += chunk));
+  const closed = once(child, "close").then(([code]) => ({ code: code as number | null, screen }));
+  const until = async <T>(read: () => Promise<T | undefined>, what: string): Promise<T> => {
+    for (let tries = 0; tries < 600; tries++) {
+      const value = await read();
+      if (value !== undefined) return value;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    throw new Error(`${what} within 30 s; the terminal showed: ${JSON.stringify(screen)}`);
+  };
+  const exists = (name: string) =>
+    stat(file(name)).then(
+      () => true,
+      () => undefined,
+    );
+  return {
+    waitFor: (test) => until(async () => (test(screen) ? screen : undefined), "no such screen"),
+    async resize(to) {
+      await writeFile(file("cols"), String(to));
+      await until(() => exists("resized"), "no resize");
+      await rm(file("resized"));
+    },
+    async stop() {
+      const pid = await until(
+        () => readFile(file("pid"), "utf8").then(Number, () => undefined),
+        "no program",
+      );
+      process.kill(pid, "SIGTERM");
+      const ended = await closed;
+      await rm(control, { recursive: true, force: true });
+      return ended;
+    },
+  };
 }
 
 /** A running `consentctl` (logs tail): its output so far, a wait for some of it, and a stop. */
