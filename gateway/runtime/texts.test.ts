@@ -32,6 +32,29 @@ describe("resolveTexts: which language's texts a page gets", () => {
     // Norwegian: texts under "no" serve Bokmål and Nynorsk pages, and the other way round.
     expect(chosen(titled("no"), "nb-NO")).toBe("no");
     expect(chosen(titled("nb"), "no")).toBe("nb");
+    // `no` is the macrolanguage: a Nynorsk page takes it before Bokmål, listed first or not.
+    expect(chosen(titled("nb", "no"), "nn-NO")).toBe("no");
+    expect(chosen(titled("nn", "nb"), "no")).toBe("nb");
+  });
+
+  it("fills a string Bokmål or Nynorsk texts lack from no, and one no lacks from nb", () => {
+    const texts: Record<string, RuntimeTexts> = {
+      en: { acceptAll: "Accept all", save: "Save" },
+      no: { title: "Ditt personvern", acceptAll: "Godta alle" },
+      nb: { title: "Ditt personvern (bokmål)", save: "Lagre" },
+      nn: { title: "Personvernet ditt" },
+    };
+    const nynorsk = resolveTexts(texts, ["nn-NO"]);
+    expect([nynorsk.languageCode, nynorsk.get("acceptAll"), nynorsk.get("save")]).toEqual([
+      "nn",
+      { text: "Godta alle" },
+      { text: "Save", lang: "en" },
+    ]);
+    const norwegian = resolveTexts(texts, ["no"]);
+    expect([norwegian.get("title"), norwegian.get("save")]).toEqual([
+      { text: "Ditt personvern" },
+      { text: "Lagre" },
+    ]);
   });
 
   it("fills a string the chosen texts lack from their shorter forms, then from English", () => {

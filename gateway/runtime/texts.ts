@@ -37,7 +37,7 @@ export interface ResolvedTexts {
  * browser's languages): for each, the first of `candidates(tag)` that has texts, else another
  * tag of that language in the same script (`pt` finds `pt-BR`, `zh-TW` never `zh-Hans`), else
  * another tag of that language; English when none has texts. Each field falls back on its
- * own, to the texts of the chosen tag's shorter forms (`de` for `de-AT`), then to the operator's
+ * own, to the texts of the chosen tag's shorter forms (`de` for `de-AT`; `no` for `nb`), then to the operator's
  * English text and then to DEFAULT_TEXTS, so a half-translated banner still shows every string;
  * an English one is marked English. The privacy policy's address, in no language, comes last
  * from the first language that has one, so no visitor loses the operator's link. A category's
@@ -121,10 +121,17 @@ export function resolveTexts(
 /**
  * Where to look for a tag's texts, most specific first (RFC 4647 lookup): the tag, then the tag
  * with its script made explicit (`zh-TW` is `zh-Hant-TW`: `zh-Hant` before the bare `zh`), then
- * shorter forms of the tag in the same script (`zh-HK` never falls to `zh`, which is Simplified).
+ * shorter forms of the tag in the same script (`zh-HK` never falls to `zh`, which is Simplified);
+ * then the same for its Norwegian counterpart (see norwegianCounterpart).
  * A subtag of one character (`x`, an extension) is never left last.
  */
 function candidates(tag: string): string[] {
+  const counterpart = norwegianCounterpart(tag);
+  return [...ownCandidates(tag), ...(counterpart ? ownCandidates(counterpart) : [])];
+}
+
+/** The tag, with its script made explicit, then its shorter forms in the same script. */
+function ownCandidates(tag: string): string[] {
   const own = script(tag);
   const full = maximized(tag);
   const found = [tag, full, full.split("-").slice(0, 2).join("-")];
@@ -134,6 +141,19 @@ function candidates(tag: string): string[] {
     if ((parts[n - 1] ?? "").length > 1 && script(shorter) === own) found.push(shorter);
   }
   return found;
+}
+
+/**
+ * Norwegian (`no`) is the macrolanguage of Bokmål (`nb`) and Nynorsk (`nn`), tags Intl keeps
+ * apart (it folds other macrolanguages' members into one tag: `cmn` is `zh`, `arb` is `ar`). Any
+ * Norwegian reads `no`, so Bokmål and Nynorsk look there next (`nn-NO` → `no-NO`), as CLDR's
+ * locale fallback does; and `no` is written as Bokmål, so it looks at `nb` next. Nynorsk is
+ * never where `no` looks first: it is found, last, as another tag of the language.
+ */
+function norwegianCounterpart(tag: string): string | undefined {
+  const [primary, ...rest] = tag.split("-");
+  const counterpart = primary === "no" ? "nb" : primary === "nb" || primary === "nn" ? "no" : "";
+  return counterpart ? [counterpart, ...rest].join("-") : undefined;
 }
 
 const maximizedTags = new Map<string, string>();

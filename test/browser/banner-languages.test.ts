@@ -48,6 +48,39 @@ describe.skipIf(skipBrowserTests)("banner runtime in Chromium: the texts' langua
     }
   }
 
+  /**
+   * What a page of each of `langs` (`<html lang>`) shows, in a browser speaking English only, of
+   * one fresh banner with `texts`: the texts' language, the title, and Accept all with its own
+   * language mark.
+   */
+  async function shownOn(langs: string[], texts: Record<string, Record<string, string>>) {
+    const { publicId } = await bannerFixture(ctx.service, {
+      domain: "localhost",
+      configuration: { categories: labelledCategories, texts },
+    });
+    const visitor = await openPage(ctx.browser, { locale: "en-US" });
+    try {
+      const shown: string[][] = [];
+      for (const lang of langs) {
+        await visitor.page.goto(ctx.site.page(`/shown-${publicId}`, { publicId, lang }));
+        const panel = dialog(visitor.page);
+        await expect.poll(() => panel.count()).toBe(1);
+        const accept = panel.getByRole("button").first();
+        shown.push([
+          lang,
+          (await visitor.page.locator("[id^=consent-banner-] .r").getAttribute("lang")) ?? "",
+          (await panel.getByRole("heading").textContent()) ?? "",
+          (await accept.textContent()) ?? "",
+          (await accept.getAttribute("lang")) ?? "",
+        ]);
+      }
+      expect(visitor.warnings).toEqual([]);
+      return shown;
+    } finally {
+      await visitor.context.close();
+    }
+  }
+
   it("reads a page's POSIX locale (de_AT, de_AT.UTF-8, de_AT@euro) as its language tag", async () => {
     const texts = {
       de: { title: "Ihre Privatsphäre", acceptAll: "Alle akzeptieren" },
@@ -103,5 +136,73 @@ describe.skipIf(skipBrowserTests)("banner runtime in Chromium: the texts' langua
     const german = await acceptAllAs("de-DE", texts, { lang: "de" });
     expect(german.links).toEqual([["Privacy policy", "https://shop.example.com/datenschutz"]]);
     expect(japanese.warnings.concat(italian.warnings, german.warnings)).toEqual([]);
+  });
+
+  it("counts Norwegian's no, nb and nn as one language, no being the other two's macrolanguage", async () => {
+    const norwegian = { title: "Ditt personvern", acceptAll: "Godta alle" };
+    const german = { title: "Ihre Privatsphäre", acceptAll: "Alle akzeptieren" };
+    // Texts under `no` serve a Bokmål or Nynorsk page, however the page writes its tag.
+    expect(
+      await shownOn(["nb", "nb-NO", "nn", "nn_NO.UTF-8", "no"], { de: german, no: norwegian }),
+    ).toEqual([
+      ["nb", "no", "Ditt personvern", "Godta alle", ""],
+      ["nb-NO", "no", "Ditt personvern", "Godta alle", ""],
+      ["nn", "no", "Ditt personvern", "Godta alle", ""],
+      ["nn_NO.UTF-8", "no", "Ditt personvern", "Godta alle", ""],
+      ["no", "no", "Ditt personvern", "Godta alle", ""],
+    ]);
+    // And texts under `nb` a page that says only `no`.
+    expect(await shownOn(["no", "no-NO"], { de: german, nb: norwegian })).toEqual([
+      ["no", "nb", "Ditt personvern", "Godta alle", ""],
+      ["no-NO", "nb", "Ditt personvern", "Godta alle", ""],
+    ]);
+    // A string Bokmål or Nynorsk texts leave out is Norwegian's (`no`), not English; one `no`
+    // leaves out is Bokmål's, the way `no` is written.
+    const english = { title: "Your privacy", acceptAll: "Accept all" };
+    const bokmal = { title: "Ditt personvern (bokmål)" };
+    const nynorsk = { title: "Personvernet ditt" };
+    expect(
+      await shownOn(["nb-NO", "nn-NO"], { en: english, no: norwegian, nb: bokmal, nn: nynorsk }),
+    ).toEqual([
+      ["nb-NO", "nb", "Ditt personvern (bokmål)", "Godta alle", ""],
+      ["nn-NO", "nn", "Personvernet ditt", "Godta alle", ""],
+    ]);
+    // A Nynorsk page takes `no` before `nb`, though `nb` comes first in the configuration.
+    const texts = {
+      en: english,
+      nb: { ...bokmal, acceptAll: "Godta alle" },
+      no: { title: "Ditt personvern" },
+    };
+    expect(await shownOn(["no", "nn"], texts)).toEqual([
+      ["no", "no", "Ditt personvern", "Godta alle", ""],
+      ["nn", "no", "Ditt personvern", "Godta alle", ""],
+    ]);
+  });
+
+  it("matches the tags browsers still send for a language under its current one", async () => {
+    const texts = {
+      he: { title: "הפרטיות שלך" },
+      id: { title: "Privasi Anda" },
+      yi: { title: "אייער פּריוואַטקייט" },
+      fil: { title: "Ang iyong privacy" },
+      ro: { title: "Confidențialitatea dvs." },
+      "zh-Hans": { title: "您的隐私" },
+      "zh-Hant": { title: "您的隱私" },
+    };
+    const shown = await shownOn(
+      ["iw", "in", "ji", "tl", "mo", "zh-CN", "zh-SG", "zh-HK", "zh-MO"],
+      texts,
+    );
+    expect(shown.map(([lang, code, title]) => [lang, code, title])).toEqual([
+      ["iw", "he", "הפרטיות שלך"],
+      ["in", "id", "Privasi Anda"],
+      ["ji", "yi", "אייער פּריוואַטקייט"],
+      ["tl", "fil", "Ang iyong privacy"],
+      ["mo", "ro", "Confidențialitatea dvs."],
+      ["zh-CN", "zh-Hans", "您的隐私"],
+      ["zh-SG", "zh-Hans", "您的隐私"],
+      ["zh-HK", "zh-Hant", "您的隱私"],
+      ["zh-MO", "zh-Hant", "您的隱私"],
+    ]);
   });
 });
