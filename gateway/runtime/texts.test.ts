@@ -93,6 +93,20 @@ describe("resolveTexts: which language's texts a page gets", () => {
     expect(chosen(titled("zh-Hant"), "zh_TW.Big5")).toBe("zh-Hant");
     expect(directionOf("ar_EG.UTF-8")).toBe("rtl");
   });
+
+  it("reads a POSIX modifier naming a script as the script, one shaped as a variant as the variant", () => {
+    expect(chosen(titled("sr", "sr-Latn"), "sr_RS@latin")).toBe("sr-Latn");
+    expect(chosen(titled("sr", "sr-Latn"), "sr@latin")).toBe("sr-Latn");
+    expect(chosen(titled("sr", "sr-Latn"), "sr_RS.UTF-8@latin")).toBe("sr-Latn");
+    expect(chosen(titled("sr", "sr-Latn"), "sr_RS")).toBe("sr");
+    expect(chosen(titled("uz", "uz-Cyrl"), "uz_UZ@cyrillic")).toBe("uz-Cyrl");
+    expect(chosen(titled("ca", "ca-ES-valencia"), "ca_ES@valencia")).toBe("ca-ES-valencia");
+    expect(chosen(titled("de"), "de_DE@euro")).toBe("de");
+    expect(chosen(titled("de"), "de_DE@constructor")).toBe("de");
+    // Kashmiri is written in Arabic script, right to left, unless in Devanagari.
+    expect(directionOf("ks_IN")).toBe("rtl");
+    expect(directionOf("ks_IN@devanagari")).toBe("ltr");
+  });
 });
 
 describe("directionOf", () => {

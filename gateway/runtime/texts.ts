@@ -212,19 +212,35 @@ export function directionOf(languageCode: string): "rtl" | "ltr" {
   return rtl ? "rtl" : "ltr";
 }
 
+/** Scripts a POSIX locale's modifier names (glibc's `sr_RS@latin`, `uz_UZ@cyrillic`). */
+const POSIX_SCRIPTS = new Map([
+  ["latin", "latn"],
+  ["cyrillic", "cyrl"],
+  ["devanagari", "deva"],
+]);
+
 /**
  * A language tag as texts are matched: canonical BCP 47 in lower case, so any case matches and a
  * deprecated tag matches its replacement ("iw" a key the daemon stored as "he"). A page's POSIX
  * locale (`<html lang="de_AT">`, `de_AT.UTF-8`, `de_AT@euro`, as PHP sites write it) is read as
- * the tag it names, `de-AT`: BCP 47 has no `_`, `.` or `@`. A tag Intl cannot read is compared
- * as it is, in lower case.
+ * the tag it names, `de-AT`: BCP 47 has no `_`, `.` or `@`. Its modifier, where it names a script,
+ * is the tag's script (`sr_RS@latin` is `sr-Latn-RS`), and where it has the form of a variant, its
+ * variant (`ca_ES@valencia` is `ca-ES-valencia`); any other (`@euro`) says nothing of the
+ * language. A tag Intl cannot read is compared as it is, in lower case.
  */
 function comparable(written: string): string {
-  const tag = written.replace(/[.@].*/, "").replace(/_/g, "-");
+  const [locale = "", modifier = ""] = written.toLowerCase().split("@");
+  const base = locale.replace(/\..*/, "").replace(/_/g, "-");
+  const posixScript = POSIX_SCRIPTS.get(modifier);
+  const tag = posixScript
+    ? base.replace(/^[^-]*/, (language) => `${language}-${posixScript}`)
+    : /^[a-z\d]{5,8}$/.test(modifier)
+      ? `${base}-${modifier}`
+      : base;
   try {
     return (Intl.getCanonicalLocales(tag)[0] ?? tag).toLowerCase();
   } catch (error) {
-    if (error instanceof RangeError) return tag.toLowerCase();
+    if (error instanceof RangeError) return tag;
     throw error;
   }
 }

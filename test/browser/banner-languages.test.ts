@@ -205,4 +205,36 @@ describe.skipIf(skipBrowserTests)("banner runtime in Chromium: the texts' langua
       ["zh-MO", "zh-Hant", "您的隱私"],
     ]);
   });
+
+  it("reads the script a POSIX locale's modifier names (sr_RS@latin is sr-Latn-RS)", async () => {
+    const texts = {
+      sr: { title: "Ваша приватност" },
+      "sr-Latn": { title: "Vaša privatnost" },
+      uz: { title: "Maxfiyligingiz" },
+      "uz-Cyrl": { title: "Махфийлигингиз" },
+      ca: { title: "La vostra privadesa" },
+      "ca-ES-valencia": { title: "La vostra privacitat" },
+    };
+    const shown = await shownOn(
+      [
+        "sr_RS@latin",
+        "sr_RS.UTF-8@latin",
+        "sr_RS",
+        "uz_UZ@cyrillic",
+        "uz_UZ",
+        "ca_ES@valencia",
+        "ca_ES@euro",
+      ],
+      texts,
+    );
+    expect(shown.map(([lang, code, title]) => [lang, code, title])).toEqual([
+      ["sr_RS@latin", "sr-Latn", "Vaša privatnost"],
+      ["sr_RS.UTF-8@latin", "sr-Latn", "Vaša privatnost"],
+      ["sr_RS", "sr", "Ваша приватност"],
+      ["uz_UZ@cyrillic", "uz-Cyrl", "Махфийлигингиз"],
+      ["uz_UZ", "uz", "Maxfiyligingiz"],
+      ["ca_ES@valencia", "ca-ES-valencia", "La vostra privacitat"],
+      ["ca_ES@euro", "ca", "La vostra privadesa"],
+    ]);
+  });
 });
