@@ -92,7 +92,9 @@ export function preferencesPage(view: PreferencesView, nonce: string, saved: boo
   // The page's own sentences, marked English where it does not ship the texts' language.
   const { lang: ownLang, texts: own, fellBack } = pageTexts(texts.languageCode);
   const ownMark = fellBack ? { lang: ownLang } : {};
-  const policy = texts.get("privacyPolicyUrl").text;
+  const policy = texts.get("privacyPolicyUrl");
+  // A policy taken from another language's texts is a page in that language: it says so.
+  const policyAttributes = ` href="${escapeHtml(policy.text)}"${policy.lang ? ` hreflang="${escapeHtml(policy.lang)}"` : ""}`;
   // Which website these settings are for: the page is the service's, not the site's.
   const site = banner ? hostOf(banner.domain) : null;
   const body = [
@@ -112,9 +114,7 @@ export function preferencesPage(view: PreferencesView, nonce: string, saved: boo
     rows.join("\n"),
     `</fieldset>${textIn("button", texts.get("save"), ' type="submit"')}</form>`,
     `<p>${textIn("small", { text: own.validUntil(until), ...ownMark })}</p>`,
-    policy
-      ? `<p>${textIn("a", texts.get("privacyPolicyLabel"), ` href="${escapeHtml(policy)}"`)}</p>`
-      : "",
+    policy.text ? `<p>${textIn("a", texts.get("privacyPolicyLabel"), policyAttributes)}</p>` : "",
   ].join("\n");
   return document(
     texts.languageCode,

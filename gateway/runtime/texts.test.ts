@@ -57,6 +57,33 @@ describe("resolveTexts: which language's texts a page gets", () => {
     ]);
   });
 
+  it("marks a privacy policy address from another language's texts with that language", () => {
+    const texts: Record<string, RuntimeTexts> = {
+      fr: { privacyPolicyUrl: "https://shop.example/fr" },
+      de: { title: "Datenschutz" },
+      "de-AT": { title: "Datenschutz (AT)" },
+    };
+    const url = (...wanted: string[]) => resolveTexts(texts, wanted).get("privacyPolicyUrl");
+    expect(url("de-AT")).toEqual({ text: "https://shop.example/fr", lang: "fr" });
+    expect(url("fr-CA")).toEqual({ text: "https://shop.example/fr" });
+    expect(url("ja")).toEqual({ text: "https://shop.example/fr", lang: "fr" });
+    // Another script is another page for a reader of this one.
+    const chinese = { "zh-Hant": { privacyPolicyUrl: "https://shop.example/zh" }, "zh-Hans": {} };
+    expect(resolveTexts(chinese, ["zh-CN"]).get("privacyPolicyUrl")).toEqual({
+      text: "https://shop.example/zh",
+      lang: "zh-Hant",
+    });
+    const own = { de: { privacyPolicyUrl: "https://shop.example/de" }, "de-AT": {} };
+    expect(resolveTexts(own, ["de-AT"]).get("privacyPolicyUrl")).toEqual({
+      text: "https://shop.example/de",
+    });
+    const english = { en: { privacyPolicyUrl: "https://shop.example/en" }, it: {} };
+    expect(resolveTexts(english, ["it"]).get("privacyPolicyUrl")).toEqual({
+      text: "https://shop.example/en",
+      lang: "en",
+    });
+  });
+
   it("fills a string the chosen texts lack from their shorter forms, then from English", () => {
     const texts: Record<string, RuntimeTexts> = {
       en: { title: "Privacy", save: "Save" },

@@ -37,12 +37,13 @@ export interface ResolvedTexts {
  * browser's languages): for each, the first of `candidates(tag)` that has texts, else another
  * tag of that language in the same script (`pt` finds `pt-BR`, `zh-TW` never `zh-Hans`), else
  * another tag of that language; English when none has texts. Each field falls back on its
- * own, to the texts of the chosen tag's shorter forms (`de` for `de-AT`; `no` for `nb`), then to the operator's
- * English text and then to DEFAULT_TEXTS, so a half-translated banner still shows every string;
- * an English one is marked English. The privacy policy's address, in no language, comes last
- * from the first language that has one, so no visitor loses the operator's link. A category's
- * own label and description (its configuration, not its texts) are in no stated language and
- * carry no mark.
+ * own, to the texts of the chosen tag's shorter forms (`de` for `de-AT`) and for Norwegian its
+ * counterpart's (`no` for `nb`), then to the operator's English text and then to DEFAULT_TEXTS,
+ * so a half-translated banner still shows every string; an English one is marked English. The
+ * privacy policy's address, in no language, comes last from the first language that has one, so
+ * no visitor loses the operator's link; it is marked with the language of the texts it came from
+ * where that is not the banner's. A category's own label and description (its configuration,
+ * not its texts) are in no stated language and carry no mark.
  */
 export function resolveTexts(
   texts: Record<string, RuntimeTexts>,
@@ -60,8 +61,14 @@ export function resolveTexts(
       find((key) => language(key) === language(tag));
   }
   const languageCode = lang ?? "en";
+  const chosen = comparable(languageCode);
+  /** No mark for texts of the banner's language and script, else the texts' own tag. */
+  const markOf = (key: string, compared: string): { lang?: string } =>
+    language(compared) === language(chosen) && script(compared) === script(chosen)
+      ? {}
+      : { lang: key };
   // English strings in a banner of another language say so; in an English one, nothing to say.
-  const english = language(comparable(languageCode)) === "en" ? {} : { lang: "en" };
+  const english = markOf("en", "en");
   // Found, not texts.en: the daemon stores "en", but a banner saved before it did may say "EN".
   const englishKey = find((key) => key === "en");
   // The chosen texts, then those of its shorter forms in the same script (RFC 4647 lookup):
@@ -78,8 +85,12 @@ export function resolveTexts(
   // A field in no language, the privacy policy's address, is the operator's wherever one of
   // their languages has it: past the chain, the first language of the configuration that does.
   // A visitor shown built-in English (none of their languages has texts, and no `en`) still
-  // gets the operator's link.
-  const anyLanguage = Object.values(texts).map((own) => ({ own, mark: {} }));
+  // gets the operator's link, marked with the language it came from when that is not the
+  // banner's: the page it leads to is likely in that one (`hreflang`).
+  const anyLanguage = keys.map(([key, compared]) => ({
+    own: texts[key],
+    mark: markOf(key, compared),
+  }));
   /** The first text the chain has for a field, else the last resort, with its language. */
   const pick = (
     read: (own: RuntimeTexts) => string | undefined,
@@ -146,9 +157,9 @@ function ownCandidates(tag: string): string[] {
 /**
  * Norwegian (`no`) is the macrolanguage of Bokmål (`nb`) and Nynorsk (`nn`), tags Intl keeps
  * apart (it folds other macrolanguages' members into one tag: `cmn` is `zh`, `arb` is `ar`). Any
- * Norwegian reads `no`, so Bokmål and Nynorsk look there next (`nn-NO` → `no-NO`), as CLDR's
- * locale fallback does; and `no` is written as Bokmål, so it looks at `nb` next. Nynorsk is
- * never where `no` looks first: it is found, last, as another tag of the language.
+ * Norwegian reads `no`, so Bokmål and Nynorsk look there next (`nn-NO` → `no-NO`); and `no` is
+ * written as Bokmål, so it looks at `nb` next. Nynorsk is never where `no` looks first: it is
+ * found, last, as another tag of the language.
  */
 function norwegianCounterpart(tag: string): string | undefined {
   const [primary, ...rest] = tag.split("-");

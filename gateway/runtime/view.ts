@@ -99,15 +99,17 @@ function dialogPanel(options: ViewOptions) {
   const { config, texts } = options;
   const text = texts.get("description");
   const description = h("p", say(text), { id: "d" });
-  const policy = texts.get("privacyPolicyUrl").text;
-  if (policy) {
+  const policy = texts.get("privacyPolicyUrl");
+  if (policy.text) {
     // Inside the description: a link in another language than it says its own.
     const label = texts.get("privacyPolicyLabel");
     const own =
       label.lang === text.lang
         ? { textContent: label.text }
         : say({ lang: texts.languageCode, ...label });
-    description.append(" ", h("a", { href: policy, ...own }));
+    // A policy taken from another language's texts is a page in that language: it says so.
+    const hreflang = policy.lang ? { hreflang: policy.lang } : {};
+    description.append(" ", h("a", { href: policy.text, ...hreflang, ...own }));
   }
   const button = (action: string, key: TextKey, outlined = false) =>
     h(

@@ -37,7 +37,11 @@ describe.skipIf(skipBrowserTests)("banner runtime in Chromium: the texts' langua
         links: await panel
           .getByRole("link")
           .evaluateAll((links) =>
-            links.map((link) => [link.textContent, link.getAttribute("href")]),
+            links.map((link) => [
+              link.textContent,
+              link.getAttribute("href"),
+              link.getAttribute("hreflang"),
+            ]),
           ),
       };
       await panel.getByRole("button").first().click();
@@ -123,19 +127,59 @@ describe.skipIf(skipBrowserTests)("banner runtime in Chromium: the texts' langua
       "en",
       "en",
     ]);
+    // The link is to a page in another language than the banner's: it says which (hreflang).
     expect(japanese.links).toEqual([
-      ["Privacy policy", "https://shop.example.com/fr/confidentialite"],
+      ["Privacy policy", "https://shop.example.com/fr/confidentialite", "fr"],
     ]);
     // Texts of the visitor's language without a link of their own get it the same way.
     const italian = await acceptAllAs("it-IT", texts, { lang: "it" });
     expect([italian.title, italian.row?.languageCode]).toEqual(["La tua privacy", "it"]);
     expect(italian.links).toEqual([
-      ["Privacy policy", "https://shop.example.com/fr/confidentialite"],
+      ["Privacy policy", "https://shop.example.com/fr/confidentialite", "fr"],
     ]);
-    // Texts with a link of their own keep it.
+    // Texts with a link of their own keep it, in their language.
     const german = await acceptAllAs("de-DE", texts, { lang: "de" });
-    expect(german.links).toEqual([["Privacy policy", "https://shop.example.com/datenschutz"]]);
+    expect(german.links).toEqual([
+      ["Privacy policy", "https://shop.example.com/datenschutz", null],
+    ]);
     expect(japanese.warnings.concat(italian.warnings, german.warnings)).toEqual([]);
+  });
+
+  it("says which language the privacy policy is in where the link comes from another language's texts", async () => {
+    const texts = {
+      en: { privacyPolicyUrl: "https://shop.example.com/privacy" },
+      de: { title: "Ihre Privatsphäre", privacyPolicyUrl: "https://shop.example.com/datenschutz" },
+      "de-AT": { title: "Ihre Privatsphäre in Österreich" },
+      fr: { title: "Votre vie privée" },
+    };
+    const seen = [];
+    for (const lang of ["fr", "de-AT", "ja"]) {
+      const { title, links, warnings } = await acceptAllAs("en-US", texts, { lang });
+      seen.push([lang, title, links, warnings]);
+    }
+    expect(seen).toEqual([
+      // The operator's English link on a French banner.
+      [
+        "fr",
+        "Votre vie privée",
+        [["Privacy policy", "https://shop.example.com/privacy", "en"]],
+        [],
+      ],
+      // German's link on the Austrian banner: the same language, nothing to say.
+      [
+        "de-AT",
+        "Ihre Privatsphäre in Österreich",
+        [["Privacy policy", "https://shop.example.com/datenschutz", null]],
+        [],
+      ],
+      // The operator's English banner with its own link.
+      [
+        "ja",
+        "We value your privacy",
+        [["Privacy policy", "https://shop.example.com/privacy", null]],
+        [],
+      ],
+    ]);
   });
 
   it("counts Norwegian's no, nb and nn as one language, no being the other two's macrolanguage", async () => {

@@ -94,9 +94,10 @@ describe("GET and POST /preferences/{token}", () => {
     expect(page.text).toContain('<html lang="en">');
     expect(page.text).toContain("<h1>We value your privacy</h1>");
     expect(page.text).toContain("<small>This link works until 12:30 UTC.</small>");
-    // The operator's privacy policy stays, from the only texts that give its address.
+    // The operator's privacy policy stays, from the only texts that give its address, and says
+    // it is a page in their language.
     expect(page.text).toContain(
-      '<p><a href="https://shop.example.com/datenschutz">Privacy policy</a></p>',
+      '<p><a href="https://shop.example.com/datenschutz" hreflang="de">Privacy policy</a></p>',
     );
   });
 
