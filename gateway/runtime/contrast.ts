@@ -1,5 +1,6 @@
 import { contrastChecks, type Rgba, shortfallMessage } from "../../daemon/banners/contrast.js";
 import type { RuntimeConfig } from "./config.js";
+import { warn } from "./console-lines.js";
 
 /** The browser's own reading of a CSS colour (hex, functional or named) as [r, g, b, alpha]. */
 function rgbaOf(probe: HTMLElement, color: string): Rgba {
@@ -16,9 +17,9 @@ function rgbaOf(probe: HTMLElement, color: string): Rgba {
  * shared with the server). A shortfall is a console warning for the site owner; the banner still
  * shows.
  */
-export function warnOnLowContrast(probe: HTMLElement, colors: RuntimeConfig["colors"]): void {
+export function warnOnLowContrast(probe: HTMLElement, { id, colors }: RuntimeConfig): void {
   const checks = contrastChecks(colors, (color) => rgbaOf(probe, color));
   for (const check of checks) {
-    if (check[1] < check[2]) console.warn(`[consent banner] ${shortfallMessage(check)}`);
+    if (check[1] < check[2]) warn(id, shortfallMessage(check));
   }
 }

@@ -2,6 +2,7 @@ import { isAdCategory, usOptOutChoices } from "../../daemon/banners/category-sig
 import { isoTimeMs } from "../../daemon/validation/patterns.js";
 import type { RuntimeConfig, RuntimeRule } from "./config.js";
 import { consentDefault, consentUpdate } from "./consent-mode.js";
+import { warn } from "./console-lines.js";
 import { activateScripts } from "./scripts.js";
 import {
   type ConsentState,
@@ -54,8 +55,9 @@ const loaderSrc = [
     .reverse(),
 ].find(isLoader);
 if (!loaderSrc) {
-  console.warn(
-    `consent banner ${config.id}: cannot tell where the loader came from, so choices cannot be recorded; embed it with <script src>`,
+  warn(
+    config.id,
+    `cannot tell where the loader came from, so choices cannot be recorded; embed it with <script src>`,
   );
 }
 const loaderUrl = new URL(loaderSrc || location.href);
@@ -223,7 +225,7 @@ function post(method: string, s: ConsentState): void {
  */
 function apply(s: ConsentState | null): void {
   const accepted = all.filter((name) => required.includes(name) || s?.categories.includes(name));
-  consentUpdate(accepted);
+  consentUpdate(config.id, accepted);
   whenReady(() => activateScripts(accepted, gated));
 }
 
@@ -235,8 +237,9 @@ function commit(next: ConsentState, method: string, source?: ChangeSource): void
   state = next;
   if (writeState(config.id, next)) known = toJson(next);
   else {
-    console.warn(
-      `consent banner ${config.id}: the browser did not keep the consent cookie (cookies blocked for this site?), so the banner will ask again on the next page`,
+    warn(
+      config.id,
+      `the browser did not keep the consent cookie (cookies blocked for this site?), so the banner will ask again on the next page`,
     );
   }
   post(method, next);
@@ -372,8 +375,9 @@ function runningBanner(): string | undefined {
 }
 const running = runningBanner();
 if (running) {
-  console.warn(
-    `consent banner ${config.id}: banner ${running} already runs on this page; one banner per page, so this loader starts nothing`,
+  warn(
+    config.id,
+    `banner ${running} already runs on this page; one banner per page, so this loader starts nothing`,
   );
 } else {
   /** The integrator API (docs/banner-runtime.md), in place before consent:ready can fire. */
@@ -385,7 +389,7 @@ if (running) {
     /** Cross-device: a state resolved by the integrator's backend, applied without a new row. */
     applyState(value: unknown): boolean {
       const refuse = (why: string) => {
-        console.warn(`consent banner ${config.id}: applyState refused the state: ${why}`);
+        warn(config.id, `applyState refused the state: ${why}`);
         return false;
       };
       // Read once, as JSON: accessors of the integrator's object are not read again between the
@@ -408,8 +412,9 @@ if (running) {
         // Where the browser keeps no cookie at all, every state is forgotten so: the integrator
         // hands it in on each page, and it holds for this one.
         if (!cookiesBlocked()) return refuse("it is larger than a cookie holds");
-        console.warn(
-          `consent banner ${config.id}: the browser keeps no cookies for this page, so the applied state holds for this page only`,
+        warn(
+          config.id,
+          `the browser keeps no cookies for this page, so the applied state holds for this page only`,
         );
       }
       // Already a copy of the integrator's object, read once above: kept as it is.
@@ -450,7 +455,7 @@ if (running) {
     () => document.visibilityState === "visible" && catchUp(),
   );
 
-  consentDefault();
+  consentDefault(config.id);
   if (gpcOptOut()) {
     // Announced for listeners added after the loader, once the page is ready; the banner asks
     // only where the stored choice's revision would anyway.

@@ -1,3 +1,8 @@
+import { fail, warn } from "./console-lines.js";
+
+// This module's state is one banner's: each loader runs its own copy of the runtime, wrapped
+// around its own configuration (gateway/loader/loader-cache.ts), and a page runs one banner.
+
 /**
  * Gated scripts already handed to the queue, so a later choice never runs one twice, or left out
  * for want of the nonce, so each is warned of once.
@@ -46,8 +51,9 @@ export function activateScripts(accepted: readonly string[], banner: GatedScript
   const { nonce, publicId } = banner;
   if (nonce === undefined) {
     if (!unknownNonceSaid) {
-      console.warn(
-        `consent banner ${publicId}: gated scripts are not run: the loader runs without a tag of its own (a module, or in a shadow root), so the page's nonce cannot be known; embed it as a classic <script src> tag`,
+      warn(
+        publicId,
+        `gated scripts are not run: the loader runs without a tag of its own (a module, or in a shadow root), so the page's nonce cannot be known; embed it as a classic <script src> tag`,
       );
     }
     unknownNonceSaid = true;
@@ -73,8 +79,9 @@ export function activateScripts(accepted: readonly string[], banner: GatedScript
     // activated, our trusted element would run it (under 'strict-dynamic', even without one).
     if (nonce && original.nonce !== nonce) {
       claimed.add(original);
-      console.warn(
-        `consent banner: a script gated on "${original.dataset.category}" was not run: it needs the page's nonce`,
+      warn(
+        publicId,
+        `a script gated on "${original.dataset.category}" was not run: it needs the page's nonce`,
       );
       continue;
     }
@@ -82,8 +89,9 @@ export function activateScripts(accepted: readonly string[], banner: GatedScript
       const unknown = name.toLowerCase();
       if (known.includes(unknown) || unknownCategoriesSaid.has(unknown)) continue;
       unknownCategoriesSaid.add(unknown);
-      console.warn(
-        `consent banner ${publicId}: scripts gated on "${name}" never run: the banner has no category "${name}" (its categories: ${banner.categories.join(", ")})`,
+      warn(
+        publicId,
+        `scripts gated on "${name}" never run: the banner has no category "${name}" (its categories: ${banner.categories.join(", ")})`,
       );
     }
     if (!needs.every((name) => on.includes(name))) continue;
@@ -96,7 +104,7 @@ export function activateScripts(accepted: readonly string[], banner: GatedScript
     !script.hasAttribute("async") &&
     (script.dataset.type === "module" || (!!script.src && script.defer));
   for (const original of ready.filter((script) => !deferred(script)).concat(ready.filter(deferred)))
-    queue = queue.then(() => activate(original));
+    queue = queue.then(() => activate(original, publicId));
 }
 
 /** Both pass the page's own markup through unchanged. */
@@ -144,13 +152,14 @@ let listHeld = false;
 
 /**
  * Settles once `script` has run or failed (its load or error event), or after WAIT_MS with a
- * console warning naming `what`; true when it was in time.
+ * console warning of the banner `publicId` naming `what`; true when it was in time.
  */
-function settled(script: HTMLScriptElement, what: string): Promise<boolean> {
+function settled(script: HTMLScriptElement, what: string, publicId: string): Promise<boolean> {
   return new Promise((resolve) => {
     const timer = setTimeout(() => {
-      console.warn(
-        `consent banner: ${what} neither ran nor failed within 5 s: the gated scripts after it go ahead`,
+      warn(
+        publicId,
+        `${what} neither ran nor failed within 5 s: the gated scripts after it go ahead`,
       );
       resolve(false);
     }, WAIT_MS);
@@ -176,6 +185,7 @@ function waitForModule(
   module: HTMLScriptElement,
   trusted: ScriptPolicy | null | false,
   category: string | undefined,
+  publicId: string,
 ): Promise<unknown> {
   const marker = document.createElement("script");
   marker.async = false;
@@ -187,7 +197,7 @@ function waitForModule(
   };
   marker.addEventListener("load", ran);
   marker.addEventListener("error", ran);
-  const inTime = settled(marker, `an inline module gated on "${category}"`);
+  const inTime = settled(marker, `an inline module gated on "${category}"`, publicId);
   module.after(marker);
   return inTime.then((yes) => {
     listHeld ||= !yes;
@@ -195,10 +205,10 @@ function waitForModule(
 }
 
 /**
- * Replaces one gated script by its live copy; settles once the copy has run (or failed, or
- * WAIT_MS have passed).
+ * Replaces one gated script of the banner `publicId` by its live copy; settles once the copy has
+ * run (or failed, or WAIT_MS have passed).
  */
-function activate(original: HTMLScriptElement): Promise<unknown> | undefined {
+function activate(original: HTMLScriptElement, publicId: string): Promise<unknown> | undefined {
   // Taken out of the page before its turn (a single-page app moved on): nothing to run or wait for.
   if (!original.isConnected) return undefined;
   try {
@@ -227,11 +237,11 @@ function activate(original: HTMLScriptElement): Promise<unknown> | undefined {
     const inlineModule =
       waited && !original.src && live.type === "module" && trusted !== false && !listHeld;
     if (inlineModule) live.async = false;
-    const ran = waited && original.src ? settled(live, original.src) : undefined;
+    const ran = waited && original.src ? settled(live, original.src, publicId) : undefined;
     original.replaceWith(live);
-    return inlineModule ? waitForModule(live, trusted, original.dataset.category) : ran;
+    return inlineModule ? waitForModule(live, trusted, original.dataset.category, publicId) : ran;
   } catch (error) {
-    console.error("consent banner: a gated script could not be activated", error);
+    fail(publicId, "a gated script could not be activated", error);
     return undefined;
   }
 }

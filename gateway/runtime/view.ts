@@ -173,7 +173,7 @@ export function showBanner(options: ViewOptions): () => void {
   shadow.append(root);
   mount(host, config);
   const probe = shadow.appendChild(h("span"));
-  warnOnLowContrast(probe, config.colors);
+  warnOnLowContrast(probe, config);
   probe.remove();
 
   const focusable = () =>

@@ -596,7 +596,7 @@ describe.skipIf(skipBrowserTests)("banner runtime in Chromium: layouts and choic
   });
 
   it("goes on without Consent Mode where the page's dataLayer is not an array", async () => {
-    const { teamId } = await bannerPage(
+    const { teamId, publicId } = await bannerPage(
       {},
       { head: `<script nonce="${NONCE}">window.dataLayer = "not a list";</script>` },
     );
@@ -605,8 +605,17 @@ describe.skipIf(skipBrowserTests)("banner runtime in Chromium: layouts and choic
     const [row] = await waitForRows(ctx.service, teamId, 1);
     expect(row?.method).toBe("accept_necessary");
     expect(tab.warnings).toEqual([
-      expect.stringContaining("the page's dataLayer refused Consent Mode's default"),
-      expect.stringContaining("the page's dataLayer refused Consent Mode's update"),
+      // The message, then the page's error (for its stack).
+      expect.stringMatching(
+        new RegExp(
+          `^consent banner ${publicId}: the page's dataLayer refused Consent Mode's default `,
+        ),
+      ),
+      expect.stringMatching(
+        new RegExp(
+          `^consent banner ${publicId}: the page's dataLayer refused Consent Mode's update `,
+        ),
+      ),
     ]);
   });
 

@@ -111,10 +111,10 @@ describe.skipIf(skipBrowserTests)("banner runtime in Chromium: gated scripts", (
       `<script type="text/plain" data-category="necessary" nonce="guessed">window.order.push('guessed');</script>`,
     ].join("");
     const body = start + inline("necessary", "page's necessary") + injected;
-    const ownWarnings = () => tab.warnings.filter((text) => text.startsWith("consent banner:"));
+    const ownWarnings = () => tab.warnings.filter((text) => text.startsWith("consent banner "));
     for (const scriptSrc of [undefined, `'nonce-${NONCE}' 'strict-dynamic'`]) {
       tab.warnings.length = 0;
-      await visit(body + inline("analytics", "page's analytics"), { scriptSrc });
+      const publicId = await visit(body + inline("analytics", "page's analytics"), { scriptSrc });
       await expect.poll(order).toEqual(["page's necessary"]);
       await acceptAll();
       await expect.poll(order).toEqual(["page's necessary", "page's analytics"]);
@@ -126,9 +126,9 @@ describe.skipIf(skipBrowserTests)("banner runtime in Chromium: gated scripts", (
       await tab.page.evaluate(() => console.warn("sentinel"));
       await expect.poll(() => tab.warnings.at(-1)).toBe("sentinel");
       expect(ownWarnings()).toEqual([
-        `consent banner: a script gated on "necessary" was not run: it needs the page's nonce`,
-        `consent banner: a script gated on "analytics" was not run: it needs the page's nonce`,
-        `consent banner: a script gated on "necessary" was not run: it needs the page's nonce`,
+        `consent banner ${publicId}: a script gated on "necessary" was not run: it needs the page's nonce`,
+        `consent banner ${publicId}: a script gated on "analytics" was not run: it needs the page's nonce`,
+        `consent banner ${publicId}: a script gated on "necessary" was not run: it needs the page's nonce`,
       ]);
       expect(await order()).toEqual(["page's necessary", "page's analytics"]);
     }
@@ -197,7 +197,7 @@ describe.skipIf(skipBrowserTests)("banner runtime in Chromium: gated scripts", (
   it("moves on after 5 s from an external gated script that neither loads nor fails", async () => {
     await tab.context.route("**/stalled.js", () => {}); // never answered
     files({ "/next.js": "window.order.push('next external');" });
-    await visit(
+    const publicId = await visit(
       start +
         `<script type="text/plain" data-category="necessary" src="/stalled.js" nonce="${NONCE}"></script>` +
         inline("necessary", "after stalled") +
@@ -205,7 +205,7 @@ describe.skipIf(skipBrowserTests)("banner runtime in Chromium: gated scripts", (
     );
     await expectWaitedFor5s(["after stalled", "next external"]);
     expect(tab.warnings).toContainEqual(
-      expect.stringMatching(/consent banner: .*\/stalled\.js.* 5 s/),
+      expect.stringMatching(new RegExp(`^consent banner ${publicId}: .*/stalled\\.js.* 5 s`)),
     );
   });
 
@@ -257,7 +257,7 @@ describe.skipIf(skipBrowserTests)("banner runtime in Chromium: gated scripts", (
 
   it("moves on after 5 s from an inline module gated script whose import never arrives", async () => {
     await tab.context.route("**/stalled.mjs", () => {}); // never answered
-    await visit(
+    const publicId = await visit(
       start +
         inlineModule("necessary", `import "/stalled.mjs"; window.order.push("stalled module");`) +
         inlineModule("necessary", `window.order.push("module after stalled");`) +
@@ -271,7 +271,7 @@ describe.skipIf(skipBrowserTests)("banner runtime in Chromium: gated scripts", (
       .poll(order)
       .toEqual(["module after stalled", "third module", "classic after stalled"]);
     expect(tab.warnings).toContainEqual(
-      expect.stringMatching(/consent banner: an inline module gated on "necessary" .* 5 s/),
+      `consent banner ${publicId}: an inline module gated on "necessary" neither ran nor failed within 5 s: the gated scripts after it go ahead`,
     );
   });
 

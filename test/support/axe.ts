@@ -104,14 +104,15 @@ export const POLICY_TEXTS = { en: { privacyPolicyUrl: "https://shop.example.com/
 
 /**
  * A banner on localhost (labelled categories, the policy link, then `configuration`), open on a
- * page of the site in `page` (`lang` for its `<html lang>`); resolves once its dialog shows.
+ * page of the site in `page` (`lang` for its `<html lang>`); resolves with its public ID once its
+ * dialog shows.
  */
 export async function openBanner(
   ctx: { service: TestService; site: Awaited<ReturnType<typeof startSite>> },
   page: Page,
   configuration: Record<string, unknown>,
   lang = "en",
-): Promise<void> {
+): Promise<string> {
   const fixture = await bannerFixture(ctx.service, {
     domain: "localhost",
     configuration: { categories: labelledCategories, texts: POLICY_TEXTS, ...configuration },
@@ -124,6 +125,7 @@ export async function openBanner(
     }),
   );
   await expect.poll(() => dialog(page).isVisible()).toBe(true);
+  return fixture.publicId;
 }
 
 /**
