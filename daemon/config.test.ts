@@ -45,6 +45,10 @@ describe("listen addresses and the data directory", () => {
     );
   });
 
+  it("read an empty CONSENT_DATA_DIR as unset, ./data, as every variable's empty value is", () => {
+    expect(loadConfig({ CONSENT_DATA_DIR: "" }).dataDir).toBe(path.resolve("data"));
+  });
+
   it("refuse a data directory that is blank or begins or ends with white space", () => {
     expect(configErrorOf({ CONSENT_DATA_DIR: " " }).message).toBe(
       'CONSENT_DATA_DIR is blank (" "): unset it for ./data, or name a directory',
