@@ -93,7 +93,7 @@ export function LogPageView({ page, oneBanner = false }: { page: LogPage; oneBan
       <Table
         rows={page.entries}
         columns={logColumns(oneBanner)}
-        empty="No consent log rows match. Widen the range with --since, or drop --banner / --method."
+        empty="No consent log rows match. Widen the range with --since, or drop --banner / --method / --consent-id."
       />
       {page.nextPageToken ? (
         <CopyableAfter tone="muted" text="more rows: add --page-token" value={page.nextPageToken} />
