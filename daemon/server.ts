@@ -28,6 +28,11 @@ import { serveConnectUnary } from "#daemon/rpc/connect-unary-route.js";
 import { encodeGrpcMessageAsProtocolSays } from "#daemon/rpc/grpc-message.js";
 import { createServiceTable } from "#daemon/rpc/in-process-transport.js";
 import { answeringParseFailuresAsInvalid } from "#daemon/rpc/parse-failures.js";
+import {
+  destroyUnresponsiveSessions,
+  IDLE_SESSION_MS,
+  SESSION_PROBE_MS,
+} from "#daemon/rpc/session-liveness.js";
 import { answerUnknownProcedures, routableUrl } from "#daemon/rpc/unknown-procedures.js";
 import { withReadCache } from "#daemon/store/read-cache.js";
 import type { Store } from "#daemon/store/store.js";
@@ -186,6 +191,10 @@ export interface ListenOptions {
   requestArrivalMs?: number;
   /** Request bytes held at once over all connections; REQUEST_BUDGET_BYTES unless a test shrinks it. */
   requestBudgetBytes?: number;
+  /** How often connections that stopped answering are looked for; SESSION_PROBE_MS unless a test shortens it. */
+  sessionProbeMs?: number;
+  /** How long a connection may be idle before it is closed; IDLE_SESSION_MS unless a test shortens it. */
+  idleSessionMs?: number;
 }
 
 /**
@@ -334,6 +343,7 @@ export async function listenDaemon(daemon: Daemon, options: ListenOptions) {
     http2: true,
     ...http2ServerOptions,
     forceCloseConnections: true,
+    http2SessionTimeout: options.idleSessionMs ?? IDLE_SESSION_MS,
     loggerInstance: options.logger,
     logController: new LogController({ disableRequestLogging: true }),
     rewriteUrl: (request) => routableUrl(request.url ?? "/"),
@@ -345,6 +355,7 @@ export async function listenDaemon(daemon: Daemon, options: ListenOptions) {
   app.addContentTypeParser("*", (_request, _payload, done) => done(null, undefined));
   const server = app.server as unknown as Http2Server;
   server.updateSettings({ maxConcurrentStreams: MAX_STREAMS_PER_CONNECTION });
+  destroyUnresponsiveSessions(server, options.sessionProbeMs ?? SESSION_PROBE_MS);
   const arrivalMs = options.requestArrivalMs ?? REQUEST_ARRIVAL_MS;
   const countRequestBytes = requestBudget(options.requestBudgetBytes ?? REQUEST_BUDGET_BYTES);
   server.on("stream", (stream: ServerHttp2Stream) => {

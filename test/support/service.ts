@@ -48,6 +48,10 @@ export interface TestServiceOptions {
   requestArrivalMs?: number;
   /** The daemon port's REQUEST_BUDGET_BYTES, shrunk. */
   requestBudgetBytes?: number;
+  /** How often the daemon's port looks for connections that stopped answering (SESSION_PROBE_MS). */
+  sessionProbeMs?: number;
+  /** How long a connection to the daemon's port may be idle (IDLE_SESSION_MS). */
+  idleSessionMs?: number;
   /** Receives each log entry (pino's JSON line, parsed), at every level from `warn` up. */
   onLog?: (entry: Record<string, unknown>) => void;
   /**
@@ -112,6 +116,8 @@ export async function startTestService(options: TestServiceOptions = {}): Promis
     logger,
     requestArrivalMs: options.requestArrivalMs,
     requestBudgetBytes: options.requestBudgetBytes,
+    sessionProbeMs: options.sessionProbeMs,
+    idleSessionMs: options.idleSessionMs,
   });
   let gateway: { url: string; close(): Promise<unknown> } | undefined;
   if (options.gateway) {

@@ -1,0 +1,189 @@
+import http2 from "node:http2";
+import net from "node:net";
+import { Duplex } from "node:stream";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { grpcFrame } from "#test/support/raw-http2.js";
+import { startTestService, type TestService } from "#test/support/service.js";
+
+const PREFACE = Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
+const { NGHTTP2_FRAME_SIZE_ERROR, NGHTTP2_COMPRESSION_ERROR, NGHTTP2_NO_ERROR } = http2.constants;
+const GOAWAY = 0x7;
+
+/** One HTTP/2 frame: its 9-byte header (RFC 9113 §4.1), then its payload. */
+function frame(type: number, flags: number, streamId: number, payload: Buffer): Buffer {
+  const header = Buffer.alloc(9);
+  header.writeUIntBE(payload.byteLength, 0, 3);
+  header[3] = type;
+  header[4] = flags;
+  header.writeUInt32BE(streamId, 5);
+  return Buffer.concat([header, payload]);
+}
+
+/** A client's opening: the preface and an empty SETTINGS frame. */
+const OPENING = Buffer.concat([PREFACE, frame(0x4, 0, 0, Buffer.alloc(0))]);
+
+/** The error code of the first GOAWAY among the frames the server sent, if any. */
+function goawayCode(received: Buffer): number | undefined {
+  for (let at = 0; at + 9 <= received.byteLength; at += 9 + received.readUIntBE(at, 3)) {
+    if (received[at + 3] === GOAWAY) return received.readUInt32BE(at + 9 + 4);
+  }
+  return undefined;
+}
+
+/**
+ * A raw TCP client that sends `bytes` and waits, reading what comes, until the server closes the
+ * connection or `waitMs` passes: when (ms after sending, or "still open"), and the GOAWAY's code.
+ */
+async function sendAndWait(url: string, bytes: Buffer[], waitMs: number) {
+  const { hostname, port } = new URL(url);
+  const socket = net.connect(Number(port), hostname);
+  const received: Buffer[] = [];
+  socket.on("data", (chunk: Buffer) => received.push(chunk));
+  socket.on("error", () => {});
+  await new Promise((resolve) => socket.once("connect", resolve));
+  const sentAt = Date.now();
+  for (const chunk of bytes) socket.write(chunk);
+  const closedAfter = await new Promise<number | "still open">((resolve) => {
+    const wait = setTimeout(() => resolve("still open"), waitMs);
+    socket.once("close", () => {
+      clearTimeout(wait);
+      resolve(Date.now() - sentAt);
+    });
+  });
+  socket.destroy();
+  return { closedAfter, goaway: goawayCode(Buffer.concat(received)) };
+}
+
+/**
+ * RFC 9113 §5.4.1: a server that sends GOAWAY for a connection error closes the connection. The
+ * daemon looks for connections that stopped every `probeMs` (SESSION_PROBE_MS): one is closed
+ * within three looks, here well under `boundMs`.
+ */
+describe("a connection to the daemon's port that breaks HTTP/2 or says nothing", () => {
+  let service: TestService;
+  const probeMs = 100;
+  const boundMs = 2_000;
+  beforeAll(async () => {
+    service = await startTestService({ sessionProbeMs: probeMs });
+  });
+  afterAll(() => service.close());
+
+  it.each([
+    [
+      "a frame longer than SETTINGS_MAX_FRAME_SIZE",
+      frame(0x0, 0, 1, Buffer.alloc(20_000)),
+      NGHTTP2_FRAME_SIZE_ERROR,
+    ],
+    // Read as a frame header: a length of 0x505249 bytes.
+    ["a second preface after a valid one", PREFACE, NGHTTP2_FRAME_SIZE_ERROR],
+    [
+      "a header block that does not decode",
+      frame(0x1, 0x5, 1, Buffer.from([0xff, 0xff, 0xff, 0xff])),
+      NGHTTP2_COMPRESSION_ERROR,
+    ],
+  ])("is sent GOAWAY and closed after %s", async (_, broken, code) => {
+    const reply = await sendAndWait(service.daemonUrl, [OPENING, broken], boundMs);
+    expect(reply.goaway).toBe(code);
+    expect(reply.closedAfter).not.toBe("still open");
+  });
+
+  it.each([
+    ["sends nothing", []],
+    ["sends the preface and nothing more", [OPENING]],
+  ])("is closed when the client %s, answering no PING", async (_, bytes) => {
+    const reply = await sendAndWait(service.daemonUrl, bytes, boundMs);
+    expect(reply.closedAfter).not.toBe("still open");
+    expect(reply.closedAfter).toBeGreaterThanOrEqual(probeMs);
+  });
+
+  it("is closed with the call still open on it when it broke during a health watch", async () => {
+    // A client whose bytes pass through here, so a broken frame can follow its own.
+    const { hostname, port } = new URL(service.daemonUrl);
+    const socket = net.connect(Number(port), hostname);
+    const tap = new Duplex({
+      read() {},
+      write(chunk, _encoding, done) {
+        socket.write(chunk, done);
+      },
+    });
+    socket.on("data", (chunk: Buffer) => tap.push(chunk));
+    socket.on("error", () => {});
+    const closed = new Promise<number>((resolve) =>
+      socket.once("close", () => resolve(Date.now())),
+    );
+    const session = http2.connect(service.daemonUrl, { createConnection: () => tap });
+    session.on("error", () => {});
+    const watch = session.request({
+      ":method": "POST",
+      ":path": "/grpc.health.v1.Health/Watch",
+      "content-type": "application/grpc",
+      te: "trailers",
+    });
+    watch.on("error", () => {});
+    watch.end(grpcFrame());
+    await new Promise((resolve) => watch.once("data", resolve));
+    const brokenAt = Date.now();
+    socket.write(frame(0x0, 0, 1, Buffer.alloc(20_000)));
+    const closedAt = await Promise.race([
+      closed,
+      new Promise<undefined>((resolve) => setTimeout(resolve, boundMs)),
+    ]);
+    session.destroy();
+    socket.destroy();
+    expect(closedAt === undefined ? "still open" : closedAt - brokenAt).toBeLessThan(boundMs);
+  });
+
+  it("stays open while the client answers PINGs, and serves a call after many quiet looks", async () => {
+    const session = http2.connect(service.daemonUrl);
+    try {
+      let closed = false;
+      session.on("close", () => {
+        closed = true;
+      });
+      await new Promise((resolve) => setTimeout(resolve, probeMs * 10));
+      expect(closed).toBe(false);
+      const stream = session.request({
+        ":method": "POST",
+        ":path": "/grpc.health.v1.Health/Check",
+        "content-type": "application/grpc",
+        te: "trailers",
+      });
+      stream.end(grpcFrame());
+      stream.resume();
+      const trailers = await new Promise<http2.IncomingHttpHeaders>((resolve) =>
+        stream.once("trailers", resolve),
+      );
+      expect(trailers["grpc-status"]).toBe("0");
+    } finally {
+      session.close();
+    }
+  });
+});
+
+describe("an idle connection to the daemon's port", () => {
+  let service: TestService;
+  const idleMs = 500;
+  beforeAll(async () => {
+    service = await startTestService({ sessionProbeMs: 100, idleSessionMs: idleMs });
+  });
+  afterAll(() => service.close());
+
+  it("is sent GOAWAY NO_ERROR and closed once idle for IDLE_SESSION_MS, though it answers PINGs", async () => {
+    const session = http2.connect(service.daemonUrl);
+    const openedAt = Date.now();
+    let goaway: number | undefined;
+    session.once("goaway", (code: number) => {
+      goaway = code;
+    });
+    const closedAfter = await new Promise<number | "still open">((resolve) => {
+      const wait = setTimeout(() => resolve("still open"), idleMs * 4);
+      session.once("close", () => {
+        clearTimeout(wait);
+        resolve(Date.now() - openedAt);
+      });
+    });
+    session.destroy();
+    expect(goaway).toBe(NGHTTP2_NO_ERROR);
+    expect(closedAfter).toBeGreaterThanOrEqual(idleMs - 50);
+  });
+});
