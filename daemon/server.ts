@@ -23,6 +23,8 @@ import { createHealthService } from "#daemon/health/health-service.js";
 import type { IdentityKey } from "#daemon/identity/subject-identity.js";
 import { SubjectIdentity } from "#daemon/identity/subject-identity.js";
 import { ClientIpHasher, FixedWindowLimiter } from "#daemon/limits/rate-limiter.js";
+import { deadlinePassed, hasPassedDeadline } from "#daemon/rpc/call-deadline.js";
+import { createCallRefusal } from "#daemon/rpc/call-refusal.js";
 import { domainErrorInterceptor } from "#daemon/rpc/connect-errors.js";
 import { serveConnectUnary } from "#daemon/rpc/connect-unary-route.js";
 import { encodeGrpcMessageAsProtocolSays } from "#daemon/rpc/grpc-message.js";
@@ -246,33 +248,6 @@ function resetOnceAnswered(stream: ServerHttp2Stream, turns = 0): void {
   else if (turns < 3 + ANSWER_FLUSH_MS / 10) setTimeout(resetOnceAnswered, 10, stream, turns + 1);
 }
 
-/** The longest delay a Node timer keeps (about 24.8 days); a longer one fires at once. */
-const LONGEST_TIMER_MS = 2 ** 31 - 1;
-const GRPC_TIMEOUT = /^(\d{1,8})([HMSmun])$/;
-const GRPC_TIMEOUT_UNIT_MS = { H: 3_600_000, M: 60_000, S: 1_000, m: 1, u: 1e-3, n: 1e-6 };
-
-/**
- * A deadline longer than a timer can keep (`grpc-timeout: 99999999H` is valid gRPC, and some
- * clients send it for "no deadline") would fire at once and fail the call: such a deadline is
- * dropped, and the call runs without one, as it all but would.
- */
-function dropUnkeepableDeadline(headers: Record<string, string | string[] | undefined>): void {
-  const grpc = headers["grpc-timeout"];
-  if (typeof grpc === "string") {
-    const [, amount, unit] = GRPC_TIMEOUT.exec(grpc) ?? [];
-    const ms = Number(amount) * GRPC_TIMEOUT_UNIT_MS[unit as keyof typeof GRPC_TIMEOUT_UNIT_MS];
-    if (ms > LONGEST_TIMER_MS) delete headers["grpc-timeout"];
-  }
-  const connect = headers["connect-timeout-ms"];
-  if (
-    typeof connect === "string" &&
-    /^\d{1,10}$/.test(connect) &&
-    Number(connect) > LONGEST_TIMER_MS
-  ) {
-    delete headers["connect-timeout-ms"];
-  }
-}
-
 /**
  * REQUEST_BUDGET_BYTES at work: each stream's request bytes are counted as they enter its buffer
  * (its push) and given back once the request has been read whole (a server stream, a health
@@ -371,15 +346,19 @@ export async function listenDaemon(daemon: Daemon, options: ListenOptions) {
     // DATA frame that ends a Connect answer, still queued behind a reset.
     stream.once("finish", () => resetOnceAnswered(stream));
   });
+  const refuse = createCallRefusal();
   app.addHook("onRequest", (request, reply, done) => {
-    dropUnkeepableDeadline(request.headers);
     const type = request.headers["content-type"];
-    if (type?.startsWith("application/grpc") && !type.startsWith("application/grpc-web")) {
+    const grpcFamily = type?.startsWith("application/grpc") === true;
+    if (grpcFamily && !type?.startsWith("application/grpc-web")) {
       encodeGrpcMessageAsProtocolSays(reply.raw as unknown as Http2ServerResponse);
       // The gRPC protocol's compression rule: an answer names the message encodings the server
       // reads, so a client sending one it does not (deflate) is refused UNIMPLEMENTED once, and
       // a client that reads the header (grpc-js) sends its later calls uncompressed.
       reply.raw.setHeader("grpc-accept-encoding", ACCEPTED_ENCODINGS);
+    }
+    if (hasPassedDeadline(request.headers, grpcFamily) && request.method === "POST") {
+      refuse(request, reply, deadlinePassed());
     }
     done();
   });
@@ -398,7 +377,7 @@ export async function listenDaemon(daemon: Daemon, options: ListenOptions) {
     shutdownSignal: shutdown.signal,
   });
   // A call to a procedure no route serves is answered UNIMPLEMENTED in its own protocol.
-  answerUnknownProcedures(app, table.serves);
+  answerUnknownProcedures(app, table.serves, refuse);
   // connect-es' JSON codec reads text with the decoder its options name (their type omits it);
   // unknown fields are ignored, connect-es' default, as protobuf binary skips them.
   const jsonOptions = { ignoreUnknownFields: true, textDecoder: utf8JsonDecoder };

@@ -11,7 +11,7 @@ import {
   errorToJsonBytes,
   trailerMux,
 } from "@connectrpc/connect/protocol-connect";
-import type { FastifyInstance, FastifyRequest, RouteGenericInterface } from "fastify";
+import type { FastifyInstance, FastifyReply, FastifyRequest, RouteGenericInterface } from "fastify";
 import type { Logger } from "pino";
 import { kAnswerSent } from "#daemon/auth/caller.js";
 import { messageOf } from "#daemon/errors.js";
@@ -54,7 +54,15 @@ export type DaemonApp = FastifyInstance<
   Http2ServerResponse,
   Logger
 >;
-type DaemonRequest = FastifyRequest<RouteGenericInterface, Http2Server, Http2ServerRequest>;
+/** A request to the daemon's port, as its hooks see it. */
+export type DaemonRequest = FastifyRequest<RouteGenericInterface, Http2Server, Http2ServerRequest>;
+/** An answer on the daemon's port, as its hooks see it. */
+export type DaemonReply = FastifyReply<
+  RouteGenericInterface,
+  Http2Server,
+  Http2ServerRequest,
+  Http2ServerResponse
+>;
 
 export function serveConnectUnary(app: DaemonApp, options: ConnectUnaryRouteOptions): void {
   const inFlight = new Set<CallContext>();
