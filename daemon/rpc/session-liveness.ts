@@ -2,9 +2,11 @@ import type { Http2Server, ServerHttp2Session } from "node:http2";
 
 /**
  * How often the daemon's port looks for connections that have stopped: one whose PING has gone
- * unanswered for this long is destroyed, 2 to 3 times this after it stopped.
+ * unanswered for this long is destroyed, 2 to 3 times this after it stopped. Long enough for a
+ * client whose event loop a long task or collection holds (grpc-js waits 20 s for a keepalive
+ * answer), short enough to free a broken connection's descriptor within a bound.
  */
-export const SESSION_PROBE_MS = 5_000;
+export const SESSION_PROBE_MS = 30_000;
 
 /**
  * How long a connection may carry no call and no frame before the daemon closes it (GOAWAY, then
