@@ -7,7 +7,7 @@ import { type ConsentLogEntry, ConsentLogEntrySchema } from "#gen/consent/v1/con
 export const EXPORT_FORMATS = ["jsonl", "csv"] as const;
 export type ExportFormat = (typeof EXPORT_FORMATS)[number];
 
-/** A row as `--json` and JSON Lines print it: the proto JSON mapping with every scalar present. */
+/** A row as `--json` and JSON Lines print it: the proto JSON mapping, every field present (messageJson). */
 export function entryJson(entry: ConsentLogEntry) {
   return messageJson(ConsentLogEntrySchema, entry);
 }
