@@ -7,18 +7,15 @@ import type { Store } from "#daemon/store/store.js";
 export type StoreOutlook = { keyedTeamIds: string[] } | "no keys";
 
 /**
- * Whether the store already serves integrators (decisions §1): its teams, once one of them holds
- * an API key, so a restart's welcome lists what is there instead of how to mint a first key.
- * Teams are asked in turn until one has a key (on a store in use, mostly the first). A store
- * that cannot answer now gets the first-start text, as before this check; its requests say why.
+ * Whether the store already serves integrators (decisions §1): its teams, once it holds an API
+ * key (one bounded read, KeyStore.holdsAny), so a restart's welcome lists what is there instead
+ * of how to mint a first key. A store that cannot answer now gets the first-start text, as
+ * before this check; its requests say why.
  */
 export async function storeOutlook(store: Store, logger: Logger): Promise<StoreOutlook> {
   try {
-    const teams = await store.teams.list();
-    for (const team of teams) {
-      if ((await store.keys.listByTeam(team.id)).length > 0) {
-        return { keyedTeamIds: teams.map(({ id }) => id) };
-      }
+    if (await store.keys.holdsAny()) {
+      return { keyedTeamIds: (await store.teams.list()).map(({ id }) => id) };
     }
   } catch (err) {
     logger.warn({ err }, "could not read the store's teams and keys for the start-up message");

@@ -78,6 +78,14 @@ export function describeKeyStoreContract(openStore: OpenStore): void {
       expect(await store().keys.listByTeam(randomUUID())).toEqual([]);
     });
 
+    it("says whether it holds any key, revoked ones included", async () => {
+      expect(await store().keys.holdsAny()).toBe(false);
+      const key = aKey(teamId, now);
+      await store().keys.insert(key);
+      await store().keys.revoke(key.id, now);
+      expect(await store().keys.holdsAny()).toBe(true);
+    });
+
     it("revokes a key once: the first revocation time stays", async () => {
       const key = aKey(teamId, now);
       await store().keys.insert(key);

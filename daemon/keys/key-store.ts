@@ -54,6 +54,8 @@ export interface KeyStore {
   get(id: string): Promise<ApiKeyRecord | null>;
   /** A team's keys, newest first. */
   listByTeam(teamId: string): Promise<ApiKeyRecord[]>;
+  /** Whether the store holds any key at all (revoked and expired ones count): one bounded read. */
+  holdsAny(): Promise<boolean>;
   /**
    * Marks the key revoked at `at` unless it already is (the first revocation time stays).
    * Returns the key after the change; null when there is no such key.

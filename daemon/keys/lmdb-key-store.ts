@@ -53,6 +53,9 @@ export function createLmdbKeyStore(dbs: LmdbKeyDatabases): KeyStore {
       const range = keyIdsByTeam.getRange(prefixRange(teamId, "descending"));
       return Array.from(range, ({ value }) => keys.get(value)).filter((key) => key !== undefined);
     },
+    async holdsAny() {
+      return keys.getKeysCount({ limit: 1 }) > 0;
+    },
     // Port: the first revocation time stays.
     revoke(id, at) {
       return update(id, (key) => (key.revokedAt ? null : { ...key, revokedAt: at }));

@@ -37,6 +37,10 @@ export class MongoKeyStore implements KeyStore {
     return documents.map(toKey);
   }
 
+  async holdsAny(): Promise<boolean> {
+    return (await this.collection.findOne({}, { projection: { _id: 1 } })) !== null;
+  }
+
   async revoke(id: string, at: Date): Promise<ApiKeyRecord | null> {
     const document = await revokeOnce(this.collection, id, at);
     return document && toKey(document);

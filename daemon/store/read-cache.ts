@@ -37,7 +37,7 @@ export function withReadCache(store: Store, options: ReadCacheOptions = {}): Cac
   const now = options.now ?? (() => performance.now());
   const onWrite = options.onWrite ?? (() => {});
   const cache = { ttlMs, now, onWrite };
-  const keys = cachedReads(store.keys, "findByHash", ["get", "listByTeam"], cache);
+  const keys = cachedReads(store.keys, "findByHash", ["get", "listByTeam", "holdsAny"], cache);
   const teams = cachedReads(store.teams, "get", ["list"], cache);
   const banners = cachedReads(store.banners, "getByPublicId", ["get", "listByTeam"], cache);
   const cached = Object.create(store) as CachedStore;
