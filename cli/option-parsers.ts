@@ -1,4 +1,5 @@
 import { type Command, InvalidArgumentError } from "commander";
+import { EXIT_USAGE } from "#cli/problems.js";
 import { daemonAddressProblem, outOfRangePort, withoutUserInfo } from "#daemon/config.js";
 import { isIsoDateTime } from "#daemon/validation/rules.js";
 
@@ -136,6 +137,9 @@ export function metadataValue(what: string): (value: string) => string {
 export function serviceId(what: string): (value: string) => string {
   const visible = metadataValue(what);
   return (value) => {
+    // A credential pasted here is refused by the action (refuseCredential), which does not print
+    // it: a refusal here would, as commander quotes the value it refuses.
+    if (credentialGiven(value)) return value;
     visible(value);
     const last = value.at(-1) ?? "";
     if (".,;:".includes(last)) {
@@ -227,6 +231,12 @@ const CREDENTIALS = [
   ["whsec_", "a webhook signing secret, not an id"],
 ] as const;
 
+/** What a credential given where an id belongs is ("an API key itself, not its id"), if it is one. */
+function credentialGiven(id: string): string | undefined {
+  const value = id.trim();
+  return CREDENTIALS.find(([prefix]) => value.startsWith(prefix))?.[1];
+}
+
 /**
  * Refuses a credential given where an id belongs (`keys revoke ck_live_…`, `sessions revoke
  * cs_…`, pasted from where it was shown), before it is sent and echoed back as "No … with id
@@ -235,9 +245,33 @@ const CREDENTIALS = [
  * short or mistyped still carries most of its secret.
  */
 export function refuseCredential(command: Command, id: string, hint: string): void {
-  const value = id.trim();
-  const what = CREDENTIALS.find(([prefix]) => value.startsWith(prefix))?.[1];
+  const what = credentialGiven(id);
   if (what) {
     command.error(`error: that is ${what} (it was not sent, nor is it printed here); ${hint}`);
   }
+}
+
+/**
+ * An option parser for a value that is a secret or may carry one (`--token`, a `--daemon` URL
+ * with `user:password@`), whose refusal says what is wrong without the value: commander quotes a
+ * value its parser refuses ("option '--token <token>' argument '…' is invalid"), into a terminal
+ * or a CI log. The refusal is a usage error (exit 2) as commander's, printed the same way (JSON
+ * with --json); its code is not commander's, which commander would quote the value for again.
+ */
+export function unquotedRefusal<T>(
+  command: Command,
+  flags: string,
+  parse: (value: string) => T,
+): (value: string) => T {
+  return (value) => {
+    try {
+      return parse(value);
+    } catch (error) {
+      if (!(error instanceof InvalidArgumentError)) throw error;
+      return command.error(`error: option '${flags}' is invalid: ${error.message}`, {
+        exitCode: EXIT_USAGE,
+        code: "consentctl.unquotedArgument",
+      });
+    }
+  };
 }

@@ -99,6 +99,39 @@ describe("consentctl as a process", { timeout: E2E_TIMEOUT_MS }, () => {
     }
   });
 
+  // Regression: a refused value is quoted by commander ("argument '…' is invalid"), so a key
+  // pasted with a sentence's full stop, a token with a stray space and a --daemon URL's password
+  // went to the terminal (and a CI log) in full, the key twice.
+  it("refuses a credential pasted with a stray character, a --token and a --daemon password without printing them", async () => {
+    const secrets = {
+      key: `ck_live_${"k".repeat(38)}`,
+      session: `cs_${"c".repeat(43)}`,
+      token: `${"t".repeat(40)} `,
+      password: "pppppppppp",
+    };
+    const runs = await Promise.all([
+      runCli(["keys", "revoke", `${secrets.key}.`, ...NOWHERE]),
+      runCli(["sessions", "revoke", `${secrets.session} `, ...NOWHERE, "--json"]),
+      runCli(["banners", "list", "--team", `${secrets.key},`, ...NOWHERE]),
+      runCli(["teams", "list", "--token", secrets.token, ...NOWHERE]),
+      runCli(["teams", "list", "--token", secrets.token, ...NOWHERE, "--json"]),
+      runCli(["teams", "list", "--daemon", `http://operator:${secrets.password}@127.0.0.1:9/x`]),
+    ]);
+    for (const run of runs) {
+      expect(run.code).toBe(2);
+      expect(run.stdout).toBe("");
+      expect(run.stderr).not.toMatch(/kkkkk|ccccc|ttttt|ppppp/);
+    }
+    expect(runs.slice(0, 3).map((run) => run.stderr)).toEqual(
+      Array(3).fill(expect.stringContaining("(it was not sent, nor is it printed here)")),
+    );
+    expect(runs[3]?.stderr).toContain(
+      "option '--token <token>' is invalid: the token holds a space, a control character or a non-ASCII character",
+    );
+    expect(JSON.parse(runs[4]?.stderr ?? "")).toMatchObject({ code: "usage" });
+    expect(runs[5]?.stderr).toContain("option '--daemon <url>' is invalid: The daemon URL must be");
+  });
+
   it("prints package.json's version from the bundle and from the sources alike", async () => {
     const { version } = JSON.parse(
       await readFile(new URL("../package.json", import.meta.url), "utf8"),

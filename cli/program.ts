@@ -11,7 +11,7 @@ import { registerSubjectCommands } from "#cli/commands/subjects.js";
 import { registerTeamCommands } from "#cli/commands/teams.js";
 import { registerWebhookCommands } from "#cli/commands/webhooks.js";
 import { examples, jsonText } from "#cli/format.js";
-import { metadataValue, parseDaemonUrl } from "#cli/option-parsers.js";
+import { metadataValue, parseDaemonUrl, unquotedRefusal } from "#cli/option-parsers.js";
 import { type Io, writeJson } from "#cli/output.js";
 import { EXIT_USAGE } from "#cli/problems.js";
 import {
@@ -34,7 +34,8 @@ export interface Runtime {
  * whether --json is on the command line: parse errors are then printed as JSON too.
  */
 export function createProgram(io: Io, session: Session, json: boolean): Command {
-  const program = new Command("consentctl")
+  const program = new Command("consentctl");
+  program
     .description(
       "Operator CLI of the consent service: teams, API keys, sessions, banners, subjects, consent logs, webhooks.",
     )
@@ -42,13 +43,13 @@ export function createProgram(io: Io, session: Session, json: boolean): Command 
       new Option(
         "--daemon <url>",
         "daemon URL, h2c (default: CONSENT_DAEMON_URL, then http://127.0.0.1:50051)",
-      ).argParser(parseDaemonUrl),
+      ).argParser(unquotedRefusal(program, "--daemon <url>", parseDaemonUrl)),
     )
     .addOption(
       new Option(
         "--token <token>",
         "operator token (default: CONSENT_ADMIN_TOKEN, then <CONSENT_DATA_DIR>/admin-token)",
-      ).argParser(tokenValue),
+      ).argParser(unquotedRefusal(program, "--token <token>", tokenValue)),
     )
     .option(
       "--json",
