@@ -31,9 +31,9 @@ import { encodeGrpcMessageAsProtocolSays } from "#daemon/rpc/grpc-message.js";
 import { createServiceTable } from "#daemon/rpc/in-process-transport.js";
 import { answeringParseFailuresAsInvalid } from "#daemon/rpc/parse-failures.js";
 import {
-  destroyUnresponsiveSessions,
   IDLE_SESSION_MS,
   SESSION_PROBE_MS,
+  superviseSessions,
 } from "#daemon/rpc/session-liveness.js";
 import { answerUnknownProcedures, routableUrl } from "#daemon/rpc/unknown-procedures.js";
 import { withReadCache } from "#daemon/store/read-cache.js";
@@ -195,7 +195,7 @@ export interface ListenOptions {
   requestBudgetBytes?: number;
   /** How often connections that stopped answering are looked for; SESSION_PROBE_MS unless a test shortens it. */
   sessionProbeMs?: number;
-  /** How long a connection may be idle before it is closed; IDLE_SESSION_MS unless a test shortens it. */
+  /** How long a connection may carry no call before it is closed; IDLE_SESSION_MS unless a test shortens it. */
   idleSessionMs?: number;
 }
 
@@ -318,7 +318,9 @@ export async function listenDaemon(daemon: Daemon, options: ListenOptions) {
     http2: true,
     ...http2ServerOptions,
     forceCloseConnections: true,
-    http2SessionTimeout: options.idleSessionMs ?? IDLE_SESSION_MS,
+    // Idle connections are closed by superviseSessions, which counts open calls: Fastify's
+    // timeout sends GOAWAY on one whose only call is quiet, after which Node sends it no PING.
+    http2SessionTimeout: 0,
     loggerInstance: options.logger,
     logController: new LogController({ disableRequestLogging: true }),
     rewriteUrl: (request) => routableUrl(request.url ?? "/"),
@@ -330,7 +332,10 @@ export async function listenDaemon(daemon: Daemon, options: ListenOptions) {
   app.addContentTypeParser("*", (_request, _payload, done) => done(null, undefined));
   const server = app.server as unknown as Http2Server;
   server.updateSettings({ maxConcurrentStreams: MAX_STREAMS_PER_CONNECTION });
-  destroyUnresponsiveSessions(server, options.sessionProbeMs ?? SESSION_PROBE_MS);
+  superviseSessions(server, {
+    probeMs: options.sessionProbeMs ?? SESSION_PROBE_MS,
+    idleMs: options.idleSessionMs ?? IDLE_SESSION_MS,
+  });
   const arrivalMs = options.requestArrivalMs ?? REQUEST_ARRIVAL_MS;
   const countRequestBytes = requestBudget(options.requestBudgetBytes ?? REQUEST_BUDGET_BYTES);
   server.on("stream", (stream: ServerHttp2Stream) => {

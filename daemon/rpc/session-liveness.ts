@@ -1,4 +1,4 @@
-import type { Http2Server, ServerHttp2Session } from "node:http2";
+import type { Http2Server, ServerHttp2Session, ServerHttp2Stream } from "node:http2";
 
 /**
  * How often the daemon's port looks for connections that have stopped: one whose PING has gone
@@ -9,16 +9,20 @@ import type { Http2Server, ServerHttp2Session } from "node:http2";
 export const SESSION_PROBE_MS = 30_000;
 
 /**
- * How long a connection may carry no call and no frame before the daemon closes it (GOAWAY, then
- * the socket once its calls have ended): Fastify's `http2SessionTimeout`, named here because it is
- * the only bound on a client that connects, answers PINGs and does nothing else.
+ * How long a connection may carry no call before the daemon closes it (GOAWAY NO_ERROR), as
+ * grpc-go's MaxConnectionIdle counts: the only bound on a client that connects, answers PINGs and
+ * does nothing else. A connection with a call open, however quiet (a health watch), is not idle:
+ * after a GOAWAY Node sends no PING, so a client that then vanished would never be seen to.
  */
 export const IDLE_SESSION_MS = 72_000;
 
-/** What the last look saw of a connection. */
+/** What the last look saw of a connection, and since when it has carried no call. */
 interface LastLook {
   bytesRead: number;
   pinged: boolean;
+  openCalls: number;
+  /** performance.now() when its last call ended, or it opened; meaningless with a call open. */
+  idleSince: number;
 }
 
 const ignoreAnswer = () => {};
@@ -29,25 +33,47 @@ const ignoreAnswer = () => {};
  * preface, a header block that does not decode) and Node 20 stops reading the socket, but neither
  * closes it nor tells: no 'error', 'goaway', 'frameError' or 'sessionError' (those come for the
  * errors Node ends a session on itself, and it destroys those at once). Such a connection would
- * hold its descriptor and session until IDLE_SESSION_MS, not seeing the client leave, and for
- * good with a call open on it (a health watch never ends). Nothing but an unanswered frame tells
- * it from a quiet connection: so every `intervalMs` a connection that has received nothing since
- * the last look is sent a PING, and one that has received nothing since its PING, not even the
- * answer every HTTP/2 client sends unprompted, is destroyed with its calls. A connection that
- * never sent the preface, or only the preface, is closed the same way.
+ * hold its descriptor and session until it went idle, and for good with a call open on it (a
+ * health watch never ends). Nothing but an unanswered frame tells it from a quiet connection: so
+ * every `probeMs` a connection that has received nothing since the last look is sent a PING, and
+ * one that has received nothing since its PING, not even the answer every HTTP/2 client sends
+ * unprompted, is destroyed with its calls. A connection that never sent the preface, or only the
+ * preface, is closed the same way. At the first look after it has carried no call for `idleMs`,
+ * a connection is closed (GOAWAY NO_ERROR; with no call on it, at once).
  *
- * Nothing per call: one timer for the port, and per connection each interval a look at its count
- * of bytes read; a busy connection is never pinged, a quiet one every other interval.
+ * Per call, a count of the connection's open calls; one timer for the port, and per connection
+ * each interval a look at its count of bytes read; a busy connection is never pinged, a quiet one
+ * every other interval.
  */
-export function destroyUnresponsiveSessions(server: Http2Server, intervalMs: number): void {
+export function superviseSessions(
+  server: Http2Server,
+  { probeMs, idleMs }: { probeMs: number; idleMs: number },
+): void {
   const sessions = new Map<ServerHttp2Session, LastLook>();
   server.on("session", (session: ServerHttp2Session) => {
-    sessions.set(session, { bytesRead: session.socket.bytesRead, pinged: false });
+    const last = {
+      bytesRead: session.socket.bytesRead,
+      pinged: false,
+      openCalls: 0,
+      idleSince: performance.now(),
+    };
+    sessions.set(session, last);
+    session.on("stream", (stream: ServerHttp2Stream) => {
+      last.openCalls++;
+      stream.once("close", () => {
+        if (--last.openCalls === 0) last.idleSince = performance.now();
+      });
+    });
     session.once("close", () => sessions.delete(session));
   });
   const look = setInterval(() => {
+    const now = performance.now();
     for (const [session, last] of sessions) {
       if (session.destroyed) continue;
+      if (last.openCalls === 0 && now - last.idleSince >= idleMs) {
+        session.close();
+        continue;
+      }
       const bytesRead = session.socket.bytesRead;
       if (bytesRead !== last.bytesRead) {
         last.bytesRead = bytesRead;
@@ -58,7 +84,7 @@ export function destroyUnresponsiveSessions(server: Http2Server, intervalMs: num
         last.pinged = session.ping(ignoreAnswer);
       }
     }
-  }, intervalMs);
+  }, probeMs);
   look.unref();
   server.once("close", () => clearInterval(look));
 }

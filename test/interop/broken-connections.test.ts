@@ -55,6 +55,52 @@ async function sendAndWait(url: string, bytes: Buffer[], waitMs: number) {
 }
 
 /**
+ * An HTTP/2 client whose bytes pass through a raw socket, so a broken frame can follow its own and
+ * it can stop answering (`deafen`: nothing more reaches it, nothing more leaves it), with a health
+ * watch open: resolves once the watch's first answer has come. `closed` resolves when the server
+ * closes the connection (the time, Date.now()).
+ */
+async function watchingClient(url: string) {
+  const { hostname, port } = new URL(url);
+  const socket = net.connect(Number(port), hostname);
+  let deaf = false;
+  const tap = new Duplex({
+    read() {},
+    write(chunk, _encoding, done) {
+      if (deaf) done();
+      else socket.write(chunk, done);
+    },
+  });
+  socket.on("data", (chunk: Buffer) => deaf || tap.push(chunk));
+  socket.on("error", () => {});
+  const closed = new Promise<number>((resolve) => socket.once("close", () => resolve(Date.now())));
+  const session = http2.connect(url, { createConnection: () => tap });
+  session.on("error", () => {});
+  const watch = session.request({
+    ":method": "POST",
+    ":path": "/grpc.health.v1.Health/Watch",
+    "content-type": "application/grpc",
+    te: "trailers",
+  });
+  watch.on("error", () => {});
+  watch.end(grpcFrame());
+  await new Promise((resolve) => watch.once("data", resolve));
+  const deafen = () => {
+    deaf = true;
+  };
+  return { socket, closed, session, watch, deafen };
+}
+
+/** When `closed` resolved, ms after `from`, or "still open" if it has not within `waitMs`. */
+async function closedWithin(closed: Promise<number>, from: number, waitMs: number) {
+  const closedAt = await Promise.race([
+    closed,
+    new Promise<undefined>((resolve) => setTimeout(resolve, waitMs)),
+  ]);
+  return closedAt === undefined ? "still open" : closedAt - from;
+}
+
+/**
  * RFC 9113 §5.4.1: a server that sends GOAWAY for a connection error closes the connection. The
  * daemon looks for connections that stopped every `probeMs` (SESSION_PROBE_MS): one is closed
  * within three looks, here well under `boundMs`.
@@ -97,40 +143,13 @@ describe("a connection to the daemon's port that breaks HTTP/2 or says nothing",
   });
 
   it("is closed with the call still open on it when it broke during a health watch", async () => {
-    // A client whose bytes pass through here, so a broken frame can follow its own.
-    const { hostname, port } = new URL(service.daemonUrl);
-    const socket = net.connect(Number(port), hostname);
-    const tap = new Duplex({
-      read() {},
-      write(chunk, _encoding, done) {
-        socket.write(chunk, done);
-      },
-    });
-    socket.on("data", (chunk: Buffer) => tap.push(chunk));
-    socket.on("error", () => {});
-    const closed = new Promise<number>((resolve) =>
-      socket.once("close", () => resolve(Date.now())),
-    );
-    const session = http2.connect(service.daemonUrl, { createConnection: () => tap });
-    session.on("error", () => {});
-    const watch = session.request({
-      ":method": "POST",
-      ":path": "/grpc.health.v1.Health/Watch",
-      "content-type": "application/grpc",
-      te: "trailers",
-    });
-    watch.on("error", () => {});
-    watch.end(grpcFrame());
-    await new Promise((resolve) => watch.once("data", resolve));
+    const { socket, closed, session } = await watchingClient(service.daemonUrl);
     const brokenAt = Date.now();
     socket.write(frame(0x0, 0, 1, Buffer.alloc(20_000)));
-    const closedAt = await Promise.race([
-      closed,
-      new Promise<undefined>((resolve) => setTimeout(resolve, boundMs)),
-    ]);
+    const closedAfter = await closedWithin(closed, brokenAt, boundMs);
     session.destroy();
     socket.destroy();
-    expect(closedAt === undefined ? "still open" : closedAt - brokenAt).toBeLessThan(boundMs);
+    expect(closedAfter).toBeLessThan(boundMs);
   });
 
   it("stays open while the client answers PINGs, and serves a call after many quiet looks", async () => {
@@ -184,6 +203,37 @@ describe("an idle connection to the daemon's port", () => {
     });
     session.destroy();
     expect(goaway).toBe(NGHTTP2_NO_ERROR);
+    expect(closedAfter).toBeGreaterThanOrEqual(idleMs - 50);
+  });
+
+  // Regression: the idle bound sent a connection whose only call was a quiet health watch GOAWAY,
+  // after which Node sends no PING on it, so a client that then vanished was kept for good.
+  it("keeps a connection a quiet call is open on, and closes it with the call once the client stops answering", async () => {
+    const { socket, closed, session, deafen } = await watchingClient(service.daemonUrl);
+    let goaway: number | undefined;
+    session.once("goaway", (code: number) => {
+      goaway = code;
+    });
+    const openedAt = Date.now();
+    const early = await closedWithin(closed, openedAt, idleMs * 3);
+    deafen();
+    const stoppedAt = Date.now();
+    const closedAfter = await closedWithin(closed, stoppedAt, 2_000);
+    session.destroy();
+    socket.destroy();
+    expect([early, goaway]).toEqual(["still open", undefined]);
+    expect(closedAfter).toBeLessThan(2_000);
+  });
+
+  it("counts a connection's idle time from the end of its last call", async () => {
+    const { socket, closed, session, watch } = await watchingClient(service.daemonUrl);
+    await new Promise((resolve) => setTimeout(resolve, idleMs * 2));
+    const endedAt = Date.now();
+    watch.close(http2.constants.NGHTTP2_CANCEL);
+    const closedAfter = await closedWithin(closed, endedAt, idleMs * 4);
+    session.destroy();
+    socket.destroy();
+    expect(closedAfter).not.toBe("still open");
     expect(closedAfter).toBeGreaterThanOrEqual(idleMs - 50);
   });
 });
