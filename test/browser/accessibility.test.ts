@@ -65,6 +65,20 @@ describe.skipIf(skipBrowserTests)("banner colours and accessibility (axe-core) i
     ]);
   });
 
+  it("warns of low contrast once per page, not again each time the banner opens", async () => {
+    await openBanner(ctx, tab.page, { layout: "banner", position: "bottom", textColor: "#aaaaaa" });
+    expect(tab.warnings).toHaveLength(1);
+    await dialog(tab.page).getByRole("button", { name: "Reject all" }).click();
+    await expect.poll(() => dialog(tab.page).isVisible()).toBe(false);
+    await tab.page.evaluate(() =>
+      (
+        window as unknown as { consentBanner: { showPreferences(): void } }
+      ).consentBanner.showPreferences(),
+    );
+    await expect.poll(() => dialog(tab.page).isVisible()).toBe(true);
+    expect(tab.warnings).toHaveLength(1);
+  });
+
   it("warns of the same pairs at the same ratios as the server's reading (consentctl, the preferences page)", async () => {
     const cases = [
       // 4.4994:1: cut to 4.49, never rounded up to a 4.50 that reads as passing.
