@@ -5,6 +5,11 @@ import { toBinary } from "@bufbuild/protobuf";
 import { DEFAULT_LOADER_CACHE_MB } from "#daemon/config.js";
 import { runtimeBundle } from "#gateway/loader/runtime-bundle.js";
 import { type Geo, runtimeConfig, variantGeo, variantKey } from "#gateway/loader/runtime-config.js";
+import {
+  isDaemonUnavailable,
+  STALE_IF_ERROR_MS,
+  STALE_RETRY_MS,
+} from "#gateway/loader/stale-if-error.js";
 import { type PublishedBanner, PublishedBannerSchema } from "#gen/consent/v1/banner_pb.js";
 
 const brotli = promisify(brotliCompress);
@@ -19,6 +24,11 @@ export interface LoaderVariant {
   gzip: Buffer;
   /** The body depends on the visitor's location (the banner has jurisdiction rules). */
   variesByGeo: boolean;
+  /**
+   * Served while the daemon cannot be reached: the banner's last read failed, and this is what
+   * the read before it gave (stale-if-error).
+   */
+  stale?: boolean;
 }
 
 /** A banner's responses by location, with the bytes of those built (all three bodies). */
@@ -30,16 +40,32 @@ interface Variants {
 interface CachedBanner {
   banner: PublishedBanner;
   fingerprint: string;
+  /**
+   * When the daemon last confirmed the entry: it is served without asking until `revalidateMs`
+   * after. While stale, set so that this ends at the next retry.
+   */
   checkedAt: number;
+  /** When the daemon last answered with this banner: the stale-if-error bound counts from it. */
+  readAt: number;
+  /** The last read failed for want of the daemon: served as it was, read again every `retryMs`. */
+  stale: boolean;
   /** Shared by the entries of one banner whose production side is unchanged. */
   variants: Variants;
 }
 
 export interface LoaderCacheOptions {
-  /** The active banner's production side, or null when the banner is unknown or inactive. */
+  /**
+   * The active banner's production side, or null when the banner is unknown or inactive. Rejects
+   * with a ConnectError `unavailable` or `deadline_exceeded` when the daemon or its store cannot
+   * answer (isDaemonUnavailable); anything else fails the request as for a banner never read.
+   */
   fetchBanner(publicId: string): Promise<PublishedBanner | null>;
   /** How long a banner is served before the daemon is asked again (other gateways' publishes). */
   revalidateMs: number;
+  /** How long after its last successful read a banner is served while the daemon cannot be reached. */
+  staleIfErrorMs?: number;
+  /** While the daemon cannot be reached, how long a banner is served before it is read again. */
+  retryMs?: number;
   now?: () => number;
   /** Bound on the bytes of the responses kept, over all banners (CONSENT_LOADER_CACHE_MB's default). */
   maxBytes?: number;
@@ -103,7 +129,9 @@ interface Loading {
  * requests for one banner share one daemon call. An unknown or inactive banner is remembered as
  * such for as long (a site whose banner was switched off keeps embedding its loader), in a map of
  * its own, so ids that do not exist never push a live banner's bodies out of memory. Beyond
- * `maxBytes`, the least recently used banners are dropped, never the one just served.
+ * `maxBytes`, the least recently used banners are dropped, never the one just served. A read the
+ * daemon cannot answer leaves a banner served as last read (stale-if-error, STALE_IF_ERROR_MS),
+ * read again every `retryMs` in the background.
  */
 export class LoaderCache {
   readonly #banners = new Map<string, CachedBanner>();
@@ -112,12 +140,16 @@ export class LoaderCache {
   readonly #loading = new Map<string, Loading>();
   readonly #now: () => number;
   readonly #maxBytes: number;
+  readonly #staleIfErrorMs: number;
+  readonly #retryMs: number;
   /** Bytes of the responses built for the banners in #banners. */
   #keptBytes = 0;
 
   constructor(private readonly options: LoaderCacheOptions) {
     this.#now = options.now ?? Date.now;
     this.#maxBytes = options.maxBytes ?? DEFAULT_LOADER_CACHE_MB * 1024 * 1024;
+    this.#staleIfErrorMs = options.staleIfErrorMs ?? STALE_IF_ERROR_MS;
+    this.#retryMs = options.retryMs ?? STALE_RETRY_MS;
   }
 
   /** Bytes of the responses kept in memory (identity, brotli and gzip bodies). */
@@ -125,7 +157,11 @@ export class LoaderCache {
     return this.#keptBytes;
   }
 
-  /** The response for a visitor at `geo`, or null for an unknown or inactive banner. */
+  /**
+   * The response for a visitor at `geo`, or null for an unknown or inactive banner; `stale` when
+   * the daemon could not be reached to confirm it. Rejects when the daemon cannot be reached and
+   * the banner was never read, or not within STALE_IF_ERROR_MS.
+   */
   async variant(publicId: string, geo: Geo | null): Promise<LoaderVariant | null> {
     const cached = await this.#banner(publicId);
     if (!cached) return null;
@@ -150,7 +186,8 @@ export class LoaderCache {
       variants.bodies.set(key, building);
       variant = building;
     }
-    return variant;
+    // A copy marked stale, so the bodies kept for the banner stay as built.
+    return cached.stale ? variant.then((built) => ({ ...built, stale: true })) : variant;
   }
 
   /**
@@ -159,7 +196,11 @@ export class LoaderCache {
    */
   invalidate(publicId: string): void {
     const cached = this.#banners.get(publicId);
-    if (cached) cached.checkedAt = Number.NEGATIVE_INFINITY;
+    if (cached) {
+      cached.checkedAt = Number.NEGATIVE_INFINITY;
+      // The next request waits for the read the change calls for, as for any changed banner.
+      cached.stale = false;
+    }
     this.#missing.delete(publicId);
     const loading = this.#loading.get(publicId);
     if (loading) {
@@ -190,6 +231,9 @@ export class LoaderCache {
       current.promise.then(clear, clear);
       loading = current;
     }
+    // While the daemon cannot be reached, no request waits for the retry: the banner as last read
+    // answers at once, and the retry's outcome serves the requests after it.
+    if (cached?.stale && this.#now() - cached.readAt < this.#staleIfErrorMs) return cached;
     return loading.promise;
   }
 
@@ -198,7 +242,12 @@ export class LoaderCache {
     previous: CachedBanner | undefined,
     token: { stale: boolean },
   ): Promise<CachedBanner | null> {
-    const banner = await this.options.fetchBanner(publicId);
+    let banner: PublishedBanner | null;
+    try {
+      banner = await this.options.fetchBanner(publicId);
+    } catch (error) {
+      return this.#servedStale(publicId, previous, token, error);
+    }
     // Invalidated while the daemon answered: this answer may predate the change, so it answers
     // the requests waiting for it but is not kept.
     const current = !token.stale;
@@ -212,10 +261,44 @@ export class LoaderCache {
     this.#missing.delete(publicId);
     const fingerprint = sha256(toBinary(PublishedBannerSchema, banner));
     const checkedAt = this.#now();
+    const read = { checkedAt, readAt: checkedAt, stale: false };
     const entry: CachedBanner =
       previous?.fingerprint === fingerprint
-        ? { ...previous, checkedAt }
-        : { banner, fingerprint, checkedAt, variants: { bodies: new Map(), bytes: 0 } };
+        ? { ...previous, ...read }
+        : { banner, fingerprint, ...read, variants: { bodies: new Map(), bytes: 0 } };
+    if (current) this.#keep(publicId, entry);
+    return entry;
+  }
+
+  /**
+   * A failed read's answer: the banner as last read while the daemon cannot be reached and that
+   * read is within STALE_IF_ERROR_MS, kept to be read again after `retryMs` (never past the
+   * bound). Otherwise the failure, as without a banner read before: a banner past the bound is
+   * forgotten, and one served stale until now is not served stale on any other failure.
+   */
+  #servedStale(
+    publicId: string,
+    previous: CachedBanner | undefined,
+    token: { stale: boolean },
+    error: unknown,
+  ): CachedBanner {
+    if (!previous) throw error;
+    const now = this.#now();
+    const until = previous.readAt + this.#staleIfErrorMs;
+    const current = !token.stale;
+    if (now >= until) {
+      if (current) this.#drop(publicId);
+      throw error;
+    }
+    if (!isDaemonUnavailable(error)) {
+      if (current) previous.stale = false;
+      throw error;
+    }
+    const entry: CachedBanner = {
+      ...previous,
+      checkedAt: Math.min(now + this.#retryMs, until) - this.options.revalidateMs,
+      stale: true,
+    };
     if (current) this.#keep(publicId, entry);
     return entry;
   }

@@ -20,6 +20,19 @@ const CACHE_CONTROL = "public, max-age=300, stale-while-revalidate=60";
  * visitor (an opt-out or notice default, granting all, to a visitor whose rule is opt-in).
  */
 const CACHE_CONTROL_BY_LOCATION = "private, max-age=300, stale-while-revalidate=60";
+/**
+ * A loader served while the daemon cannot be reached (stale-if-error, loader-cache.ts) is kept a
+ * minute instead of five, and offers caches no `stale-if-error` of their own: nothing keeps it
+ * longer than a confirmed one, and once the daemon answers again browsers and CDNs come back for
+ * the banner as re-read within about a minute (a 304 while it is unchanged: its ETag is the same).
+ */
+const STALE_CACHE_CONTROL = "public, max-age=60, stale-while-revalidate=60";
+const STALE_CACHE_CONTROL_BY_LOCATION = "private, max-age=60, stale-while-revalidate=60";
+
+function cacheControlOf(byLocation: boolean, stale: boolean): string {
+  if (stale) return byLocation ? STALE_CACHE_CONTROL_BY_LOCATION : STALE_CACHE_CONTROL;
+  return byLocation ? CACHE_CONTROL_BY_LOCATION : CACHE_CONTROL;
+}
 /** How long a gateway serves a banner before asking the daemon whether it changed. */
 export const LOADER_REVALIDATE_MS = 30_000;
 
@@ -86,7 +99,8 @@ function notFound(reply: FastifyReply): FastifyReply {
 /**
  * GET /loader/{publicId}.js (decisions §6): the runtime and the banner's production configuration
  * in one script, from memory, with ETag, Cache-Control and brotli/gzip by Accept-Encoding.
- * Unknown and inactive banners are 404.
+ * Unknown and inactive banners are 404. While the daemon cannot be reached, a banner is served as
+ * last read for up to a day (stale-if-error.ts); one never read, or read longer ago, is 503.
  */
 export async function loaderRoutes(app: FastifyInstance, options: LoaderRouteOptions) {
   const cache = new LoaderCache({
@@ -138,7 +152,7 @@ export async function loaderRoutes(app: FastifyInstance, options: LoaderRouteOpt
     const byLocation = variant.variesByGeo && !!geoHeader;
     reply.headers({
       "Content-Type": "text/javascript; charset=utf-8",
-      "Cache-Control": byLocation ? CACHE_CONTROL_BY_LOCATION : CACHE_CONTROL,
+      "Cache-Control": cacheControlOf(byLocation, variant.stale === true),
       ETag: etag,
       Vary: byLocation ? `Accept-Encoding, ${options.geoHeader}` : "Accept-Encoding",
       // Lets a site load it with crossorigin/SRI, or under Cross-Origin-Embedder-Policy.

@@ -1,0 +1,158 @@
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { type Client, Code, ConnectError, createClient } from "@connectrpc/connect";
+import { createGrpcTransport } from "@connectrpc/connect-node";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { LoaderCache } from "#gateway/loader/loader-cache.js";
+import { STALE_IF_ERROR_MS, STALE_RETRY_MS } from "#gateway/loader/stale-if-error.js";
+import { BannerService } from "#gen/consent/v1/banner_pb.js";
+import { http } from "#test/support/api.js";
+import { bannerFixture } from "#test/support/consent-log.js";
+import { startTestService, type TestService } from "#test/support/service.js";
+
+const REVALIDATE_MS = 30_000;
+/** How long a test waits for a read started in the background. */
+const WAIT = { timeout: 5_000, interval: 20 };
+
+/**
+ * Stale-if-error (loader-cache.ts): a banner whose read fails because the daemon cannot be reached
+ * is served as last read, with the daemon asked again at most every STALE_RETRY_MS, for up to
+ * STALE_IF_ERROR_MS after the last successful read; against a real daemon that is stopped and
+ * started again on the same data directory, the clock injected.
+ */
+describe("LoaderCache while its daemon cannot be reached", () => {
+  let dataDir: string;
+  let service: TestService;
+  let banners: Client<typeof BannerService>;
+  let now = 0;
+  let fetches = 0;
+  let cache: LoaderCache;
+  /** Served before the outage: one to outlive the bound, one to see the daemon come back. */
+  let outliving: Awaited<ReturnType<typeof bannerFixture>>;
+  let recovering: Awaited<ReturnType<typeof bannerFixture>>;
+  let deactivated: Awaited<ReturnType<typeof bannerFixture>>;
+
+  const start = async () => {
+    service = await startTestService({ gateway: true, dataDir });
+    banners = createClient(BannerService, createGrpcTransport({ baseUrl: service.daemonUrl }));
+  };
+  const failureOf = (publicId: string) =>
+    cache.variant(publicId, null).then(
+      () => undefined,
+      (error: unknown) => ConnectError.from(error).code,
+    );
+
+  beforeAll(async () => {
+    dataDir = await mkdtemp(path.join(tmpdir(), "consent-loader-stale-"));
+    await start();
+    cache = new LoaderCache({
+      revalidateMs: REVALIDATE_MS,
+      now: () => now,
+      async fetchBanner(publicId) {
+        fetches++;
+        try {
+          return (await banners.getPublishedBanner({ publicId })).banner ?? null;
+        } catch (error) {
+          if (ConnectError.from(error).code === Code.NotFound) return null;
+          throw error;
+        }
+      },
+    });
+    [outliving, recovering, deactivated] = await Promise.all([
+      bannerFixture(service),
+      bannerFixture(service),
+      bannerFixture(service),
+    ]);
+  });
+  afterAll(async () => {
+    await service.close();
+    await rm(dataDir, { recursive: true, force: true });
+  });
+
+  it("serves what it last served, reads again at most every 5 s, and answers the failure past a day", async () => {
+    const readAt = now;
+    const first = await cache.variant(outliving.publicId, null);
+    expect(first?.stale).toBeUndefined();
+    await cache.variant(recovering.publicId, null);
+    await cache.variant(deactivated.publicId, null);
+    const kept = cache.keptBytes;
+    await service.close();
+
+    now += REVALIDATE_MS;
+    const before = fetches;
+    const stale = await cache.variant(outliving.publicId, null);
+    expect(stale).toMatchObject({ stale: true, hash: first?.hash, identity: first?.identity });
+    expect(fetches).toBe(before + 1);
+    // Within the retry interval, every request is answered from memory.
+    const many = await Promise.all(
+      Array.from({ length: 20 }, () => cache.variant(outliving.publicId, null)),
+    );
+    expect(many.every((v) => v?.stale && v.hash === first?.hash)).toBe(true);
+    now += STALE_RETRY_MS - 1;
+    await cache.variant(outliving.publicId, null);
+    expect(fetches).toBe(before + 1);
+    // Then one read for all the requests that come while it is in flight, answered meanwhile.
+    now += 1;
+    const during = await Promise.all(
+      Array.from({ length: 20 }, () => cache.variant(outliving.publicId, null)),
+    );
+    expect(during.every((v) => v?.stale && v.hash === first?.hash)).toBe(true);
+    expect(fetches).toBe(before + 2);
+
+    // A banner this cache never served has nothing to serve: the failure, as without the rule.
+    expect(await failureOf(crypto.randomUUID())).toBe(Code.Unavailable);
+
+    // Up to a day after the last successful read, never past it.
+    now = readAt + STALE_IF_ERROR_MS - 1;
+    expect((await cache.variant(outliving.publicId, null))?.stale).toBe(true);
+    now = readAt + STALE_IF_ERROR_MS;
+    expect(await failureOf(outliving.publicId)).toBe(Code.Unavailable);
+    expect(cache.keptBytes).toBeLessThan(kept);
+    expect(await failureOf(outliving.publicId)).toBe(Code.Unavailable);
+  });
+
+  it("serves the daemon's answer at the first read after it is back: a publish, or a banner gone", async () => {
+    // The other two were last read a day ago: read afresh first, then served stale.
+    await start();
+    now += 1;
+    const before = await cache.variant(recovering.publicId, null);
+    expect(before?.stale).toBeUndefined();
+    await cache.variant(deactivated.publicId, null);
+    await service.close();
+    now += REVALIDATE_MS;
+    expect((await cache.variant(recovering.publicId, null))?.stale).toBe(true);
+    expect((await cache.variant(deactivated.publicId, null))?.stale).toBe(true);
+
+    await start();
+    const { key, id } = recovering;
+    const edit = await http(service, "PATCH", `/api/v1/banners/${id}`, {
+      key,
+      body: { configuration: { layout: "modal" } },
+    });
+    expect(edit.status).toBe(200);
+    expect((await http(service, "POST", `/api/v1/banners/${id}/publish`, { key })).status).toBe(
+      200,
+    );
+    const off = await http(service, "PATCH", `/api/v1/banners/${deactivated.id}`, {
+      key: deactivated.key,
+      body: { isActive: false },
+    });
+    expect(off.status).toBe(200);
+    // Not yet due: still what was last read.
+    expect((await cache.variant(recovering.publicId, null))?.hash).toBe(before?.hash);
+
+    now += STALE_RETRY_MS;
+    // The request that starts the read is answered at once; the read serves the ones after it.
+    await vi.waitFor(async () => {
+      const served = await cache.variant(recovering.publicId, null);
+      expect(served?.stale).toBeUndefined();
+      expect(served?.identity.toString()).toContain('"layout":"modal"');
+    }, WAIT);
+    // An inactive banner's answer is never stale-served: 404 (null) from its first read on.
+    await vi.waitFor(async () => {
+      expect(await cache.variant(deactivated.publicId, null)).toBeNull();
+    }, WAIT);
+    expect(await cache.variant(deactivated.publicId, null)).toBeNull();
+  });
+});

@@ -1,0 +1,146 @@
+import { readFile } from "node:fs/promises";
+import path from "node:path";
+import { createClient } from "@connectrpc/connect";
+import { createGrpcTransport } from "@connectrpc/connect-node";
+import { describe, expect, it } from "vitest";
+import { BannerService } from "#gen/consent/v1/banner_pb.js";
+import { createBanner, createTeam, type HttpResult, http, mintKey } from "#test/support/api.js";
+import { aChoice, postLog } from "#test/support/consent-log.js";
+import {
+  DAEMON_URL,
+  endpoints,
+  freePort,
+  PROGRAMS,
+  STANDALONE_GATEWAY_URL,
+  startProgram,
+  useProgramRoot,
+} from "#test/support/processes.js";
+
+const USUAL = "public, max-age=300, stale-while-revalidate=60";
+const STALE = "public, max-age=60, stale-while-revalidate=60";
+
+/**
+ * Split mode while the daemon restarts or stalls (loader-cache.ts, stale-if-error): a loader the
+ * gateway served keeps being served, unchanged, and a change published while the gateway hears
+ * nothing of it is served within seconds of the daemon being back; what must be durable (the log
+ * route, the preferences page) answers 503 in its own shape meanwhile.
+ */
+describe("the loader of a stand-alone gateway whose daemon is down", { timeout: 120_000 }, () => {
+  const dirs = useProgramRoot("consent-loader-outage-");
+
+  it("serves what it served while the daemon restarts, then the daemon's answer again", async () => {
+    const dataDir = dirs.join("data");
+    const port = await freePort();
+    const startDaemon = async () => {
+      const program = startProgram(PROGRAMS.consentd, {
+        CONSENT_DATA_DIR: dataDir,
+        CONSENT_GRPC_PORT: String(port),
+      });
+      return { program, url: await program.waitFor(DAEMON_URL) };
+    };
+    let daemon = await startDaemon();
+    const gateway = startProgram(PROGRAMS.gateway, {
+      CONSENT_DATA_DIR: dataDir,
+      CONSENT_DAEMON_URL: daemon.url,
+    });
+    const service = endpoints({
+      daemonUrl: daemon.url,
+      gatewayUrl: await gateway.waitFor(STANDALONE_GATEWAY_URL),
+      operatorToken: (await readFile(path.join(dataDir, "admin-token"), "utf8")).trim(),
+    });
+    const { key } = await mintKey(service, await createTeam(service, "professional"));
+    const { id, publicId } = await createBanner(service, key);
+    const neverServed = await createBanner(service, key);
+    const loader = (publicId: string, headers: Record<string, string> = {}) =>
+      http(service, "GET", `/loader/${publicId}.js`, { headers });
+    const served = await loader(publicId);
+    expect([served.status, served.headers.get("cache-control")]).toEqual([200, USUAL]);
+    const etag = served.headers.get("etag") as string;
+    const logged = await postLog(service, aChoice(publicId, { method: "consent_given" }));
+    const preferences = new URL(logged.body.managePreferences).pathname;
+    // A draft edit relayed by this gateway: its next request reads the daemon, as it would 30 s on.
+    const edit = await http(service, "PATCH", `/api/v1/banners/${id}`, {
+      key,
+      body: { configuration: { layout: "modal" } },
+    });
+    expect(edit.status).toBe(200);
+
+    expect(await daemon.program.stop()).toBe(0);
+    const stale = await loader(publicId);
+    expect([stale.status, stale.headers.get("etag"), stale.text]).toEqual([200, etag, served.text]);
+    expect(stale.headers.get("cache-control")).toBe(STALE);
+    const revalidated = await loader(publicId, { "if-none-match": etag });
+    expect([revalidated.status, revalidated.headers.get("cache-control")]).toEqual([304, STALE]);
+    // Nothing served before: 503 as before, in the loader's plain shape.
+    const unserved = await loader(neverServed.publicId);
+    expect([unserved.status, unserved.body]).toEqual([
+      503,
+      { error: "The service is temporarily unavailable; retry later", code: "unavailable" },
+    ]);
+    // Writes are never answered from memory: the log route and the preferences page say 503.
+    const choice = await postLog(service, aChoice(publicId));
+    expect([choice.status, choice.body]).toEqual([
+      503,
+      {
+        success: false,
+        error: "The service is temporarily unavailable; retry later",
+        code: "unavailable",
+      },
+    ]);
+    expect(choice.headers.get("access-control-allow-origin")).toBe("https://shop.example.com");
+    const page = await http(service, "GET", preferences);
+    expect([page.status, page.headers.get("content-type")]).toEqual([
+      503,
+      "text/html; charset=utf-8",
+    ]);
+    expect(page.text).toContain("could not be shown just now");
+    const save = await http(service, "POST", preferences, {
+      body: "category=necessary",
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+    });
+    expect(save.status).toBe(503);
+    expect(save.text).toContain("Please try again later");
+
+    // Back, with a publish this gateway hears nothing of: served at its next read, within
+    // seconds (every 5 s while the daemon failed), long before its 30 s revalidation.
+    daemon = await startDaemon();
+    const banners = createClient(BannerService, createGrpcTransport({ baseUrl: daemon.url }));
+    await banners.publishBanner({ id }, { headers: { authorization: `Bearer ${key}` } });
+    const backAt = Date.now();
+    let fresh: HttpResult | undefined;
+    while (Date.now() - backAt < 15_000) {
+      fresh = await loader(publicId);
+      if (fresh.text.includes('"layout":"modal"')) break;
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+    expect(fresh?.text).toContain('"layout":"modal"');
+    expect(fresh?.headers.get("etag")).not.toBe(etag);
+    expect(fresh?.headers.get("cache-control")).toBe(USUAL);
+    expect((await postLog(service, aChoice(publicId))).status).toBe(200);
+
+    // Stalled (stopped, not gone): the read that finds it out waits as a read did before; then
+    // no request waits for the daemon, not even while a retry is in flight.
+    const again = await http(service, "PATCH", `/api/v1/banners/${id}`, {
+      key,
+      body: { configuration: { layout: "banner" } },
+    });
+    expect(again.status).toBe(200);
+    daemon.program.child.kill("SIGSTOP");
+    try {
+      const first = await loader(publicId);
+      expect([first.status, first.headers.get("cache-control")]).toEqual([200, STALE]);
+      const stalledAt = Date.now();
+      while (Date.now() - stalledAt < 7_000) {
+        const sentAt = Date.now();
+        const answer = await loader(publicId);
+        expect([answer.status, answer.text]).toEqual([200, fresh?.text]);
+        expect(Date.now() - sentAt).toBeLessThan(1_000);
+        await new Promise((resolve) => setTimeout(resolve, 250));
+      }
+    } finally {
+      daemon.program.child.kill("SIGCONT");
+    }
+    expect(await gateway.stop()).toBe(0);
+    expect(await daemon.program.stop()).toBe(0);
+  });
+});
