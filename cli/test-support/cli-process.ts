@@ -31,7 +31,7 @@ export interface CliRun {
 }
 
 export interface CliRunOptions {
-  /** The process environment, on top of a clean one (no CONSENT_* leaks in from the runner). */
+  /** The process environment, on top of a clean one (childEnv: no CONSENT_* leaks in). */
   env?: Record<string, string>;
   /** The working directory; the runner's unless set. */
   cwd?: string;
@@ -39,6 +39,24 @@ export interface CliRunOptions {
   stdout?: number;
   /** The same for stderr. */
   stderr?: number;
+}
+
+/**
+ * The environment of a consentctl child: PATH and HOME, and the runner's time zone and locale
+ * (TZ, LANG, LANGUAGE, LC_*), so a run of the suite in an operator's zone and language
+ * (`TZ=Pacific/Chatham LC_ALL=de_DE.UTF-8 npm test`) reaches consentctl as well; nothing else
+ * from the runner (no CONSENT_* leaks in), then `env`.
+ */
+export function childEnv(env: Record<string, string> = {}): NodeJS.ProcessEnv {
+  const zoneAndLocale = Object.entries(process.env).filter(
+    ([name]) => name === "TZ" || name === "LANG" || name === "LANGUAGE" || name.startsWith("LC_"),
+  );
+  return {
+    ...Object.fromEntries(zoneAndLocale),
+    PATH: process.env.PATH,
+    HOME: process.env.HOME,
+    ...env,
+  };
 }
 
 /** Runs bin/consentctl.js as an operator would, with piped stdio. */
@@ -62,7 +80,7 @@ await main(["node", "consentctl", ...process.argv.slice(1)]);`;
 }
 
 function runNode(nodeArgs: readonly string[], options: CliRunOptions): Promise<CliRun> {
-  const env: NodeJS.ProcessEnv = { PATH: process.env.PATH, HOME: process.env.HOME, ...options.env };
+  const env = childEnv(options.env);
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, nodeArgs, {
       env,
@@ -99,7 +117,7 @@ export async function runCliOnTerminal(
   const command =
     columns === undefined ? program : `stty cols ${columns} rows 24 && exec ${program}`;
   const child = spawn("script", ["-qec", command, "/dev/null"], {
-    env: { PATH: process.env.PATH, HOME: process.env.HOME, TERM: "xterm", ...env },
+    env: childEnv({ TERM: "xterm", ...env }),
     stdio: ["ignore", "pipe", "pipe"],
   });
   let screen = "";
@@ -138,7 +156,7 @@ export async function startCliOnTerminal(
     "wait $pid",
   ].join("\n");
   const child = spawn("script", ["-qec", command, "/dev/null"], {
-    env: { PATH: process.env.PATH, HOME: process.env.HOME, TERM: "xterm", ...env },
+    env: childEnv({ TERM: "xterm", ...env }),
     stdio: ["ignore", "pipe", "pipe"],
   });
   let screen = "";
@@ -195,7 +213,7 @@ export interface CliProcess {
 
 /** Starts bin/consentctl.js and returns at once, for commands that run until stopped. */
 export function startCli(args: readonly string[], options: CliRunOptions = {}): CliProcess {
-  const env: NodeJS.ProcessEnv = { PATH: process.env.PATH, HOME: process.env.HOME, ...options.env };
+  const env = childEnv(options.env);
   const child = spawn(process.execPath, [BIN, ...args], { env, stdio: ["ignore", "pipe", "pipe"] });
   const output = { stdout: "", stderr: "" };
   let ended = false;
