@@ -1,5 +1,12 @@
 import { defineConfig } from "vitest/config";
 
+// The suite runs in Pacific/Chatham (UTC+12:45, +13:45 in its summer: a date other than UTC's for
+// half of each day, a :45 offset, a daylight-saving change) unless TZ is set, on every machine and
+// in CI, whose clocks are UTC: a time shown or read in local time where UTC is promised (README,
+// "Clock"; cli/README.md) fails a test there, as it would mislead an operator elsewhere. The test
+// processes, the programs they start and consentctl (childEnv) inherit it.
+process.env.TZ ||= "Pacific/Chatham";
+
 export default defineConfig({
   test: {
     testTimeout: 30_000,
