@@ -24,9 +24,11 @@ export function createLmdbTeamStore({ teams }: LmdbTeamDatabases): TeamStore {
       return teams.get(id) ?? null;
     },
     async list() {
-      // Few teams exist; sorting them here spares an index kept in step with every insert.
+      // Few teams exist; sorting them here spares an index kept in step with every insert. The
+      // sort is stable, so teams created in the same millisecond keep the range's order: their
+      // ids' bytes, as MongoDB orders `_id`, whatever the process's locale.
       return Array.from(teams.getRange(), ({ value }) => value).sort(
-        (a, b) => a.createdAt.getTime() - b.createdAt.getTime() || a.id.localeCompare(b.id),
+        (a, b) => a.createdAt.getTime() - b.createdAt.getTime(),
       );
     },
     setPlan(id, plan, updatedAt) {
