@@ -418,12 +418,15 @@ describe("the gateway's budget for request bodies in flight", () => {
     return socket;
   };
 
-  /** A 10 KB body let through the budget: answered 503 by the daemon's absence, no Retry-After. */
+  /**
+   * A 10 KB body let through the budget: answered 503 by the daemon's absence, in the sentence of
+   * an unreachable daemon, not the budget's.
+   */
   const expectReachesDaemon = async () => {
     const passed = await send("/api/v1/consent/subjects/resolve");
     expect([passed.status, passed.retryAfter, passed.body.data.error]).toEqual([
       503,
-      null,
+      "1",
       "The service is temporarily unavailable; retry later",
     ]);
   };

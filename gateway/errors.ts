@@ -132,7 +132,25 @@ export function failureOf(request: FastifyRequest, error: unknown): HttpError {
   if (httpError.status === 500 && !isStoreFull(error)) {
     request.log.error({ err: error }, "request failed");
   } else if (isDaemonUnreachable(error)) countUnreachable(request, error);
+  else if (isUnansweredCall(error)) {
+    // The client is told only that it may retry; the operator reads what ended the call.
+    request.log.warn({ cause: messageOf(error) }, "the daemon's call ended without its answer");
+  }
   return httpError;
+}
+
+/**
+ * A call that ended unavailable or past its deadline without the daemon's own ErrorInfo (a proxy's
+ * 503, a deadline, a daemon or gateway shutting down), other than the daemon being unreachable
+ * (warned of apart) or over its request budget (an expected refusal under load, not logged).
+ */
+function isUnansweredCall(error: unknown): boolean {
+  return (
+    error instanceof ConnectError &&
+    (error.code === Code.Unavailable || error.code === Code.DeadlineExceeded) &&
+    error.findDetails(ErrorInfoSchema).length === 0 &&
+    !isDaemonBusy(error)
+  );
 }
 
 function countUnreachable(request: FastifyRequest, error: unknown): void {
@@ -206,21 +224,29 @@ const UNAVAILABLE: HttpError = {
   headers: {},
 };
 
+/**
+ * A daemon answer without an ErrorInfo, or one that is no failure the daemon raises on purpose (an
+ * ErrorInfo without a code on anything but a banner validation failure, spec 7 "400 (none)"):
+ * a text of connect-es, protobuf-es, Node's HTTP/2 client, a proxy or a daemon of another version.
+ * Only the gateway's own sentences for it reach the client; failureOf logs the original.
+ */
+function unintended(error: ConnectError): HttpError {
+  // The daemon could not be reached, went away, was over its request budget or did not answer in
+  // time (spec 7: 5xx is retried): a retry shortly may pass.
+  if (error.code === Code.Unavailable || error.code === Code.DeadlineExceeded) {
+    return { ...UNAVAILABLE, headers: { "Retry-After": "1" } };
+  }
+  return INTERNAL;
+}
+
 function fromConnectError(error: ConnectError): HttpError {
   // An internal failure is told in one fixed sentence, whatever the daemon said of it.
   if (error.code === Code.Internal) return INTERNAL;
   const info = error.findDetails(ErrorInfoSchema)[0];
+  if (!info || (!info.code && error.code !== Code.InvalidArgument)) return unintended(error);
   const status = statusOf(error.code, info);
-  if (!info) {
-    // No ErrorInfo: the daemon did not raise this on purpose (or could not be reached).
-    if (error.code === Code.Unavailable || error.code === Code.DeadlineExceeded) {
-      // The daemon's request budget, as the gateway's own body budget: retry shortly.
-      return isDaemonBusy(error)
-        ? { ...UNAVAILABLE, headers: { "Retry-After": "1" } }
-        : UNAVAILABLE;
-    }
-    return status >= 500 ? INTERNAL : { status, message: error.rawMessage, headers: {} };
-  }
+  // A code with no status of its own (UNIMPLEMENTED, UNKNOWN, CANCELED…): not the daemon's words.
+  if (status === 500) return INTERNAL;
   const headers: Record<string, string> = {};
   if (info.rateLimit) {
     headers["X-RateLimit-Limit"] = String(info.rateLimit.limit);
