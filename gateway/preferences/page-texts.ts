@@ -5,6 +5,12 @@ export interface PageTexts {
   saved: string;
   /** The link back to the settings page, on the page of a submission that was not saved. */
   openSettings: string;
+  /**
+   * The text of a save the service could not make (unavailable, or failing), under the title of
+   * `unsupported_form`: the visitor learns the choice was not saved, not only that the settings
+   * could not be shown.
+   */
+  notSaved: string;
   /** The link's last minute, as "HH:MM" in UTC. */
   validUntil(time: string): string;
   /** Title and text of the page for each failure code; `other` for any code not listed. */
@@ -27,6 +33,7 @@ const PAGE_TEXTS: Record<string, PageTexts> = {
   en: {
     saved: "Your choices have been saved.",
     openSettings: "Open your privacy settings",
+    notSaved: "Your choices could not be saved just now. Please try again later.",
     validUntil: (time) => `This link works until ${time} UTC.`,
     errors: {
       link_expired: [
@@ -55,6 +62,8 @@ const PAGE_TEXTS: Record<string, PageTexts> = {
   de: {
     saved: "Ihre Auswahl wurde gespeichert.",
     openSettings: "Ihre Datenschutzeinstellungen öffnen",
+    notSaved:
+      "Ihre Auswahl konnte gerade nicht gespeichert werden. Bitte versuchen Sie es später erneut.",
     validUntil: (time) => `Dieser Link ist bis ${time} UTC gültig.`,
     errors: {
       link_expired: [
@@ -86,6 +95,8 @@ const PAGE_TEXTS: Record<string, PageTexts> = {
   fr: {
     saved: "Vos choix ont été enregistrés.",
     openSettings: "Ouvrir vos paramètres de confidentialité",
+    notSaved:
+      "Vos choix n’ont pas pu être enregistrés pour le moment. Veuillez réessayer plus tard.",
     validUntil: (time) => `Ce lien est valable jusqu’à ${time} UTC.`,
     errors: {
       link_expired: [
@@ -114,6 +125,8 @@ const PAGE_TEXTS: Record<string, PageTexts> = {
   es: {
     saved: "Sus opciones se han guardado.",
     openSettings: "Abrir su configuración de privacidad",
+    notSaved:
+      "Sus opciones no se han podido guardar en este momento. Vuelva a intentarlo más tarde.",
     validUntil: (time) => `Este enlace es válido hasta las ${time} UTC.`,
     errors: {
       link_expired: [
@@ -142,6 +155,7 @@ const PAGE_TEXTS: Record<string, PageTexts> = {
   it: {
     saved: "Le tue scelte sono state salvate.",
     openSettings: "Apri le tue impostazioni sulla privacy",
+    notSaved: "Non è stato possibile salvare le tue scelte in questo momento. Riprova più tardi.",
     validUntil: (time) => `Questo link è valido fino alle ${time} UTC.`,
     errors: {
       link_expired: [
@@ -170,6 +184,7 @@ const PAGE_TEXTS: Record<string, PageTexts> = {
   nl: {
     saved: "Je keuzes zijn opgeslagen.",
     openSettings: "Open je privacyinstellingen",
+    notSaved: "Je keuzes konden nu niet worden opgeslagen. Probeer het later opnieuw.",
     validUntil: (time) => `Deze link werkt tot ${time} UTC.`,
     errors: {
       link_expired: [
@@ -198,6 +213,8 @@ const PAGE_TEXTS: Record<string, PageTexts> = {
   pt: {
     saved: "As suas escolhas foram guardadas.",
     openSettings: "Abrir as suas definições de privacidade",
+    notSaved:
+      "Não foi possível guardar as suas escolhas neste momento. Tente novamente mais tarde.",
     validUntil: (time) => `Este link é válido até às ${time} UTC.`,
     errors: {
       link_expired: [
@@ -226,6 +243,7 @@ const PAGE_TEXTS: Record<string, PageTexts> = {
   pl: {
     saved: "Twoje wybory zostały zapisane.",
     openSettings: "Otwórz ustawienia prywatności",
+    notSaved: "Nie udało się teraz zapisać Twoich wyborów. Spróbuj ponownie później.",
     validUntil: (time) => `Ten link działa do ${time} UTC.`,
     errors: {
       link_expired: [
@@ -254,6 +272,7 @@ const PAGE_TEXTS: Record<string, PageTexts> = {
   sv: {
     saved: "Dina val har sparats.",
     openSettings: "Öppna dina integritetsinställningar",
+    notSaved: "Dina val kunde inte sparas just nu. Försök igen senare.",
     validUntil: (time) => `Den här länken fungerar till ${time} UTC.`,
     errors: {
       link_expired: [
@@ -282,6 +301,7 @@ const PAGE_TEXTS: Record<string, PageTexts> = {
   da: {
     saved: "Dine valg er gemt.",
     openSettings: "Åbn dine privatlivsindstillinger",
+    notSaved: "Dine valg kunne ikke gemmes lige nu. Prøv igen senere.",
     validUntil: (time) => `Dette link virker indtil kl. ${time} UTC.`,
     errors: {
       link_expired: [
@@ -310,6 +330,7 @@ const PAGE_TEXTS: Record<string, PageTexts> = {
   fi: {
     saved: "Valintasi on tallennettu.",
     openSettings: "Avaa tietosuoja-asetuksesi",
+    notSaved: "Valintojasi ei voitu tallentaa juuri nyt. Yritä myöhemmin uudelleen.",
     validUntil: (time) => `Tämä linkki toimii klo ${time} UTC asti.`,
     errors: {
       link_expired: [

@@ -133,17 +133,31 @@ const SUBMISSION_FAILURES = new Set(["method_not_allowed", "invalid_request"]);
 
 /**
  * A clear page for a link that cannot be used, in the browser's language where the page ships
- * it (page-texts.ts); never internal detail (decisions §5).
+ * it (page-texts.ts); never internal detail (decisions §5). `submitted`: the failure answers a
+ * submission of the form, so a failure of the service's own (unavailable, or failing) says the
+ * choices were not saved, where a visit says the settings could not be shown.
  */
-export function errorPage(code: string | undefined, nonce: string, languageCode: string): string {
+export function errorPage(
+  code: string | undefined,
+  nonce: string,
+  languageCode: string,
+  submitted = false,
+): string {
   const { lang, texts } = pageTexts(languageCode);
   const key = SUBMISSION_FAILURES.has(code ?? "") ? "unsupported_form" : (code ?? "other");
-  const [title, text] =
-    texts.errors[Object.hasOwn(texts.errors, key) ? (key as ErrorCode) : "other"];
+  const known: ErrorCode | "other" = Object.hasOwn(texts.errors, key)
+    ? (key as ErrorCode)
+    : "other";
+  const saveFailed = submitted && known === "other";
+  const [title, text] = saveFailed
+    ? [texts.errors.unsupported_form[0], texts.notSaved]
+    : texts.errors[known];
   // A submission that was not saved came from this link's address: the page it names (an empty
   // href is the page's own address, read with GET) is one step away.
   const back =
-    key === "unsupported_form" ? `\n<p><a href="">${escapeHtml(texts.openSettings)}</a></p>` : "";
+    known === "unsupported_form" || saveFailed
+      ? `\n<p><a href="">${escapeHtml(texts.openSettings)}</a></p>`
+      : "";
   const body = `<h1>${escapeHtml(title)}</h1>\n<p>${escapeHtml(text)}</p>${back}`;
   return document(lang, title, body, nonce, DEFAULT_COLORS);
 }

@@ -62,11 +62,12 @@ function sendPage(reply: FastifyReply, status: number, html: string, nonce: stri
 
 /**
  * The clear page for a failure: its status, headers and a text for its code in the browser's
- * language, never internals.
+ * language, never internals; a failed POST, a submission of the form, says it was not saved.
  */
 export function sendErrorPage(reply: FastifyReply, httpError: HttpError) {
   const nonce = randomBytes(16).toString("base64");
-  const html = errorPage(httpError.code, nonce, browserLanguage(reply.request.headers));
+  const { headers, method } = reply.request;
+  const html = errorPage(httpError.code, nonce, browserLanguage(headers), method === "POST");
   reply.headers(httpError.headers);
   return sendPage(reply, httpError.status, html, nonce);
 }
