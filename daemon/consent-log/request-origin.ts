@@ -22,8 +22,8 @@ export function siteOfUrl(url: URL): Site {
 }
 
 /**
- * What an Origin header says, read the same way by the daemon's domain check and the gateway's
- * CORS echo (decisions §5):
+ * What an Origin header says, read the same way by the daemon's domain check, the gateway's CORS
+ * echo and the preferences page's check that a form is its own (decisions §5):
  * - `absent`: no header (or an empty one): the Referer is read instead;
  * - `opaque`: `null`, the origin of a sandboxed frame, a `file:` page, or a request a redirect
  *   took across origins: it names no host, so the Referer is read, as when no Origin is sent;

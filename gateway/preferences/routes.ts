@@ -1,5 +1,6 @@
 import { randomBytes } from "node:crypto";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import { httpUrl, readOriginHeader } from "#daemon/consent-log/request-origin.js";
 import type { DaemonClients } from "#gateway/daemon-clients.js";
 import { failureOf, type HttpError } from "#gateway/errors.js";
 import { refuseOtherMethods } from "#gateway/methods.js";
@@ -90,24 +91,20 @@ function isFormSubmission(request: FastifyRequest): boolean {
  * service's own). A browser's Sec-Fetch-Site decides when sent: only `same-origin` is the page.
  * Without it (plain http, older browsers), an Origin must be the gateway's own: the scheme and
  * host the request came to, taken from X-Forwarded-Proto and X-Forwarded-Host only when a proxy
- * of CONSENT_TRUST_PROXY sent them (Fastify's trustProxy), like the client IP. `Origin: null`
- * (a sandboxed frame, a page without a referrer) is another site. A request with neither header
- * is no browser's form, so no site can have sent it on a visitor's behalf: it is accepted.
+ * of CONSENT_TRUST_PROXY sent them (Fastify's trustProxy), like the client IP. The Origin is read
+ * as the log route reads it (readOriginHeader): `null` (a sandboxed frame, a page without a
+ * referrer) names no site of ours, and an Origin no browser sends (a path, two origins, a default
+ * port written out) is refused, never read as the origin it starts with. A request with no Origin
+ * and no Sec-Fetch-Site is no browser's form, so no site can have sent it on a visitor's behalf:
+ * it is accepted.
  */
 function isFromAnotherSite(request: FastifyRequest): boolean {
   const site = request.headers["sec-fetch-site"];
   if (site !== undefined) return site !== "same-origin";
-  const origin = request.headers.origin;
-  if (origin === undefined) return false;
-  const own = originOf(`${request.protocol}://${request.host}`);
-  return own === null || originOf(origin) !== own;
-}
-
-/** The serialized origin of a URL, or null when it has none (unparsable, or an opaque origin). */
-function originOf(url: string): string | null {
-  if (!URL.canParse(url)) return null;
-  const { origin } = new URL(url);
-  return origin === "null" ? null : origin;
+  const origin = readOriginHeader(request.headers.origin);
+  if (origin.kind === "absent") return false;
+  const own = httpUrl(`${request.protocol}://${request.host}`)?.origin;
+  return origin.kind !== "origin" || own === undefined || origin.url.origin !== own;
 }
 
 /** The categories ticked in the submitted form (application/x-www-form-urlencoded). */

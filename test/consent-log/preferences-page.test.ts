@@ -282,6 +282,18 @@ describe("GET and POST /preferences/{token}", () => {
       { origin: "null" },
       { origin: gatewayOrigin.replace("http:", "https:") },
       { origin: "not a url" },
+      // Origins no browser sends, read as the log route reads them (readOriginHeader): refused,
+      // never taken for the origin they start with.
+      { origin: `${gatewayOrigin}/x` },
+      { origin: `${gatewayOrigin}/` },
+      { origin: `${gatewayOrigin}?q` },
+      { origin: `${gatewayOrigin}, ${gatewayOrigin}` },
+      { origin: gatewayOrigin.replace("//", "//user@") },
+      {
+        origin: "https://consent.example.net:443",
+        "x-forwarded-proto": "https",
+        "x-forwarded-host": "consent.example.net",
+      },
     ];
     for (const headers of refusedHeaders) {
       const refused = await submit(path, headers);
