@@ -1,6 +1,10 @@
+import { randomBytes } from "node:crypto";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
 import { gzipSync } from "node:zlib";
-import { describe, expect, it } from "vitest";
-import { createBanner, http, rawHttp } from "#test/support/api.js";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createBanner, http, operator, rawHttp } from "#test/support/api.js";
 import {
   aChoice,
   bannerFixture,
@@ -9,6 +13,7 @@ import {
   storedRows,
   useVisitorService,
 } from "#test/support/consent-log.js";
+import { startTestService, type TestService } from "#test/support/service.js";
 
 const configuration = {
   categories: [
@@ -494,12 +499,131 @@ describe("GET and POST /preferences/{token}", () => {
     expect((await postLog(ctx.service, aChoice(publicId), { ip: busy })).status).toBe(200);
   });
 
-  it("shows a not-found page once the banner is inactive", async () => {
-    const { key, id, publicId } = await bannerFixture(ctx.service, { configuration });
+  it("shows a not-found page once the banner is inactive, and saves nothing", async () => {
+    const { teamId, key, id, publicId } = await bannerFixture(ctx.service, { configuration });
     const path = await linkFor(publicId);
+    const before = await storedRows(ctx.service, teamId);
     await http(ctx.service, "PATCH", `/api/v1/banners/${id}`, { key, body: { isActive: false } });
     const page = await http(ctx.service, "GET", path);
-    expect(page.status).toBe(404);
-    expect(page.text).toContain("no longer available");
+    expect([page.status, page.headers.get("content-type")]).toEqual([
+      404,
+      "text/html; charset=utf-8",
+    ]);
+    expect(page.text).toContain(
+      "<h1>These privacy settings are no longer available</h1>\n<p>The site no longer collects choices with this banner.</p>",
+    );
+    const save = await submit(path);
+    expect(save.status).toBe(404);
+    expect(await save.text()).toContain("<h1>These privacy settings are no longer available</h1>");
+    expect(await storedRows(ctx.service, teamId)).toHaveLength(before.length);
+    // Active again, the link works again until it expires.
+    await http(ctx.service, "PATCH", `/api/v1/banners/${id}`, { key, body: { isActive: true } });
+    expect((await http(ctx.service, "GET", path)).status).toBe(200);
+  });
+
+  it("keeps showing and saving a link's page after its team's plan changed", async () => {
+    const { teamId, publicId } = await bannerFixture(ctx.service, { configuration });
+    const path = await linkFor(publicId);
+    const { admin, auth } = operator(ctx.service);
+    for (const plan of ["free", "enterprise"]) {
+      await admin.setTeamPlan({ id: teamId, plan }, auth);
+      const page = await http(ctx.service, "GET", path);
+      expect([plan, page.status]).toEqual([plan, 200]);
+      expect(page.text).toContain('value="marketing"');
+      expect([plan, (await submit(path)).status]).toEqual([plan, 303]);
+    }
+    const rows = await storedRows(ctx.service, teamId);
+    expect(rows.filter((row) => row.method === "consent_changed")).toHaveLength(2);
+  });
+});
+
+/**
+ * A link's page as a visit (GET) and a save of the form (POST) get it: each one's status and the
+ * title of its HTML page.
+ */
+async function visitAndSave(service: TestService, link: string) {
+  const form = { "content-type": "application/x-www-form-urlencoded" };
+  const pages = [
+    await http(service, "GET", link),
+    await http(service, "POST", link, { body: "category=marketing", headers: form }),
+  ];
+  return pages.map((page) => {
+    expect(page.headers.get("content-type")).toBe("text/html; charset=utf-8");
+    return [page.status, /<h1>.*<\/h1>/.exec(page.text)?.[0]];
+  });
+}
+
+/**
+ * Banners cannot be deleted; a store without the link's banner (one restored from before it was
+ * made, under the same identity key) is what a deleted banner would be: the page it shows is the
+ * inactive banner's, never a 500.
+ */
+describe("a preferences link whose banner the store does not hold", () => {
+  const identityKey = randomBytes(32).toString("base64");
+
+  it("shows the page that says the settings are no longer available, and saves nothing", async () => {
+    const first = await startTestService({ gateway: true, identityKeys: [identityKey] });
+    let link: string;
+    let teamId: string;
+    try {
+      const banner = await bannerFixture(first, { configuration });
+      teamId = banner.teamId;
+      const logged = await postLog(first, aChoice(banner.publicId));
+      link = new URL(logged.body.managePreferences).pathname;
+    } finally {
+      await first.close();
+    }
+    const other = await startTestService({ gateway: true, identityKeys: [identityKey] });
+    try {
+      expect(await visitAndSave(other, link)).toEqual([
+        [404, "<h1>These privacy settings are no longer available</h1>"],
+        [404, "<h1>These privacy settings are no longer available</h1>"],
+      ]);
+      expect(await storedRows(other, teamId)).toEqual([]);
+    } finally {
+      await other.close();
+    }
+  });
+});
+
+/**
+ * Links are signed under a secret derived from the identity key (docs/banner-runtime.md):
+ * rotating the key ends outstanding links, each with the altered-link page, never a 500.
+ */
+describe("a preferences link after the identity key rotated", () => {
+  const k1 = randomBytes(32).toString("base64");
+  const k2 = randomBytes(32).toString("base64");
+  let dataDir: string;
+  beforeAll(async () => {
+    dataDir = await mkdtemp(path.join(tmpdir(), "consent-link-rotation-"));
+  });
+  afterAll(() => rm(dataDir, { recursive: true, force: true }));
+
+  it("shows the page that says the link is not valid, and saves nothing", async () => {
+    const first = await startTestService({ gateway: true, dataDir, identityKeys: [k1] });
+    const { teamId, publicId } = await bannerFixture(first, { configuration });
+    const logged = await postLog(first, aChoice(publicId));
+    const link = new URL(logged.body.managePreferences).pathname;
+    expect((await http(first, "GET", link)).status).toBe(200);
+    await first.close();
+
+    // The new key first, the old one still listed; then the old one dropped; then no key at all
+    // (the operator token's secret): the link made under k1 is valid under none of them.
+    for (const identityKeys of [[k2, k1], [k2], []]) {
+      const rotated = await startTestService({ gateway: true, dataDir, identityKeys });
+      try {
+        const before = await storedRows(rotated, teamId);
+        expect([identityKeys, await visitAndSave(rotated, link)]).toEqual([
+          identityKeys,
+          [
+            [403, "<h1>This link is not valid</h1>"],
+            [403, "<h1>This link is not valid</h1>"],
+          ],
+        ]);
+        expect(await storedRows(rotated, teamId)).toHaveLength(before.length);
+      } finally {
+        await rotated.close();
+      }
+    }
   });
 });
