@@ -6,6 +6,7 @@ import { DEFAULT_LOADER_CACHE_MB } from "#daemon/config.js";
 import { runtimeBundle } from "#gateway/loader/runtime-bundle.js";
 import { type Geo, runtimeConfig, variantGeo, variantKey } from "#gateway/loader/runtime-config.js";
 import {
+  HELD_READ_WAIT_MS,
   isDaemonUnavailable,
   STALE_IF_ERROR_MS,
   STALE_RETRY_MS,
@@ -66,6 +67,8 @@ export interface LoaderCacheOptions {
   staleIfErrorMs?: number;
   /** While the daemon cannot be reached, how long a banner is served before it is read again. */
   retryMs?: number;
+  /** How long a request for a banner held in memory waits for its re-read (HELD_READ_WAIT_MS). */
+  heldReadWaitMs?: number;
   now?: () => number;
   /** Bound on the bytes of the responses kept, over all banners (CONSENT_LOADER_CACHE_MB's default). */
   maxBytes?: number;
@@ -118,7 +121,14 @@ async function buildVariant(banner: PublishedBanner, geo: Geo | null): Promise<L
 interface Loading {
   token: { stale: boolean };
   promise: Promise<CachedBanner | null>;
+  /**
+   * Resolves once the read has been in flight for `heldReadWaitMs` (set by the first request for
+   * a banner held in memory): from then on such requests are answered from the held copy.
+   */
+  overdue?: Promise<typeof OVERDUE>;
 }
+
+const OVERDUE = Symbol("overdue");
 
 /**
  * Loader responses served from memory (decisions §6). A banner is re-checked against the daemon
@@ -142,6 +152,7 @@ export class LoaderCache {
   readonly #maxBytes: number;
   readonly #staleIfErrorMs: number;
   readonly #retryMs: number;
+  readonly #heldReadWaitMs: number;
   /** Bytes of the responses built for the banners in #banners. */
   #keptBytes = 0;
 
@@ -150,6 +161,7 @@ export class LoaderCache {
     this.#maxBytes = options.maxBytes ?? DEFAULT_LOADER_CACHE_MB * 1024 * 1024;
     this.#staleIfErrorMs = options.staleIfErrorMs ?? STALE_IF_ERROR_MS;
     this.#retryMs = options.retryMs ?? STALE_RETRY_MS;
+    this.#heldReadWaitMs = options.heldReadWaitMs ?? HELD_READ_WAIT_MS;
   }
 
   /** Bytes of the responses kept in memory (identity, brotli and gzip bodies). */
@@ -231,10 +243,38 @@ export class LoaderCache {
       current.promise.then(clear, clear);
       loading = current;
     }
+    if (!cached || !this.#holds(cached)) return loading.promise;
     // While the daemon cannot be reached, no request waits for the retry: the banner as last read
     // answers at once, and the retry's outcome serves the requests after it.
-    if (cached?.stale && this.#now() - cached.readAt < this.#staleIfErrorMs) return cached;
-    return loading.promise;
+    if (cached.stale) return cached;
+    return this.#heldAfterWait(cached, loading);
+  }
+
+  /** Whether a banner's last successful read is recent enough to serve it stale (stale-if-error). */
+  #holds(cached: CachedBanner): boolean {
+    return this.#now() - cached.readAt < this.#staleIfErrorMs;
+  }
+
+  /**
+   * The read's answer, or the banner as held, marked stale, once the read has been in flight for
+   * `heldReadWaitMs` (a daemon or store that stopped answering fails a read only at the
+   * transport's ping timeout, about 15 s): the read goes on, and its outcome serves the requests
+   * after it.
+   */
+  async #heldAfterWait(cached: CachedBanner, loading: Loading): Promise<CachedBanner | null> {
+    if (!loading.overdue) {
+      let timer: NodeJS.Timeout | undefined;
+      loading.overdue = new Promise((resolve) => {
+        timer = setTimeout(() => resolve(OVERDUE), this.#heldReadWaitMs);
+        timer.unref();
+      });
+      const stop = () => clearTimeout(timer);
+      loading.promise.then(stop, stop);
+    }
+    const first = await Promise.race([loading.promise, loading.overdue]);
+    if (first !== OVERDUE) return first;
+    if (!this.#holds(cached)) return loading.promise;
+    return { ...cached, stale: true };
   }
 
   async #load(

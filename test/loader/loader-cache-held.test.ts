@@ -1,0 +1,119 @@
+import { type Client, Code, ConnectError, createClient } from "@connectrpc/connect";
+import { createGrpcTransport } from "@connectrpc/connect-node";
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
+import { LoaderCache, type LoaderVariant } from "#gateway/loader/loader-cache.js";
+import { HELD_READ_WAIT_MS, STALE_IF_ERROR_MS } from "#gateway/loader/stale-if-error.js";
+import { BannerService, type PublishedBanner } from "#gen/consent/v1/banner_pb.js";
+import { bannerFixture } from "#test/support/consent-log.js";
+import { startTestService, type TestService } from "#test/support/service.js";
+
+const REVALIDATE_MS = 30_000;
+
+/** A promise with its outcome readable without awaiting it. */
+function watched<T>(promise: Promise<T>) {
+  const state: { settled: boolean; value?: T } = { settled: false };
+  promise.then(
+    (value) => Object.assign(state, { settled: true, value }),
+    () => Object.assign(state, { settled: true }),
+  );
+  return state;
+}
+
+/**
+ * A daemon that stops answering (a stalled process or store) fails a read only at the
+ * transport's ping timeout; meanwhile a banner held in memory is served from it once its re-read
+ * has been in flight HELD_READ_WAIT_MS (loader-cache.ts). The banners are read from a real daemon
+ * first; then the daemon's reads never settle, under fake timers and the cache's injected clock.
+ */
+describe("LoaderCache while its daemon does not answer", () => {
+  let service: TestService;
+  let banners: Client<typeof BannerService>;
+  let now = 0;
+  let fetches = 0;
+  /** What the daemon does with a read: answer it (the real daemon), or nothing for now. */
+  let read: (publicId: string) => Promise<PublishedBanner | null>;
+  const fromDaemon = async (publicId: string) => {
+    try {
+      return (await banners.getPublishedBanner({ publicId })).banner ?? null;
+    } catch (error) {
+      if (ConnectError.from(error).code === Code.NotFound) return null;
+      throw error;
+    }
+  };
+  /** Reads that have not answered yet, to answer them as the daemon would have. */
+  const unanswered: { publicId: string; answer: (banner: PublishedBanner | null) => void }[] = [];
+  const stalled = (publicId: string) =>
+    new Promise<PublishedBanner | null>((answer) => unanswered.push({ publicId, answer }));
+  const cache = new LoaderCache({
+    revalidateMs: REVALIDATE_MS,
+    now: () => now,
+    fetchBanner(publicId) {
+      fetches++;
+      return read(publicId);
+    },
+  });
+
+  beforeAll(async () => {
+    service = await startTestService({ gateway: true });
+    banners = createClient(BannerService, createGrpcTransport({ baseUrl: service.daemonUrl }));
+  });
+  afterAll(() => service.close());
+  afterEach(() => {
+    vi.useRealTimers();
+    read = fromDaemon;
+  });
+
+  it("answers from the held banner once its re-read has been in flight 2 s, and all requests after at once", async () => {
+    read = fromDaemon;
+    const { publicId } = await bannerFixture(service);
+    const first = (await cache.variant(publicId, null)) as LoaderVariant;
+    expect(first.stale).toBeUndefined();
+
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout"] });
+    read = stalled;
+    now += REVALIDATE_MS;
+    const before = fetches;
+    const waiting = watched(cache.variant(publicId, null));
+    await vi.advanceTimersByTimeAsync(HELD_READ_WAIT_MS - 1);
+    expect(waiting.settled).toBe(false);
+    await vi.advanceTimersByTimeAsync(1);
+    expect(waiting.value).toMatchObject({
+      stale: true,
+      hash: first.hash,
+      identity: first.identity,
+    });
+    // The read goes on: one in flight, and every request meanwhile answered without waiting.
+    const meanwhile = watched(
+      Promise.all(Array.from({ length: 10 }, () => cache.variant(publicId, null))),
+    );
+    await vi.advanceTimersByTimeAsync(0);
+    expect(meanwhile.value?.every((v) => v?.stale && v.hash === first.hash)).toBe(true);
+    expect(fetches).toBe(before + 1);
+    // What the held copy is built from is unchanged: the fresh response stays unmarked.
+    expect(first.stale).toBeUndefined();
+
+    // Its answer, late, serves the requests after it as read.
+    const late = unanswered.find((pending) => pending.publicId === publicId);
+    late?.answer(await fromDaemon(publicId));
+    await vi.advanceTimersByTimeAsync(0);
+    const after = await cache.variant(publicId, null);
+    expect(after?.stale).toBeUndefined();
+    expect(after?.hash).toBe(first.hash);
+    expect(fetches).toBe(before + 1);
+  });
+
+  it("keeps a banner never read, or read more than a day ago, waiting for the read as before", async () => {
+    read = fromDaemon;
+    const { publicId } = await bannerFixture(service);
+    const readAt = now;
+    await cache.variant(publicId, null);
+
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout"] });
+    read = stalled;
+    const neverRead = watched(cache.variant(crypto.randomUUID(), null));
+    now = readAt + STALE_IF_ERROR_MS;
+    const tooOld = watched(cache.variant(publicId, null));
+    await vi.advanceTimersByTimeAsync(60_000);
+    expect([neverRead.settled, tooOld.settled]).toEqual([false, false]);
+  });
+});
