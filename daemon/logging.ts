@@ -34,12 +34,17 @@ export const REPEATED_FAILURE_LOG_MS = 10_000;
  * is visible without a line (and a stack) per failed call. With `byWords`, a failure with other
  * words than the last one logged is logged at once, so a new fault never hides behind an old one
  * (for failures of any cause, such as a background pass's); without, every failure counts as the
- * state's (an outage's or a damaged store's words vary from call to call).
+ * state's (an outage's or a damaged store's words vary from call to call). With `inWords`, the
+ * line names the failure's message as `cause` instead of the error with its stack.
  */
 export function repeatedFailureLog(
   logger: ErrorLogger,
   message: string,
-  { level = "warn", byWords = false }: { level?: keyof ErrorLogger; byWords?: boolean } = {},
+  {
+    level = "warn",
+    byWords = false,
+    inWords = false,
+  }: { level?: keyof ErrorLogger; byWords?: boolean; inWords?: boolean } = {},
 ): (error: unknown, details?: object) => void {
   let loggedAt = Number.NEGATIVE_INFINITY;
   let loggedWords: string | undefined;
@@ -52,7 +57,9 @@ export function repeatedFailureLog(
       return;
     }
     loggedWords = words;
-    logger[level]({ err: error, ...details, failedSincePreviousLine: unlogged }, message);
+    // inWords: the cause without a stack, for an expected condition rather than a bug to trace.
+    const cause = inWords ? { cause: messageOf(error) } : { err: error };
+    logger[level]({ ...cause, ...details, failedSincePreviousLine: unlogged }, message);
     loggedAt = now;
     unlogged = 0;
   };

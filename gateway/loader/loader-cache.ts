@@ -2,6 +2,7 @@ import { createHash } from "node:crypto";
 import { promisify } from "node:util";
 import { brotliCompress, constants, gzip } from "node:zlib";
 import { toBinary } from "@bufbuild/protobuf";
+import { Code, ConnectError } from "@connectrpc/connect";
 import { DEFAULT_LOADER_CACHE_MB } from "#daemon/config.js";
 import { runtimeBundle } from "#gateway/loader/runtime-bundle.js";
 import { type Geo, runtimeConfig, variantGeo, variantKey } from "#gateway/loader/runtime-config.js";
@@ -11,6 +12,11 @@ import {
   STALE_IF_ERROR_MS,
   STALE_RETRY_MS,
 } from "#gateway/loader/stale-if-error.js";
+import {
+  createStaleServingLog,
+  type StaleServingLog,
+  type StaleServingLogger,
+} from "#gateway/loader/stale-log.js";
 import { type PublishedBanner, PublishedBannerSchema } from "#gen/consent/v1/banner_pb.js";
 
 const brotli = promisify(brotliCompress);
@@ -69,6 +75,8 @@ export interface LoaderCacheOptions {
   retryMs?: number;
   /** How long a request for a banner held in memory waits for its re-read (HELD_READ_WAIT_MS). */
   heldReadWaitMs?: number;
+  /** Told while banners are served stale and when the daemon answers again (stale-log.ts). */
+  logger?: StaleServingLogger;
   now?: () => number;
   /** Bound on the bytes of the responses kept, over all banners (CONSENT_LOADER_CACHE_MB's default). */
   maxBytes?: number;
@@ -153,6 +161,9 @@ export class LoaderCache {
   readonly #staleIfErrorMs: number;
   readonly #retryMs: number;
   readonly #heldReadWaitMs: number;
+  readonly #staleLog: StaleServingLog | undefined;
+  /** Banners kept whose last read failed or went unanswered: served as last read until re-read. */
+  readonly #staleBanners = new Set<string>();
   /** Bytes of the responses built for the banners in #banners. */
   #keptBytes = 0;
 
@@ -162,6 +173,7 @@ export class LoaderCache {
     this.#staleIfErrorMs = options.staleIfErrorMs ?? STALE_IF_ERROR_MS;
     this.#retryMs = options.retryMs ?? STALE_RETRY_MS;
     this.#heldReadWaitMs = options.heldReadWaitMs ?? HELD_READ_WAIT_MS;
+    this.#staleLog = options.logger && createStaleServingLog(options.logger);
   }
 
   /** Bytes of the responses kept in memory (identity, brotli and gzip bodies). */
@@ -213,6 +225,7 @@ export class LoaderCache {
       // The next request waits for the read the change calls for, as for any changed banner.
       cached.stale = false;
     }
+    this.#staleBanners.delete(publicId);
     this.#missing.delete(publicId);
     const loading = this.#loading.get(publicId);
     if (loading) {
@@ -247,7 +260,7 @@ export class LoaderCache {
     // While the daemon cannot be reached, no request waits for the retry: the banner as last read
     // answers at once, and the retry's outcome serves the requests after it.
     if (cached.stale) return cached;
-    return this.#heldAfterWait(cached, loading);
+    return this.#heldAfterWait(publicId, cached, loading);
   }
 
   /** Whether a banner's last successful read is recent enough to serve it stale (stale-if-error). */
@@ -261,11 +274,19 @@ export class LoaderCache {
    * transport's ping timeout, about 15 s): the read goes on, and its outcome serves the requests
    * after it.
    */
-  async #heldAfterWait(cached: CachedBanner, loading: Loading): Promise<CachedBanner | null> {
+  async #heldAfterWait(
+    publicId: string,
+    cached: CachedBanner,
+    loading: Loading,
+  ): Promise<CachedBanner | null> {
     if (!loading.overdue) {
       let timer: NodeJS.Timeout | undefined;
       loading.overdue = new Promise((resolve) => {
-        timer = setTimeout(() => resolve(OVERDUE), this.#heldReadWaitMs);
+        timer = setTimeout(() => {
+          if (!loading.token.stale && this.#holds(cached))
+            this.#servedStaleFor(publicId, unanswered(this.#heldReadWaitMs));
+          resolve(OVERDUE);
+        }, this.#heldReadWaitMs);
         timer.unref();
       });
       const stop = () => clearTimeout(timer);
@@ -291,6 +312,8 @@ export class LoaderCache {
     // Invalidated while the daemon answered: this answer may predate the change, so it answers
     // the requests waiting for it but is not kept.
     const current = !token.stale;
+    if (current) this.#staleBanners.delete(publicId);
+    this.#staleLog?.answered(this.#staleBanners.size);
     if (!banner) {
       if (current) {
         this.#drop(publicId);
@@ -339,8 +362,17 @@ export class LoaderCache {
       checkedAt: Math.min(now + this.#retryMs, until) - this.options.revalidateMs,
       stale: true,
     };
-    if (current) this.#keep(publicId, entry);
+    if (current) {
+      this.#keep(publicId, entry);
+      this.#servedStaleFor(publicId, error);
+    }
     return entry;
+  }
+
+  /** Counts a banner as served as last read for want of the daemon, and tells the operator. */
+  #servedStaleFor(publicId: string, cause: unknown): void {
+    this.#staleBanners.add(publicId);
+    this.#staleLog?.servedStale(cause, this.#staleBanners.size);
   }
 
   /** Sets a banner's entry as the most recent; the bytes of an entry it replaces leave the count. */
@@ -349,13 +381,17 @@ export class LoaderCache {
     const replaced = this.#banners.get(publicId);
     this.#keptBytes += entry.variants.bytes - (replaced?.variants.bytes ?? 0);
     const evicted = remember(this.#banners, publicId, entry, MAX_BANNERS);
-    if (evicted) this.#keptBytes -= evicted.variants.bytes;
+    if (evicted) {
+      this.#keptBytes -= evicted.value.variants.bytes;
+      this.#staleBanners.delete(evicted.key);
+    }
   }
 
   #drop(publicId: string): void {
     const dropped = this.#banners.get(publicId);
     if (!dropped) return;
     this.#banners.delete(publicId);
+    this.#staleBanners.delete(publicId);
     this.#keptBytes -= dropped.variants.bytes;
   }
 
@@ -379,15 +415,27 @@ export class LoaderCache {
 }
 
 /** Sets a map's entry as its most recent, dropping the least recent beyond `max` (returned). */
-function remember<V>(map: Map<string, V>, key: string, value: V, max: number): V | undefined {
+function remember<V>(
+  map: Map<string, V>,
+  key: string,
+  value: V,
+  max: number,
+): { key: string; value: V } | undefined {
   map.delete(key);
   map.set(key, value);
   if (map.size > max) {
-    const oldest = map.keys().next().value;
+    const oldest = map.entries().next().value;
     if (oldest === undefined) return undefined;
-    const evicted = map.get(oldest);
-    map.delete(oldest);
-    return evicted;
+    map.delete(oldest[0]);
+    return { key: oldest[0], value: oldest[1] };
   }
   return undefined;
+}
+
+/** The cause named while a held banner is served because its read has not answered. */
+function unanswered(waitedMs: number): ConnectError {
+  return new ConnectError(
+    `the daemon has not answered a banner read within ${waitedMs} ms`,
+    Code.DeadlineExceeded,
+  );
 }

@@ -106,6 +106,7 @@ export async function loaderRoutes(app: FastifyInstance, options: LoaderRouteOpt
   const cache = new LoaderCache({
     revalidateMs: options.revalidateMs ?? LOADER_REVALIDATE_MS,
     maxBytes: options.maxBytes,
+    logger: app.log,
     async fetchBanner(publicId) {
       try {
         return (await options.clients.banners.getPublishedBanner({ publicId })).banner ?? null;

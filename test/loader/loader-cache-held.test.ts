@@ -1,6 +1,8 @@
 import { type Client, Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
+import { pino } from "pino";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
+import { REPEATED_FAILURE_LOG_MS } from "#daemon/logging.js";
 import { LoaderCache, type LoaderVariant } from "#gateway/loader/loader-cache.js";
 import { HELD_READ_WAIT_MS, STALE_IF_ERROR_MS } from "#gateway/loader/stale-if-error.js";
 import { BannerService, type PublishedBanner } from "#gen/consent/v1/banner_pb.js";
@@ -115,5 +117,70 @@ describe("LoaderCache while its daemon does not answer", () => {
     const tooOld = watched(cache.variant(publicId, null));
     await vi.advanceTimersByTimeAsync(60_000);
     expect([neverRead.settled, tooOld.settled]).toEqual([false, false]);
+  });
+
+  it("warns at once and then once per 10 s while banners are served stale, naming how many, and says when the daemon answers again", async () => {
+    const lines: Record<string, unknown>[] = [];
+    const logged = new LoaderCache({
+      revalidateMs: REVALIDATE_MS,
+      now: () => now,
+      logger: pino({ level: "info" }, { write: (line: string) => lines.push(JSON.parse(line)) }),
+      fetchBanner: (publicId) => read(publicId),
+    });
+    read = fromDaemon;
+    const [one, two] = await Promise.all([bannerFixture(service), bannerFixture(service)]);
+    await logged.variant(one.publicId, null);
+    await logged.variant(two.publicId, null);
+
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout", "performance"] });
+    read = stalled;
+    now += REVALIDATE_MS;
+    const first = watched(logged.variant(one.publicId, null));
+    await vi.advanceTimersByTimeAsync(HELD_READ_WAIT_MS);
+    expect(first.value?.stale).toBe(true);
+    const warning = {
+      level: 40,
+      msg: "the daemon could not be reached: loaders are served as last read",
+      cause: "[deadline_exceeded] the daemon has not answered a banner read within 2000 ms",
+    };
+    expect(lines).toMatchObject([{ ...warning, staleBanners: 1, failedSincePreviousLine: 0 }]);
+    // The second banner within the interval: counted, not logged.
+    const second = watched(logged.variant(two.publicId, null));
+    await vi.advanceTimersByTimeAsync(HELD_READ_WAIT_MS);
+    expect(second.value?.stale).toBe(true);
+    expect(lines).toHaveLength(1);
+    // Requests answered from the held copies meanwhile are no failed reads: nothing more.
+    await logged.variant(one.publicId, null);
+    await vi.advanceTimersByTimeAsync(REPEATED_FAILURE_LOG_MS);
+    expect(lines).toHaveLength(1);
+
+    // The daemon answers the first banner's read: an info line, the other still served stale.
+    const answer = async (publicId: string) => {
+      for (const pending of unanswered.filter((read) => read.publicId === publicId)) {
+        pending.answer(await fromDaemon(publicId));
+      }
+      await vi.advanceTimersByTimeAsync(0);
+    };
+    await answer(one.publicId);
+    const answered = {
+      level: 30,
+      msg: "the daemon answers again: loaders are served as it answers",
+    };
+    expect(lines.slice(1)).toMatchObject([{ ...answered, staleBanners: 1 }]);
+    expect((await logged.variant(one.publicId, null))?.stale).toBeUndefined();
+
+    // It stops answering again, past the interval: a warning at once, counting the read held back.
+    now += REVALIDATE_MS;
+    const third = watched(logged.variant(one.publicId, null));
+    await vi.advanceTimersByTimeAsync(HELD_READ_WAIT_MS);
+    expect(third.value?.stale).toBe(true);
+    expect(lines.slice(2)).toMatchObject([
+      { ...warning, staleBanners: 2, failedSincePreviousLine: 1 },
+    ]);
+    // Both answered: one info line for the outage, not one per banner.
+    await answer(one.publicId);
+    await answer(two.publicId);
+    expect(lines.slice(3)).toMatchObject([{ ...answered, staleBanners: 1 }]);
+    expect((await logged.variant(two.publicId, null))?.stale).toBeUndefined();
   });
 });
