@@ -1,11 +1,8 @@
-import { createHash } from "node:crypto";
-import { promisify } from "node:util";
-import { brotliCompress, constants, gzip } from "node:zlib";
 import { toBinary } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { DEFAULT_LOADER_CACHE_MB } from "#daemon/config.js";
-import { runtimeBundle } from "#gateway/loader/runtime-bundle.js";
-import { type Geo, runtimeConfig, variantGeo, variantKey } from "#gateway/loader/runtime-config.js";
+import { buildVariant, type LoaderVariant, sha256 } from "#gateway/loader/loader-response.js";
+import { type Geo, variantGeo, variantKey } from "#gateway/loader/runtime-config.js";
 import {
   HELD_READ_WAIT_MS,
   isDaemonUnavailable,
@@ -18,25 +15,6 @@ import {
   type StaleServingLogger,
 } from "#gateway/loader/stale-log.js";
 import { type PublishedBanner, PublishedBannerSchema } from "#gen/consent/v1/banner_pb.js";
-
-const brotli = promisify(brotliCompress);
-const gzipAsync = promisify(gzip);
-
-/** One loader response, precompressed once when it is built (decisions §6). */
-export interface LoaderVariant {
-  /** Base of the strong ETags; each encoding gets its own ("<hash>", "<hash>-br", "<hash>-gz"). */
-  hash: string;
-  identity: Buffer;
-  br: Buffer;
-  gzip: Buffer;
-  /** The body depends on the visitor's location (the banner has jurisdiction rules). */
-  variesByGeo: boolean;
-  /**
-   * Served while the daemon cannot be reached: the banner's last read failed, and this is what
-   * the read before it gave (stale-if-error).
-   */
-  stale?: boolean;
-}
 
 /** A banner's responses by location, with the bytes of those built (all three bodies). */
 interface Variants {
@@ -90,40 +68,6 @@ export interface LoaderCacheOptions {
 const MAX_BANNERS = 5_000;
 const MAX_VARIANTS = 300;
 const MAX_MISSING = 10_000;
-
-const sha256 = (data: Uint8Array | string) =>
-  createHash("sha256").update(data).digest("base64url").slice(0, 27);
-
-/**
- * A value as a JavaScript literal: its JSON, with `<` and the line and paragraph separators
- * written as escapes (the same string to the parser). No operator text then ends or comments out
- * a `<script>` the body is placed in (`</script>`, `<!--`), nor breaks a parser that takes the
- * separators for line ends inside a string.
- */
-function scriptLiteral(value: unknown): string {
-  return JSON.stringify(value).replace(
-    /[<\u2028\u2029]/g,
-    (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`,
-  );
-}
-
-/** The loader body: the runtime bundle with the configuration bound to its `__CONFIG__`. */
-async function buildVariant(banner: PublishedBanner, geo: Geo | null): Promise<LoaderVariant> {
-  const config = scriptLiteral(runtimeConfig(banner, geo));
-  const identity = Buffer.from(`(function(__CONFIG__){${await runtimeBundle()}})(${config});\n`);
-  const [br, gz] = await Promise.all([
-    brotli(identity, {
-      params: {
-        [constants.BROTLI_PARAM_QUALITY]: constants.BROTLI_MAX_QUALITY,
-        [constants.BROTLI_PARAM_MODE]: constants.BROTLI_MODE_TEXT,
-        [constants.BROTLI_PARAM_SIZE_HINT]: identity.length,
-      },
-    }),
-    gzipAsync(identity, { level: 9 }),
-  ]);
-  const variesByGeo = (banner.configuration?.jurisdictionRules.length ?? 0) > 0;
-  return { hash: sha256(identity), identity, br, gzip: gz, variesByGeo };
-}
 
 /** A read of a banner from the daemon in flight; `stale` once the banner changed meanwhile. */
 interface Loading {

@@ -4,7 +4,8 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import Negotiator from "negotiator";
 import type { DaemonClients } from "#gateway/daemon-clients.js";
 import { sendPlainError } from "#gateway/errors.js";
-import { LoaderCache, type LoaderVariant } from "#gateway/loader/loader-cache.js";
+import { LoaderCache } from "#gateway/loader/loader-cache.js";
+import type { LoaderVariant } from "#gateway/loader/loader-response.js";
 import { parseGeo } from "#gateway/loader/runtime-config.js";
 import { refuseOtherMethods } from "#gateway/methods.js";
 

@@ -1,7 +1,8 @@
 import { createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { LoaderCache, type LoaderVariant } from "#gateway/loader/loader-cache.js";
+import { LoaderCache } from "#gateway/loader/loader-cache.js";
+import type { LoaderVariant } from "#gateway/loader/loader-response.js";
 import { BannerService, type PublishedBanner } from "#gen/consent/v1/banner_pb.js";
 import { http } from "#test/support/api.js";
 import { bannerFixture } from "#test/support/consent-log.js";
