@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import type { Document } from "mongodb";
 import { afterEach, describe, expect, it } from "vitest";
 import { emptyDatabase, storeOnStandIn } from "#daemon/store/mongo-wire-stand-in.js";
-import { anEndpoint } from "#daemon/webhooks/webhook-store.contract.js";
+import { anEndpoint, aSucceededAttempt } from "#daemon/webhooks/webhook-store.contract.js";
 
 /**
  * The MongoDB webhook adapter over the wire-protocol stand-in (mongo-wire-stand-in.ts), for the
@@ -51,13 +51,7 @@ describe("MongoDB webhook store: recording an attempt", () => {
     leaseUntil: new Date(now.getTime() + 60_000),
     dueAt: new Date(now.getTime() + 60_000),
   };
-  const result = {
-    attempts: 1,
-    status: "succeeded" as const,
-    lastAttemptAt: now,
-    lastStatusCode: 204,
-    succeededAt: now,
-  };
+  const result = aSucceededAttempt(now);
   /** A database holding the claimed delivery, whose replace the server answers with `reply`. */
   const answeringReplace = (reply: Document) => {
     const database = emptyDatabase(undefined, {

@@ -10,6 +10,7 @@ import {
   useFreshStore,
 } from "#daemon/store/store-contract-harness.js";
 import {
+  type AttemptResult,
   type DeliveryRecord,
   deliveryId,
   eventIdOf,
@@ -44,6 +45,17 @@ export function anEndpoint(teamId: string, createdAt: Date): WebhookEndpointReco
     createdAt,
     updatedAt: createdAt,
     version: 1,
+  };
+}
+
+/** A first attempt the receiver answered with `statusCode` at `at`. */
+export function aSucceededAttempt(at: Date, statusCode = 204): AttemptResult {
+  return {
+    attempts: 1,
+    status: "succeeded",
+    lastAttemptAt: at,
+    lastStatusCode: statusCode,
+    succeededAt: at,
   };
 }
 
@@ -336,13 +348,7 @@ export function describeWebhookStoreContract(openStore: OpenStore): void {
       expect(await store().webhooks.claimDeliveries(lease("b"), shifted(now, 1000), 10)).toEqual(
         [],
       );
-      const result = {
-        attempts: 1,
-        status: "succeeded" as const,
-        lastAttemptAt: now,
-        lastStatusCode: 204,
-        succeededAt: now,
-      };
+      const result = aSucceededAttempt(now);
       expect(await store().webhooks.completeAttempt(leased.id, "a", 0, result)).toBe(true);
       expect(await store().webhooks.getDelivery(teamId, leased.id)).toMatchObject({
         status: "succeeded",
@@ -436,13 +442,7 @@ export function describeWebhookStoreContract(openStore: OpenStore): void {
       expect(ids).toHaveLength(6);
       const first = a[0] ?? (b[0] as DeliveryRecord);
       const other = first.leaseOwner === "a" ? "b" : "a";
-      const result = {
-        attempts: 1,
-        status: "succeeded" as const,
-        lastAttemptAt: at,
-        lastStatusCode: 200,
-        succeededAt: at,
-      };
+      const result = aSucceededAttempt(at, 200);
       expect(await store().webhooks.completeAttempt(first.id, other, 0, result)).toBe(false);
       expect(
         await store().webhooks.completeAttempt(first.id, first.leaseOwner as string, 0, result),
