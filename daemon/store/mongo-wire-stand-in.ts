@@ -268,7 +268,7 @@ function replyFields(): Buffer {
  * each command bounded by `timeoutMs`. `close` closes the store, then the stand-in.
  */
 export async function storeOnStandIn(
-  database: ReturnType<typeof emptyDatabase>,
+  database: { answer: WireAnswer },
   timeoutMs = 1_000,
 ): Promise<{ store: Store; server: WireStandIn; close(): Promise<void> }> {
   const server = await startWireStandIn((command, name) => database.answer(command, name));

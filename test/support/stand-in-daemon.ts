@@ -1,9 +1,8 @@
 import { ConnectError } from "@connectrpc/connect";
 import { pino } from "pino";
 import { createDaemon, listenDaemon } from "#daemon/server.js";
-import { openMongoStore } from "#daemon/store/mongo-store.js";
 import {
-  startWireStandIn,
+  storeOnStandIn,
   type WireAnswer,
   type WireStandIn,
 } from "#daemon/store/mongo-wire-stand-in.js";
@@ -28,14 +27,7 @@ export async function startStandInDaemon(
   database: { answer: WireAnswer },
   options: { operatorToken: string; timeoutMs?: number },
 ): Promise<StandInDaemon> {
-  const server = await startWireStandIn((command, name) => database.answer(command, name));
-  const store = await openMongoStore({
-    uri: server.uri("shop"),
-    timeoutMs: options.timeoutMs ?? 1_000,
-  }).catch(async (error: unknown) => {
-    await server.close();
-    throw error;
-  });
+  const { store, server, close } = await storeOnStandIn(database, options.timeoutMs);
   const logs: Record<string, unknown>[] = [];
   const logger = pino({ level: "warn" }, { write: (line: string) => logs.push(JSON.parse(line)) });
   // The store and the stand-in are closed again when a later step fails.
@@ -54,13 +46,11 @@ export async function startStandInDaemon(
       logs,
       async close() {
         await listening.app.close();
-        await store.close();
-        await server.close();
+        await close();
       },
     };
   } catch (error) {
-    await store.close();
-    await server.close();
+    await close();
     throw error;
   }
 }
