@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { aSession } from "#daemon/sessions/session-store.contract.js";
-import { emptyDatabase, storeOnStandIn } from "#daemon/store/mongo-wire-stand-in.js";
+import { documentOf, emptyDatabase, storeOnStandIn } from "#daemon/store/mongo-wire-stand-in.js";
 import { DAY, MINUTE, shifted } from "#daemon/store/store-contract-harness.js";
 
 const opened: (() => Promise<void>)[] = [];
@@ -14,9 +14,9 @@ describe("MongoDB session store: a session past its expiry that the TTL monitor 
     // server still holds it, which the stand-in plays by answering every find with it.
     const now = new Date();
     const session = aSession(shifted(now, -DAY), now);
-    const { id, ...fields } = session;
+    const { id } = session;
     const database = emptyDatabase();
-    database.documents.set("sessions", [{ _id: id, ...fields }]);
+    database.documents.set("sessions", [documentOf(session)]);
     const standIn = await storeOnStandIn(database);
     opened.push(standIn.close);
     const { sessions } = standIn.store;

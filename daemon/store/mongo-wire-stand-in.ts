@@ -288,6 +288,11 @@ export async function storeOnStandIn(
   }
 }
 
+/** A stored record as MongoDB holds it, for a stand-in's collection: its id as `_id`. */
+export function documentOf<T extends { id: string }>({ id, ...fields }: T): Document {
+  return { _id: id, ...fields };
+}
+
 /**
  * A write's reply whose majority did not answer within its wtimeout (code 64): what `reply` says
  * (how many documents it wrote, or its `writeErrors`) happened on the primary alone.

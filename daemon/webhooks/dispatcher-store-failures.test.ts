@@ -1,9 +1,9 @@
 import { randomUUID } from "node:crypto";
-import type { Document } from "mongodb";
 import { pino } from "pino";
 import { describe, expect, it } from "vitest";
 import { aConsentLogRow } from "#daemon/consent-log/consent-log-store.contract.js";
 import {
+  documentOf,
   emptyDatabase,
   storeOnStandIn,
   writeConcernTimedOut,
@@ -13,11 +13,6 @@ import { WebhookDispatcher } from "#daemon/webhooks/dispatcher.js";
 import { WebhookSecretBox } from "#daemon/webhooks/webhook-secrets.js";
 import { anEndpoint } from "#daemon/webhooks/webhook-store.contract.js";
 import { deliveryId, eventIdOf } from "#daemon/webhooks/webhook-store.js";
-
-/** A stored record as MongoDB holds it: its id as `_id`. */
-function documentOf<T extends { id: string }>({ id, ...fields }: T): Document {
-  return { _id: id, ...fields };
-}
 
 describe("webhook dispatch over a store that fails two fan-outs of one pass", () => {
   it.each([

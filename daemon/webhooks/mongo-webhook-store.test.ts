@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import type { Document } from "mongodb";
 import { afterEach, describe, expect, it } from "vitest";
-import { emptyDatabase, storeOnStandIn } from "#daemon/store/mongo-wire-stand-in.js";
+import { documentOf, emptyDatabase, storeOnStandIn } from "#daemon/store/mongo-wire-stand-in.js";
 import { anEndpoint, aSucceededAttempt } from "#daemon/webhooks/webhook-store.contract.js";
 
 /**
@@ -25,8 +25,7 @@ describe("MongoDB webhook store: a sweep's page", () => {
   it("hands out an empty page for a limit of 0, not every endpoint (the driver's limit 0)", async () => {
     const database = emptyDatabase();
     const endpoint = anEndpoint(randomUUID(), new Date());
-    const { id, ...fields } = endpoint;
-    database.documents.set("webhook_endpoints", [{ _id: id, ...fields }]);
+    database.documents.set("webhook_endpoints", [documentOf(endpoint)]);
     const { store } = await open(database);
     expect(await store.webhooks.endpointsAfter(null, 0)).toEqual([]);
     expect(await store.webhooks.endpointsAfter(null, 1)).toEqual([endpoint]);
