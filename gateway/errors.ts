@@ -140,14 +140,25 @@ export function failureOf(request: FastifyRequest, error: unknown): HttpError {
 }
 
 /**
+ * A call that ended because the daemon could not be reached or did not answer in time, or its
+ * store is unavailable (the daemon's `unavailable`, decisions §7): a retry shortly may pass. The
+ * loader serves a banner held in memory on these failures only (stale-if-error.ts).
+ */
+export function isDaemonUnavailable(error: unknown): error is ConnectError {
+  return (
+    error instanceof ConnectError &&
+    (error.code === Code.Unavailable || error.code === Code.DeadlineExceeded)
+  );
+}
+
+/**
  * A call that ended unavailable or past its deadline without the daemon's own ErrorInfo (a proxy's
  * 503, a deadline, a daemon or gateway shutting down), other than the daemon being unreachable
  * (warned of apart) or over its request budget (an expected refusal under load, not logged).
  */
 function isUnansweredCall(error: unknown): boolean {
   return (
-    error instanceof ConnectError &&
-    (error.code === Code.Unavailable || error.code === Code.DeadlineExceeded) &&
+    isDaemonUnavailable(error) &&
     error.findDetails(ErrorInfoSchema).length === 0 &&
     !isDaemonBusy(error)
   );
@@ -233,10 +244,9 @@ const UNAVAILABLE: HttpError = {
 function unintended(error: ConnectError): HttpError {
   // The daemon could not be reached, went away, was over its request budget or did not answer in
   // time (spec 7: 5xx is retried): a retry shortly may pass.
-  if (error.code === Code.Unavailable || error.code === Code.DeadlineExceeded) {
-    return { ...UNAVAILABLE, headers: { "Retry-After": "1" } };
-  }
-  return INTERNAL;
+  return isDaemonUnavailable(error)
+    ? { ...UNAVAILABLE, headers: { "Retry-After": "1" } }
+    : INTERNAL;
 }
 
 function fromConnectError(error: ConnectError): HttpError {

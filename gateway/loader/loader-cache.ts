@@ -1,11 +1,11 @@
 import { toBinary } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { DEFAULT_LOADER_CACHE_MB } from "#daemon/config.js";
+import { isDaemonUnavailable } from "#gateway/errors.js";
 import { buildVariant, type LoaderVariant, sha256 } from "#gateway/loader/loader-response.js";
 import { type Geo, variantGeo, variantKey } from "#gateway/loader/runtime-config.js";
 import {
   HELD_READ_WAIT_MS,
-  isDaemonUnavailable,
   STALE_IF_ERROR_MS,
   STALE_RETRY_MS,
 } from "#gateway/loader/stale-if-error.js";

@@ -1,13 +1,12 @@
-import { Code, ConnectError } from "@connectrpc/connect";
-
 /**
- * Stale-if-error: a banner whose read fails because the daemon (or its store) cannot answer is
- * served as it was last read for up to a day after that read. A daemon restarting in a rolling
- * upgrade, or down for a night, then costs no site its banner (without it no consent is asked and
- * gated scripts never run). Beyond a day the gateway has been cut off long enough that what it
- * holds may no longer be what the operator wants shown, and it answers 503 as for a banner it
- * never served. An operator who deactivates or republishes a banner meanwhile reaches visitors of
- * this gateway once it reaches a daemon again: nothing it cannot reach could tell it sooner.
+ * Stale-if-error: a banner whose read fails because the daemon (or its store) cannot answer
+ * (isDaemonUnavailable, errors.ts) is served as it was last read for up to a day after that read.
+ * A daemon restarting in a rolling upgrade, or down for a night, then costs no site its banner
+ * (without it no consent is asked and gated scripts never run). Beyond a day the gateway has been
+ * cut off long enough that what it holds may no longer be what the operator wants shown, and it
+ * answers 503 as for a banner it never served. An operator who deactivates or republishes a banner
+ * meanwhile reaches visitors of this gateway once it reaches a daemon again: nothing it cannot
+ * reach could tell it sooner.
  */
 export const STALE_IF_ERROR_MS = 24 * 60 * 60_000;
 /**
@@ -27,15 +26,3 @@ export const STALE_RETRY_MS = 5_000;
  * as a page that does not load. A banner never read has no copy to serve and waits as before.
  */
 export const HELD_READ_WAIT_MS = 2_000;
-
-/**
- * A read that failed because the daemon could not be reached or did not answer in time, or its
- * store is unavailable (the daemon's `unavailable`, decisions §7): the only failures a banner is
- * served stale on. A not_found, an inactive banner, or any other failure is answered as it is.
- */
-export function isDaemonUnavailable(error: unknown): boolean {
-  return (
-    error instanceof ConnectError &&
-    (error.code === Code.Unavailable || error.code === Code.DeadlineExceeded)
-  );
-}
