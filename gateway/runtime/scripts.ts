@@ -1,7 +1,7 @@
 import { fail, warn } from "./console-lines.js";
 
 // This module's state is one banner's: each loader runs its own copy of the runtime, wrapped
-// around its own configuration (gateway/loader/loader-cache.ts), and a page runs one banner.
+// around its own configuration (gateway/loader/loader-response.ts), and a page runs one banner.
 
 /**
  * Gated scripts already handed to the queue, so a later choice never runs one twice, or left out
