@@ -116,14 +116,26 @@ export async function runCliOnTerminal(
   const program = [process.execPath, BIN, ...args].map(quote).join(" ");
   const command =
     columns === undefined ? program : `stty cols ${columns} rows 24 && exec ${program}`;
+  return onTerminal(command, env).closed;
+}
+
+/**
+ * Runs `command` (a shell's) on a pseudo-terminal (util-linux `script`) with consentctl's
+ * environment (childEnv, TERM=xterm): what the terminal has shown so far, and its exit status
+ * with all it showed once it ends.
+ */
+function onTerminal(
+  command: string,
+  env: Record<string, string>,
+): { screen: () => string; closed: Promise<{ code: number | null; screen: string }> } {
   const child = spawn("script", ["-qec", command, "/dev/null"], {
     env: childEnv({ TERM: "xterm", ...env }),
     stdio: ["ignore", "pipe", "pipe"],
   });
   let screen = "";
   child.stdout.setEncoding("utf8").on("data", (chunk: string) => (screen += chunk));
-  const [code] = (await once(child, "close")) as [number | null];
-  return { code, screen };
+  const closed = once(child, "close").then(([code]) => ({ code: code as number | null, screen }));
+  return { screen: () => screen, closed };
 }
 
 /** A `consentctl` running on a pseudo-terminal (startCliOnTerminal). */
@@ -155,20 +167,14 @@ export async function startCliOnTerminal(
     `while kill -0 $pid 2>/dev/null; do if [ -e ${quote(file("cols"))} ]; then stty cols $(cat ${quote(file("cols"))}) rows 24; rm ${quote(file("cols"))}; touch ${quote(file("resized"))}; fi; sleep 0.05; done`,
     "wait $pid",
   ].join("\n");
-  const child = spawn("script", ["-qec", command, "/dev/null"], {
-    env: childEnv({ TERM: "xterm", ...env }),
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  let screen = "";
-  child.stdout.setEncoding("utf8").on("data", (chunk: string) => (screen += chunk));
-  const closed = once(child, "close").then(([code]) => ({ code: code as number | null, screen }));
+  const { screen, closed } = onTerminal(command, env);
   const until = async <T>(read: () => Promise<T | undefined>, what: string): Promise<T> => {
     for (let tries = 0; tries < 600; tries++) {
       const value = await read();
       if (value !== undefined) return value;
       await new Promise((resolve) => setTimeout(resolve, 50));
     }
-    throw new Error(`${what} within 30 s; the terminal showed: ${JSON.stringify(screen)}`);
+    throw new Error(`${what} within 30 s; the terminal showed: ${JSON.stringify(screen())}`);
   };
   const exists = (name: string) =>
     stat(file(name)).then(
@@ -176,7 +182,7 @@ export async function startCliOnTerminal(
       () => undefined,
     );
   return {
-    waitFor: (test) => until(async () => (test(screen) ? screen : undefined), "no such screen"),
+    waitFor: (test) => until(async () => (test(screen()) ? screen() : undefined), "no such screen"),
     async resize(to) {
       await writeFile(file("cols"), String(to));
       await until(() => exists("resized"), "no resize");
