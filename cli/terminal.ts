@@ -1,4 +1,5 @@
 import { Writable } from "node:stream";
+import { useStdout } from "ink";
 
 /**
  * Width piped output is laid out within: wide enough that no line is ever wrapped or cut. Ink
@@ -54,7 +55,19 @@ export function liveTerminal(
  * included), or PIPED_COLUMNS when piped, so that no line is cut.
  */
 export function frameColumns(stream: { isTTY?: boolean; columns?: number }): number {
-  return stream.isTTY === true ? stream.columns || 80 : PIPED_COLUMNS;
+  return stream.isTTY === true ? stream.columns || UNKNOWN_COLUMNS : PIPED_COLUMNS;
+}
+
+/** The width a terminal that does not say its own is taken to have. */
+const UNKNOWN_COLUMNS = 80;
+
+/**
+ * The columns a component lays itself out in: `width` when its caller gives one (a test, a
+ * frame laid out for a pipe), else Ink's output's, else UNKNOWN_COLUMNS.
+ */
+export function useColumns(width?: number): number {
+  const { stdout } = useStdout();
+  return width ?? (stdout.columns || UNKNOWN_COLUMNS);
 }
 
 /**

@@ -1,5 +1,6 @@
-import { Box, Text, useStdout } from "ink";
+import { Box, Text } from "ink";
 import { printable } from "#cli/format.js";
+import { useColumns } from "#cli/terminal.js";
 import { textWidth, widestPiece, wrapToWidth } from "#cli/text-width.js";
 import { type Tone, Toned } from "#cli/theme.js";
 
@@ -42,8 +43,7 @@ function linesOf(check: CheckResult): string[] {
  * escaped, never sent to the terminal.
  */
 export function CheckList({ checks, width }: { checks: readonly CheckResult[]; width?: number }) {
-  const { stdout } = useStdout();
-  const columns = width ?? (stdout.columns || 80);
+  const columns = useColumns(width);
   const nameWidth = Math.max(0, ...checks.map((check) => textWidth(check.name)));
   const column = nameWidth + 4;
   const texts = checks.map(linesOf);

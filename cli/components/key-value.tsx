@@ -1,6 +1,7 @@
-import { Box, useStdout } from "ink";
+import { Box } from "ink";
 import { Copyable } from "#cli/components/copyable.js";
 import { printable } from "#cli/format.js";
+import { useColumns } from "#cli/terminal.js";
 import { textWidth, widestPiece, wrapToWidth } from "#cli/text-width.js";
 import { type Tone, Toned } from "#cli/theme.js";
 
@@ -43,8 +44,7 @@ const INDENT = 2;
  * copy of it is the value, with no line break or indent inside.
  */
 export function KeyValue({ fields, width }: KeyValueProps) {
-  const { stdout } = useStdout();
-  const columns = width ?? (stdout.columns || 80);
+  const columns = useColumns(width);
   const values = fields.map((field) => printable(field.value));
   const labelWidth = Math.max(0, ...fields.map((field) => textWidth(field.label)));
   const needs = fields.map((field, i) => needed(field, values[i] ?? ""));

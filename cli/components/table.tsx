@@ -1,6 +1,7 @@
-import { Box, Text, useStdout } from "ink";
+import { Box, Text } from "ink";
 import { KeyValue } from "#cli/components/key-value.js";
 import { printable } from "#cli/format.js";
+import { useColumns } from "#cli/terminal.js";
 import { cutToWidth, textWidth } from "#cli/text-width.js";
 import { type Tone, Toned } from "#cli/theme.js";
 
@@ -127,9 +128,8 @@ export function streamWidths<Row>(
  * "HEADER: value" lines per row instead: a table squeezed further says "pendi…" and "2026-…".
  */
 export function Table<Row>({ columns, rows, empty, width }: TableProps<Row>) {
-  const { stdout } = useStdout();
+  const available = useColumns(width);
   if (rows.length === 0) return <Toned tone="muted">{empty}</Toned>;
-  const available = width ?? (stdout.columns || 80);
   const cells = rows.map((row) => columns.map((column) => cellText(column, row)));
   const natural = columns.map((column, i) =>
     Math.max(textWidth(column.header), ...cells.map((line) => textWidth(line[i] ?? ""))),

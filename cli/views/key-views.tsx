@@ -1,9 +1,10 @@
 import { timestampDate } from "@bufbuild/protobuf/wkt";
-import { Box, Text, useStdout } from "ink";
+import { Box, Text } from "ink";
 import { type Field, KeyValue } from "#cli/components/key-value.js";
 import { SecretNotice } from "#cli/components/secret-notice.js";
 import { Table } from "#cli/components/table.js";
 import { formatTime } from "#cli/format.js";
+import { useColumns } from "#cli/terminal.js";
 import { wrapToWidth } from "#cli/text-width.js";
 import type { Tone } from "#cli/theme.js";
 import { keyExpired } from "#daemon/keys/key-store.js";
@@ -80,7 +81,7 @@ export function MintedKeyView({ minted }: { minted: MintedKey }) {
  * line could break inside the time at its space.
  */
 function PreviousKeyNote({ previous }: { previous: ApiKey }) {
-  const { stdout } = useStdout();
+  const columns = useColumns();
   const until =
     keyStatus(previous).label === "active"
       ? `keeps working until ${formatTime(previous.expiresAt)}`
@@ -88,7 +89,7 @@ function PreviousKeyNote({ previous }: { previous: ApiKey }) {
   const note = `The previous key ${previous.hint} (${previous.id}) ${until}.`;
   return (
     <Box marginTop={1}>
-      <Text>{wrapToWidth(note, stdout.columns || 80)}</Text>
+      <Text>{wrapToWidth(note, columns)}</Text>
     </Box>
   );
 }
