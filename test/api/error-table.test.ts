@@ -1,4 +1,4 @@
-import { Code, createClient } from "@connectrpc/connect";
+import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { BannerService } from "#gen/consent/v1/banner_pb.js";
@@ -578,6 +578,20 @@ describe("spec 7 error table", () => {
       expect(result.status).toBe(503);
       expect(envelopeOf(result).code).toBe("identity_unavailable");
       expect(result.headers.get("x-ratelimit-limit")).toBe("5000");
+      // No key returns without the operator: clients are told to come back in minutes.
+      expect(result.headers.get("retry-after")).toBe("300");
+      const subjects = createClient(
+        SubjectService,
+        createGrpcTransport({ baseUrl: degraded.daemonUrl }),
+      );
+      const refused = await subjects
+        .resolveSubject(
+          { bannerId: banner.publicId, subjectId: "x" },
+          { headers: { authorization: `Bearer ${degradedKey}` } },
+        )
+        .catch((error: unknown) => ConnectError.from(error));
+      expect(refused).toMatchObject({ code: Code.Unavailable });
+      expect((refused as ConnectError).metadata.get("retry-after")).toBe("300");
       // The health service says so of SubjectService by name; the daemon and store serve.
       const health = createClient(Health, createGrpcTransport({ baseUrl: degraded.daemonUrl }));
       const statusOf = async (service: string) => (await health.check({ service })).status;
