@@ -194,9 +194,46 @@ function httpUrl(value: string, name: string, example: string): URL {
   return parsed;
 }
 
+/**
+ * A URL's `scheme://` (when it has one) and its user info. A value refused for its form may hold
+ * a password with `/`, `?`, `#` or `@` unescaped, so the user info runs to the last `@`: an `@`
+ * further on (in a query) hides a little more than user info, never less.
+ */
+const USER_INFO = /^([a-z][a-z0-9+.-]*:\/\/)?(.*)@/is;
+
 /** `value` with the user info of its authority (`user:password@`) replaced by `***@`. */
 export function withoutUserInfo(value: string): string {
-  return value.replace(/^([a-z][a-z0-9+.-]*:\/\/)[^/?#]*@/i, "$1***@");
+  return value.replace(USER_INFO, "$1***@");
+}
+
+/**
+ * `text` (a parser's words about `value`) with the user name and password of `value`'s user info,
+ * as sent or percent-decoded, replaced by `***` wherever they stand apart from letters and digits.
+ */
+export function withoutUserInfoOf(value: string, text: string): string {
+  const userInfo = USER_INFO.exec(value)?.[2];
+  if (!userInfo) return text;
+  const colon = userInfo.indexOf(":");
+  const parts =
+    colon < 0 ? [userInfo] : [userInfo, userInfo.slice(0, colon), userInfo.slice(colon + 1)];
+  const pieces = new Set(parts.flatMap((part) => [part, decodedOrNot(part)]).filter(Boolean));
+  let hidden = text;
+  for (const piece of [...pieces].sort((a, b) => b.length - a.length)) {
+    const escaped = piece.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+    hidden = hidden.replace(
+      new RegExp(`(?<![\\p{L}\\p{N}])${escaped}(?![\\p{L}\\p{N}])`, "gu"),
+      "***",
+    );
+  }
+  return hidden;
+}
+
+function decodedOrNot(text: string): string {
+  try {
+    return decodeURIComponent(text);
+  } catch {
+    return text;
+  }
 }
 
 /**

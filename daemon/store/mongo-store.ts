@@ -18,7 +18,7 @@ import {
 } from "mongodb";
 import { type BannerDocument, MongoBannerStore } from "#daemon/banners/mongo-banner-store.js";
 import { CLOCK_SKEW_MS } from "#daemon/clock.js";
-import { StartupError } from "#daemon/config.js";
+import { StartupError, withoutUserInfo, withoutUserInfoOf } from "#daemon/config.js";
 import {
   type ConsentLogDocument,
   MongoConsentLogStore,
@@ -131,9 +131,10 @@ export async function openMongoStore(options: MongoStoreOptions): Promise<Store>
   try {
     client = new MongoClient(options.uri, mongoClientOptions(timeouts));
   } catch (error) {
-    // The driver's parse errors name the part it could not read, not the credentials.
+    // The driver's parse errors name the part they could not read, a malformed user name
+    // included: the connection string and those words are repeated without its user info.
     throw new StartupError(
-      `MONGODB_URI is not a connection string MongoDB accepts: ${(error as Error).message}`,
+      `MONGODB_URI ("${withoutUserInfo(options.uri)}") is not a connection string MongoDB accepts: ${withoutUserInfoOf(options.uri, messageOf(error))}`,
       { cause: error },
     );
   }

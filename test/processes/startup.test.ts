@@ -642,6 +642,42 @@ describe("start-up of the real programs", () => {
     );
   });
 
+  it("a refused MONGODB_URI, CONSENT_DAEMON_URL or CONSENT_BASE_URL is repeated without its user info, a user name or a password holding / ? # @ included", async () => {
+    const refusals: [string, Record<string, string>, string][] = [
+      [
+        PROGRAMS.consentd,
+        { MONGODB_URI: "mongodb://ops/admin:s3cret-pw@db.example:27017/shop" },
+        'consentd: MONGODB_URI ("mongodb://***@db.example:27017/shop") is not a connection string MongoDB accepts: Username contains unescaped characters ***',
+      ],
+      [
+        PROGRAMS.consent,
+        { MONGODB_URI: "mongodb://ops-admin:s3cret-pw@db.example:27017/shop?tls=maybe" },
+        'consent: MONGODB_URI ("mongodb://***@db.example:27017/shop?tls=maybe") is not a connection string MongoDB accepts: tls/ssl must be either "true" or "false"',
+      ],
+      [
+        PROGRAMS.gateway,
+        { CONSENT_DAEMON_URL: "http://ops-admin:s3cret/pw@127.0.0.1:9" },
+        'consent-gateway: CONSENT_DAEMON_URL must be an absolute URL, not "http://***@127.0.0.1:9"',
+      ],
+      [
+        PROGRAMS.consentd,
+        { CONSENT_BASE_URL: "https://ops-admin:s3cret#pw@consent.example.com" },
+        'consentd: CONSENT_BASE_URL must be an absolute URL, not "https://***@consent.example.com"',
+      ],
+    ];
+    await Promise.all(
+      refusals.map(async ([bin, env, words]) => {
+        const { code, stdout, message } = await refusedStart(bin, {
+          CONSENT_ADMIN_TOKEN: "operator-token-for-the-gateway-alone",
+          ...env,
+        });
+        expect([env, code, message]).toEqual([env, 1, words]);
+        expect(message).not.toMatch(/ops|s3cret/);
+        expect(stdout).not.toContain("listening");
+      }),
+    );
+  });
+
   it("a CONSENT_TRUST_PROXY entry that is not an address stops npm start and the gateway alone before anything listens, with exit code 1 and one line naming the variable and the entry", async () => {
     for (const [bin, name] of [
       [PROGRAMS.consent, "consent"],
