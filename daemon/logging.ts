@@ -1,17 +1,56 @@
-import { type Logger, pino } from "pino";
+import { type DestinationStream, type Logger, pino, stdSerializers } from "pino";
 import { messageOf } from "#daemon/errors.js";
+
+/**
+ * A preferences link's path (decisions §5), `/preferences/{token}`, with each letter of its name
+ * also percent-encoded or in another case: the token is a capability (whoever holds it may change
+ * a visitor's choices while it lasts), so no log line may hold one.
+ */
+const PREFERENCES_LINK = new RegExp(
+  `/${[..."preferences"].map((letter) => `(?:${letter}|%${letter.charCodeAt(0).toString(16)})`).join("")}/[^/?#\\s"\\\\]+`,
+  "gi",
+);
+
+/** A log line (pino's JSON) with every preferences link's token written `[redacted]`. */
+export function withoutPreferencesTokens(line: string): string {
+  return line.replace(
+    PREFERENCES_LINK,
+    (link) => `${link.slice(0, link.lastIndexOf("/"))}/[redacted]`,
+  );
+}
+
+/**
+ * A request in a log line: its method and URL, never its client's address, port or headers
+ * (README, "Logs"). In place of Fastify's own serializer, which adds the address and port.
+ */
+function requestInLog(request: { method?: string; url?: string }) {
+  return { method: request.method, url: request.url };
+}
 
 /**
  * The JSON loggers of the programs' two services, each line tagged with the service that wrote
  * it: `consentd` or `consent-gateway`. Both are children of one logger, so when `npm start` runs
- * both in one process their lines go out through one writer and never interleave.
+ * both in one process their lines go out through one writer and never interleave. Every line,
+ * Fastify's and connect-es' included, passes one redaction on its way out: a preferences link
+ * (in a message, an error's message or stack, or a request) loses its token.
  */
-export function serviceLoggers(level: string): { daemon: Logger; gateway: Logger } {
+export function serviceLoggers(
+  level: string,
+  destination: DestinationStream = process.stdout,
+): { daemon: Logger; gateway: Logger } {
   // Through process.stdout, whose write errors are events the programs handle (bin/run-ts.js:
   // a reader gone, a terminal hung up), rather than pino's own writer on fd 1, which throws them
   // and, at exit, retries a failed flush for ever (a closed terminal's EIO hung the drain).
   // Writes to files, pipes and terminals are synchronous on Linux, so no line waits in a buffer.
-  const root = pino({ level, base: null }, process.stdout);
+  const root = pino(
+    {
+      level,
+      base: null,
+      serializers: { req: requestInLog, err: stdSerializers.err },
+      hooks: { streamWrite: withoutPreferencesTokens },
+    },
+    destination,
+  );
   return {
     daemon: root.child({ service: "consentd" }),
     gateway: root.child({ service: "consent-gateway" }),
