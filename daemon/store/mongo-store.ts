@@ -268,8 +268,12 @@ const RETRYABLE_LABELS = [
 /**
  * Server codes of a replica set between primaries or of a node going away (the retryable codes
  * of the retryable-reads and retryable-writes specifications), 64, a write concern that timed
- * out (wtimeoutMS) while a majority did not answer, and 50, a read stopped at its maxTimeMS that
- * reads a bounded number of rows (a consent record's latest choice): a server too busy for now.
+ * out (wtimeoutMS) while a majority did not answer, 100, one the set cannot meet at all as it
+ * stands (too few data-bearing members in its configuration), and 50, a read stopped at its
+ * maxTimeMS that reads a bounded number of rows (a consent record's latest choice): a server too
+ * busy for now. A write concern error (64, 100, or a step-down's 91, 189, 11602 while waiting)
+ * comes after the primary applied the write: its outcome is unknown, as when the store is out of
+ * reach, and the set's operator, not the caller, can end it (README, "MongoDB").
  * A consent log read of a time range stopped so is the query's size, not the server's state: its
  * adapter answers it as LogReadTooLargeError (mongo-consent-log-store.ts), which is not this.
  */
@@ -280,6 +284,7 @@ const UNAVAILABLE_CODES = new Set([
   64, // WriteConcernFailed, WriteConcernTimeout from 8.1 (wtimeout)
   89, // NetworkTimeout
   91, // ShutdownInProgress
+  100, // UnsatisfiableWriteConcern
   133, // FailedToSatisfyReadPreference (mongos: a shard without a primary for now)
   134, // ReadConcernMajorityNotAvailableYet
   189, // PrimarySteppedDown

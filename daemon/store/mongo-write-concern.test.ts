@@ -1,0 +1,72 @@
+import { Code, createClient } from "@connectrpc/connect";
+import { createGrpcTransport } from "@connectrpc/connect-node";
+import { afterEach, describe, expect, it } from "vitest";
+import { generateOperatorToken } from "#daemon/auth/secrets.js";
+import { emptyDatabase } from "#daemon/store/mongo-wire-stand-in.js";
+import { AdminService } from "#gen/consent/v1/admin_pb.js";
+import {
+  failureOf,
+  type StandInDaemon,
+  startStandInDaemon,
+} from "#test/support/stand-in-daemon.js";
+
+/**
+ * A team created through a daemon over the MongoDB adapter and a wire-protocol stand-in for the
+ * server (mongo-wire-stand-in.ts) whose insert the primary applied but whose majority write
+ * concern failed, which a real one-member replica set cannot be made to do.
+ */
+
+const operatorToken = generateOperatorToken();
+const asOperator = { headers: { authorization: `Bearer ${operatorToken}` } };
+
+let running: StandInDaemon | undefined;
+afterEach(async () => {
+  await running?.close();
+  running = undefined;
+});
+
+/** The write concern errors MongoDB reports beside a write the primary applied. */
+const WRITE_CONCERN_FAILURES = [
+  { code: 100, codeName: "UnsatisfiableWriteConcern", errmsg: "Not enough data-bearing nodes" },
+  { code: 64, codeName: "WriteConcernFailed", errmsg: "waiting for replication timed out" },
+  { code: 91, codeName: "ShutdownInProgress", errmsg: "Replication is being shut down" },
+  { code: 189, codeName: "PrimarySteppedDown", errmsg: "Primary stepped down while waiting" },
+  {
+    code: 11602,
+    codeName: "InterruptedDueToReplStateChange",
+    errmsg: "operation was interrupted",
+  },
+  { code: 50, codeName: "MaxTimeMSExpired", errmsg: "operation exceeded time limit" },
+];
+
+describe("a write whose write concern MongoDB could not satisfy", () => {
+  it.each(WRITE_CONCERN_FAILURES)(
+    "answers 503 unavailable with Retry-After and logs the store out of reach as a warning ($codeName)",
+    async (writeConcernError) => {
+      const database = emptyDatabase(undefined, {
+        insert: (command) => ({ n: command.documents.length, ok: 1, writeConcernError }),
+      });
+      running = await startStandInDaemon(database, { operatorToken });
+      const client = createClient(
+        AdminService,
+        createGrpcTransport({ baseUrl: running.daemonUrl }),
+      );
+      expect(
+        await failureOf(client.createTeam({ name: "Acme", plan: "free" }, asOperator)),
+      ).toEqual({
+        code: Code.Unavailable,
+        errorCode: "unavailable",
+        message: "The store is temporarily unavailable; retry later",
+        retryAfter: "1",
+      });
+      // A warning naming the server's reason, not an error line of a failure in the service.
+      expect(running.logs).toEqual([
+        expect.objectContaining({
+          level: 40,
+          msg: "the store cannot be reached; calls fail with unavailable until it can",
+          err: expect.objectContaining({ code: writeConcernError.code }),
+        }),
+      ]);
+    },
+  );
+});
