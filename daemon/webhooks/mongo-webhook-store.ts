@@ -421,6 +421,10 @@ export class MongoWebhookStore implements WebhookStore {
       $set: { status: "pending", attempts: 0, nextAttemptAt: now, dueAt: now },
       $unset: { succeededAt: "", leaseOwner: "", leaseUntil: "" },
     });
+    // Unlike completeAttempt's replace, this update cannot leave a matched delivery as it was:
+    // the filter takes only deliveries that are not pending and the update makes each pending,
+    // and one that another replay made pending first is matched again on write and left out.
+    // So modifiedCount equals matchedCount here: the deliveries this call made pending.
     return result.modifiedCount;
   }
 }
