@@ -8,6 +8,7 @@ import {
 } from "mongodb";
 import { StartupError } from "#daemon/config.js";
 import { refuseDefaultCollations } from "#daemon/store/mongo-collations.js";
+import { serverKind } from "#daemon/store/mongo-topology.js";
 
 /** The indexes an adapter relies on in one collection, and those a release retired there. */
 export interface CollectionIndexes {
@@ -112,8 +113,7 @@ export async function ensureIndexes(
  * refuses any quorum: it is sent none.
  */
 async function buildOptions(db: Db): Promise<CreateIndexesOptions> {
-  const hello = await db.command({ hello: 1 });
-  const standalone = hello.setName === undefined && hello.msg !== "isdbgrid";
+  const standalone = serverKind(await db.command({ hello: 1 })) === "standalone";
   return standalone ? {} : { commitQuorum: "majority" };
 }
 

@@ -29,6 +29,11 @@ import { type CounterDocument, MongoCounterStore } from "#daemon/limits/mongo-co
 import { MongoSessionStore, type SessionDocument } from "#daemon/sessions/mongo-session-store.js";
 import { type CollectionIndexes, ensureIndexes } from "#daemon/store/mongo-indexes.js";
 import { type MongoTimeouts, mongoTimeouts } from "#daemon/store/mongo-timeouts.js";
+import {
+  connectedToUninitiatedMember,
+  topologyMismatch,
+  watchServers,
+} from "#daemon/store/mongo-topology.js";
 import { checkStoreFormat, type Store } from "#daemon/store/store.js";
 import { MongoSubjectStore, type SubjectDocument } from "#daemon/subjects/mongo-subject-store.js";
 import { MongoTeamStore, type TeamDocument } from "#daemon/teams/mongo-team-store.js";
@@ -138,13 +143,23 @@ export async function openMongoStore(options: MongoStoreOptions): Promise<Store>
       { cause: error },
     );
   }
+  const servers = watchServers(client);
   try {
     await client.connect();
   } catch (error) {
     await client.close();
-    throw connectionError(error, options.uri, timeouts);
+    throw connectionError(
+      error,
+      options.uri,
+      timeouts,
+      topologyMismatch(servers, client.options.replicaSet, timeouts.selectionMs),
+    );
+  } finally {
+    servers.stop();
   }
   try {
+    const uninitiated = connectedToUninitiatedMember(servers);
+    if (uninitiated) throw new StartupError(uninitiated);
     const dbName = options.dbName ?? uriParts(options.uri).database ?? "consent";
     const db = serviceDb(client, dbName, timeouts);
     await checkServerVersion(db, options.uri);
@@ -370,14 +385,23 @@ function indexesOf(): CollectionIndexes[] {
   ];
 }
 
-/** An operator-readable connection failure; the host list only, never the URI's credentials. */
-function connectionError(error: unknown, uri: string, timeouts: MongoTimeouts): Error {
+/**
+ * An operator-readable connection failure; the host list only, never the URI's credentials. A
+ * server that answered but does not fit the deployment the URI names (`mismatch`,
+ * topologyMismatch) is what the line says, rather than a server out of reach.
+ */
+function connectionError(
+  error: unknown,
+  uri: string,
+  timeouts: MongoTimeouts,
+  mismatch: string | undefined,
+): Error {
   const hosts = uriParts(uri).hosts;
   const reason = messageOf(error);
-  const message =
-    error instanceof MongoServerSelectionError
-      ? `MongoDB server could not be reached at ${hosts} within ${timeouts.selectionMs / 1000} s: ${reason}`
-      : `Could not connect to MongoDB at ${hosts}: ${reason}`;
+  const message = !(error instanceof MongoServerSelectionError)
+    ? `Could not connect to MongoDB at ${hosts}: ${reason}`
+    : (mismatch ??
+      `MongoDB server could not be reached at ${hosts} within ${timeouts.selectionMs / 1000} s: ${reason}`);
   return new StartupError(message, { cause: error });
 }
 

@@ -26,16 +26,28 @@ const OP_MSG = 2013;
 /** OP_MSG's moreToCome flag: the sender expects no reply. */
 const MORE_TO_COME = 1 << 1;
 
+/** What the stand-in's handshake says it is (helloReply). */
+export interface StandInKind {
+  /** A server outside any replica set. */
+  standalone?: boolean;
+  /** A server started with --replSet whose set was never initiated (rs.initiate()). */
+  uninitiated?: boolean;
+  /** A secondary of its replica set, which has no primary for now. */
+  secondary?: boolean;
+  /** The replica set it is the primary (or a secondary) of: rs0 unless said. */
+  setName?: string;
+}
+
 /**
  * A TCP server that speaks enough of MongoDB's wire protocol for the driver to take it for the
  * primary of a one-member replica set of MongoDB 7.0 (sessions, retryable reads and writes), or
- * with `standalone` for a server outside any replica set, and answers every other command through
+ * what `options` says it is instead (StandInKind), and answers every other command through
  * `answer`. It stands in for what a test cannot ask of a real server: a primary that stops
  * answering, an index left under a name by another version. Listens on a free port of 127.0.0.1.
  */
 export async function startWireStandIn(
   answer: WireAnswer,
-  options: { standalone?: boolean } = {},
+  options: StandInKind = {},
 ): Promise<WireStandIn> {
   const commands: Document[] = [];
   const sockets = new Set<Socket>();
@@ -57,9 +69,7 @@ export async function startWireStandIn(
         const name = Object.keys(request.command)[0] ?? "";
         const isHello = ["hello", "ismaster"].includes(name.toLowerCase());
         if (!isHello) commands.push(request.command);
-        const reply = isHello
-          ? helloReply(host, id, options.standalone)
-          : answer(request.command, name);
+        const reply = isHello ? helloReply(host, id, options) : answer(request.command, name);
         if (reply === undefined || request.moreToCome) continue;
         if (reply instanceof Promise) {
           void reply.then((later) => socket.write(encodeReply(request, later)));
@@ -166,22 +176,13 @@ export function emptyDatabase(
   };
 }
 
-function helloReply(host: string, connectionId: number, standalone = false): Document {
-  const member = standalone
-    ? {}
-    : {
-        setName: "rs0",
-        setVersion: 1,
-        electionId: new ObjectId("7fffffff0000000000000001"),
-        hosts: [host],
-        primary: host,
-        me: host,
-      };
+function helloReply(host: string, connectionId: number, kind: StandInKind): Document {
+  const primary = !kind.uninitiated && !kind.secondary;
   return {
-    ismaster: true,
-    isWritablePrimary: true,
+    ismaster: primary,
+    isWritablePrimary: primary,
     helloOk: true,
-    ...member,
+    ...memberFields(host, kind),
     maxBsonObjectSize: 16 * 1024 * 1024,
     maxMessageSizeBytes: 48_000_000,
     maxWriteBatchSize: 100_000,
@@ -193,6 +194,21 @@ function helloReply(host: string, connectionId: number, standalone = false): Doc
     readOnly: false,
     ok: 1,
   };
+}
+
+/** What a hello says of the server's replica set: nothing for a standalone server. */
+function memberFields(host: string, kind: StandInKind): Document {
+  if (kind.standalone) return {};
+  if (kind.uninitiated) {
+    return {
+      isreplicaset: true,
+      secondary: false,
+      info: "Does not have a valid replica set config",
+    };
+  }
+  const set = { setName: kind.setName ?? "rs0", setVersion: 1, hosts: [host], me: host };
+  if (kind.secondary) return { ...set, secondary: true };
+  return { ...set, electionId: new ObjectId("7fffffff0000000000000001"), primary: host };
 }
 
 interface WireRequest {
