@@ -2,6 +2,8 @@ import { randomUUID } from "node:crypto";
 import { isDeepStrictEqual } from "node:util";
 import { type Document, Double, UUID } from "mongodb";
 import { afterEach, describe, expect, it } from "vitest";
+import { defaultConfiguration } from "#daemon/banners/banner-configuration.js";
+import type { BannerRecord } from "#daemon/banners/banner-store.js";
 import { StartupError } from "#daemon/config.js";
 import { openMongoStore } from "#daemon/store/mongo-store.js";
 import { mongoTimeouts } from "#daemon/store/mongo-timeouts.js";
@@ -695,5 +697,119 @@ describe("MongoDB store: a subject's write under a newer identity key", () => {
       { query: { _id: "k1:subject", version: 1 } },
       { query: { _id: "k1:subject", version: 2 } },
     ]);
+  });
+});
+
+/** A database whose finds answer every document inserted or replaced in their collection. */
+function keepingDatabase() {
+  const database = emptyDatabase(undefined, {
+    insert: (command) => {
+      keep(command.insert, command.documents);
+      return { n: command.documents.length, ok: 1 };
+    },
+    update: (command) => {
+      keep(
+        command.update,
+        command.updates.map(({ q, u }: Document) => ({ _id: q._id, ...u })),
+      );
+      return { n: command.updates.length, nModified: command.updates.length, ok: 1 };
+    },
+  });
+  const keep = (collection: string, written: Document[]) => {
+    const ids = new Set(written.map((document) => document._id));
+    const kept = (database.documents.get(collection) ?? []).filter(({ _id }) => !ids.has(_id));
+    database.documents.set(collection, [...kept, ...written]);
+  };
+  return database;
+}
+
+/**
+ * The store over a stand-in for the primary of replica set rs0 that keeps what it is sent to
+ * write, named as the set (not reached directly, where the driver asks for primaryPreferred).
+ */
+async function openOnReplicaSet() {
+  const database = keepingDatabase();
+  server = await startWireStandIn((command, name) => database.answer(command, name));
+  const host = new URL(server.uri("shop")).host;
+  // A URI asking for weaker concerns and secondary reads: the store's own settings stand.
+  const store = await openMongoStore({
+    uri: `mongodb://${host}/shop?replicaSet=rs0&readPreference=secondaryPreferred&readConcernLevel=local&w=1&journal=false`,
+    timeoutMs: 1_000,
+  });
+  stores.push(store);
+  return { store, sent: server.commands };
+}
+
+/** How a command was sent: its write concern, read concern and read preference. */
+function concernsOf(command: Document | undefined) {
+  return {
+    writeConcern: command?.writeConcern,
+    readConcern: command?.readConcern,
+    readPreference: command?.$readPreference?.mode ?? "primary",
+  };
+}
+
+const MAJORITY_WRITE = { w: "majority", j: true, wtimeout: 1_000 };
+
+/**
+ * The reads that must find what a request just wrote (a subject's GET after its PUT, a banner's
+ * loader after its publish) go to the primary with read concern majority, the write having waited
+ * for a journaled majority: what the write acknowledged is in the snapshot they read, whatever
+ * the URI asks for (README, "MongoDB").
+ */
+describe("MongoDB store: a read after a write", () => {
+  it("finds a subject's state just written, read from the primary at read concern majority", async () => {
+    const { store, sent } = await openOnReplicaSet();
+    const now = new Date();
+    const subject = aSubjectRecord(now);
+    const from = sent.length;
+    await store.subjects.write(subject, 0, now);
+    expect(await store.subjects.find([subject.subjectHash], now)).toEqual(subject);
+    const write = sent.slice(from).find((command) => command.insert === "subjects");
+    const read = sent.slice(from).find((command) => command.find === "subjects");
+    expect(concernsOf(write)).toMatchObject({ writeConcern: MAJORITY_WRITE });
+    expect(concernsOf(read)).toEqual({
+      writeConcern: undefined,
+      readConcern: { level: "majority" },
+      readPreference: "primary",
+    });
+  });
+
+  it("finds a banner's publication just written by its public id, read from the primary at read concern majority", async () => {
+    const { store, sent } = await openOnReplicaSet();
+    const now = new Date();
+    const configuration = defaultConfiguration();
+    const banner: BannerRecord = {
+      id: randomUUID(),
+      publicId: `pb_${randomUUID()}`,
+      teamId: "t1",
+      name: "Main site",
+      domain: "https://example.com",
+      isActive: true,
+      compliance: { gdpr: true, ccpa: false, lgpd: false },
+      draft: configuration,
+      production: { revision: 1, configuration, publishedAt: now },
+      createdAt: now,
+      updatedAt: now,
+      version: 1,
+    };
+    await store.banners.insert(banner);
+    const published = {
+      ...banner,
+      production: { revision: 2, configuration, publishedAt: now },
+      version: 2,
+    };
+    const from = sent.length;
+    expect(await store.banners.replace(published, 1)).toBe(true);
+    expect(await store.banners.getByPublicId(banner.publicId)).toEqual(published);
+    const publish = sent.slice(from).find((command) => command.update === "banners");
+    const loaderRead = sent.slice(from).findLast((command) => command.find === "banners");
+    expect(concernsOf(publish)).toMatchObject({ writeConcern: MAJORITY_WRITE });
+    expect(loaderRead?.filter).toEqual({ publicId: banner.publicId });
+    expect(concernsOf(loaderRead)).toEqual({
+      writeConcern: undefined,
+      readConcern: { level: "majority" },
+      readPreference: "primary",
+    });
   });
 });
