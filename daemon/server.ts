@@ -65,10 +65,16 @@ export interface DaemonOptions {
   logger: Logger;
   clock?: Clock;
   /**
-   * Webhook delivery: CONSENT_WEBHOOK_ALLOW_CIDRS, how often the dispatcher polls the store, and
-   * CONSENT_WEBHOOK_LEASE_MS.
+   * Webhook delivery: CONSENT_WEBHOOK_ALLOW_CIDRS, how often the dispatcher polls the store,
+   * CONSENT_WEBHOOK_LEASE_MS, and how long an attempt or test send may take (default
+   * DELIVERY_TIMEOUT_MS, docs/webhooks.md; shorter only where a test waits one out).
    */
-  webhooks?: { allowCidrs?: readonly string[]; pollIntervalMs?: number; leaseMs?: number };
+  webhooks?: {
+    allowCidrs?: readonly string[];
+    pollIntervalMs?: number;
+    leaseMs?: number;
+    deliveryTimeoutMs?: number;
+  };
   /** The load webhook delivery yields to; by default this process's (LoadGauge). */
   load?: Load;
   /** Called after each write of a key, team or banner, whose cached reads other processes drop. */
@@ -133,6 +139,7 @@ export function createDaemon(options: DaemonOptions): Daemon {
     logger: options.logger,
     pollIntervalMs: options.webhooks?.pollIntervalMs,
     leaseMs: options.webhooks?.leaseMs,
+    deliveryTimeoutMs: options.webhooks?.deliveryTimeoutMs,
     load: options.load ?? gauge,
   });
   const names = [
@@ -171,7 +178,12 @@ export function createDaemon(options: DaemonOptions): Daemon {
       router.service(AdminService, createAdminService(services));
       router.service(
         WebhookService,
-        createWebhookService({ ...services, guard: webhookGuard, secrets: webhookSecrets }),
+        createWebhookService({
+          ...services,
+          guard: webhookGuard,
+          secrets: webhookSecrets,
+          deliveryTimeoutMs: options.webhooks?.deliveryTimeoutMs,
+        }),
       );
       router.service(
         Health,

@@ -106,6 +106,8 @@ export interface DispatcherOptions {
    * attempt can last (15 s) lets another daemon take over a live attempt and send it twice.
    */
   leaseMs?: number;
+  /** How long one attempt may take; default DELIVERY_TIMEOUT_MS (webhook-sender.ts). */
+  deliveryTimeoutMs?: number;
   /** Jitter source of the retry schedule. */
   random?: () => number;
   /** The daemon's load: while busy, deliveries yield to the calls (LoadGauge). */
@@ -429,6 +431,7 @@ export class WebhookDispatcher {
         guard: this.options.guard,
         agents: this.agents,
         tenant: endpoint.teamId,
+        timeoutMs: this.options.deliveryTimeoutMs,
       });
     } catch (error) {
       outcome = {

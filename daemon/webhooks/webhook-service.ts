@@ -41,6 +41,8 @@ export interface WebhookServiceOptions {
   clock: Clock;
   guard: AddressGuard;
   secrets: WebhookSecretBox;
+  /** How long a test send may take; default DELIVERY_TIMEOUT_MS (webhook-sender.ts). */
+  deliveryTimeoutMs?: number;
 }
 
 const bodyLimit = { maxBytes: WEBHOOK_BODY_LIMIT, failure: "subject" } as const;
@@ -96,7 +98,7 @@ function typedUpdate(request: UpdateWebhookRequest): unknown {
 export function createWebhookService(
   options: WebhookServiceOptions,
 ): ServiceImpl<typeof WebhookService> {
-  const { store, authenticator, clock, guard, secrets } = options;
+  const { store, authenticator, clock, guard, secrets, deliveryTimeoutMs } = options;
 
   const admitted = admission(authenticator, { read: "webhooks:read", write: "webhooks:write" });
   /** TestWebhook sends in flight on this daemon, by team. */
@@ -143,6 +145,7 @@ export function createWebhookService(
       guard,
       signal,
       tenant: endpoint.teamId,
+      timeoutMs: deliveryTimeoutMs,
     });
     signal.throwIfAborted();
     return {

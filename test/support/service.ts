@@ -65,6 +65,11 @@ export interface TestServiceOptions {
    * thousand rows in.
    */
   logReadLimitMs?: number;
+  /**
+   * How long a webhook attempt or test send may take, instead of DELIVERY_TIMEOUT_MS (15 s): for
+   * a test that waits one out.
+   */
+  webhookDeliveryTimeoutMs?: number;
 }
 
 /**
@@ -108,7 +113,11 @@ export async function startTestService(options: TestServiceOptions = {}): Promis
     clock: options.clock,
     load: options.load ?? { busy: () => false },
     // A short poll, so tests that move the clock see due retries promptly.
-    webhooks: { allowCidrs: config.webhookAllowCidrs, pollIntervalMs: 50 },
+    webhooks: {
+      allowCidrs: config.webhookAllowCidrs,
+      pollIntervalMs: 50,
+      deliveryTimeoutMs: options.webhookDeliveryTimeoutMs,
+    },
   });
   const server = await listenDaemon(daemon, {
     host: "127.0.0.1",

@@ -2,7 +2,11 @@ import { afterAll, beforeAll, expect } from "vitest";
 import type { Clock } from "#daemon/clock.js";
 import { http, mintKey } from "#test/support/api.js";
 import { bannerFixture } from "#test/support/consent-log.js";
-import { startTestService, type TestService } from "#test/support/service.js";
+import {
+  startTestService,
+  type TestService,
+  type TestServiceOptions,
+} from "#test/support/service.js";
 import { WebhookReceiver } from "#test/support/webhook-receiver.js";
 
 /** The scopes an integrator's key needs to make a banner and subscribe to its events. */
@@ -25,12 +29,16 @@ export async function subscribe(
 }
 
 /**
- * A receiver on 127.0.0.1 and a service (daemon and gateway) on `clock` that may deliver to it;
- * `close()` stops both.
+ * A receiver on 127.0.0.1 and a service (daemon and gateway) on `clock` that may deliver to it,
+ * with `options` (a shorter delivery timeout); `close()` stops both.
  */
-export async function startDeliveryService(clock: Clock) {
+export async function startDeliveryService(
+  clock: Clock,
+  options: Pick<TestServiceOptions, "webhookDeliveryTimeoutMs"> = {},
+) {
   const receiver = await new WebhookReceiver().start();
   const service = await startTestService({
+    ...options,
     gateway: true,
     clock,
     env: { CONSENT_WEBHOOK_ALLOW_CIDRS: "127.0.0.1/32" },
@@ -43,10 +51,10 @@ export async function startDeliveryService(clock: Clock) {
 }
 
 /**
- * Starts, for the enclosing describe, startDeliveryService() on a clock `offsetMs` ahead of the
- * real one, which a test moves to bring a retry due.
+ * Starts, for the enclosing describe, startDeliveryService() (with `options`) on a clock
+ * `offsetMs` ahead of the real one, which a test moves to bring a retry due.
  */
-export function useDeliveryService() {
+export function useDeliveryService(options: Parameters<typeof startDeliveryService>[1] = {}) {
   const context = { offsetMs: 0 } as {
     offsetMs: number;
     service: TestService;
@@ -56,7 +64,7 @@ export function useDeliveryService() {
   beforeAll(async () => {
     Object.assign(
       context,
-      await startDeliveryService(() => new Date(Date.now() + context.offsetMs)),
+      await startDeliveryService(() => new Date(Date.now() + context.offsetMs), options),
     );
   });
   afterAll(() => context.close?.());
