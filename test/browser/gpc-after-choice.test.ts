@@ -228,25 +228,38 @@ describe.skipIf(skipBrowserTests)(
         // No rule at all.
         { first: { country: "JP" }, later: { country: "JP", gpc: true } },
       ];
-      let rows = 0;
-      for (const { first, later } of cases) {
-        const name = `${first.country}${first.gpc ? " with GPC" : ""}`;
-        const accepted = await acceptAll(publicId, first);
-        // A first visit under a rule writes its default, then Accept all.
-        rows += first.country === "JP" ? 1 : 2;
-        expect(accepted.state.categories, name).toEqual(["necessary", "analytics", "marketing"]);
-        const { context, page } = await visit(publicId, { ...later, cookies: accepted.cookies });
-        expect(await stateOf(page), name).toEqual(accepted.state);
-        expect(await seen(page), name).toEqual({
-          events: [{ type: "consent:ready", source: undefined }],
-          adStorage: ["granted"],
-          ran: ["necessary", "analytics", "marketing"],
-        });
-        expect(await dialog(page).count(), name).toBe(0);
-        await context.close();
-        // Nothing recorded on the later visit.
-        expect((await waitForRows(ctx.service, teamId, rows + 1)).length, name).toBe(rows);
-      }
+      // Each visitor's rows by consent id: a first visit under a rule writes its default, then
+      // Accept all; the later visit writes nothing. The visitors, each with cookies of their own,
+      // visit side by side.
+      const expected: Record<string, number> = {};
+      await Promise.all(
+        cases.map(async ({ first, later }) => {
+          const name = `${first.country}${first.gpc ? " with GPC" : ""}`;
+          const accepted = await acceptAll(publicId, first);
+          expected[`${name} ${accepted.state.consentId}`] = first.country === "JP" ? 1 : 2;
+          expect(accepted.state.categories, name).toEqual(["necessary", "analytics", "marketing"]);
+          const { context, page } = await visit(publicId, { ...later, cookies: accepted.cookies });
+          expect(await stateOf(page), name).toEqual(accepted.state);
+          expect(await seen(page), name).toEqual({
+            events: [{ type: "consent:ready", source: undefined }],
+            adStorage: ["granted"],
+            ran: ["necessary", "analytics", "marketing"],
+          });
+          expect(await dialog(page).count(), name).toBe(0);
+          await context.close();
+        }),
+      );
+      // Nothing recorded on any later visit: a row more than expected would have arrived by the
+      // end of waitForRows' bound, waited out once for the three, after the last visit ended.
+      const total = Object.values(expected).reduce((sum, count) => sum + count, 0);
+      const rows = await waitForRows(ctx.service, teamId, total + 1);
+      const recorded = Object.fromEntries(
+        Object.keys(expected).map((visitor) => [
+          visitor,
+          rows.filter((row) => visitor.endsWith(` ${row.consentId}`)).length,
+        ]),
+      );
+      expect([recorded, rows.length]).toEqual([expected, total]);
     });
   },
 );
