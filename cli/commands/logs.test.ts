@@ -11,6 +11,7 @@ import {
   startCli,
   startCliOnTerminal,
 } from "#cli/test-support/cli-process.js";
+import { createBanner, createTeam, mintKey } from "#test/support/api.js";
 import { aChoice, postLog } from "#test/support/consent-log.js";
 import { DAEMON_URL, PROGRAMS, startProgram, useProgramRoot } from "#test/support/processes.js";
 import { rawServer } from "#test/support/raw-http2.js";
@@ -41,17 +42,16 @@ describe.concurrent("consentctl logs (against a real daemon)", { timeout: E2E_TI
   let service: TestService;
   let cli: ReturnType<typeof cliFor>;
 
-  /** A team with a banner on shop.example.com, in a fresh state for one test. */
+  /**
+   * A team with a banner on shop.example.com, in a fresh state for one test: made through the
+   * admin RPC and the REST API, as consentctl's teams and banners tests check those commands, so
+   * each test's consentctl runs are its logs commands.
+   */
   async function teamWithBanner() {
-    const team = await cli.json(argv`teams create --name ${"Logs team"} --plan professional`);
-    const banner = await cli.json(
-      argv`banners create --team ${team.id} --name B --domain shop.example.com`,
-    );
-    return {
-      teamId: team.id as string,
-      bannerId: banner.id as string,
-      publicId: banner.publicId as string,
-    };
+    const teamId = await createTeam(service, "professional", "Logs team");
+    const { key } = await mintKey(service, teamId);
+    const banner = await createBanner(service, key, { name: "B", domain: "shop.example.com" });
+    return { teamId, bannerId: banner.id, publicId: banner.publicId };
   }
 
   /** Records a choice as the banner runtime does: POST /api/consent/log through the gateway. */
