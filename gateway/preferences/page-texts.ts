@@ -3,26 +3,36 @@ import Negotiator from "negotiator";
 /** The page's own sentences: the operator configures every other string (decisions §3 texts). */
 export interface PageTexts {
   saved: string;
-  /** The link back to the settings page, on the page of a submission that was not saved. */
+  /** The link back to the settings page, on the page of a save that can be made again. */
   openSettings: string;
-  /**
-   * The text of a save the service could not make (unavailable, or failing), under the title of
-   * `unsupported_form`: the visitor learns the choice was not saved, not only that the settings
-   * could not be shown.
-   */
-  notSaved: string;
   /** The link's last minute, as "HH:MM" in UTC. */
   validUntil(time: string): string;
-  /** Title and text of the page for each failure code; `other` for any code not listed. */
+  /**
+   * Title and text of the page a visit gets for each failure code; `other` for any code not
+   * listed. A save refused for one of these reasons gets them too, as its reason.
+   */
   errors: Record<ErrorCode | "other", [title: string, text: string]>;
+  /**
+   * The page of a save that was not made: its title, then why, for the failures after which the
+   * visitor can save again from the page (it links back there). A save refused for a failure
+   * only `errors` lists (a link that no longer works, a banner gone) gives that page's title and
+   * text as its reason, and no link back.
+   */
+  notSaved: { title: string; because: Record<RetryableSaveFailure, string> };
 }
 
-export type ErrorCode =
-  | "link_expired"
-  | "link_invalid"
-  | "not_found"
+export type ErrorCode = "link_expired" | "link_invalid" | "not_found" | "rate_limited";
+
+/**
+ * The failures of a save the page can make again: a submission the page's form never makes
+ * (`unsupported_form`) or another site made (`not_from_the_page`), one over the rate limit, and
+ * the service's own (`other`: unavailable, or failing).
+ */
+export type RetryableSaveFailure =
+  | "unsupported_form"
+  | "not_from_the_page"
   | "rate_limited"
-  | "unsupported_form";
+  | "other";
 
 /**
  * The sentences in each language the page ships, English first (the fallback). A choice made in
@@ -33,7 +43,6 @@ const PAGE_TEXTS: Record<string, PageTexts> = {
   en: {
     saved: "Your choices have been saved.",
     openSettings: "Open your privacy settings",
-    notSaved: "Your choices could not be saved just now. Please try again later.",
     validUntil: (time) => `This link works until ${time} UTC.`,
     errors: {
       link_expired: [
@@ -49,21 +58,26 @@ const PAGE_TEXTS: Record<string, PageTexts> = {
         "The site no longer collects choices with this banner.",
       ],
       rate_limited: ["Too many requests", "Please wait a minute and try again."],
-      unsupported_form: [
-        "Your choices were not saved",
-        "Open the link again and save your choices with the form on its page.",
-      ],
       other: [
         "Something went wrong",
         "Your privacy settings could not be shown just now. Please try again later.",
       ],
     },
+    notSaved: {
+      title: "Your choices were not saved",
+      because: {
+        unsupported_form: "Open the link again and save your choices with the form on its page.",
+        not_from_the_page:
+          "Choices are saved only from the privacy settings page itself, so that another website cannot change them for you. Open your privacy settings and save your choices there.",
+        rate_limited:
+          "This service received too many requests from your connection in a short time. Wait a minute, then open your privacy settings and save your choices again.",
+        other: "Your choices could not be saved just now. Please try again later.",
+      },
+    },
   },
   de: {
     saved: "Ihre Auswahl wurde gespeichert.",
     openSettings: "Ihre Datenschutzeinstellungen öffnen",
-    notSaved:
-      "Ihre Auswahl konnte gerade nicht gespeichert werden. Bitte versuchen Sie es später erneut.",
     validUntil: (time) => `Dieser Link ist bis ${time} UTC gültig.`,
     errors: {
       link_expired: [
@@ -82,21 +96,28 @@ const PAGE_TEXTS: Record<string, PageTexts> = {
         "Zu viele Anfragen",
         "Bitte warten Sie eine Minute und versuchen Sie es erneut.",
       ],
-      unsupported_form: [
-        "Ihre Auswahl wurde nicht gespeichert",
-        "Öffnen Sie den Link erneut und speichern Sie Ihre Auswahl mit dem Formular auf der Seite.",
-      ],
       other: [
         "Etwas ist schiefgelaufen",
         "Ihre Datenschutzeinstellungen können gerade nicht angezeigt werden. Bitte versuchen Sie es später erneut.",
       ],
     },
+    notSaved: {
+      title: "Ihre Auswahl wurde nicht gespeichert",
+      because: {
+        unsupported_form:
+          "Öffnen Sie den Link erneut und speichern Sie Ihre Auswahl mit dem Formular auf der Seite.",
+        not_from_the_page:
+          "Ihre Auswahl wird nur direkt über die Seite mit den Datenschutzeinstellungen gespeichert, damit keine andere Website sie für Sie ändern kann. Öffnen Sie Ihre Datenschutzeinstellungen und speichern Sie Ihre Auswahl dort.",
+        rate_limited:
+          "Dieser Dienst hat in kurzer Zeit zu viele Anfragen von Ihrer Verbindung erhalten. Warten Sie eine Minute, öffnen Sie dann Ihre Datenschutzeinstellungen und speichern Sie Ihre Auswahl erneut.",
+        other:
+          "Ihre Auswahl konnte gerade nicht gespeichert werden. Bitte versuchen Sie es später erneut.",
+      },
+    },
   },
   fr: {
     saved: "Vos choix ont été enregistrés.",
     openSettings: "Ouvrir vos paramètres de confidentialité",
-    notSaved:
-      "Vos choix n’ont pas pu être enregistrés pour le moment. Veuillez réessayer plus tard.",
     validUntil: (time) => `Ce lien est valable jusqu’à ${time} UTC.`,
     errors: {
       link_expired: [
@@ -112,21 +133,27 @@ const PAGE_TEXTS: Record<string, PageTexts> = {
         "Le site ne recueille plus de choix avec cette bannière.",
       ],
       rate_limited: ["Trop de requêtes", "Veuillez patienter une minute et réessayer."],
-      unsupported_form: [
-        "Vos choix n’ont pas été enregistrés",
-        "Rouvrez le lien et enregistrez vos choix avec le formulaire de sa page.",
-      ],
       other: [
         "Un problème est survenu",
         "Vos paramètres de confidentialité ne peuvent pas être affichés pour le moment. Veuillez réessayer plus tard.",
       ],
     },
+    notSaved: {
+      title: "Vos choix n’ont pas été enregistrés",
+      because: {
+        unsupported_form: "Rouvrez le lien et enregistrez vos choix avec le formulaire de sa page.",
+        not_from_the_page:
+          "Les choix ne sont enregistrés que depuis la page des paramètres de confidentialité elle-même, afin qu’aucun autre site ne puisse les modifier à votre place. Ouvrez vos paramètres de confidentialité et enregistrez-y vos choix.",
+        rate_limited:
+          "Ce service a reçu trop de requêtes de votre connexion en peu de temps. Patientez une minute, puis ouvrez vos paramètres de confidentialité et enregistrez à nouveau vos choix.",
+        other:
+          "Vos choix n’ont pas pu être enregistrés pour le moment. Veuillez réessayer plus tard.",
+      },
+    },
   },
   es: {
     saved: "Sus opciones se han guardado.",
     openSettings: "Abrir su configuración de privacidad",
-    notSaved:
-      "Sus opciones no se han podido guardar en este momento. Vuelva a intentarlo más tarde.",
     validUntil: (time) => `Este enlace es válido hasta las ${time} UTC.`,
     errors: {
       link_expired: [
@@ -142,20 +169,28 @@ const PAGE_TEXTS: Record<string, PageTexts> = {
         "El sitio ya no recoge opciones con este banner.",
       ],
       rate_limited: ["Demasiadas solicitudes", "Espere un minuto y vuelva a intentarlo."],
-      unsupported_form: [
-        "Sus opciones no se han guardado",
-        "Vuelva a abrir el enlace y guarde sus opciones con el formulario de su página.",
-      ],
       other: [
         "Algo ha salido mal",
         "Su configuración de privacidad no se puede mostrar en este momento. Vuelva a intentarlo más tarde.",
       ],
     },
+    notSaved: {
+      title: "Sus opciones no se han guardado",
+      because: {
+        unsupported_form:
+          "Vuelva a abrir el enlace y guarde sus opciones con el formulario de su página.",
+        not_from_the_page:
+          "Las opciones solo se guardan desde la propia página de configuración de privacidad, para que ningún otro sitio pueda cambiarlas por usted. Abra su configuración de privacidad y guarde allí sus opciones.",
+        rate_limited:
+          "Este servicio ha recibido demasiadas solicitudes desde su conexión en poco tiempo. Espere un minuto, abra su configuración de privacidad y vuelva a guardar sus opciones.",
+        other:
+          "Sus opciones no se han podido guardar en este momento. Vuelva a intentarlo más tarde.",
+      },
+    },
   },
   it: {
     saved: "Le tue scelte sono state salvate.",
     openSettings: "Apri le tue impostazioni sulla privacy",
-    notSaved: "Non è stato possibile salvare le tue scelte in questo momento. Riprova più tardi.",
     validUntil: (time) => `Questo link è valido fino alle ${time} UTC.`,
     errors: {
       link_expired: [
@@ -171,20 +206,27 @@ const PAGE_TEXTS: Record<string, PageTexts> = {
         "Il sito non raccoglie più scelte con questo banner.",
       ],
       rate_limited: ["Troppe richieste", "Attendi un minuto e riprova."],
-      unsupported_form: [
-        "Le tue scelte non sono state salvate",
-        "Apri di nuovo il link e salva le tue scelte con il modulo della sua pagina.",
-      ],
       other: [
         "Si è verificato un problema",
         "Le tue impostazioni sulla privacy non possono essere mostrate in questo momento. Riprova più tardi.",
       ],
     },
+    notSaved: {
+      title: "Le tue scelte non sono state salvate",
+      because: {
+        unsupported_form:
+          "Apri di nuovo il link e salva le tue scelte con il modulo della sua pagina.",
+        not_from_the_page:
+          "Le scelte vengono salvate solo dalla pagina delle impostazioni sulla privacy, in modo che nessun altro sito possa modificarle al posto tuo. Apri le tue impostazioni sulla privacy e salva lì le tue scelte.",
+        rate_limited:
+          "Questo servizio ha ricevuto troppe richieste dalla tua connessione in poco tempo. Attendi un minuto, poi apri le tue impostazioni sulla privacy e salva di nuovo le tue scelte.",
+        other: "Non è stato possibile salvare le tue scelte in questo momento. Riprova più tardi.",
+      },
+    },
   },
   nl: {
     saved: "Je keuzes zijn opgeslagen.",
     openSettings: "Open je privacyinstellingen",
-    notSaved: "Je keuzes konden nu niet worden opgeslagen. Probeer het later opnieuw.",
     validUntil: (time) => `Deze link werkt tot ${time} UTC.`,
     errors: {
       link_expired: [
@@ -200,21 +242,27 @@ const PAGE_TEXTS: Record<string, PageTexts> = {
         "De site verzamelt met deze banner geen keuzes meer.",
       ],
       rate_limited: ["Te veel verzoeken", "Wacht een minuut en probeer het opnieuw."],
-      unsupported_form: [
-        "Je keuzes zijn niet opgeslagen",
-        "Open de link opnieuw en sla je keuzes op met het formulier op de pagina.",
-      ],
       other: [
         "Er is iets misgegaan",
         "Je privacyinstellingen kunnen nu niet worden getoond. Probeer het later opnieuw.",
       ],
     },
+    notSaved: {
+      title: "Je keuzes zijn niet opgeslagen",
+      because: {
+        unsupported_form:
+          "Open de link opnieuw en sla je keuzes op met het formulier op de pagina.",
+        not_from_the_page:
+          "Keuzes worden alleen opgeslagen vanaf de pagina met privacyinstellingen zelf, zodat geen andere website ze voor je kan wijzigen. Open je privacyinstellingen en sla je keuzes daar op.",
+        rate_limited:
+          "Deze dienst heeft in korte tijd te veel verzoeken van je verbinding ontvangen. Wacht een minuut, open dan je privacyinstellingen en sla je keuzes opnieuw op.",
+        other: "Je keuzes konden nu niet worden opgeslagen. Probeer het later opnieuw.",
+      },
+    },
   },
   pt: {
     saved: "As suas escolhas foram guardadas.",
     openSettings: "Abrir as suas definições de privacidade",
-    notSaved:
-      "Não foi possível guardar as suas escolhas neste momento. Tente novamente mais tarde.",
     validUntil: (time) => `Este link é válido até às ${time} UTC.`,
     errors: {
       link_expired: [
@@ -230,20 +278,28 @@ const PAGE_TEXTS: Record<string, PageTexts> = {
         "O site já não recolhe escolhas com este banner.",
       ],
       rate_limited: ["Demasiados pedidos", "Aguarde um minuto e tente novamente."],
-      unsupported_form: [
-        "As suas escolhas não foram guardadas",
-        "Abra novamente o link e guarde as suas escolhas com o formulário da página.",
-      ],
       other: [
         "Ocorreu um problema",
         "Não é possível mostrar as suas definições de privacidade neste momento. Tente novamente mais tarde.",
       ],
     },
+    notSaved: {
+      title: "As suas escolhas não foram guardadas",
+      because: {
+        unsupported_form:
+          "Abra novamente o link e guarde as suas escolhas com o formulário da página.",
+        not_from_the_page:
+          "As escolhas só são guardadas a partir da própria página de definições de privacidade, para que nenhum outro site as possa alterar por si. Abra as suas definições de privacidade e guarde lá as suas escolhas.",
+        rate_limited:
+          "Este serviço recebeu demasiados pedidos da sua ligação num curto espaço de tempo. Aguarde um minuto, abra as suas definições de privacidade e guarde novamente as suas escolhas.",
+        other:
+          "Não foi possível guardar as suas escolhas neste momento. Tente novamente mais tarde.",
+      },
+    },
   },
   pl: {
     saved: "Twoje wybory zostały zapisane.",
     openSettings: "Otwórz ustawienia prywatności",
-    notSaved: "Nie udało się teraz zapisać Twoich wyborów. Spróbuj ponownie później.",
     validUntil: (time) => `Ten link działa do ${time} UTC.`,
     errors: {
       link_expired: [
@@ -259,20 +315,27 @@ const PAGE_TEXTS: Record<string, PageTexts> = {
         "Witryna nie zbiera już wyborów za pomocą tego banera.",
       ],
       rate_limited: ["Zbyt wiele żądań", "Odczekaj minutę i spróbuj ponownie."],
-      unsupported_form: [
-        "Twoje wybory nie zostały zapisane",
-        "Otwórz link ponownie i zapisz wybory za pomocą formularza na jego stronie.",
-      ],
       other: [
         "Coś poszło nie tak",
         "Nie można teraz wyświetlić Twoich ustawień prywatności. Spróbuj ponownie później.",
       ],
     },
+    notSaved: {
+      title: "Twoje wybory nie zostały zapisane",
+      because: {
+        unsupported_form:
+          "Otwórz link ponownie i zapisz wybory za pomocą formularza na jego stronie.",
+        not_from_the_page:
+          "Wybory są zapisywane tylko z samej strony ustawień prywatności, aby żadna inna witryna nie mogła ich zmienić za Ciebie. Otwórz ustawienia prywatności i zapisz tam swoje wybory.",
+        rate_limited:
+          "Ta usługa otrzymała w krótkim czasie zbyt wiele żądań z Twojego połączenia. Odczekaj minutę, a następnie otwórz ustawienia prywatności i zapisz wybory ponownie.",
+        other: "Nie udało się teraz zapisać Twoich wyborów. Spróbuj ponownie później.",
+      },
+    },
   },
   sv: {
     saved: "Dina val har sparats.",
     openSettings: "Öppna dina integritetsinställningar",
-    notSaved: "Dina val kunde inte sparas just nu. Försök igen senare.",
     validUntil: (time) => `Den här länken fungerar till ${time} UTC.`,
     errors: {
       link_expired: [
@@ -288,20 +351,26 @@ const PAGE_TEXTS: Record<string, PageTexts> = {
         "Webbplatsen samlar inte längre in val med den här bannern.",
       ],
       rate_limited: ["För många förfrågningar", "Vänta en minut och försök igen."],
-      unsupported_form: [
-        "Dina val sparades inte",
-        "Öppna länken igen och spara dina val med formuläret på sidan.",
-      ],
       other: [
         "Något gick fel",
         "Dina integritetsinställningar kan inte visas just nu. Försök igen senare.",
       ],
     },
+    notSaved: {
+      title: "Dina val sparades inte",
+      because: {
+        unsupported_form: "Öppna länken igen och spara dina val med formuläret på sidan.",
+        not_from_the_page:
+          "Val sparas bara från själva sidan med integritetsinställningar, så att ingen annan webbplats kan ändra dem åt dig. Öppna dina integritetsinställningar och spara dina val där.",
+        rate_limited:
+          "Tjänsten har fått för många förfrågningar från din anslutning på kort tid. Vänta en minut, öppna sedan dina integritetsinställningar och spara dina val igen.",
+        other: "Dina val kunde inte sparas just nu. Försök igen senare.",
+      },
+    },
   },
   da: {
     saved: "Dine valg er gemt.",
     openSettings: "Åbn dine privatlivsindstillinger",
-    notSaved: "Dine valg kunne ikke gemmes lige nu. Prøv igen senere.",
     validUntil: (time) => `Dette link virker indtil kl. ${time} UTC.`,
     errors: {
       link_expired: [
@@ -317,20 +386,26 @@ const PAGE_TEXTS: Record<string, PageTexts> = {
         "Webstedet indsamler ikke længere valg med dette banner.",
       ],
       rate_limited: ["For mange forespørgsler", "Vent et minut, og prøv igen."],
-      unsupported_form: [
-        "Dine valg blev ikke gemt",
-        "Åbn linket igen, og gem dine valg med formularen på siden.",
-      ],
       other: [
         "Noget gik galt",
         "Dine privatlivsindstillinger kan ikke vises lige nu. Prøv igen senere.",
       ],
     },
+    notSaved: {
+      title: "Dine valg blev ikke gemt",
+      because: {
+        unsupported_form: "Åbn linket igen, og gem dine valg med formularen på siden.",
+        not_from_the_page:
+          "Valg gemmes kun fra selve siden med privatlivsindstillinger, så intet andet websted kan ændre dem for dig. Åbn dine privatlivsindstillinger, og gem dine valg der.",
+        rate_limited:
+          "Tjenesten har modtaget for mange forespørgsler fra din forbindelse på kort tid. Vent et minut, åbn derefter dine privatlivsindstillinger, og gem dine valg igen.",
+        other: "Dine valg kunne ikke gemmes lige nu. Prøv igen senere.",
+      },
+    },
   },
   fi: {
     saved: "Valintasi on tallennettu.",
     openSettings: "Avaa tietosuoja-asetuksesi",
-    notSaved: "Valintojasi ei voitu tallentaa juuri nyt. Yritä myöhemmin uudelleen.",
     validUntil: (time) => `Tämä linkki toimii klo ${time} UTC asti.`,
     errors: {
       link_expired: [
@@ -346,14 +421,21 @@ const PAGE_TEXTS: Record<string, PageTexts> = {
         "Sivusto ei enää kerää valintoja tällä bannerilla.",
       ],
       rate_limited: ["Liian monta pyyntöä", "Odota minuutti ja yritä uudelleen."],
-      unsupported_form: [
-        "Valintojasi ei tallennettu",
-        "Avaa linkki uudelleen ja tallenna valintasi sivun lomakkeella.",
-      ],
       other: [
         "Jokin meni vikaan",
         "Tietosuoja-asetuksiasi ei voida näyttää juuri nyt. Yritä myöhemmin uudelleen.",
       ],
+    },
+    notSaved: {
+      title: "Valintojasi ei tallennettu",
+      because: {
+        unsupported_form: "Avaa linkki uudelleen ja tallenna valintasi sivun lomakkeella.",
+        not_from_the_page:
+          "Valinnat tallennetaan vain itse tietosuoja-asetussivulta, jotta mikään muu sivusto ei voi muuttaa niitä puolestasi. Avaa tietosuoja-asetuksesi ja tallenna valintasi siellä.",
+        rate_limited:
+          "Palvelu sai yhteydestäsi liian monta pyyntöä lyhyessä ajassa. Odota minuutti, avaa sitten tietosuoja-asetuksesi ja tallenna valintasi uudelleen.",
+        other: "Valintojasi ei voitu tallentaa juuri nyt. Yritä myöhemmin uudelleen.",
+      },
     },
   },
 };

@@ -4,7 +4,12 @@ import type { ColorRoles } from "#daemon/banners/contrast.js";
 import { hostOf } from "#daemon/banners/domains.js";
 import { runtimeConfig } from "#gateway/loader/runtime-config.js";
 import { readableColors } from "#gateway/preferences/page-colors.js";
-import { type ErrorCode, pageTexts } from "#gateway/preferences/page-texts.js";
+import {
+  type ErrorCode,
+  type PageTexts,
+  pageTexts,
+  type RetryableSaveFailure,
+} from "#gateway/preferences/page-texts.js";
 import { directionOf, languageMark, resolveTexts, type Text } from "#gateway/runtime/texts.js";
 import type { PreferencesView } from "#gen/consent/v1/consent_log_pb.js";
 
@@ -131,11 +136,47 @@ export function preferencesPage(view: PreferencesView, nonce: string, saved: boo
  */
 const SUBMISSION_FAILURES = new Set(["method_not_allowed", "invalid_request"]);
 
+/** What a failure's page says: its title, heading and text, and whether it links back. */
+interface FailureWords {
+  title: string;
+  heading: string;
+  text: string;
+  /** A link back to the settings page, from which saving again can succeed. */
+  back: boolean;
+}
+
+/**
+ * The words for a failure. A visit gets the failure's own title and text. A save that was not
+ * made says so first, in its heading and title, then why: where saving again from the page can
+ * succeed (after a minute, for the rate limit), with its own sentence and the link back; where it
+ * cannot (a link that no longer works, a banner gone), with the visit's title and text as the
+ * reason. A failure only a submission meets is a save that was not made, whatever the method.
+ */
+function failureWords(
+  code: string | undefined,
+  texts: PageTexts,
+  submitted: boolean,
+): FailureWords {
+  const named = SUBMISSION_FAILURES.has(code ?? "") ? "unsupported_form" : (code ?? "other");
+  const known = Object.hasOwn(texts.errors, named) || Object.hasOwn(texts.notSaved.because, named);
+  const key = known ? named : "other";
+  const visit = Object.hasOwn(texts.errors, key) ? texts.errors[key as ErrorCode] : undefined;
+  const retry = Object.hasOwn(texts.notSaved.because, key)
+    ? texts.notSaved.because[key as RetryableSaveFailure]
+    : undefined;
+  if (visit && !submitted)
+    return { title: visit[0], heading: visit[0], text: visit[1], back: false };
+  const heading = texts.notSaved.title;
+  const title = visit ? `${heading} – ${visit[0]}` : heading;
+  if (retry !== undefined) return { title, heading, text: retry, back: true };
+  const [reason, remedy] = visit ?? texts.errors.other;
+  return { title, heading, text: `${reason}. ${remedy}`, back: false };
+}
+
 /**
  * A clear page for a link that cannot be used, in the browser's language where the page ships
  * it (page-texts.ts); never internal detail (decisions §5). `submitted`: the failure answers a
- * submission of the form, so a failure of the service's own (unavailable, or failing) says the
- * choices were not saved, where a visit says the settings could not be shown.
+ * submission of the form, so the page says the choices were not saved, and why (failureWords).
  */
 export function errorPage(
   code: string | undefined,
@@ -144,20 +185,10 @@ export function errorPage(
   submitted = false,
 ): string {
   const { lang, texts } = pageTexts(languageCode);
-  const key = SUBMISSION_FAILURES.has(code ?? "") ? "unsupported_form" : (code ?? "other");
-  const known: ErrorCode | "other" = Object.hasOwn(texts.errors, key)
-    ? (key as ErrorCode)
-    : "other";
-  const saveFailed = submitted && known === "other";
-  const [title, text] = saveFailed
-    ? [texts.errors.unsupported_form[0], texts.notSaved]
-    : texts.errors[known];
-  // A submission that was not saved came from this link's address: the page it names (an empty
-  // href is the page's own address, read with GET) is one step away.
-  const back =
-    known === "unsupported_form" || saveFailed
-      ? `\n<p><a href="">${escapeHtml(texts.openSettings)}</a></p>`
-      : "";
-  const body = `<h1>${escapeHtml(title)}</h1>\n<p>${escapeHtml(text)}</p>${back}`;
+  const { title, heading, text, back } = failureWords(code, texts, submitted);
+  // A submission came from this link's address: the page it names (an empty href is the page's
+  // own address, read with GET) is one step away.
+  const link = back ? `\n<p><a href="">${escapeHtml(texts.openSettings)}</a></p>` : "";
+  const body = `<h1>${escapeHtml(heading)}</h1>\n<p>${escapeHtml(text)}</p>${link}`;
   return document(lang, title, body, nonce, DEFAULT_COLORS);
 }

@@ -24,12 +24,12 @@ const NOT_THE_FORM: HttpError = {
 
 /**
  * A submission another site made the browser send (a cross-site form posted to a link it learned):
- * nothing is recorded. The page says the choices were not saved and how to save them, as for any
- * submission the page's form never makes.
+ * nothing is recorded. The page says the choices were not saved, that they are saved only from
+ * the page itself, and links back to it.
  */
 const NOT_FROM_THE_PAGE: HttpError = {
   status: 403,
-  code: "unsupported_form",
+  code: "not_from_the_page",
   message: "Save the privacy settings from this service's own page",
   headers: {},
 };

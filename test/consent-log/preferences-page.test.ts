@@ -428,16 +428,17 @@ describe("GET and POST /preferences/{token}", () => {
       expect([token, page.status]).toEqual([token, 403]);
       expect(page.text).toContain("<h1>This link is not valid</h1>");
     }
-    // A path segment added to the link (a mail client's trailing slash): the same page, GET or POST.
-    for (const [method, suffix] of [
-      ["GET", "/"],
-      ["GET", "/x"],
-      ["POST", "/"],
+    // A path segment added to the link (a mail client's trailing slash): the same page, GET or
+    // POST, the POST's saying first that the choices were not saved.
+    for (const [method, suffix, heading] of [
+      ["GET", "/", "<h1>This link is not valid</h1>\n<p>It may"],
+      ["GET", "/x", "<h1>This link is not valid</h1>\n<p>It may"],
+      ["POST", "/", "<h1>Your choices were not saved</h1>\n<p>This link is not valid. It may"],
     ] as const) {
       const page = await http(ctx.service, method, `${path}${suffix}`);
       expect([method, suffix, page.status]).toEqual([method, suffix, 403]);
       expect(page.headers.get("content-type")).toBe("text/html; charset=utf-8");
-      expect(page.text).toContain("<h1>This link is not valid</h1>");
+      expect(page.text).toContain(heading);
     }
   });
 
@@ -475,7 +476,7 @@ describe("GET and POST /preferences/{token}", () => {
   });
 
   it("allows 1,000 requests a minute per client IP, counted apart from the log route, then a 429 page", async () => {
-    const { publicId } = await bannerFixture(ctx.service, { configuration });
+    const { teamId, publicId } = await bannerFixture(ctx.service, { configuration });
     const busy = ip();
     const path = new URL(
       (await postLog(ctx.service, aChoice(publicId), { ip: busy })).body.managePreferences,
@@ -495,6 +496,20 @@ describe("GET and POST /preferences/{token}", () => {
     expect(limited.headers.get("content-type")).toBe("text/html; charset=utf-8");
     expect(limited.headers.get("retry-after")).toMatch(/^\d+$/);
     expect(limited.text).not.toMatch(/Error|at .*\.ts|stack/);
+    // A save over the limit says it was not saved, why, and to save again after a minute, from
+    // the settings page it links back to.
+    const before = await storedRows(ctx.service, teamId);
+    const save = await submit(path, { "x-forwarded-for": busy, "accept-language": "sv" });
+    expect([save.status, save.headers.get("retry-after")]).toEqual([
+      429,
+      expect.stringMatching(/^\d+$/),
+    ]);
+    const text = await save.text();
+    expect(text).toContain("<title>Dina val sparades inte – För många förfrågningar</title>");
+    expect(text).toContain(
+      '<main><h1>Dina val sparades inte</h1>\n<p>Tjänsten har fått för många förfrågningar från din anslutning på kort tid. Vänta en minut, öppna sedan dina integritetsinställningar och spara dina val igen.</p>\n<p><a href="">Öppna dina integritetsinställningar</a></p></main>',
+    );
+    expect(await storedRows(ctx.service, teamId)).toHaveLength(before.length);
     // The log route is the address's own still.
     expect((await postLog(ctx.service, aChoice(publicId), { ip: busy })).status).toBe(200);
   });
@@ -514,7 +529,9 @@ describe("GET and POST /preferences/{token}", () => {
     );
     const save = await submit(path);
     expect(save.status).toBe(404);
-    expect(await save.text()).toContain("<h1>These privacy settings are no longer available</h1>");
+    expect(await save.text()).toContain(
+      "<h1>Your choices were not saved</h1>\n<p>These privacy settings are no longer available. The site no longer collects choices with this banner.</p></main>",
+    );
     expect(await storedRows(ctx.service, teamId)).toHaveLength(before.length);
     // Active again, the link works again until it expires.
     await http(ctx.service, "PATCH", `/api/v1/banners/${id}`, { key, body: { isActive: true } });
@@ -539,7 +556,7 @@ describe("GET and POST /preferences/{token}", () => {
 
 /**
  * A link's page as a visit (GET) and a save of the form (POST) get it: each one's status and the
- * title of its HTML page.
+ * title of its HTML page (`<title>`).
  */
 async function visitAndSave(service: TestService, link: string) {
   const form = { "content-type": "application/x-www-form-urlencoded" };
@@ -549,7 +566,7 @@ async function visitAndSave(service: TestService, link: string) {
   ];
   return pages.map((page) => {
     expect(page.headers.get("content-type")).toBe("text/html; charset=utf-8");
-    return [page.status, /<h1>.*<\/h1>/.exec(page.text)?.[0]];
+    return [page.status, /<title>(.*)<\/title>/.exec(page.text)?.[1]];
   });
 }
 
@@ -576,8 +593,8 @@ describe("a preferences link whose banner the store does not hold", () => {
     const other = await startTestService({ gateway: true, identityKeys: [identityKey] });
     try {
       expect(await visitAndSave(other, link)).toEqual([
-        [404, "<h1>These privacy settings are no longer available</h1>"],
-        [404, "<h1>These privacy settings are no longer available</h1>"],
+        [404, "These privacy settings are no longer available"],
+        [404, "Your choices were not saved – These privacy settings are no longer available"],
       ]);
       expect(await storedRows(other, teamId)).toEqual([]);
     } finally {
@@ -616,8 +633,8 @@ describe("a preferences link after the identity key rotated", () => {
         expect([identityKeys, await visitAndSave(rotated, link)]).toEqual([
           identityKeys,
           [
-            [403, "<h1>This link is not valid</h1>"],
-            [403, "<h1>This link is not valid</h1>"],
+            [403, "This link is not valid"],
+            [403, "Your choices were not saved – This link is not valid"],
           ],
         ]);
         expect(await storedRows(rotated, teamId)).toHaveLength(before.length);

@@ -84,8 +84,8 @@ describe("the preferences page while the daemon is down", { timeout: 120_000 }, 
       const page = await save({ "accept-language": lang });
       expect([lang, page.status]).toEqual([lang, 503]);
       expect(page.text).toContain(`<html lang="${lang}">`);
-      expect(page.text).toContain(`<h1>${texts.errors.unsupported_form[0]}</h1>`);
-      expect(page.text).toContain(`<p>${texts.notSaved}</p>`);
+      expect(page.text).toContain(`<h1>${texts.notSaved.title}</h1>`);
+      expect(page.text).toContain(`<p>${texts.notSaved.because.other}</p>`);
       expect(page.text).not.toContain(texts.errors.other[1]);
     }
     expect(await gateway.stop()).toBe(0);

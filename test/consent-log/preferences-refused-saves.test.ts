@@ -1,0 +1,127 @@
+import { describe, expect, it } from "vitest";
+import { http } from "#test/support/api.js";
+import {
+  aChoice,
+  bannerFixture,
+  ipSource,
+  postLog,
+  storedRows,
+  useVisitorService,
+} from "#test/support/consent-log.js";
+
+const configuration = {
+  categories: [
+    { name: "necessary", required: true, label: "Necessary" },
+    { name: "marketing", label: "Marketing" },
+  ],
+};
+
+/** The title, then what the visitor reads of a page: its heading, paragraphs and links. */
+function shown(html: string) {
+  return {
+    title: /<title>(.*)<\/title>/.exec(html)?.[1],
+    main: /<main>([\s\S]*)<\/main>/.exec(html)?.[1],
+  };
+}
+
+/**
+ * decisions §5: a save the service refused says so outright, in the page's language, then why in
+ * words a visitor understands, and links back to the settings page only where saving again from
+ * it can succeed. Nothing is recorded.
+ */
+describe("the page of a save the service refused", () => {
+  const ctx = useVisitorService("2026-11-22T12:00:00.000Z");
+  const ip = ipSource();
+
+  async function linkFor(publicId: string) {
+    const result = await postLog(ctx.service, aChoice(publicId), { ip: ip() });
+    return new URL(result.body.managePreferences).pathname;
+  }
+
+  function submit(path: string, headers: Record<string, string> = {}) {
+    return http(ctx.service, "POST", path, {
+      headers: { "content-type": "application/x-www-form-urlencoded", ...headers },
+      body: "category=marketing",
+    });
+  }
+
+  it("says an expired or altered link's save was not saved, and why, with no link back", async () => {
+    const { teamId, publicId } = await bannerFixture(ctx.service, { configuration });
+    const path = await linkFor(publicId);
+    const [payload = "", signature = ""] = (path.split("/").at(-1) ?? "").split(".");
+    const altered = `/preferences/${payload}.${signature[0] === "A" ? "B" : "A"}${signature.slice(1)}`;
+    const before = await storedRows(ctx.service, teamId);
+
+    const invalid = await submit(altered);
+    expect([invalid.status, shown(invalid.text)]).toEqual([
+      403,
+      {
+        title: "Your choices were not saved – This link is not valid",
+        main: "<h1>Your choices were not saved</h1>\n<p>This link is not valid. It may have been copied incompletely or changed. Open the site again and change your choices from its privacy settings.</p>",
+      },
+    ]);
+
+    ctx.clock.now += 30 * 60_000;
+    try {
+      const expired = await submit(path, { "accept-language": "de-CH, en;q=0.5" });
+      expect([expired.status, shown(expired.text)]).toEqual([
+        403,
+        {
+          title: "Ihre Auswahl wurde nicht gespeichert – Dieser Link ist abgelaufen",
+          main: "<h1>Ihre Auswahl wurde nicht gespeichert</h1>\n<p>Dieser Link ist abgelaufen. Links zum Ändern Ihrer Datenschutzauswahl sind nach einer Auswahl 30 Minuten lang gültig. Öffnen Sie die Website erneut und ändern Sie Ihre Auswahl in deren Datenschutzeinstellungen.</p>",
+        },
+      ]);
+      // A visit to the same link keeps the visit's page: nothing was submitted.
+      const visit = await http(ctx.service, "GET", path);
+      expect([visit.status, shown(visit.text).title]).toEqual([403, "This link has expired"]);
+    } finally {
+      ctx.clock.now -= 30 * 60_000;
+    }
+    expect(await storedRows(ctx.service, teamId)).toHaveLength(before.length);
+  });
+
+  it("says a save for a banner no longer active was not saved, and why, with no link back", async () => {
+    const { teamId, key, id, publicId } = await bannerFixture(ctx.service, { configuration });
+    const path = await linkFor(publicId);
+    await http(ctx.service, "PATCH", `/api/v1/banners/${id}`, { key, body: { isActive: false } });
+    const before = await storedRows(ctx.service, teamId);
+
+    const save = await submit(path, { "accept-language": "fr" });
+    expect([save.status, shown(save.text)]).toEqual([
+      404,
+      {
+        title:
+          "Vos choix n’ont pas été enregistrés – Ces paramètres de confidentialité ne sont plus disponibles",
+        main: "<h1>Vos choix n’ont pas été enregistrés</h1>\n<p>Ces paramètres de confidentialité ne sont plus disponibles. Le site ne recueille plus de choix avec cette bannière.</p>",
+      },
+    ]);
+    expect(await storedRows(ctx.service, teamId)).toHaveLength(before.length);
+  });
+
+  it("says a form another site sent was not saved, why, and links back to the settings page", async () => {
+    const { teamId, publicId } = await bannerFixture(ctx.service, { configuration });
+    const path = await linkFor(publicId);
+    const before = await storedRows(ctx.service, teamId);
+
+    const refused = await submit(path, { "sec-fetch-site": "cross-site" });
+    expect([refused.status, shown(refused.text)]).toEqual([
+      403,
+      {
+        title: "Your choices were not saved",
+        main: '<h1>Your choices were not saved</h1>\n<p>Choices are saved only from the privacy settings page itself, so that another website cannot change them for you. Open your privacy settings and save your choices there.</p>\n<p><a href="">Open your privacy settings</a></p>',
+      },
+    ]);
+    const polish = await submit(path, {
+      origin: "https://attacker.example",
+      "accept-language": "pl",
+    });
+    expect([polish.status, shown(polish.text)]).toEqual([
+      403,
+      {
+        title: "Twoje wybory nie zostały zapisane",
+        main: '<h1>Twoje wybory nie zostały zapisane</h1>\n<p>Wybory są zapisywane tylko z samej strony ustawień prywatności, aby żadna inna witryna nie mogła ich zmienić za Ciebie. Otwórz ustawienia prywatności i zapisz tam swoje wybory.</p>\n<p><a href="">Otwórz ustawienia prywatności</a></p>',
+      },
+    ]);
+    expect(await storedRows(ctx.service, teamId)).toHaveLength(before.length);
+  });
+});
