@@ -2,7 +2,10 @@ import Negotiator from "negotiator";
 
 /** The page's own sentences: the operator configures every other string (decisions §3 texts). */
 export interface PageTexts {
+  /** The notice on the page right after a save. */
   saved: string;
+  /** The same news in the page's title, before the operator's title. */
+  savedTitle: string;
   /** The link back to the settings page, on the page of a save that can be made again. */
   openSettings: string;
   /** The link's last minute, as "HH:MM" in UTC. */
@@ -42,6 +45,7 @@ export type RetryableSaveFailure =
 const PAGE_TEXTS: Record<string, PageTexts> = {
   en: {
     saved: "Your choices have been saved.",
+    savedTitle: "Your choices have been saved",
     openSettings: "Open your privacy settings",
     validUntil: (time) => `This link works until ${time} UTC.`,
     errors: {
@@ -77,6 +81,7 @@ const PAGE_TEXTS: Record<string, PageTexts> = {
   },
   de: {
     saved: "Ihre Auswahl wurde gespeichert.",
+    savedTitle: "Ihre Auswahl wurde gespeichert",
     openSettings: "Ihre Datenschutzeinstellungen öffnen",
     validUntil: (time) => `Dieser Link ist bis ${time} UTC gültig.`,
     errors: {
@@ -117,6 +122,7 @@ const PAGE_TEXTS: Record<string, PageTexts> = {
   },
   fr: {
     saved: "Vos choix ont été enregistrés.",
+    savedTitle: "Vos choix ont été enregistrés",
     openSettings: "Ouvrir vos paramètres de confidentialité",
     validUntil: (time) => `Ce lien est valable jusqu’à ${time} UTC.`,
     errors: {
@@ -153,6 +159,7 @@ const PAGE_TEXTS: Record<string, PageTexts> = {
   },
   es: {
     saved: "Sus opciones se han guardado.",
+    savedTitle: "Sus opciones se han guardado",
     openSettings: "Abrir su configuración de privacidad",
     validUntil: (time) => `Este enlace es válido hasta las ${time} UTC.`,
     errors: {
@@ -190,6 +197,7 @@ const PAGE_TEXTS: Record<string, PageTexts> = {
   },
   it: {
     saved: "Le tue scelte sono state salvate.",
+    savedTitle: "Le tue scelte sono state salvate",
     openSettings: "Apri le tue impostazioni sulla privacy",
     validUntil: (time) => `Questo link è valido fino alle ${time} UTC.`,
     errors: {
@@ -226,6 +234,7 @@ const PAGE_TEXTS: Record<string, PageTexts> = {
   },
   nl: {
     saved: "Je keuzes zijn opgeslagen.",
+    savedTitle: "Je keuzes zijn opgeslagen",
     openSettings: "Open je privacyinstellingen",
     validUntil: (time) => `Deze link werkt tot ${time} UTC.`,
     errors: {
@@ -262,6 +271,7 @@ const PAGE_TEXTS: Record<string, PageTexts> = {
   },
   pt: {
     saved: "As suas escolhas foram guardadas.",
+    savedTitle: "As suas escolhas foram guardadas",
     openSettings: "Abrir as suas definições de privacidade",
     validUntil: (time) => `Este link é válido até às ${time} UTC.`,
     errors: {
@@ -299,6 +309,7 @@ const PAGE_TEXTS: Record<string, PageTexts> = {
   },
   pl: {
     saved: "Twoje wybory zostały zapisane.",
+    savedTitle: "Twoje wybory zostały zapisane",
     openSettings: "Otwórz ustawienia prywatności",
     validUntil: (time) => `Ten link działa do ${time} UTC.`,
     errors: {
@@ -335,6 +346,7 @@ const PAGE_TEXTS: Record<string, PageTexts> = {
   },
   sv: {
     saved: "Dina val har sparats.",
+    savedTitle: "Dina val har sparats",
     openSettings: "Öppna dina integritetsinställningar",
     validUntil: (time) => `Den här länken fungerar till ${time} UTC.`,
     errors: {
@@ -370,6 +382,7 @@ const PAGE_TEXTS: Record<string, PageTexts> = {
   },
   da: {
     saved: "Dine valg er gemt.",
+    savedTitle: "Dine valg er gemt",
     openSettings: "Åbn dine privatlivsindstillinger",
     validUntil: (time) => `Dette link virker indtil kl. ${time} UTC.`,
     errors: {
@@ -405,6 +418,7 @@ const PAGE_TEXTS: Record<string, PageTexts> = {
   },
   fi: {
     saved: "Valintasi on tallennettu.",
+    savedTitle: "Valintasi on tallennettu",
     openSettings: "Avaa tietosuoja-asetuksesi",
     validUntil: (time) => `Tämä linkki toimii klo ${time} UTC asti.`,
     errors: {

@@ -121,9 +121,12 @@ export function preferencesPage(view: PreferencesView, nonce: string, saved: boo
     `<p>${textIn("small", { text: own.validUntil(until), ...ownMark })}</p>`,
     policy.text ? `<p>${textIn("a", texts.get("privacyPolicyLabel"), policyAttributes)}</p>` : "",
   ].join("\n");
+  // Right after a save the title says so too: it is what a screen reader reads first and what the
+  // tab shows, and the page otherwise looks as before.
+  const title = texts.get("title").text;
   return document(
     texts.languageCode,
-    texts.get("title").text,
+    saved ? `${own.savedTitle} – ${title}` : title,
     body,
     nonce,
     config ? readableColors(config.colors) : DEFAULT_COLORS,

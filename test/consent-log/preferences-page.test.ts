@@ -175,6 +175,10 @@ describe("GET and POST /preferences/{token}", () => {
     const notice =
       '<p class="status" role="status" tabindex="-1" autofocus>Ihre Auswahl wurde gespeichert.</p>';
     expect(page.text).toContain(notice);
+    // The title says it too, in the page's language, before the operator's title.
+    expect(page.text).toContain(
+      "<title>Ihre Auswahl wurde gespeichert – Datenschutz-Einstellungen</title>",
+    );
     expect(page.text).toContain(
       '<input type="checkbox" checked name="category" value="marketing" aria-labelledby="l2">',
     );
@@ -182,6 +186,7 @@ describe("GET and POST /preferences/{token}", () => {
     for (const query of ["", "?saved=1", `?saved=${consentId}`]) {
       const other = await http(ctx.service, "GET", `${path}${query}`);
       expect([other.status, other.text.includes(notice)]).toEqual([200, false]);
+      expect(other.text).toContain("<title>Datenschutz-Einstellungen</title>");
     }
     expect(row).toMatchObject({
       method: "consent_changed",
