@@ -110,6 +110,15 @@ export function createDaemon(options: DaemonOptions): Daemon {
   const identity = new SubjectIdentity(options.identityKeys);
   const secret = (purpose: string) =>
     sharedSecret((p) => identity.derivedSecret(p), options.operatorToken, purpose);
+  /**
+   * Every secret for `purpose` a daemon of the store may have used, the current one (`secret`)
+   * first: each identity key's (a rotation lists the older ones after it), then the operator
+   * token's, which serves while there is no identity key.
+   */
+  const keyring = (purpose: string) => [
+    ...identity.derivedSecrets(purpose),
+    sharedSecret(() => null, options.operatorToken, purpose),
+  ];
   const limiter = new FixedWindowLimiter(store.counters, clock);
   // Client IPs are hashed under a secret every daemon on the store shares (decisions §2).
   const ipHasher = new ClientIpHasher(secret("consent.v1 client ip"));
@@ -125,10 +134,7 @@ export function createDaemon(options: DaemonOptions): Daemon {
   const webhookGuard = new AddressGuard(options.webhooks?.allowCidrs ?? []);
   // Endpoint secrets are sealed under keys every daemon on the store derives alike: each identity
   // key (current first, so rotation keeps old secrets readable), then the operator token's.
-  const webhookSecrets = new WebhookSecretBox([
-    ...identity.derivedSecrets("consent.v1 webhook secrets"),
-    sharedSecret(() => null, options.operatorToken, "consent.v1 webhook secrets"),
-  ]);
+  const webhookSecrets = new WebhookSecretBox(keyring("consent.v1 webhook secrets"));
   // Deliveries yield to the calls this process serves while they saturate it.
   const gauge = new LoadGauge();
   const dispatcher = new WebhookDispatcher({
@@ -158,7 +164,7 @@ export function createDaemon(options: DaemonOptions): Daemon {
     limiter,
     ipHasher,
     baseUrl: options.baseUrl,
-    linkSecret: secret("consent.v1 preferences link"),
+    linkSecrets: keyring("consent.v1 preferences link"),
   });
   return {
     interceptors: [gauge.interceptor, domainErrorInterceptor(options.logger, store)],

@@ -51,8 +51,12 @@ export interface ConsentLogServiceOptions {
   ipHasher: ClientIpHasher;
   /** CONSENT_BASE_URL: managePreferences links point at its /preferences/ page. */
   baseUrl: string;
-  /** Signs managePreferences tokens; the same on every daemon of the store. */
-  linkSecret: Buffer;
+  /**
+   * The secrets of managePreferences tokens, the same on every daemon of the store: the first
+   * signs and grants; a token signed under a later one (an older identity key, listed during a
+   * rotation) is refused as a link made before the rotation, not as an altered one.
+   */
+  linkSecrets: readonly Buffer[];
 }
 
 /** The typed gRPC fields in the shape of the REST body, so both meet the same rules. */
@@ -101,7 +105,7 @@ export function createConsentLogService(
   options: ConsentLogServiceOptions,
 ): ServiceImpl<typeof ConsentLogService> {
   const { store, authenticator, clock } = options;
-  const links = new PreferenceLinks(options.linkSecret);
+  const links = new PreferenceLinks(options.linkSecrets);
   const logIds = createLogIdGenerator();
   /** When the store's newest id was last read (performance.now()). */
   let newestReadAt = Number.NEGATIVE_INFINITY;

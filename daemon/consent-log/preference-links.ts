@@ -32,12 +32,23 @@ export interface PreferencesGrant {
  * costs little more than its HMAC (per-link AES-GCM tripled the cost of the log route's link).
  * The same record's links share their sealed ids, which tells a reader only that they belong to
  * one record; the HMAC authenticates the whole payload.
+ *
+ * The secrets after the first (an older identity key, listed during a rotation) grant nothing:
+ * they only tell a link made before the rotation, which the visitor never altered, from an
+ * altered one. Only a genuine link is told apart, and a genuine link's expiry already says as
+ * much, so a forger, who cannot sign under any of them, learns nothing but "not valid".
  */
 export class PreferenceLinks {
+  /** The current secret, which signs. */
+  private readonly secret: Buffer;
   private readonly seal;
   private readonly unseal;
 
-  constructor(private readonly secret: Buffer) {
+  /** `secrets`: the current one first; the older ones after it. */
+  constructor(private readonly secrets: readonly Buffer[]) {
+    const [secret] = secrets;
+    if (!secret) throw new RangeError("the preferences link keyring is empty");
+    this.secret = secret;
     const key = createHmac("sha256", secret).update("consent.v1 preferences link ids\0").digest();
     // ECB on whole blocks only, and never finalised: update() maps each block at once.
     this.seal = createCipheriv("aes-256-ecb", key, null).setAutoPadding(false);
@@ -51,12 +62,15 @@ export class PreferenceLinks {
     const ids = Buffer.concat([parseUuid(publicId), parseUuid(consentId)]);
     payload.set(this.seal.update(ids), 1);
     payload.writeUInt32BE(Math.ceil((now.getTime() + PREFERENCES_LINK_TTL_MS) / 1000), 33);
-    return `${payload.toString("base64url")}.${this.signature(payload).toString("base64url")}`;
+    const signature = signatureOf(this.secret, payload);
+    return `${payload.toString("base64url")}.${signature.toString("base64url")}`;
   }
 
   /**
    * The grant of a token. The signature is checked before the expiry, so an altered expiry is
-   * reported as an invalid link, never as an expired one.
+   * reported as an invalid link, never as an expired one; it is checked under every secret, each
+   * in constant time, so how long the check takes does not say which one matched. A link signed
+   * under an older secret is refused as expired once it is, else as made before the rotation.
    */
   verify(token: string, now: Date): PreferencesGrant {
     const [encodedPayload = "", encodedSignature = "", ...rest] = token.split(".");
@@ -70,7 +84,10 @@ export class PreferenceLinks {
       payload.length === PAYLOAD_BYTES &&
       payload[0] === VERSION &&
       signature.length === SIGNATURE_BYTES;
-    if (!wellFormed || !timingSafeEqual(signature, this.signature(payload))) {
+    const signedUnder = wellFormed
+      ? this.secrets.map((secret) => timingSafeEqual(signature, signatureOf(secret, payload)))
+      : [];
+    if (!signedUnder.includes(true)) {
       throw new DomainError(
         "forbidden",
         "link_invalid",
@@ -85,6 +102,13 @@ export class PreferenceLinks {
         "This preferences link has expired: links work for 30 minutes after a choice",
       );
     }
+    if (!signedUnder[0]) {
+      throw new DomainError(
+        "forbidden",
+        "link_retired",
+        "This preferences link is no longer valid: it was made before the identity key was rotated",
+      );
+    }
     const ids = this.unseal.update(payload.subarray(1, 33));
     return {
       publicId: stringifyUuid(ids.subarray(0, 16)),
@@ -92,12 +116,13 @@ export class PreferenceLinks {
       expiresAt,
     };
   }
+}
 
-  private signature(payload: Buffer): Buffer {
-    return createHmac("sha256", this.secret)
-      .update("consent.v1 preferences link\0")
-      .update(payload)
-      .digest()
-      .subarray(0, SIGNATURE_BYTES);
-  }
+/** A token's signature: HMAC-SHA256 of its payload under `secret`, its first 128 bits. */
+function signatureOf(secret: Buffer, payload: Buffer): Buffer {
+  return createHmac("sha256", secret)
+    .update("consent.v1 preferences link\0")
+    .update(payload)
+    .digest()
+    .subarray(0, SIGNATURE_BYTES);
 }

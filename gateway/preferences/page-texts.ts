@@ -24,7 +24,16 @@ export interface PageTexts {
   notSaved: { title: string; because: Record<RetryableSaveFailure, string> };
 }
 
-export type ErrorCode = "link_expired" | "link_invalid" | "not_found" | "rate_limited";
+/**
+ * The failures a visit's page names. `link_retired`: a genuine link made before the identity key
+ * was rotated (the visitor altered nothing; only a new choice gives a new link).
+ */
+export type ErrorCode =
+  | "link_expired"
+  | "link_invalid"
+  | "link_retired"
+  | "not_found"
+  | "rate_limited";
 
 /**
  * The failures of a save the page can make again: a submission the page's form never makes
@@ -56,6 +65,10 @@ const PAGE_TEXTS: Record<string, PageTexts> = {
       link_invalid: [
         "This link is not valid",
         "It may have been copied incompletely or changed. Open the site again and change your choices from its privacy settings.",
+      ],
+      link_retired: [
+        "This link is no longer valid",
+        "Links made before a security update of this service no longer work. Open the site again and make your choice again from its banner or privacy settings.",
       ],
       not_found: [
         "These privacy settings are no longer available",
@@ -92,6 +105,10 @@ const PAGE_TEXTS: Record<string, PageTexts> = {
       link_invalid: [
         "Dieser Link ist ungültig",
         "Er wurde möglicherweise unvollständig kopiert oder verändert. Öffnen Sie die Website erneut und ändern Sie Ihre Auswahl in deren Datenschutzeinstellungen.",
+      ],
+      link_retired: [
+        "Dieser Link ist nicht mehr gültig",
+        "Links, die vor einer Sicherheitsaktualisierung dieses Dienstes erstellt wurden, funktionieren nicht mehr. Öffnen Sie die Website erneut und treffen Sie Ihre Auswahl noch einmal über ihr Banner oder ihre Datenschutzeinstellungen.",
       ],
       not_found: [
         "Diese Datenschutzeinstellungen sind nicht mehr verfügbar",
@@ -134,6 +151,10 @@ const PAGE_TEXTS: Record<string, PageTexts> = {
         "Ce lien n’est pas valide",
         "Il a peut-être été copié de façon incomplète ou modifié. Rouvrez le site et modifiez vos choix depuis ses paramètres de confidentialité.",
       ],
+      link_retired: [
+        "Ce lien n’est plus valide",
+        "Les liens créés avant une mise à jour de sécurité de ce service ne fonctionnent plus. Rouvrez le site et refaites votre choix depuis sa bannière ou ses paramètres de confidentialité.",
+      ],
       not_found: [
         "Ces paramètres de confidentialité ne sont plus disponibles",
         "Le site ne recueille plus de choix avec cette bannière.",
@@ -170,6 +191,10 @@ const PAGE_TEXTS: Record<string, PageTexts> = {
       link_invalid: [
         "Este enlace no es válido",
         "Puede que se haya copiado de forma incompleta o se haya modificado. Vuelva a abrir el sitio y cambie sus opciones desde su configuración de privacidad.",
+      ],
+      link_retired: [
+        "Este enlace ya no es válido",
+        "Los enlaces creados antes de una actualización de seguridad de este servicio ya no funcionan. Vuelva a abrir el sitio y elija de nuevo desde su banner o su configuración de privacidad.",
       ],
       not_found: [
         "Esta configuración de privacidad ya no está disponible",
@@ -209,6 +234,10 @@ const PAGE_TEXTS: Record<string, PageTexts> = {
         "Questo link non è valido",
         "Potrebbe essere stato copiato in modo incompleto o modificato. Apri di nuovo il sito e modifica le tue scelte dalle sue impostazioni sulla privacy.",
       ],
+      link_retired: [
+        "Questo link non è più valido",
+        "I link creati prima di un aggiornamento di sicurezza di questo servizio non funzionano più. Apri di nuovo il sito e rifai la tua scelta dal suo banner o dalle sue impostazioni sulla privacy.",
+      ],
       not_found: [
         "Queste impostazioni sulla privacy non sono più disponibili",
         "Il sito non raccoglie più scelte con questo banner.",
@@ -246,6 +275,10 @@ const PAGE_TEXTS: Record<string, PageTexts> = {
         "Deze link is ongeldig",
         "Hij is mogelijk onvolledig gekopieerd of gewijzigd. Open de site opnieuw en wijzig je keuzes via de privacyinstellingen.",
       ],
+      link_retired: [
+        "Deze link is niet meer geldig",
+        "Links die vóór een beveiligingsupdate van deze dienst zijn gemaakt, werken niet meer. Open de site opnieuw en maak je keuze opnieuw via de banner of de privacyinstellingen.",
+      ],
       not_found: [
         "Deze privacyinstellingen zijn niet meer beschikbaar",
         "De site verzamelt met deze banner geen keuzes meer.",
@@ -282,6 +315,10 @@ const PAGE_TEXTS: Record<string, PageTexts> = {
       link_invalid: [
         "Este link não é válido",
         "Pode ter sido copiado de forma incompleta ou alterado. Abra novamente o site e altere as suas escolhas nas definições de privacidade.",
+      ],
+      link_retired: [
+        "Este link já não é válido",
+        "Os links criados antes de uma atualização de segurança deste serviço já não funcionam. Abra novamente o site e faça novamente a sua escolha no banner ou nas definições de privacidade.",
       ],
       not_found: [
         "Estas definições de privacidade já não estão disponíveis",
@@ -321,6 +358,10 @@ const PAGE_TEXTS: Record<string, PageTexts> = {
         "Ten link jest nieprawidłowy",
         "Mógł zostać skopiowany niekompletnie lub zmieniony. Otwórz ponownie witrynę i zmień wybory w jej ustawieniach prywatności.",
       ],
+      link_retired: [
+        "Ten link nie jest już ważny",
+        "Linki utworzone przed aktualizacją zabezpieczeń tej usługi już nie działają. Otwórz ponownie witrynę i dokonaj wyboru jeszcze raz za pomocą jej banera lub ustawień prywatności.",
+      ],
       not_found: [
         "Te ustawienia prywatności nie są już dostępne",
         "Witryna nie zbiera już wyborów za pomocą tego banera.",
@@ -358,6 +399,10 @@ const PAGE_TEXTS: Record<string, PageTexts> = {
         "Länken är ogiltig",
         "Den kan ha kopierats ofullständigt eller ändrats. Öppna webbplatsen igen och ändra dina val i dess integritetsinställningar.",
       ],
+      link_retired: [
+        "Länken gäller inte längre",
+        "Länkar som skapades före en säkerhetsuppdatering av tjänsten fungerar inte längre. Öppna webbplatsen igen och gör ditt val på nytt i dess banner eller integritetsinställningar.",
+      ],
       not_found: [
         "De här integritetsinställningarna är inte längre tillgängliga",
         "Webbplatsen samlar inte längre in val med den här bannern.",
@@ -394,6 +439,10 @@ const PAGE_TEXTS: Record<string, PageTexts> = {
         "Dette link er ugyldigt",
         "Det er måske kopieret ufuldstændigt eller ændret. Åbn webstedet igen, og ændr dine valg i dets privatlivsindstillinger.",
       ],
+      link_retired: [
+        "Dette link er ikke længere gyldigt",
+        "Links, der blev oprettet før en sikkerhedsopdatering af tjenesten, virker ikke længere. Åbn webstedet igen, og foretag dit valg igen via dets banner eller privatlivsindstillinger.",
+      ],
       not_found: [
         "Disse privatlivsindstillinger er ikke længere tilgængelige",
         "Webstedet indsamler ikke længere valg med dette banner.",
@@ -429,6 +478,10 @@ const PAGE_TEXTS: Record<string, PageTexts> = {
       link_invalid: [
         "Tämä linkki ei ole kelvollinen",
         "Se on ehkä kopioitu puutteellisesti tai sitä on muutettu. Avaa sivusto uudelleen ja muuta valintojasi sen tietosuoja-asetuksista.",
+      ],
+      link_retired: [
+        "Tämä linkki ei ole enää voimassa",
+        "Ennen palvelun tietoturvapäivitystä luodut linkit eivät enää toimi. Avaa sivusto uudelleen ja tee valintasi uudelleen sen bannerista tai tietosuoja-asetuksista.",
       ],
       not_found: [
         "Nämä tietosuoja-asetukset eivät ole enää käytettävissä",

@@ -610,42 +610,114 @@ describe("a preferences link whose banner the store does not hold", () => {
 
 /**
  * Links are signed under a secret derived from the identity key (docs/banner-runtime.md):
- * rotating the key ends outstanding links, each with the altered-link page, never a 500.
+ * rotating the key ends outstanding links, never with a 500. While the old key is listed, a link
+ * made under it says it is no longer valid (the visitor altered nothing); once it is dropped, the
+ * link cannot be told from an altered one. Either way nothing is saved, and a link altered under
+ * the rotation still gets the altered-link page.
  */
 describe("a preferences link after the identity key rotated", () => {
   const k1 = randomBytes(32).toString("base64");
   const k2 = randomBytes(32).toString("base64");
+  const clock = { skewMs: 0 };
   let dataDir: string;
   beforeAll(async () => {
     dataDir = await mkdtemp(path.join(tmpdir(), "consent-link-rotation-"));
   });
   afterAll(() => rm(dataDir, { recursive: true, force: true }));
 
-  it("shows the page that says the link is not valid, and saves nothing", async () => {
-    const first = await startTestService({ gateway: true, dataDir, identityKeys: [k1] });
-    const { teamId, publicId } = await bannerFixture(first, { configuration });
-    const logged = await postLog(first, aChoice(publicId));
-    const link = new URL(logged.body.managePreferences).pathname;
-    expect((await http(first, "GET", link)).status).toBe(200);
-    await first.close();
+  const start = (identityKeys: string[]) =>
+    startTestService({
+      gateway: true,
+      dataDir,
+      identityKeys,
+      clock: () => new Date(Date.now() + clock.skewMs),
+    });
 
-    // The new key first, the old one still listed; then the old one dropped; then no key at all
-    // (the operator token's secret): the link made under k1 is valid under none of them.
-    for (const identityKeys of [[k2, k1], [k2], []]) {
-      const rotated = await startTestService({ gateway: true, dataDir, identityKeys });
+  it("says a link made before the rotation is no longer valid while the old key is listed, and saves nothing", async () => {
+    // One link made with no identity key (under the operator token's secret), one under k1.
+    const links: string[] = [];
+    let banner = { teamId: "", publicId: "" };
+    for (const identityKeys of [[], [k1]]) {
+      const before = await start(identityKeys);
       try {
-        const before = await storedRows(rotated, teamId);
-        expect([identityKeys, await visitAndSave(rotated, link)]).toEqual([
+        if (!banner.teamId) banner = await bannerFixture(before, { configuration });
+        const logged = await postLog(before, aChoice(banner.publicId));
+        const link = new URL(logged.body.managePreferences).pathname;
+        expect((await http(before, "GET", link)).status).toBe(200);
+        links.push(link);
+      } finally {
+        await before.close();
+      }
+    }
+    const [madeWithoutKey = "", madeUnderK1 = ""] = links;
+    // One character of the signature changed, its bits all significant: a canonical token whose
+    // HMAC matches none of the listed secrets.
+    const flip = (link: string) =>
+      `${link.slice(0, -5)}${link.at(-5) === "A" ? "B" : "A"}${link.slice(-4)}`;
+    const retired = [
+      [403, "This link is no longer valid"],
+      [403, "Your choices were not saved – This link is no longer valid"],
+    ];
+    const invalid = [
+      [403, "This link is not valid"],
+      [403, "Your choices were not saved – This link is not valid"],
+    ];
+    const expired = [
+      [403, "This link has expired"],
+      [403, "Your choices were not saved – This link has expired"],
+    ];
+    // The new key first, the old one still listed; then the old one dropped; then no key at all
+    // (the operator token's secret again).
+    const cases: [string[], string, unknown][] = [
+      [[k2, k1], madeUnderK1, retired],
+      [[k2, k1], madeWithoutKey, retired],
+      [[k2, k1], flip(madeUnderK1), invalid],
+      [[k2], madeUnderK1, invalid],
+      [[], madeUnderK1, invalid],
+    ];
+    for (const [identityKeys, link, pages] of cases) {
+      const rotated = await start(identityKeys);
+      try {
+        const before = await storedRows(rotated, banner.teamId);
+        expect([identityKeys, link, await visitAndSave(rotated, link)]).toEqual([
           identityKeys,
-          [
-            [403, "This link is not valid"],
-            [403, "Your choices were not saved – This link is not valid"],
-          ],
+          link,
+          pages,
         ]);
-        expect(await storedRows(rotated, teamId)).toHaveLength(before.length);
+        expect(await storedRows(rotated, banner.teamId)).toHaveLength(before.length);
       } finally {
         await rotated.close();
       }
+    }
+    // Past its 30 minutes, a link made before the rotation has expired, as any link has.
+    const rotated = await start([k2, k1]);
+    clock.skewMs = 30 * 60_000;
+    try {
+      expect(await visitAndSave(rotated, madeUnderK1)).toEqual(expired);
+    } finally {
+      clock.skewMs = 0;
+      await rotated.close();
+    }
+  });
+
+  it("shows the retired link's page in the browser's language", async () => {
+    const first = await start([k1]);
+    let link: string;
+    try {
+      const { publicId } = await bannerFixture(first, { configuration });
+      link = new URL((await postLog(first, aChoice(publicId))).body.managePreferences).pathname;
+    } finally {
+      await first.close();
+    }
+    const rotated = await start([k2, k1]);
+    try {
+      const page = await http(rotated, "GET", link, { headers: { "accept-language": "nl" } });
+      expect(page.status).toBe(403);
+      expect(page.text).toContain(
+        "<main><h1>Deze link is niet meer geldig</h1>\n<p>Links die vóór een beveiligingsupdate van deze dienst zijn gemaakt, werken niet meer. Open de site opnieuw en maak je keuze opnieuw via de banner of de privacyinstellingen.</p></main>",
+      );
+    } finally {
+      await rotated.close();
     }
   });
 });

@@ -844,7 +844,8 @@ export const ConsentLogService: GenService<{
   /**
    * Reads what the preferences page behind a managePreferences link shows: the banner's
    * production categories and the visitor's current choice. The signed token is the credential;
-   * an expired or altered token fails with link_expired or link_invalid (PERMISSION_DENIED).
+   * an expired or altered token fails with link_expired or link_invalid, one signed under an older
+   * identity key still listed (a rotation) with link_retired (PERMISSION_DENIED).
    *
    * @generated from rpc consent.v1.ConsentLogService.GetPreferences
    */
