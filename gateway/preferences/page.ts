@@ -1,9 +1,8 @@
 import { timestampDate } from "@bufbuild/protobuf/wkt";
-import { DEFAULT_COLORS } from "#daemon/banners/colors.js";
 import type { ColorRoles } from "#daemon/banners/contrast.js";
 import { hostOf } from "#daemon/banners/domains.js";
 import { runtimeConfig } from "#gateway/loader/runtime-config.js";
-import { readableColors } from "#gateway/preferences/page-colors.js";
+import { type PageColors, pageColors } from "#gateway/preferences/page-colors.js";
 import {
   type ErrorCode,
   type PageTexts,
@@ -36,6 +35,22 @@ function textIn(tag: string, text: Text, attributes = ""): string {
   return `<${tag}${attributes}${marked}>${escapeHtml(text.text)}</${tag}>`;
 }
 
+/** The page's colours as the custom properties its rules read. */
+function palette(c: ColorRoles): string {
+  return `--background:${c.secondary};--text:${c.text};--button:${c.primary};--accent:${c.accent}`;
+}
+
+/**
+ * The colours' declarations: the light scheme, and where the page has a dark one, that one for a
+ * visitor whose system prefers it (CSS only: the page runs no script), with the browser's own
+ * parts (the checkboxes' boxes, the scroll bars) drawn dark too.
+ */
+function colorRules({ light, dark }: PageColors): string {
+  if (!dark) return `:root{${palette(light)}}`;
+  return `:root{color-scheme:light dark;${palette(light)}}
+@media (prefers-color-scheme:dark){:root{${palette(dark)}}}`;
+}
+
 /**
  * A whole page; styles carry the response's CSP nonce, the only style the policy allows.
  * WCAG 2.2 AA as on the banner (docs/banner-runtime.md): a checkbox is 24 px square (2.5.8, target
@@ -43,23 +58,24 @@ function textIn(tag: string, text: Text, attributes = ""): string {
  * as wide as its content unless told otherwise), so at 320 CSS px (1.4.10, reflow) nothing
  * scrolls sideways.
  */
-function document(lang: string, title: string, body: string, nonce: string, c: ColorRoles): string {
+function document(lang: string, title: string, body: string, nonce: string, c: PageColors): string {
   return `<!doctype html>
 <html lang="${escapeHtml(lang)}"${directionOf(lang) === "rtl" ? ' dir="rtl"' : ""}><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width,initial-scale=1">
 <title>${escapeHtml(title)}</title>
 <style nonce="${nonce}">
-body{margin:0;background:${c.secondary};color:${c.text};font:16px/1.5 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;overflow-wrap:anywhere}
+${colorRules(c)}
+body{margin:0;background:var(--background);color:var(--text);font:16px/1.5 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;overflow-wrap:anywhere}
 main{max-width:40rem;margin:2rem auto;padding:0 1rem}
-fieldset{border:1px solid ${c.text};border-radius:8px;padding:1rem;margin:0 0 1rem;min-width:0}
+fieldset{border:1px solid var(--text);border-radius:8px;padding:1rem;margin:0 0 1rem;min-width:0}
 label{display:flex;gap:.75em;margin:0 0 .75em}
-input{accent-color:${c.accent};width:24px;height:24px;margin:0;flex:none}
+input{accent-color:var(--accent);width:24px;height:24px;margin:0;flex:none}
 small{display:block}
-button{font:inherit;cursor:pointer;padding:.5em 1.5em;border-radius:4px;border:2px solid ${c.primary};background:${c.primary};color:${c.secondary}}
-:focus-visible{outline:3px solid ${c.accent};outline-offset:2px}
+button{font:inherit;cursor:pointer;padding:.5em 1.5em;border-radius:4px;border:2px solid var(--button);background:var(--button);color:var(--background)}
+:focus-visible{outline:3px solid var(--accent);outline-offset:2px}
 a{color:inherit}
 .site{margin-top:-.5em}
-.status{border-left:4px solid ${c.accent};padding:.5em 1em}
+.status{border-left:4px solid var(--accent);padding:.5em 1em}
 .status:focus{outline:none}
 </style></head>
 <body><main>${body}</main></body></html>
@@ -129,7 +145,7 @@ export function preferencesPage(view: PreferencesView, nonce: string, saved: boo
     saved ? `${own.savedTitle} – ${title}` : title,
     body,
     nonce,
-    config ? readableColors(config.colors) : DEFAULT_COLORS,
+    pageColors(config?.colors),
   );
 }
 
@@ -193,5 +209,5 @@ export function errorPage(
   // own address, read with GET) is one step away.
   const link = back ? `\n<p><a href="">${escapeHtml(texts.openSettings)}</a></p>` : "";
   const body = `<h1>${escapeHtml(heading)}</h1>\n<p>${escapeHtml(text)}</p>${link}`;
-  return document(lang, title, body, nonce, DEFAULT_COLORS);
+  return document(lang, title, body, nonce, pageColors());
 }

@@ -182,4 +182,41 @@ describe.skipIf(skipBrowserTests)("accessibility audit (axe-core, WCAG 2.2 AA) i
       clock.skewMs = 0;
     }
   });
+  it("has no violations on the preferences page in the dark scheme: the page, its saved notice, and a save refused as the link expired", async () => {
+    await tab.page.emulateMedia({ colorScheme: "dark" });
+    const { publicId } = await bannerFixture(ctx.service, {
+      configuration: { categories: labelledCategories, texts: { en: POLICY_TEXTS.en } },
+    });
+    const logged = await postLog(ctx.service, aChoice(publicId));
+    const link = `${ctx.service.gatewayUrl}${new URL(logged.body.managePreferences).pathname}`;
+    const background = () =>
+      tab.page.evaluate(() => getComputedStyle(document.body).backgroundColor);
+
+    expect((await tab.page.goto(link))?.status()).toBe(200);
+    expect(await background()).toBe("rgb(18, 18, 18)");
+    await auditPage("preferences page, dark scheme");
+    await tab.page.getByRole("button", { name: "Save choices" }).click();
+    await tab.page.waitForURL(/\?saved=/);
+    expect(await tab.page.title()).toBe("Your choices have been saved – We value your privacy");
+    await auditPage("preferences page, saved notice, dark scheme");
+
+    // The page stays open past the link's 30 minutes; its save is refused, and says so.
+    clock.skewMs = PREFERENCES_LINK_TTL_MS + 60_000;
+    try {
+      const refused = tab.page.waitForResponse(
+        (response) => response.request().method() === "POST",
+      );
+      await tab.page.getByRole("button", { name: "Save choices" }).click();
+      expect((await refused).status()).toBe(403);
+      await tab.page.waitForLoadState();
+      expect(await tab.page.title()).toBe("Your choices were not saved – This link has expired");
+      expect(await tab.page.getByRole("heading", { level: 1 }).textContent()).toBe(
+        "Your choices were not saved",
+      );
+      expect(await background()).toBe("rgb(18, 18, 18)");
+      await auditPage("refused save page, dark scheme");
+    } finally {
+      clock.skewMs = 0;
+    }
+  });
 });

@@ -2,6 +2,8 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { contrastShortfalls } from "#daemon/banners/colors.js";
+import { shortfallMessage } from "#daemon/banners/contrast.js";
 import { launchChromium, skipBrowserTests, useTestPage } from "#test/support/browser.js";
 import {
   aChoice,
@@ -260,6 +262,77 @@ describe.skipIf(skipBrowserTests)("preferences page in Chromium", () => {
       await tab.page.goto(link);
       expect(await shownColors(), JSON.stringify(configured)).toEqual(shown);
     }
+  });
+
+  // prefers-color-scheme: the page's own colours have a dark scheme (CSS only); a site's stay.
+  it("follows the visitor's dark scheme in its own colours, meeting AA; a site's colours stay as they are", async () => {
+    const dark = {
+      background: "rgb(18, 18, 18)",
+      text: "rgb(230, 230, 230)",
+      button: "rgb(242, 242, 242)",
+      buttonText: "rgb(18, 18, 18)",
+      focusRing: "rgb(102, 178, 255)",
+    };
+    const { link } = await choiceWithLink("4c8d0e6f-5a71-4c93-9d4e-5f6a7b8c9d0e");
+    await tab.page.emulateMedia({ colorScheme: "dark" });
+    await tab.page.goto(link);
+    const shown = await shownColors();
+    expect(shown).toEqual(dark);
+    // What Chromium shows meets AA by the project's own contrast check, as the banner's must.
+    const roles = {
+      primary: shown.button,
+      secondary: shown.background,
+      text: shown.text,
+      accent: shown.focusRing,
+    };
+    expect(contrastShortfalls(roles, false).map(shortfallMessage)).toEqual([]);
+    // The checkboxes' boxes are drawn dark too.
+    expect(
+      await tab.page.evaluate(() => getComputedStyle(document.documentElement).colorScheme),
+    ).toBe("light dark");
+
+    // A failure page (an altered link) too.
+    await tab.page.goto(`${link.slice(0, -5)}${link.at(-5) === "A" ? "B" : "A"}${link.slice(-4)}`);
+    expect(await tab.page.getByRole("heading", { level: 1 }).textContent()).toBe(
+      "This link is not valid",
+    );
+    const body = await tab.page.evaluate(() => {
+      const style = getComputedStyle(document.body);
+      return [style.backgroundColor, style.color];
+    });
+    expect(body).toEqual([dark.background, dark.text]);
+
+    // The light scheme keeps the defaults.
+    await tab.page.emulateMedia({ colorScheme: "light" });
+    await tab.page.goto(link);
+    expect(await shownColors()).toEqual({
+      background: "rgb(255, 255, 255)",
+      text: "rgb(51, 51, 51)",
+      button: "rgb(0, 0, 0)",
+      buttonText: "rgb(255, 255, 255)",
+      focusRing: "rgb(0, 123, 255)",
+    });
+
+    // A site's own colours are its look, in either scheme, as on its banner.
+    const { link: branded } = await choiceWithLink("5d9e1f70-6b82-4da4-8e5f-6a7b8c9d0e1f", {
+      configuration: {
+        ...configuration,
+        primaryColor: "rgb(18 52 86)",
+        secondaryColor: "ivory",
+        textColor: "hsl(0 0% 13%)",
+        accentColor: "#0b5394",
+      },
+    });
+    await tab.page.emulateMedia({ colorScheme: "dark" });
+    await tab.page.goto(branded);
+    expect(await shownColors()).toEqual({
+      background: "rgb(255, 255, 240)",
+      text: "rgb(33, 33, 33)",
+      button: "rgb(18, 52, 86)",
+      buttonText: "rgb(255, 255, 240)",
+      focusRing: "rgb(11, 83, 148)",
+    });
+    expect(tab.warnings.filter((warning) => !warning.includes("403"))).toEqual([]);
   });
 
   /** Whether the page scrolls sideways, and the elements reaching past the window's right edge. */

@@ -106,12 +106,20 @@ describe("GET and POST /preferences/{token}", () => {
     );
   });
 
-  /** The colours the page's stylesheet gives its background, text, button and focus ring. */
+  /**
+   * The colours the page's stylesheet gives its background, text, button and focus ring in the
+   * light scheme: each rule's value, its var() read from the first `:root` rule.
+   */
   function pageColors(html: string) {
     const rule = (selector: string) =>
       new RegExp(`\\n${selector}\\{([^}]*)\\}`).exec(html)?.[1] ?? "";
-    const value = (declarations: string, property: string) =>
+    const declared = (declarations: string, property: string) =>
       new RegExp(`(?:^|;)${property}:([^;]*)`).exec(declarations)?.[1];
+    const value = (declarations: string, property: string) =>
+      declared(declarations, property)?.replace(
+        /var\((--[a-z]+)\)/,
+        (_, name: string) => declared(rule(":root"), name) ?? "",
+      );
     return {
       background: value(rule("body"), "background"),
       text: value(rule("body"), "color"),
