@@ -7,11 +7,8 @@ import { pino } from "pino";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { generateOperatorToken } from "#daemon/auth/secrets.js";
 import { loadConfig } from "#daemon/config.js";
-import {
-  createDaemonTransport,
-  firstFailure,
-  isDaemonUnreachable,
-} from "#gateway/daemon-transport.js";
+import { firstFailure, isDaemonUnreachable } from "#gateway/daemon-failures.js";
+import { createDaemonTransport } from "#gateway/daemon-transport.js";
 import { httpErrorOf } from "#gateway/errors.js";
 import { startGateway } from "#gateway/main.js";
 import { ErrorInfoSchema } from "#gen/consent/v1/errors_pb.js";

@@ -3,7 +3,7 @@ import type { FastifyBaseLogger, FastifyReply, FastifyRequest } from "fastify";
 import { clipped, messageOf } from "#daemon/errors.js";
 import { isStoreFull } from "#daemon/store/disk-guard.js";
 import { BodyBudgetExceeded } from "#gateway/body-budget.js";
-import { isDaemonBusy, isDaemonUnreachable } from "#gateway/daemon-transport.js";
+import { isDaemonBusy, isDaemonUnreachable } from "#gateway/daemon-failures.js";
 import { snapshotJson } from "#gateway/json.js";
 import { tokenWatchOf } from "#gateway/token-watch.js";
 import { type ErrorInfo, ErrorInfoSchema } from "#gen/consent/v1/errors_pb.js";

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from "fastify";
 import { messageOf } from "#daemon/errors.js";
 import type { DaemonClients } from "#gateway/daemon-clients.js";
-import { isDaemonUnreachable } from "#gateway/daemon-transport.js";
+import { isDaemonUnreachable } from "#gateway/daemon-failures.js";
 import { sendData } from "#gateway/envelope.js";
 import { failureOf } from "#gateway/errors.js";
 import { tokenWatchOf } from "#gateway/token-watch.js";
