@@ -1,6 +1,12 @@
 import { isExplicitChoice } from "#daemon/consent-log/consent-log-rules.js";
 import type { ConsentLogRecord } from "#daemon/consent-log/consent-log-store.js";
 import type { Store } from "#daemon/store/store.js";
+import {
+  type DeliveryRecord,
+  deliveryId,
+  eventIdOf,
+  type WebhookEndpointRecord,
+} from "#daemon/webhooks/webhook-store.js";
 
 /** Dispatchers of this process waiting on each store, woken when an event is appended. */
 const listeners = new WeakMap<Store, Set<() => void>>();
@@ -49,4 +55,37 @@ export function consentGivenBody(row: ConsentLogRecord): string {
       occurredAt: row.occurredAt.toISOString(),
     },
   });
+}
+
+/**
+ * spec 6: what a `consent.given` event is to deliver, one delivery per enabled endpoint of the
+ * team subscribed to the event and its banner, due at once; the dispatcher (dispatcher.ts) fans
+ * them out, leasing those it attempts at once.
+ */
+export function consentGivenDeliveries(
+  row: ConsentLogRecord,
+  endpoints: WebhookEndpointRecord[],
+): DeliveryRecord[] {
+  const eventId = eventIdOf(row.id);
+  const payload = consentGivenBody(row);
+  return endpoints
+    .filter(
+      (endpoint) =>
+        endpoint.enabled &&
+        endpoint.eventTypes.includes("consent.given") &&
+        (endpoint.bannerIds.length === 0 || endpoint.bannerIds.includes(row.publicId)),
+    )
+    .map((endpoint) => ({
+      id: deliveryId(eventId, endpoint.id),
+      teamId: row.teamId,
+      webhookId: endpoint.id,
+      eventId,
+      eventType: "consent.given",
+      publicId: row.publicId,
+      payload,
+      status: "pending",
+      attempts: 0,
+      createdAt: row.receivedAt,
+      nextAttemptAt: row.receivedAt,
+    }));
 }

@@ -50,7 +50,7 @@ export interface SendOptions {
  * inside them: a slow endpoint (up to the 15 s timeout) holds only its own attempts.
  */
 export const MAX_IN_FLIGHT = 128;
-/** Attempts in flight to one endpoint at most (dispatcher.ts), each on a connection of its own. */
+/** Attempts in flight to one endpoint at most (pass-limits.ts), each on a connection of its own. */
 export const ATTEMPTS_PER_ENDPOINT = 32;
 /**
  * Connections one daemon uses at once to one origin: as many as it has attempts in flight, so

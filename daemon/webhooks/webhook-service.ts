@@ -9,7 +9,7 @@ import { admission } from "#daemon/rpc/rate-limit-headers.js";
 import { bodyOf } from "#daemon/rpc/request-body.js";
 import type { Store } from "#daemon/store/store.js";
 import type { AddressGuard } from "#daemon/webhooks/address-guard.js";
-import { signingSecrets } from "#daemon/webhooks/dispatcher.js";
+import { signingSecrets } from "#daemon/webhooks/delivery-attempt.js";
 import { signedHeaders } from "#daemon/webhooks/signing.js";
 import { deliveryMessage, webhookMessage } from "#daemon/webhooks/webhook-messages.js";
 import {

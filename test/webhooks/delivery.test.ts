@@ -12,17 +12,17 @@ import type { ConsentLogRecord } from "#daemon/consent-log/consent-log-store.js"
 import { RECORDS_DIRECTORY } from "#daemon/store/lmdb-files.js";
 import { openLmdbStore } from "#daemon/store/lmdb-store.js";
 import type { Store } from "#daemon/store/store.js";
+import { FAILING_DISABLE_AFTER_MS } from "#daemon/webhooks/delivery-attempt.js";
+import { LEASE_MS } from "#daemon/webhooks/dispatcher.js";
+import { LEASE_INDEX_MARK } from "#daemon/webhooks/lmdb-webhook-store.js";
+import { consentGivenBody } from "#daemon/webhooks/outbox.js";
 import {
-  FAILING_DISABLE_AFTER_MS,
   FULL_SPEED,
-  LEASE_MS,
   MAX_YIELD_MS,
   RESERVED_FOR_NEW_TEAMS,
   YIELD_WINDOW_MS,
   YIELDING,
-} from "#daemon/webhooks/dispatcher.js";
-import { LEASE_INDEX_MARK } from "#daemon/webhooks/lmdb-webhook-store.js";
-import { consentGivenBody } from "#daemon/webhooks/outbox.js";
+} from "#daemon/webhooks/pass-limits.js";
 import { JITTER, RETRY_DELAYS_MS } from "#daemon/webhooks/retry-schedule.js";
 import { signature } from "#daemon/webhooks/signing.js";
 import { ATTEMPTS_PER_ENDPOINT, MAX_IN_FLIGHT } from "#daemon/webhooks/webhook-sender.js";
