@@ -1,42 +1,11 @@
 import { toBinary } from "@bufbuild/protobuf";
-import { Code, ConnectError } from "@connectrpc/connect";
 import { DEFAULT_LOADER_CACHE_MB } from "#daemon/config.js";
-import { isDaemonUnavailable } from "#gateway/errors.js";
+import type { CachedBanner, Loading, ReadToken, Variants } from "#gateway/loader/cached-banner.js";
 import { buildVariant, type LoaderVariant, sha256 } from "#gateway/loader/loader-response.js";
 import { type Geo, variantGeo, variantKey } from "#gateway/loader/runtime-config.js";
-import {
-  HELD_READ_WAIT_MS,
-  STALE_IF_ERROR_MS,
-  STALE_RETRY_MS,
-} from "#gateway/loader/stale-if-error.js";
-import {
-  createStaleServingLog,
-  type StaleServingLog,
-  type StaleServingLogger,
-} from "#gateway/loader/stale-log.js";
+import { StaleServing } from "#gateway/loader/stale-if-error.js";
+import type { StaleServingLogger } from "#gateway/loader/stale-log.js";
 import { type PublishedBanner, PublishedBannerSchema } from "#gen/consent/v1/banner_pb.js";
-
-/** A banner's responses by location, with the bytes of those built (all three bodies). */
-interface Variants {
-  bodies: Map<string, Promise<LoaderVariant>>;
-  bytes: number;
-}
-
-interface CachedBanner {
-  banner: PublishedBanner;
-  fingerprint: string;
-  /**
-   * When the daemon last confirmed the entry: it is served without asking until `revalidateMs`
-   * after. While stale, set so that this ends at the next retry.
-   */
-  checkedAt: number;
-  /** When the daemon last answered with this banner: the stale-if-error bound counts from it. */
-  readAt: number;
-  /** The last read failed for want of the daemon: served as it was, read again every `retryMs`. */
-  stale: boolean;
-  /** Shared by the entries of one banner whose production side is unchanged. */
-  variants: Variants;
-}
 
 export interface LoaderCacheOptions {
   /**
@@ -69,19 +38,6 @@ const MAX_BANNERS = 5_000;
 const MAX_VARIANTS = 300;
 const MAX_MISSING = 10_000;
 
-/** A read of a banner from the daemon in flight; `stale` once the banner changed meanwhile. */
-interface Loading {
-  token: { stale: boolean };
-  promise: Promise<CachedBanner | null>;
-  /**
-   * Resolves once the read has been in flight for `heldReadWaitMs` (set by the first request for
-   * a banner held in memory): from then on such requests are answered from the held copy.
-   */
-  overdue?: Promise<typeof OVERDUE>;
-}
-
-const OVERDUE = Symbol("overdue");
-
 /**
  * Loader responses served from memory (decisions §6). A banner is re-checked against the daemon
  * on its next request once this process learns of a change (invalidate, wired to the daemon's
@@ -102,22 +58,23 @@ export class LoaderCache {
   readonly #loading = new Map<string, Loading>();
   readonly #now: () => number;
   readonly #maxBytes: number;
-  readonly #staleIfErrorMs: number;
-  readonly #retryMs: number;
-  readonly #heldReadWaitMs: number;
-  readonly #staleLog: StaleServingLog | undefined;
-  /** Banners kept whose last read failed or went unanswered: served as last read until re-read. */
-  readonly #staleBanners = new Set<string>();
+  readonly #stale: StaleServing;
   /** Bytes of the responses built for the banners in #banners. */
   #keptBytes = 0;
 
   constructor(private readonly options: LoaderCacheOptions) {
     this.#now = options.now ?? Date.now;
     this.#maxBytes = options.maxBytes ?? DEFAULT_LOADER_CACHE_MB * 1024 * 1024;
-    this.#staleIfErrorMs = options.staleIfErrorMs ?? STALE_IF_ERROR_MS;
-    this.#retryMs = options.retryMs ?? STALE_RETRY_MS;
-    this.#heldReadWaitMs = options.heldReadWaitMs ?? HELD_READ_WAIT_MS;
-    this.#staleLog = options.logger && createStaleServingLog(options.logger);
+    this.#stale = new StaleServing({
+      now: this.#now,
+      revalidateMs: options.revalidateMs,
+      staleIfErrorMs: options.staleIfErrorMs,
+      retryMs: options.retryMs,
+      heldReadWaitMs: options.heldReadWaitMs,
+      logger: options.logger,
+      keep: (publicId, entry) => this.#keep(publicId, entry),
+      drop: (publicId) => this.#drop(publicId),
+    });
   }
 
   /** Bytes of the responses kept in memory (identity, brotli and gzip bodies). */
@@ -169,7 +126,7 @@ export class LoaderCache {
       // The next request waits for the read the change calls for, as for any changed banner.
       cached.stale = false;
     }
-    this.#staleBanners.delete(publicId);
+    this.#stale.forget(publicId);
     this.#missing.delete(publicId);
     const loading = this.#loading.get(publicId);
     if (loading) {
@@ -200,64 +157,24 @@ export class LoaderCache {
       current.promise.then(clear, clear);
       loading = current;
     }
-    if (!cached || !this.#holds(cached)) return loading.promise;
-    // While the daemon cannot be reached, no request waits for the retry: the banner as last read
-    // answers at once, and the retry's outcome serves the requests after it.
-    if (cached.stale) return cached;
-    return this.#heldAfterWait(publicId, cached, loading);
-  }
-
-  /** Whether a banner's last successful read is recent enough to serve it stale (stale-if-error). */
-  #holds(cached: CachedBanner): boolean {
-    return this.#now() - cached.readAt < this.#staleIfErrorMs;
-  }
-
-  /**
-   * The read's answer, or the banner as held, marked stale, once the read has been in flight for
-   * `heldReadWaitMs` (a daemon or store that stopped answering fails a read only at the
-   * transport's ping timeout, about 15 s): the read goes on, and its outcome serves the requests
-   * after it.
-   */
-  async #heldAfterWait(
-    publicId: string,
-    cached: CachedBanner,
-    loading: Loading,
-  ): Promise<CachedBanner | null> {
-    if (!loading.overdue) {
-      let timer: NodeJS.Timeout | undefined;
-      loading.overdue = new Promise((resolve) => {
-        timer = setTimeout(() => {
-          if (!loading.token.stale && this.#holds(cached))
-            this.#servedStaleFor(publicId, unanswered(this.#heldReadWaitMs));
-          resolve(OVERDUE);
-        }, this.#heldReadWaitMs);
-        timer.unref();
-      });
-      const stop = () => clearTimeout(timer);
-      loading.promise.then(stop, stop);
-    }
-    const first = await Promise.race([loading.promise, loading.overdue]);
-    if (first !== OVERDUE) return first;
-    if (!this.#holds(cached)) return loading.promise;
-    return { ...cached, stale: true };
+    return this.#stale.whileRead(publicId, cached, loading);
   }
 
   async #load(
     publicId: string,
     previous: CachedBanner | undefined,
-    token: { stale: boolean },
+    token: ReadToken,
   ): Promise<CachedBanner | null> {
     let banner: PublishedBanner | null;
     try {
       banner = await this.options.fetchBanner(publicId);
     } catch (error) {
-      return this.#servedStale(publicId, previous, token, error);
+      return this.#stale.afterFailedRead(publicId, previous, token, error);
     }
     // Invalidated while the daemon answered: this answer may predate the change, so it answers
     // the requests waiting for it but is not kept.
     const current = !token.stale;
-    if (current) this.#staleBanners.delete(publicId);
-    this.#staleLog?.answered(this.#staleBanners.size);
+    this.#stale.answered(publicId, current);
     if (!banner) {
       if (current) {
         this.#drop(publicId);
@@ -277,48 +194,6 @@ export class LoaderCache {
     return entry;
   }
 
-  /**
-   * A failed read's answer: the banner as last read while the daemon cannot be reached and that
-   * read is within STALE_IF_ERROR_MS, kept to be read again after `retryMs` (never past the
-   * bound). Otherwise the failure, as without a banner read before: a banner past the bound is
-   * forgotten, and one served stale until now is not served stale on any other failure.
-   */
-  #servedStale(
-    publicId: string,
-    previous: CachedBanner | undefined,
-    token: { stale: boolean },
-    error: unknown,
-  ): CachedBanner {
-    if (!previous) throw error;
-    const now = this.#now();
-    const until = previous.readAt + this.#staleIfErrorMs;
-    const current = !token.stale;
-    if (now >= until) {
-      if (current) this.#drop(publicId);
-      throw error;
-    }
-    if (!isDaemonUnavailable(error)) {
-      if (current) previous.stale = false;
-      throw error;
-    }
-    const entry: CachedBanner = {
-      ...previous,
-      checkedAt: Math.min(now + this.#retryMs, until) - this.options.revalidateMs,
-      stale: true,
-    };
-    if (current) {
-      this.#keep(publicId, entry);
-      this.#servedStaleFor(publicId, error);
-    }
-    return entry;
-  }
-
-  /** Counts a banner as served as last read for want of the daemon, and tells the operator. */
-  #servedStaleFor(publicId: string, cause: unknown): void {
-    this.#staleBanners.add(publicId);
-    this.#staleLog?.servedStale(cause, this.#staleBanners.size);
-  }
-
   /** Sets a banner's entry as the most recent; the bytes of an entry it replaces leave the count. */
   #keep(publicId: string, entry: CachedBanner): void {
     // Nothing changes when an unchanged banner's new entry shares the replaced one's variants.
@@ -327,7 +202,7 @@ export class LoaderCache {
     const evicted = remember(this.#banners, publicId, entry, MAX_BANNERS);
     if (evicted) {
       this.#keptBytes -= evicted.value.variants.bytes;
-      this.#staleBanners.delete(evicted.key);
+      this.#stale.forget(evicted.key);
     }
   }
 
@@ -335,7 +210,7 @@ export class LoaderCache {
     const dropped = this.#banners.get(publicId);
     if (!dropped) return;
     this.#banners.delete(publicId);
-    this.#staleBanners.delete(publicId);
+    this.#stale.forget(publicId);
     this.#keptBytes -= dropped.variants.bytes;
   }
 
@@ -374,12 +249,4 @@ function remember<V>(
     return { key: oldest[0], value: oldest[1] };
   }
   return undefined;
-}
-
-/** The cause named while a held banner is served because its read has not answered. */
-function unanswered(waitedMs: number): ConnectError {
-  return new ConnectError(
-    `the daemon has not answered a banner read within ${waitedMs} ms`,
-    Code.DeadlineExceeded,
-  );
 }

@@ -1,3 +1,17 @@
+import { Code, ConnectError } from "@connectrpc/connect";
+import { isDaemonUnavailable } from "#gateway/errors.js";
+import {
+  type CachedBanner,
+  type Loading,
+  OVERDUE,
+  type ReadToken,
+} from "#gateway/loader/cached-banner.js";
+import {
+  createStaleServingLog,
+  type StaleServingLog,
+  type StaleServingLogger,
+} from "#gateway/loader/stale-log.js";
+
 /**
  * Stale-if-error: a banner whose read fails because the daemon (or its store) cannot answer
  * (isDaemonUnavailable, errors.ts) is served as it was last read for up to a day after that read.
@@ -26,3 +40,156 @@ export const STALE_RETRY_MS = 5_000;
  * as a page that does not load. A banner never read has no copy to serve and waits as before.
  */
 export const HELD_READ_WAIT_MS = 2_000;
+
+export interface StaleServingOptions {
+  now: () => number;
+  /** How long a banner is served before the daemon is asked again (LoaderCacheOptions). */
+  revalidateMs: number;
+  /** Default STALE_IF_ERROR_MS. */
+  staleIfErrorMs?: number;
+  /** Default STALE_RETRY_MS. */
+  retryMs?: number;
+  /** Default HELD_READ_WAIT_MS. */
+  heldReadWaitMs?: number;
+  /** Told while banners are served stale and when the daemon answers again (stale-log.ts). */
+  logger?: StaleServingLogger;
+  /** Sets a banner's entry as the cache's most recent. */
+  keep(publicId: string, entry: CachedBanner): void;
+  /** Drops a banner from the cache. */
+  drop(publicId: string): void;
+}
+
+/**
+ * The loader cache's stale-if-error (loader-cache.ts): which banners it serves as last read while
+ * the daemon cannot answer, for how long, and when it tells the operator. Kept apart from the
+ * cache's own bookkeeping (entries, bytes, eviction), which it reaches through `keep` and `drop`.
+ */
+export class StaleServing {
+  readonly #options: StaleServingOptions;
+  readonly #staleIfErrorMs: number;
+  readonly #retryMs: number;
+  readonly #heldReadWaitMs: number;
+  readonly #staleLog: StaleServingLog | undefined;
+  /** Banners kept whose last read failed or went unanswered: served as last read until re-read. */
+  readonly #staleBanners = new Set<string>();
+
+  constructor(options: StaleServingOptions) {
+    this.#options = options;
+    this.#staleIfErrorMs = options.staleIfErrorMs ?? STALE_IF_ERROR_MS;
+    this.#retryMs = options.retryMs ?? STALE_RETRY_MS;
+    this.#heldReadWaitMs = options.heldReadWaitMs ?? HELD_READ_WAIT_MS;
+    this.#staleLog = options.logger && createStaleServingLog(options.logger);
+  }
+
+  /**
+   * What a request for a banner being read gets: the read's answer for a banner never read or
+   * past the bound; while the daemon cannot be reached, the banner as last read at once (the
+   * retry's outcome serves the requests after it); else the read's answer, or the banner as held
+   * once the read is overdue (heldAfterWait).
+   */
+  whileRead(
+    publicId: string,
+    cached: CachedBanner | undefined,
+    loading: Loading,
+  ): CachedBanner | Promise<CachedBanner | null> {
+    if (!cached || !this.#holds(cached)) return loading.promise;
+    if (cached.stale) return cached;
+    return this.#heldAfterWait(publicId, cached, loading);
+  }
+
+  /**
+   * A failed read's answer: the banner as last read while the daemon cannot be reached and that
+   * read is within STALE_IF_ERROR_MS, kept to be read again after `retryMs` (never past the
+   * bound). Otherwise the failure, as without a banner read before: a banner past the bound is
+   * forgotten, and one served stale until now is not served stale on any other failure.
+   */
+  afterFailedRead(
+    publicId: string,
+    previous: CachedBanner | undefined,
+    token: ReadToken,
+    error: unknown,
+  ): CachedBanner {
+    if (!previous) throw error;
+    const now = this.#options.now();
+    const until = previous.readAt + this.#staleIfErrorMs;
+    const current = !token.stale;
+    if (now >= until) {
+      if (current) this.#options.drop(publicId);
+      throw error;
+    }
+    if (!isDaemonUnavailable(error)) {
+      if (current) previous.stale = false;
+      throw error;
+    }
+    const entry: CachedBanner = {
+      ...previous,
+      checkedAt: Math.min(now + this.#retryMs, until) - this.#options.revalidateMs,
+      stale: true,
+    };
+    if (current) {
+      this.#options.keep(publicId, entry);
+      this.#servedStaleFor(publicId, error);
+    }
+    return entry;
+  }
+
+  /** The daemon answered a read of a banner; `current` when the answer is kept. */
+  answered(publicId: string, current: boolean): void {
+    if (current) this.#staleBanners.delete(publicId);
+    this.#staleLog?.answered(this.#staleBanners.size);
+  }
+
+  /** A banner is no longer served as last read: invalidated, dropped or evicted. */
+  forget(publicId: string): void {
+    this.#staleBanners.delete(publicId);
+  }
+
+  /** Whether a banner's last successful read is recent enough to serve it stale (stale-if-error). */
+  #holds(cached: CachedBanner): boolean {
+    return this.#options.now() - cached.readAt < this.#staleIfErrorMs;
+  }
+
+  /**
+   * The read's answer, or the banner as held, marked stale, once the read has been in flight for
+   * `heldReadWaitMs` (a daemon or store that stopped answering fails a read only at the
+   * transport's ping timeout, about 15 s): the read goes on, and its outcome serves the requests
+   * after it.
+   */
+  async #heldAfterWait(
+    publicId: string,
+    cached: CachedBanner,
+    loading: Loading,
+  ): Promise<CachedBanner | null> {
+    if (!loading.overdue) {
+      let timer: NodeJS.Timeout | undefined;
+      loading.overdue = new Promise((resolve) => {
+        timer = setTimeout(() => {
+          if (!loading.token.stale && this.#holds(cached))
+            this.#servedStaleFor(publicId, unanswered(this.#heldReadWaitMs));
+          resolve(OVERDUE);
+        }, this.#heldReadWaitMs);
+        timer.unref();
+      });
+      const stop = () => clearTimeout(timer);
+      loading.promise.then(stop, stop);
+    }
+    const first = await Promise.race([loading.promise, loading.overdue]);
+    if (first !== OVERDUE) return first;
+    if (!this.#holds(cached)) return loading.promise;
+    return { ...cached, stale: true };
+  }
+
+  /** Counts a banner as served as last read for want of the daemon, and tells the operator. */
+  #servedStaleFor(publicId: string, cause: unknown): void {
+    this.#staleBanners.add(publicId);
+    this.#staleLog?.servedStale(cause, this.#staleBanners.size);
+  }
+}
+
+/** The cause named while a held banner is served because its read has not answered. */
+function unanswered(waitedMs: number): ConnectError {
+  return new ConnectError(
+    `the daemon has not answered a banner read within ${waitedMs} ms`,
+    Code.DeadlineExceeded,
+  );
+}
