@@ -1,8 +1,10 @@
 import { isAdCategory, usOptOutChoices } from "../../daemon/banners/category-signals.js";
 import { isoTimeMs } from "../../daemon/validation/patterns.js";
-import type { RuntimeConfig, RuntimeRule } from "./config.js";
+import { acceptTypeOf, all, config, defaultCategories, gpcApplies, required } from "./banner.js";
+import type { RuntimeRule } from "./config.js";
 import { consentDefault, consentUpdate } from "./consent-mode.js";
 import { warn } from "./console-lines.js";
+import { nonce, post } from "./loader-gateway.js";
 import { activateScripts } from "./scripts.js";
 import {
   type ConsentState,
@@ -17,59 +19,10 @@ import {
 import { resolveTexts } from "./texts.js";
 import { type Choice, showBanner } from "./view.js";
 
-/** Supplied by the loader around this bundle (gateway/loader/loader-cache.ts). */
-declare const __CONFIG__: RuntimeConfig;
+// The page's consent: its state, putting it in effect, the banner's view and the integrator API.
+// The banner's configuration and what follows from it are banner.ts's; the loader's tag and the
+// gateway it came from, where the rows go, loader-gateway.ts's.
 
-const config = __CONFIG__;
-const loaderPath = `/loader/${config.id}.js`;
-/** Whether an address is the loader's: its path names this banner's loader (not its query). */
-const isLoader = (address: string | undefined) => {
-  try {
-    return !!address && new URL(address).pathname.endsWith(loaderPath);
-  } catch {
-    return false;
-  }
-};
-// The running script's element, only while it runs: the loader's tag, or the inline script a tag
-// manager ran the fetched loader as. A module, or a script in a shadow root, has none.
-const script = document.currentScript as HTMLScriptElement | null;
-/**
- * The nonce the loader ran with, or undefined where it cannot be known (no element): never read
- * off another element, which markup injected into the page could have put first.
- */
-const nonce = script ? script.nonce : undefined;
-// The loader's address: its tag's; else the running code's own, as the stack names it (a module,
-// a shadow root); else the latest fetch of it (a tag manager that fetched it and ran its text).
-// Markup cannot make a fetch, where an injected <img> could make a request for such a path.
-const loaderSrc = [
-  script?.src,
-  ...(new Error().stack?.match(/https?:\/\/[^\s)]+/g) ?? []).map((at) =>
-    at.replace(/(:\d+){1,2}$/, ""),
-  ),
-  ...performance
-    .getEntriesByType("resource")
-    .filter((entry) =>
-      /^(fetch|xmlhttprequest)$/.test((entry as PerformanceResourceTiming).initiatorType),
-    )
-    .map((entry) => entry.name)
-    .reverse(),
-].find(isLoader);
-if (!loaderSrc) {
-  warn(
-    config.id,
-    `cannot tell where the loader came from, so choices cannot be recorded; embed it with <script src>`,
-  );
-}
-const loaderUrl = new URL(loaderSrc || location.href);
-/** The gateway the loader came from (any path prefix kept): the log route lives beside it. */
-const apiBase = loaderUrl.origin + loaderUrl.pathname.replace(/\/loader\/[^/]*$/, "");
-const gpc = (navigator as { globalPrivacyControl?: boolean }).globalPrivacyControl === true;
-/**
- * Global Privacy Control opts out of sale and sharing where a US rule applies. A state made so
- * says `gpcRespected: true` whatever it accepts (docs/behaviour.md: the only field of spec 2.4
- * that can tell a later visit it was made with the signal on).
- */
-const gpcApplies = gpc && !!config.rule?.us;
 /** The texts for the page's language as it is now: a single-page app may change `<html lang>`. */
 const textsNow = () =>
   resolveTexts(config.texts, [
@@ -77,8 +30,6 @@ const textsNow = () =>
     ...(navigator.languages ?? [navigator.language]),
   ]);
 let texts = textsNow();
-const all = config.categories.map((category) => category.name);
-const required = config.categories.filter((category) => category.required).map((c) => c.name);
 /** What the gated scripts are judged by: the loader's nonce and the banner's categories. */
 const gated = { nonce, publicId: config.id, categories: all };
 
@@ -122,18 +73,6 @@ function closePrompt(): void {
 }
 
 /**
- * Accept all is "all" and Reject all "necessary", whatever the categories; otherwise what the
- * optional categories say: none accepted "necessary", every one "all", else "custom".
- */
-function acceptTypeOf(categories: string[], choice?: Choice): ConsentState["acceptType"] {
-  if (choice === "accept") return "all";
-  if (choice === "reject") return "necessary";
-  const optional = all.filter((name) => !required.includes(name));
-  const accepted = optional.filter((name) => categories.includes(name)).length;
-  return accepted === 0 ? "necessary" : accepted === optional.length ? "all" : "custom";
-}
-
-/**
  * The next canonical state (spec 2.4); the consentId and first-choice time carry over. The time
  * of this choice is never before the first one's (PUT state refuses that), though a device whose
  * clock ran ahead made the first, or its time (a state written through the API) has digits past
@@ -159,60 +98,6 @@ function nextState(categories: string[], extra: Partial<ConsentState>): ConsentS
     }),
     ...extra,
   };
-}
-
-/**
- * The browser's own means of posting a row, taken as the loader runs (first in `<head>`): a page
- * script that later replaces `navigator.sendBeacon` or `window.fetch` (a wrapper that drops what
- * it does not know, one that throws) does not reach the row.
- */
-const beacon = navigator.sendBeacon?.bind(navigator);
-const request = window.fetch?.bind(window);
-
-/**
- * Posts the row with sendBeacon (text/plain: no preflight), else fetch with keepalive. It never
- * throws: whatever the page made of either, the choice is kept and applied all the same.
- */
-function post(method: string, s: ConsentState): void {
-  const body = toJson({
-    bannerId: config.id,
-    method,
-    // The row says when the choice was made here, even where the state's time was held at a
-    // first choice from a device whose clock ran ahead (nextState).
-    timestamp:
-      isoTimeMs(s.lastConsentTimestamp) > Date.now()
-        ? new Date().toISOString()
-        : s.lastConsentTimestamp,
-    consentId: s.consentId,
-    revision: s.revision,
-    languageCode: s.languageCode,
-    preferences: Object.fromEntries(all.map((name) => [name, s.categories.includes(name)])),
-    gpc,
-    purposeChoices: s.usOptOutChoices,
-    // Only what a row may keep (decisions §5: never the query or fragment), so a long query
-    // neither travels nor costs the choice.
-    pageUrl: location.origin + location.pathname,
-    country: config.country,
-    region: config.region,
-    matchedRuleId: config.rule?.id,
-  }) as string;
-  const url = `${apiBase}/api/consent/log`;
-  let queued = false;
-  try {
-    queued = !!beacon?.(url, body);
-  } catch {
-    // No beacon support (or refused): the fetch below carries the row instead.
-  }
-  try {
-    if (!queued) {
-      Promise.resolve(
-        request?.(url, { method: "POST", body, keepalive: true, credentials: "omit" }),
-      ).catch(() => {});
-    }
-  } catch {
-    // Neither can post (a page that replaced both before the loader ran): the row is lost, the
-    // choice is still kept and applied.
-  }
 }
 
 /**
@@ -287,13 +172,6 @@ function choose(choice: Choice, selected: string[]): void {
     "choice",
   );
 }
-
-/**
- * The categories a rule's default grants on this page: the required ones under opt_in, else all
- * but the advertising ones while Global Privacy Control applies.
- */
-const defaultCategories = (rule: RuntimeRule) =>
-  rule.mode === "opt_in" ? required : all.filter((name) => !(gpcApplies && isAdCategory(name)));
 
 /**
  * 11 CCR §7025(c)(3): Global Privacy Control opts out of sale and sharing under a US rule even
