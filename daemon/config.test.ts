@@ -84,6 +84,24 @@ describe("CONSENT_WEBHOOK_LEASE_MS", () => {
   });
 });
 
+describe("CONSENT_DRAIN_TIMEOUT_MS", () => {
+  it("is 8 s by default, inside docker stop's 10 s, and read as whole milliseconds", () => {
+    expect(loadConfig({}).drainTimeoutMs).toBe(8_000);
+    expect(loadConfig({ CONSENT_DRAIN_TIMEOUT_MS: "" }).drainTimeoutMs).toBe(8_000);
+    expect(loadConfig({ CONSENT_DRAIN_TIMEOUT_MS: "1000" }).drainTimeoutMs).toBe(1_000);
+    expect(loadConfig({ CONSENT_DRAIN_TIMEOUT_MS: " 25000 " }).drainTimeoutMs).toBe(25_000);
+    expect(loadConfig({ CONSENT_DRAIN_TIMEOUT_MS: "600000" }).drainTimeoutMs).toBe(600_000);
+  });
+
+  it("refuses anything but a whole number from 1000 to 600000, naming the variable and the value", () => {
+    for (const value of ["0", "999", "-2000", "600001", "86400000", "10s", "2e3", "8000.5"]) {
+      expect(configErrorOf({ CONSENT_DRAIN_TIMEOUT_MS: value }).message).toBe(
+        `CONSENT_DRAIN_TIMEOUT_MS must be a whole number of milliseconds from 1000 to 600000, not "${value}"`,
+      );
+    }
+  });
+});
+
 describe("CONSENT_MONGODB_TIMEOUT_MS", () => {
   it("is unset by default (the MongoDB store's 10 s) and read as whole milliseconds", () => {
     expect(loadConfig({}).mongoTimeoutMs).toBeUndefined();

@@ -61,6 +61,11 @@ export interface Config {
    * (gateway/loader/loader-cache.ts). Default 256.
    */
   loaderCacheMb: number;
+  /**
+   * CONSENT_DRAIN_TIMEOUT_MS: how long a stop signal's drain waits for the requests and calls in
+   * flight before it cuts the connections still open (drain-exit.ts), in every program and worker.
+   */
+  drainTimeoutMs: number;
 }
 
 export class ConfigError extends Error {
@@ -108,6 +113,13 @@ const DEFAULT_MIN_FREE_MB = 64;
 
 /** CONSENT_LOADER_CACHE_MB when unset: thousands of banners, or one in hundreds of regions. */
 export const DEFAULT_LOADER_CACHE_MB = 256;
+
+/**
+ * CONSENT_DRAIN_TIMEOUT_MS when unset: inside `docker stop`'s 10 s between SIGTERM and SIGKILL
+ * (Kubernetes gives 30 s), with 2 s left for what follows the cut (the store closing, the exit),
+ * so a container stopped with the defaults exits on its own, 0, instead of being killed.
+ */
+export const DEFAULT_DRAIN_TIMEOUT_MS = 8_000;
 
 /** pino's levels, and `silent`. */
 const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"];
@@ -439,6 +451,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
         "CONSENT_LOADER_CACHE_MB",
         "a whole number of megabytes",
       ) ?? DEFAULT_LOADER_CACHE_MB,
+    drainTimeoutMs:
+      wholeNumberIn(
+        env.CONSENT_DRAIN_TIMEOUT_MS,
+        1_000,
+        600_000,
+        "CONSENT_DRAIN_TIMEOUT_MS",
+        "a whole number of milliseconds",
+      ) ?? DEFAULT_DRAIN_TIMEOUT_MS,
     webhookLeaseMs: wholeNumberIn(
       env.CONSENT_WEBHOOK_LEASE_MS,
       1_000,

@@ -1,11 +1,6 @@
 import type { Server, Socket } from "node:net";
 import type { Logger } from "pino";
 
-/**
- * How long a stop signal waits for accepted requests and calls before cutting the connections that
- * remain: the bound of the gateway's drain and of the daemon's.
- */
-export const DRAIN_TIMEOUT_MS = 10_000;
 /** How long before the cut a drain's last answers are made (the gateway's 503s). */
 const BEFORE_CUT_MS = 500;
 
@@ -86,10 +81,11 @@ export function stopOnSignals(logger: Logger): StopOnSignals {
  * finish. The returned function begins the drain's bound: the connections on which the client
  * has not sent a byte are closed at once (no request or call can be in flight on them: a
  * browser's preconnect, a port check; an HTTP server only closes a connection once a request has
- * been served on it), and whatever is still open after DRAIN_TIMEOUT_MS is cut, unless the server
- * has closed by then. `beforeCut` runs BEFORE_CUT_MS earlier, to answer what can still be answered.
+ * been served on it), and whatever is still open after `limitMs` (CONSENT_DRAIN_TIMEOUT_MS, the
+ * bound of the gateway's drain and of the daemon's) is cut, unless the server has closed by then.
+ * `beforeCut` runs BEFORE_CUT_MS earlier, to answer what can still be answered.
  */
-export function boundedDrain(server: Server, beforeCut?: () => void): () => void {
+export function boundedDrain(server: Server, limitMs: number, beforeCut?: () => void): () => void {
   const connections = new Set<Socket>();
   server.on("connection", (socket: Socket) => {
     connections.add(socket);
@@ -99,10 +95,10 @@ export function boundedDrain(server: Server, beforeCut?: () => void): () => void
     for (const socket of connections) {
       if (socket.bytesRead === 0) socket.destroy();
     }
-    const last = beforeCut && setTimeout(beforeCut, DRAIN_TIMEOUT_MS - BEFORE_CUT_MS);
+    const last = beforeCut && setTimeout(beforeCut, limitMs - BEFORE_CUT_MS);
     const cut = setTimeout(() => {
       for (const socket of connections) socket.destroy();
-    }, DRAIN_TIMEOUT_MS);
+    }, limitMs);
     server.once("close", () => {
       clearTimeout(last);
       clearTimeout(cut);

@@ -110,6 +110,7 @@ export async function runDaemon(options: {
     host: config.grpcHost,
     port: config.grpcPort,
     logger,
+    drainTimeoutMs: config.drainTimeoutMs,
   }).catch((error: unknown) => {
     throw listenFailure(error, { host: "CONSENT_GRPC_HOST", port: "CONSENT_GRPC_PORT" });
   });
@@ -154,7 +155,8 @@ export async function runDaemon(options: {
   stop.started(async () => {
     stopPurge();
     // The gateway reaches the daemon in memory, not through its port, so the two drain side by
-    // side and the process stops within one DRAIN_TIMEOUT_MS; the store closes once both are done.
+    // side and the process stops within one CONSENT_DRAIN_TIMEOUT_MS; the store closes once both
+    // are done.
     const drained = await Promise.allSettled([gateway?.close(), server.app.close()]);
     await store.close();
     for (const outcome of drained) {

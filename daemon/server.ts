@@ -17,6 +17,7 @@ import { kPeerAddress } from "#daemon/auth/caller.js";
 import { sharedSecret } from "#daemon/auth/secrets.js";
 import { createBannerService } from "#daemon/banners/banner-service.js";
 import { type Clock, systemClock } from "#daemon/clock.js";
+import { DEFAULT_DRAIN_TIMEOUT_MS } from "#daemon/config.js";
 import { createConsentLogService } from "#daemon/consent-log/consent-log-service.js";
 import { boundedDrain } from "#daemon/drain-exit.js";
 import { createHealthService } from "#daemon/health/health-service.js";
@@ -215,6 +216,8 @@ export interface ListenOptions {
   sessionProbeMs?: number;
   /** How long a connection may carry no call before it is closed; IDLE_SESSION_MS unless a test shortens it. */
   idleSessionMs?: number;
+  /** The bound of closing's drain: CONSENT_DRAIN_TIMEOUT_MS, else DEFAULT_DRAIN_TIMEOUT_MS. */
+  drainTimeoutMs?: number;
 }
 
 /**
@@ -317,15 +320,19 @@ export const SESSION_MEMORY_MB = 128;
 const ACCEPTED_COMPRESSION = [compressionGzip, compressionBrotli];
 const ACCEPTED_ENCODINGS = ["identity", ...ACCEPTED_COMPRESSION.map((c) => c.name)].join(",");
 
-/** How long calls may still run after closing begins before their context signal is aborted. */
+/**
+ * How long calls may still run after closing begins before their context signal is aborted: at
+ * most this, and at most half the drain's bound, so a handler that watches its signal is told
+ * before the cut under a short CONSENT_DRAIN_TIMEOUT_MS too.
+ */
 const CALL_SHUTDOWN_MS = 5_000;
 
 /**
  * Serves the daemon on one h2c port: gRPC, gRPC-Web and Connect (decisions §7). Closing drains
- * in-flight calls within DRAIN_TIMEOUT_MS, as the gateway's drain is: Fastify sends every HTTP/2
- * session GOAWAY and ends it once its calls finish, but the server closes only when each client
- * has closed its side of the connection, which a client that hangs never does, and a call may
- * never finish. So a connection on which the client has sent nothing is closed at once, calls
+ * in-flight calls within CONSENT_DRAIN_TIMEOUT_MS, as the gateway's drain is: Fastify sends every
+ * HTTP/2 session GOAWAY and ends it once its calls finish, but the server closes only when each
+ * client has closed its side of the connection, which a client that hangs never does, and a call
+ * may never finish. So a connection on which the client has sent nothing is closed at once, calls
  * still running after CALL_SHUTDOWN_MS see their signal aborted, and whatever remains at the
  * deadline is cut (Node 20 keeps HTTP/2 sessions open).
  */
@@ -415,12 +422,13 @@ export async function listenDaemon(daemon: Daemon, options: ListenOptions) {
   });
   // Webhook delivery runs while the server does; closing stops it before the store is closed.
   app.addHook("onClose", () => daemon.dispatcher.stop());
-  const beginDrain = boundedDrain(app.server);
+  const drainTimeoutMs = options.drainTimeoutMs ?? DEFAULT_DRAIN_TIMEOUT_MS;
+  const beginDrain = boundedDrain(app.server, drainTimeoutMs);
   app.addHook("preClose", (done) => {
     beginDrain();
     const abortCalls = setTimeout(
       () => shutdown.abort(new ConnectError("the daemon is shutting down", Code.Unavailable)),
-      CALL_SHUTDOWN_MS,
+      Math.min(CALL_SHUTDOWN_MS, drainTimeoutMs / 2),
     );
     app.server.once("close", () => clearTimeout(abortCalls));
     done();

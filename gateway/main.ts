@@ -38,7 +38,7 @@ export async function startGateway(options: StartGatewayOptions) {
     loaderCacheBytes: options.config.loaderCacheMb * 1024 * 1024,
     onPublicChange: options.onPublicChange,
   });
-  const beginDrain = boundedDrain(app.server, options.beforeCut);
+  const beginDrain = boundedDrain(app.server, options.config.drainTimeoutMs, options.beforeCut);
   try {
     await app.listen({ host: options.config.httpHost, port: options.config.httpPort });
   } catch (error) {

@@ -3,11 +3,16 @@ import { once } from "node:events";
 import { readFile } from "node:fs/promises";
 import { Agent, request } from "node:http";
 import { connect, type Socket } from "node:net";
+import path from "node:path";
+import { Code, ConnectError, createClient } from "@connectrpc/connect";
+import { createGrpcTransport } from "@connectrpc/connect-node";
 import { describe, expect, it, vi } from "vitest";
-import { DRAIN_TIMEOUT_MS } from "#daemon/drain-exit.js";
+import { DEFAULT_DRAIN_TIMEOUT_MS } from "#daemon/config.js";
+import { ConsentLogService } from "#gen/consent/v1/consent_log_pb.js";
 import { consentState, createBanner, createTeam, http, mintKey } from "#test/support/api.js";
 import {
   DAEMON_URL,
+  endpoints,
   PROGRAMS,
   type Program,
   STANDALONE_GATEWAY_URL,
@@ -295,23 +300,68 @@ async function expectCleanExit(program: Program, held: Socket, withinMs = 25_000
   expect(program.stderr()).toBe("");
 }
 
+/**
+ * The drain limit the tests that wait out a drain set (CONSENT_DRAIN_TIMEOUT_MS), far below the
+ * default so that a cut at the default would fail them.
+ */
+const SHORT_DRAIN_MS = 2_000;
+/** What a program may take to exit after its drain's cut: closing the store, flushing its log. */
+const AFTER_CUT_MS = 3_000;
+
+/**
+ * SIGTERM while `held`, a connection on which a request or call has begun and stalled, stays
+ * open: the drain waits `limitMs` for it, then cuts it, and the program exits 0 no sooner than
+ * `limitMs` after the signal and within AFTER_CUT_MS more, saying nothing on stderr, the server's
+ * side of the connection ended.
+ */
+async function expectCutAtLimit(program: Program, held: Socket, limitMs: number) {
+  held.resume();
+  const signalledAt = Date.now();
+  program.child.kill("SIGTERM");
+  expect(await program.exitWithin(limitMs + AFTER_CUT_MS)).toBe(0);
+  const exitedAfter = Date.now() - signalledAt;
+  // Not before the limit (a timer may fire a millisecond early): the drain waited for the call.
+  expect(exitedAfter).toBeGreaterThanOrEqual(limitMs - 5);
+  await vi.waitFor(() => expect(held.readableEnded || held.destroyed).toBe(true));
+  held.destroy();
+  expect(program.stderr()).toBe("");
+}
+
 describe("SIGTERM with a connection held open on the REST port", { timeout: 60_000 }, () => {
   const dirs = useProgramRoot("consent-shutdown-preconnect-");
 
   it("npm start closes a preconnect at once instead of waiting for the drain's deadline", async () => {
     const { program, service } = await startService(dirs.join("npm-start"));
     const silent = await heldConnection(service.gatewayUrl, { serverSpeaksFirst: false });
-    // Well inside DRAIN_TIMEOUT_MS (10 s), which is what the connection cost before.
-    await expectCleanExit(program, silent, DRAIN_TIMEOUT_MS / 2);
+    // Well inside the default drain limit (8 s), which is what the connection cost before.
+    await expectCleanExit(program, silent, DEFAULT_DRAIN_TIMEOUT_MS / 2);
   });
 
-  it("npm start exits 0 once the drain times out on a client that sent half a request", async () => {
-    const { program, service } = await startService(dirs.join("half-request"));
+  const halfRequest = "GET /api/v1/health HTTP/1.1\r\nHost: x\r\n";
+
+  it("npm start cuts a client that sent half a request at CONSENT_DRAIN_TIMEOUT_MS and exits 0", async () => {
+    const { program, service } = await startService(dirs.join("half-request"), {
+      CONSENT_DRAIN_TIMEOUT_MS: String(SHORT_DRAIN_MS),
+    });
     const stalled = await heldConnection(service.gatewayUrl, {
-      bytes: "GET /api/v1/health HTTP/1.1\r\nHost: x\r\n",
+      bytes: halfRequest,
       serverSpeaksFirst: false,
     });
-    await expectCleanExit(program, stalled);
+    await expectCutAtLimit(program, stalled, SHORT_DRAIN_MS);
+  });
+
+  it("npm start with two workers cuts a client that sent half a request at CONSENT_DRAIN_TIMEOUT_MS and exits 0", async () => {
+    const { program, service } = await startService(
+      dirs.join("workers"),
+      { CONSENT_WORKERS: "2", CONSENT_DRAIN_TIMEOUT_MS: String(SHORT_DRAIN_MS) },
+      // As test/processes/workers.test.ts: two workers start slowly on a loaded machine.
+      { startupMs: 40_000 },
+    );
+    const stalled = await heldConnection(service.gatewayUrl, {
+      bytes: halfRequest,
+      serverSpeaksFirst: false,
+    });
+    await expectCutAtLimit(program, stalled, SHORT_DRAIN_MS);
   });
 });
 
@@ -329,13 +379,69 @@ describe("SIGTERM with a connection held open on the daemon port", { timeout: 60
     await expectCleanExit(program, await heldConnection(await program.waitFor(DAEMON_URL)));
   });
 
-  it("consentd exits 0 once the drain times out on a client that began HTTP/2 and then stalled", async () => {
-    const program = startProgram(PROGRAMS.consentd, { CONSENT_DATA_DIR: dirs.join("stalled") });
-    // Half the HTTP/2 connection preface: the daemon waits for the rest, which never comes.
-    const stalled = await heldConnection(await program.waitFor(DAEMON_URL), {
-      bytes: "PRI * HTTP/2.0\r\n",
+  // Half the HTTP/2 connection preface: the daemon waits for the rest, which never comes.
+  const halfPreface = { bytes: "PRI * HTTP/2.0\r\n" };
+
+  it("consentd cuts a client that began HTTP/2 and then stalled at CONSENT_DRAIN_TIMEOUT_MS and exits 0", async () => {
+    const program = startProgram(PROGRAMS.consentd, {
+      CONSENT_DATA_DIR: dirs.join("stalled"),
+      CONSENT_DRAIN_TIMEOUT_MS: String(SHORT_DRAIN_MS),
     });
-    await expectCleanExit(program, stalled);
+    const stalled = await heldConnection(await program.waitFor(DAEMON_URL), halfPreface);
+    await expectCutAtLimit(program, stalled, SHORT_DRAIN_MS);
+  });
+
+  // The default limit: docker stop sends SIGKILL 10 s after SIGTERM.
+  it("consentd with the default drain limit cuts a stalled client at 8 s and exits 0 before docker stop's 10 s", async () => {
+    const program = startProgram(PROGRAMS.consentd, { CONSENT_DATA_DIR: dirs.join("default") });
+    const stalled = await heldConnection(await program.waitFor(DAEMON_URL), halfPreface);
+    const signalledAt = Date.now();
+    await expectCutAtLimit(program, stalled, DEFAULT_DRAIN_TIMEOUT_MS);
+    expect(Date.now() - signalledAt).toBeLessThan(10_000);
+  });
+});
+
+/** A call that never ends by itself: its handler is told to stop before the drain's cut. */
+describe("SIGTERM on consentd with a log tail open", { timeout: 60_000 }, () => {
+  const dirs = useProgramRoot("consent-shutdown-tail-");
+
+  it("ends the tail with unavailable at half of a short CONSENT_DRAIN_TIMEOUT_MS, before the cut, and exits 0", async () => {
+    const dataDir = dirs.join("tail");
+    const program = startProgram(PROGRAMS.consentd, {
+      CONSENT_DATA_DIR: dataDir,
+      CONSENT_DRAIN_TIMEOUT_MS: String(SHORT_DRAIN_MS),
+    });
+    const daemonUrl = await program.waitFor(DAEMON_URL);
+    const operatorToken = (await readFile(path.join(dataDir, "admin-token"), "utf8")).trim();
+    const service = endpoints({ gatewayUrl: "", daemonUrl, operatorToken });
+    const teamId = await createTeam(service);
+    const logs = createClient(ConsentLogService, createGrpcTransport({ baseUrl: daemonUrl }));
+    const tail = logs.tailConsentLogs(
+      {},
+      { headers: { authorization: `Bearer ${operatorToken}`, "consent-team": teamId } },
+    );
+    const ended = (async () => {
+      try {
+        for await (const _ of tail);
+        return { at: Date.now(), failure: "none" };
+      } catch (error) {
+        const { code, rawMessage } = ConnectError.from(error);
+        return { at: Date.now(), failure: `${Code[code]}: ${rawMessage}` };
+      }
+    })();
+    // The tail is open once the daemon has created its stream (it answers with headers at once).
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    const signalledAt = Date.now();
+    program.child.kill("SIGTERM");
+    const { at, failure } = await ended;
+    const after = at - signalledAt;
+    expect(failure).toBe("Unavailable: the daemon is shutting down");
+    expect(after).toBeGreaterThanOrEqual(SHORT_DRAIN_MS / 2 - 5);
+    expect(after).toBeLessThan(SHORT_DRAIN_MS);
+    expect(
+      await program.exitWithin(SHORT_DRAIN_MS + AFTER_CUT_MS - (Date.now() - signalledAt)),
+    ).toBe(0);
+    expect(program.stderr()).toBe("");
   });
 });
 
@@ -430,6 +536,7 @@ describe("SIGTERM on a stand-alone gateway whose daemon stopped answering", {
       const program = startProgram(PROGRAMS.gateway, {
         CONSENT_DAEMON_URL: silent.url,
         CONSENT_ADMIN_TOKEN: "operator-token-for-the-gateway-alone",
+        CONSENT_DRAIN_TIMEOUT_MS: String(SHORT_DRAIN_MS),
       });
       const gatewayUrl = await program.waitFor(STANDALONE_GATEWAY_URL);
       const waiting = fetch(`${gatewayUrl}/api/v1/banners`, {
@@ -437,17 +544,22 @@ describe("SIGTERM on a stand-alone gateway whose daemon stopped answering", {
       });
       // The gateway's start-up check of its token (given up after 2 s), then the request.
       await expect.poll(() => silent.streams.length).toBe(2);
+      const signalledAt = Date.now();
       program.child.kill("SIGTERM");
       // A second signal (`timeout` signals a child, then its process group) changes nothing.
       await new Promise((resolve) => setTimeout(resolve, 500));
       program.child.kill("SIGTERM");
       const response = await waiting;
+      // Answered half a second before the cut, which comes at CONSENT_DRAIN_TIMEOUT_MS.
+      expect(Date.now() - signalledAt).toBeGreaterThanOrEqual(SHORT_DRAIN_MS - 500 - 5);
       expect(response.status).toBe(503);
       expect(await response.json()).toEqual({
         data: { error: "The service is temporarily unavailable; retry later", code: "unavailable" },
         version: "v1",
       });
-      expect(await program.exitWithin(DRAIN_TIMEOUT_MS + 5_000)).toBe(0);
+      expect(
+        await program.exitWithin(SHORT_DRAIN_MS + AFTER_CUT_MS - (Date.now() - signalledAt)),
+      ).toBe(0);
     } finally {
       await silent.close();
     }

@@ -559,6 +559,24 @@ describe("start-up of the real programs", () => {
     expect(timeout.message).toContain("CONSENT_WORKER_TIMEOUT_MS must be");
   });
 
+  it("a CONSENT_DRAIN_TIMEOUT_MS that is not a whole number of milliseconds from 1000 to 600000 stops every program before anything listens, with exit code 1 and one line naming the variable", async () => {
+    const refusals = [
+      [PROGRAMS.consent, "consent", "8s", {}],
+      [PROGRAMS.consent, "consent", "-5000", { CONSENT_WORKERS: "2" }],
+      [PROGRAMS.consentd, "consentd", "86400000", {}],
+      [PROGRAMS.gateway, "consent-gateway", "500", { CONSENT_ADMIN_TOKEN: "a".repeat(32) }],
+    ] as const;
+    for (const [bin, name, value, env] of refusals) {
+      const refused = await refusedStart(bin, { ...env, CONSENT_DRAIN_TIMEOUT_MS: value });
+      expect([bin, refused.code]).toEqual([bin, 1]);
+      expectOneLine(refused.message, name);
+      expect(refused.message).toBe(
+        `${name}: CONSENT_DRAIN_TIMEOUT_MS must be a whole number of milliseconds from 1000 to 600000, not "${value}"`,
+      );
+      expect(refused.stdout).not.toContain("listening");
+    }
+  });
+
   it("one port for both listeners stops npm start with exit code 1 and one line naming the settings", async () => {
     const port = String(await freePort());
     const clash = await refusedStart(PROGRAMS.consent, {
