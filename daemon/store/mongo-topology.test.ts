@@ -1,3 +1,4 @@
+import { type AddressInfo, createServer } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import { StartupError } from "#daemon/config.js";
 import { openMongoStore } from "#daemon/store/mongo-store.js";
@@ -84,6 +85,23 @@ describe("MongoDB store: a start against a server that is not the deployment MON
     expect(lineOf(outcome)).toBe(
       `MongoDB replica set rs0 has no primary within 1 s: its members at ${host} answer, none as primary (an election under way, or too few members up to elect one); start again once one is primary`,
     );
+  });
+
+  it("says a set whose members name a primary it cannot reach has one, not that an election is under way", async () => {
+    // The set's configuration names its primary by an address that does not answer from here
+    // (a container's name, a closed port): the set has a primary, this start cannot reach it.
+    const closed = createServer();
+    await new Promise<void>((resolve) => closed.listen(0, "127.0.0.1", resolve));
+    const primary = `127.0.0.1:${(closed.address() as AddressInfo).port}`;
+    await new Promise((resolve) => closed.close(resolve));
+    const { outcome } = await start({ secondary: true, primary }, "?replicaSet=rs0");
+    const line = lineOf(outcome);
+    expect(line).toMatch(
+      new RegExp(
+        `^MongoDB replica set rs0 names ${primary} as its primary \\(so say its members at ${host}\\), but ${primary} did not answer within 1 s: connect ECONNREFUSED ${primary}; the service reaches each member at the address the set's configuration gives it \\(rs\\.conf\\(\\)\\), so ${primary} must resolve and be reachable from here$`,
+      ),
+    );
+    expect(line).not.toContain("election");
   });
 
   it("still says a server that does not answer could not be reached", async () => {

@@ -1,4 +1,10 @@
-import type { Document, MongoClient, ServerHeartbeatSucceededEvent } from "mongodb";
+import type {
+  Document,
+  MongoClient,
+  ServerHeartbeatFailedEvent,
+  ServerHeartbeatSucceededEvent,
+} from "mongodb";
+import { messageOf } from "#daemon/errors.js";
 
 /** What a server is, by its answer to hello. */
 export type ServerKind = "standalone" | "router" | "uninitiated" | "primary" | "member";
@@ -15,12 +21,16 @@ interface ServerSeen {
   address: string;
   kind: ServerKind;
   setName: string | undefined;
+  /** The primary a member names (hello's `primary`): the set has one, as the member sees it. */
+  primary: string | undefined;
 }
 
 /** What each server told the driver's handshakes and heartbeats while a start connected. */
 export interface ServersSeen {
   /** The latest answer of each server, by address. */
   readonly servers: Map<string, ServerSeen>;
+  /** The latest failure of each server's handshake or heartbeat, by address. */
+  readonly failures: Map<string, string>;
   /** Stops recording (the start is over). */
   stop(): void;
 }
@@ -34,12 +44,25 @@ export interface ServersSeen {
  */
 export function watchServers(client: MongoClient): ServersSeen {
   const servers = new Map<string, ServerSeen>();
+  const failures = new Map<string, string>();
   const record = ({ connectionId: address, reply }: ServerHeartbeatSucceededEvent) => {
     const setName = typeof reply.setName === "string" ? reply.setName : undefined;
-    servers.set(address, { address, kind: serverKind(reply), setName });
+    const primary = typeof reply.primary === "string" ? reply.primary : undefined;
+    servers.set(address, { address, kind: serverKind(reply), setName, primary });
+  };
+  const recordFailure = ({ connectionId: address, failure }: ServerHeartbeatFailedEvent) => {
+    failures.set(address, messageOf(failure));
   };
   client.on("serverHeartbeatSucceeded", record);
-  return { servers, stop: () => client.off("serverHeartbeatSucceeded", record) };
+  client.on("serverHeartbeatFailed", recordFailure);
+  return {
+    servers,
+    failures,
+    stop: () => {
+      client.off("serverHeartbeatSucceeded", record);
+      client.off("serverHeartbeatFailed", recordFailure);
+    },
+  };
 }
 
 /**
@@ -80,6 +103,17 @@ export function topologyMismatch(
   const members = servers.filter((server) => server.kind === "member");
   if (members.length > 0 && !servers.some((server) => server.kind === "primary")) {
     const set = replicaSet ?? members[0]?.setName ?? "";
+    // A member that names a primary which never answered: the set has one, out of this start's
+    // reach at the address the set's configuration gives it (a container's name, say), and no
+    // election will change that.
+    // The driver keys servers by their address in lower case.
+    const named = members.find(
+      (member) => member.primary && !seen.servers.has(member.primary.toLowerCase()),
+    );
+    if (named?.primary) {
+      const failure = seen.failures.get(named.primary.toLowerCase());
+      return `MongoDB replica set ${set} names ${named.primary} as its primary (so say its members at ${members.map((member) => member.address).join(",")}), but ${named.primary} did not answer within ${selectionMs / 1000} s${failure ? `: ${failure}` : ""}; the service reaches each member at the address the set's configuration gives it (rs.conf()), so ${named.primary} must resolve and be reachable from here`;
+    }
     return `MongoDB replica set ${set} has no primary within ${selectionMs / 1000} s: its members at ${members.map((member) => member.address).join(",")} answer, none as primary (an election under way, or too few members up to elect one); start again once one is primary`;
   }
   return undefined;

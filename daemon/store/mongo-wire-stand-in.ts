@@ -32,8 +32,10 @@ export interface StandInKind {
   standalone?: boolean;
   /** A server started with --replSet whose set was never initiated (rs.initiate()). */
   uninitiated?: boolean;
-  /** A secondary of its replica set, which has no primary for now. */
+  /** A secondary of its replica set, which has no primary for now unless `primary` names one. */
   secondary?: boolean;
+  /** With `secondary`: the address it names as its set's primary, a server the stand-in is not. */
+  primary?: string;
   /** The replica set it is the primary (or a secondary) of: rs0 unless said. */
   setName?: string;
 }
@@ -207,6 +209,9 @@ function memberFields(host: string, kind: StandInKind): Document {
     };
   }
   const set = { setName: kind.setName ?? "rs0", setVersion: 1, hosts: [host], me: host };
+  if (kind.secondary && kind.primary) {
+    return { ...set, hosts: [host, kind.primary], secondary: true, primary: kind.primary };
+  }
   if (kind.secondary) return { ...set, secondary: true };
   return { ...set, electionId: new ObjectId("7fffffff0000000000000001"), primary: host };
 }
