@@ -1,44 +1,58 @@
 import { type DescMessage, type JsonValue, type MessageShape, toJson } from "@bufbuild/protobuf";
-import { type Timestamp, timestampDate } from "@bufbuild/protobuf/wkt";
+import { type ReflectMessage, reflect } from "@bufbuild/protobuf/reflect";
+import { type Timestamp, TimestampSchema, timestampDate } from "@bufbuild/protobuf/wkt";
+import { isoTime } from "#gateway/json.js";
 
 /**
- * A daemon message as `--json` prints it: the proto JSON mapping (camelCase, RFC 3339 times),
- * with every field present, so scripts can rely on `isActive: false`, `name: ""` or
- * `revokedAt: null` being there: a scalar at its default as that default, an unset time, message
- * or optional scalar (a key's `revokedAt`, a log row's `region`) as `null`, as REST writes the
- * same objects (docs/webhooks.md: "Absent optional fields are `null`").
+ * A daemon message as `--json` prints it: the proto JSON mapping (camelCase) written as REST writes
+ * the same objects, with every field present, so scripts can rely on `isActive: false`, `name: ""`
+ * or `revokedAt: null` being there: a scalar at its default as that default, an unset time,
+ * message or optional scalar (a key's `revokedAt`, a log row's `region`) as `null`
+ * (docs/webhooks.md: "Absent optional fields are `null`"), and a time with its milliseconds,
+ * `.000Z` included (restShaped).
  */
 export function messageJson<Desc extends DescMessage>(
   schema: Desc,
   message: MessageShape<Desc> | undefined,
 ): JsonValue {
   if (message === undefined) return null;
-  const json = toJson(schema, message, { alwaysEmitImplicit: true });
-  nullForUnset(schema, json);
-  return json;
+  return restShaped(
+    reflect(schema, message),
+    toJson(schema, message, { alwaysEmitImplicit: true }),
+  );
 }
 
 /**
- * Sets `null` for each field of `schema` that `json` (its proto JSON, implicit fields emitted)
- * leaves out, which only unset fields of explicit presence are, in nested messages too. The
- * well-known types (a Timestamp's string, a Struct's object) have JSON of their own.
+ * `json`, the proto JSON of `message` with implicit fields emitted, as REST writes the same object,
+ * in nested messages too: `null` for each field it leaves out (which only unset fields of explicit
+ * presence are), and each time as isoTime writes it, with three fractional digits where the proto
+ * JSON mapping drops a zero fraction (`…:05Z`) or writes six or nine. The other well-known types
+ * (a Struct's object) have JSON of their own.
  */
-function nullForUnset(schema: DescMessage, json: JsonValue | undefined): void {
-  if (json === undefined || !isObject(json) || schema.typeName.startsWith("google.protobuf.")) {
-    return;
+function restShaped(message: ReflectMessage, json: JsonValue): JsonValue {
+  if (message.desc.typeName === TimestampSchema.typeName) {
+    return isoTime(message.message as Timestamp) ?? null;
   }
-  for (const field of schema.fields) {
+  if (!isObject(json) || message.desc.typeName.startsWith("google.protobuf.")) return json;
+  for (const field of message.fields) {
     const value = json[field.jsonName];
     if (value === undefined) {
       json[field.jsonName] = null;
     } else if (field.fieldKind === "message") {
-      nullForUnset(field.message, value);
+      json[field.jsonName] = restShaped(message.get(field), value);
     } else if (field.fieldKind === "list" && field.listKind === "message" && Array.isArray(value)) {
-      for (const item of value) nullForUnset(field.message, item);
+      const items = message.get(field);
+      json[field.jsonName] = value.map((item, i) =>
+        restShaped(items.get(i) as ReflectMessage, item),
+      );
     } else if (field.fieldKind === "map" && field.mapKind === "message" && isObject(value)) {
-      for (const item of Object.values(value)) nullForUnset(field.message, item);
+      for (const [key, item] of message.get(field)) {
+        const name = String(key);
+        value[name] = restShaped(item as ReflectMessage, value[name] ?? null);
+      }
     }
   }
+  return json;
 }
 
 function isObject(value: JsonValue): value is { [key: string]: JsonValue } {

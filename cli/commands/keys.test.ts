@@ -40,7 +40,7 @@ describe.concurrent("consentctl keys (against a real daemon)", { timeout: E2E_TI
       environment: "test",
       name: "ci",
       scopes: ["banners:read", "consent:read"],
-      expiresAt: "2099-01-01T00:00:00Z",
+      expiresAt: "2099-01-01T00:00:00.000Z",
     });
     expect(created.key).toMatch(KEY_FORMAT);
     expect(created.key.startsWith("ck_test_")).toBe(true);
@@ -111,7 +111,7 @@ describe.concurrent("consentctl keys (against a real daemon)", { timeout: E2E_TI
   it("carries an operator-set expiry over to the replacement key", async () => {
     const dated = await mint("--expires-at", "2099-01-01T00:00:00Z");
     const rotated = await cli.json(argv`keys rotate ${dated.id} --grace 1h`);
-    expect(rotated.expiresAt).toBe("2099-01-01T00:00:00Z");
+    expect(rotated.expiresAt).toBe("2099-01-01T00:00:00.000Z");
     expect(Date.parse(rotated.previous.expiresAt)).toBeLessThanOrEqual(Date.now() + 3600_000);
   });
 

@@ -1,7 +1,6 @@
-import { toJson } from "@bufbuild/protobuf";
-import { type Timestamp, TimestampSchema } from "@bufbuild/protobuf/wkt";
 import { stringify } from "csv-stringify/sync";
 import { jsonText, messageJson } from "#cli/format.js";
+import { isoTime } from "#gateway/json.js";
 import { type ConsentLogEntry, ConsentLogEntrySchema } from "#gen/consent/v1/consent_log_pb.js";
 
 export const EXPORT_FORMATS = ["jsonl", "csv"] as const;
@@ -15,8 +14,9 @@ export function entryJson(entry: ConsentLogEntry) {
 /** The CSV columns, in order: one per field of ConsentLogEntry, purpose choices flattened. */
 const CSV_COLUMNS: readonly [header: string, value: (e: ConsentLogEntry) => unknown][] = [
   ["consentLogId", (e) => e.consentLogId],
-  ["receivedAt", (e) => isoTime(e.receivedAt)],
-  ["occurredAt", (e) => isoTime(e.occurredAt)],
+  // Times as JSON Lines (messageJson) and REST write them, so both exports of a row agree.
+  ["receivedAt", (e) => isoTime(e.receivedAt) ?? ""],
+  ["occurredAt", (e) => isoTime(e.occurredAt) ?? ""],
   ["timestampClamped", (e) => e.timestampClamped],
   ["bannerId", (e) => e.bannerId],
   ["consentId", (e) => e.consentId],
@@ -35,14 +35,6 @@ const CSV_COLUMNS: readonly [header: string, value: (e: ConsentLogEntry) => unkn
   ["profiling", (e) => e.purposeChoices?.profiling],
   ["pageUrl", (e) => e.pageUrl],
 ];
-
-/**
- * A time as RFC 3339 in UTC, written exactly as JSON Lines write it (the proto JSON mapping:
- * fractional seconds only when there are some), so both exports of a row agree.
- */
-function isoTime(timestamp: Timestamp | undefined): string {
-  return timestamp ? (toJson(TimestampSchema, timestamp) as string) : "";
-}
 
 /**
  * Writes batches of rows as JSON Lines or CSV. CSV goes through csv-stringify (RFC 4180 quoting)

@@ -142,7 +142,13 @@ describe("export formats", () => {
     const first = writer.batch([entry]).split("\n");
     const second = writer.batch([{ ...entry, country: 'Côte "d"' }]).split("\n");
     expect(first[0]).toMatch(/^consentLogId,/);
-    expect(first[1]).toContain(",2026-05-01T12:00:00.250Z,2026-05-01T11:59:59Z,false,");
+    // Times as REST and JSON Lines write them: milliseconds always, a zero fraction too.
+    expect(first[1]).toContain(",2026-05-01T12:00:00.250Z,2026-05-01T11:59:59.000Z,false,");
+    const [row] = createExportWriter("jsonl").batch([entry]).split("\n");
+    expect(JSON.parse(row ?? "")).toMatchObject({
+      receivedAt: "2026-05-01T12:00:00.250Z",
+      occurredAt: "2026-05-01T11:59:59.000Z",
+    });
     expect(second[0]).toContain(',"Côte ""d""",');
     expect(writer.end()).toBe("");
     expect(createExportWriter("csv").end()).toMatch(/^consentLogId,.*,pageUrl\n$/);
