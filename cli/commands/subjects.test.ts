@@ -2,16 +2,10 @@ import type { JsonObject } from "@bufbuild/protobuf";
 import { createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import {
-  argv,
-  type cliFor,
-  E2E_TIMEOUT_MS,
-  runCli,
-  startServiceWithTeam,
-} from "#cli/test-support/cli-process.js";
+import { argv, cliFor, E2E_TIMEOUT_MS, runCli } from "#cli/test-support/cli-process.js";
 import { SubjectService } from "#gen/consent/v1/subject_pb.js";
 import { consentState } from "#test/support/api.js";
-import type { TestService } from "#test/support/service.js";
+import { startTestService, type TestService } from "#test/support/service.js";
 
 describe.concurrent("consentctl subjects (against a real daemon)", {
   timeout: E2E_TIMEOUT_MS,
@@ -46,7 +40,10 @@ describe.concurrent("consentctl subjects (against a real daemon)", {
   ];
 
   beforeAll(async () => {
-    ({ service, cli, teamId } = await startServiceWithTeam("professional"));
+    // With the gateway: `--json` is compared with REST's answer.
+    service = await startTestService({ gateway: true });
+    cli = cliFor(service);
+    teamId = (await cli.json(argv`teams create --name ${"Subjects team"} --plan professional`)).id;
     const banner = await cli.json(
       argv`banners create --team ${teamId} --name B --domain example.com`,
     );
@@ -66,23 +63,49 @@ describe.concurrent("consentctl subjects (against a real daemon)", {
     const found = await cli.json(args("resolve", subject, "--namespace", "shop"));
     expect(found).toMatchObject({
       found: true,
-      snapshot: { version: 1, consentState: { acceptType: "custom", schemaVersion: 2 } },
+      version: 1,
+      consentState: { acceptType: "custom", schemaVersion: 2 },
     });
-    // The snapshot's fields as REST names them (spec 2.3), without the state's other wire form.
-    expect(Object.keys(found.snapshot).sort()).toEqual([
-      "clientUpdatedAt",
-      "consentState",
-      "expiresAt",
-      "protocolVersion",
-      "updatedAt",
-      "version",
-    ]);
     // Another namespace is another subject.
     expect(await cli.json(args("resolve", subject))).toEqual({ found: false });
     expect(await cli.json(args("delete", subject, "--namespace", "shop"))).toEqual({ deleted: 1 });
     expect(await cli.json(args("delete", subject, "--namespace", "shop"))).toEqual({ deleted: 0 });
     expect(await cli.json(args("resolve", subject, "--namespace", "shop"))).toEqual({
       found: false,
+    });
+  });
+
+  // Regression: `--json` nested the snapshot under `snapshot` (the proto's shape), where REST's
+  // `data` has its fields beside `found`, and wrote its times without a zero millisecond
+  // fraction (`…:05Z`), where REST writes `.000Z`.
+  it("prints what REST's resolve answers as data, the snapshot's fields beside found", async () => {
+    const subject = `rest-${++n}`;
+    await storeState(subject);
+    const response = await fetch(`${service.gatewayUrl}/api/v1/consent/subjects/resolve`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+      body: JSON.stringify({ bannerId: publicId, subjectId: subject }),
+    });
+    expect(response.status).toBe(200);
+    const rest = (await response.json()).data;
+    const printed = await cli.json(args("resolve", subject));
+    expect(printed).toEqual(rest);
+    expect(Object.keys(printed)).toEqual([
+      "found",
+      "consentState",
+      "protocolVersion",
+      "version",
+      "clientUpdatedAt",
+      "updatedAt",
+      "expiresAt",
+    ]);
+    expect(printed).toMatchObject({
+      found: true,
+      version: 1,
+      // As the client wrote it, as REST gives it back.
+      clientUpdatedAt: "2026-11-21T10:00:00.000Z",
+      updatedAt: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/),
+      expiresAt: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/),
     });
   });
 

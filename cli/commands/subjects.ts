@@ -3,10 +3,10 @@ import { teamOption } from "#cli/commands/teams.js";
 import { examples, messageJson } from "#cli/format.js";
 import { nonEmpty, serviceId } from "#cli/option-parsers.js";
 import type { Runtime } from "#cli/program.js";
+import { snapshotJson } from "#gateway/json.js";
 import {
   DeleteSubjectStateResponseSchema,
   type ResolveSubjectResponse,
-  SubjectSnapshotSchema,
 } from "#gen/consent/v1/subject_pb.js";
 
 interface SubjectOptions {
@@ -42,17 +42,13 @@ function addSubjectOptions(command: Command): Command {
 }
 
 /**
- * A resolved subject as `--json` prints it. decisions §4: no snapshot is `{ found: false }` and
- * nothing else, as REST answers. The snapshot leaves out `consentStateJson`, the other wire form
- * of `consentState`, which only callers asking for it get.
+ * A resolved subject as `--json` prints it: what REST's resolve answers as `data` (spec 4.5), the
+ * snapshot's fields (spec 2.3) beside `found: true`, written by the gateway's own code; no
+ * snapshot is `{ found: false }` and nothing else (decisions §4).
  */
 function resolvedJson({ found, snapshot }: ResolveSubjectResponse) {
   if (!found || !snapshot) return { found: false };
-  const { consentStateJson: _, ...fields } = messageJson(SubjectSnapshotSchema, snapshot) as Record<
-    string,
-    unknown
-  >;
-  return { found: true, snapshot: fields };
+  return { found: true, ...snapshotJson(snapshot) };
 }
 
 function reference(options: SubjectOptions) {
