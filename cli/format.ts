@@ -1,6 +1,13 @@
 import { type DescMessage, type JsonValue, type MessageShape, toJson } from "@bufbuild/protobuf";
 import { type ReflectMessage, reflect } from "@bufbuild/protobuf/reflect";
-import { type Timestamp, TimestampSchema, timestampDate } from "@bufbuild/protobuf/wkt";
+import {
+  type Timestamp,
+  TimestampSchema,
+  timestampDate,
+  timestampFromMs,
+} from "@bufbuild/protobuf/wkt";
+import { isoTimeMs } from "#daemon/validation/patterns.js";
+import { isIsoDateTime } from "#daemon/validation/rules.js";
 import { isoTime } from "#gateway/json.js";
 
 /**
@@ -72,6 +79,17 @@ export function formatTime(timestamp: Timestamp | undefined): string {
     .toISOString()
     .replace("T", " ")
     .replace(/\.\d+Z$/, "Z");
+}
+
+/**
+ * A time a client wrote, as a subject's `clientUpdatedAt` keeps it (the state's
+ * lastConsentTimestamp: any offset, up to nine fractional digits), shown as formatTime shows
+ * every other time: UTC to the second. One the daemon's RFC 3339 rules do not read (a record
+ * stored before they held) is shown as written, "-" when empty, so nothing stored is hidden.
+ */
+export function formatClientTime(value: string): string {
+  if (!isIsoDateTime(value)) return value || "-";
+  return formatTime(timestampFromMs(isoTimeMs(value)));
 }
 
 /**

@@ -18,7 +18,11 @@ describe.concurrent("consentctl subjects (against a real daemon)", {
   let n = 0;
 
   /** Stores a consent state the way an integrator does: SubjectService with a live key. */
-  async function storeState(subjectId: string, namespace?: string) {
+  async function storeState(
+    subjectId: string,
+    namespace?: string,
+    state: Record<string, unknown> = consentState(),
+  ) {
     const subjects = createClient(
       SubjectService,
       createGrpcTransport({ baseUrl: service.daemonUrl }),
@@ -29,7 +33,7 @@ describe.concurrent("consentctl subjects (against a real daemon)", {
         namespace,
         subjectId,
         baseVersion: 0,
-        consentState: consentState() as JsonObject,
+        consentState: state as JsonObject,
       },
       { headers: { authorization: `Bearer ${key}` } },
     );
@@ -107,6 +111,28 @@ describe.concurrent("consentctl subjects (against a real daemon)", {
       updatedAt: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/),
       expiresAt: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/),
     });
+  });
+
+  // Regression: the client time was shown as the client wrote it (`2026-11-21T12:00:00.750+02:00`)
+  // where every other time the CLI prints is UTC to the second.
+  it("shows the client time in UTC to the second, as it shows every other time", async () => {
+    const subject = `client-time-${++n}`;
+    await storeState(
+      subject,
+      undefined,
+      consentState({
+        consentTimestamp: "2026-11-21T12:00:00.750+02:00",
+        lastConsentTimestamp: "2026-11-21T12:00:00.750+02:00",
+      }),
+    );
+    const shown = await cli.run(args("resolve", subject));
+    expect(shown.code).toBe(0);
+    expect(shown.stdout).toMatch(/^Client time\s+2026-11-21 10:00:00Z$/m);
+    expect(shown.stdout).toMatch(/^Updated\s+\d{4}-\d\d-\d\d \d\d:\d\d:\d\dZ$/m);
+    // --json keeps it as written, as REST does.
+    expect((await cli.json(args("resolve", subject))).clientUpdatedAt).toBe(
+      "2026-11-21T12:00:00.750+02:00",
+    );
   });
 
   it("prints the consent state for a human, and says so when none is stored", async () => {

@@ -1,6 +1,6 @@
 import { Box, Text } from "ink";
 import { KeyValue } from "#cli/components/key-value.js";
-import { formatTime, jsonText } from "#cli/format.js";
+import { formatClientTime, formatTime, jsonText } from "#cli/format.js";
 import { Toned } from "#cli/theme.js";
 import type {
   DeleteSubjectStateResponse,
@@ -19,7 +19,7 @@ export function SubjectView({ result }: { result: ResolveSubjectResponse }) {
         fields={[
           { label: "Version", value: String(snapshot.version) },
           { label: "Protocol", value: String(snapshot.protocolVersion) },
-          { label: "Client time", value: snapshot.clientUpdatedAt },
+          { label: "Client time", value: formatClientTime(snapshot.clientUpdatedAt) },
           { label: "Updated", value: formatTime(snapshot.updatedAt) },
           { label: "Expires", value: formatTime(snapshot.expiresAt) },
         ]}

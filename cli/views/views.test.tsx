@@ -238,6 +238,27 @@ describe("stored text on a terminal", () => {
   });
 });
 
+describe("SubjectView", () => {
+  const clientTime = (clientUpdatedAt: string) => {
+    const result = create(ResolveSubjectResponseSchema, {
+      found: true,
+      snapshot: { consentState: {}, version: 1, protocolVersion: 1, clientUpdatedAt },
+    });
+    const frame = render(<SubjectView result={result} />).lastFrame() ?? "";
+    return /^Client time\s+(.*)$/m.exec(frame)?.[1];
+  };
+
+  it("shows the client time in UTC to the second, and one it cannot read as written", () => {
+    expect(clientTime("2026-11-21T12:00:00.999999999+02:00")).toBe("2026-11-21 10:00:00Z");
+    expect(clientTime("2026-11-21t23:30:05-01:00")).toBe("2026-11-22 00:30:05Z");
+    expect(clientTime("2026-11-21T10:00:05Z")).toBe("2026-11-21 10:00:05Z");
+    // Not a date-time of the daemon's rules (no zone, an impossible day): as the client wrote it.
+    expect(clientTime("2026-11-21 10:00")).toBe("2026-11-21 10:00");
+    expect(clientTime("2027-02-30T10:00:00Z")).toBe("2027-02-30T10:00:00Z");
+    expect(clientTime("")).toBe("-");
+  });
+});
+
 describe("BackupView", () => {
   it("lists each file and how to restore, and warns when the identity key stayed behind", () => {
     const { lastFrame } = render(
