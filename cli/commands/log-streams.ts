@@ -120,31 +120,12 @@ export function addTailLogs(logs: Command, runtime: Runtime): void {
           const views = context.json ? undefined : await import("#cli/views/log-views.js");
           // Laid out as `logs list` is at this terminal's width (cli/README.md, "Consent logs"),
           // read at each line: a terminal resized meanwhile gets lines of its new width.
-          const layout = {
+          const printer = views?.createTailPrinter({
             color: colorEnabled(io.stdout, io.env),
-            get columns() {
-              return frameColumns(io.stdout);
-            },
             oneBanner: options.banner !== undefined,
-          };
-          const line = (entry?: Parameters<typeof entryJson>[0]) =>
-            views
-              ? views.renderTailLine(entry, layout)
-              : `${jsonText(entry && entryJson(entry))}\n`;
-          // The header above table lines: printed once they start, at the start or when a
-          // terminal too narrow for them (rows as blocks, no header) is widened.
-          let headed = false;
-          let headedAt: number | undefined;
-          const header = async (signal: AbortSignal) => {
-            if (!views || layout.columns === headedAt) return;
-            headedAt = layout.columns;
-            const text = line(); // "" where rows are blocks
-            if (text === "") headed = false;
-            else if (!headed) {
-              headed = true;
-              await write(io.stdout, text, signal);
-            }
-          };
+          });
+          const line = (entry: Parameters<typeof entryJson>[0]) =>
+            printer ? printer(entry, frameColumns(io.stdout)) : `${jsonText(entryJson(entry))}\n`;
           // Ctrl-C is how a tail ends, at any moment (while --banner is checked too), and a
           // reader that has what it wanted may leave: both exit 0.
           return untilStopped(interrupted, async ({ signal, stopped, watch }) => {
@@ -160,9 +141,7 @@ export function addTailLogs(logs: Command, runtime: Runtime): void {
                   io.stderr.write("Following the consent log; press Ctrl-C to stop.\n");
                 }
                 following = true;
-                await header(signal);
                 for (const entry of response.entries) {
-                  await header(signal);
                   await write(io.stdout, line(entry), signal);
                 }
               }

@@ -305,32 +305,45 @@ describe.concurrent("consentctl logs (against a real daemon)", { timeout: E2E_TI
     return tail.interrupt();
   }
 
+  // Regression: a terminal narrowed from the table to blocks kept the header line, printed as
+  // the tail began following, right above the first block.
   it("follows a terminal's resize: rows as blocks while it is narrow, a header and table lines once widened", async () => {
     const { teamId, publicId } = await teamWithBanner();
     const connection = ["--daemon", service.daemonUrl, "--token", service.operatorToken];
     const tail = await startCliOnTerminal(
       [...argv`logs tail --team ${teamId}`, ...connection],
       { CONSENT_DATA_DIR: service.dataDir, NO_COLOR: "1" },
-      { columns: 60 },
+      { columns: 200 },
     );
     await tail.waitFor((screen) => screen.includes("press Ctrl-C to stop"));
-    const narrow = crypto.randomUUID();
-    await record(publicId, { consentId: narrow });
-    await tail.waitFor((screen) => screen.includes(narrow));
-    await tail.resize(200);
-    const wide = crypto.randomUUID();
-    await record(publicId, { consentId: wide });
-    await tail.waitFor((screen) => screen.includes(wide));
+    // Each row at a width of its own: narrowed before the first, widened, narrowed again.
+    const recordAt = async (columns: number) => {
+      await tail.resize(columns);
+      const consentId = crypto.randomUUID();
+      await record(publicId, { consentId });
+      await tail.waitFor((screen) => screen.includes(consentId));
+      return consentId;
+    };
+    const narrow = await recordAt(60);
+    const wide = await recordAt(200);
+    const narrowAgain = await recordAt(60);
     const { code, screen } = await tail.stop();
     expect(code).toBe(0);
     const lines = screen.split("\r\n");
-    const header = lines.findIndex((line) => /^RECEIVED\s+METHOD\s+BANNER/.test(line));
-    // At 60 columns a row is a block of labelled lines, under no header.
-    expect(header).toBeGreaterThan(lines.findIndex((line) => line.includes(narrow)));
+    const at = (consentId: string) => lines.findIndex((line) => line.includes(consentId));
+    const headers = lines.flatMap((line, i) =>
+      /^RECEIVED\s+METHOD\s+BANNER/.test(line) ? [i] : [],
+    );
+    // One header: none above the rows printed as blocks at 60 columns, labelled lines instead.
+    expect(headers).toHaveLength(1);
+    for (const consentId of [narrow, narrowAgain]) {
+      expect(lines[at(consentId)]).toBe(`CONSENT ID  ${consentId}`);
+    }
     // Widened, the header comes first, then the row as one line of the table.
-    const row = lines.findIndex((line) => line.includes(wide));
-    expect(row).toBe(header + 1);
-    expect(lines[row]).toMatch(/consent_given/);
+    expect(headers[0]).toBeGreaterThan(at(narrow));
+    expect(at(wide)).toBe((headers[0] ?? 0) + 1);
+    expect(lines[at(wide)]).toMatch(/consent_given/);
+    expect(at(narrowAgain)).toBeGreaterThan(at(wide));
   });
 
   it("follows rows recorded after it started until Ctrl-C, then exits 0", async () => {

@@ -1,12 +1,18 @@
 import { create } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { render } from "ink-testing-library";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { createExportWriter } from "#cli/commands/log-export-format.js";
+import * as table from "#cli/components/table.js";
 import { PIPED_COLUMNS } from "#cli/terminal.js";
 import { terminalFrame } from "#cli/test-support/terminal-frame.js";
 import { textWidth } from "#cli/text-width.js";
-import { LogPageView, LogStatsView, renderTailLine, TailLine } from "#cli/views/log-views.js";
+import {
+  createTailPrinter,
+  LogPageView,
+  LogStatsView,
+  renderTailLine,
+} from "#cli/views/log-views.js";
 import { ConsentLogEntrySchema } from "#gen/consent/v1/consent_log_pb.js";
 
 const entry = create(ConsentLogEntrySchema, {
@@ -93,9 +99,7 @@ describe("TailLine", () => {
     expect(header.indexOf("METHOD")).toBe(line.indexOf("consent_given"));
     expect(header.indexOf("ACCEPTED")).toBe(line.indexOf("necessary, analytics"));
     expect(line).not.toContain("\u001b[");
-    expect(render(<TailLine entry={entry} layout={piped} />).lastFrame()).toContain(
-      entry.consentId,
-    );
+    expect(line).toContain(entry.consentId);
   });
 
   // Regression: at 40 columns each tail line was 133 columns, wrapped by the terminal.
@@ -118,6 +122,39 @@ describe("TailLine", () => {
     expect(line).toMatch(/ {2}DE {7}necessary…\n$/);
     expect(textWidth(line.trimEnd())).toBeLessThanOrEqual(135);
     expect(renderTailLine(many, piped)).toContain("necessary, analytics, marketing\n");
+  });
+});
+
+describe("createTailPrinter", () => {
+  const HEADER = /^RECEIVED {2,}METHOD {2,}BANNER/;
+  const row = (consentId: string) => ({ ...entry, consentId });
+
+  // Regression: a terminal narrowed from the table to blocks kept the header line printed for
+  // the table right above the first block.
+  it("prints the header with the first table line, never above a block, and again once widened", () => {
+    const print = createTailPrinter({ color: false, oneBanner: false });
+    const wide = print(row("wide-1"), 135).split("\n");
+    expect(wide[0]).toMatch(HEADER);
+    expect(wide[1]).toContain("wide-1");
+    expect(print(row("wide-2"), 140)).not.toMatch(HEADER);
+    const block = print(row("narrow"), 60);
+    expect(block).not.toMatch(HEADER);
+    expect(block).toMatch(/^RECEIVED {4}2026-05-01 12:00:00Z\n/);
+    const widened = print(row("wide-3"), 135).split("\n");
+    expect(widened[0]).toMatch(HEADER);
+    expect(widened[1]).toContain("wide-3");
+  });
+
+  // Regression: the tail worked out its table's widths again for every line.
+  it("works out the table's widths once for each width the terminal takes", () => {
+    const streamWidths = vi.spyOn(table, "streamWidths");
+    try {
+      const print = createTailPrinter({ color: false, oneBanner: false });
+      for (const columns of [135, 135, 135, 60, 60, 135]) print(entry, columns);
+      expect(streamWidths.mock.calls.map(([, columns]) => columns)).toEqual([135, 60, 135]);
+    } finally {
+      streamWidths.mockRestore();
+    }
   });
 });
 

@@ -155,15 +155,24 @@ export interface TailLayout {
 }
 
 /**
- * The widths of a tail line, by the rule of `logs list`'s table (streamWidths: each column at its
- * widest, ACCEPTED the rest of the line, cut to it), ACCEPTED narrowed to what this line holds
- * (its header, or the row's categories), so a piped line is laid out at its own width. Undefined
+ * The widths of the tail's table at the terminal's width, by the rule of `logs list`'s table
+ * (streamWidths: each column at its widest, ACCEPTED the rest of the line, cut to it). Undefined
  * where the terminal holds no table: each row is a block, as `logs list` prints it.
  */
-function tailWidths(layout: TailLayout, entry?: ConsentLogEntry): number[] | undefined {
-  const columns = logColumns(layout.oneBanner);
-  const widths = streamWidths(columns, layout.columns);
-  return widths?.map((width, i) => {
+function tailWidths(layout: TailLayout): number[] | undefined {
+  return streamWidths(logColumns(layout.oneBanner), layout.columns);
+}
+
+/**
+ * The widths of one tail line: the table's, ACCEPTED narrowed to what this line holds (its
+ * header, or the row's categories), so a piped line is laid out at its own width.
+ */
+function lineWidths(
+  columns: readonly Column<ConsentLogEntry>[],
+  widths: readonly number[],
+  entry?: ConsentLogEntry,
+): number[] {
+  return widths.map((width, i) => {
     const column = columns[i] as Column<ConsentLogEntry>;
     if (column.widest !== undefined) return width;
     return Math.min(width, textWidth(entry ? cellText(column, entry) : column.header));
@@ -171,12 +180,16 @@ function tailWidths(layout: TailLayout, entry?: ConsentLogEntry): number[] | und
 }
 
 /**
- * One line of `logs tail` (the header line without an entry), aligned as `logs list`'s table
- * is; where no table fits, an entry's block of labelled lines and no header.
+ * One line of `logs tail` (the header line without an entry) at the line's `widths`, aligned as
+ * `logs list`'s table is; without widths (no table fits), an entry's block of labelled lines.
  */
-export function TailLine({ entry, layout }: { entry?: ConsentLogEntry; layout: TailLayout }) {
+function TailLine(props: {
+  entry?: ConsentLogEntry;
+  layout: TailLayout;
+  widths: readonly number[] | undefined;
+}) {
+  const { entry, layout, widths } = props;
   const columns = logColumns(layout.oneBanner);
-  const widths = tailWidths(layout, entry);
   if (widths) return <TableLine columns={columns} widths={widths} row={entry} />;
   return entry ? <RowBlock columns={columns} row={entry} width={layout.columns} /> : null;
 }
@@ -189,11 +202,20 @@ export function renderTailLine(
   entry: ConsentLogEntry | undefined,
   options: { color: boolean } & TailLayout,
 ): string {
-  const widths = tailWidths(options, entry);
-  if (!widths && !entry) return "";
+  return tailLineText(entry, options, tailWidths(options));
+}
+
+/** renderTailLine with the table's widths at `options.columns` (tailWidths) worked out already. */
+function tailLineText(
+  entry: ConsentLogEntry | undefined,
+  options: { color: boolean } & TailLayout,
+  table: readonly number[] | undefined,
+): string {
+  if (!table && !entry) return "";
+  const widths = table && lineWidths(logColumns(options.oneBanner), table, entry);
   const text = renderToString(
     <ColorProvider color={options.color}>
-      <TailLine entry={entry} layout={options} />
+      <TailLine entry={entry} layout={options} widths={widths} />
     </ColorProvider>,
     // A line at its own width: Ink lays out a grid as wide as `columns`, for every line.
     {
@@ -203,6 +225,25 @@ export function renderTailLine(
     },
   );
   return widths ? `${text}\n` : `${text}\n\n`;
+}
+
+/**
+ * What `logs tail` writes for each row, laid out at the terminal's width when it is written
+ * (cli/README.md, "Consent logs"): a table line, the header before it where table lines start
+ * (the first row, or the first after rows printed as blocks, so no header is left above a
+ * block), or a block. The table's widths are worked out once for each width the terminal has,
+ * not for every line.
+ */
+export function createTailPrinter({ color, oneBanner }: { color: boolean; oneBanner: boolean }) {
+  let table: { columns: number; widths: number[] | undefined } | undefined;
+  let headed = false;
+  return (entry: ConsentLogEntry, columns: number): string => {
+    if (table?.columns !== columns) table = { columns, widths: tailWidths({ columns, oneBanner }) };
+    const options = { color, columns, oneBanner };
+    const header = table.widths && !headed ? tailLineText(undefined, options, table.widths) : "";
+    headed = table.widths !== undefined;
+    return header + tailLineText(entry, options, table.widths);
+  };
 }
 
 export const logPageView =
