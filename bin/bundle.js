@@ -77,9 +77,10 @@ async function build(bundle, entry) {
     // Split at dynamic imports, so what a run does not use (Ink and React for --json) is neither
     // parsed nor evaluated.
     splitting: true,
-    // Loaded from node_modules at run time: lmdb finds its native binary beside its own files
-    // (consentctl backup is the one command that loads it).
-    external: ["lmdb"],
+    // Loaded from node_modules at run time. lmdb (and msgpackr, which only lmdb imports) finds its
+    // native binary beside its own files; esbuild's API finds its binary the same way, and the
+    // gateway runs it to build the banner runtime from gateway/runtime/ (runtime-bundle.ts).
+    external: ["lmdb", "esbuild"],
     platform: "node",
     format: "esm",
     target: "node20",
@@ -87,6 +88,9 @@ async function build(bundle, entry) {
     outdir: path.join(bundle.cache, bundle.name),
     write: false,
     sourcemap: "linked",
+    // Without the sources' text: a stack needs only the mappings, and the sources are on disk
+    // where the map names them. A third of the size, which Node parses as it loads each chunk.
+    sourcesContent: false,
     metafile: true,
     // A build failure is thrown, with esbuild's messages in it.
     logLevel: "silent",
@@ -97,13 +101,9 @@ async function build(bundle, entry) {
     // Class and function names as written (CommanderError, not CommanderError2): errors and
     // stacks read as they do from the sources.
     keepNames: true,
-    // Each module's own import.meta.url, dirname and filename: see sourceLocations.
-    define: Object.fromEntries(
-      Object.entries(IMPORT_META).map(([property, variable]) => [
-        `import.meta.${property}`,
-        variable,
-      ]),
-    ),
+    // Each module's own import.meta.url, dirname and filename, and a CommonJS module's own
+    // __dirname and __filename: see sourceLocations.
+    define: Object.fromEntries(LOCATIONS.map(({ expression, variable }) => [expression, variable])),
     plugins: [sourceLocations, absentReactDevtools],
   });
   const inputs = inputsOf(Object.keys(result.metafile.inputs));
@@ -241,34 +241,44 @@ async function exists(file) {
   return Boolean(await stat(file).catch(() => undefined));
 }
 
-/** The import.meta properties that name a module's file, and the variable each becomes. */
-const IMPORT_META = {
-  url: "__bundledImportMetaUrl",
-  dirname: "__bundledImportMetaDirname",
-  filename: "__bundledImportMetaFilename",
-};
+/**
+ * The expressions that name a module's file, the variable each becomes in the bundle, and its
+ * value for a module at `file`.
+ */
+const LOCATIONS = [
+  { expression: "import.meta.url", variable: "__bundledImportMetaUrl", of: pathToFileURLText },
+  { expression: "import.meta.dirname", variable: "__bundledImportMetaDirname", of: path.dirname },
+  { expression: "import.meta.filename", variable: "__bundledImportMetaFilename", of: (f) => f },
+  { expression: "__dirname", variable: "__bundledDirname", of: path.dirname },
+  { expression: "__filename", variable: "__bundledFilename", of: (f) => f },
+];
+
+function pathToFileURLText(file) {
+  return pathToFileURL(file).href;
+}
 
 /**
- * `import.meta.url` (and `dirname`, `filename`) in a bundled module mean the module's own file,
- * as they do unbundled: Ink, for one, reads its package.json beside it when DEV=true. A module
- * that mentions `import.meta` gets its own variables with those values, declared on its first
- * line; esbuild's `define` rewrites the expressions themselves (never strings or comments) to
- * them, and each binds to its module's declaration. The digest includes where the package is, so
- * a moved checkout builds anew.
+ * What a module sees of its own file is kept: `import.meta.url` (and `dirname`, `filename`)
+ * mean the module's own file, as they do unbundled (Ink, for one, reads its package.json beside
+ * it when DEV=true), and so do a CommonJS module's `__dirname` and `__filename`, which an ES
+ * module bundle has no value for at all (pino would start a transport's worker thread from
+ * thread-stream's lib/worker.js by it). A module that mentions one of them gets its own
+ * variables with those values, declared on its first line; esbuild's `define` rewrites the
+ * expressions themselves (never strings or comments, nor a `__dirname` the module declares
+ * itself) to them, and each binds to its module's declaration. The digest includes where the
+ * package is, so a moved checkout builds anew.
  */
 const sourceLocations = {
   name: "source-locations",
   setup(build) {
     build.onLoad({ filter: /\.(?:[cm]?[jt]sx?)$/ }, async (args) => {
       const text = await readFile(args.path, "utf8");
-      if (!text.includes("import.meta")) return undefined;
-      const values = {
-        url: pathToFileURL(args.path).href,
-        dirname: path.dirname(args.path),
-        filename: args.path,
-      };
-      const declarations = Object.entries(IMPORT_META)
-        .map(([property, variable]) => `var ${variable} = ${JSON.stringify(values[property])};`)
+      const mentioned = LOCATIONS.filter(({ expression }) =>
+        text.includes(expression.startsWith("import.meta") ? "import.meta" : expression),
+      );
+      if (mentioned.length === 0) return undefined;
+      const declarations = mentioned
+        .map(({ variable, of }) => `var ${variable} = ${JSON.stringify(of(args.path))};`)
         .join(" ");
       const extension = path.extname(args.path).slice(1).replace(/^[cm]/, "");
       return {

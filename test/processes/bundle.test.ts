@@ -45,6 +45,38 @@ describe("the bundle a program starts from", () => {
     await utimes(file, time, time);
   }
 
+  /**
+   * Makes `entry` (its lines) the package's entry.ts, beside a dependency `name` in its
+   * node_modules: a package.json with `manifest`, and `files` (name → text). All are dated a
+   * minute ago. Returns the dependency's directory.
+   */
+  async function withDependency(
+    dir: string,
+    name: string,
+    manifest: Record<string, unknown>,
+    files: Record<string, string>,
+    entry: string[],
+  ) {
+    const dependency = path.join(dir, "node_modules", name);
+    await mkdir(dependency, { recursive: true });
+    const written = {
+      [path.join(dependency, "package.json")]: JSON.stringify({
+        name,
+        version: "1.0.0",
+        ...manifest,
+      }),
+      ...Object.fromEntries(
+        Object.entries(files).map(([file, text]) => [path.join(dependency, file), text]),
+      ),
+      [path.join(dir, "entry.ts")]: entry.join("\n"),
+    };
+    for (const [file, text] of Object.entries(written)) {
+      await writeFile(file, text);
+      await dateBack(file, 60_000);
+    }
+    return dependency;
+  }
+
   const cacheOf = (dir: string) => path.join(dir, "node_modules", ".cache", "consent-service");
   const bundlesIn = async (dir: string) =>
     (await readdir(cacheOf(dir))).filter((entry) => entry.startsWith("app-")).sort();
@@ -165,47 +197,65 @@ describe("the bundle a program starts from", () => {
 
   it("keeps what a module sees of itself: its own file's URL and its classes' names", async () => {
     const dir = await aPackage("locations", 1);
-    const dependency = path.join(dir, "node_modules", "notes");
-    await mkdir(dependency, { recursive: true });
-    await writeFile(
-      path.join(dependency, "package.json"),
-      JSON.stringify({ name: "notes", version: "1.0.0", type: "module", main: "index.js" }),
-    );
-    // As Ink reads its own package.json when DEV=true: a file beside the module.
-    await writeFile(path.join(dependency, "note.txt"), "beside the module");
-    await writeFile(
-      path.join(dependency, "index.js"),
-      [
-        'import { readFileSync } from "node:fs";',
-        'export const note = readFileSync(new URL("./note.txt", import.meta.url), "utf8");',
-        "export const here = import.meta.dirname;",
-        'export const words = "pass import.meta.url to createRequire";',
-        "export class Reading {}",
-      ].join("\n"),
-    );
-    // A class of the same name in the entry: the bundle must rename one of the two.
-    await writeFile(
-      path.join(dir, "entry.ts"),
+    const dependency = await withDependency(
+      dir,
+      "notes",
+      { type: "module", main: "index.js" },
+      {
+        // As Ink reads its own package.json when DEV=true: a file beside the module.
+        "note.txt": "beside the module",
+        "index.js": [
+          'import { readFileSync } from "node:fs";',
+          'export const note = readFileSync(new URL("./note.txt", import.meta.url), "utf8");',
+          "export const here = import.meta.dirname;",
+          'export const words = "pass import.meta.url to createRequire";',
+          "export class Reading {}",
+        ].join("\n"),
+      },
+      // A class of the same name in the entry: the bundle must rename one of the two.
       [
         'import { here, note, Reading as TheirReading, words } from "notes";',
         "class Reading {}",
         "export const names = [new Reading().constructor.name, new TheirReading().constructor.name];",
         "export { here, note, words };",
-      ].join("\n"),
+      ],
     );
-    for (const file of [
-      path.join(dir, "entry.ts"),
-      path.join(dependency, "index.js"),
-      path.join(dependency, "package.json"),
-    ]) {
-      await dateBack(file, 60_000);
-    }
     expect(await loadBundled("entry.ts", "app", dir)).toMatchObject({
       note: "beside the module",
       here: dependency,
       // Strings that mention it are left as written.
       words: "pass import.meta.url to createRequire",
       names: ["Reading", "Reading"],
+    });
+  });
+
+  it("keeps a CommonJS module's own __dirname and __filename, and leaves a module's own __dirname its own", async () => {
+    const dir = await aPackage("commonjs", 1);
+    const dependency = await withDependency(
+      dir,
+      "worker-host",
+      { main: "index.js" },
+      {
+        // As thread-stream finds the worker a pino transport runs: a file beside the module.
+        "worker.txt": "the worker",
+        "index.js": [
+          'const { readFileSync } = require("node:fs");',
+          'const { join } = require("node:path");',
+          'exports.worker = readFileSync(join(__dirname, "worker.txt"), "utf8");',
+          "exports.file = __filename;",
+        ].join("\n"),
+      },
+      [
+        'import host from "worker-host";',
+        'const __dirname = "declared here";',
+        "export const { worker, file } = host;",
+        "export const own = __dirname;",
+      ],
+    );
+    expect(await loadBundled("entry.ts", "app", dir)).toMatchObject({
+      worker: "the worker",
+      file: path.join(dependency, "index.js"),
+      own: "declared here",
     });
   });
 
