@@ -1,8 +1,8 @@
 #!/usr/bin/env node
 // The REST gateway alone, reaching the daemon at CONSENT_DAEMON_URL.
-import { main, run } from "./run-ts.js";
+import { load, main } from "./run-ts.js";
 
 await main("consent-gateway", async () => {
-  const { runStandaloneGateway } = await run("../gateway/main.ts");
-  await runStandaloneGateway();
+  const { startStandaloneGateway } = await load("daemon/programs.ts", "service");
+  await startStandaloneGateway();
 });

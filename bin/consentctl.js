@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // consentctl: the operator CLI, started from its bundle (bin/bundle.js), or through tsx where no
 // bundle can be kept.
-import { loadBundled } from "./bundle.js";
+import { load } from "./run-ts.js";
 
 // Ctrl-C (or SIGTERM) while the CLI loads (a fifth of a second; a second or more when the bundle
 // is built) is held rather than left to end the process, and sent again once main() has started
@@ -19,7 +19,5 @@ const commandStarted = () => {
 
 // --debug prints stacks: through the source map they name the TypeScript sources.
 if (process.argv.includes("--debug")) process.setSourceMapsEnabled(true);
-const { main } =
-  (await loadBundled("cli/main.tsx", "consentctl")) ??
-  (await (await import("./run-ts.js")).run("../cli/main.tsx"));
+const { main } = await load("cli/main.tsx", "consentctl");
 await main(process.argv, undefined, { commandStarted });

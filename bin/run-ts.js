@@ -1,10 +1,21 @@
-// Runs a TypeScript entry point of this package through tsx, so the bins work straight from a
-// clone after `npm install` with no build step.
+// Runs a TypeScript entry point of this package from its bundle (bin/bundle.js), or through tsx
+// where no bundle can be kept, so the bins work straight from a clone after `npm install` with no
+// build step.
 import { fileURLToPath } from "node:url";
+import { loadBundled } from "./bundle.js";
+
+/**
+ * The exports of `entry` (a path from the package root), from the bundle named `name`; through
+ * tsx where no bundle can be kept (a read-only installation, a full disk).
+ */
+export async function load(entry, name) {
+  return (await loadBundled(entry, name)) ?? (await run(`../${entry}`));
+}
 
 /** tsx's loader, registered by the first run(): loading tsx takes a fifth of a second or more. */
 let registered;
 
+/** The exports of `entry` (a path from this directory), compiled by tsx as Node loads it. */
 export async function run(entry) {
   // The package's own tsconfig.json, by path: tsx otherwise looks for one from the working
   // directory, and run from outside the package finds none and compiles JSX for a global React
@@ -24,13 +35,17 @@ const READABLE_NAMES = new Set(["ConfigError", "StartupError"]);
 
 /**
  * Runs `start` and turns a start-up failure the operator can fix into one line on stderr and exit
- * code 1; anything else keeps its stack for a bug report.
+ * code 1; anything else keeps its stack for a bug report, and a stack (a crash, an error the log
+ * records) names the TypeScript sources, from the bundle through its source map as through tsx.
  */
 export async function main(program, start) {
-  // A stop signal that arrives while the program is still loading (a second or more through tsx)
+  process.setSourceMapsEnabled(true);
+  // A stop signal that arrives while the program is still loading (a fraction of a second from
+  // its bundle, a second or more while it builds one or through tsx)
   // would otherwise end it by the signal (exit status 143 or 130 to a supervisor). Until the
   // program installs its own handling (daemon/drain-exit.ts, daemon/workers.ts), nothing is open
-  // yet: no file written, no store opened, no port bound, so it ends at once with exit code 0.
+  // yet: no data file written, no store opened, no port bound (a bundle whose build it cuts short
+  // stays a draft, never loaded), so it ends at once with exit code 0.
   // Once that handling is installed, this listener is no longer the only one and leaves the
   // signal to it. SIGHUP keeps its default, ending the process by the hang-up as after a drain.
   for (const signal of ["SIGTERM", "SIGINT"]) {

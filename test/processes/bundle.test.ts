@@ -1,3 +1,4 @@
+import { execFile } from "node:child_process";
 import { mkdir, mkdtemp, readdir, rm, stat, utimes, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -257,6 +258,32 @@ describe("the bundle a program starts from", () => {
       file: path.join(dependency, "index.js"),
       own: "declared here",
     });
+  });
+
+  it("names the TypeScript source and line in a program's stack (bin/run-ts.js main)", async () => {
+    const dir = await aPackage("stack", 1);
+    await writeFile(
+      path.join(dir, "entry.ts"),
+      'export function fail(): never {\n  throw new Error("failed in the bundle");\n}\n',
+    );
+    await dateBack(path.join(dir, "entry.ts"), 60_000);
+    const bin = (file: string) =>
+      JSON.stringify(new URL(`../../bin/${file}`, import.meta.url).href);
+    const script = [
+      `import { main } from ${bin("run-ts.js")};`,
+      `import { loadBundled } from ${bin("bundle.js")};`,
+      `await main("app", async () => (await loadBundled("entry.ts", "app", ${JSON.stringify(dir)})).fail());`,
+    ].join("\n");
+    const run = await new Promise<{ code: number | null; stderr: string }>((resolve) => {
+      execFile(process.execPath, ["--input-type=module", "--eval", script], (error, _, stderr) =>
+        resolve({ code: error ? (error.code as number) : 0, stderr }),
+      );
+    });
+    expect(run.code).toBe(1);
+    expect(run.stderr).toContain("failed in the bundle");
+    expect(run.stderr).toContain(`fail (${path.join(dir, "entry.ts")}:2:9)`);
+    // The bundle exists: the stack was mapped from it, not read from the sources.
+    expect(await bundlesIn(dir)).toEqual([expect.stringMatching(/^app-[0-9a-f]{24}$/)]);
   });
 
   it("runs nothing from a cache it cannot write, so the caller runs the sources", async () => {

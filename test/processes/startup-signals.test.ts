@@ -1,4 +1,4 @@
-import { mkdir, readdir, stat } from "node:fs/promises";
+import { mkdir, readdir, readFile, stat } from "node:fs/promises";
 import { createServer } from "node:net";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
@@ -10,6 +10,7 @@ import {
   startService,
   useProgramRoot,
 } from "#test/support/processes.js";
+import { copyPrograms } from "#test/support/program-copy.js";
 
 /**
  * A stop signal while the service is still starting ends it once it can, with exit code 0: at
@@ -18,28 +19,54 @@ import {
 describe("SIGTERM during start-up", { timeout: 120_000 }, () => {
   const dirs = useProgramRoot("consent-shutdown-starting-");
 
-  it("npm start, consentd and the gateway alone exit 0 while they load their code, having written nothing", async () => {
+  /**
+   * Each program of `dirs.join(name)` (copyPrograms), started and sent SIGTERM once `loading`
+   * says it is loading its code, exits 0 at once, having written nothing.
+   */
+  async function signalledWhileLoading(
+    name: string,
+    { unwritableCache }: { unwritableCache: boolean },
+    loading: (program: Program, tmp: string) => Promise<boolean>,
+  ) {
     for (const bin of [PROGRAMS.consent, PROGRAMS.consentd, PROGRAMS.gateway]) {
-      // An empty TMPDIR: tsx compiles each source anew and caches it there, so the first file
-      // there says the program runs and is loading its code.
-      const tsxCache = dirs.join(`tmp-${path.basename(bin)}`);
-      await mkdir(tsxCache, { recursive: true });
-      const dataDir = dirs.join(`loading-${path.basename(bin)}`);
-      const program = startProgram(bin, {
-        TMPDIR: tsxCache,
-        CONSENT_DATA_DIR: dataDir,
-        CONSENT_ADMIN_TOKEN: "operator-token-for-the-gateway-alone",
-        CONSENT_DAEMON_URL: "http://127.0.0.1:9",
-      });
-      await until(async () => {
-        const entries = await readdir(tsxCache, { recursive: true, withFileTypes: true });
-        return entries.some((entry) => entry.isFile());
-      });
+      // A copy of its own for each: with an empty cache, each builds the bundle anew.
+      const root = dirs.join(`${name}-${path.basename(bin)}`);
+      await copyPrograms(root, { unwritableCache });
+      const tmp = path.join(root, "tmp");
+      await mkdir(tmp);
+      const dataDir = path.join(root, "data");
+      const program = startProgram(
+        bin,
+        {
+          TMPDIR: tmp,
+          CONSENT_DATA_DIR: dataDir,
+          CONSENT_ADMIN_TOKEN: "operator-token-for-the-gateway-alone",
+          CONSENT_DAEMON_URL: "http://127.0.0.1:9",
+        },
+        { root },
+      );
+      await until(() => loading(program, tmp));
       program.child.kill("SIGTERM");
       expect([bin, await program.exitWithin(10_000)]).toEqual([bin, 0]);
       expect(program.stderr()).toBe("");
       await expect(stat(dataDir)).rejects.toThrow(/ENOENT/);
     }
+  }
+
+  it("npm start, consentd and the gateway alone exit 0 while they build their bundle, having written nothing", async () => {
+    // esbuild runs as a child process of the program while it builds.
+    await signalledWhileLoading("building", { unwritableCache: false }, async (program) =>
+      (await childCommands(program)).some((command) => command.includes("esbuild")),
+    );
+  });
+
+  it("npm start, consentd and the gateway alone exit 0 while tsx compiles their sources (no bundle can be kept), having written nothing", async () => {
+    // An empty TMPDIR: tsx compiles each source anew and caches it there, so the first file
+    // there says the program runs and is loading its code.
+    await signalledWhileLoading("compiling", { unwritableCache: true }, async (_, tmp) => {
+      const entries = await readdir(tmp, { recursive: true, withFileTypes: true });
+      return entries.some((entry) => entry.isFile());
+    });
   });
 
   it("npm start exits 0 when signalled as it writes its secrets, opens its store, binds the daemon's port and then the gateway's, leaving both ports free and a data dir that serves on the next start", async () => {
@@ -80,6 +107,19 @@ describe("SIGTERM during start-up", { timeout: 120_000 }, () => {
     }
   });
 });
+
+/** The command lines of the processes `program` has started and which still run (Linux's /proc). */
+async function childCommands(program: Program): Promise<string[]> {
+  const pid = program.child.pid as number;
+  const children = await readFile(`/proc/${pid}/task/${pid}/children`, "utf8").catch(() => "");
+  return Promise.all(
+    children
+      .trim()
+      .split(/\s+/)
+      .filter(Boolean)
+      .map((child) => readFile(`/proc/${child}/cmdline`, "utf8").catch(() => "")),
+  );
+}
 
 /** Resolves once `check` holds, polled every few milliseconds so a short moment is not missed. */
 async function until(check: () => Promise<boolean>, timeoutMs = 30_000): Promise<void> {

@@ -46,6 +46,8 @@ export interface ProgramLimits {
 /** Where a started program runs (default: the package's directory), and its limits. */
 interface ProgramOptions extends ProgramLimits {
   cwd?: string;
+  /** The package directory whose bin/ the program is started from (copyPrograms); ROOT unless set. */
+  root?: string;
 }
 
 /** How a test service is started: limits, and how long it may take to print its URLs. */
@@ -62,7 +64,7 @@ export interface ServiceStart extends ProgramLimits {
 export function startProgram(
   bin: string,
   env: Record<string, string>,
-  { cwd = ROOT, ...limits }: ProgramOptions = {},
+  { cwd = ROOT, root = ROOT, ...limits }: ProgramOptions = {},
 ): Program {
   const inherited = Object.fromEntries(
     Object.entries(process.env).filter(
@@ -72,14 +74,14 @@ export function startProgram(
   // A file size limit (bash's `ulimit -f`, in KiB) makes the disk refuse writes past it.
   const [command, args] =
     limits.fileSizeKb === undefined
-      ? [process.execPath, [path.join(ROOT, bin)]]
+      ? [process.execPath, [path.join(root, bin)]]
       : [
           "bash",
           [
             "-c",
             `ulimit -f ${limits.fileSizeKb} && exec "$0" "$@"`,
             process.execPath,
-            path.join(ROOT, bin),
+            path.join(root, bin),
           ],
         ];
   const child = spawn(command, args, {
