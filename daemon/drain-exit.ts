@@ -1,8 +1,11 @@
 import type { Server, Socket } from "node:net";
 import type { Logger } from "pino";
 
-/** How long before the cut a drain's last answers are made (the gateway's 503s). */
-const BEFORE_CUT_MS = 500;
+/**
+ * How long before the cut a drain's last answers are made (the gateway's 503s) and a daemon's
+ * webhook attempts still in flight are cut, leaving time to record them and close the store.
+ */
+export const BEFORE_CUT_MS = 500;
 
 /**
  * Ends a program once its drain on a stop signal settles: exit 0, or exit 1 with the failure

@@ -19,7 +19,7 @@ import { createBannerService } from "#daemon/banners/banner-service.js";
 import { type Clock, systemClock } from "#daemon/clock.js";
 import { DEFAULT_DRAIN_TIMEOUT_MS } from "#daemon/config.js";
 import { createConsentLogService } from "#daemon/consent-log/consent-log-service.js";
-import { boundedDrain } from "#daemon/drain-exit.js";
+import { BEFORE_CUT_MS, boundedDrain } from "#daemon/drain-exit.js";
 import { createHealthService } from "#daemon/health/health-service.js";
 import type { IdentityKey } from "#daemon/identity/subject-identity.js";
 import { SubjectIdentity } from "#daemon/identity/subject-identity.js";
@@ -426,6 +426,10 @@ export async function listenDaemon(daemon: Daemon, options: ListenOptions) {
   const beginDrain = boundedDrain(app.server, drainTimeoutMs);
   app.addHook("preClose", (done) => {
     beginDrain();
+    // An attempt may take 15 s (DELIVERY_TIMEOUT_MS), longer than the drain: those still waiting
+    // on their endpoints are cut a moment before the drain's own cut and given back, due at once,
+    // so the process closes its store and exits within CONSENT_DRAIN_TIMEOUT_MS.
+    daemon.dispatcher.cutAfter(drainTimeoutMs - BEFORE_CUT_MS);
     const abortCalls = setTimeout(
       () => shutdown.abort(new ConnectError("the daemon is shutting down", Code.Unavailable)),
       Math.min(CALL_SHUTDOWN_MS, drainTimeoutMs / 2),

@@ -1,3 +1,4 @@
+import { setMaxListeners } from "node:events";
 import type { Logger } from "pino";
 import type { Clock } from "#daemon/clock.js";
 import { messageOf } from "#daemon/errors.js";
@@ -58,35 +59,59 @@ type Observed = Pick<
  */
 export class DeliveryAttempts {
   private agents = new DeliveryAgents();
+  /** Aborted by cut(): ends every exchange in flight. */
+  private shutdown = DeliveryAttempts.shutdownController();
 
   constructor(private readonly options: DeliveryAttemptsOptions) {}
 
-  /** Closes the pooled connections to endpoints; attempts after it open new ones. */
+  /** Every attempt in flight listens to it: up to MAX_IN_FLIGHT at once is no listener leak. */
+  private static shutdownController(): AbortController {
+    const controller = new AbortController();
+    setMaxListeners(0, controller.signal);
+    return controller;
+  }
+
+  /**
+   * Closes the pooled connections to endpoints and forgets a cut; attempts after it open new
+   * connections and run their course.
+   */
   closeConnections(): void {
     this.agents.destroy();
     this.agents = new DeliveryAgents();
+    this.shutdown = DeliveryAttempts.shutdownController();
+  }
+
+  /**
+   * Ends the exchanges in flight at once (the daemon's shutdown reached its limit): each attempt
+   * whose endpoint has not answered gives its delivery back (release), one whose status has
+   * arrived is recorded with it.
+   */
+  cut(): void {
+    this.shutdown.abort();
   }
 
   /** Makes one attempt; `sent` is called once the exchange with the endpoint is over. */
   async attempt(delivery: DeliveryRecord, sent: () => void): Promise<void> {
     const { store, clock } = this.options;
+    const signal = this.shutdown.signal;
     const endpoint = await store.webhooks.getEndpoint(delivery.teamId, delivery.webhookId);
     if (!endpoint?.enabled) {
       // Not sent: kept as a dead letter, replayable once the endpoint is enabled again.
       const reason = endpoint?.disabledReason ?? "the endpoint was removed";
       await this.complete(delivery, {
-        attempts: delivery.attempts,
+        ...previousAttempt(delivery),
         status: "failed",
-        lastAttemptAt: delivery.lastAttemptAt,
-        lastStatusCode: delivery.lastStatusCode,
         lastError: `not sent: the endpoint is disabled (${reason})`,
-        lastResponseExcerpt: delivery.lastResponseExcerpt,
       });
       return;
     }
     const at = clock();
-    const outcome = await this.send(endpoint, delivery, at);
+    const outcome = await this.send(endpoint, delivery, at, signal);
     sent();
+    if (outcome.abandoned) {
+      await this.release(delivery);
+      return;
+    }
     // Retries are counted from the end of the exchange: after a 15 s timeout, the first one
     // comes about 5 s later, not at once.
     const ended = clock();
@@ -101,11 +126,27 @@ export class DeliveryAttempts {
     else await this.failed(delivery, endpoint, outcome, observed, ended);
   }
 
+  /**
+   * Gives a claimed delivery back unattempted, or its attempt cut before the endpoint answered:
+   * due as it was (at once), its attempts and last outcome as they were, the endpoint's failure
+   * record untouched, and its lease released, so any daemon on the store claims it at its next
+   * pass instead of after the lease. The receiver may have read a cut attempt's request: the
+   * next attempt, with the same `webhook-id`, is then a duplicate (docs/webhooks.md).
+   */
+  async release(delivery: DeliveryRecord): Promise<void> {
+    await this.complete(delivery, {
+      ...previousAttempt(delivery),
+      status: "pending",
+      nextAttemptAt: delivery.nextAttemptAt ?? this.options.clock(),
+    });
+  }
+
   /** The exchange with the endpoint; a failure to sign or send is the attempt's failure. */
   private async send(
     endpoint: WebhookEndpointRecord,
     delivery: DeliveryRecord,
     at: Date,
+    signal: AbortSignal,
   ): Promise<SendOutcome> {
     try {
       const headers = signedHeaders(
@@ -122,6 +163,7 @@ export class DeliveryAttempts {
         agents: this.agents,
         tenant: endpoint.teamId,
         timeoutMs: this.options.deliveryTimeoutMs,
+        signal,
       });
     } catch (error) {
       return {
@@ -229,6 +271,17 @@ export class DeliveryAttempts {
     }
     return stored;
   }
+}
+
+/** A delivery's record of its attempts so far, for a result that adds no attempt to it. */
+function previousAttempt(delivery: DeliveryRecord): Pick<AttemptResult, keyof Observed> {
+  return {
+    attempts: delivery.attempts,
+    lastAttemptAt: delivery.lastAttemptAt,
+    lastStatusCode: delivery.lastStatusCode,
+    lastError: delivery.lastError,
+    lastResponseExcerpt: delivery.lastResponseExcerpt,
+  };
 }
 
 /** docs/webhooks.md: 410 Gone disables at once; so does a run of failures lasting five days. */

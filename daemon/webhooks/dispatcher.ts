@@ -82,6 +82,10 @@ export class WebhookDispatcher {
   private readonly pace: LoadPace;
   /** The last pass yielded: the next waits YIELD_WINDOW_MS. */
   private yielded = false;
+  /** The stop under way, once asked for. */
+  private stopping: Promise<void> | undefined;
+  /** When the attempts still in flight are cut (cutAfter). */
+  private cutTimer: NodeJS.Timeout | undefined;
 
   /**
    * A pass's failure, by each cause (storeFailureLog): the store out of reach once in a while as
@@ -102,12 +106,44 @@ export class WebhookDispatcher {
   start(): void {
     if (this.running) return;
     this.running = true;
+    this.stopping = undefined;
     this.unsubscribe = onOutboxEvent(this.options.store, () => this.nudge());
     this.loop = this.run();
   }
 
-  /** Stops polling and waits for the attempts in flight to finish. */
-  async stop(): Promise<void> {
+  /**
+   * Stops polling and waits for the attempts in flight to finish, or until cutAfter's time, when
+   * those still exchanging with their endpoints are cut. Claims that come in meanwhile (a pass
+   * under way, a fan-out) are given back unattempted.
+   */
+  stop(): Promise<void> {
+    this.stopping ??= this.stopAndWait();
+    return this.stopping;
+  }
+
+  /**
+   * Bounds a stop by a shutdown's limit: `ms` from now (unless the stop has ended by then) the
+   * dispatcher stops, if it has not yet, and cuts the attempts still waiting on their endpoints.
+   * Each gives its delivery back as if it had not been made (DeliveryAttempts.release): pending,
+   * due at once, its attempts and the endpoint's failure record unchanged, its lease released, so
+   * another daemon, or this one after its restart, sends it again at once.
+   */
+  cutAfter(ms: number): void {
+    clearTimeout(this.cutTimer);
+    this.cutTimer = setTimeout(() => {
+      const cut = [...this.inFlight.values()].filter((attempt) => attempt.exchanging).length;
+      void this.stop();
+      this.attempts.cut();
+      if (cut > 0) {
+        this.options.logger.info(
+          { attempts: cut },
+          "webhook attempts cut by the shutdown: those their endpoints had not answered are due again at once",
+        );
+      }
+    }, ms);
+  }
+
+  private async stopAndWait(): Promise<void> {
     this.running = false;
     this.unsubscribe?.();
     this.halt?.();
@@ -115,6 +151,7 @@ export class WebhookDispatcher {
     while (this.inFlight.size > 0) {
       await Promise.all(Array.from(this.inFlight.values(), (running) => running.done));
     }
+    clearTimeout(this.cutTimer);
     this.attempts.closeConnections();
   }
 
@@ -199,7 +236,8 @@ export class WebhookDispatcher {
 
   /**
    * Runs an attempt beside the passes; a slot freed after a full pass wakes the loop. Nothing
-   * starts once the dispatcher is stopping: its lease runs out instead. A delivery claimed while
+   * starts once the dispatcher is stopping: the delivery is given back at once, due as it was
+   * (DeliveryAttempts.release), rather than held until its lease runs out. A delivery claimed while
    * its attempt here is still running is either claimed again mid-attempt (after a lease shorter
    * than the attempt: not sent again, the running attempt records it) or claimed after that
    * attempt recorded its outcome, while the endpoint's failure record is still being written (a
@@ -207,7 +245,6 @@ export class WebhookDispatcher {
    * attempt ends, instead of being held unattempted until the new lease runs out.
    */
   private track(delivery: DeliveryRecord): void {
-    if (!this.running) return;
     const running = this.inFlight.get(delivery.id);
     if (running) {
       if (delivery.attempts > running.delivery.attempts) {
@@ -217,12 +254,19 @@ export class WebhookDispatcher {
     }
     // The endpoint's and the team's shares count the exchange with the endpoint, not the store
     // write that records it.
-    const entry: InFlightAttempt = { delivery, exchanging: true, done: Promise.resolve() };
+    const entry: InFlightAttempt = {
+      delivery,
+      exchanging: this.running,
+      done: Promise.resolve(),
+    };
     this.inFlight.set(delivery.id, entry);
-    entry.done = this.attempts
-      .attempt(delivery, () => {
-        entry.exchanging = false;
-      })
+    // Tracked either way, so stop() waits for a give-back's write before the store closes.
+    const work = this.running
+      ? this.attempts.attempt(delivery, () => {
+          entry.exchanging = false;
+        })
+      : this.attempts.release(delivery);
+    entry.done = work
       .catch((error: unknown) => {
         // The claim's lease runs out and the attempt is made again (at least once). The store
         // out of reach is the passes' warning, not an error per attempt.

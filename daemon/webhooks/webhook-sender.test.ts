@@ -63,6 +63,7 @@ describe("sendWebhook over kept-alive connections", () => {
       ok: false,
       statusCode: 0,
       error: "the call ended before the endpoint answered",
+      abandoned: true,
     };
     expect(await sendWebhook({ url, headers, body: "{}", guard, signal: before.signal })).toEqual(
       ended,
@@ -77,6 +78,23 @@ describe("sendWebhook over kept-alive connections", () => {
     const open = () =>
       new Promise<number>((resolve) => server?.getConnections((_error, count) => resolve(count)));
     await expect.poll(open).toBe(0);
+  });
+
+  it("ends an attempt whose status has arrived with that status when its signal is aborted", async () => {
+    // A 2xx whose body never ends: acknowledged, so never reported as abandoned (and sent again).
+    const { url, seen } = await endpoint((request, response) => {
+      request.resume();
+      response.writeHead(202, { "content-length": "100" });
+      response.write("accepted");
+    });
+    const shutdown = new AbortController();
+    const attempt = sendWebhook({ url, headers, body: "{}", guard, signal: shutdown.signal });
+    await expect.poll(() => seen.requests).toBe(1);
+    // The status is read as soon as it arrives; give it a moment to travel.
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    shutdown.abort();
+    const outcome = await attempt;
+    expect(outcome).toEqual({ ok: true, statusCode: 202, excerpt: "accepted" });
   });
 
   it("resends once on a new connection when a reused one was closed before any answer", async () => {

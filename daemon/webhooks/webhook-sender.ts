@@ -26,6 +26,11 @@ export interface SendOutcome {
   excerpt?: string;
   /** The response's Retry-After header. */
   retryAfter?: string;
+  /**
+   * The exchange was ended through `signal` before the endpoint's status arrived: the outcome
+   * says nothing of the endpoint (a TestWebhook whose caller left, an attempt cut by shutdown).
+   */
+  abandoned?: true;
 }
 
 export interface SendOptions {
@@ -39,7 +44,11 @@ export interface SendOptions {
    * opens a connection of its own and closes it (a test send from the API).
    */
   agents?: DeliveryAgents;
-  /** Ends the attempt early (a TestWebhook call whose caller left, or whose deadline passed). */
+  /**
+   * Ends the attempt early (a TestWebhook call whose caller left, or whose deadline passed; the
+   * daemon's shutdown): `abandoned`, unless the endpoint's status has arrived, which is then the
+   * outcome, as at the timeout.
+   */
   signal?: AbortSignal;
   /** The endpoint's team: the guard shares its host-name lookups fairly among teams. */
   tenant?: string;
@@ -114,7 +123,12 @@ export function sendWebhook(options: SendOptions): Promise<SendOutcome> {
   const pooled = options.agents ? (https ? options.agents.https : options.agents.http) : false;
   const body = Buffer.from(options.body, "utf8");
   const timeoutMs = options.timeoutMs ?? DELIVERY_TIMEOUT_MS;
-  const ended = { ok: false, statusCode: 0, error: "the call ended before the endpoint answered" };
+  const ended: SendOutcome = {
+    ok: false,
+    statusCode: 0,
+    error: "the call ended before the endpoint answered",
+    abandoned: true,
+  };
   // A call that ended before the attempt began sends nothing.
   if (options.signal?.aborted) return Promise.resolve(ended);
   return new Promise((resolve) => {
@@ -142,7 +156,8 @@ export function sendWebhook(options: SendOptions): Promise<SendOutcome> {
           true,
         );
     }, timeoutMs);
-    const abandon = () => finish(ended, true);
+    // As at the timeout: a status that has arrived is the outcome (a 2xx is not sent again).
+    const abandon = () => (cutBody ? cutBody() : finish(ended, true));
     options.signal?.addEventListener("abort", abandon, { once: true });
     const send = (agent: HttpAgent | false) => {
       let req: ClientRequest;

@@ -3,6 +3,8 @@ import { readFile } from "node:fs/promises";
 import path from "node:path";
 import { Webhook } from "standardwebhooks";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { openLmdbStore } from "#daemon/store/lmdb-store.js";
+import { deliveryId } from "#daemon/webhooks/webhook-store.js";
 import { http, mintKey } from "#test/support/api.js";
 import { aChoice, bannerFixture, postLog } from "#test/support/consent-log.js";
 import { startService as startServiceProgram, useProgramRoot } from "#test/support/processes.js";
@@ -15,6 +17,12 @@ const SERVICE_ENV = { CONSENT_WORKERS: "1", CONSENT_WEBHOOK_ALLOW_CIDRS: "127.0.
 
 /** Start-up and delivery on a two-core runner shared with other test files can take a while. */
 const SLOW_MS = 60_000;
+/** A short drain limit (CONSENT_DRAIN_TIMEOUT_MS), far below a hanging attempt's 15 s. */
+const DRAIN_MS = 2_000;
+/** What a program may take to exit after its drain's limit: closing the store, flushing its log. */
+const AFTER_CUT_MS = 1_500;
+/** Well inside the default lease (60 s) a claim left to run out would hold a delivery for. */
+const RESEND_WITHIN_MS = 20_000;
 
 /** `npm start` on `dataDir`, allowed SLOW_MS to print its URLs. */
 const startService = (dataDir: string, env: Record<string, string>) =>
@@ -56,7 +64,8 @@ describe("webhook delivery across daemon processes", { timeout: 240_000 }, () =>
       body: { url: `${receiver.url}?team=${fixture.teamId}` },
     });
     expect(created.status).toBe(201);
-    return { ...fixture, secret: created.body.data.webhook.secret as string };
+    const { id, secret } = created.body.data.webhook as { id: string; secret: string };
+    return { ...fixture, webhookId: id, secret };
   }
 
   /** The consentLogId of every verified delivery of the endpoint, in arrival order. */
@@ -109,6 +118,75 @@ describe("webhook delivery across daemon processes", { timeout: 240_000 }, () =>
     const resent = delivered.find((d) => d.logId === hung[0]?.logId);
     expect(resent?.webhookId).toBe(hung[0]?.webhookId);
     expect(await second.program.stop("SIGTERM")).toBe(0);
+  });
+
+  it("exits 0 within CONSENT_DRAIN_TIMEOUT_MS on SIGTERM while an endpoint hangs, and after the restart sends the cut attempt's delivery again at once, recorded delivered once", async () => {
+    const dataDir = dirs.join("cut-by-shutdown");
+    // The default lease (60 s): a delivery whose claim were left to run out would wait that long.
+    // At debug level each daemon logs the deliveries it recorded as delivered.
+    const env = {
+      ...SERVICE_ENV,
+      CONSENT_DRAIN_TIMEOUT_MS: String(DRAIN_MS),
+      CONSENT_LOG_LEVEL: "debug",
+    };
+    const first = await startService(dataDir, env);
+    const team = await subscribe(first.service);
+    // The receiver reads the request and never answers: the attempt would last its 15 s.
+    receiver.answer = () => NEVER;
+    const posted = await postLog(first.service, aChoice(team.publicId));
+    expect(posted.status).toBe(200);
+    const [hung] = await eventually(
+      () => {
+        const got = verifiedLogIds(team.secret).filter((d) => d.logId === posted.body.consentLogId);
+        return got.length > 0 ? got : undefined;
+      },
+      "the attempt is in flight",
+      SLOW_MS,
+    );
+    const signalledAt = Date.now();
+    first.program.child.kill("SIGTERM");
+    expect(await first.program.exitWithin(DRAIN_MS + AFTER_CUT_MS)).toBe(0);
+    expect(Date.now() - signalledAt).toBeLessThan(DRAIN_MS + AFTER_CUT_MS);
+    expect(first.program.stderr()).toBe("");
+    expect(first.program.stdout()).toContain(
+      "webhook attempts cut by the shutdown: those their endpoints had not answered are due again at once",
+    );
+    expect(deliveredBy(first.program.stdout())).toEqual([]);
+
+    receiver.answer = () => ({ status: 200, body: "ok" });
+    const from = receiver.received.length;
+    const second = await startService(dataDir, env);
+    // Sent again at the restarted daemon's first passes, not after the cut claim's lease.
+    const [resent] = await eventually(
+      () => {
+        const got = verifiedLogIds(team.secret, from);
+        return got.length > 0 ? got : undefined;
+      },
+      "the delivery is sent again after the restart",
+      RESEND_WITHIN_MS,
+    );
+    // The same webhook-id as the cut attempt's request, which the receiver had read.
+    expect(resent).toEqual(hung);
+    expect(await second.program.stop("SIGTERM")).toBe(0);
+    expect(verifiedLogIds(team.secret, from)).toHaveLength(1);
+
+    // Recorded delivered once, by the restarted daemon, with one attempt: the cut one is not
+    // counted, and the endpoint has no failure on record.
+    const id = deliveryId(String(hung?.webhookId), team.webhookId);
+    expect(deliveredBy(second.program.stdout())).toEqual([id]);
+    const store = await openLmdbStore({ dataDir });
+    try {
+      expect(await store.webhooks.getDelivery(team.teamId, id)).toMatchObject({
+        status: "succeeded",
+        attempts: 1,
+        lastStatusCode: 200,
+      });
+      const endpoint = await store.webhooks.getEndpoint(team.teamId, team.webhookId);
+      expect(endpoint).toMatchObject({ enabled: true });
+      expect(endpoint?.failingSince).toBeUndefined();
+    } finally {
+      await store.close();
+    }
   });
 
   it("seals signing secrets anew during an identity-key rotation, so the older key can be dropped and the secrets stay the same", async () => {
