@@ -41,8 +41,52 @@ export interface Loading {
   token: ReadToken;
   promise: Promise<CachedBanner | null>;
   /**
-   * Resolves once the read has been in flight for `heldReadWaitMs` (set by the first request for
-   * a banner held in memory): from then on such requests are answered from the held copy.
+   * Resolves once the read has been in flight for `heldReadWaitMs` (overdueOf, set by the first
+   * request that waits for it within that bound: one for a banner held in memory, or for one whose
+   * last read failed): from then on such requests are answered without it (the held copy, or the
+   * failure).
    */
   overdue?: Promise<typeof OVERDUE>;
+}
+
+/**
+ * A read's `overdue`, made by the first request to ask for it: resolves once the read has been in
+ * flight `waitMs`, after `onOverdue`; never, once the read settled first.
+ */
+export function overdueOf(
+  loading: Loading,
+  waitMs: number,
+  onOverdue?: () => void,
+): Promise<typeof OVERDUE> {
+  if (!loading.overdue) {
+    let timer: NodeJS.Timeout | undefined;
+    loading.overdue = new Promise((resolve) => {
+      timer = setTimeout(() => {
+        onOverdue?.();
+        resolve(OVERDUE);
+      }, waitMs);
+      timer.unref();
+    });
+    const stop = () => clearTimeout(timer);
+    loading.promise.then(stop, stop);
+  }
+  return loading.overdue;
+}
+
+/** Sets a map's entry as its most recent, dropping the least recent beyond `max` (returned). */
+export function remember<V>(
+  map: Map<string, V>,
+  key: string,
+  value: V,
+  max: number,
+): { key: string; value: V } | undefined {
+  map.delete(key);
+  map.set(key, value);
+  if (map.size > max) {
+    const oldest = map.entries().next().value;
+    if (oldest === undefined) return undefined;
+    map.delete(oldest[0]);
+    return { key: oldest[0], value: oldest[1] };
+  }
+  return undefined;
 }

@@ -1,6 +1,12 @@
 import { toBinary } from "@bufbuild/protobuf";
 import { DEFAULT_LOADER_CACHE_MB } from "#daemon/config.js";
-import type { CachedBanner, Loading, ReadToken, Variants } from "#gateway/loader/cached-banner.js";
+import {
+  type CachedBanner,
+  type Loading,
+  type ReadToken,
+  remember,
+  type Variants,
+} from "#gateway/loader/cached-banner.js";
 import { buildVariant, type LoaderVariant, sha256 } from "#gateway/loader/loader-response.js";
 import { type Geo, variantGeo, variantKey } from "#gateway/loader/runtime-config.js";
 import { StaleServing } from "#gateway/loader/stale-if-error.js";
@@ -18,9 +24,15 @@ export interface LoaderCacheOptions {
   revalidateMs: number;
   /** How long after its last successful read a banner is served while the daemon cannot be reached. */
   staleIfErrorMs?: number;
-  /** While the daemon cannot be reached, how long a banner is served before it is read again. */
+  /**
+   * While the daemon cannot be reached, how long a banner is served before it is read again, and
+   * how long a banner with no copy to serve is answered its read's failure (failed-reads.ts).
+   */
   retryMs?: number;
-  /** How long a request for a banner held in memory waits for its re-read (HELD_READ_WAIT_MS). */
+  /**
+   * How long a request for a banner held in memory waits for its re-read, and one for a banner
+   * whose last read failed for want of the daemon for its next read (HELD_READ_WAIT_MS).
+   */
   heldReadWaitMs?: number;
   /** Told while banners are served stale and when the daemon answers again (stale-log.ts). */
   logger?: StaleServingLogger;
@@ -49,7 +61,9 @@ const MAX_MISSING = 10_000;
  * its own, so ids that do not exist never push a live banner's bodies out of memory. Beyond
  * `maxBytes`, the least recently used banners are dropped, never the one just served. A read the
  * daemon cannot answer leaves a banner served as last read (stale-if-error, STALE_IF_ERROR_MS),
- * read again every `retryMs` in the background.
+ * read again every `retryMs` in the background; a banner with no copy to serve is answered that
+ * failure for `retryMs`, then read again, each request waiting for that read at most
+ * `heldReadWaitMs` (failed-reads.ts).
  */
 export class LoaderCache {
   readonly #banners = new Map<string, CachedBanner>();
@@ -85,7 +99,8 @@ export class LoaderCache {
   /**
    * The response for a visitor at `geo`, or null for an unknown or inactive banner; `stale` when
    * the daemon could not be reached to confirm it. Rejects when the daemon cannot be reached and
-   * the banner was never read, or not within STALE_IF_ERROR_MS.
+   * the banner was never read, or not within STALE_IF_ERROR_MS (at once, within `retryMs` of such
+   * a failure).
    */
   async variant(publicId: string, geo: Geo | null): Promise<LoaderVariant | null> {
     const cached = await this.#banner(publicId);
@@ -146,6 +161,9 @@ export class LoaderCache {
     if (missingSince !== undefined && this.#now() - missingSince < this.options.revalidateMs) {
       return null;
     }
+    // No copy to serve, and its last read failed for want of the daemon just now: that failure
+    // again, without a call (failed-reads.ts).
+    this.#stale.throwIfFailedRecently(publicId);
     let loading = this.#loading.get(publicId);
     if (!loading) {
       const token = { stale: false };
@@ -231,22 +249,4 @@ export class LoaderCache {
       if (oldest !== publicId) this.#drop(oldest);
     }
   }
-}
-
-/** Sets a map's entry as its most recent, dropping the least recent beyond `max` (returned). */
-function remember<V>(
-  map: Map<string, V>,
-  key: string,
-  value: V,
-  max: number,
-): { key: string; value: V } | undefined {
-  map.delete(key);
-  map.set(key, value);
-  if (map.size > max) {
-    const oldest = map.entries().next().value;
-    if (oldest === undefined) return undefined;
-    map.delete(oldest[0]);
-    return { key: oldest[0], value: oldest[1] };
-  }
-  return undefined;
 }

@@ -4,8 +4,10 @@ import {
   type CachedBanner,
   type Loading,
   OVERDUE,
+  overdueOf,
   type ReadToken,
 } from "#gateway/loader/cached-banner.js";
+import { FailedReads } from "#gateway/loader/failed-reads.js";
 import {
   createStaleServingLog,
   type StaleServingLog,
@@ -72,6 +74,8 @@ export class StaleServing {
   readonly #staleLog: StaleServingLog | undefined;
   /** Banners kept whose last read failed or went unanswered: served as last read until re-read. */
   readonly #staleBanners = new Set<string>();
+  /** Banners with no copy to serve whose last read failed for want of the daemon. */
+  readonly #failedReads: FailedReads;
 
   constructor(options: StaleServingOptions) {
     this.#options = options;
@@ -79,20 +83,35 @@ export class StaleServing {
     this.#retryMs = options.retryMs ?? STALE_RETRY_MS;
     this.#heldReadWaitMs = options.heldReadWaitMs ?? HELD_READ_WAIT_MS;
     this.#staleLog = options.logger && createStaleServingLog(options.logger);
+    this.#failedReads = new FailedReads({
+      now: options.now,
+      retryMs: this.#retryMs,
+      heldReadWaitMs: this.#heldReadWaitMs,
+    });
+  }
+
+  /**
+   * Throws the failure of a banner with no copy to serve whose last read failed for want of the
+   * daemon within `retryMs` (failed-reads.ts): its request is answered without a call.
+   */
+  throwIfFailedRecently(publicId: string): void {
+    const failed = this.#failedReads.recent(publicId);
+    if (failed) throw failed.error;
   }
 
   /**
    * What a request for a banner being read gets: the read's answer for a banner never read or
    * past the bound; while the daemon cannot be reached, the banner as last read at once (the
    * retry's outcome serves the requests after it); else the read's answer, or the banner as held
-   * once the read is overdue (heldAfterWait).
+   * once the read is overdue (heldAfterWait). A banner with no copy to serve whose last read
+   * failed for want of the daemon waits for its next read at most as long (failed-reads.ts).
    */
   whileRead(
     publicId: string,
     cached: CachedBanner | undefined,
     loading: Loading,
   ): CachedBanner | Promise<CachedBanner | null> {
-    if (!cached || !this.#holds(cached)) return loading.promise;
+    if (!cached || !this.#holds(cached)) return this.#failedReads.whileRead(publicId, loading);
     if (cached.stale) return cached;
     return this.#heldAfterWait(publicId, cached, loading);
   }
@@ -101,7 +120,8 @@ export class StaleServing {
    * A failed read's answer: the banner as last read while the daemon cannot be reached and that
    * read is within STALE_IF_ERROR_MS, kept to be read again after `retryMs` (never past the
    * bound). Otherwise the failure, as without a banner read before: a banner past the bound is
-   * forgotten, and one served stale until now is not served stale on any other failure.
+   * forgotten, and one served stale until now is not served stale on any other failure. A
+   * failure for want of the daemon without a copy to serve is answered again for `retryMs`.
    */
   afterFailedRead(
     publicId: string,
@@ -109,12 +129,16 @@ export class StaleServing {
     token: ReadToken,
     error: unknown,
   ): CachedBanner {
-    if (!previous) throw error;
+    const current = !token.stale;
+    if (!previous) {
+      this.#failedReads.failed(publicId, error, current);
+      throw error;
+    }
     const now = this.#options.now();
     const until = previous.readAt + this.#staleIfErrorMs;
-    const current = !token.stale;
     if (now >= until) {
       if (current) this.#options.drop(publicId);
+      this.#failedReads.failed(publicId, error, current);
       throw error;
     }
     if (!isDaemonUnavailable(error)) {
@@ -135,13 +159,20 @@ export class StaleServing {
 
   /** The daemon answered a read of a banner; `current` when the answer is kept. */
   answered(publicId: string, current: boolean): void {
-    if (current) this.#staleBanners.delete(publicId);
+    if (current) {
+      this.#staleBanners.delete(publicId);
+      this.#failedReads.forget(publicId);
+    }
     this.#staleLog?.answered(this.#staleBanners.size);
   }
 
-  /** A banner is no longer served as last read: invalidated, dropped or evicted. */
+  /**
+   * A banner is no longer served as last read: invalidated, dropped or evicted; invalidated, it is
+   * read on its next request even if its last read failed.
+   */
   forget(publicId: string): void {
     this.#staleBanners.delete(publicId);
+    this.#failedReads.forget(publicId);
   }
 
   /** Whether a banner's last successful read is recent enough to serve it stale (stale-if-error). */
@@ -160,20 +191,11 @@ export class StaleServing {
     cached: CachedBanner,
     loading: Loading,
   ): Promise<CachedBanner | null> {
-    if (!loading.overdue) {
-      let timer: NodeJS.Timeout | undefined;
-      loading.overdue = new Promise((resolve) => {
-        timer = setTimeout(() => {
-          if (!loading.token.stale && this.#holds(cached))
-            this.#servedStaleFor(publicId, unanswered(this.#heldReadWaitMs));
-          resolve(OVERDUE);
-        }, this.#heldReadWaitMs);
-        timer.unref();
-      });
-      const stop = () => clearTimeout(timer);
-      loading.promise.then(stop, stop);
-    }
-    const first = await Promise.race([loading.promise, loading.overdue]);
+    const overdue = overdueOf(loading, this.#heldReadWaitMs, () => {
+      if (!loading.token.stale && this.#holds(cached))
+        this.#servedStaleFor(publicId, unanswered(this.#heldReadWaitMs));
+    });
+    const first = await Promise.race([loading.promise, overdue]);
     if (first !== OVERDUE) return first;
     if (!this.#holds(cached)) return loading.promise;
     return { ...cached, stale: true };

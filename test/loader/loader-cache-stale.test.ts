@@ -4,6 +4,7 @@ import path from "node:path";
 import { type Client, Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { MAX_FAILED_READS } from "#gateway/loader/failed-reads.js";
 import { LoaderCache } from "#gateway/loader/loader-cache.js";
 import { STALE_IF_ERROR_MS, STALE_RETRY_MS } from "#gateway/loader/stale-if-error.js";
 import { BannerService } from "#gen/consent/v1/banner_pb.js";
@@ -154,5 +155,60 @@ describe("LoaderCache while its daemon cannot be reached", () => {
       expect(await cache.variant(deactivated.publicId, null)).toBeNull();
     }, WAIT);
     expect(await cache.variant(deactivated.publicId, null)).toBeNull();
+  });
+
+  it("answers a banner it never served the failure for 5 s without asking the daemon, then asks once", async () => {
+    const unserved = await bannerFixture(service);
+    const madeUp = crypto.randomUUID();
+    await service.close();
+
+    const before = fetches;
+    const concurrent = await Promise.all(
+      Array.from({ length: 20 }, () => failureOf(unserved.publicId)),
+    );
+    expect(concurrent).toEqual(Array(20).fill(Code.Unavailable));
+    expect(fetches).toBe(before + 1);
+    // Until the next read is due, every request gets the failure without a call.
+    for (let i = 0; i < 20; i++) expect(await failureOf(unserved.publicId)).toBe(Code.Unavailable);
+    now += STALE_RETRY_MS - 1;
+    expect(await failureOf(unserved.publicId)).toBe(Code.Unavailable);
+    expect(fetches).toBe(before + 1);
+    now += 1;
+    expect(await failureOf(unserved.publicId)).toBe(Code.Unavailable);
+    expect(fetches).toBe(before + 2);
+    // Per banner: another id is read on its own first request.
+    expect(await failureOf(madeUp)).toBe(Code.Unavailable);
+    expect(fetches).toBe(before + 3);
+    // A change heard of (invalidate) is read on the next request.
+    cache.invalidate(unserved.publicId);
+    expect(await failureOf(unserved.publicId)).toBe(Code.Unavailable);
+    expect(fetches).toBe(before + 4);
+
+    // Ids made up by the thousand keep at most MAX_FAILED_READS failures: the least recent leave.
+    const oldest = crypto.randomUUID();
+    const ids = [
+      oldest,
+      ...Array.from({ length: MAX_FAILED_READS - 1 }, () => crypto.randomUUID()),
+    ];
+    for (let i = 0; i < ids.length; i += 500) {
+      await Promise.all(ids.slice(i, i + 500).map((id) => failureOf(id)));
+    }
+    expect(fetches).toBe(before + 4 + MAX_FAILED_READS);
+    expect(await failureOf(oldest)).toBe(Code.Unavailable);
+    expect(fetches).toBe(before + 4 + MAX_FAILED_READS);
+    // The banner failed least recently is read again on its request, within 5 s of its failure.
+    expect(await failureOf(madeUp)).toBe(Code.Unavailable);
+    expect(fetches).toBe(before + 5 + MAX_FAILED_READS);
+
+    // The daemon back: a failure is answered until its next read is due, then the daemon's answer,
+    // an unknown id's 404 (null) remembered as before.
+    await start();
+    expect(await failureOf(madeUp)).toBe(Code.Unavailable);
+    now += STALE_RETRY_MS;
+    expect((await cache.variant(unserved.publicId, null))?.stale).toBeUndefined();
+    expect(await cache.variant(madeUp, null)).toBeNull();
+    const answered = fetches;
+    expect(await cache.variant(madeUp, null)).toBeNull();
+    expect(fetches).toBe(answered);
   });
 });

@@ -3,9 +3,10 @@ import path from "node:path";
 import { createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { describe, expect, it } from "vitest";
-import { HELD_READ_WAIT_MS } from "#gateway/loader/stale-if-error.js";
+import { HELD_READ_WAIT_MS, STALE_RETRY_MS } from "#gateway/loader/stale-if-error.js";
 import { BannerService } from "#gen/consent/v1/banner_pb.js";
 import { createBanner, createTeam, type HttpResult, http, mintKey } from "#test/support/api.js";
+import { callCountingProxy } from "#test/support/call-counting-proxy.js";
 import { aChoice, postLog } from "#test/support/consent-log.js";
 import {
   DAEMON_URL,
@@ -19,6 +20,12 @@ import {
 
 const USUAL = "public, max-age=300, stale-while-revalidate=60";
 const STALE = "public, max-age=60, stale-while-revalidate=60";
+const UNAVAILABLE = {
+  error: "The service is temporarily unavailable; retry later",
+  code: "unavailable",
+};
+
+const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /**
  * Split mode while the daemon restarts or stalls (loader-cache.ts, stale-if-error): a loader the
@@ -146,5 +153,80 @@ describe("the loader of a stand-alone gateway whose daemon is down", { timeout: 
     }
     expect(await gateway.stop()).toBe(0);
     expect(await daemon.program.stop()).toBe(0);
+  });
+
+  it("answers 503 at once for a loader it never served while the daemon is stalled, asking it every 5 s", async () => {
+    const dataDir = dirs.join("stalled");
+    const daemon = startProgram(PROGRAMS.consentd, { CONSENT_DATA_DIR: dataDir });
+    const daemonUrl = await daemon.waitFor(DAEMON_URL);
+    const proxy = await callCountingProxy(daemonUrl);
+    try {
+      const gateway = startProgram(PROGRAMS.gateway, {
+        CONSENT_DATA_DIR: dataDir,
+        CONSENT_DAEMON_URL: proxy.url,
+      });
+      const service = endpoints({
+        daemonUrl,
+        gatewayUrl: await gateway.waitFor(STANDALONE_GATEWAY_URL),
+        operatorToken: (await readFile(path.join(dataDir, "admin-token"), "utf8")).trim(),
+      });
+      const { key } = await mintKey(service, await createTeam(service, "professional"));
+      const { publicId } = await createBanner(service, key);
+      const loader = async () => {
+        const sentAt = Date.now();
+        const answer = await http(service, "GET", `/loader/${publicId}.js`);
+        return { ...answer, waited: Date.now() - sentAt };
+      };
+      const unavailable = (answer: HttpResult) => [
+        answer.status,
+        answer.body,
+        answer.headers.get("retry-after"),
+      ];
+
+      daemon.child.kill("SIGSTOP");
+      try {
+        const before = proxy.calls();
+        // The read that finds it out fails only at the transport's ping timeout; the requests
+        // that come meanwhile wait for that one read.
+        const first = await Promise.all(Array.from({ length: 5 }, loader));
+        for (const answer of first) expect(unavailable(answer)).toEqual([503, UNAVAILABLE, "1"]);
+        expect(proxy.calls()).toBe(before + 1);
+        // Then, until the next read is due, 503 at once, and the daemon is not asked.
+        const failedAt = Date.now();
+        while (Date.now() - failedAt < STALE_RETRY_MS - 1_000) {
+          const answer = await loader();
+          expect(unavailable(answer)).toEqual([503, UNAVAILABLE, "1"]);
+          expect(answer.waited).toBeLessThan(500);
+          await pause(200);
+        }
+        expect(proxy.calls()).toBe(before + 1);
+        // The next read: its request waits at most 2 s for it, the ones while it goes on not at all.
+        await pause(failedAt + STALE_RETRY_MS + 200 - Date.now());
+        const retried = await loader();
+        expect(unavailable(retried)).toEqual([503, UNAVAILABLE, "1"]);
+        expect(retried.waited).toBeLessThan(HELD_READ_WAIT_MS + 1_000);
+        const during = await Promise.all(Array.from({ length: 5 }, loader));
+        for (const answer of during) {
+          expect(unavailable(answer)).toEqual([503, UNAVAILABLE, "1"]);
+          expect(answer.waited).toBeLessThan(500);
+        }
+        expect(proxy.calls()).toBe(before + 2);
+      } finally {
+        daemon.child.kill("SIGCONT");
+      }
+      // Back: served within seconds of the daemon answering.
+      const backAt = Date.now();
+      let served: HttpResult | undefined;
+      while (Date.now() - backAt < 30_000) {
+        served = await loader();
+        if (served.status === 200) break;
+        await pause(200);
+      }
+      expect([served?.status, served?.headers.get("cache-control")]).toEqual([200, USUAL]);
+      expect(await gateway.stop()).toBe(0);
+      expect(await daemon.stop()).toBe(0);
+    } finally {
+      await proxy.close();
+    }
   });
 });

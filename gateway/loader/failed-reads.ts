@@ -1,0 +1,85 @@
+import { isDaemonUnavailable } from "#gateway/errors.js";
+import {
+  type CachedBanner,
+  type Loading,
+  OVERDUE,
+  overdueOf,
+  remember,
+} from "#gateway/loader/cached-banner.js";
+
+/**
+ * Bound on the banners remembered as failed: a public id a visitor made up is read, and fails, as
+ * any other while the daemon is away, so the map is capped, the least recently failed leaving
+ * first (one then asks the daemon again on its next request, as before its failure).
+ */
+export const MAX_FAILED_READS = 10_000;
+
+interface FailedRead {
+  /** The read's failure, the answer to the banner's requests until `retryAt`. */
+  error: unknown;
+  /** When the daemon is asked for the banner again. */
+  retryAt: number;
+}
+
+export interface FailedReadsOptions {
+  now: () => number;
+  /** How long a failure is answered before the daemon is asked again (STALE_RETRY_MS). */
+  retryMs: number;
+  /** How long a request waits for that next read before it gets the failure (HELD_READ_WAIT_MS). */
+  heldReadWaitMs: number;
+}
+
+/**
+ * Banners with no copy to serve (never served, dropped for room, or last read past
+ * STALE_IF_ERROR_MS) whose last read failed because the daemon (or its store) cannot answer
+ * (isDaemonUnavailable): for `retryMs` their requests get that failure again at once, without a
+ * call; then one read asks again, which a request waits for at most `heldReadWaitMs` (a stalled
+ * daemon fails it only at the transport's ping timeout, about 15 s), the requests after it while
+ * it goes on getting the failure at once. One call per banner every `retryMs` at most, as for a
+ * banner served stale, and no request piles up behind a daemon that stopped answering. An answer
+ * of the daemon (a banner, or none) ends it; a banner unknown or inactive is remembered as such
+ * by the cache alone, as before.
+ */
+export class FailedReads {
+  readonly #failed = new Map<string, FailedRead>();
+
+  constructor(private readonly options: FailedReadsOptions) {}
+
+  /** The failure a request for the banner gets at once: its last read failed within `retryMs`. */
+  recent(publicId: string): { error: unknown } | undefined {
+    const failed = this.#failed.get(publicId);
+    return failed && this.options.now() < failed.retryAt ? failed : undefined;
+  }
+
+  /**
+   * What a request for a banner with no copy to serve gets while it is read: the read's answer;
+   * for a banner whose last read failed, that failure once the read has been in flight
+   * `heldReadWaitMs`.
+   */
+  async whileRead(publicId: string, loading: Loading): Promise<CachedBanner | null> {
+    const failed = this.#failed.get(publicId);
+    if (!failed) return loading.promise;
+    const first = await Promise.race([
+      loading.promise,
+      overdueOf(loading, this.options.heldReadWaitMs),
+    ]);
+    if (first === OVERDUE) throw failed.error;
+    return first;
+  }
+
+  /** A read of a banner with no copy to serve failed; `current` when nothing changed meanwhile. */
+  failed(publicId: string, error: unknown, current: boolean): void {
+    if (!current) return;
+    if (!isDaemonUnavailable(error)) {
+      this.#failed.delete(publicId);
+      return;
+    }
+    const retryAt = this.options.now() + this.options.retryMs;
+    remember(this.#failed, publicId, { error, retryAt }, MAX_FAILED_READS);
+  }
+
+  /** The daemon answered for the banner, or it changed (invalidate): it is read as asked for. */
+  forget(publicId: string): void {
+    this.#failed.delete(publicId);
+  }
+}
