@@ -27,6 +27,8 @@ export interface FailedReadsOptions {
   retryMs: number;
   /** How long a request waits for that next read before it gets the failure (HELD_READ_WAIT_MS). */
   heldReadWaitMs: number;
+  /** How many banners are remembered at most; default MAX_FAILED_READS. */
+  maxFailedReads?: number;
 }
 
 /**
@@ -75,7 +77,12 @@ export class FailedReads {
       return;
     }
     const retryAt = this.options.now() + this.options.retryMs;
-    remember(this.#failed, publicId, { error, retryAt }, MAX_FAILED_READS);
+    remember(
+      this.#failed,
+      publicId,
+      { error, retryAt },
+      this.options.maxFailedReads ?? MAX_FAILED_READS,
+    );
   }
 
   /** The daemon answered for the banner, or it changed (invalidate): it is read as asked for. */

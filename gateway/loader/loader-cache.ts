@@ -34,6 +34,8 @@ export interface LoaderCacheOptions {
    * whose last read failed for want of the daemon for its next read (HELD_READ_WAIT_MS).
    */
   heldReadWaitMs?: number;
+  /** How many banners whose read failed are remembered at most (MAX_FAILED_READS). */
+  maxFailedReads?: number;
   /** Told while banners are served stale and when the daemon answers again (stale-log.ts). */
   logger?: StaleServingLogger;
   now?: () => number;
@@ -85,6 +87,7 @@ export class LoaderCache {
       staleIfErrorMs: options.staleIfErrorMs,
       retryMs: options.retryMs,
       heldReadWaitMs: options.heldReadWaitMs,
+      maxFailedReads: options.maxFailedReads,
       logger: options.logger,
       keep: (publicId, entry) => this.#keep(publicId, entry),
       drop: (publicId) => this.#drop(publicId),

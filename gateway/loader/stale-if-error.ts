@@ -53,6 +53,8 @@ export interface StaleServingOptions {
   retryMs?: number;
   /** Default HELD_READ_WAIT_MS. */
   heldReadWaitMs?: number;
+  /** Default MAX_FAILED_READS (failed-reads.ts). */
+  maxFailedReads?: number;
   /** Told while banners are served stale and when the daemon answers again (stale-log.ts). */
   logger?: StaleServingLogger;
   /** Sets a banner's entry as the cache's most recent. */
@@ -87,6 +89,7 @@ export class StaleServing {
       now: options.now,
       retryMs: this.#retryMs,
       heldReadWaitMs: this.#heldReadWaitMs,
+      maxFailedReads: options.maxFailedReads,
     });
   }
 
