@@ -36,6 +36,20 @@ export interface ConflictSnapshot {
   expiresAt: Date;
 }
 
+/**
+ * The Retry-After of a 503 expected to pass by itself (spec 7: retry later, with backoff): the
+ * store out of reach for now (an election, a lost connection, a server too busy).
+ */
+export const PASSING_OUTAGE_RETRY_AFTER_SECONDS = 1;
+
+/**
+ * The Retry-After of a 503 that lasts until the operator acts (no identity key: they give one and
+ * restart the daemon; a MongoDB replica set that cannot provide a majority as configured: they
+ * repair the set): a client is told to wait minutes, not the second of a passing outage
+ * (docs/behaviour.md, "Subjects"; README, "MongoDB").
+ */
+export const UNTIL_OPERATOR_RETRY_AFTER_SECONDS = 300;
+
 export interface FailureExtras {
   details?: Violation[];
   rateLimit?: RateLimitState;

@@ -1,5 +1,5 @@
 import { createHash, createHmac } from "node:crypto";
-import { DomainError } from "#daemon/errors.js";
+import { DomainError, UNTIL_OPERATOR_RETRY_AFTER_SECONDS } from "#daemon/errors.js";
 
 /** One identity key: 32 secret bytes and an id derived from them. */
 export interface IdentityKey {
@@ -40,13 +40,6 @@ function identityKeyId(secret: Buffer): string {
 }
 
 /**
- * The Retry-After of `503 identity_unavailable` (spec 7 asks for a retry later, with backoff):
- * no key comes back by itself, only when the operator gives one and restarts the daemon, so a
- * client is told to wait minutes, not the second of a passing outage (docs/behaviour.md).
- */
-export const IDENTITY_RETRY_AFTER_SECONDS = 300;
-
-/**
  * Hashes subject identities (decisions §4): the store keeps only an HMAC-SHA256 of (team, banner,
  * namespace, subject id), tagged "<key id>:" so the key can be rotated. Without a usable key every
  * subject call fails with 503 identity_unavailable rather than storing anything weaker.
@@ -69,7 +62,8 @@ export class SubjectIdentity {
         "unavailable",
         "identity_unavailable",
         "Subject identity hashing is temporarily unavailable; retry later",
-        { retryAfterSeconds: IDENTITY_RETRY_AFTER_SECONDS },
+        // No key comes back by itself, only when the operator gives one and restarts the daemon.
+        { retryAfterSeconds: UNTIL_OPERATOR_RETRY_AFTER_SECONDS },
       );
     }
     // Length-prefixed fields: no two different tuples produce the same HMAC input.

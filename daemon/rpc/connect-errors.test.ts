@@ -2,7 +2,10 @@ import { Code, ConnectError, createClient, createRouterTransport } from "@connec
 import { MongoNetworkError } from "mongodb";
 import { describe, expect, it } from "vitest";
 import { domainErrorInterceptor } from "#daemon/rpc/connect-errors.js";
-import { isMongoUnavailable } from "#daemon/store/mongo-store.js";
+import {
+  isMongoUnavailable,
+  mongoUnavailableRetryAfterSeconds,
+} from "#daemon/store/mongo-store.js";
 import { httpErrorOf } from "#gateway/errors.js";
 import { ErrorInfoSchema } from "#gen/consent/v1/errors_pb.js";
 import { Health } from "#gen/grpc/health/v1/health_pb.js";
@@ -27,6 +30,7 @@ function failingWith(error: () => unknown) {
         interceptors: [
           domainErrorInterceptor(logger, {
             isUnavailable: isMongoUnavailable,
+            unavailableRetryAfterSeconds: mongoUnavailableRetryAfterSeconds,
             isDamage: () => false,
           }),
         ],

@@ -1,7 +1,13 @@
 import { create } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
-import { boundedDetails, clipped, DomainError, type FailureKind } from "#daemon/errors.js";
+import {
+  boundedDetails,
+  clipped,
+  DomainError,
+  type FailureKind,
+  PASSING_OUTAGE_RETRY_AFTER_SECONDS,
+} from "#daemon/errors.js";
 import { type ErrorLogger, repeatedFailureLog } from "#daemon/logging.js";
 import { callerFault } from "#daemon/rpc/parse-failures.js";
 import { rateLimitHeaders } from "#daemon/rpc/rate-limit-headers.js";
@@ -74,14 +80,15 @@ const INTERNAL_ERROR_INFO = [
  * messages of a stream pass through the same translation. A streaming call's request message is
  * parsed there too: one that connect-es cannot read is the caller's error, `invalid_argument`
  * with its ErrorInfo, as parse-failures.ts answers it for unary calls. A store that cannot be reached for now (a
- * MongoDB election, `storeUnavailable`) fails the call with `unavailable` and a Retry-After, which
- * clients retry (spec 7), logged at most once per REPEATED_FAILURE_LOG_MS; so is a call that met
+ * MongoDB election, `storeUnavailable`) fails the call with `unavailable` and the store's
+ * Retry-After for it (`unavailableRetryAfterSeconds`), which clients retry (spec 7), logged at most once per REPEATED_FAILURE_LOG_MS; so is a call that met
  * the embedded store's damage (`internal`, as any other failure), which was logged when first met.
  */
 export function domainErrorInterceptor(
   logger: ErrorLogger,
-  store: Pick<Store, "isUnavailable" | "isDamage"> = {
+  store: Pick<Store, "isUnavailable" | "unavailableRetryAfterSeconds" | "isDamage"> = {
     isUnavailable: () => false,
+    unavailableRetryAfterSeconds: () => PASSING_OUTAGE_RETRY_AFTER_SECONDS,
     isDamage: () => false,
   },
 ): Interceptor {
@@ -101,9 +108,7 @@ export function domainErrorInterceptor(
         "unavailable",
         "unavailable",
         "The store is temporarily unavailable; retry later",
-        {
-          retryAfterSeconds: 1,
-        },
+        { retryAfterSeconds: store.unavailableRetryAfterSeconds(error) },
       ),
     );
   };

@@ -4,6 +4,7 @@ import { type Database, open, type RootDatabase, type RootDatabaseOptionsWithPat
 import { createLmdbBannerStore } from "#daemon/banners/lmdb-banner-store.js";
 import type { ConsentLogRecord } from "#daemon/consent-log/consent-log-store.js";
 import { createLmdbConsentLogStore } from "#daemon/consent-log/lmdb-consent-log-store.js";
+import { PASSING_OUTAGE_RETRY_AFTER_SECONDS } from "#daemon/errors.js";
 import { createLmdbKeyStore } from "#daemon/keys/lmdb-key-store.js";
 import { createLmdbCounterStore } from "#daemon/limits/lmdb-counter-store.js";
 import { createLmdbSessionStore } from "#daemon/sessions/lmdb-session-store.js";
@@ -336,6 +337,7 @@ export async function openLmdbStore(options: LmdbStoreOptions): Promise<Store> {
     }),
     acceptsWrites: () => !guard?.refusing,
     isUnavailable: () => false,
+    unavailableRetryAfterSeconds: () => PASSING_OUTAGE_RETRY_AFTER_SECONDS,
     isDamage: (error) =>
       damageOf(error) !== undefined ||
       (error instanceof Error && damageOf(error.cause) !== undefined),

@@ -23,7 +23,11 @@ import {
   type ConsentLogDocument,
   MongoConsentLogStore,
 } from "#daemon/consent-log/mongo-consent-log-store.js";
-import { messageOf } from "#daemon/errors.js";
+import {
+  messageOf,
+  PASSING_OUTAGE_RETRY_AFTER_SECONDS,
+  UNTIL_OPERATOR_RETRY_AFTER_SECONDS,
+} from "#daemon/errors.js";
 import { type ApiKeyDocument, MongoKeyStore } from "#daemon/keys/mongo-key-store.js";
 import { type CounterDocument, MongoCounterStore } from "#daemon/limits/mongo-counter-store.js";
 import { MongoSessionStore, type SessionDocument } from "#daemon/sessions/mongo-session-store.js";
@@ -242,6 +246,7 @@ function createStore(client: MongoClient, db: Db, timeouts: MongoTimeouts): Stor
     ),
     acceptsWrites: () => true,
     isUnavailable: isMongoUnavailable,
+    unavailableRetryAfterSeconds: mongoUnavailableRetryAfterSeconds,
     isDamage: () => false,
     reportDamage: () => {},
     refreshReads: () => {},
@@ -280,6 +285,9 @@ const RETRYABLE_LABELS = [
   MongoErrorLabel.PoolRequestedRetry,
   MongoErrorLabel.ResetPool,
 ];
+/** MongoDB's UnsatisfiableWriteConcern: too few data-bearing members in the set's configuration. */
+const UNSATISFIABLE_WRITE_CONCERN = 100;
+
 /**
  * Server codes of a replica set between primaries or of a node going away (the retryable codes
  * of the retryable-reads and retryable-writes specifications), 64, a write concern that timed
@@ -288,7 +296,8 @@ const RETRYABLE_LABELS = [
  * maxTimeMS that reads a bounded number of rows (a consent record's latest choice): a server too
  * busy for now. A write concern error (64, 100, or a step-down's 91, 189, 11602 while waiting)
  * comes after the primary applied the write: its outcome is unknown, as when the store is out of
- * reach, and the set's operator, not the caller, can end it (README, "MongoDB").
+ * reach. 100 lasts until the set's operator repairs the set (README, "MongoDB"), so its 503 asks
+ * for a retry in minutes (mongoUnavailableRetryAfterSeconds).
  * A consent log read of a time range stopped so is the query's size, not the server's state: its
  * adapter answers it as LogReadTooLargeError (mongo-consent-log-store.ts), which is not this.
  */
@@ -299,7 +308,7 @@ const UNAVAILABLE_CODES = new Set([
   64, // WriteConcernFailed, WriteConcernTimeout from 8.1 (wtimeout)
   89, // NetworkTimeout
   91, // ShutdownInProgress
-  100, // UnsatisfiableWriteConcern
+  UNSATISFIABLE_WRITE_CONCERN,
   133, // FailedToSatisfyReadPreference (mongos: a shard without a primary for now)
   134, // ReadConcernMajorityNotAvailableYet
   189, // PrimarySteppedDown
@@ -322,18 +331,36 @@ const UNAVAILABLE_CODES = new Set([
  * may still be applied: the client's retry then meets it as an ordinary write would (a PUT's
  * `baseVersion` answers 409 with the state it holds).
  */
-export function isMongoUnavailable(error: unknown): boolean {
-  if (!(error instanceof MongoError)) return false;
-  // bulkWrite (a webhook fan-out) wraps every driver error it meets, a lost connection or no
-  // primary found included, in a MongoBulkWriteError that keeps the original as errorResponse
-  // but not its class: judge the original.
-  if (error instanceof MongoBulkWriteError && error.errorResponse instanceof MongoError) {
-    return isMongoUnavailable(error.errorResponse);
-  }
+export function isMongoUnavailable(thrown: unknown): boolean {
+  if (!(thrown instanceof MongoError)) return false;
+  const error = originalOf(thrown);
   if (UNREACHABLE.some((kind) => error instanceof kind)) return true;
   if (UNREACHABLE_POOL.includes(error.name)) return true;
   if (RETRYABLE_LABELS.some((label) => error.hasErrorLabel(label))) return true;
   return typeof error.code === "number" && UNAVAILABLE_CODES.has(error.code);
+}
+
+/**
+ * The Retry-After of the 503 a MongoDB error that `isMongoUnavailable` takes answers: a write
+ * concern the replica set cannot satisfy as configured (100) does not end by itself but when the
+ * operator repairs the set, so the caller is told to come back in minutes, as for a missing
+ * identity key; any other passes with an election or a reconnection, 1 s.
+ */
+export function mongoUnavailableRetryAfterSeconds(error: unknown): number {
+  return error instanceof MongoError && originalOf(error).code === UNSATISFIABLE_WRITE_CONCERN
+    ? UNTIL_OPERATOR_RETRY_AFTER_SECONDS
+    : PASSING_OUTAGE_RETRY_AFTER_SECONDS;
+}
+
+/**
+ * The error to judge: bulkWrite (a webhook fan-out) wraps every driver error it meets, a lost
+ * connection or no primary found included, in a MongoBulkWriteError that keeps the original as
+ * errorResponse but not its class (a write concern error it carries as its own code).
+ */
+function originalOf(error: MongoError): MongoError {
+  return error instanceof MongoBulkWriteError && error.errorResponse instanceof MongoError
+    ? originalOf(error.errorResponse)
+    : error;
 }
 
 /** The collection of each adapter. */

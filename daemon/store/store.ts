@@ -37,6 +37,13 @@ export interface Store {
    */
   isUnavailable(error: unknown): boolean;
   /**
+   * The Retry-After, in seconds, of the 503 an error that `isUnavailable` takes for the store out
+   * of reach answers: one that passes by itself (an election, a lost connection) 1 s; one that
+   * lasts until the operator acts (MongoDB's replica set that cannot provide a majority as
+   * configured) minutes (daemon/errors.ts).
+   */
+  unavailableRetryAfterSeconds(error: unknown): number;
+  /**
    * Whether an error a call on this store threw is the embedded store's damage (LMDB's
    * MDB_CORRUPTED and kin, see `damageOf`): the call fails with 500 as any internal error, but
    * the damage was logged once when first met, so such failures are not logged one by one.
