@@ -1,7 +1,8 @@
 import { Code, ConnectError } from "@connectrpc/connect";
+import { SUBJECTS_UNAVAILABLE_HINT } from "#cli/commands/health-check.js";
 import { ConfigError } from "#daemon/config.js";
 import { isStoreFull } from "#daemon/store/disk-guard.js";
-import { ErrorInfoSchema } from "#gen/consent/v1/errors_pb.js";
+import { type ErrorInfo, ErrorInfoSchema } from "#gen/consent/v1/errors_pb.js";
 
 /**
  * A failure the operator can act on (bad input, missing token, unreadable file): printed as one
@@ -177,7 +178,15 @@ function describeConnectError(error: ConnectError, context: ProblemContext): Pro
         hint: "see the daemon's log; run again with --debug for details",
       };
     case Code.ResourceExhausted:
-      return { ...base, details, code, message, hint: retryHint(info?.retryAfterSeconds) };
+      return { ...base, details, code, message, hint: retryHint(retryAfterOf(error, info)) };
+    case Code.Unavailable:
+      return {
+        ...base,
+        details,
+        code,
+        message,
+        hint: unavailableHint(code, retryAfterOf(error, info)),
+      };
     default:
       return { ...base, details, code, message };
   }
@@ -248,6 +257,24 @@ function tokenHint(context: ProblemContext): string {
 
 function retryHint(seconds: number | undefined): string | undefined {
   return seconds ? `retry in ${seconds} s` : undefined;
+}
+
+/**
+ * What to do about a daemon's 503: without an identity key, only the operator can end it
+ * (README, "Privacy"); with its store out of reach, retry when the daemon says to (300 s for a
+ * MongoDB replica set that needs its operator's repair), and its log says why while it lasts.
+ */
+function unavailableHint(code: string, seconds: number | undefined): string | undefined {
+  if (code === "identity_unavailable") return SUBJECTS_UNAVAILABLE_HINT;
+  const retry = retryHint(seconds);
+  return retry && `${retry}; if it goes on, see the daemon's log`;
+}
+
+/** The seconds a refusal asks to wait: its ErrorInfo's, else its `retry-after` metadata. */
+function retryAfterOf(error: ConnectError, info: ErrorInfo | undefined): number | undefined {
+  if (info?.retryAfterSeconds) return info.retryAfterSeconds;
+  const header = Number(error.metadata.get("retry-after") ?? undefined);
+  return Number.isSafeInteger(header) && header > 0 ? header : undefined;
 }
 
 /** Code.NotFound → "not_found", the spelling the daemon's own codes use. */

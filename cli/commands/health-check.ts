@@ -38,11 +38,14 @@ export function allServing(report: HealthReport): boolean {
   return storeVerdict(report) === "ok" && report.subjectsOk !== false;
 }
 
-/** What `health` and `doctor` say of subject endpoints that cannot serve. */
+/**
+ * What `health` and `doctor` say of subject endpoints that cannot serve; the hint is also what a
+ * subject call refused with identity_unavailable is told (problems.ts).
+ */
 export const SUBJECTS_UNAVAILABLE =
   "the subject endpoints answer 503 identity_unavailable: the daemon has no identity key";
 export const SUBJECTS_UNAVAILABLE_HINT =
-  'see the daemon\'s log: restore <data dir>/identity-key from a backup, or set CONSENT_IDENTITY_KEY to the key the records were hashed with (README, "Privacy")';
+  'see the daemon\'s log: restore <data dir>/identity-key from a backup, or set CONSENT_IDENTITY_KEY to the key the records were hashed with (README, "Privacy"), then restart the daemon';
 
 /**
  * Asks the daemon's standard grpc.health.v1 service about the whole server (service ""), about
