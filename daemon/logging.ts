@@ -33,6 +33,21 @@ function requestInLog(request: { method?: string; url?: string }) {
  * both in one process their lines go out through one writer and never interleave. Every line,
  * Fastify's and connect-es' included, passes one redaction on its way out: a preferences link
  * (in a message, an error's message or stack, or a request) loses its token.
+ *
+ * Two writers pass around this redaction, and neither can carry a token or another secret, so
+ * neither is routed through it:
+ * - connect-fastify's own `console.error` (stderr) when a response cannot be written: it names
+ *   the procedure and prints Node's stream error (a reset, a destroyed stream), never a message.
+ *   A handler's failure never gets there: connect-es turns it into the call's status (the
+ *   interceptor above logs it here). The daemon's paths are procedure names; a preferences
+ *   link only travels inside messages (a log post's answer, a webhook event).
+ * - Node's print of an uncaught exception, which bin/run-ts.js rethrows. A link's token comes in
+ *   as the gateway's request URL, and keys and tokens as headers, read only by route handlers
+ *   and hooks inside Fastify's promise chain (a failure goes to its error handler, logged here)
+ *   or by RPC handlers (their failures become the call's status, above); no timer or listener
+ *   outside those holds one, and a start-up failure is worded by config.ts without secrets.
+ * A change that lets either hold one (a listener reading request URLs, a handler outside those
+ * chains) routes it here.
  */
 export function serviceLoggers(
   level: string,
