@@ -56,9 +56,13 @@ describe.skipIf(skipBrowserTests)(
       return context;
     }
 
-    /** Opens `url` in a new page of `context`, once consent:ready has fired. */
+    /**
+     * Opens `url` in the blank tab a device opened with (openVisitor), else in a new page of
+     * `context`, once consent:ready has fired.
+     */
     async function visit(context: BrowserContext, url: string): Promise<Page> {
-      const page = await context.newPage();
+      const blank = context.pages().find((page) => page.url() === "about:blank");
+      const page = blank ?? (await context.newPage());
       await page.goto(url);
       await page.waitForFunction(() =>
         (window as unknown as { consentEvents: ConsentEvent[] }).consentEvents.some(
@@ -160,20 +164,28 @@ describe.skipIf(skipBrowserTests)(
       await context.close();
     }
 
-    it("carries every choice of one visitor: accept, save, reject, a re-prompt, an erasure's new choice, another tab's", async () => {
+    /**
+     * One visitor's laptop on a fresh banner's page, and `carry`: PUTs the page's latest choice
+     * for the visitor at the next version and applies it on another device. Each choice carried
+     * takes two page loads on a device of its own: one test carries a few, not a whole journey.
+     */
+    async function visitorJourney() {
       const { publicId, key, id, url } = await bannerSite();
       const subject = { bannerId: publicId, subjectId: "user-1842" };
       const laptop = await device();
-      let page = await visit(laptop, url);
+      const page = await visit(laptop, url);
       expect(await eventsOf(page)).toEqual([{ type: "consent:ready", consentState: null }]);
       let version = 0;
-      /** The page's latest choice, PUT at the next version and applied on another device. */
       const carry = async (state: Record<string, unknown>) => {
         const resolved = await putAndResolve(key, subject, version++, state);
         await applyOnAnotherDevice(url, resolved);
         return state;
       };
+      return { key, id, url, laptop, page, carry };
+    }
 
+    it("carries one visitor's choices: accept, save, reject", async () => {
+      const { laptop, page, carry } = await visitorJourney();
       await dialog(page).getByRole("button", { name: "Accept all" }).click();
       const accepted = await carry(await chosen(page));
       expect(accepted).toMatchObject({ acceptType: "all", revision: 1, collectedVia: "banner" });
@@ -192,6 +204,16 @@ describe.skipIf(skipBrowserTests)(
         categories: ["necessary"],
         acceptType: "necessary",
       });
+      await laptop.close();
+    });
+
+    it("carries the choices after one: a re-prompt's, an erasure's new choice, another tab's", async () => {
+      const journey = await visitorJourney();
+      const { key, id, url, laptop, carry } = journey;
+      let { page } = journey;
+      // A first choice, as the test above carries it.
+      await dialog(page).getByRole("button", { name: "Accept all" }).click();
+      const accepted = await chosen(page);
 
       // A publish raises the revision: the next page asks again, and the new choice is PUT.
       expect(
@@ -234,72 +256,75 @@ describe.skipIf(skipBrowserTests)(
       await laptop.close();
     });
 
-    it("carries choices made in the page's language", async () => {
-      const texts = Object.fromEntries(
-        ["de", "fr", "ar", "pt-BR", "zh-Hant"].map((tag) => [tag, { title: `Privacy ${tag}` }]),
-      );
-      const cases = [
-        ["de-AT", "de"],
-        ["fr", "fr"],
-        ["ar", "ar"],
-        ["pt", "pt-BR"],
-        ["zh-TW", "zh-Hant"],
-        ["ja", "en"],
-      ];
-      for (const [lang, languageCode] of cases) {
-        const { publicId, key, url } = await bannerSite({ texts }, lang);
-        const context = await device();
-        const page = await visit(context, url);
-        await saveAnalyticsOnly(page);
-        const state = await chosen(page);
-        expect(state.languageCode, lang).toBe(languageCode);
-        const subject = { bannerId: publicId, subjectId: `visitor-${lang}` };
-        await applyOnAnotherDevice(url, await putAndResolve(key, subject, 0, state));
-        await context.close();
-      }
+    // One test per language: each carries a choice through three page loads.
+    const texts = Object.fromEntries(
+      ["de", "fr", "ar", "pt-BR", "zh-Hant"].map((tag) => [tag, { title: `Privacy ${tag}` }]),
+    );
+    it.each([
+      ["de-AT", "de"],
+      ["fr", "fr"],
+      ["ar", "ar"],
+      ["pt", "pt-BR"],
+      ["zh-TW", "zh-Hant"],
+      ["ja", "en"],
+    ])("carries a choice made on a page in %s, whose texts are %s", async (lang, languageCode) => {
+      const { publicId, key, url } = await bannerSite({ texts }, lang);
+      const context = await device();
+      const page = await visit(context, url);
+      await saveAnalyticsOnly(page);
+      const state = await chosen(page);
+      expect(state.languageCode).toBe(languageCode);
+      const subject = { bannerId: publicId, subjectId: `visitor-${lang}` };
+      await applyOnAnotherDevice(url, await putAndResolve(key, subject, 0, state));
+      await context.close();
     });
 
-    it("carries each jurisdiction's default, GPC under a US rule included, and the choice after it", async () => {
-      const { publicId, key, url } = await bannerSite({ jurisdictionRules });
-      const places = [
-        { country: "DE", expected: { collectedVia: "default_optin", isPending: true } },
-        { country: "GB", expected: { collectedVia: "default_notice" } },
-        { country: "US-CA", expected: { collectedVia: "default_optout", gpcRespected: false } },
-        {
-          country: "US-CA",
-          gpc: true,
-          expected: {
-            collectedVia: "default_optout",
-            gpcRespected: true,
-            categories: ["necessary", "analytics"],
-            usOptOutChoices: { saleSharing: true, targetedAdvertising: true },
-          },
+    // One test per place (the trusted geo header, GPC on or off): each carries a default and the
+    // choice after it through five page loads.
+    const places = [
+      { name: "DE", country: "DE", expected: { collectedVia: "default_optin", isPending: true } },
+      { name: "GB", country: "GB", expected: { collectedVia: "default_notice" } },
+      {
+        name: "US-CA",
+        country: "US-CA",
+        expected: { collectedVia: "default_optout", gpcRespected: false },
+      },
+      {
+        name: "US-CA with GPC, under a US rule",
+        country: "US-CA",
+        gpc: true,
+        expected: {
+          collectedVia: "default_optout",
+          gpcRespected: true,
+          categories: ["necessary", "analytics"],
+          usOptOutChoices: { saleSharing: true, targetedAdvertising: true },
         },
-      ];
-      for (const place of places) {
-        const name = `${place.country}${place.gpc ? " with GPC" : ""}`;
+      },
+    ];
+    it.each(places.map((place) => [place.name, place] as const))(
+      "carries the jurisdiction default from %s, and the choice after it",
+      async (_name, place) => {
+        const { publicId, key, url } = await bannerSite({ jurisdictionRules });
         const context = await device(place);
         const page = await visit(context, url);
         const state = await stateOf(page);
-        expect(state, name).toMatchObject({ isDefaultState: true, ...place.expected });
+        expect(state).toMatchObject({ isDefaultState: true, ...place.expected });
         // A default fires no consent:change; consent:ready carries it.
-        expect(await eventsOf(page), name).toEqual([
-          { type: "consent:ready", consentState: state },
-        ]);
-        const subject = { bannerId: publicId, subjectId: `visitor-${name}` };
+        expect(await eventsOf(page)).toEqual([{ type: "consent:ready", consentState: state }]);
+        const subject = { bannerId: publicId, subjectId: `visitor-${place.name}` };
         await applyOnAnotherDevice(url, await putAndResolve(key, subject, 0, state), place);
 
         await saveAnalyticsOnly(page);
         const choice = await chosen(page);
-        expect(choice, name).toMatchObject({
+        expect(choice).toMatchObject({
           acceptType: "custom",
           collectedVia: "banner",
           consentId: (state as { consentId: string }).consentId,
         });
         await applyOnAnotherDevice(url, await putAndResolve(key, subject, 1, choice), place);
         await context.close();
-      }
-    });
+      },
+    );
 
     /** A first choice an integrator's backend wrote through the API, made at `time`. */
     const writtenByBackend = (time: string) => ({
