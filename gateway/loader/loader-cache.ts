@@ -41,6 +41,12 @@ export interface LoaderCacheOptions {
   now?: () => number;
   /** Bound on the bytes of the responses kept, over all banners (CONSENT_LOADER_CACHE_MB's default). */
   maxBytes?: number;
+  /**
+   * The brotli quality of the bodies built, the highest unless set (buildVariant). At the highest,
+   * a body takes some 60 ms of CPU; a caller building hundreds of locations of a banner to count
+   * their bytes sets a lower one.
+   */
+  brotliQuality?: number;
 }
 
 /**
@@ -116,7 +122,11 @@ export class LoaderCache {
       if (variants.bodies.size >= MAX_VARIANTS) this.#clear(publicId, variants);
       // Counted once built, unless its location was cleared meanwhile; a failed build is not
       // kept: the next request tries again.
-      const building: Promise<LoaderVariant> = buildVariant(cached.banner, location).then(
+      const building: Promise<LoaderVariant> = buildVariant(
+        cached.banner,
+        location,
+        this.options.brotliQuality,
+      ).then(
         (built) => {
           if (variants.bodies.get(key) === building) this.#count(publicId, variants, built);
           return built;

@@ -46,17 +46,21 @@ function scriptLiteral(value: unknown): string {
   );
 }
 
-/** The loader body: the runtime bundle with the configuration bound to its `__CONFIG__`. */
+/**
+ * The loader body: the runtime bundle with the configuration bound to its `__CONFIG__`. Brotli at
+ * its highest quality by default: a body is built once and served many times (decisions §6).
+ */
 export async function buildVariant(
   banner: PublishedBanner,
   geo: Geo | null,
+  brotliQuality: number = constants.BROTLI_MAX_QUALITY,
 ): Promise<LoaderVariant> {
   const config = scriptLiteral(runtimeConfig(banner, geo));
   const identity = Buffer.from(`(function(__CONFIG__){${await runtimeBundle()}})(${config});\n`);
   const [br, gz] = await Promise.all([
     brotli(identity, {
       params: {
-        [constants.BROTLI_PARAM_QUALITY]: constants.BROTLI_MAX_QUALITY,
+        [constants.BROTLI_PARAM_QUALITY]: brotliQuality,
         [constants.BROTLI_PARAM_MODE]: constants.BROTLI_MODE_TEXT,
         [constants.BROTLI_PARAM_SIZE_HINT]: identity.length,
       },
