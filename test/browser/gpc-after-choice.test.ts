@@ -205,61 +205,73 @@ describe.skipIf(skipBrowserTests)(
       expect((await seen(other.page)).adStorage.at(-1)).toBe("denied");
       expect(await dialog(other.page).count()).toBe(0);
       await other.context.close();
-      const rows = (await rowsOf(teamId, 5)).filter(
-        (row) => row.consentId === accepted.state.consentId,
-      );
-      expect(rows.map(({ method, gpc }) => ({ method, gpc }))).toEqual([
-        { method: "consent_default", gpc: false },
-        { method: "accept_all", gpc: false },
-        { method: "consent_changed", gpc: true },
+      // The other device's own default (GPC on), then the opt-out under the applied consentId,
+      // and nothing for the apply itself: waits for a fifth row, to show none came.
+      const rows = await rowsOf(teamId, 5);
+      const methods = (applied: boolean) =>
+        rows
+          .filter((row) => (row.consentId === accepted.state.consentId) === applied)
+          .map(({ method, gpc }) => ({ method, gpc }));
+      expect([methods(true), methods(false)]).toEqual([
+        [
+          { method: "consent_default", gpc: false },
+          { method: "accept_all", gpc: false },
+          { method: "consent_changed", gpc: true },
+        ],
+        [{ method: "consent_default", gpc: true }],
       ]);
     });
 
-    it("keeps a choice made while GPC was on, and changes nothing outside a US rule", async () => {
-      const { publicId, teamId } = await bannerFixture(ctx.service, {
-        domain: "localhost",
-        configuration: { categories, jurisdictionRules },
-      });
-      const cases = [
-        // Re-consent to sale and sharing while the signal is on (§7025(c)(3)).
-        { first: { country: "US-CA", gpc: true }, later: { country: "US-CA", gpc: true } },
-        // An opt-in rule's choice, GPC on since: no US rule there.
-        { first: { country: "DE" }, later: { country: "DE", gpc: true } },
-        // No rule at all.
-        { first: { country: "JP" }, later: { country: "JP", gpc: true } },
-      ];
-      // Each visitor's rows by consent id: a first visit under a rule writes its default, then
-      // Accept all; the later visit writes nothing. The visitors, each with cookies of their own,
-      // visit side by side.
-      const expected: Record<string, number> = {};
-      await Promise.all(
-        cases.map(async ({ first, later }) => {
-          const name = `${first.country}${first.gpc ? " with GPC" : ""}`;
-          const accepted = await acceptAll(publicId, first);
-          expected[`${name} ${accepted.state.consentId}`] = first.country === "JP" ? 1 : 2;
-          expect(accepted.state.categories, name).toEqual(["necessary", "analytics", "marketing"]);
-          const { context, page } = await visit(publicId, { ...later, cookies: accepted.cookies });
-          expect(await stateOf(page), name).toEqual(accepted.state);
-          expect(await seen(page), name).toEqual({
-            events: [{ type: "consent:ready", source: undefined }],
-            adStorage: ["granted"],
-            ran: ["necessary", "analytics", "marketing"],
-          });
-          expect(await dialog(page).count(), name).toBe(0);
-          await context.close();
-        }),
-      );
-      // Nothing recorded on any later visit: a row more than expected would have arrived by the
-      // end of waitForRows' bound, waited out once for the three, after the last visit ended.
-      const total = Object.values(expected).reduce((sum, count) => sum + count, 0);
-      const rows = await waitForRows(ctx.service, teamId, total + 1);
-      const recorded = Object.fromEntries(
-        Object.keys(expected).map((visitor) => [
-          visitor,
-          rows.filter((row) => visitor.endsWith(` ${row.consentId}`)).length,
-        ]),
-      );
-      expect([recorded, rows.length]).toEqual([expected, total]);
-    });
+    // One test per visitor: each waits out waitForRows' bound once, to show its later visit
+    // recorded nothing.
+    it.each([
+      // Re-consent to sale and sharing while the signal is on (§7025(c)(3)).
+      [
+        "under a US rule, GPC on",
+        { country: "US-CA", gpc: true },
+        { country: "US-CA", gpc: true },
+        ["consent_default", "accept_all"],
+      ],
+      // An opt-in rule's choice, GPC on since: no US rule there.
+      [
+        "under an opt-in rule, GPC on since",
+        { country: "DE" },
+        { country: "DE", gpc: true },
+        ["consent_default", "accept_all"],
+      ],
+      // No rule at all.
+      [
+        "under no rule, GPC on since",
+        { country: "JP" },
+        { country: "JP", gpc: true },
+        ["accept_all"],
+      ],
+    ] as const)(
+      "keeps an Accept all made %s, and records nothing more",
+      async (_name, first, later, methods) => {
+        const { publicId, teamId } = await bannerFixture(ctx.service, {
+          domain: "localhost",
+          configuration: { categories, jurisdictionRules },
+        });
+        // A first visit under a rule writes its default, then Accept all: `methods`.
+        const accepted = await acceptAll(publicId, first);
+        expect(accepted.state.categories).toEqual(["necessary", "analytics", "marketing"]);
+        const { context, page } = await visit(publicId, { ...later, cookies: accepted.cookies });
+        expect(await stateOf(page)).toEqual(accepted.state);
+        expect(await seen(page)).toEqual({
+          events: [{ type: "consent:ready", source: undefined }],
+          adStorage: ["granted"],
+          ran: ["necessary", "analytics", "marketing"],
+        });
+        expect(await dialog(page).count()).toBe(0);
+        await context.close();
+        // Nothing recorded on the later visit: a row more would have arrived by the end of
+        // waitForRows' bound, waited out after the visit ended.
+        const rows = await waitForRows(ctx.service, teamId, methods.length + 1);
+        expect(rows.map((row) => [row.consentId, row.method])).toEqual(
+          methods.map((method) => [accepted.state.consentId, method]),
+        );
+      },
+    );
   },
 );
