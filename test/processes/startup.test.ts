@@ -24,8 +24,13 @@ import {
   storeWithSubjectState,
 } from "#test/support/processes.js";
 
-/** decisions §1: what a newcomer sees on `npm start`, and a misconfigured gateway. */
-describe("start-up of the real programs", () => {
+/**
+ * decisions §1: what a newcomer sees on `npm start`, and a misconfigured gateway. Each test starts
+ * real programs, each start some 2 s of CPU loading its code: on two cores shared with another
+ * test file and other load, a start took 8-10 s, and a test of three past 30 s. The limit is the
+ * other program files' (workers.test.ts, store-failure.test.ts).
+ */
+describe("start-up of the real programs", { timeout: 120_000 }, () => {
   let root: string;
 
   beforeAll(async () => {
@@ -539,29 +544,36 @@ describe("start-up of the real programs", () => {
   it("a data directory that cannot be made stops npm start and consentd with exit code 1 and one line", async () => {
     const file = path.join(await mkdtemp(path.join(root, "a-file-")), "not-a-directory");
     await writeFile(file, "");
-    for (const [bin, name] of [
+    const programs = [
       [PROGRAMS.consent, "consent"],
       [PROGRAMS.consentd, "consentd"],
-    ] as const) {
-      const notDirectory = await refusedStart(bin, { CONSENT_DATA_DIR: path.join(file, "data") });
-      expect(notDirectory.code).toBe(1);
-      expectOneLine(notDirectory.message, name);
-      expect(notDirectory.message).toContain("cannot create the data directory");
-    }
+    ] as const;
+    await Promise.all(
+      programs.map(async ([bin, name]) => {
+        const refused = await refusedStart(bin, { CONSENT_DATA_DIR: path.join(file, "data") });
+        expect(refused.code).toBe(1);
+        expectOneLine(refused.message, name);
+        expect(refused.message).toContain("cannot create the data directory");
+      }),
+    );
   });
 
   it("a log level pino lacks stops npm start and consentd, and a worker timeout too short stops npm start, with exit code 1 and one line", async () => {
-    for (const [bin, name] of [
+    const programs = [
       [PROGRAMS.consent, "consent"],
       [PROGRAMS.consentd, "consentd"],
-    ] as const) {
-      const level = await refusedStart(bin, { CONSENT_LOG_LEVEL: "verbose" });
-      expect(level.code).toBe(1);
-      expectOneLine(level.message, name);
-      expect(level.message).toContain("CONSENT_LOG_LEVEL must be one of");
-    }
-    // Read with one worker too, where it has no worker to watch.
-    const timeout = await refusedStart(PROGRAMS.consent, { CONSENT_WORKER_TIMEOUT_MS: "5" });
+    ] as const;
+    const [timeout] = await Promise.all([
+      // Read with one worker too, where it has no worker to watch.
+      refusedStart(PROGRAMS.consent, { CONSENT_WORKER_TIMEOUT_MS: "5" }),
+      ...programs.map(async ([bin, name]) => {
+        const level = await refusedStart(bin, { CONSENT_LOG_LEVEL: "verbose" });
+        expect(level.code).toBe(1);
+        expectOneLine(level.message, name);
+        expect(level.message).toContain("CONSENT_LOG_LEVEL must be one of");
+        return level;
+      }),
+    ]);
     expect(timeout.code).toBe(1);
     expectOneLine(timeout.message, "consent");
     expect(timeout.message).toContain("CONSENT_WORKER_TIMEOUT_MS must be");
