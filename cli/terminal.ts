@@ -52,10 +52,24 @@ export function liveTerminal(
 
 /**
  * Width the final frame is laid out to: the terminal's (tables are fitted to it, TERM=dumb
- * included), or PIPED_COLUMNS when piped, so that no line is cut.
+ * included), or PIPED_COLUMNS when piped, so that no line is cut. The terminal's width is asked
+ * of the terminal now: Node updates `columns` only once it has handled the resize's SIGWINCH,
+ * which a busy process may do after printing a line that arrived at the same moment (a
+ * `logs tail` row laid out for the width before the resize).
  */
-export function frameColumns(stream: { isTTY?: boolean; columns?: number }): number {
-  return stream.isTTY === true ? stream.columns || UNKNOWN_COLUMNS : PIPED_COLUMNS;
+export function frameColumns(stream: TerminalStream): number {
+  if (stream.isTTY !== true) return PIPED_COLUMNS;
+  // tty.WriteStream's own refresh (one ioctl), the one Node's SIGWINCH handler calls; it emits
+  // `resize` when the size changed, as the handler would have.
+  stream._refreshSize?.();
+  return stream.columns || UNKNOWN_COLUMNS;
+}
+
+/** An output stream as frameColumns reads it; a terminal's has Node's size refresh. */
+interface TerminalStream {
+  isTTY?: boolean;
+  columns?: number;
+  _refreshSize?: () => void;
 }
 
 /** The width a terminal that does not say its own is taken to have. */
