@@ -420,7 +420,8 @@ export async function listenDaemon(daemon: Daemon, options: ListenOptions) {
     shutdownSignal: shutdown.signal,
     contextValues,
   });
-  // Webhook delivery runs while the server does; closing stops it before the store is closed.
+  // Webhook delivery stops claiming work as the drain begins (preClose) and its stop is awaited
+  // before the store is closed.
   app.addHook("onClose", () => daemon.dispatcher.stop());
   const drainTimeoutMs = options.drainTimeoutMs ?? DEFAULT_DRAIN_TIMEOUT_MS;
   const beginDrain = boundedDrain(app.server, drainTimeoutMs);
@@ -430,6 +431,10 @@ export async function listenDaemon(daemon: Daemon, options: ListenOptions) {
     // on their endpoints are cut a moment before the drain's own cut and given back, due at once,
     // so the process closes its store and exits within CONSENT_DRAIN_TIMEOUT_MS.
     daemon.dispatcher.cutAfter(drainTimeoutMs - BEFORE_CUT_MS);
+    // No attempt starts during the drain, to be cut moments later and sent again: the attempts in
+    // flight run on, and the work left in the store (events of records acknowledged during the
+    // drain, retries) is due for another daemon at once, or this one after its restart.
+    void daemon.dispatcher.stop();
     const abortCalls = setTimeout(
       () => shutdown.abort(new ConnectError("the daemon is shutting down", Code.Unavailable)),
       Math.min(CALL_SHUTDOWN_MS, drainTimeoutMs / 2),

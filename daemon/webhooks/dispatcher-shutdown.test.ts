@@ -1,10 +1,13 @@
 import { randomUUID } from "node:crypto";
 import { mkdtemp, rm } from "node:fs/promises";
+import { connect } from "node:http2";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { pino } from "pino";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { sharedSecret } from "#daemon/auth/secrets.js";
 import { aConsentLogRow } from "#daemon/consent-log/consent-log-store.contract.js";
+import { createDaemon, listenDaemon } from "#daemon/server.js";
 import { openLmdbStore } from "#daemon/store/lmdb-store.js";
 import type { Store } from "#daemon/store/store.js";
 import { AddressGuard } from "#daemon/webhooks/address-guard.js";
@@ -30,16 +33,17 @@ describe("webhook attempts cut by a shutdown", () => {
   let offsetMs = 0;
   const clock = () => new Date(Date.now() + offsetMs);
   const secrets = new WebhookSecretBox([Buffer.alloc(32, 7)]);
-  const lines: { msg: string; attempts?: number }[] = [];
+  const lines: { level: number; msg: string; attempts?: number }[] = [];
+  const logger = pino({ level: "info" }, { write: (line: string) => lines.push(JSON.parse(line)) });
   const dispatchers: WebhookDispatcher[] = [];
 
-  const aDispatcher = () => {
+  const aDispatcher = (box = secrets) => {
     const dispatcher = new WebhookDispatcher({
       store,
       clock,
       guard: new AddressGuard(["127.0.0.1/32"]),
-      secrets,
-      logger: pino({ level: "info" }, { write: (line: string) => lines.push(JSON.parse(line)) }),
+      secrets: box,
+      logger,
       pollIntervalMs: 50,
     });
     dispatchers.push(dispatcher);
@@ -148,5 +152,93 @@ describe("webhook attempts cut by a shutdown", () => {
     // The cut's time passes after the stop: nothing is cut, nothing said.
     await new Promise((resolve) => setTimeout(resolve, CUT_AFTER_MS * 2));
     expect(lines.filter((line) => line.msg.includes("cut by the shutdown"))).toEqual([]);
+  });
+
+  it("starts no attempt once the daemon's drain begins: a record acknowledged during the drain is delivered by the next daemon at once, its attempt the only one", async () => {
+    const operatorToken = `consent_op_${randomUUID()}`;
+    // The daemon's own sealing key: without identity keys, the operator token's (createDaemon).
+    const daemonSecrets = new WebhookSecretBox([
+      sharedSecret(() => null, operatorToken, "consent.v1 webhook secrets"),
+    ]);
+    const teamId = randomUUID();
+    const endpoint = {
+      ...anEndpoint(teamId, clock()),
+      url: `${receiver.url}?team=${teamId}`,
+      sealedSecret: daemonSecrets.seal(generateWebhookSecret()),
+    };
+    expect(await store.webhooks.insertEndpoint(endpoint)).toBe(true);
+    const [before, during] = [aConsentLogRow(teamId, clock()), aConsentLogRow(teamId, clock())];
+    const deliveryOf = (row: { id: string }) =>
+      store.webhooks.getDelivery(teamId, deliveryId(eventIdOf(row.id), endpoint.id));
+    // The attempt in flight as the drain begins hangs; any other is answered at once.
+    receiver.answer = (request) =>
+      request.headers["webhook-id"] === eventIdOf(before.id) ? NEVER : { status: 200 };
+    const daemon = createDaemon({
+      store,
+      operatorToken,
+      identityKeys: [],
+      baseUrl: "http://127.0.0.1",
+      logger,
+      clock,
+      load: { busy: () => false },
+      webhooks: { allowCidrs: ["127.0.0.1/32"], pollIntervalMs: 50 },
+    });
+    const drainTimeoutMs = 2_000;
+    const { app, port } = await listenDaemon(daemon, {
+      host: "127.0.0.1",
+      port: 0,
+      logger,
+      drainTimeoutMs,
+    });
+    await appendConsentLog(store, before);
+    await eventually(
+      () => (receiver.received.length === 1 ? true : undefined),
+      "the attempt hangs",
+    );
+
+    // A health watch, a call that runs until the drain tells it to end, holds the drain open.
+    const session = connect(`http://127.0.0.1:${port}`);
+    session.on("error", () => {});
+    const call = session.request({
+      ":method": "POST",
+      ":path": "/grpc.health.v1.Health/Watch",
+      "content-type": "application/connect+proto",
+    });
+    call.on("error", () => {});
+    call.end(Buffer.alloc(5));
+    await new Promise((resolve) => call.once("data", resolve));
+    const drainedAt = Date.now();
+    const closing = app.close();
+    // A record acknowledged during the drain (a call still in flight) puts its event in the outbox.
+    await new Promise((resolve) => setImmediate(resolve));
+    await appendConsentLog(store, during);
+    await closing;
+    session.destroy();
+    expect(Date.now() - drainedAt).toBeLessThan(drainTimeoutMs + 2_000);
+    expect(lines.filter((line) => line.level >= 50)).toEqual([]);
+
+    // Nothing was sent during the drain: the event waits in the outbox unclaimed, the cut
+    // delivery is due at once and unleased.
+    expect(receiver.received.map((r) => r.headers["webhook-id"])).toEqual([eventIdOf(before.id)]);
+    expect(await deliveryOf(during)).toBeNull();
+    const given = await deliveryOf(before);
+    expect(given).toMatchObject({ status: "pending", attempts: 0 });
+    expect(given?.leaseOwner).toBeUndefined();
+
+    // The next daemon on the store sends both at its first pass, well before a lease could end.
+    receiver.answer = () => ({ status: 200 });
+    aDispatcher(daemonSecrets);
+    for (const row of [before, during]) {
+      const delivered = await eventually(
+        async () => ((await deliveryOf(row))?.status === "succeeded" ? deliveryOf(row) : undefined),
+        "the delivery is sent and delivered",
+        LEASE_MS / 10,
+      );
+      expect(delivered).toMatchObject({ attempts: 1, lastStatusCode: 200 });
+    }
+    // The event of the record acknowledged during the drain reached the receiver once.
+    expect(
+      receiver.received.filter((r) => r.headers["webhook-id"] === eventIdOf(during.id)),
+    ).toHaveLength(1);
   });
 });
