@@ -9,11 +9,10 @@ import {
 } from "#gateway/loader/cached-banner.js";
 import { buildVariant, type LoaderVariant, sha256 } from "#gateway/loader/loader-response.js";
 import { type Geo, variantGeo, variantKey } from "#gateway/loader/runtime-config.js";
-import { StaleServing } from "#gateway/loader/stale-if-error.js";
-import type { StaleServingLogger } from "#gateway/loader/stale-log.js";
+import { StaleServing, type StaleServingSettings } from "#gateway/loader/stale-if-error.js";
 import { type PublishedBanner, PublishedBannerSchema } from "#gen/consent/v1/banner_pb.js";
 
-export interface LoaderCacheOptions {
+export interface LoaderCacheOptions extends StaleServingSettings {
   /**
    * The active banner's production side, or null when the banner is unknown or inactive. Rejects
    * with a ConnectError `unavailable` or `deadline_exceeded` when the daemon or its store cannot
@@ -22,22 +21,6 @@ export interface LoaderCacheOptions {
   fetchBanner(publicId: string): Promise<PublishedBanner | null>;
   /** How long a banner is served before the daemon is asked again (other gateways' publishes). */
   revalidateMs: number;
-  /** How long after its last successful read a banner is served while the daemon cannot be reached. */
-  staleIfErrorMs?: number;
-  /**
-   * While the daemon cannot be reached, how long a banner is served before it is read again, and
-   * how long a banner with no copy to serve is answered its read's failure (failed-reads.ts).
-   */
-  retryMs?: number;
-  /**
-   * How long a request for a banner held in memory waits for its re-read, and one for a banner
-   * whose last read failed for want of the daemon for its next read (HELD_READ_WAIT_MS).
-   */
-  heldReadWaitMs?: number;
-  /** How many banners whose read failed are remembered at most (MAX_FAILED_READS). */
-  maxFailedReads?: number;
-  /** Told while banners are served stale and when the daemon answers again (stale-log.ts). */
-  logger?: StaleServingLogger;
   now?: () => number;
   /** Bound on the bytes of the responses kept, over all banners (CONSENT_LOADER_CACHE_MB's default). */
   maxBytes?: number;
@@ -88,13 +71,8 @@ export class LoaderCache {
     this.#now = options.now ?? Date.now;
     this.#maxBytes = options.maxBytes ?? DEFAULT_LOADER_CACHE_MB * 1024 * 1024;
     this.#stale = new StaleServing({
+      ...options,
       now: this.#now,
-      revalidateMs: options.revalidateMs,
-      staleIfErrorMs: options.staleIfErrorMs,
-      retryMs: options.retryMs,
-      heldReadWaitMs: options.heldReadWaitMs,
-      maxFailedReads: options.maxFailedReads,
-      logger: options.logger,
       keep: (publicId, entry) => this.#keep(publicId, entry),
       drop: (publicId) => this.#drop(publicId),
     });

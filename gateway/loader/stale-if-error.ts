@@ -43,20 +43,34 @@ export const STALE_RETRY_MS = 5_000;
  */
 export const HELD_READ_WAIT_MS = 2_000;
 
-export interface StaleServingOptions {
-  now: () => number;
-  /** How long a banner is served before the daemon is asked again (LoaderCacheOptions). */
-  revalidateMs: number;
-  /** Default STALE_IF_ERROR_MS. */
+/** The bounds of stale-if-error a loader cache is given (LoaderCacheOptions), each with its default. */
+export interface StaleServingSettings {
+  /**
+   * How long after its last successful read a banner is served while the daemon cannot be
+   * reached; default STALE_IF_ERROR_MS.
+   */
   staleIfErrorMs?: number;
-  /** Default STALE_RETRY_MS. */
+  /**
+   * While the daemon cannot be reached, how long a banner is served before it is read again, and
+   * how long a banner with no copy to serve is answered its read's failure (failed-reads.ts);
+   * default STALE_RETRY_MS.
+   */
   retryMs?: number;
-  /** Default HELD_READ_WAIT_MS. */
+  /**
+   * How long a request for a banner held in memory waits for its re-read, and one for a banner
+   * whose last read failed for want of the daemon for its next read; default HELD_READ_WAIT_MS.
+   */
   heldReadWaitMs?: number;
-  /** Default MAX_FAILED_READS (failed-reads.ts). */
+  /** How many banners whose read failed are remembered at most; default MAX_FAILED_READS. */
   maxFailedReads?: number;
   /** Told while banners are served stale and when the daemon answers again (stale-log.ts). */
   logger?: StaleServingLogger;
+}
+
+export interface StaleServingOptions extends StaleServingSettings {
+  now: () => number;
+  /** How long a banner is served before the daemon is asked again (LoaderCacheOptions). */
+  revalidateMs: number;
   /** Sets a banner's entry as the cache's most recent. */
   keep(publicId: string, entry: CachedBanner): void;
   /** Drops a banner from the cache. */
