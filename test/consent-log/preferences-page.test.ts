@@ -4,6 +4,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { gzipSync } from "node:zlib";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { PREFERENCES_LINK_TTL_MS } from "#daemon/consent-log/preference-links.js";
 import { createBanner, http, operator, rawHttp } from "#test/support/api.js";
 import {
   aChoice,
@@ -697,9 +698,10 @@ describe("a preferences link after the identity key rotated", () => {
         await rotated.close();
       }
     }
-    // Past its 30 minutes, a link made before the rotation has expired, as any link has.
+    // Past its 30 minutes, a link made before the rotation has expired, as any link has. A
+    // link's expiry is written in whole seconds, rounded up: a second more than the 30 minutes.
     const rotated = await start([k2, k1]);
-    clock.skewMs = 30 * 60_000;
+    clock.skewMs = PREFERENCES_LINK_TTL_MS + 1_000;
     try {
       expect(await visitAndSave(rotated, madeUnderK1)).toEqual(expired);
     } finally {
