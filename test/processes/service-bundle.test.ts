@@ -1,4 +1,4 @@
-import { mkdir, readdir, readFile, stat } from "node:fs/promises";
+import { readdir, readFile, stat } from "node:fs/promises";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { createBanner, createTeam, http, mintKey } from "#test/support/api.js";
@@ -22,13 +22,10 @@ import { copyPrograms } from "#test/support/program-copy.js";
 describe("the service's programs and their bundle", { timeout: 180_000 }, () => {
   const dirs = useProgramRoot("consent-service-bundle-");
 
-  /** A copy of the programs (copyPrograms) and an empty TMPDIR, where tsx would cache what it compiles. */
+  /** A copy of the programs (copyPrograms) in `dirs.join(name)`, its root. */
   async function programCopy(name: string, options: { unwritableCache?: boolean } = {}) {
     const root = dirs.join(name);
-    const cache = await copyPrograms(root, options);
-    const tmp = path.join(root, "tmp");
-    await mkdir(tmp);
-    return { root, cache, tmp };
+    return { root, ...(await copyPrograms(root, options)) };
   }
 
   const filesIn = async (dir: string) =>

@@ -1,4 +1,4 @@
-import { mkdir, readdir, readFile, stat } from "node:fs/promises";
+import { readdir, readFile, stat } from "node:fs/promises";
 import { createServer } from "node:net";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
@@ -31,9 +31,7 @@ describe("SIGTERM during start-up", { timeout: 120_000 }, () => {
     for (const bin of [PROGRAMS.consent, PROGRAMS.consentd, PROGRAMS.gateway]) {
       // A copy of its own for each: with an empty cache, each builds the bundle anew.
       const root = dirs.join(`${name}-${path.basename(bin)}`);
-      await copyPrograms(root, { unwritableCache });
-      const tmp = path.join(root, "tmp");
-      await mkdir(tmp);
+      const { tmp } = await copyPrograms(root, { unwritableCache });
       const dataDir = path.join(root, "data");
       const program = startProgram(
         bin,

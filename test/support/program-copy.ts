@@ -12,12 +12,13 @@ const LINKED = ["daemon", "gateway", "cli", "proto", "tsconfig.json"];
  * builds the service's bundle there; with `unwritableCache` a file stands where the cache
  * directory belongs, as a read-only installation leaves the programs nowhere to keep a bundle
  * (a file, since this suite may run as root, whom a directory's mode does not stop).
- * Returns the cache directory.
+ * Returns the cache directory, and `tmp`, an empty directory for the programs' TMPDIR: tsx caches
+ * each source it compiles there, so a file in it says a program ran from its sources.
  */
 export async function copyPrograms(
   dir: string,
   { unwritableCache = false }: { unwritableCache?: boolean } = {},
-): Promise<string> {
+): Promise<{ cache: string; tmp: string }> {
   // With their times: a bundle's input saved while it is built (as a copy made just now would
   // seem) makes that start run from the sources instead.
   for (const part of ["bin", "package.json"]) {
@@ -35,5 +36,7 @@ export async function copyPrograms(
   }
   const cache = path.join(modules, ".cache", "consent-service");
   if (unwritableCache) await writeFile(cache, "");
-  return cache;
+  const tmp = path.join(dir, "tmp");
+  await mkdir(tmp);
+  return { cache, tmp };
 }
