@@ -3,6 +3,7 @@ import { createServer } from "node:net";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import {
+  childPids,
   freePort,
   PROGRAMS,
   type Program,
@@ -106,16 +107,10 @@ describe("SIGTERM during start-up", { timeout: 120_000 }, () => {
   });
 });
 
-/** The command lines of the processes `program` has started and which still run (Linux's /proc). */
-async function childCommands(program: Program): Promise<string[]> {
-  const pid = program.child.pid as number;
-  const children = await readFile(`/proc/${pid}/task/${pid}/children`, "utf8").catch(() => "");
+/** The command lines of the processes `program` has started and which still run (childPids). */
+function childCommands(program: Program): Promise<string[]> {
   return Promise.all(
-    children
-      .trim()
-      .split(/\s+/)
-      .filter(Boolean)
-      .map((child) => readFile(`/proc/${child}/cmdline`, "utf8").catch(() => "")),
+    childPids(program).map((child) => readFile(`/proc/${child}/cmdline`, "utf8").catch(() => "")),
   );
 }
 

@@ -243,8 +243,11 @@ export async function freePort(): Promise<number> {
   return port;
 }
 
-/** The worker processes a primary of `npm start` has forked (Linux's /proc). */
-export function workerPids(program: Program): number[] {
+/**
+ * The processes `program` has started and which still run (Linux's /proc): the workers a primary
+ * of `npm start` has forked, or the esbuild a program runs while it builds its bundle.
+ */
+export function childPids(program: Program): number[] {
   const pid = program.child.pid as number;
   return readFileSync(`/proc/${pid}/task/${pid}/children`, "utf8")
     .trim()
@@ -252,3 +255,6 @@ export function workerPids(program: Program): number[] {
     .filter(Boolean)
     .map(Number);
 }
+
+/** The worker processes a primary of `npm start` has forked. */
+export const workerPids = childPids;
