@@ -2,10 +2,16 @@ import type { JsonObject } from "@bufbuild/protobuf";
 import { createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { argv, cliFor, E2E_TIMEOUT_MS, runCli } from "#cli/test-support/cli-process.js";
+import {
+  argv,
+  type cliFor,
+  E2E_TIMEOUT_MS,
+  runCli,
+  startServiceWithTeam,
+} from "#cli/test-support/cli-process.js";
 import { SubjectService } from "#gen/consent/v1/subject_pb.js";
 import { consentState } from "#test/support/api.js";
-import { startTestService, type TestService } from "#test/support/service.js";
+import type { TestService } from "#test/support/service.js";
 
 describe.concurrent("consentctl subjects (against a real daemon)", {
   timeout: E2E_TIMEOUT_MS,
@@ -45,9 +51,7 @@ describe.concurrent("consentctl subjects (against a real daemon)", {
 
   beforeAll(async () => {
     // With the gateway: `--json` is compared with REST's answer.
-    service = await startTestService({ gateway: true });
-    cli = cliFor(service);
-    teamId = (await cli.json(argv`teams create --name ${"Subjects team"} --plan professional`)).id;
+    ({ service, cli, teamId } = await startServiceWithTeam("professional", {}, { gateway: true }));
     const banner = await cli.json(
       argv`banners create --team ${teamId} --name B --domain example.com`,
     );

@@ -324,10 +324,17 @@ export function argv(strings: TemplateStringsArray, ...values: string[]): string
   });
 }
 
-/** A daemon of its own for one test file, a CLI bound to it, and one team to work in. */
-export async function startServiceWithTeam(plan: string, env: Record<string, string> = {}) {
+/**
+ * A daemon of its own for one test file (and the REST gateway, with `gateway`), a CLI bound to
+ * it, and one team to work in.
+ */
+export async function startServiceWithTeam(
+  plan: string,
+  env: Record<string, string> = {},
+  { gateway = false }: { gateway?: boolean } = {},
+) {
   // The daemon and the CLI read the same environment, as on an operator's machine.
-  const service = await startTestService({ env });
+  const service = await startTestService({ env, gateway });
   const cli = cliFor(service, env);
   const team = await cli.json(argv`teams create --name ${`${plan} team`} --plan ${plan}`);
   return { service, cli, teamId: team.id as string };
