@@ -22,7 +22,10 @@ export interface CachedBanner {
   checkedAt: number;
   /** When the daemon last answered with this banner: the stale-if-error bound counts from it. */
   readAt: number;
-  /** The last read failed for want of the daemon: served as it was, read again every `retryMs`. */
+  /**
+   * The last read failed for want of the daemon: served as it was, read again every
+   * STALE_RETRY_MS.
+   */
   stale: boolean;
   /** Shared by the entries of one banner whose production side is unchanged. */
   variants: Variants;
@@ -41,7 +44,7 @@ export interface Loading {
   token: ReadToken;
   promise: Promise<CachedBanner | null>;
   /**
-   * Resolves once the read has been in flight for `heldReadWaitMs` (overdueOf, set by the first
+   * Resolves once the read has been in flight for HELD_READ_WAIT_MS (overdueOf, set by the first
    * request that waits for it within that bound: one for a banner held in memory, or for one whose
    * last read failed): from then on such requests are answered without it (the held copy, or the
    * failure).

@@ -52,9 +52,9 @@ const MAX_MISSING = 10_000;
  * its own, so ids that do not exist never push a live banner's bodies out of memory. Beyond
  * `maxBytes`, the least recently used banners are dropped, never the one just served. A read the
  * daemon cannot answer leaves a banner served as last read (stale-if-error, STALE_IF_ERROR_MS),
- * read again every `retryMs` in the background; a banner with no copy to serve is answered that
- * failure for `retryMs`, then read again, each request waiting for that read at most
- * `heldReadWaitMs` (failed-reads.ts).
+ * read again every STALE_RETRY_MS in the background; a banner with no copy to serve is answered
+ * that failure for STALE_RETRY_MS, then read again, each request waiting for that read at most
+ * HELD_READ_WAIT_MS (failed-reads.ts).
  */
 export class LoaderCache {
   readonly #banners = new Map<string, CachedBanner>();
@@ -86,8 +86,8 @@ export class LoaderCache {
   /**
    * The response for a visitor at `geo`, or null for an unknown or inactive banner; `stale` when
    * the daemon could not be reached to confirm it. Rejects when the daemon cannot be reached and
-   * the banner was never read, or not within STALE_IF_ERROR_MS (at once, within `retryMs` of such
-   * a failure).
+   * the banner was never read, or not within STALE_IF_ERROR_MS (at once, within STALE_RETRY_MS of
+   * such a failure).
    */
   async variant(publicId: string, geo: Geo | null): Promise<LoaderVariant | null> {
     const cached = await this.#banner(publicId);

@@ -43,24 +43,11 @@ export const STALE_RETRY_MS = 5_000;
  */
 export const HELD_READ_WAIT_MS = 2_000;
 
-/** The bounds of stale-if-error a loader cache is given (LoaderCacheOptions), each with its default. */
+/**
+ * What a loader cache (LoaderCacheOptions) may set of its stale-if-error; the bounds themselves are
+ * STALE_IF_ERROR_MS, STALE_RETRY_MS and HELD_READ_WAIT_MS.
+ */
 export interface StaleServingSettings {
-  /**
-   * How long after its last successful read a banner is served while the daemon cannot be
-   * reached; default STALE_IF_ERROR_MS.
-   */
-  staleIfErrorMs?: number;
-  /**
-   * While the daemon cannot be reached, how long a banner is served before it is read again, and
-   * how long a banner with no copy to serve is answered its read's failure (failed-reads.ts);
-   * default STALE_RETRY_MS.
-   */
-  retryMs?: number;
-  /**
-   * How long a request for a banner held in memory waits for its re-read, and one for a banner
-   * whose last read failed for want of the daemon for its next read; default HELD_READ_WAIT_MS.
-   */
-  heldReadWaitMs?: number;
   /** How many banners whose read failed are remembered at most; default MAX_FAILED_READS. */
   maxFailedReads?: number;
   /** Told while banners are served stale and when the daemon answers again (stale-log.ts). */
@@ -84,9 +71,6 @@ export interface StaleServingOptions extends StaleServingSettings {
  */
 export class StaleServing {
   readonly #options: StaleServingOptions;
-  readonly #staleIfErrorMs: number;
-  readonly #retryMs: number;
-  readonly #heldReadWaitMs: number;
   readonly #staleLog: StaleServingLog | undefined;
   /** Banners kept whose last read failed or went unanswered: served as last read until re-read. */
   readonly #staleBanners = new Set<string>();
@@ -95,21 +79,18 @@ export class StaleServing {
 
   constructor(options: StaleServingOptions) {
     this.#options = options;
-    this.#staleIfErrorMs = options.staleIfErrorMs ?? STALE_IF_ERROR_MS;
-    this.#retryMs = options.retryMs ?? STALE_RETRY_MS;
-    this.#heldReadWaitMs = options.heldReadWaitMs ?? HELD_READ_WAIT_MS;
     this.#staleLog = options.logger && createStaleServingLog(options.logger);
     this.#failedReads = new FailedReads({
       now: options.now,
-      retryMs: this.#retryMs,
-      heldReadWaitMs: this.#heldReadWaitMs,
+      retryMs: STALE_RETRY_MS,
+      heldReadWaitMs: HELD_READ_WAIT_MS,
       maxFailedReads: options.maxFailedReads,
     });
   }
 
   /**
    * Throws the failure of a banner with no copy to serve whose last read failed for want of the
-   * daemon within `retryMs` (failed-reads.ts): its request is answered without a call.
+   * daemon within STALE_RETRY_MS (failed-reads.ts): its request is answered without a call.
    */
   throwIfFailedRecently(publicId: string): void {
     const failed = this.#failedReads.recent(publicId);
@@ -135,10 +116,10 @@ export class StaleServing {
 
   /**
    * A failed read's answer: the banner as last read while the daemon cannot be reached and that
-   * read is within STALE_IF_ERROR_MS, kept to be read again after `retryMs` (never past the
+   * read is within STALE_IF_ERROR_MS, kept to be read again after STALE_RETRY_MS (never past the
    * bound). Otherwise the failure, as without a banner read before: a banner past the bound is
    * forgotten, and one served stale until now is not served stale on any other failure. A
-   * failure for want of the daemon without a copy to serve is answered again for `retryMs`.
+   * failure for want of the daemon without a copy to serve is answered again for STALE_RETRY_MS.
    */
   afterFailedRead(
     publicId: string,
@@ -152,7 +133,7 @@ export class StaleServing {
       throw error;
     }
     const now = this.#options.now();
-    const until = previous.readAt + this.#staleIfErrorMs;
+    const until = previous.readAt + STALE_IF_ERROR_MS;
     if (now >= until) {
       if (current) this.#options.drop(publicId);
       this.#failedReads.failed(publicId, error, current);
@@ -164,7 +145,7 @@ export class StaleServing {
     }
     const entry: CachedBanner = {
       ...previous,
-      checkedAt: Math.min(now + this.#retryMs, until) - this.#options.revalidateMs,
+      checkedAt: Math.min(now + STALE_RETRY_MS, until) - this.#options.revalidateMs,
       stale: true,
     };
     if (current) {
@@ -194,12 +175,12 @@ export class StaleServing {
 
   /** Whether a banner's last successful read is recent enough to serve it stale (stale-if-error). */
   #holds(cached: CachedBanner): boolean {
-    return this.#options.now() - cached.readAt < this.#staleIfErrorMs;
+    return this.#options.now() - cached.readAt < STALE_IF_ERROR_MS;
   }
 
   /**
    * The read's answer, or the banner as held, marked stale, once the read has been in flight for
-   * `heldReadWaitMs` (a daemon or store that stopped answering fails a read only at the
+   * HELD_READ_WAIT_MS (a daemon or store that stopped answering fails a read only at the
    * transport's ping timeout, about 15 s): the read goes on, and its outcome serves the requests
    * after it.
    */
@@ -208,9 +189,9 @@ export class StaleServing {
     cached: CachedBanner,
     loading: Loading,
   ): Promise<CachedBanner | null> {
-    const overdue = overdueOf(loading, this.#heldReadWaitMs, () => {
+    const overdue = overdueOf(loading, HELD_READ_WAIT_MS, () => {
       if (!loading.token.stale && this.#holds(cached))
-        this.#servedStaleFor(publicId, unanswered(this.#heldReadWaitMs));
+        this.#servedStaleFor(publicId, unanswered(HELD_READ_WAIT_MS));
     });
     const first = await Promise.race([loading.promise, overdue]);
     if (first !== OVERDUE) return first;
