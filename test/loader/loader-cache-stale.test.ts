@@ -18,10 +18,10 @@ const MAX_FAILED_READS = 200;
 const WAIT = { timeout: 5_000, interval: 20 };
 
 /**
- * Stale-if-error (loader-cache.ts): a banner whose read fails because the daemon cannot be reached
- * is served as last read, with the daemon asked again at most every STALE_RETRY_MS, for up to
- * STALE_IF_ERROR_MS after the last successful read; against a real daemon that is stopped and
- * started again on the same data directory, the clock injected.
+ * Stale-if-error (stale-if-error.ts): a banner whose read fails because the daemon cannot be
+ * reached is served as last read, with the daemon asked again at most every STALE_RETRY_MS, for
+ * up to STALE_IF_ERROR_MS after the last successful read; against a real daemon that is stopped
+ * and started again on the same data directory, the clock injected.
  */
 describe("LoaderCache while its daemon cannot be reached", () => {
   let dataDir: string;
@@ -207,7 +207,9 @@ describe("LoaderCache while its daemon cannot be reached", () => {
     await start();
     expect(await failureOf(madeUp)).toBe(Code.Unavailable);
     now += STALE_RETRY_MS;
-    expect((await cache.variant(unserved.publicId, null))?.stale).toBeUndefined();
+    const served = await cache.variant(unserved.publicId, null);
+    expect(served?.identity.toString()).toContain(unserved.publicId);
+    expect(served?.stale).toBeUndefined();
     expect(await cache.variant(madeUp, null)).toBeNull();
     const answered = fetches;
     expect(await cache.variant(madeUp, null)).toBeNull();
