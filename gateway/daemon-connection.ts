@@ -1,6 +1,7 @@
 import type http2 from "node:http2";
 import { Code, ConnectError } from "@connectrpc/connect";
-import { deadlineExceeded, Refused, shuttingDown, unreachable } from "#gateway/daemon-failures.js";
+import { deadlinePassed } from "#daemon/rpc/call-deadline.js";
+import { Refused, shuttingDown, unreachable } from "#gateway/daemon-failures.js";
 import {
   DEFAULT_KEEP_ALIVE,
   type KeepAlive,
@@ -56,7 +57,7 @@ export class DaemonConnection {
     const send = async () => {
       const link = await this.usable(call.signal, deadlineAt);
       const left = deadlineAt === undefined ? undefined : deadlineAt - Date.now();
-      if (left !== undefined && left <= 0) throw deadlineExceeded();
+      if (left !== undefined && left <= 0) throw deadlinePassed();
       return this.attempt(link, { ...call, timeoutMs: left });
     };
     try {
@@ -180,7 +181,7 @@ function bounded<T>(
     if (deadlineAt !== undefined) {
       timer = setTimeout(() => {
         done();
-        reject(deadlineExceeded());
+        reject(deadlinePassed());
       }, deadlineAt - Date.now());
     }
     void promise.then((value) => {

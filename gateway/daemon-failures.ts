@@ -11,11 +11,6 @@ export function shuttingDown(): ConnectError {
   return new ConnectError("the gateway is shutting down", Code.Unavailable);
 }
 
-/** The call's own deadline passed, as connect-es' transports word it. */
-export function deadlineExceeded(): ConnectError {
-  return new ConnectError("the operation timed out", Code.DeadlineExceeded);
-}
-
 /** The daemon's answer passed the transport's readMaxBytes: the gateway's failure, not the caller's. */
 export function tooLarge(readMaxBytes: number): ConnectError {
   return new ConnectError(

@@ -1,13 +1,7 @@
 import http2 from "node:http2";
 import { Code, ConnectError } from "@connectrpc/connect";
-import {
-  busy,
-  deadlineExceeded,
-  lost,
-  Refused,
-  tooLarge,
-  unreachable,
-} from "#gateway/daemon-failures.js";
+import { deadlinePassed } from "#daemon/rpc/call-deadline.js";
+import { busy, lost, Refused, tooLarge, unreachable } from "#gateway/daemon-failures.js";
 
 const {
   HTTP2_HEADER_STATUS,
@@ -95,7 +89,7 @@ export function readReply(
     inFlight.add(finish);
     const onAbort = () => finish(ConnectError.from(signal?.reason, Code.Canceled));
     signal?.addEventListener("abort", onAbort);
-    if (timeoutMs !== undefined) timer = setTimeout(() => finish(deadlineExceeded()), timeoutMs);
+    if (timeoutMs !== undefined) timer = setTimeout(() => finish(deadlinePassed()), timeoutMs);
     listen(stream, answer, call.readMaxBytes, finish);
     stream.end(call.body);
   });
