@@ -1,13 +1,7 @@
 import { create } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
-import {
-  boundedDetails,
-  clipped,
-  DomainError,
-  type FailureKind,
-  PASSING_OUTAGE_RETRY_AFTER_SECONDS,
-} from "#daemon/errors.js";
+import { boundedDetails, clipped, DomainError, type FailureKind } from "#daemon/errors.js";
 import { type ErrorLogger, repeatedFailureLog } from "#daemon/logging.js";
 import { callerFault } from "#daemon/rpc/parse-failures.js";
 import { rateLimitHeaders } from "#daemon/rpc/rate-limit-headers.js";
@@ -86,11 +80,7 @@ const INTERNAL_ERROR_INFO = [
  */
 export function domainErrorInterceptor(
   logger: ErrorLogger,
-  store: Pick<Store, "isUnavailable" | "unavailableRetryAfterSeconds" | "isDamage"> = {
-    isUnavailable: () => false,
-    unavailableRetryAfterSeconds: () => PASSING_OUTAGE_RETRY_AFTER_SECONDS,
-    isDamage: () => false,
-  },
+  store: Pick<Store, "isUnavailable" | "unavailableRetryAfterSeconds" | "isDamage">,
 ): Interceptor {
   const logUnavailable = repeatedFailureLog(
     logger,
