@@ -1,4 +1,4 @@
-import { type DestinationStream, type Logger, pino, stdSerializers } from "pino";
+import { type DestinationStream, type Logger, pino } from "pino";
 import { messageOf } from "#daemon/errors.js";
 
 /**
@@ -61,7 +61,8 @@ export function serviceLoggers(
     {
       level,
       base: null,
-      serializers: { req: requestInLog, err: stdSerializers.err },
+      // Beside pino's own `err` serializer, which Fastify's child loggers keep as well.
+      serializers: { req: requestInLog },
       hooks: { streamWrite: withoutPreferencesTokens },
     },
     destination,
