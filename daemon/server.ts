@@ -427,14 +427,15 @@ export async function listenDaemon(daemon: Daemon, options: ListenOptions) {
   const beginDrain = boundedDrain(app.server, drainTimeoutMs);
   app.addHook("preClose", (done) => {
     beginDrain();
-    // An attempt may take 15 s (DELIVERY_TIMEOUT_MS), longer than the drain: those still waiting
-    // on their endpoints are cut a moment before the drain's own cut and given back, due at once,
-    // so the process closes its store and exits within CONSENT_DRAIN_TIMEOUT_MS.
-    daemon.dispatcher.cutAfter(drainTimeoutMs - BEFORE_CUT_MS);
     // No attempt starts during the drain, to be cut moments later and sent again: the attempts in
     // flight run on, and the work left in the store (events of records acknowledged during the
-    // drain, retries) is due for another daemon at once, or this one after its restart.
-    void daemon.dispatcher.stop();
+    // drain, retries) is due for another daemon at once, or this one after its restart. An
+    // attempt may take 15 s (DELIVERY_TIMEOUT_MS), longer than the drain: those still waiting on
+    // their endpoints are cut a moment before the drain's own cut and given back, due at once, so
+    // the process closes its store and exits within CONSENT_DRAIN_TIMEOUT_MS. Not boundedDrain's
+    // beforeCut, which a server closed early (no connection left) cancels: the attempts may
+    // outlast the server.
+    void daemon.dispatcher.stop({ cutAfterMs: drainTimeoutMs - BEFORE_CUT_MS });
     const abortCalls = setTimeout(
       () => shutdown.abort(new ConnectError("the daemon is shutting down", Code.Unavailable)),
       Math.min(CALL_SHUTDOWN_MS, drainTimeoutMs / 2),

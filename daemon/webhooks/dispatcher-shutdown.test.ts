@@ -98,8 +98,7 @@ describe("webhook attempts cut by a shutdown", () => {
       "the retry is sent",
     );
     const stoppedAt = Date.now();
-    first.cutAfter(CUT_AFTER_MS);
-    await first.stop();
+    await first.stop({ cutAfterMs: CUT_AFTER_MS });
     // Cut at its time, not at the attempt's 15 s bound.
     expect(Date.now() - stoppedAt).toBeLessThan(CUT_AFTER_MS + 2_000);
     expect(lines).toContainEqual(
@@ -146,8 +145,7 @@ describe("webhook attempts cut by a shutdown", () => {
   it("stops at once, cutting nothing, when no attempt is in flight", async () => {
     const dispatcher = aDispatcher();
     const stoppedAt = Date.now();
-    dispatcher.cutAfter(CUT_AFTER_MS);
-    await dispatcher.stop();
+    await dispatcher.stop({ cutAfterMs: CUT_AFTER_MS });
     expect(Date.now() - stoppedAt).toBeLessThan(CUT_AFTER_MS);
     // The cut's time passes after the stop: nothing is cut, nothing said.
     await new Promise((resolve) => setTimeout(resolve, CUT_AFTER_MS * 2));

@@ -84,7 +84,7 @@ export class WebhookDispatcher {
   private yielded = false;
   /** The stop under way, once asked for. */
   private stopping: Promise<void> | undefined;
-  /** When the attempts still in flight are cut (cutAfter). */
+  /** When the attempts still in flight are cut (stop's `cutAfterMs`). */
   private cutTimer: NodeJS.Timeout | undefined;
 
   /**
@@ -112,35 +112,33 @@ export class WebhookDispatcher {
   }
 
   /**
-   * Stops polling and waits for the attempts in flight to finish, or until cutAfter's time, when
-   * those still exchanging with their endpoints are cut. Claims that come in meanwhile (a pass
-   * under way, a fan-out) are given back unattempted.
+   * Stops polling and waits for the attempts in flight to finish. Claims that come in meanwhile
+   * (a pass under way, a fan-out) are given back unattempted. With `cutAfterMs` (a shutdown's
+   * limit), the attempts still waiting on their endpoints that long from now, unless the stop has
+   * ended by then, are cut: each gives its delivery back as if it had not been made
+   * (DeliveryAttempts.release): pending, due at once, its attempts and the endpoint's failure
+   * record unchanged, its lease released, so another daemon, or this one after its restart, sends
+   * it again at once.
    */
-  stop(): Promise<void> {
+  stop({ cutAfterMs }: { cutAfterMs?: number } = {}): Promise<void> {
+    if (cutAfterMs !== undefined) {
+      clearTimeout(this.cutTimer);
+      this.cutTimer = setTimeout(() => this.cutInFlight(), cutAfterMs);
+    }
     this.stopping ??= this.stopAndWait();
     return this.stopping;
   }
 
-  /**
-   * Bounds a stop by a shutdown's limit: `ms` from now (unless the stop has ended by then) the
-   * dispatcher stops, if it has not yet, and cuts the attempts still waiting on their endpoints.
-   * Each gives its delivery back as if it had not been made (DeliveryAttempts.release): pending,
-   * due at once, its attempts and the endpoint's failure record unchanged, its lease released, so
-   * another daemon, or this one after its restart, sends it again at once.
-   */
-  cutAfter(ms: number): void {
-    clearTimeout(this.cutTimer);
-    this.cutTimer = setTimeout(() => {
-      const cut = [...this.inFlight.values()].filter((attempt) => attempt.exchanging).length;
-      void this.stop();
-      this.attempts.cut();
-      if (cut > 0) {
-        this.options.logger.info(
-          { attempts: cut },
-          "webhook attempts cut by the shutdown: those their endpoints had not answered are due again at once",
-        );
-      }
-    }, ms);
+  /** Ends the exchanges still in flight (stop's `cutAfterMs`), saying how many were cut. */
+  private cutInFlight(): void {
+    const cut = [...this.inFlight.values()].filter((attempt) => attempt.exchanging).length;
+    this.attempts.cut();
+    if (cut > 0) {
+      this.options.logger.info(
+        { attempts: cut },
+        "webhook attempts cut by the shutdown: those their endpoints had not answered are due again at once",
+      );
+    }
   }
 
   private async stopAndWait(): Promise<void> {
