@@ -51,6 +51,18 @@ describe("webhook attempts cut by a shutdown", () => {
     return dispatcher;
   };
 
+  /** A new team's endpoint at the receiver, its secret sealed in `box`, stored. */
+  const aStoredEndpoint = async (box = secrets) => {
+    const teamId = randomUUID();
+    const endpoint = {
+      ...anEndpoint(teamId, clock()),
+      url: `${receiver.url}?team=${teamId}`,
+      sealedSecret: box.seal(generateWebhookSecret()),
+    };
+    expect(await store.webhooks.insertEndpoint(endpoint)).toBe(true);
+    return { teamId, endpoint };
+  };
+
   beforeEach(async () => {
     lines.length = 0;
     offsetMs = 0;
@@ -66,13 +78,7 @@ describe("webhook attempts cut by a shutdown", () => {
   });
 
   it("gives the delivery back due at once, its attempts and the endpoint's failure record as before the cut, and another dispatcher sends it at once", async () => {
-    const teamId = randomUUID();
-    const endpoint = {
-      ...anEndpoint(teamId, clock()),
-      url: `${receiver.url}?team=${teamId}`,
-      sealedSecret: secrets.seal(generateWebhookSecret()),
-    };
-    expect(await store.webhooks.insertEndpoint(endpoint)).toBe(true);
+    const { teamId, endpoint } = await aStoredEndpoint();
     const row = aConsentLogRow(teamId, clock());
     const id = deliveryId(eventIdOf(row.id), endpoint.id);
     const delivery = () => store.webhooks.getDelivery(teamId, id);
@@ -158,13 +164,7 @@ describe("webhook attempts cut by a shutdown", () => {
     const daemonSecrets = new WebhookSecretBox([
       sharedSecret(() => null, operatorToken, "consent.v1 webhook secrets"),
     ]);
-    const teamId = randomUUID();
-    const endpoint = {
-      ...anEndpoint(teamId, clock()),
-      url: `${receiver.url}?team=${teamId}`,
-      sealedSecret: daemonSecrets.seal(generateWebhookSecret()),
-    };
-    expect(await store.webhooks.insertEndpoint(endpoint)).toBe(true);
+    const { teamId, endpoint } = await aStoredEndpoint(daemonSecrets);
     const [before, during] = [aConsentLogRow(teamId, clock()), aConsentLogRow(teamId, clock())];
     const deliveryOf = (row: { id: string }) =>
       store.webhooks.getDelivery(teamId, deliveryId(eventIdOf(row.id), endpoint.id));
