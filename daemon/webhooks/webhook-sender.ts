@@ -146,18 +146,16 @@ export function sendWebhook(options: SendOptions): Promise<SendOutcome> {
       if (destroy) current?.destroy();
       resolve(outcome);
     };
-    // An answer whose status has arrived is that status, whether or not its body ends in time: a
-    // 2xx whose body stalls was acknowledged, and sending it again would be a duplicate.
-    const timer = setTimeout(() => {
-      if (cutBody) cutBody();
-      else
-        finish(
-          { ok: false, statusCode: 0, error: `no response within ${timeoutMs / 1000} s` },
-          true,
-        );
-    }, timeoutMs);
-    // As at the timeout: a status that has arrived is the outcome (a 2xx is not sent again).
-    const abandon = () => (cutBody ? cutBody() : finish(ended, true));
+    // Ended early, at the timeout or through the signal: an answer whose status has arrived is
+    // that status, whether or not its body ends in time (a 2xx whose body stalls was acknowledged,
+    // and sending it again would be a duplicate); without one, the attempt ends `unanswered`.
+    const endEarly = (unanswered: SendOutcome) => (cutBody ? cutBody() : finish(unanswered, true));
+    const timer = setTimeout(
+      () =>
+        endEarly({ ok: false, statusCode: 0, error: `no response within ${timeoutMs / 1000} s` }),
+      timeoutMs,
+    );
+    const abandon = () => endEarly(ended);
     options.signal?.addEventListener("abort", abandon, { once: true });
     const send = (agent: HttpAgent | false) => {
       let req: ClientRequest;
