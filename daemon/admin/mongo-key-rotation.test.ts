@@ -2,14 +2,13 @@ import { randomUUID } from "node:crypto";
 import { Code, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import type { Document } from "mongodb";
-import { afterEach, describe, expect, it } from "vitest";
-import { generateOperatorToken } from "#daemon/auth/secrets.js";
+import { describe, expect, it } from "vitest";
 import { cursorReply, emptyDatabase } from "#daemon/store/mongo-wire-stand-in.js";
 import { AdminService } from "#gen/consent/v1/admin_pb.js";
 import {
   failureOf,
-  type StandInDaemon,
-  startStandInDaemon,
+  type StandInDaemonPerTest,
+  useStandInDaemon,
 } from "#test/support/stand-in-daemon.js";
 
 /**
@@ -19,9 +18,6 @@ import {
  * real one-member replica set cannot be made to do.
  */
 
-const operatorToken = generateOperatorToken();
-const asOperator = { headers: { authorization: `Bearer ${operatorToken}` } };
-
 /** MongoDB's write concern failure of a write applied on the primary that no majority confirmed. */
 const MAJORITY_TIMED_OUT = {
   code: 64,
@@ -29,12 +25,6 @@ const MAJORITY_TIMED_OUT = {
   errmsg: "waiting for replication timed out",
   errInfo: { wtimeout: true },
 };
-
-let running: StandInDaemon | undefined;
-afterEach(async () => {
-  await running?.close();
-  running = undefined;
-});
 
 /**
  * The api_keys collection as a primary holds it (`latest`) and as a majority has confirmed it
@@ -107,8 +97,8 @@ function apiKeys(documents: Document[]) {
   };
 }
 
-/** A daemon over a database holding one team and one current key of it, on a free port. */
-async function startDaemon() {
+/** `daemon` over a database holding one team and one current key of it, on a free port. */
+async function startDaemon(daemon: StandInDaemonPerTest) {
   const teamId = randomUUID();
   const now = new Date();
   const key = {
@@ -142,14 +132,17 @@ async function startDaemon() {
       () => ({ lastErrorObject: { n: 0 }, value: null, ok: 1 }),
     ),
   });
-  running = await startStandInDaemon(database, { operatorToken });
+  const running = await daemon.start(database);
   const client = createClient(AdminService, createGrpcTransport({ baseUrl: running.daemonUrl }));
   return { client, keys, oldId: key._id };
 }
 
 describe("key rotation over MongoDB when the old key's mark times out on its majority", () => {
+  const daemon = useStandInDaemon();
+  const { asOperator } = daemon;
+
   it("answers unavailable and keeps the key it minted, so the rotation converges once the mark is confirmed", async () => {
-    const { client, keys, oldId } = await startDaemon();
+    const { client, keys, oldId } = await startDaemon(daemon);
     keys.unconfirmedRetires = 1;
     const rotation = { id: oldId, gracePeriodSeconds: 0 };
     expect(await failureOf(client.rotateApiKey(rotation, asOperator))).toEqual({
@@ -182,7 +175,7 @@ describe("key rotation over MongoDB when the old key's mark times out on its maj
   });
 
   it("revokes the key it minted when the old key, read again, was replaced by another rotation", async () => {
-    const { client, keys, oldId } = await startDaemon();
+    const { client, keys, oldId } = await startDaemon(daemon);
     keys.unconfirmedRetires = 1;
     // Another daemon's rotation got there first, and a majority has it.
     const winner = randomUUID();
@@ -203,7 +196,7 @@ describe("key rotation over MongoDB when the old key's mark times out on its maj
   });
 
   it("answers the mark's own failure when revoking the key it minted fails too", async () => {
-    const { client, keys, oldId } = await startDaemon();
+    const { client, keys, oldId } = await startDaemon(daemon);
     keys.unconfirmedRetires = 1;
     keys.refusesRevocations = true;
     const winner = randomUUID();

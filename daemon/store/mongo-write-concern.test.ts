@@ -1,29 +1,15 @@
 import { Code, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
-import { afterEach, describe, expect, it } from "vitest";
-import { generateOperatorToken } from "#daemon/auth/secrets.js";
+import { describe, expect, it } from "vitest";
 import { emptyDatabase } from "#daemon/store/mongo-wire-stand-in.js";
 import { AdminService } from "#gen/consent/v1/admin_pb.js";
-import {
-  failureOf,
-  type StandInDaemon,
-  startStandInDaemon,
-} from "#test/support/stand-in-daemon.js";
+import { failureOf, useStandInDaemon } from "#test/support/stand-in-daemon.js";
 
 /**
  * A team created through a daemon over the MongoDB adapter and a wire-protocol stand-in for the
  * server (mongo-wire-stand-in.ts) whose insert the primary applied but whose majority write
  * concern failed, which a real one-member replica set cannot be made to do.
  */
-
-const operatorToken = generateOperatorToken();
-const asOperator = { headers: { authorization: `Bearer ${operatorToken}` } };
-
-let running: StandInDaemon | undefined;
-afterEach(async () => {
-  await running?.close();
-  running = undefined;
-});
 
 /**
  * The write concern errors MongoDB reports beside a write the primary applied, with the
@@ -82,19 +68,20 @@ const WRITE_CONCERN_FAILURES = [
 ];
 
 describe("a write whose write concern MongoDB could not satisfy", () => {
+  const daemon = useStandInDaemon();
   it.each(WRITE_CONCERN_FAILURES)(
     "answers 503 unavailable with Retry-After $retryAfter and logs the store out of reach as a warning ($writeConcernError.codeName)",
     async ({ writeConcernError, retryAfter }) => {
       const database = emptyDatabase(undefined, {
         insert: (command) => ({ n: command.documents.length, ok: 1, writeConcernError }),
       });
-      running = await startStandInDaemon(database, { operatorToken });
+      const running = await daemon.start(database);
       const client = createClient(
         AdminService,
         createGrpcTransport({ baseUrl: running.daemonUrl }),
       );
       expect(
-        await failureOf(client.createTeam({ name: "Acme", plan: "free" }, asOperator)),
+        await failureOf(client.createTeam({ name: "Acme", plan: "free" }, daemon.asOperator)),
       ).toEqual({
         code: Code.Unavailable,
         errorCode: "unavailable",

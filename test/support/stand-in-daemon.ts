@@ -1,5 +1,7 @@
 import { ConnectError } from "@connectrpc/connect";
 import { pino } from "pino";
+import { afterEach } from "vitest";
+import { generateOperatorToken } from "#daemon/auth/secrets.js";
 import { createDaemon, listenDaemon } from "#daemon/server.js";
 import {
   storeOnStandIn,
@@ -53,6 +55,31 @@ export async function startStandInDaemon(
     await close();
     throw error;
   }
+}
+
+/** A daemon over a stand-in for each test that starts one (useStandInDaemon). */
+export interface StandInDaemonPerTest {
+  /** The call options that bear the daemon's operator token. */
+  asOperator: { headers: { authorization: string } };
+  /** Starts this test's daemon over `database` (startStandInDaemon); it is closed after the test. */
+  start(database: { answer: WireAnswer }): Promise<StandInDaemon>;
+}
+
+/** For a describe block: its tests' daemons over stand-ins, under one operator token. */
+export function useStandInDaemon(): StandInDaemonPerTest {
+  const operatorToken = generateOperatorToken();
+  let running: StandInDaemon | undefined;
+  afterEach(async () => {
+    await running?.close();
+    running = undefined;
+  });
+  return {
+    asOperator: { headers: { authorization: `Bearer ${operatorToken}` } },
+    async start(database) {
+      running = await startStandInDaemon(database, { operatorToken });
+      return running;
+    },
+  };
 }
 
 /** How a call failed, as a client reads it: its code, ErrorInfo code, message and Retry-After. */
