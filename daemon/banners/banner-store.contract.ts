@@ -38,7 +38,8 @@ export const configuration: BannerConfiguration = {
   additionalDomains: ["https://shop.example.com"],
 };
 
-function aBanner(teamId: string, createdAt: Date, overrides: Partial<BannerRecord> = {}) {
+/** A banner of `teamId` created and first published at `createdAt`, version 1. */
+export function aBanner(teamId: string, createdAt: Date, overrides: Partial<BannerRecord> = {}) {
   const banner: BannerRecord = {
     id: randomUUID(),
     publicId: `pb_${randomUUID()}`,

@@ -2,8 +2,7 @@ import { randomUUID } from "node:crypto";
 import { isDeepStrictEqual } from "node:util";
 import { type Document, Double, UUID } from "mongodb";
 import { afterEach, describe, expect, it } from "vitest";
-import { defaultConfiguration } from "#daemon/banners/banner-configuration.js";
-import type { BannerRecord } from "#daemon/banners/banner-store.js";
+import { aBanner } from "#daemon/banners/banner-store.contract.js";
 import { StartupError } from "#daemon/config.js";
 import { openMongoStore } from "#daemon/store/mongo-store.js";
 import { mongoTimeouts } from "#daemon/store/mongo-timeouts.js";
@@ -778,25 +777,11 @@ describe("MongoDB store: a read after a write", () => {
   it("finds a banner's publication just written by its public id, read from the primary at read concern majority", async () => {
     const { store, sent } = await openOnReplicaSet();
     const now = new Date();
-    const configuration = defaultConfiguration();
-    const banner: BannerRecord = {
-      id: randomUUID(),
-      publicId: `pb_${randomUUID()}`,
-      teamId: "t1",
-      name: "Main site",
-      domain: "https://example.com",
-      isActive: true,
-      compliance: { gdpr: true, ccpa: false, lgpd: false },
-      draft: configuration,
-      production: { revision: 1, configuration, publishedAt: now },
-      createdAt: now,
-      updatedAt: now,
-      version: 1,
-    };
+    const banner = aBanner("t1", now);
     await store.banners.insert(banner);
     const published = {
       ...banner,
-      production: { revision: 2, configuration, publishedAt: now },
+      production: { revision: 2, configuration: banner.draft, publishedAt: now },
       version: 2,
     };
     const from = sent.length;
