@@ -193,6 +193,12 @@ function failureWords(
 }
 
 /**
+ * The colours of every failure page: the page's own (pageColors), worked out once rather than for
+ * each page, a flood's 429 pages included.
+ */
+const FAILURE_COLORS = pageColors();
+
+/**
  * A clear page for a link that cannot be used, in the browser's language where the page ships
  * it (page-texts.ts); never internal detail (decisions §5). `submitted`: the failure answers a
  * submission of the form, so the page says the choices were not saved, and why (failureWords).
@@ -209,5 +215,5 @@ export function errorPage(
   // own address, read with GET) is one step away.
   const link = back ? `\n<p><a href="">${escapeHtml(texts.openSettings)}</a></p>` : "";
   const body = `<h1>${escapeHtml(heading)}</h1>\n<p>${escapeHtml(text)}</p>${link}`;
-  return document(lang, title, body, nonce, pageColors());
+  return document(lang, title, body, nonce, FAILURE_COLORS);
 }
