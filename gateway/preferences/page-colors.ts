@@ -25,7 +25,7 @@ function readableColors(configured: ColorRoles): ColorRoles {
  * it: light text and buttons on a near-black background, every pair meeting AA as the light
  * ones do (text and button text well above 4.5:1, the accent above 3:1).
  */
-export const DARK_COLORS: Readonly<ColorRoles> = {
+const DARK_COLORS: Readonly<ColorRoles> = {
   primary: "#f2f2f2",
   secondary: "#121212",
   text: "#e6e6e6",
