@@ -7,6 +7,7 @@ import { shortfallMessage } from "#daemon/banners/contrast.js";
 import { launchChromium, skipBrowserTests, useTestPage } from "#test/support/browser.js";
 import {
   aChoice,
+  alteredLink,
   bannerFixture,
   labelledCategories,
   postLog,
@@ -292,7 +293,7 @@ describe.skipIf(skipBrowserTests)("preferences page in Chromium", () => {
     ).toBe("light dark");
 
     // A failure page (an altered link) too.
-    await tab.page.goto(`${link.slice(0, -5)}${link.at(-5) === "A" ? "B" : "A"}${link.slice(-4)}`);
+    await tab.page.goto(alteredLink(link));
     expect(await tab.page.getByRole("heading", { level: 1 }).textContent()).toBe(
       "This link is not valid",
     );

@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import { http } from "#test/support/api.js";
 import {
   aChoice,
+  alteredLink,
   bannerFixture,
   ipSource,
   postLog,
@@ -48,11 +49,9 @@ describe("the page of a save the service refused", () => {
   it("says an expired or altered link's save was not saved, and why, with no link back", async () => {
     const { teamId, publicId } = await bannerFixture(ctx.service, { configuration });
     const path = await linkFor(publicId);
-    const [payload = "", signature = ""] = (path.split("/").at(-1) ?? "").split(".");
-    const altered = `/preferences/${payload}.${signature[0] === "A" ? "B" : "A"}${signature.slice(1)}`;
     const before = await storedRows(ctx.service, teamId);
 
-    const invalid = await submit(altered);
+    const invalid = await submit(alteredLink(path));
     expect([invalid.status, shown(invalid.text)]).toEqual([
       403,
       {

@@ -63,6 +63,15 @@ export function storedRows(service: TestService, teamId: string): Promise<Consen
   return service.store.consentLog.list({ teamId, limit: 5_000 });
 }
 
+/**
+ * A preferences link (a URL or a path) with one character of its signature changed, one whose
+ * bits all count (the last one's do not): a well-formed token whose HMAC matches no secret, which
+ * the page refuses as altered.
+ */
+export function alteredLink(link: string): string {
+  return `${link.slice(0, -5)}${link.at(-5) === "A" ? "B" : "A"}${link.slice(-4)}`;
+}
+
 /** A fresh client IP per call (only ever a header value), so tests never share a counter. */
 export function ipSource(): () => string {
   let next = 0;
