@@ -5,17 +5,13 @@ import {
   alteredLink,
   bannerFixture,
   ipSource,
+  labelledCategories,
   postLog,
   storedRows,
   useVisitorService,
 } from "#test/support/consent-log.js";
 
-const configuration = {
-  categories: [
-    { name: "necessary", required: true, label: "Necessary" },
-    { name: "marketing", label: "Marketing" },
-  ],
-};
+const configuration = { categories: labelledCategories };
 
 /** The title, then what the visitor reads of a page: its heading, paragraphs and links. */
 function shown(html: string) {
