@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { repeatedFailureLog } from "#daemon/logging.js";
+import { repeatedFailureLog, withoutPreferencesTokens } from "#daemon/logging.js";
 
 describe("repeatedFailureLog", () => {
   it("logs a failure once while it repeats, and another failure at once", () => {
@@ -29,5 +29,32 @@ describe("repeatedFailureLog", () => {
     state(new Error("connection refused"));
     state(new Error("timed out"));
     expect(outage).toHaveLength(1);
+  });
+});
+
+describe("withoutPreferencesTokens", () => {
+  it("hides the token of a preferences link however its name is written: any case, any letter percent-encoded in either case", () => {
+    const token = "AlaXTDbbC2W4DA9eENJLcCBpPfV9QNz8iUlEzZ41N8IZaww_9w.V-X0KZfj9mO2txgLDPZSEQ";
+    const names = [
+      "preferences",
+      "Preferences",
+      "PREFERENCES",
+      "%70references",
+      "%50references",
+      "pr%45ferences",
+      "pr%65ferences",
+      "PR%65FERENCES",
+      "%70%72%65%66%65%72%65%6E%63%65%73",
+      "%50%52%45%46%45%52%45%4e%43%45%53",
+    ];
+    for (const name of names) {
+      const line = `{"msg":"GET /${name}/${token}?saved=1 took long"}`;
+      expect(withoutPreferencesTokens(line)).toBe(
+        `{"msg":"GET /${name}/[redacted]?saved=1 took long"}`,
+      );
+    }
+    // Another path keeps its text.
+    const other = `{"msg":"GET /loader/${token}.js"}`;
+    expect(withoutPreferencesTokens(other)).toBe(other);
   });
 });

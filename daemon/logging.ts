@@ -7,9 +7,19 @@ import { messageOf } from "#daemon/errors.js";
  * a visitor's choices while it lasts), so no log line may hold one.
  */
 const PREFERENCES_LINK = new RegExp(
-  `/${[..."preferences"].map((letter) => `(?:${letter}|%${letter.charCodeAt(0).toString(16)})`).join("")}/[^/?#\\s"\\\\]+`,
+  `/${[..."preferences"].map((letter) => `(?:${letter}|${percentEncodings(letter)})`).join("")}/[^/?#\\s"\\\\]+`,
   "gi",
 );
+
+/**
+ * A letter percent-encoded as either case of it (`p`: `%70|%50`); the pattern's `i` flag takes
+ * the hex digits in either case.
+ */
+function percentEncodings(letter: string): string {
+  return [letter.toLowerCase(), letter.toUpperCase()]
+    .map((form) => `%${form.charCodeAt(0).toString(16)}`)
+    .join("|");
+}
 
 /** A log line (pino's JSON) with every preferences link's token written `[redacted]`. */
 export function withoutPreferencesTokens(line: string): string {
