@@ -2,5 +2,5 @@
 export function loadBundled(
   entry: string,
   name: string,
-  root?: string,
+  options?: { root?: string; keepNames?: boolean },
 ): Promise<Record<string, unknown> | undefined>;

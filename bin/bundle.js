@@ -36,10 +36,22 @@ const SUPERSEDED = ".superseded";
  * its bundle. Undefined when no bundle can be kept (a read-only installation, a full disk): the
  * caller then runs the sources through tsx. A source that does not compile fails here, with
  * esbuild's message.
+ *
+ * With `keepNames` (the default), every class and function keeps the name it was written with
+ * where the bundle renames it (CommanderError, not CommanderError2), as consentctl's errors need:
+ * esbuild then wraps each function as it is made in a call that defines its `name`, which costs
+ * a closure made on every request (Fastify's hook runners, connect-es' call contexts) about as
+ * much as the closure itself. The service's bundle goes without (see daemon/programs.ts).
  */
-export async function loadBundled(entry, name, root = PACKAGE_ROOT) {
+export async function loadBundled(entry, name, { root = PACKAGE_ROOT, keepNames = true } = {}) {
   const cache = path.join(root, "node_modules", ".cache", "consent-service");
-  const bundle = { root, cache, name, manifest: path.join(cache, `${name}.inputs.json`) };
+  const bundle = {
+    root,
+    cache,
+    name,
+    keepNames,
+    manifest: path.join(cache, `${name}.inputs.json`),
+  };
   const known = await readJson(bundle.manifest);
   if (Array.isArray(known?.inputs)) {
     const directory = directoryOf(bundle, await digest(root, known.inputs));
@@ -99,8 +111,8 @@ async function build(bundle, entry) {
       js: "import { createRequire as __createRequire } from 'node:module'; const require = __createRequire(import.meta.url);",
     },
     // Class and function names as written (CommanderError, not CommanderError2): errors and
-    // stacks read as they do from the sources.
-    keepNames: true,
+    // stacks read as they do from the sources. See loadBundled.
+    keepNames: bundle.keepNames,
     // Each module's own import.meta.url, dirname and filename, and a CommonJS module's own
     // __dirname and __filename: see sourceLocations.
     define: Object.fromEntries(LOCATIONS.map(({ expression, variable }) => [expression, variable])),

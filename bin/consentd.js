@@ -1,8 +1,8 @@
 #!/usr/bin/env node
 // consentd: the Connect/gRPC daemon alone.
-import { load, main } from "./run-ts.js";
+import { loadService, main } from "./run-ts.js";
 
 await main("consentd", async () => {
-  const { startDaemon } = await load("daemon/programs.ts", "service");
+  const { startDaemon } = await loadService();
   await startDaemon();
 });

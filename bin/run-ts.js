@@ -5,11 +5,24 @@ import { fileURLToPath } from "node:url";
 import { loadBundled } from "./bundle.js";
 
 /**
- * The exports of `entry` (a path from the package root), from the bundle named `name`; through
- * tsx where no bundle can be kept (a read-only installation, a full disk).
+ * The exports of `entry` (a path from the package root), from the bundle named `name` (built
+ * with `options`, see loadBundled); through tsx where no bundle can be kept (a read-only
+ * installation, a full disk).
  */
-export async function load(entry, name) {
-  return (await loadBundled(entry, name)) ?? (await run(`../${entry}`));
+export async function load(entry, name, options) {
+  return (await loadBundled(entry, name, options)) ?? (await run(`../${entry}`));
+}
+
+/**
+ * The service's programs (daemon/programs.ts), one bundle for npm start, consentd and the
+ * gateway. Built without keeping names: the service makes closures on every request, and
+ * naming each as it is made cost a twentieth of a request's CPU in profiles of the benchmark's
+ * routes. Nothing of the service reads a name the bundle may change: its errors name
+ * themselves (`name` set in each class, as the libraries' do), and a logged error's `type` is
+ * taken from that name (daemon/logging.ts).
+ */
+export function loadService() {
+  return load("daemon/programs.ts", "service", { keepNames: false });
 }
 
 /** tsx's loader, registered by the first run(): loading tsx takes a fifth of a second or more. */

@@ -1,5 +1,6 @@
+import { Writable } from "node:stream";
 import { describe, expect, it } from "vitest";
-import { repeatedFailureLog, withoutPreferencesTokens } from "#daemon/logging.js";
+import { repeatedFailureLog, serviceLoggers, withoutPreferencesTokens } from "#daemon/logging.js";
 
 describe("repeatedFailureLog", () => {
   it("logs a failure once while it repeats, and another failure at once", () => {
@@ -56,5 +57,33 @@ describe("withoutPreferencesTokens", () => {
     // Another path keeps its text.
     const other = `{"msg":"GET /loader/${token}.js"}`;
     expect(withoutPreferencesTokens(other)).toBe(other);
+  });
+});
+
+describe("an error in a log line", () => {
+  it("is typed by the name the error gives itself, as a bundle that renamed its class would not show", () => {
+    const lines: Record<string, { type: string; message: string }>[] = [];
+    const destination = new Writable({
+      write(chunk, _, done) {
+        lines.push(JSON.parse(String(chunk)));
+        done();
+      },
+    });
+    const { daemon } = serviceLoggers("info", destination);
+    // As the service's bundle leaves a class of the MongoDB driver whose name another took.
+    class MongoServerError5 extends Error {
+      override get name() {
+        return "MongoServerError";
+      }
+    }
+    class Refused extends Error {}
+    daemon.error({ err: new MongoServerError5("not primary") }, "store failed");
+    daemon.error({ err: new Refused("no") }, "refused");
+    daemon.error({ err: new TypeError("bad") }, "typed");
+    expect(lines.map((line) => [line.err?.type, line.err?.message])).toEqual([
+      ["MongoServerError", "not primary"],
+      ["Refused", "no"],
+      ["TypeError", "bad"],
+    ]);
   });
 });

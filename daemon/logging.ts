@@ -1,4 +1,4 @@
-import { type DestinationStream, type Logger, pino } from "pino";
+import { type DestinationStream, type Logger, pino, stdSerializers } from "pino";
 import { messageOf } from "#daemon/errors.js";
 
 /**
@@ -27,6 +27,19 @@ export function withoutPreferencesTokens(line: string): string {
     PREFERENCES_LINK,
     (link) => `${link.slice(0, link.lastIndexOf("/"))}/[redacted]`,
   );
+}
+
+/**
+ * An error in a log line, as pino writes it, with its `type` taken from the name the error gives
+ * itself (the service's errors set theirs, as connect-es' and the MongoDB driver's do) rather than
+ * from its class: the service's bundle does not keep the names classes were written with
+ * (bin/run-ts.js, loadService), so a class the bundle renamed would read `MongoServerError5`.
+ * An error that names itself no more than `Error` keeps its class's name.
+ */
+function errorInLog(error: Error) {
+  const logged = stdSerializers.err(error);
+  if (error instanceof Error && error.name !== "Error") logged.type = error.name;
+  return logged;
 }
 
 /**
@@ -71,8 +84,8 @@ export function serviceLoggers(
     {
       level,
       base: null,
-      // Beside pino's own `err` serializer, which Fastify's child loggers keep as well.
-      serializers: { req: requestInLog },
+      // In place of pino's and Fastify's own; Fastify's child loggers keep them.
+      serializers: { req: requestInLog, err: errorInLog },
       hooks: { streamWrite: withoutPreferencesTokens },
     },
     destination,

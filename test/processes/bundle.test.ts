@@ -85,18 +85,18 @@ describe("the bundle a program starts from", () => {
 
   it("builds once, finds the same bundle again, and builds anew when an input changes", async () => {
     const dir = await aPackage("changes", 1);
-    expect(await loadBundled("entry.ts", "app", dir)).toMatchObject({ answer: 1 });
+    expect(await loadBundled("entry.ts", "app", { root: dir })).toMatchObject({ answer: 1 });
     const [first] = await bundlesIn(dir);
     expect(first).toMatch(/^app-[0-9a-f]{24}$/);
     const written = await manifestOf(dir);
 
-    expect(await loadBundled("entry.ts", "app", dir)).toMatchObject({ answer: 1 });
+    expect(await loadBundled("entry.ts", "app", { root: dir })).toMatchObject({ answer: 1 });
     expect(await bundlesIn(dir)).toEqual([first]);
     // Nothing was built: the list of inputs is the same file, untouched.
     expect(await manifestOf(dir)).toMatchObject({ ino: written.ino, mtimeMs: written.mtimeMs });
 
     await setValue(dir, 2);
-    expect(await loadBundled("entry.ts", "app", dir)).toMatchObject({ answer: 2 });
+    expect(await loadBundled("entry.ts", "app", { root: dir })).toMatchObject({ answer: 2 });
     const afterChange = await bundlesIn(dir);
     expect(afterChange).toHaveLength(2);
     expect(afterChange).toContain(first);
@@ -107,15 +107,15 @@ describe("the bundle a program starts from", () => {
     expect((await stat(marker)).isFile()).toBe(true);
     // Sources put back as they were: the first bundle is in use again, and superseded no more.
     await setValue(dir, 1);
-    expect(await loadBundled("entry.ts", "app", dir)).toMatchObject({ answer: 1 });
+    expect(await loadBundled("entry.ts", "app", { root: dir })).toMatchObject({ answer: 1 });
     await expect(stat(marker)).rejects.toMatchObject({ code: "ENOENT" });
     // Superseded again by the next build, and removed a day after that.
     await setValue(dir, 3);
-    expect(await loadBundled("entry.ts", "app", dir)).toMatchObject({ answer: 3 });
+    expect(await loadBundled("entry.ts", "app", { root: dir })).toMatchObject({ answer: 3 });
     expect((await stat(marker)).isFile()).toBe(true);
     await dateBack(marker, ONE_DAY_MS + 60_000);
     await setValue(dir, 4);
-    expect(await loadBundled("entry.ts", "app", dir)).toMatchObject({ answer: 4 });
+    expect(await loadBundled("entry.ts", "app", { root: dir })).toMatchObject({ answer: 4 });
     const afterExpiry = await bundlesIn(dir);
     // The bundles of 2, 3 and 4: the first two superseded, but less than a day ago.
     expect(afterExpiry).toHaveLength(3);
@@ -124,12 +124,12 @@ describe("the bundle a program starts from", () => {
 
   it("keeps a bundle built long ago for a day after a newer one replaces it", async () => {
     const dir = await aPackage("long-lived", 1);
-    expect(await loadBundled("entry.ts", "app", dir)).toMatchObject({ answer: 1 });
+    expect(await loadBundled("entry.ts", "app", { root: dir })).toMatchObject({ answer: 1 });
     const [old] = await bundlesIn(dir);
     // Built two days ago, in use until now.
     await dateBack(path.join(cacheOf(dir), old as string), 2 * ONE_DAY_MS);
     await setValue(dir, 2);
-    expect(await loadBundled("entry.ts", "app", dir)).toMatchObject({ answer: 2 });
+    expect(await loadBundled("entry.ts", "app", { root: dir })).toMatchObject({ answer: 2 });
     expect(await bundlesIn(dir)).toContain(old);
   });
 
@@ -138,12 +138,12 @@ describe("the bundle a program starts from", () => {
     // Dated now: saved while esbuild was reading the sources.
     const now = new Date();
     await utimes(path.join(dir, "value.ts"), now, now);
-    expect(await loadBundled("entry.ts", "app", dir)).toBeUndefined();
+    expect(await loadBundled("entry.ts", "app", { root: dir })).toBeUndefined();
     expect(await bundlesIn(dir)).toEqual([]);
     await expect(manifestOf(dir)).rejects.toMatchObject({ code: "ENOENT" });
 
     await setValue(dir, 1);
-    expect(await loadBundled("entry.ts", "app", dir)).toMatchObject({ answer: 1 });
+    expect(await loadBundled("entry.ts", "app", { root: dir })).toMatchObject({ answer: 1 });
     expect(await bundlesIn(dir)).toEqual([expect.stringMatching(/^app-[0-9a-f]{24}$/)]);
   });
 
@@ -151,15 +151,15 @@ describe("the bundle a program starts from", () => {
     const dir = await aPackage("ahead", 1);
     const later = new Date(Date.now() + 60 * 60_000);
     await utimes(path.join(dir, "value.ts"), later, later);
-    expect(await loadBundled("entry.ts", "app", dir)).toMatchObject({ answer: 1 });
-    expect(await loadBundled("entry.ts", "app", dir)).toMatchObject({ answer: 1 });
+    expect(await loadBundled("entry.ts", "app", { root: dir })).toMatchObject({ answer: 1 });
+    expect(await loadBundled("entry.ts", "app", { root: dir })).toMatchObject({ answer: 1 });
     expect(await bundlesIn(dir)).toEqual([expect.stringMatching(/^app-[0-9a-f]{24}$/)]);
   });
 
   it("stores one whole bundle when several starts build at once", async () => {
     const dir = await aPackage("racing", 7);
     const loaded = await Promise.all(
-      Array.from({ length: 4 }, () => loadBundled("entry.ts", "app", dir)),
+      Array.from({ length: 4 }, () => loadBundled("entry.ts", "app", { root: dir })),
     );
     for (const exports of loaded) expect(exports).toMatchObject({ answer: 7 });
     const bundles = await bundlesIn(dir);
@@ -189,10 +189,12 @@ describe("the bundle a program starts from", () => {
       'export { greeting } from "greeting";\nexport { value as answer } from "./value.js";\n',
     );
     await dateBack(path.join(dir, "entry.ts"), 60_000);
-    expect(await loadBundled("entry.ts", "app", dir)).toMatchObject({ greeting: "hello" });
+    expect(await loadBundled("entry.ts", "app", { root: dir })).toMatchObject({
+      greeting: "hello",
+    });
 
     await install("2.0.0", "hi");
-    expect(await loadBundled("entry.ts", "app", dir)).toMatchObject({ greeting: "hi" });
+    expect(await loadBundled("entry.ts", "app", { root: dir })).toMatchObject({ greeting: "hi" });
     expect(await bundlesIn(dir)).toHaveLength(2);
   });
 
@@ -221,7 +223,7 @@ describe("the bundle a program starts from", () => {
         "export { here, note, words };",
       ],
     );
-    expect(await loadBundled("entry.ts", "app", dir)).toMatchObject({
+    expect(await loadBundled("entry.ts", "app", { root: dir })).toMatchObject({
       note: "beside the module",
       here: dependency,
       // Strings that mention it are left as written.
@@ -253,7 +255,7 @@ describe("the bundle a program starts from", () => {
         "export const own = __dirname;",
       ],
     );
-    expect(await loadBundled("entry.ts", "app", dir)).toMatchObject({
+    expect(await loadBundled("entry.ts", "app", { root: dir })).toMatchObject({
       worker: "the worker",
       file: path.join(dependency, "index.js"),
       own: "declared here",
@@ -272,7 +274,7 @@ describe("the bundle a program starts from", () => {
     const script = [
       `import { main } from ${bin("run-ts.js")};`,
       `import { loadBundled } from ${bin("bundle.js")};`,
-      `await main("app", async () => (await loadBundled("entry.ts", "app", ${JSON.stringify(dir)})).fail());`,
+      `await main("app", async () => (await loadBundled("entry.ts", "app", { root: ${JSON.stringify(dir)} })).fail());`,
     ].join("\n");
     const run = await new Promise<{ code: number | null; stderr: string }>((resolve) => {
       execFile(process.execPath, ["--input-type=module", "--eval", script], (error, _, stderr) =>
@@ -291,12 +293,14 @@ describe("the bundle a program starts from", () => {
     // A file where the cache directory belongs: nothing can be made inside it.
     await mkdir(path.join(dir, "node_modules", ".cache"), { recursive: true });
     await writeFile(cacheOf(dir), "");
-    expect(await loadBundled("entry.ts", "app", dir)).toBeUndefined();
+    expect(await loadBundled("entry.ts", "app", { root: dir })).toBeUndefined();
   });
 
   it("reports a source that does not compile with esbuild's message", async () => {
     const dir = await aPackage("broken", 1);
     await writeFile(path.join(dir, "value.ts"), "export const value: number = ;\n");
-    await expect(loadBundled("entry.ts", "app", dir)).rejects.toThrow(/value\.ts:1:\d+: ERROR/);
+    await expect(loadBundled("entry.ts", "app", { root: dir })).rejects.toThrow(
+      /value\.ts:1:\d+: ERROR/,
+    );
   });
 });
