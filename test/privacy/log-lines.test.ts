@@ -1,4 +1,4 @@
-import { mkdtemp } from "node:fs/promises";
+import { mkdtemp, rm } from "node:fs/promises";
 import { connect } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -99,10 +99,14 @@ describe("what the service's loggers write of a request", () => {
  * its own choice, not a fault: nothing is logged at error level.
  */
 describe("the service's log at trace level", () => {
-  afterAll(() => stopAllPrograms());
+  let dataDir: string | undefined;
+  afterAll(async () => {
+    await stopAllPrograms();
+    if (dataDir) await rm(dataDir, { recursive: true, force: true });
+  });
 
   it("holds no credential, subject id, address or User-Agent, and no error for a caller's cancel", async () => {
-    const dataDir = await mkdtemp(path.join(tmpdir(), "consent-log-lines-"));
+    dataDir = await mkdtemp(path.join(tmpdir(), "consent-log-lines-"));
     const { program, service } = await startService(dataDir, {
       CONSENT_LOG_LEVEL: "trace",
       CONSENT_TRUST_PROXY: "127.0.0.1",
