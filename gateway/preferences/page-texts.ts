@@ -37,8 +37,9 @@ export type ErrorCode =
 
 /**
  * The failures of a save the page can make again: a submission the page's form never makes
- * (`unsupported_form`) or another site made (`not_from_the_page`), one over the rate limit, and
- * the service's own (`other`: unavailable, or failing).
+ * (`unsupported_form`: the form is saved only as the page itself sends it) or another site made
+ * (`not_from_the_page`), one over the rate limit, and the service's own (`other`: unavailable, or
+ * failing).
  */
 export type RetryableSaveFailure =
   | "unsupported_form"
@@ -83,7 +84,8 @@ const PAGE_TEXTS: Record<string, PageTexts> = {
     notSaved: {
       title: "Your choices were not saved",
       because: {
-        unsupported_form: "Open the link again and save your choices with the form on its page.",
+        unsupported_form:
+          "What was sent was not the form of the privacy settings page. Choices are saved only when that form is sent from the page itself. Open your privacy settings and save your choices there.",
         not_from_the_page:
           "Choices are saved only from the privacy settings page itself, so that another website cannot change them for you. Open your privacy settings and save your choices there.",
         rate_limited:
@@ -127,7 +129,7 @@ const PAGE_TEXTS: Record<string, PageTexts> = {
       title: "Ihre Auswahl wurde nicht gespeichert",
       because: {
         unsupported_form:
-          "Öffnen Sie den Link erneut und speichern Sie Ihre Auswahl mit dem Formular auf der Seite.",
+          "Gesendet wurde nicht das Formular der Seite mit den Datenschutzeinstellungen. Ihre Auswahl wird nur gespeichert, wenn dieses Formular direkt von der Seite gesendet wird. Öffnen Sie Ihre Datenschutzeinstellungen und speichern Sie Ihre Auswahl dort.",
         not_from_the_page:
           "Ihre Auswahl wird nur direkt über die Seite mit den Datenschutzeinstellungen gespeichert, damit keine andere Website sie für Sie ändern kann. Öffnen Sie Ihre Datenschutzeinstellungen und speichern Sie Ihre Auswahl dort.",
         rate_limited:
@@ -168,7 +170,8 @@ const PAGE_TEXTS: Record<string, PageTexts> = {
     notSaved: {
       title: "Vos choix n’ont pas été enregistrés",
       because: {
-        unsupported_form: "Rouvrez le lien et enregistrez vos choix avec le formulaire de sa page.",
+        unsupported_form:
+          "Ce qui a été envoyé n’est pas le formulaire de la page des paramètres de confidentialité. Les choix ne sont enregistrés que lorsque ce formulaire est envoyé depuis la page elle-même. Ouvrez vos paramètres de confidentialité et enregistrez-y vos choix.",
         not_from_the_page:
           "Les choix ne sont enregistrés que depuis la page des paramètres de confidentialité elle-même, afin qu’aucun autre site ne puisse les modifier à votre place. Ouvrez vos paramètres de confidentialité et enregistrez-y vos choix.",
         rate_limited:
@@ -210,7 +213,7 @@ const PAGE_TEXTS: Record<string, PageTexts> = {
       title: "Sus opciones no se han guardado",
       because: {
         unsupported_form:
-          "Vuelva a abrir el enlace y guarde sus opciones con el formulario de su página.",
+          "Lo que se ha enviado no es el formulario de la página de configuración de privacidad. Las opciones solo se guardan cuando ese formulario se envía desde la propia página. Abra su configuración de privacidad y guarde allí sus opciones.",
         not_from_the_page:
           "Las opciones solo se guardan desde la propia página de configuración de privacidad, para que ningún otro sitio pueda cambiarlas por usted. Abra su configuración de privacidad y guarde allí sus opciones.",
         rate_limited:
@@ -252,7 +255,7 @@ const PAGE_TEXTS: Record<string, PageTexts> = {
       title: "Le tue scelte non sono state salvate",
       because: {
         unsupported_form:
-          "Apri di nuovo il link e salva le tue scelte con il modulo della sua pagina.",
+          "Ciò che è stato inviato non è il modulo della pagina delle impostazioni sulla privacy. Le scelte vengono salvate solo quando quel modulo viene inviato dalla pagina stessa. Apri le tue impostazioni sulla privacy e salva lì le tue scelte.",
         not_from_the_page:
           "Le scelte vengono salvate solo dalla pagina delle impostazioni sulla privacy, in modo che nessun altro sito possa modificarle al posto tuo. Apri le tue impostazioni sulla privacy e salva lì le tue scelte.",
         rate_limited:
@@ -293,7 +296,7 @@ const PAGE_TEXTS: Record<string, PageTexts> = {
       title: "Je keuzes zijn niet opgeslagen",
       because: {
         unsupported_form:
-          "Open de link opnieuw en sla je keuzes op met het formulier op de pagina.",
+          "Wat is verzonden, is niet het formulier van de pagina met privacyinstellingen. Keuzes worden alleen opgeslagen als dat formulier vanaf de pagina zelf wordt verzonden. Open je privacyinstellingen en sla je keuzes daar op.",
         not_from_the_page:
           "Keuzes worden alleen opgeslagen vanaf de pagina met privacyinstellingen zelf, zodat geen andere website ze voor je kan wijzigen. Open je privacyinstellingen en sla je keuzes daar op.",
         rate_limited:
@@ -334,7 +337,7 @@ const PAGE_TEXTS: Record<string, PageTexts> = {
       title: "As suas escolhas não foram guardadas",
       because: {
         unsupported_form:
-          "Abra novamente o link e guarde as suas escolhas com o formulário da página.",
+          "O que foi enviado não é o formulário da página de definições de privacidade. As escolhas só são guardadas quando esse formulário é enviado a partir da própria página. Abra as suas definições de privacidade e guarde lá as suas escolhas.",
         not_from_the_page:
           "As escolhas só são guardadas a partir da própria página de definições de privacidade, para que nenhum outro site as possa alterar por si. Abra as suas definições de privacidade e guarde lá as suas escolhas.",
         rate_limited:
@@ -376,7 +379,7 @@ const PAGE_TEXTS: Record<string, PageTexts> = {
       title: "Twoje wybory nie zostały zapisane",
       because: {
         unsupported_form:
-          "Otwórz link ponownie i zapisz wybory za pomocą formularza na jego stronie.",
+          "Wysłane dane nie pochodzą z formularza strony ustawień prywatności. Wybory są zapisywane tylko wtedy, gdy ten formularz zostanie wysłany z samej strony. Otwórz ustawienia prywatności i zapisz tam swoje wybory.",
         not_from_the_page:
           "Wybory są zapisywane tylko z samej strony ustawień prywatności, aby żadna inna witryna nie mogła ich zmienić za Ciebie. Otwórz ustawienia prywatności i zapisz tam swoje wybory.",
         rate_limited:
@@ -416,7 +419,8 @@ const PAGE_TEXTS: Record<string, PageTexts> = {
     notSaved: {
       title: "Dina val sparades inte",
       because: {
-        unsupported_form: "Öppna länken igen och spara dina val med formuläret på sidan.",
+        unsupported_form:
+          "Det som skickades var inte formuläret på sidan med integritetsinställningar. Val sparas bara när det formuläret skickas från själva sidan. Öppna dina integritetsinställningar och spara dina val där.",
         not_from_the_page:
           "Val sparas bara från själva sidan med integritetsinställningar, så att ingen annan webbplats kan ändra dem åt dig. Öppna dina integritetsinställningar och spara dina val där.",
         rate_limited:
@@ -456,7 +460,8 @@ const PAGE_TEXTS: Record<string, PageTexts> = {
     notSaved: {
       title: "Dine valg blev ikke gemt",
       because: {
-        unsupported_form: "Åbn linket igen, og gem dine valg med formularen på siden.",
+        unsupported_form:
+          "Det, der blev sendt, var ikke formularen på siden med privatlivsindstillinger. Valg gemmes kun, når den formular sendes fra selve siden. Åbn dine privatlivsindstillinger, og gem dine valg der.",
         not_from_the_page:
           "Valg gemmes kun fra selve siden med privatlivsindstillinger, så intet andet websted kan ændre dem for dig. Åbn dine privatlivsindstillinger, og gem dine valg der.",
         rate_limited:
@@ -496,7 +501,8 @@ const PAGE_TEXTS: Record<string, PageTexts> = {
     notSaved: {
       title: "Valintojasi ei tallennettu",
       because: {
-        unsupported_form: "Avaa linkki uudelleen ja tallenna valintasi sivun lomakkeella.",
+        unsupported_form:
+          "Lähetetty pyyntö ei ollut tietosuoja-asetussivun lomake. Valinnat tallennetaan vain, kun lomake lähetetään itse sivulta. Avaa tietosuoja-asetuksesi ja tallenna valintasi siellä.",
         not_from_the_page:
           "Valinnat tallennetaan vain itse tietosuoja-asetussivulta, jotta mikään muu sivusto ei voi muuttaa niitä puolestasi. Avaa tietosuoja-asetuksesi ja tallenna valintasi siellä.",
         rate_limited:

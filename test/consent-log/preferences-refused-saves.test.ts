@@ -119,4 +119,31 @@ describe("the page of a save the service refused", () => {
     ]);
     expect(await storedRows(ctx.service, teamId)).toHaveLength(before.length);
   });
+
+  it("says a submission that is not the page's form was not saved, because only the page itself sends the form, and links back", async () => {
+    const { teamId, publicId } = await bannerFixture(ctx.service, { configuration });
+    const path = await linkFor(publicId);
+    const before = await storedRows(ctx.service, teamId);
+
+    const plain = await submit(path, { "content-type": "text/plain" });
+    expect([plain.status, shown(plain.text)]).toEqual([
+      415,
+      {
+        title: "Your choices were not saved",
+        main: '<h1>Your choices were not saved</h1>\n<p>What was sent was not the form of the privacy settings page. Choices are saved only when that form is sent from the page itself. Open your privacy settings and save your choices there.</p>\n<p><a href="">Open your privacy settings</a></p>',
+      },
+    ]);
+    const spanish = await submit(path, {
+      "content-type": "application/json",
+      "accept-language": "es-MX",
+    });
+    expect([spanish.status, shown(spanish.text)]).toEqual([
+      415,
+      {
+        title: "Sus opciones no se han guardado",
+        main: '<h1>Sus opciones no se han guardado</h1>\n<p>Lo que se ha enviado no es el formulario de la página de configuración de privacidad. Las opciones solo se guardan cuando ese formulario se envía desde la propia página. Abra su configuración de privacidad y guarde allí sus opciones.</p>\n<p><a href="">Abrir su configuración de privacidad</a></p>',
+      },
+    ]);
+    expect(await storedRows(ctx.service, teamId)).toHaveLength(before.length);
+  });
 });
