@@ -38,13 +38,14 @@ export type ErrorCode =
 /**
  * The failures of a save the page can make again: a submission the page's form never makes
  * (`unsupported_form`: the form is saved only as the page itself sends it) or another site made
- * (`not_from_the_page`), one over the rate limit, and the service's own (`other`: unavailable, or
- * failing).
+ * (`not_from_the_page`), one over the rate limit, and the service's own: `unavailable` (503, the
+ * daemon or its store: again in a moment) and `other` (500, a fault on the service's side).
  */
 export type RetryableSaveFailure =
   | "unsupported_form"
   | "not_from_the_page"
   | "rate_limited"
+  | "unavailable"
   | "other";
 
 /**
@@ -90,7 +91,10 @@ const PAGE_TEXTS: Record<string, PageTexts> = {
           "Choices are saved only from the privacy settings page itself, so that another website cannot change them for you. Open your privacy settings and save your choices there.",
         rate_limited:
           "This service received too many requests from your connection in a short time. Wait a minute, then open your privacy settings and save your choices again.",
-        other: "Your choices could not be saved just now. Please try again later.",
+        unavailable:
+          "This service is briefly unavailable. Wait a moment, then open your privacy settings and save your choices again.",
+        other:
+          "Something went wrong on this service’s side. Open your privacy settings and try again later.",
       },
     },
   },
@@ -134,8 +138,10 @@ const PAGE_TEXTS: Record<string, PageTexts> = {
           "Ihre Auswahl wird nur direkt über die Seite mit den Datenschutzeinstellungen gespeichert, damit keine andere Website sie für Sie ändern kann. Öffnen Sie Ihre Datenschutzeinstellungen und speichern Sie Ihre Auswahl dort.",
         rate_limited:
           "Dieser Dienst hat in kurzer Zeit zu viele Anfragen von Ihrer Verbindung erhalten. Warten Sie eine Minute, öffnen Sie dann Ihre Datenschutzeinstellungen und speichern Sie Ihre Auswahl erneut.",
+        unavailable:
+          "Dieser Dienst ist kurzzeitig nicht verfügbar. Warten Sie einen Moment, öffnen Sie dann Ihre Datenschutzeinstellungen und speichern Sie Ihre Auswahl erneut.",
         other:
-          "Ihre Auswahl konnte gerade nicht gespeichert werden. Bitte versuchen Sie es später erneut.",
+          "Bei diesem Dienst ist ein Fehler aufgetreten. Öffnen Sie Ihre Datenschutzeinstellungen und versuchen Sie es später erneut.",
       },
     },
   },
@@ -176,8 +182,10 @@ const PAGE_TEXTS: Record<string, PageTexts> = {
           "Les choix ne sont enregistrés que depuis la page des paramètres de confidentialité elle-même, afin qu’aucun autre site ne puisse les modifier à votre place. Ouvrez vos paramètres de confidentialité et enregistrez-y vos choix.",
         rate_limited:
           "Ce service a reçu trop de requêtes de votre connexion en peu de temps. Patientez une minute, puis ouvrez vos paramètres de confidentialité et enregistrez à nouveau vos choix.",
+        unavailable:
+          "Ce service est momentanément indisponible. Patientez un instant, puis ouvrez vos paramètres de confidentialité et enregistrez à nouveau vos choix.",
         other:
-          "Vos choix n’ont pas pu être enregistrés pour le moment. Veuillez réessayer plus tard.",
+          "Un problème est survenu du côté de ce service. Ouvrez vos paramètres de confidentialité et réessayez plus tard.",
       },
     },
   },
@@ -218,8 +226,10 @@ const PAGE_TEXTS: Record<string, PageTexts> = {
           "Las opciones solo se guardan desde la propia página de configuración de privacidad, para que ningún otro sitio pueda cambiarlas por usted. Abra su configuración de privacidad y guarde allí sus opciones.",
         rate_limited:
           "Este servicio ha recibido demasiadas solicitudes desde su conexión en poco tiempo. Espere un minuto, abra su configuración de privacidad y vuelva a guardar sus opciones.",
+        unavailable:
+          "Este servicio no está disponible en este momento. Espere un momento, abra su configuración de privacidad y vuelva a guardar sus opciones.",
         other:
-          "Sus opciones no se han podido guardar en este momento. Vuelva a intentarlo más tarde.",
+          "Algo ha salido mal por parte de este servicio. Abra su configuración de privacidad y vuelva a intentarlo más tarde.",
       },
     },
   },
@@ -260,7 +270,10 @@ const PAGE_TEXTS: Record<string, PageTexts> = {
           "Le scelte vengono salvate solo dalla pagina delle impostazioni sulla privacy, in modo che nessun altro sito possa modificarle al posto tuo. Apri le tue impostazioni sulla privacy e salva lì le tue scelte.",
         rate_limited:
           "Questo servizio ha ricevuto troppe richieste dalla tua connessione in poco tempo. Attendi un minuto, poi apri le tue impostazioni sulla privacy e salva di nuovo le tue scelte.",
-        other: "Non è stato possibile salvare le tue scelte in questo momento. Riprova più tardi.",
+        unavailable:
+          "Questo servizio è momentaneamente non disponibile. Attendi un momento, poi apri le tue impostazioni sulla privacy e salva di nuovo le tue scelte.",
+        other:
+          "Si è verificato un problema da parte di questo servizio. Apri le tue impostazioni sulla privacy e riprova più tardi.",
       },
     },
   },
@@ -301,7 +314,10 @@ const PAGE_TEXTS: Record<string, PageTexts> = {
           "Keuzes worden alleen opgeslagen vanaf de pagina met privacyinstellingen zelf, zodat geen andere website ze voor je kan wijzigen. Open je privacyinstellingen en sla je keuzes daar op.",
         rate_limited:
           "Deze dienst heeft in korte tijd te veel verzoeken van je verbinding ontvangen. Wacht een minuut, open dan je privacyinstellingen en sla je keuzes opnieuw op.",
-        other: "Je keuzes konden nu niet worden opgeslagen. Probeer het later opnieuw.",
+        unavailable:
+          "Deze dienst is even niet beschikbaar. Wacht een moment, open dan je privacyinstellingen en sla je keuzes opnieuw op.",
+        other:
+          "Er is aan de kant van deze dienst iets misgegaan. Open je privacyinstellingen en probeer het later opnieuw.",
       },
     },
   },
@@ -342,8 +358,10 @@ const PAGE_TEXTS: Record<string, PageTexts> = {
           "As escolhas só são guardadas a partir da própria página de definições de privacidade, para que nenhum outro site as possa alterar por si. Abra as suas definições de privacidade e guarde lá as suas escolhas.",
         rate_limited:
           "Este serviço recebeu demasiados pedidos da sua ligação num curto espaço de tempo. Aguarde um minuto, abra as suas definições de privacidade e guarde novamente as suas escolhas.",
+        unavailable:
+          "Este serviço está momentaneamente indisponível. Aguarde um momento, abra as suas definições de privacidade e guarde novamente as suas escolhas.",
         other:
-          "Não foi possível guardar as suas escolhas neste momento. Tente novamente mais tarde.",
+          "Ocorreu um problema do lado deste serviço. Abra as suas definições de privacidade e tente novamente mais tarde.",
       },
     },
   },
@@ -384,7 +402,10 @@ const PAGE_TEXTS: Record<string, PageTexts> = {
           "Wybory są zapisywane tylko z samej strony ustawień prywatności, aby żadna inna witryna nie mogła ich zmienić za Ciebie. Otwórz ustawienia prywatności i zapisz tam swoje wybory.",
         rate_limited:
           "Ta usługa otrzymała w krótkim czasie zbyt wiele żądań z Twojego połączenia. Odczekaj minutę, a następnie otwórz ustawienia prywatności i zapisz wybory ponownie.",
-        other: "Nie udało się teraz zapisać Twoich wyborów. Spróbuj ponownie później.",
+        unavailable:
+          "Ta usługa jest chwilowo niedostępna. Odczekaj chwilę, a następnie otwórz ustawienia prywatności i zapisz wybory ponownie.",
+        other:
+          "Po stronie tej usługi coś poszło nie tak. Otwórz ustawienia prywatności i spróbuj ponownie później.",
       },
     },
   },
@@ -425,7 +446,10 @@ const PAGE_TEXTS: Record<string, PageTexts> = {
           "Val sparas bara från själva sidan med integritetsinställningar, så att ingen annan webbplats kan ändra dem åt dig. Öppna dina integritetsinställningar och spara dina val där.",
         rate_limited:
           "Tjänsten har fått för många förfrågningar från din anslutning på kort tid. Vänta en minut, öppna sedan dina integritetsinställningar och spara dina val igen.",
-        other: "Dina val kunde inte sparas just nu. Försök igen senare.",
+        unavailable:
+          "Tjänsten är tillfälligt otillgänglig. Vänta en stund, öppna sedan dina integritetsinställningar och spara dina val igen.",
+        other:
+          "Något gick fel hos tjänsten. Öppna dina integritetsinställningar och försök igen senare.",
       },
     },
   },
@@ -466,7 +490,10 @@ const PAGE_TEXTS: Record<string, PageTexts> = {
           "Valg gemmes kun fra selve siden med privatlivsindstillinger, så intet andet websted kan ændre dem for dig. Åbn dine privatlivsindstillinger, og gem dine valg der.",
         rate_limited:
           "Tjenesten har modtaget for mange forespørgsler fra din forbindelse på kort tid. Vent et minut, åbn derefter dine privatlivsindstillinger, og gem dine valg igen.",
-        other: "Dine valg kunne ikke gemmes lige nu. Prøv igen senere.",
+        unavailable:
+          "Tjenesten er midlertidigt utilgængelig. Vent et øjeblik, åbn derefter dine privatlivsindstillinger, og gem dine valg igen.",
+        other:
+          "Der gik noget galt hos tjenesten. Åbn dine privatlivsindstillinger, og prøv igen senere.",
       },
     },
   },
@@ -507,7 +534,10 @@ const PAGE_TEXTS: Record<string, PageTexts> = {
           "Valinnat tallennetaan vain itse tietosuoja-asetussivulta, jotta mikään muu sivusto ei voi muuttaa niitä puolestasi. Avaa tietosuoja-asetuksesi ja tallenna valintasi siellä.",
         rate_limited:
           "Palvelu sai yhteydestäsi liian monta pyyntöä lyhyessä ajassa. Odota minuutti, avaa sitten tietosuoja-asetuksesi ja tallenna valintasi uudelleen.",
-        other: "Valintojasi ei voitu tallentaa juuri nyt. Yritä myöhemmin uudelleen.",
+        unavailable:
+          "Palvelu ei ole juuri nyt käytettävissä. Odota hetki, avaa sitten tietosuoja-asetuksesi ja tallenna valintasi uudelleen.",
+        other:
+          "Palvelussa tapahtui virhe. Avaa tietosuoja-asetuksesi ja yritä myöhemmin uudelleen.",
       },
     },
   },

@@ -167,9 +167,10 @@ interface FailureWords {
 /**
  * The words for a failure. A visit gets the failure's own title and text. A save that was not
  * made says so first, in its heading and title, then why: where saving again from the page can
- * succeed (after a minute, for the rate limit), with its own sentence and the link back; where it
- * cannot (a link that no longer works, a banner gone), with the visit's title and text as the
- * reason. A failure only a submission meets is a save that was not made, whatever the method.
+ * succeed (after a minute for the rate limit, a moment for an unavailable service, later for a
+ * fault of the service), with its own sentence and the link back; where it cannot (a link that no
+ * longer works, a banner gone), with the visit's title and text as the reason. A failure only a
+ * submission meets is a save that was not made, whatever the method.
  */
 function failureWords(
   code: string | undefined,
@@ -183,8 +184,11 @@ function failureWords(
   const retry = Object.hasOwn(texts.notSaved.because, key)
     ? texts.notSaved.because[key as RetryableSaveFailure]
     : undefined;
-  if (visit && !submitted)
-    return { title: visit[0], heading: visit[0], text: visit[1], back: false };
+  // A visit meets a save's own failure (the service unavailable) as any failure of the service.
+  if (!submitted && key !== "unsupported_form") {
+    const [title, text] = visit ?? texts.errors.other;
+    return { title, heading: title, text, back: false };
+  }
   const heading = texts.notSaved.title;
   const title = visit ? `${heading} – ${visit[0]}` : heading;
   if (retry !== undefined) return { title, heading, text: retry, back: true };

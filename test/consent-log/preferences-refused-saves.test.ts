@@ -1,4 +1,4 @@
-import { describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { http } from "#test/support/api.js";
 import {
   aChoice,
@@ -10,6 +10,7 @@ import {
   storedRows,
   useVisitorService,
 } from "#test/support/consent-log.js";
+import { startTestService, type TestService } from "#test/support/service.js";
 
 const configuration = { categories: labelledCategories };
 
@@ -145,5 +146,52 @@ describe("the page of a save the service refused", () => {
       },
     ]);
     expect(await storedRows(ctx.service, teamId)).toHaveLength(before.length);
+  });
+});
+
+/**
+ * decisions §5, spec 7: a save the service failed to make (500, its store broken underneath) says
+ * it was not saved and that something went wrong on the service's side, in the page's language,
+ * with the link back to try again later; a visit keeps its own page.
+ */
+describe("the page of a save the service failed to make", () => {
+  let service: TestService;
+  let path: string;
+
+  beforeAll(async () => {
+    service = await startTestService({ gateway: true });
+    const { publicId } = await bannerFixture(service, { configuration });
+    const logged = await postLog(service, aChoice(publicId));
+    path = new URL(logged.body.managePreferences).pathname;
+    await service.store.close();
+  });
+  afterAll(() => service?.close().catch(() => undefined));
+
+  function submit(headers: Record<string, string> = {}) {
+    return http(service, "POST", path, {
+      headers: { "content-type": "application/x-www-form-urlencoded", ...headers },
+      body: "category=marketing",
+    });
+  }
+
+  it("says the choices were not saved because of a fault on the service's side, and links back", async () => {
+    const failed = await submit();
+    expect([failed.status, shown(failed.text)]).toEqual([
+      500,
+      {
+        title: "Your choices were not saved – Something went wrong",
+        main: '<h1>Your choices were not saved</h1>\n<p>Something went wrong on this service’s side. Open your privacy settings and try again later.</p>\n<p><a href="">Open your privacy settings</a></p>',
+      },
+    ]);
+    const italian = await submit({ "accept-language": "it" });
+    expect([italian.status, shown(italian.text)]).toEqual([
+      500,
+      {
+        title: "Le tue scelte non sono state salvate – Si è verificato un problema",
+        main: '<h1>Le tue scelte non sono state salvate</h1>\n<p>Si è verificato un problema da parte di questo servizio. Apri le tue impostazioni sulla privacy e riprova più tardi.</p>\n<p><a href="">Apri le tue impostazioni sulla privacy</a></p>',
+      },
+    ]);
+    const visit = await http(service, "GET", path);
+    expect([visit.status, shown(visit.text).title]).toEqual([500, "Something went wrong"]);
   });
 });

@@ -23,7 +23,7 @@ const FORM = { "content-type": "application/x-www-form-urlencoded" };
 describe("the preferences page while the daemon is down", { timeout: 120_000 }, () => {
   const dirs = useProgramRoot("consent-preferences-outage-");
 
-  it("says a save failed, not only that the settings could not be shown", async () => {
+  it("says a save was not saved and to save again in a moment, not only that the settings could not be shown", async () => {
     const dataDir = dirs.join("data");
     const daemon = startProgram(PROGRAMS.consentd, { CONSENT_DATA_DIR: dataDir });
     const daemonUrl = await daemon.waitFor(DAEMON_URL);
@@ -63,8 +63,13 @@ describe("the preferences page while the daemon is down", { timeout: 120_000 }, 
       "<h1>Something went wrong</h1>\n<p>Your privacy settings could not be shown just now. Please try again later.</p>",
     );
     expect(shown.text).not.toContain("not saved");
+    // The save's page: not saved, the service briefly unavailable, so again in a moment from the
+    // page it links back to; its title says no more than that (no "Something went wrong"), and
+    // the 503 keeps its Retry-After.
+    expect(failed.headers.get("retry-after")).toBe("1");
+    expect(failed.text).toContain("<title>Your choices were not saved</title>");
     expect(failed.text).toContain(
-      '<h1>Your choices were not saved</h1>\n<p>Your choices could not be saved just now. Please try again later.</p>\n<p><a href="">Open your privacy settings</a></p>',
+      '<h1>Your choices were not saved</h1>\n<p>This service is briefly unavailable. Wait a moment, then open your privacy settings and save your choices again.</p>\n<p><a href="">Open your privacy settings</a></p>',
     );
     expect(failed.text).not.toContain("could not be shown");
     // A body that is not the form asks the daemon about the link first: not saved either.
@@ -74,19 +79,25 @@ describe("the preferences page while the daemon is down", { timeout: 120_000 }, 
       true,
     ]);
 
-    // In every language the page ships, its own sentence for a failed save.
+    // In every language the page ships, its own sentence for a save the unavailable service did
+    // not make, never the English one.
     const german = await save({ "accept-language": "de-AT, en;q=0.5" });
+    expect(german.text).toContain("<title>Ihre Auswahl wurde nicht gespeichert</title>");
     expect(german.text).toContain(
-      "<h1>Ihre Auswahl wurde nicht gespeichert</h1>\n<p>Ihre Auswahl konnte gerade nicht gespeichert werden. Bitte versuchen Sie es später erneut.</p>",
+      '<h1>Ihre Auswahl wurde nicht gespeichert</h1>\n<p>Dieser Dienst ist kurzzeitig nicht verfügbar. Warten Sie einen Moment, öffnen Sie dann Ihre Datenschutzeinstellungen und speichern Sie Ihre Auswahl erneut.</p>\n<p><a href="">Ihre Datenschutzeinstellungen öffnen</a></p>',
     );
+    const english = pageTexts("en").texts.notSaved.because.unavailable;
     for (const lang of PAGE_LANGUAGES) {
       const { texts } = pageTexts(lang);
       const page = await save({ "accept-language": lang });
-      expect([lang, page.status]).toEqual([lang, 503]);
+      expect([lang, page.status, page.headers.get("retry-after")]).toEqual([lang, 503, "1"]);
       expect(page.text).toContain(`<html lang="${lang}">`);
+      expect(page.text).toContain(`<title>${texts.notSaved.title}</title>`);
       expect(page.text).toContain(`<h1>${texts.notSaved.title}</h1>`);
-      expect(page.text).toContain(`<p>${texts.notSaved.because.other}</p>`);
-      expect(page.text).not.toContain(texts.errors.other[1]);
+      expect(page.text).toContain(`<p>${texts.notSaved.because.unavailable}</p>`);
+      expect(page.text).toContain(`<p><a href="">${texts.openSettings}</a></p>`);
+      expect(page.text).not.toContain(texts.errors.other[0]);
+      if (lang !== "en") expect([lang, page.text.includes(english)]).toEqual([lang, false]);
     }
     expect(await gateway.stop()).toBe(0);
   });
