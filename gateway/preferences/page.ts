@@ -58,11 +58,11 @@ function colorRules({ light, dark }: PageColors): string {
  * as wide as its content unless told otherwise), so at 320 CSS px (1.4.10, reflow) nothing
  * scrolls sideways.
  */
-function document(lang: string, title: string, body: string, nonce: string, c: PageColors): string {
+function document(lang: string, title: Text, body: string, nonce: string, c: PageColors): string {
   return `<!doctype html>
 <html lang="${escapeHtml(lang)}"${directionOf(lang) === "rtl" ? ' dir="rtl"' : ""}><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width,initial-scale=1">
-<title>${escapeHtml(title)}</title>
+${textIn("title", title)}
 <style nonce="${nonce}">
 ${colorRules(c)}
 body{margin:0;background:var(--background);color:var(--text);font:16px/1.5 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;overflow-wrap:anywhere}
@@ -85,7 +85,8 @@ a{color:inherit}
 /**
  * The preferences page (decisions §5): the banner's categories with the visitor's current choice,
  * in the language of that choice, as a plain form (no script) posted back to the same address.
- * The page's own two sentences follow the language of the operator's texts it shows.
+ * The page's own two sentences follow the language of the operator's texts it shows; its title
+ * after a save, that of its heading (titleAfterSave).
  */
 export function preferencesPage(view: PreferencesView, nonce: string, saved: boolean): string {
   const banner = view.banner;
@@ -118,8 +119,9 @@ export function preferencesPage(view: PreferencesView, nonce: string, saved: boo
   const policyAttributes = ` href="${escapeHtml(policy.text)}"${policy.lang ? ` hreflang="${escapeHtml(policy.lang)}"` : ""}`;
   // Which website these settings are for: the page is the service's, not the site's.
   const site = banner ? hostOf(banner.domain) : null;
+  const heading = texts.get("title");
   const body = [
-    textIn("h1", texts.get("title")),
+    textIn("h1", heading),
     site ? `<p class="site">${escapeHtml(site)}</p>` : "",
     // Focused on arrival, so a screen reader reads it: a live region already on the page when
     // it loads is not announced, and the page runs no script to fill one in.
@@ -137,16 +139,26 @@ export function preferencesPage(view: PreferencesView, nonce: string, saved: boo
     `<p>${textIn("small", { text: own.validUntil(until), ...ownMark })}</p>`,
     policy.text ? `<p>${textIn("a", texts.get("privacyPolicyLabel"), policyAttributes)}</p>` : "",
   ].join("\n");
-  // Right after a save the title says so too: it is what a screen reader reads first and what the
-  // tab shows, and the page otherwise looks as before.
-  const title = texts.get("title").text;
   return document(
     texts.languageCode,
-    saved ? `${own.savedTitle} – ${title}` : title,
+    saved ? titleAfterSave(heading, texts.languageCode) : heading,
     body,
     nonce,
     pageColors(config?.colors),
   );
+}
+
+/**
+ * The title right after a save: it says so too, being what a screen reader reads first and what
+ * the tab shows, in one language, the heading's (the banner's title, which may be an English
+ * fallback on a page in another language): the page's saved words in that language before it.
+ * Where the page does not ship that language, the title stays the heading alone, never English
+ * words before a title in another language; the focused notice tells the news.
+ */
+function titleAfterSave(heading: Text, pageLanguage: string): Text {
+  // The heading's language is the page's where it carries no mark of its own.
+  const { texts, fellBack } = pageTexts(heading.lang ?? pageLanguage);
+  return fellBack ? heading : { ...heading, text: `${texts.savedTitle} – ${heading.text}` };
 }
 
 /**
@@ -219,5 +231,5 @@ export function errorPage(
   // own address, read with GET) is one step away.
   const link = back ? `\n<p><a href="">${escapeHtml(texts.openSettings)}</a></p>` : "";
   const body = `<h1>${escapeHtml(heading)}</h1>\n<p>${escapeHtml(text)}</p>${link}`;
-  return document(lang, title, body, nonce, FAILURE_COLORS);
+  return document(lang, { text: title }, body, nonce, FAILURE_COLORS);
 }

@@ -212,6 +212,46 @@ describe("GET and POST /preferences/{token}", () => {
     expect([row?.gpc, row?.purposeChoices]).toEqual([false, undefined]);
   });
 
+  /** The page right after a save of `path`: the redirect's address, read as the browser does. */
+  async function pageAfterSave(path: string) {
+    const saved = await submit(path);
+    expect(saved.status).toBe(303);
+    const next = new URL(saved.headers.get("location") ?? "", `${ctx.service.gatewayUrl}${path}`);
+    return http(ctx.service, "GET", next.pathname + next.search);
+  }
+
+  it("keeps the title after a save in one language, its heading's, whatever the page's own words are in", async () => {
+    // Texts in a language the page does not ship: its own words are English, the title stays
+    // the heading alone, never English words before a Japanese title.
+    const japanese = await bannerFixture(ctx.service, {
+      configuration: {
+        ...configuration,
+        texts: { ja: { title: "プライバシー設定", save: "保存" } },
+      },
+    });
+    const ja = await pageAfterSave(await linkFor(japanese.publicId, { languageCode: "ja" }));
+    expect(ja.text).toContain('<html lang="ja">');
+    expect(ja.text).toContain("<title>プライバシー設定</title>");
+    expect(ja.text).toContain("<h1>プライバシー設定</h1>");
+    expect(ja.text).toContain(
+      '<p class="status" role="status" tabindex="-1" autofocus lang="en" dir="ltr">Your choices have been saved.</p>',
+    );
+    // German texts without a title: the heading is the English fallback, and so is the whole
+    // title, marked English like the heading; the notice stays in the page's German.
+    const untitled = await bannerFixture(ctx.service, {
+      configuration: { ...configuration, texts: { de: { save: "Speichern" } } },
+    });
+    const de = await pageAfterSave(await linkFor(untitled.publicId, { languageCode: "de" }));
+    expect(de.text).toContain('<html lang="de">');
+    expect(de.text).toContain(
+      '<title lang="en" dir="ltr">Your choices have been saved – We value your privacy</title>',
+    );
+    expect(de.text).toContain('<h1 lang="en" dir="ltr">We value your privacy</h1>');
+    expect(de.text).toContain(
+      '<p class="status" role="status" tabindex="-1" autofocus>Ihre Auswahl wurde gespeichert.</p>',
+    );
+  });
+
   it("records the form's Global Privacy Control signal, and US opt-outs where the changed choice had them", async () => {
     const { teamId, publicId } = await bannerFixture(ctx.service, { configuration });
     const path = await linkFor(publicId, {
