@@ -5,7 +5,7 @@ import { domainErrorInterceptor } from "#daemon/rpc/connect-errors.js";
 import {
   isMongoUnavailable,
   mongoUnavailableRetryAfterSeconds,
-} from "#daemon/store/mongo-store.js";
+} from "#daemon/store/mongo-unavailable.js";
 import { httpErrorOf } from "#gateway/errors.js";
 import { ErrorInfoSchema } from "#gen/consent/v1/errors_pb.js";
 import { Health } from "#gen/grpc/health/v1/health_pb.js";

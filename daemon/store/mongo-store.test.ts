@@ -16,8 +16,9 @@ import {
 import { describe, expect, it } from "vitest";
 import { loadConfig } from "#daemon/config.js";
 import { indexConflict } from "#daemon/store/mongo-indexes.js";
-import { isMongoUnavailable, mongoClientOptions, serviceDb } from "#daemon/store/mongo-store.js";
+import { mongoClientOptions, serviceDb } from "#daemon/store/mongo-store.js";
 import { mongoTimeouts } from "#daemon/store/mongo-timeouts.js";
+import { isMongoUnavailable } from "#daemon/store/mongo-unavailable.js";
 import { DuplicateKeyError } from "#daemon/store/store.js";
 
 /**

@@ -1,0 +1,120 @@
+import {
+  MongoBulkWriteError,
+  MongoClientClosedError,
+  MongoError,
+  MongoErrorLabel,
+  MongoNetworkError,
+  MongoNotConnectedError,
+  MongoOperationTimeoutError,
+  MongoServerClosedError,
+  MongoServerSelectionError,
+  MongoTopologyClosedError,
+} from "mongodb";
+import {
+  PASSING_OUTAGE_RETRY_AFTER_SECONDS,
+  UNTIL_OPERATOR_RETRY_AFTER_SECONDS,
+} from "#daemon/errors.js";
+
+/** Driver errors that mean no server could serve the operation for now, not a refused request. */
+const UNREACHABLE = [
+  MongoNetworkError, // MongoNetworkTimeoutError too
+  MongoServerSelectionError,
+  MongoNotConnectedError,
+  MongoTopologyClosedError,
+  MongoServerClosedError,
+  // A command in flight when the store closes (a drain's cut, a tail still reading): the same
+  // state as one sent after it (MongoNotConnectedError) or one still finding its server.
+  MongoClientClosedError,
+  MongoOperationTimeoutError,
+];
+/**
+ * The driver's pool errors it throws but does not export, by name: no pooled connection came free
+ * within waitQueueTimeoutMS, or the pool closed (the store closing) while a command waited for one.
+ */
+const UNREACHABLE_POOL = ["MongoWaitQueueTimeoutError", "MongoPoolClosedError"];
+/** Labels the server or the driver put on an error worth retrying as it is. */
+const RETRYABLE_LABELS = [
+  MongoErrorLabel.RetryableWriteError,
+  MongoErrorLabel.TransientTransactionError,
+  MongoErrorLabel.RetryableError,
+  MongoErrorLabel.SystemOverloadedError,
+  MongoErrorLabel.PoolRequestedRetry,
+  MongoErrorLabel.ResetPool,
+];
+/** MongoDB's UnsatisfiableWriteConcern: too few data-bearing members in the set's configuration. */
+const UNSATISFIABLE_WRITE_CONCERN = 100;
+
+/**
+ * Server codes of a replica set between primaries or of a node going away (the retryable codes
+ * of the retryable-reads and retryable-writes specifications), 64, a write concern that timed
+ * out (wtimeoutMS) while a majority did not answer, 100, one the set cannot meet at all as it
+ * stands (too few data-bearing members in its configuration), and 50, a read stopped at its
+ * maxTimeMS that reads a bounded number of rows (a consent record's latest choice): a server too
+ * busy for now. A write concern error (64, 100, or a step-down's 91, 189, 11602 while waiting)
+ * comes after the primary applied the write: its outcome is unknown, as when the store is out of
+ * reach. 100 lasts until the set's operator repairs the set (README, "MongoDB"), so its 503 asks
+ * for a retry in minutes (mongoUnavailableRetryAfterSeconds).
+ * A consent log read of a time range stopped so is the query's size, not the server's state: its
+ * adapter answers it as LogReadTooLargeError (mongo-consent-log-store.ts), which is not this.
+ */
+const UNAVAILABLE_CODES = new Set([
+  6, // HostUnreachable
+  7, // HostNotFound
+  50, // MaxTimeMSExpired
+  64, // WriteConcernFailed, WriteConcernTimeout from 8.1 (wtimeout)
+  89, // NetworkTimeout
+  91, // ShutdownInProgress
+  UNSATISFIABLE_WRITE_CONCERN,
+  133, // FailedToSatisfyReadPreference (mongos: a shard without a primary for now)
+  134, // ReadConcernMajorityNotAvailableYet
+  189, // PrimarySteppedDown
+  202, // NetworkInterfaceExceededTimeLimit (mongos to a shard)
+  262, // ExceededTimeLimit
+  9001, // SocketException
+  10058, // LegacyNotPrimary
+  10107, // NotWritablePrimary
+  11600, // InterruptedAtShutdown
+  11602, // InterruptedDueToReplStateChange
+  13435, // NotPrimaryNoSecondaryOk
+  13436, // NotPrimaryOrSecondary
+]);
+
+/**
+ * Whether a driver error is MongoDB being out of reach for now rather than a refused request,
+ * every bound of mongo-timeouts.ts that passed included. The driver has already retried a
+ * retryable read or write once when it throws one of these (retryReads, retryWrites), so the
+ * caller gets 503 and retries later (spec 7). A write that timed out waiting for its majority
+ * may still be applied: the client's retry then meets it as an ordinary write would (a PUT's
+ * `baseVersion` answers 409 with the state it holds).
+ */
+export function isMongoUnavailable(thrown: unknown): boolean {
+  if (!(thrown instanceof MongoError)) return false;
+  const error = originalOf(thrown);
+  if (UNREACHABLE.some((kind) => error instanceof kind)) return true;
+  if (UNREACHABLE_POOL.includes(error.name)) return true;
+  if (RETRYABLE_LABELS.some((label) => error.hasErrorLabel(label))) return true;
+  return typeof error.code === "number" && UNAVAILABLE_CODES.has(error.code);
+}
+
+/**
+ * The Retry-After of the 503 a MongoDB error that `isMongoUnavailable` takes answers: a write
+ * concern the replica set cannot satisfy as configured (100) does not end by itself but when the
+ * operator repairs the set, so the caller is told to come back in minutes, as for a missing
+ * identity key; any other passes with an election or a reconnection, 1 s.
+ */
+export function mongoUnavailableRetryAfterSeconds(error: unknown): number {
+  return error instanceof MongoError && originalOf(error).code === UNSATISFIABLE_WRITE_CONCERN
+    ? UNTIL_OPERATOR_RETRY_AFTER_SECONDS
+    : PASSING_OUTAGE_RETRY_AFTER_SECONDS;
+}
+
+/**
+ * The error to judge: bulkWrite (a webhook fan-out) wraps every driver error it meets, a lost
+ * connection or no primary found included, in a MongoBulkWriteError that keeps the original as
+ * errorResponse but not its class (a write concern error it carries as its own code).
+ */
+function originalOf(error: MongoError): MongoError {
+  return error instanceof MongoBulkWriteError && error.errorResponse instanceof MongoError
+    ? originalOf(error.errorResponse)
+    : error;
+}
