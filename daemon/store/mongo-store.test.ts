@@ -33,7 +33,40 @@ const { WaitQueueTimeoutError, PoolClearedError, PoolClosedError } = createRequi
   PoolClosedError: new (pool: { address: string }) => Error;
 };
 
+/**
+ * The driver's own judgement of server codes (node_modules/mongodb/src/error.ts), which it
+ * defines but does not export from its entry point: the codes it retries a read or a write after
+ * (isRetryableReadError; its retryable write codes are the same set), those of a member not
+ * primary or recovering (isStateChangeError), and those its change streams resume after.
+ */
+const driverErrors = createRequire(import.meta.url)("mongodb/lib/error.js") as {
+  MONGODB_ERROR_CODES: Record<string, number>;
+  GET_MORE_RESUMABLE_CODES: Set<number>;
+  isRetryableReadError: (error: MongoServerError) => boolean;
+  isStateChangeError: (error: MongoServerError) => boolean;
+};
+
 describe("isMongoUnavailable: which driver errors answer 503 unavailable", () => {
+  it("takes every code the driver retries after, or takes for a member not primary or recovering, or resumes a cursor after but a lost cursor, for unavailable", () => {
+    const { MONGODB_ERROR_CODES, GET_MORE_RESUMABLE_CODES } = driverErrors;
+    // A cursor the server no longer has, and a change stream's own signal (the service opens
+    // none), are no outage.
+    const notOutages = [MONGODB_ERROR_CODES.CursorNotFound, MONGODB_ERROR_CODES.RetryChangeStream];
+    const codes = Object.values(MONGODB_ERROR_CODES).filter((code) => {
+      const error = new MongoServerError({ code, errmsg: "server error" });
+      return (
+        driverErrors.isRetryableReadError(error) ||
+        driverErrors.isStateChangeError(error) ||
+        (GET_MORE_RESUMABLE_CODES.has(code) && !notOutages.includes(code))
+      );
+    });
+    expect(codes).toEqual(expect.arrayContaining([13388, 150, 63, 189, 13436, 91, 10107]));
+    const missed = codes.filter(
+      (code) => !isMongoUnavailable(new MongoServerError({ code, errmsg: "server error" })),
+    );
+    expect(missed).toEqual([]);
+  });
+
   it("takes a lost connection, no reachable primary and a closed client for unavailable", () => {
     expect(isMongoUnavailable(new MongoNetworkTimeoutError("connection timed out"))).toBe(true);
     expect(isMongoUnavailable(new MongoServerSelectionError("no primary", {} as never))).toBe(true);

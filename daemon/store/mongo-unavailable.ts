@@ -45,15 +45,29 @@ const RETRYABLE_LABELS = [
 const UNSATISFIABLE_WRITE_CONCERN = 100;
 
 /**
- * Server codes of a replica set between primaries or of a node going away (the retryable codes
- * of the retryable-reads and retryable-writes specifications), 64, a write concern that timed
- * out (wtimeoutMS) while a majority did not answer, 100, one the set cannot meet at all as it
- * stands (too few data-bearing members in its configuration), and 50, a read stopped at its
- * maxTimeMS that reads a bounded number of rows (a consent record's latest choice): a server too
- * busy for now. A write concern error (64, 100, or a step-down's 91, 189, 11602 while waiting)
- * comes after the primary applied the write: its outcome is unknown, as when the store is out of
- * reach. 100 lasts until the set's operator repairs the set (README, "MongoDB"), so its 503 asks
- * for a retry in minutes (mongoUnavailableRetryAfterSeconds).
+ * Server codes of MongoDB unable to serve for now, not refusing the request. From the driver
+ * (node_modules/mongodb/src/error.ts): its retryable codes (RETRYABLE_READ_ERROR_CODES, also its
+ * RETRYABLE_WRITE_ERROR_CODES: the retryable-reads and retryable-writes specifications), its
+ * "not writable primary" and "node is recovering" codes (SDAM_NOT_PRIMARY_CODES,
+ * SDAM_RECOVERING_CODES), and the shard routing codes among its resumable ones
+ * (GET_MORE_RESUMABLE_CODES): a mongos or shard whose routing table is behind a chunk migration
+ * or a collection's recreation, which it refreshes. From the server (src/mongo/base/error_codes.yml):
+ * its RetriableError and SystemOverloadedError categories but the InternalOnly codes, which never
+ * reach a client; its NotYetInitialized, a member whose replica set configuration is not loaded
+ * yet (start-up refuses a set never initiated, mongo-topology.ts); its KeyNotFound, a set or a
+ * cluster just initiated whose keys for signing cluster times are not replicated yet; and its
+ * TemporarilyUnavailable, a write that the storage engine's cache pressure kept from proceeding.
+ * The driver sends a read or a write again once after the codes it retries (retryReads,
+ * retryWrites); the others reach the service at once. Each passes by itself, within seconds.
+ *
+ * Beside those: 64, a write concern that timed out (wtimeoutMS) while a majority did not answer;
+ * 100, one the set cannot meet at all as it stands (too few data-bearing members in its
+ * configuration); and 50, a read stopped at its maxTimeMS that reads a bounded number of rows (a
+ * consent record's latest choice): a server too busy for now. A write concern error (64, 100, or
+ * a step-down's 91, 189, 11602 while waiting) comes after the primary applied the write: its
+ * outcome is unknown, as when the store is out of reach. 100 lasts until the set's operator
+ * repairs the set (README, "MongoDB"), so its 503 asks for a retry in minutes
+ * (mongoUnavailableRetryAfterSeconds) and its warning says what to repair (mongoUnavailableWarning).
  * A consent log read of a time range stopped so is the query's size, not the server's state: its
  * adapter answers it as LogReadTooLargeError (mongo-consent-log-store.ts), which is not this.
  */
@@ -61,29 +75,48 @@ const UNAVAILABLE_CODES = new Set([
   6, // HostUnreachable
   7, // HostNotFound
   50, // MaxTimeMSExpired
+  63, // StaleShardVersion (the driver's resumable codes; StaleConfig in later servers)
   64, // WriteConcernFailed, WriteConcernTimeout from 8.1 (wtimeout)
   89, // NetworkTimeout
   91, // ShutdownInProgress
+  94, // NotYetInitialized
   UNSATISFIABLE_WRITE_CONCERN,
   133, // FailedToSatisfyReadPreference (mongos: a shard without a primary for now)
   134, // ReadConcernMajorityNotAvailableYet
+  150, // StaleEpoch (a sharded collection dropped and recreated, or its shard key refined)
   189, // PrimarySteppedDown
   202, // NetworkInterfaceExceededTimeLimit (mongos to a shard)
+  211, // KeyNotFound
   262, // ExceededTimeLimit
+  358, // InternalTransactionNotSupported
+  365, // TemporarilyUnavailable
+  402, // ResourceExhausted
+  406, // MigrationBlockingOperationCoordinatorCleaningUp
+  407, // PooledConnectionAcquisitionExceededTimeLimit (mongos to a shard)
+  412, // UpdatesStillPending
+  433, // AdmissionQueueOverflow
+  449, // RateLimitExceeded
+  450, // PooledConnectionAcquisitionRejected
+  453, // InterruptedDueToReshardingCriticalSection
+  462, // IngressRequestRateLimitExceeded
   9001, // SocketException
   10058, // LegacyNotPrimary
   10107, // NotWritablePrimary
   11600, // InterruptedAtShutdown
   11602, // InterruptedDueToReplStateChange
+  13388, // StaleConfig
   13435, // NotPrimaryNoSecondaryOk
   13436, // NotPrimaryOrSecondary
+  50915, // BackupCursorOpenConflictWithCheckpoint
+  91331, // RetriableRemoteCommandFailure
+  10045600, // InterruptedDueToFCVChange
 ]);
 
 /**
  * Whether a driver error is MongoDB being out of reach for now rather than a refused request,
  * every bound of mongo-timeouts.ts that passed included. The driver has already retried a
- * retryable read or write once when it throws one of these (retryReads, retryWrites), so the
- * caller gets 503 and retries later (spec 7). A write that timed out waiting for its majority
+ * retryable read or write once when it throws one of those it retries (retryReads, retryWrites),
+ * so the caller gets 503 and retries later (spec 7). A write that timed out waiting for its majority
  * may still be applied: the client's retry then meets it as an ordinary write would (a PUT's
  * `baseVersion` answers 409 with the state it holds).
  */

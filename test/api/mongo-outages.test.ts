@@ -1,0 +1,113 @@
+import { Code, createClient } from "@connectrpc/connect";
+import { createGrpcTransport } from "@connectrpc/connect-node";
+import { pino } from "pino";
+import { describe, expect, it } from "vitest";
+import { generateApiKey } from "#daemon/keys/api-key-format.js";
+import { cursorReply, emptyDatabase } from "#daemon/store/mongo-wire-stand-in.js";
+import { buildGateway } from "#gateway/app.js";
+import { createDaemonTransport } from "#gateway/daemon-transport.js";
+import { AdminService } from "#gen/consent/v1/admin_pb.js";
+import { failureOf, type StandInDaemon, useStandInDaemon } from "#test/support/stand-in-daemon.js";
+
+/**
+ * Server error codes of a replica set or a sharded cluster briefly unable to serve, which the
+ * driver hands on without a retry (no RetryableWriteError label), answered by a daemon over the
+ * MongoDB adapter and a wire-protocol stand-in for the server (mongo-wire-stand-in.ts): a real
+ * server cannot be made to answer them on demand.
+ */
+const PASSING_SERVER_ERRORS = [
+  { code: 94, codeName: "NotYetInitialized", errmsg: "no replset config has been received" },
+  {
+    code: 211,
+    codeName: "KeyNotFound",
+    errmsg: "Cache Reader No keys found for HMAC that is valid for time",
+  },
+  { code: 13388, codeName: "StaleConfig", errmsg: "shard version not ok" },
+  { code: 150, codeName: "StaleEpoch", errmsg: "epoch mismatch" },
+  { code: 63, codeName: "StaleShardVersion", errmsg: "shard version not ok" },
+  { code: 365, codeName: "TemporarilyUnavailable", errmsg: "cache eviction pressure" },
+  { code: 402, codeName: "ResourceExhausted", errmsg: "resource exhausted" },
+  {
+    code: 407,
+    codeName: "PooledConnectionAcquisitionExceededTimeLimit",
+    errmsg: "timed out waiting for a connection to a shard",
+  },
+  {
+    code: 453,
+    codeName: "InterruptedDueToReshardingCriticalSection",
+    errmsg: "interrupted due to resharding",
+  },
+  { code: 10045600, codeName: "InterruptedDueToFCVChange", errmsg: "interrupted due to FCV" },
+];
+
+/** The daemon's one warning for the store briefly out of reach, naming the server's code. */
+const outageWarning = (code: number) =>
+  expect.objectContaining({
+    level: 40,
+    msg: "the store cannot be reached; calls fail with unavailable until it can",
+    err: expect.objectContaining({ code }),
+  });
+
+describe("MongoDB briefly unable to serve", () => {
+  const daemon = useStandInDaemon();
+
+  it.each(PASSING_SERVER_ERRORS)(
+    "answers a write it refused with $code ($codeName) UNAVAILABLE, Retry-After 1, logged as the store out of reach",
+    async (serverError) => {
+      const running = await daemon.start(
+        emptyDatabase(undefined, { insert: () => ({ ok: 0, ...serverError }) }),
+      );
+      const admin = createClient(AdminService, createGrpcTransport({ baseUrl: running.daemonUrl }));
+      expect(
+        await failureOf(admin.createTeam({ name: "Acme", plan: "free" }, daemon.asOperator)),
+      ).toEqual({
+        code: Code.Unavailable,
+        errorCode: "unavailable",
+        message: "The store is temporarily unavailable; retry later",
+        retryAfter: "1",
+      });
+      // A warning, not the error line of a crash in the service.
+      expect(running.logs).toEqual([outageWarning(serverError.code)]);
+    },
+  );
+
+  it("answers a REST request whose read met a stale shard configuration 503 unavailable with Retry-After: 1", async () => {
+    const running = await daemon.start(
+      emptyDatabase(undefined, {
+        find: (command) =>
+          command.find === "api_keys"
+            ? { ok: 0, code: 13388, codeName: "StaleConfig", errmsg: "shard version not ok" }
+            : cursorReply(`${command.$db}.${command.find}`, []),
+      }),
+    );
+    const gateway = await gatewayOver(running, daemon.asOperator.headers.authorization);
+    try {
+      const response = await fetch(`${gateway.url}/api/v1/banners`, {
+        headers: { authorization: `Bearer ${generateApiKey("live")}` },
+      });
+      expect(response.status).toBe(503);
+      expect(response.headers.get("retry-after")).toBe("1");
+      expect(await response.json()).toEqual({
+        version: "v1",
+        data: { code: "unavailable", error: "The store is temporarily unavailable; retry later" },
+      });
+      expect(running.logs).toEqual([outageWarning(13388)]);
+    } finally {
+      await gateway.close();
+    }
+  });
+});
+
+/** A stand-alone gateway (its own transport over the daemon's port) on a free port. */
+async function gatewayOver(running: StandInDaemon, operatorAuthorization: string) {
+  const app = await buildGateway({
+    transport: createDaemonTransport({ baseUrl: running.daemonUrl }),
+    operatorToken: operatorAuthorization.replace(/^Bearer /, ""),
+    trustProxy: [],
+    logger: pino({ level: "silent" }),
+  });
+  await app.listen({ host: "127.0.0.1", port: 0 });
+  const address = app.server.address();
+  const port = typeof address === "object" && address ? address.port : 0;
+  return { url: `http://127.0.0.1:${port}`, close: () => app.close() };
+}
