@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import type { Document } from "mongodb";
 import { pino } from "pino";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { FIRST_PURGE_MS, PURGE_INTERVAL_MS, purgeRound, schedulePurge } from "#daemon/purge.js";
@@ -51,18 +52,11 @@ describe("the purge schedule", () => {
 });
 
 describe("a purge round that fails", () => {
-  it("logs each failure by its cause: the store out of reach as a warning, another failure as an error", async () => {
-    // MongoDB's answers to the three purges: a write's majority that did not answer in time
-    // (the store out of reach for now), a refusal of another kind, and a purge done.
-    const database = emptyDatabase(undefined, {
-      delete: (command) =>
-        command.delete === "sessions"
-          ? writeConcernTimedOut()
-          : command.delete === "subjects"
-            ? { ok: 0, code: 2, codeName: "BadValue", errmsg: "a refusal of another kind" }
-            : { ok: 1, n: 0 },
-    });
-    const { store, close } = await storeOnStandIn(database);
+  /** The lines one purge round logs, each as its level, message and cause's words. */
+  async function purgeLines(answerDelete: (command: Document) => Document) {
+    const { store, close } = await storeOnStandIn(
+      emptyDatabase(undefined, { delete: answerDelete }),
+    );
     const lines: { level: number; msg: string; err?: { message: string } }[] = [];
     const logger = pino(
       { level: "debug" },
@@ -70,19 +64,69 @@ describe("a purge round that fails", () => {
     );
     try {
       await purgeRound(store, () => new Date(), logger)();
-      expect(lines.map(({ level, msg, err }) => [level, msg, err?.message])).toEqual(
-        expect.arrayContaining([
-          [
-            40,
-            "the store cannot be reached; expired records are purged once it can",
-            "waiting for replication timed out",
-          ],
-          [50, "purging expired records failed", "a refusal of another kind"],
-        ]),
-      );
-      expect(lines).toHaveLength(2);
+      return lines.map(({ level, msg, err }) => [level, msg, err?.message]);
     } finally {
       await close();
     }
+  }
+
+  it("logs each failure by its cause: the store out of reach as a warning, another failure as an error", async () => {
+    // MongoDB's answers to the three purges: a write's majority that did not answer in time
+    // (the store out of reach for now), a refusal of another kind, and a purge done.
+    const lines = await purgeLines((command) =>
+      command.delete === "sessions"
+        ? writeConcernTimedOut()
+        : command.delete === "subjects"
+          ? { ok: 0, code: 2, codeName: "BadValue", errmsg: "a refusal of another kind" }
+          : { ok: 1, n: 0 },
+    );
+    expect(lines).toEqual(
+      expect.arrayContaining([
+        [
+          40,
+          "the store cannot be reached; expired records are purged once it can",
+          "waiting for replication timed out",
+        ],
+        [50, "purging expired records failed", "a refusal of another kind"],
+      ]),
+    );
+    expect(lines).toHaveLength(2);
+  });
+
+  it("logs a replica set that cannot provide a majority as configured in words of its own, beside a passing outage", async () => {
+    // One purge's majority that the set's configuration cannot provide (100), another's that did
+    // not answer in time (64): each is its own warning.
+    const lines = await purgeLines((command) =>
+      command.delete === "sessions"
+        ? {
+            ok: 1,
+            n: 0,
+            writeConcernError: {
+              code: 100,
+              codeName: "UnsatisfiableWriteConcern",
+              errmsg: "Not enough data-bearing nodes",
+            },
+          }
+        : command.delete === "subjects"
+          ? writeConcernTimedOut()
+          : { ok: 1, n: 0 },
+    );
+    expect(lines).toEqual(
+      expect.arrayContaining([
+        [
+          40,
+          expect.stringMatching(
+            /^MongoDB's replica set cannot acknowledge majority writes \(UnsatisfiableWriteConcern\): .*the operator adds a data-bearing member/,
+          ),
+          "Not enough data-bearing nodes",
+        ],
+        [
+          40,
+          "the store cannot be reached; expired records are purged once it can",
+          "waiting for replication timed out",
+        ],
+      ]),
+    );
+    expect(lines).toHaveLength(2);
   });
 });

@@ -5,6 +5,7 @@ import { domainErrorInterceptor } from "#daemon/rpc/connect-errors.js";
 import {
   isMongoUnavailable,
   mongoUnavailableRetryAfterSeconds,
+  mongoUnavailableWarning,
 } from "#daemon/store/mongo-unavailable.js";
 import { httpErrorOf } from "#gateway/errors.js";
 import { ErrorInfoSchema } from "#gen/consent/v1/errors_pb.js";
@@ -31,6 +32,7 @@ function failingWith(error: () => unknown) {
           domainErrorInterceptor(logger, {
             isUnavailable: isMongoUnavailable,
             unavailableRetryAfterSeconds: mongoUnavailableRetryAfterSeconds,
+            unavailableWarning: mongoUnavailableWarning,
             isDamage: () => false,
           }),
         ],

@@ -7,6 +7,7 @@ import { callerFault } from "#daemon/rpc/parse-failures.js";
 import { rateLimitHeaders } from "#daemon/rpc/rate-limit-headers.js";
 import { STORE_FULL_METADATA, StoreFullError } from "#daemon/store/disk-guard.js";
 import type { Store } from "#daemon/store/store.js";
+import { unavailableLog } from "#daemon/store/store-failures.js";
 import { ErrorInfoSchema } from "#gen/consent/v1/errors_pb.js";
 
 /** decisions §7: the gRPC code of each kind of failure. */
@@ -75,14 +76,20 @@ const INTERNAL_ERROR_INFO = [
  * parsed there too: one that connect-es cannot read is the caller's error, `invalid_argument`
  * with its ErrorInfo, as parse-failures.ts answers it for unary calls. A store that cannot be reached for now (a
  * MongoDB election, `storeUnavailable`) fails the call with `unavailable` and the store's
- * Retry-After for it (`unavailableRetryAfterSeconds`), which clients retry (spec 7), logged at most once per REPEATED_FAILURE_LOG_MS; so is a call that met
+ * Retry-After for it (`unavailableRetryAfterSeconds`), which clients retry (spec 7), logged at most
+ * once per REPEATED_FAILURE_LOG_MS, in the store's own words where only the operator can end it
+ * (`unavailableWarning`, unavailableLog); so is a call that met
  * the embedded store's damage (`internal`, as any other failure), which was logged when first met.
  */
 export function domainErrorInterceptor(
   logger: ErrorLogger,
-  store: Pick<Store, "isUnavailable" | "unavailableRetryAfterSeconds" | "isDamage">,
+  store: Pick<
+    Store,
+    "isUnavailable" | "unavailableRetryAfterSeconds" | "unavailableWarning" | "isDamage"
+  >,
 ): Interceptor {
-  const logUnavailable = repeatedFailureLog(
+  const logUnavailable = unavailableLog(
+    store,
     logger,
     "the store cannot be reached; calls fail with unavailable until it can",
   );

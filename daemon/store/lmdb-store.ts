@@ -338,6 +338,7 @@ export async function openLmdbStore(options: LmdbStoreOptions): Promise<Store> {
     acceptsWrites: () => !guard?.refusing,
     isUnavailable: () => false,
     unavailableRetryAfterSeconds: () => PASSING_OUTAGE_RETRY_AFTER_SECONDS,
+    unavailableWarning: () => undefined,
     isDamage: (error) =>
       damageOf(error) !== undefined ||
       (error instanceof Error && damageOf(error.cause) !== undefined),

@@ -28,6 +28,7 @@ import {
 import {
   isMongoUnavailable,
   mongoUnavailableRetryAfterSeconds,
+  mongoUnavailableWarning,
 } from "#daemon/store/mongo-unavailable.js";
 import { checkStoreFormat, type Store } from "#daemon/store/store.js";
 import { MongoSubjectStore, type SubjectDocument } from "#daemon/subjects/mongo-subject-store.js";
@@ -238,6 +239,7 @@ function createStore(client: MongoClient, db: Db, timeouts: MongoTimeouts): Stor
     acceptsWrites: () => true,
     isUnavailable: isMongoUnavailable,
     unavailableRetryAfterSeconds: mongoUnavailableRetryAfterSeconds,
+    unavailableWarning: mongoUnavailableWarning,
     isDamage: () => false,
     reportDamage: () => {},
     refreshReads: () => {},

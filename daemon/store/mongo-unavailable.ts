@@ -67,7 +67,8 @@ const UNSATISFIABLE_WRITE_CONCERN = 100;
  * a step-down's 91, 189, 11602 while waiting) comes after the primary applied the write: its
  * outcome is unknown, as when the store is out of reach. 100 lasts until the set's operator
  * repairs the set (README, "MongoDB"), so its 503 asks for a retry in minutes
- * (mongoUnavailableRetryAfterSeconds) and its warning says what to repair (mongoUnavailableWarning).
+ * (mongoUnavailableRetryAfterSeconds) and its warning tells the operator what to repair
+ * (mongoUnavailableWarning).
  * A consent log read of a time range stopped so is the query's size, not the server's state: its
  * adapter answers it as LogReadTooLargeError (mongo-consent-log-store.ts), which is not this.
  */
@@ -136,9 +137,33 @@ export function isMongoUnavailable(thrown: unknown): boolean {
  * identity key; any other passes with an election or a reconnection, 1 s.
  */
 export function mongoUnavailableRetryAfterSeconds(error: unknown): number {
-  return error instanceof MongoError && originalOf(error).code === UNSATISFIABLE_WRITE_CONCERN
+  return isUnsatisfiableWriteConcern(error)
     ? UNTIL_OPERATOR_RETRY_AFTER_SECONDS
     : PASSING_OUTAGE_RETRY_AFTER_SECONDS;
+}
+
+/**
+ * What the operator reads of UnsatisfiableWriteConcern (100): not the store briefly out of reach,
+ * which passes by itself, but a replica set whose configuration has too few data-bearing members
+ * for a majority (an arbiter counts towards the set's voting members but holds no data), which
+ * only they can change. Each write checks the configuration as it stands, so writes resume once
+ * the set has enough, without a restart. The client reads none of this: its 503 is the generic
+ * `unavailable` of every outage (rpc/connect-errors.ts), as no internal text reaches a caller.
+ */
+const UNSATISFIABLE_WRITE_CONCERN_WARNING =
+  "MongoDB's replica set cannot acknowledge majority writes (UnsatisfiableWriteConcern): its configuration has too few data-bearing members to make a majority; writes fail with unavailable (Retry-After: 300) until the operator adds a data-bearing member to the set (rs.add) or replaces an arbiter with one (rs.reconfig); the daemon needs no restart";
+
+/**
+ * The warning the daemon logs for a MongoDB error that `isMongoUnavailable` takes and only the
+ * operator ends (a write concern the replica set cannot satisfy as configured, 100), in place of
+ * the store briefly out of reach; undefined for any other, which passes by itself.
+ */
+export function mongoUnavailableWarning(error: unknown): string | undefined {
+  return isUnsatisfiableWriteConcern(error) ? UNSATISFIABLE_WRITE_CONCERN_WARNING : undefined;
+}
+
+function isUnsatisfiableWriteConcern(error: unknown): boolean {
+  return error instanceof MongoError && originalOf(error).code === UNSATISFIABLE_WRITE_CONCERN;
 }
 
 /**

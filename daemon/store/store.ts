@@ -44,6 +44,13 @@ export interface Store {
    */
   unavailableRetryAfterSeconds(error: unknown): number;
   /**
+   * What the daemon logs, in place of the store briefly out of reach, for an error that
+   * `isUnavailable` takes and that lasts until the operator acts: what is wrong and what to do
+   * (MongoDB's replica set with too few data-bearing members for a majority). Undefined for one
+   * that passes by itself. Only the log says it: the client's 503 stays spec 7's `unavailable`.
+   */
+  unavailableWarning(error: unknown): string | undefined;
+  /**
    * Whether an error a call on this store threw is the embedded store's damage (LMDB's
    * MDB_CORRUPTED and kin, see `damageOf`): the call fails with 500 as any internal error, but
    * the damage was logged once when first met, so such failures are not logged one by one.
