@@ -1,3 +1,4 @@
+import { retryAfterSeconds } from "#daemon/limits/rate-limiter.js";
 import { isDaemonUnavailable } from "#gateway/errors.js";
 import {
   type CachedBanner,
@@ -35,7 +36,8 @@ export interface FailedReadsOptions {
  * Banners with no copy to serve (never served, dropped for room, or last read past
  * STALE_IF_ERROR_MS) whose last read failed because the daemon (or its store) cannot answer
  * (isDaemonUnavailable): for `retryMs` their requests get that failure again at once, without a
- * call; then one read asks again, which a request waits for at most `heldReadWaitMs` (a stalled
+ * call, with a Retry-After of the seconds left until the next read may be tried; then one read
+ * asks again, which a request waits for at most `heldReadWaitMs` (a stalled
  * daemon fails it only at the transport's ping timeout, about 15 s), the requests after it while
  * it goes on getting the failure at once. One call per banner every `retryMs` at most, as for a
  * banner served stale, and no request piles up behind a daemon that stopped answering. An answer
@@ -51,6 +53,16 @@ export class FailedReads {
   recent(publicId: string): { error: unknown } | undefined {
     const failed = this.#failed.get(publicId);
     return failed && this.options.now() < failed.retryAt ? failed : undefined;
+  }
+
+  /**
+   * Whole seconds until the banner's next read may be tried, at least 1 (a read in flight may
+   * answer at any time); undefined unless its last read failed for want of the daemon: the
+   * Retry-After of the failure a request gets.
+   */
+  retryAfterSeconds(publicId: string): number | undefined {
+    const failed = this.#failed.get(publicId);
+    return failed && retryAfterSeconds(failed.retryAt, this.options.now());
   }
 
   /**

@@ -122,6 +122,15 @@ export class LoaderCache {
   }
 
   /**
+   * The Retry-After of the failure `variant` rejected with for a banner with no copy to serve:
+   * whole seconds until the daemon is asked for it again (failed-reads.ts); undefined for a
+   * failure not remembered (not for want of the daemon).
+   */
+  retryAfterSeconds(publicId: string): number | undefined {
+    return this.#stale.retryAfterSeconds(publicId);
+  }
+
+  /**
    * Marks a banner for a new read on its next request, and any answer for it still in flight as
    * stale (it may predate the change).
    */

@@ -3,7 +3,7 @@ import proxyAddr from "@fastify/proxy-addr";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import Negotiator from "negotiator";
 import type { DaemonClients } from "#gateway/daemon-clients.js";
-import { sendPlainError } from "#gateway/errors.js";
+import { failureOf, type HttpError, sendPlainError } from "#gateway/errors.js";
 import { LoaderCache } from "#gateway/loader/loader-cache.js";
 import type { LoaderVariant } from "#gateway/loader/loader-response.js";
 import { parseGeo } from "#gateway/loader/runtime-config.js";
@@ -90,6 +90,18 @@ function notModified(ifNoneMatch: string | undefined, etag: string): boolean {
   return ifNoneMatch.split(",").some((tag) => tag.trim().replace(/^W\//, "") === etag);
 }
 
+/**
+ * The 503 of a banner whose read failed for want of the daemon (failed-reads.ts): spec 7's body,
+ * with a Retry-After of the seconds until the daemon is asked for it again (`untilNextRead`), as
+ * nothing changes before; the daemon's own, if it asked for a later retry.
+ */
+function retryAtNextRead(failure: HttpError, untilNextRead: number | undefined): HttpError {
+  if (failure.status !== 503 || untilNextRead === undefined) return failure;
+  const asked = Number(failure.headers["Retry-After"]) || 0;
+  const retryAfter = String(Math.max(asked, untilNextRead));
+  return { ...failure, headers: { ...failure.headers, "Retry-After": retryAfter } };
+}
+
 function notFound(reply: FastifyReply): FastifyReply {
   return reply
     .code(404)
@@ -147,7 +159,14 @@ export async function loaderRoutes(app: FastifyInstance, options: LoaderRouteOpt
       (request.params as { file: string }).file,
     )?.[1];
     if (!publicId) return notFound(reply);
-    const variant = await cache.variant(publicId.toLowerCase(), geoOf(request));
+    const id = publicId.toLowerCase();
+    let variant: LoaderVariant | null;
+    try {
+      variant = await cache.variant(id, geoOf(request));
+    } catch (error) {
+      const failure = failureOf(request, error);
+      return sendPlainError(reply, retryAtNextRead(failure, cache.retryAfterSeconds(id)));
+    }
     if (!variant) return notFound(reply);
     const encoding = negotiate(request.headers);
     const etag = etagOf(variant, encoding);

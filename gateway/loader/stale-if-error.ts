@@ -98,6 +98,15 @@ export class StaleServing {
   }
 
   /**
+   * The Retry-After of a failure answered for a banner with no copy to serve: whole seconds until
+   * its next read may be tried (failed-reads.ts); undefined when its last read did not fail for
+   * want of the daemon.
+   */
+  retryAfterSeconds(publicId: string): number | undefined {
+    return this.#failedReads.retryAfterSeconds(publicId);
+  }
+
+  /**
    * What a request for a banner being read gets: the read's answer for a banner never read or
    * past the bound; while the daemon cannot be reached, the banner as last read at once (the
    * retry's outcome serves the requests after it); else the read's answer, or the banner as held

@@ -170,10 +170,15 @@ describe("LoaderCache while its daemon cannot be reached", () => {
     );
     expect(concurrent).toEqual(Array(20).fill(Code.Unavailable));
     expect(fetches).toBe(before + 1);
-    // Until the next read is due, every request gets the failure without a call.
+    // Until the next read is due, every request gets the failure without a call, and a retry
+    // asked for in the whole seconds left until then.
     for (let i = 0; i < 20; i++) expect(await failureOf(unserved.publicId)).toBe(Code.Unavailable);
-    now += STALE_RETRY_MS - 1;
+    expect(cache.retryAfterSeconds(unserved.publicId)).toBe(STALE_RETRY_MS / 1_000);
+    now += 1_500;
+    expect(cache.retryAfterSeconds(unserved.publicId)).toBe(4);
+    now += STALE_RETRY_MS - 1_501;
     expect(await failureOf(unserved.publicId)).toBe(Code.Unavailable);
+    expect(cache.retryAfterSeconds(unserved.publicId)).toBe(1);
     expect(fetches).toBe(before + 1);
     now += 1;
     expect(await failureOf(unserved.publicId)).toBe(Code.Unavailable);
@@ -210,6 +215,7 @@ describe("LoaderCache while its daemon cannot be reached", () => {
     const served = await cache.variant(unserved.publicId, null);
     expect(served?.identity.toString()).toContain(unserved.publicId);
     expect(served?.stale).toBeUndefined();
+    expect(cache.retryAfterSeconds(unserved.publicId)).toBeUndefined();
     expect(await cache.variant(madeUp, null)).toBeNull();
     const answered = fetches;
     expect(await cache.variant(madeUp, null)).toBeNull();

@@ -27,6 +27,50 @@ const UNAVAILABLE = {
 
 const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
+interface TimedAnswer extends HttpResult {
+  sentAt: number;
+  answeredAt: number;
+  waitedMs: number;
+}
+
+/** A request for a banner's loader, with when it was sent and answered (this machine's clock). */
+async function timedLoader(
+  service: Parameters<typeof http>[0],
+  publicId: string,
+): Promise<TimedAnswer> {
+  const sentAt = Date.now();
+  const answer = await http(service, "GET", `/loader/${publicId}.js`);
+  const answeredAt = Date.now();
+  return { ...answer, sentAt, answeredAt, waitedMs: answeredAt - sentAt };
+}
+
+/**
+ * When the gateway remembered a banner's read as failed, from the requests that got that failure
+ * first: not before the first was sent and `atLeastMs` on (the read's bound, for a daemon that
+ * cannot answer before it), not after the first answer.
+ */
+function failedBetween(first: TimedAnswer[], atLeastMs = 0): { from: number; by: number } {
+  return {
+    from: Math.min(...first.map((answer) => answer.sentAt)) + atLeastMs,
+    by: Math.min(...first.map((answer) => answer.answeredAt)),
+  };
+}
+
+/**
+ * A 503 answered while the failure remembered within `window` holds: its Retry-After is the whole
+ * seconds left until the daemon is asked again (STALE_RETRY_MS after the failure), at least 1,
+ * as reckoned at some moment between the request's sending and its answer.
+ */
+function expectRetryAfter(answer: TimedAnswer, window: { from: number; by: number }): void {
+  const secondsLeft = (retryAt: number, at: number) =>
+    Math.max(1, Math.ceil((retryAt - at) / 1_000));
+  const retryAfter = Number(answer.headers.get("retry-after"));
+  expect(retryAfter).toBeGreaterThanOrEqual(
+    secondsLeft(window.from + STALE_RETRY_MS, answer.answeredAt),
+  );
+  expect(retryAfter).toBeLessThanOrEqual(secondsLeft(window.by + STALE_RETRY_MS, answer.sentAt));
+}
+
 /**
  * Split mode while the daemon restarts or stalls (loader-cache.ts, stale-if-error): a loader the
  * gateway served keeps being served, unchanged, and a change published while the gateway hears
@@ -79,12 +123,16 @@ describe("the loader of a stand-alone gateway whose daemon is down", { timeout: 
     expect(stale.headers.get("cache-control")).toBe(STALE);
     const revalidated = await loader(publicId, { "if-none-match": etag });
     expect([revalidated.status, revalidated.headers.get("cache-control")]).toEqual([304, STALE]);
-    // Nothing served before: 503 as before, in the loader's plain shape.
-    const unserved = await loader(neverServed.publicId);
-    expect([unserved.status, unserved.body]).toEqual([
-      503,
-      { error: "The service is temporarily unavailable; retry later", code: "unavailable" },
-    ]);
+    // Nothing served before: 503 as before, in the loader's plain shape, with a retry asked for
+    // when the daemon is asked again (in 5 s), counting down for the requests meanwhile.
+    const unserved = await timedLoader(service, neverServed.publicId);
+    expect([unserved.status, unserved.body]).toEqual([503, UNAVAILABLE]);
+    const failed = failedBetween([unserved]);
+    expectRetryAfter(unserved, failed);
+    await pause(1_200);
+    const unservedAgain = await timedLoader(service, neverServed.publicId);
+    expect([unservedAgain.status, unservedAgain.body]).toEqual([503, UNAVAILABLE]);
+    expectRetryAfter(unservedAgain, failed);
     // Writes are never answered from memory: the log route and the preferences page say 503.
     const choice = await postLog(service, aChoice(publicId));
     expect([choice.status, choice.body]).toEqual([
@@ -172,16 +220,8 @@ describe("the loader of a stand-alone gateway whose daemon is down", { timeout: 
       });
       const { key } = await mintKey(service, await createTeam(service, "professional"));
       const { publicId } = await createBanner(service, key);
-      const loader = async () => {
-        const sentAt = Date.now();
-        const answer = await http(service, "GET", `/loader/${publicId}.js`);
-        return { ...answer, waited: Date.now() - sentAt };
-      };
-      const unavailable = (answer: HttpResult) => [
-        answer.status,
-        answer.body,
-        answer.headers.get("retry-after"),
-      ];
+      const loader = () => timedLoader(service, publicId);
+      const unavailable = (answer: HttpResult) => [answer.status, answer.body];
 
       daemon.child.kill("SIGSTOP");
       try {
@@ -189,27 +229,35 @@ describe("the loader of a stand-alone gateway whose daemon is down", { timeout: 
         // The read that finds it out fails only at the transport's ping timeout; the requests
         // that come meanwhile wait for that one read.
         const first = await Promise.all(Array.from({ length: 5 }, loader));
-        for (const answer of first) expect(unavailable(answer)).toEqual([503, UNAVAILABLE, "1"]);
+        const window = failedBetween(first);
+        for (const answer of first) {
+          expect(unavailable(answer)).toEqual([503, UNAVAILABLE]);
+          expectRetryAfter(answer, window);
+        }
         expect(proxy.calls()).toBe(before + 1);
-        // Then, until the next read is due, 503 at once, and the daemon is not asked.
+        // Then, until the next read is due, 503 at once, the daemon not asked, and Retry-After
+        // counting down the seconds left.
         const failedAt = Date.now();
         while (Date.now() - failedAt < STALE_RETRY_MS - 1_000) {
           const answer = await loader();
-          expect(unavailable(answer)).toEqual([503, UNAVAILABLE, "1"]);
-          expect(answer.waited).toBeLessThan(500);
+          expect(unavailable(answer)).toEqual([503, UNAVAILABLE]);
+          expect(answer.waitedMs).toBeLessThan(500);
+          expectRetryAfter(answer, window);
           await pause(200);
         }
         expect(proxy.calls()).toBe(before + 1);
         // The next read: its request waits at most 2 s for it, the ones while it goes on not at all.
         await pause(failedAt + STALE_RETRY_MS + 200 - Date.now());
+        // While it is in flight, it may answer at any time: a retry is asked for in a second.
         const retried = await loader();
-        expect(unavailable(retried)).toEqual([503, UNAVAILABLE, "1"]);
-        expect(retried.waited).toBeLessThan(HELD_READ_WAIT_MS + 1_000);
+        expect(unavailable(retried)).toEqual([503, UNAVAILABLE]);
+        expect(retried.waitedMs).toBeLessThan(HELD_READ_WAIT_MS + 1_000);
         const during = await Promise.all(Array.from({ length: 5 }, loader));
-        for (const answer of during) {
-          expect(unavailable(answer)).toEqual([503, UNAVAILABLE, "1"]);
-          expect(answer.waited).toBeLessThan(500);
+        for (const answer of [retried, ...during]) {
+          expect(unavailable(answer)).toEqual([503, UNAVAILABLE]);
+          expect(answer.headers.get("retry-after")).toBe("1");
         }
+        for (const answer of during) expect(answer.waitedMs).toBeLessThan(500);
         expect(proxy.calls()).toBe(before + 2);
       } finally {
         daemon.child.kill("SIGCONT");
