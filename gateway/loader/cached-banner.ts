@@ -44,10 +44,10 @@ export interface Loading {
   token: ReadToken;
   promise: Promise<CachedBanner | null>;
   /**
-   * Resolves once the read has been in flight for HELD_READ_WAIT_MS (overdueOf, set by the first
-   * request that waits for it within that bound: one for a banner held in memory, or for one whose
-   * last read failed): from then on such requests are answered without it (the held copy, or the
-   * failure).
+   * Resolves once the read has been in flight for its bound (overdueOf, set by the first request
+   * that waits for it: HELD_READ_WAIT_MS for a banner held in memory or one whose last read
+   * failed, FIRST_READ_WAIT_MS for a banner with no copy to serve read first): from then on its
+   * requests are answered without it (the held copy, or the failure).
    */
   overdue?: Promise<typeof OVERDUE>;
 }

@@ -1,4 +1,6 @@
+import type { ConnectError } from "@connectrpc/connect";
 import { retryAfterSeconds } from "#daemon/limits/rate-limiter.js";
+import { unreachable } from "#gateway/daemon-failures.js";
 import { isDaemonUnavailable } from "#gateway/errors.js";
 import {
   type CachedBanner,
@@ -28,6 +30,8 @@ export interface FailedReadsOptions {
   retryMs: number;
   /** How long a request waits for that next read before it gets the failure (HELD_READ_WAIT_MS). */
   heldReadWaitMs: number;
+  /** How long a request waits for a read with no failure before it (FIRST_READ_WAIT_MS). */
+  firstReadWaitMs: number;
   /** How many banners are remembered at most; default MAX_FAILED_READS. */
   maxFailedReads?: number;
 }
@@ -35,14 +39,16 @@ export interface FailedReadsOptions {
 /**
  * Banners with no copy to serve (never served, dropped for room, or last read past
  * STALE_IF_ERROR_MS) whose last read failed because the daemon (or its store) cannot answer
- * (isDaemonUnavailable): for `retryMs` their requests get that failure again at once, without a
- * call, with a Retry-After of the seconds left until the next read may be tried; then one read
- * asks again, which a request waits for at most `heldReadWaitMs` (a stalled
- * daemon fails it only at the transport's ping timeout, about 15 s), the requests after it while
- * it goes on getting the failure at once. One call per banner every `retryMs` at most, as for a
- * banner served stale, and no request piles up behind a daemon that stopped answering. An answer
- * of the daemon (a banner, or none) ends it; a banner unknown or inactive is remembered as such
- * by the cache alone, as before.
+ * (isDaemonUnavailable), or went unanswered past its bound: for `retryMs` their requests get that
+ * failure again at once, without a call, with a Retry-After of the seconds left until the next
+ * read may be tried; then one read asks again. A stalled daemon fails a read only at the
+ * transport's ping timeout, about 15 s, so no request waits that long: a request waits for a
+ * banner's first read at most `firstReadWaitMs`, and for the read after a failure at most
+ * `heldReadWaitMs`; past it the read counts as failed (answered as above for `retryMs`) while it
+ * goes on, and its answer, if the daemon gives one, serves the requests after it. One call per
+ * banner every `retryMs` at most, as for a banner served stale, and no request piles up behind a
+ * daemon that stopped answering. An answer of the daemon (a banner, or none) ends it; a banner
+ * unknown or inactive is remembered as such by the cache alone, as before.
  */
 export class FailedReads {
   readonly #failed = new Map<string, FailedRead>();
@@ -56,9 +62,9 @@ export class FailedReads {
   }
 
   /**
-   * Whole seconds until the banner's next read may be tried, at least 1 (a read in flight may
-   * answer at any time); undefined unless its last read failed for want of the daemon: the
-   * Retry-After of the failure a request gets.
+   * Whole seconds until the banner's next read may be tried, at least 1 (a read still in flight
+   * past its window may answer at any time); undefined unless its last read failed for want of
+   * the daemon: the Retry-After of the failure a request gets.
    */
   retryAfterSeconds(publicId: string): number | undefined {
     const failed = this.#failed.get(publicId);
@@ -66,19 +72,21 @@ export class FailedReads {
   }
 
   /**
-   * What a request for a banner with no copy to serve gets while it is read: the read's answer;
-   * for a banner whose last read failed, that failure once the read has been in flight
-   * `heldReadWaitMs`.
+   * What a request for a banner with no copy to serve gets while it is read: the read's answer,
+   * or, once the read has been in flight `firstReadWaitMs` (`heldReadWaitMs` after a failure), a
+   * failure remembered as the read's own would be.
    */
   async whileRead(publicId: string, loading: Loading): Promise<CachedBanner | null> {
-    const failed = this.#failed.get(publicId);
-    if (!failed) return loading.promise;
-    const first = await Promise.race([
-      loading.promise,
-      overdueOf(loading, this.options.heldReadWaitMs),
-    ]);
-    if (first === OVERDUE) throw failed.error;
-    return first;
+    const waitMs = this.#failed.has(publicId)
+      ? this.options.heldReadWaitMs
+      : this.options.firstReadWaitMs;
+    const overdue = overdueOf(loading, waitMs, () =>
+      this.failed(publicId, unansweredRead(waitMs), !loading.token.stale),
+    );
+    const first = await Promise.race([loading.promise, overdue]);
+    if (first !== OVERDUE) return first;
+    // Remembered when the bound passed, unless the banner changed (invalidate) or left the map.
+    throw this.#failed.get(publicId)?.error ?? unansweredRead(waitMs);
   }
 
   /** A read of a banner with no copy to serve failed; `current` when nothing changed meanwhile. */
@@ -101,4 +109,12 @@ export class FailedReads {
   forget(publicId: string): void {
     this.#failed.delete(publicId);
   }
+}
+
+/**
+ * The failure of a read that has not answered within `waitedMs`: the daemon cannot be reached for
+ * now, as the transport finds out at its ping timeout (logged as such, at most every 10 s).
+ */
+function unansweredRead(waitedMs: number): ConnectError {
+  return unreachable(new Error(`it has not answered a banner read within ${waitedMs} ms`));
 }

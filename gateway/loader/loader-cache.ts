@@ -54,7 +54,8 @@ const MAX_MISSING = 10_000;
  * daemon cannot answer leaves a banner served as last read (stale-if-error, STALE_IF_ERROR_MS),
  * read again every STALE_RETRY_MS in the background; a banner with no copy to serve is answered
  * that failure for STALE_RETRY_MS, then read again, each request waiting for that read at most
- * HELD_READ_WAIT_MS (failed-reads.ts).
+ * HELD_READ_WAIT_MS (failed-reads.ts); it waits for its first such read at most
+ * FIRST_READ_WAIT_MS, past which the read counts as failed while it goes on.
  */
 export class LoaderCache {
   readonly #banners = new Map<string, CachedBanner>();
@@ -87,7 +88,7 @@ export class LoaderCache {
    * The response for a visitor at `geo`, or null for an unknown or inactive banner; `stale` when
    * the daemon could not be reached to confirm it. Rejects when the daemon cannot be reached and
    * the banner was never read, or not within STALE_IF_ERROR_MS (at once, within STALE_RETRY_MS of
-   * such a failure).
+   * such a failure; after FIRST_READ_WAIT_MS at most when the daemon does not answer).
    */
   async variant(publicId: string, geo: Geo | null): Promise<LoaderVariant | null> {
     const cached = await this.#banner(publicId);

@@ -39,13 +39,26 @@ export const STALE_RETRY_MS = 5_000;
  * answer the gateway can already give. A daemon that answers takes milliseconds (tens with
  * MongoDB, a connection made included), so 2 s is far above any healthy read, and no request
  * is served the held copy for a merely slow one; it is also well under the wait a visitor notices
- * as a page that does not load. A banner never read has no copy to serve and waits as before.
+ * as a page that does not load. A banner with no copy to serve waits for its read after a
+ * failure as long (failed-reads.ts), and for its first read FIRST_READ_WAIT_MS.
  */
 export const HELD_READ_WAIT_MS = 2_000;
+/**
+ * How long a request for a banner with no copy to serve (never served, dropped for room, or last
+ * read past STALE_IF_ERROR_MS) waits for its read, no failure of it before, until it is answered
+ * 503 while the read goes on (failed-reads.ts): a stalled daemon would otherwise hold the site's
+ * page until the transport's ping timeout, about 15 s. Longer than HELD_READ_WAIT_MS on purpose:
+ * cut short, this read costs the visitor the banner itself, not a held copy, and no failure before
+ * it says that the daemon is away, so a daemon that is merely slow (loaded, a burst of first reads
+ * as a gateway starts, a connection to set up, a MongoDB command slowed) keeps 5 s, over a hundred
+ * times a healthy read, to answer; a third of the ping timeout. A read that answers later is not
+ * lost: its banner serves the requests after it.
+ */
+export const FIRST_READ_WAIT_MS = 5_000;
 
 /**
  * What a loader cache (LoaderCacheOptions) may set of its stale-if-error; the bounds themselves are
- * STALE_IF_ERROR_MS, STALE_RETRY_MS and HELD_READ_WAIT_MS.
+ * STALE_IF_ERROR_MS, STALE_RETRY_MS, HELD_READ_WAIT_MS and FIRST_READ_WAIT_MS.
  */
 export interface StaleServingSettings {
   /** How many banners whose read failed are remembered at most; default MAX_FAILED_READS. */
@@ -84,6 +97,7 @@ export class StaleServing {
       now: options.now,
       retryMs: STALE_RETRY_MS,
       heldReadWaitMs: HELD_READ_WAIT_MS,
+      firstReadWaitMs: FIRST_READ_WAIT_MS,
       maxFailedReads: options.maxFailedReads,
     });
   }
@@ -110,8 +124,9 @@ export class StaleServing {
    * What a request for a banner being read gets: the read's answer for a banner never read or
    * past the bound; while the daemon cannot be reached, the banner as last read at once (the
    * retry's outcome serves the requests after it); else the read's answer, or the banner as held
-   * once the read is overdue (heldAfterWait). A banner with no copy to serve whose last read
-   * failed for want of the daemon waits for its next read at most as long (failed-reads.ts).
+   * once the read is overdue (heldAfterWait). A banner with no copy to serve waits for its read
+   * at most FIRST_READ_WAIT_MS, or as long as a held one once a read of it failed for want of the
+   * daemon, then gets the failure (failed-reads.ts).
    */
   whileRead(
     publicId: string,

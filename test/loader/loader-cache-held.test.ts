@@ -5,7 +5,12 @@ import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest
 import { REPEATED_FAILURE_LOG_MS } from "#daemon/logging.js";
 import { LoaderCache } from "#gateway/loader/loader-cache.js";
 import type { LoaderVariant } from "#gateway/loader/loader-response.js";
-import { HELD_READ_WAIT_MS, STALE_IF_ERROR_MS } from "#gateway/loader/stale-if-error.js";
+import {
+  FIRST_READ_WAIT_MS,
+  HELD_READ_WAIT_MS,
+  STALE_IF_ERROR_MS,
+  STALE_RETRY_MS,
+} from "#gateway/loader/stale-if-error.js";
 import { BannerService, type PublishedBanner } from "#gen/consent/v1/banner_pb.js";
 import { bannerFixture } from "#test/support/consent-log.js";
 import { startTestService, type TestService } from "#test/support/service.js";
@@ -14,19 +19,25 @@ const REVALIDATE_MS = 30_000;
 
 /** A promise with its outcome readable without awaiting it. */
 function watched<T>(promise: Promise<T>) {
-  const state: { settled: boolean; value?: T } = { settled: false };
+  const state: { settled: boolean; value?: T; error?: unknown } = { settled: false };
   promise.then(
     (value) => Object.assign(state, { settled: true, value }),
-    () => Object.assign(state, { settled: true }),
+    (error: unknown) => Object.assign(state, { settled: true, error }),
   );
   return state;
 }
 
+/** The code of the failure a watched request ended with. */
+const codeOf = (request: { error?: unknown }) =>
+  request.error === undefined ? undefined : ConnectError.from(request.error).code;
+
 /**
  * A daemon that stops answering (a stalled process or store) fails a read only at the
  * transport's ping timeout; meanwhile a banner held in memory is served from it once its re-read
- * has been in flight HELD_READ_WAIT_MS (stale-if-error.ts). The banners are read from a real daemon
- * first; then the daemon's reads never settle, under fake timers and the cache's injected clock.
+ * has been in flight HELD_READ_WAIT_MS (stale-if-error.ts), and a banner with no copy to serve is
+ * answered the failure once its read has been in flight FIRST_READ_WAIT_MS (failed-reads.ts). The
+ * banners are read from a real daemon first; then the daemon's reads do not settle until the test
+ * answers them, under fake timers and the cache's injected clock.
  */
 describe("LoaderCache while its daemon does not answer", () => {
   let service: TestService;
@@ -105,19 +116,52 @@ describe("LoaderCache while its daemon does not answer", () => {
     expect(fetches).toBe(before + 1);
   });
 
-  it("keeps a banner never read, or read more than a day ago, waiting for the read as before", async () => {
+  it("answers a banner never read, or read more than a day ago, 503 once its read has been in flight 5 s, and serves the read's late answer", async () => {
     read = fromDaemon;
-    const { publicId } = await bannerFixture(service);
+    const [held, unserved] = await Promise.all([bannerFixture(service), bannerFixture(service)]);
     const readAt = now;
-    await cache.variant(publicId, null);
+    await cache.variant(held.publicId, null);
 
     vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout"] });
     read = stalled;
-    const neverRead = watched(cache.variant(crypto.randomUUID(), null));
     now = readAt + STALE_IF_ERROR_MS;
-    const tooOld = watched(cache.variant(publicId, null));
-    await vi.advanceTimersByTimeAsync(60_000);
-    expect([neverRead.settled, tooOld.settled]).toEqual([false, false]);
+    const before = fetches;
+    const neverRead = [1, 2, 3].map(() => watched(cache.variant(unserved.publicId, null)));
+    const tooOld = watched(cache.variant(held.publicId, null));
+    await vi.advanceTimersByTimeAsync(FIRST_READ_WAIT_MS - 1);
+    expect([...neverRead, tooOld].some((request) => request.settled)).toBe(false);
+    await vi.advanceTimersByTimeAsync(1);
+    expect([...neverRead, tooOld].map(codeOf)).toEqual(Array(4).fill(Code.Unavailable));
+    expect(fetches).toBe(before + 2);
+    // Remembered as a failed read: answered at once, without a call, until the next read is due,
+    // each with the whole seconds left until then.
+    expect(cache.retryAfterSeconds(unserved.publicId)).toBe(STALE_RETRY_MS / 1_000);
+    now += 1_500;
+    expect(cache.retryAfterSeconds(unserved.publicId)).toBe(4);
+    const meanwhile = watched(cache.variant(unserved.publicId, null));
+    await vi.advanceTimersByTimeAsync(0);
+    expect(codeOf(meanwhile)).toBe(Code.Unavailable);
+    // Past the window with the read still in flight: no second read, the failure at once, and a
+    // retry asked for in a second (the read may answer at any time).
+    now += STALE_RETRY_MS;
+    const joined = watched(cache.variant(unserved.publicId, null));
+    await vi.advanceTimersByTimeAsync(0);
+    expect(codeOf(joined)).toBe(Code.Unavailable);
+    expect(cache.retryAfterSeconds(unserved.publicId)).toBe(1);
+    expect(fetches).toBe(before + 2);
+
+    // The daemon answers the reads, late: their banners serve the requests after them.
+    for (const pending of unanswered.splice(0)) pending.answer(await fromDaemon(pending.publicId));
+    await vi.advanceTimersByTimeAsync(0);
+    const [served, reread] = await Promise.all([
+      cache.variant(unserved.publicId, null),
+      cache.variant(held.publicId, null),
+    ]);
+    expect(served?.identity.toString()).toContain(unserved.publicId);
+    expect(reread?.identity.toString()).toContain(held.publicId);
+    expect([served?.stale, reread?.stale]).toEqual([undefined, undefined]);
+    expect(cache.retryAfterSeconds(unserved.publicId)).toBeUndefined();
+    expect(fetches).toBe(before + 2);
   });
 
   it("warns at once and then once per 10 s while banners are served stale, naming how many, and says when the daemon answers again", async () => {

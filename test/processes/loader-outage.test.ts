@@ -3,7 +3,11 @@ import path from "node:path";
 import { createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { describe, expect, it } from "vitest";
-import { HELD_READ_WAIT_MS, STALE_RETRY_MS } from "#gateway/loader/stale-if-error.js";
+import {
+  FIRST_READ_WAIT_MS,
+  HELD_READ_WAIT_MS,
+  STALE_RETRY_MS,
+} from "#gateway/loader/stale-if-error.js";
 import { BannerService } from "#gen/consent/v1/banner_pb.js";
 import { createBanner, createTeam, type HttpResult, http, mintKey } from "#test/support/api.js";
 import { callCountingProxy } from "#test/support/call-counting-proxy.js";
@@ -69,6 +73,14 @@ function expectRetryAfter(answer: TimedAnswer, window: { from: number; by: numbe
     secondsLeft(window.from + STALE_RETRY_MS, answer.answeredAt),
   );
   expect(retryAfter).toBeLessThanOrEqual(secondsLeft(window.by + STALE_RETRY_MS, answer.sentAt));
+}
+
+/** 503s in the loader's plain shape, asking for a retry when the daemon is asked again. */
+function expectUnavailable(answers: TimedAnswer[], window: { from: number; by: number }): void {
+  for (const answer of answers) {
+    expect([answer.status, answer.body]).toEqual([503, UNAVAILABLE]);
+    expectRetryAfter(answer, window);
+  }
 }
 
 /**
@@ -203,7 +215,7 @@ describe("the loader of a stand-alone gateway whose daemon is down", { timeout: 
     expect(await daemon.program.stop()).toBe(0);
   });
 
-  it("answers 503 at once for a loader it never served while the daemon is stalled, asking it every 5 s", async () => {
+  it("answers 503 within 5 s for a loader it never served while the daemon is stalled, asking it every 5 s, and serves a read that answers late", async () => {
     const dataDir = dirs.join("stalled");
     const daemon = startProgram(PROGRAMS.consentd, { CONSENT_DATA_DIR: dataDir });
     const daemonUrl = await daemon.waitFor(DAEMON_URL);
@@ -219,45 +231,75 @@ describe("the loader of a stand-alone gateway whose daemon is down", { timeout: 
         operatorToken: (await readFile(path.join(dataDir, "admin-token"), "utf8")).trim(),
       });
       const { key } = await mintKey(service, await createTeam(service, "professional"));
+      const late = await createBanner(service, key);
       const { publicId } = await createBanner(service, key);
-      const loader = () => timedLoader(service, publicId);
+      const loader = (id = publicId) => timedLoader(service, id);
       const unavailable = (answer: HttpResult) => [answer.status, answer.body];
+
+      // A first read the daemon answers only once it is continued: the requests get 503 after
+      // 5 s, not at the transport's ping timeout (about 15 s), and the read, gone on meanwhile,
+      // serves the request after its answer, without a second call.
+      daemon.child.kill("SIGSTOP");
+      let before = proxy.calls();
+      try {
+        const first = await Promise.all(Array.from({ length: 3 }, () => loader(late.publicId)));
+        expectUnavailable(first, failedBetween(first, FIRST_READ_WAIT_MS));
+        expect(proxy.calls()).toBe(before + 1);
+      } finally {
+        daemon.child.kill("SIGCONT");
+      }
+      const continuedAt = Date.now();
+      let answered = await loader(late.publicId);
+      while (answered.status === 503 && Date.now() - continuedAt < STALE_RETRY_MS - 1_000) {
+        await pause(100);
+        answered = await loader(late.publicId);
+      }
+      expect([answered.status, answered.headers.get("cache-control")]).toEqual([200, USUAL]);
+      expect(answered.text).toContain(late.publicId);
+      expect(proxy.calls()).toBe(before + 1);
 
       daemon.child.kill("SIGSTOP");
       try {
-        const before = proxy.calls();
-        // The read that finds it out fails only at the transport's ping timeout; the requests
-        // that come meanwhile wait for that one read.
-        const first = await Promise.all(Array.from({ length: 5 }, loader));
-        const window = failedBetween(first);
-        for (const answer of first) {
-          expect(unavailable(answer)).toEqual([503, UNAVAILABLE]);
-          expectRetryAfter(answer, window);
-        }
+        before = proxy.calls();
+        // The read that finds it out is answered 503 after 5 s; the requests that come meanwhile
+        // share that one read.
+        const first = await Promise.all(Array.from({ length: 5 }, () => loader()));
+        const window = failedBetween(first, FIRST_READ_WAIT_MS);
+        expectUnavailable(first, window);
+        for (const answer of first)
+          expect(answer.waitedMs).toBeLessThan(FIRST_READ_WAIT_MS + 5_000);
         expect(proxy.calls()).toBe(before + 1);
         // Then, until the next read is due, 503 at once, the daemon not asked, and Retry-After
         // counting down the seconds left.
-        const failedAt = Date.now();
-        while (Date.now() - failedAt < STALE_RETRY_MS - 1_000) {
+        while (Date.now() < window.from + STALE_RETRY_MS - 1_000) {
           const answer = await loader();
-          expect(unavailable(answer)).toEqual([503, UNAVAILABLE]);
-          expect(answer.waitedMs).toBeLessThan(500);
-          expectRetryAfter(answer, window);
+          expectUnavailable([answer], window);
+          expect(answer.waitedMs).toBeLessThan(1_000);
           await pause(200);
         }
         expect(proxy.calls()).toBe(before + 1);
-        // The next read: its request waits at most 2 s for it, the ones while it goes on not at all.
-        await pause(failedAt + STALE_RETRY_MS + 200 - Date.now());
-        // While it is in flight, it may answer at any time: a retry is asked for in a second.
-        const retried = await loader();
-        expect(unavailable(retried)).toEqual([503, UNAVAILABLE]);
-        expect(retried.waitedMs).toBeLessThan(HELD_READ_WAIT_MS + 1_000);
-        const during = await Promise.all(Array.from({ length: 5 }, loader));
-        for (const answer of [retried, ...during]) {
-          expect(unavailable(answer)).toEqual([503, UNAVAILABLE]);
-          expect(answer.headers.get("retry-after")).toBe("1");
+        // The first read goes on until the ping timeout, then fails, and the next read comes 5 s
+        // after: one call per banner every 5 s at most, whatever the requests; none waits for a
+        // read longer than 2 s meanwhile.
+        const stalledAt = Date.now();
+        let requests = 0;
+        let retried: TimedAnswer | undefined;
+        while (proxy.calls() === before + 1 && Date.now() - stalledAt < 30_000) {
+          retried = await loader();
+          requests++;
+          expect(unavailable(retried)).toEqual([503, UNAVAILABLE]);
+          expect(retried.waitedMs).toBeLessThan(HELD_READ_WAIT_MS + 2_000);
+          const retryAfter = Number(retried.headers.get("retry-after"));
+          expect(retryAfter).toBeGreaterThanOrEqual(1);
+          expect(retryAfter).toBeLessThanOrEqual(STALE_RETRY_MS / 1_000);
+          await pause(200);
         }
-        for (const answer of during) expect(answer.waitedMs).toBeLessThan(500);
+        expect(proxy.calls()).toBe(before + 2);
+        expect(requests).toBeGreaterThan(10);
+        // That read, unanswered after 2 s, counts as failed: the requests after it get the 503
+        // at once, with the seconds left until the next read.
+        const during = await Promise.all(Array.from({ length: 5 }, () => loader()));
+        expectUnavailable(during, failedBetween([retried as TimedAnswer], HELD_READ_WAIT_MS));
         expect(proxy.calls()).toBe(before + 2);
       } finally {
         daemon.child.kill("SIGCONT");
