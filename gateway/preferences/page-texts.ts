@@ -16,6 +16,12 @@ export interface PageTexts {
    */
   errors: Record<ErrorCode | "other", [title: string, text: string]>;
   /**
+   * Title and text of the page a visit gets while the service is briefly unavailable (503, the
+   * daemon or its store): to open the link again in a moment. A fault of the service's is
+   * `errors.other`: try again later.
+   */
+  unavailable: [title: string, text: string];
+  /**
    * The page of a save that was not made: its title, then why, for the failures after which the
    * visitor can save again from the page (it links back there). A save refused for a failure
    * only `errors` lists (a link that no longer works, a banner gone) gives that page's title and
@@ -82,6 +88,10 @@ const PAGE_TEXTS: Record<string, PageTexts> = {
         "Your privacy settings could not be shown just now. Please try again later.",
       ],
     },
+    unavailable: [
+      "Your privacy settings are briefly unavailable",
+      "This service is briefly unavailable. Wait a moment, then open this link again.",
+    ],
     notSaved: {
       title: "Your choices were not saved",
       because: {
@@ -129,6 +139,10 @@ const PAGE_TEXTS: Record<string, PageTexts> = {
         "Ihre Datenschutzeinstellungen können gerade nicht angezeigt werden. Bitte versuchen Sie es später erneut.",
       ],
     },
+    unavailable: [
+      "Ihre Datenschutzeinstellungen sind kurzzeitig nicht verfügbar",
+      "Dieser Dienst ist kurzzeitig nicht verfügbar. Warten Sie einen Moment und öffnen Sie diesen Link dann erneut.",
+    ],
     notSaved: {
       title: "Ihre Auswahl wurde nicht gespeichert",
       because: {
@@ -173,6 +187,10 @@ const PAGE_TEXTS: Record<string, PageTexts> = {
         "Vos paramètres de confidentialité ne peuvent pas être affichés pour le moment. Veuillez réessayer plus tard.",
       ],
     },
+    unavailable: [
+      "Vos paramètres de confidentialité sont momentanément indisponibles",
+      "Ce service est momentanément indisponible. Patientez un instant, puis rouvrez ce lien.",
+    ],
     notSaved: {
       title: "Vos choix n’ont pas été enregistrés",
       because: {
@@ -217,6 +235,10 @@ const PAGE_TEXTS: Record<string, PageTexts> = {
         "Su configuración de privacidad no se puede mostrar en este momento. Vuelva a intentarlo más tarde.",
       ],
     },
+    unavailable: [
+      "Su configuración de privacidad no está disponible en este momento",
+      "Este servicio no está disponible en este momento. Espere un momento y vuelva a abrir este enlace.",
+    ],
     notSaved: {
       title: "Sus opciones no se han guardado",
       because: {
@@ -261,6 +283,10 @@ const PAGE_TEXTS: Record<string, PageTexts> = {
         "Le tue impostazioni sulla privacy non possono essere mostrate in questo momento. Riprova più tardi.",
       ],
     },
+    unavailable: [
+      "Le tue impostazioni sulla privacy sono momentaneamente non disponibili",
+      "Questo servizio è momentaneamente non disponibile. Attendi un momento, poi apri di nuovo questo link.",
+    ],
     notSaved: {
       title: "Le tue scelte non sono state salvate",
       because: {
@@ -305,6 +331,10 @@ const PAGE_TEXTS: Record<string, PageTexts> = {
         "Je privacyinstellingen kunnen nu niet worden getoond. Probeer het later opnieuw.",
       ],
     },
+    unavailable: [
+      "Je privacyinstellingen zijn even niet beschikbaar",
+      "Deze dienst is even niet beschikbaar. Wacht een moment en open deze link dan opnieuw.",
+    ],
     notSaved: {
       title: "Je keuzes zijn niet opgeslagen",
       because: {
@@ -349,6 +379,10 @@ const PAGE_TEXTS: Record<string, PageTexts> = {
         "Não é possível mostrar as suas definições de privacidade neste momento. Tente novamente mais tarde.",
       ],
     },
+    unavailable: [
+      "As suas definições de privacidade estão momentaneamente indisponíveis",
+      "Este serviço está momentaneamente indisponível. Aguarde um momento e abra novamente este link.",
+    ],
     notSaved: {
       title: "As suas escolhas não foram guardadas",
       because: {
@@ -393,6 +427,10 @@ const PAGE_TEXTS: Record<string, PageTexts> = {
         "Nie można teraz wyświetlić Twoich ustawień prywatności. Spróbuj ponownie później.",
       ],
     },
+    unavailable: [
+      "Twoje ustawienia prywatności są chwilowo niedostępne",
+      "Ta usługa jest chwilowo niedostępna. Odczekaj chwilę, a następnie ponownie otwórz ten link.",
+    ],
     notSaved: {
       title: "Twoje wybory nie zostały zapisane",
       because: {
@@ -437,6 +475,10 @@ const PAGE_TEXTS: Record<string, PageTexts> = {
         "Dina integritetsinställningar kan inte visas just nu. Försök igen senare.",
       ],
     },
+    unavailable: [
+      "Dina integritetsinställningar är tillfälligt otillgängliga",
+      "Tjänsten är tillfälligt otillgänglig. Vänta en stund och öppna sedan länken igen.",
+    ],
     notSaved: {
       title: "Dina val sparades inte",
       because: {
@@ -481,6 +523,10 @@ const PAGE_TEXTS: Record<string, PageTexts> = {
         "Dine privatlivsindstillinger kan ikke vises lige nu. Prøv igen senere.",
       ],
     },
+    unavailable: [
+      "Dine privatlivsindstillinger er midlertidigt utilgængelige",
+      "Tjenesten er midlertidigt utilgængelig. Vent et øjeblik, og åbn derefter linket igen.",
+    ],
     notSaved: {
       title: "Dine valg blev ikke gemt",
       because: {
@@ -525,6 +571,10 @@ const PAGE_TEXTS: Record<string, PageTexts> = {
         "Tietosuoja-asetuksiasi ei voida näyttää juuri nyt. Yritä myöhemmin uudelleen.",
       ],
     },
+    unavailable: [
+      "Tietosuoja-asetuksesi eivät ole juuri nyt käytettävissä",
+      "Palvelu ei ole juuri nyt käytettävissä. Odota hetki ja avaa sitten tämä linkki uudelleen.",
+    ],
     notSaved: {
       title: "Valintojasi ei tallennettu",
       because: {

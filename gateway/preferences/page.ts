@@ -177,7 +177,8 @@ interface FailureWords {
 }
 
 /**
- * The words for a failure. A visit gets the failure's own title and text. A save that was not
+ * The words for a failure. A visit gets the failure's own title and text, the service's being
+ * briefly unavailable included (a moment's wait). A save that was not
  * made says so first, in its heading and title, then why: where saving again from the page can
  * succeed (after a minute for the rate limit, a moment for an unavailable service, later for a
  * fault of the service), with its own sentence and the link back; where it cannot (a link that no
@@ -196,9 +197,10 @@ function failureWords(
   const retry = Object.hasOwn(texts.notSaved.because, key)
     ? texts.notSaved.because[key as RetryableSaveFailure]
     : undefined;
-  // A visit meets a save's own failure (the service unavailable) as any failure of the service.
+  // A visit while the service is briefly unavailable is told to open the link again in a moment;
+  // one that meets any other failure of the service, to try again later.
   if (!submitted && key !== "unsupported_form") {
-    const [title, text] = visit ?? texts.errors.other;
+    const [title, text] = visit ?? (key === "unavailable" ? texts.unavailable : texts.errors.other);
     return { title, heading: title, text, back: false };
   }
   const heading = texts.notSaved.title;

@@ -161,13 +161,13 @@ describe("the loader of a stand-alone gateway whose daemon is down", { timeout: 
       503,
       "text/html; charset=utf-8",
     ]);
-    expect(page.text).toContain("could not be shown just now");
+    expect(page.text).toContain("Wait a moment, then open this link again.");
     const save = await http(service, "POST", preferences, {
       body: "category=necessary",
       headers: { "content-type": "application/x-www-form-urlencoded" },
     });
     expect(save.status).toBe(503);
-    expect(save.text).toContain("Please try again later");
+    expect(save.text).toContain("Wait a moment, then open your privacy settings");
 
     // Back, with a publish this gateway hears nothing of: served at its next read, within
     // seconds (every 5 s while the daemon failed), long before its 30 s revalidation.

@@ -16,14 +16,15 @@ import {
 const FORM = { "content-type": "application/x-www-form-urlencoded" };
 
 /**
- * The preferences page of a stand-alone gateway whose daemon is down (decisions §5): a visit says
- * the settings could not be shown, and a save says, in the visitor's language, that the choices
- * were not saved, since nothing was.
+ * The preferences page of a stand-alone gateway whose daemon is down (decisions §5): a visit says,
+ * in the visitor's language, that the settings are briefly unavailable and to open the link again
+ * in a moment, and a save that the choices were not saved, since nothing was, and to save again
+ * in a moment; both keep the 503's Retry-After.
  */
 describe("the preferences page while the daemon is down", { timeout: 120_000 }, () => {
   const dirs = useProgramRoot("consent-preferences-outage-");
 
-  it("says a save was not saved and to save again in a moment, not only that the settings could not be shown", async () => {
+  it("says a visit's settings are briefly unavailable and a save was not saved, each to try again in a moment, not that something went wrong", async () => {
     const dataDir = dirs.join("data");
     const daemon = startProgram(PROGRAMS.consentd, { CONSENT_DATA_DIR: dataDir });
     const daemonUrl = await daemon.waitFor(DAEMON_URL);
@@ -53,15 +54,21 @@ describe("the preferences page while the daemon is down", { timeout: 120_000 }, 
 
     expect(await daemon.stop()).toBe(0);
     // The visit's page and the save's: each a 503 HTML page with its own sentence.
-    const shown = await http(service, "GET", link);
+    const visit = (headers: Record<string, string> = {}) => http(service, "GET", link, { headers });
+    const shown = await visit();
     const failed = await save();
     expect([shown, failed].map((page) => [page.status, page.headers.get("content-type")])).toEqual([
       [503, "text/html; charset=utf-8"],
       [503, "text/html; charset=utf-8"],
     ]);
+    // The visit's page: the settings briefly unavailable, so to open the link again in a moment,
+    // with the 503's Retry-After; no "Something went wrong", which a fault of the service's gets.
+    expect(shown.headers.get("retry-after")).toBe("1");
+    expect(shown.text).toContain("<title>Your privacy settings are briefly unavailable</title>");
     expect(shown.text).toContain(
-      "<h1>Something went wrong</h1>\n<p>Your privacy settings could not be shown just now. Please try again later.</p>",
+      "<h1>Your privacy settings are briefly unavailable</h1>\n<p>This service is briefly unavailable. Wait a moment, then open this link again.</p></main>",
     );
+    expect(shown.text).not.toContain("Something went wrong");
     expect(shown.text).not.toContain("not saved");
     // The save's page: not saved, the service briefly unavailable, so again in a moment from the
     // page it links back to; its title says no more than that (no "Something went wrong"), and
@@ -86,9 +93,28 @@ describe("the preferences page while the daemon is down", { timeout: 120_000 }, 
     expect(german.text).toContain(
       '<h1>Ihre Auswahl wurde nicht gespeichert</h1>\n<p>Dieser Dienst ist kurzzeitig nicht verfügbar. Warten Sie einen Moment, öffnen Sie dann Ihre Datenschutzeinstellungen und speichern Sie Ihre Auswahl erneut.</p>\n<p><a href="">Ihre Datenschutzeinstellungen öffnen</a></p>',
     );
+    const germanVisit = await visit({ "accept-language": "de-AT, en;q=0.5" });
+    expect(germanVisit.text).toContain(
+      "<h1>Ihre Datenschutzeinstellungen sind kurzzeitig nicht verfügbar</h1>\n<p>Dieser Dienst ist kurzzeitig nicht verfügbar. Warten Sie einen Moment und öffnen Sie diesen Link dann erneut.</p>",
+    );
     const english = pageTexts("en").texts.notSaved.because.unavailable;
+    const englishVisit = pageTexts("en").texts.unavailable;
     for (const lang of PAGE_LANGUAGES) {
       const { texts } = pageTexts(lang);
+      const shownIn = await visit({ "accept-language": lang });
+      expect([lang, shownIn.status, shownIn.headers.get("retry-after")]).toEqual([lang, 503, "1"]);
+      expect(shownIn.text).toContain(`<html lang="${lang}">`);
+      expect(shownIn.text).toContain(`<title>${texts.unavailable[0]}</title>`);
+      expect(shownIn.text).toContain(
+        `<h1>${texts.unavailable[0]}</h1>\n<p>${texts.unavailable[1]}</p></main>`,
+      );
+      expect(shownIn.text).not.toContain(texts.errors.other[0]);
+      if (lang !== "en") {
+        expect([lang, englishVisit.some((words) => shownIn.text.includes(words))]).toEqual([
+          lang,
+          false,
+        ]);
+      }
       const page = await save({ "accept-language": lang });
       expect([lang, page.status, page.headers.get("retry-after")]).toEqual([lang, 503, "1"]);
       expect(page.text).toContain(`<html lang="${lang}">`);
