@@ -1,6 +1,11 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { FastifyBaseLogger, FastifyReply, FastifyRequest } from "fastify";
-import { clipped, messageOf } from "#daemon/errors.js";
+import {
+  clipped,
+  messageOf,
+  PASSING_OUTAGE_RETRY_AFTER_SECONDS,
+  UNTIL_OPERATOR_RETRY_AFTER_SECONDS,
+} from "#daemon/errors.js";
 import { isStoreFull } from "#daemon/store/disk-guard.js";
 import { BodyBudgetExceeded } from "#gateway/body-budget.js";
 import { isDaemonBusy, isDaemonUnreachable } from "#gateway/daemon-failures.js";
@@ -126,7 +131,7 @@ function warnUnreachable(state: UnreachableLog, now: number): void {
  * the outage is over).
  */
 export function failureOf(request: FastifyRequest, error: unknown): HttpError {
-  if (tokenWatchOf(request.server.server)?.isOwnFailure(error)) return UNAVAILABLE;
+  if (tokenWatchOf(request.server.server)?.isOwnFailure(error)) return GATEWAY_REFUSED;
   const httpError = httpErrorOf(error);
   // A write refused for want of disk space was reported once by the daemon (isStoreFull).
   if (httpError.status === 500 && !isStoreFull(error)) {
@@ -223,17 +228,41 @@ export function httpErrorOf(error: unknown): HttpError {
 }
 
 /**
- * The service cannot serve the client for now (spec 7: 503 unavailable): the daemon could not be
- * reached, or it refuses the gateway's own token, which the client is told as this, not that its
- * key is wrong (401) or its address locked out (429), and nothing of the gateway's setup (the
- * operator learns why from the log, TokenWatch).
+ * The service cannot serve the client for now (spec 7: 503 unavailable), to be asked again after
+ * `retryAfterSeconds`: a second where the outage passes by itself, minutes where it lasts until
+ * the operator acts (docs/behaviour.md, "Subjects"), as the daemon's own 503s say.
  */
-const UNAVAILABLE: HttpError = {
-  status: 503,
-  code: "unavailable",
-  message: "The service is temporarily unavailable; retry later",
-  headers: {},
-};
+function unavailable(retryAfterSeconds: number): HttpError {
+  return {
+    status: 503,
+    code: "unavailable",
+    message: "The service is temporarily unavailable; retry later",
+    headers: { "Retry-After": String(retryAfterSeconds) },
+  };
+}
+
+/**
+ * The daemon refuses this gateway's own token: the client is told the service is unavailable, not
+ * that its key is wrong (401) or its address locked out (429), and nothing of the gateway's setup
+ * (the operator learns why from the log, TokenWatch). It lasts until the operator restarts the
+ * gateway with the daemon's token, so clients are asked back in minutes, not every second.
+ */
+const GATEWAY_REFUSED = unavailable(UNTIL_OPERATOR_RETRY_AFTER_SECONDS);
+
+/**
+ * Whether a failure is an outage the service expects to pass by itself within moments (the daemon
+ * or its store out of reach, a store too busy): a 503 whose Retry-After is shorter than that of
+ * one lasting until the operator acts (UNTIL_OPERATOR_RETRY_AFTER_SECONDS). A page promises a
+ * visitor no sooner a recovery than its Retry-After does.
+ */
+export function isPassingOutage({ status, headers }: HttpError): boolean {
+  const retryAfter = headers["Retry-After"];
+  return (
+    status === 503 &&
+    retryAfter !== undefined &&
+    Number(retryAfter) < UNTIL_OPERATOR_RETRY_AFTER_SECONDS
+  );
+}
 
 /**
  * A daemon answer without an ErrorInfo, or one that is no failure the daemon raises on purpose (an
@@ -244,9 +273,7 @@ const UNAVAILABLE: HttpError = {
 function unintended(error: ConnectError): HttpError {
   // The daemon could not be reached, went away, was over its request budget or did not answer in
   // time (spec 7: 5xx is retried): a retry shortly may pass.
-  return isDaemonUnavailable(error)
-    ? { ...UNAVAILABLE, headers: { "Retry-After": "1" } }
-    : INTERNAL;
+  return isDaemonUnavailable(error) ? unavailable(PASSING_OUTAGE_RETRY_AFTER_SECONDS) : INTERNAL;
 }
 
 function fromConnectError(error: ConnectError): HttpError {

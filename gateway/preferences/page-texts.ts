@@ -16,9 +16,9 @@ export interface PageTexts {
    */
   errors: Record<ErrorCode | "other", [title: string, text: string]>;
   /**
-   * Title and text of the page a visit gets while the service is briefly unavailable (503, the
-   * daemon or its store): to open the link again in a moment. A fault of the service's is
-   * `errors.other`: try again later.
+   * Title and text of the page a visit gets while the service is briefly unavailable (a 503 the
+   * service expects to pass by itself, gateway/errors.ts isPassingOutage): to open the link again
+   * in a moment. Any other failure of the service's is `errors.other`: try again later.
    */
   unavailable: [title: string, text: string];
   /**
@@ -44,8 +44,10 @@ export type ErrorCode =
 /**
  * The failures of a save the page can make again: a submission the page's form never makes
  * (`unsupported_form`: the form is saved only as the page itself sends it) or another site made
- * (`not_from_the_page`), one over the rate limit, and the service's own: `unavailable` (503, the
- * daemon or its store: again in a moment) and `other` (500, a fault on the service's side).
+ * (`not_from_the_page`), one over the rate limit, and the service's own: `unavailable` (a 503
+ * expected to pass by itself, the daemon or its store out of reach: again in a moment) and `other`
+ * (a fault on the service's side: a 500, or a 503 that lasts until the operator acts, such as the
+ * daemon refusing a stand-alone gateway's token: later).
  */
 export type RetryableSaveFailure =
   | "unsupported_form"

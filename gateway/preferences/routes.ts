@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { httpUrl, readOriginHeader } from "#daemon/consent-log/request-origin.js";
 import type { DaemonClients } from "#gateway/daemon-clients.js";
-import { failureOf, type HttpError } from "#gateway/errors.js";
+import { failureOf, type HttpError, isPassingOutage } from "#gateway/errors.js";
 import { refuseOtherMethods } from "#gateway/methods.js";
 import { errorPage, preferencesPage } from "#gateway/preferences/page.js";
 import { browserLanguage } from "#gateway/preferences/page-texts.js";
@@ -62,13 +62,25 @@ function sendPage(reply: FastifyReply, status: number, html: string, nonce: stri
 }
 
 /**
- * The clear page for a failure: its status, headers and a text for its code in the browser's
- * language, never internals; a failed POST, a submission of the form, says it was not saved.
+ * The failure a page names: a visitor's own (a link, a limit, a submission) by its code; the
+ * service's by what waiting does: `unavailable` for an outage that passes by itself (again in a
+ * moment), `other` for a fault or an outage that lasts until the operator acts, such as the daemon
+ * refusing this gateway's token (later), both whatever their REST code.
+ */
+function pageFailureOf(httpError: HttpError): string | undefined {
+  if (httpError.status < 500) return httpError.code;
+  return isPassingOutage(httpError) ? "unavailable" : "other";
+}
+
+/**
+ * The clear page for a failure: its status, headers and a text for it in the browser's language,
+ * never internals; a failed POST, a submission of the form, says it was not saved.
  */
 export function sendErrorPage(reply: FastifyReply, httpError: HttpError) {
   const nonce = randomBytes(16).toString("base64");
   const { headers, method } = reply.request;
-  const html = errorPage(httpError.code, nonce, browserLanguage(headers), method === "POST");
+  const failure = pageFailureOf(httpError);
+  const html = errorPage(failure, nonce, browserLanguage(headers), method === "POST");
   reply.headers(httpError.headers);
   return sendPage(reply, httpError.status, html, nonce);
 }

@@ -2,8 +2,29 @@ import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { createDaemonTransport } from "#gateway/daemon-transport.js";
 import { startGateway } from "#gateway/main.js";
+import { PAGE_LANGUAGES, pageTexts } from "#gateway/preferences/page-texts.js";
 import { createTeam, mintKey } from "#test/support/api.js";
+import { aChoice, bannerFixture, postLog } from "#test/support/consent-log.js";
 import { startTestService, type TestService } from "#test/support/service.js";
+
+type Gateway = Awaited<ReturnType<typeof startGateway>>;
+
+/**
+ * A gateway holding the token `daemon` had before (start-up's own check is not run here), closed
+ * with the others in `gateways`.
+ */
+async function standAloneGateway(daemon: TestService, gateways: Gateway[]) {
+  const logged: Record<string, unknown>[] = [];
+  const gateway = await startGateway({
+    config: daemon.config,
+    transport: createDaemonTransport({ baseUrl: daemon.daemonUrl }),
+    operatorToken: `${daemon.operatorToken}-before-it-changed`,
+    inProcess: false,
+    logger: pino({ level: "warn" }, { write: (line: string) => logged.push(JSON.parse(line)) }),
+  });
+  gateways.push(gateway);
+  return { url: gateway.url, logged };
+}
 
 /**
  * A stand-alone gateway checks its operator token with the daemon when it starts; a daemon whose
@@ -13,7 +34,7 @@ import { startTestService, type TestService } from "#test/support/service.js";
  */
 describe("a stand-alone gateway whose operator token the daemon no longer accepts", () => {
   let daemon: TestService;
-  const gateways: Awaited<ReturnType<typeof startGateway>>[] = [];
+  const gateways: Gateway[] = [];
   beforeAll(async () => {
     daemon = await startTestService();
   });
@@ -22,32 +43,18 @@ describe("a stand-alone gateway whose operator token the daemon no longer accept
     await daemon?.close();
   });
 
-  /** A gateway holding the token the daemon had before (start-up's own check is not run here). */
-  async function standAloneGateway() {
-    const logged: Record<string, unknown>[] = [];
-    const gateway = await startGateway({
-      config: daemon.config,
-      transport: createDaemonTransport({ baseUrl: daemon.daemonUrl }),
-      operatorToken: `${daemon.operatorToken}-before-it-changed`,
-      inProcess: false,
-      logger: pino({ level: "warn" }, { write: (line: string) => logged.push(JSON.parse(line)) }),
-    });
-    gateways.push(gateway);
-    return { url: gateway.url, logged };
-  }
-
   // First: the next test's calls lock the address of every gateway of this test out for a minute.
   it("learns of the refusal from its health checks while it serves no request", async () => {
-    const gateway = await standAloneGateway();
+    const gateway = await standAloneGateway(daemon, gateways);
     await vi.waitFor(
       async () => expect((await fetch(`${gateway.url}/api/v1/health`)).status).toBe(503),
       { timeout: 5_000, interval: 100 },
     );
   });
 
-  it("answers 503 unavailable past the daemon's lockout of its address, logs why once, and its health says unavailable", async () => {
+  it("answers 503 unavailable, to retry in minutes, past the daemon's lockout of its address, logs why once, and its health says unavailable", async () => {
     const { key } = await mintKey(daemon, await createTeam(daemon));
-    const { logged, ...gateway } = await standAloneGateway();
+    const { logged, ...gateway } = await standAloneGateway(daemon, gateways);
     // 15 calls: past the 10 failed attempts a minute after which the daemon answers the
     // gateway's address 429 (spec 8), which is the gateway's failure too, not the client's.
     for (let call = 0; call < 15; call++) {
@@ -55,6 +62,9 @@ describe("a stand-alone gateway whose operator token the daemon no longer accept
         headers: { authorization: `Bearer ${key}` },
       });
       expect(answer.status).toBe(503);
+      // It lasts until the operator restarts the gateway: minutes, as the daemon's own 503s that
+      // wait on the operator say, not the second of an outage that passes by itself.
+      expect(answer.headers.get("retry-after")).toBe("300");
       expect(await answer.json()).toMatchObject({
         data: {
           code: "unavailable",
@@ -71,5 +81,95 @@ describe("a stand-alone gateway whose operator token the daemon no longer accept
     const health = await fetch(`${gateway.url}/api/v1/health`);
     expect(health.status).toBe(503);
     expect(await health.json()).toMatchObject({ data: { status: "unavailable" } });
+  });
+});
+
+/** What the visitor reads of a page: its title, then its heading, paragraphs and links. */
+function shown(html: string) {
+  return {
+    title: /<title>(.*)<\/title>/.exec(html)?.[1],
+    main: /<main>([\s\S]*)<\/main>/.exec(html)?.[1],
+  };
+}
+
+/**
+ * decisions §5: the preferences page of a gateway the daemon refuses is no brief outage the
+ * visitor waits out but a fault on the service's side until the operator restarts the gateway:
+ * a visit and a save say, in the visitor's language, that something went wrong and to try again
+ * later, never to wait a moment, and nothing of the gateway's setup; both 503 with the REST
+ * answer's Retry-After.
+ */
+describe("the preferences page of a stand-alone gateway whose operator token the daemon no longer accepts", () => {
+  let daemon: TestService;
+  const gateways: Gateway[] = [];
+  let link: string;
+  let gatewayUrl: string;
+  beforeAll(async () => {
+    daemon = await startTestService({ gateway: true });
+    const { publicId } = await bannerFixture(daemon);
+    link = new URL((await postLog(daemon, aChoice(publicId))).body.managePreferences).pathname;
+    gatewayUrl = (await standAloneGateway(daemon, gateways)).url;
+  });
+  afterAll(async () => {
+    for (const gateway of gateways) await gateway.close();
+    await daemon?.close();
+  });
+
+  async function page(method: "GET" | "POST", language = "en") {
+    const response = await fetch(`${gatewayUrl}${link}`, {
+      method,
+      headers: {
+        "accept-language": language,
+        ...(method === "POST" && { "content-type": "application/x-www-form-urlencoded" }),
+      },
+      body: method === "POST" ? "category=analytics" : undefined,
+      redirect: "manual",
+    });
+    const text = await response.text();
+    return { status: response.status, retryAfter: response.headers.get("retry-after"), text };
+  }
+
+  it("says something went wrong on the service's side and to try again later, not to wait a moment", async () => {
+    const visit = await page("GET");
+    expect([visit.status, visit.retryAfter, shown(visit.text)]).toEqual([
+      503,
+      "300",
+      {
+        title: "Something went wrong",
+        main: "<h1>Something went wrong</h1>\n<p>Your privacy settings could not be shown just now. Please try again later.</p>",
+      },
+    ]);
+    const save = await page("POST");
+    expect([save.status, save.retryAfter, shown(save.text)]).toEqual([
+      503,
+      "300",
+      {
+        title: "Your choices were not saved – Something went wrong",
+        main: '<h1>Your choices were not saved</h1>\n<p>Something went wrong on this service’s side. Open your privacy settings and try again later.</p>\n<p><a href="">Open your privacy settings</a></p>',
+      },
+    ]);
+
+    // In every language the page ships, its own sentences for a fault of the service's.
+    for (const lang of PAGE_LANGUAGES) {
+      const { texts } = pageTexts(lang);
+      const [title, text] = texts.errors.other;
+      const visitIn = await page("GET", lang);
+      expect([lang, visitIn.status, visitIn.retryAfter, shown(visitIn.text)]).toEqual([
+        lang,
+        503,
+        "300",
+        { title, main: `<h1>${title}</h1>\n<p>${text}</p>` },
+      ]);
+      const saveIn = await page("POST", lang);
+      expect([lang, saveIn.status, saveIn.retryAfter, shown(saveIn.text)]).toEqual([
+        lang,
+        503,
+        "300",
+        {
+          title: `${texts.notSaved.title} – ${title}`,
+          main: `<h1>${texts.notSaved.title}</h1>\n<p>${texts.notSaved.because.other}</p>\n<p><a href="">${texts.openSettings}</a></p>`,
+        },
+      ]);
+    }
   });
 });
