@@ -43,6 +43,8 @@ const RETRYABLE_LABELS = [
 ];
 /** MongoDB's UnsatisfiableWriteConcern: too few data-bearing members in the set's configuration. */
 const UNSATISFIABLE_WRITE_CONCERN = 100;
+/** MongoDB's KeyNotFound: no key of its own validates the cluster time a command carried. */
+const KEY_NOT_FOUND = 211;
 
 /**
  * Server codes of MongoDB unable to serve for now, not refusing the request. From the driver
@@ -87,7 +89,7 @@ const UNAVAILABLE_CODES = new Set([
   150, // StaleEpoch (a sharded collection dropped and recreated, or its shard key refined)
   189, // PrimarySteppedDown
   202, // NetworkInterfaceExceededTimeLimit (mongos to a shard)
-  211, // KeyNotFound
+  KEY_NOT_FOUND,
   262, // ExceededTimeLimit
   358, // InternalTransactionNotSupported
   365, // TemporarilyUnavailable
@@ -154,12 +156,27 @@ const UNSATISFIABLE_WRITE_CONCERN_WARNING =
   "MongoDB's replica set cannot acknowledge majority writes (UnsatisfiableWriteConcern): its configuration has too few data-bearing members to make a majority; writes fail with unavailable (Retry-After: 300) until the operator adds a data-bearing member to the set (rs.add) or replaces an arbiter with one (rs.reconfig); the daemon needs no restart";
 
 /**
+ * What the operator reads of KeyNotFound (211), in place of the store briefly out of reach: a
+ * set just started answers it while its cluster-time signing keys replicate, which passes within
+ * seconds, so the client's 503 keeps Retry-After: 1; but the driver sends the highest cluster time
+ * it has seen, so a deployment restored or rebuilt under a running daemon (other keys, an older
+ * clock) answers it to every command until the daemon restarts and forgets that time.
+ */
+const KEY_NOT_FOUND_WARNING =
+  "MongoDB cannot validate the cluster time the daemon sends (KeyNotFound): a replica set just started answers this until its signing keys replicate, within seconds; if it lasts, the deployment was restored or rebuilt while the daemon ran, and calls fail with unavailable until the daemon is restarted";
+
+/**
  * The warning the daemon logs for a MongoDB error that `isMongoUnavailable` takes and only the
- * operator ends (a write concern the replica set cannot satisfy as configured, 100), in place of
- * the store briefly out of reach; undefined for any other, which passes by itself.
+ * operator may have to end, in place of the store briefly out of reach: a write concern the
+ * replica set cannot satisfy as configured (100), a cluster time no key validates (211);
+ * undefined for any other, which passes by itself.
  */
 export function mongoUnavailableWarning(error: unknown): string | undefined {
-  return isUnsatisfiableWriteConcern(error) ? UNSATISFIABLE_WRITE_CONCERN_WARNING : undefined;
+  if (isUnsatisfiableWriteConcern(error)) return UNSATISFIABLE_WRITE_CONCERN_WARNING;
+  if (error instanceof MongoError && originalOf(error).code === KEY_NOT_FOUND) {
+    return KEY_NOT_FOUND_WARNING;
+  }
+  return undefined;
 }
 
 function isUnsatisfiableWriteConcern(error: unknown): boolean {
