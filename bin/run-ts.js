@@ -19,7 +19,9 @@ export async function load(entry, name, options) {
  * naming each as it is made cost a twentieth of a request's CPU in profiles of the benchmark's
  * routes. Nothing of the service reads a name the bundle may change: its errors name
  * themselves (`name` set in each class, as the libraries' do), and a logged error's `type` is
- * taken from that name (daemon/logging.ts).
+ * taken from that name (daemon/logging.ts). A stack's frames keep their TypeScript file and line;
+ * Node names each from the source map at its caller's call site, so a function the bundle renamed
+ * shows the bundle's name (`fail3`) only where it was called from outside the bundle.
  */
 export function loadService() {
   return load("daemon/programs.ts", "service", { keepNames: false });

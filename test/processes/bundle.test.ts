@@ -1,5 +1,5 @@
 import { execFile } from "node:child_process";
-import { mkdir, mkdtemp, readdir, rm, stat, utimes, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, readdir, readFile, rm, stat, utimes, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -262,31 +262,64 @@ describe("the bundle a program starts from", () => {
     });
   });
 
-  it("names the TypeScript source and line in a program's stack (bin/run-ts.js main)", async () => {
-    const dir = await aPackage("stack", 1);
-    await writeFile(
-      path.join(dir, "entry.ts"),
-      'export function fail(): never {\n  throw new Error("failed in the bundle");\n}\n',
-    );
-    await dateBack(path.join(dir, "entry.ts"), 60_000);
-    const bin = (file: string) =>
-      JSON.stringify(new URL(`../../bin/${file}`, import.meta.url).href);
-    const script = [
-      `import { main } from ${bin("run-ts.js")};`,
-      `import { loadBundled } from ${bin("bundle.js")};`,
-      `await main("app", async () => (await loadBundled("entry.ts", "app", { root: ${JSON.stringify(dir)} })).fail());`,
-    ].join("\n");
-    const run = await new Promise<{ code: number | null; stderr: string }>((resolve) => {
-      execFile(process.execPath, ["--input-type=module", "--eval", script], (error, _, stderr) =>
-        resolve({ code: error ? (error.code as number) : 0, stderr }),
-      );
-    });
-    expect(run.code).toBe(1);
-    expect(run.stderr).toContain("failed in the bundle");
-    expect(run.stderr).toContain(`fail (${path.join(dir, "entry.ts")}:2:9)`);
-    // The bundle exists: the stack was mapped from it, not read from the sources.
-    expect(await bundlesIn(dir)).toEqual([expect.stringMatching(/^app-[0-9a-f]{24}$/)]);
-  });
+  // Without kept names (the service's bundle, bin/run-ts.js loadService), a function the bundle
+  // renamed (three modules' `fail`) is still named as written where Node finds the name in the
+  // source map at its caller's call site.
+  it.each([
+    { keepNames: true, name: "stack" },
+    { keepNames: false, name: "stack-renamed" },
+  ])(
+    "names the TypeScript function, source and line in a program's stack (bin/run-ts.js main), keepNames $keepNames",
+    async ({ keepNames, name }) => {
+      const dir = await aPackage(name, 1);
+      const sources = {
+        "other.ts": 'export function fail(): string {\n  return "not this one";\n}\n',
+        "value.ts":
+          'export function fail(): never {\n  throw new Error("failed in the bundle");\n}\n',
+        "entry.ts": [
+          'import { fail as other } from "./other.js";',
+          'import { fail as failing } from "./value.js";',
+          "export function fail(): void {",
+          "  other();",
+          "  failing();",
+          "}",
+          "",
+        ].join("\n"),
+      };
+      for (const [file, text] of Object.entries(sources)) {
+        await writeFile(path.join(dir, file), text);
+        await dateBack(path.join(dir, file), 60_000);
+      }
+      const bin = (file: string) =>
+        JSON.stringify(new URL(`../../bin/${file}`, import.meta.url).href);
+      const options = JSON.stringify({ root: dir, keepNames });
+      const script = [
+        `import { main } from ${bin("run-ts.js")};`,
+        `import { loadBundled } from ${bin("bundle.js")};`,
+        `await main("app", async () => (await loadBundled("entry.ts", "app", ${options})).fail());`,
+      ].join("\n");
+      const run = await new Promise<{ code: number | null; stderr: string }>((resolve) => {
+        execFile(process.execPath, ["--input-type=module", "--eval", script], (error, _, stderr) =>
+          resolve({ code: error ? (error.code as number) : 0, stderr }),
+        );
+      });
+      expect(run.code).toBe(1);
+      expect(run.stderr).toContain("failed in the bundle");
+      expect(run.stderr).toContain(`fail (${path.join(dir, "value.ts")}:2:9)`);
+      // The name Node finds is the one at the caller's call site: called from outside the bundle
+      // (here, the script), a renamed function keeps the bundle's name, its place still mapped.
+      const frame = run.stderr
+        .split("\n")
+        .find((line) => line.includes(`(${path.join(dir, "entry.ts")}:5:3)`));
+      expect(frame).toMatch(keepNames ? /at (Module\.)?fail \(/ : /at (Module\.)?fail\d* \(/);
+      // The bundle exists: the stack was mapped from it, not read from the sources; two of the
+      // three functions were renamed in it.
+      const bundles = await bundlesIn(dir);
+      expect(bundles).toEqual([expect.stringMatching(/^app-[0-9a-f]{24}$/)]);
+      const main = await readFile(path.join(cacheOf(dir), bundles[0] as string, "main.js"), "utf8");
+      expect(main).toMatch(/function fail2\(/);
+    },
+  );
 
   it("runs nothing from a cache it cannot write, so the caller runs the sources", async () => {
     const dir = await aPackage("unwritable", 1);
