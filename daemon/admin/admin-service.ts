@@ -99,7 +99,10 @@ export function createAdminService(options: AdminServiceOptions): ServiceImpl<ty
    * key retired toward a key nobody can use, never to be rotated again. The minted key is kept
    * (its secret never leaves this call: a retry that finds the old key replaced by it is told to
    * rotate it instead, docs/behaviour.md), unless the old key, read again, is revoked or replaced
-   * by another key, where the retire can never apply. Any other failure applied nothing.
+   * by another key, where the retire can never apply. Any other failure applied nothing. Some
+   * failures isUnavailable takes applied nothing either (a server that refused for now, such as
+   * MongoDB's StaleConfig), but cannot be told apart from those here: they keep the minted key
+   * too, the side that never strands the old key.
    */
   async function revokeUnlessMaybeSuccessor(oldId: string, newId: string, failure: unknown) {
     if (store.isUnavailable(failure)) {
