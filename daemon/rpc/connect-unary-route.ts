@@ -15,12 +15,8 @@ import type { FastifyInstance, FastifyReply, FastifyRequest, RouteGenericInterfa
 import type { Logger } from "pino";
 import { kAnswerSent } from "#daemon/auth/caller.js";
 import { messageOf } from "#daemon/errors.js";
-import {
-  CALL_FINISHED,
-  type CallContext,
-  plainContext,
-  type ServiceTable,
-} from "#daemon/rpc/in-process-transport.js";
+import { type CallContext, PlainCallContext } from "#daemon/rpc/call-context.js";
+import { CALL_FINISHED, type ServiceTable } from "#daemon/rpc/in-process-transport.js";
 import { oversizedRequest, PARSE_FAILURE, unreadableRequest } from "#daemon/rpc/parse-failures.js";
 
 export interface ConnectUnaryRouteOptions {
@@ -79,7 +75,7 @@ export function serveConnectUnary(app: DaemonApp, options: ConnectUnaryRouteOpti
     request: DaemonRequest,
     response: Http2ServerResponse,
   ): Promise<void> {
-    const ctx = plainContext({
+    const ctx = new PlainCallContext({
       service: method.parent,
       method,
       protocolName: "connect",

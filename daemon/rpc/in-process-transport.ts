@@ -13,7 +13,6 @@ import {
   ConnectError,
   type ConnectRouter,
   type ContextValues,
-  createContextValues,
   createHandlerContext,
   createServiceImplSpec,
   type HandlerContext,
@@ -26,6 +25,7 @@ import {
   type UnaryRequest,
   type UnaryResponse,
 } from "@connectrpc/connect";
+import { type CallContext, PlainCallContext } from "#daemon/rpc/call-context.js";
 
 export interface InProcessTransportOptions {
   /** The services, registered as for a server (Daemon.routes). */
@@ -175,7 +175,7 @@ export function createInProcessTransport(options: InProcessTransportOptions): Tr
     if (signal !== undefined || (timeoutMs !== undefined && timeoutMs > 0)) {
       return createHandlerContext({ ...init, timeoutMs, requestSignal: signal });
     }
-    return plainContext(init);
+    return new PlainCallContext(init);
   }
 
   return {
@@ -216,6 +216,8 @@ export function createInProcessTransport(options: InProcessTransportOptions): Tr
         const response = await call(streamRequest(method, ctx, created(method.input, input)));
         return {
           ...response,
+          // Named, as a response's trailer may be a getter, which a spread leaves out.
+          trailer: response.trailer,
           message: finishing(response.message as AsyncIterable<MessageShape<O>>, ctx),
         };
       } catch (error) {
@@ -226,52 +228,53 @@ export function createInProcessTransport(options: InProcessTransportOptions): Tr
   } as Transport;
 }
 
-/** A HandlerContext that the transport ends when the call is over. */
-export type CallContext = HandlerContext & { abort(reason?: unknown): void };
+/** What a call's request and response share: its method, a message, the context they read. */
+abstract class CallPart {
+  readonly service: DescService;
+  constructor(
+    readonly stream: boolean,
+    readonly method: DescMethod,
+    readonly message: unknown,
+    protected readonly ctx: HandlerContext,
+  ) {
+    this.service = method.parent;
+  }
+}
 
 /**
- * The context of a call with neither deadline nor caller signal. Most handlers never read the
- * signal or the trailers, so both are made on first use; abort() reaches the signal only if one
- * was made, and it is then aborted exactly as createHandlerContext's would be.
+ * A call's request as the interceptors see it. Its signal is the context's, read when asked for
+ * (a context makes it on first use); a class rather than a literal with a getter, which V8 makes
+ * at the cost of a closure and an accessor defined at run time on every call. A getter of a class
+ * is not the request's own property: an interceptor that passes on a copy of the request names
+ * it (`{ ...request, signal: request.signal }`).
  */
-export function plainContext(init: {
-  service: DescService;
-  method: DescMethod;
-  protocolName: string;
-  requestMethod: string;
-  url: string;
-  requestHeader: HeadersInit | undefined;
-  contextValues: ContextValues | undefined;
-}): CallContext {
-  let controller: AbortController | undefined;
-  let trailer: Headers | undefined;
-  let finished: { reason: unknown } | undefined;
-  return {
-    service: init.service,
-    method: init.method,
-    protocolName: init.protocolName,
-    requestMethod: init.requestMethod,
-    url: init.url,
-    requestHeader: new Headers(init.requestHeader),
-    responseHeader: new Headers(),
-    get responseTrailer() {
-      trailer ??= new Headers();
-      return trailer;
-    },
-    get signal() {
-      if (!controller) {
-        controller = new AbortController();
-        if (finished) controller.abort(finished.reason);
-      }
-      return controller.signal;
-    },
-    timeoutMs: () => undefined,
-    values: init.contextValues ?? createContextValues(),
-    abort(reason) {
-      finished ??= { reason };
-      controller?.abort(reason);
-    },
-  };
+class CallRequest extends CallPart {
+  readonly requestMethod: string;
+  readonly url: string;
+  readonly header: Headers;
+  readonly contextValues: ContextValues;
+  constructor(stream: boolean, method: DescMethod, message: unknown, ctx: HandlerContext) {
+    super(stream, method, message, ctx);
+    this.requestMethod = ctx.requestMethod;
+    this.url = ctx.url;
+    this.header = ctx.requestHeader;
+    this.contextValues = ctx.values;
+  }
+  get signal(): AbortSignal {
+    return this.ctx.signal;
+  }
+}
+
+/** A call's response as the interceptors see it: the context's headers, its trailers when asked for. */
+class CallResponse extends CallPart {
+  readonly header: Headers;
+  constructor(stream: boolean, method: DescMethod, message: unknown, ctx: HandlerContext) {
+    super(stream, method, message, ctx);
+    this.header = ctx.responseHeader;
+  }
+  get trailer(): Headers {
+    return this.ctx.responseTrailer;
+  }
 }
 
 function unaryRequest<I extends DescMessage, O extends DescMessage>(
@@ -279,19 +282,7 @@ function unaryRequest<I extends DescMessage, O extends DescMessage>(
   ctx: HandlerContext,
   message: MessageShape<I>,
 ): UnaryRequest<I, O> {
-  return {
-    stream: false,
-    service: method.parent,
-    method,
-    requestMethod: ctx.requestMethod,
-    url: ctx.url,
-    get signal() {
-      return ctx.signal;
-    },
-    header: ctx.requestHeader,
-    contextValues: ctx.values,
-    message,
-  };
+  return new CallRequest(false, method, message, ctx) as unknown as UnaryRequest<I, O>;
 }
 
 function unaryResponse<I extends DescMessage, O extends DescMessage>(
@@ -299,16 +290,7 @@ function unaryResponse<I extends DescMessage, O extends DescMessage>(
   ctx: HandlerContext,
   message: MessageShape<O>,
 ): UnaryResponse<I, O> {
-  return {
-    stream: false,
-    service: method.parent,
-    method,
-    header: ctx.responseHeader,
-    get trailer() {
-      return ctx.responseTrailer;
-    },
-    message,
-  };
+  return new CallResponse(false, method, message, ctx) as unknown as UnaryResponse<I, O>;
 }
 
 function streamRequest<I extends DescMessage, O extends DescMessage>(
@@ -316,19 +298,7 @@ function streamRequest<I extends DescMessage, O extends DescMessage>(
   ctx: HandlerContext,
   message: AsyncIterable<MessageShape<I>>,
 ): StreamRequest<I, O> {
-  return {
-    stream: true,
-    service: method.parent,
-    method,
-    requestMethod: ctx.requestMethod,
-    url: ctx.url,
-    get signal() {
-      return ctx.signal;
-    },
-    header: ctx.requestHeader,
-    contextValues: ctx.values,
-    message,
-  };
+  return new CallRequest(true, method, message, ctx) as unknown as StreamRequest<I, O>;
 }
 
 function streamResponse<I extends DescMessage, O extends DescMessage>(
@@ -336,16 +306,7 @@ function streamResponse<I extends DescMessage, O extends DescMessage>(
   ctx: HandlerContext,
   message: AsyncIterable<MessageShape<O>>,
 ): StreamResponse<I, O> {
-  return {
-    stream: true,
-    service: method.parent,
-    method,
-    header: ctx.responseHeader,
-    get trailer() {
-      return ctx.responseTrailer;
-    },
-    message,
-  };
+  return new CallResponse(true, method, message, ctx) as unknown as StreamResponse<I, O>;
 }
 
 /** Calls a streaming implementation; a server-streaming one takes the single request message. */
