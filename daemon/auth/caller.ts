@@ -1,5 +1,6 @@
 import { createContextKey, type HandlerContext } from "@connectrpc/connect";
 import { secretCheck } from "#daemon/auth/secrets.js";
+import { requestHeaderValue } from "#daemon/rpc/call-context.js";
 
 /** The TCP peer of a call, put into the context by the server adapter. */
 export const kPeerAddress = createContextKey<string | undefined>(undefined, {
@@ -100,8 +101,8 @@ export function bearerOf(authorization: string): string | undefined {
 }
 
 function readCaller(ctx: HandlerContext, operatorToken: string): Caller {
-  const header = ctx.requestHeader;
-  const authorization = header.get(CallerHeaders.authorization) ?? "";
+  const header = (name: string) => requestHeaderValue(ctx, name);
+  const authorization = header(CallerHeaders.authorization) ?? "";
   const bearer = bearerOf(authorization);
   const inProcess = ctx.values.get(kRelayedClientIp);
   const relay = inProcess === undefined ? relayedOverNetwork(ctx, operatorToken) : undefined;
@@ -112,9 +113,9 @@ function readCaller(ctx: HandlerContext, operatorToken: string): Caller {
     wrongGatewayToken: relay === "wrong token",
     bearer,
     unreadableCredential: bearer === undefined && authorization.trim() !== "",
-    sessionToken: header.get(CallerHeaders.session) ?? undefined,
-    origin: header.get(CallerHeaders.origin) ?? undefined,
-    team: header.get(CallerHeaders.team) ?? undefined,
+    sessionToken: header(CallerHeaders.session) ?? undefined,
+    origin: header(CallerHeaders.origin) ?? undefined,
+    team: header(CallerHeaders.team) ?? undefined,
   };
 }
 
@@ -126,9 +127,8 @@ function relayedOverNetwork(
   ctx: HandlerContext,
   operatorToken: string,
 ): { ip: string | undefined } | "wrong token" | undefined {
-  const header = ctx.requestHeader;
-  const gatewayToken = header.get(CallerHeaders.gatewayToken);
+  const gatewayToken = requestHeaderValue(ctx, CallerHeaders.gatewayToken);
   if (gatewayToken === null) return undefined;
   if (!secretCheck(operatorToken).matches(gatewayToken)) return "wrong token";
-  return { ip: header.get(CallerHeaders.clientIp) ?? undefined };
+  return { ip: requestHeaderValue(ctx, CallerHeaders.clientIp) ?? undefined };
 }

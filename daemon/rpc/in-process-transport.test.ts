@@ -6,7 +6,7 @@ import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CallerHeaders, callerOf, kPeerAddress } from "#daemon/auth/caller.js";
 import { generateOperatorToken } from "#daemon/auth/secrets.js";
-import { createInProcessTransport } from "#daemon/rpc/in-process-transport.js";
+import { CALL_FINISHED, createInProcessTransport } from "#daemon/rpc/in-process-transport.js";
 import { createDaemon } from "#daemon/server.js";
 import { openLmdbStore } from "#daemon/store/lmdb-store.js";
 import type { Store } from "#daemon/store/store.js";
@@ -17,6 +17,15 @@ import {
   Health,
   HealthCheckResponse_ServingStatus as Status,
 } from "#gen/grpc/health/v1/health_pb.js";
+
+/** A Headers' pairs, in the order Headers gives them. */
+function pairsOf(header: Headers): string[][] {
+  const pairs: string[][] = [];
+  header.forEach((value, name) => {
+    pairs.push([name, value]);
+  });
+  return pairs;
+}
 
 describe("the in-process transport (npm start's gateway → daemon hop)", () => {
   let dataDir: string;
@@ -113,6 +122,115 @@ describe("the in-process transport (npm start's gateway → daemon hop)", () => 
     );
     expect(seen).toEqual({ clientIp: "203.0.113.7", peer: "127.0.0.9" });
     expect(limit).toBe("5000");
+  });
+
+  it("hands a handler the caller's headers as Headers reads them, however the caller wrote them", async () => {
+    const seen: Record<string, unknown>[] = [];
+    const probe = createInProcessTransport({
+      routes: (router) =>
+        router.service(Health, {
+          check(_request, ctx) {
+            const caller = callerOf(ctx, operatorToken);
+            seen.push({
+              bearer: caller.bearer,
+              origin: caller.origin,
+              team: caller.team,
+              clientIp: caller.clientIp,
+              header: pairsOf(ctx.requestHeader),
+            });
+            return { status: Status.SERVING };
+          },
+        }),
+      interceptors: [
+        (next) => (request) => {
+          // An interceptor reads the very Headers and values the handler reads.
+          if (request.header.get("consent-team") !== request.header.get("Consent-Team")) {
+            throw new Error("header names are not case-blind");
+          }
+          return next(request);
+        },
+      ],
+    });
+    const health = createClient(Health, probe);
+    const expected = {
+      bearer: "k1",
+      origin: "https://shop.example.com",
+      team: "t1",
+      clientIp: "203.0.113.7",
+      header: [
+        ["authorization", "Bearer k1"],
+        ["consent-client-ip", "203.0.113.7"],
+        ["consent-gateway-token", operatorToken],
+        ["consent-origin", "https://shop.example.com"],
+        ["consent-team", "t1"],
+      ],
+    };
+    const record = {
+      authorization: "Bearer k1",
+      "consent-origin": "https://shop.example.com",
+      "consent-team": "t1",
+      [CallerHeaders.clientIp]: "203.0.113.7",
+      [CallerHeaders.gatewayToken]: operatorToken,
+    };
+    await health.check({ service: "" }, { headers: record });
+    // Names in capitals and values with blanks around them, which Headers folds and trims.
+    await health.check(
+      { service: "" },
+      {
+        headers: {
+          Authorization: " Bearer k1\t",
+          "Consent-Origin": "https://shop.example.com ",
+          "consent-team": "t1",
+          [CallerHeaders.clientIp]: "203.0.113.7",
+          [CallerHeaders.gatewayToken]: operatorToken,
+        },
+      },
+    );
+    await health.check({ service: "" }, { headers: Object.entries(record) });
+    await health.check({ service: "" }, { headers: new Headers(record) });
+    expect(seen).toEqual([expected, expected, expected, expected]);
+  });
+
+  it("refuses a header Headers refuses before any handler runs, as a server's context does", async () => {
+    let ran = false;
+    const probe = createInProcessTransport({
+      routes: (router) =>
+        router.service(Health, {
+          check() {
+            ran = true;
+            return { status: Status.SERVING };
+          },
+        }),
+    });
+    const failure = await createClient(Health, probe)
+      .check({ service: "" }, { headers: { authorization: "Bearer a\r\nb" } })
+      .catch((error: unknown) => error);
+    expect(failure).toBeInstanceOf(TypeError);
+    expect(ran).toBe(false);
+  });
+
+  it("gives interceptors the context's signal, aborted once the call is over", async () => {
+    let signal: AbortSignal | undefined;
+    let handlerSignal: AbortSignal | undefined;
+    const probe = createInProcessTransport({
+      routes: (router) =>
+        router.service(Health, {
+          check(_request, ctx) {
+            handlerSignal = ctx.signal;
+            return { status: Status.SERVING };
+          },
+        }),
+      interceptors: [
+        (next) => (request) => {
+          signal = request.signal;
+          return next(request);
+        },
+      ],
+    });
+    await createClient(Health, probe).check({ service: "" });
+    expect(signal).toBe(handlerSignal);
+    expect(signal?.aborted).toBe(true);
+    expect(signal?.reason).toBe(CALL_FINISHED);
   });
 
   it("streams a server-streaming call and ends its context when the caller stops reading", async () => {

@@ -242,26 +242,27 @@ abstract class CallPart {
 }
 
 /**
- * A call's request as the interceptors see it. Its signal is the context's, read when asked for
- * (a context makes it on first use); a class rather than a literal with a getter, which V8 makes
- * at the cost of a closure and an accessor defined at run time on every call. A getter of a class
- * is not the request's own property: an interceptor that passes on a copy of the request names
- * it (`{ ...request, signal: request.signal }`).
+ * A call's request as the interceptors see it. Its signal and header are the context's, read when
+ * asked for (a context makes each on first use); a class rather than a literal with getters, which
+ * V8 makes at the cost of a closure and an accessor defined at run time on every call. Getters of
+ * a class are not the request's own properties: an interceptor that passes on a copy of the
+ * request names them (`{ ...request, signal: request.signal, header: request.header }`).
  */
 class CallRequest extends CallPart {
   readonly requestMethod: string;
   readonly url: string;
-  readonly header: Headers;
   readonly contextValues: ContextValues;
   constructor(stream: boolean, method: DescMethod, message: unknown, ctx: HandlerContext) {
     super(stream, method, message, ctx);
     this.requestMethod = ctx.requestMethod;
     this.url = ctx.url;
-    this.header = ctx.requestHeader;
     this.contextValues = ctx.values;
   }
   get signal(): AbortSignal {
     return this.ctx.signal;
+  }
+  get header(): Headers {
+    return this.ctx.requestHeader;
   }
 }
 
