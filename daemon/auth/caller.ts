@@ -77,17 +77,18 @@ export interface Caller {
   team: string | undefined;
 }
 
-/** Callers already read, so the services and the Authenticator of one call share one reading. */
-const callers = new WeakMap<HandlerContext, Caller>();
+/**
+ * Where a handler context keeps its caller once read, so the services and the Authenticator of
+ * one call share one reading. A context is made for one call, so the reading lives on it: a
+ * WeakMap entry per call cost the collector about as much as reading the headers.
+ */
+const kCaller = Symbol("caller");
 
 /** Reads the caller from a handler context (once per call). */
 export function callerOf(ctx: HandlerContext, operatorToken: string): Caller {
-  let caller = callers.get(ctx);
-  if (!caller) {
-    caller = readCaller(ctx, operatorToken);
-    callers.set(ctx, caller);
-  }
-  return caller;
+  const read = ctx as HandlerContext & { [kCaller]?: Caller };
+  read[kCaller] ??= readCaller(ctx, operatorToken);
+  return read[kCaller];
 }
 
 /**
