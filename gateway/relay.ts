@@ -61,8 +61,11 @@ function cookieSpace(text: string): string {
  * set for the service's host, such as one a sibling subdomain set for the parent domain.
  */
 export function sessionCookiesOf(request: FastifyRequest): string[] {
+  const cookie = request.headers.cookie;
+  // Most calls carry no cookie at all (an API key's): nothing to split.
+  if (!cookie) return [];
   const values = new Set<string>();
-  for (const pair of (request.headers.cookie ?? "").split(";")) {
+  for (const pair of cookie.split(";")) {
     const equals = pair.indexOf("=");
     if (equals === -1 || cookieSpace(pair.slice(0, equals)) !== SESSION_COOKIE) continue;
     values.add(cookieSpace(pair.slice(equals + 1)).replace(/^"(.*)"$/s, "$1"));
