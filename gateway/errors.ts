@@ -200,12 +200,7 @@ export function httpErrorOf(error: unknown): HttpError {
   if (error instanceof ConnectError) return fromConnectError(error);
   if (error instanceof RefusedRequest) return error.httpError;
   if (error instanceof BodyBudgetExceeded) {
-    return {
-      status: 503,
-      code: "unavailable",
-      message: error.message,
-      headers: { "Retry-After": "1" },
-    };
+    return { ...unavailable(PASSING_OUTAGE_RETRY_AFTER_SECONDS), message: error.message };
   }
   const statusCode = (error as { statusCode?: unknown }).statusCode;
   if (statusCode === 413) {
