@@ -26,6 +26,11 @@ export interface Config {
   logReadTimeoutMs: number | undefined;
   httpHost: string;
   httpPort: number;
+  /**
+   * Whether CONSENT_HTTP_PORT (or PORT) was set, so consentd's welcome can hand it on to the
+   * gateway it tells the operator to start (welcome.ts).
+   */
+  httpPortSet: boolean;
   grpcHost: string;
   grpcPort: number;
   daemonUrl: string;
@@ -424,6 +429,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       8080,
       env.CONSENT_HTTP_PORT ? "CONSENT_HTTP_PORT" : "PORT",
     ),
+    httpPortSet: Boolean(env.CONSENT_HTTP_PORT || env.PORT),
     grpcHost: listenHost(env.CONSENT_GRPC_HOST, "CONSENT_GRPC_HOST"),
     grpcPort: port(env.CONSENT_GRPC_PORT, 50051, "CONSENT_GRPC_PORT"),
     daemonUrl: daemonUrl(env.CONSENT_DAEMON_URL || "http://127.0.0.1:50051", "CONSENT_DAEMON_URL"),

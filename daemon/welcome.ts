@@ -61,8 +61,9 @@ export function printWelcome(
             : []),
         ]
       : [
-          // consentd alone: the gateway needs the same daemon address and operator token.
-          `  REST gateway           not in this process; start one: ${[...environment, packageBin("consent-gateway")].join(" ")}`,
+          // consentd alone: the gateway needs the same daemon address and operator token, and
+          // the address loader tags and preference links name.
+          `  REST gateway           not in this process; start one: ${[...environment, ...gatewayListenEnvironment(config), packageBin("consent-gateway")].join(" ")}`,
         ]),
     ...(created.length ? ["", `First start: created ${created.join(", ")}`] : []),
     "",
@@ -125,6 +126,40 @@ function cliEnvironment(config: Config, listenUrl: string): string[] {
   return [
     ...(config.adminToken === undefined ? [`CONSENT_DATA_DIR=${shellWord(config.dataDir)}`] : []),
     ...(daemonUrl !== defaults.daemonUrl ? [`CONSENT_DAEMON_URL=${daemonUrl}`] : []),
+  ];
+}
+
+/** Host names of this machine a visitor's browser on it reaches the gateway by directly. */
+const LOCAL_HOSTS = new Set(["localhost", "127.0.0.1", "[::1]"]);
+
+/**
+ * Where the gateway started from consentd's message must listen (decisions §1), which consentd
+ * itself never does: the REST address the operator gave this process (CONSENT_HTTP_PORT or PORT,
+ * CONSENT_HTTP_HOST, as `npm start` would listen on), else the address a local CONSENT_BASE_URL
+ * names, so the loader tags and preference links the daemon builds from it point at the gateway.
+ * A base URL on another host, over https (the gateway serves plain HTTP) or under a path is
+ * reached through a proxy, which may map ports: nothing is said of the port then. The gateway
+ * never reads CONSENT_BASE_URL itself: the daemon builds the links from it and checks a session
+ * write's Origin against it, and the preferences page compares an Origin with the request's host.
+ */
+function gatewayListenEnvironment(config: Config): string[] {
+  const defaults = loadConfig({});
+  const base = new URL(config.baseUrl);
+  const direct =
+    config.baseUrlSet &&
+    base.protocol === "http:" &&
+    base.pathname === "/" &&
+    LOCAL_HOSTS.has(base.hostname);
+  const port = config.httpPortSet ? config.httpPort : direct ? Number(base.port || 80) : undefined;
+  const host =
+    config.httpHost !== defaults.httpHost
+      ? config.httpHost
+      : direct && base.hostname === "[::1]"
+        ? "::1"
+        : undefined;
+  return [
+    ...(host === undefined ? [] : [`CONSENT_HTTP_HOST=${shellWord(host)}`]),
+    ...(port === undefined || port === defaults.httpPort ? [] : [`CONSENT_HTTP_PORT=${port}`]),
   ];
 }
 

@@ -42,7 +42,7 @@ describe("split mode and a shared data directory", () => {
     const dataDir = dirs.join("split");
     const daemon = await startDaemon(dataDir);
     expect(daemon.program.stdout()).toContain(
-      `REST gateway           not in this process; start one: CONSENT_DATA_DIR=${dataDir} CONSENT_DAEMON_URL=${daemon.url} node ${path.join(ROOT, PROGRAMS.gateway)}`,
+      `REST gateway           not in this process; start one: CONSENT_DATA_DIR=${dataDir} CONSENT_DAEMON_URL=${daemon.url} CONSENT_HTTP_PORT=0 node ${path.join(ROOT, PROGRAMS.gateway)}`,
     );
     const gateway = await startGateway(dataDir, daemon.url);
     expect(gateway.program.stdout()).toContain(`daemon at ${daemon.url}`);

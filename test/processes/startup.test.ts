@@ -5,10 +5,13 @@ import { chmod, mkdir, mkdtemp, readFile, rm, stat, writeFile } from "node:fs/pr
 import { type AddressInfo, createServer } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
+import { createClient } from "@connectrpc/connect";
+import { createGrpcTransport } from "@connectrpc/connect-node";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { aConsentLogRow } from "#daemon/consent-log/consent-log-store.contract.js";
 import { parseIdentityKeys } from "#daemon/identity/subject-identity.js";
 import { openLmdbStore } from "#daemon/store/lmdb-store.js";
+import { BannerService } from "#gen/consent/v1/banner_pb.js";
 import { consentState, createBanner, createTeam, http, mintKey } from "#test/support/api.js";
 import {
   DAEMON_URL,
@@ -18,6 +21,8 @@ import {
   PROGRAMS,
   type Program,
   ROOT,
+  STANDALONE_GATEWAY_URL,
+  startPrinted,
   startProgram,
   startService,
   stopAllPrograms,
@@ -104,6 +109,92 @@ describe("start-up of the real programs", { timeout: 120_000 }, () => {
     });
     expect([pasted.status, pasted.stderr]).toEqual([0, ""]);
     expect(JSON.parse(pasted.stdout)).toMatchObject({ name: "My team" });
+  });
+
+  /**
+   * consentd alone on `env`, and the gateway command its message prints, pasted as printed: the
+   * command, the gateway's URL, and the loader URL of a banner created through that gateway, which
+   * that gateway must answer with the loader.
+   */
+  async function pastedGateway(name: string, env: Record<string, string>) {
+    const dataDir = path.join(root, name);
+    const daemon = startProgram(PROGRAMS.consentd, { CONSENT_DATA_DIR: dataDir, ...env });
+    const daemonUrl = await daemon.waitFor(DAEMON_URL);
+    const command = daemon.stdout().match(/not in this process; start one: (.*)$/m)?.[1] ?? "";
+    const gateway = startPrinted(command, root);
+    const gatewayUrl = await gateway.waitFor(STANDALONE_GATEWAY_URL);
+    const service = endpoints({
+      daemonUrl,
+      gatewayUrl,
+      operatorToken: (await readFile(path.join(dataDir, "admin-token"), "utf8")).trim(),
+    });
+    const { key } = await mintKey(service, await createTeam(service));
+    const { id } = await createBanner(service, key);
+    // The loader URL the daemon gives (consentctl banners show prints it in the site's tag): the
+    // pasted gateway must answer there with the loader.
+    const banners = createClient(BannerService, createGrpcTransport({ baseUrl: daemonUrl }));
+    const { banner } = await banners.getBanner(
+      { id },
+      { headers: { authorization: `Bearer ${key}` } },
+    );
+    const loaderUrl = banner?.loaderUrl ?? "";
+    const loader = await fetch(loaderUrl);
+    expect([loader.status, loader.headers.get("content-type")]).toEqual([
+      200,
+      expect.stringContaining("javascript"),
+    ]);
+    expect(await gateway.stop()).toBe(0);
+    expect(await daemon.stop()).toBe(0);
+    return { command, gatewayUrl, loaderUrl: new URL(loaderUrl) };
+  }
+
+  it("consentd alone prints a gateway command that listens where its loader tags point: on the REST port and host it was given, else on a local CONSENT_BASE_URL's", async () => {
+    const restPort = await freePort();
+    const given = await pastedGateway("split-rest-port", {
+      CONSENT_HTTP_PORT: String(restPort),
+      CONSENT_BASE_URL: `http://127.0.0.1:${restPort}`,
+    });
+    expect(given.command).toContain(`CONSENT_HTTP_PORT=${restPort} node `);
+    expect(given.gatewayUrl).toBe(`http://127.0.0.1:${restPort}`);
+    expect(given.loaderUrl.port).toBe(String(restPort));
+
+    // The harness's CONSENT_HTTP_PORT=0 unset: the base URL alone says where visitors go.
+    const basePort = await freePort();
+    const local = await pastedGateway("split-base-port", {
+      CONSENT_HTTP_PORT: "",
+      CONSENT_BASE_URL: `http://localhost:${basePort}`,
+    });
+    expect(local.command).toContain(`CONSENT_HTTP_PORT=${basePort} node `);
+    expect(local.gatewayUrl).toBe(`http://127.0.0.1:${basePort}`);
+    expect(local.loaderUrl.href).toMatch(new RegExp(`^http://localhost:${basePort}/loader/`));
+
+    const ipv6Port = await freePort();
+    const ipv6 = await pastedGateway("split-base-ipv6", {
+      CONSENT_HTTP_PORT: "",
+      CONSENT_BASE_URL: `http://[::1]:${ipv6Port}`,
+    });
+    expect(ipv6.command).toContain(`CONSENT_HTTP_HOST=::1 CONSENT_HTTP_PORT=${ipv6Port} node `);
+    expect(ipv6.gatewayUrl).toBe(`http://[::1]:${ipv6Port}`);
+    expect(ipv6.loaderUrl.host).toBe(`[::1]:${ipv6Port}`);
+  });
+
+  it("consentd alone leaves the port out of the gateway command when CONSENT_BASE_URL names another host, unless it was given one", async () => {
+    const printed = async (name: string, env: Record<string, string>) => {
+      const daemon = startProgram(PROGRAMS.consentd, {
+        CONSENT_DATA_DIR: path.join(root, name),
+        CONSENT_BASE_URL: "https://consent.example.com",
+        ...env,
+      });
+      await daemon.waitFor(DAEMON_URL);
+      expect(await daemon.stop()).toBe(0);
+      return daemon.stdout().match(/not in this process; start one: (.*)$/m)?.[1] ?? "";
+    };
+    const proxied = await printed("split-proxied", { CONSENT_HTTP_PORT: "" });
+    expect(proxied).toMatch(/^CONSENT_DATA_DIR=\S+ CONSENT_DAEMON_URL=\S+ node \S+$/);
+    const restPort = await freePort();
+    expect(await printed("split-proxied-port", { CONSENT_HTTP_PORT: String(restPort) })).toContain(
+      `CONSENT_HTTP_PORT=${restPort} node `,
+    );
   });
 
   it("npm start keeps serving when the reader of its output goes away", async () => {

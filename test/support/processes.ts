@@ -95,6 +95,26 @@ export function startProgram(
     },
     stdio: ["ignore", "pipe", "pipe"],
   });
+  return watchProgram(child, bin);
+}
+
+/**
+ * Runs a command line a program printed for the operator to paste (`NAME=value … node <bin>`) as a
+ * shell would, in `cwd` with no environment but PATH: what the line says is all it gets.
+ */
+export function startPrinted(commandLine: string, cwd: string): Program {
+  // The shell reads the line's words and quoting; env sets its NAME=value words and runs the
+  // rest in the shell's place, so the signals Program.stop sends reach the program itself.
+  const child = spawn("sh", ["-c", `exec env ${commandLine}`], {
+    cwd,
+    env: { PATH: process.env.PATH },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  return watchProgram(child, commandLine);
+}
+
+/** A started program, its output collected, stopped with the others by stopAllPrograms. */
+function watchProgram(child: ChildProcess, bin: string): Program {
   let out = "";
   let err = "";
   child.stdout?.setEncoding("utf8").on("data", (chunk: string) => {
