@@ -2,6 +2,7 @@ import http2 from "node:http2";
 import { isIP, connect as netConnect, type Socket } from "node:net";
 import { connect as tlsConnect } from "node:tls";
 import { BODY_BUDGET_BYTES } from "#gateway/body-budget.js";
+import { startBound } from "#gateway/bound-timer.js";
 
 /**
  * How a connection to the daemon is kept checked (DaemonTransportOptions.keepAlive): pinged every
@@ -174,24 +175,22 @@ export function probeAfterIdle(link: Link, keepAlive: Required<KeepAlive>): Prom
 function answersPing(session: http2.ClientHttp2Session, timeoutMs: number): Promise<boolean> {
   if (session.connecting) return Promise.resolve(true);
   return new Promise((resolve) => {
-    // The verdict waits for the next turn of the loop: after a stall, an acknowledgement already
-    // received is read before the timeout counts.
-    const timer = setTimeout(() => setImmediate(() => resolve(false)), timeoutMs);
-    timer.unref();
+    // After a stall, an acknowledgement already received is read before the timeout counts.
+    const cancel = startBound(timeoutMs, () => resolve(false));
     let synchronous = true;
     try {
       const sent = session.ping((error) => {
         if (synchronous) return;
-        clearTimeout(timer);
+        cancel();
         resolve(!error);
       });
       synchronous = false;
       if (!sent) {
-        clearTimeout(timer);
+        cancel();
         resolve(true);
       }
     } catch {
-      clearTimeout(timer);
+      cancel();
       resolve(false);
     }
   });

@@ -1,3 +1,4 @@
+import { startBound } from "#gateway/bound-timer.js";
 import type { LoaderVariant } from "#gateway/loader/loader-response.js";
 import type { PublishedBanner } from "#gen/consent/v1/banner_pb.js";
 
@@ -54,7 +55,9 @@ export interface Loading {
 
 /**
  * A read's `overdue`, made by the first request to ask for it: resolves once the read has been in
- * flight `waitMs`, after `onOverdue`; never, once the read settled first.
+ * flight `waitMs`, after `onOverdue`; never, once the read settled first. An answer that reached
+ * the gateway while its event loop was held past the bound counts as in time (startBound): the
+ * daemon answered within it, and the request gets that answer, not the held copy or a 503.
  */
 export function overdueOf(
   loading: Loading,
@@ -62,15 +65,14 @@ export function overdueOf(
   onOverdue?: () => void,
 ): Promise<typeof OVERDUE> {
   if (!loading.overdue) {
-    let timer: NodeJS.Timeout | undefined;
+    let cancel: (() => void) | undefined;
     loading.overdue = new Promise((resolve) => {
-      timer = setTimeout(() => {
+      cancel = startBound(waitMs, () => {
         onOverdue?.();
         resolve(OVERDUE);
-      }, waitMs);
-      timer.unref();
+      });
     });
-    const stop = () => clearTimeout(timer);
+    const stop = () => cancel?.();
     loading.promise.then(stop, stop);
   }
   return loading.overdue;

@@ -1,0 +1,115 @@
+import { readFile } from "node:fs/promises";
+import path from "node:path";
+import type { Transport } from "@connectrpc/connect";
+import { pino } from "pino";
+import { describe, expect, it } from "vitest";
+import { buildGateway } from "#gateway/app.js";
+import { createDaemonTransport } from "#gateway/daemon-transport.js";
+import { HELD_READ_WAIT_MS } from "#gateway/loader/stale-if-error.js";
+import { createBanner, createTeam, http, mintKey } from "#test/support/api.js";
+import {
+  DAEMON_URL,
+  endpoints,
+  PROGRAMS,
+  startProgram,
+  useProgramRoot,
+} from "#test/support/processes.js";
+
+const USUAL = "public, max-age=300, stale-while-revalidate=60";
+
+/** A transport that tells `onBannerRead` each time the loader reads a banner from the daemon. */
+function watchingBannerReads(transport: Transport, onBannerRead: () => void): Transport {
+  return {
+    unary(method, signal, timeoutMs, header, input, contextValues) {
+      const answer = transport.unary(method, signal, timeoutMs, header, input, contextValues);
+      if (method.name === "GetPublishedBanner") onBannerRead();
+      return answer;
+    },
+    stream: (method, signal, timeoutMs, header, input, contextValues) =>
+      transport.stream(method, signal, timeoutMs, header, input, contextValues),
+  };
+}
+
+/**
+ * A gateway whose event loop is held by a long synchronous task past a loader read's bound
+ * (stale-if-error.ts, failed-reads.ts): timers run before the loop reads its sockets, so the bound
+ * is judged only once the loop has read what arrived meanwhile. The daemon is a process of its
+ * own, so it answers while the gateway's loop is held; the gateway runs in the test's process, so
+ * the test can hold its loop.
+ */
+describe("the loader of a gateway whose event loop stalls", { timeout: 60_000 }, () => {
+  const dirs = useProgramRoot("consent-loader-stalled-gateway-");
+
+  it("serves the daemon's answer that arrived during a stall past the read's bound, not the held copy", async () => {
+    const dataDir = dirs.join("data");
+    const daemon = startProgram(PROGRAMS.consentd, { CONSENT_DATA_DIR: dataDir });
+    const daemonUrl = await daemon.waitFor(DAEMON_URL);
+    const daemonPid = daemon.child.pid as number;
+    const operatorToken = (await readFile(path.join(dataDir, "admin-token"), "utf8")).trim();
+    let onBannerRead = () => {};
+    const app = await buildGateway({
+      transport: watchingBannerReads(createDaemonTransport({ baseUrl: daemonUrl }), () =>
+        onBannerRead(),
+      ),
+      operatorToken,
+      trustProxy: [],
+      logger: pino({ level: "silent" }),
+    });
+    await app.listen({ host: "127.0.0.1", port: 0 });
+    const address = app.server.address();
+    const port = typeof address === "object" && address ? address.port : 0;
+    const service = endpoints({
+      daemonUrl,
+      gatewayUrl: `http://127.0.0.1:${port}`,
+      operatorToken,
+    });
+    try {
+      const { key } = await mintKey(service, await createTeam(service, "professional"));
+      const { id, publicId } = await createBanner(service, key);
+      const served = await http(service, "GET", `/loader/${publicId}.js`);
+      expect([served.status, served.headers.get("cache-control")]).toEqual([200, USUAL]);
+      // A change relayed by this gateway: its next request reads the daemon, the copy held.
+      const edit = await http(service, "PATCH", `/api/v1/banners/${id}`, {
+        key,
+        body: { configuration: { layout: "modal" } },
+      });
+      expect(edit.status).toBe(200);
+      expect((await http(service, "POST", `/api/v1/banners/${id}/publish`, { key })).status).toBe(
+        200,
+      );
+
+      // The daemon holds the read until the gateway's loop is held: 300 ms after the read is
+      // sent (its bytes long written), a synchronous task continues the daemon and runs until
+      // well past the read's bound. The daemon answers meanwhile, into the gateway's socket.
+      daemon.child.kill("SIGSTOP");
+      let readSentAt = 0;
+      let stallEndedAt = 0;
+      onBannerRead = () => {
+        onBannerRead = () => {};
+        readSentAt = Date.now();
+        setTimeout(() => {
+          setImmediate(() => {
+            process.kill(daemonPid, "SIGCONT");
+            stallEndedAt = readSentAt + HELD_READ_WAIT_MS + 800;
+            while (Date.now() < stallEndedAt) {
+              // The gateway's loop is held, as by a long synchronous task.
+            }
+          });
+        }, 300);
+      };
+      let fresh: Awaited<ReturnType<typeof http>>;
+      try {
+        fresh = await http(service, "GET", `/loader/${publicId}.js`);
+      } finally {
+        daemon.child.kill("SIGCONT");
+      }
+      expect(stallEndedAt - readSentAt).toBeGreaterThan(HELD_READ_WAIT_MS);
+      expect([fresh.status, fresh.headers.get("cache-control")]).toEqual([200, USUAL]);
+      expect(fresh.text).toContain('"layout":"modal"');
+      expect(fresh.headers.get("etag")).not.toBe(served.headers.get("etag"));
+    } finally {
+      await app.close();
+    }
+    expect(await daemon.stop()).toBe(0);
+  });
+});
