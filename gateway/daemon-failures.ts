@@ -60,11 +60,27 @@ function marked(error: ConnectError): ConnectError {
 }
 
 /**
- * Whether a call failed because the daemon could not be reached or was lost (not because it
- * answered, timed out or the gateway gave the call up): what the gateway's log warns of.
+ * Whether a call failed because the daemon could not be reached or was lost, or a loader read went
+ * unanswered past its bound (unansweredRead); not because it answered, passed its own deadline or
+ * the gateway gave the call up: what the gateway's log warns of at most every 10 s (errors.ts).
  */
 export function isDaemonUnreachable(error: unknown): boolean {
   return error instanceof ConnectError && connectionFailures.has(error);
+}
+
+/**
+ * A banner read the loader stopped waiting for at its bound (stale-if-error.ts, failed-reads.ts)
+ * while it goes on: the daemon, or its store, has not answered it. Said so, not as the daemon out
+ * of reach: in one process (`npm start`) the daemon is always reached, and what is slow is its
+ * store. Warned of with the failures to reach the daemon (isDaemonUnreachable), as an outage both.
+ */
+export function unansweredRead(waitedMs: number): ConnectError {
+  return marked(
+    new ConnectError(
+      `the daemon has not answered a banner read within ${waitedMs} ms`,
+      Code.Unavailable,
+    ),
+  );
 }
 
 /**

@@ -166,7 +166,7 @@ describe("the stand-alone gateway's transport to the daemon", () => {
     const warnings = lines.filter((line) => line.level === 40);
     expect(warnings).toHaveLength(1);
     expect(warnings[0]).toMatchObject({
-      msg: "the daemon could not be reached: requests are answered 503",
+      msg: "the daemon could not be reached or has not answered: requests are answered 503",
       failedRequests: 1,
     });
     // The cause once, not repeated by each error in its chain, and no stack.
@@ -193,7 +193,7 @@ describe("the stand-alone gateway's transport to the daemon", () => {
     expect((await listBanners()).status).toBe(503);
     expect(lines.filter((line) => line.level === 40)).toEqual([
       expect.objectContaining({
-        msg: "the daemon could not be reached: requests are answered 503",
+        msg: "the daemon could not be reached or has not answered: requests are answered 503",
       }),
     ]);
   });

@@ -95,7 +95,10 @@ const INTERNAL: HttpError = {
   headers: {},
 };
 
-/** Warnings of an unreachable daemon: at most one per this interval, with the count in between. */
+/**
+ * Warnings of a daemon that cannot be reached, or leaves loader reads unanswered past their bound
+ * (isDaemonUnreachable): at most one per this interval, with the count in between.
+ */
 const UNREACHABLE_LOG_INTERVAL_MS = 10_000;
 
 interface UnreachableLog {
@@ -116,7 +119,7 @@ function warnUnreachable(state: UnreachableLog, now: number): void {
   const { error } = state.last;
   state.last.log.warn(
     { cause: messageOf(error), failedRequests: state.failed },
-    "the daemon could not be reached: requests are answered 503",
+    "the daemon could not be reached or has not answered: requests are answered 503",
   );
   state.loggedAt = now;
   state.failed = 0;
@@ -125,10 +128,10 @@ function warnUnreachable(state: UnreachableLog, now: number): void {
 
 /**
  * What a route's error handler answers for `error` (httpErrorOf), having logged what the operator
- * needs: an internal failure with its error, and the daemon being unreachable as a warning at
- * most every 10 s (an outage fails every request; the log says so at once, then every 10 s while
- * it lasts, with how many requests failed since the previous warning, the last ones included once
- * the outage is over).
+ * needs: an internal failure with its error, and the daemon being unreachable (or leaving loader
+ * reads unanswered) as a warning at most every 10 s (an outage fails every request; the log says
+ * so at once, then every 10 s while it lasts, with how many requests failed since the previous
+ * warning, the last ones included once the outage is over).
  */
 export function failureOf(request: FastifyRequest, error: unknown): HttpError {
   if (tokenWatchOf(request.server.server)?.isOwnFailure(error)) return GATEWAY_REFUSED;

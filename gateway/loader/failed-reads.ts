@@ -1,6 +1,5 @@
-import type { ConnectError } from "@connectrpc/connect";
 import { retryAfterSeconds } from "#daemon/limits/rate-limiter.js";
-import { unreachable } from "#gateway/daemon-failures.js";
+import { unansweredRead } from "#gateway/daemon-failures.js";
 import { isDaemonUnavailable } from "#gateway/errors.js";
 import {
   type CachedBanner,
@@ -109,12 +108,4 @@ export class FailedReads {
   forget(publicId: string): void {
     this.#failed.delete(publicId);
   }
-}
-
-/**
- * The failure of a read that has not answered within `waitedMs`: the daemon cannot be reached for
- * now, as the transport finds out at its ping timeout (logged as such, at most every 10 s).
- */
-function unansweredRead(waitedMs: number): ConnectError {
-  return unreachable(new Error(`it has not answered a banner read within ${waitedMs} ms`));
 }

@@ -1,4 +1,4 @@
-import { Code, ConnectError } from "@connectrpc/connect";
+import { unansweredRead } from "#gateway/daemon-failures.js";
 import { isDaemonUnavailable } from "#gateway/errors.js";
 import {
   type CachedBanner,
@@ -215,7 +215,7 @@ export class StaleServing {
   ): Promise<CachedBanner | null> {
     const overdue = overdueOf(loading, HELD_READ_WAIT_MS, () => {
       if (!loading.token.stale && this.#holds(cached))
-        this.#servedStaleFor(publicId, unanswered(HELD_READ_WAIT_MS));
+        this.#servedStaleFor(publicId, unansweredRead(HELD_READ_WAIT_MS));
     });
     const first = await Promise.race([loading.promise, overdue]);
     if (first !== OVERDUE) return first;
@@ -228,12 +228,4 @@ export class StaleServing {
     this.#staleBanners.add(publicId);
     this.#staleLog?.servedStale(cause, this.#staleBanners.size);
   }
-}
-
-/** The cause named while a held banner is served because its read has not answered. */
-function unanswered(waitedMs: number): ConnectError {
-  return new ConnectError(
-    `the daemon has not answered a banner read within ${waitedMs} ms`,
-    Code.DeadlineExceeded,
-  );
 }

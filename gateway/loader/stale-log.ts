@@ -30,7 +30,7 @@ export function createStaleServingLog(logger: StaleServingLogger): StaleServingL
         logger.warn(details, message);
       },
     },
-    "the daemon could not be reached: loaders are served as last read",
+    "the daemon could not be reached or has not answered: loaders are served as last read",
     { inWords: true },
   );
   return {

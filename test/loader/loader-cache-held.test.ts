@@ -185,8 +185,8 @@ describe("LoaderCache while its daemon does not answer", () => {
     expect(first.value?.stale).toBe(true);
     const warning = {
       level: 40,
-      msg: "the daemon could not be reached: loaders are served as last read",
-      cause: "[deadline_exceeded] the daemon has not answered a banner read within 2000 ms",
+      msg: "the daemon could not be reached or has not answered: loaders are served as last read",
+      cause: "[unavailable] the daemon has not answered a banner read within 2000 ms",
     };
     expect(lines).toMatchObject([{ ...warning, staleBanners: 1, failedSincePreviousLine: 0 }]);
     // The second banner within the interval: counted, not logged.

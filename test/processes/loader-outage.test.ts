@@ -75,6 +75,14 @@ function expectRetryAfter(answer: TimedAnswer, window: { from: number; by: numbe
   expect(retryAfter).toBeLessThanOrEqual(secondsLeft(window.by + STALE_RETRY_MS, answer.sentAt));
 }
 
+/** The gateway's warnings that requests are answered 503 for want of the daemon, from its log. */
+function outageWarnings(log: string): Record<string, unknown>[] {
+  return log
+    .split("\n")
+    .filter((line) => line.includes("requests are answered 503"))
+    .map((line) => JSON.parse(line));
+}
+
 /** 503s in the loader's plain shape, asking for a retry when the daemon is asked again. */
 function expectUnavailable(answers: TimedAnswer[], window: { from: number; by: number }): void {
   for (const answer of answers) {
@@ -245,6 +253,19 @@ describe("the loader of a stand-alone gateway whose daemon is down", { timeout: 
         const first = await Promise.all(Array.from({ length: 3 }, () => loader(late.publicId)));
         expectUnavailable(first, failedBetween(first, FIRST_READ_WAIT_MS));
         expect(proxy.calls()).toBe(before + 1);
+        // Logged as a read the daemon has not answered, not as a daemon out of reach (in one
+        // process, `npm start`, it is always reached: its store is what is slow), in the outage
+        // warning sent at most every 10 s: at once for the first request, the others held back.
+        await expect
+          .poll(() => outageWarnings(gateway.stdout()))
+          .toMatchObject([
+            {
+              level: 40,
+              msg: "the daemon could not be reached or has not answered: requests are answered 503",
+              cause: `[unavailable] the daemon has not answered a banner read within ${FIRST_READ_WAIT_MS} ms`,
+              failedRequests: 1,
+            },
+          ]);
       } finally {
         daemon.child.kill("SIGCONT");
       }
