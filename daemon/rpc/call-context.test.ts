@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { PlainCallContext, requestHeaderValue } from "#daemon/rpc/call-context.js";
 import { Health } from "#gen/grpc/health/v1/health_pb.js";
+import { headerRecord } from "#test/support/consent-log.js";
 
 const contextOf = (requestHeader: HeadersInit | undefined) =>
   new PlainCallContext({
@@ -12,15 +13,6 @@ const contextOf = (requestHeader: HeadersInit | undefined) =>
     requestHeader,
     contextValues: undefined,
   });
-
-/** A Headers' pairs, in the order Headers gives them. */
-function pairsOf(header: Headers): string[][] {
-  const pairs: string[][] = [];
-  header.forEach((value, name) => {
-    pairs.push([name, value]);
-  });
-  return pairs;
-}
 
 const NAMES = [
   "authorization",
@@ -60,7 +52,7 @@ describe("a call's context (daemon/rpc/call-context.ts)", () => {
     for (const name of NAMES) {
       expect(requestHeaderValue(read, name)).toBe(expected.get(name));
     }
-    expect(pairsOf(contextOf(init).requestHeader)).toEqual(pairsOf(expected));
+    expect(headerRecord(contextOf(init).requestHeader)).toEqual(headerRecord(expected));
   });
 
   it("reads a header a handler changed as its Headers now holds it", () => {

@@ -17,15 +17,7 @@ import {
   Health,
   HealthCheckResponse_ServingStatus as Status,
 } from "#gen/grpc/health/v1/health_pb.js";
-
-/** A Headers' pairs, in the order Headers gives them. */
-function pairsOf(header: Headers): string[][] {
-  const pairs: string[][] = [];
-  header.forEach((value, name) => {
-    pairs.push([name, value]);
-  });
-  return pairs;
-}
+import { headerRecord } from "#test/support/consent-log.js";
 
 describe("the in-process transport (npm start's gateway → daemon hop)", () => {
   let dataDir: string;
@@ -136,7 +128,7 @@ describe("the in-process transport (npm start's gateway → daemon hop)", () => 
               origin: caller.origin,
               team: caller.team,
               clientIp: caller.clientIp,
-              header: pairsOf(ctx.requestHeader),
+              header: headerRecord(ctx.requestHeader),
             });
             return { status: Status.SERVING };
           },
@@ -157,13 +149,13 @@ describe("the in-process transport (npm start's gateway → daemon hop)", () => 
       origin: "https://shop.example.com",
       team: "t1",
       clientIp: "203.0.113.7",
-      header: [
-        ["authorization", "Bearer k1"],
-        ["consent-client-ip", "203.0.113.7"],
-        ["consent-gateway-token", operatorToken],
-        ["consent-origin", "https://shop.example.com"],
-        ["consent-team", "t1"],
-      ],
+      header: {
+        authorization: "Bearer k1",
+        "consent-client-ip": "203.0.113.7",
+        "consent-gateway-token": operatorToken,
+        "consent-origin": "https://shop.example.com",
+        "consent-team": "t1",
+      },
     };
     const record = {
       authorization: "Bearer k1",
