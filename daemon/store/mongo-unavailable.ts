@@ -152,8 +152,7 @@ export function mongoUnavailableRetryAfterSeconds(error: unknown): number {
  * the set has enough, without a restart. The client reads none of this: its 503 is the generic
  * `unavailable` of every outage (rpc/connect-errors.ts), as no internal text reaches a caller.
  */
-const UNSATISFIABLE_WRITE_CONCERN_WARNING =
-  "MongoDB's replica set cannot acknowledge majority writes (UnsatisfiableWriteConcern): its configuration has too few data-bearing members to make a majority; writes fail with unavailable (Retry-After: 300) until the operator adds a data-bearing member to the set (rs.add) or replaces an arbiter with one (rs.reconfig); the daemon needs no restart";
+const UNSATISFIABLE_WRITE_CONCERN_WARNING = `MongoDB's replica set cannot acknowledge majority writes (UnsatisfiableWriteConcern): its configuration has too few data-bearing members to make a majority; writes fail with unavailable (Retry-After: ${UNTIL_OPERATOR_RETRY_AFTER_SECONDS}) until the operator adds a data-bearing member to the set (rs.add) or replaces an arbiter with one (rs.reconfig); the daemon needs no restart`;
 
 /**
  * What the operator reads of KeyNotFound (211), in place of the store briefly out of reach: a
