@@ -139,7 +139,7 @@ export function isMongoUnavailable(thrown: unknown): boolean {
  * identity key; any other passes with an election or a reconnection, 1 s.
  */
 export function mongoUnavailableRetryAfterSeconds(error: unknown): number {
-  return isUnsatisfiableWriteConcern(error)
+  return serverCodeOf(error) === UNSATISFIABLE_WRITE_CONCERN
     ? UNTIL_OPERATOR_RETRY_AFTER_SECONDS
     : PASSING_OUTAGE_RETRY_AFTER_SECONDS;
 }
@@ -171,15 +171,15 @@ const KEY_NOT_FOUND_WARNING =
  * undefined for any other, which passes by itself.
  */
 export function mongoUnavailableWarning(error: unknown): string | undefined {
-  if (isUnsatisfiableWriteConcern(error)) return UNSATISFIABLE_WRITE_CONCERN_WARNING;
-  if (error instanceof MongoError && originalOf(error).code === KEY_NOT_FOUND) {
-    return KEY_NOT_FOUND_WARNING;
-  }
+  const code = serverCodeOf(error);
+  if (code === UNSATISFIABLE_WRITE_CONCERN) return UNSATISFIABLE_WRITE_CONCERN_WARNING;
+  if (code === KEY_NOT_FOUND) return KEY_NOT_FOUND_WARNING;
   return undefined;
 }
 
-function isUnsatisfiableWriteConcern(error: unknown): boolean {
-  return error instanceof MongoError && originalOf(error).code === UNSATISFIABLE_WRITE_CONCERN;
+/** The code of a driver error, as `isMongoUnavailable` judges it (originalOf). */
+function serverCodeOf(error: unknown): MongoError["code"] {
+  return error instanceof MongoError ? originalOf(error).code : undefined;
 }
 
 /**
