@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { http, rawHttp } from "#test/support/api.js";
+import { http, publishConfiguration, rawHttp } from "#test/support/api.js";
 import {
   aChoice,
   bannerFixture,
@@ -26,13 +26,7 @@ describe("POST /api/consent/log: origins, CORS and the client-IP limit", () => {
   const publishAdditionalDomains = async (
     { key, id }: { key: string; id: string },
     additionalDomains: string[],
-  ) => {
-    await http(ctx.service, "PATCH", `/api/v1/banners/${id}`, {
-      key,
-      body: { configuration: { additionalDomains } },
-    });
-    await http(ctx.service, "POST", `/api/v1/banners/${id}/publish`, { key });
-  };
+  ) => publishConfiguration(ctx.service, key, id, { additionalDomains });
   /**
    * Spends the minute's 1,000 requests of a client (from `ip`, or each from the address it
    * gives): malformed posts, which count as any request does, 50 at a time.

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { LoaderCache } from "#gateway/loader/loader-cache.js";
 import { STALE_IF_ERROR_MS, STALE_RETRY_MS } from "#gateway/loader/stale-if-error.js";
 import { BannerService } from "#gen/consent/v1/banner_pb.js";
-import { http } from "#test/support/api.js";
+import { http, publishConfiguration } from "#test/support/api.js";
 import { bannerFixture } from "#test/support/consent-log.js";
 import { startTestService, type TestService } from "#test/support/service.js";
 
@@ -129,14 +129,7 @@ describe("LoaderCache while its daemon cannot be reached", () => {
 
     await start();
     const { key, id } = recovering;
-    const edit = await http(service, "PATCH", `/api/v1/banners/${id}`, {
-      key,
-      body: { configuration: { layout: "modal" } },
-    });
-    expect(edit.status).toBe(200);
-    expect((await http(service, "POST", `/api/v1/banners/${id}/publish`, { key })).status).toBe(
-      200,
-    );
+    await publishConfiguration(service, key, id, { layout: "modal" });
     const off = await http(service, "PATCH", `/api/v1/banners/${deactivated.id}`, {
       key: deactivated.key,
       body: { isActive: false },

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { LoaderCache } from "#gateway/loader/loader-cache.js";
 import type { LoaderVariant } from "#gateway/loader/loader-response.js";
 import { BannerService, type PublishedBanner } from "#gen/consent/v1/banner_pb.js";
-import { http } from "#test/support/api.js";
+import { http, publishConfiguration } from "#test/support/api.js";
 import { bannerFixture } from "#test/support/consent-log.js";
 import { startTestService, type TestService } from "#test/support/service.js";
 
@@ -45,11 +45,7 @@ describe("LoaderCache against a daemon it hears nothing from", () => {
     expect(again).toBe(first);
     expect(fetches).toBe(1);
 
-    await http(service, "PATCH", `/api/v1/banners/${id}`, {
-      key,
-      body: { configuration: { layout: "modal" } },
-    });
-    await http(service, "POST", `/api/v1/banners/${id}/publish`, { key });
+    await publishConfiguration(service, key, id, { layout: "modal" });
     expect(await cache.variant(publicId, null)).toBe(first);
     now += 30_000;
     const republished = await cache.variant(publicId, null);

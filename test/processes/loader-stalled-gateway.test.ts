@@ -6,7 +6,13 @@ import { describe, expect, it } from "vitest";
 import { buildGateway } from "#gateway/app.js";
 import { createDaemonTransport } from "#gateway/daemon-transport.js";
 import { HELD_READ_WAIT_MS } from "#gateway/loader/stale-if-error.js";
-import { createBanner, createTeam, http, mintKey } from "#test/support/api.js";
+import {
+  createBanner,
+  createTeam,
+  http,
+  mintKey,
+  publishConfiguration,
+} from "#test/support/api.js";
 import {
   DAEMON_URL,
   endpoints,
@@ -69,14 +75,7 @@ describe("the loader of a gateway whose event loop stalls", { timeout: 60_000 },
       const served = await http(service, "GET", `/loader/${publicId}.js`);
       expect([served.status, served.headers.get("cache-control")]).toEqual([200, USUAL]);
       // A change relayed by this gateway: its next request reads the daemon, the copy held.
-      const edit = await http(service, "PATCH", `/api/v1/banners/${id}`, {
-        key,
-        body: { configuration: { layout: "modal" } },
-      });
-      expect(edit.status).toBe(200);
-      expect((await http(service, "POST", `/api/v1/banners/${id}/publish`, { key })).status).toBe(
-        200,
-      );
+      await publishConfiguration(service, key, id, { layout: "modal" });
 
       // The daemon holds the read until the gateway's loop is held: 300 ms after the read is
       // sent (its bytes long written), a synchronous task continues the daemon and runs until

@@ -160,6 +160,26 @@ export async function createBanner(
   return { id: banner.id, publicId: banner.publicId, banner };
 }
 
+/**
+ * Sets `configuration` on a banner's draft and publishes it through the REST API (PATCH, then
+ * publish): what the loader serves next. Throws unless both answer 200.
+ */
+export async function publishConfiguration(
+  service: TestService,
+  key: string,
+  id: string,
+  configuration: Record<string, unknown>,
+): Promise<void> {
+  const edit = await http(service, "PATCH", `/api/v1/banners/${id}`, {
+    key,
+    body: { configuration },
+  });
+  if (edit.status !== 200) throw new Error(`banner edit failed: ${edit.status} ${edit.text}`);
+  const published = await http(service, "POST", `/api/v1/banners/${id}/publish`, { key });
+  if (published.status !== 200)
+    throw new Error(`banner publish failed: ${published.status} ${published.text}`);
+}
+
 /** A valid canonical consent state (spec 2.4). */
 export function consentState(overrides: Record<string, unknown> = {}): Record<string, unknown> {
   return {
