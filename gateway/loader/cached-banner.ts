@@ -62,13 +62,13 @@ export interface Loading {
 export function overdueOf(
   loading: Loading,
   waitMs: number,
-  onOverdue?: () => void,
+  onOverdue: () => void,
 ): Promise<typeof OVERDUE> {
   if (!loading.overdue) {
     let cancel: (() => void) | undefined;
     loading.overdue = new Promise((resolve) => {
       cancel = startBound(waitMs, () => {
-        onOverdue?.();
+        onOverdue();
         resolve(OVERDUE);
       });
     });
