@@ -1,5 +1,3 @@
-import { readFile } from "node:fs/promises";
-import path from "node:path";
 import { createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { describe, expect, it } from "vitest";
@@ -16,6 +14,7 @@ import {
   DAEMON_URL,
   endpoints,
   freePort,
+  operatorTokenOf,
   PROGRAMS,
   STANDALONE_GATEWAY_URL,
   startProgram,
@@ -118,7 +117,7 @@ describe("the loader of a stand-alone gateway whose daemon is down", { timeout: 
     const service = endpoints({
       daemonUrl: daemon.url,
       gatewayUrl: await gateway.waitFor(STANDALONE_GATEWAY_URL),
-      operatorToken: (await readFile(path.join(dataDir, "admin-token"), "utf8")).trim(),
+      operatorToken: await operatorTokenOf(dataDir),
     });
     const { key } = await mintKey(service, await createTeam(service, "professional"));
     const { id, publicId } = await createBanner(service, key);
@@ -236,7 +235,7 @@ describe("the loader of a stand-alone gateway whose daemon is down", { timeout: 
       const service = endpoints({
         daemonUrl,
         gatewayUrl: await gateway.waitFor(STANDALONE_GATEWAY_URL),
-        operatorToken: (await readFile(path.join(dataDir, "admin-token"), "utf8")).trim(),
+        operatorToken: await operatorTokenOf(dataDir),
       });
       const { key } = await mintKey(service, await createTeam(service, "professional"));
       const late = await createBanner(service, key);

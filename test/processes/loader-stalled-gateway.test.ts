@@ -1,5 +1,3 @@
-import { readFile } from "node:fs/promises";
-import path from "node:path";
 import type { Transport } from "@connectrpc/connect";
 import { pino } from "pino";
 import { describe, expect, it } from "vitest";
@@ -16,6 +14,7 @@ import {
 import {
   DAEMON_URL,
   endpoints,
+  operatorTokenOf,
   PROGRAMS,
   startProgram,
   useProgramRoot,
@@ -51,7 +50,7 @@ describe("the loader of a gateway whose event loop stalls", { timeout: 60_000 },
     const daemon = startProgram(PROGRAMS.consentd, { CONSENT_DATA_DIR: dataDir });
     const daemonUrl = await daemon.waitFor(DAEMON_URL);
     const daemonPid = daemon.child.pid as number;
-    const operatorToken = (await readFile(path.join(dataDir, "admin-token"), "utf8")).trim();
+    const operatorToken = await operatorTokenOf(dataDir);
     let onBannerRead = () => {};
     const app = await buildGateway({
       transport: watchingBannerReads(createDaemonTransport({ baseUrl: daemonUrl }), () =>

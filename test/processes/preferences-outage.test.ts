@@ -1,5 +1,3 @@
-import { readFile } from "node:fs/promises";
-import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { PAGE_LANGUAGES, pageTexts } from "#gateway/preferences/page-texts.js";
 import { createBanner, createTeam, http, mintKey } from "#test/support/api.js";
@@ -7,6 +5,7 @@ import { aChoice, postLog } from "#test/support/consent-log.js";
 import {
   DAEMON_URL,
   endpoints,
+  operatorTokenOf,
   PROGRAMS,
   STANDALONE_GATEWAY_URL,
   startProgram,
@@ -35,7 +34,7 @@ describe("the preferences page while the daemon is down", { timeout: 120_000 }, 
     const service = endpoints({
       daemonUrl,
       gatewayUrl: await gateway.waitFor(STANDALONE_GATEWAY_URL),
-      operatorToken: (await readFile(path.join(dataDir, "admin-token"), "utf8")).trim(),
+      operatorToken: await operatorTokenOf(dataDir),
     });
     const { key } = await mintKey(service, await createTeam(service));
     const { publicId } = await createBanner(service, key);

@@ -1,4 +1,4 @@
-import { readdir, readFile, stat } from "node:fs/promises";
+import { readdir, stat } from "node:fs/promises";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { createBanner, createTeam, http, mintKey } from "#test/support/api.js";
@@ -6,6 +6,7 @@ import {
   DAEMON_URL,
   endpoints,
   GATEWAY_URL,
+  operatorTokenOf,
   PROGRAMS,
   STANDALONE_GATEWAY_URL,
   startProgram,
@@ -71,7 +72,7 @@ describe("the service's programs and their bundle", { timeout: 180_000 }, () => 
       { root },
     );
     const gatewayUrl = await service.waitFor(GATEWAY_URL, 90_000);
-    const operatorToken = (await readFile(path.join(workersDataDir, "admin-token"), "utf8")).trim();
+    const operatorToken = await operatorTokenOf(workersDataDir);
     const running = endpoints({
       gatewayUrl,
       daemonUrl: await service.waitFor(DAEMON_URL),

@@ -3,7 +3,6 @@ import { once } from "node:events";
 import { readFile } from "node:fs/promises";
 import { Agent, request } from "node:http";
 import { connect, type Socket } from "node:net";
-import path from "node:path";
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { describe, expect, it, vi } from "vitest";
@@ -13,6 +12,7 @@ import { consentState, createBanner, createTeam, http, mintKey } from "#test/sup
 import {
   DAEMON_URL,
   endpoints,
+  operatorTokenOf,
   PROGRAMS,
   type Program,
   STANDALONE_GATEWAY_URL,
@@ -412,7 +412,7 @@ describe("SIGTERM on consentd with a log tail open", { timeout: 60_000 }, () => 
       CONSENT_DRAIN_TIMEOUT_MS: String(SHORT_DRAIN_MS),
     });
     const daemonUrl = await program.waitFor(DAEMON_URL);
-    const operatorToken = (await readFile(path.join(dataDir, "admin-token"), "utf8")).trim();
+    const operatorToken = await operatorTokenOf(dataDir);
     const service = endpoints({ gatewayUrl: "", daemonUrl, operatorToken });
     const teamId = await createTeam(service);
     const logs = createClient(ConsentLogService, createGrpcTransport({ baseUrl: daemonUrl }));

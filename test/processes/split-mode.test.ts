@@ -1,10 +1,10 @@
-import { readFile } from "node:fs/promises";
 import path from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import { consentState, createBanner, createTeam, http, mintKey } from "#test/support/api.js";
 import {
   DAEMON_URL,
   endpoints,
+  operatorTokenOf,
   PROGRAMS,
   ROOT,
   STANDALONE_GATEWAY_URL,
@@ -35,7 +35,7 @@ describe("split mode and a shared data directory", () => {
     endpoints({
       daemonUrl,
       gatewayUrl,
-      operatorToken: (await readFile(path.join(dataDir, "admin-token"), "utf8")).trim(),
+      operatorToken: await operatorTokenOf(dataDir),
     });
 
   it("a key minted over gRPC works through the stand-alone gateway, and both exit 0 on SIGTERM; a gateway with another token does not start", async () => {

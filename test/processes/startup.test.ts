@@ -18,6 +18,7 @@ import {
   endpoints,
   freePort,
   GATEWAY_URL,
+  operatorTokenOf,
   PROGRAMS,
   type Program,
   ROOT,
@@ -126,7 +127,7 @@ describe("start-up of the real programs", { timeout: 120_000 }, () => {
     const service = endpoints({
       daemonUrl,
       gatewayUrl,
-      operatorToken: (await readFile(path.join(dataDir, "admin-token"), "utf8")).trim(),
+      operatorToken: await operatorTokenOf(dataDir),
     });
     const { key } = await mintKey(service, await createTeam(service));
     const { id } = await createBanner(service, key);
@@ -251,7 +252,7 @@ describe("start-up of the real programs", { timeout: 120_000 }, () => {
     expect(program.stdout()).not.toContain("set CONSENT_BASE_URL");
 
     // What a visitor's requests carry, written, read, and refused.
-    const operatorToken = (await readFile(path.join(dataDir, "admin-token"), "utf8")).trim();
+    const operatorToken = await operatorTokenOf(dataDir);
     const service = endpoints({ gatewayUrl, daemonUrl, operatorToken });
     const { key } = await mintKey(service, await createTeam(service));
     const { publicId } = await createBanner(service, key);

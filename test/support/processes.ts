@@ -224,6 +224,11 @@ export function endpoints(
   return running as TestService;
 }
 
+/** The operator token a daemon started on `dataDir` wrote there (admin-token) and accepts. */
+export async function operatorTokenOf(dataDir: string): Promise<string> {
+  return (await readFile(path.join(dataDir, "admin-token"), "utf8")).trim();
+}
+
 /** `npm start` on `dataDir`, once it has printed its URLs; the token is the one it uses. */
 export async function startService(
   dataDir: string,
@@ -233,7 +238,7 @@ export async function startService(
   const program = startProgram(PROGRAMS.consent, { CONSENT_DATA_DIR: dataDir, ...env }, start);
   const gatewayUrl = await program.waitFor(GATEWAY_URL, start.startupMs);
   const daemonUrl = await program.waitFor(DAEMON_URL, start.startupMs);
-  const operatorToken = (await readFile(path.join(dataDir, "admin-token"), "utf8")).trim();
+  const operatorToken = await operatorTokenOf(dataDir);
   return { program, service: endpoints({ gatewayUrl, daemonUrl, operatorToken }) };
 }
 
