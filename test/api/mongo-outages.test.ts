@@ -2,10 +2,11 @@ import { Code, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { pino } from "pino";
 import { describe, expect, it } from "vitest";
+import { loadConfig } from "#daemon/config.js";
 import { generateApiKey } from "#daemon/keys/api-key-format.js";
 import { cursorReply, emptyDatabase } from "#daemon/store/mongo-wire-stand-in.js";
-import { buildGateway } from "#gateway/app.js";
 import { createDaemonTransport } from "#gateway/daemon-transport.js";
+import { startGateway } from "#gateway/main.js";
 import { AdminService } from "#gen/consent/v1/admin_pb.js";
 import { failureOf, type StandInDaemon, useStandInDaemon } from "#test/support/stand-in-daemon.js";
 
@@ -107,15 +108,11 @@ describe("MongoDB briefly unable to serve", () => {
 });
 
 /** A stand-alone gateway (its own transport over the daemon's port) on a free port. */
-async function gatewayOver(running: StandInDaemon, operatorAuthorization: string) {
-  const app = await buildGateway({
+function gatewayOver(running: StandInDaemon, operatorAuthorization: string) {
+  return startGateway({
+    config: loadConfig({ CONSENT_HTTP_PORT: "0" }),
     transport: createDaemonTransport({ baseUrl: running.daemonUrl }),
     operatorToken: operatorAuthorization.replace(/^Bearer /, ""),
-    trustProxy: [],
     logger: pino({ level: "silent" }),
   });
-  await app.listen({ host: "127.0.0.1", port: 0 });
-  const address = app.server.address();
-  const port = typeof address === "object" && address ? address.port : 0;
-  return { url: `http://127.0.0.1:${port}`, close: () => app.close() };
 }

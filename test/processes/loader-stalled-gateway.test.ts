@@ -1,9 +1,10 @@
 import type { Transport } from "@connectrpc/connect";
 import { pino } from "pino";
 import { describe, expect, it } from "vitest";
-import { buildGateway } from "#gateway/app.js";
+import { loadConfig } from "#daemon/config.js";
 import { createDaemonTransport } from "#gateway/daemon-transport.js";
 import { HELD_READ_WAIT_MS } from "#gateway/loader/stale-if-error.js";
+import { startGateway } from "#gateway/main.js";
 import {
   createBanner,
   createTeam,
@@ -52,22 +53,15 @@ describe("the loader of a gateway whose event loop stalls", { timeout: 60_000 },
     const daemonPid = daemon.child.pid as number;
     const operatorToken = await operatorTokenOf(dataDir);
     let onBannerRead = () => {};
-    const app = await buildGateway({
+    const gateway = await startGateway({
+      config: loadConfig({ CONSENT_HTTP_PORT: "0" }),
       transport: watchingBannerReads(createDaemonTransport({ baseUrl: daemonUrl }), () =>
         onBannerRead(),
       ),
       operatorToken,
-      trustProxy: [],
       logger: pino({ level: "silent" }),
     });
-    await app.listen({ host: "127.0.0.1", port: 0 });
-    const address = app.server.address();
-    const port = typeof address === "object" && address ? address.port : 0;
-    const service = endpoints({
-      daemonUrl,
-      gatewayUrl: `http://127.0.0.1:${port}`,
-      operatorToken,
-    });
+    const service = endpoints({ daemonUrl, gatewayUrl: gateway.url, operatorToken });
     try {
       const { key } = await mintKey(service, await createTeam(service, "professional"));
       const { id, publicId } = await createBanner(service, key);
@@ -106,7 +100,7 @@ describe("the loader of a gateway whose event loop stalls", { timeout: 60_000 },
       expect(fresh.text).toContain('"layout":"modal"');
       expect(fresh.headers.get("etag")).not.toBe(served.headers.get("etag"));
     } finally {
-      await app.close();
+      await gateway.close();
     }
     expect(await daemon.stop()).toBe(0);
   });
