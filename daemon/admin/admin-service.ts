@@ -94,18 +94,18 @@ export function createAdminService(options: AdminServiceOptions): ServiceImpl<ty
   /**
    * After a retire of `oldId` toward `newId` that failed: revokes `newId`, the key minted for it,
    * unless the old key is or may yet be marked replaced by it. A store that cannot say whether
-   * the write was applied (isUnavailable: MongoDB's majority that did not answer in time, a reply
+   * the write was applied (its `unavailability`: MongoDB's majority that did not answer in time, a reply
    * lost) may have applied it, or may apply it still, and a revoked successor would leave the old
    * key retired toward a key nobody can use, never to be rotated again. The minted key is kept
    * (its secret never leaves this call: a retry that finds the old key replaced by it is told to
    * rotate it instead, docs/behaviour.md), unless the old key, read again, is revoked or replaced
    * by another key, where the retire can never apply. Any other failure applied nothing. Some
-   * failures isUnavailable takes applied nothing either (a server that refused for now, such as
+   * failures `unavailability` takes applied nothing either (a server that refused for now, such as
    * MongoDB's StaleConfig), but cannot be told apart from those here: they keep the minted key
    * too, the side that never strands the old key.
    */
   async function revokeUnlessMaybeSuccessor(oldId: string, newId: string, failure: unknown) {
-    if (store.isUnavailable(failure)) {
+    if (store.unavailability(failure)) {
       // The store out of reach for this read too: the outcome stays unknown, and the caller gets
       // the retire's own failure (503 unavailable, spec 7), not this one's.
       const now = await store.keys.get(oldId).catch(() => undefined);

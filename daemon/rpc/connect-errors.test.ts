@@ -2,11 +2,7 @@ import { Code, ConnectError, createClient, createRouterTransport } from "@connec
 import { MongoNetworkError } from "mongodb";
 import { describe, expect, it } from "vitest";
 import { domainErrorInterceptor } from "#daemon/rpc/connect-errors.js";
-import {
-  isMongoUnavailable,
-  mongoUnavailableRetryAfterSeconds,
-  mongoUnavailableWarning,
-} from "#daemon/store/mongo-unavailable.js";
+import { mongoUnavailability } from "#daemon/store/mongo-unavailable.js";
 import { httpErrorOf } from "#gateway/errors.js";
 import { ErrorInfoSchema } from "#gen/consent/v1/errors_pb.js";
 import { Health } from "#gen/grpc/health/v1/health_pb.js";
@@ -30,9 +26,7 @@ function failingWith(error: () => unknown) {
       router: {
         interceptors: [
           domainErrorInterceptor(logger, {
-            isUnavailable: isMongoUnavailable,
-            unavailableRetryAfterSeconds: mongoUnavailableRetryAfterSeconds,
-            unavailableWarning: mongoUnavailableWarning,
+            unavailability: mongoUnavailability,
             isDamage: () => false,
           }),
         ],

@@ -6,7 +6,7 @@ import { type ErrorLogger, repeatedFailureLog } from "#daemon/logging.js";
 import { callerFault } from "#daemon/rpc/parse-failures.js";
 import { rateLimitHeaders } from "#daemon/rpc/rate-limit-headers.js";
 import { STORE_FULL_METADATA, StoreFullError } from "#daemon/store/disk-guard.js";
-import type { Store } from "#daemon/store/store.js";
+import type { Store, StoreUnavailability } from "#daemon/store/store.js";
 import { unavailableLog } from "#daemon/store/store-failures.js";
 import { ErrorInfoSchema } from "#gen/consent/v1/errors_pb.js";
 
@@ -75,21 +75,17 @@ const INTERNAL_ERROR_INFO = [
  * messages of a stream pass through the same translation. A streaming call's request message is
  * parsed there too: one that connect-es cannot read is the caller's error, `invalid_argument`
  * with its ErrorInfo, as parse-failures.ts answers it for unary calls. A store that cannot be reached for now (a
- * MongoDB election, `storeUnavailable`) fails the call with `unavailable` and the store's
- * Retry-After for it (`unavailableRetryAfterSeconds`), which clients retry (spec 7), logged at most
- * once per REPEATED_FAILURE_LOG_MS, in the store's own words where only the operator can end it
- * (`unavailableWarning`, unavailableLog); so is a call that met
+ * MongoDB election, the store's `unavailability`) fails the call with `unavailable` and the
+ * outage's Retry-After, which clients retry (spec 7), logged at most once per
+ * REPEATED_FAILURE_LOG_MS, in the store's own words where only the operator can end it (its
+ * `warning`, unavailableLog); so is a call that met
  * the embedded store's damage (`internal`, as any other failure), which was logged when first met.
  */
 export function domainErrorInterceptor(
   logger: ErrorLogger,
-  store: Pick<
-    Store,
-    "isUnavailable" | "unavailableRetryAfterSeconds" | "unavailableWarning" | "isDamage"
-  >,
+  store: Pick<Store, "unavailability" | "isDamage">,
 ): Interceptor {
   const logUnavailable = unavailableLog(
-    store,
     logger,
     "the store cannot be reached; calls fail with unavailable until it can",
   );
@@ -98,14 +94,18 @@ export function domainErrorInterceptor(
     "the embedded store is damaged; calls that meet a damaged page fail with internal",
     { level: "error" },
   );
-  const unavailable = (error: unknown, procedure: string): ConnectError => {
-    logUnavailable(error, { procedure });
+  const unavailable = (
+    error: unknown,
+    outage: StoreUnavailability,
+    procedure: string,
+  ): ConnectError => {
+    logUnavailable(error, outage, { procedure });
     return toConnectError(
       new DomainError(
         "unavailable",
         "unavailable",
         "The store is temporarily unavailable; retry later",
-        { retryAfterSeconds: store.unavailableRetryAfterSeconds(error) },
+        { retryAfterSeconds: outage.retryAfterSeconds },
       ),
     );
   };
@@ -114,7 +114,8 @@ export function domainErrorInterceptor(
       if (error instanceof DomainError) return toConnectError(error);
       const refused = callerFault(error);
       if (refused) return refused;
-      if (store.isUnavailable(error)) return unavailable(error, request.method.name);
+      const outage = store.unavailability(error);
+      if (outage) return unavailable(error, outage, request.method.name);
       // A full disk: the guard has reported it once; a log entry per refused write would only
       // add to what fills the disk.
       if (error instanceof StoreFullError) {

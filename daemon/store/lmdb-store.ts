@@ -4,7 +4,6 @@ import { type Database, open, type RootDatabase, type RootDatabaseOptionsWithPat
 import { createLmdbBannerStore } from "#daemon/banners/lmdb-banner-store.js";
 import type { ConsentLogRecord } from "#daemon/consent-log/consent-log-store.js";
 import { createLmdbConsentLogStore } from "#daemon/consent-log/lmdb-consent-log-store.js";
-import { PASSING_OUTAGE_RETRY_AFTER_SECONDS } from "#daemon/errors.js";
 import { createLmdbKeyStore } from "#daemon/keys/lmdb-key-store.js";
 import { createLmdbCounterStore } from "#daemon/limits/lmdb-counter-store.js";
 import { createLmdbSessionStore } from "#daemon/sessions/lmdb-session-store.js";
@@ -336,9 +335,7 @@ export async function openLmdbStore(options: LmdbStoreOptions): Promise<Store> {
       counterNamesByExpiry: counterEnv.openDB({ name: "counter-names-by-expiry" }),
     }),
     acceptsWrites: () => !guard?.refusing,
-    isUnavailable: () => false,
-    unavailableRetryAfterSeconds: () => PASSING_OUTAGE_RETRY_AFTER_SECONDS,
-    unavailableWarning: () => undefined,
+    unavailability: () => undefined,
     isDamage: (error) =>
       damageOf(error) !== undefined ||
       (error instanceof Error && damageOf(error.cause) !== undefined),

@@ -25,11 +25,7 @@ import {
   topologyMismatch,
   watchServers,
 } from "#daemon/store/mongo-topology.js";
-import {
-  isMongoUnavailable,
-  mongoUnavailableRetryAfterSeconds,
-  mongoUnavailableWarning,
-} from "#daemon/store/mongo-unavailable.js";
+import { mongoUnavailability } from "#daemon/store/mongo-unavailable.js";
 import { checkStoreFormat, type Store } from "#daemon/store/store.js";
 import { MongoSubjectStore, type SubjectDocument } from "#daemon/subjects/mongo-subject-store.js";
 import { MongoTeamStore, type TeamDocument } from "#daemon/teams/mongo-team-store.js";
@@ -237,9 +233,7 @@ function createStore(client: MongoClient, db: Db, timeouts: MongoTimeouts): Stor
       collections.consentLog,
     ),
     acceptsWrites: () => true,
-    isUnavailable: isMongoUnavailable,
-    unavailableRetryAfterSeconds: mongoUnavailableRetryAfterSeconds,
-    unavailableWarning: mongoUnavailableWarning,
+    unavailability: mongoUnavailability,
     isDamage: () => false,
     reportDamage: () => {},
     refreshReads: () => {},

@@ -14,6 +14,7 @@ import {
   PASSING_OUTAGE_RETRY_AFTER_SECONDS,
   UNTIL_OPERATOR_RETRY_AFTER_SECONDS,
 } from "#daemon/errors.js";
+import type { StoreUnavailability } from "#daemon/store/store.js";
 
 /** Driver errors that mean no server could serve the operation for now, not a refused request. */
 const UNREACHABLE = [
@@ -68,9 +69,8 @@ const KEY_NOT_FOUND = 211;
  * consent record's latest choice): a server too busy for now. A write concern error (64, 100, or
  * a step-down's 91, 189, 11602 while waiting) comes after the primary applied the write: its
  * outcome is unknown, as when the store is out of reach. 100 lasts until the set's operator
- * repairs the set (README, "MongoDB"), so its 503 asks for a retry in minutes
- * (mongoUnavailableRetryAfterSeconds) and its warning tells the operator what to repair
- * (mongoUnavailableWarning).
+ * repairs the set (README, "MongoDB"), so its 503 asks for a retry in minutes and its warning
+ * tells the operator what to repair (mongoUnavailability).
  * A consent log read of a time range stopped so is the query's size, not the server's state: its
  * adapter answers it as LogReadTooLargeError (mongo-consent-log-store.ts), which is not this.
  */
@@ -133,18 +133,6 @@ export function isMongoUnavailable(thrown: unknown): boolean {
 }
 
 /**
- * The Retry-After of the 503 a MongoDB error that `isMongoUnavailable` takes answers: a write
- * concern the replica set cannot satisfy as configured (100) does not end by itself but when the
- * operator repairs the set, so the caller is told to come back in minutes, as for a missing
- * identity key; any other passes with an election or a reconnection, 1 s.
- */
-export function mongoUnavailableRetryAfterSeconds(error: unknown): number {
-  return serverCodeOf(error) === UNSATISFIABLE_WRITE_CONCERN
-    ? UNTIL_OPERATOR_RETRY_AFTER_SECONDS
-    : PASSING_OUTAGE_RETRY_AFTER_SECONDS;
-}
-
-/**
  * What the operator reads of UnsatisfiableWriteConcern (100): not the store briefly out of reach,
  * which passes by itself, but a replica set whose configuration has too few data-bearing members
  * for a majority (an arbiter counts towards the set's voting members but holds no data), which
@@ -165,16 +153,26 @@ const KEY_NOT_FOUND_WARNING =
   "MongoDB cannot validate the cluster time the daemon sends (KeyNotFound): a replica set just started answers this until its signing keys replicate, within seconds; if it lasts, the deployment was restored or rebuilt while the daemon ran, and calls fail with unavailable until the daemon is restarted";
 
 /**
- * The warning the daemon logs for a MongoDB error that `isMongoUnavailable` takes and only the
- * operator may have to end, in place of the store briefly out of reach: a write concern the
- * replica set cannot satisfy as configured (100), a cluster time no key validates (211);
- * undefined for any other, which passes by itself.
+ * The store out of reach as a MongoDB error shows it (Store.unavailability), for one that
+ * `isMongoUnavailable` takes: a write concern the replica set cannot satisfy as configured (100)
+ * does not end by itself but when the operator repairs the set, so the caller is told to come back
+ * in minutes, as for a missing identity key, and the operator what to repair; a cluster time no
+ * key validates (211) passes within seconds but may last until a restart, which the warning says;
+ * any other passes with an election or a reconnection: 1 s, no warning of its own.
  */
-export function mongoUnavailableWarning(error: unknown): string | undefined {
+export function mongoUnavailability(error: unknown): StoreUnavailability | undefined {
+  if (!isMongoUnavailable(error)) return undefined;
   const code = serverCodeOf(error);
-  if (code === UNSATISFIABLE_WRITE_CONCERN) return UNSATISFIABLE_WRITE_CONCERN_WARNING;
-  if (code === KEY_NOT_FOUND) return KEY_NOT_FOUND_WARNING;
-  return undefined;
+  if (code === UNSATISFIABLE_WRITE_CONCERN) {
+    return {
+      retryAfterSeconds: UNTIL_OPERATOR_RETRY_AFTER_SECONDS,
+      warning: UNSATISFIABLE_WRITE_CONCERN_WARNING,
+    };
+  }
+  return {
+    retryAfterSeconds: PASSING_OUTAGE_RETRY_AFTER_SECONDS,
+    ...(code === KEY_NOT_FOUND && { warning: KEY_NOT_FOUND_WARNING }),
+  };
 }
 
 /** The code of a driver error, as `isMongoUnavailable` judges it (originalOf). */

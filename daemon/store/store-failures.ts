@@ -1,6 +1,6 @@
 import { type ErrorLogger, repeatedFailureLog } from "#daemon/logging.js";
 import { isStoreFull } from "#daemon/store/disk-guard.js";
-import type { Store } from "#daemon/store/store.js";
+import type { Store, StoreUnavailability } from "#daemon/store/store.js";
 
 /**
  * Settles calls made side by side on the store (a webhook pass's fan-outs, the purge of each
@@ -29,37 +29,36 @@ export async function settleAll<T>(calls: readonly Promise<T>[]): Promise<T[]> {
  * error, and the outage still the one warning a while, whichever of them came first.
  */
 export function storeFailureLog(
-  store: Pick<Store, "isUnavailable" | "unavailableWarning">,
+  store: Pick<Store, "unavailability">,
   logger: ErrorLogger,
   messages: { unavailable: string; failed: string },
 ): (error: unknown, details?: object) => void {
-  const logUnavailable = unavailableLog(store, logger, messages.unavailable);
+  const logUnavailable = unavailableLog(logger, messages.unavailable);
   const logFailed = repeatedFailureLog(logger, messages.failed, { level: "error", byWords: true });
   return (error, details) => {
     for (const cause of causesOf(error)) {
-      if (store.isUnavailable(cause)) logUnavailable(cause, details);
+      const outage = store.unavailability(cause);
+      if (outage) logUnavailable(cause, outage, details);
       else if (!isStoreFull(cause)) logFailed(cause, details);
     }
   };
 }
 
 /**
- * Logs an error that the store's `isUnavailable` takes, as a warning once per
+ * Logs an error that the store's `unavailability` takes, as a warning once per
  * REPEATED_FAILURE_LOG_MS while it lasts: `message` for the store briefly out of reach, or the
- * store's own words for one that lasts until the operator acts (`unavailableWarning`: MongoDB's
+ * store's own words for one that lasts until the operator acts (the outage's `warning`: MongoDB's
  * replica set with too few data-bearing members for a majority), each kept to its own pace, so
  * that neither hides the other.
  */
 export function unavailableLog(
-  store: Pick<Store, "unavailableWarning">,
   logger: ErrorLogger,
   message: string,
-): (error: unknown, details?: object) => void {
+): (error: unknown, outage: StoreUnavailability, details?: object) => void {
   const logPassing = repeatedFailureLog(logger, message);
   // One per warning the store words: a handful of fixed texts.
   const logLasting = new Map<string, (error: unknown, details?: object) => void>();
-  return (error, details) => {
-    const warning = store.unavailableWarning(error);
+  return (error, { warning }, details) => {
     if (warning === undefined) return logPassing(error, details);
     let log = logLasting.get(warning);
     if (!log) {

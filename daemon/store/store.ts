@@ -7,6 +7,23 @@ import type { SubjectStore } from "#daemon/subjects/subject-store.js";
 import type { TeamStore } from "#daemon/teams/team-store.js";
 import type { WebhookStore } from "#daemon/webhooks/webhook-store.js";
 
+/** The store out of reach for now, as one error shows it (Store.unavailability). */
+export interface StoreUnavailability {
+  /**
+   * The Retry-After, in seconds, of the 503 the error answers: one that passes by itself (an
+   * election, a lost connection) 1 s; one that lasts until the operator acts (MongoDB's replica
+   * set that cannot provide a majority as configured) minutes (daemon/errors.ts).
+   */
+  retryAfterSeconds: number;
+  /**
+   * What the daemon logs in place of the store briefly out of reach, for one that only the
+   * operator may have to end: what is wrong and what to do (MongoDB's replica set with too few
+   * data-bearing members for a majority). Unset for one that passes by itself. Only the log says
+   * it: the client's 503 stays spec 7's `unavailable`.
+   */
+  warning?: string;
+}
+
 /**
  * The storage port of the daemon: one adapter per backend (LMDB, the embedded default, and
  * MongoDB), chosen only by main.ts. Services depend on this interface alone.
@@ -30,26 +47,13 @@ export interface Store {
    */
   acceptsWrites(): boolean;
   /**
-   * Whether an error a call on this store threw means the backend cannot be reached for now (a
-   * replica-set election, a lost connection, a majority that did not answer in time): the
-   * request then fails with 503 `unavailable` and a Retry-After, which spec 7 tells clients to
-   * retry, instead of 500. The embedded store has no such state: always false.
+   * What an error a call on this store threw says of the backend out of reach for now (a
+   * replica-set election, a lost connection, a majority that did not answer in time), or
+   * undefined for any other error: the request then fails with 503 `unavailable` and the
+   * outage's Retry-After, which spec 7 tells clients to retry, instead of 500. The embedded store
+   * has no such state: always undefined.
    */
-  isUnavailable(error: unknown): boolean;
-  /**
-   * The Retry-After, in seconds, of the 503 an error that `isUnavailable` takes for the store out
-   * of reach answers: one that passes by itself (an election, a lost connection) 1 s; one that
-   * lasts until the operator acts (MongoDB's replica set that cannot provide a majority as
-   * configured) minutes (daemon/errors.ts).
-   */
-  unavailableRetryAfterSeconds(error: unknown): number;
-  /**
-   * What the daemon logs, in place of the store briefly out of reach, for an error that
-   * `isUnavailable` takes and that lasts until the operator acts: what is wrong and what to do
-   * (MongoDB's replica set with too few data-bearing members for a majority). Undefined for one
-   * that passes by itself. Only the log says it: the client's 503 stays spec 7's `unavailable`.
-   */
-  unavailableWarning(error: unknown): string | undefined;
+  unavailability(error: unknown): StoreUnavailability | undefined;
   /**
    * Whether an error a call on this store threw is the embedded store's damage (LMDB's
    * MDB_CORRUPTED and kin, see `damageOf`): the call fails with 500 as any internal error, but

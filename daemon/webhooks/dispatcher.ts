@@ -269,7 +269,7 @@ export class WebhookDispatcher {
         // The claim's lease runs out and the attempt is made again (at least once). The store
         // out of reach is the passes' warning, not an error per attempt.
         if (isStoreFull(error)) return;
-        if (this.options.store.isUnavailable(error)) {
+        if (this.options.store.unavailability(error)) {
           this.logStoreFailure(error, { deliveryId: delivery.id });
           return;
         }
