@@ -50,11 +50,21 @@ export const PASSING_OUTAGE_RETRY_AFTER_SECONDS = 1;
  */
 export const UNTIL_OPERATOR_RETRY_AFTER_SECONDS = 300;
 
+/**
+ * Whose failed authentication attempts (spec 8) hold a call back: the client address a gateway
+ * relays with the operator token, or the calling connection's own address (a direct caller, or a
+ * gateway whose token the daemon does not take, daemon/auth/caller.ts). A gateway tells its
+ * clients' lockouts (429) from its own (gateway/token-watch.ts) by it.
+ */
+export type LockedOutAddress = "relayed client" | "caller";
+
 export interface FailureExtras {
   details?: Violation[];
   rateLimit?: RateLimitState;
   retryAfterSeconds?: number;
   current?: ConflictSnapshot;
+  /** For a failed-authentication lockout: whose address it holds. */
+  lockedOut?: LockedOutAddress;
 }
 
 /**

@@ -124,7 +124,12 @@ async function checkOperatorToken(
   const first = await operatorTokenVerdict(transport, operatorToken, TOKEN_CHECK_MS);
   if (first === "refused") throw new ConfigError(refusal);
   if (first === "accepted") return;
+  // spec 8: the daemon refuses this host's address whatever it sends, the token unjudged.
+  const why =
+    first === "locked out"
+      ? "it locks this host's address out for too many failed authentication attempts: something on this host sends it wrong credentials, such as a gateway with an old token (this one restarting included) or a client with wrong keys or tokens"
+      : Code[first];
   logger.warn(
-    `could not check the operator token with the daemon at ${daemonUrl} (${Code[first]}); its first answer to a call will, and a refusal is logged then`,
+    `could not check the operator token with the daemon at ${daemonUrl} (${why}); its first answer to a call will, and a refusal is logged then`,
   );
 }

@@ -1,21 +1,23 @@
 import { Code, ConnectError, createClient, type Transport } from "@connectrpc/connect";
 import type { FastifyBaseLogger } from "fastify";
-import { FAILED_AUTH_LIMITED_PREFIX, WRONG_GATEWAY_TOKEN_MESSAGE } from "#daemon/auth/caller.js";
+import { WRONG_GATEWAY_TOKEN_MESSAGE } from "#daemon/auth/caller.js";
 import { AdminService } from "#gen/consent/v1/admin_pb.js";
+import { ErrorInfoSchema, LockedOutAddress } from "#gen/consent/v1/errors_pb.js";
 
 /** A team id no team has: the probe's answer is `not_found` once the token is accepted. */
 const PROBE_TEAM_ID = "00000000-0000-0000-0000-000000000000";
 
 /**
- * What the daemon says of an operator token: accepted, refused, or no verdict (unreachable, not
- * a daemon at all: the call's code). A refusal counts as a failed attempt from the caller's
+ * What the daemon says of an operator token: accepted, refused, or no verdict: the caller's own
+ * address locked out for failed attempts before the token was judged, or the call's code
+ * (unreachable, not a daemon at all). A refusal counts as a failed attempt from the caller's
  * address (spec 8), as any wrong credential does.
  */
 export async function operatorTokenVerdict(
   transport: Transport,
   operatorToken: string,
   timeoutMs: number,
-): Promise<"accepted" | "refused" | Code> {
+): Promise<"accepted" | "refused" | "locked out" | Code> {
   try {
     await createClient(AdminService, transport).getTeam(
       { id: PROBE_TEAM_ID },
@@ -23,6 +25,7 @@ export async function operatorTokenVerdict(
     );
     return "accepted";
   } catch (error) {
+    if (isOwnAddressLockout(error)) return "locked out";
     const { code } = ConnectError.from(error);
     if (code === Code.Unauthenticated || code === Code.PermissionDenied) return "refused";
     // not_found comes from past the operator check: the token was accepted.
@@ -39,12 +42,18 @@ function isGatewayTokenRefusal(error: unknown): boolean {
   );
 }
 
-/** The daemon refuses the calling address for its failed attempts (spec 8). */
-function isFailedAuthLockout(error: unknown): boolean {
+/**
+ * The daemon refuses the gateway's own address for failed authentication attempts (spec 8), as
+ * its ErrorInfo says: not the address of a client the gateway relays, whose lockout is that
+ * client's 429. A gateway's calls count against its own address only while the daemon does not
+ * take its token (daemon/auth/caller.ts), and they do not reach the token's judgement while the
+ * address is locked out, whoever on its host made the failures.
+ */
+function isOwnAddressLockout(error: unknown): boolean {
   return (
     error instanceof ConnectError &&
     error.code === Code.ResourceExhausted &&
-    error.rawMessage.startsWith(FAILED_AUTH_LIMITED_PREFIX)
+    error.findDetails(ErrorInfoSchema)[0]?.lockedOutAddress === LockedOutAddress.CALLER
   );
 }
 
@@ -56,14 +65,15 @@ const PROBE_TIMEOUT_MS = 2_000;
 /**
  * A stand-alone gateway's operator token as its daemon judges it after start-up (which checks it,
  * gateway/main.ts): the daemon's token may change while the gateway runs. Once a call is refused
- * for it, the gateway is refused until the daemon accepts the token again: its calls fail with
- * that refusal, then, past the failed-authentication limit, with the lockout of the gateway's own
- * address (the daemon trusts none of the client addresses it relays), and both are the gateway's
- * failure, not the client's. The token is put to the daemon every RECHECK_MS meanwhile, and a
- * gateway that serves no request learns it from its health checks (at most every IDLE_CHECK_MS).
+ * for it, or for the lockout of the gateway's own address (the daemon trusts none of the client
+ * addresses it relays, so counts the gateway's; the failures may be another process's on the same
+ * host, made before this gateway's first refusal), the gateway is refused until the daemon
+ * accepts the token again. Both are the gateway's failure, not the client's. The token is put to
+ * the daemon every RECHECK_MS meanwhile, and a gateway that serves no request learns of a refusal
+ * from its health checks (at most every IDLE_CHECK_MS).
  */
 export class TokenWatch {
-  #refused = false;
+  #state: "accepted" | "refused" | "locked out" = "accepted";
   #lastProbe = Number.NEGATIVE_INFINITY;
   #probing = false;
   #recheck: NodeJS.Timeout | undefined;
@@ -74,17 +84,20 @@ export class TokenWatch {
     private readonly logger: FastifyBaseLogger,
   ) {}
 
+  /** Whether the daemon refuses this gateway: its token, or its own address. */
   get refused(): boolean {
-    return this.#refused;
+    return this.#state !== "accepted";
   }
 
-  /** Whether `error` is this gateway's failure: the refusal, or the lockout while refused. */
+  /** Whether `error` is this gateway's failure: the refusal, or the lockout of its own address. */
   isOwnFailure(error: unknown): boolean {
     if (isGatewayTokenRefusal(error)) {
       this.#refuse();
       return true;
     }
-    return this.#refused && isFailedAuthLockout(error);
+    if (!isOwnAddressLockout(error)) return false;
+    this.#lockOut();
+    return true;
   }
 
   /** A health check's turn: a probe if none ran lately (in the background). */
@@ -97,13 +110,28 @@ export class TokenWatch {
   }
 
   #refuse(): void {
-    if (this.#refused) return;
-    this.#refused = true;
+    if (this.#state === "refused") return;
+    this.#shutOut("refused");
     this.logger.error(
       "the daemon refuses this gateway's operator token (its admin token changed after the gateway started): requests are answered 503 until it accepts the token again; restart the gateway with the daemon's current token (CONSENT_ADMIN_TOKEN, or CONSENT_DATA_DIR set to the daemon's data directory)",
     );
-    this.#recheck = setInterval(() => void this.#probe(), RECHECK_MS);
-    this.#recheck.unref();
+  }
+
+  /** The lockout of the gateway's own address, before any refusal of its token: said once. */
+  #lockOut(): void {
+    if (this.#state !== "accepted") return;
+    this.#shutOut("locked out");
+    this.logger.warn(
+      "the daemon locks this gateway's address out for too many failed authentication attempts (10 a minute): it counts the gateway's calls against the gateway's own address, not its clients', which it does only when it does not take the gateway's operator token (its admin token changed after the gateway started); requests are answered 503 until it accepts the token again. Restart the gateway with the daemon's current token (CONSENT_ADMIN_TOKEN, or CONSENT_DATA_DIR set to the daemon's data directory), and stop what else on this host sends the daemon wrong credentials (another gateway with the old token, a client with wrong keys or tokens): while their failures go on, the address stays locked out",
+    );
+  }
+
+  #shutOut(state: "refused" | "locked out"): void {
+    if (this.#state === "accepted") {
+      this.#recheck = setInterval(() => void this.#probe(), RECHECK_MS);
+      this.#recheck.unref();
+    }
+    this.#state = state;
   }
 
   async #probe(): Promise<void> {
@@ -117,8 +145,8 @@ export class TokenWatch {
         PROBE_TIMEOUT_MS,
       );
       if (verdict === "refused") this.#refuse();
-      else if (verdict === "accepted" && this.#refused) {
-        this.#refused = false;
+      else if (verdict === "accepted" && this.#state !== "accepted") {
+        this.#state = "accepted";
         clearInterval(this.#recheck);
         this.logger.info("the daemon accepts this gateway's operator token again");
       }

@@ -1,15 +1,10 @@
 import type { HandlerContext } from "@connectrpc/connect";
 import { AttemptsInFlight } from "#daemon/auth/attempts-in-flight.js";
-import {
-  type Caller,
-  callerOf,
-  FAILED_AUTH_LIMITED_PREFIX,
-  WRONG_GATEWAY_TOKEN_MESSAGE,
-} from "#daemon/auth/caller.js";
+import { type Caller, callerOf, WRONG_GATEWAY_TOKEN_MESSAGE } from "#daemon/auth/caller.js";
 import { planIncludesCrossDevice, type Scope } from "#daemon/auth/scopes.js";
 import { digestsEqual, type SecretCheck, secretCheck } from "#daemon/auth/secrets.js";
 import type { Clock } from "#daemon/clock.js";
-import { DomainError, type RateLimitState } from "#daemon/errors.js";
+import { DomainError, type LockedOutAddress, type RateLimitState } from "#daemon/errors.js";
 import { parseApiKey, secretHash } from "#daemon/keys/api-key-format.js";
 import { type ApiKeyRecord, type Environment, keyExpired } from "#daemon/keys/key-store.js";
 import {
@@ -28,9 +23,14 @@ import type { Team } from "#daemon/teams/team-store.js";
 /** spec 8: failed authentication attempts allowed per client IP per minute. */
 const FAILED_AUTH_LIMIT = 10;
 /** What a client past that limit is told: its own credentials may be fine (spec 8). */
-const FAILED_AUTH_LIMITED = `${FAILED_AUTH_LIMITED_PREFIX} (${FAILED_AUTH_LIMIT} a minute)`;
+const FAILED_AUTH_LIMITED = `Too many failed authentication attempts from this address (${FAILED_AUTH_LIMIT} a minute)`;
 /** spec 8: banner requests per client IP per 15 minutes without an API key (sessions). */
 const SESSION_IP_LIMIT = 100;
+
+/** spec 8: the 429 of an address past the failed-authentication limit, saying whose it is. */
+function lockedOut(address: AttemptAddress, retryAfter: number): DomainError {
+  return rateLimited(retryAfter, { what: FAILED_AUTH_LIMITED, lockedOut: address.whose });
+}
 
 /** A refused credential: its machine code and its sentence (decisions §2). */
 type Refusal = readonly [code: string, message: string];
@@ -58,6 +58,17 @@ function keyRefusal(
   if (key.revokedAt) return REVOKED_KEY;
   if (keyExpired(key, now)) return EXPIRED_KEY;
   return undefined;
+}
+
+/**
+ * The client address a caller's credential attempts count against (spec 8): the one a gateway
+ * relays with the operator token, else the calling connection's own.
+ */
+interface AttemptAddress {
+  /** The address's counter bucket (an HMAC of the client, never the address). */
+  bucket: string;
+  /** Whose address it is, which a lockout tells the caller (a gateway reads it). */
+  whose: LockedOutAddress;
 }
 
 /** A credential judged acceptable, before the checks of what it may do. */
@@ -132,14 +143,14 @@ export class Authenticator {
       // credential is not one, and gets its 401 below even from a blocked IP (docs/behaviour.md).
       // A blocked address is refused whatever it presents, the operator token included: else the
       // right token would answer differently from a wrong one, and guesses would go unlimited.
-      const ipBucket = this.options.ipHasher.hash(caller.clientIp);
-      const credential = await this.attempt(ipBucket, ctx, () => this.judge(caller, ipBucket));
+      const address = this.addressOf(caller);
+      const credential = await this.attempt(address, ctx, () => this.judge(caller, address));
       if (credential.kind === "operator") {
         return { principal: { kind: "operator" }, team: await this.operatorTeam(caller), caller };
       }
       return credential.kind === "key"
         ? this.authorizeKey(caller, credential.key, requirement)
-        : this.authorizeSession(caller, credential.session, ipBucket, requirement);
+        : this.authorizeSession(caller, credential.session, address, requirement);
     }
     throw new DomainError(
       "unauthenticated",
@@ -154,19 +165,19 @@ export class Authenticator {
    * The credential a caller presents, judged (a failed attempt if it is refused): the operator
    * token, an API key, else its dashboard session.
    */
-  private async judge(caller: Caller, ipBucket: string): Promise<Credential> {
+  private async judge(caller: Caller, address: AttemptAddress): Promise<Credential> {
     // One SHA-256 of the bearer serves both the operator check and the key look-up.
     const bearerHash = caller.bearer === undefined ? undefined : secretHash(caller.bearer);
     if (bearerHash !== undefined && this.operator.matchesDigest(bearerHash)) {
       // The REST API takes API keys (spec 5): there, the operator token is no key, and nothing
       // of the gRPC metadata it would need is named to a REST client.
-      if (caller.viaGateway) throw await this.failed(ipBucket, ...UNKNOWN_KEY);
+      if (caller.viaGateway) throw await this.failed(address, ...UNKNOWN_KEY);
       return { kind: "operator" };
     }
     // A key sent other than as a Bearer token is a malformed one (docs/behaviour.md).
-    if (caller.unreadableCredential) throw await this.failed(ipBucket, ...UNKNOWN_KEY);
+    if (caller.unreadableCredential) throw await this.failed(address, ...UNKNOWN_KEY);
     if (caller.bearer !== undefined) {
-      const key = await this.lookUpKey(caller.bearer, bearerHash as string, ipBucket);
+      const key = await this.lookUpKey(caller.bearer, bearerHash as string, address);
       return { kind: "key", key };
     }
     const now = this.options.clock();
@@ -175,7 +186,7 @@ export class Authenticator {
       now,
     );
     if (!session || !sessionLive(session, now)) {
-      throw await this.failed(ipBucket, ...SESSION_REFUSED);
+      throw await this.failed(address, ...SESSION_REFUSED);
     }
     return { kind: "session", session };
   }
@@ -192,10 +203,10 @@ export class Authenticator {
       throw new DomainError("unauthenticated", "unauthorized", message);
     }
     // A blocked address first, whatever it presents (see authorize).
-    const ipBucket = this.options.ipHasher.hash(caller.clientIp);
-    return this.attempt(ipBucket, ctx, async () => {
+    const address = this.addressOf(caller);
+    return this.attempt(address, ctx, async () => {
       if (caller.bearer !== undefined && this.operator.matches(caller.bearer)) return caller;
-      throw await this.failed(ipBucket, "unauthorized", message);
+      throw await this.failed(address, "unauthorized", message);
     });
   }
 
@@ -238,23 +249,23 @@ export class Authenticator {
   }
 
   /** The key whose SHA-256 is `bearerHash` (secretHash of `bearer`). */
-  private async lookUpKey(bearer: string, bearerHash: string, ipBucket: string) {
+  private async lookUpKey(bearer: string, bearerHash: string, address: AttemptAddress) {
     const now = this.options.clock();
     // decisions §2: a string failing the format or checksum is invalid_key without a look-up.
     const key = parseApiKey(bearer) ? await this.options.store.keys.findByHash(bearerHash) : null;
     // Found through the hash index, so equal: checked again, in constant time (fixed-length hex).
     if (!key || !digestsEqual(key.keyHash, bearerHash)) {
-      throw await this.failed(ipBucket, ...UNKNOWN_KEY);
+      throw await this.failed(address, ...UNKNOWN_KEY);
     }
     const refusal = keyRefusal(key, now);
-    if (refusal) throw await this.failed(ipBucket, ...refusal);
+    if (refusal) throw await this.failed(address, ...refusal);
     return key;
   }
 
   private async authorizeSession(
     caller: Caller,
     session: SessionRecord,
-    ipBucket: string,
+    address: AttemptAddress,
     requirement: Requirement,
   ): Promise<Authorized> {
     // decisions §2: a cookie-authenticated write must come from the dashboard's own origin (CSRF).
@@ -268,7 +279,7 @@ export class Authenticator {
       );
     }
     const team = await this.teamOf(session.teamId);
-    const rateLimit = await this.admit(`session-ip:${ipBucket}`, SESSION_IP_LIMIT);
+    const rateLimit = await this.admit(`session-ip:${address.bucket}`, SESSION_IP_LIMIT);
     return { principal: { kind: "session", sessionId: session.id }, team, caller, rateLimit };
   }
 
@@ -287,40 +298,46 @@ export class Authenticator {
   async refuseWrongGatewayToken(ctx: HandlerContext): Promise<Caller> {
     const caller = callerOf(ctx, this.options.operatorToken);
     if (!caller.wrongGatewayToken) return caller;
-    const ipBucket = this.options.ipHasher.hash(caller.clientIp);
-    await this.refuseBlockedIp(ipBucket);
-    throw await this.failed(ipBucket, ...WRONG_GATEWAY_TOKEN);
+    // The relayed client address goes unread with a wrong token: this is the caller's own.
+    const address = this.addressOf(caller);
+    await this.refuseBlockedIp(address);
+    throw await this.failed(address, ...WRONG_GATEWAY_TOKEN);
+  }
+
+  private addressOf(caller: Caller): AttemptAddress {
+    return {
+      bucket: this.options.ipHasher.hash(caller.clientIp),
+      whose: caller.viaGateway ? "relayed client" : "caller",
+    };
   }
 
   /** spec 8: beyond 10 failed attempts a minute, an IP gets 429 whatever it sends. */
-  private async refuseBlockedIp(ipBucket: string): Promise<number> {
+  private async refuseBlockedIp(address: AttemptAddress): Promise<number> {
     const { count, resetAtMs } = await this.options.limiter.used(
-      `auth-fail:${ipBucket}`,
+      `auth-fail:${address.bucket}`,
       MINUTE_MS,
     );
     if (count >= FAILED_AUTH_LIMIT) {
-      throw rateLimited(retryAfterSeconds(resetAtMs, this.options.clock().getTime()), {
-        what: FAILED_AUTH_LIMITED,
-      });
+      throw lockedOut(address, retryAfterSeconds(resetAtMs, this.options.clock().getTime()));
     }
     return FAILED_AUTH_LIMIT - count;
   }
 
   /**
-   * Runs the judgement of a credential from `ipBucket` unless the address is blocked, and with no
+   * Runs the judgement of a credential from `address` unless the address is blocked, and with no
    * more such judgements of the address at once than the failed attempts it has left
    * (AttemptsInFlight): a burst of guesses is judged no faster than the limit counts them. A call
    * that ends (its context's signal: its caller left, its deadline passed) while its judgement
    * waits is judged never.
    */
   private attempt<T>(
-    ipBucket: string,
+    address: AttemptAddress,
     ctx: HandlerContext,
     judgement: () => Promise<T>,
   ): Promise<T> {
     return this.attempts.run(
-      ipBucket,
-      () => this.refuseBlockedIp(ipBucket),
+      address.bucket,
+      () => this.refuseBlockedIp(address),
       judgement,
       () => ctx.signal,
     );
@@ -356,14 +373,17 @@ export class Authenticator {
    * store), may pass refuseBlockedIp before any is counted; counted here, one at a time, those
    * past the tenth learn nothing of their credential.
    */
-  private async failed(ipBucket: string, code: string, message: string): Promise<DomainError> {
+  private async failed(
+    address: AttemptAddress,
+    code: string,
+    message: string,
+  ): Promise<DomainError> {
     const outcome = await this.options.limiter.hit(
-      `auth-fail:${ipBucket}`,
+      `auth-fail:${address.bucket}`,
       FAILED_AUTH_LIMIT,
       MINUTE_MS,
     );
-    if (!outcome.allowed)
-      return rateLimited(outcome.retryAfterSeconds, { what: FAILED_AUTH_LIMITED });
+    if (!outcome.allowed) return lockedOut(address, outcome.retryAfterSeconds);
     return new DomainError("unauthenticated", code, message);
   }
 

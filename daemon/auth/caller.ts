@@ -43,12 +43,6 @@ export const CallerHeaders = {
 /** The daemon's answer to a gateway token that is not its operator token (a stand-alone gateway reads it). */
 export const WRONG_GATEWAY_TOKEN_MESSAGE =
   "The consent-gateway-token is not this daemon's operator token";
-/**
- * How the daemon's answer to an address past the failed-authentication limit begins (spec 8): a
- * gateway whose token the daemon refused is such an address itself, and reads it as such.
- */
-export const FAILED_AUTH_LIMITED_PREFIX =
-  "Too many failed authentication attempts from this address";
 
 /** Who is calling, as far as the transport can tell. */
 export interface Caller {

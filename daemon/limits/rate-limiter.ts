@@ -2,7 +2,7 @@ import { createHmac } from "node:crypto";
 import { isIPv4 } from "node:net";
 import ipaddr from "ipaddr.js";
 import type { Clock } from "#daemon/clock.js";
-import { DomainError, type RateLimitState } from "#daemon/errors.js";
+import { DomainError, type LockedOutAddress, type RateLimitState } from "#daemon/errors.js";
 import type { CounterStore } from "#daemon/limits/counter-store.js";
 import { boundedMemo } from "#daemon/memo.js";
 
@@ -88,11 +88,16 @@ export function retryAfterSeconds(resetAtMs: number, now: number): number {
 
 /**
  * spec 7: 429 rate_limited with Retry-After. `what` says which limit, when it is not the
- * caller's own request limit (failed attempts from the caller's address).
+ * caller's own request limit (failed attempts from the caller's address, whose address
+ * `lockedOut` says).
  */
 export function rateLimited(
   retryAfter: number,
-  { state, what = "Rate limit exceeded" }: { state?: RateLimitState; what?: string } = {},
+  {
+    state,
+    what = "Rate limit exceeded",
+    lockedOut,
+  }: { state?: RateLimitState; what?: string; lockedOut?: LockedOutAddress } = {},
 ): DomainError {
   return new DomainError(
     "rate_limited",
@@ -101,6 +106,7 @@ export function rateLimited(
     {
       retryAfterSeconds: retryAfter,
       rateLimit: state,
+      lockedOut,
     },
   );
 }

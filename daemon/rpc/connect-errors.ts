@@ -8,7 +8,7 @@ import { rateLimitHeaders } from "#daemon/rpc/rate-limit-headers.js";
 import { STORE_FULL_METADATA, StoreFullError } from "#daemon/store/disk-guard.js";
 import type { Store, StoreUnavailability } from "#daemon/store/store.js";
 import { unavailableLog } from "#daemon/store/store-failures.js";
-import { ErrorInfoSchema } from "#gen/consent/v1/errors_pb.js";
+import { ErrorInfoSchema, LockedOutAddress } from "#gen/consent/v1/errors_pb.js";
 
 /** decisions §7: the gRPC code of each kind of failure. */
 const CODE_OF_KIND: Record<FailureKind, Code> = {
@@ -23,9 +23,15 @@ const CODE_OF_KIND: Record<FailureKind, Code> = {
   unavailable: Code.Unavailable,
 };
 
+/** How ErrorInfo names whose address a failed-authentication lockout holds. */
+const LOCKED_OUT_ADDRESS = {
+  "relayed client": LockedOutAddress.RELAYED_CLIENT,
+  caller: LockedOutAddress.CALLER,
+} as const;
+
 /** The single translation of a DomainError into a ConnectError carrying an ErrorInfo detail. */
 export function toConnectError(error: DomainError): ConnectError {
-  const { details, rateLimit, retryAfterSeconds, current } = error.extras;
+  const { details, rateLimit, retryAfterSeconds, current, lockedOut } = error.extras;
   const info = create(ErrorInfoSchema, {
     code: error.code,
     details: boundedDetails(details ?? []),
@@ -43,6 +49,7 @@ export function toConnectError(error: DomainError): ConnectError {
       updatedAt: timestampFromDate(current.updatedAt),
       expiresAt: timestampFromDate(current.expiresAt),
     },
+    lockedOutAddress: lockedOut && LOCKED_OUT_ADDRESS[lockedOut],
   });
   const metadata = new Headers(rateLimit ? rateLimitHeaders(rateLimit) : undefined);
   if (retryAfterSeconds) metadata.set("retry-after", String(retryAfterSeconds));

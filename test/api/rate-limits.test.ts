@@ -6,7 +6,7 @@ import { generateApiKey } from "#daemon/keys/api-key-format.js";
 import { AdminService } from "#gen/consent/v1/admin_pb.js";
 import { BannerService } from "#gen/consent/v1/banner_pb.js";
 import { ConsentLogService } from "#gen/consent/v1/consent_log_pb.js";
-import { ErrorInfoSchema } from "#gen/consent/v1/errors_pb.js";
+import { ErrorInfoSchema, LockedOutAddress } from "#gen/consent/v1/errors_pb.js";
 import { createTeam, http, mintKey, operator } from "#test/support/api.js";
 import { startTestService, type TestService } from "#test/support/service.js";
 
@@ -237,6 +237,26 @@ describe("rate limits", () => {
       expect(await codeOf("198.51.100.99", "not-the-token")).toBe("ResourceExhausted");
       // With the operator token (a gateway), the relayed address is the one counted.
       expect(await codeOf("198.51.100.99", daemon.operatorToken)).toBe("Unauthenticated");
+      // Each lockout says whose address it holds: the caller's own, or the relayed client's.
+      for (let i = 0; i < 9; i++) await codeOf("198.51.100.99", daemon.operatorToken);
+      const whose = (gatewayToken: string) =>
+        banners
+          .listBanners(
+            {},
+            {
+              headers: {
+                authorization: "Bearer ck_live_guess",
+                [CallerHeaders.clientIp]: "198.51.100.99",
+                [CallerHeaders.gatewayToken]: gatewayToken,
+              },
+            },
+          )
+          .catch((error: unknown) => {
+            const info = ConnectError.from(error).findDetails(ErrorInfoSchema)[0];
+            return [info?.code, LockedOutAddress[info?.lockedOutAddress ?? 0]];
+          });
+      expect(await whose("not-the-token")).toEqual(["rate_limited", "CALLER"]);
+      expect(await whose(daemon.operatorToken)).toEqual(["rate_limited", "RELAYED_CLIENT"]);
     } finally {
       await daemon.close();
     }

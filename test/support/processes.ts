@@ -184,6 +184,15 @@ function watchProgram(child: ChildProcess, bin: string): Program {
   return program;
 }
 
+/** README, "Logs": the lines of a program's stdout that begin with `{` are its log, parsed. */
+export function logLines(program: Program): Record<string, unknown>[] {
+  return program
+    .stdout()
+    .split("\n")
+    .filter((line) => line.startsWith("{"))
+    .map((line) => JSON.parse(line) as Record<string, unknown>);
+}
+
 /**
  * For a describe of process tests: a temporary directory for their data directories
  * (`join(name)`), and once they are done, every program stopped and the directory removed.

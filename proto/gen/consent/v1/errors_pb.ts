@@ -2,8 +2,8 @@
 // @generated from file consent/v1/errors.proto (package consent.v1, syntax proto3)
 /* eslint-disable */
 
-import type { GenFile, GenMessage } from "@bufbuild/protobuf/codegenv2";
-import { fileDesc, messageDesc } from "@bufbuild/protobuf/codegenv2";
+import type { GenEnum, GenFile, GenMessage } from "@bufbuild/protobuf/codegenv2";
+import { enumDesc, fileDesc, messageDesc } from "@bufbuild/protobuf/codegenv2";
 import type { SubjectSnapshot } from "./subject_pb.js";
 import { file_consent_v1_subject } from "./subject_pb.js";
 import type { Message } from "@bufbuild/protobuf";
@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file consent/v1/errors.proto.
  */
 export const file_consent_v1_errors: GenFile = /*@__PURE__*/
-  fileDesc("Chdjb25zZW50L3YxL2Vycm9ycy5wcm90bxIKY29uc2VudC52MSK8AQoJRXJyb3JJbmZvEgwKBGNvZGUYASABKAkSKwoHZGV0YWlscxgCIAMoCzIaLmNvbnNlbnQudjEuRmllbGRWaW9sYXRpb24SKQoKcmF0ZV9saW1pdBgDIAEoCzIVLmNvbnNlbnQudjEuUmF0ZUxpbWl0EhsKE3JldHJ5X2FmdGVyX3NlY29uZHMYBCABKAUSLAoHY3VycmVudBgFIAEoCzIbLmNvbnNlbnQudjEuU3ViamVjdFNuYXBzaG90IjAKDkZpZWxkVmlvbGF0aW9uEg0KBWZpZWxkGAEgASgJEg8KB21lc3NhZ2UYAiABKAkiQgoJUmF0ZUxpbWl0Eg0KBWxpbWl0GAEgASgFEhEKCXJlbWFpbmluZxgCIAEoBRITCgtyZXNldF9hdF9tcxgDIAEoA2IGcHJvdG8z", [file_consent_v1_subject]);
+  fileDesc("Chdjb25zZW50L3YxL2Vycm9ycy5wcm90bxIKY29uc2VudC52MSL2AQoJRXJyb3JJbmZvEgwKBGNvZGUYASABKAkSKwoHZGV0YWlscxgCIAMoCzIaLmNvbnNlbnQudjEuRmllbGRWaW9sYXRpb24SKQoKcmF0ZV9saW1pdBgDIAEoCzIVLmNvbnNlbnQudjEuUmF0ZUxpbWl0EhsKE3JldHJ5X2FmdGVyX3NlY29uZHMYBCABKAUSLAoHY3VycmVudBgFIAEoCzIbLmNvbnNlbnQudjEuU3ViamVjdFNuYXBzaG90EjgKEmxvY2tlZF9vdXRfYWRkcmVzcxgGIAEoDjIcLmNvbnNlbnQudjEuTG9ja2VkT3V0QWRkcmVzcyIwCg5GaWVsZFZpb2xhdGlvbhINCgVmaWVsZBgBIAEoCRIPCgdtZXNzYWdlGAIgASgJIkIKCVJhdGVMaW1pdBINCgVsaW1pdBgBIAEoBRIRCglyZW1haW5pbmcYAiABKAUSEwoLcmVzZXRfYXRfbXMYAyABKAMqfAoQTG9ja2VkT3V0QWRkcmVzcxIiCh5MT0NLRURfT1VUX0FERFJFU1NfVU5TUEVDSUZJRUQQABIlCiFMT0NLRURfT1VUX0FERFJFU1NfUkVMQVlFRF9DTElFTlQQARIdChlMT0NLRURfT1VUX0FERFJFU1NfQ0FMTEVSEAJiBnByb3RvMw", [file_consent_v1_subject]);
 
 /**
  * ErrorInfo is attached as a detail to every ConnectError the daemon raises on purpose
@@ -57,6 +57,14 @@ export type ErrorInfo = Message<"consent.v1.ErrorInfo"> & {
    * @generated from field: consent.v1.SubjectSnapshot current = 5;
    */
   current?: SubjectSnapshot | undefined;
+
+  /**
+   * For rate_limited from the failed-authentication limit (spec section 8): whose address the
+   * daemon refuses. Unspecified on every other failure.
+   *
+   * @generated from field: consent.v1.LockedOutAddress locked_out_address = 6;
+   */
+  lockedOutAddress: LockedOutAddress;
 };
 
 /**
@@ -129,4 +137,39 @@ export type RateLimit = Message<"consent.v1.RateLimit"> & {
  */
 export const RateLimitSchema: GenMessage<RateLimit> = /*@__PURE__*/
   messageDesc(file_consent_v1_errors, 2);
+
+/**
+ * LockedOutAddress says whose failed authentication attempts (spec section 8) hold a call back.
+ *
+ * @generated from enum consent.v1.LockedOutAddress
+ */
+export enum LockedOutAddress {
+  /**
+   * Not a failed-authentication lockout.
+   *
+   * @generated from enum value: LOCKED_OUT_ADDRESS_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * The client address a gateway relays with the daemon's operator token: the REST client's own.
+   *
+   * @generated from enum value: LOCKED_OUT_ADDRESS_RELAYED_CLIENT = 1;
+   */
+  RELAYED_CLIENT = 1,
+
+  /**
+   * The calling connection's own address: a direct caller's, or a gateway's whose relayed client
+   * address the daemon does not take because its consent-gateway-token is not the operator token.
+   *
+   * @generated from enum value: LOCKED_OUT_ADDRESS_CALLER = 2;
+   */
+  CALLER = 2,
+}
+
+/**
+ * Describes the enum consent.v1.LockedOutAddress.
+ */
+export const LockedOutAddressSchema: GenEnum<LockedOutAddress> = /*@__PURE__*/
+  enumDesc(file_consent_v1_errors, 0);
 
