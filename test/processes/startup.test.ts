@@ -18,6 +18,7 @@ import {
   endpoints,
   freePort,
   GATEWAY_URL,
+  logLines,
   operatorTokenOf,
   PROGRAMS,
   type Program,
@@ -275,12 +276,8 @@ describe("start-up of the real programs", { timeout: 120_000 }, () => {
     expect(refused.status).toBe(401);
     expect(await program.stop()).toBe(0);
 
-    // README, "Logs": the lines that begin with `{` are the log; the rest is the start-up summary.
-    const lines = program
-      .stdout()
-      .split("\n")
-      .filter((line) => line.startsWith("{"))
-      .map((line) => JSON.parse(line) as Record<string, unknown>);
+    // The log (logLines); the rest of stdout is the start-up summary.
+    const lines = logLines(program);
     expect(lines.map((line) => line.msg)).toContain("draining and shutting down");
     for (const line of lines) {
       expect(line).toMatchObject({
