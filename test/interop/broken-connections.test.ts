@@ -2,7 +2,7 @@ import http2 from "node:http2";
 import net from "node:net";
 import { Duplex } from "node:stream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { grpcFrame } from "#test/support/raw-http2.js";
+import { grpcFrame, openHealthCall } from "#test/support/raw-http2.js";
 import { startTestService, type TestService } from "#test/support/service.js";
 
 const PREFACE = Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
@@ -76,13 +76,7 @@ async function watchingClient(url: string) {
   const closed = new Promise<number>((resolve) => socket.once("close", () => resolve(Date.now())));
   const session = http2.connect(url, { createConnection: () => tap });
   session.on("error", () => {});
-  const watch = session.request({
-    ":method": "POST",
-    ":path": "/grpc.health.v1.Health/Watch",
-    "content-type": "application/grpc",
-    te: "trailers",
-  });
-  watch.on("error", () => {});
+  const watch = openHealthCall(session, "Watch");
   watch.end(grpcFrame());
   await new Promise((resolve) => watch.once("data", resolve));
   const deafen = () => {

@@ -6,7 +6,13 @@ import { MAX_STREAMS_PER_CONNECTION } from "#daemon/server.js";
 import { GetBannerRequestSchema } from "#gen/consent/v1/banner_pb.js";
 import { bulkyTexts, createBanner, createTeam, mintKey } from "#test/support/api.js";
 import { addressOf, loadConsentProtos, unary } from "#test/support/grpc-js.js";
-import { answeredEarly, grpcFrame, grpcWebTrailers, rawRequest } from "#test/support/raw-http2.js";
+import {
+  answeredEarly,
+  grpcFrame,
+  grpcWebTrailers,
+  openHealthCall,
+  rawRequest,
+} from "#test/support/raw-http2.js";
 import { startTestService, type TestService } from "#test/support/service.js";
 
 /** A gRPC call that sends `sent` and never ends its request: its RST_STREAM code once closed. */
@@ -271,13 +277,7 @@ describe("the daemon port's budget for request bytes in flight", () => {
     const check = () => unary(health, "Check", { service: "x".repeat(10 * 1024) });
     // A client that announced a 100 KB message and has sent 60 KB of it, then waits.
     const session = http2.connect(service.daemonUrl);
-    const hog = session.request({
-      ":method": "POST",
-      ":path": "/grpc.health.v1.Health/Check",
-      "content-type": "application/grpc",
-      te: "trailers",
-    });
-    hog.on("error", () => {});
+    const hog = openHealthCall(session, "Check");
     hog.write(grpcFrame(Buffer.alloc(60 * 1024), 100 * 1024));
     try {
       await new Promise((resolve) => setTimeout(resolve, 200));

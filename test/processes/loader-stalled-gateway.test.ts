@@ -1,4 +1,3 @@
-import type { Transport } from "@connectrpc/connect";
 import { pino } from "pino";
 import { describe, expect, it } from "vitest";
 import { loadConfig } from "#daemon/config.js";
@@ -12,6 +11,7 @@ import {
   mintKey,
   publishConfiguration,
 } from "#test/support/api.js";
+import { watchingBannerReads } from "#test/support/banner-reads.js";
 import {
   DAEMON_URL,
   endpoints,
@@ -22,19 +22,6 @@ import {
 } from "#test/support/processes.js";
 
 const USUAL = "public, max-age=300, stale-while-revalidate=60";
-
-/** A transport that tells `onBannerRead` each time the loader reads a banner from the daemon. */
-function watchingBannerReads(transport: Transport, onBannerRead: () => void): Transport {
-  return {
-    unary(method, signal, timeoutMs, header, input, contextValues) {
-      const answer = transport.unary(method, signal, timeoutMs, header, input, contextValues);
-      if (method.name === "GetPublishedBanner") onBannerRead();
-      return answer;
-    },
-    stream: (method, signal, timeoutMs, header, input, contextValues) =>
-      transport.stream(method, signal, timeoutMs, header, input, contextValues),
-  };
-}
 
 /**
  * A gateway whose event loop is held by a long synchronous task past a loader read's bound

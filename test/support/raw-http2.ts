@@ -132,3 +132,21 @@ export function grpcWebTrailers(body: Buffer): Record<string, string> {
   }
   return {};
 }
+
+/**
+ * A gRPC call of grpc.health.v1.Health's `method` on `session`, its errors ignored, its request
+ * left open: the daemon gets what the test writes to it, until the test ends or closes it.
+ */
+export function openHealthCall(
+  session: http2.ClientHttp2Session,
+  method: "Check" | "Watch",
+): http2.ClientHttp2Stream {
+  const call = session.request({
+    ":method": "POST",
+    ":path": `/grpc.health.v1.Health/${method}`,
+    "content-type": "application/grpc",
+    te: "trailers",
+  });
+  call.on("error", () => {});
+  return call;
+}

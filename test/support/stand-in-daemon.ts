@@ -61,8 +61,11 @@ export async function startStandInDaemon(
 export interface StandInDaemonPerTest {
   /** The call options that bear the daemon's operator token. */
   asOperator: { headers: { authorization: string } };
-  /** Starts this test's daemon over `database` (startStandInDaemon); it is closed after the test. */
-  start(database: { answer: WireAnswer }): Promise<StandInDaemon>;
+  /**
+   * Starts this test's daemon over `database` (startStandInDaemon), with CONSENT_MONGODB_TIMEOUT_MS
+   * at `timeoutMs` if given; it is closed after the test.
+   */
+  start(database: { answer: WireAnswer }, timeoutMs?: number): Promise<StandInDaemon>;
 }
 
 /** For a describe block: its tests' daemons over stand-ins, under one operator token. */
@@ -75,8 +78,8 @@ export function useStandInDaemon(): StandInDaemonPerTest {
   });
   return {
     asOperator: { headers: { authorization: `Bearer ${operatorToken}` } },
-    async start(database) {
-      running = await startStandInDaemon(database, { operatorToken });
+    async start(database, timeoutMs) {
+      running = await startStandInDaemon(database, { operatorToken, timeoutMs });
       return running;
     },
   };
