@@ -160,6 +160,21 @@ export function isDaemonUnavailable(error: unknown): error is ConnectError {
 }
 
 /**
+ * The seconds a daemon that was reached asked to be left before a call is sent again, when it
+ * refused the call for want of capacity at once: the Retry-After of its own `unavailable` (its
+ * store out of reach or too busy, rpc/connect-errors.ts), or for a call it reset over its request
+ * budget (isDaemonBusy), which asks nothing itself, the one the gateway answers it with.
+ * Undefined for any other failure: the daemon out of reach or lost, a read it left unanswered, a
+ * 503 of a proxy before it; how long those last, nothing says.
+ */
+export function daemonRetryAfterSeconds(error: unknown): number | undefined {
+  if (isDaemonBusy(error)) return PASSING_OUTAGE_RETRY_AFTER_SECONDS;
+  if (!isDaemonUnavailable(error)) return undefined;
+  const asked = error.findDetails(ErrorInfoSchema)[0]?.retryAfterSeconds ?? 0;
+  return asked > 0 ? asked : undefined;
+}
+
+/**
  * A call that ended unavailable or past its deadline without the daemon's own ErrorInfo (a proxy's
  * 503, a deadline, a daemon or gateway shutting down), other than the daemon being unreachable
  * (warned of apart) or over its request budget (an expected refusal under load, not logged).

@@ -32,9 +32,15 @@ export interface CachedBanner {
   variants: Variants;
 }
 
-/** Marks a read whose answer may predate a change (invalidate): it answers, but is not kept. */
+/** What is known of a read of a banner in flight beyond its outcome. */
 export interface ReadToken {
+  /** Its answer may predate a change (invalidate): it answers, but is not kept. */
   stale: boolean;
+  /**
+   * It went unanswered past its bound (overdueOf): a failure it ends with came late, from a daemon
+   * or store that was stalled, not refused at once (failed-reads.ts).
+   */
+  overdue?: boolean;
 }
 
 /** Resolves a read's `overdue` wait. */
@@ -55,7 +61,8 @@ export interface Loading {
 
 /**
  * A read's `overdue`, made by the first request to ask for it: resolves once the read has been in
- * flight `waitMs`, after `onOverdue`; never, once the read settled first. An answer that reached
+ * flight `waitMs`, after marking its token overdue and `onOverdue`; never, once the read settled
+ * first. An answer that reached
  * the gateway while its event loop was held past the bound counts as in time (startBound): the
  * daemon answered within it, and the request gets that answer, not the held copy or a 503.
  */
@@ -68,6 +75,7 @@ export function overdueOf(
     let cancel: (() => void) | undefined;
     loading.overdue = new Promise((resolve) => {
       cancel = startBound(waitMs, () => {
+        loading.token.overdue = true;
         onOverdue();
         resolve(OVERDUE);
       });

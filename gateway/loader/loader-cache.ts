@@ -53,7 +53,8 @@ const MAX_MISSING = 10_000;
  * `maxBytes`, the least recently used banners are dropped, never the one just served. A read the
  * daemon cannot answer leaves a banner served as last read (stale-if-error, STALE_IF_ERROR_MS),
  * read again every STALE_RETRY_MS in the background; a banner with no copy to serve is answered
- * that failure for STALE_RETRY_MS, then read again, each request waiting for that read at most
+ * that failure for STALE_RETRY_MS (an overloaded daemon's refusal only as long as it asked, if
+ * shorter), then read again, each request waiting for that read at most
  * HELD_READ_WAIT_MS (failed-reads.ts); it waits for its first such read at most
  * FIRST_READ_WAIT_MS, past which the read counts as failed while it goes on.
  */
@@ -88,7 +89,8 @@ export class LoaderCache {
    * The response for a visitor at `geo`, or null for an unknown or inactive banner; `stale` when
    * the daemon could not be reached to confirm it. Rejects when the daemon cannot be reached and
    * the banner was never read, or not within STALE_IF_ERROR_MS (at once, within STALE_RETRY_MS of
-   * such a failure; after FIRST_READ_WAIT_MS at most when the daemon does not answer).
+   * such a failure, or of an overloaded daemon's Retry-After if shorter; after FIRST_READ_WAIT_MS
+   * at most when the daemon does not answer).
    */
   async variant(publicId: string, geo: Geo | null): Promise<LoaderVariant | null> {
     const cached = await this.#banner(publicId);
@@ -124,8 +126,9 @@ export class LoaderCache {
 
   /**
    * The Retry-After of the failure `variant` rejected with for a banner with no copy to serve:
-   * whole seconds until the daemon is asked for it again (failed-reads.ts); undefined for a
-   * failure not remembered (not for want of the daemon).
+   * whole seconds until the daemon is asked for it again, or until its own Retry-After ends if
+   * later, counting down (failed-reads.ts); undefined for a failure not remembered (not for want
+   * of the daemon).
    */
   retryAfterSeconds(publicId: string): number | undefined {
     return this.#stale.retryAfterSeconds(publicId);

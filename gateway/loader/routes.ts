@@ -92,14 +92,13 @@ function notModified(ifNoneMatch: string | undefined, etag: string): boolean {
 
 /**
  * The 503 of a banner whose read failed for want of the daemon (failed-reads.ts): spec 7's body,
- * with a Retry-After of the seconds until the daemon is asked for it again (`untilNextRead`), as
- * nothing changes before; the daemon's own, if it asked for a later retry.
+ * with a Retry-After of the seconds left until the daemon is asked for it again, as nothing
+ * changes before, or until the daemon's own Retry-After ends if it asked for a later retry
+ * (`secondsLeft`, counting down from the failure, not the daemon's figure as first answered).
  */
-function retryAtNextRead(failure: HttpError, untilNextRead: number | undefined): HttpError {
-  if (failure.status !== 503 || untilNextRead === undefined) return failure;
-  const asked = Number(failure.headers["Retry-After"]) || 0;
-  const retryAfter = String(Math.max(asked, untilNextRead));
-  return { ...failure, headers: { ...failure.headers, "Retry-After": retryAfter } };
+function retryAtNextRead(failure: HttpError, secondsLeft: number | undefined): HttpError {
+  if (failure.status !== 503 || secondsLeft === undefined) return failure;
+  return { ...failure, headers: { ...failure.headers, "Retry-After": String(secondsLeft) } };
 }
 
 function notFound(reply: FastifyReply): FastifyReply {

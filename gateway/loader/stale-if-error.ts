@@ -113,8 +113,8 @@ export class StaleServing {
 
   /**
    * The Retry-After of a failure answered for a banner with no copy to serve: whole seconds until
-   * its next read may be tried (failed-reads.ts); undefined when its last read did not fail for
-   * want of the daemon.
+   * its next read may be tried, or until the daemon's own Retry-After ends if later
+   * (failed-reads.ts); undefined when its last read did not fail for want of the daemon.
    */
   retryAfterSeconds(publicId: string): number | undefined {
     return this.#failedReads.retryAfterSeconds(publicId);
@@ -143,7 +143,8 @@ export class StaleServing {
    * read is within STALE_IF_ERROR_MS, kept to be read again after STALE_RETRY_MS (never past the
    * bound). Otherwise the failure, as without a banner read before: a banner past the bound is
    * forgotten, and one served stale until now is not served stale on any other failure. A
-   * failure for want of the daemon without a copy to serve is answered again for STALE_RETRY_MS.
+   * failure for want of the daemon without a copy to serve is answered again for STALE_RETRY_MS,
+   * or as long as an overloaded daemon asked if shorter (failed-reads.ts).
    */
   afterFailedRead(
     publicId: string,
@@ -153,14 +154,14 @@ export class StaleServing {
   ): CachedBanner {
     const current = !token.stale;
     if (!previous) {
-      this.#failedReads.failed(publicId, error, current);
+      this.#failedReads.failed(publicId, error, token);
       throw error;
     }
     const now = this.#options.now();
     const until = previous.readAt + STALE_IF_ERROR_MS;
     if (now >= until) {
       if (current) this.#options.drop(publicId);
-      this.#failedReads.failed(publicId, error, current);
+      this.#failedReads.failed(publicId, error, token);
       throw error;
     }
     if (!isDaemonUnavailable(error)) {
