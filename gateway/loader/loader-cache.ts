@@ -1,5 +1,6 @@
 import { toBinary } from "@bufbuild/protobuf";
 import { DEFAULT_LOADER_CACHE_MB } from "#daemon/config.js";
+import { BrotliUpgrades } from "#gateway/loader/brotli-upgrades.js";
 import {
   type CachedBanner,
   type Loading,
@@ -24,12 +25,6 @@ export interface LoaderCacheOptions extends StaleServingSettings {
   now?: () => number;
   /** Bound on the bytes of the responses kept, over all banners (CONSENT_LOADER_CACHE_MB's default). */
   maxBytes?: number;
-  /**
-   * The brotli quality of the bodies built, the highest unless set (buildVariant). At the highest,
-   * a body takes some 60 ms of CPU; a caller building hundreds of locations of a banner to count
-   * their bytes sets a lower one.
-   */
-  brotliQuality?: number;
 }
 
 /**
@@ -66,6 +61,7 @@ export class LoaderCache {
   readonly #now: () => number;
   readonly #maxBytes: number;
   readonly #stale: StaleServing;
+  readonly #upgrades: BrotliUpgrades;
   /** Bytes of the responses built for the banners in #banners. */
   #keptBytes = 0;
 
@@ -78,6 +74,7 @@ export class LoaderCache {
       keep: (publicId, entry) => this.#keep(publicId, entry),
       drop: (publicId) => this.#drop(publicId),
     });
+    this.#upgrades = new BrotliUpgrades(options.logger);
   }
 
   /** Bytes of the responses kept in memory (identity, brotli and gzip bodies). */
@@ -98,18 +95,17 @@ export class LoaderCache {
     const location = variantGeo(cached.banner, geo);
     const key = variantKey(location);
     const { variants } = cached;
-    let variant = variants.bodies.get(key);
+    const kept = variants.bodies.get(key);
+    let variant = kept;
     if (!variant) {
       if (variants.bodies.size >= MAX_VARIANTS) this.#clear(publicId, variants);
       // Counted once built, unless its location was cleared meanwhile; a failed build is not
       // kept: the next request tries again.
-      const building: Promise<LoaderVariant> = buildVariant(
-        cached.banner,
-        location,
-        this.options.brotliQuality,
-      ).then(
+      const building: Promise<LoaderVariant> = buildVariant(cached.banner, location).then(
         (built) => {
-          if (variants.bodies.get(key) === building) this.#count(publicId, variants, built);
+          if (variants.bodies.get(key) === building) {
+            this.#count(publicId, variants, bytesOf(built));
+          }
           return built;
         },
         (error: unknown) => {
@@ -120,8 +116,19 @@ export class LoaderCache {
       variants.bodies.set(key, building);
       variant = building;
     }
+    const built = await variant;
+    // Asked for again while kept: worth recompressing at brotli's highest quality.
+    if (kept) {
+      const stillKept = () =>
+        variants.bodies.get(key) === kept && this.#banners.get(publicId)?.variants === variants;
+      this.#upgrades.request({
+        variant: built,
+        kept: stillKept,
+        replaced: (bytes) => this.#count(publicId, variants, bytes),
+      });
+    }
     // A copy marked stale, so the bodies kept for the banner stay as built.
-    return cached.stale ? variant.then((built) => ({ ...built, stale: true })) : variant;
+    return cached.stale ? { ...built, stale: true } : built;
   }
 
   /**
@@ -242,9 +249,11 @@ export class LoaderCache {
     variants.bytes = 0;
   }
 
-  /** Counts a built response; beyond the budget, least recently used banners leave but this one. */
-  #count(publicId: string, variants: Variants, built: LoaderVariant): void {
-    const bytes = built.identity.length + built.br.length + built.gzip.length;
+  /**
+   * Counts the bytes of a built response, or those a recompressed one gained (negative when it
+   * shrank); beyond the budget, least recently used banners leave but this one.
+   */
+  #count(publicId: string, variants: Variants, bytes: number): void {
     variants.bytes += bytes;
     if (this.#banners.get(publicId)?.variants !== variants) return;
     this.#keptBytes += bytes;
@@ -253,4 +262,9 @@ export class LoaderCache {
       if (oldest !== publicId) this.#drop(oldest);
     }
   }
+}
+
+/** The bytes a response holds in memory: its uncompressed, brotli and gzip bodies. */
+function bytesOf(variant: LoaderVariant): number {
+  return variant.identity.length + variant.br.length + variant.gzip.length;
 }

@@ -78,16 +78,26 @@ function negotiate(headers: Record<string, string | string[] | undefined>): Enco
   return negotiator.encoding(ENCODINGS, { preferred: ENCODINGS }) ?? "identity";
 }
 
+/**
+ * A digest of the uncompressed body, one per encoding. The brotli one is weak (RFC 9110 §8.8.1):
+ * a response is first served at a quick brotli quality and its body replaced by a smaller one
+ * of the same script once recompressed (brotli-upgrades.ts), and another gateway process may
+ * serve either meanwhile. A strong tag would name two byte sequences; a weak one says what is
+ * true, that they are the same script, so a browser or CDN revalidating across the change gets
+ * a 304 instead of the script again. The uncompressed and gzip bodies never change once built.
+ */
 function etagOf(variant: LoaderVariant, encoding: Encoding): string {
-  const suffix = { br: "-br", gzip: "-gz", identity: "" }[encoding];
-  return `"${variant.hash}${suffix}"`;
+  if (encoding === "br") return `W/"${variant.hash}-br"`;
+  return `"${variant.hash}${encoding === "gzip" ? "-gz" : ""}"`;
 }
 
-/** If-None-Match holds the current ETag (weak comparison, as RFC 9110 asks for it). */
+const opaqueTag = (tag: string) => tag.trim().replace(/^W\//, "");
+
+/** If-None-Match holds the current ETag (weak comparison, as RFC 9110 §13.1.2 asks for it). */
 function notModified(ifNoneMatch: string | undefined, etag: string): boolean {
   if (!ifNoneMatch) return false;
   if (ifNoneMatch.trim() === "*") return true;
-  return ifNoneMatch.split(",").some((tag) => tag.trim().replace(/^W\//, "") === etag);
+  return ifNoneMatch.split(",").some((tag) => opaqueTag(tag) === opaqueTag(etag));
 }
 
 /**

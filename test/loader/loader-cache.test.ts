@@ -130,19 +130,9 @@ describe("LoaderCache against a daemon it hears nothing from", () => {
   describe("with a bound on the bytes kept", () => {
     const bytesOf = (variant: LoaderVariant | null) =>
       variant ? variant.identity.length + variant.br.length + variant.gzip.length : 0;
-    /**
-     * A cache bounded to `maxBytes`. The bound counts bytes whatever their compression: the test
-     * building hundreds of locations asks for a `brotliQuality` that builds each in a few
-     * milliseconds instead of some 60 (about 20 s of CPU for 300 locations, on two busy cores).
-     */
-    const budgeted = (maxBytes: number, brotliQuality?: number) =>
-      new LoaderCache({
-        revalidateMs: 30_000,
-        now: () => now,
-        fetchBanner,
-        maxBytes,
-        brotliQuality,
-      });
+    /** A cache bounded to `maxBytes`. */
+    const budgeted = (maxBytes: number) =>
+      new LoaderCache({ revalidateMs: 30_000, now: () => now, fetchBanner, maxBytes });
 
     it("drops the least recently used banners beyond it, serving the recent ones from memory", async () => {
       const publicIds = await Promise.all(
@@ -194,7 +184,7 @@ describe("LoaderCache against a daemon it hears nothing from", () => {
       const { key, id, publicId } = await bannerFixture(service, {
         configuration: { jurisdictionRules: [{ id: "eu", countries: ["DE"], mode: "opt_in" }] },
       });
-      const cache = budgeted(Number.POSITIVE_INFINITY, 5);
+      const cache = budgeted(Number.POSITIVE_INFINITY);
       const de = await cache.variant(publicId, { country: "DE" });
       const fr = await cache.variant(publicId, { country: "FR" });
       expect(cache.keptBytes).toBe(bytesOf(de) + bytesOf(fr));
