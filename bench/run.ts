@@ -395,7 +395,7 @@ async function report(
   if (loader) {
     const kb = (bytes: number) => `${(bytes / 1024).toFixed(1)} KB`;
     out.push(
-      `\nLoader payload (GET ${loader.url}, the fixture's banner): ${kb(loader.identity)} raw, ${kb(loader.gzip)} gzip, ${kb(loader.brotli)} brotli (budget 10 KB brotli)`,
+      `\nLoader payload (GET ${loader.url}, the fixture's banner): ${kb(loader.identity)} raw, ${kb(loader.gzip)} gzip, ${kb(loader.brotli)} brotli first built, ${kb(loader.brotliRecompressed)} once recompressed (budget 10 KB brotli)`,
     );
   }
   if (commit) out.push(`\n${describeCommitLatency(commit)}`);
