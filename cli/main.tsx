@@ -3,6 +3,7 @@ import { endQuietlyWhenReaderLeaves, type Io, outputFailed } from "#cli/output.j
 import { EXIT_USAGE } from "#cli/problems.js";
 import { createProgram } from "#cli/program.js";
 import type { Session } from "#cli/run-command.js";
+import { letGoOfClosedTerminalsAtExit } from "#cli/terminal.js";
 
 /** What the program's launcher (bin/consentctl.js) hands over. */
 export interface Launch {
@@ -46,6 +47,8 @@ export async function main(
   return session.exitCode;
 }
 
+/** The process's own streams; a terminal among them closed meanwhile is let go of at exit. */
 function processIo(): Io {
+  letGoOfClosedTerminalsAtExit();
   return { stdout: process.stdout, stderr: process.stderr, env: process.env };
 }

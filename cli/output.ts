@@ -12,7 +12,8 @@ export interface Io {
 
 /**
  * A reader that leaves (`consentctl … --help | head -2`) closes the pipe, and the next write to
- * it fails with EPIPE, an 'error' event that would end the process with a stack trace. The
+ * it fails with EPIPE, an 'error' event that would end the process with a stack trace; a closed
+ * terminal fails it with EIO, as it fails the read of its width (terminal.ts readerGone). The
  * output is only no longer wanted: the command ends quietly with the exit status it has (0 for
  * help), as `logs tail` and `logs export` do, whichever stream and writer (commander's help, JSON,
  * an Ink frame, an error message) met the closed pipe. Any other failure to write stdout (a full
@@ -24,7 +25,7 @@ export function endQuietlyWhenReaderLeaves(io: Io, json: boolean): void {
   failed = false;
   for (const stream of new Set([io.stdout, io.stderr])) {
     stream.on("error", (error) => {
-      if (readerGone(error) || stream.listenerCount("error") > 1 || failed) return;
+      if (readerGone(error, stream) || stream.listenerCount("error") > 1 || failed) return;
       failed = true;
       // A command that failed already (a usage error, 2) keeps its own status.
       if (!process.exitCode) process.exitCode = 1;

@@ -1,4 +1,6 @@
+import { closeSync, fstatSync } from "node:fs";
 import { Writable } from "node:stream";
+import { isatty } from "node:tty";
 import { useStdout } from "ink";
 
 /**
@@ -8,11 +10,43 @@ import { useStdout } from "ink";
 export const PIPED_COLUMNS = 10_000;
 
 /**
- * Whether a write failed because the reader of the pipe went away (`consentctl … | head -n1`):
- * the output is no longer wanted, which is no failure of the command.
+ * Whether `stream` failed because its reader went away: the reader of the pipe
+ * (`consentctl … | head -n1`: EPIPE), or the terminal, closed while consentctl ran (its window,
+ * an ssh connection, a job left running: the terminal hung up, and every write and every read of
+ * its size fails with EIO). The output is no longer wanted, which is no failure of the command.
  */
-export function readerGone(error: unknown): boolean {
-  return (error as NodeJS.ErrnoException | null)?.code === "EPIPE";
+export function readerGone(error: unknown, stream: { isTTY?: boolean }): boolean {
+  const code = (error as NodeJS.ErrnoException | null)?.code;
+  return code === "EPIPE" || (code === "EIO" && stream.isTTY === true);
+}
+
+let lettingGoOfClosedTerminals = false;
+
+/**
+ * Lets the process end with its own exit status after its terminal was closed. Node 20 restores
+ * the settings of each stdio descriptor that was a terminal at its start as it exits, and aborts
+ * (exit 134, a native stack trace on stderr) when that fails because the terminal has hung up
+ * (nodejs/node#51519). It leaves a descriptor closed by then alone: at exit, each one whose
+ * terminal is gone (no longer a terminal, still open) is closed. Once per process.
+ */
+export function letGoOfClosedTerminalsAtExit(): void {
+  if (lettingGoOfClosedTerminals) return;
+  lettingGoOfClosedTerminals = true;
+  const terminals = [0, 1, 2].filter((fd) => isatty(fd));
+  process.once("exit", () => {
+    for (const fd of terminals) if (!isatty(fd) && isOpen(fd)) closeSync(fd);
+  });
+}
+
+/** Whether the descriptor `fd` is open. */
+function isOpen(fd: number): boolean {
+  try {
+    fstatSync(fd);
+    return true;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "EBADF") return false;
+    throw error;
+  }
 }
 
 /**
@@ -60,7 +94,8 @@ export function liveTerminal(
 export function frameColumns(stream: TerminalStream): number {
   if (stream.isTTY !== true) return PIPED_COLUMNS;
   // tty.WriteStream's own refresh (one ioctl), the one Node's SIGWINCH handler calls; it emits
-  // `resize` when the size changed, as the handler would have.
+  // `resize` when the size changed, as the handler would have, and `error` (EIO) once the
+  // terminal is closed: the stream's watchers read that as its reader gone (readerGone).
   stream._refreshSize?.();
   return stream.columns || UNKNOWN_COLUMNS;
 }

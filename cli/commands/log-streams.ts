@@ -55,9 +55,7 @@ async function untilStopped<T>(
     abort.abort();
   };
   const interrupt = () => end({ reason: "interrupted" });
-  const outputError = (error: NodeJS.ErrnoException) =>
-    end(readerGone(error) ? { reason: "reader_gone" } : { reason: "write_failed", error });
-  const watched: NodeJS.WritableStream[] = [];
+  const watched: (() => void)[] = [];
   if (interrupted.aborted) interrupt();
   else interrupted.addEventListener("abort", interrupt);
   try {
@@ -65,13 +63,19 @@ async function untilStopped<T>(
       signal: abort.signal,
       stopped: () => stop,
       watch(output) {
+        const outputError = (error: Error) =>
+          end(
+            readerGone(error, output as { isTTY?: boolean })
+              ? { reason: "reader_gone" }
+              : { reason: "write_failed", error },
+          );
         output.on("error", outputError);
-        watched.push(output);
+        watched.push(() => output.off("error", outputError));
       },
     });
   } finally {
     interrupted.removeEventListener("abort", interrupt);
-    for (const output of watched) output.off("error", outputError);
+    for (const unwatch of watched) unwatch();
   }
 }
 

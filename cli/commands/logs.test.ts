@@ -11,6 +11,7 @@ import {
   startCli,
   startCliOnTerminal,
 } from "#cli/test-support/cli-process.js";
+import { startCliOnClosingTerminal } from "#cli/test-support/closing-terminal.js";
 import { createBanner, createTeam, mintKey } from "#test/support/api.js";
 import { aChoice, postLog } from "#test/support/consent-log.js";
 import { DAEMON_URL, PROGRAMS, startProgram, useProgramRoot } from "#test/support/processes.js";
@@ -354,6 +355,22 @@ describe.concurrent("consentctl logs (against a real daemon)", { timeout: E2E_TI
     expect(at(wide)).toBe((headers[0] ?? 0) + 1);
     expect(lines[at(wide)]).toMatch(/consent_given/);
     expect(at(narrowAgain)).toBeGreaterThan(at(wide));
+  });
+
+  // Regression: a tail whose terminal was closed (its window, an ssh connection, with the tail
+  // left running) failed its next row's read of the terminal's width, reported as stdout that
+  // could not be written: exit 1, where a reader gone (`| head -n1`) ends it with 0.
+  it("ends quietly with 0 once its terminal is closed, at the next row", async () => {
+    const { teamId, publicId } = await teamWithBanner();
+    const connection = ["--daemon", service.daemonUrl, "--token", service.operatorToken];
+    const tail = await startCliOnClosingTerminal(
+      [...argv`logs tail --team ${teamId}`, ...connection],
+      { CONSENT_DATA_DIR: service.dataDir, NO_COLOR: "1" },
+    );
+    const following = await tail.waitForStderr((text) => text.includes("press Ctrl-C to stop"));
+    tail.close();
+    await record(publicId);
+    expect(await tail.ended()).toEqual({ code: 0, stderr: following });
   });
 
   it("follows rows recorded after it started until Ctrl-C, then exits 0", async () => {

@@ -97,8 +97,13 @@ function runNode(nodeArgs: readonly string[], options: CliRunOptions): Promise<C
 }
 
 /** A word as a POSIX shell reads it back unchanged. */
-function quote(word: string): string {
+export function quote(word: string): string {
   return `'${word.replaceAll("'", "'\\''")}'`;
+}
+
+/** `consentctl args…` as a POSIX shell command line: bin/consentctl.js run by this Node. */
+export function consentctlCommand(args: readonly string[]): string {
+  return [process.execPath, BIN, ...args].map(quote).join(" ");
 }
 
 /**
@@ -113,7 +118,7 @@ export async function runCliOnTerminal(
   env: Record<string, string> = {},
   { columns }: { columns?: number } = {},
 ): Promise<{ code: number | null; screen: string }> {
-  const program = [process.execPath, BIN, ...args].map(quote).join(" ");
+  const program = consentctlCommand(args);
   const command =
     columns === undefined ? program : `stty cols ${columns} rows 24 && exec ${program}`;
   return onTerminal(command, env).closed;
@@ -121,13 +126,18 @@ export async function runCliOnTerminal(
 
 /**
  * Runs `command` (a shell's) on a pseudo-terminal (util-linux `script`) with consentctl's
- * environment (childEnv, TERM=xterm): what the terminal has shown so far, and its exit status
- * with all it showed once it ends.
+ * environment (childEnv, TERM=xterm): what the terminal has shown so far, its exit status with
+ * all it showed once it ends, and a close of the terminal, as closing its window does (`script`
+ * killed: the terminal's master end goes away, and the terminal hangs up).
  */
-function onTerminal(
+export function onTerminal(
   command: string,
   env: Record<string, string>,
-): { screen: () => string; closed: Promise<{ code: number | null; screen: string }> } {
+): {
+  screen: () => string;
+  closed: Promise<{ code: number | null; screen: string }>;
+  hangUp: () => void;
+} {
   const child = spawn("script", ["-qec", command, "/dev/null"], {
     env: childEnv({ TERM: "xterm", ...env }),
     stdio: ["ignore", "pipe", "pipe"],
@@ -135,7 +145,24 @@ function onTerminal(
   let screen = "";
   child.stdout.setEncoding("utf8").on("data", (chunk: string) => (screen += chunk));
   const closed = once(child, "close").then(([code]) => ({ code: code as number | null, screen }));
-  return { screen: () => screen, closed };
+  return { screen: () => screen, closed, hangUp: () => child.kill("SIGKILL") };
+}
+
+/**
+ * The value `read` gives once it gives one, asked every 50 ms for 30 s; then fails, saying `what`
+ * did not come, and what was seen meanwhile: `seen()`.
+ */
+export async function pollFor<T>(
+  read: () => Promise<T | undefined>,
+  what: string,
+  seen: () => string,
+): Promise<T> {
+  for (let tries = 0; tries < 600; tries++) {
+    const value = await read();
+    if (value !== undefined) return value;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  throw new Error(`${what} within 30 s; ${seen()}`);
 }
 
 /** A `consentctl` running on a pseudo-terminal (startCliOnTerminal). */
@@ -160,7 +187,7 @@ export async function startCliOnTerminal(
 ): Promise<CliOnTerminal> {
   const control = await mkdtemp(path.join(tmpdir(), "consentctl-terminal-"));
   const file = (name: string) => path.join(control, name);
-  const program = [process.execPath, BIN, ...args].map(quote).join(" ");
+  const program = consentctlCommand(args);
   const command = [
     `stty cols ${columns} rows 24`,
     `${program} & pid=$!; echo $pid > ${quote(file("pid"))}`,
@@ -168,14 +195,8 @@ export async function startCliOnTerminal(
     "wait $pid",
   ].join("\n");
   const { screen, closed } = onTerminal(command, env);
-  const until = async <T>(read: () => Promise<T | undefined>, what: string): Promise<T> => {
-    for (let tries = 0; tries < 600; tries++) {
-      const value = await read();
-      if (value !== undefined) return value;
-      await new Promise((resolve) => setTimeout(resolve, 50));
-    }
-    throw new Error(`${what} within 30 s; the terminal showed: ${JSON.stringify(screen())}`);
-  };
+  const until = <T>(read: () => Promise<T | undefined>, what: string) =>
+    pollFor(read, what, () => `the terminal showed: ${JSON.stringify(screen())}`);
   const exists = (name: string) =>
     stat(file(name)).then(
       () => true,
