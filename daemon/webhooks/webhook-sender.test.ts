@@ -1,4 +1,11 @@
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import { subscribe, unsubscribe } from "node:diagnostics_channel";
+import {
+  type ClientRequest,
+  createServer,
+  type IncomingMessage,
+  type Server,
+  type ServerResponse,
+} from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import { ERROR_TEXT_MAX } from "#daemon/errors.js";
@@ -7,6 +14,33 @@ import { DeliveryAgents, sendWebhook } from "#daemon/webhooks/webhook-sender.js"
 
 const headers = { "webhook-id": "evt_1", "webhook-timestamp": "1", "webhook-signature": "v1,x" };
 const guard = new AddressGuard(["127.0.0.1/32"]);
+
+/**
+ * Node publishes each answer an HTTP client receives here, as its status and headers arrive and
+ * before the client's own `response` listeners are given it.
+ */
+const CLIENT_RESPONSES = "http.client.response.finish";
+
+/**
+ * Resolves once the answer to a request to `url` has reached its sender: its status, and the
+ * first bytes of its body, which the sender's reading (listening after this one) is handed in
+ * the same `data` event, before this resolves.
+ */
+function answerArrived(url: string): Promise<void> {
+  const { host, pathname } = new URL(url);
+  return new Promise((resolve) => {
+    const onResponse = (message: unknown) => {
+      const { request, response } = message as {
+        request: ClientRequest;
+        response: IncomingMessage;
+      };
+      if (request.getHeader("host") !== host || request.path !== pathname) return;
+      unsubscribe(CLIENT_RESPONSES, onResponse);
+      response.once("data", () => resolve());
+    };
+    subscribe(CLIENT_RESPONSES, onResponse);
+  });
+}
 
 describe("sendWebhook over kept-alive connections", () => {
   let server: Server | undefined;
@@ -88,10 +122,10 @@ describe("sendWebhook over kept-alive connections", () => {
       response.write("accepted");
     });
     const shutdown = new AbortController();
+    const arrived = answerArrived(url);
     const attempt = sendWebhook({ url, headers, body: "{}", guard, signal: shutdown.signal });
-    await expect.poll(() => seen.requests).toBe(1);
-    // The status is read as soon as it arrives; give it a moment to travel.
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    await arrived;
+    expect(seen.requests).toBe(1);
     shutdown.abort();
     const outcome = await attempt;
     expect(outcome).toEqual({ ok: true, statusCode: 202, excerpt: "accepted" });
