@@ -162,6 +162,35 @@ describe("webhook attempts cut by a shutdown", () => {
     expect(lines.filter((line) => line.msg.includes("cut by the shutdown"))).toEqual([]);
   });
 
+  // Regression: a stop with a cut, asked once the dispatcher had stopped, left its cut timer
+  // running: it kept the process alive that long, and then cut the attempts of a dispatcher
+  // started again meanwhile.
+  it("sets no cut for a stop asked once it has stopped: attempts made after a restart run on", async () => {
+    const { teamId, endpoint } = await aStoredEndpoint();
+    const dispatcher = aDispatcher();
+    await dispatcher.stop();
+    await dispatcher.stop({ cutAfterMs: CUT_AFTER_MS });
+    receiver.answer = () => NEVER;
+    dispatcher.start();
+    const row = aConsentLogRow(teamId, clock());
+    await appendConsentLog(store, row);
+    await eventually(
+      () => (receiver.received.length === 1 ? true : undefined),
+      "the attempt is sent",
+    );
+    await new Promise((resolve) => setTimeout(resolve, CUT_AFTER_MS * 2));
+    expect(lines.filter((line) => line.msg.includes("cut by the shutdown"))).toEqual([]);
+    // Still in flight, its lease this dispatcher's, its attempt not counted yet.
+    const delivery = await store.webhooks.getDelivery(
+      teamId,
+      deliveryId(eventIdOf(row.id), endpoint.id),
+    );
+    expect(delivery).toMatchObject({ status: "pending", attempts: 0 });
+    expect(delivery?.leaseOwner).toBeDefined();
+    // Its own stop's cut ends it, rather than the attempt's 15 s bound.
+    await dispatcher.stop({ cutAfterMs: 0 });
+  });
+
   it("starts no attempt once the daemon's drain begins: a record acknowledged during the drain is delivered by the next daemon at once, its attempt the only one", async () => {
     const operatorToken = `consent_op_${randomUUID()}`;
     // The daemon's own sealing key: without identity keys, the operator token's (createDaemon).

@@ -84,6 +84,8 @@ export class WebhookDispatcher {
   private yielded = false;
   /** The stop under way, once asked for. */
   private stopping: Promise<void> | undefined;
+  /** The stop has ended: nothing is in flight, and no cut is pending. */
+  private stopped = false;
   /** When the attempts still in flight are cut (stop's `cutAfterMs`). */
   private cutTimer: NodeJS.Timeout | undefined;
 
@@ -107,6 +109,7 @@ export class WebhookDispatcher {
     if (this.running) return;
     this.running = true;
     this.stopping = undefined;
+    this.stopped = false;
     this.unsubscribe = onOutboxEvent(this.options.store, () => this.nudge());
     this.loop = this.run();
   }
@@ -121,7 +124,9 @@ export class WebhookDispatcher {
    * it again at once.
    */
   stop({ cutAfterMs }: { cutAfterMs?: number } = {}): Promise<void> {
-    if (cutAfterMs !== undefined) {
+    // A stop that has ended has nothing left to cut: a timer set now would only keep the process
+    // alive that long, then cut the attempts of a dispatcher started again meanwhile.
+    if (cutAfterMs !== undefined && !this.stopped) {
       clearTimeout(this.cutTimer);
       this.cutTimer = setTimeout(() => this.cutInFlight(), cutAfterMs);
     }
@@ -150,6 +155,7 @@ export class WebhookDispatcher {
       await Promise.all(Array.from(this.inFlight.values(), (running) => running.done));
     }
     clearTimeout(this.cutTimer);
+    this.stopped = true;
     this.attempts.closeConnections();
   }
 
