@@ -6,7 +6,10 @@ export interface PageTexts {
   saved: string;
   /** The same news in the page's title, before the operator's title. */
   savedTitle: string;
-  /** The link back to the settings page, on the page of a save that can be made again. */
+  /**
+   * The link back to the settings page, on the page of a save that can be made again, and of a
+   * visit over the rate limit.
+   */
   openSettings: string;
   /** The link's last minute, as "HH:MM" in UTC. */
   validUntil(time: string): string;
@@ -84,7 +87,10 @@ const PAGE_TEXTS: Record<string, PageTexts> = {
         "These privacy settings are no longer available",
         "The site no longer collects choices with this banner.",
       ],
-      rate_limited: ["Too many requests", "Please wait a minute and try again."],
+      rate_limited: [
+        "Too many requests",
+        "This service received too many requests from your connection in a short time. Wait a minute, then open this link again.",
+      ],
       other: [
         "Something went wrong",
         "Your privacy settings could not be shown just now. Please try again later.",
@@ -134,7 +140,7 @@ const PAGE_TEXTS: Record<string, PageTexts> = {
       ],
       rate_limited: [
         "Zu viele Anfragen",
-        "Bitte warten Sie eine Minute und versuchen Sie es erneut.",
+        "Dieser Dienst hat in kurzer Zeit zu viele Anfragen von Ihrer Verbindung erhalten. Warten Sie eine Minute und öffnen Sie diesen Link dann erneut.",
       ],
       other: [
         "Etwas ist schiefgelaufen",
@@ -183,7 +189,10 @@ const PAGE_TEXTS: Record<string, PageTexts> = {
         "Ces paramètres de confidentialité ne sont plus disponibles",
         "Le site ne recueille plus de choix avec cette bannière.",
       ],
-      rate_limited: ["Trop de requêtes", "Veuillez patienter une minute et réessayer."],
+      rate_limited: [
+        "Trop de requêtes",
+        "Ce service a reçu trop de requêtes de votre connexion en peu de temps. Patientez une minute, puis rouvrez ce lien.",
+      ],
       other: [
         "Un problème est survenu",
         "Vos paramètres de confidentialité ne peuvent pas être affichés pour le moment. Veuillez réessayer plus tard.",
@@ -231,7 +240,10 @@ const PAGE_TEXTS: Record<string, PageTexts> = {
         "Esta configuración de privacidad ya no está disponible",
         "El sitio ya no recoge opciones con este banner.",
       ],
-      rate_limited: ["Demasiadas solicitudes", "Espere un minuto y vuelva a intentarlo."],
+      rate_limited: [
+        "Demasiadas solicitudes",
+        "Este servicio ha recibido demasiadas solicitudes desde su conexión en poco tiempo. Espere un minuto y vuelva a abrir este enlace.",
+      ],
       other: [
         "Algo ha salido mal",
         "Su configuración de privacidad no se puede mostrar en este momento. Vuelva a intentarlo más tarde.",
@@ -279,7 +291,10 @@ const PAGE_TEXTS: Record<string, PageTexts> = {
         "Queste impostazioni sulla privacy non sono più disponibili",
         "Il sito non raccoglie più scelte con questo banner.",
       ],
-      rate_limited: ["Troppe richieste", "Attendi un minuto e riprova."],
+      rate_limited: [
+        "Troppe richieste",
+        "Questo servizio ha ricevuto troppe richieste dalla tua connessione in poco tempo. Attendi un minuto, poi apri di nuovo questo link.",
+      ],
       other: [
         "Si è verificato un problema",
         "Le tue impostazioni sulla privacy non possono essere mostrate in questo momento. Riprova più tardi.",
@@ -327,7 +342,10 @@ const PAGE_TEXTS: Record<string, PageTexts> = {
         "Deze privacyinstellingen zijn niet meer beschikbaar",
         "De site verzamelt met deze banner geen keuzes meer.",
       ],
-      rate_limited: ["Te veel verzoeken", "Wacht een minuut en probeer het opnieuw."],
+      rate_limited: [
+        "Te veel verzoeken",
+        "Deze dienst heeft in korte tijd te veel verzoeken van je verbinding ontvangen. Wacht een minuut en open deze link dan opnieuw.",
+      ],
       other: [
         "Er is iets misgegaan",
         "Je privacyinstellingen kunnen nu niet worden getoond. Probeer het later opnieuw.",
@@ -375,7 +393,10 @@ const PAGE_TEXTS: Record<string, PageTexts> = {
         "Estas definições de privacidade já não estão disponíveis",
         "O site já não recolhe escolhas com este banner.",
       ],
-      rate_limited: ["Demasiados pedidos", "Aguarde um minuto e tente novamente."],
+      rate_limited: [
+        "Demasiados pedidos",
+        "Este serviço recebeu demasiados pedidos da sua ligação num curto espaço de tempo. Aguarde um minuto e abra novamente este link.",
+      ],
       other: [
         "Ocorreu um problema",
         "Não é possível mostrar as suas definições de privacidade neste momento. Tente novamente mais tarde.",
@@ -423,7 +444,10 @@ const PAGE_TEXTS: Record<string, PageTexts> = {
         "Te ustawienia prywatności nie są już dostępne",
         "Witryna nie zbiera już wyborów za pomocą tego banera.",
       ],
-      rate_limited: ["Zbyt wiele żądań", "Odczekaj minutę i spróbuj ponownie."],
+      rate_limited: [
+        "Zbyt wiele żądań",
+        "Ta usługa otrzymała w krótkim czasie zbyt wiele żądań z Twojego połączenia. Odczekaj minutę, a następnie ponownie otwórz ten link.",
+      ],
       other: [
         "Coś poszło nie tak",
         "Nie można teraz wyświetlić Twoich ustawień prywatności. Spróbuj ponownie później.",
@@ -471,7 +495,10 @@ const PAGE_TEXTS: Record<string, PageTexts> = {
         "De här integritetsinställningarna är inte längre tillgängliga",
         "Webbplatsen samlar inte längre in val med den här bannern.",
       ],
-      rate_limited: ["För många förfrågningar", "Vänta en minut och försök igen."],
+      rate_limited: [
+        "För många förfrågningar",
+        "Tjänsten har fått för många förfrågningar från din anslutning på kort tid. Vänta en minut och öppna sedan länken igen.",
+      ],
       other: [
         "Något gick fel",
         "Dina integritetsinställningar kan inte visas just nu. Försök igen senare.",
@@ -519,7 +546,10 @@ const PAGE_TEXTS: Record<string, PageTexts> = {
         "Disse privatlivsindstillinger er ikke længere tilgængelige",
         "Webstedet indsamler ikke længere valg med dette banner.",
       ],
-      rate_limited: ["For mange forespørgsler", "Vent et minut, og prøv igen."],
+      rate_limited: [
+        "For mange forespørgsler",
+        "Tjenesten har modtaget for mange forespørgsler fra din forbindelse på kort tid. Vent et minut, og åbn derefter linket igen.",
+      ],
       other: [
         "Noget gik galt",
         "Dine privatlivsindstillinger kan ikke vises lige nu. Prøv igen senere.",
@@ -567,7 +597,10 @@ const PAGE_TEXTS: Record<string, PageTexts> = {
         "Nämä tietosuoja-asetukset eivät ole enää käytettävissä",
         "Sivusto ei enää kerää valintoja tällä bannerilla.",
       ],
-      rate_limited: ["Liian monta pyyntöä", "Odota minuutti ja yritä uudelleen."],
+      rate_limited: [
+        "Liian monta pyyntöä",
+        "Palvelu sai yhteydestäsi liian monta pyyntöä lyhyessä ajassa. Odota minuutti ja avaa sitten tämä linkki uudelleen.",
+      ],
       other: [
         "Jokin meni vikaan",
         "Tietosuoja-asetuksiasi ei voida näyttää juuri nyt. Yritä myöhemmin uudelleen.",

@@ -172,13 +172,14 @@ interface FailureWords {
   title: string;
   heading: string;
   text: string;
-  /** A link back to the settings page, from which saving again can succeed. */
+  /** A link back to the settings page, from which saving or opening it again can succeed. */
   back: boolean;
 }
 
 /**
  * The words for a failure. A visit gets the failure's own title and text, the service's being
- * briefly unavailable included (a moment's wait). A save that was not
+ * briefly unavailable included (a moment's wait), and over the rate limit a link to the page
+ * (a minute's wait). A save that was not
  * made says so first, in its heading and title, then why: where saving again from the page can
  * succeed (after a minute for the rate limit, a moment for an unavailable service, later for a
  * fault of the service), with its own sentence and the link back; where it cannot (a link that no
@@ -198,10 +199,11 @@ function failureWords(
     ? texts.notSaved.because[key as RetryableSaveFailure]
     : undefined;
   // A visit while the service is briefly unavailable is told to open the link again in a moment;
-  // one that meets any other failure of the service, to try again later.
+  // one that meets any other failure of the service, to try again later. One over the rate limit
+  // is told to open it again after a minute, from the link to the page itself it is given.
   if (!submitted && key !== "unsupported_form") {
     const [title, text] = visit ?? (key === "unavailable" ? texts.unavailable : texts.errors.other);
-    return { title, heading: title, text, back: false };
+    return { title, heading: title, text, back: key === "rate_limited" };
   }
   const heading = texts.notSaved.title;
   const title = visit ? `${heading} – ${visit[0]}` : heading;
@@ -229,8 +231,8 @@ export function errorPage(
 ): string {
   const { lang, texts } = pageTexts(languageCode);
   const { title, heading, text, back } = failureWords(code, texts, submitted);
-  // A submission came from this link's address: the page it names (an empty href is the page's
-  // own address, read with GET) is one step away.
+  // A submission came from this link's address, as a visit did: the page it names (an empty href
+  // is the page's own address, read with GET) is one step away.
   const link = back ? `\n<p><a href="">${escapeHtml(texts.openSettings)}</a></p>` : "";
   const body = `<h1>${escapeHtml(heading)}</h1>\n<p>${escapeHtml(text)}</p>${link}`;
   return document(lang, { text: title }, body, nonce, FAILURE_COLORS);

@@ -5,6 +5,7 @@ import path from "node:path";
 import { gzipSync } from "node:zlib";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { PREFERENCES_LINK_TTL_MS } from "#daemon/consent-log/preference-links.js";
+import { PAGE_LANGUAGES, pageTexts } from "#gateway/preferences/page-texts.js";
 import { createBanner, http, operator, rawHttp } from "#test/support/api.js";
 import {
   aChoice,
@@ -551,6 +552,36 @@ describe("GET and POST /preferences/{token}", () => {
     expect(limited.headers.get("content-type")).toBe("text/html; charset=utf-8");
     expect(limited.headers.get("retry-after")).toMatch(/^\d+$/);
     expect(limited.text).not.toMatch(/Error|at .*\.ts|stack/);
+    // The visit's page says why, to wait a minute and open the link again, and links to itself,
+    // in the visitor's language where the page ships it.
+    expect(limited.text).toContain("<title>Too many requests</title>");
+    expect(limited.text).toContain(
+      '<main><h1>Too many requests</h1>\n<p>This service received too many requests from your connection in a short time. Wait a minute, then open this link again.</p>\n<p><a href="">Open your privacy settings</a></p></main>',
+    );
+    const visitIn = (lang: string) =>
+      http(ctx.service, "GET", path, {
+        headers: { "x-forwarded-for": busy, "accept-language": lang },
+      });
+    const swedish = await visitIn("sv");
+    expect(swedish.text).toContain(
+      '<main><h1>För många förfrågningar</h1>\n<p>Tjänsten har fått för många förfrågningar från din anslutning på kort tid. Vänta en minut och öppna sedan länken igen.</p>\n<p><a href="">Öppna dina integritetsinställningar</a></p></main>',
+    );
+    const english = pageTexts("en").texts.errors.rate_limited[1];
+    for (const lang of PAGE_LANGUAGES) {
+      const { texts } = pageTexts(lang);
+      const [title, text] = texts.errors.rate_limited;
+      const page = await visitIn(lang);
+      expect([lang, page.status, page.headers.get("retry-after")]).toEqual([
+        lang,
+        429,
+        expect.stringMatching(/^\d+$/),
+      ]);
+      expect(page.text).toContain(`<html lang="${lang}">`);
+      expect(page.text).toContain(
+        `<main><h1>${title}</h1>\n<p>${text}</p>\n<p><a href="">${texts.openSettings}</a></p></main>`,
+      );
+      if (lang !== "en") expect([lang, page.text.includes(english)]).toEqual([lang, false]);
+    }
     // A save over the limit says it was not saved, why, and to save again after a minute, from
     // the settings page it links back to.
     const before = await storedRows(ctx.service, teamId);
