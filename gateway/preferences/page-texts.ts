@@ -93,7 +93,7 @@ const PAGE_TEXTS: Record<string, PageTexts> = {
       ],
       other: [
         "Something went wrong",
-        "Your privacy settings could not be shown just now. Please try again later.",
+        "Something went wrong on this service’s side, not yours. Your privacy settings could not be shown just now. Please try again later.",
       ],
     },
     unavailable: [
@@ -144,7 +144,7 @@ const PAGE_TEXTS: Record<string, PageTexts> = {
       ],
       other: [
         "Etwas ist schiefgelaufen",
-        "Ihre Datenschutzeinstellungen können gerade nicht angezeigt werden. Bitte versuchen Sie es später erneut.",
+        "Bei diesem Dienst ist ein Fehler aufgetreten, nicht bei Ihnen. Ihre Datenschutzeinstellungen können gerade nicht angezeigt werden. Bitte versuchen Sie es später erneut.",
       ],
     },
     unavailable: [
@@ -195,7 +195,7 @@ const PAGE_TEXTS: Record<string, PageTexts> = {
       ],
       other: [
         "Un problème est survenu",
-        "Vos paramètres de confidentialité ne peuvent pas être affichés pour le moment. Veuillez réessayer plus tard.",
+        "Un problème est survenu du côté de ce service, pas du vôtre. Vos paramètres de confidentialité ne peuvent pas être affichés pour le moment. Veuillez réessayer plus tard.",
       ],
     },
     unavailable: [
@@ -246,7 +246,7 @@ const PAGE_TEXTS: Record<string, PageTexts> = {
       ],
       other: [
         "Algo ha salido mal",
-        "Su configuración de privacidad no se puede mostrar en este momento. Vuelva a intentarlo más tarde.",
+        "Algo ha salido mal por parte de este servicio, no por la suya. Su configuración de privacidad no se puede mostrar en este momento. Vuelva a intentarlo más tarde.",
       ],
     },
     unavailable: [
@@ -297,7 +297,7 @@ const PAGE_TEXTS: Record<string, PageTexts> = {
       ],
       other: [
         "Si è verificato un problema",
-        "Le tue impostazioni sulla privacy non possono essere mostrate in questo momento. Riprova più tardi.",
+        "Si è verificato un problema da parte di questo servizio, non da parte tua. Le tue impostazioni sulla privacy non possono essere mostrate in questo momento. Riprova più tardi.",
       ],
     },
     unavailable: [
@@ -348,7 +348,7 @@ const PAGE_TEXTS: Record<string, PageTexts> = {
       ],
       other: [
         "Er is iets misgegaan",
-        "Je privacyinstellingen kunnen nu niet worden getoond. Probeer het later opnieuw.",
+        "Er is aan de kant van deze dienst iets misgegaan, niet aan jouw kant. Je privacyinstellingen kunnen nu niet worden getoond. Probeer het later opnieuw.",
       ],
     },
     unavailable: [
@@ -399,7 +399,7 @@ const PAGE_TEXTS: Record<string, PageTexts> = {
       ],
       other: [
         "Ocorreu um problema",
-        "Não é possível mostrar as suas definições de privacidade neste momento. Tente novamente mais tarde.",
+        "Ocorreu um problema do lado deste serviço, não do seu. Não é possível mostrar as suas definições de privacidade neste momento. Tente novamente mais tarde.",
       ],
     },
     unavailable: [
@@ -450,7 +450,7 @@ const PAGE_TEXTS: Record<string, PageTexts> = {
       ],
       other: [
         "Coś poszło nie tak",
-        "Nie można teraz wyświetlić Twoich ustawień prywatności. Spróbuj ponownie później.",
+        "Po stronie tej usługi coś poszło nie tak, nie po Twojej. Nie można teraz wyświetlić Twoich ustawień prywatności. Spróbuj ponownie później.",
       ],
     },
     unavailable: [
@@ -501,7 +501,7 @@ const PAGE_TEXTS: Record<string, PageTexts> = {
       ],
       other: [
         "Något gick fel",
-        "Dina integritetsinställningar kan inte visas just nu. Försök igen senare.",
+        "Något gick fel hos tjänsten, inte hos dig. Dina integritetsinställningar kan inte visas just nu. Försök igen senare.",
       ],
     },
     unavailable: [
@@ -552,7 +552,7 @@ const PAGE_TEXTS: Record<string, PageTexts> = {
       ],
       other: [
         "Noget gik galt",
-        "Dine privatlivsindstillinger kan ikke vises lige nu. Prøv igen senere.",
+        "Der gik noget galt hos tjenesten, ikke hos dig. Dine privatlivsindstillinger kan ikke vises lige nu. Prøv igen senere.",
       ],
     },
     unavailable: [
@@ -603,7 +603,7 @@ const PAGE_TEXTS: Record<string, PageTexts> = {
       ],
       other: [
         "Jokin meni vikaan",
-        "Tietosuoja-asetuksiasi ei voida näyttää juuri nyt. Yritä myöhemmin uudelleen.",
+        "Palvelussa tapahtui virhe, joka ei johtunut sinusta. Tietosuoja-asetuksiasi ei voida näyttää juuri nyt. Yritä myöhemmin uudelleen.",
       ],
     },
     unavailable: [

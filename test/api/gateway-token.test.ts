@@ -136,7 +136,7 @@ describe("the preferences page of a stand-alone gateway whose operator token the
       "300",
       {
         title: "Something went wrong",
-        main: "<h1>Something went wrong</h1>\n<p>Your privacy settings could not be shown just now. Please try again later.</p>",
+        main: "<h1>Something went wrong</h1>\n<p>Something went wrong on this service’s side, not yours. Your privacy settings could not be shown just now. Please try again later.</p>",
       },
     ]);
     const save = await page("POST");

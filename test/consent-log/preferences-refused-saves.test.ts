@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { PAGE_LANGUAGES, pageTexts } from "#gateway/preferences/page-texts.js";
 import { http } from "#test/support/api.js";
 import {
   aChoice,
@@ -193,5 +194,41 @@ describe("the page of a save the service failed to make", () => {
     ]);
     const visit = await http(service, "GET", path);
     expect([visit.status, shown(visit.text).title]).toEqual([500, "Something went wrong"]);
+  });
+
+  // Regression: a visit's page said only that the settings could not be shown just now, leaving
+  // the visitor to wonder whether the link or something they did was at fault.
+  it("says a visit's settings could not be shown because of a fault on the service's side, not the visitor's", async () => {
+    const visit = (lang?: string) =>
+      http(service, "GET", path, { headers: lang ? { "accept-language": lang } : {} });
+    const english = await visit();
+    expect([english.status, shown(english.text)]).toEqual([
+      500,
+      {
+        title: "Something went wrong",
+        main: "<h1>Something went wrong</h1>\n<p>Something went wrong on this service’s side, not yours. Your privacy settings could not be shown just now. Please try again later.</p>",
+      },
+    ]);
+    const german = await visit("de-CH, en;q=0.5");
+    expect([german.status, shown(german.text)]).toEqual([
+      500,
+      {
+        title: "Etwas ist schiefgelaufen",
+        main: "<h1>Etwas ist schiefgelaufen</h1>\n<p>Bei diesem Dienst ist ein Fehler aufgetreten, nicht bei Ihnen. Ihre Datenschutzeinstellungen können gerade nicht angezeigt werden. Bitte versuchen Sie es später erneut.</p>",
+      },
+    ]);
+    // In every language the page ships, its own sentence, never the English one.
+    const englishText = pageTexts("en").texts.errors.other[1];
+    for (const lang of PAGE_LANGUAGES) {
+      const [title, text] = pageTexts(lang).texts.errors.other;
+      const page = await visit(lang);
+      expect([lang, page.status, shown(page.text)]).toEqual([
+        lang,
+        500,
+        { title, main: `<h1>${title}</h1>\n<p>${text}</p>` },
+      ]);
+      expect(page.text).toContain(`<html lang="${lang}">`);
+      if (lang !== "en") expect([lang, text === englishText]).toEqual([lang, false]);
+    }
   });
 });
