@@ -178,8 +178,9 @@ interface FailureWords {
 
 /**
  * The words for a failure. A visit gets the failure's own title and text, the service's being
- * briefly unavailable included (a moment's wait), and over the rate limit a link to the page
- * (a minute's wait). A save that was not
+ * briefly unavailable included (a moment's wait), and where opening the link again soon can
+ * succeed (a moment for the service briefly unavailable, a minute over the rate limit) a link to
+ * the page. A save that was not
  * made says so first, in its heading and title, then why: where saving again from the page can
  * succeed (after a minute for the rate limit, a moment for an unavailable service, later for a
  * fault of the service), with its own sentence and the link back; where it cannot (a link that no
@@ -200,10 +201,10 @@ function failureWords(
     : undefined;
   // A visit while the service is briefly unavailable is told to open the link again in a moment;
   // one that meets any other failure of the service, to try again later. One over the rate limit
-  // is told to open it again after a minute, from the link to the page itself it is given.
+  // is told to open it again after a minute; both from the link to the page itself they are given.
   if (!submitted && key !== "unsupported_form") {
     const [title, text] = visit ?? (key === "unavailable" ? texts.unavailable : texts.errors.other);
-    return { title, heading: title, text, back: key === "rate_limited" };
+    return { title, heading: title, text, back: key === "rate_limited" || key === "unavailable" };
   }
   const heading = texts.notSaved.title;
   const title = visit ? `${heading} – ${visit[0]}` : heading;

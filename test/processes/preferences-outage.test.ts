@@ -61,11 +61,11 @@ describe("the preferences page while the daemon is down", { timeout: 120_000 }, 
       [503, "text/html; charset=utf-8"],
     ]);
     // The visit's page: the settings briefly unavailable, so to open the link again in a moment,
-    // with the 503's Retry-After; no "Something went wrong", which a fault of the service's gets.
+    // which it gives, with the 503's Retry-After; no "Something went wrong", which a fault of the service's gets.
     expect(shown.headers.get("retry-after")).toBe("1");
     expect(shown.text).toContain("<title>Your privacy settings are briefly unavailable</title>");
     expect(shown.text).toContain(
-      "<h1>Your privacy settings are briefly unavailable</h1>\n<p>This service is briefly unavailable. Wait a moment, then open this link again.</p></main>",
+      '<h1>Your privacy settings are briefly unavailable</h1>\n<p>This service is briefly unavailable. Wait a moment, then open this link again.</p>\n<p><a href="">Open your privacy settings</a></p></main>',
     );
     expect(shown.text).not.toContain("Something went wrong");
     expect(shown.text).not.toContain("not saved");
@@ -105,7 +105,7 @@ describe("the preferences page while the daemon is down", { timeout: 120_000 }, 
       expect(shownIn.text).toContain(`<html lang="${lang}">`);
       expect(shownIn.text).toContain(`<title>${texts.unavailable[0]}</title>`);
       expect(shownIn.text).toContain(
-        `<h1>${texts.unavailable[0]}</h1>\n<p>${texts.unavailable[1]}</p></main>`,
+        `<h1>${texts.unavailable[0]}</h1>\n<p>${texts.unavailable[1]}</p>\n<p><a href="">${texts.openSettings}</a></p></main>`,
       );
       expect(shownIn.text).not.toContain(texts.errors.other[0]);
       if (lang !== "en") {
