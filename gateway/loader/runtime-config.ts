@@ -48,14 +48,18 @@ export function pickRule(
 
 /**
  * The part of a visitor's location a banner's loader depends on: none for a banner without rules,
- * the country alone unless a rule names regions. The loader body is built from this alone, so
- * visitors whose locations reduce to the same value share one variant and one body, and a body
- * never carries a location detail another visitor of that variant does not share.
+ * the country alone unless a rule names regions, and none for a location no rule matches. The
+ * loader body is built from this alone, so visitors whose locations reduce to the same value
+ * share one variant and one body, and a body never carries a location detail another visitor of
+ * that variant does not share. runtimeConfig names the location only beside a matched rule, and a
+ * rule that matches no location (naming no country and no region) matches every location too: a
+ * location no rule matches gets the very bytes of no location, kept and built once for them all.
  */
 export function variantGeo(banner: PublishedBanner, geo: Geo | null): Geo | null {
   const rules = banner.configuration?.jurisdictionRules ?? [];
   if (rules.length === 0 || !geo) return null;
-  return rules.some((rule) => rule.regions.length > 0) ? geo : { country: geo.country };
+  const location = rules.some((rule) => rule.regions.length > 0) ? geo : { country: geo.country };
+  return rules.some((rule) => matches(rule, location)) ? location : null;
 }
 
 /** The cache key of a loader variant: the variant's location, as variantGeo reduces it. */

@@ -108,6 +108,41 @@ describe("GET /loader/{publicId}.js, brotli", () => {
     }
   });
 
+  it("serves every location no rule matches the response of no location, built and recompressed once for all", async () => {
+    const { publicId } = await bannerFixture(service, {
+      configuration: {
+        ...payloadBudgetConfiguration(),
+        jurisdictionRules: [
+          { id: "eu", countries: ["DE", "FR"], mode: "opt_in" },
+          { id: "us", countries: ["US"], mode: "opt_out" },
+        ],
+      },
+    });
+    const nowhere = await loader(service, publicId, { "accept-encoding": "br" });
+    const etag = nowhere.headers.get("etag");
+    expect(configOf(brotliDecompressSync(nowhere.bytes))).not.toHaveProperty("rule");
+    // Each asked once: the response of no location asked again, so recompressed.
+    for (const place of ["JP", "BR", "IN", "CA-QC", "AU", "GB"]) {
+      const result = await at(publicId, place);
+      expect([place, result.headers.get("etag")]).toEqual([place, etag]);
+      // Still private and varying on the header: a matched location's body differs.
+      expect(result.headers.get("vary")).toBe("Accept-Encoding, CF-IPCountry");
+      expect(result.headers.get("cache-control")).toMatch(/^private, /);
+    }
+    const shared = await recompressed(publicId, "JP", nowhere.bytes.length);
+    // A location never asked for before gets the recompressed body at once: nothing is built.
+    const first = await at(publicId, "CL");
+    expect(first.headers.get("etag")).toBe(etag);
+    expect(first.bytes.equals(shared.bytes)).toBe(true);
+    // A location a rule matches has a response of its own.
+    const de = await at(publicId, "DE");
+    expect(de.headers.get("etag")).not.toBe(etag);
+    expect(configOf(brotliDecompressSync(de.bytes))).toMatchObject({
+      rule: { id: "eu" },
+      country: "DE",
+    });
+  });
+
   it("recompresses the locations asked for again one at a time, in the background", async () => {
     const { publicId } = await bannerFixture(service, {
       configuration: payloadBudgetConfiguration(),

@@ -3,6 +3,7 @@ import { createGrpcTransport } from "@connectrpc/connect-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { LoaderCache } from "#gateway/loader/loader-cache.js";
 import type { LoaderVariant } from "#gateway/loader/loader-response.js";
+import type { Geo } from "#gateway/loader/runtime-config.js";
 import { BannerService, type PublishedBanner } from "#gen/consent/v1/banner_pb.js";
 import { http, publishConfiguration } from "#test/support/api.js";
 import { bannerFixture } from "#test/support/consent-log.js";
@@ -130,6 +131,11 @@ describe("LoaderCache against a daemon it hears nothing from", () => {
   describe("with a bound on the bytes kept", () => {
     const bytesOf = (variant: LoaderVariant | null) =>
       variant ? variant.identity.length + variant.br.length + variant.gzip.length : 0;
+    /** `count` locations by country: AA, AB, … */
+    const places = (count: number): Geo[] =>
+      Array.from({ length: count }, (_, i) => ({
+        country: String.fromCharCode(65 + Math.floor(i / 26), 65 + (i % 26)),
+      }));
     /** A cache bounded to `maxBytes`. */
     const budgeted = (maxBytes: number) =>
       new LoaderCache({ revalidateMs: 30_000, now: () => now, fetchBanner, maxBytes });
@@ -207,15 +213,13 @@ describe("LoaderCache against a daemon it hears nothing from", () => {
       expect(published?.hash).not.toBe(de?.hash);
       expect(cache.keptBytes).toBe(bytesOf(published));
 
-      // Beyond the locations kept per banner, those kept are cleared.
-      const places = Array.from({ length: 300 }, (_, i) => ({
-        country: String.fromCharCode(65 + Math.floor(i / 26), 65 + (i % 26)),
-      }));
-      const built = await Promise.all(places.map((geo) => cache.variant(publicId, geo)));
-      const total = built.reduce((sum, v) => sum + bytesOf(v), 0);
-      expect(cache.keptBytes).toBe(total);
-      const after = await cache.variant(publicId, { country: "ZZ" });
-      expect(cache.keptBytes).toBe(bytesOf(after));
+      // Locations no rule matches share the response of no location: counted once.
+      const nowhere = await cache.variant(publicId, null);
+      const unmatched = await Promise.all(
+        places(300).map((geo) => cache.variant(publicId, { ...geo, region: `${geo.country}-1` })),
+      );
+      expect(unmatched.filter((v) => v !== nowhere && v?.hash !== published?.hash)).toEqual([]);
+      expect(cache.keptBytes).toBe(bytesOf(published) + bytesOf(nowhere));
 
       // Deactivated: nothing is kept.
       await http(service, "PATCH", `/api/v1/banners/${id}`, { key, body: { isActive: false } });
