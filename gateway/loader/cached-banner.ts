@@ -2,9 +2,19 @@ import { startBound } from "#gateway/bound-timer.js";
 import type { LoaderVariant } from "#gateway/loader/loader-response.js";
 import type { PublishedBanner } from "#gen/consent/v1/banner_pb.js";
 
-/** A banner's responses by location, with the bytes of those built (all three bodies). */
+/** One location's response as kept: being built, then built, with the bytes it counts for. */
+export interface KeptVariant {
+  response: Promise<LoaderVariant>;
+  /** Its three bodies once built (0 until then), the recompressed brotli one once replaced. */
+  bytes: number;
+}
+
+/**
+ * A banner's responses by location, least recently served first, with the bytes of those built
+ * (the sum of their `bytes`).
+ */
 export interface Variants {
-  bodies: Map<string, Promise<LoaderVariant>>;
+  bodies: Map<string, KeptVariant>;
   bytes: number;
 }
 

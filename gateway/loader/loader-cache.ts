@@ -3,6 +3,7 @@ import { DEFAULT_LOADER_CACHE_MB } from "#daemon/config.js";
 import { BrotliUpgrades } from "#gateway/loader/brotli-upgrades.js";
 import {
   type CachedBanner,
+  type KeptVariant,
   type Loading,
   type ReadToken,
   remember,
@@ -28,7 +29,8 @@ export interface LoaderCacheOptions extends StaleServingSettings {
 }
 
 /**
- * Bounds on memory: banners kept, locations kept per banner, and public ids known to be missing.
+ * Bounds on memory: banners kept, locations kept per banner (the least recently served leaves
+ * first), and public ids known to be missing.
  * The bytes kept have a bound of their own (`maxBytes`), as a response per country or region of a
  * banner with jurisdiction rules and large texts could otherwise reach gigabytes within the counts.
  */
@@ -96,27 +98,10 @@ export class LoaderCache {
     const key = variantKey(location);
     const { variants } = cached;
     const kept = variants.bodies.get(key);
-    let variant = kept;
-    if (!variant) {
-      if (variants.bodies.size >= MAX_VARIANTS) this.#clear(publicId, variants);
-      // Counted once built, unless its location was cleared meanwhile; a failed build is not
-      // kept: the next request tries again.
-      const building: Promise<LoaderVariant> = buildVariant(cached.banner, location).then(
-        (built) => {
-          if (variants.bodies.get(key) === building) {
-            this.#count(publicId, variants, bytesOf(built));
-          }
-          return built;
-        },
-        (error: unknown) => {
-          if (variants.bodies.get(key) === building) variants.bodies.delete(key);
-          throw error;
-        },
-      );
-      variants.bodies.set(key, building);
-      variant = building;
-    }
-    const built = await variant;
+    // Re-inserted on use: the least recently served location leaves first.
+    const variant = kept ?? this.#build(publicId, cached, location, key);
+    this.#keepLocation(publicId, variants, key, variant);
+    const built = await variant.response;
     // Asked for again while kept: worth recompressing at brotli's highest quality.
     if (kept) {
       const stillKept = () =>
@@ -124,7 +109,10 @@ export class LoaderCache {
       this.#upgrades.request({
         variant: built,
         kept: stillKept,
-        replaced: (bytes) => this.#count(publicId, variants, bytes),
+        replaced: (bytes) => {
+          kept.bytes += bytes;
+          this.#count(publicId, variants, bytes);
+        },
       });
     }
     // A copy marked stale, so the bodies kept for the banner stay as built.
@@ -243,15 +231,43 @@ export class LoaderCache {
     this.#keptBytes -= dropped.variants.bytes;
   }
 
-  #clear(publicId: string, variants: Variants): void {
-    if (this.#banners.get(publicId)?.variants === variants) this.#keptBytes -= variants.bytes;
-    variants.bodies.clear();
-    variants.bytes = 0;
+  /**
+   * A location's response, built at once; counted once built, unless its location was dropped
+   * meanwhile. A failed build is not kept: the next request tries again.
+   */
+  #build(publicId: string, cached: CachedBanner, location: Geo | null, key: string): KeptVariant {
+    const { variants } = cached;
+    const response = buildVariant(cached.banner, location).then(
+      (built) => {
+        if (variants.bodies.get(key) === variant) {
+          variant.bytes = bytesOf(built);
+          this.#count(publicId, variants, variant.bytes);
+        }
+        return built;
+      },
+      (error: unknown) => {
+        if (variants.bodies.get(key) === variant) variants.bodies.delete(key);
+        throw error;
+      },
+    );
+    const variant: KeptVariant = { response, bytes: 0 };
+    return variant;
+  }
+
+  /**
+   * Sets a location's response as the banner's most recently served; beyond MAX_VARIANTS the
+   * least recently served leaves, its bytes with it (one still being built counts none, and is
+   * not counted once built; one being recompressed is not counted again, its `kept` false).
+   */
+  #keepLocation(publicId: string, variants: Variants, key: string, variant: KeptVariant): void {
+    const dropped = remember(variants.bodies, key, variant, MAX_VARIANTS);
+    if (dropped) this.#count(publicId, variants, -dropped.value.bytes);
   }
 
   /**
    * Counts the bytes of a built response, or those a recompressed one gained (negative when it
-   * shrank); beyond the budget, least recently used banners leave but this one.
+   * shrank), or those a dropped location held (negative); beyond the budget, least recently used
+   * banners leave but this one.
    */
   #count(publicId: string, variants: Variants, bytes: number): void {
     variants.bytes += bytes;

@@ -143,6 +143,27 @@ describe("GET /loader/{publicId}.js, brotli", () => {
     });
   });
 
+  it("keeps a location asked for again while 300 others are asked for once, recompressed", async () => {
+    const { publicId } = await bannerFixture(service, {
+      configuration: payloadBudgetConfiguration(),
+    });
+    const popular = await recompressed(
+      publicId,
+      "US-CA",
+      (await at(publicId, "US-CA")).bytes.length,
+    );
+    const places = Array.from({ length: 320 }, (_, i) => `DE-${i + 1}`);
+    for (const [i, place] of places.entries()) {
+      expect(configOf(brotliDecompressSync((await at(publicId, place)).bytes)).region).toBe(place);
+      // Its visitors keep coming: served as recompressed, never dropped and built again.
+      if (i % 50 === 49) {
+        const again = await at(publicId, "US-CA");
+        expect([place, again.bytes.equals(popular.bytes)]).toEqual([place, true]);
+      }
+    }
+    expect((await at(publicId, "US-CA")).bytes.equals(popular.bytes)).toBe(true);
+  });
+
   it("recompresses the locations asked for again one at a time, in the background", async () => {
     const { publicId } = await bannerFixture(service, {
       configuration: payloadBudgetConfiguration(),

@@ -1,8 +1,10 @@
+import { setTimeout as sleep } from "node:timers/promises";
+import { constants } from "node:zlib";
 import { createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { LoaderCache } from "#gateway/loader/loader-cache.js";
-import type { LoaderVariant } from "#gateway/loader/loader-response.js";
+import { FIRST_BROTLI_QUALITY, type LoaderVariant } from "#gateway/loader/loader-response.js";
 import type { Geo } from "#gateway/loader/runtime-config.js";
 import { BannerService, type PublishedBanner } from "#gen/consent/v1/banner_pb.js";
 import { http, publishConfiguration } from "#test/support/api.js";
@@ -184,6 +186,32 @@ describe("LoaderCache against a daemon it hears nothing from", () => {
       const before = fetches;
       expect(await cache.variant(second.publicId, null)).toBe(served);
       expect(fetches).toBe(before);
+    });
+
+    it("drops the least recently served location beyond 300, counting nothing for it after", async () => {
+      const { publicId } = await bannerFixture(service, {
+        configuration: { jurisdictionRules: [{ id: "everyone", mode: "notice" }] },
+      });
+      const cache = budgeted(Number.POSITIVE_INFINITY);
+      const [dropped, ...others] = places(302);
+      const first = await cache.variant(publicId, dropped as Geo);
+      // Asked again: queued for recompression, which ends after it was dropped.
+      await cache.variant(publicId, dropped as Geo);
+      const kept = await Promise.all(
+        others.slice(0, 300).map((geo) => cache.variant(publicId, geo)),
+      );
+      expect(new Set(kept.map((v) => v?.hash)).size).toBe(300);
+      // Served again, the oldest of the others stays and the next leaves in its place.
+      expect(await cache.variant(publicId, others[0] as Geo)).toBe(kept[0]);
+      kept.splice(1, 1, await cache.variant(publicId, others[300] as Geo));
+      expect(await cache.variant(publicId, others[0] as Geo)).toBe(kept[0]);
+      // Queued behind the dropped one's recompression: once it is done, so is the other.
+      const last = kept[kept.length - 1] as LoaderVariant;
+      await cache.variant(publicId, others[299] as Geo);
+      while (last.brotliQuality < constants.BROTLI_MAX_QUALITY) await sleep(20);
+      expect(cache.keptBytes).toBe(kept.reduce((sum, v) => sum + bytesOf(v), 0));
+      expect(first?.brotliQuality).toBe(FIRST_BROTLI_QUALITY);
+      expect(await cache.variant(publicId, dropped as Geo)).not.toBe(first);
     });
 
     it("counts each response while kept, and nothing once its banner is gone or replaced", async () => {
