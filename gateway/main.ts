@@ -109,10 +109,11 @@ const TOKEN_CHECK_MS = 2_000;
  * A gateway whose operator token is not its daemon's would serve, but the daemon would ignore the
  * client addresses it relays (daemon/auth/caller.ts): every REST client would share the
  * gateway's address for the per-IP limits and the failed-authentication lockout. So the token is
- * put to the daemon once: refused, start-up stops with a ConfigError. A daemon that cannot be
- * reached yet judges it on the gateway's first call instead, where the token watch
- * (token-watch.ts) answers a refusal with 503 and logs it, as it does for a token the daemon
- * stops accepting later.
+ * put to the daemon once, as the daemon judges the gateway's relayed calls (operatorTokenVerdict):
+ * refused, start-up stops with a ConfigError; the daemon's token is accepted even while this
+ * host's address is locked out for failed attempts. A daemon that cannot be reached yet judges it
+ * on the gateway's first call instead, where the token watch (token-watch.ts) answers a refusal
+ * with 503 and logs it, as it does for a token the daemon stops accepting later.
  */
 async function checkOperatorToken(
   transport: Transport,
@@ -124,7 +125,8 @@ async function checkOperatorToken(
   const first = await operatorTokenVerdict(transport, operatorToken, TOKEN_CHECK_MS);
   if (first === "refused") throw new ConfigError(refusal);
   if (first === "accepted") return;
-  // spec 8: the daemon refuses this host's address whatever it sends, the token unjudged.
+  // spec 8: a token the daemon does not take meets the lockout of this host's address, which
+  // answers it in place of the refusal.
   const why =
     first === "locked out"
       ? "it locks this host's address out for too many failed authentication attempts: something on this host sends it wrong credentials, such as a gateway with an old token (this one restarting included) or a client with wrong keys or tokens"

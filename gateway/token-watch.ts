@@ -1,17 +1,25 @@
 import { Code, ConnectError, createClient, type Transport } from "@connectrpc/connect";
 import type { FastifyBaseLogger } from "fastify";
-import { WRONG_GATEWAY_TOKEN_MESSAGE } from "#daemon/auth/caller.js";
+import {
+  CallerHeaders,
+  OPERATOR_TOKEN_NEEDED_MESSAGE,
+  WRONG_GATEWAY_TOKEN_MESSAGE,
+} from "#daemon/auth/caller.js";
 import { AdminService } from "#gen/consent/v1/admin_pb.js";
 import { ErrorInfoSchema, LockedOutAddress } from "#gen/consent/v1/errors_pb.js";
 
-/** A team id no team has: the probe's answer is `not_found` once the token is accepted. */
+/** A team id no team has: the probe presents no credential, so the daemon looks no team up. */
 const PROBE_TEAM_ID = "00000000-0000-0000-0000-000000000000";
 
 /**
- * What the daemon says of an operator token: accepted, refused, or no verdict: the caller's own
- * address locked out for failed attempts before the token was judged, or the call's code
- * (unreachable, not a daemon at all). A refusal counts as a failed attempt from the caller's
- * address (spec 8), as any wrong credential does.
+ * What the daemon says of a gateway's operator token, judged as it judges the gateway's relayed
+ * calls: accepted, refused, or no verdict: the caller's own address locked out for failed
+ * attempts, or the call's code (unreachable, not a daemon at all). The token goes in
+ * consent-gateway-token with no credential, so the daemon's answer to a token it takes is the
+ * 401 of a call without the operator token, which is no failed attempt and which no lockout holds
+ * back (spec 8): the token is seen accepted while something else on the gateway's host keeps its
+ * address locked out, and putting it to the daemon never adds to that lockout. A wrong token is
+ * refused, a failed attempt from the caller's address, or answered with that address's lockout.
  */
 export async function operatorTokenVerdict(
   transport: Transport,
@@ -21,15 +29,17 @@ export async function operatorTokenVerdict(
   try {
     await createClient(AdminService, transport).getTeam(
       { id: PROBE_TEAM_ID },
-      { headers: { authorization: `Bearer ${operatorToken}` }, timeoutMs },
+      { headers: { [CallerHeaders.gatewayToken]: operatorToken }, timeoutMs },
     );
-    return "accepted";
+    // An answer past the operator check would take a credential the probe never sends.
+    return Code.Unknown;
   } catch (error) {
+    if (isGatewayTokenRefusal(error)) return "refused";
     if (isOwnAddressLockout(error)) return "locked out";
-    const { code } = ConnectError.from(error);
-    if (code === Code.Unauthenticated || code === Code.PermissionDenied) return "refused";
-    // not_found comes from past the operator check: the token was accepted.
-    return code === Code.NotFound ? "accepted" : code;
+    const { code, rawMessage } = ConnectError.from(error);
+    return code === Code.Unauthenticated && rawMessage === OPERATOR_TOKEN_NEEDED_MESSAGE
+      ? "accepted"
+      : code;
   }
 }
 
@@ -46,8 +56,8 @@ function isGatewayTokenRefusal(error: unknown): boolean {
  * The daemon refuses the gateway's own address for failed authentication attempts (spec 8), as
  * its ErrorInfo says: not the address of a client the gateway relays, whose lockout is that
  * client's 429. A gateway's calls count against its own address only while the daemon does not
- * take its token (daemon/auth/caller.ts), and they do not reach the token's judgement while the
- * address is locked out, whoever on its host made the failures.
+ * take its token (daemon/auth/caller.ts), and while the address is locked out, whoever on its
+ * host made the failures, they are answered the lockout instead of the token's refusal.
  */
 function isOwnAddressLockout(error: unknown): boolean {
   return (
@@ -69,7 +79,8 @@ const PROBE_TIMEOUT_MS = 2_000;
  * addresses it relays, so counts the gateway's; the failures may be another process's on the same
  * host, made before this gateway's first refusal), the gateway is refused until the daemon
  * accepts the token again. Both are the gateway's failure, not the client's. The token is put to
- * the daemon every RECHECK_MS meanwhile, and a gateway that serves no request learns of a refusal
+ * the daemon every RECHECK_MS meanwhile (operatorTokenVerdict: accepted again even while the
+ * host's address stays locked out), and a gateway that serves no request learns of a refusal
  * from its health checks (at most every IDLE_CHECK_MS).
  */
 export class TokenWatch {

@@ -1,6 +1,11 @@
 import type { HandlerContext } from "@connectrpc/connect";
 import { AttemptsInFlight } from "#daemon/auth/attempts-in-flight.js";
-import { type Caller, callerOf, WRONG_GATEWAY_TOKEN_MESSAGE } from "#daemon/auth/caller.js";
+import {
+  type Caller,
+  callerOf,
+  OPERATOR_TOKEN_NEEDED_MESSAGE,
+  WRONG_GATEWAY_TOKEN_MESSAGE,
+} from "#daemon/auth/caller.js";
 import { planIncludesCrossDevice, type Scope } from "#daemon/auth/scopes.js";
 import { digestsEqual, type SecretCheck, secretCheck } from "#daemon/auth/secrets.js";
 import type { Clock } from "#daemon/clock.js";
@@ -198,15 +203,14 @@ export class Authenticator {
    */
   async authorizeOperator(ctx: HandlerContext): Promise<Caller> {
     const caller = await this.refuseWrongGatewayToken(ctx);
-    const message = "This call needs the operator token";
     if (caller.bearer === undefined && !caller.unreadableCredential) {
-      throw new DomainError("unauthenticated", "unauthorized", message);
+      throw new DomainError("unauthenticated", "unauthorized", OPERATOR_TOKEN_NEEDED_MESSAGE);
     }
     // A blocked address first, whatever it presents (see authorize).
     const address = this.addressOf(caller);
     return this.attempt(address, ctx, async () => {
       if (caller.bearer !== undefined && this.operator.matches(caller.bearer)) return caller;
-      throw await this.failed(address, "unauthorized", message);
+      throw await this.failed(address, "unauthorized", OPERATOR_TOKEN_NEEDED_MESSAGE);
     });
   }
 

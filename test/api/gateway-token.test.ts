@@ -1,9 +1,11 @@
+import { Code, ConnectError } from "@connectrpc/connect";
 import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { createDaemonTransport } from "#gateway/daemon-transport.js";
 import { startGateway } from "#gateway/main.js";
 import { PAGE_LANGUAGES, pageTexts } from "#gateway/preferences/page-texts.js";
-import { createTeam, mintKey } from "#test/support/api.js";
+import { operatorTokenVerdict } from "#gateway/token-watch.js";
+import { createTeam, mintKey, operator } from "#test/support/api.js";
 import { aChoice, bannerFixture, postLog } from "#test/support/consent-log.js";
 import { startTestService, type TestService } from "#test/support/service.js";
 
@@ -81,6 +83,47 @@ describe("a stand-alone gateway whose operator token the daemon no longer accept
     const health = await fetch(`${gateway.url}/api/v1/health`);
     expect(health.status).toBe(503);
     expect(await health.json()).toMatchObject({ data: { status: "unavailable" } });
+  });
+});
+
+/**
+ * spec 8: a stand-alone gateway puts its operator token to the daemon (at start-up, and while the
+ * daemon refuses it) as the daemon judges its relayed calls, so the verdict is the token's own:
+ * not the lockout of the gateway's host address, which other callers on the host may have caused,
+ * and never a failed attempt that would add to it.
+ */
+describe("a stand-alone gateway's check of its operator token", () => {
+  let daemon: TestService;
+  let now = Date.parse("2026-11-22T12:07:10.000Z");
+  beforeAll(async () => {
+    daemon = await startTestService({ clock: () => new Date(now) });
+  });
+  afterAll(() => daemon?.close());
+
+  it("finds the daemon's token accepted while its host's address is locked out, counting none of its checks as failed attempts", async () => {
+    const transport = createDaemonTransport({ baseUrl: daemon.daemonUrl });
+    const verdict = (token: string) => operatorTokenVerdict(transport, token, 2_000);
+    const { admin } = operator(daemon);
+    // A direct caller on the same host (127.0.0.1) with a wrong token: the code it is answered.
+    const guess = () =>
+      admin.listTeams({}, { headers: { authorization: "Bearer not-the-operator-token" } }).then(
+        () => "answered",
+        (error: unknown) => ConnectError.from(error).code,
+      );
+
+    for (let attempt = 0; attempt < 9; attempt++) expect(await guess()).toBe(Code.Unauthenticated);
+    for (let check = 0; check < 3; check++)
+      expect(await verdict(daemon.operatorToken)).toBe("accepted");
+    // The checks were not counted: the tenth guess is still judged, the eleventh meets the lockout.
+    expect(await guess()).toBe(Code.Unauthenticated);
+    expect(await guess()).toBe(Code.ResourceExhausted);
+
+    expect(await verdict(daemon.operatorToken)).toBe("accepted");
+    expect(await verdict(`${daemon.operatorToken}-before-it-changed`)).toBe("locked out");
+    // The next minute, the lockout over, a wrong token is refused.
+    now += 60_000;
+    expect(await verdict(`${daemon.operatorToken}-before-it-changed`)).toBe("refused");
+    expect(await verdict(daemon.operatorToken)).toBe("accepted");
   });
 });
 

@@ -1,5 +1,6 @@
-import { describe, expect, it } from "vitest";
-import { createTeam, http, mintKey } from "#test/support/api.js";
+import { Code, ConnectError } from "@connectrpc/connect";
+import { describe, expect, it, vi } from "vitest";
+import { createTeam, http, mintKey, operator } from "#test/support/api.js";
 import {
   DAEMON_URL,
   endpoints,
@@ -20,11 +21,11 @@ const LOCKOUT_MESSAGE =
 
 /**
  * spec 8 counts failed attempts in minutes aligned to the clock: a sequence that must end in the
- * minute its failures were counted starts at least 20 s before that minute ends.
+ * minute its failures were counted starts at least `needsMs` (20 s) before that minute ends.
  */
-async function earlyInAMinute(): Promise<void> {
+async function earlyInAMinute(needsMs = 20_000): Promise<void> {
   const left = MINUTE_MS - (Date.now() % MINUTE_MS);
-  if (left < 20_000) await new Promise((resolve) => setTimeout(resolve, left + 100));
+  if (left < needsMs) await new Promise((resolve) => setTimeout(resolve, left + 100));
 }
 
 /**
@@ -45,6 +46,23 @@ describe("failed-authentication lockouts through stand-alone gateways", {
       CONSENT_GRPC_PORT: String(port),
     });
     return { program, url: await program.waitFor(DAEMON_URL) };
+  }
+
+  /**
+   * A client at `clientIp` behind the gateways of the daemon at `daemonUrl` (first started with
+   * TOKEN_BEFORE) with a key minted through the gateway at `gatewayUrl`: its banner list through
+   * any of them, and the endpoints of each.
+   */
+  async function bannerClient(daemonUrl: string, gatewayUrl: string, clientIp: string) {
+    const service = (url: string): TestService =>
+      endpoints({ daemonUrl, gatewayUrl: url, operatorToken: TOKEN_BEFORE });
+    const { key } = await mintKey(service(gatewayUrl), await createTeam(service(gatewayUrl)));
+    const banners = (url: string) =>
+      http(service(url), "GET", "/api/v1/banners", {
+        key,
+        headers: { "x-forwarded-for": clientIp },
+      });
+    return { service, banners };
   }
 
   async function startGateway(daemonUrl: string, token: string) {
@@ -104,14 +122,7 @@ describe("failed-authentication lockouts through stand-alone gateways", {
       startGateway(first.url, TOKEN_BEFORE),
       startGateway(first.url, TOKEN_BEFORE),
     ]);
-    const service = (gatewayUrl: string): TestService =>
-      endpoints({ daemonUrl: first.url, gatewayUrl, operatorToken: TOKEN_BEFORE });
-    const { key } = await mintKey(service(a.url), await createTeam(service(a.url)));
-    const banners = (gatewayUrl: string) =>
-      http(service(gatewayUrl), "GET", "/api/v1/banners", {
-        key,
-        headers: { "x-forwarded-for": "192.0.2.20" },
-      });
+    const { service, banners } = await bannerClient(first.url, a.url, "192.0.2.20");
     expect((await banners(a.url)).status).toBe(200);
 
     // The daemon comes back with another admin token: neither gateway's is its own any more.
@@ -160,5 +171,51 @@ describe("failed-authentication lockouts through stand-alone gateways", {
     ]);
     const throughC = await banners(c.url);
     expect([throughC.status, throughC.headers.get("retry-after")]).toEqual([503, "300"]);
+  });
+
+  it("serves again, its health ok, once the daemon takes its token back, though its host's address stays locked out and another gateway there is refused", async () => {
+    const dataDir = dirs.join("token-back");
+    const port = await freePort();
+    const before = await startDaemon(dataDir, TOKEN_BEFORE, port);
+    const a = await startGateway(before.url, TOKEN_BEFORE);
+    const { service, banners } = await bannerClient(before.url, a.url, "192.0.2.30");
+    const health = async (gatewayUrl: string) => {
+      const answer = await http(service(gatewayUrl), "GET", "/api/v1/health");
+      return [answer.status, answer.body.data];
+    };
+
+    // The daemon comes back with another admin token, which gateway B starts with. A's calls are
+    // refused for its token, each a failed attempt of this host's address, until it is locked out.
+    expect(await before.program.stop()).toBe(0);
+    const after = await startDaemon(dataDir, TOKEN_AFTER, port);
+    const b = await startGateway(after.url, TOKEN_AFTER);
+    await earlyInAMinute(35_000);
+    for (let call = 0; call < 12; call++) expect((await banners(a.url)).status).toBe(503);
+    expect(await health(a.url)).toEqual([503, { status: "unavailable" }]);
+
+    // The daemon comes back with A's token, the lockout (kept in its store) still on: now B's
+    // token is the wrong one.
+    expect(await after.program.stop()).toBe(0);
+    await startDaemon(dataDir, TOKEN_BEFORE, port);
+    expect((await banners(b.url)).status).toBe(503);
+    // The daemon takes A's token and judges its calls by its client's address, and A learns so
+    // within its 10 s recheck: its health is ok again.
+    expect((await banners(a.url)).status).toBe(200);
+    await vi.waitFor(async () => expect(await health(a.url)).toEqual([200, { status: "ok" }]), {
+      timeout: 12_000,
+      interval: 250,
+    });
+    expect(logLines(a.program).map(({ level }) => level)).toEqual([50]);
+    // A gateway started now has its token accepted at start-up, and warns of nothing.
+    const c = await startGateway(before.url, TOKEN_BEFORE);
+    expect(await health(c.url)).toEqual([200, { status: "ok" }]);
+    expect((await banners(c.url)).status).toBe(200);
+    expect(logLines(c.program)).toEqual([]);
+
+    // All the while, this host's own address is locked out: even the operator token is refused.
+    const { admin, auth } = operator(service(a.url));
+    const direct = await admin.listTeams({}, auth).catch((error: unknown) => error);
+    expect(direct).toBeInstanceOf(ConnectError);
+    expect((direct as ConnectError).code).toBe(Code.ResourceExhausted);
   });
 });
