@@ -343,9 +343,9 @@ export function bannerSites(banner: BannerRecord): readonly Site[] {
 export function authorizeOrigin(sites: readonly Site[], origin: string, referer: string): void {
   const read = readOriginHeader(origin);
   if (read.kind === "invalid") throw domainNotAuthorized(NOT_AN_ORIGIN);
-  const url = read.kind === "origin" ? read.url : httpUrl(referer);
-  if (url === null) throw domainNotAuthorized(NO_ORIGIN);
-  const site = siteOfUrl(url);
+  const refererUrl = read.kind === "origin" ? null : httpUrl(referer);
+  const site = read.kind === "origin" ? read.site : refererUrl && siteOfUrl(refererUrl);
+  if (!site) throw domainNotAuthorized(NO_ORIGIN);
   if (hostAllowed(site.host, site.port, sites)) return;
   // The site as sent may be long: its quote is cut, so the sentence is still whole.
   throw domainNotAuthorized(

@@ -1,4 +1,5 @@
 import type { Site } from "#daemon/banners/domains.js";
+import { boundedMemo } from "#daemon/memo.js";
 
 /** An address (a Referer, a pageUrl, an Origin) read as an http(s) URL; null for anything else. */
 export function httpUrl(value: string | undefined): URL | null {
@@ -35,16 +36,42 @@ export function siteOfUrl(url: URL): Site {
  *   not punycoded, another scheme, or no URL at all.
  */
 export type OriginHeader =
-  | { kind: "absent" }
-  | { kind: "opaque" }
-  | { kind: "origin"; url: URL }
-  | { kind: "invalid" };
+  | { readonly kind: "absent" }
+  | { readonly kind: "opaque" }
+  | {
+      readonly kind: "origin";
+      /** The origin's serialisation: the header in lower case. */
+      readonly origin: string;
+      /** Its site, as the domain check judges it (siteOfUrl). */
+      readonly site: Readonly<Site>;
+    }
+  | { readonly kind: "invalid" };
 
-/** Reads an Origin header's value (OriginHeader). */
+const ABSENT: OriginHeader = Object.freeze({ kind: "absent" });
+const OPAQUE: OriginHeader = Object.freeze({ kind: "opaque" });
+const INVALID: OriginHeader = Object.freeze({ kind: "invalid" });
+
+/**
+ * The reading of each Origin value lately read, in this process's memory: a banner's posts come
+ * from a few origins, and each post's Origin is read twice, by the gateway's CORS echo and by the
+ * daemon's domain check, a URL parse each. Values longer than any origin a browser sends (a host
+ * is at most 253 characters) are read without being kept, so a flood of long headers keeps
+ * nothing large.
+ */
+const readKept = boundedMemo(1_024, readOriginValue);
+const MAX_KEPT_ORIGIN = 300;
+
+/** Reads an Origin header's value (OriginHeader). The answer is frozen: it may be shared. */
 export function readOriginHeader(value: string | undefined): OriginHeader {
-  if (!value) return { kind: "absent" };
-  if (value === "null") return { kind: "opaque" };
+  if (!value) return ABSENT;
+  if (value === "null") return OPAQUE;
+  return value.length <= MAX_KEPT_ORIGIN ? readKept(value) : readOriginValue(value);
+}
+
+function readOriginValue(value: string): OriginHeader {
   const url = httpUrl(value);
   // The serialisation the URL gives back is the header itself only when the header was one.
-  return url && url.origin === value.toLowerCase() ? { kind: "origin", url } : { kind: "invalid" };
+  const origin = url?.origin;
+  if (!url || origin !== value.toLowerCase()) return INVALID;
+  return Object.freeze({ kind: "origin", origin, site: Object.freeze(siteOfUrl(url)) });
 }

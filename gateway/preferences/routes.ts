@@ -116,7 +116,7 @@ function isFromAnotherSite(request: FastifyRequest): boolean {
   const origin = readOriginHeader(request.headers.origin);
   if (origin.kind === "absent") return false;
   const own = httpUrl(`${request.protocol}://${request.host}`)?.origin;
-  return origin.kind !== "origin" || own === undefined || origin.url.origin !== own;
+  return origin.kind !== "origin" || own === undefined || origin.origin !== own;
 }
 
 /** The categories ticked in the submitted form (application/x-www-form-urlencoded). */

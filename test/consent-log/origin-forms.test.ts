@@ -213,6 +213,24 @@ describe("the log route's Origin and Referer forms, over REST and gRPC alike", (
     expect(seen).toEqual(expected);
   });
 
+  it("judges one Origin, read once and kept, by each banner it is posted to", async () => {
+    const shop = await bannerFixture(ctx.service);
+    const other = await bannerFixture(ctx.service, { domain: "other.example" });
+    // The same value, in the order a kept reading could leak from one banner's answer to another's.
+    const posts = [shop, other, shop, other].map((banner) =>
+      postLog(ctx.service, aChoice(banner.publicId), { ip: ip(), origin: SITE }),
+    );
+    const answered = (await Promise.all(posts)).map((posted) => [
+      posted.status,
+      posted.body.code,
+      posted.headers.get("access-control-allow-origin"),
+    ]);
+    const refused = [403, "domain_not_authorized", SITE];
+    expect(answered).toEqual([[200, undefined, SITE], refused, [200, undefined, SITE], refused]);
+    expect(await storedRows(ctx.service, shop.teamId)).toHaveLength(2);
+    expect(await storedRows(ctx.service, other.teamId)).toEqual([]);
+  });
+
   it("keeps the Referer's site as the row's page address when Origin is null", async () => {
     const { teamId, publicId } = await bannerFixture(ctx.service);
     const posted = await postLog(ctx.service, aChoice(publicId), {
