@@ -137,7 +137,8 @@ export function reducePageUrl(
     const host = url && hostName(url);
     if (!url || !host || !hostAllowed(host, url.port, bannerSites)) return undefined;
     // Kept with its host as the domain check read it: `shop.example.com.` is `shop.example.com`.
-    url.hostname = host;
+    // The setter re-parses the whole address, so it runs only when the host changes.
+    if (url.hostname !== host) url.hostname = host;
     const path = url.pathname.replace(/;[^/]*/g, "");
     const kept = level === "origin" ? url.origin : `${url.origin}${path}`;
     return kept.length <= MAX_KEPT_PAGE_URL ? kept : undefined;
