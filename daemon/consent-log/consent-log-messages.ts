@@ -12,7 +12,17 @@ import {
 
 /** Drops absent optional fields: a stored row has each optional field with a value or not at all. */
 export function compact<T extends object>(value: T): T {
-  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as T;
+  // A loop over the keys, not Object.entries and fromEntries: a pair array per field cost a
+  // log post about 2 µs.
+  const kept: Record<string, unknown> = {};
+  for (const key of Object.keys(value)) {
+    const field = (value as Record<string, unknown>)[key];
+    // defineProperty for `__proto__`, which an assignment would take as the prototype.
+    if (field === undefined) continue;
+    if (key === "__proto__") Object.defineProperty(kept, key, { value: field, enumerable: true });
+    else kept[key] = field;
+  }
+  return kept as T;
 }
 
 /** A stored row as the ConsentLogEntry message: the internal banner and team ids stay inside. */
