@@ -1,6 +1,8 @@
 import http2 from "node:http2";
 import { connect, createServer, type Socket } from "node:net";
+import { create, toBinary } from "@bufbuild/protobuf";
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
+import { requestHeader } from "@connectrpc/connect/protocol-connect";
 import { fastifyConnectPlugin } from "@connectrpc/connect-fastify";
 import { fastify } from "fastify";
 import { pino } from "pino";
@@ -14,6 +16,7 @@ import { startGateway } from "#gateway/main.js";
 import { ErrorInfoSchema } from "#gen/consent/v1/errors_pb.js";
 import {
   Health,
+  HealthCheckResponseSchema,
   HealthCheckResponse_ServingStatus as Status,
 } from "#gen/grpc/health/v1/health_pb.js";
 import { rawServer } from "#test/support/raw-http2.js";
@@ -70,6 +73,22 @@ async function blackHoleRelay(port: number) {
         for (const flow of live) flow.client.destroy();
       }),
   };
+}
+
+/** A Health/Check answer as the daemon encodes it. */
+const serving = () =>
+  toBinary(
+    HealthCheckResponseSchema,
+    create(HealthCheckResponseSchema, { status: Status.SERVING }),
+  );
+
+/** A Headers' entries in its order, as a caller iterating it reads them. */
+function entriesOf(headers: Headers): [string, string][] {
+  const entries: [string, string][] = [];
+  headers.forEach((value, name) => {
+    entries.push([name, value]);
+  });
+  return entries;
 }
 
 const failureOf = (call: Promise<unknown>) => call.then(() => undefined, ConnectError.from);
@@ -508,6 +527,48 @@ describe("the stand-alone gateway's transport to the daemon", () => {
     expect(failure?.metadata.get("x-retry")).toBe("9");
     expect(failure?.metadata.get("x-ratelimit-limit")).toBe("50");
     expect(failure?.findDetails(ErrorInfoSchema)[0]?.code).toBe("rate_limited");
+  });
+
+  it("sends the daemon the request headers connect-es makes of the caller's, however given", async () => {
+    const received: http2.IncomingHttpHeaders[] = [];
+    const daemon = await rawServer((stream, headers) => {
+      received.push(headers);
+      const body = serving();
+      stream.respond({ ":status": 200, "content-type": "application/proto" });
+      stream.end(body);
+    });
+    cleanups.push(daemon.close);
+    const health = createClient(Health, createDaemonTransport({ baseUrl: daemon.url }));
+    const relayed = {
+      "consent-client-ip": "203.0.113.7",
+      "consent-gateway-token": "consent_op_token",
+      authorization: "Bearer ck_live_key",
+    };
+    const calls: { headers?: HeadersInit; timeoutMs?: number }[] = [
+      { headers: relayed },
+      { headers: { ...relayed, "user-agent": "relay/1", "content-type": "text/plain" } },
+      { headers: { "X-Capital": " padded ", "connect-protocol-version": "7" } },
+      { headers: new Headers(relayed) },
+      { headers: [["consent-origin", "https://shop.example"]] },
+      { headers: relayed, timeoutMs: 5_000 },
+      {},
+    ];
+    for (const options of calls) await health.check({ service: "" }, options);
+    const sent = received.map((headers) =>
+      Object.fromEntries(Object.entries(headers).filter(([name]) => !name.startsWith(":"))),
+    );
+    const made = calls.map(({ headers, timeoutMs }) =>
+      Object.fromEntries(entriesOf(requestHeader("unary", true, timeoutMs, headers, true))),
+    );
+    // The deadline left when the call went out, a millisecond or two under the one given.
+    const timeout = Number(sent[5]?.["connect-timeout-ms"]);
+    expect(timeout).toBeGreaterThan(4_000);
+    expect(timeout).toBeLessThanOrEqual(5_000);
+    (made[5] as Record<string, string>)["connect-timeout-ms"] = String(timeout);
+    expect(sent).toEqual(made);
+    expect(received.map((headers) => headers[":path"])).toEqual(
+      calls.map(() => "/grpc.health.v1.Health/Check"),
+    );
   });
 
   it("reads an answer that is not the Connect protocol's (a proxy's 502) as UNAVAILABLE", async () => {

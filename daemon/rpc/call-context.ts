@@ -27,9 +27,11 @@ const KEPT_VALUE =
 /**
  * A copy of a plain header record whose every name and value Headers would keep as they are;
  * undefined for anything else (an array of pairs, a Headers, a name in capitals, a value Headers
- * would trim or refuse), which only a Headers reads as Headers does.
+ * would trim or refuse), which only a Headers reads as Headers does. Such a record can stand in
+ * for the Headers made of it: the daemon's contexts read it (PlainCallContext), and the gateway's
+ * client writes it on the wire as it is (gateway/daemon-transport.ts).
  */
-function keptAsIs(init: HeadersInit | undefined): Record<string, string> | undefined {
+export function keptAsIs(init: HeadersInit | undefined): Record<string, string> | undefined {
   // Without a prototype: a name it has (constructor) is no header the caller sent.
   const record: Record<string, string> = Object.create(null);
   if (init === undefined) return record;
