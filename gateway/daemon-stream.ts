@@ -24,7 +24,8 @@ export interface Call {
 /** A response as read off the wire. */
 export interface Reply {
   status: number;
-  header: Headers;
+  /** The header fields as Node reads them, pseudo-headers (`:status`) included. */
+  header: http2.IncomingHttpHeaders;
   body: Uint8Array;
 }
 
@@ -34,7 +35,7 @@ export type FailCall = (error: Error) => void;
 /** What is read of an answer so far. */
 interface Answer {
   status: number;
-  header: Headers | undefined;
+  header: http2.IncomingHttpHeaders | undefined;
   declaredLength: number | undefined;
   chunks: Buffer[];
   received: number;
@@ -82,7 +83,7 @@ export function readReply(
       const { chunks, received } = answer;
       resolve({
         status: answer.status,
-        header: answer.header ?? new Headers(),
+        header: answer.header ?? {},
         body: chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, received),
       });
     };
@@ -104,7 +105,7 @@ function listen(
 ): void {
   stream.on("response", (received) => {
     answer.status = Number(received[HTTP2_HEADER_STATUS]);
-    answer.header = headersOf(received);
+    answer.header = received;
     const length = received[HTTP2_HEADER_CONTENT_LENGTH];
     answer.declaredLength = length === undefined ? undefined : Number(length);
     // The limit guards the gateway against a bad answer: an internal failure, not the caller's.
@@ -146,17 +147,4 @@ function listen(
   stream.on("close", () => {
     if (!answer.settled) finish(lost());
   });
-}
-
-/** HTTP/2 response headers as Fetch Headers, without pseudo-headers. */
-function headersOf(received: http2.IncomingHttpHeaders): Headers {
-  const headers = new Headers();
-  for (const name in received) {
-    if (name.charCodeAt(0) === 58 /* ":" */) continue;
-    const value = received[name];
-    if (value === undefined) continue;
-    if (Array.isArray(value)) for (const item of value) headers.append(name, item);
-    else headers.append(name, value);
-  }
-  return headers;
 }

@@ -571,6 +571,56 @@ describe("the stand-alone gateway's transport to the daemon", () => {
     );
   });
 
+  it("hands the caller an answer's header fields as its header, and no trailer when none came", async () => {
+    const daemon = await rawServer((stream) => {
+      const body = serving();
+      stream.respond({
+        ":status": 200,
+        "content-type": "application/proto",
+        "x-ratelimit-remaining": "49",
+        "set-cookie": ["a=1", "b=2"],
+        "trailer-x-after": "2",
+      });
+      stream.end(body);
+    });
+    cleanups.push(daemon.close);
+    const quiet = await rawServer((stream) => {
+      const body = serving();
+      stream.respond({ ":status": 200, "content-type": "application/proto", "x-one": "1" });
+      stream.end(body);
+    });
+    cleanups.push(quiet.close);
+    const seen: [string, string][][] = [];
+    for (const url of [daemon.url, quiet.url]) {
+      const health = createClient(Health, createDaemonTransport({ baseUrl: url }));
+      await health.check(
+        { service: "" },
+        {
+          onHeader: (header) => {
+            seen.push(entriesOf(header).filter(([name]) => name !== "date"));
+          },
+          onTrailer: (trailer) => {
+            seen.push(entriesOf(trailer));
+          },
+        },
+      );
+    }
+    expect(seen).toEqual([
+      [
+        ["content-type", "application/proto"],
+        ["set-cookie", "a=1"],
+        ["set-cookie", "b=2"],
+        ["x-ratelimit-remaining", "49"],
+      ],
+      [["x-after", "2"]],
+      [
+        ["content-type", "application/proto"],
+        ["x-one", "1"],
+      ],
+      [],
+    ]);
+  });
+
   it("reads an answer that is not the Connect protocol's (a proxy's 502) as UNAVAILABLE", async () => {
     const proxy = await rawServer((stream) => {
       stream.respond({ ":status": 502, "content-type": "text/plain" });
