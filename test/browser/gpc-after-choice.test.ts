@@ -62,9 +62,15 @@ interface ConsentEvent {
  * Global Privacy Control turned on after a choice (11 CCR §7025(c)(3), docs/behaviour.md): under
  * a US rule the signal opts the stored choice out of sale and sharing, recorded and announced as a
  * change; a choice made while it is on stands; outside a US rule nothing changes.
+ *
+ * The tests run side by side: each is one visitor of a banner of its own, in browser contexts of
+ * its own, and each waits out waitForRows' bound to show a visit recorded nothing, which one after
+ * another would add up to most of the file's time. Side by side on a busy machine, a test may
+ * take several times what it takes alone: hence the limit.
  */
 describe.skipIf(skipBrowserTests)(
   "banner runtime in Chromium: GPC turned on after a choice",
+  { concurrent: true, timeout: 120_000 },
   () => {
     const ctx = useBrowserSite({
       CONSENT_GEO_HEADER: "CF-IPCountry",

@@ -95,8 +95,14 @@ function expectUnavailable(answers: TimedAnswer[], window: { from: number; by: n
  * gateway served keeps being served, unchanged, and a change published while the gateway hears
  * nothing of it is served within seconds of the daemon being back; what must be durable (the log
  * route, the preferences page) answers 503 in its own shape meanwhile.
+ *
+ * The two tests run side by side: each has programs and a data dir of its own, and each spends
+ * most of its time waiting out the loader's bounds (5 s, 2 s) while its daemon is stopped.
  */
-describe("the loader of a stand-alone gateway whose daemon is down", { timeout: 120_000 }, () => {
+describe("the loader of a stand-alone gateway whose daemon is down", {
+  timeout: 120_000,
+  concurrent: true,
+}, () => {
   const dirs = useProgramRoot("consent-loader-outage-");
 
   it("serves what it served while the daemon restarts, then the daemon's answer again", async () => {
