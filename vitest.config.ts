@@ -7,6 +7,12 @@ import { defineConfig } from "vitest/config";
 // processes, the programs they start and consentctl (childEnv) inherit it.
 process.env.TZ ||= "Pacific/Chatham";
 
+/**
+ * Test files that set the environment a library reads once, as it loads (Ink's CI detection): they
+ * need a process of their own, where that library has not been loaded before them.
+ */
+const OWN_PROCESS = ["cli/run-command.test.tsx", "cli/lifecycle.test.tsx"];
+
 export default defineConfig({
   test: {
     testTimeout: 30_000,
@@ -14,10 +20,24 @@ export default defineConfig({
     // Test files start real servers on port 0 and real stores in temp dirs; two cores here.
     pool: "forks",
     maxWorkers: 2,
+    // A worker process runs one test file after another with the modules it has loaded: a fresh
+    // process per file loaded the daemon's, the gateway's and the CLI's module graphs again for
+    // each of some 160 files, about a second of CPU each. Every file starts its own services and
+    // stores and closes them in its afterAll; the files in OWN_PROCESS still get a process each.
+    isolate: false,
     projects: [
       {
         extends: true,
-        test: { name: "service", include: ["{daemon,gateway,cli,test}/**/*.test.{ts,tsx}"] },
+        test: {
+          name: "service",
+          include: ["{daemon,gateway,cli,test}/**/*.test.{ts,tsx}"],
+          exclude: OWN_PROCESS,
+        },
+      },
+      {
+        // The files of OWN_PROCESS, each in a process of its own.
+        extends: true,
+        test: { name: "own-process", include: OWN_PROCESS, isolate: true },
       },
       {
         // The REST suites again with the gateway reaching the daemon over its port, as the
