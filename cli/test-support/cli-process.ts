@@ -1,6 +1,6 @@
 import { spawn } from "node:child_process";
 import { once } from "node:events";
-import { mkdtemp, readFile, rm, stat, writeFile } from "node:fs/promises";
+import { mkdtemp, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
@@ -205,13 +205,23 @@ export async function startCliOnTerminal(
   return {
     waitFor: (test) => until(async () => (test(screen()) ? screen() : undefined), "no such screen"),
     async resize(to) {
-      await writeFile(file("cols"), String(to));
+      // Written whole, then renamed into place: the shell's loop, which reads the file as soon as
+      // it exists, would otherwise read it empty between its creation and its write (a loaded
+      // machine), set no width and report the resize done.
+      await writeFile(file("cols.next"), String(to));
+      await rename(file("cols.next"), file("cols"));
       await until(() => exists("resized"), "no resize");
       await rm(file("resized"));
     },
     async stop() {
       const pid = await until(
-        () => readFile(file("pid"), "utf8").then(Number, () => undefined),
+        // The shell writes the file after creating it: read empty, it is not there yet (and
+        // Number("") is 0, which process.kill takes for this whole process group).
+        () =>
+          readFile(file("pid"), "utf8").then(
+            (text) => Number(text) || undefined,
+            () => undefined,
+          ),
         "no program",
       );
       process.kill(pid, "SIGTERM");
