@@ -17,6 +17,7 @@ import {
   operatorTokenOf,
   PROGRAMS,
   STANDALONE_GATEWAY_URL,
+  startDaemon,
   startProgram,
   useProgramRoot,
 } from "#test/support/processes.js";
@@ -230,8 +231,7 @@ describe("the loader of a stand-alone gateway whose daemon is down", {
 
   it("answers 503 within 5 s for a loader it never served while the daemon is stalled, asking it every 5 s, and serves a read that answers late", async () => {
     const dataDir = dirs.join("stalled");
-    const daemon = startProgram(PROGRAMS.consentd, { CONSENT_DATA_DIR: dataDir });
-    const daemonUrl = await daemon.waitFor(DAEMON_URL);
+    const { program: daemon, url: daemonUrl } = await startDaemon(dataDir);
     const proxy = await callCountingProxy(daemonUrl);
     try {
       const gateway = startProgram(PROGRAMS.gateway, {

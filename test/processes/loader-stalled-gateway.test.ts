@@ -13,11 +13,9 @@ import {
 } from "#test/support/api.js";
 import { watchingBannerReads } from "#test/support/banner-reads.js";
 import {
-  DAEMON_URL,
   endpoints,
   operatorTokenOf,
-  PROGRAMS,
-  startProgram,
+  startDaemon,
   useProgramRoot,
 } from "#test/support/processes.js";
 
@@ -35,8 +33,7 @@ describe("the loader of a gateway whose event loop stalls", { timeout: 60_000 },
 
   it("serves the daemon's answer that arrived during a stall past the read's bound, not the held copy", async () => {
     const dataDir = dirs.join("data");
-    const daemon = startProgram(PROGRAMS.consentd, { CONSENT_DATA_DIR: dataDir });
-    const daemonUrl = await daemon.waitFor(DAEMON_URL);
+    const { program: daemon, url: daemonUrl } = await startDaemon(dataDir);
     const daemonPid = daemon.child.pid as number;
     const operatorToken = await operatorTokenOf(dataDir);
     let onBannerRead = () => {};

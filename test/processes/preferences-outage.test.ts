@@ -3,11 +3,11 @@ import { PAGE_LANGUAGES, pageTexts } from "#gateway/preferences/page-texts.js";
 import { createBanner, createTeam, http, mintKey } from "#test/support/api.js";
 import { aChoice, postLog } from "#test/support/consent-log.js";
 import {
-  DAEMON_URL,
   endpoints,
   operatorTokenOf,
   PROGRAMS,
   STANDALONE_GATEWAY_URL,
+  startDaemon,
   startProgram,
   useProgramRoot,
 } from "#test/support/processes.js";
@@ -25,8 +25,7 @@ describe("the preferences page while the daemon is down", { timeout: 120_000 }, 
 
   it("says a visit's settings are briefly unavailable and a save was not saved, each to try again in a moment, not that something went wrong", async () => {
     const dataDir = dirs.join("data");
-    const daemon = startProgram(PROGRAMS.consentd, { CONSENT_DATA_DIR: dataDir });
-    const daemonUrl = await daemon.waitFor(DAEMON_URL);
+    const { program: daemon, url: daemonUrl } = await startDaemon(dataDir);
     const gateway = startProgram(PROGRAMS.gateway, {
       CONSENT_DATA_DIR: dataDir,
       CONSENT_DAEMON_URL: daemonUrl,

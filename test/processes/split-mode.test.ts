@@ -2,12 +2,12 @@ import path from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import { consentState, createBanner, createTeam, http, mintKey } from "#test/support/api.js";
 import {
-  DAEMON_URL,
   endpoints,
   operatorTokenOf,
   PROGRAMS,
   ROOT,
   STANDALONE_GATEWAY_URL,
+  startDaemon,
   startProgram,
   useProgramRoot,
 } from "#test/support/processes.js";
@@ -19,10 +19,6 @@ const WINDOW = 15 * 60_000;
 describe("split mode and a shared data directory", () => {
   const dirs = useProgramRoot("consent-split-");
 
-  const startDaemon = async (dataDir: string) => {
-    const program = startProgram(PROGRAMS.consentd, { CONSENT_DATA_DIR: dataDir });
-    return { program, url: await program.waitFor(DAEMON_URL) };
-  };
   /** A stand-alone gateway; the admin token comes from the shared data dir, as in production. */
   const startGateway = async (dataDir: string, daemonUrl: string) => {
     const program = startProgram(PROGRAMS.gateway, {

@@ -251,6 +251,12 @@ export async function startService(
   return { program, service: endpoints({ gatewayUrl, daemonUrl, operatorToken }) };
 }
 
+/** consentd on `dataDir` (and `env`), once it has printed its URL. */
+export async function startDaemon(dataDir: string, env: Record<string, string> = {}) {
+  const program = startProgram(PROGRAMS.consentd, { CONSENT_DATA_DIR: dataDir, ...env });
+  return { program, url: await program.waitFor(DAEMON_URL) };
+}
+
 /**
  * A first `npm start` on `dataDir` that stores a team, a key, a banner and one subject state, then
  * stops: a store with something in it, for what a later start makes of it.
