@@ -45,15 +45,21 @@ export type ErrorCode =
   | "rate_limited";
 
 /**
- * The failures of a save the page can make again: a submission the page's form never makes
- * (`unsupported_form`: the form is saved only as the page itself sends it) or another site made
- * (`not_from_the_page`), one over the rate limit, and the service's own: `unavailable` (a 503
- * expected to pass by itself, the daemon or its store out of reach: again in a moment) and `other`
- * (a fault on the service's side: a 500, or a 503 that lasts until the operator acts, such as the
- * daemon refusing a stand-alone gateway's token: later).
+ * The failures of a save the page can make again: a submission the page's form never makes, each
+ * named for what happened (`unsupported_form`, a 415: not the form, which is saved only as the
+ * page itself sends it; `method_not_allowed`, a 405: another method than the form's; a 413,
+ * `body_too_large`: more than the form ever sends; `invalid_request`, a 400: content or framing
+ * that could not be read), or another site made (`not_from_the_page`), one over the rate limit,
+ * and the service's own: `unavailable` (a 503 expected to pass by itself, the daemon or its store
+ * out of reach: again in a moment) and `other` (a fault on the service's side: a 500, or a 503
+ * that lasts until the operator acts, such as the daemon refusing a stand-alone gateway's token:
+ * later).
  */
 export type RetryableSaveFailure =
   | "unsupported_form"
+  | "method_not_allowed"
+  | "body_too_large"
+  | "invalid_request"
   | "not_from_the_page"
   | "rate_limited"
   | "unavailable"
@@ -105,6 +111,12 @@ const PAGE_TEXTS: Record<string, PageTexts> = {
       because: {
         unsupported_form:
           "What was sent was not the form of the privacy settings page. Choices are saved only when that form is sent from the page itself. Open your privacy settings and save your choices there.",
+        method_not_allowed:
+          "This page saves your choices only through its own form. Open your privacy settings and save your choices there.",
+        body_too_large:
+          "What was sent was too large for the privacy settings form. Open your privacy settings and save your choices there.",
+        invalid_request:
+          "The content of the form that was sent was not valid. Open your privacy settings and save your choices there.",
         not_from_the_page:
           "Choices are saved only from the privacy settings page itself, so that another website cannot change them for you. Open your privacy settings and save your choices there.",
         rate_limited:
@@ -156,6 +168,12 @@ const PAGE_TEXTS: Record<string, PageTexts> = {
       because: {
         unsupported_form:
           "Gesendet wurde nicht das Formular der Seite mit den Datenschutzeinstellungen. Ihre Auswahl wird nur gespeichert, wenn dieses Formular direkt von der Seite gesendet wird. Öffnen Sie Ihre Datenschutzeinstellungen und speichern Sie Ihre Auswahl dort.",
+        method_not_allowed:
+          "Diese Seite speichert Ihre Auswahl nur über ihr eigenes Formular. Öffnen Sie Ihre Datenschutzeinstellungen und speichern Sie Ihre Auswahl dort.",
+        body_too_large:
+          "Die gesendeten Daten waren zu groß für das Formular der Datenschutzeinstellungen. Öffnen Sie Ihre Datenschutzeinstellungen und speichern Sie Ihre Auswahl dort.",
+        invalid_request:
+          "Der Inhalt des gesendeten Formulars war ungültig. Öffnen Sie Ihre Datenschutzeinstellungen und speichern Sie Ihre Auswahl dort.",
         not_from_the_page:
           "Ihre Auswahl wird nur direkt über die Seite mit den Datenschutzeinstellungen gespeichert, damit keine andere Website sie für Sie ändern kann. Öffnen Sie Ihre Datenschutzeinstellungen und speichern Sie Ihre Auswahl dort.",
         rate_limited:
@@ -207,6 +225,12 @@ const PAGE_TEXTS: Record<string, PageTexts> = {
       because: {
         unsupported_form:
           "Ce qui a été envoyé n’est pas le formulaire de la page des paramètres de confidentialité. Les choix ne sont enregistrés que lorsque ce formulaire est envoyé depuis la page elle-même. Ouvrez vos paramètres de confidentialité et enregistrez-y vos choix.",
+        method_not_allowed:
+          "Cette page enregistre vos choix uniquement au moyen de son propre formulaire. Ouvrez vos paramètres de confidentialité et enregistrez-y vos choix.",
+        body_too_large:
+          "Ce qui a été envoyé était trop volumineux pour le formulaire des paramètres de confidentialité. Ouvrez vos paramètres de confidentialité et enregistrez-y vos choix.",
+        invalid_request:
+          "Le contenu du formulaire envoyé n’était pas valide. Ouvrez vos paramètres de confidentialité et enregistrez-y vos choix.",
         not_from_the_page:
           "Les choix ne sont enregistrés que depuis la page des paramètres de confidentialité elle-même, afin qu’aucun autre site ne puisse les modifier à votre place. Ouvrez vos paramètres de confidentialité et enregistrez-y vos choix.",
         rate_limited:
@@ -258,6 +282,12 @@ const PAGE_TEXTS: Record<string, PageTexts> = {
       because: {
         unsupported_form:
           "Lo que se ha enviado no es el formulario de la página de configuración de privacidad. Las opciones solo se guardan cuando ese formulario se envía desde la propia página. Abra su configuración de privacidad y guarde allí sus opciones.",
+        method_not_allowed:
+          "Esta página guarda sus opciones solo mediante su propio formulario. Abra su configuración de privacidad y guarde allí sus opciones.",
+        body_too_large:
+          "Lo que se ha enviado era demasiado grande para el formulario de configuración de privacidad. Abra su configuración de privacidad y guarde allí sus opciones.",
+        invalid_request:
+          "El contenido del formulario enviado no era válido. Abra su configuración de privacidad y guarde allí sus opciones.",
         not_from_the_page:
           "Las opciones solo se guardan desde la propia página de configuración de privacidad, para que ningún otro sitio pueda cambiarlas por usted. Abra su configuración de privacidad y guarde allí sus opciones.",
         rate_limited:
@@ -309,6 +339,12 @@ const PAGE_TEXTS: Record<string, PageTexts> = {
       because: {
         unsupported_form:
           "Ciò che è stato inviato non è il modulo della pagina delle impostazioni sulla privacy. Le scelte vengono salvate solo quando quel modulo viene inviato dalla pagina stessa. Apri le tue impostazioni sulla privacy e salva lì le tue scelte.",
+        method_not_allowed:
+          "Questa pagina salva le tue scelte solo tramite il proprio modulo. Apri le tue impostazioni sulla privacy e salva lì le tue scelte.",
+        body_too_large:
+          "Ciò che è stato inviato era troppo grande per il modulo delle impostazioni sulla privacy. Apri le tue impostazioni sulla privacy e salva lì le tue scelte.",
+        invalid_request:
+          "Il contenuto del modulo inviato non era valido. Apri le tue impostazioni sulla privacy e salva lì le tue scelte.",
         not_from_the_page:
           "Le scelte vengono salvate solo dalla pagina delle impostazioni sulla privacy, in modo che nessun altro sito possa modificarle al posto tuo. Apri le tue impostazioni sulla privacy e salva lì le tue scelte.",
         rate_limited:
@@ -360,6 +396,12 @@ const PAGE_TEXTS: Record<string, PageTexts> = {
       because: {
         unsupported_form:
           "Wat is verzonden, is niet het formulier van de pagina met privacyinstellingen. Keuzes worden alleen opgeslagen als dat formulier vanaf de pagina zelf wordt verzonden. Open je privacyinstellingen en sla je keuzes daar op.",
+        method_not_allowed:
+          "Deze pagina slaat je keuzes alleen op via het eigen formulier. Open je privacyinstellingen en sla je keuzes daar op.",
+        body_too_large:
+          "Wat is verzonden, was te groot voor het formulier van de privacyinstellingen. Open je privacyinstellingen en sla je keuzes daar op.",
+        invalid_request:
+          "De inhoud van het verzonden formulier was ongeldig. Open je privacyinstellingen en sla je keuzes daar op.",
         not_from_the_page:
           "Keuzes worden alleen opgeslagen vanaf de pagina met privacyinstellingen zelf, zodat geen andere website ze voor je kan wijzigen. Open je privacyinstellingen en sla je keuzes daar op.",
         rate_limited:
@@ -411,6 +453,12 @@ const PAGE_TEXTS: Record<string, PageTexts> = {
       because: {
         unsupported_form:
           "O que foi enviado não é o formulário da página de definições de privacidade. As escolhas só são guardadas quando esse formulário é enviado a partir da própria página. Abra as suas definições de privacidade e guarde lá as suas escolhas.",
+        method_not_allowed:
+          "Esta página só guarda as suas escolhas através do seu próprio formulário. Abra as suas definições de privacidade e guarde lá as suas escolhas.",
+        body_too_large:
+          "O que foi enviado era demasiado grande para o formulário das definições de privacidade. Abra as suas definições de privacidade e guarde lá as suas escolhas.",
+        invalid_request:
+          "O conteúdo do formulário enviado não era válido. Abra as suas definições de privacidade e guarde lá as suas escolhas.",
         not_from_the_page:
           "As escolhas só são guardadas a partir da própria página de definições de privacidade, para que nenhum outro site as possa alterar por si. Abra as suas definições de privacidade e guarde lá as suas escolhas.",
         rate_limited:
@@ -462,6 +510,12 @@ const PAGE_TEXTS: Record<string, PageTexts> = {
       because: {
         unsupported_form:
           "Wysłane dane nie pochodzą z formularza strony ustawień prywatności. Wybory są zapisywane tylko wtedy, gdy ten formularz zostanie wysłany z samej strony. Otwórz ustawienia prywatności i zapisz tam swoje wybory.",
+        method_not_allowed:
+          "Ta strona zapisuje wybory tylko za pomocą własnego formularza. Otwórz ustawienia prywatności i zapisz tam swoje wybory.",
+        body_too_large:
+          "Wysłane dane były zbyt duże dla formularza ustawień prywatności. Otwórz ustawienia prywatności i zapisz tam swoje wybory.",
+        invalid_request:
+          "Zawartość wysłanego formularza była nieprawidłowa. Otwórz ustawienia prywatności i zapisz tam swoje wybory.",
         not_from_the_page:
           "Wybory są zapisywane tylko z samej strony ustawień prywatności, aby żadna inna witryna nie mogła ich zmienić za Ciebie. Otwórz ustawienia prywatności i zapisz tam swoje wybory.",
         rate_limited:
@@ -513,6 +567,12 @@ const PAGE_TEXTS: Record<string, PageTexts> = {
       because: {
         unsupported_form:
           "Det som skickades var inte formuläret på sidan med integritetsinställningar. Val sparas bara när det formuläret skickas från själva sidan. Öppna dina integritetsinställningar och spara dina val där.",
+        method_not_allowed:
+          "Den här sidan sparar dina val bara via sitt eget formulär. Öppna dina integritetsinställningar och spara dina val där.",
+        body_too_large:
+          "Det som skickades var för stort för formuläret med integritetsinställningar. Öppna dina integritetsinställningar och spara dina val där.",
+        invalid_request:
+          "Innehållet i formuläret som skickades var ogiltigt. Öppna dina integritetsinställningar och spara dina val där.",
         not_from_the_page:
           "Val sparas bara från själva sidan med integritetsinställningar, så att ingen annan webbplats kan ändra dem åt dig. Öppna dina integritetsinställningar och spara dina val där.",
         rate_limited:
@@ -564,6 +624,12 @@ const PAGE_TEXTS: Record<string, PageTexts> = {
       because: {
         unsupported_form:
           "Det, der blev sendt, var ikke formularen på siden med privatlivsindstillinger. Valg gemmes kun, når den formular sendes fra selve siden. Åbn dine privatlivsindstillinger, og gem dine valg der.",
+        method_not_allowed:
+          "Denne side gemmer kun dine valg via sin egen formular. Åbn dine privatlivsindstillinger, og gem dine valg der.",
+        body_too_large:
+          "Det, der blev sendt, var for stort til formularen med privatlivsindstillinger. Åbn dine privatlivsindstillinger, og gem dine valg der.",
+        invalid_request:
+          "Indholdet af den sendte formular var ugyldigt. Åbn dine privatlivsindstillinger, og gem dine valg der.",
         not_from_the_page:
           "Valg gemmes kun fra selve siden med privatlivsindstillinger, så intet andet websted kan ændre dem for dig. Åbn dine privatlivsindstillinger, og gem dine valg der.",
         rate_limited:
@@ -615,6 +681,12 @@ const PAGE_TEXTS: Record<string, PageTexts> = {
       because: {
         unsupported_form:
           "Lähetetty pyyntö ei ollut tietosuoja-asetussivun lomake. Valinnat tallennetaan vain, kun lomake lähetetään itse sivulta. Avaa tietosuoja-asetuksesi ja tallenna valintasi siellä.",
+        method_not_allowed:
+          "Tämä sivu tallentaa valintasi vain oman lomakkeensa kautta. Avaa tietosuoja-asetuksesi ja tallenna valintasi siellä.",
+        body_too_large:
+          "Lähetetty pyyntö oli liian suuri tietosuoja-asetusten lomakkeelle. Avaa tietosuoja-asetuksesi ja tallenna valintasi siellä.",
+        invalid_request:
+          "Lähetetyn lomakkeen sisältö ei ollut kelvollinen. Avaa tietosuoja-asetuksesi ja tallenna valintasi siellä.",
         not_from_the_page:
           "Valinnat tallennetaan vain itse tietosuoja-asetussivulta, jotta mikään muu sivusto ei voi muuttaa niitä puolestasi. Avaa tietosuoja-asetuksesi ja tallenna valintasi siellä.",
         rate_limited:

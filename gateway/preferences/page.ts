@@ -162,10 +162,16 @@ function titleAfterSave(heading: Text, pageLanguage: string): Text {
 }
 
 /**
- * Failures only a submission the page's form never makes meets (another method, a body too large
- * or unreadable): the page says the choices were not saved and how to save them.
+ * Failures only a submission the page's form never makes meets (not the form, another method, a
+ * body too large or unreadable): the page says the choices were not saved, what was wrong with
+ * what was sent, and how to save them.
  */
-const SUBMISSION_FAILURES = new Set(["method_not_allowed", "invalid_request"]);
+const SUBMISSION_FAILURES = new Set([
+  "unsupported_form",
+  "method_not_allowed",
+  "body_too_large",
+  "invalid_request",
+]);
 
 /** What a failure's page says: its title, heading and text, and whether it links back. */
 interface FailureWords {
@@ -180,11 +186,11 @@ interface FailureWords {
  * The words for a failure. A visit gets the failure's own title and text, the service's being
  * briefly unavailable included (a moment's wait), and where opening the link again soon can
  * succeed (a moment for the service briefly unavailable, a minute over the rate limit) a link to
- * the page. A save that was not
- * made says so first, in its heading and title, then why: where saving again from the page can
- * succeed (after a minute for the rate limit, a moment for an unavailable service, later for a
- * fault of the service), with its own sentence and the link back; where it cannot (a link that no
- * longer works, a banner gone), with the visit's title and text as the reason. A failure only a
+ * the page. A save that was not made says so first, in its heading and title, then why: where
+ * saving again from the page can succeed (after a minute for the rate limit, a moment for an
+ * unavailable service, later for a fault of the service, at once for a submission the page's form
+ * never makes), with its own sentence and the link back; where it cannot (a link that no longer
+ * works, a banner gone), with the visit's title and text as the reason. A failure only a
  * submission meets is a save that was not made, whatever the method.
  */
 function failureWords(
@@ -192,7 +198,7 @@ function failureWords(
   texts: PageTexts,
   submitted: boolean,
 ): FailureWords {
-  const named = SUBMISSION_FAILURES.has(code ?? "") ? "unsupported_form" : (code ?? "other");
+  const named = code ?? "other";
   const known = Object.hasOwn(texts.errors, named) || Object.hasOwn(texts.notSaved.because, named);
   const key = known ? named : "other";
   const visit = Object.hasOwn(texts.errors, key) ? texts.errors[key as ErrorCode] : undefined;
@@ -202,7 +208,7 @@ function failureWords(
   // A visit while the service is briefly unavailable is told to open the link again in a moment;
   // one that meets any other failure of the service, to try again later. One over the rate limit
   // is told to open it again after a minute; both from the link to the page itself they are given.
-  if (!submitted && key !== "unsupported_form") {
+  if (!submitted && !SUBMISSION_FAILURES.has(key)) {
     const [title, text] = visit ?? (key === "unavailable" ? texts.unavailable : texts.errors.other);
     return { title, heading: title, text, back: key === "rate_limited" || key === "unavailable" };
   }

@@ -62,12 +62,15 @@ function sendPage(reply: FastifyReply, status: number, html: string, nonce: stri
 }
 
 /**
- * The failure a page names: a visitor's own (a link, a limit, a submission) by its code; the
- * service's by what waiting does: `unavailable` for an outage that passes by itself (again in a
- * moment), `other` for a fault or an outage that lasts until the operator acts, such as the daemon
- * refusing this gateway's token (later), both whatever their REST code.
+ * The failure a page names: a visitor's own (a link, a limit, a submission) by its code, a body
+ * over the limit as `body_too_large` (its REST code, `invalid_request`, is a 400's too, and the
+ * page says which happened); the service's by what waiting does: `unavailable` for an outage that
+ * passes by itself (again in a moment), `other` for a fault or an outage that lasts until the
+ * operator acts, such as the daemon refusing this gateway's token (later), both whatever their
+ * REST code.
  */
 function pageFailureOf(httpError: HttpError): string | undefined {
+  if (httpError.status === 413) return "body_too_large";
   if (httpError.status < 500) return httpError.code;
   return isPassingOutage(httpError) ? "unavailable" : "other";
 }

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { PAGE_LANGUAGES, pageTexts } from "#gateway/preferences/page-texts.js";
-import { http } from "#test/support/api.js";
+import { http, rawHttp } from "#test/support/api.js";
 import {
   aChoice,
   alteredLink,
@@ -146,6 +146,88 @@ describe("the page of a save the service refused", () => {
         main: '<h1>Sus opciones no se han guardado</h1>\n<p>Lo que se ha enviado no es el formulario de la página de configuración de privacidad. Las opciones solo se guardan cuando ese formulario se envía desde la propia página. Abra su configuración de privacidad y guarde allí sus opciones.</p>\n<p><a href="">Abrir su configuración de privacidad</a></p>',
       },
     ]);
+    expect(await storedRows(ctx.service, teamId)).toHaveLength(before.length);
+  });
+
+  // Regression: a save sent with another method, one too large and one whose framing could not be
+  // read all said that what was sent was not the page's form, the 415's sentence.
+  it("says a save of another method, one too large and one unreadable was not saved, each saying what happened, and links back", async () => {
+    const { teamId, publicId } = await bannerFixture(ctx.service, { configuration });
+    const path = await linkFor(publicId);
+    const before = await storedRows(ctx.service, teamId);
+    const form = { "content-type": "application/x-www-form-urlencoded" };
+    const refusals = {
+      method_not_allowed: (lang: string) =>
+        rawHttp(ctx.service, "PUT", path, { ...form, "accept-language": lang }, "category=x"),
+      body_too_large: (lang: string) =>
+        http(ctx.service, "POST", path, {
+          headers: { ...form, "accept-language": lang },
+          body: `category=${"x".repeat(1024 * 1024)}`,
+        }),
+      // A transfer coding the gateway does not implement: a body it cannot read.
+      invalid_request: (lang: string) =>
+        rawHttp(
+          ctx.service,
+          "POST",
+          path,
+          { ...form, "accept-language": lang, "transfer-encoding": "gzip, chunked" },
+          "category=x",
+        ),
+    } as const;
+
+    const english = {
+      method_not_allowed: [
+        405,
+        "This page saves your choices only through its own form. Open your privacy settings and save your choices there.",
+      ],
+      body_too_large: [
+        413,
+        "What was sent was too large for the privacy settings form. Open your privacy settings and save your choices there.",
+      ],
+      invalid_request: [
+        400,
+        "The content of the form that was sent was not valid. Open your privacy settings and save your choices there.",
+      ],
+    } as const;
+    for (const [failure, [status, text]] of Object.entries(english)) {
+      const page = await refusals[failure as keyof typeof refusals]("en");
+      expect([failure, page.status, page.headers.get("content-type"), shown(page.text)]).toEqual([
+        failure,
+        status,
+        "text/html; charset=utf-8",
+        {
+          title: "Your choices were not saved",
+          main: `<h1>Your choices were not saved</h1>\n<p>${text}</p>\n<p><a href="">Open your privacy settings</a></p>`,
+        },
+      ]);
+    }
+    const put = await refusals.method_not_allowed("de");
+    expect([put.headers.get("allow"), shown(put.text).main]).toEqual([
+      "GET, POST, HEAD",
+      '<h1>Ihre Auswahl wurde nicht gespeichert</h1>\n<p>Diese Seite speichert Ihre Auswahl nur über ihr eigenes Formular. Öffnen Sie Ihre Datenschutzeinstellungen und speichern Sie Ihre Auswahl dort.</p>\n<p><a href="">Ihre Datenschutzeinstellungen öffnen</a></p>',
+    ]);
+
+    // In every language the page ships, a sentence of its own for each, none the 415's.
+    for (const lang of PAGE_LANGUAGES) {
+      const { texts } = pageTexts(lang);
+      for (const failure of Object.keys(refusals) as (keyof typeof refusals)[]) {
+        const text = texts.notSaved.because[failure];
+        const page = await refusals[failure](lang);
+        expect([lang, failure, page.status, shown(page.text)]).toEqual([
+          lang,
+          failure,
+          english[failure][0],
+          {
+            title: texts.notSaved.title,
+            main: `<h1>${texts.notSaved.title}</h1>\n<p>${text}</p>\n<p><a href="">${texts.openSettings}</a></p>`,
+          },
+        ]);
+        expect(page.text).toContain(`<html lang="${lang}">`);
+        const others = [texts.notSaved.because.unsupported_form];
+        if (lang !== "en") others.push(english[failure][1]);
+        expect([lang, failure, others.includes(text)]).toEqual([lang, failure, false]);
+      }
+    }
     expect(await storedRows(ctx.service, teamId)).toHaveLength(before.length);
   });
 });
