@@ -8,7 +8,8 @@ export interface PageTexts {
   savedTitle: string;
   /**
    * The link back to the settings page, on the page of a save that can be made again, and of a
-   * visit over the rate limit.
+   * visit that opening the link again can serve: over the rate limit, or meeting a failure of the
+   * service's (briefly unavailable, or a fault to try again later).
    */
   openSettings: string;
   /** The link's last minute, as "HH:MM" in UTC. */

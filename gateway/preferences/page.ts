@@ -184,9 +184,9 @@ interface FailureWords {
 
 /**
  * The words for a failure. A visit gets the failure's own title and text, the service's being
- * briefly unavailable included (a moment's wait), and where opening the link again soon can
- * succeed (a moment for the service briefly unavailable, a minute over the rate limit) a link to
- * the page. A save that was not made says so first, in its heading and title, then why: where
+ * briefly unavailable included (a moment's wait), and where opening the link again can succeed
+ * (a moment for the service briefly unavailable, a minute over the rate limit, later for any
+ * other failure of the service's) a link to the page. A save that was not made says so first, in its heading and title, then why: where
  * saving again from the page can succeed (after a minute for the rate limit, a moment for an
  * unavailable service, later for a fault of the service, at once for a submission the page's form
  * never makes), with its own sentence and the link back; where it cannot (a link that no longer
@@ -206,11 +206,12 @@ function failureWords(
     ? texts.notSaved.because[key as RetryableSaveFailure]
     : undefined;
   // A visit while the service is briefly unavailable is told to open the link again in a moment;
-  // one that meets any other failure of the service, to try again later. One over the rate limit
-  // is told to open it again after a minute; both from the link to the page itself they are given.
+  // one that meets any other failure of the service, to try again later; one over the rate limit,
+  // to open it again after a minute: each from the link to the page itself they are given.
   if (!submitted && !SUBMISSION_FAILURES.has(key)) {
     const [title, text] = visit ?? (key === "unavailable" ? texts.unavailable : texts.errors.other);
-    return { title, heading: title, text, back: key === "rate_limited" || key === "unavailable" };
+    const back = key === "rate_limited" || key === "unavailable" || key === "other";
+    return { title, heading: title, text, back };
   }
   const heading = texts.notSaved.title;
   const title = visit ? `${heading} – ${visit[0]}` : heading;

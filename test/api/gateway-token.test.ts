@@ -139,8 +139,8 @@ function shown(html: string) {
  * decisions §5: the preferences page of a gateway the daemon refuses is no brief outage the
  * visitor waits out but a fault on the service's side until the operator restarts the gateway:
  * a visit and a save say, in the visitor's language, that something went wrong and to try again
- * later, never to wait a moment, and nothing of the gateway's setup; both 503 with the REST
- * answer's Retry-After.
+ * later, never to wait a moment, and nothing of the gateway's setup, each with the link to the
+ * page to try again from; both 503 with the REST answer's Retry-After.
  */
 describe("the preferences page of a stand-alone gateway whose operator token the daemon no longer accepts", () => {
   let daemon: TestService;
@@ -172,14 +172,14 @@ describe("the preferences page of a stand-alone gateway whose operator token the
     return { status: response.status, retryAfter: response.headers.get("retry-after"), text };
   }
 
-  it("says something went wrong on the service's side and to try again later, not to wait a moment", async () => {
+  it("says something went wrong on the service's side and to try again later from the page it links to, not to wait a moment", async () => {
     const visit = await page("GET");
     expect([visit.status, visit.retryAfter, shown(visit.text)]).toEqual([
       503,
       "300",
       {
         title: "Something went wrong",
-        main: "<h1>Something went wrong</h1>\n<p>Something went wrong on this service’s side, not yours. Your privacy settings could not be shown just now. Please try again later.</p>",
+        main: '<h1>Something went wrong</h1>\n<p>Something went wrong on this service’s side, not yours. Your privacy settings could not be shown just now. Please try again later.</p>\n<p><a href="">Open your privacy settings</a></p>',
       },
     ]);
     const save = await page("POST");
@@ -201,7 +201,10 @@ describe("the preferences page of a stand-alone gateway whose operator token the
         lang,
         503,
         "300",
-        { title, main: `<h1>${title}</h1>\n<p>${text}</p>` },
+        {
+          title,
+          main: `<h1>${title}</h1>\n<p>${text}</p>\n<p><a href="">${texts.openSettings}</a></p>`,
+        },
       ]);
       const saveIn = await page("POST", lang);
       expect([lang, saveIn.status, saveIn.retryAfter, shown(saveIn.text)]).toEqual([

@@ -279,8 +279,10 @@ describe("the page of a save the service failed to make", () => {
   });
 
   // Regression: a visit's page said only that the settings could not be shown just now, leaving
-  // the visitor to wonder whether the link or something they did was at fault.
-  it("says a visit's settings could not be shown because of a fault on the service's side, not the visitor's", async () => {
+  // the visitor to wonder whether the link or something they did was at fault; and it told them
+  // to try again later with no link to try from, where the briefly unavailable service's page
+  // gives one.
+  it("says a visit's settings could not be shown because of a fault on the service's side, not the visitor's, and links to the page to try again", async () => {
     const visit = (lang?: string) =>
       http(service, "GET", path, { headers: lang ? { "accept-language": lang } : {} });
     const english = await visit();
@@ -288,7 +290,7 @@ describe("the page of a save the service failed to make", () => {
       500,
       {
         title: "Something went wrong",
-        main: "<h1>Something went wrong</h1>\n<p>Something went wrong on this service’s side, not yours. Your privacy settings could not be shown just now. Please try again later.</p>",
+        main: '<h1>Something went wrong</h1>\n<p>Something went wrong on this service’s side, not yours. Your privacy settings could not be shown just now. Please try again later.</p>\n<p><a href="">Open your privacy settings</a></p>',
       },
     ]);
     const german = await visit("de-CH, en;q=0.5");
@@ -296,18 +298,23 @@ describe("the page of a save the service failed to make", () => {
       500,
       {
         title: "Etwas ist schiefgelaufen",
-        main: "<h1>Etwas ist schiefgelaufen</h1>\n<p>Bei diesem Dienst ist ein Fehler aufgetreten, nicht bei Ihnen. Ihre Datenschutzeinstellungen können gerade nicht angezeigt werden. Bitte versuchen Sie es später erneut.</p>",
+        main: '<h1>Etwas ist schiefgelaufen</h1>\n<p>Bei diesem Dienst ist ein Fehler aufgetreten, nicht bei Ihnen. Ihre Datenschutzeinstellungen können gerade nicht angezeigt werden. Bitte versuchen Sie es später erneut.</p>\n<p><a href="">Ihre Datenschutzeinstellungen öffnen</a></p>',
       },
     ]);
-    // In every language the page ships, its own sentence, never the English one.
+    // In every language the page ships, its own sentence, never the English one, and the link
+    // to the page to try again from.
     const englishText = pageTexts("en").texts.errors.other[1];
     for (const lang of PAGE_LANGUAGES) {
-      const [title, text] = pageTexts(lang).texts.errors.other;
+      const { texts } = pageTexts(lang);
+      const [title, text] = texts.errors.other;
       const page = await visit(lang);
       expect([lang, page.status, shown(page.text)]).toEqual([
         lang,
         500,
-        { title, main: `<h1>${title}</h1>\n<p>${text}</p>` },
+        {
+          title,
+          main: `<h1>${title}</h1>\n<p>${text}</p>\n<p><a href="">${texts.openSettings}</a></p>`,
+        },
       ]);
       expect(page.text).toContain(`<html lang="${lang}">`);
       if (lang !== "en") expect([lang, text === englishText]).toEqual([lang, false]);
