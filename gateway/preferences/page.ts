@@ -152,13 +152,15 @@ export function preferencesPage(view: PreferencesView, nonce: string, saved: boo
  * The title right after a save: it says so too, being what a screen reader reads first and what
  * the tab shows, in one language, the heading's (the banner's title, which may be an English
  * fallback on a page in another language): the page's saved words in that language before it.
- * Where the page does not ship that language, the title stays the heading alone, never English
- * words before a title in another language; the focused notice tells the news.
+ * Where the page does not ship that language, the title is the page's English saved words alone,
+ * marked English as the notice is: never English words before a title in another language, which
+ * no one mark could name, nor a title that leaves the save unsaid.
  */
 function titleAfterSave(heading: Text, pageLanguage: string): Text {
   // The heading's language is the page's where it carries no mark of its own.
-  const { texts, fellBack } = pageTexts(heading.lang ?? pageLanguage);
-  return fellBack ? heading : { ...heading, text: `${texts.savedTitle} – ${heading.text}` };
+  const { lang, texts, fellBack } = pageTexts(heading.lang ?? pageLanguage);
+  if (fellBack) return { text: texts.savedTitle, lang };
+  return { ...heading, text: `${texts.savedTitle} – ${heading.text}` };
 }
 
 /**

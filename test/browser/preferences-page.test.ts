@@ -97,6 +97,27 @@ describe.skipIf(skipBrowserTests)("preferences page in Chromium", () => {
 
   const checkbox = (name: RegExp) => tab.page.getByRole("checkbox", { name });
 
+  // Regression: where the page does not ship the language of the banner's texts, the title after
+  // a save stayed the banner's title alone: the tab, and a screen reader's first words, did not
+  // say the choices were saved.
+  it("titles the page after a save as saved, in English, where it does not ship the texts' language", async () => {
+    const { link } = await choiceWithLink(
+      "7b1d3c0f-4e5a-4f72-8b6c-9d0e1f2a3b4c",
+      { configuration: { ...configuration, texts: { ja: { title: "プライバシー設定" } } } },
+      "ja",
+    );
+    await tab.page.goto(link);
+    expect(await tab.page.title()).toBe("プライバシー設定");
+    await tab.page.getByRole("button", { name: "Save choices" }).click();
+    await tab.page.waitForURL((url) => url.href.startsWith(`${link}?saved=`));
+    expect(await tab.page.getByRole("status").textContent()).toBe("Your choices have been saved.");
+    expect(await tab.page.title()).toBe("Your choices have been saved");
+    expect(await tab.page.locator("title").getAttribute("lang")).toBe("en");
+    expect(await tab.page.getByRole("heading", { level: 1 }).textContent()).toBe(
+      "プライバシー設定",
+    );
+  });
+
   it("shows the last choice, and saves a change made with the keyboard as consent_changed", async () => {
     const consentId = "5a0c2b9e-3d4f-4e61-9a7b-8c9d0e1f2a3b";
     const { teamId, link } = await choiceWithLink(consentId);

@@ -222,8 +222,9 @@ describe("GET and POST /preferences/{token}", () => {
   }
 
   it("keeps the title after a save in one language, its heading's, whatever the page's own words are in", async () => {
-    // Texts in a language the page does not ship: its own words are English, the title stays
-    // the heading alone, never English words before a Japanese title.
+    // Texts in a language the page does not ship: its own words are English, and the title says
+    // the choices were saved in those words alone, marked English, never English words before a
+    // Japanese title. Regression: the title stayed the heading alone, saying nothing of the save.
     const japanese = await bannerFixture(ctx.service, {
       configuration: {
         ...configuration,
@@ -232,7 +233,7 @@ describe("GET and POST /preferences/{token}", () => {
     });
     const ja = await pageAfterSave(await linkFor(japanese.publicId, { languageCode: "ja" }));
     expect(ja.text).toContain('<html lang="ja">');
-    expect(ja.text).toContain("<title>プライバシー設定</title>");
+    expect(ja.text).toContain('<title lang="en" dir="ltr">Your choices have been saved</title>');
     expect(ja.text).toContain("<h1>プライバシー設定</h1>");
     expect(ja.text).toContain(
       '<p class="status" role="status" tabindex="-1" autofocus lang="en" dir="ltr">Your choices have been saved.</p>',
