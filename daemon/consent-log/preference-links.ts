@@ -36,7 +36,11 @@ export interface PreferencesGrant {
  * The secrets after the first (an older identity key, listed during a rotation) grant nothing:
  * they only tell a link made before the rotation, which the visitor never altered, from an
  * altered one. Only a genuine link is told apart, and a genuine link's expiry already says as
- * much, so a forger, who cannot sign under any of them, learns nothing but "not valid".
+ * much, so a forger, who cannot sign under any of them, learns nothing but "not valid". Once the
+ * older key is dropped, a link made under it is past its 30 minutes (the key stays listed far
+ * longer, for the stored records, README "Privacy"), and is told it has expired, as any link is:
+ * a well-formed token whose expiry has passed is expired whatever key signed it, since the
+ * expiry it carries is what it says of itself, which grants nothing.
  */
 export class PreferenceLinks {
   /** The current secret, which signs. */
@@ -67,10 +71,13 @@ export class PreferenceLinks {
   }
 
   /**
-   * The grant of a token. The signature is checked before the expiry, so an altered expiry is
-   * reported as an invalid link, never as an expired one; it is checked under every secret, each
-   * in constant time, so how long the check takes does not say which one matched. A link signed
-   * under an older secret is refused as expired once it is, else as made before the rotation.
+   * The grant of a token. The signature is checked under every secret, each in constant time, so
+   * how long the check takes does not say which one matched. A well-formed token past its expiry
+   * is refused as expired, signed or not: a link made under a key since dropped says it expired,
+   * as it has, rather than that it was altered (decisions §5), and a forger learns only the
+   * expiry they wrote. One within its expiry and signed under no listed secret is invalid, so an
+   * expiry altered to extend a link is reported as an invalid link; one signed under an older
+   * secret is refused as made before the rotation.
    */
   verify(token: string, now: Date): PreferencesGrant {
     const [encodedPayload = "", encodedSignature = "", ...rest] = token.split(".");
@@ -87,14 +94,14 @@ export class PreferenceLinks {
     const signedUnder = wellFormed
       ? this.secrets.map((secret) => timingSafeEqual(signature, signatureOf(secret, payload)))
       : [];
-    if (!signedUnder.includes(true)) {
+    const expiresAt = wellFormed ? new Date(payload.readUInt32BE(33) * 1000) : undefined;
+    if (expiresAt === undefined || (!signedUnder.includes(true) && expiresAt > now)) {
       throw new DomainError(
         "forbidden",
         "link_invalid",
         "This preferences link is not valid: it may have been copied incompletely or altered",
       );
     }
-    const expiresAt = new Date(payload.readUInt32BE(33) * 1000);
     if (expiresAt <= now) {
       throw new DomainError(
         "forbidden",

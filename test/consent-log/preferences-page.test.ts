@@ -687,9 +687,10 @@ describe("a preferences link whose banner the store does not hold", () => {
 /**
  * Links are signed under a secret derived from the identity key (docs/banner-runtime.md):
  * rotating the key ends outstanding links, never with a 500. While the old key is listed, a link
- * made under it says it is no longer valid (the visitor altered nothing); once it is dropped, the
- * link cannot be told from an altered one. Either way nothing is saved, and a link altered under
- * the rotation still gets the altered-link page.
+ * made under it says it is no longer valid (the visitor altered nothing); once it is dropped, a
+ * link still within its 30 minutes cannot be told from an altered one, and one past them (as every
+ * such link is by the time the old key may go) says it has expired. Either way nothing is saved,
+ * and a link altered under the rotation still gets the altered-link page.
  */
 describe("a preferences link after the identity key rotated", () => {
   const k1 = randomBytes(32).toString("base64");
@@ -709,7 +710,7 @@ describe("a preferences link after the identity key rotated", () => {
       clock: () => new Date(Date.now() + clock.skewMs),
     });
 
-  it("says a link made before the rotation is no longer valid while the old key is listed, and saves nothing", async () => {
+  it("says a link made before the rotation is no longer valid while the old key is listed, expired once past its time, and saves nothing", async () => {
     // One link made with no identity key (under the operator token's secret), one under k1.
     const links: string[] = [];
     let banner = { teamId: "", publicId: "" };
@@ -761,15 +762,24 @@ describe("a preferences link after the identity key rotated", () => {
         await rotated.close();
       }
     }
-    // Past its 30 minutes, a link made before the rotation has expired, as any link has. A
+    // Past its 30 minutes, a link made before the rotation has expired, as any link has, whether
+    // the old key is still listed, dropped, or no key is left at all. Regression: once the old
+    // key was dropped, it said the link was not valid, as if the visitor had altered it. A
     // link's expiry is written in whole seconds, rounded up: a second more than the 30 minutes.
-    const rotated = await start([k2, k1]);
-    clock.skewMs = PREFERENCES_LINK_TTL_MS + 1_000;
-    try {
-      expect(await visitAndSave(rotated, madeUnderK1)).toEqual(expired);
-    } finally {
-      clock.skewMs = 0;
-      await rotated.close();
+    for (const identityKeys of [[k2, k1], [k2], []]) {
+      const rotated = await start(identityKeys);
+      clock.skewMs = PREFERENCES_LINK_TTL_MS + 1_000;
+      try {
+        const before = await storedRows(rotated, banner.teamId);
+        expect([identityKeys, await visitAndSave(rotated, madeUnderK1)]).toEqual([
+          identityKeys,
+          expired,
+        ]);
+        expect(await storedRows(rotated, banner.teamId)).toHaveLength(before.length);
+      } finally {
+        clock.skewMs = 0;
+        await rotated.close();
+      }
     }
   });
 
