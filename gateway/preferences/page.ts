@@ -186,14 +186,14 @@ interface FailureWords {
 
 /**
  * The words for a failure. A visit gets the failure's own title and text, the service's being
- * briefly unavailable included (a moment's wait), and where opening the link again can succeed
- * (a moment for the service briefly unavailable, a minute over the rate limit, later for any
- * other failure of the service's) a link to the page. A save that was not made says so first, in its heading and title, then why: where
- * saving again from the page can succeed (after a minute for the rate limit, a moment for an
- * unavailable service, later for a fault of the service, at once for a submission the page's form
- * never makes), with its own sentence and the link back; where it cannot (a link that no longer
- * works, a banner gone), with the visit's title and text as the reason. A failure only a
- * submission meets is a save that was not made, whatever the method.
+ * briefly unavailable included (a moment's wait), and where opening the link again can succeed (a
+ * moment for the service briefly unavailable, a minute over the rate limit, later for any other
+ * failure of the service's) a link to the page. A save that was not made says so first, in its
+ * heading and title, then why: where saving again from the page can succeed (after a minute for the
+ * rate limit, a moment for an unavailable service, later for a fault of the service, at once for a
+ * submission the page's form never makes), with its own sentence and the link back; where it cannot
+ * (a link that no longer works, a banner gone), with the visit's title and text as the reason. A
+ * failure only a submission meets is a save that was not made, whatever the method.
  */
 function failureWords(
   code: string | undefined,
