@@ -175,16 +175,18 @@ export function daemonRetryAfterSeconds(error: unknown): number | undefined {
 }
 
 /**
- * A call that ended unavailable or past its deadline without the daemon's own ErrorInfo (a proxy's
- * 503, a deadline, a daemon or gateway shutting down), other than the daemon being unreachable
- * (warned of apart) or over its request budget (an expected refusal under load, not logged).
+ * A call that ended unavailable or past its deadline other than by the daemon's own `unavailable`
+ * (its store out of reach, which the daemon logs): a proxy's 503, a deadline, a daemon or gateway
+ * shutting down; but for the daemon being unreachable (warned of apart) or over its request
+ * budget (an expected refusal under load, not logged).
  */
 function isUnansweredCall(error: unknown): boolean {
-  return (
-    isDaemonUnavailable(error) &&
-    error.findDetails(ErrorInfoSchema).length === 0 &&
-    !isDaemonBusy(error)
-  );
+  return isDaemonUnavailable(error) && !isDaemonsOwnRefusal(error) && !isDaemonBusy(error);
+}
+
+/** The daemon's `unavailable` with the ErrorInfo code it raises it with (rpc/connect-errors.ts). */
+function isDaemonsOwnRefusal(error: ConnectError): boolean {
+  return error.code === Code.Unavailable && !!error.findDetails(ErrorInfoSchema)[0]?.code;
 }
 
 function countUnreachable(request: FastifyRequest, error: unknown): void {
@@ -279,14 +281,17 @@ export function isPassingOutage({ status, headers }: HttpError): boolean {
 
 /**
  * A daemon answer without an ErrorInfo, or one that is no failure the daemon raises on purpose (an
- * ErrorInfo without a code on anything but a banner validation failure, spec 7 "400 (none)"):
+ * ErrorInfo without a code on anything but a banner validation failure, spec 7 "400 (none)"; a
+ * gRPC code that no kind of failure maps to, rpc/connect-errors.ts, DEADLINE_EXCEEDED among them):
  * a text of connect-es, protobuf-es, Node's HTTP/2 client, a proxy or a daemon of another version.
  * Only the gateway's own sentences for it reach the client; failureOf logs the original.
  */
 function unintended(error: ConnectError): HttpError {
   // The daemon could not be reached, went away, was over its request budget or did not answer in
-  // time (spec 7: 5xx is retried): a retry shortly may pass.
-  return isDaemonUnavailable(error) ? unavailable(PASSING_OUTAGE_RETRY_AFTER_SECONDS) : INTERNAL;
+  // time (spec 7: 5xx is retried): a retry shortly may pass, or once the daemon's own Retry-After
+  // has, if it gave one.
+  if (!isDaemonUnavailable(error)) return INTERNAL;
+  return unavailable(daemonRetryAfterSeconds(error) ?? PASSING_OUTAGE_RETRY_AFTER_SECONDS);
 }
 
 function fromConnectError(error: ConnectError): HttpError {
@@ -295,8 +300,11 @@ function fromConnectError(error: ConnectError): HttpError {
   const info = error.findDetails(ErrorInfoSchema)[0];
   if (!info || (!info.code && error.code !== Code.InvalidArgument)) return unintended(error);
   const status = statusOf(error.code, info);
-  // A code with no status of its own (UNIMPLEMENTED, UNKNOWN, CANCELED…): not the daemon's words.
-  if (status === 500) return INTERNAL;
+  // A code with no status of its own (DEADLINE_EXCEEDED, UNIMPLEMENTED, UNKNOWN, CANCELED…): no
+  // failure the daemon raises on purpose (decisions §7), answered as one without an ErrorInfo. A
+  // deadline that passed is then the service briefly unavailable (503), as the loader's
+  // stale-if-error and its failed reads take it (isDaemonUnavailable), not a 500.
+  if (status === 500) return unintended(error);
   const headers: Record<string, string> = {};
   if (info.rateLimit) {
     headers["X-RateLimit-Limit"] = String(info.rateLimit.limit);

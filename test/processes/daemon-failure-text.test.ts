@@ -25,9 +25,11 @@ const connectError =
   };
 
 /** An ErrorInfo detail in the Connect protocol's JSON, as the daemon sends one. */
-const errorInfoDetail = (code: string) => ({
+const errorInfoDetail = (code: string, retryAfterSeconds = 0) => ({
   type: ErrorInfoSchema.typeName,
-  value: Buffer.from(toBinary(ErrorInfoSchema, create(ErrorInfoSchema, { code })))
+  value: Buffer.from(
+    toBinary(ErrorInfoSchema, create(ErrorInfoSchema, { code, retryAfterSeconds })),
+  )
     .toString("base64")
     .replace(/=+$/, ""),
 });
@@ -132,6 +134,21 @@ const CASES: [string, Misbehaviour, typeof INTERNAL | typeof UNAVAILABLE, RegExp
     "deadline_exceeded without ErrorInfo",
     connectError(504, "deadline_exceeded"),
     UNAVAILABLE,
+    FOREIGN_LOGGED,
+  ],
+  // No failure the daemon raises on purpose has this code (decisions §7): a deadline that passed
+  // is the service briefly unavailable, whatever detail came with it, to be asked again after the
+  // Retry-After the detail asks for, if any.
+  [
+    "deadline_exceeded with an ErrorInfo",
+    connectError(504, "deadline_exceeded", [errorInfoDetail("deadline_exceeded")]),
+    UNAVAILABLE,
+    FOREIGN_LOGGED,
+  ],
+  [
+    "deadline_exceeded with an ErrorInfo asking for a retry in 2 s",
+    connectError(504, "deadline_exceeded", [errorInfoDetail("deadline_exceeded", 2)]),
+    { ...UNAVAILABLE, retryAfter: "2" },
     FOREIGN_LOGGED,
   ],
   ["unavailable without ErrorInfo", connectError(503, "unavailable"), UNAVAILABLE, FOREIGN_LOGGED],

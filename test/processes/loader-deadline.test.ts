@@ -1,0 +1,134 @@
+import { create, toBinary } from "@bufbuild/protobuf";
+import { pino } from "pino";
+import { describe, expect, it } from "vitest";
+import { loadConfig } from "#daemon/config.js";
+import { createDaemonTransport } from "#gateway/daemon-transport.js";
+import { STALE_RETRY_MS } from "#gateway/loader/stale-if-error.js";
+import { startGateway } from "#gateway/main.js";
+import { ErrorInfoSchema } from "#gen/consent/v1/errors_pb.js";
+import {
+  createBanner,
+  createTeam,
+  type HttpResult,
+  http,
+  mintKey,
+  publishConfiguration,
+} from "#test/support/api.js";
+import { type AnswerInstead, daemonRelay } from "#test/support/daemon-relay.js";
+import { endpoints } from "#test/support/processes.js";
+import { startTestService } from "#test/support/service.js";
+
+const USUAL = "public, max-age=300, stale-while-revalidate=60";
+const STALE = "public, max-age=60, stale-while-revalidate=60";
+const UNAVAILABLE = {
+  error: "The service is temporarily unavailable; retry later",
+  code: "unavailable",
+};
+
+/**
+ * A call's deadline passed on the daemon's side, told in the Connect protocol with an ErrorInfo,
+ * as a daemon that bounds its own calls would: HTTP 504, `deadline_exceeded`.
+ */
+const deadlineExceeded: AnswerInstead = (stream) => {
+  const info = toBinary(ErrorInfoSchema, create(ErrorInfoSchema, { code: "deadline_exceeded" }));
+  stream.respond({ ":status": 504, "content-type": "application/json" });
+  stream.end(
+    JSON.stringify({
+      code: "deadline_exceeded",
+      message: "the store did not answer in time",
+      details: [
+        {
+          type: ErrorInfoSchema.typeName,
+          value: Buffer.from(info).toString("base64").replace(/=+$/, ""),
+        },
+      ],
+    }),
+  );
+};
+
+const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/**
+ * A banner read whose deadline passed on the daemon's side (gRPC DEADLINE_EXCEEDED, with an
+ * ErrorInfo or without) is the daemon briefly unable to answer, as `unavailable` is (errors.ts,
+ * isDaemonUnavailable): a banner the gateway served is served as last read (stale-if-error), and
+ * one it never served is answered the loader's 503 with a Retry-After of the seconds until the
+ * daemon is asked again, 5 s on (failed-reads.ts), never a 500.
+ */
+describe("the loader of a stand-alone gateway whose daemon's banner reads pass their deadline", () => {
+  it("serves a banner it served as last read, and answers one it never served 503 until it asks again 5 s on", async () => {
+    const daemon = await startTestService();
+    let pastDeadline = false;
+    let reads = 0;
+    const relay = await daemonRelay(daemon.daemonUrl, (path) => {
+      if (!path.endsWith("/GetPublishedBanner")) return undefined;
+      reads++;
+      return pastDeadline ? deadlineExceeded : undefined;
+    });
+    const logs: Record<string, unknown>[] = [];
+    const gateway = await startGateway({
+      config: loadConfig({ CONSENT_HTTP_PORT: "0" }),
+      transport: createDaemonTransport({ baseUrl: relay.url }),
+      operatorToken: daemon.operatorToken,
+      logger: pino({ level: "warn" }, { write: (line: string) => logs.push(JSON.parse(line)) }),
+    });
+    const service = endpoints({ ...daemon, gatewayUrl: gateway.url });
+    const loader = (publicId: string) => http(service, "GET", `/loader/${publicId}.js`);
+    const refusal = (answer: HttpResult) => [
+      answer.status,
+      answer.headers.get("content-type"),
+      answer.body,
+    ];
+    try {
+      const { key } = await mintKey(service, await createTeam(service));
+      const served = await createBanner(service, key);
+      const unserved = await createBanner(service, key);
+      const first = await loader(served.publicId);
+      expect([first.status, first.headers.get("cache-control")]).toEqual([200, USUAL]);
+
+      pastDeadline = true;
+      // A publish through this gateway: the banner's next request reads it from the daemon.
+      await publishConfiguration(service, key, served.id, { position: "top" });
+      const held = await loader(served.publicId);
+      expect([held.status, held.headers.get("cache-control")]).toEqual([200, STALE]);
+      expect([held.headers.get("etag"), held.text]).toEqual([
+        first.headers.get("etag"),
+        first.text,
+      ]);
+
+      const before = reads;
+      const refused = await loader(unserved.publicId);
+      const refusedAt = Date.now();
+      expect(refusal(refused)).toEqual([503, "application/json; charset=utf-8", UNAVAILABLE]);
+      expect(refused.headers.get("retry-after")).toBe(String(STALE_RETRY_MS / 1_000));
+      expect(reads).toBe(before + 1);
+      // Answered again without a call, the Retry-After counting down to the next read.
+      await pause(1_100);
+      const again = await loader(unserved.publicId);
+      expect(refusal(again)).toEqual([503, "application/json; charset=utf-8", UNAVAILABLE]);
+      expect(Number(again.headers.get("retry-after"))).toBeLessThan(STALE_RETRY_MS / 1_000);
+      expect(reads).toBe(before + 1);
+
+      // The daemon answers again: the banner is read once those 5 s are over, and served.
+      pastDeadline = false;
+      await pause(refusedAt + STALE_RETRY_MS - Date.now());
+      const answered = await loader(unserved.publicId);
+      expect([answered.status, answered.headers.get("cache-control")]).toEqual([200, USUAL]);
+      expect(answered.text).toContain(unserved.publicId);
+      expect(reads).toBe(before + 2);
+
+      // The operator reads the daemon's own words for the failure, as a warning, not an error.
+      expect(logs.filter((entry) => entry.level === 50)).toEqual([]);
+      expect(logs).toContainEqual(
+        expect.objectContaining({
+          level: 40,
+          cause: "[deadline_exceeded] the store did not answer in time",
+        }),
+      );
+    } finally {
+      await gateway.close();
+      await relay.close();
+      await daemon.close();
+    }
+  });
+});

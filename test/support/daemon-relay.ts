@@ -1,0 +1,61 @@
+import http2 from "node:http2";
+
+/** How the relay answers a call in the daemon's place, once the call's request has come. */
+export type AnswerInstead = (stream: http2.ServerHttp2Stream) => void;
+
+/**
+ * An h2c relay in front of a daemon's port for the gateway's Connect calls: each call goes on to
+ * the daemon and its answer comes back as the daemon sent it, unless `instead(path)` gives an
+ * answer to send in its place (a failure the daemon does not give on demand). Connect answers
+ * carry no HTTP trailers, so none are relayed: gRPC calls go to the daemon itself.
+ */
+export async function daemonRelay(
+  daemonUrl: string,
+  instead: (path: string) => AnswerInstead | undefined,
+) {
+  const daemon = http2.connect(daemonUrl);
+  daemon.on("error", () => {});
+  const server = http2.createServer();
+  const sessions = new Set<http2.ServerHttp2Session>();
+  server.on("session", (session) => {
+    sessions.add(session);
+    session.on("close", () => sessions.delete(session));
+    session.on("error", () => {});
+  });
+  server.on("stream", (stream, headers) => {
+    stream.on("error", () => {});
+    const answer = instead(String(headers[":path"]));
+    if (answer) {
+      stream.resume();
+      stream.on("end", () => answer(stream));
+      return;
+    }
+    const call = daemon.request(withoutPseudoHeaders(headers, [":method", ":path"]));
+    call.on("error", () => stream.close(http2.constants.NGHTTP2_INTERNAL_ERROR));
+    call.on("response", (answered) => {
+      stream.respond(withoutPseudoHeaders(answered, [":status"]));
+      call.pipe(stream);
+    });
+    stream.pipe(call);
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as { port: number };
+  return {
+    url: `http://127.0.0.1:${port}`,
+    async close() {
+      for (const session of sessions) session.destroy();
+      daemon.destroy();
+      await new Promise((resolve) => server.close(resolve));
+    },
+  };
+}
+
+/** The headers a relayed request or answer keeps: `kept` of the pseudo-headers, and the rest. */
+function withoutPseudoHeaders(
+  headers: http2.IncomingHttpHeaders,
+  kept: string[],
+): http2.OutgoingHttpHeaders {
+  return Object.fromEntries(
+    Object.entries(headers).filter(([name]) => !name.startsWith(":") || kept.includes(name)),
+  );
+}
