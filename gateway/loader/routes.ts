@@ -1,9 +1,8 @@
-import { Code, ConnectError } from "@connectrpc/connect";
 import proxyAddr from "@fastify/proxy-addr";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import Negotiator from "negotiator";
 import type { DaemonClients } from "#gateway/daemon-clients.js";
-import { failureOf, type HttpError, sendPlainError } from "#gateway/errors.js";
+import { failureOf, type HttpError, httpErrorOf, sendPlainError } from "#gateway/errors.js";
 import { LoaderCache } from "#gateway/loader/loader-cache.js";
 import type { LoaderVariant } from "#gateway/loader/loader-response.js";
 import { parseGeo } from "#gateway/loader/runtime-config.js";
@@ -133,7 +132,9 @@ export async function loaderRoutes(app: FastifyInstance, options: LoaderRouteOpt
       try {
         return (await options.clients.banners.getPublishedBanner({ publicId })).banner ?? null;
       } catch (error) {
-        if (error instanceof ConnectError && error.code === Code.NotFound) return null;
+        // The daemon's own not_found (its ErrorInfo's code); a NOT_FOUND without it is no answer
+        // of the daemon's, and fails the request as on the REST routes (errors.ts).
+        if (httpErrorOf(error).status === 404) return null;
         throw error;
       }
     },

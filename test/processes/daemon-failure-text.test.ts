@@ -1,6 +1,8 @@
+import { randomUUID } from "node:crypto";
 import http2 from "node:http2";
 import { create, toBinary } from "@bufbuild/protobuf";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { STALE_RETRY_MS } from "#gateway/loader/stale-if-error.js";
 import { ErrorInfoSchema } from "#gen/consent/v1/errors_pb.js";
 import {
   PROGRAMS,
@@ -36,12 +38,17 @@ const errorInfoDetail = (code: string, retryAfterSeconds = 0) => ({
 
 /** A failure no daemon raised on purpose: 500 internal_error. */
 const INTERNAL = { status: 500, code: "internal_error", error: "Internal server error" };
-/** A failure of the call itself (reset, lost, a deadline, a proxy's 503): retried shortly. */
+/**
+ * A failure of the call itself (reset, lost, a deadline, a proxy's 503): retried shortly; the
+ * loader's Retry-After for a banner it never served is the seconds until it asks the daemon for
+ * it again (failed-reads.ts), STALE_RETRY_MS unless the daemon asked for a retry sooner.
+ */
 const UNAVAILABLE = {
   status: 503,
   code: "unavailable",
   error: "The service is temporarily unavailable; retry later",
   retryAfter: "1",
+  loaderRetryAfter: String(STALE_RETRY_MS / 1_000),
 };
 
 /** What the operator reads in the gateway's log of a call that failed so. */
@@ -148,7 +155,7 @@ const CASES: [string, Misbehaviour, typeof INTERNAL | typeof UNAVAILABLE, RegExp
   [
     "deadline_exceeded with an ErrorInfo asking for a retry in 2 s",
     connectError(504, "deadline_exceeded", [errorInfoDetail("deadline_exceeded", 2)]),
-    { ...UNAVAILABLE, retryAfter: "2" },
+    { ...UNAVAILABLE, retryAfter: "2", loaderRetryAfter: "2" },
     FOREIGN_LOGGED,
   ],
   ["unavailable without ErrorInfo", connectError(503, "unavailable"), UNAVAILABLE, FOREIGN_LOGGED],
@@ -166,6 +173,8 @@ const CASES: [string, Misbehaviour, typeof INTERNAL | typeof UNAVAILABLE, RegExp
  * spec 7, decisions §5: whatever a daemon, a proxy in front of it or the HTTP/2 client says of a
  * failure that carries no ErrorInfo of the daemon's, a REST client reads only the gateway's own
  * sentence and one of spec 7's codes, in its route's shape; the gateway logs the original text.
+ * The loader (decisions §6) answers the same status and body for a banner it never served: a
+ * NOT_FOUND without the daemon's ErrorInfo is no answer that the banner is unknown.
  */
 describe("a stand-alone gateway's answers for daemon failures it did not expect", () => {
   useProgramRoot("consent-failure-text-");
@@ -212,7 +221,11 @@ describe("a stand-alone gateway's answers for daemon failures it did not expect"
     async (_name, behaviour, expected, originalText) => {
       misbehave = behaviour;
       const logged = gateway.stdout().length + gateway.stderr().length;
-      const { status, code, error, retryAfter } = { retryAfter: null, ...expected };
+      const { status, code, error, retryAfter, loaderRetryAfter } = {
+        retryAfter: null,
+        loaderRetryAfter: null,
+        ...expected,
+      };
 
       const listed = await fetch(`${gatewayUrl}/api/v1/banners`, {
         headers: { authorization: "Bearer ck_live_stand_in" },
@@ -233,6 +246,15 @@ describe("a stand-alone gateway's answers for daemon failures it did not expect"
         retryAfter,
         { success: false, error, code },
       ]);
+
+      // A banner never read before, so that its read meets this case's failure.
+      const loader = await fetch(`${gatewayUrl}/loader/${randomUUID()}.js`);
+      expect([
+        loader.status,
+        loader.headers.get("retry-after"),
+        loader.headers.get("content-type"),
+        await loader.json(),
+      ]).toEqual([status, loaderRetryAfter, "application/json; charset=utf-8", { error, code }]);
 
       const page = await fetch(`${gatewayUrl}/preferences/some-token`);
       const html = await page.text();
