@@ -11,7 +11,6 @@ import { createBanner, createTeam, type HttpResult, http, mintKey } from "#test/
 import { callCountingProxy } from "#test/support/call-counting-proxy.js";
 import { aChoice, postLog } from "#test/support/consent-log.js";
 import {
-  DAEMON_URL,
   endpoints,
   freePort,
   operatorTokenOf,
@@ -109,14 +108,9 @@ describe("the loader of a stand-alone gateway whose daemon is down", {
   it("serves what it served while the daemon restarts, then the daemon's answer again", async () => {
     const dataDir = dirs.join("data");
     const port = await freePort();
-    const startDaemon = async () => {
-      const program = startProgram(PROGRAMS.consentd, {
-        CONSENT_DATA_DIR: dataDir,
-        CONSENT_GRPC_PORT: String(port),
-      });
-      return { program, url: await program.waitFor(DAEMON_URL) };
-    };
-    let daemon = await startDaemon();
+    // The same port on restart: the gateway keeps calling the address it started with.
+    const startOnPort = () => startDaemon(dataDir, { CONSENT_GRPC_PORT: String(port) });
+    let daemon = await startOnPort();
     const gateway = startProgram(PROGRAMS.gateway, {
       CONSENT_DATA_DIR: dataDir,
       CONSENT_DAEMON_URL: daemon.url,
@@ -185,7 +179,7 @@ describe("the loader of a stand-alone gateway whose daemon is down", {
 
     // Back, with a publish this gateway hears nothing of: served at its next read, within
     // seconds (every 5 s while the daemon failed), long before its 30 s revalidation.
-    daemon = await startDaemon();
+    daemon = await startOnPort();
     const banners = createClient(BannerService, createGrpcTransport({ baseUrl: daemon.url }));
     await banners.publishBanner({ id }, { headers: { authorization: `Bearer ${key}` } });
     const backAt = Date.now();
