@@ -174,7 +174,10 @@ export async function loaderRoutes(app: FastifyInstance, options: LoaderRouteOpt
     try {
       variant = await cache.variant(id, geoOf(request));
     } catch (error) {
+      // Never kept by a cache, as the 404: some CDNs keep a 5xx without Cache-Control for a
+      // while, which would hide the banner past the outage (or past the daemon's Retry-After).
       const failure = failureOf(request, error);
+      reply.header("Cache-Control", "no-store");
       return sendPlainError(reply, retryAtNextRead(failure, cache.retryAfterSeconds(id)));
     }
     if (!variant) return notFound(reply);

@@ -253,8 +253,15 @@ describe("a stand-alone gateway's answers for daemon failures it did not expect"
         loader.status,
         loader.headers.get("retry-after"),
         loader.headers.get("content-type"),
+        loader.headers.get("cache-control"),
         await loader.json(),
-      ]).toEqual([status, loaderRetryAfter, "application/json; charset=utf-8", { error, code }]);
+      ]).toEqual([
+        status,
+        loaderRetryAfter,
+        "application/json; charset=utf-8",
+        "no-store",
+        { error, code },
+      ]);
 
       const page = await fetch(`${gatewayUrl}/preferences/some-token`);
       const html = await page.text();
