@@ -444,7 +444,7 @@ export async function listenDaemon(daemon: Daemon, options: ListenOptions) {
     done();
   });
   await app.listen({ host: options.host, port: options.port });
-  daemon.dispatcher.start();
+  await daemon.dispatcher.start();
   const address = app.server.address();
   const port = typeof address === "object" && address ? address.port : options.port;
   return {

@@ -191,6 +191,78 @@ describe("webhook attempts cut by a shutdown", () => {
     await dispatcher.stop({ cutAfterMs: 0 });
   });
 
+  // Regression: a start asked while a stop was still waiting on an attempt ran a second loop
+  // beside the stopping one, which then never ended, and the stop's end marked the restarted
+  // dispatcher stopped: its own later stop set no cut, leaving a hanging attempt to its 15 s bound.
+  it("starts again once a stop under way has ended: the restarted dispatcher delivers, and its own stop's cut applies", async () => {
+    const { teamId, endpoint } = await aStoredEndpoint();
+    const deliveryOf = (row: { id: string }) =>
+      store.webhooks.getDelivery(teamId, deliveryId(eventIdOf(row.id), endpoint.id));
+    receiver.answer = () => NEVER;
+    const dispatcher = aDispatcher();
+    const hung = aConsentLogRow(teamId, clock());
+    await appendConsentLog(store, hung);
+    await eventually(
+      () => (receiver.received.length === 1 ? true : undefined),
+      "the attempt hangs",
+    );
+    const stopping = dispatcher.stop({ cutAfterMs: CUT_AFTER_MS });
+    const starting = dispatcher.start();
+    const stoppedAt = Date.now();
+    await stopping;
+    expect(Date.now() - stoppedAt).toBeLessThan(CUT_AFTER_MS + 2_000);
+    await starting;
+
+    // Running again: the given-back delivery and a new event are both sent.
+    receiver.answer = () => ({ status: 200 });
+    const after = aConsentLogRow(teamId, clock());
+    await appendConsentLog(store, after);
+    for (const row of [hung, after]) {
+      await eventually(
+        async () => ((await deliveryOf(row))?.status === "succeeded" ? true : undefined),
+        "the delivery is sent and delivered",
+      );
+    }
+
+    // Its next stop cuts a hanging attempt at its time, not at the attempt's 15 s bound.
+    receiver.answer = () => NEVER;
+    const last = aConsentLogRow(teamId, clock());
+    await appendConsentLog(store, last);
+    await eventually(
+      () => (receiver.received.length === 4 ? true : undefined),
+      "the last attempt hangs",
+    );
+    lines.length = 0;
+    const lastStopAt = Date.now();
+    await dispatcher.stop({ cutAfterMs: CUT_AFTER_MS });
+    expect(Date.now() - lastStopAt).toBeLessThan(CUT_AFTER_MS + 2_000);
+    expect(lines).toContainEqual(
+      expect.objectContaining({ msg: expect.stringContaining("cut by the shutdown"), attempts: 1 }),
+    );
+    expect(await deliveryOf(last)).toMatchObject({ status: "pending", attempts: 0 });
+  });
+
+  it("a start then a stop asked during a stop leave the dispatcher stopped: nothing is claimed after", async () => {
+    const { teamId, endpoint } = await aStoredEndpoint();
+    receiver.answer = () => NEVER;
+    const dispatcher = aDispatcher();
+    await appendConsentLog(store, aConsentLogRow(teamId, clock()));
+    await eventually(
+      () => (receiver.received.length === 1 ? true : undefined),
+      "the attempt hangs",
+    );
+    const stopping = dispatcher.stop({ cutAfterMs: CUT_AFTER_MS });
+    const starting = dispatcher.start();
+    await Promise.all([stopping, dispatcher.stop(), starting]);
+    const row = aConsentLogRow(teamId, clock());
+    await appendConsentLog(store, row);
+    await new Promise((resolve) => setTimeout(resolve, CUT_AFTER_MS));
+    expect(receiver.received).toHaveLength(1);
+    expect(
+      await store.webhooks.getDelivery(teamId, deliveryId(eventIdOf(row.id), endpoint.id)),
+    ).toBeNull();
+  });
+
   it("starts no attempt once the daemon's drain begins: a record acknowledged during the drain is delivered by the next daemon at once, its attempt the only one", async () => {
     const operatorToken = `consent_op_${randomUUID()}`;
     // The daemon's own sealing key: without identity keys, the operator token's (createDaemon).

@@ -88,6 +88,8 @@ export class WebhookDispatcher {
   private stopped = false;
   /** When the attempts still in flight are cut (stop's `cutAfterMs`). */
   private cutTimer: NodeJS.Timeout | undefined;
+  /** Set by start(), cleared by stop(): whether a start waiting for a stop's end goes ahead. */
+  private wanted = false;
 
   /**
    * A pass's failure, by each cause (storeFailureLog): the store out of reach once in a while as
@@ -105,7 +107,25 @@ export class WebhookDispatcher {
     });
   }
 
-  start(): void {
+  /**
+   * Starts polling the store and making attempts. Asked while a stop is under way, it starts once
+   * that stop has ended (its attempts recorded or given back, its connections closed), so the
+   * stop's end never marks the restarted dispatcher stopped and its loop never runs beside the
+   * stopping one; a stop asked meanwhile wins: the last of start() and stop() decides. Resolves
+   * once the dispatcher runs, or once such a later stop has won.
+   */
+  start(): Promise<void> {
+    this.wanted = true;
+    if (this.stopping && !this.stopped) {
+      return this.stopping.then(() => {
+        if (this.wanted) this.begin();
+      });
+    }
+    this.begin();
+    return Promise.resolve();
+  }
+
+  private begin(): void {
     if (this.running) return;
     this.running = true;
     this.stopping = undefined;
@@ -124,6 +144,7 @@ export class WebhookDispatcher {
    * it again at once.
    */
   stop({ cutAfterMs }: { cutAfterMs?: number } = {}): Promise<void> {
+    this.wanted = false;
     // A stop that has ended has nothing left to cut: a timer set now would only keep the process
     // alive that long, then cut the attempts of a dispatcher started again meanwhile.
     if (cutAfterMs !== undefined && !this.stopped) {
