@@ -90,8 +90,11 @@ export class DeliveryAttempts {
     this.shutdown.abort();
   }
 
-  /** Makes one attempt; `sent` is called once the exchange with the endpoint is over. */
-  async attempt(delivery: DeliveryRecord, sent: () => void): Promise<void> {
+  /**
+   * Makes one attempt; `sent` is called once the exchange with the endpoint is over. Ends
+   * "recorded" with its outcome, or "given back" when cut before the endpoint answered.
+   */
+  async attempt(delivery: DeliveryRecord, sent: () => void): Promise<"recorded" | "given back"> {
     const { store, clock } = this.options;
     const signal = this.shutdown.signal;
     const endpoint = await store.webhooks.getEndpoint(delivery.teamId, delivery.webhookId);
@@ -103,14 +106,14 @@ export class DeliveryAttempts {
         status: "failed",
         lastError: `not sent: the endpoint is disabled (${reason})`,
       });
-      return;
+      return "recorded";
     }
     const at = clock();
     const outcome = await this.send(endpoint, delivery, at, signal);
     sent();
     if (outcome.abandoned) {
       await this.release(delivery);
-      return;
+      return "given back";
     }
     // Retries are counted from the end of the exchange: after a 15 s timeout, the first one
     // comes about 5 s later, not at once.
@@ -124,6 +127,7 @@ export class DeliveryAttempts {
     };
     if (outcome.ok) await this.delivered(delivery, endpoint, observed);
     else await this.failed(delivery, endpoint, outcome, observed, ended);
+    return "recorded";
   }
 
   /**

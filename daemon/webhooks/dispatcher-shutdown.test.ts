@@ -263,6 +263,40 @@ describe("webhook attempts cut by a shutdown", () => {
     ).toBeNull();
   });
 
+  // Regression: the cut's log line counted every attempt still exchanging at the cut, including
+  // one whose status had arrived, its body still being read, which is recorded with that status.
+  it("counts as cut only the attempts whose endpoints had not answered; one whose status had arrived is recorded with it", async () => {
+    const { teamId, endpoint } = await aStoredEndpoint();
+    const [answered, unanswered] = [
+      aConsentLogRow(teamId, clock()),
+      aConsentLogRow(teamId, clock()),
+    ];
+    const deliveryOf = (row: { id: string }) =>
+      store.webhooks.getDelivery(teamId, deliveryId(eventIdOf(row.id), endpoint.id));
+    // One endpoint answers 200 and never ends its body; the other request is never answered.
+    receiver.answer = (request) =>
+      request.headers["webhook-id"] === eventIdOf(answered.id)
+        ? { status: 200, body: "o", unfinished: true }
+        : NEVER;
+    const dispatcher = aDispatcher();
+    await appendConsentLog(store, answered);
+    await appendConsentLog(store, unanswered);
+    await eventually(
+      () => (receiver.received.length === 2 ? true : undefined),
+      "both attempts are in flight",
+    );
+    await dispatcher.stop({ cutAfterMs: CUT_AFTER_MS });
+    expect(lines.filter((line) => line.msg.includes("cut by the shutdown"))).toEqual([
+      expect.objectContaining({ attempts: 1 }),
+    ]);
+    expect(await deliveryOf(answered)).toMatchObject({
+      status: "succeeded",
+      attempts: 1,
+      lastStatusCode: 200,
+    });
+    expect(await deliveryOf(unanswered)).toMatchObject({ status: "pending", attempts: 0 });
+  });
+
   it("starts no attempt once the daemon's drain begins: a record acknowledged during the drain is delivered by the next daemon at once, its attempt the only one", async () => {
     const operatorToken = `consent_op_${randomUUID()}`;
     // The daemon's own sealing key: without identity keys, the operator token's (createDaemon).

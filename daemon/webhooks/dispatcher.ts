@@ -88,6 +88,8 @@ export class WebhookDispatcher {
   private stopped = false;
   /** When the attempts still in flight are cut (stop's `cutAfterMs`). */
   private cutTimer: NodeJS.Timeout | undefined;
+  /** The cut under way: its attempts are recorded or given back, then counted in the log. */
+  private cutting: Promise<void> | undefined;
   /** Set by start(), cleared by stop(): whether a start waiting for a stop's end goes ahead. */
   private wanted = false;
 
@@ -149,16 +151,24 @@ export class WebhookDispatcher {
     // alive that long, then cut the attempts of a dispatcher started again meanwhile.
     if (cutAfterMs !== undefined && !this.stopped) {
       clearTimeout(this.cutTimer);
-      this.cutTimer = setTimeout(() => this.cutInFlight(), cutAfterMs);
+      this.cutTimer = setTimeout(() => {
+        this.cutting = this.cutInFlight();
+      }, cutAfterMs);
     }
     this.stopping ??= this.stopAndWait();
     return this.stopping;
   }
 
-  /** Ends the exchanges still in flight (stop's `cutAfterMs`), saying how many were cut. */
-  private cutInFlight(): void {
-    const cut = [...this.inFlight.values()].filter((attempt) => attempt.exchanging).length;
+  /**
+   * Ends the exchanges still in flight (stop's `cutAfterMs`), then says how many were cut: those
+   * given back because their endpoints had not answered. One whose status had arrived, its body
+   * still being read, is recorded with that status (DeliveryAttempts.cut), and is not counted.
+   */
+  private async cutInFlight(): Promise<void> {
+    const exchanging = [...this.inFlight.values()].filter((attempt) => attempt.exchanging);
     this.attempts.cut();
+    await Promise.all(exchanging.map((attempt) => attempt.done));
+    const cut = exchanging.filter((attempt) => attempt.givenBack).length;
     if (cut > 0) {
       this.options.logger.info(
         { attempts: cut },
@@ -176,6 +186,9 @@ export class WebhookDispatcher {
       await Promise.all(Array.from(this.inFlight.values(), (running) => running.done));
     }
     clearTimeout(this.cutTimer);
+    // A cut that ran logs its count before the stop ends (and the process exits).
+    await this.cutting;
+    this.cutting = undefined;
     this.stopped = true;
     this.attempts.closeConnections();
   }
@@ -287,9 +300,13 @@ export class WebhookDispatcher {
     this.inFlight.set(delivery.id, entry);
     // Tracked either way, so stop() waits for a give-back's write before the store closes.
     const work = this.running
-      ? this.attempts.attempt(delivery, () => {
-          entry.exchanging = false;
-        })
+      ? this.attempts
+          .attempt(delivery, () => {
+            entry.exchanging = false;
+          })
+          .then((end) => {
+            entry.givenBack = end === "given back";
+          })
       : this.attempts.release(delivery);
     entry.done = work
       .catch((error: unknown) => {

@@ -99,6 +99,8 @@ export interface InFlightAttempt {
   delivery: DeliveryRecord;
   exchanging: boolean;
   done: Promise<void>;
+  /** Its exchange was cut before the endpoint answered, and its delivery given back. */
+  givenBack?: boolean;
 }
 
 /** Takes an attempt slot of this pass for the delivery, if one is free for its endpoint and team. */
