@@ -34,7 +34,7 @@ export interface DoctorInput {
  */
 export async function runDoctor(input: DoctorInput): Promise<CheckResult[]> {
   const { context, client } = input;
-  const checks: CheckResult[] = [configCheck(context.env), await filesCheck(context)];
+  const checks: CheckResult[] = [configCheck(context), await filesCheck(context)];
   const token = await tokenCheck(input);
   checks.push(token.check);
   // With the environment unreadable, the daemon address is only the default, not the one the
@@ -57,15 +57,25 @@ export async function runDoctor(input: DoctorInput): Promise<CheckResult[]> {
   return checks;
 }
 
-/** The whole environment, as daemon and gateway read it, not only the CLI's variables. */
-function configCheck(env: NodeJS.ProcessEnv): CheckResult {
-  const config = tryLoadConfig(env);
+/**
+ * The whole environment, as daemon and gateway read it, not only the CLI's variables. A variable
+ * consentctl reads (CLI_VARIABLES) that does not parse fails the check; one only the service reads
+ * (CONSENT_DRAIN_TIMEOUT_MS, CONSENT_HTTP_PORT…) is a warning: consentctl works, and a service
+ * started from this shell would refuse to start.
+ */
+function configCheck(context: CommandContext): CheckResult {
+  const hint =
+    "fix or unset the variable; the README's configuration table lists each one and its default";
+  if (context.config instanceof ConfigError) {
+    return { name: "config", status: "fail", detail: context.config.message, hint };
+  }
+  const config = tryLoadConfig(context.env);
   if (config instanceof ConfigError) {
     return {
       name: "config",
-      status: "fail",
-      detail: config.message,
-      hint: "fix or unset the variable; the README's configuration table lists each one and its default",
+      status: "warn",
+      detail: `${config.message}: a setting of the daemon and gateway, which consentctl does not read; a service started from this shell would refuse to start`,
+      hint,
     };
   }
   return {

@@ -198,9 +198,37 @@ describe.concurrent("consentctl health and doctor (against a real daemon)", {
     }
   });
 
+  // Regression: a variable only the service reads, left malformed in consentctl's shell, failed
+  // the doctor's config check and its exit status, though consentctl does not read it.
+  it("warns of a malformed setting only the service reads, naming it the service's, and exits 0; other commands run", async () => {
+    const env = { CONSENT_DRAIN_TIMEOUT_MS: "junk" };
+    const [doctor, json, teams] = await Promise.all([
+      cli.run(["doctor"], { env }),
+      cli.run(["doctor", "--json"], { env }),
+      cli.run(["teams", "list", "--json"], { env }),
+    ]);
+    expect(doctor.code).toBe(0);
+    expect(doctor.stdout).toMatch(
+      /! config\s+CONSENT_DRAIN_TIMEOUT_MS must be a whole number of milliseconds from 1000 to 600000, not "junk": a setting of the daemon and gateway, which consentctl does not read;/,
+    );
+    expect(doctor.stdout).toContain("No check failed; 1 warning.");
+    expect(json.code).toBe(0);
+    const report = JSON.parse(json.stdout);
+    expect(report.ok).toBe(true);
+    expect(report.checks).toContainEqual({
+      name: "config",
+      status: "warn",
+      detail: expect.stringContaining('not "junk": a setting of the daemon and gateway'),
+      hint: expect.stringContaining("fix or unset the variable"),
+    });
+    expect(report.checks.filter((c: CheckResult) => c.status !== "pass")).toHaveLength(1);
+    expect(teams.code).toBe(0);
+    expect(JSON.parse(teams.stdout)).toHaveProperty("teams");
+  });
+
   it("reports each problem on its own line and exits 1: bad env, bad token, no daemon", async () => {
     const [badEnv, badDaemonUrl, badToken, noDaemon] = await Promise.all([
-      cli.run(["doctor", "--json"], { env: { CONSENT_HTTP_PORT: "eighty" } }),
+      cli.run(["doctor", "--json"], { env: { CONSENT_DAEMON_URL: "notaurl" } }),
       runCli(["doctor", "--json"], {
         env: { CONSENT_DAEMON_URL: "notaurl", CONSENT_DATA_DIR: service.dataDir },
       }),
@@ -278,7 +306,7 @@ describe.concurrent("consentctl health and doctor (against a real daemon)", {
           .replace(/\d+ s (ahead of|behind) the daemon's/g, "SKEW the daemon's")
           .split(/\s+/)
           .filter(Boolean);
-      const mark = { pass: "✔", fail: "✖", skip: "–" };
+      const mark = { pass: "✔", fail: "✖", warn: "!", skip: "–" };
       expect(words(shown.join(" "))).toEqual(
         run?.checks.flatMap((check) => [
           mark[check.status],

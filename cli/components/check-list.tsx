@@ -7,23 +7,25 @@ import { type Tone, Toned } from "#cli/theme.js";
 /** The result of one diagnostic check. */
 export interface CheckResult {
   name: string;
-  status: "pass" | "fail" | "skip";
+  /** `warn`: nothing consentctl needs is wrong, but something else is (doctor exits 0). */
+  status: "pass" | "fail" | "warn" | "skip";
   /** What was found ("daemon answered in 4 ms"). */
   detail: string;
-  /** What to do about a failure or a skip. */
+  /** What to do about a failure, a warning or a skip. */
   hint?: string;
 }
 
 const MARK: Record<CheckResult["status"], [string, Tone]> = {
   pass: ["✔", "success"],
   fail: ["✖", "failure"],
+  warn: ["!", "warning"],
   skip: ["–", "muted"],
 };
 
 /** How far a check's text below its name is indented, when it does not fit beside the names. */
 const INDENT = 2;
 
-/** The lines of text a check shows: its detail, and the hint of a failure or a skip. */
+/** The lines of text a check shows: its detail, and the hint of a failure, a warning or a skip. */
 function linesOf(check: CheckResult): string[] {
   const detail = printable(check.detail);
   return check.hint && check.status !== "pass"

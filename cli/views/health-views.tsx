@@ -49,14 +49,18 @@ function storeField(report: HealthReport) {
 /** `doctor`: one line per check, then a verdict. */
 export function DoctorView({ checks }: { checks: readonly CheckResult[] }) {
   const failures = checks.filter((check) => check.status === "fail").length;
+  const warnings = checks.filter((check) => check.status === "warn").length;
+  const warned = `${warnings} warning${warnings === 1 ? "" : "s"}`;
   return (
     <Box flexDirection="column">
       <CheckList checks={checks} />
       <Box marginTop={1}>
         <Text>
-          {failures === 0
-            ? "All checks passed."
-            : `${failures} check${failures === 1 ? "" : "s"} failed.`}
+          {failures > 0
+            ? `${failures} check${failures === 1 ? "" : "s"} failed.`
+            : warnings > 0
+              ? `No check failed; ${warned}.`
+              : "All checks passed."}
         </Text>
       </Box>
     </Box>
