@@ -39,7 +39,7 @@ export class DaemonConnection {
   /** Set by abandonCalls: every call from then on fails at once. */
   private abandoned = false;
 
-  private readonly keepAlive: Required<KeepAlive>;
+  private readonly keepAlive: KeepAlive & { idleMs: number };
 
   constructor(baseUrl: string, keepAlive: KeepAlive) {
     this.keepAlive = { ...keepAlive, idleMs: keepAlive.idleMs ?? DEFAULT_KEEP_ALIVE.idleMs };

@@ -13,6 +13,11 @@ export interface KeepAlive {
   intervalMs: number;
   timeoutMs: number;
   idleMs?: number;
+  /**
+   * The daemon's drain limit (CONSENT_DRAIN_TIMEOUT_MS): a connection it told to go away carries
+   * calls it may still answer until then, and it cuts the connection itself at that limit.
+   */
+  drainMs?: number;
 }
 
 /** The keep-alive of a transport given none: 5 s, 10 s, 60 s. */
@@ -31,10 +36,19 @@ export const DEFAULT_KEEP_ALIVE = { intervalMs: 5_000, timeoutMs: 10_000, idleMs
 const SESSION_MEMORY_MB = Math.ceil((2 * BODY_BUDGET_BYTES) / 1e6);
 
 /**
- * A connection going away (told by the daemon, or replaced) cannot be pinged: the calls still on
- * it are given up this many keep-alive timeouts after it began closing.
+ * A connection going away (told by the daemon, or replaced) cannot be pinged (Node refuses a ping
+ * on a closing session): the calls still on it are given up this many keep-alive timeouts after it
+ * began closing, or a keep-alive timeout after the daemon's drain limit, whichever is later. A
+ * draining daemon answers them, or cuts the connection, within its limit; only one lost silently
+ * on the network meanwhile is left to this bound.
  */
 const CLOSING_GRACE_FACTOR = 3;
+
+/** How long the calls on a connection going away are waited for (CLOSING_GRACE_FACTOR). */
+export function closingGraceMs(keepAlive: Pick<KeepAlive, "timeoutMs" | "drainMs">): number {
+  const { timeoutMs, drainMs = 0 } = keepAlive;
+  return Math.max(CLOSING_GRACE_FACTOR * timeoutMs, drainMs + timeoutMs);
+}
 /** How long the ping after an idle time may take before the connection counts as gone. */
 const IDLE_PING_TIMEOUT_MS = 2_000;
 
@@ -113,10 +127,10 @@ function openSocket(authority: URL): Socket {
 /**
  * Pings a connection every `intervalMs` from its first call in flight on, so that one dying
  * silently under its calls fails them (503) instead of leaving them waiting for TCP to give up;
- * one going away is given CLOSING_GRACE_FACTOR keep-alive timeouts to finish them. The caller
+ * one going away is given closingGraceMs to finish them. The caller
  * stops it (stopWatching) once the last call settles.
  */
-export function startWatching(link: Link, keepAlive: Required<KeepAlive>): void {
+export function startWatching(link: Link, keepAlive: KeepAlive): void {
   const { session } = link;
   stopWatching(link);
   let pinging = false;
@@ -125,7 +139,7 @@ export function startWatching(link: Link, keepAlive: Required<KeepAlive>): void 
     if (session.closed) {
       // Going away (Node sends no pings on a closing connection): its calls get a grace time.
       closingSince ??= Date.now();
-      if (Date.now() - closingSince >= CLOSING_GRACE_FACTOR * keepAlive.timeoutMs) {
+      if (Date.now() - closingSince >= closingGraceMs(keepAlive)) {
         session.destroy(new Error("the daemon's connection went away without finishing its calls"));
       }
       return;
@@ -153,7 +167,7 @@ export function stopWatching(link: Link): void {
  * shared by every call arriving meanwhile, so a connection a NAT or load balancer dropped silently
  * costs one ping, not a hung request. The connection is held open while the calls wait on it.
  */
-export function probeAfterIdle(link: Link, keepAlive: Required<KeepAlive>): Promise<boolean> {
+export function probeAfterIdle(link: Link, keepAlive: KeepAlive): Promise<boolean> {
   if (link.probe) return link.probe;
   const { session } = link;
   // Held open for the calls waiting on it, as a call in flight holds it.

@@ -38,9 +38,15 @@ export interface DaemonTransportOptions {
    * answered within `timeoutMs` is given up, failing its calls with UNAVAILABLE. A connection idle
    * for `idleMs` is pinged before it carries a call (waiting at most `timeoutMs`, at most 2 s) and
    * replaced if it does not answer. A connection not set up within `timeoutMs` fails its calls, and
-   * one going away fails the calls still on it after 3 × `timeoutMs`. Defaults: 5 s, 10 s, 60 s.
+   * one going away fails the calls still on it after 3 × `timeoutMs`, or `timeoutMs` after the
+   * daemon's drain limit (`drainTimeoutMs`) when that is later. Defaults: 5 s, 10 s, 60 s.
    */
   keepAlive?: KeepAlive;
+  /**
+   * The daemon's CONSENT_DRAIN_TIMEOUT_MS: how long a daemon shutting down may take to answer the
+   * calls on the connection it told to go away. The stand-alone gateway passes its own setting.
+   */
+  drainTimeoutMs?: number;
 }
 
 /**
@@ -81,7 +87,10 @@ export interface DaemonTransport extends Transport {
 export function createDaemonTransport(options: DaemonTransportOptions): DaemonTransport {
   const baseUrl = options.baseUrl.replace(/\/+$/, "");
   const readMaxBytes = options.readMaxBytes ?? DEFAULT_READ_MAX_BYTES;
-  const connection = new DaemonConnection(baseUrl, options.keepAlive ?? DEFAULT_KEEP_ALIVE);
+  const connection = new DaemonConnection(baseUrl, {
+    ...(options.keepAlive ?? DEFAULT_KEEP_ALIVE),
+    drainMs: options.drainTimeoutMs,
+  });
   let streaming: Transport | undefined;
 
   return {
