@@ -1,14 +1,31 @@
+import { channel } from "node:diagnostics_channel";
 import { performance } from "node:perf_hooks";
 import { constants } from "node:zlib";
 import { type ErrorLogger, repeatedFailureLog } from "#daemon/logging.js";
 import { brotliBody, type LoaderVariant } from "#gateway/loader/loader-response.js";
 
-/** A response to recompress at brotli's highest quality, for as long as it is still kept. */
+/**
+ * The diagnostics channel a recompression is published on as it starts, with the response's
+ * `hash` (its ETags' digest): what the queue costs, seen from outside it.
+ */
+export const RECOMPRESSION_CHANNEL = "consent.loader.recompression";
+const recompressions = channel(RECOMPRESSION_CHANNEL);
+
+/**
+ * A response to recompress at brotli's highest quality, named by the build the cache made of it:
+ * a queued upgrade holds none of its bytes, so a response the cache drops, evicts or replaces
+ * meanwhile leaves memory at once, and the bytes a gateway keeps stay within its budget
+ * (CONSENT_LOADER_CACHE_MB) whatever is queued.
+ */
 export interface BrotliUpgrade {
-  variant: LoaderVariant;
-  /** Whether the cache still keeps the response: one dropped meanwhile is not recompressed. */
-  kept(): boolean;
-  /** Told once `variant.br` was replaced, with the bytes it gained (negative: it shrank). */
+  /** The build of the response, unique within its cache: each is queued once. */
+  build: number;
+  /**
+   * The response while the cache still keeps this build of it, else undefined: looked up when
+   * asked for, when its turn comes and once recompressed.
+   */
+  kept(): LoaderVariant | undefined;
+  /** Told once the kept response's `br` was replaced, with the bytes it gained (negative: it shrank). */
   replaced(bytes: number): void;
 }
 
@@ -31,8 +48,8 @@ const REST_PER_BUSY = 3;
  */
 export class BrotliUpgrades {
   readonly #pending: BrotliUpgrade[] = [];
-  /** Responses pending or being recompressed: each is queued once. */
-  readonly #queued = new Set<LoaderVariant>();
+  /** The builds pending or being recompressed. */
+  readonly #queued = new Set<number>();
   #running = false;
   readonly #failed?: (error: unknown) => void;
 
@@ -40,12 +57,13 @@ export class BrotliUpgrades {
     this.#failed = logger && repeatedFailureLog(logger, "loader response not recompressed");
   }
 
-  /** Queues a response built below the highest quality, unless queued or the queue is full. */
+  /** Queues a kept response built below the highest quality, unless queued or the queue is full. */
   request(upgrade: BrotliUpgrade): void {
-    const { variant } = upgrade;
-    if (variant.brotliQuality >= constants.BROTLI_MAX_QUALITY || this.#queued.has(variant)) return;
+    if (this.#queued.has(upgrade.build)) return;
     if (this.#pending.length >= MAX_PENDING) return;
-    this.#queued.add(variant);
+    const variant = upgrade.kept();
+    if (!variant || variant.brotliQuality >= constants.BROTLI_MAX_QUALITY) return;
+    this.#queued.add(upgrade.build);
     this.#pending.push(upgrade);
     if (!this.#running) {
       this.#running = true;
@@ -56,8 +74,8 @@ export class BrotliUpgrades {
   async #drain(): Promise<void> {
     for (let next = this.#pending.shift(); next; next = this.#pending.shift()) {
       const started = performance.now();
-      if (next.kept()) await this.#recompress(next);
-      this.#queued.delete(next.variant);
+      await this.#recompress(next);
+      this.#queued.delete(next.build);
       const busy = performance.now() - started;
       // The timer holds no process open: a gateway shutting down leaves the rest undone.
       if (busy >= 1) await new Promise((rest) => setTimeout(rest, busy * REST_PER_BUSY).unref());
@@ -65,7 +83,11 @@ export class BrotliUpgrades {
     this.#running = false;
   }
 
-  async #recompress({ variant, kept, replaced }: BrotliUpgrade): Promise<void> {
+  async #recompress(upgrade: BrotliUpgrade): Promise<void> {
+    // One dropped, evicted or replaced while it waited is not recompressed.
+    const variant = upgrade.kept();
+    if (!variant || variant.brotliQuality >= constants.BROTLI_MAX_QUALITY) return;
+    if (recompressions.hasSubscribers) recompressions.publish({ hash: variant.hash });
     let br: Buffer;
     try {
       br = await brotliBody(variant.identity, constants.BROTLI_MAX_QUALITY);
@@ -74,12 +96,12 @@ export class BrotliUpgrades {
       this.#failed?.(error);
       return;
     }
-    if (!kept()) return;
+    if (upgrade.kept() !== variant) return;
     variant.brotliQuality = constants.BROTLI_MAX_QUALITY;
     // Kept only when smaller: the bytes served never grow.
     if (br.length >= variant.br.length) return;
     const gained = br.length - variant.br.length;
     variant.br = br;
-    replaced(gained);
+    upgrade.replaced(gained);
   }
 }

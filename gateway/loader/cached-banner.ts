@@ -4,7 +4,11 @@ import type { PublishedBanner } from "#gen/consent/v1/banner_pb.js";
 
 /** One location's response as kept: being built, then built, with the bytes it counts for. */
 export interface KeptVariant {
+  /** Numbers the build within its cache: a queued recompression names it (brotli-upgrades.ts). */
+  build: number;
   response: Promise<LoaderVariant>;
+  /** The response once built. */
+  built?: LoaderVariant;
   /** Its three bodies once built (0 until then), the recompressed brotli one once replaced. */
   bytes: number;
 }

@@ -1,6 +1,6 @@
 import { toBinary } from "@bufbuild/protobuf";
 import { DEFAULT_LOADER_CACHE_MB } from "#daemon/config.js";
-import { BrotliUpgrades } from "#gateway/loader/brotli-upgrades.js";
+import { type BrotliUpgrade, BrotliUpgrades } from "#gateway/loader/brotli-upgrades.js";
 import {
   type CachedBanner,
   type KeptVariant,
@@ -66,6 +66,8 @@ export class LoaderCache {
   readonly #upgrades: BrotliUpgrades;
   /** Bytes of the responses built for the banners in #banners. */
   #keptBytes = 0;
+  /** Builds made so far: each response's `build`. */
+  #builds = 0;
 
   constructor(private readonly options: LoaderCacheOptions) {
     this.#now = options.now ?? Date.now;
@@ -103,18 +105,7 @@ export class LoaderCache {
     this.#keepLocation(publicId, variants, key, variant);
     const built = await variant.response;
     // Asked for again while kept: worth recompressing at brotli's highest quality.
-    if (kept) {
-      const stillKept = () =>
-        variants.bodies.get(key) === kept && this.#banners.get(publicId)?.variants === variants;
-      this.#upgrades.request({
-        variant: built,
-        kept: stillKept,
-        replaced: (bytes) => {
-          kept.bytes += bytes;
-          this.#count(publicId, variants, bytes);
-        },
-      });
-    }
+    if (kept) this.#upgrades.request(this.#upgradeOf(publicId, key, kept.build));
     // A copy marked stale, so the bodies kept for the banner stay as built.
     return cached.stale ? { ...built, stale: true } : built;
   }
@@ -239,6 +230,7 @@ export class LoaderCache {
     const { variants } = cached;
     const response = buildVariant(cached.banner, location).then(
       (built) => {
+        variant.built = built;
         if (variants.bodies.get(key) === variant) {
           variant.bytes = bytesOf(built);
           this.#count(publicId, variants, variant.bytes);
@@ -250,14 +242,40 @@ export class LoaderCache {
         throw error;
       },
     );
-    const variant: KeptVariant = { response, bytes: 0 };
+    this.#builds += 1;
+    const variant: KeptVariant = { build: this.#builds, response, bytes: 0 };
     return variant;
+  }
+
+  /**
+   * The recompression of a location's response, holding only its names (brotli-upgrades.ts): it
+   * finds the response when its turn comes, and does nothing once the banner's current responses
+   * no longer hold that build at that location (dropped, evicted, rebuilt, or the banner
+   * republished). A queued one so keeps no bytes outside `maxBytes`.
+   */
+  #upgradeOf(publicId: string, key: string, build: number): BrotliUpgrade {
+    const keptNow = () => {
+      const variants = this.#banners.get(publicId)?.variants;
+      const kept = variants?.bodies.get(key);
+      return variants && kept?.build === build ? { variants, kept } : undefined;
+    };
+    return {
+      build,
+      kept: () => keptNow()?.kept.built,
+      replaced: (bytes) => {
+        const now = keptNow();
+        if (!now) return;
+        now.kept.bytes += bytes;
+        this.#count(publicId, now.variants, bytes);
+      },
+    };
   }
 
   /**
    * Sets a location's response as the banner's most recently served; beyond MAX_VARIANTS the
    * least recently served leaves, its bytes with it (one still being built counts none, and is
-   * not counted once built; one being recompressed is not counted again, its `kept` false).
+   * not counted once built; one queued or being recompressed is not recompressed, or not counted
+   * again, as its build is no longer found).
    */
   #keepLocation(publicId: string, variants: Variants, key: string, variant: KeptVariant): void {
     const dropped = remember(variants.bodies, key, variant, MAX_VARIANTS);
