@@ -44,22 +44,26 @@ const REST_PER_BUSY = 3;
  * at FIRST_BROTLI_QUALITY (loader-response.ts); the loader cache asks for its recompression when
  * it is asked for again, so locations asked for once (a proxy's header cycling through region
  * codes) cost about 3 ms each instead of some 45, and the ones visitors come back to get the
- * smaller body within seconds.
+ * smaller body within seconds. Stopped when the gateway closes.
  */
 export class BrotliUpgrades {
   readonly #pending: BrotliUpgrade[] = [];
   /** The builds pending or being recompressed. */
   readonly #queued = new Set<number>();
   #running = false;
+  #stopped = false;
   readonly #failed?: (error: unknown) => void;
 
   constructor(logger?: ErrorLogger) {
     this.#failed = logger && repeatedFailureLog(logger, "loader response not recompressed");
   }
 
-  /** Queues a kept response built below the highest quality, unless queued or the queue is full. */
+  /**
+   * Queues a kept response built below the highest quality, unless queued, the queue is full or
+   * stopped.
+   */
   request(upgrade: BrotliUpgrade): void {
-    if (this.#queued.has(upgrade.build)) return;
+    if (this.#stopped || this.#queued.has(upgrade.build)) return;
     if (this.#pending.length >= MAX_PENDING) return;
     const variant = upgrade.kept();
     if (!variant || variant.brotliQuality >= constants.BROTLI_MAX_QUALITY) return;
@@ -69,6 +73,16 @@ export class BrotliUpgrades {
       this.#running = true;
       void this.#drain();
     }
+  }
+
+  /**
+   * Starts no further recompression and drops the queue, for good: a gateway closing (its drain)
+   * spends no CPU on bodies it will not serve. One in progress ends as it would.
+   */
+  stop(): void {
+    this.#stopped = true;
+    this.#pending.length = 0;
+    this.#queued.clear();
   }
 
   async #drain(): Promise<void> {

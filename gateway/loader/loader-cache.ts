@@ -121,6 +121,14 @@ export class LoaderCache {
   }
 
   /**
+   * Stops the background recompressions for good (brotli-upgrades.ts): a closing gateway starts
+   * none and drops those queued. Responses are still served, as built.
+   */
+  close(): void {
+    this.#upgrades.stop();
+  }
+
+  /**
    * Marks a banner for a new read on its next request, and any answer for it still in flight as
    * stale (it may predate the change).
    */

@@ -140,6 +140,12 @@ export async function loaderRoutes(app: FastifyInstance, options: LoaderRouteOpt
     },
   });
   options.onPublicChange?.((publicId) => cache.invalidate(publicId));
+  // As the gateway begins to close (app.close, a signal's drain): no recompression starts while
+  // the requests still in flight are answered, nor after (brotli-upgrades.ts).
+  app.addHook("preClose", (done) => {
+    cache.close();
+    done();
+  });
   const geoHeader = options.geoHeader?.toLowerCase();
   // The header picks a jurisdiction rule, and each new location costs a compressed build: only a
   // trusted proxy may name it (a visitor could otherwise choose their own rule, or make the

@@ -58,6 +58,7 @@ describe("LoaderCache's background recompression", () => {
   });
   afterAll(async () => {
     unsubscribe(RECOMPRESSION_CHANNEL, onRecompression);
+    cache.close();
     await service.close();
   });
 

@@ -1,6 +1,8 @@
+import { subscribe, unsubscribe } from "node:diagnostics_channel";
 import { setTimeout as sleep } from "node:timers/promises";
 import { brotliDecompressSync } from "node:zlib";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { RECOMPRESSION_CHANNEL } from "#gateway/loader/brotli-upgrades.js";
 import { rawHttp } from "#test/support/api.js";
 import { bannerFixture } from "#test/support/consent-log.js";
 import {
@@ -180,5 +182,43 @@ describe("GET /loader/{publicId}.js, brotli", () => {
     // One recompression at a time, each followed by a rest three times as long: not all at once.
     expect(smaller).toBeLessThanOrEqual(3);
     for (const place of places) await recompressed(publicId, place, first.get(place) ?? 0);
+  });
+});
+
+describe("GET /loader/{publicId}.js, brotli, as the gateway closes", () => {
+  it("starts no recompression once the gateway begins to close, those queued dropped", async () => {
+    const service = await startGeoService();
+    /** When each recompression started, by the digest of its response. */
+    const recompressed: { hash: string; at: number }[] = [];
+    const onRecompression = (message: unknown) =>
+      recompressed.push({ hash: (message as { hash: string }).hash, at: performance.now() });
+    subscribe(RECOMPRESSION_CHANNEL, onRecompression);
+    try {
+      const { publicId } = await bannerFixture(service, {
+        configuration: payloadBudgetConfiguration(),
+      });
+      const places = Array.from({ length: 16 }, (_, i) => `US-A${String.fromCharCode(65 + i)}`);
+      const at = (place: string) =>
+        loader(service, publicId, { "accept-encoding": "br", "cf-ipcountry": place });
+      const digests = new Set<string>();
+      for (const place of places) {
+        digests.add(/^W\/"(.+)-br"$/.exec((await at(place)).headers.get("etag") ?? "")?.[1] ?? "");
+      }
+      expect(digests.size).toBe(places.length);
+      // Asked again: each queued, recompressed one at a time with a rest after each.
+      for (const place of places) await at(place);
+      const started = () => recompressed.filter(({ hash }) => digests.has(hash));
+      while (started().length < 2) await sleep(10);
+      const [first, second] = started();
+      const cadence = (second?.at ?? 0) - (first?.at ?? 0);
+      await service.close();
+      const startedBeforeClose = started().length;
+      expect(startedBeforeClose).toBeLessThan(places.length);
+      // Twice as long as the queue took from one to the next: nothing more starts.
+      await sleep(Math.max(1_000, 2 * cadence));
+      expect(started().length).toBe(startedBeforeClose);
+    } finally {
+      unsubscribe(RECOMPRESSION_CHANNEL, onRecompression);
+    }
   });
 });
