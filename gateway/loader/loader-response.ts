@@ -20,7 +20,7 @@ const gzipAsync = promisify(gzip);
  * served at once at this quality; one asked for again is recompressed at the highest in the
  * background (brotli-upgrades.ts), so a location asked for once never costs the highest.
  */
-export const FIRST_BROTLI_QUALITY = 5;
+const FIRST_BROTLI_QUALITY = 5;
 
 /** One loader response, precompressed once when it is built (decisions §6). */
 export interface LoaderVariant {
