@@ -6,9 +6,9 @@ import {
   argv,
   type cliFor,
   E2E_TIMEOUT_MS,
-  runCliOnTerminal,
   startServiceWithTeam,
 } from "#cli/test-support/cli-process.js";
+import { runCliOnTerminal } from "#cli/test-support/pseudo-terminal.js";
 import { textWidth } from "#cli/text-width.js";
 import type { TestService } from "#test/support/service.js";
 

@@ -5,13 +5,8 @@ import { stripVTControlCharacters } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { clockCheck } from "#cli/commands/doctor-checks.js";
 import type { CheckResult } from "#cli/components/check-list.js";
-import {
-  cliFor,
-  E2E_TIMEOUT_MS,
-  runCli,
-  runCliOnTerminal,
-  startHttp1Server,
-} from "#cli/test-support/cli-process.js";
+import { cliFor, E2E_TIMEOUT_MS, runCli, startHttp1Server } from "#cli/test-support/cli-process.js";
+import { runCliOnTerminal } from "#cli/test-support/pseudo-terminal.js";
 import { textWidth } from "#cli/text-width.js";
 import { startTestService, type TestService } from "#test/support/service.js";
 

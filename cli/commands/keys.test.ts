@@ -5,9 +5,9 @@ import {
   argv,
   type cliFor,
   E2E_TIMEOUT_MS,
-  runCliOnTerminal,
   startServiceWithTeam,
 } from "#cli/test-support/cli-process.js";
+import { runCliOnTerminal } from "#cli/test-support/pseudo-terminal.js";
 import type { TestService } from "#test/support/service.js";
 
 const KEY_FORMAT = /^ck_(live|test)_[0-9A-Za-z]{38}$/;

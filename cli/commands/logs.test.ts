@@ -7,11 +7,10 @@ import {
   type CliRun,
   cliFor,
   E2E_TIMEOUT_MS,
-  runCliOnTerminal,
   startCli,
-  startCliOnTerminal,
 } from "#cli/test-support/cli-process.js";
 import { startCliOnClosingTerminal } from "#cli/test-support/closing-terminal.js";
+import { runCliOnTerminal, startCliOnTerminal } from "#cli/test-support/pseudo-terminal.js";
 import { createBanner, createTeam, mintKey } from "#test/support/api.js";
 import { aChoice, postLog } from "#test/support/consent-log.js";
 import { DAEMON_URL, PROGRAMS, startProgram, useProgramRoot } from "#test/support/processes.js";

@@ -10,9 +10,9 @@ import {
   E2E_TIMEOUT_MS,
   runCli,
   runCliFromSources,
-  runCliOnTerminal,
   startHttp1Server,
 } from "#cli/test-support/cli-process.js";
+import { runCliOnTerminal } from "#cli/test-support/pseudo-terminal.js";
 import { rawServer } from "#test/support/raw-http2.js";
 import { startTestService, type TestService } from "#test/support/service.js";
 

@@ -1,7 +1,12 @@
 import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { consentctlCommand, onTerminal, pollFor, quote } from "#cli/test-support/cli-process.js";
+import {
+  consentctlCommand,
+  onTerminal,
+  pollFor,
+  quote,
+} from "#cli/test-support/pseudo-terminal.js";
 
 /** A `consentctl` whose stdout is a terminal closed while it runs (startCliOnClosingTerminal). */
 export interface CliOnClosingTerminal {
