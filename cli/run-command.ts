@@ -60,8 +60,9 @@ export interface Session {
 /**
  * A command whose answer is a stream (logs tail, logs export): it writes its own output as the
  * rows arrive and returns its exit status; the runner supplies settings, token, client and the
- * one error printer, as for every other command. `interrupted` aborts on Ctrl-C (or SIGTERM)
- * at any moment from the command's start, which the stream reads as its own way to end.
+ * one error printer, as for every other command. `interrupted` aborts on Ctrl-C (or SIGTERM,
+ * or SIGHUP) at any moment from the command's start, which the stream reads as its own way to
+ * end.
  */
 export interface StreamCommandSpec {
   auth: "operator";
@@ -83,7 +84,11 @@ export async function runCommand<T>(
  * Runs a streaming command under the same settings, token and error rules as runCommand. Ctrl-C
  * (or SIGTERM) is caught from the start, before the token is read or the stream asked for, so
  * a tail stopped at once ends as one stopped later does, never killed by the signal. A second
- * one, while the stream winds down, ends the process.
+ * one, while the stream winds down, ends the process. SIGHUP, which the terminal's closing
+ * sends the process in its foreground, stops the stream likewise, rather than ending the process
+ * by the signal with its stream cut: the output is no longer wanted (cli/README.md, "Consent
+ * logs"). A second SIGHUP changes nothing: one closing can send more than one (an interactive
+ * shell passes its own on to its jobs, and the kernel signals the foreground as the shell ends).
  */
 export async function runStreamCommand(
   command: Command,
@@ -95,6 +100,7 @@ export async function runStreamCommand(
   const interrupt = () => interrupts.abort();
   process.once("SIGINT", interrupt);
   process.once("SIGTERM", interrupt);
+  process.on("SIGHUP", interrupt);
   try {
     await withInvocation(command, spec, io, session, (invocation) =>
       spec.run(invocation, io, interrupts.signal),
@@ -102,6 +108,7 @@ export async function runStreamCommand(
   } finally {
     process.off("SIGINT", interrupt);
     process.off("SIGTERM", interrupt);
+    process.off("SIGHUP", interrupt);
   }
 }
 

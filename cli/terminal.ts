@@ -96,11 +96,37 @@ export function liveTerminal(
  */
 export function frameColumns(stream: TerminalStream): number {
   if (stream.isTTY !== true) return PIPED_COLUMNS;
-  // tty.WriteStream's own refresh (one ioctl), the one Node's SIGWINCH handler calls; it emits
-  // `resize` when the size changed, as the handler would have, and `error` (EIO) once the
-  // terminal is closed: the stream's watchers read that as its reader gone (readerGone).
-  stream._refreshSize?.();
+  askTerminalSize(stream);
   return stream.columns || UNKNOWN_COLUMNS;
+}
+
+/**
+ * Asks a terminal its size through tty.WriteStream's own refresh (one ioctl), the one Node's
+ * SIGWINCH handler calls: it emits `resize` when the size changed, as the handler would have,
+ * and `error` (EIO) once the terminal is closed, which the stream's watchers read as its reader
+ * gone (readerGone).
+ */
+function askTerminalSize(stream: TerminalStream): void {
+  stream._refreshSize?.();
+}
+
+/** How often a command that waits on a terminal asks whether it is still there. */
+const TERMINAL_CHECK_MS = 1_000;
+
+/**
+ * Finds a terminal closed under a command that writes to it only now and then (`logs tail` on
+ * a quiet log) within TERMINAL_CHECK_MS, as an `error` (EIO) on `stream`. A process the
+ * hang-up sends no SIGHUP (a job left running: `disown`, `setsid`) learns of it only from its own
+ * use of the terminal, and a write may be hours away; asking the terminal its size every second
+ * costs one ioctl and is allowed to a background job, which a read of the terminal is not.
+ * Returns the function that stops the checks (none for a stream that is no terminal); the timer
+ * never keeps the process alive.
+ */
+export function checkTerminalStillOpen(stream: TerminalStream): () => void {
+  if (stream.isTTY !== true) return () => {};
+  const timer = setInterval(() => askTerminalSize(stream), TERMINAL_CHECK_MS);
+  timer.unref();
+  return () => clearInterval(timer);
 }
 
 /** An output stream as frameColumns reads it; a terminal's has Node's size refresh. */

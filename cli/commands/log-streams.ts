@@ -23,11 +23,18 @@ import { nonEmpty } from "#cli/option-parsers.js";
 import { type Io, writeJson } from "#cli/output.js";
 import { UserError } from "#cli/problems.js";
 import type { Runtime } from "#cli/program.js";
-import { colorEnabled, frameColumns, liveTerminal, readerGone } from "#cli/terminal.js";
+import {
+  checkTerminalStillOpen,
+  colorEnabled,
+  frameColumns,
+  liveTerminal,
+  readerGone,
+} from "#cli/terminal.js";
 
 /**
- * Why a stream was stopped before its end: Ctrl-C (or SIGTERM), the reader of stdout left, or
- * the output could not be written (a full disk).
+ * Why a stream was stopped before its end: Ctrl-C (or SIGTERM, or the SIGHUP of its terminal
+ * closing), the reader of stdout left (its terminal closed included), or the output could not be
+ * written (a full disk).
  */
 type Stop = { reason: "interrupted" | "reader_gone" } | { reason: "write_failed"; error: Error };
 
@@ -35,13 +42,16 @@ type Stop = { reason: "interrupted" | "reader_gone" } | { reason: "write_failed"
 interface Stopping {
   signal: AbortSignal;
   stopped(): Stop | undefined;
-  /** Stops the stream once `output` fails: a closed pipe (`… | head -n1`), a full disk. */
+  /**
+   * Stops the stream once `output` fails: a closed pipe (`… | head -n1`), a full disk, or a
+   * terminal that was closed (checkTerminalStillOpen: within a second, whether rows come or not).
+   */
   watch(output: NodeJS.WritableStream): void;
 }
 
 /**
- * Runs `body` with a signal that aborts once the command is interrupted (Ctrl-C or SIGTERM,
- * caught from the command's start: `interrupted`, already aborted when it came early) or once
+ * Runs `body` with a signal that aborts once the command is interrupted (Ctrl-C, SIGTERM or
+ * SIGHUP, caught from the command's start: `interrupted`, already aborted when it came early) or once
  * an output it watches fails. `stopped()` says why.
  */
 async function untilStopped<T>(
@@ -70,7 +80,12 @@ async function untilStopped<T>(
               : { reason: "write_failed", error },
           );
         output.on("error", outputError);
-        watched.push(() => output.off("error", outputError));
+        // A terminal closed under a quiet tail is found at once, not at the next row.
+        const stopChecking = checkTerminalStillOpen(output as { isTTY?: boolean });
+        watched.push(() => {
+          stopChecking();
+          output.off("error", outputError);
+        });
       },
     });
   } finally {

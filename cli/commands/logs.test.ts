@@ -356,21 +356,30 @@ describe.concurrent("consentctl logs (against a real daemon)", { timeout: E2E_TI
     expect(at(narrowAgain)).toBeGreaterThan(at(wide));
   });
 
-  // Regression: a tail whose terminal was closed (its window, an ssh connection, with the tail
-  // left running) failed its next row's read of the terminal's width, reported as stdout that
-  // could not be written: exit 1, where a reader gone (`| head -n1`) ends it with 0.
-  it("ends quietly with 0 once its terminal is closed, at the next row", async () => {
-    const { teamId, publicId } = await teamWithBanner();
-    const connection = ["--daemon", service.daemonUrl, "--token", service.operatorToken];
-    const tail = await startCliOnClosingTerminal(
-      [...argv`logs tail --team ${teamId}`, ...connection],
-      { CONSENT_DATA_DIR: service.dataDir, NO_COLOR: "1" },
-    );
-    const following = await tail.waitForStderr((text) => text.includes("press Ctrl-C to stop"));
-    tail.close();
-    await record(publicId);
-    expect(await tail.ended()).toEqual({ code: 0, stderr: following });
-  });
+  // Regression: a tail whose terminal was closed (its window, an ssh connection) was ended by
+  // the hang-up's SIGHUP (status 129, its stream cut rather than closed) when it ran in the
+  // terminal's foreground, and ran on until its next row's write failed when it had been left
+  // running (disowned): on a quiet log, for hours, holding a daemon stream. It ends with the
+  // status of a reader gone (`| head -n1`) either way, as soon as the terminal is closed: the
+  // test records no row.
+  it.for([
+    ["in the terminal's foreground", "foreground"],
+    ["left running in a session of its own", "own-session"],
+  ] as const)(
+    "ends quietly with 0 once its terminal is closed, %s, with no row to write",
+    async ([, place], { onTestFinished }) => {
+      const { teamId } = await teamWithBanner();
+      const connection = ["--daemon", service.daemonUrl, "--token", service.operatorToken];
+      const tail = await startCliOnClosingTerminal(
+        [...argv`logs tail --team ${teamId}`, ...connection],
+        { CONSENT_DATA_DIR: service.dataDir, NO_COLOR: "1" },
+        { place, onTestFinished },
+      );
+      const following = await tail.waitForStderr((text) => text.includes("press Ctrl-C to stop"));
+      tail.close();
+      expect(await tail.ended()).toEqual({ code: 0, stderr: following });
+    },
+  );
 
   it("follows rows recorded after it started until Ctrl-C, then exits 0", async () => {
     const { teamId, publicId } = await teamWithBanner();
