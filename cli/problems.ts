@@ -185,7 +185,7 @@ function describeConnectError(error: ConnectError, context: ProblemContext): Pro
         details,
         code,
         message,
-        hint: unavailableHint(code, retryAfterOf(error, info)),
+        hint: unavailableHint(error, code, retryAfterOf(error, info)),
       };
     default:
       return { ...base, details, code, message };
@@ -262,13 +262,26 @@ function retryHint(seconds: number | undefined): string | undefined {
 /**
  * What to do about a daemon's 503: without an identity key, only the operator can end it
  * (README, "Privacy"); with its store out of reach, retry when the daemon says to (300 s for a
- * MongoDB replica set that needs its operator's repair), and its log says why while it lasts.
+ * MongoDB replica set that needs its operator's repair), and its log says why while it lasts. A
+ * tail's read that the store stopped at its time limit is no outage: the daemon logs nothing
+ * for it (README, "MongoDB"), and a store too busy for the tail's newest rows is what lasts.
  */
-function unavailableHint(code: string, seconds: number | undefined): string | undefined {
+function unavailableHint(
+  error: ConnectError,
+  code: string,
+  seconds: number | undefined,
+): string | undefined {
   if (code === "identity_unavailable") return SUBJECTS_UNAVAILABLE_HINT;
   const retry = retryHint(seconds);
-  return retry && `${retry}; if it goes on, see the daemon's log`;
+  if (!retry) return undefined;
+  if (error.rawMessage.startsWith(TAIL_READ_STOPPED)) {
+    return `${retry}; if it goes on, the store is too busy to read the team's newest rows within its time limit, which the daemon does not log: lighten the store's load, or raise CONSENT_LOG_READ_TIMEOUT_MS (CONSENT_MONGODB_TIMEOUT_MS on MongoDB)`;
+  }
+  return `${retry}; if it goes on, see the daemon's log`;
 }
+
+/** How the daemon's message for a tail's read stopped at the store's limit begins (consent-log-reads.ts). */
+const TAIL_READ_STOPPED = "The store did not read the tail's latest rows within its time limit";
 
 /** The seconds a refusal asks to wait: its ErrorInfo's, else its `retry-after` metadata. */
 function retryAfterOf(error: ConnectError, info: ErrorInfo | undefined): number | undefined {

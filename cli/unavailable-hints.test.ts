@@ -4,7 +4,9 @@ import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { argv, cliFor, E2E_TIMEOUT_MS, runCli } from "#cli/test-support/cli-process.js";
 import { generateOperatorToken } from "#daemon/auth/secrets.js";
+import { aConsentLogRow } from "#daemon/consent-log/consent-log-store.contract.js";
 import { emptyDatabase } from "#daemon/store/mongo-wire-stand-in.js";
+import { createTeam } from "#test/support/api.js";
 import { startTestService } from "#test/support/service.js";
 import { startStandInDaemon } from "#test/support/stand-in-daemon.js";
 
@@ -47,6 +49,42 @@ describe("consentctl told unavailable by the daemon", { timeout: E2E_TIMEOUT_MS 
       expect(human.stderr).toContain("restore <data dir>/identity-key from a backup");
     } finally {
       await second.close();
+    }
+  });
+
+  // Regression: a tail whose read the store stopped at its time limit was told "if it goes on,
+  // see the daemon's log", where the daemon logs nothing for it (README, "MongoDB").
+  it("says what to do about a tail whose read the store stopped, which the daemon does not log", async () => {
+    const logged: Record<string, unknown>[] = [];
+    // A store whose every consent log read stops at its first check of the time, a thousand
+    // rows in (CONSENT_LOG_READ_TIMEOUT_MS at 0).
+    const service = await startTestService({
+      logReadLimitMs: 0,
+      onLog: (entry) => logged.push(entry),
+    });
+    try {
+      const teamId = await createTeam(service);
+      // More rows than that in the tail's lookback: received ten minutes from now, so they are
+      // in it however long the set-up and consentctl's start take.
+      const later = Date.now() + 600_000;
+      await Promise.all(
+        Array.from({ length: 1_500 }, (_, i) =>
+          service.store.consentLog.append(aConsentLogRow(teamId, new Date(later + i))),
+        ),
+      );
+      const tail = await runCli([
+        ...argv`logs tail --team ${teamId} --json`,
+        ...argv`--daemon ${service.daemonUrl} --token ${service.operatorToken}`,
+      ]);
+      expect([tail.code, tail.stdout]).toEqual([1, ""]);
+      expect(JSON.parse(tail.stderr)).toEqual({
+        error: "The store did not read the tail's latest rows within its time limit; retry later.",
+        code: "unavailable",
+        hint: "retry in 5 s; if it goes on, the store is too busy to read the team's newest rows within its time limit, which the daemon does not log: lighten the store's load, or raise CONSENT_LOG_READ_TIMEOUT_MS (CONSENT_MONGODB_TIMEOUT_MS on MongoDB)",
+      });
+      expect(logged).toEqual([]);
+    } finally {
+      await service.close();
     }
   });
 
