@@ -58,6 +58,14 @@ export const UNTIL_OPERATOR_RETRY_AFTER_SECONDS = 300;
  */
 export type LockedOutAddress = "relayed client" | "caller";
 
+/**
+ * Which place of the operator token a call fails: its consent-gateway-token is not the operator
+ * token, or an operator call lacks the operator token as its Bearer credential (after its
+ * consent-gateway-token, if any, was taken). A stand-alone gateway judges its token by it
+ * (gateway/token-watch.ts), not by the words, which are for people.
+ */
+export type OperatorTokenRefusal = "wrong gateway token" | "bearer needed";
+
 export interface FailureExtras {
   details?: Violation[];
   rateLimit?: RateLimitState;
@@ -65,6 +73,8 @@ export interface FailureExtras {
   current?: ConflictSnapshot;
   /** For a failed-authentication lockout: whose address it holds. */
   lockedOut?: LockedOutAddress;
+  /** For a refusal over the operator token: which of its places the call fails. */
+  operatorTokenRefusal?: OperatorTokenRefusal;
 }
 
 /**

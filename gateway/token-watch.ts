@@ -1,12 +1,12 @@
 import { Code, ConnectError, createClient, type Transport } from "@connectrpc/connect";
 import type { FastifyBaseLogger } from "fastify";
-import {
-  CallerHeaders,
-  OPERATOR_TOKEN_NEEDED_MESSAGE,
-  WRONG_GATEWAY_TOKEN_MESSAGE,
-} from "#daemon/auth/caller.js";
+import { CallerHeaders } from "#daemon/auth/caller.js";
 import { AdminService } from "#gen/consent/v1/admin_pb.js";
-import { ErrorInfoSchema, LockedOutAddress } from "#gen/consent/v1/errors_pb.js";
+import {
+  ErrorInfoSchema,
+  LockedOutAddress,
+  OperatorTokenRefusal,
+} from "#gen/consent/v1/errors_pb.js";
 
 /** A team id no team has: the probe presents no credential, so the daemon looks no team up. */
 const PROBE_TEAM_ID = "00000000-0000-0000-0000-000000000000";
@@ -34,22 +34,34 @@ export async function operatorTokenVerdict(
     // An answer past the operator check would take a credential the probe never sends.
     return Code.Unknown;
   } catch (error) {
-    if (isGatewayTokenRefusal(error)) return "refused";
+    switch (operatorTokenRefusalOf(error)) {
+      case OperatorTokenRefusal.WRONG_GATEWAY_TOKEN:
+        return "refused";
+      // Past the gateway token, to the Bearer token the probe does not send.
+      case OperatorTokenRefusal.BEARER_NEEDED:
+        return "accepted";
+    }
     if (isOwnAddressLockout(error)) return "locked out";
-    const { code, rawMessage } = ConnectError.from(error);
-    return code === Code.Unauthenticated && rawMessage === OPERATOR_TOKEN_NEEDED_MESSAGE
-      ? "accepted"
-      : code;
+    return ConnectError.from(error).code;
   }
 }
 
-/** The daemon refused this gateway's operator token (daemon/auth/caller.ts). */
-function isGatewayTokenRefusal(error: unknown): boolean {
+/**
+ * Which place of the operator token the daemon's `unauthenticated` answer says a call failed, as
+ * its ErrorInfo says (daemon/auth/authenticator.ts): its words are for people.
+ */
+function operatorTokenRefusalOf(error: unknown): OperatorTokenRefusal {
+  if (!(error instanceof ConnectError) || error.code !== Code.Unauthenticated) {
+    return OperatorTokenRefusal.UNSPECIFIED;
+  }
   return (
-    error instanceof ConnectError &&
-    error.code === Code.Unauthenticated &&
-    error.rawMessage === WRONG_GATEWAY_TOKEN_MESSAGE
+    error.findDetails(ErrorInfoSchema)[0]?.operatorTokenRefusal ?? OperatorTokenRefusal.UNSPECIFIED
   );
+}
+
+/** The daemon refused this gateway's operator token (daemon/auth/authenticator.ts). */
+function isGatewayTokenRefusal(error: unknown): boolean {
+  return operatorTokenRefusalOf(error) === OperatorTokenRefusal.WRONG_GATEWAY_TOKEN;
 }
 
 /**

@@ -1,15 +1,15 @@
 import type { HandlerContext } from "@connectrpc/connect";
 import { AttemptsInFlight } from "#daemon/auth/attempts-in-flight.js";
-import {
-  type Caller,
-  callerOf,
-  OPERATOR_TOKEN_NEEDED_MESSAGE,
-  WRONG_GATEWAY_TOKEN_MESSAGE,
-} from "#daemon/auth/caller.js";
+import { type Caller, callerOf } from "#daemon/auth/caller.js";
 import { planIncludesCrossDevice, type Scope } from "#daemon/auth/scopes.js";
 import { digestsEqual, type SecretCheck, secretCheck } from "#daemon/auth/secrets.js";
 import type { Clock } from "#daemon/clock.js";
-import { DomainError, type LockedOutAddress, type RateLimitState } from "#daemon/errors.js";
+import {
+  DomainError,
+  type FailureExtras,
+  type LockedOutAddress,
+  type RateLimitState,
+} from "#daemon/errors.js";
 import { parseApiKey, secretHash } from "#daemon/keys/api-key-format.js";
 import { type ApiKeyRecord, type Environment, keyExpired } from "#daemon/keys/key-store.js";
 import {
@@ -37,8 +37,11 @@ function lockedOut(address: AttemptAddress, retryAfter: number): DomainError {
   return rateLimited(retryAfter, { what: FAILED_AUTH_LIMITED, lockedOut: address.whose });
 }
 
-/** A refused credential: its machine code and its sentence (decisions §2). */
-type Refusal = readonly [code: string, message: string];
+/**
+ * A refused credential: its machine code and its sentence (decisions §2), and what its ErrorInfo
+ * says beyond them.
+ */
+type Refusal = readonly [code: string, message: string, extras?: FailureExtras];
 
 const UNKNOWN_KEY: Refusal = ["invalid_key", "The API key is malformed or unknown"];
 const SESSION_REFUSED: Refusal = [
@@ -48,7 +51,26 @@ const SESSION_REFUSED: Refusal = [
 
 const REVOKED_KEY: Refusal = ["revoked_key", "The API key has been revoked"];
 const EXPIRED_KEY: Refusal = ["expired_key", "The API key has expired"];
-const WRONG_GATEWAY_TOKEN: Refusal = ["unauthorized", WRONG_GATEWAY_TOKEN_MESSAGE];
+/**
+ * A gateway token that is not the operator token. A stand-alone gateway reads the refusal from
+ * the ErrorInfo (gateway/token-watch.ts); the words are for people and grpc-js callers.
+ */
+const WRONG_GATEWAY_TOKEN: Refusal = [
+  "unauthorized",
+  "The consent-gateway-token is not this daemon's operator token",
+  { operatorTokenRefusal: "wrong gateway token" },
+];
+/**
+ * An operator call without the operator token as its Bearer credential. To one that presents no
+ * credential it is no failed attempt and no lockout holds it back (spec 8), so a stand-alone
+ * gateway's token probe, which presents none, reads it as its gateway token taken
+ * (gateway/token-watch.ts).
+ */
+const OPERATOR_TOKEN_NEEDED: Refusal = [
+  "unauthorized",
+  "This call needs the operator token",
+  { operatorTokenRefusal: "bearer needed" },
+];
 
 /**
  * Why a found key may not be used at `now`, if it may not: revoked, then expired. A revocation,
@@ -204,13 +226,13 @@ export class Authenticator {
   async authorizeOperator(ctx: HandlerContext): Promise<Caller> {
     const caller = await this.refuseWrongGatewayToken(ctx);
     if (caller.bearer === undefined && !caller.unreadableCredential) {
-      throw new DomainError("unauthenticated", "unauthorized", OPERATOR_TOKEN_NEEDED_MESSAGE);
+      throw new DomainError("unauthenticated", ...OPERATOR_TOKEN_NEEDED);
     }
     // A blocked address first, whatever it presents (see authorize).
     const address = this.addressOf(caller);
     return this.attempt(address, ctx, async () => {
       if (caller.bearer !== undefined && this.operator.matches(caller.bearer)) return caller;
-      throw await this.failed(address, "unauthorized", OPERATOR_TOKEN_NEEDED_MESSAGE);
+      throw await this.failed(address, ...OPERATOR_TOKEN_NEEDED);
     });
   }
 
@@ -381,6 +403,7 @@ export class Authenticator {
     address: AttemptAddress,
     code: string,
     message: string,
+    extras?: FailureExtras,
   ): Promise<DomainError> {
     const outcome = await this.options.limiter.hit(
       `auth-fail:${address.bucket}`,
@@ -388,7 +411,7 @@ export class Authenticator {
       MINUTE_MS,
     );
     if (!outcome.allowed) return lockedOut(address, outcome.retryAfterSeconds);
-    return new DomainError("unauthenticated", code, message);
+    return new DomainError("unauthenticated", code, message, extras);
   }
 
   private async teamOf(teamId: string): Promise<Team> {

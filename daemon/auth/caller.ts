@@ -40,18 +40,6 @@ export const CallerHeaders = {
   gatewayToken: "consent-gateway-token",
 } as const;
 
-/** The daemon's answer to a gateway token that is not its operator token (a stand-alone gateway reads it). */
-export const WRONG_GATEWAY_TOKEN_MESSAGE =
-  "The consent-gateway-token is not this daemon's operator token";
-
-/**
- * The daemon's answer to an operator call without the operator token. To one that presents no
- * credential it is no failed attempt and no lockout holds it back (spec 8), so a stand-alone
- * gateway's token probe, which presents none, reads it as its gateway token taken
- * (gateway/token-watch.ts).
- */
-export const OPERATOR_TOKEN_NEEDED_MESSAGE = "This call needs the operator token";
-
 /** Who is calling, as far as the transport can tell. */
 export interface Caller {
   /** Client IP (the visitor's, when relayed by a gateway). Never stored raw. */

@@ -8,7 +8,11 @@ import { rateLimitHeaders } from "#daemon/rpc/rate-limit-headers.js";
 import { STORE_FULL_METADATA, StoreFullError } from "#daemon/store/disk-guard.js";
 import type { Store, StoreUnavailability } from "#daemon/store/store.js";
 import { unavailableLog } from "#daemon/store/store-failures.js";
-import { ErrorInfoSchema, LockedOutAddress } from "#gen/consent/v1/errors_pb.js";
+import {
+  ErrorInfoSchema,
+  LockedOutAddress,
+  OperatorTokenRefusal,
+} from "#gen/consent/v1/errors_pb.js";
 
 /** decisions §7: the gRPC code of each kind of failure. */
 const CODE_OF_KIND: Record<FailureKind, Code> = {
@@ -29,9 +33,16 @@ const LOCKED_OUT_ADDRESS = {
   caller: LockedOutAddress.CALLER,
 } as const;
 
+/** How ErrorInfo names which place of the operator token a call fails. */
+const OPERATOR_TOKEN_REFUSAL = {
+  "wrong gateway token": OperatorTokenRefusal.WRONG_GATEWAY_TOKEN,
+  "bearer needed": OperatorTokenRefusal.BEARER_NEEDED,
+} as const;
+
 /** The single translation of a DomainError into a ConnectError carrying an ErrorInfo detail. */
 export function toConnectError(error: DomainError): ConnectError {
-  const { details, rateLimit, retryAfterSeconds, current, lockedOut } = error.extras;
+  const { details, rateLimit, retryAfterSeconds, current, lockedOut, operatorTokenRefusal } =
+    error.extras;
   const info = create(ErrorInfoSchema, {
     code: error.code,
     details: boundedDetails(details ?? []),
@@ -50,6 +61,7 @@ export function toConnectError(error: DomainError): ConnectError {
       expiresAt: timestampFromDate(current.expiresAt),
     },
     lockedOutAddress: lockedOut && LOCKED_OUT_ADDRESS[lockedOut],
+    operatorTokenRefusal: operatorTokenRefusal && OPERATOR_TOKEN_REFUSAL[operatorTokenRefusal],
   });
   const metadata = new Headers(rateLimit ? rateLimitHeaders(rateLimit) : undefined);
   if (retryAfterSeconds) metadata.set("retry-after", String(retryAfterSeconds));

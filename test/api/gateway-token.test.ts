@@ -1,12 +1,18 @@
-import { Code, ConnectError } from "@connectrpc/connect";
+import { Code, ConnectError, createClient } from "@connectrpc/connect";
+import { createGrpcTransport } from "@connectrpc/connect-node";
+import * as grpc from "@grpc/grpc-js";
 import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { CallerHeaders } from "#daemon/auth/caller.js";
 import { createDaemonTransport } from "#gateway/daemon-transport.js";
 import { startGateway } from "#gateway/main.js";
 import { PAGE_LANGUAGES, pageTexts } from "#gateway/preferences/page-texts.js";
 import { operatorTokenVerdict } from "#gateway/token-watch.js";
+import { BannerService } from "#gen/consent/v1/banner_pb.js";
+import { ErrorInfoSchema, OperatorTokenRefusal } from "#gen/consent/v1/errors_pb.js";
 import { createTeam, mintKey, operator } from "#test/support/api.js";
 import { aChoice, bannerFixture, postLog } from "#test/support/consent-log.js";
+import { addressOf, errorInfoOf, loadConsentProtos, unary } from "#test/support/grpc-js.js";
 import { startTestService, type TestService } from "#test/support/service.js";
 
 type Gateway = Awaited<ReturnType<typeof startGateway>>;
@@ -124,6 +130,107 @@ describe("a stand-alone gateway's check of its operator token", () => {
     now += 60_000;
     expect(await verdict(`${daemon.operatorToken}-before-it-changed`)).toBe("refused");
     expect(await verdict(daemon.operatorToken)).toBe("accepted");
+  });
+});
+
+/**
+ * A stand-alone gateway judges its operator token by the daemon's ErrorInfo, not by its words
+ * (daemon/auth/authenticator.ts): a refused consent-gateway-token, and an operator call that lacks
+ * the operator token as its Bearer credential (which is what the gateway's probe, sending none,
+ * is answered when its consent-gateway-token is taken), each say so in `operator_token_refusal`,
+ * and keep their sentences for people and grpc-js callers.
+ */
+describe("the daemon's answers over the operator token", () => {
+  let daemon: TestService;
+  beforeAll(async () => {
+    daemon = await startTestService();
+  });
+  afterAll(() => daemon?.close());
+
+  it("name which place of the operator token a call fails in their ErrorInfo, with their sentences", async () => {
+    const { admin, auth } = operator(daemon);
+    const wrongGatewayToken = { [CallerHeaders.gatewayToken]: "not-the-operator-token" };
+    const answer = (call: Promise<unknown>) =>
+      call.then(
+        () => "answered",
+        (error: unknown) => {
+          const failure = ConnectError.from(error);
+          const info = failure.findDetails(ErrorInfoSchema)[0];
+          return [
+            Code[failure.code],
+            failure.rawMessage,
+            info?.code,
+            OperatorTokenRefusal[info?.operatorTokenRefusal ?? 0],
+          ];
+        },
+      );
+    const team = { id: "00000000-0000-0000-0000-000000000000" };
+
+    expect(await answer(admin.getTeam(team, { headers: wrongGatewayToken }))).toEqual([
+      "Unauthenticated",
+      "The consent-gateway-token is not this daemon's operator token",
+      "unauthorized",
+      "WRONG_GATEWAY_TOKEN",
+    ]);
+    // Also with the operator token as the Bearer credential: the gateway token is checked first.
+    expect(
+      await answer(admin.getTeam(team, { headers: { ...auth.headers, ...wrongGatewayToken } })),
+    ).toEqual([
+      "Unauthenticated",
+      "The consent-gateway-token is not this daemon's operator token",
+      "unauthorized",
+      "WRONG_GATEWAY_TOKEN",
+    ]);
+    const bearerNeeded = [
+      "Unauthenticated",
+      "This call needs the operator token",
+      "unauthorized",
+      "BEARER_NEEDED",
+    ];
+    // The gateway's probe: its token taken, no Bearer token.
+    const probe = { [CallerHeaders.gatewayToken]: daemon.operatorToken };
+    expect(await answer(admin.getTeam(team, { headers: probe }))).toEqual(bearerNeeded);
+    expect(await answer(admin.getTeam(team))).toEqual(bearerNeeded);
+    expect(
+      await answer(admin.getTeam(team, { headers: { authorization: "Bearer not-the-token" } })),
+    ).toEqual(bearerNeeded);
+    // A refused API key is no refusal over the operator token.
+    const banners = createClient(BannerService, createGrpcTransport({ baseUrl: daemon.daemonUrl }));
+    const guess = { authorization: "Bearer ck_live_guess" };
+    expect(await answer(banners.listBanners({}, { headers: guess }))).toEqual([
+      "Unauthenticated",
+      "The API key is malformed or unknown",
+      "invalid_key",
+      "UNSPECIFIED",
+    ]);
+
+    // A grpc-js caller reads the sentence, and the same ErrorInfo from grpc-status-details-bin.
+    const { consent } = loadConsentProtos();
+    const client = new consent.v1.BannerService(
+      addressOf(daemon.daemonUrl),
+      grpc.credentials.createInsecure(),
+    );
+    try {
+      const metadata = new grpc.Metadata();
+      metadata.set(CallerHeaders.gatewayToken, "not-the-operator-token");
+      const outcome = await unary(client, "listBanners", {}, metadata);
+      expect(outcome.ok).toBe(false);
+      if (outcome.ok) return;
+      const { info } = errorInfoOf(outcome.error);
+      expect([
+        outcome.error.code,
+        outcome.error.details,
+        info?.code,
+        info?.operatorTokenRefusal,
+      ]).toEqual([
+        grpc.status.UNAUTHENTICATED,
+        "The consent-gateway-token is not this daemon's operator token",
+        "unauthorized",
+        OperatorTokenRefusal.WRONG_GATEWAY_TOKEN,
+      ]);
+    } finally {
+      client.close();
+    }
   });
 });
 

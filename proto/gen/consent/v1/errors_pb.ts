@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file consent/v1/errors.proto.
  */
 export const file_consent_v1_errors: GenFile = /*@__PURE__*/
-  fileDesc("Chdjb25zZW50L3YxL2Vycm9ycy5wcm90bxIKY29uc2VudC52MSL2AQoJRXJyb3JJbmZvEgwKBGNvZGUYASABKAkSKwoHZGV0YWlscxgCIAMoCzIaLmNvbnNlbnQudjEuRmllbGRWaW9sYXRpb24SKQoKcmF0ZV9saW1pdBgDIAEoCzIVLmNvbnNlbnQudjEuUmF0ZUxpbWl0EhsKE3JldHJ5X2FmdGVyX3NlY29uZHMYBCABKAUSLAoHY3VycmVudBgFIAEoCzIbLmNvbnNlbnQudjEuU3ViamVjdFNuYXBzaG90EjgKEmxvY2tlZF9vdXRfYWRkcmVzcxgGIAEoDjIcLmNvbnNlbnQudjEuTG9ja2VkT3V0QWRkcmVzcyIwCg5GaWVsZFZpb2xhdGlvbhINCgVmaWVsZBgBIAEoCRIPCgdtZXNzYWdlGAIgASgJIkIKCVJhdGVMaW1pdBINCgVsaW1pdBgBIAEoBRIRCglyZW1haW5pbmcYAiABKAUSEwoLcmVzZXRfYXRfbXMYAyABKAMqfAoQTG9ja2VkT3V0QWRkcmVzcxIiCh5MT0NLRURfT1VUX0FERFJFU1NfVU5TUEVDSUZJRUQQABIlCiFMT0NLRURfT1VUX0FERFJFU1NfUkVMQVlFRF9DTElFTlQQARIdChlMT0NLRURfT1VUX0FERFJFU1NfQ0FMTEVSEAJiBnByb3RvMw", [file_consent_v1_subject]);
+  fileDesc("Chdjb25zZW50L3YxL2Vycm9ycy5wcm90bxIKY29uc2VudC52MSK4AgoJRXJyb3JJbmZvEgwKBGNvZGUYASABKAkSKwoHZGV0YWlscxgCIAMoCzIaLmNvbnNlbnQudjEuRmllbGRWaW9sYXRpb24SKQoKcmF0ZV9saW1pdBgDIAEoCzIVLmNvbnNlbnQudjEuUmF0ZUxpbWl0EhsKE3JldHJ5X2FmdGVyX3NlY29uZHMYBCABKAUSLAoHY3VycmVudBgFIAEoCzIbLmNvbnNlbnQudjEuU3ViamVjdFNuYXBzaG90EjgKEmxvY2tlZF9vdXRfYWRkcmVzcxgGIAEoDjIcLmNvbnNlbnQudjEuTG9ja2VkT3V0QWRkcmVzcxJAChZvcGVyYXRvcl90b2tlbl9yZWZ1c2FsGAcgASgOMiAuY29uc2VudC52MS5PcGVyYXRvclRva2VuUmVmdXNhbCIwCg5GaWVsZFZpb2xhdGlvbhINCgVmaWVsZBgBIAEoCRIPCgdtZXNzYWdlGAIgASgJIkIKCVJhdGVMaW1pdBINCgVsaW1pdBgBIAEoBRIRCglyZW1haW5pbmcYAiABKAUSEwoLcmVzZXRfYXRfbXMYAyABKAMqfAoQTG9ja2VkT3V0QWRkcmVzcxIiCh5MT0NLRURfT1VUX0FERFJFU1NfVU5TUEVDSUZJRUQQABIlCiFMT0NLRURfT1VUX0FERFJFU1NfUkVMQVlFRF9DTElFTlQQARIdChlMT0NLRURfT1VUX0FERFJFU1NfQ0FMTEVSEAIqmAEKFE9wZXJhdG9yVG9rZW5SZWZ1c2FsEiYKIk9QRVJBVE9SX1RPS0VOX1JFRlVTQUxfVU5TUEVDSUZJRUQQABIuCipPUEVSQVRPUl9UT0tFTl9SRUZVU0FMX1dST05HX0dBVEVXQVlfVE9LRU4QARIoCiRPUEVSQVRPUl9UT0tFTl9SRUZVU0FMX0JFQVJFUl9ORUVERUQQAmIGcHJvdG8z", [file_consent_v1_subject]);
 
 /**
  * ErrorInfo is attached as a detail to every ConnectError the daemon raises on purpose
@@ -65,6 +65,15 @@ export type ErrorInfo = Message<"consent.v1.ErrorInfo"> & {
    * @generated from field: consent.v1.LockedOutAddress locked_out_address = 6;
    */
   lockedOutAddress: LockedOutAddress;
+
+  /**
+   * For unauthorized over the operator token: which of its two places a call fails, its
+   * consent-gateway-token or an operator call's Bearer token. A stand-alone gateway reads it to
+   * learn whether the daemon takes its consent-gateway-token. Unspecified on every other failure.
+   *
+   * @generated from field: consent.v1.OperatorTokenRefusal operator_token_refusal = 7;
+   */
+  operatorTokenRefusal: OperatorTokenRefusal;
 };
 
 /**
@@ -172,4 +181,40 @@ export enum LockedOutAddress {
  */
 export const LockedOutAddressSchema: GenEnum<LockedOutAddress> = /*@__PURE__*/
   enumDesc(file_consent_v1_errors, 0);
+
+/**
+ * OperatorTokenRefusal says how a call fails the daemon's operator token checks.
+ *
+ * @generated from enum consent.v1.OperatorTokenRefusal
+ */
+export enum OperatorTokenRefusal {
+  /**
+   * Not a refusal of the operator token (an API key's, a session's, or no refusal).
+   *
+   * @generated from enum value: OPERATOR_TOKEN_REFUSAL_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * The call's consent-gateway-token is not the operator token (a gateway left with an old token,
+   * or a guess): the daemon reads no client address the call relays.
+   *
+   * @generated from enum value: OPERATOR_TOKEN_REFUSAL_WRONG_GATEWAY_TOKEN = 1;
+   */
+  WRONG_GATEWAY_TOKEN = 1,
+
+  /**
+   * An operator call (AdminService) without the operator token as its Bearer credential: none, or
+   * another. A consent-gateway-token the call names is the operator token, as it is checked first.
+   *
+   * @generated from enum value: OPERATOR_TOKEN_REFUSAL_BEARER_NEEDED = 2;
+   */
+  BEARER_NEEDED = 2,
+}
+
+/**
+ * Describes the enum consent.v1.OperatorTokenRefusal.
+ */
+export const OperatorTokenRefusalSchema: GenEnum<OperatorTokenRefusal> = /*@__PURE__*/
+  enumDesc(file_consent_v1_errors, 1);
 
