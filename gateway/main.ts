@@ -115,10 +115,12 @@ const TOKEN_CHECK_MS = 2_000;
  * client addresses it relays (daemon/auth/caller.ts): every REST client would share the
  * gateway's address for the per-IP limits and the failed-authentication lockout. So the token is
  * put to the daemon once, as the daemon judges the gateway's relayed calls (operatorTokenVerdict):
- * refused, start-up stops with a ConfigError; the daemon's token is accepted even while this
- * host's address is locked out for failed attempts. A daemon that cannot be reached yet judges it
- * on the gateway's first call instead, where the token watch (token-watch.ts) answers a refusal
- * with 503 and logs it, as it does for a token the daemon stops accepting later.
+ * refused, start-up stops with a ConfigError. The daemon's token is accepted even while this
+ * host's address is locked out for failed attempts, so the lockout of this host's address is an
+ * answer to a token the daemon does not take, in place of its refusal (spec 8): start-up stops
+ * alike. A daemon that cannot be reached yet judges it on the gateway's first call instead, where
+ * the token watch (token-watch.ts) answers a refusal with 503 and logs it, as it does for a token
+ * the daemon stops accepting later.
  */
 async function checkOperatorToken(
   transport: Transport,
@@ -128,15 +130,9 @@ async function checkOperatorToken(
 ): Promise<void> {
   const refusal = `the daemon at ${daemonUrl} refuses this gateway's operator token, so it would ignore the client addresses the gateway relays: give the gateway the daemon's own token (CONSENT_ADMIN_TOKEN, or CONSENT_DATA_DIR set to the daemon's data directory)`;
   const first = await operatorTokenVerdict(transport, operatorToken, TOKEN_CHECK_MS);
-  if (first === "refused") throw new ConfigError(refusal);
+  if (first === "refused" || first === "locked out") throw new ConfigError(refusal);
   if (first === "accepted") return;
-  // spec 8: a token the daemon does not take meets the lockout of this host's address, which
-  // answers it in place of the refusal.
-  const why =
-    first === "locked out"
-      ? "it locks this host's address out for too many failed authentication attempts: something on this host sends it wrong credentials, such as a gateway with an old token (this one restarting included) or a client with wrong keys or tokens"
-      : Code[first];
   logger.warn(
-    `could not check the operator token with the daemon at ${daemonUrl} (${why}); its first answer to a call will, and a refusal is logged then`,
+    `could not check the operator token with the daemon at ${daemonUrl} (${Code[first]}); its first answer to a call will, and a refusal is logged then`,
   );
 }

@@ -13,13 +13,16 @@ const PROBE_TEAM_ID = "00000000-0000-0000-0000-000000000000";
 
 /**
  * What the daemon says of a gateway's operator token, judged as it judges the gateway's relayed
- * calls: accepted, refused, or no verdict: the caller's own address locked out for failed
- * attempts, or the call's code (unreachable, not a daemon at all). The token goes in
+ * calls: accepted, refused, the caller's own address locked out for failed attempts, or no
+ * verdict: the call's code (unreachable, not a daemon at all). The token goes in
  * consent-gateway-token with no credential, so the daemon's answer to a token it takes is the
  * 401 of a call without the operator token, which is no failed attempt and which no lockout holds
  * back (spec 8): the token is seen accepted while something else on the gateway's host keeps its
  * address locked out, and putting it to the daemon never adds to that lockout. A wrong token is
- * refused, a failed attempt from the caller's address, or answered with that address's lockout.
+ * refused, a failed attempt from the caller's address, or answered with that address's lockout:
+ * "locked out" is a token the daemon does not take, whose refusal the lockout stands in for
+ * (Authenticator.refuseWrongGatewayToken is the only check the probe meets that counts or
+ * holds back an address).
  */
 export async function operatorTokenVerdict(
   transport: Transport,
