@@ -81,8 +81,10 @@ export class DaemonConnection {
   private async attempt(link: Link, call: Call): Promise<Reply> {
     // Given up by a shutdown while the connection was being checked.
     if (this.abandoned) throw shuttingDown();
-    // Aborted while the connection was being checked, or before the second attempt.
+    // Aborted, or its client gone, while the connection was being checked, or before the second
+    // attempt.
     if (call.signal?.aborted) throw ConnectError.from(call.signal.reason, Code.Canceled);
+    if (call.presence?.left) throw call.presence.left;
     const { session } = link;
     let stream: http2.ClientHttp2Stream;
     try {

@@ -1,6 +1,7 @@
 import http2 from "node:http2";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { deadlinePassed } from "#daemon/rpc/call-deadline.js";
+import type { AbortableCall, CallerPresence } from "#daemon/rpc/caller-presence.js";
 import { busy, lost, Refused, tooLarge, unreachable } from "#gateway/daemon-failures.js";
 
 const {
@@ -18,6 +19,8 @@ export interface Call {
   body: Uint8Array;
   readMaxBytes: number;
   signal: AbortSignal | undefined;
+  /** The REST client of a read, whose leaving cancels the call (caller-presence.ts). */
+  presence: CallerPresence | undefined;
   timeoutMs: number | undefined;
 }
 
@@ -46,7 +49,7 @@ interface Answer {
  * Sends `call` on a stream just opened and reads its whole answer: what the HTTP/2 stream's
  * events mean for one unary call, apart from which connection carries it (daemon-connection.ts).
  * The call is in `inFlight` until it settles, then `onSettled` is told, before the promise
- * settles. It fails with the call's abort or deadline, with INTERNAL past `readMaxBytes`, with
+ * settles. It fails with the call's abort, its REST client leaving, or its deadline, with INTERNAL past `readMaxBytes`, with
  * Refused when the daemon refused it unprocessed (it may go again), busy when the daemon is over
  * its request budget, and UNAVAILABLE when the answer is cut short; a failed call's stream is
  * cancelled.
@@ -57,7 +60,7 @@ export function readReply(
   inFlight: Set<FailCall>,
   onSettled: () => void,
 ): Promise<Reply> {
-  const { signal, timeoutMs } = call;
+  const { signal, presence, timeoutMs } = call;
   return new Promise<Reply>((resolve, reject) => {
     const answer: Answer = {
       status: 0,
@@ -68,12 +71,14 @@ export function readReply(
       settled: false,
     };
     let timer: NodeJS.Timeout | undefined;
+    let watched: AbortableCall | undefined;
     const finish = (error: Error | undefined) => {
       if (answer.settled) return;
       answer.settled = true;
       inFlight.delete(finish);
       if (timer) clearTimeout(timer);
       signal?.removeEventListener("abort", onAbort);
+      if (watched) presence?.unwatch(watched);
       onSettled();
       if (error) {
         if (!stream.closed) stream.close(NGHTTP2_CANCEL);
@@ -90,6 +95,12 @@ export function readReply(
     inFlight.add(finish);
     const onAbort = () => finish(ConnectError.from(signal?.reason, Code.Canceled));
     signal?.addEventListener("abort", onAbort);
+    // Its client gone, the stream is reset (CANCEL), which aborts the call in the daemon
+    // (daemon/rpc/connect-unary-route.ts). One already gone was refused before the stream opened.
+    if (presence) {
+      watched = { abort: finish };
+      presence.watch(watched);
+    }
     if (timeoutMs !== undefined) timer = setTimeout(() => finish(deadlinePassed()), timeoutMs);
     listen(stream, answer, call.readMaxBytes, finish);
     stream.end(call.body);

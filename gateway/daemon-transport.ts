@@ -24,6 +24,7 @@ import {
 } from "@connectrpc/connect/protocol-connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
 import { keptAsIs } from "#daemon/rpc/call-context.js";
+import { kCallerPresence } from "#daemon/rpc/caller-presence.js";
 import { DaemonConnection } from "#gateway/daemon-connection.js";
 import { DEFAULT_KEEP_ALIVE, type KeepAlive } from "#gateway/daemon-link.js";
 import type { Reply } from "#gateway/daemon-stream.js";
@@ -78,6 +79,9 @@ export interface DaemonTransport extends Transport {
  * demultiplexing and error JSON (`@connectrpc/connect/protocol-connect`). Streaming calls, which
  * the gateway does not make, go through connect-node's transport.
  *
+ * A read whose REST client leaves before its answer (caller-presence.ts) is cancelled: its stream
+ * is reset with CANCEL, and the daemon aborts the call (its context's signal).
+ *
  * A call that cannot reach the daemon, or loses it before the whole answer arrived (refused,
  * reset, connection lost, cut short), fails with UNAVAILABLE, so the gateway answers 503 (spec 7);
  * the next call opens a new connection. An answer larger than `readMaxBytes` fails as INTERNAL.
@@ -102,11 +106,14 @@ export function createDaemonTransport(options: DaemonTransportOptions): DaemonTr
       timeoutMs: number | undefined,
       header: HeadersInit | undefined,
       input: MessageInitShape<I>,
-      _contextValues?: ContextValues,
+      contextValues?: ContextValues,
     ): Promise<UnaryResponse<I, O>> {
       // As connect-es' transports: no deadline when none is given or it is not positive.
       const deadline = timeoutMs !== undefined && timeoutMs > 0 ? timeoutMs : undefined;
       if (signal?.aborted) throw ConnectError.from(signal.reason, Code.Canceled);
+      // A read's REST client that has left is owed nothing: nothing is sent.
+      const presence = contextValues?.get(kCallerPresence);
+      if (presence?.left) throw presence.left;
       const headers = requestHeaders(
         `${connection.pathPrefix}/${method.parent.typeName}/${method.name}`,
         deadline,
@@ -118,6 +125,7 @@ export function createDaemonTransport(options: DaemonTransportOptions): DaemonTr
         body,
         readMaxBytes,
         signal,
+        presence,
         timeoutMs: deadline,
       });
       return unaryResponse(method, reply);

@@ -136,6 +136,14 @@ function warnUnreachable(state: UnreachableLog, now: number): void {
 export function failureOf(request: FastifyRequest, error: unknown): HttpError {
   if (tokenWatchOf(request.server.server)?.isOwnFailure(error)) return GATEWAY_REFUSED;
   const httpError = httpErrorOf(error);
+  if (isLeftClientsRead(request, error)) {
+    // Nothing failed: the answer goes to nobody (docs/behaviour.md, "A client that leaves").
+    request.log.debug(
+      { cause: messageOf(error) },
+      "the client left: its daemon call was cancelled",
+    );
+    return httpError;
+  }
   // A write refused for want of disk space was reported once by the daemon (isStoreFull).
   if (httpError.status === 500 && !isStoreFull(error)) {
     request.log.error({ err: error }, "request failed");
@@ -145,6 +153,18 @@ export function failureOf(request: FastifyRequest, error: unknown): HttpError {
     request.log.warn({ cause: messageOf(error) }, "the daemon's call ended without its answer");
   }
   return httpError;
+}
+
+/**
+ * A read cancelled because its client left before the answer (gateway/relay.ts, readOptions):
+ * cancelled by the gateway, or ended by the daemon on seeing it cancelled (its signal aborted).
+ */
+function isLeftClientsRead(request: FastifyRequest, error: unknown): boolean {
+  return (
+    error instanceof ConnectError &&
+    error.code === Code.Canceled &&
+    (request.raw.destroyed || request.raw.socket?.destroyed === true)
+  );
 }
 
 /**

@@ -1,7 +1,9 @@
+import type { ServerResponse } from "node:http";
 import { isIP } from "node:net";
-import { type CallOptions, createContextValues } from "@connectrpc/connect";
+import { type CallOptions, type ContextValues, createContextValues } from "@connectrpc/connect";
 import type { FastifyReply, FastifyRequest } from "fastify";
 import { CallerHeaders, kRelayedClientIp } from "#daemon/auth/caller.js";
+import { CallerPresence, kCallerPresence } from "#daemon/rpc/caller-presence.js";
 
 /** decisions §2: the dashboard session cookie. */
 export const SESSION_COOKIE = "consent_session";
@@ -83,14 +85,62 @@ export function sessionOf(request: FastifyRequest): string | undefined {
   return values.length === 1 ? values[0] || undefined : undefined;
 }
 
+const kPresence = Symbol("consent.callerPresence");
+type WatchedAnswer = ServerResponse & { [kPresence]?: CallerPresence };
+
+/**
+ * The presence of the client a read is answered to (daemon/rpc/caller-presence.ts), one per REST
+ * request: told when its connection closes before the answer was written, or at once when it has
+ * closed already (while the request waited its turn on the connection, gateway/app.ts). Added per
+ * request: one small object and one listener, a function shared by all (no closure).
+ */
+function presenceOf(reply: FastifyReply): CallerPresence {
+  const answer = reply.raw as WatchedAnswer;
+  const known = answer[kPresence];
+  if (known) return known;
+  const presence = new CallerPresence();
+  answer[kPresence] = presence;
+  if (answer.destroyed || answer.socket?.destroyed) presence.leave();
+  else answer.on("close", leaveIfUnanswered);
+  return presence;
+}
+
+/** A response closed before it was written out whole: its client has gone. */
+function leaveIfUnanswered(this: WatchedAnswer): void {
+  if (!this.writableFinished) this[kPresence]?.leave();
+}
+
 /**
  * Call options that carry a REST request's credentials and client context to the daemon, and copy
- * the daemon's rate-limit figures onto the REST response (spec 8).
+ * the daemon's rate-limit figures onto the REST response (spec 8). For a write: it is carried out
+ * once its request has arrived whole, whether or not its client waits for the answer (a consent
+ * sent as its page closes), so nothing the daemon did is undone or left half done.
  */
 export function relayOptions(
   request: FastifyRequest,
   reply: FastifyReply,
   relay: Relay,
+): CallOptions {
+  return callOptions(request, reply, relay, false);
+}
+
+/**
+ * relayOptions for a read, a call that changes nothing: cancelled if its client leaves before the
+ * answer, so the daemon stops work nobody will read (docs/behaviour.md, "A client that leaves").
+ */
+export function readOptions(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  relay: Relay,
+): CallOptions {
+  return callOptions(request, reply, relay, true);
+}
+
+function callOptions(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  relay: Relay,
+  read: boolean,
 ): CallOptions {
   const clientIp = clientAddress(request);
   const headers: Record<string, string> = relay.inProcess
@@ -104,11 +154,15 @@ export function relayOptions(
   const session = sessionOf(request);
   if (session) headers[CallerHeaders.session] = session;
   if (request.headers.origin) headers[CallerHeaders.origin] = request.headers.origin;
+  let contextValues: ContextValues | undefined;
+  if (relay.inProcess) contextValues = createContextValues().set(kRelayedClientIp, clientIp);
+  if (read) {
+    contextValues ??= createContextValues();
+    contextValues.set(kCallerPresence, presenceOf(reply));
+  }
   return {
     headers,
-    ...(relay.inProcess && {
-      contextValues: createContextValues().set(kRelayedClientIp, clientIp),
-    }),
+    contextValues,
     onHeader(received) {
       for (const [name, restName] of RATE_LIMIT_HEADERS) {
         const value = received.get(name);

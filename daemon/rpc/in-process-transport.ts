@@ -26,6 +26,7 @@ import {
   type UnaryResponse,
 } from "@connectrpc/connect";
 import { type CallContext, PlainCallContext } from "#daemon/rpc/call-context.js";
+import { kCallerPresence } from "#daemon/rpc/caller-presence.js";
 
 export interface InProcessTransportOptions {
   /** The services, registered as for a server (Daemon.routes). */
@@ -147,8 +148,9 @@ export function createServiceTable(options: InProcessTransportOptions): ServiceT
  * costs one HandlerContext and the interceptor chain (what `npm start` uses instead of
  * createRouterTransport). What a handler sees is what it sees behind a server: the caller's
  * headers, the context values the caller passes (the peer address, daemon/auth/caller.ts), a
- * signal aborted when the call ends; errors leave as ConnectErrors with their details
- * (ErrorInfo, decisions §7) and the gateway translates them as it does errors from the network.
+ * signal aborted when the call ends or its REST client leaves (caller-presence.ts); errors leave
+ * as ConnectErrors with their details (ErrorInfo, decisions §7) and the gateway translates them as
+ * it does errors from the network.
  * Messages are handed over as objects: neither side keeps or changes them after the call.
  */
 export function createInProcessTransport(options: InProcessTransportOptions): Transport {
@@ -188,11 +190,16 @@ export function createInProcessTransport(options: InProcessTransportOptions): Tr
       contextValues?: ContextValues,
     ): Promise<UnaryResponse<I, O>> {
       const ctx = contextOf(method, signal, timeoutMs, header, contextValues);
+      // A REST client that leaves aborts the call's context (its signal), as a reset stream does
+      // behind the daemon's port.
+      const presence = contextValues?.get(kCallerPresence);
       try {
+        presence?.watch(ctx);
         return await table.invokeUnary(method, ctx, create(method.input, input));
       } catch (error) {
         throw asConnectError(error);
       } finally {
+        presence?.unwatch(ctx);
         ctx.abort(CALL_FINISHED);
       }
     },

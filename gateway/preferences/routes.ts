@@ -6,7 +6,7 @@ import { failureOf, type HttpError, isPassingOutage } from "#gateway/errors.js";
 import { refuseOtherMethods } from "#gateway/methods.js";
 import { errorPage, preferencesPage } from "#gateway/preferences/page.js";
 import { browserLanguage } from "#gateway/preferences/page-texts.js";
-import { mediaTypeOf, type Relay, relayOptions } from "#gateway/relay.js";
+import { mediaTypeOf, type Relay, readOptions, relayOptions } from "#gateway/relay.js";
 
 export interface PreferencesRouteOptions {
   clients: DaemonClients;
@@ -144,7 +144,7 @@ export async function preferencesRoutes(app: FastifyInstance, options: Preferenc
   app.get("/preferences/:token", async (request, reply) => {
     const { view } = await clients.consentLog.getPreferences(
       { token: tokenOf(request) },
-      relayOptions(request, reply, relay),
+      readOptions(request, reply, relay),
     );
     const nonce = randomBytes(16).toString("base64");
     // The saved notice only right after a save: `saved` names the row the save wrote, and that
@@ -166,7 +166,7 @@ export async function preferencesRoutes(app: FastifyInstance, options: Preferenc
     if (isFormSubmission(request)) return;
     await clients.consentLog.getPreferences(
       { token: tokenOf(request) },
-      relayOptions(request, reply, relay),
+      readOptions(request, reply, relay),
     );
     return sendErrorPage(reply, NOT_THE_FORM);
   };

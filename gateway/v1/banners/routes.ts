@@ -2,7 +2,7 @@ import type { FastifyInstance, FastifyRequest } from "fastify";
 import type { DaemonClients } from "#gateway/daemon-clients.js";
 import { sendData } from "#gateway/envelope.js";
 import { bannerJson } from "#gateway/json.js";
-import { type Relay, rawBody, relayOptions } from "#gateway/relay.js";
+import { type Relay, rawBody, readOptions, relayOptions } from "#gateway/relay.js";
 import { routePath } from "#gateway/v1/methods.js";
 
 const idOf = (request: FastifyRequest) => (request.params as { id: string }).id;
@@ -19,10 +19,7 @@ export function bannerRoutes(
 ): void {
   routePath(app, "/banners", "key or session", {
     async GET(request, reply) {
-      const { banners } = await clients.banners.listBanners(
-        {},
-        relayOptions(request, reply, relay),
-      );
+      const { banners } = await clients.banners.listBanners({}, readOptions(request, reply, relay));
       return sendData(reply, 200, { banners: banners.map(bannerJson) });
     },
     async POST(request, reply) {
@@ -38,7 +35,7 @@ export function bannerRoutes(
     async GET(request, reply) {
       const { banner } = await clients.banners.getBanner(
         { id: idOf(request) },
-        relayOptions(request, reply, relay),
+        readOptions(request, reply, relay),
       );
       return sendData(reply, 200, { banner: banner && bannerJson(banner) });
     },

@@ -2,7 +2,7 @@ import type { FastifyInstance, FastifyReply } from "fastify";
 import type { DaemonClients } from "#gateway/daemon-clients.js";
 import { sendData, sendDataWithJsonMember } from "#gateway/envelope.js";
 import { snapshotFields, snapshotJson, utf8 } from "#gateway/json.js";
-import { type Relay, rawBody, relayOptions } from "#gateway/relay.js";
+import { type Relay, rawBody, readOptions, relayOptions } from "#gateway/relay.js";
 import { routePath } from "#gateway/v1/methods.js";
 import type { SubjectSnapshot } from "#gen/consent/v1/subject_pb.js";
 
@@ -15,7 +15,7 @@ export function subjectRoutes(app: FastifyInstance, clients: DaemonClients, rela
     async POST(request, reply) {
       const { found, snapshot } = await clients.subjects.resolveSubject(
         { json: rawBody(request), consentStateAsJson: true },
-        relayOptions(request, reply, relay),
+        readOptions(request, reply, relay),
       );
       // decisions §4: no snapshot → { found: false } and nothing else.
       if (!found || !snapshot) return sendData(reply, 200, { found: false });

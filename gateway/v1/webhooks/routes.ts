@@ -2,7 +2,7 @@ import type { FastifyInstance, FastifyRequest } from "fastify";
 import type { DaemonClients } from "#gateway/daemon-clients.js";
 import { sendData } from "#gateway/envelope.js";
 import { isoTime } from "#gateway/json.js";
-import { type Relay, rawBody, relayOptions } from "#gateway/relay.js";
+import { type Relay, rawBody, readOptions, relayOptions } from "#gateway/relay.js";
 import { routePath } from "#gateway/v1/methods.js";
 import type { Webhook } from "#gen/consent/v1/webhook_pb.js";
 
@@ -34,7 +34,7 @@ export function webhookRoutes(app: FastifyInstance, clients: DaemonClients, rela
     async GET(request, reply) {
       const { webhooks } = await clients.webhooks.listWebhooks(
         {},
-        relayOptions(request, reply, relay),
+        readOptions(request, reply, relay),
       );
       return sendData(reply, 200, { webhooks: webhooks.map(webhookJson) });
     },
@@ -51,7 +51,7 @@ export function webhookRoutes(app: FastifyInstance, clients: DaemonClients, rela
     async GET(request, reply) {
       const { webhook } = await clients.webhooks.getWebhook(
         { id: idOf(request) },
-        relayOptions(request, reply, relay),
+        readOptions(request, reply, relay),
       );
       return sendData(reply, 200, { webhook: webhookJson(webhook) });
     },
