@@ -54,7 +54,10 @@ const KEY_NOT_FOUND = 211;
  * "not writable primary" and "node is recovering" codes (SDAM_NOT_PRIMARY_CODES,
  * SDAM_RECOVERING_CODES), and the shard routing codes among its resumable ones
  * (GET_MORE_RESUMABLE_CODES): a mongos or shard whose routing table is behind a chunk migration
- * or a collection's recreation, which it refreshes. From the server (src/mongo/base/error_codes.yml):
+ * or a collection's recreation, which it refreshes. Beside those, their kin for a database rather
+ * than a collection: StaleDbVersion, a router whose record of the database's primary shard is
+ * behind a movePrimary or a dropDatabase, and MovePrimaryInProgress, a write to an unsharded
+ * collection while movePrimary moves it, which ends with the move. From the server (src/mongo/base/error_codes.yml):
  * its RetriableError and SystemOverloadedError categories but the InternalOnly codes, which never
  * reach a client; its NotYetInitialized, a member whose replica set configuration is not loaded
  * yet (start-up refuses a set never initiated, mongo-topology.ts); its KeyNotFound, a set or a
@@ -90,7 +93,9 @@ const UNAVAILABLE_CODES = new Set([
   189, // PrimarySteppedDown
   202, // NetworkInterfaceExceededTimeLimit (mongos to a shard)
   KEY_NOT_FOUND,
+  249, // StaleDbVersion (mongos: the database's primary shard moved or was dropped)
   262, // ExceededTimeLimit
+  319, // MovePrimaryInProgress (a write to an unsharded collection while movePrimary moves it)
   358, // InternalTransactionNotSupported
   365, // TemporarilyUnavailable
   402, // ResourceExhausted

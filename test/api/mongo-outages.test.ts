@@ -26,6 +26,13 @@ const PASSING_SERVER_ERRORS = [
   { code: 13388, codeName: "StaleConfig", errmsg: "shard version not ok" },
   { code: 150, codeName: "StaleEpoch", errmsg: "epoch mismatch" },
   { code: 63, codeName: "StaleShardVersion", errmsg: "shard version not ok" },
+  // A router whose record of the database's primary shard is behind a movePrimary.
+  { code: 249, codeName: "StaleDbVersion", errmsg: "database version mismatch" },
+  {
+    code: 319,
+    codeName: "MovePrimaryInProgress",
+    errmsg: "movePrimary is in progress for namespace shop.teams",
+  },
   { code: 365, codeName: "TemporarilyUnavailable", errmsg: "cache eviction pressure" },
   { code: 402, codeName: "ResourceExhausted", errmsg: "resource exhausted" },
   {
@@ -79,6 +86,27 @@ describe("MongoDB briefly unable to serve", () => {
       expect(running.logs).toEqual([outageWarning(serverError.code)]);
     },
   );
+
+  it("answers a write refused without a code but labelled RetryableWriteError UNAVAILABLE, Retry-After 1, by its label, after the driver's one retry", async () => {
+    // As a server names a member that is not primary in words alone ("not master"): the label,
+    // which the driver reads too (hasErrorLabel), says what the words do.
+    const running = await daemon.start(
+      emptyDatabase(undefined, {
+        insert: () => ({ ok: 0, errmsg: "not master", errorLabels: ["RetryableWriteError"] }),
+      }),
+    );
+    const admin = createClient(AdminService, createGrpcTransport({ baseUrl: running.daemonUrl }));
+    expect(
+      await failureOf(admin.createTeam({ name: "Acme", plan: "free" }, daemon.asOperator)),
+    ).toMatchObject({ code: Code.Unavailable, errorCode: "unavailable", retryAfter: "1" });
+    expect(running.server.commands.filter((command) => "insert" in command)).toHaveLength(2);
+    expect(running.logs).toEqual([
+      expect.objectContaining({
+        level: 40,
+        msg: "the store cannot be reached; calls fail with unavailable until it can",
+      }),
+    ]);
+  });
 
   it("answers a REST request whose read met a stale shard configuration 503 unavailable with Retry-After: 1", async () => {
     const running = await daemon.start(
