@@ -112,18 +112,23 @@ export const REPEATED_FAILURE_LOG_MS = 10_000;
  * is visible without a line (and a stack) per failed call. With `byWords`, a failure with other
  * words than the last one logged is logged at once, so a new fault never hides behind an old one
  * (for failures of any cause, such as a background pass's); without, every failure counts as the
- * state's (an outage's or a damaged store's words vary from call to call). With `inWords`, the
- * line names the failure's message as `cause` instead of the error with its stack.
+ * state's (an outage's or a damaged store's words vary from call to call). With `causeOf`, the
+ * line names the failure as `cause`, in what it gives of it (its message, messageOf; an outage's
+ * own account, StoreUnavailability.cause), instead of the error with its stack.
  */
-export function repeatedFailureLog(
+export function repeatedFailureLog<Failure = unknown>(
   logger: ErrorLogger,
   message: string,
   {
     level = "warn",
     byWords = false,
-    inWords = false,
-  }: { level?: keyof ErrorLogger; byWords?: boolean; inWords?: boolean } = {},
-): (error: unknown, details?: object) => void {
+    causeOf,
+  }: {
+    level?: keyof ErrorLogger;
+    byWords?: boolean;
+    causeOf?: (failure: Failure) => unknown;
+  } = {},
+): (error: Failure, details?: object) => void {
   let loggedAt = Number.NEGATIVE_INFINITY;
   let loggedWords: string | undefined;
   let unlogged = 0;
@@ -135,8 +140,8 @@ export function repeatedFailureLog(
       return;
     }
     loggedWords = words;
-    // inWords: the cause without a stack, for an expected condition rather than a bug to trace.
-    const cause = inWords ? { cause: messageOf(error) } : { err: error };
+    // causeOf: the cause without a stack, for an expected condition rather than a bug to trace.
+    const cause = causeOf ? { cause: causeOf(error) } : { err: error };
     logger[level]({ ...cause, ...details, failedSincePreviousLine: unlogged }, message);
     loggedAt = now;
     unlogged = 0;

@@ -14,6 +14,7 @@ import {
 } from "#daemon/store/mongo-wire-stand-in.js";
 import { DAY, shifted } from "#daemon/store/store-contract-harness.js";
 import { aSubject } from "#daemon/subjects/subject-store.contract.js";
+import { type FailureLine, failureWords } from "#test/support/failure-lines.js";
 
 describe("the purge schedule", () => {
   afterEach(() => {
@@ -57,14 +58,14 @@ describe("a purge round that fails", () => {
     const { store, close } = await storeOnStandIn(
       emptyDatabase(undefined, { delete: answerDelete }),
     );
-    const lines: { level: number; msg: string; err?: { message: string } }[] = [];
+    const lines: FailureLine[] = [];
     const logger = pino(
       { level: "debug" },
       { write: (line: string) => lines.push(JSON.parse(line)) },
     );
     try {
       await purgeRound(store, () => new Date(), logger)();
-      return lines.map(({ level, msg, err }) => [level, msg, err?.message]);
+      return failureWords(lines);
     } finally {
       await close();
     }

@@ -113,12 +113,8 @@ export function domainErrorInterceptor(
     "the embedded store is damaged; calls that meet a damaged page fail with internal",
     { level: "error" },
   );
-  const unavailable = (
-    error: unknown,
-    outage: StoreUnavailability,
-    procedure: string,
-  ): ConnectError => {
-    logUnavailable(error, outage, { procedure });
+  const unavailable = (outage: StoreUnavailability, procedure: string): ConnectError => {
+    logUnavailable(outage, { procedure });
     return toConnectError(
       new DomainError(
         "unavailable",
@@ -134,7 +130,7 @@ export function domainErrorInterceptor(
       const refused = callerFault(error);
       if (refused) return refused;
       const outage = store.unavailability(error);
-      if (outage) return unavailable(error, outage, request.method.name);
+      if (outage) return unavailable(outage, request.method.name);
       // A full disk: the guard has reported it once; a log entry per refused write would only
       // add to what fills the disk.
       if (error instanceof StoreFullError) {

@@ -7,6 +7,7 @@ import {
   MongoNotConnectedError,
   MongoOperationTimeoutError,
   MongoServerClosedError,
+  MongoServerError,
   MongoServerSelectionError,
   MongoTopologyClosedError,
 } from "mongodb";
@@ -166,23 +167,37 @@ const KEY_NOT_FOUND_WARNING =
  * any other passes with an election or a reconnection: 1 s, no warning of its own.
  */
 export function mongoUnavailability(error: unknown): StoreUnavailability | undefined {
-  if (!isMongoUnavailable(error)) return undefined;
-  const code = serverCodeOf(error);
-  if (code === UNSATISFIABLE_WRITE_CONCERN) {
+  if (!(error instanceof MongoError) || !isMongoUnavailable(error)) return undefined;
+  const judged = originalOf(error);
+  const cause = causeInLog(judged);
+  if (judged.code === UNSATISFIABLE_WRITE_CONCERN) {
     return {
       retryAfterSeconds: UNTIL_OPERATOR_RETRY_AFTER_SECONDS,
       warning: UNSATISFIABLE_WRITE_CONCERN_WARNING,
+      cause,
     };
   }
   return {
     retryAfterSeconds: PASSING_OUTAGE_RETRY_AFTER_SECONDS,
-    ...(code === KEY_NOT_FOUND && { warning: KEY_NOT_FOUND_WARNING }),
+    ...(judged.code === KEY_NOT_FOUND && { warning: KEY_NOT_FOUND_WARNING }),
+    cause,
   };
 }
 
-/** The code of a driver error, as `isMongoUnavailable` judges it (originalOf). */
-function serverCodeOf(error: unknown): MongoError["code"] {
-  return error instanceof MongoError ? originalOf(error).code : undefined;
+/**
+ * A driver error as the outage's log line names it (StoreUnavailability.cause), the one
+ * `isMongoUnavailable` judged (originalOf): its name, the server's code and codeName, its labels
+ * (which the driver holds in a Set, written `{}` by a JSON log) and its message; not its stack.
+ */
+function causeInLog(error: MongoError): Record<string, unknown> {
+  const labels = error.errorLabels;
+  return {
+    name: error.name,
+    ...(error.code !== undefined && { code: error.code }),
+    ...(error instanceof MongoServerError && error.codeName && { codeName: error.codeName }),
+    ...(labels.length > 0 && { labels }),
+    message: error.message,
+  };
 }
 
 /**

@@ -38,7 +38,7 @@ export function storeFailureLog(
   return (error, details) => {
     for (const cause of causesOf(error)) {
       const outage = store.unavailability(cause);
-      if (outage) logUnavailable(cause, outage, details);
+      if (outage) logUnavailable(outage, details);
       else if (!isStoreFull(cause)) logFailed(cause, details);
     }
   };
@@ -49,24 +49,33 @@ export function storeFailureLog(
  * REPEATED_FAILURE_LOG_MS while it lasts: `message` for the store briefly out of reach, or the
  * store's own words for one that lasts until the operator acts (the outage's `warning`: MongoDB's
  * replica set with too few data-bearing members for a majority), each kept to its own pace, so
- * that neither hides the other.
+ * that neither hides the other. The line names the error as the outage's `cause` (MongoDB's name,
+ * code, codeName, labels and message), not with its stack: an outage is the backend's state,
+ * whose stack, the same at every call, says nothing an operator acts on.
  */
 export function unavailableLog(
   logger: ErrorLogger,
   message: string,
-): (error: unknown, outage: StoreUnavailability, details?: object) => void {
-  const logPassing = repeatedFailureLog(logger, message);
+): (outage: StoreUnavailability, details?: object) => void {
+  const logOf = (words: string) => repeatedFailureLog(logger, words, { causeOf: causeInLog });
+  const logPassing = logOf(message);
   // One per warning the store words: a handful of fixed texts.
-  const logLasting = new Map<string, (error: unknown, details?: object) => void>();
-  return (error, { warning }, details) => {
-    if (warning === undefined) return logPassing(error, details);
+  const logLasting = new Map<string, (outage: StoreUnavailability, details?: object) => void>();
+  return (outage, details) => {
+    const { warning } = outage;
+    if (warning === undefined) return logPassing(outage, details);
     let log = logLasting.get(warning);
     if (!log) {
-      log = repeatedFailureLog(logger, warning);
+      log = logOf(warning);
       logLasting.set(warning, log);
     }
-    log(error, details);
+    log(outage, details);
   };
+}
+
+/** An outage's line names its error as the store accounts for it, without a stack. */
+function causeInLog(outage: StoreUnavailability): StoreUnavailability["cause"] {
+  return outage.cause;
 }
 
 function causesOf(error: unknown): unknown[] {

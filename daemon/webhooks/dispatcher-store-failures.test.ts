@@ -13,6 +13,7 @@ import { WebhookDispatcher } from "#daemon/webhooks/dispatcher.js";
 import { WebhookSecretBox } from "#daemon/webhooks/webhook-secrets.js";
 import { anEndpoint } from "#daemon/webhooks/webhook-store.contract.js";
 import { deliveryId, eventIdOf } from "#daemon/webhooks/webhook-store.js";
+import { type FailureLine, failureWords } from "#test/support/failure-lines.js";
 
 describe("webhook dispatch over a store that fails two fan-outs of one pass", () => {
   it.each([
@@ -53,7 +54,7 @@ describe("webhook dispatch over a store that fails two fan-outs of one pass", ()
       database.documents.set("consent_log", [documentOf(refused), documentOf(unanswered)]);
       database.documents.set("webhook_endpoints", [documentOf(endpoint)]);
       const { store, close } = await storeOnStandIn(database);
-      const lines: { level: number; msg: string; err?: { message: string } }[] = [];
+      const lines: FailureLine[] = [];
       const dispatcher = new WebhookDispatcher({
         store,
         clock: () => new Date(),
@@ -73,9 +74,7 @@ describe("webhook dispatch over a store that fails two fan-outs of one pass", ()
             "waiting for replication timed out",
           ],
         ];
-        expect(lines.map(({ level, msg, err }) => [level, msg, err?.message])).toEqual(
-          reversed ? expected.reverse() : expected,
-        );
+        expect(failureWords(lines)).toEqual(reversed ? expected.reverse() : expected);
       } finally {
         await dispatcher.stop();
         await close();

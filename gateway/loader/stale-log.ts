@@ -1,3 +1,4 @@
+import { messageOf } from "#daemon/errors.js";
 import { type ErrorLogger, repeatedFailureLog } from "#daemon/logging.js";
 
 /** What the loader's outage lines need of a logger (the gateway's pino logger). */
@@ -31,7 +32,7 @@ export function createStaleServingLog(logger: StaleServingLogger): StaleServingL
       },
     },
     "the daemon could not be reached or has not answered: loaders are served as last read",
-    { inWords: true },
+    { causeOf: messageOf },
   );
   return {
     servedStale: (cause, staleBanners) => warn(cause, { staleBanners }),
