@@ -140,6 +140,7 @@ export async function runDaemon(options: {
         `${exposed}, which hold the operator token, the identity key and the records (webhook secrets included): make them the owner's alone, e.g. chmod go-rwx on each`,
       );
     }
+    for (const warning of store.startWarnings) logger.warn(warning);
     await warnOfForeignIdentityKeys(store, secrets.identityKeys, logger);
     if (secrets.identityKeys.length > 1) await resealForRotation(daemon, logger);
     await warnOfClockBehindStore(store, systemClock, logger);

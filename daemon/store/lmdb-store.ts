@@ -335,6 +335,7 @@ export async function openLmdbStore(options: LmdbStoreOptions): Promise<Store> {
       counterNamesByExpiry: counterEnv.openDB({ name: "counter-names-by-expiry" }),
     }),
     acceptsWrites: () => !guard?.refusing,
+    startWarnings: [],
     unavailability: () => undefined,
     isDamage: (error) =>
       damageOf(error) !== undefined ||

@@ -22,6 +22,8 @@ import { type CollectionIndexes, ensureIndexes } from "#daemon/store/mongo-index
 import { type MongoTimeouts, mongoTimeouts } from "#daemon/store/mongo-timeouts.js";
 import {
   connectedToUninitiatedMember,
+  serverKind,
+  standaloneWarning,
   topologyMismatch,
   watchServers,
 } from "#daemon/store/mongo-topology.js";
@@ -155,6 +157,8 @@ export async function openMongoStore(options: MongoStoreOptions): Promise<Store>
     const dbName = options.dbName ?? uriParts(options.uri).database ?? "consent";
     const db = serviceDb(client, dbName, timeouts);
     await checkServerVersion(db, options.uri);
+    const standalone = serverKind(await db.command({ hello: 1 })) === "standalone";
+    const startWarnings = standalone ? [standaloneWarning(uriParts(options.uri).hosts)] : [];
     const marker = await db
       .collection<{ _id: string; value: unknown }>("meta")
       .findOne({ _id: "format" });
@@ -163,7 +167,7 @@ export async function openMongoStore(options: MongoStoreOptions): Promise<Store>
     } catch (error) {
       throw new StartupError(`cannot use the MongoDB database ${dbName}: ${messageOf(error)}`);
     }
-    const store = createStore(client, db, timeouts);
+    const store = createStore(client, db, timeouts, startWarnings);
     try {
       // Indexes are created and dropped with w:1, so a restart comes up while a majority is away.
       await ensureIndexes(client.db(dbName, INDEX_DB_OPTIONS), indexesOf(), async () => {
@@ -210,7 +214,12 @@ async function checkServerVersion(db: Db, uri: string): Promise<void> {
   }
 }
 
-function createStore(client: MongoClient, db: Db, timeouts: MongoTimeouts): Store {
+function createStore(
+  client: MongoClient,
+  db: Db,
+  timeouts: MongoTimeouts,
+  startWarnings: readonly string[],
+): Store {
   const collections = collectionsOf(db);
   return {
     kind: "mongodb",
@@ -233,6 +242,7 @@ function createStore(client: MongoClient, db: Db, timeouts: MongoTimeouts): Stor
       collections.consentLog,
     ),
     acceptsWrites: () => true,
+    startWarnings,
     unavailability: mongoUnavailability,
     isDamage: () => false,
     reportDamage: () => {},

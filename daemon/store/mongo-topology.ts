@@ -133,3 +133,14 @@ export function connectedToUninitiatedMember(seen: ServersSeen): string | undefi
 function uninitiatedMember(address: string): string {
   return `MongoDB at ${address} runs as a replica set member (--replSet) whose set has not been initiated: run rs.initiate() in mongosh on it (once, on one member), or restart it without --replSet, then start again`;
 }
+
+/**
+ * What a start on a standalone server (no replica set) says once: the service runs there
+ * (README, "MongoDB"), writes journaled as on a set, but an outage of the one server stops it,
+ * its disk holds the only copy, and the one transaction the service runs (a subject state moved
+ * under the current identity key) is left out, so the state is updated where it is. A replica
+ * set of one member has transactions; one of three also failover and copies.
+ */
+export function standaloneWarning(address: string): string {
+  return `MongoDB at ${address} is a standalone server, not a replica set: the service runs on it, with no failover (while it is down or restarting every call answers 503 unavailable) and no second copy of the records (a lost disk loses every write since the last backup), and a subject state found under an older identity key is updated where it is, not moved under the current key in a transaction (README, "Privacy"); for those, restart it with --replSet <name>, run rs.initiate() once in mongosh, add members (rs.add) for failover, and start the service again`;
+}

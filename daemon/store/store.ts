@@ -46,6 +46,12 @@ export interface Store {
   readonly counters: CounterStore;
   /** Webhook endpoints, the event outbox the consent log's append fills, and deliveries. */
   readonly webhooks: WebhookStore;
+  /**
+   * What the backend found at open lacks that the operator should know, each in one line with
+   * what to do: logged once per service at start-up (main.ts). MongoDB: a standalone server
+   * (mongo-store.ts). The embedded store reports its own state as it meets it: none.
+   */
+  readonly startWarnings: readonly string[];
   /** Resolves when the backend answers; rejects otherwise. */
   ping(): Promise<void>;
   /**
