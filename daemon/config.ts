@@ -224,25 +224,42 @@ export function withoutUserInfo(value: string): string {
 }
 
 /**
- * `text` (a parser's words about `value`) with the user name and password of `value`'s user info,
- * as sent or percent-decoded, replaced by `***` wherever they stand apart from letters and digits.
+ * `text` (a parser's words about `value`) without `value`'s user info, exactly where it stands:
+ * as a URL's user info (`//name:password@`, `//name@`), as sent or percent-decoded, written
+ * `//***@`; and a user name or password holding a character a URL's user info must escape
+ * (`/ ? # [ ] @ :` or `%`), which a parser names alone when it refuses it for that ("Username
+ * contains unescaped characters ops/admin"), written `***` wherever it stands apart from letters
+ * and digits. A name or password of letters and digits alone is never told apart from a word of
+ * the text that is the same ("a", "be"), so it is left as it stands outside a URL: no parser
+ * names such a one alone, and masking every like word would garble the message.
  */
 export function withoutUserInfoOf(value: string, text: string): string {
   const userInfo = USER_INFO.exec(value)?.[2];
   if (!userInfo) return text;
   const colon = userInfo.indexOf(":");
-  const parts =
-    colon < 0 ? [userInfo] : [userInfo, userInfo.slice(0, colon), userInfo.slice(colon + 1)];
-  const pieces = new Set(parts.flatMap((part) => [part, decodedOrNot(part)]).filter(Boolean));
+  const parts = colon < 0 ? [userInfo] : [userInfo.slice(0, colon), userInfo.slice(colon + 1)];
+  const forms = (pieces: string[]) =>
+    [...new Set(pieces.flatMap((piece) => [piece, decodedOrNot(piece)]).filter(Boolean))].sort(
+      (a, b) => b.length - a.length,
+    );
   let hidden = text;
-  for (const piece of [...pieces].sort((a, b) => b.length - a.length)) {
-    const escaped = piece.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+  for (const form of forms([userInfo, ...(colon < 0 ? [] : [parts[0] ?? ""])])) {
+    hidden = hidden.replace(new RegExp(`//${escapedForPattern(form)}@`, "gu"), "//***@");
+  }
+  for (const form of forms(parts.filter((part) => ESCAPED_IN_USER_INFO.test(part)))) {
     hidden = hidden.replace(
-      new RegExp(`(?<![\\p{L}\\p{N}])${escaped}(?![\\p{L}\\p{N}])`, "gu"),
+      new RegExp(`(?<![\\p{L}\\p{N}])${escapedForPattern(form)}(?![\\p{L}\\p{N}])`, "gu"),
       "***",
     );
   }
   return hidden;
+}
+
+/** A character a URL's user info holds only percent-encoded, or `%` itself (RFC 3986 3.2.1). */
+const ESCAPED_IN_USER_INFO = /[/?#[\]@:%]/;
+
+function escapedForPattern(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
 }
 
 function decodedOrNot(text: string): string {

@@ -803,6 +803,19 @@ describe("start-up of the real programs", { timeout: 120_000 }, () => {
     );
   });
 
+  // Regression: a user name or password of one or two letters was masked wherever it stood as a
+  // word of the driver's message ("can only be *** positive int value").
+  it("a refused MONGODB_URI with a short user name and password keeps the driver's words whole, masking the user info alone", async () => {
+    const { code, message } = await refusedStart(PROGRAMS.consentd, {
+      CONSENT_ADMIN_TOKEN: "operator-token-for-the-gateway-alone",
+      MONGODB_URI: "mongodb://a:be@db.example:27017/shop?maxPoolSize=-1",
+    });
+    expect([code, message]).toEqual([
+      1,
+      'consentd: MONGODB_URI ("mongodb://***@db.example:27017/shop?maxPoolSize=-1") is not a connection string MongoDB accepts: maxPoolSize can only be a positive int value, got: -1',
+    ]);
+  });
+
   it("a CONSENT_TRUST_PROXY entry that is not an address stops npm start and the gateway alone before anything listens, with exit code 1 and one line naming the variable and the entry", async () => {
     for (const [bin, name] of [
       [PROGRAMS.consent, "consent"],
