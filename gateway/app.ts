@@ -29,6 +29,7 @@ import {
   holdToRequestRules,
 } from "#gateway/request-rules.js";
 import { TokenWatch, watchToken } from "#gateway/token-watch.js";
+import { watchingDaemonAnswers } from "#gateway/unreachable-log.js";
 import { v1Api } from "#gateway/v1/plugin.js";
 import { visitorSide } from "#gateway/visitor.js";
 
@@ -136,9 +137,11 @@ export async function buildGateway(options: GatewayOptions): Promise<FastifyInst
     if (lingers) void dropUnread(request.raw).then(() => done());
     else done();
   });
-  const clients = createDaemonClients(options.transport);
+  // The daemon answering again ends an outage the log told of (unreachable-log.ts).
+  const transport = watchingDaemonAnswers(options.transport, app.server, app.log);
+  const clients = createDaemonClients(transport);
   if (!options.inProcess) {
-    const watch = new TokenWatch(options.transport, options.operatorToken, app.log);
+    const watch = new TokenWatch(transport, options.operatorToken, app.log);
     watchToken(app.server, watch);
     app.addHook("onClose", async () => watch.close());
   }

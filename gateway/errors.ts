@@ -1,5 +1,5 @@
 import { Code, ConnectError } from "@connectrpc/connect";
-import type { FastifyBaseLogger, FastifyReply, FastifyRequest } from "fastify";
+import type { FastifyReply, FastifyRequest } from "fastify";
 import {
   clipped,
   messageOf,
@@ -11,6 +11,7 @@ import { BodyBudgetExceeded } from "#gateway/body-budget.js";
 import { isDaemonBusy, isDaemonUnreachable } from "#gateway/daemon-failures.js";
 import { snapshotJson } from "#gateway/json.js";
 import { tokenWatchOf } from "#gateway/token-watch.js";
+import { countUnreachable } from "#gateway/unreachable-log.js";
 import { type ErrorInfo, ErrorInfoSchema } from "#gen/consent/v1/errors_pb.js";
 
 /** An error as an HTTP response: status, spec 7 body fields and headers. */
@@ -96,42 +97,11 @@ const INTERNAL: HttpError = {
 };
 
 /**
- * Warnings of a daemon that cannot be reached, or leaves loader reads unanswered past their bound
- * (isDaemonUnreachable): at most one per this interval, with the count in between.
- */
-const UNREACHABLE_LOG_INTERVAL_MS = 10_000;
-
-interface UnreachableLog {
-  loggedAt: number;
-  /** Requests failed since the last warning, and the last of them. */
-  failed: number;
-  last?: { log: FastifyBaseLogger; error: unknown };
-  /** Logs the failures held back, once their interval is over. */
-  flush?: NodeJS.Timeout;
-}
-
-/** Per gateway (its HTTP server, which every plugin of one app shares). */
-const unreachableLogs = new WeakMap<object, UnreachableLog>();
-
-function warnUnreachable(state: UnreachableLog, now: number): void {
-  if (!state.last || state.failed === 0) return;
-  // The cause in words, without a stack: an outage is an expected condition, not a bug to trace.
-  const { error } = state.last;
-  state.last.log.warn(
-    { cause: messageOf(error), failedRequests: state.failed },
-    "the daemon could not be reached or has not answered: requests are answered 503",
-  );
-  state.loggedAt = now;
-  state.failed = 0;
-  state.last = undefined;
-}
-
-/**
  * What a route's error handler answers for `error` (httpErrorOf), having logged what the operator
  * needs: an internal failure with its error, and the daemon being unreachable (or leaving loader
  * reads unanswered) as a warning at most every 10 s (an outage fails every request; the log says
  * so at once, then every 10 s while it lasts, with how many requests failed since the previous
- * warning, the last ones included once the outage is over).
+ * line, and says when the daemon answers again: unreachable-log.ts).
  */
 export function failureOf(request: FastifyRequest, error: unknown): HttpError {
   if (tokenWatchOf(request.server.server)?.isOwnFailure(error)) return GATEWAY_REFUSED;
@@ -207,32 +177,6 @@ function isUnansweredCall(error: unknown): boolean {
 /** The daemon's `unavailable` with the ErrorInfo code it raises it with (rpc/connect-errors.ts). */
 function isDaemonsOwnRefusal(error: ConnectError): boolean {
   return error.code === Code.Unavailable && !!error.findDetails(ErrorInfoSchema)[0]?.code;
-}
-
-function countUnreachable(request: FastifyRequest, error: unknown): void {
-  const server = request.server.server;
-  let state = unreachableLogs.get(server);
-  if (!state) {
-    state = { loggedAt: Number.NEGATIVE_INFINITY, failed: 0 };
-    unreachableLogs.set(server, state);
-  }
-  state.failed++;
-  state.last = { log: request.log, error };
-  const now = Date.now();
-  if (now - state.loggedAt >= UNREACHABLE_LOG_INTERVAL_MS) {
-    warnUnreachable(state, now);
-    return;
-  }
-  if (state.flush) return;
-  const held = state;
-  state.flush = setTimeout(
-    () => {
-      held.flush = undefined;
-      warnUnreachable(held, Date.now());
-    },
-    state.loggedAt + UNREACHABLE_LOG_INTERVAL_MS - now,
-  );
-  state.flush.unref();
 }
 
 /** Translates anything a route threw. Internal error text never reaches the client. */

@@ -1,5 +1,5 @@
-import { messageOf } from "#daemon/errors.js";
-import { type ErrorLogger, repeatedFailureLog } from "#daemon/logging.js";
+import type { ErrorLogger } from "#daemon/logging.js";
+import { createOutageLog } from "#gateway/outage-log.js";
 
 /** What the loader's outage lines need of a logger (the gateway's pino logger). */
 export interface StaleServingLogger extends ErrorLogger {
@@ -17,29 +17,34 @@ export interface StaleServingLog {
 /**
  * While loaders are served stale no request fails, so the gateway's "requests are answered 503"
  * warning says nothing of it: a warning at once and then at most once per REPEATED_FAILURE_LOG_MS
- * (repeatedFailureLog) names how many banners are served as last read, with the failed or
- * unanswered reads since the previous line; the first read the daemon answers after a warning is
- * an info line, so the log shows when the outage ended.
+ * (outage-log.ts) names how many banners are served as last read, with the failed or unanswered
+ * reads it held back; the first read the daemon answers after a warning is an info line, so the
+ * log shows when the outage ended, counting the reads failed since the warning. An outage within
+ * 10 s of a warning is told when those 10 s are over: a warning if reads still fail, else an info
+ * line counting its failed reads.
  */
 export function createStaleServingLog(logger: StaleServingLogger): StaleServingLog {
-  let warned = false;
-  const warn = repeatedFailureLog(
-    {
-      error: (details, message) => logger.error(details, message),
-      warn: (details, message) => {
-        warned = true;
-        logger.warn(details, message);
-      },
-    },
-    "the daemon could not be reached or has not answered: loaders are served as last read",
-    { causeOf: messageOf },
-  );
+  let staleBanners = 0;
+  const outages = createOutageLog({
+    out: ({ failures, cause }) =>
+      logger.warn(
+        { cause, staleBanners, failedSincePreviousLine: failures - 1 },
+        "the daemon could not be reached or has not answered: loaders are served as last read",
+      ),
+    back: ({ failures, cause }) =>
+      logger.info(
+        { staleBanners, failedSincePreviousLine: failures, ...(cause && { cause }) },
+        "the daemon answers again: loaders are served as it answers",
+      ),
+  });
   return {
-    servedStale: (cause, staleBanners) => warn(cause, { staleBanners }),
-    answered(staleBanners) {
-      if (!warned) return;
-      warned = false;
-      logger.info({ staleBanners }, "the daemon answers again: loaders are served as it answers");
+    servedStale(cause, stale) {
+      staleBanners = stale;
+      outages.failed(cause);
+    },
+    answered(stale) {
+      staleBanners = stale;
+      outages.answered();
     },
   };
 }

@@ -189,15 +189,18 @@ describe("LoaderCache while its daemon does not answer", () => {
       cause: "[unavailable] the daemon has not answered a banner read within 2000 ms",
     };
     expect(lines).toMatchObject([{ ...warning, staleBanners: 1, failedSincePreviousLine: 0 }]);
-    // The second banner within the interval: counted, not logged.
+    // The second banner within the interval: held back, told once the interval is over.
     const second = watched(logged.variant(two.publicId, null));
     await vi.advanceTimersByTimeAsync(HELD_READ_WAIT_MS);
     expect(second.value?.stale).toBe(true);
     expect(lines).toHaveLength(1);
-    // Requests answered from the held copies meanwhile are no failed reads: nothing more.
+    // Requests answered from the held copies meanwhile are no failed reads.
     await logged.variant(one.publicId, null);
-    await vi.advanceTimersByTimeAsync(REPEATED_FAILURE_LOG_MS);
-    expect(lines).toHaveLength(1);
+    await vi.advanceTimersByTimeAsync(REPEATED_FAILURE_LOG_MS - HELD_READ_WAIT_MS);
+    expect(lines.slice(1)).toMatchObject([
+      { ...warning, staleBanners: 2, failedSincePreviousLine: 0 },
+    ]);
+    expect(lines).toHaveLength(2);
 
     // The daemon answers the first banner's read: an info line, the other still served stale.
     const answer = async (publicId: string) => {
@@ -211,23 +214,49 @@ describe("LoaderCache while its daemon does not answer", () => {
       level: 30,
       msg: "the daemon answers again: loaders are served as it answers",
     };
-    expect(lines.slice(1)).toMatchObject([{ ...answered, staleBanners: 1 }]);
+    expect(lines.slice(2)).toMatchObject([
+      { ...answered, staleBanners: 1, failedSincePreviousLine: 0 },
+    ]);
     const readOne = await logged.variant(one.publicId, null);
     expect([readOne?.hash, readOne?.stale]).toEqual([first.value?.hash, undefined]);
 
-    // It stops answering again, past the interval: a warning at once, counting the read held back.
+    // Regression: it stops answering again within 10 s of the last warning, which was silent
+    // until a read failed past them. Now told once those 10 s are over.
     now += REVALIDATE_MS;
     const third = watched(logged.variant(one.publicId, null));
     await vi.advanceTimersByTimeAsync(HELD_READ_WAIT_MS);
     expect(third.value?.stale).toBe(true);
-    expect(lines.slice(2)).toMatchObject([
-      { ...warning, staleBanners: 2, failedSincePreviousLine: 1 },
+    expect(lines).toHaveLength(3);
+    await vi.advanceTimersByTimeAsync(REPEATED_FAILURE_LOG_MS - HELD_READ_WAIT_MS);
+    expect(lines.slice(3)).toMatchObject([
+      { ...warning, staleBanners: 2, failedSincePreviousLine: 0 },
     ]);
     // Both answered: one info line for the outage, not one per banner.
     await answer(one.publicId);
     await answer(two.publicId);
-    expect(lines.slice(3)).toMatchObject([{ ...answered, staleBanners: 1 }]);
+    expect(lines.slice(4)).toMatchObject([
+      { ...answered, staleBanners: 1, failedSincePreviousLine: 0 },
+    ]);
+    expect(lines).toHaveLength(5);
     const readTwo = await logged.variant(two.publicId, null);
     expect([readTwo?.hash, readTwo?.stale]).toEqual([second.value?.hash, undefined]);
+
+    // An outage that begins and ends within 10 s of the last warning is told once they are
+    // over, as the info line counting its failed read: never left out.
+    now += REVALIDATE_MS;
+    const fourth = watched(logged.variant(two.publicId, null));
+    await vi.advanceTimersByTimeAsync(HELD_READ_WAIT_MS);
+    expect(fourth.value?.stale).toBe(true);
+    await answer(two.publicId);
+    expect(lines).toHaveLength(5);
+    await vi.advanceTimersByTimeAsync(REPEATED_FAILURE_LOG_MS);
+    expect(lines.slice(5)).toEqual([
+      expect.objectContaining({
+        ...answered,
+        staleBanners: 0,
+        failedSincePreviousLine: 1,
+        cause: warning.cause,
+      }),
+    ]);
   });
 });

@@ -12,12 +12,12 @@ import { callCountingProxy } from "#test/support/call-counting-proxy.js";
 import { aChoice, postLog } from "#test/support/consent-log.js";
 import {
   endpoints,
-  freePort,
   operatorTokenOf,
   PROGRAMS,
   STANDALONE_GATEWAY_URL,
   startDaemon,
   startProgram,
+  startSplitService,
   useProgramRoot,
 } from "#test/support/processes.js";
 
@@ -106,20 +106,9 @@ describe("the loader of a stand-alone gateway whose daemon is down", {
   const dirs = useProgramRoot("consent-loader-outage-");
 
   it("serves what it served while the daemon restarts, then the daemon's answer again", async () => {
-    const dataDir = dirs.join("data");
-    const port = await freePort();
-    // The same port on restart: the gateway keeps calling the address it started with.
-    const startOnPort = () => startDaemon(dataDir, { CONSENT_GRPC_PORT: String(port) });
-    let daemon = await startOnPort();
-    const gateway = startProgram(PROGRAMS.gateway, {
-      CONSENT_DATA_DIR: dataDir,
-      CONSENT_DAEMON_URL: daemon.url,
-    });
-    const service = endpoints({
-      daemonUrl: daemon.url,
-      gatewayUrl: await gateway.waitFor(STANDALONE_GATEWAY_URL),
-      operatorToken: await operatorTokenOf(dataDir),
-    });
+    const split = await startSplitService(dirs.join("data"));
+    const { gateway, service, restartDaemon } = split;
+    let { daemon } = split;
     const { key } = await mintKey(service, await createTeam(service, "professional"));
     const { id, publicId } = await createBanner(service, key);
     const neverServed = await createBanner(service, key);
@@ -179,7 +168,7 @@ describe("the loader of a stand-alone gateway whose daemon is down", {
 
     // Back, with a publish this gateway hears nothing of: served at its next read, within
     // seconds (every 5 s while the daemon failed), long before its 30 s revalidation.
-    daemon = await startOnPort();
+    daemon = await restartDaemon();
     const banners = createClient(BannerService, createGrpcTransport({ baseUrl: daemon.url }));
     await banners.publishBanner({ id }, { headers: { authorization: `Bearer ${key}` } });
     const backAt = Date.now();

@@ -258,6 +258,28 @@ export async function startDaemon(dataDir: string, env: Record<string, string> =
 }
 
 /**
+ * consentd on `dataDir`, on a port of its own, and a stand-alone gateway (with `gatewayEnv`)
+ * calling it: `restartDaemon` starts the daemon again on the same port once stopped, which the
+ * gateway keeps calling as the address it started with.
+ */
+export async function startSplitService(dataDir: string, gatewayEnv: Record<string, string> = {}) {
+  const port = await freePort();
+  const restartDaemon = () => startDaemon(dataDir, { CONSENT_GRPC_PORT: String(port) });
+  const daemon = await restartDaemon();
+  const gateway = startProgram(PROGRAMS.gateway, {
+    CONSENT_DATA_DIR: dataDir,
+    CONSENT_DAEMON_URL: daemon.url,
+    ...gatewayEnv,
+  });
+  const service = endpoints({
+    daemonUrl: daemon.url,
+    gatewayUrl: await gateway.waitFor(STANDALONE_GATEWAY_URL),
+    operatorToken: await operatorTokenOf(dataDir),
+  });
+  return { daemon, gateway, service, restartDaemon };
+}
+
+/**
  * A first `npm start` on `dataDir` that stores a team, a key, a banner and one subject state, then
  * stops: a store with something in it, for what a later start makes of it.
  */

@@ -1,0 +1,89 @@
+import type { Transport } from "@connectrpc/connect";
+import { ConnectError } from "@connectrpc/connect";
+import type { FastifyBaseLogger, FastifyRequest } from "fastify";
+import { createOutageLog, type OutageLog } from "#gateway/outage-log.js";
+import { ErrorInfoSchema } from "#gen/consent/v1/errors_pb.js";
+
+/** One gateway's log of the daemon out of its reach, and the logger of the last failed request. */
+interface UnreachableLog {
+  outages: OutageLog;
+  failedRequestLog: FastifyBaseLogger;
+}
+
+/** Per gateway (its HTTP server, which every plugin of one app shares). */
+const unreachableLogs = new WeakMap<object, UnreachableLog>();
+
+function unreachableLogOf(server: object, serverLog: FastifyBaseLogger): UnreachableLog {
+  let log = unreachableLogs.get(server);
+  if (!log) {
+    const state: UnreachableLog = {
+      failedRequestLog: serverLog,
+      outages: createOutageLog({
+        // The cause in words, without a stack: an outage is an expected condition, not a bug.
+        out: ({ failures, cause }) =>
+          state.failedRequestLog.warn(
+            { cause, failedRequests: failures },
+            "the daemon could not be reached or has not answered: requests are answered 503",
+          ),
+        back: ({ failures, cause }) =>
+          serverLog.info(
+            { failedRequests: failures, ...(cause && { cause }) },
+            "the daemon answers again: requests are answered as it answers",
+          ),
+      }),
+    };
+    log = state;
+    unreachableLogs.set(server, log);
+  }
+  return log;
+}
+
+/**
+ * Counts a request answered 503 because the daemon could not be reached, or left a loader read
+ * unanswered past its bound (isDaemonUnreachable): a warning at once, then at most every 10 s
+ * while it lasts, with how many requests failed since the previous line (outage-log.ts).
+ */
+export function countUnreachable(request: FastifyRequest, error: unknown): void {
+  const log = unreachableLogOf(request.server.server, request.server.log);
+  log.failedRequestLog = request.log;
+  log.outages.failed(error);
+}
+
+/**
+ * `transport` telling the gateway's unreachable log (countUnreachable) when the daemon answers a
+ * call, so that the end of an outage is an info line at once, counting the requests failed since
+ * the last warning, rather than a warning up to 10 s later that would read as a new outage. A
+ * call is watched only while an outage is being told: calls cost nothing more otherwise.
+ */
+export function watchingDaemonAnswers(
+  transport: Transport,
+  server: object,
+  serverLog: FastifyBaseLogger,
+): Transport {
+  const { outages } = unreachableLogOf(server, serverLog);
+  return {
+    unary(...call) {
+      const answer = transport.unary(...call);
+      if (!outages.awaitsAnswer) return answer;
+      return answer.then(
+        (response) => {
+          outages.answered();
+          return response;
+        },
+        (error: unknown) => {
+          if (isDaemonsAnswer(error)) outages.answered();
+          throw error;
+        },
+      );
+    },
+    stream: (...call) => transport.stream(...call),
+  };
+}
+
+/**
+ * A failure the daemon answered with: it carries the ErrorInfo the daemon gives each of its own
+ * (rpc/connect-errors.ts), which no failure to reach it, no deadline and no gateway shutdown has.
+ */
+function isDaemonsAnswer(error: unknown): boolean {
+  return error instanceof ConnectError && error.findDetails(ErrorInfoSchema).length > 0;
+}
