@@ -420,41 +420,53 @@ describe.concurrent("consentctl logs (against a real daemon)", { timeout: E2E_TI
   });
 
   // Regression: Ctrl-C in the fifth of a second the CLI takes to load ended it by the signal
-  // (exit 130), where a tail stopped a moment later exits 0 and an export 1.
-  it("ends a tail with 0 and fails an export with 1, FILE kept, for a Ctrl-C while the CLI loads", async () => {
-    const { teamId, publicId } = await teamWithBanner();
-    await record(publicId);
-    const dir = path.join(service.dataDir, `early-${teamId}`);
-    await mkdir(dir);
-    const out = path.join(dir, "proof.jsonl");
-    await writeFile(out, "kept\n");
-    const early = (args: string[]) =>
-      endedByItself(
-        cli.start(args, { env: { NODE_OPTIONS: `--import ${INTERRUPT_WHILE_LOADING}` } }),
-      );
-    // All at once, so the test's bound holds one that never ends.
-    const [tail, tailJson, exported, exportedJson, list] = await Promise.all([
-      early(argv`logs tail --team ${teamId}`),
-      early(argv`logs tail --team ${teamId} --banner ${publicId} --json`),
-      early(argv`logs export --team ${teamId} --out ${out}`),
-      early(argv`logs export --team ${teamId} --json`),
-      early(argv`teams list`),
-    ]);
-    expect(tail).toEqual({ code: 0, signal: null, stdout: "", stderr: "" });
-    expect(tailJson).toEqual({ code: 0, signal: null, stdout: "", stderr: "" });
-    expect(exported).toMatchObject({ code: 1, signal: null, stdout: "" });
-    expect(exported.stderr).toContain(`The export was interrupted; ${out} was left as it was.`);
-    expect(exportedJson).toMatchObject({ code: 1, signal: null, stdout: "" });
-    expect(JSON.parse(exportedJson.stderr)).toEqual({
-      error: "The export was interrupted; its output is incomplete.",
-      code: "interrupted",
-      hint: "run the command again and let it finish",
-    });
-    expect(await readdir(dir)).toEqual(["proof.jsonl"]);
-    expect(await readFile(out, "utf8")).toBe("kept\n");
-    // Any other command still ends by the signal, as it did.
-    expect(list).toMatchObject({ code: null, signal: "SIGINT" });
-  });
+  // (exit 130), where a tail stopped a moment later exits 0 and an export 1; and so did SIGHUP
+  // (a terminal closing as the command starts: exit 129), which the launcher did not hold.
+  it.for([
+    ["a Ctrl-C", "SIGINT"],
+    ["a SIGHUP", "SIGHUP"],
+  ] as const)(
+    "ends a tail with 0 and fails an export with 1, FILE kept, for %s while the CLI loads",
+    async ([, signal]) => {
+      const { teamId, publicId } = await teamWithBanner();
+      await record(publicId);
+      const dir = path.join(service.dataDir, `early-${teamId}`);
+      await mkdir(dir);
+      const out = path.join(dir, "proof.jsonl");
+      await writeFile(out, "kept\n");
+      const early = (args: string[]) =>
+        endedByItself(
+          cli.start(args, {
+            env: {
+              NODE_OPTIONS: `--import ${INTERRUPT_WHILE_LOADING}`,
+              INTERRUPT_WHILE_LOADING_SIGNAL: signal,
+            },
+          }),
+        );
+      // All at once, so the test's bound holds one that never ends.
+      const [tail, tailJson, exported, exportedJson, list] = await Promise.all([
+        early(argv`logs tail --team ${teamId}`),
+        early(argv`logs tail --team ${teamId} --banner ${publicId} --json`),
+        early(argv`logs export --team ${teamId} --out ${out}`),
+        early(argv`logs export --team ${teamId} --json`),
+        early(argv`teams list`),
+      ]);
+      expect(tail).toEqual({ code: 0, signal: null, stdout: "", stderr: "" });
+      expect(tailJson).toEqual({ code: 0, signal: null, stdout: "", stderr: "" });
+      expect(exported).toMatchObject({ code: 1, signal: null, stdout: "" });
+      expect(exported.stderr).toContain(`The export was interrupted; ${out} was left as it was.`);
+      expect(exportedJson).toMatchObject({ code: 1, signal: null, stdout: "" });
+      expect(JSON.parse(exportedJson.stderr)).toEqual({
+        error: "The export was interrupted; its output is incomplete.",
+        code: "interrupted",
+        hint: "run the command again and let it finish",
+      });
+      expect(await readdir(dir)).toEqual(["proof.jsonl"]);
+      expect(await readFile(out, "utf8")).toBe("kept\n");
+      // Any other command still ends by the signal, as it did.
+      expect(list).toMatchObject({ code: null, signal });
+    },
+  );
 
   it("stops at once on Ctrl-C while --banner is checked with a daemon that has not answered", async () => {
     const requests: (() => void)[] = [];
