@@ -62,8 +62,9 @@ export function watchingDaemonAnswers(
 ): Transport {
   const { outages } = unreachableLogOf(server, serverLog);
   return {
-    unary(...call) {
-      const answer = transport.unary(...call);
+    // The parameters named, not spread: no array per call on every request's path.
+    unary(method, signal, timeoutMs, header, input, contextValues) {
+      const answer = transport.unary(method, signal, timeoutMs, header, input, contextValues);
       if (!outages.awaitsAnswer) return answer;
       return answer.then(
         (response) => {
