@@ -34,7 +34,18 @@ describe("webhook attempts cut by a shutdown", () => {
   const clock = () => new Date(Date.now() + offsetMs);
   const secrets = new WebhookSecretBox([Buffer.alloc(32, 7)]);
   const lines: { level: number; msg: string; attempts?: number }[] = [];
-  const logger = pino({ level: "info" }, { write: (line: string) => lines.push(JSON.parse(line)) });
+  /** Called with each line as it is written, inside the logging call. */
+  let onLine: ((line: { msg: string }) => void) | undefined;
+  const logger = pino(
+    { level: "info" },
+    {
+      write: (text: string) => {
+        const line = JSON.parse(text);
+        lines.push(line);
+        onLine?.(line);
+      },
+    },
+  );
   const dispatchers: WebhookDispatcher[] = [];
 
   const aDispatcher = (box = secrets) => {
@@ -63,8 +74,25 @@ describe("webhook attempts cut by a shutdown", () => {
     return { teamId, endpoint };
   };
 
+  /** A running dispatcher whose one attempt, to a new endpoint that never answers, hangs. */
+  const aHangingAttempt = async () => {
+    const { teamId, endpoint } = await aStoredEndpoint();
+    const deliveryOf = (row: { id: string }) =>
+      store.webhooks.getDelivery(teamId, deliveryId(eventIdOf(row.id), endpoint.id));
+    receiver.answer = () => NEVER;
+    const dispatcher = aDispatcher();
+    const hung = aConsentLogRow(teamId, clock());
+    await appendConsentLog(store, hung);
+    await eventually(
+      () => (receiver.received.length === 1 ? true : undefined),
+      "the attempt hangs",
+    );
+    return { teamId, deliveryOf, dispatcher, hung };
+  };
+
   beforeEach(async () => {
     lines.length = 0;
+    onLine = undefined;
     offsetMs = 0;
     dataDir = await mkdtemp(path.join(tmpdir(), "consent-dispatcher-shutdown-"));
     store = await openLmdbStore({ dataDir });
@@ -191,21 +219,47 @@ describe("webhook attempts cut by a shutdown", () => {
     await dispatcher.stop({ cutAfterMs: 0 });
   });
 
+  // Regression: a stop with a cut, asked while a stop awaited the end of its own cut (its timer
+  // already cleared), set a timer that nothing cleared: it kept the process alive that long, and
+  // then cut the attempts of the dispatcher started again meanwhile.
+  it("sets no cut for a stop asked as the stop's own cut ends: attempts made after a restart run on", async () => {
+    const { teamId, deliveryOf, dispatcher, hung } = await aHangingAttempt();
+    // The cut's line is written once its attempt is given back, as the stop awaits the cut's end.
+    let askedDuringCut: Promise<void> | undefined;
+    onLine = (line) => {
+      if (line.msg.includes("cut by the shutdown")) {
+        askedDuringCut = dispatcher.stop({ cutAfterMs: CUT_AFTER_MS });
+      }
+    };
+    await dispatcher.stop({ cutAfterMs: 0 });
+    await askedDuringCut;
+    expect(askedDuringCut).toBeDefined();
+    onLine = undefined;
+    lines.length = 0;
+
+    // Started again: the given-back delivery and a new one are both in flight past that cut's time.
+    dispatcher.start();
+    const after = aConsentLogRow(teamId, clock());
+    await appendConsentLog(store, after);
+    await eventually(
+      () => (receiver.received.length === 3 ? true : undefined),
+      "both attempts are sent",
+    );
+    await new Promise((resolve) => setTimeout(resolve, CUT_AFTER_MS * 2));
+    expect(lines.filter((line) => line.msg.includes("cut by the shutdown"))).toEqual([]);
+    for (const row of [hung, after]) {
+      const delivery = await deliveryOf(row);
+      expect(delivery).toMatchObject({ status: "pending", attempts: 0 });
+      expect(delivery?.leaseOwner).toBeDefined();
+    }
+    await dispatcher.stop({ cutAfterMs: 0 });
+  });
+
   // Regression: a start asked while a stop was still waiting on an attempt ran a second loop
   // beside the stopping one, which then never ended, and the stop's end marked the restarted
   // dispatcher stopped: its own later stop set no cut, leaving a hanging attempt to its 15 s bound.
   it("starts again once a stop under way has ended: the restarted dispatcher delivers, and its own stop's cut applies", async () => {
-    const { teamId, endpoint } = await aStoredEndpoint();
-    const deliveryOf = (row: { id: string }) =>
-      store.webhooks.getDelivery(teamId, deliveryId(eventIdOf(row.id), endpoint.id));
-    receiver.answer = () => NEVER;
-    const dispatcher = aDispatcher();
-    const hung = aConsentLogRow(teamId, clock());
-    await appendConsentLog(store, hung);
-    await eventually(
-      () => (receiver.received.length === 1 ? true : undefined),
-      "the attempt hangs",
-    );
+    const { teamId, deliveryOf, dispatcher, hung } = await aHangingAttempt();
     const stopping = dispatcher.stop({ cutAfterMs: CUT_AFTER_MS });
     const starting = dispatcher.start();
     const stoppedAt = Date.now();

@@ -90,6 +90,11 @@ export class WebhookDispatcher {
   private cutTimer: NodeJS.Timeout | undefined;
   /** The cut under way: its attempts are recorded or given back, then counted in the log. */
   private cutting: Promise<void> | undefined;
+  /**
+   * The stop has cleared its cut timer (nothing is in flight) and is waiting for a cut under way
+   * to end: a stop asked from now on sets no timer, none being left to clear it.
+   */
+  private cutClosed = false;
   /** Set by start(), cleared by stop(): whether a start waiting for a stop's end goes ahead. */
   private wanted = false;
 
@@ -132,6 +137,7 @@ export class WebhookDispatcher {
     this.running = true;
     this.stopping = undefined;
     this.stopped = false;
+    this.cutClosed = false;
     this.unsubscribe = onOutboxEvent(this.options.store, () => this.nudge());
     this.loop = this.run();
   }
@@ -147,9 +153,10 @@ export class WebhookDispatcher {
    */
   stop({ cutAfterMs }: { cutAfterMs?: number } = {}): Promise<void> {
     this.wanted = false;
-    // A stop that has ended has nothing left to cut: a timer set now would only keep the process
-    // alive that long, then cut the attempts of a dispatcher started again meanwhile.
-    if (cutAfterMs !== undefined && !this.stopped) {
+    // A stop past its cut timer's clearing (its last wait, or its end) has nothing left to cut: a
+    // timer set now would only keep the process alive that long, then cut the attempts of a
+    // dispatcher started again meanwhile.
+    if (cutAfterMs !== undefined && !this.cutClosed) {
       clearTimeout(this.cutTimer);
       this.cutTimer = setTimeout(() => {
         this.cutting = this.cutInFlight();
@@ -186,6 +193,7 @@ export class WebhookDispatcher {
       await Promise.all(Array.from(this.inFlight.values(), (running) => running.done));
     }
     clearTimeout(this.cutTimer);
+    this.cutClosed = true;
     // A cut that ran logs its count before the stop ends (and the process exits).
     await this.cutting;
     this.cutting = undefined;
