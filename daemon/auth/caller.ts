@@ -1,6 +1,6 @@
 import { createContextKey, type HandlerContext } from "@connectrpc/connect";
 import { secretCheck } from "#daemon/auth/secrets.js";
-import { requestHeaderValue } from "#daemon/rpc/call-context.js";
+import { type HeaderName, requestHeaderValue } from "#daemon/rpc/call-context.js";
 
 /** The TCP peer of a call, put into the context by the server adapter. */
 export const kPeerAddress = createContextKey<string | undefined>(undefined, {
@@ -92,7 +92,7 @@ export function bearerOf(authorization: string): string | undefined {
 }
 
 function readCaller(ctx: HandlerContext, operatorToken: string): Caller {
-  const header = (name: string) => requestHeaderValue(ctx, name);
+  const header = (name: HeaderName) => requestHeaderValue(ctx, name);
   const authorization = header(CallerHeaders.authorization) ?? "";
   const bearer = bearerOf(authorization);
   const inProcess = ctx.values.get(kRelayedClientIp);

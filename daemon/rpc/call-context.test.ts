@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { PlainCallContext, requestHeaderValue } from "#daemon/rpc/call-context.js";
+import { CallerHeaders } from "#daemon/auth/caller.js";
+import { type HeaderName, PlainCallContext, requestHeaderValue } from "#daemon/rpc/call-context.js";
 import { Health } from "#gen/grpc/health/v1/health_pb.js";
 import { headerRecord } from "#test/support/consent-log.js";
 
@@ -14,7 +15,7 @@ const contextOf = (requestHeader: HeadersInit | undefined) =>
     contextValues: undefined,
   });
 
-const NAMES = [
+const NAMES: HeaderName[] = [
   "authorization",
   "consent-team",
   "consent-origin",
@@ -53,6 +54,25 @@ describe("a call's context (daemon/rpc/call-context.ts)", () => {
       expect(requestHeaderValue(read, name)).toBe(expected.get(name));
     }
     expect(headerRecord(contextOf(init).requestHeader)).toEqual(headerRecord(expected));
+  });
+
+  it("reads every header the daemon reads of a caller, by the names it reads them by, as Headers does; a name in capitals does not compile", () => {
+    const init = {
+      authorization: "Bearer k1",
+      "consent-session": "s1",
+      "consent-origin": "https://a.example",
+      "consent-team": "t1",
+      "consent-client-ip": "203.0.113.7",
+      "consent-gateway-token": "g1",
+    };
+    const ctx = contextOf(init);
+    for (const name of Object.values(CallerHeaders)) {
+      expect([name, requestHeaderValue(ctx, name)]).toEqual([name, new Headers(init).get(name)]);
+    }
+    // Such a call would read no header, without a word (the record is read by the name as it
+    // is): `npx tsc --noEmit -p .` refuses it, and fails on this line once it would compile.
+    // @ts-expect-error a header name in capitals is no HeaderName
+    expect(requestHeaderValue(ctx, "Authorization")).toBeNull();
   });
 
   it("reads a header a handler changed as its Headers now holds it", () => {

@@ -12,6 +12,13 @@ export interface CallContextInit {
   contextValues: ContextValues | undefined;
 }
 
+/**
+ * A header name as the caller's record holds it (keptAsIs): in lower case. The record is read by
+ * the name as it is, where Headers would find any case, so a name in capitals would read an
+ * absent header without a word; the type checker refuses one instead, at no cost to a call.
+ */
+export type HeaderName = Lowercase<string>;
+
 /** A HandlerContext that the one serving the call ends when the call is over. */
 export type CallContext = HandlerContext & { abort(reason?: unknown): void };
 
@@ -67,7 +74,9 @@ export function keptAsIs(init: HeadersInit | undefined): Record<string, string> 
  * refuse is refused at once, as createHandlerContext refuses it.
  *
  * A class, where an object literal with accessors would do: V8 defines a literal's accessors as
- * it makes the object, a closure each, and that cost a call as much as the rest of the hop.
+ * it makes the object, a closure each, and that cost a call as much as the rest of the hop. Its
+ * accessors and methods are the prototype's, so a spread copy (`{ ...ctx }`) has no
+ * requestHeader, signal, abort or timeoutMs: pass the context itself on (no code copies one).
  */
 export class PlainCallContext implements CallContext {
   readonly service: DescService;
@@ -104,7 +113,7 @@ export class PlainCallContext implements CallContext {
   }
 
   /** A request header's value, by its name in lower case, as `requestHeader.get(name)` reads it. */
-  requestHeaderValue(name: string): string | null {
+  requestHeaderValue(name: HeaderName): string | null {
     return this.header ? this.header.get(name) : (this.headerRecord?.[name] ?? null);
   }
 
@@ -136,7 +145,7 @@ export class PlainCallContext implements CallContext {
  * A request header's value, by its name in lower case: from the caller's record where the context
  * still holds one, without making its Headers; else as `ctx.requestHeader.get(name)`.
  */
-export function requestHeaderValue(ctx: HandlerContext, name: string): string | null {
+export function requestHeaderValue(ctx: HandlerContext, name: HeaderName): string | null {
   return ctx instanceof PlainCallContext
     ? ctx.requestHeaderValue(name)
     : ctx.requestHeader.get(name);
