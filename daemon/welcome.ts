@@ -53,18 +53,10 @@ export function printWelcome(
       ? [
           `  REST gateway           ${gatewayUrl}   (try: curl ${gatewayUrl}/api/v1/health)`,
           `  Public base URL        ${config.baseUrl}   (CONSENT_BASE_URL: loader tags, preference links)`,
-          ...(basePortDiffers(config, gatewayUrl)
-            ? [
-                "  The gateway listens on another port than the public base URL names: set CONSENT_BASE_URL",
-                "  to the address visitors reach, or loader tags and preference links will not work.",
-              ]
-            : []),
+          // The gateway serves plain HTTP: a URL without a port is on 80.
+          ...basePortWarning(config, Number(new URL(gatewayUrl).port || 80)),
         ]
-      : [
-          // consentd alone: the gateway needs the same daemon address and operator token, and
-          // the address loader tags and preference links name.
-          `  REST gateway           not in this process; start one: ${[...environment, ...gatewayListenEnvironment(config), packageBin("consent-gateway")].join(" ")}`,
-        ]),
+      : standAloneGateway(config, environment)),
     ...(created.length ? ["", `First start: created ${created.join(", ")}`] : []),
     "",
     ...(outlook === "no keys" ? mintCommands(cli) : listCommands(cli, outlook.keyedTeamIds)),
@@ -129,8 +121,48 @@ function cliEnvironment(config: Config, listenUrl: string): string[] {
   ];
 }
 
+/**
+ * consentd alone: the command of a gateway with the same daemon address and operator token,
+ * listening where loader tags and preference links point (gatewayListenEnvironment), and what
+ * stands in the way of that address: a port only root may open, one the base URL does not name.
+ */
+function standAloneGateway(config: Config, environment: string[]): string[] {
+  const listen = gatewayListenEnvironment(config);
+  const command = [...environment, ...listen.environment, packageBin("consent-gateway")];
+  return [
+    `  REST gateway           not in this process; start one: ${command.join(" ")}`,
+    ...(listen.port > 0 && listen.port < FIRST_UNPRIVILEGED_PORT
+      ? [
+          `  Port ${listen.port} is below ${FIRST_UNPRIVILEGED_PORT}: on Linux only root or a program with CAP_NET_BIND_SERVICE may listen`,
+          `  there. Else run that gateway on a higher CONSENT_HTTP_PORT behind a proxy on port ${listen.port}.`,
+        ]
+      : []),
+    // Port 0: any free port, which nothing can say in advance.
+    ...(listen.port > 0 ? basePortWarning(config, listen.port) : []),
+  ];
+}
+
+/**
+ * The first port Linux lets any program listen on (net.ipv4.ip_unprivileged_port_start's
+ * default): below it, root or CAP_NET_BIND_SERVICE. Listening there fails with EACCES, which the
+ * gateway reports as one line (listenFailure).
+ */
+const FIRST_UNPRIVILEGED_PORT = 1024;
+
 /** Host names of this machine a visitor's browser on it reaches the gateway by directly. */
 const LOCAL_HOSTS = new Set(["localhost", "127.0.0.1", "[::1]"]);
+
+/**
+ * The public base URL, when a browser on this machine reaches the gateway there directly: a
+ * plain http:// address of this machine without a path, as the default is. One on another host,
+ * over https (the gateway serves plain HTTP) or under a path is a proxy's, which may map ports.
+ */
+function directBaseUrl(config: Config): URL | undefined {
+  const base = new URL(config.baseUrl);
+  return base.protocol === "http:" && base.pathname === "/" && LOCAL_HOSTS.has(base.hostname)
+    ? base
+    : undefined;
+}
 
 /**
  * Where the gateway started from consentd's message must listen (decisions §1), which consentd
@@ -141,26 +173,25 @@ const LOCAL_HOSTS = new Set(["localhost", "127.0.0.1", "[::1]"]);
  * reached through a proxy, which may map ports: nothing is said of the port then. The gateway
  * never reads CONSENT_BASE_URL itself: the daemon builds the links from it and checks a session
  * write's Origin against it, and the preferences page compares an Origin with the request's host.
+ * Returns the settings to print and the port the gateway will listen on with them.
  */
-function gatewayListenEnvironment(config: Config): string[] {
+function gatewayListenEnvironment(config: Config): { environment: string[]; port: number } {
   const defaults = loadConfig({});
-  const base = new URL(config.baseUrl);
-  const direct =
-    config.baseUrlSet &&
-    base.protocol === "http:" &&
-    base.pathname === "/" &&
-    LOCAL_HOSTS.has(base.hostname);
-  const port = config.httpPortSet ? config.httpPort : direct ? Number(base.port || 80) : undefined;
+  const base = directBaseUrl(config);
+  const port = config.httpPortSet || !base ? config.httpPort : Number(base.port || 80);
   const host =
     config.httpHost !== defaults.httpHost
       ? config.httpHost
-      : direct && base.hostname === "[::1]"
+      : base?.hostname === "[::1]"
         ? "::1"
         : undefined;
-  return [
-    ...(host === undefined ? [] : [`CONSENT_HTTP_HOST=${shellWord(host)}`]),
-    ...(port === undefined || port === defaults.httpPort ? [] : [`CONSENT_HTTP_PORT=${port}`]),
-  ];
+  return {
+    environment: [
+      ...(host === undefined ? [] : [`CONSENT_HTTP_HOST=${shellWord(host)}`]),
+      ...(port === defaults.httpPort ? [] : [`CONSENT_HTTP_PORT=${port}`]),
+    ],
+    port,
+  };
 }
 
 /** A word a POSIX shell reads back unchanged: quoted when it holds anything but safe characters. */
@@ -169,11 +200,22 @@ function shellWord(value: string): string {
 }
 
 /**
- * Whether the default public base URL (CONSENT_BASE_URL unset) names a port other than the
- * gateway's; one the operator set stands, since a proxy may map it.
+ * What to say when the gateway listens on another port than a public base URL a browser on this
+ * machine reaches directly (directBaseUrl) names: loader tags and preference links would miss
+ * it. The default base URL (CONSENT_BASE_URL unset) wants setting; one the operator set on this
+ * machine works only through a proxy there. One elsewhere stands: a proxy may map its port.
  */
-function basePortDiffers(config: Config, gatewayUrl: string): boolean {
-  if (config.baseUrlSet) return false;
-  const port = (url: URL) => url.port || (url.protocol === "https:" ? "443" : "80");
-  return port(new URL(config.baseUrl)) !== port(new URL(gatewayUrl));
+function basePortWarning(config: Config, gatewayPort: number): string[] {
+  const base = directBaseUrl(config);
+  const basePort = Number(base?.port || 80);
+  if (!base || basePort === gatewayPort) return [];
+  return config.baseUrlSet
+    ? [
+        `  The gateway listens on port ${gatewayPort}, CONSENT_BASE_URL names port ${basePort} of this machine: loader tags and`,
+        `  preference links reach it only through a proxy on port ${basePort}; else set CONSENT_HTTP_PORT=${basePort}.`,
+      ]
+    : [
+        "  The gateway listens on another port than the public base URL names: set CONSENT_BASE_URL",
+        "  to the address visitors reach, or loader tags and preference links will not work.",
+      ];
 }

@@ -123,6 +123,8 @@ describe("start-up of the real programs", { timeout: 120_000 }, () => {
     const daemon = startProgram(PROGRAMS.consentd, { CONSENT_DATA_DIR: dataDir, ...env });
     const daemonUrl = await daemon.waitFor(DAEMON_URL);
     const command = daemon.stdout().match(/not in this process; start one: (.*)$/m)?.[1] ?? "";
+    // Where the loader tags point: nothing to warn of.
+    expect(daemon.stdout()).not.toContain("The gateway listens on");
     const gateway = startPrinted(command, root);
     const gatewayUrl = await gateway.waitFor(STANDALONE_GATEWAY_URL);
     const service = endpoints({
@@ -180,23 +182,84 @@ describe("start-up of the real programs", { timeout: 120_000 }, () => {
     expect(ipv6.loaderUrl.host).toBe(`[::1]:${ipv6Port}`);
   });
 
+  /** What consentd alone on `env` prints at start-up, and its gateway command. */
+  async function consentdSays(name: string, env: Record<string, string>) {
+    const daemon = startProgram(PROGRAMS.consentd, {
+      CONSENT_DATA_DIR: path.join(root, name),
+      ...env,
+    });
+    await daemon.waitFor(DAEMON_URL);
+    expect(await daemon.stop()).toBe(0);
+    const out = daemon.stdout();
+    return { out, command: out.match(/not in this process; start one: (.*)$/m)?.[1] ?? "" };
+  }
+
   it("consentd alone leaves the port out of the gateway command when CONSENT_BASE_URL names another host, unless it was given one", async () => {
-    const printed = async (name: string, env: Record<string, string>) => {
-      const daemon = startProgram(PROGRAMS.consentd, {
-        CONSENT_DATA_DIR: path.join(root, name),
-        CONSENT_BASE_URL: "https://consent.example.com",
-        ...env,
-      });
-      await daemon.waitFor(DAEMON_URL);
-      expect(await daemon.stop()).toBe(0);
-      return daemon.stdout().match(/not in this process; start one: (.*)$/m)?.[1] ?? "";
-    };
+    const printed = async (name: string, env: Record<string, string>) =>
+      (await consentdSays(name, { CONSENT_BASE_URL: "https://consent.example.com", ...env }))
+        .command;
     const proxied = await printed("split-proxied", { CONSENT_HTTP_PORT: "" });
     expect(proxied).toMatch(/^CONSENT_DATA_DIR=\S+ CONSENT_DAEMON_URL=\S+ node \S+$/);
     const restPort = await freePort();
     expect(await printed("split-proxied-port", { CONSENT_HTTP_PORT: String(restPort) })).toContain(
       `CONSENT_HTTP_PORT=${restPort} node `,
     );
+  });
+
+  it("consentd alone with CONSENT_BASE_URL=http://localhost prints the gateway command on port 80 with what listening there needs", async () => {
+    const { out, command } = await consentdSays("split-port-80", {
+      CONSENT_HTTP_PORT: "",
+      CONSENT_BASE_URL: "http://localhost",
+    });
+    expect(command).toContain("CONSENT_HTTP_PORT=80 node ");
+    expect(out).toContain(
+      `start one: ${command}\n  Port 80 is below 1024: on Linux only root or a program with CAP_NET_BIND_SERVICE may listen\n  there. Else run that gateway on a higher CONSENT_HTTP_PORT behind a proxy on port 80.\n`,
+    );
+    // A port any program may open: no such note.
+    const basePort = await freePort();
+    const high = await consentdSays("split-port-high", {
+      CONSENT_HTTP_PORT: "",
+      CONSENT_BASE_URL: `http://localhost:${basePort}`,
+    });
+    expect(high.command).toContain(`CONSENT_HTTP_PORT=${basePort} node `);
+    expect(high.out).not.toContain("CAP_NET_BIND_SERVICE");
+  });
+
+  // Regression: consentd alone, given a REST port, printed its gateway command on that port with
+  // no word that the loader tags and preference links it builds point at another port.
+  it("consentd alone and npm start say when the gateway listens on another port than a CONSENT_BASE_URL of this machine names, and not for one elsewhere", async () => {
+    const [restPort, basePort] = [await freePort(), await freePort()];
+    const warning = `  The gateway listens on port ${restPort}, CONSENT_BASE_URL names port ${basePort} of this machine: loader tags and\n  preference links reach it only through a proxy on port ${basePort}; else set CONSENT_HTTP_PORT=${basePort}.\n`;
+    const split = await consentdSays("split-other-port", {
+      CONSENT_HTTP_PORT: String(restPort),
+      CONSENT_BASE_URL: `http://127.0.0.1:${basePort}`,
+    });
+    expect(split.command).toContain(`CONSENT_HTTP_PORT=${restPort} node `);
+    expect(split.out).toContain(`start one: ${split.command}\n${warning}`);
+
+    // CONSENT_BASE_URL unset: its default (port 8080) wants setting, as npm start says.
+    const unset = await consentdSays("split-default-base", { CONSENT_HTTP_PORT: String(restPort) });
+    expect(unset.out).toContain(
+      "  The gateway listens on another port than the public base URL names: set CONSENT_BASE_URL",
+    );
+
+    // A proxy's address (another host) stands: its port may be mapped.
+    const proxied = await consentdSays("split-other-host", {
+      CONSENT_HTTP_PORT: String(restPort),
+      CONSENT_BASE_URL: `http://consent.example.com:${basePort}`,
+    });
+    expect(proxied.out).not.toContain("The gateway listens on");
+
+    const together = startProgram(PROGRAMS.consent, {
+      CONSENT_DATA_DIR: path.join(root, "together-other-port"),
+      CONSENT_HTTP_PORT: String(restPort),
+      CONSENT_BASE_URL: `http://localhost:${basePort}`,
+    });
+    expect(await together.waitFor(GATEWAY_URL)).toBe(`http://127.0.0.1:${restPort}`);
+    expect(together.stdout()).toContain(
+      `  Public base URL        http://localhost:${basePort}   (CONSENT_BASE_URL: loader tags, preference links)\n${warning}`,
+    );
+    expect(await together.stop()).toBe(0);
   });
 
   it("npm start keeps serving when the reader of its output goes away", async () => {
