@@ -238,21 +238,36 @@ export function withoutUserInfoOf(value: string, text: string): string {
   if (!userInfo) return text;
   const colon = userInfo.indexOf(":");
   const parts = colon < 0 ? [userInfo] : [userInfo.slice(0, colon), userInfo.slice(colon + 1)];
-  const forms = (pieces: string[]) =>
-    [...new Set(pieces.flatMap((piece) => [piece, decodedOrNot(piece)]).filter(Boolean))].sort(
-      (a, b) => b.length - a.length,
-    );
   let hidden = text;
-  for (const form of forms([userInfo, ...(colon < 0 ? [] : [parts[0] ?? ""])])) {
+  for (const form of formsOf([userInfo, ...(colon < 0 ? [] : [parts[0] ?? ""])])) {
     hidden = hidden.replace(new RegExp(`//${escapedForPattern(form)}@`, "gu"), "//***@");
   }
-  for (const form of forms(parts.filter((part) => ESCAPED_IN_USER_INFO.test(part)))) {
+  return withoutWordsOf(
+    hidden,
+    parts.filter((part) => ESCAPED_IN_USER_INFO.test(part)),
+  );
+}
+
+/**
+ * `text` with each of `secrets`, as written or percent-decoded, written `***` wherever it stands
+ * apart from letters and digits: a piece of a secret a parser names alone in its words.
+ */
+export function withoutWordsOf(text: string, secrets: readonly string[]): string {
+  let hidden = text;
+  for (const form of formsOf(secrets)) {
     hidden = hidden.replace(
       new RegExp(`(?<![\\p{L}\\p{N}])${escapedForPattern(form)}(?![\\p{L}\\p{N}])`, "gu"),
       "***",
     );
   }
   return hidden;
+}
+
+/** Each piece as written and percent-decoded, the longest first, so none is left half masked. */
+function formsOf(pieces: readonly string[]): string[] {
+  return [...new Set(pieces.flatMap((piece) => [piece, decodedOrNot(piece)]).filter(Boolean))].sort(
+    (a, b) => b.length - a.length,
+  );
 }
 
 /** A character a URL's user info holds only percent-encoded, or `%` itself (RFC 3986 3.2.1). */
@@ -262,7 +277,8 @@ function escapedForPattern(text: string): string {
   return text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
 }
 
-function decodedOrNot(text: string): string {
+/** `text` percent-decoded, or as it is when it is not valid percent-encoding. */
+export function decodedOrNot(text: string): string {
   try {
     return decodeURIComponent(text);
   } catch {

@@ -9,7 +9,7 @@ import {
 } from "mongodb";
 import { type BannerDocument, MongoBannerStore } from "#daemon/banners/mongo-banner-store.js";
 import { CLOCK_SKEW_MS } from "#daemon/clock.js";
-import { StartupError, withoutUserInfo, withoutUserInfoOf } from "#daemon/config.js";
+import { StartupError } from "#daemon/config.js";
 import {
   type ConsentLogDocument,
   MongoConsentLogStore,
@@ -28,6 +28,7 @@ import {
   watchServers,
 } from "#daemon/store/mongo-topology.js";
 import { mongoUnavailability } from "#daemon/store/mongo-unavailable.js";
+import { driverWordsWithoutSecrets, shownMongoUri } from "#daemon/store/mongo-uri-secrets.js";
 import { checkStoreFormat, type Store } from "#daemon/store/store.js";
 import { MongoSubjectStore, type SubjectDocument } from "#daemon/subjects/mongo-subject-store.js";
 import { MongoTeamStore, type TeamDocument } from "#daemon/teams/mongo-team-store.js";
@@ -131,9 +132,10 @@ export async function openMongoStore(options: MongoStoreOptions): Promise<Store>
     client = new MongoClient(options.uri, mongoClientOptions(timeouts));
   } catch (error) {
     // The driver's parse errors name the part they could not read, a malformed user name
-    // included: the connection string and those words are repeated without its user info.
+    // included: the connection string and those words are repeated without its user info or
+    // the values of its secret options (a key's password, the proxy's, a session token).
     throw new StartupError(
-      `MONGODB_URI ("${withoutUserInfo(options.uri)}") is not a connection string MongoDB accepts: ${withoutUserInfoOf(options.uri, messageOf(error))}`,
+      `MONGODB_URI ("${shownMongoUri(options.uri)}") is not a connection string MongoDB accepts: ${driverWordsWithoutSecrets(options.uri, messageOf(error))}`,
       { cause: error },
     );
   }

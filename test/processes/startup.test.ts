@@ -879,6 +879,43 @@ describe("start-up of the real programs", { timeout: 120_000 }, () => {
     ]);
   });
 
+  // Regression: the connection string was quoted with its query whole, so a key file's password,
+  // the proxy's credentials or an AWS session token passed as options reached stderr and logs.
+  it("a refused MONGODB_URI is repeated without the values of its secret options, nor a piece of one the driver names alone", async () => {
+    const refusals: [string, string, string][] = [
+      [
+        PROGRAMS.consentd,
+        "mongodb://db.example:27017/shop?tlsCertificateKeyFilePassword=k3y-s3cret&maxPoolSize=-1",
+        'consentd: MONGODB_URI ("mongodb://db.example:27017/shop?tlsCertificateKeyFilePassword=***&maxPoolSize=-1") is not a connection string MongoDB accepts: maxPoolSize can only be a positive int value, got: -1',
+      ],
+      [
+        PROGRAMS.consentd,
+        "mongodb://db.example/shop?proxyHost=proxy.example&proxyUsername=px-s3cret-user&proxyPassword=px-s3cret&more-s3cret",
+        'consentd: MONGODB_URI ("mongodb://db.example/shop?proxyHost=proxy.example&proxyUsername=***&proxyPassword=***&***") is not a connection string MongoDB accepts: URI option "***" cannot be specified with no value',
+      ],
+      [
+        PROGRAMS.consent,
+        "mongodb://db.example/?authMechanism=MONGODB-AWS&authMechanismProperties=AWS_SESSION_TOKEN:t0ken-s3cret",
+        'consent: MONGODB_URI ("mongodb://db.example/?authMechanism=MONGODB-AWS&authMechanismProperties=AWS_SESSION_TOKEN:***") is not a connection string MongoDB accepts: AWS_SESSION_TOKEN cannot be provided when using MONGODB-AWS. Credentials must be provided in a manner that can be read by the AWS SDK.',
+      ],
+      [
+        PROGRAMS.consentd,
+        "mongodb://db.example/?tls=maybe&passphrase=pass-s3cret&key=-----BEGIN%20PRIVATE%20KEY-----s3cret",
+        'consentd: MONGODB_URI ("mongodb://db.example/?tls=maybe&passphrase=***&key=***") is not a connection string MongoDB accepts: tls/ssl must be either "true" or "false"',
+      ],
+    ];
+    await Promise.all(
+      refusals.map(async ([bin, uri, words]) => {
+        const { code, stdout, message } = await refusedStart(bin, {
+          CONSENT_ADMIN_TOKEN: "operator-token-for-the-gateway-alone",
+          MONGODB_URI: uri,
+        });
+        expect([uri, code, message]).toEqual([uri, 1, words]);
+        expect(`${stdout}${message}`).not.toContain("s3cret");
+      }),
+    );
+  });
+
   it("a CONSENT_TRUST_PROXY entry that is not an address stops npm start and the gateway alone before anything listens, with exit code 1 and one line naming the variable and the entry", async () => {
     for (const [bin, name] of [
       [PROGRAMS.consent, "consent"],
