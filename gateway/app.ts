@@ -29,7 +29,7 @@ import {
   holdToRequestRules,
 } from "#gateway/request-rules.js";
 import { TokenWatch, watchToken } from "#gateway/token-watch.js";
-import { watchingDaemonAnswers } from "#gateway/unreachable-log.js";
+import { closeUnreachableLog, watchingDaemonAnswers } from "#gateway/unreachable-log.js";
 import { v1Api } from "#gateway/v1/plugin.js";
 import { visitorSide } from "#gateway/visitor.js";
 
@@ -139,6 +139,8 @@ export async function buildGateway(options: GatewayOptions): Promise<FastifyInst
   });
   // The daemon answering again ends an outage the log told of (unreachable-log.ts).
   const transport = watchingDaemonAnswers(options.transport, app.server, app.log);
+  // Once every request has been answered: a line held back is told now, not after the close.
+  app.addHook("onClose", async () => closeUnreachableLog(app.server));
   const clients = createDaemonClients(transport);
   if (!options.inProcess) {
     const watch = new TokenWatch(transport, options.operatorToken, app.log);

@@ -28,6 +28,11 @@ export interface OutageLog {
    * started while this is false needs no watching for its answer.
    */
   readonly awaitsAnswer: boolean;
+  /**
+   * Its user has closed (the gateway): failures held back are told now rather than by a timer
+   * that outlives it, and nothing is told after, so no line of a closed gateway follows its close.
+   */
+  close(): void;
 }
 
 /**
@@ -38,7 +43,8 @@ export interface OutageLog {
  * after the daemon is back reads as a new outage; an outage that begins and ends within the
  * interval (held back, an answer after it) is told when the interval is over as a `back` line
  * counting its failures, never left out. So a daemon that comes and goes, or fails some calls and
- * answers others, makes at most an `out` line and two `back` lines per interval.
+ * answers others, makes at most an `out` line and two `back` lines per interval. Once closed it
+ * writes nothing more.
  */
 export function createOutageLog(lines: OutageLines): OutageLog {
   let outAt = Number.NEGATIVE_INFINITY;
@@ -49,6 +55,7 @@ export function createOutageLog(lines: OutageLines): OutageLog {
   /** The daemon answered after the last failure held back. */
   let answeredSince = false;
   let flush: NodeJS.Timeout | undefined;
+  let closed = false;
 
   const say = (kind: keyof OutageLines) => {
     clearTimeout(flush);
@@ -64,6 +71,7 @@ export function createOutageLog(lines: OutageLines): OutageLog {
   };
   return {
     failed(cause) {
+      if (closed) return;
       held += 1;
       heldCause = messageOf(cause);
       answeredSince = false;
@@ -75,11 +83,18 @@ export function createOutageLog(lines: OutageLines): OutageLog {
       }
     },
     answered() {
+      if (closed) return;
       if (saidOut) say("back");
       else if (held > 0) answeredSince = true;
     },
     get awaitsAnswer() {
-      return saidOut || (held > 0 && !answeredSince);
+      return !closed && (saidOut || (held > 0 && !answeredSince));
+    },
+    close() {
+      if (closed) return;
+      clearTimeout(flush);
+      flushHeld();
+      closed = true;
     },
   };
 }

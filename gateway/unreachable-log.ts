@@ -50,6 +50,15 @@ export function countUnreachable(request: FastifyRequest, error: unknown): void 
 }
 
 /**
+ * Closes the unreachable log of a gateway that has closed (its HTTP server): the requests failed
+ * and held back are told now, and no line comes after (outage-log.ts): the closed log stays the
+ * server's, so a request cut by the close that fails later is not told by a new one.
+ */
+export function closeUnreachableLog(server: object): void {
+  unreachableLogs.get(server)?.outages.close();
+}
+
+/**
  * `transport` telling the gateway's unreachable log (countUnreachable) when the daemon answers a
  * call, so that the end of an outage is an info line at once, counting the requests failed since
  * the last warning, rather than a warning up to 10 s later that would read as a new outage. A

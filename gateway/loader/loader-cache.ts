@@ -129,6 +129,14 @@ export class LoaderCache {
   }
 
   /**
+   * The gateway has closed, every request answered: the stale-serving lines held back are told
+   * now rather than by a timer that outlives it, and none after (stale-log.ts).
+   */
+  closeLog(): void {
+    this.#stale.closeLog();
+  }
+
+  /**
    * Marks a banner for a new read on its next request, and any answer for it still in flight as
    * stale (it may predate the change).
    */

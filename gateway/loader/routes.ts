@@ -146,6 +146,10 @@ export async function loaderRoutes(app: FastifyInstance, options: LoaderRouteOpt
     cache.close();
     done();
   });
+  app.addHook("onClose", (_app, done) => {
+    cache.closeLog();
+    done();
+  });
   const geoHeader = options.geoHeader?.toLowerCase();
   // The header picks a jurisdiction rule, and each new location costs a compressed build: only a
   // trusted proxy may name it (a visitor could otherwise choose their own rule, or make the

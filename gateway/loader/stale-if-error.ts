@@ -189,6 +189,11 @@ export class StaleServing {
     this.#staleLog?.answered(this.#staleBanners.size);
   }
 
+  /** The gateway has closed: its stale-serving lines held back are told now, none after. */
+  closeLog(): void {
+    this.#staleLog?.close();
+  }
+
   /**
    * A banner is no longer served as last read: invalidated, dropped or evicted; invalidated, it is
    * read on its next request even if its last read failed.

@@ -12,6 +12,8 @@ export interface StaleServingLog {
   servedStale(cause: unknown, staleBanners: number): void;
   /** The daemon answered a read; `staleBanners` are still served as last read until re-read. */
   answered(staleBanners: number): void;
+  /** The gateway has closed: reads held back are told now, and nothing after (outage-log.ts). */
+  close(): void;
 }
 
 /**
@@ -46,5 +48,6 @@ export function createStaleServingLog(logger: StaleServingLogger): StaleServingL
       staleBanners = stale;
       outages.answered();
     },
+    close: () => outages.close(),
   };
 }
