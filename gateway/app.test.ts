@@ -655,3 +655,52 @@ describe("requests a client pipelines on one connection without reading the answ
     expect(received().length).toBeLessThan(16 * 1024 * 1024);
   });
 });
+
+// Regression: only the loader's own 404 and its failure to read a banner carried no-store; a
+// refusal on the way to it did not, and a CDN that keeps a 4xx or 5xx without Cache-Control a
+// while would hand one visitor's malformed request (a duplicated Host) to every visitor.
+describe("the answers at a loader's address other than the loader", () => {
+  let app: Awaited<ReturnType<typeof buildGateway>>;
+  let port: number;
+  beforeAll(async () => {
+    // No daemon behind it: a loader read is answered 503 by its absence.
+    ({ app, port } = await listeningGateway({}));
+  });
+  afterAll(() => app.close());
+
+  const loader = "/loader/0b7c2f7e-2d0a-4c55-9d8e-5b1f0c3a9e11.js";
+  const request = (head: string, body = "") =>
+    rawExchange(port, (write) => write(`${head}\r\nConnection: close\r\n\r\n${body}`));
+
+  it("are each kept by no cache (Cache-Control: no-store), whoever refused the request", async () => {
+    const answers: [string, Promise<{ status: number; headers: string }>][] = [
+      ["the daemon out of reach", request(`GET ${loader} HTTP/1.1\r\nHost: x`)],
+      ["a public id no banner has", request("GET /loader/nope.js HTTP/1.1\r\nHost: x")],
+      ["another method", request(`POST ${loader} HTTP/1.1\r\nHost: x\r\nContent-Length: 0`)],
+      ["TRACE", request(`TRACE ${loader} HTTP/1.1\r\nHost: x`)],
+      ["two Host headers", request(`GET ${loader} HTTP/1.1\r\nHost: x\r\nHost: y`)],
+      ["an expectation", request(`GET ${loader} HTTP/1.1\r\nHost: x\r\nExpect: something-else`)],
+      [
+        "headers too large",
+        request(`GET ${loader} HTTP/1.1\r\nHost: x\r\nX-Big: ${"a".repeat(20_000)}`),
+      ],
+      ["an unreadable header", request(`GET ${loader} HTTP/1.1\r\nHost: x\r\nBad Header Line`)],
+    ];
+    const seen = await Promise.all(
+      answers.map(async ([what, answer]) => {
+        const { status, headers } = await answer;
+        return [what, status, /\r\ncache-control: ([^\r]*)/.exec(headers)?.[1]];
+      }),
+    );
+    expect(seen).toEqual([
+      ["the daemon out of reach", 503, "no-store"],
+      ["a public id no banner has", 404, "no-store"],
+      ["another method", 405, "no-store"],
+      ["TRACE", 405, "no-store"],
+      ["two Host headers", 400, "no-store"],
+      ["an expectation", 417, "no-store"],
+      ["headers too large", 431, "no-store"],
+      ["an unreadable header", 400, "no-store"],
+    ]);
+  });
+});

@@ -311,13 +311,14 @@ function refuseConnect(_request: IncomingMessage, socket: Duplex) {
 
 /**
  * Writes a whole JSON answer, with the header fields Node gives its own (`Date`, RFC 9110 6.6.1),
- * on a socket no route owns; the caller closes it.
+ * on a socket no route owns; the caller closes it. Each is a refusal of a request whose path may
+ * be a loader's, never to be kept by a cache (loader/routes.ts): `Cache-Control: no-store`.
  */
 function answerOnSocket(socket: Duplex, status: number, body: object, headers = "") {
   if (!socket.writable) return;
   const text = JSON.stringify(body);
   socket.write(
-    `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\n${headers}Date: ${new Date().toUTCString()}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(text)}\r\nConnection: close\r\n\r\n${text}`,
+    `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\n${headers}Date: ${new Date().toUTCString()}\r\nCache-Control: no-store\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(text)}\r\nConnection: close\r\n\r\n${text}`,
   );
 }
 

@@ -113,7 +113,6 @@ function retryAtNextRead(failure: HttpError, secondsLeft: number | undefined): H
 function notFound(reply: FastifyReply): FastifyReply {
   return reply
     .code(404)
-    .header("Cache-Control", "no-store")
     .send({ error: "No active banner with that public Banner ID", code: "not_found" });
 }
 
@@ -150,6 +149,14 @@ export async function loaderRoutes(app: FastifyInstance, options: LoaderRouteOpt
     cache.closeLog();
     done();
   });
+  // No failure at a loader's address is kept by a cache, however it came (the handler, a method
+  // refused, a request refused by the gateway's rules, the body budget): some CDNs keep a 4xx or
+  // 5xx without Cache-Control for a while, and would hand it to every visitor of the sites that
+  // embed the banner, past the outage or from one malformed request (a duplicated Host header).
+  app.addHook("onSend", (_request, reply, payload, done) => {
+    if (reply.statusCode >= 400) reply.header("Cache-Control", "no-store");
+    done(null, payload);
+  });
   const geoHeader = options.geoHeader?.toLowerCase();
   // The header picks a jurisdiction rule, and each new location costs a compressed build: only a
   // trusted proxy may name it (a visitor could otherwise choose their own rule, or make the
@@ -184,10 +191,7 @@ export async function loaderRoutes(app: FastifyInstance, options: LoaderRouteOpt
     try {
       variant = await cache.variant(id, geoOf(request));
     } catch (error) {
-      // Never kept by a cache, as the 404: some CDNs keep a 5xx without Cache-Control for a
-      // while, which would hide the banner past the outage (or past the daemon's Retry-After).
       const failure = failureOf(request, error);
-      reply.header("Cache-Control", "no-store");
       return sendPlainError(reply, retryAtNextRead(failure, cache.retryAfterSeconds(id)));
     }
     if (!variant) return notFound(reply);
