@@ -8,7 +8,7 @@ import {
 } from "#daemon/errors.js";
 import { isStoreFull } from "#daemon/store/disk-guard.js";
 import { BodyBudgetExceeded } from "#gateway/body-budget.js";
-import { isDaemonBusy, isDaemonUnreachable } from "#gateway/daemon-failures.js";
+import { isDaemonBusy } from "#gateway/daemon-failures.js";
 import { snapshotJson } from "#gateway/json.js";
 import { tokenWatchOf } from "#gateway/token-watch.js";
 import { countUnreachable } from "#gateway/unreachable-log.js";
@@ -98,10 +98,11 @@ const INTERNAL: HttpError = {
 
 /**
  * What a route's error handler answers for `error` (httpErrorOf), having logged what the operator
- * needs: an internal failure with its error, and the daemon being unreachable (or leaving loader
- * reads unanswered) as a warning at most every 10 s (an outage fails every request; the log says
- * so at once, then every 10 s while it lasts, with how many requests failed since the previous
- * line, and says when the daemon answers again: unreachable-log.ts).
+ * needs: an internal failure with its error, and a call left without the daemon's answer
+ * (isUnansweredCall: the daemon unreachable, a loader read unanswered, a deadline, a proxy's 503)
+ * as a warning at most every 10 s (an outage fails every request; the log says so at once, then
+ * every 10 s while it lasts, with how many requests failed since the previous line, and says when
+ * the daemon answers again: unreachable-log.ts).
  */
 export function failureOf(request: FastifyRequest, error: unknown): HttpError {
   if (tokenWatchOf(request.server.server)?.isOwnFailure(error)) return GATEWAY_REFUSED;
@@ -117,10 +118,10 @@ export function failureOf(request: FastifyRequest, error: unknown): HttpError {
   // A write refused for want of disk space was reported once by the daemon (isStoreFull).
   if (httpError.status === 500 && !isStoreFull(error)) {
     request.log.error({ err: error }, "request failed");
-  } else if (isDaemonUnreachable(error)) countUnreachable(request, error);
-  else if (isUnansweredCall(error)) {
-    // The client is told only that it may retry; the operator reads what ended the call.
-    request.log.warn({ cause: messageOf(error) }, "the daemon's call ended without its answer");
+  } else if (isUnansweredCall(error)) {
+    // The client is told only that it may retry; the operator reads what ended the calls, counted
+    // (a loader request answered from the memory of a failed read included), not one line each.
+    countUnreachable(request, error);
   }
   return httpError;
 }

@@ -98,3 +98,48 @@ export function createOutageLog(lines: OutageLines): OutageLog {
     },
   };
 }
+
+/**
+ * Causes an outage log by cause follows at once: an outage has a few (the connection's failure, a
+ * read unanswered after 5 s or after 2 s, a proxy's 503, the loader's bound on first reads); past
+ * this many, the one that failed a call least recently tells what it holds back and is forgotten.
+ */
+const MAX_CAUSES = 32;
+
+/**
+ * An outage log per cause in words (createOutageLog each, all writing `lines`): a failure of
+ * another cause is told at once, never held back behind the last line of another for up to
+ * REPEATED_FAILURE_LOG_MS, so each cause an operator has to act on is named as it starts; an
+ * answer of the daemon ends each cause told (a `back` line for each).
+ */
+export function createOutageLogByCause(lines: OutageLines): OutageLog {
+  const causes = new Map<string, OutageLog>();
+  let closed = false;
+  return {
+    failed(cause) {
+      if (closed) return;
+      const words = messageOf(cause);
+      const log = causes.get(words) ?? createOutageLog(lines);
+      // Re-inserted on use: the cause that failed a call least recently leaves first.
+      causes.delete(words);
+      causes.set(words, log);
+      if (causes.size > MAX_CAUSES) {
+        const [oldestWords, oldest] = causes.entries().next().value as [string, OutageLog];
+        oldest.close();
+        causes.delete(oldestWords);
+      }
+      log.failed(cause);
+    },
+    answered() {
+      for (const log of causes.values()) log.answered();
+    },
+    get awaitsAnswer() {
+      for (const log of causes.values()) if (log.awaitsAnswer) return true;
+      return false;
+    },
+    close() {
+      closed = true;
+      for (const log of causes.values()) log.close();
+    },
+  };
+}

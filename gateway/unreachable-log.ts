@@ -1,7 +1,7 @@
 import type { Transport } from "@connectrpc/connect";
 import { ConnectError } from "@connectrpc/connect";
 import type { FastifyBaseLogger, FastifyRequest } from "fastify";
-import { createOutageLog, type OutageLog } from "#gateway/outage-log.js";
+import { createOutageLogByCause, type OutageLog } from "#gateway/outage-log.js";
 import { ErrorInfoSchema } from "#gen/consent/v1/errors_pb.js";
 
 /** One gateway's log of the daemon out of its reach, and the logger of the last failed request. */
@@ -18,7 +18,7 @@ function unreachableLogOf(server: object, serverLog: FastifyBaseLogger): Unreach
   if (!log) {
     const state: UnreachableLog = {
       failedRequestLog: serverLog,
-      outages: createOutageLog({
+      outages: createOutageLogByCause({
         // The cause in words, without a stack: an outage is an expected condition, not a bug.
         out: ({ failures, cause }) =>
           state.failedRequestLog.warn(
@@ -39,9 +39,11 @@ function unreachableLogOf(server: object, serverLog: FastifyBaseLogger): Unreach
 }
 
 /**
- * Counts a request answered 503 because the daemon could not be reached, or left a loader read
- * unanswered past its bound (isDaemonUnreachable): a warning at once, then at most every 10 s
- * while it lasts, with how many requests failed since the previous line (outage-log.ts).
+ * Counts a request answered 503 because a call went without the daemon's answer (errors.ts,
+ * isUnansweredCall: the daemon out of reach, a loader read unanswered past its bound, a deadline,
+ * a proxy's 503; a loader request answered from the memory of such a failure included): a warning
+ * at once for each cause in words, then at most every 10 s for it while it lasts, with how many
+ * requests failed since the previous line (outage-log.ts).
  */
 export function countUnreachable(request: FastifyRequest, error: unknown): void {
   const log = unreachableLogOf(request.server.server, request.server.log);
