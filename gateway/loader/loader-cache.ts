@@ -9,6 +9,7 @@ import {
   remember,
   type Variants,
 } from "#gateway/loader/cached-banner.js";
+import { FirstReads, MAX_FIRST_READS } from "#gateway/loader/first-reads.js";
 import { buildVariant, type LoaderVariant, sha256 } from "#gateway/loader/loader-response.js";
 import { type Geo, variantGeo, variantKey } from "#gateway/loader/runtime-config.js";
 import { StaleServing, type StaleServingSettings } from "#gateway/loader/stale-if-error.js";
@@ -26,6 +27,8 @@ export interface LoaderCacheOptions extends StaleServingSettings {
   now?: () => number;
   /** Bound on the bytes of the responses kept, over all banners (CONSENT_LOADER_CACHE_MB's default). */
   maxBytes?: number;
+  /** Reads in flight at most of banners with no copy to serve; default MAX_FIRST_READS. */
+  maxFirstReads?: number;
 }
 
 /**
@@ -53,7 +56,9 @@ const MAX_MISSING = 10_000;
  * that failure for STALE_RETRY_MS (an overloaded daemon's refusal only as long as it asked, if
  * shorter), then read again, each request waiting for that read at most
  * HELD_READ_WAIT_MS (failed-reads.ts); it waits for its first such read at most
- * FIRST_READ_WAIT_MS, past which the read counts as failed while it goes on.
+ * FIRST_READ_WAIT_MS, past which the read counts as failed while it goes on. Reads of banners with
+ * no copy to serve are in flight MAX_FIRST_READS at most (first-reads.ts): past it, a request that
+ * would start one is answered 503 at once, without a call.
  */
 export class LoaderCache {
   readonly #banners = new Map<string, CachedBanner>();
@@ -64,6 +69,7 @@ export class LoaderCache {
   readonly #maxBytes: number;
   readonly #stale: StaleServing;
   readonly #upgrades: BrotliUpgrades;
+  readonly #firstReads: FirstReads;
   /** Bytes of the responses built for the banners in #banners. */
   #keptBytes = 0;
   /** Builds made so far: each response's `build`. */
@@ -79,6 +85,7 @@ export class LoaderCache {
       drop: (publicId) => this.#drop(publicId),
     });
     this.#upgrades = new BrotliUpgrades(options.logger);
+    this.#firstReads = new FirstReads(options.maxFirstReads ?? MAX_FIRST_READS);
   }
 
   /** Bytes of the responses kept in memory (identity, brotli and gzip bodies). */
@@ -90,8 +97,9 @@ export class LoaderCache {
    * The response for a visitor at `geo`, or null for an unknown or inactive banner; `stale` when
    * the daemon could not be reached to confirm it. Rejects when the daemon cannot be reached and
    * the banner was never read, or not within STALE_IF_ERROR_MS (at once, within STALE_RETRY_MS of
-   * such a failure, or of an overloaded daemon's Retry-After if shorter; after FIRST_READ_WAIT_MS
-   * at most when the daemon does not answer).
+   * such a failure, or of an overloaded daemon's Retry-After if shorter, or while MAX_FIRST_READS
+   * reads of such banners are in flight; after FIRST_READ_WAIT_MS at most when the daemon does not
+   * answer).
    */
   async variant(publicId: string, geo: Geo | null): Promise<LoaderVariant | null> {
     const cached = await this.#banner(publicId);
@@ -173,7 +181,10 @@ export class LoaderCache {
     let loading = this.#loading.get(publicId);
     if (!loading) {
       const token = { stale: false };
-      const current: Loading = { token, promise: this.#load(publicId, cached, token) };
+      const read = () => this.#load(publicId, cached, token);
+      // A banner with no copy to serve is read within MAX_FIRST_READS (first-reads.ts).
+      const promise = this.#stale.holds(cached) ? read() : this.#firstReads.start(read);
+      const current: Loading = { token, promise };
       this.#loading.set(publicId, current);
       const clear = () => {
         if (this.#loading.get(publicId) === current) this.#loading.delete(publicId);

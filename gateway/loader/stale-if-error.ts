@@ -133,7 +133,7 @@ export class StaleServing {
     cached: CachedBanner | undefined,
     loading: Loading,
   ): CachedBanner | Promise<CachedBanner | null> {
-    if (!cached || !this.#holds(cached)) return this.#failedReads.whileRead(publicId, loading);
+    if (!this.holds(cached)) return this.#failedReads.whileRead(publicId, loading);
     if (cached.stale) return cached;
     return this.#heldAfterWait(publicId, cached, loading);
   }
@@ -203,9 +203,12 @@ export class StaleServing {
     this.#failedReads.forget(publicId);
   }
 
-  /** Whether a banner's last successful read is recent enough to serve it stale (stale-if-error). */
-  #holds(cached: CachedBanner): boolean {
-    return this.#options.now() - cached.readAt < STALE_IF_ERROR_MS;
+  /**
+   * Whether a banner has a copy to serve: its last successful read is recent enough to serve it
+   * stale (stale-if-error).
+   */
+  holds(cached: CachedBanner | undefined): cached is CachedBanner {
+    return cached !== undefined && this.#options.now() - cached.readAt < STALE_IF_ERROR_MS;
   }
 
   /**
@@ -220,12 +223,12 @@ export class StaleServing {
     loading: Loading,
   ): Promise<CachedBanner | null> {
     const overdue = overdueOf(loading, HELD_READ_WAIT_MS, () => {
-      if (!loading.token.stale && this.#holds(cached))
+      if (!loading.token.stale && this.holds(cached))
         this.#servedStaleFor(publicId, unansweredRead(HELD_READ_WAIT_MS));
     });
     const first = await Promise.race([loading.promise, overdue]);
     if (first !== OVERDUE) return first;
-    if (!this.#holds(cached)) return loading.promise;
+    if (!this.holds(cached)) return loading.promise;
     return { ...cached, stale: true };
   }
 

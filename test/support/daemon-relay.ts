@@ -7,15 +7,18 @@ export type AnswerInstead = (stream: http2.ServerHttp2Stream) => void;
  * An h2c relay in front of a daemon's port for the gateway's Connect calls: each call goes on to
  * the daemon and its answer comes back as the daemon sent it, unless `instead(path)` gives an
  * answer to send in its place (a failure the daemon does not give on demand). Connect answers
- * carry no HTTP trailers, so none are relayed: gRPC calls go to the daemon itself.
+ * carry no HTTP trailers, so none are relayed: gRPC calls go to the daemon itself. `settings` are
+ * the relay's own HTTP/2 settings towards the gateway (the daemon's stream bound, to hold answers
+ * as the daemon would hold them).
  */
 export async function daemonRelay(
   daemonUrl: string,
   instead: (path: string) => AnswerInstead | undefined,
+  settings?: http2.Settings,
 ) {
   const daemon = http2.connect(daemonUrl);
   daemon.on("error", () => {});
-  const server = http2.createServer();
+  const server = http2.createServer({ settings });
   const sessions = new Set<http2.ServerHttp2Session>();
   server.on("session", (session) => {
     sessions.add(session);
