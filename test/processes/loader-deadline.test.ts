@@ -1,21 +1,19 @@
 import { create, toBinary } from "@bufbuild/protobuf";
-import { pino } from "pino";
 import { describe, expect, it } from "vitest";
-import { loadConfig } from "#daemon/config.js";
-import { createDaemonTransport } from "#gateway/daemon-transport.js";
 import { STALE_RETRY_MS } from "#gateway/loader/stale-if-error.js";
-import { startGateway } from "#gateway/main.js";
 import { ErrorInfoSchema } from "#gen/consent/v1/errors_pb.js";
 import {
   createBanner,
   createTeam,
   type HttpResult,
-  http,
   mintKey,
   publishConfiguration,
 } from "#test/support/api.js";
-import { type AnswerInstead, daemonRelay } from "#test/support/daemon-relay.js";
-import { endpoints } from "#test/support/processes.js";
+import {
+  type AnswerInstead,
+  daemonRelay,
+  gatewayThroughRelay,
+} from "#test/support/daemon-relay.js";
 import { startTestService } from "#test/support/service.js";
 
 const USUAL = "public, max-age=300, stale-while-revalidate=60";
@@ -65,15 +63,8 @@ describe("the loader of a stand-alone gateway whose daemon's banner reads pass t
       reads++;
       return pastDeadline ? deadlineExceeded : undefined;
     });
-    const logs: Record<string, unknown>[] = [];
-    const gateway = await startGateway({
-      config: loadConfig({ CONSENT_HTTP_PORT: "0" }),
-      transport: createDaemonTransport({ baseUrl: relay.url }),
-      operatorToken: daemon.operatorToken,
-      logger: pino({ level: "warn" }, { write: (line: string) => logs.push(JSON.parse(line)) }),
-    });
-    const service = endpoints({ ...daemon, gatewayUrl: gateway.url });
-    const loader = (publicId: string) => http(service, "GET", `/loader/${publicId}.js`);
+    const gateway = await gatewayThroughRelay(daemon, relay.url);
+    const { service, logs, loader } = gateway;
     const refusal = (answer: HttpResult) => [
       answer.status,
       answer.headers.get("content-type"),
@@ -125,6 +116,81 @@ describe("the loader of a stand-alone gateway whose daemon's banner reads pass t
           cause: "[deadline_exceeded] the store did not answer in time",
         }),
       );
+    } finally {
+      await gateway.close();
+      await relay.close();
+      await daemon.close();
+    }
+  });
+});
+
+/** A proxy before the daemon answering 503 without a body: `unavailable`, not the daemon's. */
+const proxyUnavailable: AnswerInstead = (stream) => {
+  stream.respond({ ":status": 503 });
+  stream.end();
+};
+
+const OUTAGE = "the daemon could not be reached or has not answered: requests are answered 503";
+
+/**
+ * Regression: a failed read of a banner never served is answered again for 5 s without a call
+ * (failed-reads.ts), and each of those requests logged a warning of its own when the failure was
+ * a deadline or a proxy's 503, so an outage under traffic flooded the log. Such failures are
+ * warned of as a daemon out of reach is: at once, then at most every 10 s per cause with the
+ * requests answered 503 for it since.
+ */
+describe("the log of a stand-alone gateway whose loader answers failed reads from memory", () => {
+  it("warns once of a deadline and once of a proxy's 503, then counts the requests answered from memory in the next warning of each", async () => {
+    const daemon = await startTestService();
+    let answer: AnswerInstead = deadlineExceeded;
+    let reads = 0;
+    const relay = await daemonRelay(daemon.daemonUrl, (path) => {
+      if (!path.endsWith("/GetPublishedBanner")) return undefined;
+      reads++;
+      return answer;
+    });
+    const gateway = await gatewayThroughRelay(daemon, relay.url);
+    const { service, logs, loader } = gateway;
+    const warnings = () => logs.filter((entry) => entry.level === 40);
+    try {
+      const { key } = await mintKey(service, await createTeam(service));
+      const pastDeadline = await createBanner(service, key);
+      const behindProxy = await createBanner(service, key);
+
+      expect((await loader(pastDeadline.publicId)).status).toBe(503);
+      answer = proxyUnavailable;
+      expect((await loader(behindProxy.publicId)).status).toBe(503);
+      expect(reads).toBe(2);
+      // Answered from the memory of those two failures, without a call.
+      for (let i = 0; i < 10; i++) {
+        for (const { publicId } of [pastDeadline, behindProxy]) {
+          const again = await loader(publicId);
+          expect([again.status, again.body]).toEqual([503, UNAVAILABLE]);
+        }
+      }
+      expect(reads).toBe(2);
+      // Each cause once, at once: one does not hide the other.
+      const deadline = "[deadline_exceeded] the store did not answer in time";
+      const proxy = "[unavailable] HTTP 503";
+      expect(warnings()).toEqual([
+        expect.objectContaining({ msg: OUTAGE, cause: deadline, failedRequests: 1 }),
+        expect.objectContaining({
+          msg: OUTAGE,
+          cause: proxy,
+          failedRequests: 1,
+        }),
+      ]);
+      // The requests after them are counted in the next warning of each, though none follows.
+      await expect.poll(() => warnings().length, { timeout: 15_000, interval: 200 }).toBe(4);
+      expect(warnings().slice(2)).toEqual([
+        expect.objectContaining({ msg: OUTAGE, cause: deadline, failedRequests: 10 }),
+        expect.objectContaining({
+          msg: OUTAGE,
+          cause: proxy,
+          failedRequests: 10,
+        }),
+      ]);
+      expect(logs.filter((entry) => entry.level === 50)).toEqual([]);
     } finally {
       await gateway.close();
       await relay.close();

@@ -1,4 +1,11 @@
 import http2 from "node:http2";
+import { pino } from "pino";
+import { loadConfig } from "#daemon/config.js";
+import { createDaemonTransport } from "#gateway/daemon-transport.js";
+import { startGateway } from "#gateway/main.js";
+import { http } from "#test/support/api.js";
+import { endpoints } from "#test/support/processes.js";
+import type { TestService } from "#test/support/service.js";
 
 /** How the relay answers a call in the daemon's place, once the call's request has come. */
 export type AnswerInstead = (stream: http2.ServerHttp2Stream) => void;
@@ -61,4 +68,28 @@ function withoutPseudoHeaders(
   return Object.fromEntries(
     Object.entries(headers).filter(([name]) => !name.startsWith(":") || kept.includes(name)),
   );
+}
+
+/**
+ * A stand-alone gateway on a free port calling `daemon` through the relay at `relayUrl`, with the
+ * lines it logs at warning level and above, parsed.
+ */
+export async function gatewayThroughRelay(
+  daemon: Pick<TestService, "daemonUrl" | "operatorToken">,
+  relayUrl: string,
+) {
+  const logs: Record<string, unknown>[] = [];
+  const gateway = await startGateway({
+    config: loadConfig({ CONSENT_HTTP_PORT: "0" }),
+    transport: createDaemonTransport({ baseUrl: relayUrl }),
+    operatorToken: daemon.operatorToken,
+    logger: pino({ level: "warn" }, { write: (line: string) => logs.push(JSON.parse(line)) }),
+  });
+  const service = endpoints({ ...daemon, gatewayUrl: gateway.url });
+  return {
+    service,
+    logs,
+    loader: (publicId: string) => http(service, "GET", `/loader/${publicId}.js`),
+    close: () => gateway.close(),
+  };
 }
