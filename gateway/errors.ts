@@ -129,12 +129,14 @@ export function failureOf(request: FastifyRequest, error: unknown): HttpError {
 /**
  * A read cancelled because its client left before the answer (gateway/relay.ts, readOptions):
  * cancelled by the gateway, or ended by the daemon on seeing it cancelled (its signal aborted).
+ * Gone is its connection closed: not the request destroyed, which Node marks once its body has
+ * been read, while its client still waits for the answer.
  */
 function isLeftClientsRead(request: FastifyRequest, error: unknown): boolean {
   return (
     error instanceof ConnectError &&
     error.code === Code.Canceled &&
-    (request.raw.destroyed || request.raw.socket?.destroyed === true)
+    request.raw.socket?.destroyed === true
   );
 }
 

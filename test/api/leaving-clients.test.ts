@@ -58,6 +58,27 @@ describe("a client that leaves before its answer", () => {
     expect(logs.filter((entry) => Number(entry.level) >= 50)).toEqual([]);
   });
 
+  it("has its resolve given up without a failure logged, its body read whole before it left", async () => {
+    const finds = holdStoreCalls(service.store.subjects, "find");
+    const before = logs.length;
+    try {
+      const leaving = leavingClient(
+        url("/api/v1/consent/subjects/resolve"),
+        "POST",
+        { authorization: `Bearer ${key}`, "content-type": "application/json" },
+        JSON.stringify({ bannerId: publicId, subjectId: "left-while-resolving" }),
+      );
+      await finds.arrived(1);
+      leaving.leave();
+      await sleep(100);
+    } finally {
+      finds.release();
+      finds.restore();
+    }
+    await sleep(100);
+    expect(logs.slice(before).filter((entry) => Number(entry.level) >= 50)).toEqual([]);
+  });
+
   it("still has its subject state written when it leaves while the write is under way", async () => {
     const writes = holdStoreCalls(service.store.subjects, "write");
     const subject = { bannerId: publicId, subjectId: "left-after-sending" };
