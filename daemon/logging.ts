@@ -112,9 +112,9 @@ export const REPEATED_FAILURE_LOG_MS = 10_000;
  * is visible without a line (and a stack) per failed call. With `byWords`, a failure with other
  * words than the last one logged is logged at once, so a new fault never hides behind an old one
  * (for failures of any cause, such as a background pass's); without, every failure counts as the
- * state's (an outage's or a damaged store's words vary from call to call). With `causeOf`, the
- * line names the failure as `cause`, in what it gives of it (its message, messageOf; an outage's
- * own account, StoreUnavailability.cause), instead of the error with its stack.
+ * state's (an outage's or a damaged store's words vary from call to call). With `fieldsOf`, the
+ * line names the failure in the fields it gives of it (an outage's own account,
+ * StoreUnavailability.cause, as `storeError`), instead of the error with its stack as `err`.
  */
 export function repeatedFailureLog<Failure = unknown>(
   logger: ErrorLogger,
@@ -122,11 +122,11 @@ export function repeatedFailureLog<Failure = unknown>(
   {
     level = "warn",
     byWords = false,
-    causeOf,
+    fieldsOf,
   }: {
     level?: keyof ErrorLogger;
     byWords?: boolean;
-    causeOf?: (failure: Failure) => unknown;
+    fieldsOf?: (failure: Failure) => object;
   } = {},
 ): (error: Failure, details?: object) => void {
   let loggedAt = Number.NEGATIVE_INFINITY;
@@ -140,8 +140,8 @@ export function repeatedFailureLog<Failure = unknown>(
       return;
     }
     loggedWords = words;
-    // causeOf: the cause without a stack, for an expected condition rather than a bug to trace.
-    const cause = causeOf ? { cause: causeOf(error) } : { err: error };
+    // fieldsOf: the failure without a stack, for an expected condition rather than a bug to trace.
+    const cause = fieldsOf ? fieldsOf(error) : { err: error };
     logger[level]({ ...cause, ...details, failedSincePreviousLine: unlogged }, message);
     loggedAt = now;
     unlogged = 0;

@@ -113,7 +113,7 @@ describe("a write whose write concern MongoDB could not satisfy", () => {
           level: 40,
           msg: warning,
           // A step-down's codes also carry the driver's label ResetPool.
-          cause: expect.objectContaining({
+          storeError: expect.objectContaining({
             name: "MongoWriteConcernError",
             code: writeConcernError.code,
             codeName: writeConcernError.codeName,
@@ -122,7 +122,7 @@ describe("a write whose write concern MongoDB could not satisfy", () => {
         }),
       ]);
       expect(running.logs[0]).not.toHaveProperty("err");
-      expect(running.logs[0]).not.toHaveProperty("cause.stack");
+      expect(running.logs[0]).not.toHaveProperty("storeError.stack");
     },
   );
 });

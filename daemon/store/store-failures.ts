@@ -49,15 +49,15 @@ export function storeFailureLog(
  * REPEATED_FAILURE_LOG_MS while it lasts: `message` for the store briefly out of reach, or the
  * store's own words for one that lasts until the operator acts (the outage's `warning`: MongoDB's
  * replica set with too few data-bearing members for a majority), each kept to its own pace, so
- * that neither hides the other. The line names the error as the outage's `cause` (MongoDB's name,
- * code, codeName, labels and message), not with its stack: an outage is the backend's state,
- * whose stack, the same at every call, says nothing an operator acts on.
+ * that neither hides the other. The line names the error as `storeError`, the outage's `cause`
+ * (MongoDB's name, code, codeName, labels and message), not with its stack: an outage is the
+ * backend's state, whose stack, the same at every call, says nothing an operator acts on.
  */
 export function unavailableLog(
   logger: ErrorLogger,
   message: string,
 ): (outage: StoreUnavailability, details?: object) => void {
-  const logOf = (words: string) => repeatedFailureLog(logger, words, { causeOf: causeInLog });
+  const logOf = (words: string) => repeatedFailureLog(logger, words, { fieldsOf: fieldsInLog });
   const logPassing = logOf(message);
   // One per warning the store words: a handful of fixed texts.
   const logLasting = new Map<string, (outage: StoreUnavailability, details?: object) => void>();
@@ -73,9 +73,14 @@ export function unavailableLog(
   };
 }
 
-/** An outage's line names its error as the store accounts for it, without a stack. */
-function causeInLog(outage: StoreUnavailability): StoreUnavailability["cause"] {
-  return outage.cause;
+/**
+ * An outage's line names its error as the store accounts for it, without a stack, as
+ * `storeError`: an object, where the gateway's lines give their `cause` in words (one log
+ * stream in `npm start`: a field keeps one type, as log stores that map a field on first sight
+ * require).
+ */
+function fieldsInLog(outage: StoreUnavailability): { storeError: StoreUnavailability["cause"] } {
+  return { storeError: outage.cause };
 }
 
 function causesOf(error: unknown): unknown[] {

@@ -23,7 +23,7 @@ export interface StoreUnavailability {
    */
   warning?: string;
   /**
-   * The error as the outage's log line names it (`cause`): what the operator reads of it (for
+   * The error as the outage's log line names it (`storeError`): what the operator reads of it (for
    * MongoDB, the driver error's name, code, codeName, labels and message), never its stack, which
    * a line per outage would only repeat: the error is the backend's answer, not a fault to trace
    * in the service.

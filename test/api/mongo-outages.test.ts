@@ -62,7 +62,7 @@ const outageWarning = ({ code, codeName, errmsg }: (typeof PASSING_SERVER_ERRORS
             /^MongoDB cannot validate the cluster time the daemon sends \(KeyNotFound\): .*if it lasts, .*until the daemon is restarted$/,
           )
         : "the store cannot be reached; calls fail with unavailable until it can",
-    cause: { name: "MongoServerError", code, codeName, message: errmsg },
+    storeError: { name: "MongoServerError", code, codeName, message: errmsg },
   });
 
 describe("MongoDB briefly unable to serve", () => {
@@ -107,7 +107,11 @@ describe("MongoDB briefly unable to serve", () => {
       expect.objectContaining({
         level: 40,
         msg: "the store cannot be reached; calls fail with unavailable until it can",
-        cause: { name: "MongoServerError", labels: ["RetryableWriteError"], message: "not master" },
+        storeError: {
+          name: "MongoServerError",
+          labels: ["RetryableWriteError"],
+          message: "not master",
+        },
       }),
     ]);
   });
