@@ -195,7 +195,8 @@ export function createInProcessTransport(options: InProcessTransportOptions): Tr
       const presence = contextValues?.get(kCallerPresence);
       try {
         presence?.watch(ctx);
-        return await table.invokeUnary(method, ctx, create(method.input, input));
+        const answer = table.invokeUnary(method, ctx, create(method.input, input));
+        return await (timeoutMs !== undefined && timeoutMs > 0 ? byDeadline(answer, ctx) : answer);
       } catch (error) {
         throw asConnectError(error);
       } finally {
@@ -233,6 +234,34 @@ export function createInProcessTransport(options: InProcessTransportOptions): Tr
       }
     },
   } as Transport;
+}
+
+/**
+ * A unary call's answer, or its deadline passing first (DEADLINE_EXCEEDED), as a client over the
+ * network is failed at its deadline whatever the daemon does: a handler that does not watch its
+ * signal (a health check waiting on a stalled store) would otherwise hold its caller until the
+ * store answers. The handler goes on; what it answers later is dropped.
+ */
+function byDeadline<T>(answer: Promise<T>, ctx: HandlerContext): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const passed = () => {
+      const reason: unknown = ctx.signal.reason;
+      // Only the deadline: a caller that leaves is answered as the handler ends the call.
+      if (reason instanceof ConnectError && reason.code === Code.DeadlineExceeded) reject(reason);
+    };
+    ctx.signal.addEventListener("abort", passed, { once: true });
+    const settled = () => ctx.signal.removeEventListener("abort", passed);
+    answer.then(
+      (value) => {
+        settled();
+        resolve(value);
+      },
+      (error: unknown) => {
+        settled();
+        reject(error);
+      },
+    );
+  });
 }
 
 /** What a call's request and response share: its method, a message, the context they read. */
