@@ -62,8 +62,7 @@ function marked(error: ConnectError): ConnectError {
 /**
  * Whether a call failed because the daemon could not be reached or was lost, or a loader read went
  * unanswered past its bound (unansweredRead); not because it answered, passed its own deadline or
- * the gateway gave the call up: the health route logs its 503 with the outage (unreachable-log.ts)
- * for these only.
+ * the gateway gave the call up.
  */
 export function isDaemonUnreachable(error: unknown): boolean {
   return error instanceof ConnectError && connectionFailures.has(error);

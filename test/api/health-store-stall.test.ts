@@ -1,14 +1,17 @@
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { REPEATED_FAILURE_LOG_MS } from "#daemon/logging.js";
 import { http } from "#test/support/api.js";
 import { holdStoreCalls } from "#test/support/held-store-calls.js";
 import { startTestService } from "#test/support/service.js";
 
 const UNAVAILABLE = { data: { status: "unavailable" }, version: "v1" };
+const OUTAGE = "the daemon could not be reached or has not answered: requests are answered 503";
 
 /**
  * GET /api/v1/health while the daemon is up but its store has stopped answering (spec 4.1,
  * decisions §6): each probe is answered 503 "unavailable" once its 2 s deadline passes, in one
- * process and split alike.
+ * process and split alike, and the gateway's log tells the probes as the outage they are
+ * (unreachable-log.ts), not one line each.
  */
 describe("health checks while the daemon's store stalls", { timeout: 40_000 }, () => {
   const cleanups: (() => unknown)[] = [];
@@ -39,5 +42,38 @@ describe("health checks while the daemon's store stalls", { timeout: 40_000 }, (
     pings.release();
     const ok = await http(service, "GET", "/api/v1/health");
     expect([ok.status, ok.body]).toEqual([200, { data: { status: "ok" }, version: "v1" }]);
+  });
+
+  // Regression: every probe past its deadline logged a warning of its own, "health check
+  // failed", so a load balancer probing every second flooded the log for as long as the stall.
+  it("logs the probes past their deadline as one warning at once and one counting the rest 10 s on", async () => {
+    const { service, logs, pings } = await stalledService();
+    // A load balancer's probes, three at a time.
+    const answers = [];
+    for (let round = 0; round < 2; round++) {
+      answers.push(
+        ...(await Promise.all([1, 2, 3].map(() => http(service, "GET", "/api/v1/health")))),
+      );
+    }
+    expect(answers.map((answer) => [answer.status, answer.body])).toEqual(
+      Array(6).fill([503, UNAVAILABLE]),
+    );
+    expect(pings.calls).toBe(6);
+    const outage = () => logs.filter((entry) => entry.msg === OUTAGE);
+    expect(outage()).toMatchObject([{ level: 40, failedRequests: 1 }]);
+    expect(outage()[0]?.cause).toMatch(/^\[deadline_exceeded\] /);
+    const warnedAt = outage()[0]?.time as number;
+
+    // The five held back are told once the interval is over, counted, though no probe follows.
+    await vi.waitFor(() => expect(outage()).toHaveLength(2), {
+      timeout: REPEATED_FAILURE_LOG_MS + 3_000,
+      interval: 100,
+    });
+    expect(outage()[1]).toMatchObject({ level: 40, failedRequests: 5 });
+    expect((outage()[1]?.time as number) - warnedAt).toBeGreaterThanOrEqual(
+      REPEATED_FAILURE_LOG_MS - 100,
+    );
+    // No other warning, from the gateway or the daemon.
+    expect(logs.filter((entry) => Number(entry.level) >= 40)).toEqual(outage());
   });
 });

@@ -1,9 +1,8 @@
 import type { FastifyInstance } from "fastify";
 import { messageOf } from "#daemon/errors.js";
 import type { DaemonClients } from "#gateway/daemon-clients.js";
-import { isDaemonUnreachable } from "#gateway/daemon-failures.js";
 import { sendData } from "#gateway/envelope.js";
-import { failureOf } from "#gateway/errors.js";
+import { failureOf, isDaemonUnavailable } from "#gateway/errors.js";
 import { tokenWatchOf } from "#gateway/token-watch.js";
 import { routePath } from "#gateway/v1/methods.js";
 import { HealthCheckResponse_ServingStatus as Status } from "#gen/grpc/health/v1/health_pb.js";
@@ -26,10 +25,13 @@ export function healthRoutes(app: FastifyInstance, clients: DaemonClients): void
         watch?.checkIfQuiet();
         serving = status === Status.SERVING && !watch?.refused;
       } catch (err) {
-        // Reported as unavailable and logged for the operator; an unreachable daemon as any
-        // request's failure is, at most every 10 s (a probe every second would flood the log).
-        if (isDaemonUnreachable(err)) failureOf(request, err);
-        // In words, without a stack: the answer says unavailable, the cause says why.
+        // Reported as unavailable and logged for the operator as any request's failure is: a
+        // daemon out of reach, or one up whose store has stalled past the deadline, is told with
+        // the outage (unreachable-log.ts), at once and then at most every 10 s, counted, since
+        // a load balancer probing every second would otherwise flood the log while it lasts.
+        if (isDaemonUnavailable(err)) failureOf(request, err);
+        // Any other failure (no outage: a daemon of another version, a proxy's refusal) in
+        // words, without a stack: the answer says unavailable, the cause says why.
         else request.log.warn({ cause: messageOf(err) }, "health check failed");
       }
       return sendData(reply, serving ? 200 : 503, { status: serving ? "ok" : "unavailable" });
