@@ -95,6 +95,86 @@ describe("the gateway's answers to requests it cannot read", () => {
     });
   });
 
+  // Regression: each was answered in the versioned API's envelope, whatever its path, where the
+  // log route answers `{ success: false, error, code }` and the loader `{ error, code }`.
+  it("400, 431 and 408 in the shape of the route family the request line names, the envelope where it cannot be read", async () => {
+    const big = `X-Big: ${"a".repeat(20_000)}\r\n`;
+    const loader = "/loader/0b7c2f7e-2d0a-4c55-9d8e-5b1f0c3a9e11.js";
+    const unreadable = "The request could not be read";
+    const tooLarge = "The request headers are too large";
+    const late = "The request was not received in time";
+    const log = (error: string) => ({ success: false, error, code: "invalid_request" });
+    const plain = (error: string) => ({ error, code: "invalid_request" });
+    const v1 = (error: string) => ({ data: { error, code: "invalid_request" }, version: "v1" });
+    const cases: [string[], number, object][] = [
+      [
+        ["POST /api/consent/log HTTP/1.1\r\nHost: x\r\nBad Header Line\r\n\r\n"],
+        400,
+        log(unreadable),
+      ],
+      // The target in absolute-form names the same path, the query aside.
+      [
+        ["POST http://x/api/consent/log?a=1 HTTP/1.1\r\nHost: x\r\nBad Header Line\r\n\r\n"],
+        400,
+        log(unreadable),
+      ],
+      [[`GET ${loader} HTTP/1.1\r\nHost: x\r\nBad Header Line\r\n\r\n`], 400, plain(unreadable)],
+      [
+        ["GET /no/such/path HTTP/1.1\r\nHost: x\r\nBad Header Line\r\n\r\n"],
+        400,
+        plain(unreadable),
+      ],
+      [["GET /api/v1/banners HTTP/1.1\r\nHost: x\r\nBad Header Line\r\n\r\n"], 400, v1(unreadable)],
+      [[`POST /api/consent/log HTTP/1.1\r\nHost: x\r\n${big}\r\n`], 431, log(tooLarge)],
+      [[`GET ${loader} HTTP/1.1\r\nHost: x\r\n${big}\r\n`], 431, plain(tooLarge)],
+      // A body that stops arriving: its request was read, and its path with it.
+      [
+        [
+          "POST /api/consent/log HTTP/1.1\r\nHost: x\r\nContent-Type: text/plain\r\nContent-Length: 100\r\n\r\n{",
+        ],
+        408,
+        log(late),
+      ],
+      // The request line came in a packet before the one that failed, or the head never ended:
+      // nothing says whose the request was.
+      [["POST /api/consent/log HTTP/1.1\r\nHost: x\r\n", `${big}\r\n`], 431, v1(tooLarge)],
+      [["POST /api/consent/log HTTP/1.1\r\nHost: x\r\n"], 408, v1(late)],
+      [["NOT A REQUEST LINE\r\n\r\n"], 400, v1(unreadable)],
+    ];
+    for (const [packets, status, body] of cases) {
+      const answer = await rawExchange(port, async (write) => {
+        for (const packet of packets) {
+          write(packet);
+          await new Promise((resolve) => setTimeout(resolve, 100));
+        }
+      });
+      expect([packets[0]?.split("\r\n")[0], answer.status, JSON.parse(answer.body)]).toEqual([
+        packets[0]?.split("\r\n")[0],
+        status,
+        body,
+      ]);
+      // Whatever the shape, the headers of every such answer, and none of a route's.
+      expect(answer.headers).toContain("cache-control: no-store");
+      expect(answer.headers).toContain("connection: close");
+      expect(answer.headers).toContain(`content-length: ${Buffer.byteLength(answer.body)}`);
+      expect(answer.headers).not.toContain("api-version");
+    }
+  });
+
+  it("answers a request it cannot read pipelined behind another in the envelope, not in the shape of the one before", async () => {
+    // The loader's read is still to begin when the log post behind it is refused: its answer
+    // has not begun, so the 400 goes out, and not in the loader's `{ error, code }`.
+    const answer = await rawExchange(port, (write) =>
+      write(
+        "GET /loader/0b7c2f7e-2d0a-4c55-9d8e-5b1f0c3a9e11.js HTTP/1.1\r\nHost: x\r\n\r\nPOST /api/consent/log HTTP/1.1\r\nBad Header Line\r\n\r\n",
+      ),
+    );
+    expect([answer.status, JSON.parse(answer.body)]).toEqual([
+      400,
+      { data: { error: "The request could not be read", code: "invalid_request" }, version: "v1" },
+    ]);
+  });
+
   it("405 with Allow for a method outside Fastify's own set (WebDAV)", async () => {
     const answer = await rawExchange(port, (write) =>
       write("PROPFIND /api/v1/health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"),

@@ -13,12 +13,7 @@ import {
 } from "fastify";
 import { bodyBudget } from "#gateway/body-budget.js";
 import { createDaemonClients } from "#gateway/daemon-clients.js";
-import {
-  enveloped,
-  errorFields,
-  sendEnvelopedError,
-  setVersionHeaders,
-} from "#gateway/envelope.js";
+import { sendEnvelopedError, setVersionHeaders } from "#gateway/envelope.js";
 import { failureOf, type HttpError, noEndpoint, sendPlainError } from "#gateway/errors.js";
 import { sendErrorPage } from "#gateway/preferences/routes.js";
 import type { Relay } from "#gateway/relay.js";
@@ -28,13 +23,11 @@ import {
   handOverExpectations,
   holdToRequestRules,
 } from "#gateway/request-rules.js";
+import { errorBodyAt, isV1Path, V1_PREFIX } from "#gateway/route-families.js";
 import { TokenWatch, watchToken } from "#gateway/token-watch.js";
 import { closeUnreachableLog, watchingDaemonAnswers } from "#gateway/unreachable-log.js";
 import { v1Api } from "#gateway/v1/plugin.js";
 import { visitorSide } from "#gateway/visitor.js";
-
-/** spec 9: the versioned API's prefix. */
-const V1_PREFIX = "/api/v1";
 
 /**
  * How long a client has to send a whole request (headers and body): a body that stops arriving
@@ -264,15 +257,16 @@ function dropUnread(raw: IncomingMessage): Promise<void> {
 
 /**
  * A request Node cannot parse (malformed request line or header, headers over 16 KB) or that took
- * longer than REQUEST_TIMEOUT_MS: no route ever sees it, so it is answered here, in spec 7's error
- * envelope (which route it was for cannot be known without its request line), without the
- * version headers of a route's answer (spec 9.4), and the connection is closed (Fastify's
- * clientErrorHandler). As Node would, nothing is written where an answer to an earlier request
- * on the connection has begun: it would land inside that answer, which goes out whole instead.
- * Then the connection reads nothing more, and closes once that answer has gone (or, where its
- * client reads nothing, at the connection timeout).
+ * longer than REQUEST_TIMEOUT_MS: no route answers it, so it is answered here, in the shape of
+ * the route family its path names (errorBodyAt: the log route's, the versioned API's envelope,
+ * the plain one) when its request line can be read (unreadableTarget), else in spec 7's
+ * envelope; without the version headers of a route's answer (spec 9.4), and the connection is
+ * closed (Fastify's clientErrorHandler). As Node would, nothing is written where an answer to an
+ * earlier request on the connection has begun: it would land inside that answer, which goes out
+ * whole instead. Then the connection reads nothing more, and closes once that answer has gone
+ * (or, where its client reads nothing, at the connection timeout).
  */
-function answerUnreadable(error: NodeJS.ErrnoException, socket: Socket) {
+function answerUnreadable(error: ParseFailure, socket: Socket) {
   if (error.code === "ECONNRESET" || socket.destroyed) return;
   const [status, message] =
     error.code === "ERR_HTTP_REQUEST_TIMEOUT"
@@ -288,9 +282,42 @@ function answerUnreadable(error: NodeJS.ErrnoException, socket: Socket) {
     socket.once("finish", () => socket.destroy());
     return;
   }
-  const fields = errorFields({ status, message, code: "invalid_request", headers: {} });
-  answerOnSocket(socket, status, enveloped(fields));
+  const target = unreadableTarget(error, socket);
+  const path = target === undefined ? undefined : originForm(target).split("?")[0];
+  const body = errorBodyAt(path, { status, message, code: "invalid_request", headers: {} });
+  answerOnSocket(socket, status, body);
   socket.destroy(error);
+}
+
+/** A failure of a connection's request, as Node's `clientError` event gives it (node:http). */
+interface ParseFailure extends Error {
+  code?: string;
+  /** The packet being parsed when the parser failed: a Buffer (Fastify's type says otherwise). */
+  rawPacket?: unknown;
+  /** How many of its bytes were parsed before the failure. */
+  bytesParsed?: number;
+}
+
+/** A request line (RFC 9112 3): a method (a token), the target, the version. */
+const REQUEST_LINE = /^[-!#$%&'*+.^_`|~0-9A-Za-z]+ ([^ \r\n]+) HTTP\/\d\.\d\r?\n/;
+
+/**
+ * The target of the request `error` befell, where it can be read: one whose head was read and
+ * whose body was not (a body that stopped arriving, a malformed chunk) is a request the router
+ * has, with its target; otherwise the packet Node was parsing holds the request line when it
+ * begins with one and no head ended in it before the failure. Undefined when the request line
+ * came in an earlier packet (a head over 16 KB sent in parts), a request came before it in the
+ * packet (pipelined), or it is not a request line at all.
+ */
+function unreadableTarget(error: ParseFailure, socket: Socket): string | undefined {
+  const reading = (socket as TurnedSocket)[kTurns]?.answers.find((answer) => !answer.req.complete);
+  if (reading) return reading.req.url;
+  const { rawPacket, bytesParsed } = error;
+  if (!Buffer.isBuffer(rawPacket) || bytesParsed === undefined) return undefined;
+  const parsed = rawPacket.toString("latin1", 0, bytesParsed);
+  const headEnd = parsed.indexOf("\r\n\r\n");
+  if (headEnd !== -1 && headEnd + 4 < bytesParsed) return undefined;
+  return REQUEST_LINE.exec(parsed)?.[1];
 }
 
 /**
@@ -339,7 +366,7 @@ const LINK_INVALID: HttpError = {
  */
 function unroutable(_error: unknown, request: FastifyRequest, reply: FastifyReply) {
   const path = request.url.split("?")[0] ?? "";
-  if (path === V1_PREFIX || path.startsWith(`${V1_PREFIX}/`)) {
+  if (isV1Path(path)) {
     setVersionHeaders(reply);
     return sendEnvelopedError(reply, noEndpoint(request));
   }

@@ -54,12 +54,14 @@ export class RefusedRequest extends Error {
   }
 }
 
+/** The body of an error outside the versioned API and the log route: `{ error, code }`. */
+export function plainErrorBody(error: HttpError): { error: string; code: string | undefined } {
+  return { error: error.message, code: error.code };
+}
+
 /** An error outside the versioned API and the log route: `{ error, code }`, no envelope. */
 export function sendPlainError(reply: FastifyReply, error: HttpError): FastifyReply {
-  return reply
-    .code(error.status)
-    .headers(error.headers)
-    .send({ error: error.message, code: error.code });
+  return reply.code(error.status).headers(error.headers).send(plainErrorBody(error));
 }
 
 /**

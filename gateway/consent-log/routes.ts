@@ -11,7 +11,8 @@ export interface ConsentLogRouteOptions {
   relay: Relay;
 }
 
-const PATH = "/api/consent/log";
+/** spec 4.4: the log route's one address. */
+export const LOG_ROUTE_PATH = "/api/consent/log";
 const METHODS = ["POST", "OPTIONS"];
 /** decisions §5: JSON, sent as application/json or as text/plain (sendBeacon's type). */
 const LOG_MEDIA_TYPES = ["application/json", "text/plain"];
@@ -22,17 +23,18 @@ const WRONG_MEDIA_TYPE: HttpError = {
   headers: {},
 };
 
-/** decisions §5: this route's errors are not enveloped. */
+/** decisions §5: this route's errors are not enveloped: `{ success: false, error, code }`. */
+export function logRouteErrorBody(error: HttpError): Record<string, unknown> {
+  return {
+    success: false,
+    error: error.message,
+    code: error.code ?? "internal_error",
+    ...(error.details && { details: error.details }),
+  };
+}
+
 function sendError(reply: FastifyReply, error: HttpError): FastifyReply {
-  return reply
-    .code(error.status)
-    .headers(error.headers)
-    .send({
-      success: false,
-      error: error.message,
-      code: error.code ?? "internal_error",
-      ...(error.details && { details: error.details }),
-    });
+  return reply.code(error.status).headers(error.headers).send(logRouteErrorBody(error));
 }
 
 function header(request: FastifyRequest, name: "origin" | "referer"): string {
@@ -78,7 +80,7 @@ export async function consentLogRoutes(app: FastifyInstance, options: ConsentLog
   const mediaTypeGate = async (request: FastifyRequest, reply: FastifyReply) => {
     if (!LOG_MEDIA_TYPES.includes(mediaTypeOf(request))) return sendError(reply, WRONG_MEDIA_TYPE);
   };
-  app.post(PATH, { onRequest: mediaTypeGate }, async (request, reply) => {
+  app.post(LOG_ROUTE_PATH, { onRequest: mediaTypeGate }, async (request, reply) => {
     const recorded = await clients.consentLog.recordConsent(
       {
         json: rawBody(request),
@@ -93,7 +95,7 @@ export async function consentLogRoutes(app: FastifyInstance, options: ConsentLog
     });
   });
 
-  app.options(PATH, async (request, reply) =>
+  app.options(LOG_ROUTE_PATH, async (request, reply) =>
     reply
       .code(204)
       .headers({
@@ -107,5 +109,5 @@ export async function consentLogRoutes(app: FastifyInstance, options: ConsentLog
       .send(),
   );
 
-  refuseOtherMethods(app, PATH, METHODS, sendError);
+  refuseOtherMethods(app, LOG_ROUTE_PATH, METHODS, sendError);
 }
