@@ -1,11 +1,11 @@
-import http2 from "node:http2";
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { MAX_BANNERS_PER_TEAM } from "#daemon/banners/banner-rules.js";
 import { BannerService } from "#gen/consent/v1/banner_pb.js";
-import { bulkyTexts, createTeam, http, mintKey } from "#test/support/api.js";
+import { createTeam, http, mintKey } from "#test/support/api.js";
 import { startTestService, type TestService } from "#test/support/service.js";
+import { fillForQueuedLists, listOnItsOwnConnection } from "#test/support/team-lists.js";
 
 /** Creates sent together at most, while a team is filled up to its maximum. */
 const BATCH = 25;
@@ -108,18 +108,7 @@ describe(`at most ${MAX_BANNERS_PER_TEAM} banners per team`, () => {
 
   it("answers a team's long lists one at a time on the daemon port, each once the one before has left, and holds no other team's", async () => {
     const teamKey = (await mintKey(service, await createTeam(service))).key;
-    // Enough banners that the team's lists are queued, one of them near the largest a banner
-    // may be: a list far beyond what an HTTP/2 stream takes before its reader reads (64 KB).
-    const banners = Array.from({ length: 50 }, (_, n) => n);
-    for (const batch of [banners.slice(0, 25), banners.slice(25)]) {
-      const created = await Promise.all(batch.map((n) => create(teamKey, n)));
-      expect(created.map((result) => result.status)).toEqual(batch.map(() => 201));
-    }
-    const bulky = await http(service, "POST", "/api/v1/banners", {
-      key: teamKey,
-      body: { name: "Bulky", domain: "bulky.example.com", configuration: { texts: bulkyTexts() } },
-    });
-    expect(bulky.status).toBe(201);
+    await fillForQueuedLists(service, teamKey);
     const otherKey = (await mintKey(service, await createTeam(service))).key;
     expect((await create(otherKey, 0)).status).toBe(201);
 
@@ -140,43 +129,3 @@ describe(`at most ${MAX_BANNERS_PER_TEAM} banners per team`, () => {
     expect(second.bytes).toBe(first.bytes);
   });
 });
-
-/**
- * ListBanners over a connection of its own, as the stand-alone gateway calls it; with `reading:
- * false` the answer is not read until `read()`, so HTTP/2's flow control holds it at the daemon.
- */
-function listOnItsOwnConnection(daemonUrl: string, key: string, { reading = true } = {}) {
-  const session = http2.connect(daemonUrl);
-  session.on("error", () => {});
-  const stream = session.request({
-    ":method": "POST",
-    ":path": "/consent.v1.BannerService/ListBanners",
-    "content-type": "application/proto",
-    "connect-protocol-version": "1",
-    authorization: `Bearer ${key}`,
-  });
-  stream.end();
-  if (!reading) stream.pause();
-  let started = false;
-  const answerStarted = new Promise<number>((resolve) => {
-    stream.once("response", (headers) => {
-      started = true;
-      resolve(Number(headers[":status"]));
-    });
-  });
-  const body = answerStarted.then(
-    (status) =>
-      new Promise<{ status: number; bytes: number }>((resolve, reject) => {
-        let bytes = 0;
-        stream.on("data", (chunk: Buffer) => {
-          bytes += chunk.length;
-        });
-        stream.once("end", () => {
-          session.close();
-          resolve({ status, bytes });
-        });
-        stream.once("error", reject);
-      }),
-  );
-  return { answerStarted, body, started: () => started, read: () => stream.resume() };
-}

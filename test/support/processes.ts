@@ -258,13 +258,18 @@ export async function startDaemon(dataDir: string, env: Record<string, string> =
 }
 
 /**
- * consentd on `dataDir`, on a port of its own, and a stand-alone gateway (with `gatewayEnv`)
- * calling it: `restartDaemon` starts the daemon again on the same port once stopped, which the
- * gateway keeps calling as the address it started with.
+ * consentd on `dataDir` (with `daemonEnv`), on a port of its own, and a stand-alone gateway (with
+ * `gatewayEnv`) calling it: `restartDaemon` starts the daemon again on the same port once stopped,
+ * which the gateway keeps calling as the address it started with.
  */
-export async function startSplitService(dataDir: string, gatewayEnv: Record<string, string> = {}) {
+export async function startSplitService(
+  dataDir: string,
+  gatewayEnv: Record<string, string> = {},
+  daemonEnv: Record<string, string> = {},
+) {
   const port = await freePort();
-  const restartDaemon = () => startDaemon(dataDir, { CONSENT_GRPC_PORT: String(port) });
+  const restartDaemon = () =>
+    startDaemon(dataDir, { ...daemonEnv, CONSENT_GRPC_PORT: String(port) });
   const daemon = await restartDaemon();
   const gateway = startProgram(PROGRAMS.gateway, {
     CONSENT_DATA_DIR: dataDir,
