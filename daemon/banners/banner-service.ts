@@ -135,9 +135,17 @@ export function createBannerService(
   function queuedList(teamId: string, ctx: HandlerContext) {
     return new Promise<Awaited<ReturnType<typeof readList>>>((resolve, reject) => {
       void listOfTeam(teamId, async () => {
-        // A caller that left while the team's lists before it ran is owed nothing.
+        // A call aborted while the team's lists before it ran is not read: it ends as its abort
+        // says, the caller gone (CANCELED), its deadline passed (DEADLINE_EXCEEDED) or the daemon
+        // shutting down (UNAVAILABLE, daemon/server.ts), which a REST client still waiting is
+        // answered 503 for (spec 7), not the 500 of a call cancelled without cause.
         if (ctx.signal.aborted) {
-          reject(new ConnectError("the caller has left", Code.Canceled));
+          const reason: unknown = ctx.signal.reason;
+          reject(
+            reason instanceof ConnectError
+              ? reason
+              : new ConnectError("the caller has left", Code.Canceled),
+          );
           return;
         }
         try {

@@ -1,0 +1,47 @@
+import { setTimeout as sleep } from "node:timers/promises";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createBanner, createTeam, mintKey } from "#test/support/api.js";
+import { holdStoreCalls } from "#test/support/held-store-calls.js";
+import { startTestService, type TestService } from "#test/support/service.js";
+import { listOnItsOwnConnection } from "#test/support/team-lists.js";
+
+/**
+ * A team's lists run one after another in the daemon (daemon/banners/banner-service.ts): one whose
+ * call is aborted while it waits its turn is not read, and ends as its abort says.
+ */
+describe("a banner list whose deadline passes while it waits behind the team's list before it", () => {
+  let service: TestService;
+  beforeAll(async () => {
+    service = await startTestService({ gateway: true });
+  });
+  afterAll(() => service.close());
+
+  // Regression: it ended CANCELED, "the caller has left", which the gateway answers 500; a deadline
+  // is the service briefly unavailable (spec 7: 5xx retried), 503 through the gateway.
+  it("is answered DEADLINE_EXCEEDED, never read from the store", async () => {
+    const key = (await mintKey(service, await createTeam(service))).key;
+    await createBanner(service, key);
+    const lists = holdStoreCalls(service.store.banners, "listByTeam");
+    try {
+      // Calls with a deadline, as gRPC and Connect clients send it (connect-timeout-ms).
+      const first = listOnItsOwnConnection(service.daemonUrl, key, {
+        headers: { "connect-timeout-ms": "10000" },
+      });
+      await lists.arrived(1);
+      const late = listOnItsOwnConnection(service.daemonUrl, key, {
+        headers: { "connect-timeout-ms": "200" },
+      });
+      await sleep(400);
+      lists.release();
+      expect((await first.body).status).toBe(200);
+      const answer = await late.body;
+      expect([answer.status, JSON.parse(answer.text)]).toEqual([
+        504,
+        { code: "deadline_exceeded", message: "the operation timed out" },
+      ]);
+      expect(lists.calls).toBe(1);
+    } finally {
+      lists.restore();
+    }
+  });
+});
