@@ -167,6 +167,24 @@ export function createDaemon(options: DaemonOptions): Daemon {
     baseUrl: options.baseUrl,
     linkSecrets: keyring("consent.v1 preferences link"),
   });
+  const bannerService = createBannerService({
+    ...services,
+    baseUrl: options.baseUrl,
+    onPublicChange,
+  });
+  const subjectService = createSubjectService({ ...services, identity });
+  const adminService = createAdminService(services);
+  const webhookService = createWebhookService({
+    ...services,
+    guard: webhookGuard,
+    secrets: webhookSecrets,
+    deliveryTimeoutMs: options.webhooks?.deliveryTimeoutMs,
+  });
+  const healthService = createHealthService(
+    options.store,
+    names,
+    (service) => service === SubjectService.typeName && !identity.available,
+  );
   return {
     interceptors: [gauge.interceptor, domainErrorInterceptor(options.logger, store)],
     dispatcher,
@@ -175,31 +193,16 @@ export function createDaemon(options: DaemonOptions): Daemon {
       publicChangeListeners.push(listener);
     },
     forgetCachedReads: () => store.forgetCachedReads(),
+    // One implementation of each service, whichever protocol or transport a call comes by (the
+    // short Connect routes, connect-es' plugin, `npm start`'s in-process transport): their queues
+    // and locks (a team's banner lists, a banner's edits) are the daemon process's, one each.
     routes(router) {
-      router.service(
-        BannerService,
-        createBannerService({ ...services, baseUrl: options.baseUrl, onPublicChange }),
-      );
+      router.service(BannerService, bannerService);
       router.service(ConsentLogService, consentLog);
-      router.service(SubjectService, createSubjectService({ ...services, identity }));
-      router.service(AdminService, createAdminService(services));
-      router.service(
-        WebhookService,
-        createWebhookService({
-          ...services,
-          guard: webhookGuard,
-          secrets: webhookSecrets,
-          deliveryTimeoutMs: options.webhooks?.deliveryTimeoutMs,
-        }),
-      );
-      router.service(
-        Health,
-        createHealthService(
-          options.store,
-          names,
-          (service) => service === SubjectService.typeName && !identity.available,
-        ),
-      );
+      router.service(SubjectService, subjectService);
+      router.service(AdminService, adminService);
+      router.service(WebhookService, webhookService);
+      router.service(Health, healthService);
     },
   };
 }

@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createBanner, createTeam, mintKey } from "#test/support/api.js";
+import { createBanner, createTeam, http, mintKey } from "#test/support/api.js";
 import { holdStoreCalls } from "#test/support/held-store-calls.js";
 import { startTestService, type TestService } from "#test/support/service.js";
 import { listOnItsOwnConnection } from "#test/support/team-lists.js";
@@ -40,6 +40,29 @@ describe("a banner list whose deadline passes while it waits behind the team's l
         { code: "deadline_exceeded", message: "the operation timed out" },
       ]);
       expect(lists.calls).toBe(1);
+    } finally {
+      lists.restore();
+    }
+  });
+
+  // Regression: each transport had a banner service of its own (the short Connect routes, the
+  // in-process transport of `npm start`), so a list through the REST gateway and one to the
+  // daemon's port ran side by side, each with its own queue.
+  it("waits behind the team's list through the gateway when it comes to the daemon's port", async () => {
+    const key = (await mintKey(service, await createTeam(service))).key;
+    await createBanner(service, key);
+    const lists = holdStoreCalls(service.store.banners, "listByTeam");
+    try {
+      const throughGateway = http(service, "GET", "/api/v1/banners", { key });
+      await lists.arrived(1);
+      const direct = listOnItsOwnConnection(service.daemonUrl, key);
+      // Long enough for the direct list to reach the store, were it not queued.
+      await sleep(400);
+      expect(lists.calls).toBe(1);
+      lists.release();
+      expect((await throughGateway).status).toBe(200);
+      expect((await direct.body).status).toBe(200);
+      expect(lists.calls).toBe(2);
     } finally {
       lists.restore();
     }
