@@ -131,23 +131,27 @@ export function createBannerService(
     return { banners: banners.map(asMessage) };
   }
 
-  /** The team's list, read once its lists before have been answered (listOfTeam). */
+  /**
+   * The team's list, read once its lists before have been answered (listOfTeam). A call aborted
+   * while it waits its turn ends at once, as its abort says: the caller gone (CANCELED), its
+   * deadline passed (DEADLINE_EXCEEDED) or the daemon shutting down (UNAVAILABLE,
+   * daemon/server.ts), which a REST client still waiting is answered 503 for (spec 7), not the
+   * 500 of a call cancelled without cause; its turn, when it comes, reads nothing.
+   */
   function queuedList(teamId: string, ctx: HandlerContext) {
     return new Promise<Awaited<ReturnType<typeof readList>>>((resolve, reject) => {
+      const aborted = () => {
+        const reason: unknown = ctx.signal.reason;
+        reject(
+          reason instanceof ConnectError
+            ? reason
+            : new ConnectError("the caller has left", Code.Canceled),
+        );
+      };
+      ctx.signal.addEventListener("abort", aborted, { once: true });
       void listOfTeam(teamId, async () => {
-        // A call aborted while the team's lists before it ran is not read: it ends as its abort
-        // says, the caller gone (CANCELED), its deadline passed (DEADLINE_EXCEEDED) or the daemon
-        // shutting down (UNAVAILABLE, daemon/server.ts), which a REST client still waiting is
-        // answered 503 for (spec 7), not the 500 of a call cancelled without cause.
-        if (ctx.signal.aborted) {
-          const reason: unknown = ctx.signal.reason;
-          reject(
-            reason instanceof ConnectError
-              ? reason
-              : new ConnectError("the caller has left", Code.Canceled),
-          );
-          return;
-        }
+        ctx.signal.removeEventListener("abort", aborted);
+        if (ctx.signal.aborted) return aborted();
         try {
           resolve(await readList(teamId));
         } catch (error) {

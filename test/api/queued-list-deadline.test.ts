@@ -67,4 +67,32 @@ describe("a banner list whose deadline passes while it waits behind the team's l
       lists.restore();
     }
   });
+
+  // Regression: an aborted list learnt of its abort only when its turn came, so its client waited
+  // as long as the list before it (a held store, an answer left unread) whatever its deadline.
+  it("is answered as its deadline passes, while the list before it is still being read", async () => {
+    const key = (await mintKey(service, await createTeam(service))).key;
+    await createBanner(service, key);
+    const lists = holdStoreCalls(service.store.banners, "listByTeam");
+    try {
+      const first = http(service, "GET", "/api/v1/banners", { key });
+      await lists.arrived(1);
+      const late = listOnItsOwnConnection(service.daemonUrl, key, {
+        headers: { "connect-timeout-ms": "200" },
+      });
+      // Answered with the first list still held in the store.
+      const answer = await late.body;
+      expect([answer.status, JSON.parse(answer.text).code, lists.calls]).toEqual([
+        504,
+        "deadline_exceeded",
+        1,
+      ]);
+      lists.release();
+      expect((await first).status).toBe(200);
+      expect(lists.calls).toBe(1);
+    } finally {
+      lists.release();
+      lists.restore();
+    }
+  });
 });
