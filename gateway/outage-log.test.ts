@@ -1,13 +1,13 @@
 import { connect, createServer, type Socket } from "node:net";
 import { pino } from "pino";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it, type TestContext } from "vitest";
 import { loadConfig } from "#daemon/config.js";
 import { REPEATED_FAILURE_LOG_MS } from "#daemon/logging.js";
 import { createDaemonTransport } from "#gateway/daemon-transport.js";
 import { startGateway } from "#gateway/main.js";
 import { http } from "#test/support/api.js";
 import { bannerFixture } from "#test/support/consent-log.js";
-import { startTestService, type TestService } from "#test/support/service.js";
+import { startTestService } from "#test/support/service.js";
 
 const UNREACHABLE =
   "the daemon could not be reached or has not answered: requests are answered 503";
@@ -45,37 +45,38 @@ async function cuttableRelay(daemonUrl: string) {
  * The outage lines of a gateway that closes while it holds some back (outage-log.ts): they are
  * told as it closes, and none comes after, where the held lines were told by a timer up to 10 s
  * after the close, read in a log as another gateway's (one built after it in the same process).
+ *
+ * The two tests run side by side: each has a daemon, a relay and a gateway of its own, and spends
+ * most of its time waiting out REPEATED_FAILURE_LOG_MS after its gateway's close.
  */
-describe("a gateway that closes during an outage of its daemon", { timeout: 30_000 }, () => {
-  let service: TestService;
-  const cleanups: (() => Promise<unknown>)[] = [];
-
-  beforeAll(async () => {
-    service = await startTestService();
-  });
-  afterAll(() => service.close());
-  afterEach(async () => {
-    for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
-  });
-
-  async function gatewayThroughRelay() {
+describe("a gateway that closes during an outage of its daemon", {
+  timeout: 30_000,
+  concurrent: true,
+}, () => {
+  /**
+   * A daemon, a gateway calling it through a relay that `cut()` closes, and the gateway's log
+   * lines; all of them closed when the test ends.
+   */
+  async function gatewayThroughRelay({ onTestFinished }: Pick<TestContext, "onTestFinished">) {
+    const service = await startTestService();
+    onTestFinished(() => service.close());
     const lines: Record<string, unknown>[] = [];
     const relay = await cuttableRelay(service.daemonUrl);
-    cleanups.push(relay.cut);
+    onTestFinished(relay.cut);
     const gateway = await startGateway({
       config: loadConfig({ CONSENT_HTTP_PORT: "0", CONSENT_DAEMON_URL: relay.url }),
       transport: createDaemonTransport({ baseUrl: relay.url }),
       operatorToken: service.operatorToken,
       logger: pino({ level: "info" }, { write: (line: string) => lines.push(JSON.parse(line)) }),
     });
-    cleanups.push(gateway.close);
+    onTestFinished(gateway.close);
     const through = { ...service, gatewayUrl: gateway.url };
     const linesSaying = (msg: string) => lines.filter((line) => line.msg === msg);
     return { relay, gateway, through, linesSaying };
   }
 
-  it("tells the requests answered 503 that it held back as it closes, and nothing after", async () => {
-    const { relay, gateway, through, linesSaying } = await gatewayThroughRelay();
+  it("tells the requests answered 503 that it held back as it closes, and nothing after", async (context) => {
+    const { relay, gateway, through, linesSaying } = await gatewayThroughRelay(context);
     const { key } = await bannerFixture(through);
     await relay.cut();
     const banners = () => http(through, "GET", "/api/v1/banners", { key });
@@ -92,8 +93,8 @@ describe("a gateway that closes during an outage of its daemon", { timeout: 30_0
     expect(linesSaying(UNREACHABLE)).toHaveLength(2);
   });
 
-  it("tells the loader reads it held back as it closes, and nothing after", async () => {
-    const { relay, gateway, through, linesSaying } = await gatewayThroughRelay();
+  it("tells the loader reads it held back as it closes, and nothing after", async (context) => {
+    const { relay, gateway, through, linesSaying } = await gatewayThroughRelay(context);
     const [one, two] = [await bannerFixture(through), await bannerFixture(through)];
     const loader = (publicId: string) => http(through, "GET", `/loader/${publicId}.js`);
     expect([(await loader(one.publicId)).status, (await loader(two.publicId)).status]).toEqual([
