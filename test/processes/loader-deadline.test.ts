@@ -1,5 +1,5 @@
 import { create, toBinary } from "@bufbuild/protobuf";
-import { describe, expect, it } from "vitest";
+import { describe, it } from "vitest";
 import { STALE_RETRY_MS } from "#gateway/loader/stale-if-error.js";
 import { ErrorInfoSchema } from "#gen/consent/v1/errors_pb.js";
 import {
@@ -46,6 +46,13 @@ const deadlineExceeded: AnswerInstead = (stream) => {
 
 const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
+/*
+ * The tests of this file run side by side (both describes are concurrent): each has a daemon, a
+ * relay and a gateway of its own, and spends most of its time waiting out the loader's 5 s or the
+ * outage log's 10 s. Each asserts with its own `expect` (the test context's), which expect.poll
+ * needs while another test runs.
+ */
+
 /**
  * A banner read whose deadline passed on the daemon's side (gRPC DEADLINE_EXCEEDED, with an
  * ErrorInfo or without) is the daemon briefly unable to answer, as `unavailable` is (errors.ts,
@@ -53,8 +60,12 @@ const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
  * one it never served is answered the loader's 503 with a Retry-After of the seconds until the
  * daemon is asked again, 5 s on (failed-reads.ts), never a 500.
  */
-describe("the loader of a stand-alone gateway whose daemon's banner reads pass their deadline", () => {
-  it("serves a banner it served as last read, and answers one it never served 503 until it asks again 5 s on", async () => {
+describe("the loader of a stand-alone gateway whose daemon's banner reads pass their deadline", {
+  concurrent: true,
+}, () => {
+  it("serves a banner it served as last read, and answers one it never served 503 until it asks again 5 s on", async ({
+    expect,
+  }) => {
     const daemon = await startTestService();
     let pastDeadline = false;
     let reads = 0;
@@ -139,8 +150,12 @@ const OUTAGE = "the daemon could not be reached or has not answered: requests ar
  * warned of as a daemon out of reach is: at once, then at most every 10 s per cause with the
  * requests answered 503 for it since.
  */
-describe("the log of a stand-alone gateway whose loader answers failed reads from memory", () => {
-  it("warns once of a deadline and once of a proxy's 503, then counts the requests answered from memory in the next warning of each", async () => {
+describe("the log of a stand-alone gateway whose loader answers failed reads from memory", {
+  concurrent: true,
+}, () => {
+  it("warns once of a deadline and once of a proxy's 503, then counts the requests answered from memory in the next warning of each", async ({
+    expect,
+  }) => {
     const daemon = await startTestService();
     let answer: AnswerInstead = deadlineExceeded;
     let reads = 0;
