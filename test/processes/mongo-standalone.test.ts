@@ -34,7 +34,11 @@ async function startWarnings(dataDir: string, kind: StandInKind) {
   }
 }
 
-describe("consentd's start on MongoDB", { timeout: 60_000 }, () => {
+/**
+ * The two tests run side by side: each has a stand-in server, a daemon and a data dir of its own,
+ * and spends most of its time waiting for its daemon to start and stop.
+ */
+describe("consentd's start on MongoDB", { timeout: 60_000, concurrent: true }, () => {
   const root = useProgramRoot("consent-mongo-standalone-");
 
   it("warns once, on a standalone server, of what it lacks there and how to have it", async () => {
