@@ -38,9 +38,13 @@ async function earlyInAMinute(needsMs = 20_000): Promise<void> {
  * gateways on one host. A gateway relays its clients' addresses with the operator token, and a
  * client's own failed attempts lock that client out (429); a gateway whose token the daemon does
  * not take is counted by its own address, and a lockout of that address is the gateway's failure.
+ *
+ * The tests run side by side: each has a daemon (and so its own count of failed attempts), its
+ * gateways and a data dir of its own, and spends most of its time waiting for a minute to begin.
  */
 describe("failed-authentication lockouts through stand-alone gateways", {
   timeout: 120_000,
+  concurrent: true,
 }, () => {
   const dirs = useProgramRoot("consent-gateway-lockout-");
 
