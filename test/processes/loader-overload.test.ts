@@ -3,7 +3,8 @@ import http2 from "node:http2";
 import { ConnectError } from "@connectrpc/connect";
 import type { Document } from "mongodb";
 import { pino } from "pino";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, type TestContext } from "vitest";
+import { generateOperatorToken } from "#daemon/auth/secrets.js";
 import { loadConfig } from "#daemon/config.js";
 import { cursorReply, emptyDatabase } from "#daemon/store/mongo-wire-stand-in.js";
 import { createDaemonTransport } from "#gateway/daemon-transport.js";
@@ -14,7 +15,7 @@ import { watchingBannerReads } from "#test/support/banner-reads.js";
 import { endpoints, freePort } from "#test/support/processes.js";
 import { grpcFrame, openHealthCall } from "#test/support/raw-http2.js";
 import { startTestService } from "#test/support/service.js";
-import { failureFrom, useStandInDaemon } from "#test/support/stand-in-daemon.js";
+import { failureFrom, startStandInDaemon } from "#test/support/stand-in-daemon.js";
 
 const UNAVAILABLE = {
   error: "The service is temporarily unavailable; retry later",
@@ -110,32 +111,42 @@ async function expectAskedAgainAfterASecond(
   expect(gateway.reads()).toBe(before + 2);
 }
 
+/*
+ * The tests of this file run side by side (both describes are concurrent): each has a daemon, a
+ * gateway and its reads of its own, and spends most of its time waiting out the loader's 1 s or
+ * 5 s.
+ */
+
 /**
  * A daemon that is up but refuses a banner read at once for want of capacity, asking for a retry
  * after a second (failed-reads.ts): the loader's 503 for a banner it never served holds only that
  * second, not the 5 s of a daemon out of reach, so a blip does not hide the banner from every
  * visitor of its sites for 5 s. A longer Retry-After of the daemon's is passed on counting down.
  */
-describe("the loader of a stand-alone gateway whose daemon refuses reads for want of capacity", () => {
-  const standIn = useStandInDaemon();
+describe("the loader of a stand-alone gateway whose daemon refuses reads for want of capacity", {
+  concurrent: true,
+}, () => {
+  const operatorToken = generateOperatorToken();
   /**
    * A daemon over a MongoDB stand-in whose reads of banners get `banners()` (none found unless it
-   * says otherwise), CONSENT_MONGODB_TIMEOUT_MS at `timeoutMs` if given, and a gateway over it.
+   * says otherwise), CONSENT_MONGODB_TIMEOUT_MS at `timeoutMs` if given, and a gateway over it:
+   * the test's own, the daemon and its stand-in closed when the test ends.
    */
   const gatewayOverStandIn = async (
+    { onTestFinished }: Pick<TestContext, "onTestFinished">,
     banners: (noneFound: Document) => Document | Promise<Document>,
     timeoutMs?: number,
   ) => {
-    const running = await standIn.start(
+    const running = await startStandInDaemon(
       emptyDatabase(undefined, {
         find: (command) => {
           const noneFound = cursorReply(`${command.$db}.${command.find}`, []);
           return command.find === "banners" ? banners(noneFound) : noneFound;
         },
       }),
-      timeoutMs,
+      { operatorToken, timeoutMs },
     );
-    const operatorToken = standIn.asOperator.headers.authorization.replace(/^Bearer /, "");
+    onTestFinished(() => running.close());
     return gatewayCountingReads(running.daemonUrl, operatorToken);
   };
 
@@ -171,9 +182,9 @@ describe("the loader of a stand-alone gateway whose daemon refuses reads for wan
     }
   });
 
-  it("asks a daemon whose store sheds load again once the second it asked for has passed", async () => {
+  it("asks a daemon whose store sheds load again once the second it asked for has passed", async (context) => {
     let refusal: Document | undefined = ADMISSION_QUEUE_OVERFLOW;
-    const gateway = await gatewayOverStandIn((noneFound) => refusal ?? noneFound);
+    const gateway = await gatewayOverStandIn(context, (noneFound) => refusal ?? noneFound);
     try {
       const publicId = randomUUID();
       // The daemon's own 503 for its store, passed on.
@@ -193,9 +204,10 @@ describe("the loader of a stand-alone gateway whose daemon refuses reads for wan
     }
   });
 
-  it("asks a daemon whose store stopped answering again 5 s after the read's late refusal, not the second that refusal asks for", async () => {
+  it("asks a daemon whose store stopped answering again 5 s after the read's late refusal, not the second that refusal asks for", async (context) => {
     let banners: "refused" | "stalled" = "refused";
     const gateway = await gatewayOverStandIn(
+      context,
       () => (banners === "refused" ? ADMISSION_QUEUE_OVERFLOW : new Promise(() => {})),
       // The driver gives a silent server up after 2 × 2 s: past the 2 s a request waits.
       2_000,
@@ -228,8 +240,8 @@ describe("the loader of a stand-alone gateway whose daemon refuses reads for wan
     }
   });
 
-  it("passes on a Retry-After of the daemon's longer than 5 s counting down, and asks it again only after 5 s", async () => {
-    const gateway = await gatewayOverStandIn(() => UNSATISFIABLE_WRITE_CONCERN);
+  it("passes on a Retry-After of the daemon's longer than 5 s counting down, and asks it again only after 5 s", async (context) => {
+    const gateway = await gatewayOverStandIn(context, () => UNSATISFIABLE_WRITE_CONCERN);
     try {
       const publicId = randomUUID();
       const refused = await gateway.loader(publicId);
@@ -251,7 +263,9 @@ describe("the loader of a stand-alone gateway whose daemon refuses reads for wan
   });
 });
 
-describe("the loader of a stand-alone gateway whose daemon cannot be reached", () => {
+describe("the loader of a stand-alone gateway whose daemon cannot be reached", {
+  concurrent: true,
+}, () => {
   it("answers a banner it never served 503 for 5 s without asking again, its Retry-After counting down", async () => {
     const nothingListening = `http://127.0.0.1:${await freePort()}`;
     const gateway = await gatewayCountingReads(nothingListening, "unused-operator-token");
