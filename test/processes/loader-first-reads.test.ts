@@ -12,7 +12,7 @@ import {
   mintKey,
   publishConfiguration,
 } from "#test/support/api.js";
-import { daemonRelay, gatewayThroughRelay } from "#test/support/daemon-relay.js";
+import { bannerReadRelay, gatewayThroughRelay } from "#test/support/daemon-relay.js";
 import { startTestService } from "#test/support/service.js";
 
 const STALE = "public, max-age=60, stale-while-revalidate=60";
@@ -40,19 +40,8 @@ const refusal = (answer: HttpResult) => [
 describe("the loader of a stand-alone gateway whose daemon leaves banner reads unanswered", () => {
   it(`sends at most ${MAX_FIRST_READS} reads of banners it holds no copy of, answering more 503 at once, and serves a held banner`, async () => {
     const daemon = await startTestService();
-    let holding = false;
-    let reads = 0;
-    // In front of the daemon, with the daemon's own stream bound: the answers of banner reads are
-    // held while `holding`, as a stalled store holds them.
-    const relay = await daemonRelay(
-      daemon.daemonUrl,
-      (path) => {
-        if (!path.endsWith("/GetPublishedBanner")) return undefined;
-        reads++;
-        return holding ? () => {} : undefined;
-      },
-      { maxConcurrentStreams: MAX_STREAMS_PER_CONNECTION },
-    );
+    // Banner reads counted, their answers held once `relay.hold()` is called.
+    const relay = await bannerReadRelay(daemon.daemonUrl);
     const gateway = await gatewayThroughRelay(daemon, relay.url);
     const { service, logs, loader } = gateway;
     try {
@@ -62,21 +51,21 @@ describe("the loader of a stand-alone gateway whose daemon leaves banner reads u
       const first = await loader(served.publicId);
       expect(first.status).toBe(200);
 
-      holding = true;
-      const before = reads;
+      relay.hold();
+      const before = relay.reads;
       // Made-up ids, each a read the daemon does not answer: up to the bound, each is sent.
       const bounded = Array.from({ length: MAX_FIRST_READS }, () => loader(randomUUID()));
-      await expect.poll(() => reads, { timeout: 30_000 }).toBe(before + MAX_FIRST_READS);
+      await expect.poll(() => relay.reads, { timeout: 30_000 }).toBe(before + MAX_FIRST_READS);
       // Past it, a banner held nowhere is answered 503 at once, no call sent, made up or not: as
       // many more as the daemon takes calls at once on the gateway's connection.
       const past = await Promise.all(
         Array.from({ length: MAX_STREAMS_PER_CONNECTION }, () => loader(randomUUID())),
       );
-      expect(reads).toBe(before + MAX_FIRST_READS);
+      expect(relay.reads).toBe(before + MAX_FIRST_READS);
       for (const answer of past)
         expect(refusal(answer)).toEqual([503, UNAVAILABLE, "1", "no-store"]);
       expect(refusal(await loader(unserved.publicId))).toEqual([503, UNAVAILABLE, "1", "no-store"]);
-      expect(reads).toBe(before + MAX_FIRST_READS);
+      expect(relay.reads).toBe(before + MAX_FIRST_READS);
 
       // A banner served before is read again once changed, outside the bound, and served as last
       // read while that read goes unanswered.
@@ -87,7 +76,7 @@ describe("the loader of a stand-alone gateway whose daemon leaves banner reads u
         STALE,
         first.text,
       ]);
-      expect(reads).toBe(before + MAX_FIRST_READS + 1);
+      expect(relay.reads).toBe(before + MAX_FIRST_READS + 1);
       // The other calls still have streams on the gateway's connection to the daemon.
       const listed = await http(service, "GET", `/api/v1/banners/${served.id}`, { key });
       expect(listed.status).toBe(200);

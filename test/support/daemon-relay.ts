@@ -1,6 +1,7 @@
 import http2 from "node:http2";
 import { pino } from "pino";
 import { loadConfig } from "#daemon/config.js";
+import { MAX_STREAMS_PER_CONNECTION } from "#daemon/server.js";
 import { createDaemonTransport } from "#gateway/daemon-transport.js";
 import { startGateway } from "#gateway/main.js";
 import { http } from "#test/support/api.js";
@@ -56,6 +57,36 @@ export async function daemonRelay(
       for (const session of sessions) session.destroy();
       daemon.destroy();
       await new Promise((resolve) => server.close(resolve));
+    },
+  };
+}
+
+/**
+ * A relay (daemonRelay) in front of a daemon's port with the daemon's own stream bound, counting
+ * the banner reads that reach it (`reads`); once `hold()` is called, their answers are held, as a
+ * stalled store holds them, until the relay closes.
+ */
+export async function bannerReadRelay(daemonUrl: string) {
+  let holding = false;
+  let reads = 0;
+  const relay = await daemonRelay(
+    daemonUrl,
+    (path) => {
+      if (!path.endsWith("/GetPublishedBanner")) return undefined;
+      reads++;
+      return holding ? () => {} : undefined;
+    },
+    { maxConcurrentStreams: MAX_STREAMS_PER_CONNECTION },
+  );
+  return {
+    url: relay.url,
+    close: relay.close,
+    /** Banner reads that reached the relay so far. */
+    get reads() {
+      return reads;
+    },
+    hold() {
+      holding = true;
     },
   };
 }
