@@ -7,9 +7,11 @@ import { Code, ConnectError } from "@connectrpc/connect";
  * 503 until the daemon answers, up to the store's own timeout: without a bound, ids made up by
  * the thousand during a slow-store period would each hold a call. The gateway reaches the daemon
  * over one HTTP/2 connection, on which the daemon takes MAX_STREAMS_PER_CONNECTION (256) calls at
- * once and the connection holds back every call past those, REST ones and the re-reads of banners
- * held included, until one ends: these reads take half of them at most. A daemon that answers in
- * milliseconds serves thousands of first reads a second within it, a gateway's start included.
+ * once and the connection holds back every call past those, REST ones included, until one ends:
+ * these reads take half of them at most, the re-reads of banners held a quarter (MAX_HELD_READS,
+ * held-reads.ts), so a quarter is left to the other calls. A daemon that answers in milliseconds
+ * serves thousands of first reads a second within it, a gateway's start included. Reads of banners
+ * held are not counted here, so ids made up never starve a banner already served.
  */
 export const MAX_FIRST_READS = 128;
 
@@ -24,27 +26,4 @@ export function firstReadsAtBound(max: number): ConnectError {
     `the daemon has not answered the ${max} banner reads in flight for banners not held, the most the gateway sends at once`,
     Code.Unavailable,
   );
-}
-
-/**
- * Counts the reads in flight of banners with no copy to serve against `max` (MAX_FIRST_READS);
- * reads of banners held are not counted, so ids made up never starve a banner already served
- * (stale-if-error serves it meanwhile).
- */
-export class FirstReads {
-  #inFlight = 0;
-
-  constructor(private readonly max: number) {}
-
-  /** Starts `read`, counted until it settles; throws firstReadsAtBound at the bound, unstarted. */
-  start<T>(read: () => Promise<T>): Promise<T> {
-    if (this.#inFlight >= this.max) throw firstReadsAtBound(this.max);
-    this.#inFlight += 1;
-    const reading = read();
-    const settled = () => {
-      this.#inFlight -= 1;
-    };
-    reading.then(settled, settled);
-    return reading;
-  }
 }

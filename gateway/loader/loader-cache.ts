@@ -9,8 +9,10 @@ import {
   remember,
   type Variants,
 } from "#gateway/loader/cached-banner.js";
-import { FirstReads, MAX_FIRST_READS } from "#gateway/loader/first-reads.js";
+import { firstReadsAtBound, MAX_FIRST_READS } from "#gateway/loader/first-reads.js";
+import { heldReadsAtBound, MAX_HELD_READS } from "#gateway/loader/held-reads.js";
 import { buildVariant, type LoaderVariant, sha256 } from "#gateway/loader/loader-response.js";
+import { ReadsInFlight } from "#gateway/loader/reads-in-flight.js";
 import { type Geo, variantGeo, variantKey } from "#gateway/loader/runtime-config.js";
 import { StaleServing, type StaleServingSettings } from "#gateway/loader/stale-if-error.js";
 import { type PublishedBanner, PublishedBannerSchema } from "#gen/consent/v1/banner_pb.js";
@@ -29,6 +31,8 @@ export interface LoaderCacheOptions extends StaleServingSettings {
   maxBytes?: number;
   /** Reads in flight at most of banners with no copy to serve; default MAX_FIRST_READS. */
   maxFirstReads?: number;
+  /** Re-reads in flight at most of banners held; default MAX_HELD_READS. */
+  maxHeldReads?: number;
 }
 
 /**
@@ -58,7 +62,9 @@ const MAX_MISSING = 10_000;
  * HELD_READ_WAIT_MS (failed-reads.ts); it waits for its first such read at most
  * FIRST_READ_WAIT_MS, past which the read counts as failed while it goes on. Reads of banners with
  * no copy to serve are in flight MAX_FIRST_READS at most (first-reads.ts): past it, a request that
- * would start one is answered 503 at once, without a call.
+ * would start one is answered 503 at once, without a call. Re-reads of banners held are in flight
+ * MAX_HELD_READS at most (held-reads.ts): past it, a request that would start one is served the
+ * held copy at once, marked stale, without a call.
  */
 export class LoaderCache {
   readonly #banners = new Map<string, CachedBanner>();
@@ -69,7 +75,8 @@ export class LoaderCache {
   readonly #maxBytes: number;
   readonly #stale: StaleServing;
   readonly #upgrades: BrotliUpgrades;
-  readonly #firstReads: FirstReads;
+  readonly #firstReads: ReadsInFlight;
+  readonly #heldReads: ReadsInFlight;
   /** Bytes of the responses built for the banners in #banners. */
   #keptBytes = 0;
   /** Builds made so far: each response's `build`. */
@@ -85,7 +92,8 @@ export class LoaderCache {
       drop: (publicId) => this.#drop(publicId),
     });
     this.#upgrades = new BrotliUpgrades(options.logger);
-    this.#firstReads = new FirstReads(options.maxFirstReads ?? MAX_FIRST_READS);
+    this.#firstReads = new ReadsInFlight(options.maxFirstReads ?? MAX_FIRST_READS);
+    this.#heldReads = new ReadsInFlight(options.maxHeldReads ?? MAX_HELD_READS);
   }
 
   /** Bytes of the responses kept in memory (identity, brotli and gzip bodies). */
@@ -95,7 +103,7 @@ export class LoaderCache {
 
   /**
    * The response for a visitor at `geo`, or null for an unknown or inactive banner; `stale` when
-   * the daemon could not be reached to confirm it. Rejects when the daemon cannot be reached and
+   * the daemon could not be reached to confirm it, or MAX_HELD_READS re-reads are in flight. Rejects when the daemon cannot be reached and
    * the banner was never read, or not within STALE_IF_ERROR_MS (at once, within STALE_RETRY_MS of
    * such a failure, or of an overloaded daemon's Retry-After if shorter, or while MAX_FIRST_READS
    * reads of such banners are in flight; after FIRST_READ_WAIT_MS at most when the daemon does not
@@ -182,8 +190,14 @@ export class LoaderCache {
     if (!loading) {
       const token = { stale: false };
       const read = () => this.#load(publicId, cached, token);
-      // A banner with no copy to serve is read within MAX_FIRST_READS (first-reads.ts).
-      const promise = this.#stale.holds(cached) ? read() : this.#firstReads.start(read);
+      const held = this.#stale.holds(cached);
+      // Reads in flight are bounded (first-reads.ts, held-reads.ts): past its bound, a banner held
+      // is served as held, marked stale, and one with no copy to serve is answered 503.
+      const promise = (held ? this.#heldReads : this.#firstReads).start(read);
+      if (!promise) {
+        if (!held) throw firstReadsAtBound(this.#firstReads.max);
+        return this.#stale.heldWithoutRead(publicId, cached, heldReadsAtBound(this.#heldReads.max));
+      }
       const current: Loading = { token, promise };
       this.#loading.set(publicId, current);
       const clear = () => {

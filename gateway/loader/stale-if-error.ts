@@ -139,6 +139,16 @@ export class StaleServing {
   }
 
   /**
+   * A banner held, served as held, marked stale, without a read: MAX_HELD_READS re-reads of
+   * banners held are in flight (held-reads.ts), and `cause` says so in the stale-serving warning.
+   * The entry is left as it is: its next request reads it once one of those reads has ended.
+   */
+  heldWithoutRead(publicId: string, cached: CachedBanner, cause: unknown): CachedBanner {
+    this.#servedStaleFor(publicId, cause);
+    return { ...cached, stale: true };
+  }
+
+  /**
    * A failed read's answer: the banner as last read while the daemon cannot be reached and that
    * read is within STALE_IF_ERROR_MS, kept to be read again after STALE_RETRY_MS (never past the
    * bound). Otherwise the failure, as without a banner read before: a banner past the bound is
