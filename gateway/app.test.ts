@@ -7,6 +7,7 @@ import { generateOperatorToken } from "#daemon/auth/secrets.js";
 import { generateApiKey } from "#daemon/keys/api-key-format.js";
 import { buildGateway, type GatewayOptions } from "#gateway/app.js";
 import { createDaemonTransport } from "#gateway/daemon-transport.js";
+import { errorPage } from "#gateway/preferences/page.js";
 import { BannerSchema, ListBannersResponseSchema } from "#gen/consent/v1/banner_pb.js";
 import { rawConnection, rawExchange } from "#test/support/raw-http1.js";
 
@@ -157,6 +158,65 @@ describe("the gateway's answers to requests it cannot read", () => {
       expect(answer.headers).toContain("cache-control: no-store");
       expect(answer.headers).toContain("connection: close");
       expect(answer.headers).toContain(`content-length: ${Buffer.byteLength(answer.body)}`);
+      expect(answer.headers).not.toContain("api-version");
+    }
+  });
+
+  // Regression: under /preferences/ a visitor was shown `{ error, code }` JSON, where every other
+  // answer of the page is an HTML page in the visitor's language with the page's headers.
+  it("400, 431 and 408 under /preferences/ as the page's failure page, in the language read before the failure, with the page's headers", async () => {
+    const page = "/preferences/tok3n";
+    const big = `X-Big: ${"a".repeat(20_000)}\r\n`;
+    const form = "Content-Type: application/x-www-form-urlencoded\r\nContent-Length: 100\r\n";
+    const cases: [string, number, string, boolean][] = [
+      // Oversized cookies on a visit: the language was read before the overflow.
+      [`GET ${page} HTTP/1.1\r\nHost: x\r\nAccept-Language: de-CH\r\n${big}\r\n`, 431, "de", false],
+      [
+        `POST ${page} HTTP/1.1\r\nHost: x\r\nAccept-Language: fr\r\nBad Header Line\r\n\r\n`,
+        400,
+        "fr",
+        true,
+      ],
+      // After the line that failed nothing is read: English, as for no Accept-Language.
+      [
+        `GET ${page} HTTP/1.1\r\nHost: x\r\nBad Header Line\r\nAccept-Language: de\r\n\r\n`,
+        400,
+        "en",
+        false,
+      ],
+      // A form whose body stops arriving: its head was read whole.
+      [
+        `POST ${page} HTTP/1.1\r\nHost: x\r\nAccept-Language: es\r\n${form}\r\ncategory=a`,
+        408,
+        "es",
+        true,
+      ],
+    ];
+    for (const [request, status, lang, submitted] of cases) {
+      const answer = await rawExchange(port, (write) => write(request));
+      const html = Buffer.from(answer.body, "latin1").toString("utf8");
+      const csp = /\r\ncontent-security-policy: ([^\r]*)/.exec(answer.headers)?.[1] ?? "";
+      const nonce = /style-src 'nonce-([^']+)'/.exec(csp)?.[1] ?? "";
+      // The nonce is read from the lower-cased head: the body's own says which case it has.
+      const bodyNonce = /<style nonce="([^"]+)">/.exec(html)?.[1] ?? "";
+      expect(bodyNonce.toLowerCase()).toBe(nonce);
+      expect([request.split("\r\n")[0], answer.status, html]).toEqual([
+        request.split("\r\n")[0],
+        status,
+        errorPage("invalid_request", bodyNonce, lang, submitted),
+      ]);
+      for (const field of [
+        "content-type: text/html; charset=utf-8",
+        `content-security-policy: default-src 'none'; style-src 'nonce-${nonce}'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'`,
+        "x-content-type-options: nosniff",
+        "x-frame-options: deny",
+        "referrer-policy: same-origin",
+        "cache-control: no-store",
+        "connection: close",
+        `content-length: ${Buffer.byteLength(html)}`,
+      ]) {
+        expect(`${answer.headers}\r\n`).toContain(`\r\n${field}\r\n`);
+      }
       expect(answer.headers).not.toContain("api-version");
     }
   });

@@ -23,8 +23,16 @@ import {
   handOverExpectations,
   holdToRequestRules,
 } from "#gateway/request-rules.js";
-import { errorBodyAt, isV1Path, V1_PREFIX } from "#gateway/route-families.js";
+import {
+  errorAnswerAt,
+  type FamilyAnswer,
+  isPreferencesPath,
+  isV1Path,
+  jsonAnswer,
+  V1_PREFIX,
+} from "#gateway/route-families.js";
 import { TokenWatch, watchToken } from "#gateway/token-watch.js";
+import { type ParseFailure, unparsedRequest } from "#gateway/unparsed-request.js";
 import { closeUnreachableLog, watchingDaemonAnswers } from "#gateway/unreachable-log.js";
 import { v1Api } from "#gateway/v1/plugin.js";
 import { visitorSide } from "#gateway/visitor.js";
@@ -258,13 +266,14 @@ function dropUnread(raw: IncomingMessage): Promise<void> {
 /**
  * A request Node cannot parse (malformed request line or header, headers over 16 KB) or that took
  * longer than REQUEST_TIMEOUT_MS: no route answers it, so it is answered here, in the shape of
- * the route family its path names (errorBodyAt: the log route's, the versioned API's envelope,
- * the plain one) when its request line can be read (unreadableTarget), else in spec 7's
- * envelope; without the version headers of a route's answer (spec 9.4), and the connection is
- * closed (Fastify's clientErrorHandler). As Node would, nothing is written where an answer to an
- * earlier request on the connection has begun: it would land inside that answer, which goes out
- * whole instead. Then the connection reads nothing more, and closes once that answer has gone
- * (or, where its client reads nothing, at the connection timeout).
+ * the route family its path names (errorAnswerAt: the preferences page's failure page, the log
+ * route's body, the versioned API's envelope, the plain one) when its
+ * request line can be read (unparsedRequest), else in spec 7's envelope; without the version
+ * headers of a route's answer (spec 9.4), and the connection is closed (Fastify's
+ * clientErrorHandler). As Node would, nothing is written where an answer to an earlier request on
+ * the connection has begun: it would land inside that answer, which goes out whole instead. Then
+ * the connection reads nothing more, and closes once that answer has gone (or, where its client
+ * reads nothing, at the connection timeout).
  */
 function answerUnreadable(error: ParseFailure, socket: Socket) {
   if (error.code === "ECONNRESET" || socket.destroyed) return;
@@ -282,42 +291,13 @@ function answerUnreadable(error: ParseFailure, socket: Socket) {
     socket.once("finish", () => socket.destroy());
     return;
   }
-  const target = unreadableTarget(error, socket);
-  const path = target === undefined ? undefined : originForm(target).split("?")[0];
-  const body = errorBodyAt(path, { status, message, code: "invalid_request", headers: {} });
-  answerOnSocket(socket, status, body);
-  socket.destroy(error);
-}
-
-/** A failure of a connection's request, as Node's `clientError` event gives it (node:http). */
-interface ParseFailure extends Error {
-  code?: string;
-  /** The packet being parsed when the parser failed: a Buffer (Fastify's type says otherwise). */
-  rawPacket?: unknown;
-  /** How many of its bytes were parsed before the failure. */
-  bytesParsed?: number;
-}
-
-/** A request line (RFC 9112 3): a method (a token), the target, the version. */
-const REQUEST_LINE = /^[-!#$%&'*+.^_`|~0-9A-Za-z]+ ([^ \r\n]+) HTTP\/\d\.\d\r?\n/;
-
-/**
- * The target of the request `error` befell, where it can be read: one whose head was read and
- * whose body was not (a body that stopped arriving, a malformed chunk) is a request the router
- * has, with its target; otherwise the packet Node was parsing holds the request line when it
- * begins with one and no head ended in it before the failure. Undefined when the request line
- * came in an earlier packet (a head over 16 KB sent in parts), a request came before it in the
- * packet (pipelined), or it is not a request line at all.
- */
-function unreadableTarget(error: ParseFailure, socket: Socket): string | undefined {
+  // A request whose head was read and whose body was not is one the router has.
   const reading = (socket as TurnedSocket)[kTurns]?.answers.find((answer) => !answer.req.complete);
-  if (reading) return reading.req.url;
-  const { rawPacket, bytesParsed } = error;
-  if (!Buffer.isBuffer(rawPacket) || bytesParsed === undefined) return undefined;
-  const parsed = rawPacket.toString("latin1", 0, bytesParsed);
-  const headEnd = parsed.indexOf("\r\n\r\n");
-  if (headEnd !== -1 && headEnd + 4 < bytesParsed) return undefined;
-  return REQUEST_LINE.exec(parsed)?.[1];
+  const request = unparsedRequest(error, reading?.req);
+  const path = originForm(request?.target ?? "").split("?")[0] ?? "";
+  const failure = { status, message, code: "invalid_request", headers: {} };
+  answerOnSocket(socket, status, errorAnswerAt(request && { ...request, path }, failure));
+  socket.destroy(error);
 }
 
 /**
@@ -327,25 +307,23 @@ function unreadableTarget(error: ParseFailure, socket: Socket): string | undefin
  * without a word.
  */
 function refuseConnect(_request: IncomingMessage, socket: Duplex) {
-  answerOnSocket(
-    socket,
-    405,
-    { error: "Method CONNECT is not allowed: this is not a proxy", code: "method_not_allowed" },
-    "Allow: \r\n",
-  );
+  const refusal = {
+    error: "Method CONNECT is not allowed: this is not a proxy",
+    code: "method_not_allowed",
+  };
+  answerOnSocket(socket, 405, jsonAnswer(refusal, { Allow: "" }));
   socket.destroy();
 }
 
 /**
- * Writes a whole JSON answer, with the header fields Node gives its own (`Date`, RFC 9110 6.6.1),
- * on a socket no route owns; the caller closes it. Each is a refusal of a request whose path may
- * be a loader's, never to be kept by a cache (loader/routes.ts): `Cache-Control: no-store`.
+ * Writes a whole answer, with the header fields Node gives its own (`Date`, RFC 9110 6.6.1), on a
+ * socket no route owns; the caller closes it.
  */
-function answerOnSocket(socket: Duplex, status: number, body: object, headers = "") {
+function answerOnSocket(socket: Duplex, status: number, answer: FamilyAnswer) {
   if (!socket.writable) return;
-  const text = JSON.stringify(body);
+  const fields = Object.entries(answer.headers).map(([name, value]) => `${name}: ${value}\r\n`);
   socket.write(
-    `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\n${headers}Date: ${new Date().toUTCString()}\r\nCache-Control: no-store\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(text)}\r\nConnection: close\r\n\r\n${text}`,
+    `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nDate: ${new Date().toUTCString()}\r\n${fields.join("")}Content-Length: ${Buffer.byteLength(answer.body)}\r\nConnection: close\r\n\r\n${answer.body}`,
   );
 }
 
@@ -380,7 +358,7 @@ function unroutable(_error: unknown, request: FastifyRequest, reply: FastifyRepl
  */
 function unknownOutsideV1(request: FastifyRequest, reply: FastifyReply) {
   const path = request.url.split("?")[0] ?? "";
-  if (path.startsWith("/preferences/")) return sendErrorPage(reply, LINK_INVALID);
+  if (isPreferencesPath(path)) return sendErrorPage(reply, LINK_INVALID);
   return sendPlainError(reply, noEndpoint(request));
 }
 

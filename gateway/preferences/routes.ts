@@ -45,20 +45,21 @@ const tokenOf = (request: FastifyRequest) => (request.params as { token: string 
  * no-referrer a browser sends the page's own form with `Origin: null`, which the cross-site check
  * must refuse where the browser sends no Sec-Fetch-Site (plain http, older browsers).
  */
+function pageHeaders(nonce: string): Record<string, string> {
+  return {
+    "Content-Type": "text/html; charset=utf-8",
+    "Content-Security-Policy": `default-src 'none'; style-src 'nonce-${nonce}'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'`,
+    "Referrer-Policy": "same-origin",
+    "Cache-Control": "no-store",
+    "X-Content-Type-Options": "nosniff",
+    // frame-ancestors' older twin, for browsers that predate it: a page that saves choices
+    // must never be framed under another site's clicks.
+    "X-Frame-Options": "DENY",
+  };
+}
+
 function sendPage(reply: FastifyReply, status: number, html: string, nonce: string) {
-  return reply
-    .code(status)
-    .headers({
-      "Content-Type": "text/html; charset=utf-8",
-      "Content-Security-Policy": `default-src 'none'; style-src 'nonce-${nonce}'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'`,
-      "Referrer-Policy": "same-origin",
-      "Cache-Control": "no-store",
-      "X-Content-Type-Options": "nosniff",
-      // frame-ancestors' older twin, for browsers that predate it: a page that saves choices
-      // must never be framed under another site's clicks.
-      "X-Frame-Options": "DENY",
-    })
-    .send(html);
+  return reply.code(status).headers(pageHeaders(nonce)).send(html);
 }
 
 /**
@@ -76,16 +77,29 @@ function pageFailureOf(httpError: HttpError): string | undefined {
 }
 
 /**
- * The clear page for a failure: its status, headers and a text for it in the browser's language,
- * never internals; a failed POST, a submission of the form, says it was not saved.
+ * The clear page for a failure answering a request with these header fields and method: its text
+ * in the browser's language (English where Accept-Language names none the page ships, or was not
+ * read), never internals, a failed POST, a submission of the form, saying it was not saved; and
+ * the page's header fields. Also for a request under /preferences/ the gateway cannot parse
+ * (gateway/route-families.ts).
  */
-export function sendErrorPage(reply: FastifyReply, httpError: HttpError) {
+export function failurePage(
+  httpError: HttpError,
+  requestHeaders: Record<string, string | string[] | undefined>,
+  method: string | undefined,
+): { html: string; headers: Record<string, string> } {
   const nonce = randomBytes(16).toString("base64");
-  const { headers, method } = reply.request;
   const failure = pageFailureOf(httpError);
-  const html = errorPage(failure, nonce, browserLanguage(headers), method === "POST");
+  const html = errorPage(failure, nonce, browserLanguage(requestHeaders), method === "POST");
+  return { html, headers: pageHeaders(nonce) };
+}
+
+/** Answers with the failure page for `httpError` (failurePage), its status and headers. */
+export function sendErrorPage(reply: FastifyReply, httpError: HttpError) {
+  const { headers, method } = reply.request;
+  const page = failurePage(httpError, headers, method);
   reply.headers(httpError.headers);
-  return sendPage(reply, httpError.status, html, nonce);
+  return reply.code(httpError.status).headers(page.headers).send(page.html);
 }
 
 /**
