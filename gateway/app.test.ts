@@ -221,6 +221,34 @@ describe("the gateway's answers to requests it cannot read", () => {
     }
   });
 
+  // Regression: the log route's answer to a request it cannot read carried no CORS headers, so
+  // the banner's fetch met a network error instead of the 400 or 431.
+  it("400, 431 and 408 at the log route with its CORS headers, the Origin echoed where it was read before the failure", async () => {
+    const log = "POST /api/consent/log HTTP/1.1\r\nHost: x\r\n";
+    const big = `X-Big: ${"a".repeat(20_000)}\r\n`;
+    const bad = "Bad Header Line\r\n";
+    const origin = "https://shop.example";
+    const body = "Content-Type: text/plain\r\nContent-Length: 100\r\n\r\n{";
+    const cases: [string, number, string | undefined][] = [
+      [`${log}Origin: ${origin}\r\n${big}\r\n`, 431, origin],
+      [`${log}Origin: ${origin}\r\n${bad}\r\n`, 400, origin],
+      [`${log}Origin: ${origin}\r\n${body}`, 408, origin],
+      // Read as the route reads it: never `null`, nor two origins, nor a field after the failure.
+      [`${log}Origin: null\r\n${bad}\r\n`, 400, undefined],
+      [`${log}Origin: ${origin}\r\nOrigin: https://other.example\r\n${bad}\r\n`, 400, undefined],
+      [`${log}${bad}Origin: ${origin}\r\n\r\n`, 400, undefined],
+    ];
+    for (const [request, status, allowed] of cases) {
+      const answer = await rawExchange(port, (write) => write(request));
+      const allowOrigin = /\r\naccess-control-allow-origin: ([^\r]*)/.exec(answer.headers)?.[1];
+      const named = request.split("\r\n").slice(2, 4).join(" | ");
+      expect([named, answer.status, allowOrigin]).toEqual([named, status, allowed]);
+      expect(answer.headers).toContain("\r\nvary: origin\r\n");
+      expect(answer.headers).toContain("connection: close");
+      expect(JSON.parse(answer.body)).toMatchObject({ success: false, code: "invalid_request" });
+    }
+  });
+
   it("answers a request it cannot read pipelined behind another in the envelope, not in the shape of the one before", async () => {
     // The loader's read is still to begin when the log post behind it is refused: its answer
     // has not begun, so the 400 goes out, and not in the loader's `{ error, code }`.

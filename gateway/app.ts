@@ -267,7 +267,7 @@ function dropUnread(raw: IncomingMessage): Promise<void> {
  * A request Node cannot parse (malformed request line or header, headers over 16 KB) or that took
  * longer than REQUEST_TIMEOUT_MS: no route answers it, so it is answered here, in the shape of
  * the route family its path names (errorAnswerAt: the preferences page's failure page, the log
- * route's body, the versioned API's envelope, the plain one) when its
+ * route's body with its CORS headers, the versioned API's envelope, the plain one) when its
  * request line can be read (unparsedRequest), else in spec 7's envelope; without the version
  * headers of a route's answer (spec 9.4), and the connection is closed (Fastify's
  * clientErrorHandler). As Node would, nothing is written where an answer to an earlier request on

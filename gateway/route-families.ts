@@ -1,4 +1,8 @@
-import { LOG_ROUTE_PATH, logRouteErrorBody } from "#gateway/consent-log/routes.js";
+import {
+  LOG_ROUTE_PATH,
+  logRouteCorsHeaders,
+  logRouteErrorBody,
+} from "#gateway/consent-log/routes.js";
 import { enveloped, errorFields } from "#gateway/envelope.js";
 import { type HttpError, plainErrorBody } from "#gateway/errors.js";
 import { failurePage } from "#gateway/preferences/routes.js";
@@ -42,8 +46,9 @@ export function jsonAnswer(body: object, headers: Record<string, string> = {}): 
  * An error's answer in the shape of the route family the request's path (`path`, no query)
  * belongs to (spec 7, decisions §5–6), for a request no route answers: under /preferences/ the
  * page's failure page with the page's headers, in the language its Accept-Language asks for
- * (English where it was not read); at the log route `{ success: false, error, code }`; the
- * versioned API's envelope `{ data: { error, code }, version }`; and `{ error, code }`
+ * (English where it was not read); at the log route `{ success: false, error, code }` with the
+ * route's CORS headers, its Origin echoed where it was read (so the banner's script can read the
+ * answer); the versioned API's envelope `{ data: { error, code }, version }`; and `{ error, code }`
  * anywhere else (the loader, a path nothing serves). Without a request (a request line that
  * cannot be read), the envelope.
  */
@@ -57,7 +62,9 @@ export function errorAnswerAt(
     const page = failurePage(error, headers, method);
     return { headers: page.headers, body: page.html };
   }
-  if (path === LOG_ROUTE_PATH) return jsonAnswer(logRouteErrorBody(error));
+  if (path === LOG_ROUTE_PATH) {
+    return jsonAnswer(logRouteErrorBody(error), logRouteCorsHeaders(headers.origin));
+  }
   if (isV1Path(path)) return jsonAnswer(enveloped(errorFields(error)));
   return jsonAnswer(plainErrorBody(error));
 }

@@ -42,19 +42,24 @@ function header(request: FastifyRequest, name: "origin" | "referer"): string {
 }
 
 /**
- * The request's Origin, echoed with `Vary: Origin` on every answer, so a page can read it (CORS,
- * decisions §5), when it is one origin as browsers write it: read as the daemon's domain check
- * reads it (readOriginHeader). Two origins (Node joins a repeated Origin into `a, b`) or one with a
- * path is no valid Access-Control-Allow-Origin (Fetch, CORS check); and `null` is never echoed:
- * allowing the opaque origin would allow every sandboxed frame and `file:` page, and a browser
- * needs no answer it can read to send a choice (sendBeacon's text/plain needs no preflight). The
- * preflight's own Vary names Origin and more, and is kept.
+ * The log route's CORS header fields for a request whose Origin header reads `origin` (decisions
+ * §5): `Vary: Origin` on every answer, and the Origin echoed, so a page can read the answer, when
+ * it is one origin as browsers write it: read as the daemon's domain check reads it
+ * (readOriginHeader). Two origins (Node joins a repeated Origin into `a, b`) or one with a path is
+ * no valid Access-Control-Allow-Origin (Fetch, CORS check); and `null` is never echoed: allowing
+ * the opaque origin would allow every sandboxed frame and `file:` page, and a browser needs no
+ * answer it can read to send a choice (sendBeacon's text/plain needs no preflight). Also for the
+ * answers of requests the gateway cannot parse (gateway/route-families.ts).
  */
+export function logRouteCorsHeaders(origin: string | undefined): Record<string, string> {
+  if (origin === undefined || readOriginHeader(origin).kind !== "origin") return { Vary: "Origin" };
+  return { Vary: "Origin", "Access-Control-Allow-Origin": origin };
+}
+
+/** The CORS header fields on an answer of the route; the preflight's own Vary is kept. */
 function echoOrigin(request: FastifyRequest, reply: FastifyReply): void {
-  if (!reply.hasHeader("Vary")) reply.header("Vary", "Origin");
-  const origin = request.headers.origin;
-  if (readOriginHeader(origin).kind === "origin") {
-    reply.header("Access-Control-Allow-Origin", origin);
+  for (const [name, value] of Object.entries(logRouteCorsHeaders(request.headers.origin))) {
+    if (!reply.hasHeader(name)) reply.header(name, value);
   }
 }
 
