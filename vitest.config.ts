@@ -17,9 +17,11 @@ export default defineConfig({
   test: {
     testTimeout: 30_000,
     hookTimeout: 60_000,
-    // Test files start real servers on port 0 and real stores in temp dirs; two cores here.
+    // Test files start real servers on port 0 and real stores in temp dirs. Three workers on the
+    // two cores here: many files spend most of their time waiting out real intervals (a 10 s log
+    // interval, a drain, a lockout's minute), during which a third file runs.
     pool: "forks",
-    maxWorkers: 2,
+    maxWorkers: 3,
     // A worker process runs one test file after another with the modules it has loaded: a fresh
     // process per file loaded the daemon's, the gateway's and the CLI's module graphs again for
     // each of some 160 files, about a second of CPU each. Every file starts its own services and
