@@ -9,10 +9,13 @@ import {
   remember,
   type Variants,
 } from "#gateway/loader/cached-banner.js";
-import { firstReadsAtBound, MAX_FIRST_READS } from "#gateway/loader/first-reads.js";
-import { heldReadsAtBound, MAX_HELD_READS } from "#gateway/loader/held-reads.js";
 import { buildVariant, type LoaderVariant, sha256 } from "#gateway/loader/loader-response.js";
-import { ReadsInFlight } from "#gateway/loader/reads-in-flight.js";
+import {
+  MAX_FIRST_READS,
+  MAX_HELD_READS,
+  ReadsInFlight,
+  readsAtBound,
+} from "#gateway/loader/reads-in-flight.js";
 import { type Geo, variantGeo, variantKey } from "#gateway/loader/runtime-config.js";
 import { StaleServing, type StaleServingSettings } from "#gateway/loader/stale-if-error.js";
 import { type PublishedBanner, PublishedBannerSchema } from "#gen/consent/v1/banner_pb.js";
@@ -61,9 +64,9 @@ const MAX_MISSING = 10_000;
  * shorter), then read again, each request waiting for that read at most
  * HELD_READ_WAIT_MS (failed-reads.ts); it waits for its first such read at most
  * FIRST_READ_WAIT_MS, past which the read counts as failed while it goes on. Reads of banners with
- * no copy to serve are in flight MAX_FIRST_READS at most (first-reads.ts): past it, a request that
+ * no copy to serve are in flight MAX_FIRST_READS at most (reads-in-flight.ts): past it, a request that
  * would start one is answered 503 at once, without a call. Re-reads of banners held are in flight
- * MAX_HELD_READS at most (held-reads.ts): past it, a request that would start one is served the
+ * MAX_HELD_READS at most: past it, a request that would start one is served the
  * held copy at once, marked stale, without a call.
  */
 export class LoaderCache {
@@ -103,8 +106,8 @@ export class LoaderCache {
 
   /**
    * The response for a visitor at `geo`, or null for an unknown or inactive banner; `stale` when
-   * the daemon could not be reached to confirm it, or MAX_HELD_READS re-reads are in flight. Rejects when the daemon cannot be reached and
-   * the banner was never read, or not within STALE_IF_ERROR_MS (at once, within STALE_RETRY_MS of
+   * the daemon could not be reached to confirm it, or MAX_HELD_READS re-reads are in flight.
+   * Rejects when the daemon cannot be reached and the banner was never read, or not within STALE_IF_ERROR_MS (at once, within STALE_RETRY_MS of
    * such a failure, or of an overloaded daemon's Retry-After if shorter, or while MAX_FIRST_READS
    * reads of such banners are in flight; after FIRST_READ_WAIT_MS at most when the daemon does not
    * answer).
@@ -191,12 +194,13 @@ export class LoaderCache {
       const token = { stale: false };
       const read = () => this.#load(publicId, cached, token);
       const held = this.#stale.holds(cached);
-      // Reads in flight are bounded (first-reads.ts, held-reads.ts): past its bound, a banner held
+      // Reads in flight are bounded (reads-in-flight.ts): past its bound, a banner held
       // is served as held, marked stale, and one with no copy to serve is answered 503.
       const promise = (held ? this.#heldReads : this.#firstReads).start(read);
       if (!promise) {
-        if (!held) throw firstReadsAtBound(this.#firstReads.max);
-        return this.#stale.heldWithoutRead(publicId, cached, heldReadsAtBound(this.#heldReads.max));
+        if (!held) throw readsAtBound("first", this.#firstReads.max);
+        const atBound = readsAtBound("held", this.#heldReads.max);
+        return this.#stale.heldWithoutRead(publicId, cached, atBound);
       }
       const current: Loading = { token, promise };
       this.#loading.set(publicId, current);

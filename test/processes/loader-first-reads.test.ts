@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import { MAX_STREAMS_PER_CONNECTION } from "#daemon/server.js";
 import { unansweredRead } from "#gateway/daemon-failures.js";
-import { firstReadsAtBound, MAX_FIRST_READS } from "#gateway/loader/first-reads.js";
+import { MAX_FIRST_READS, readsAtBound } from "#gateway/loader/reads-in-flight.js";
 import { FIRST_READ_WAIT_MS } from "#gateway/loader/stale-if-error.js";
 import {
   createBanner,
@@ -34,7 +34,7 @@ const refusal = (answer: HttpResult) => [
  * the daemon leaves unanswered (its store stalled) stays in flight past the visitor's 503, so ids
  * cycled during a slow-store period made the gateway hold a call each; past the daemon's 256
  * streams on the gateway's one connection, every other call waited behind them. Reads of banners
- * held nowhere are bounded (first-reads.ts): past the bound such a banner is answered 503 at once
+ * held nowhere are bounded (reads-in-flight.ts): past the bound such a banner is answered 503 at once
  * without a call, and banners already served, and the REST routes, are not starved.
  */
 describe("the loader of a stand-alone gateway whose daemon leaves banner reads unanswered", () => {
@@ -90,7 +90,7 @@ describe("the loader of a stand-alone gateway whose daemon leaves banner reads u
       const outage = logs.filter((entry) => entry.msg === OUTAGE).map((entry) => entry.cause);
       expect(outage.sort()).toEqual(
         [
-          `[unavailable] ${firstReadsAtBound(MAX_FIRST_READS).rawMessage}`,
+          `[unavailable] ${readsAtBound("first", MAX_FIRST_READS).rawMessage}`,
           `[unavailable] ${unansweredRead(FIRST_READ_WAIT_MS).rawMessage}`,
         ].sort(),
       );

@@ -1,8 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import { MAX_STREAMS_PER_CONNECTION } from "#daemon/server.js";
-import { MAX_FIRST_READS } from "#gateway/loader/first-reads.js";
-import { heldReadsAtBound, MAX_HELD_READS } from "#gateway/loader/held-reads.js";
+import { MAX_FIRST_READS, MAX_HELD_READS, readsAtBound } from "#gateway/loader/reads-in-flight.js";
 import {
   createBanner,
   createTeam,
@@ -34,7 +33,7 @@ async function inBatches<T, R>(items: T[], width: number, task: (item: T) => Pro
  * in flight after its request is answered from the held copy: with many banners held, the stuck
  * re-reads and the first reads together took every one of the daemon's 256 streams on the
  * gateway's one connection, and every other call, REST ones included, waited behind them. Re-reads
- * are bounded (held-reads.ts): past the bound a held banner is served as held, marked stale, at
+ * are bounded (reads-in-flight.ts): past the bound a held banner is served as held, marked stale, at
  * once and without a call, and the REST routes keep streams of their own.
  */
 describe("the loader of a stand-alone gateway whose daemon leaves the re-reads of banners held unanswered", () => {
@@ -59,7 +58,7 @@ describe("the loader of a stand-alone gateway whose daemon leaves the re-reads o
 
       relay.hold();
       const before = relay.reads;
-      // Made-up ids hold as many streams as first reads may (first-reads.ts), answered 503 later.
+      // Made-up ids hold as many streams as first reads may (reads-in-flight.ts), answered 503 later.
       const firstReads = Array.from({ length: MAX_FIRST_READS }, () => loader(randomUUID()));
       await expect.poll(() => relay.reads, { timeout: 30_000 }).toBe(before + MAX_FIRST_READS);
 
@@ -86,7 +85,7 @@ describe("the loader of a stand-alone gateway whose daemon leaves the re-reads o
 
       // The operator is told why banners are served as last read.
       const causes = logs.filter((entry) => entry.msg === SERVED_STALE).map((entry) => entry.cause);
-      expect(causes).toContain(`[unavailable] ${heldReadsAtBound(MAX_HELD_READS).rawMessage}`);
+      expect(causes).toContain(`[unavailable] ${readsAtBound("held", MAX_HELD_READS).rawMessage}`);
       for (const answer of await Promise.all(firstReads)) expect(answer.status).toBe(503);
       expect(logs.filter((entry) => entry.level === 50)).toEqual([]);
     } finally {
