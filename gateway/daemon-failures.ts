@@ -21,9 +21,7 @@ export function tooLarge(readMaxBytes: number): ConnectError {
 
 /** The daemon went away before answering in full (reset, connection lost, shut down). */
 export function lost(): ConnectError {
-  return marked(
-    new ConnectError("the daemon closed the call without answering it", Code.Unavailable),
-  );
+  return new ConnectError("the daemon closed the call without answering it", Code.Unavailable);
 }
 
 /** Calls the daemon refused unread, as over its request budget: retried shortly, they may pass. */
@@ -51,35 +49,16 @@ export function isDaemonBusy(error: unknown): boolean {
   return error instanceof ConnectError && busyFailures.has(error);
 }
 
-/** Failures of the connection to the daemon, as opposed to answers of a daemon that was reached. */
-const connectionFailures = new WeakSet<ConnectError>();
-
-function marked(error: ConnectError): ConnectError {
-  connectionFailures.add(error);
-  return error;
-}
-
-/**
- * Whether a call failed because the daemon could not be reached or was lost, or a loader read went
- * unanswered past its bound (unansweredRead); not because it answered, passed its own deadline or
- * the gateway gave the call up.
- */
-export function isDaemonUnreachable(error: unknown): boolean {
-  return error instanceof ConnectError && connectionFailures.has(error);
-}
-
 /**
  * A banner read the loader stopped waiting for at its bound (stale-if-error.ts, failed-reads.ts)
  * while it goes on: the daemon, or its store, has not answered it. Said so, not as the daemon out
  * of reach: in one process (`npm start`) the daemon is always reached, and what is slow is its
- * store. Warned of with the failures to reach the daemon (isDaemonUnreachable), as an outage both.
+ * store. Warned of with the failures to reach the daemon, as an outage both (unreachable-log.ts).
  */
 export function unansweredRead(waitedMs: number): ConnectError {
-  return marked(
-    new ConnectError(
-      `the daemon has not answered a banner read within ${waitedMs} ms`,
-      Code.Unavailable,
-    ),
+  return new ConnectError(
+    `the daemon has not answered a banner read within ${waitedMs} ms`,
+    Code.Unavailable,
   );
 }
 
@@ -90,8 +69,9 @@ export function unansweredRead(waitedMs: number): ConnectError {
  */
 export function unreachable(error: unknown): ConnectError {
   if (error instanceof ConnectError) return error;
-  return marked(
-    new ConnectError(`the daemon could not be reached: ${firstFailure(error)}`, Code.Unavailable),
+  return new ConnectError(
+    `the daemon could not be reached: ${firstFailure(error)}`,
+    Code.Unavailable,
   );
 }
 

@@ -171,9 +171,9 @@ export function daemonRetryAfterSeconds(error: unknown): number | undefined {
 
 /**
  * A call that ended unavailable or past its deadline other than by the daemon's own `unavailable`
- * (its store out of reach, which the daemon logs): a proxy's 503, a deadline, a daemon or gateway
- * shutting down; but for the daemon being unreachable (warned of apart) or over its request
- * budget (an expected refusal under load, not logged).
+ * (its store out of reach, which the daemon logs): the daemon out of reach or lost, a loader read
+ * left unanswered past its bound, a proxy's 503, a deadline, a daemon or gateway shutting down;
+ * but for the daemon over its request budget (an expected refusal under load, not logged).
  */
 function isUnansweredCall(error: unknown): boolean {
   return isDaemonUnavailable(error) && !isDaemonsOwnRefusal(error) && !isDaemonBusy(error);
