@@ -5,6 +5,7 @@ import {
   applyState,
   clearState,
   dialog,
+  localBanner,
   NONCE,
   openPage,
   openVisitor,
@@ -14,7 +15,7 @@ import {
   useBrowserSite,
   waitForRows,
 } from "#test/support/browser.js";
-import { bannerFixture } from "#test/support/consent-log.js";
+import { TRUSTED_GEO_HEADER } from "#test/support/loader.js";
 
 const categories = [
   { name: "necessary", required: true },
@@ -36,17 +37,11 @@ const dataLayerHead = `<script nonce="${NONCE}">window.dataLayer = [];</script>`
 
 /** Consent Mode, script activation, GPC with jurisdiction defaults, and the cross-device API. */
 describe.skipIf(skipBrowserTests)("banner runtime in Chromium: signals and integrations", () => {
-  const ctx = useBrowserSite({
-    CONSENT_GEO_HEADER: "CF-IPCountry",
-    CONSENT_TRUST_PROXY: "loopback",
-  });
+  const ctx = useBrowserSite(TRUSTED_GEO_HEADER);
 
   /** A banner on localhost (any port) with the file's categories, and more configuration. */
-  const localBanner = (configuration: Record<string, unknown> = {}) =>
-    bannerFixture(ctx.service, {
-      domain: "localhost",
-      configuration: { categories, ...configuration },
-    });
+  const siteBanner = (configuration: Record<string, unknown> = {}) =>
+    localBanner(ctx.service, categories, configuration);
 
   /**
    * A fresh page (openPage) on the banner's page of gated tags, once its API is in place: from
@@ -87,7 +82,7 @@ describe.skipIf(skipBrowserTests)("banner runtime in Chromium: signals and integ
     });
 
   it("sends Consent Mode default before any tag, update after the choice, and runs accepted tags only", async () => {
-    const { publicId, teamId } = await localBanner();
+    const { publicId, teamId } = await siteBanner();
     const { context, page, violations } = await openTaggedPage(publicId);
     const before = await dataLayer(page);
     expect(before).toEqual([
@@ -131,7 +126,7 @@ describe.skipIf(skipBrowserTests)("banner runtime in Chromium: signals and integ
   });
 
   it("writes a jurisdiction default as consent_default, honouring GPC under a US rule", async () => {
-    const { publicId, teamId } = await localBanner({ jurisdictionRules });
+    const { publicId, teamId } = await siteBanner({ jurisdictionRules });
     const { context, page } = await openTaggedPage(publicId, { country: "US-CA", gpc: true });
     const [row] = await waitForRows(ctx.service, teamId, 1);
     expect(row).toMatchObject({
@@ -182,7 +177,7 @@ describe.skipIf(skipBrowserTests)("banner runtime in Chromium: signals and integ
   });
 
   it("carries a choice across devices: change event → PUT state → resolve → applyState", async () => {
-    const { publicId, teamId, key } = await localBanner();
+    const { publicId, teamId, key } = await siteBanner();
     const laptop = await openTaggedPage(publicId);
     const changed = laptop.page.evaluate(
       () =>
@@ -227,7 +222,7 @@ describe.skipIf(skipBrowserTests)("banner runtime in Chromium: signals and integ
   });
 
   it("keeps a choice's time at or after the first one's, made on a device whose clock ran ahead", async () => {
-    const { publicId, key, teamId } = await localBanner();
+    const { publicId, key, teamId } = await siteBanner();
     const { context, page } = await openTaggedPage(publicId);
     const ahead = new Date(Date.now() + 3 * 60_000).toISOString();
     const fromFastDevice = {
@@ -258,7 +253,7 @@ describe.skipIf(skipBrowserTests)("banner runtime in Chromium: signals and integ
   });
 
   it("forgets this device's state on clearState (an erasure) and asks again under a new consentId", async () => {
-    const { publicId, teamId } = await localBanner();
+    const { publicId, teamId } = await siteBanner();
     const { context, page } = await openTaggedPage(publicId);
     const other = await context.newPage();
     await other.goto(page.url());
@@ -308,7 +303,7 @@ describe.skipIf(skipBrowserTests)("banner runtime in Chromium: signals and integ
   });
 
   it("starts over on clearState under a jurisdiction rule as a first visit does: a new default", async () => {
-    const { publicId, teamId } = await localBanner({ jurisdictionRules });
+    const { publicId, teamId } = await siteBanner({ jurisdictionRules });
     const { context, page } = await openTaggedPage(publicId, { country: "US-CA" });
     await dialog(page).getByRole("button", { name: "Accept all" }).click();
     const [first] = await waitForRows(ctx.service, teamId, 2);
@@ -331,7 +326,7 @@ describe.skipIf(skipBrowserTests)("banner runtime in Chromium: signals and integ
   });
 
   it("leaves open preferences the visitor opened when a current state is applied", async () => {
-    const { publicId } = await localBanner();
+    const { publicId } = await siteBanner();
     const { context, page } = await openTaggedPage(publicId);
     await showPreferences(page);
     await expect.poll(() => dialog(page).count()).toBe(1);
@@ -341,7 +336,7 @@ describe.skipIf(skipBrowserTests)("banner runtime in Chromium: signals and integ
   });
 
   it("puts in effect only the banner's categories from an applied state: required ones always", async () => {
-    const { publicId } = await localBanner();
+    const { publicId } = await siteBanner();
     const { context, page } = await openTaggedPage(publicId);
     // Built elsewhere: no "necessary", and a category this banner does not have.
     const state = { ...aWholeState, categories: ["analytics", "tracking"] };
@@ -370,7 +365,7 @@ describe.skipIf(skipBrowserTests)("banner runtime in Chromium: signals and integ
   });
 
   it("refuses a state that is not a whole canonical state, and asks again over a damaged cookie", async () => {
-    const { publicId } = await localBanner();
+    const { publicId } = await siteBanner();
     const { context, page } = await openTaggedPage(publicId);
     const whole = aWholeState;
     const broken = [
@@ -483,7 +478,7 @@ describe.skipIf(skipBrowserTests)("banner runtime in Chromium: signals and integ
   });
 
   it("has its API in place when consent:ready fires, even for a deferred loader", async () => {
-    const { publicId } = await localBanner();
+    const { publicId } = await siteBanner();
     const { context, page } = await openPage(ctx.browser);
     await context.addInitScript(() => {
       const w = window as unknown as { apiAtReady?: string; consentBanner?: unknown };
@@ -502,7 +497,7 @@ describe.skipIf(skipBrowserTests)("banner runtime in Chromium: signals and integ
     await context.close();
   });
   it("starts one banner per page: a second loader on it warns and starts nothing", async () => {
-    const { publicId, teamId } = await localBanner({ layout: "modal" });
+    const { publicId, teamId } = await siteBanner({ layout: "modal" });
     const { context, page, warnings } = await openPage(ctx.browser);
     // The same tag pasted a second time, further down the page.
     const again = `<script src="${ctx.service.gatewayUrl}/loader/${publicId}.js?again" nonce="${NONCE}"></script>`;
@@ -527,7 +522,7 @@ describe.skipIf(skipBrowserTests)("banner runtime in Chromium: signals and integ
     await context.close();
   });
   it("takes the place of anything else named consentBanner: an element, a placeholder, a frame", async () => {
-    const { publicId } = await localBanner({ layout: "modal" });
+    const { publicId } = await siteBanner({ layout: "modal" });
     const pages = {
       // A deferred loader runs after the element exists, which window.consentBanner then names.
       element: { loaderAttributes: "defer", body: `<div id="consentBanner"></div>` },
@@ -557,7 +552,7 @@ describe.skipIf(skipBrowserTests)("banner runtime in Chromium: signals and integ
     }
   });
   it("keeps the banner closed when a current state is applied before the page is ready", async () => {
-    const { publicId, teamId } = await localBanner({ layout: "modal" });
+    const { publicId, teamId } = await siteBanner({ layout: "modal" });
     const state = aWholeState;
     ctx.site.file(
       "/apply.js",
@@ -589,7 +584,7 @@ describe.skipIf(skipBrowserTests)("banner runtime in Chromium: signals and integ
   });
 
   it("runs gated scripts in page order, past one that fails, under Trusted Types, and records the choice first", async () => {
-    const { publicId, teamId } = await localBanner();
+    const { publicId, teamId } = await siteBanner();
     ctx.site.file("/lib.js", "text/javascript", "window.order.push('lib'); window.Lib = {};");
     for (const category of ["analytics", "unknown"]) {
       ctx.site.file(

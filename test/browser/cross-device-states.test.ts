@@ -13,6 +13,7 @@ import {
   useBrowserSite,
 } from "#test/support/browser.js";
 import { bannerFixture } from "#test/support/consent-log.js";
+import { TRUSTED_GEO_HEADER } from "#test/support/loader.js";
 
 const jurisdictionRules = [
   { id: "eu", countries: ["DE"], mode: "opt_in" },
@@ -36,10 +37,7 @@ interface ConsentEvent {
 describe.skipIf(skipBrowserTests)(
   "banner runtime in Chromium: states carried across devices",
   () => {
-    const ctx = useBrowserSite({
-      CONSENT_GEO_HEADER: "CF-IPCountry",
-      CONSENT_TRUST_PROXY: "loopback",
-    });
+    const ctx = useBrowserSite(TRUSTED_GEO_HEADER);
 
     /** A device: a browser context from `country` (the trusted geo header), GPC on if `gpc`. */
     async function device(options: { country?: string; gpc?: boolean } = {}) {

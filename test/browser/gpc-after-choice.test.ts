@@ -11,6 +11,7 @@ import {
   waitForRows,
 } from "#test/support/browser.js";
 import { bannerFixture } from "#test/support/consent-log.js";
+import { TRUSTED_GEO_HEADER } from "#test/support/loader.js";
 
 const categories = [
   { name: "necessary", required: true },
@@ -72,10 +73,7 @@ describe.skipIf(skipBrowserTests)(
   "banner runtime in Chromium: GPC turned on after a choice",
   { concurrent: true, timeout: 120_000 },
   () => {
-    const ctx = useBrowserSite({
-      CONSENT_GEO_HEADER: "CF-IPCountry",
-      CONSENT_TRUST_PROXY: "loopback",
-    });
+    const ctx = useBrowserSite(TRUSTED_GEO_HEADER);
 
     /** A visit from `country` (the trusted geo header) with the browser's cookies, GPC on if `gpc`. */
     async function visit(

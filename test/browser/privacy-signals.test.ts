@@ -2,6 +2,7 @@ import type { Page } from "playwright-core";
 import { describe, expect, it } from "vitest";
 import {
   dialog,
+  localBanner,
   NONCE,
   openVisitor,
   showPreferences,
@@ -10,7 +11,7 @@ import {
   useBrowserSite,
   waitForRows,
 } from "#test/support/browser.js";
-import { bannerFixture } from "#test/support/consent-log.js";
+import { TRUSTED_GEO_HEADER } from "#test/support/loader.js";
 
 /** Names from each row of docs/banner-runtime.md's category→signal table, in other cases. */
 const categories = [
@@ -70,15 +71,10 @@ describe.skipIf(skipBrowserTests)(
   "banner runtime in Chromium: privacy signals",
   { concurrent: true, timeout: 120_000 },
   () => {
-    const ctx = useBrowserSite({
-      CONSENT_GEO_HEADER: "CF-IPCountry",
-      CONSENT_TRUST_PROXY: "loopback",
-    });
-    const localBanner = (configuration: Record<string, unknown> = {}) =>
-      bannerFixture(ctx.service, {
-        domain: "localhost",
-        configuration: { categories, ...configuration },
-      });
+    const ctx = useBrowserSite(TRUSTED_GEO_HEADER);
+    /** A banner on localhost (any port) with the file's categories, and more configuration. */
+    const siteBanner = (configuration: Record<string, unknown> = {}) =>
+      localBanner(ctx.service, categories, configuration);
 
     /** A visitor's browser (openVisitor). */
     const visitor = (options: Parameters<typeof openVisitor>[1] = {}) =>
@@ -129,7 +125,7 @@ describe.skipIf(skipBrowserTests)(
       }));
 
     it("pushes Consent Mode's default before any later tag, around the page's own gtag, and the table's signals after a choice and on the next visit", async () => {
-      const { publicId, teamId } = await localBanner();
+      const { publicId, teamId } = await siteBanner();
       const { context, page, warnings } = await visitor();
       await visit(page, publicId, { head: gtagSnippet("G-BEFORE"), body: gtagSnippet("G-AFTER") });
       expect(await dataLayer(page)).toEqual([
@@ -228,7 +224,7 @@ describe.skipIf(skipBrowserTests)(
     it.each(ruledRegions.map((region) => [region.country, region] as const))(
       "writes %s's default as a consent_default row, honouring GPC under a US rule only, and still asks",
       async (_country, region) => {
-        const { publicId, teamId } = await localBanner({ jurisdictionRules });
+        const { publicId, teamId } = await siteBanner({ jurisdictionRules });
         const { context, page } = await visitor({ country: region.country, gpc: true });
         await visit(page, publicId);
         const state = await stateOf(page);
@@ -260,7 +256,7 @@ describe.skipIf(skipBrowserTests)(
     );
 
     it("writes no default for a region no rule names, or a proxy naming no country, and still asks", async () => {
-      const { publicId, teamId } = await localBanner({ jurisdictionRules });
+      const { publicId, teamId } = await siteBanner({ jurisdictionRules });
       for (const country of ["JP", "XX", undefined]) {
         const { context, page } = await visitor({ country, gpc: true });
         await visit(page, publicId);
@@ -275,7 +271,7 @@ describe.skipIf(skipBrowserTests)(
     });
 
     it("puts a stored default in effect only under the rule and GPC it was written for", async () => {
-      const { publicId, teamId } = await localBanner({ jurisdictionRules });
+      const { publicId, teamId } = await siteBanner({ jurisdictionRules });
       // A California visitor without GPC: everything granted by default.
       const first = await visitor({ country: "US-CA" });
       await visit(first.page, publicId);

@@ -12,6 +12,7 @@ import {
 import { afterAll, afterEach, beforeAll, beforeEach } from "vitest";
 import type { Clock } from "#daemon/clock.js";
 import type { ConsentLogRecord } from "#daemon/consent-log/consent-log-store.js";
+import { bannerFixture } from "#test/support/consent-log.js";
 import { startTestService, type TestService } from "#test/support/service.js";
 
 /** Debian's Chromium (apt-get install -y chromium); never a downloaded browser. */
@@ -162,6 +163,18 @@ export const clearState = (page: Page | Frame) =>
 /** The consent state the runtime exposes. */
 export const stateOf = (page: Page | Frame) =>
   page.evaluate(() => (window as unknown as { consentBanner: BannerApi }).consentBanner.getState());
+
+/** A team, a key and a banner on localhost (any port) with `categories`, and more configuration. */
+export function localBanner(
+  service: TestService,
+  categories: readonly object[],
+  configuration: Record<string, unknown> = {},
+) {
+  return bannerFixture(service, {
+    domain: "localhost",
+    configuration: { categories, ...configuration },
+  });
+}
 
 /**
  * For the enclosing describe: a service with the gateway (with `env`, and `clock` for the

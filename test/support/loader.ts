@@ -2,11 +2,17 @@ import type { RuntimeConfig } from "#gateway/runtime/config.js";
 import { rawHttp } from "#test/support/api.js";
 import { startTestService, type TestService } from "#test/support/service.js";
 
+/** The settings of a service that reads the visitor's location from a loopback proxy's CF-IPCountry. */
+export const TRUSTED_GEO_HEADER = {
+  CONSENT_GEO_HEADER: "CF-IPCountry",
+  CONSENT_TRUST_PROXY: "loopback",
+};
+
 /** A service with its gateway, reading the visitor's location from a loopback proxy's CF-IPCountry. */
 export function startGeoService(): Promise<TestService> {
   return startTestService({
     gateway: true,
-    env: { CONSENT_GEO_HEADER: "CF-IPCountry", CONSENT_TRUST_PROXY: "loopback" },
+    env: TRUSTED_GEO_HEADER,
   });
 }
 
