@@ -1,6 +1,7 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import { SUBJECTS_UNAVAILABLE_HINT } from "#cli/commands/health-check.js";
 import { ConfigError } from "#daemon/config.js";
+import { TAIL_READ_STOPPED_MESSAGE } from "#daemon/errors.js";
 import { isStoreFull } from "#daemon/store/disk-guard.js";
 import { type ErrorInfo, ErrorInfoSchema } from "#gen/consent/v1/errors_pb.js";
 
@@ -274,14 +275,11 @@ function unavailableHint(
   if (code === "identity_unavailable") return SUBJECTS_UNAVAILABLE_HINT;
   const retry = retryHint(seconds);
   if (!retry) return undefined;
-  if (error.rawMessage.startsWith(TAIL_READ_STOPPED)) {
+  if (error.rawMessage === TAIL_READ_STOPPED_MESSAGE) {
     return `${retry}; if it goes on, the store is too busy to read the team's newest rows within its time limit, which the daemon does not log: lighten the store's load, or raise CONSENT_LOG_READ_TIMEOUT_MS (CONSENT_MONGODB_TIMEOUT_MS on MongoDB)`;
   }
   return `${retry}; if it goes on, see the daemon's log`;
 }
-
-/** How the daemon's message for a tail's read stopped at the store's limit begins (consent-log-reads.ts). */
-const TAIL_READ_STOPPED = "The store did not read the tail's latest rows within its time limit";
 
 /** The seconds a refusal asks to wait: its ErrorInfo's, else its `retry-after` metadata. */
 function retryAfterOf(error: ConnectError, info: ErrorInfo | undefined): number | undefined {

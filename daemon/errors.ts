@@ -51,6 +51,13 @@ export const PASSING_OUTAGE_RETRY_AFTER_SECONDS = 1;
 export const UNTIL_OPERATOR_RETRY_AFTER_SECONDS = 300;
 
 /**
+ * The daemon's words for a tail whose read of the team's newest rows the store stopped at its
+ * time limit (consent-log-reads.ts): consentctl tells that case apart by them (cli/problems.ts).
+ */
+export const TAIL_READ_STOPPED_MESSAGE =
+  "The store did not read the tail's latest rows within its time limit; retry later";
+
+/**
  * Whose failed authentication attempts (spec 8) hold a call back: the client address a gateway
  * relays with the operator token, or the calling connection's own address (a direct caller, or a
  * gateway whose token the daemon does not take, daemon/auth/caller.ts). A gateway tells its

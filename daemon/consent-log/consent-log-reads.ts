@@ -16,7 +16,7 @@ import {
   type ConsentLogRecord,
   LogReadTooLargeError,
 } from "#daemon/consent-log/consent-log-store.js";
-import { DomainError } from "#daemon/errors.js";
+import { DomainError, TAIL_READ_STOPPED_MESSAGE } from "#daemon/errors.js";
 import { InFlightCounts } from "#daemon/limits/in-flight-counts.js";
 import { afterAdmission } from "#daemon/rpc/rate-limit-headers.js";
 import type { Store } from "#daemon/store/store.js";
@@ -242,12 +242,9 @@ export function createConsentLogReads(options: ConsentLogReadOptions): ConsentLo
         // A tail reads its lookback and the rows after it, no range of the caller's: one such
         // read the store stopped at its time limit met a store too busy for now (spec 7: retry).
         if (!(error instanceof LogReadTooLargeError)) throw error;
-        throw new DomainError(
-          "unavailable",
-          "unavailable",
-          "The store did not read the tail's latest rows within its time limit; retry later",
-          { retryAfterSeconds: TAIL_RETRY_SECONDS },
-        );
+        throw new DomainError("unavailable", "unavailable", TAIL_READ_STOPPED_MESSAGE, {
+          retryAfterSeconds: TAIL_RETRY_SECONDS,
+        });
       } finally {
         tailsByTeam.leave(teamId);
       }
