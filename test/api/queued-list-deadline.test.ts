@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createBanner, createTeam, http, mintKey } from "#test/support/api.js";
-import { holdStoreCalls } from "#test/support/held-store-calls.js";
+import { type HeldCalls, holdStoreCalls } from "#test/support/held-store-calls.js";
 import { startTestService, type TestService } from "#test/support/service.js";
 import { listOnItsOwnConnection } from "#test/support/team-lists.js";
 
@@ -16,13 +16,23 @@ describe("a banner list whose deadline passes while it waits behind the team's l
   });
   afterAll(() => service.close());
 
-  // Regression: it ended CANCELED, "the caller has left", which the gateway answers 500; a deadline
-  // is the service briefly unavailable (spec 7: 5xx retried), 503 through the gateway.
-  it("is answered DEADLINE_EXCEEDED, never read from the store", async () => {
+  /** A team with one banner and its live key, its list reads held in the store during `body`. */
+  async function withListsHeld(body: (key: string, lists: HeldCalls) => Promise<void>) {
     const key = (await mintKey(service, await createTeam(service))).key;
     await createBanner(service, key);
     const lists = holdStoreCalls(service.store.banners, "listByTeam");
     try {
+      await body(key, lists);
+    } finally {
+      lists.release();
+      lists.restore();
+    }
+  }
+
+  // Regression: it ended CANCELED, "the caller has left", which the gateway answers 500; a deadline
+  // is the service briefly unavailable (spec 7: 5xx retried), 503 through the gateway.
+  it("is answered DEADLINE_EXCEEDED, never read from the store", () =>
+    withListsHeld(async (key, lists) => {
       // Calls with a deadline, as gRPC and Connect clients send it (connect-timeout-ms).
       const first = listOnItsOwnConnection(service.daemonUrl, key, {
         headers: { "connect-timeout-ms": "10000" },
@@ -40,19 +50,13 @@ describe("a banner list whose deadline passes while it waits behind the team's l
         { code: "deadline_exceeded", message: "the operation timed out" },
       ]);
       expect(lists.calls).toBe(1);
-    } finally {
-      lists.restore();
-    }
-  });
+    }));
 
   // Regression: each transport had a banner service of its own (the short Connect routes, the
   // in-process transport of `npm start`), so a list through the REST gateway and one to the
   // daemon's port ran side by side, each with its own queue.
-  it("waits behind the team's list through the gateway when it comes to the daemon's port", async () => {
-    const key = (await mintKey(service, await createTeam(service))).key;
-    await createBanner(service, key);
-    const lists = holdStoreCalls(service.store.banners, "listByTeam");
-    try {
+  it("waits behind the team's list through the gateway when it comes to the daemon's port", () =>
+    withListsHeld(async (key, lists) => {
       const throughGateway = http(service, "GET", "/api/v1/banners", { key });
       await lists.arrived(1);
       const direct = listOnItsOwnConnection(service.daemonUrl, key);
@@ -63,18 +67,12 @@ describe("a banner list whose deadline passes while it waits behind the team's l
       expect((await throughGateway).status).toBe(200);
       expect((await direct.body).status).toBe(200);
       expect(lists.calls).toBe(2);
-    } finally {
-      lists.restore();
-    }
-  });
+    }));
 
   // Regression: an aborted list learnt of its abort only when its turn came, so its client waited
   // as long as the list before it (a held store, an answer left unread) whatever its deadline.
-  it("is answered as its deadline passes, while the list before it is still being read", async () => {
-    const key = (await mintKey(service, await createTeam(service))).key;
-    await createBanner(service, key);
-    const lists = holdStoreCalls(service.store.banners, "listByTeam");
-    try {
+  it("is answered as its deadline passes, while the list before it is still being read", () =>
+    withListsHeld(async (key, lists) => {
       const first = http(service, "GET", "/api/v1/banners", { key });
       await lists.arrived(1);
       const late = listOnItsOwnConnection(service.daemonUrl, key, {
@@ -90,9 +88,5 @@ describe("a banner list whose deadline passes while it waits behind the team's l
       lists.release();
       expect((await first).status).toBe(200);
       expect(lists.calls).toBe(1);
-    } finally {
-      lists.release();
-      lists.restore();
-    }
-  });
+    }));
 });
