@@ -46,13 +46,13 @@ interface Answer {
 }
 
 /**
- * Sends `call` on a stream just opened and reads its whole answer: what the HTTP/2 stream's
- * events mean for one unary call, apart from which connection carries it (daemon-connection.ts).
- * The call is in `inFlight` until it settles, then `onSettled` is told, before the promise
- * settles. It fails with the call's abort, its REST client leaving, or its deadline, with INTERNAL past `readMaxBytes`, with
- * Refused when the daemon refused it unprocessed (it may go again), busy when the daemon is over
- * its request budget, and UNAVAILABLE when the answer is cut short; a failed call's stream is
- * cancelled.
+ * Sends `call` on a stream just opened and reads its whole answer: what the HTTP/2 stream's events
+ * mean for one unary call, apart from which connection carries it (daemon-connection.ts). The call
+ * is in `inFlight` until it settles, then `onSettled` is told, before the promise settles. It fails
+ * with the call's abort, its REST client leaving, or its deadline, with INTERNAL past
+ * `readMaxBytes`, with Refused when the daemon refused it unprocessed (it may go again), busy when
+ * the daemon is over its request budget, and UNAVAILABLE when the answer is cut short; a failed
+ * call's stream is cancelled.
  */
 export function readReply(
   stream: http2.ClientHttp2Stream,

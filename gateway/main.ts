@@ -85,9 +85,9 @@ export async function runStandaloneGateway(config: Config = loadConfig()) {
     );
   }
   // The daemon serves gRPC, gRPC-Web and Connect on one port (decisions §7); the gateway calls it
-  // in the Connect protocol, binary, over HTTP/2 (gateway/daemon-transport.ts).
-  // A daemon shutting down answers the calls in flight within its drain limit, which the gateway
-  // waits out: the same CONSENT_DRAIN_TIMEOUT_MS as its own (README, "Running the parts separately").
+  // in the Connect protocol, binary, over HTTP/2 (gateway/daemon-transport.ts). A daemon shutting
+  // down answers the calls in flight within its drain limit, which the gateway waits out: the same
+  // CONSENT_DRAIN_TIMEOUT_MS as its own (README, "Running the parts separately").
   const transport = createDaemonTransport({
     baseUrl: config.daemonUrl,
     drainTimeoutMs: config.drainTimeoutMs,

@@ -50,9 +50,9 @@ interface Stopping {
 }
 
 /**
- * Runs `body` with a signal that aborts once the command is interrupted (Ctrl-C, SIGTERM or
- * SIGHUP, caught from the command's start: `interrupted`, already aborted when it came early) or once
- * an output it watches fails. `stopped()` says why.
+ * Runs `body` with a signal that aborts once the command is interrupted (Ctrl-C, SIGTERM or SIGHUP,
+ * caught from the command's start: `interrupted`, already aborted when it came early) or once an
+ * output it watches fails. `stopped()` says why.
  */
 async function untilStopped<T>(
   interrupted: AbortSignal,

@@ -51,21 +51,21 @@ const KEY_NOT_FOUND = 211;
 /**
  * Server codes of MongoDB unable to serve for now, not refusing the request. From the driver
  * (node_modules/mongodb/src/error.ts): its retryable codes (RETRYABLE_READ_ERROR_CODES, also its
- * RETRYABLE_WRITE_ERROR_CODES: the retryable-reads and retryable-writes specifications), its
- * "not writable primary" and "node is recovering" codes (SDAM_NOT_PRIMARY_CODES,
- * SDAM_RECOVERING_CODES), and the shard routing codes among its resumable ones
- * (GET_MORE_RESUMABLE_CODES): a mongos or shard whose routing table is behind a chunk migration
- * or a collection's recreation, which it refreshes. Beside those, their kin for a database rather
- * than a collection: StaleDbVersion, a router whose record of the database's primary shard is
- * behind a movePrimary or a dropDatabase, and MovePrimaryInProgress, a write to an unsharded
- * collection while movePrimary moves it, which ends with the move. From the server (src/mongo/base/error_codes.yml):
- * its RetriableError and SystemOverloadedError categories but the InternalOnly codes, which never
- * reach a client; its NotYetInitialized, a member whose replica set configuration is not loaded
- * yet (start-up refuses a set never initiated, mongo-topology.ts); its KeyNotFound, a set or a
- * cluster just initiated whose keys for signing cluster times are not replicated yet; and its
- * TemporarilyUnavailable, a write that the storage engine's cache pressure kept from proceeding.
- * The driver sends a read or a write again once after the codes it retries (retryReads,
- * retryWrites); the others reach the service at once. Each passes by itself, within seconds.
+ * RETRYABLE_WRITE_ERROR_CODES: the retryable-reads and retryable-writes specifications), its "not
+ * writable primary" and "node is recovering" codes (SDAM_NOT_PRIMARY_CODES, SDAM_RECOVERING_CODES),
+ * and the shard routing codes among its resumable ones (GET_MORE_RESUMABLE_CODES): a mongos or
+ * shard whose routing table is behind a chunk migration or a collection's recreation, which it
+ * refreshes. Beside those, their kin for a database rather than a collection: StaleDbVersion, a
+ * router whose record of the database's primary shard is behind a movePrimary or a dropDatabase,
+ * and MovePrimaryInProgress, a write to an unsharded collection while movePrimary moves it, which
+ * ends with the move. From the server (src/mongo/base/error_codes.yml): its RetriableError and
+ * SystemOverloadedError categories but the InternalOnly codes, which never reach a client; its
+ * NotYetInitialized, a member whose replica set configuration is not loaded yet (start-up refuses a
+ * set never initiated, mongo-topology.ts); its KeyNotFound, a set or a cluster just initiated whose
+ * keys for signing cluster times are not replicated yet; and its TemporarilyUnavailable, a write
+ * that the storage engine's cache pressure kept from proceeding. The driver sends a read or a write
+ * again once after the codes it retries (retryReads, retryWrites); the others reach the service at
+ * once. Each passes by itself, within seconds.
  *
  * Beside those: 64, a write concern that timed out (wtimeoutMS) while a majority did not answer;
  * 100, one the set cannot meet at all as it stands (too few data-bearing members in its

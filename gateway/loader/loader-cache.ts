@@ -49,25 +49,24 @@ const MAX_VARIANTS = 300;
 const MAX_MISSING = 10_000;
 
 /**
- * Loader responses served from memory (decisions §6). A banner is re-checked against the daemon
- * on its next request once this process learns of a change (invalidate, wired to the daemon's
- * publish hook in single-process mode and to the banner routes a stand-alone gateway relays), and
- * otherwise after `revalidateMs`, which is how a publish through another gateway or daemon reaches
- * this one; a banner whose production side is unchanged keeps its compressed bodies. Concurrent
- * requests for one banner share one daemon call. An unknown or inactive banner is remembered as
- * such for as long (a site whose banner was switched off keeps embedding its loader), in a map of
- * its own, so ids that do not exist never push a live banner's bodies out of memory. Beyond
- * `maxBytes`, the least recently used banners are dropped, never the one just served. A read the
- * daemon cannot answer leaves a banner served as last read (stale-if-error, STALE_IF_ERROR_MS),
- * read again every STALE_RETRY_MS in the background; a banner with no copy to serve is answered
- * that failure for STALE_RETRY_MS (an overloaded daemon's refusal only as long as it asked, if
- * shorter), then read again, each request waiting for that read at most
- * HELD_READ_WAIT_MS (failed-reads.ts); it waits for its first such read at most
- * FIRST_READ_WAIT_MS, past which the read counts as failed while it goes on. Reads of banners with
- * no copy to serve are in flight MAX_FIRST_READS at most (reads-in-flight.ts): past it, a request that
- * would start one is answered 503 at once, without a call. Re-reads of banners held are in flight
- * MAX_HELD_READS at most: past it, a request that would start one is served the
- * held copy at once, marked stale, without a call.
+ * Loader responses served from memory (decisions §6). A banner is re-checked against the daemon on
+ * its next request once this process learns of a change (invalidate, wired to the daemon's publish
+ * hook in single-process mode and to the banner routes a stand-alone gateway relays), and otherwise
+ * after `revalidateMs`, which is how a publish through another gateway or daemon reaches this one;
+ * a banner whose production side is unchanged keeps its compressed bodies. Concurrent requests for
+ * one banner share one daemon call. An unknown or inactive banner is remembered as such for as long
+ * (a site whose banner was switched off keeps embedding its loader), in a map of its own, so ids
+ * that do not exist never push a live banner's bodies out of memory. Beyond `maxBytes`, the least
+ * recently used banners are dropped, never the one just served. A read the daemon cannot answer
+ * leaves a banner served as last read (stale-if-error, STALE_IF_ERROR_MS), read again every
+ * STALE_RETRY_MS in the background; a banner with no copy to serve is answered that failure for
+ * STALE_RETRY_MS (an overloaded daemon's refusal only as long as it asked, if shorter), then read
+ * again, each request waiting for that read at most HELD_READ_WAIT_MS (failed-reads.ts); it waits
+ * for its first such read at most FIRST_READ_WAIT_MS, past which the read counts as failed while it
+ * goes on. Reads of banners with no copy to serve are in flight MAX_FIRST_READS at most
+ * (reads-in-flight.ts): past it, a request that would start one is answered 503 at once, without a
+ * call. Re-reads of banners held are in flight MAX_HELD_READS at most: past it, a request that
+ * would start one is served the held copy at once, marked stale, without a call.
  */
 export class LoaderCache {
   readonly #banners = new Map<string, CachedBanner>();
@@ -107,10 +106,10 @@ export class LoaderCache {
   /**
    * The response for a visitor at `geo`, or null for an unknown or inactive banner; `stale` when
    * the daemon could not be reached to confirm it, or MAX_HELD_READS re-reads are in flight.
-   * Rejects when the daemon cannot be reached and the banner was never read, or not within STALE_IF_ERROR_MS (at once, within STALE_RETRY_MS of
-   * such a failure, or of an overloaded daemon's Retry-After if shorter, or while MAX_FIRST_READS
-   * reads of such banners are in flight; after FIRST_READ_WAIT_MS at most when the daemon does not
-   * answer).
+   * Rejects when the daemon cannot be reached and the banner was never read, or not within
+   * STALE_IF_ERROR_MS (at once, within STALE_RETRY_MS of such a failure, or of an overloaded
+   * daemon's Retry-After if shorter, or while MAX_FIRST_READS reads of such banners are in flight;
+   * after FIRST_READ_WAIT_MS at most when the daemon does not answer).
    */
   async variant(publicId: string, geo: Geo | null): Promise<LoaderVariant | null> {
     const cached = await this.#banner(publicId);

@@ -139,9 +139,9 @@ export class StaleServing {
   }
 
   /**
-   * A banner held, served as held, marked stale, without a read: MAX_HELD_READS re-reads of
-   * banners held are in flight (reads-in-flight.ts), and `cause` says so in the stale-serving warning.
-   * The entry is left as it is: its next request reads it once one of those reads has ended.
+   * A banner held, served as held, marked stale, without a read: MAX_HELD_READS re-reads of banners
+   * held are in flight (reads-in-flight.ts), and `cause` says so in the stale-serving warning. The
+   * entry is left as it is: its next request reads it once one of those reads has ended.
    */
   heldWithoutRead(publicId: string, cached: CachedBanner, cause: unknown): CachedBanner {
     this.#servedStaleFor(publicId, cause);

@@ -30,12 +30,12 @@ const refusal = (answer: HttpResult) => [
 ];
 
 /**
- * Regression: each public id asked for started a daemon read, made-up ids included, and a read
- * the daemon leaves unanswered (its store stalled) stays in flight past the visitor's 503, so ids
+ * Regression: each public id asked for started a daemon read, made-up ids included, and a read the
+ * daemon leaves unanswered (its store stalled) stays in flight past the visitor's 503, so ids
  * cycled during a slow-store period made the gateway hold a call each; past the daemon's 256
  * streams on the gateway's one connection, every other call waited behind them. Reads of banners
- * held nowhere are bounded (reads-in-flight.ts): past the bound such a banner is answered 503 at once
- * without a call, and banners already served, and the REST routes, are not starved.
+ * held nowhere are bounded (reads-in-flight.ts): past the bound such a banner is answered 503 at
+ * once without a call, and banners already served, and the REST routes, are not starved.
  */
 describe("the loader of a stand-alone gateway whose daemon leaves banner reads unanswered", () => {
   it(`sends at most ${MAX_FIRST_READS} reads of banners it holds no copy of, answering more 503 at once, and serves a held banner`, async () => {

@@ -15,7 +15,9 @@ import { startTestService } from "#test/support/service.js";
 const STALE = "public, max-age=60, stale-while-revalidate=60";
 const SERVED_STALE =
   "the daemon could not be reached or has not answered: loaders are served as last read";
-/** More banners held than the streams left on the gateway's connection once first reads hold theirs. */
+/**
+ * More banners held than the streams left on the gateway's connection once first reads hold theirs.
+ */
 const HELD_BANNERS = MAX_STREAMS_PER_CONNECTION - MAX_FIRST_READS + 8;
 
 /** Runs `task` over `items`, `width` at a time. */
@@ -31,9 +33,9 @@ async function inBatches<T, R>(items: T[], width: number, task: (item: T) => Pro
  * Regression: re-reads of banners held (every 30 s per banner, after a publish, every 5 s while
  * served stale) were not bounded, and a read the daemon leaves unanswered (its store stalled) stays
  * in flight after its request is answered from the held copy: with many banners held, the stuck
- * re-reads and the first reads together took every one of the daemon's 256 streams on the
- * gateway's one connection, and every other call, REST ones included, waited behind them. Re-reads
- * are bounded (reads-in-flight.ts): past the bound a held banner is served as held, marked stale, at
+ * re-reads and the first reads together took every one of the daemon's 256 streams on the gateway's
+ * one connection, and every other call, REST ones included, waited behind them. Re-reads are
+ * bounded (reads-in-flight.ts): past the bound a held banner is served as held, marked stale, at
  * once and without a call, and the REST routes keep streams of their own.
  */
 describe("the loader of a stand-alone gateway whose daemon leaves the re-reads of banners held unanswered", () => {
@@ -58,7 +60,8 @@ describe("the loader of a stand-alone gateway whose daemon leaves the re-reads o
 
       relay.hold();
       const before = relay.reads;
-      // Made-up ids hold as many streams as first reads may (reads-in-flight.ts), answered 503 later.
+      // Made-up ids hold as many streams as first reads may (reads-in-flight.ts), answered 503
+      // later.
       const firstReads = Array.from({ length: MAX_FIRST_READS }, () => loader(randomUUID()));
       await expect.poll(() => relay.reads, { timeout: 30_000 }).toBe(before + MAX_FIRST_READS);
 
