@@ -38,6 +38,11 @@ const MAX_PENDING = 64;
  */
 const REST_PER_BUSY = 3;
 
+/** Whether a response's brotli body was built below the highest quality: one to recompress. */
+export function belowTopQuality(variant: LoaderVariant): boolean {
+  return variant.brotliQuality < constants.BROTLI_MAX_QUALITY;
+}
+
 /**
  * Recompresses loader responses at brotli's highest quality in the background (decisions §6): one
  * at a time, resting between, at most MAX_PENDING waiting. A response is built and served at once
@@ -66,7 +71,7 @@ export class BrotliUpgrades {
     if (this.#stopped || this.#queued.has(upgrade.build)) return;
     if (this.#pending.length >= MAX_PENDING) return;
     const variant = upgrade.kept();
-    if (!variant || variant.brotliQuality >= constants.BROTLI_MAX_QUALITY) return;
+    if (!variant || !belowTopQuality(variant)) return;
     this.#queued.add(upgrade.build);
     this.#pending.push(upgrade);
     if (!this.#running) {
@@ -100,7 +105,7 @@ export class BrotliUpgrades {
   async #recompress(upgrade: BrotliUpgrade): Promise<void> {
     // One dropped, evicted or replaced while it waited is not recompressed.
     const variant = upgrade.kept();
-    if (!variant || variant.brotliQuality >= constants.BROTLI_MAX_QUALITY) return;
+    if (!variant || !belowTopQuality(variant)) return;
     if (recompressions.hasSubscribers) recompressions.publish({ hash: variant.hash });
     let br: Buffer;
     try {

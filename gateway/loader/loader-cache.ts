@@ -1,6 +1,10 @@
 import { toBinary } from "@bufbuild/protobuf";
 import { DEFAULT_LOADER_CACHE_MB } from "#daemon/config.js";
-import { type BrotliUpgrade, BrotliUpgrades } from "#gateway/loader/brotli-upgrades.js";
+import {
+  type BrotliUpgrade,
+  BrotliUpgrades,
+  belowTopQuality,
+} from "#gateway/loader/brotli-upgrades.js";
 import {
   type CachedBanner,
   type KeptVariant,
@@ -122,8 +126,11 @@ export class LoaderCache {
     const variant = kept ?? this.#build(publicId, cached, location, key);
     this.#keepLocation(publicId, variants, key, variant);
     const built = await variant.response;
-    // Asked for again while kept: worth recompressing at brotli's highest quality.
-    if (kept) this.#upgrades.request(this.#upgradeOf(publicId, key, kept.build));
+    // Asked for again while kept: worth recompressing at brotli's highest quality, unless it was
+    // (every later request of a location served often, with nothing to make for it).
+    if (kept && belowTopQuality(built)) {
+      this.#upgrades.request(this.#upgradeOf(publicId, key, kept.build));
+    }
     // A copy marked stale, so the bodies kept for the banner stay as built.
     return cached.stale ? { ...built, stale: true } : built;
   }
