@@ -58,8 +58,24 @@ export function errorFields(error: HttpError): Record<string, unknown> {
   return fields;
 }
 
+/** spec 7: the 401 codes of a key that was sent and refused (spec 5.4). */
+const REFUSED_KEY_CODES = new Set(["invalid_key", "revoked_key", "expired_key"]);
+
+/**
+ * The challenge of a 401 (RFC 9110 15.5.2: a 401 carries one; RFC 6750 3 writes it for a bearer
+ * token): `error="invalid_token"` for a key that was sent and refused (malformed, unknown,
+ * revoked, expired), none where no usable credential was sent. Some clients fail on a 401 without
+ * it before reading its body (Android's HttpURLConnection: "No authentication challenges found").
+ */
+function bearerChallenge(code: string | undefined): string {
+  return code !== undefined && REFUSED_KEY_CODES.has(code)
+    ? 'Bearer error="invalid_token"'
+    : "Bearer";
+}
+
 /** spec 7: the error envelope `{ data: { error, code, details? }, version: "v1" }`. */
 export function sendEnvelopedError(reply: FastifyReply, error: HttpError): FastifyReply {
   reply.headers(error.headers);
+  if (error.status === 401) reply.header("WWW-Authenticate", bearerChallenge(error.code));
   return sendData(reply, error.status, errorFields(error));
 }

@@ -268,6 +268,46 @@ describe("spec 7 error table", () => {
     expect([expiredResult.status, envelopeOf(expiredResult).code]).toEqual([401, "expired_key"]);
   });
 
+  it("401 carries a Bearer challenge, invalid_token for a key sent and refused; other errors none", async () => {
+    // RFC 9110 15.5.2: a 401 names its challenge; RFC 6750 3 writes it for a bearer token.
+    const teamId = await createTeam(service, "professional");
+    const revoked = await mintKey(service, teamId);
+    const rotated = await mintKey(service, teamId);
+    const { admin, auth } = operator(service);
+    await admin.revokeApiKey({ id: revoked.id }, auth);
+    await admin.rotateApiKey({ id: rotated.id, gracePeriodSeconds: 0 }, auth);
+    const cases: [string, string, string, Record<string, string>][] = [
+      ["GET", "/api/v1/banners", "unauthorized", {}],
+      ["POST", "/api/v1/consent/subjects/resolve", "unauthorized", {}],
+      ["GET", "/api/v1/banners", "unauthorized", { cookie: "consent_session=cs_unknown" }],
+      [
+        "GET",
+        "/api/v1/banners",
+        "unauthorized",
+        { cookie: "consent_session=a; consent_session=b" },
+      ],
+      ["GET", "/api/v1/banners", "invalid_key", { authorization: "Bearer not-a-key" }],
+      ["POST", "/api/v1/consent/subjects/resolve", "invalid_key", { authorization: "Basic x" }],
+      ["GET", "/api/v1/banners", "revoked_key", { authorization: `Bearer ${revoked.key}` }],
+      ["GET", "/api/v1/banners", "expired_key", { authorization: `Bearer ${rotated.key}` }],
+    ];
+    for (const [i, [method, path, code, headers]] of cases.entries()) {
+      const result = await http(service, method, path, {
+        headers: { ...headers, "x-forwarded-for": `10.9.0.${i}` },
+        body: method === "POST" ? subject() : undefined,
+      });
+      const challenge = code === "unauthorized" ? "Bearer" : 'Bearer error="invalid_token"';
+      expect([code, result.status, envelopeOf(result).code]).toEqual([code, 401, code]);
+      expect([code, result.headers.get("www-authenticate")]).toEqual([code, challenge]);
+    }
+    const readOnly = await mintKey(service, teamId, { scopes: ["banners:read"] });
+    const forbidden = await http(service, "POST", "/api/v1/banners", {
+      key: readOnly.key,
+      body: {},
+    });
+    expect([forbidden.status, forbidden.headers.get("www-authenticate")]).toEqual([403, null]);
+  });
+
   it("401 unauthorized: no key (and, for banners, no session)", async () => {
     for (const [method, path] of [
       ["GET", "/api/v1/banners"],
