@@ -31,7 +31,8 @@ export function escapeHtml(value: string): string {
  */
 function textIn(tag: string, text: Text, attributes = ""): string {
   const mark = languageMark(text);
-  const marked = mark ? ` lang="${escapeHtml(mark.lang)}" dir="${mark.dir}"` : "";
+  const lang = mark?.lang ? ` lang="${escapeHtml(mark.lang)}"` : "";
+  const marked = mark ? `${lang} dir="${mark.dir}"` : "";
   return `<${tag}${attributes}${marked}>${escapeHtml(text.text)}</${tag}>`;
 }
 

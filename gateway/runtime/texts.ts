@@ -23,6 +23,11 @@ export type TextKey = keyof typeof DEFAULT_TEXTS;
 export interface Text {
   text: string;
   lang?: string;
+  /**
+   * In no stated language (a category's own label or description): drawn in its own direction
+   * (`dir="auto"`), so an English description keeps its full stop at its end in a Hebrew banner.
+   */
+  unstated?: true;
 }
 
 /** Texts of one language with the fallbacks applied, and the language they are in. */
@@ -43,7 +48,7 @@ export interface ResolvedTexts {
  * privacy policy's address, in no language, comes last from the first language that has one, so
  * no visitor loses the operator's link; it is marked with the language of the texts it came from
  * where that is not the banner's. A category's own label and description (its configuration,
- * not its texts) are in no stated language and carry no mark.
+ * not its texts) are in no stated language and carry no mark but their own direction.
  */
 export function resolveTexts(
   texts: Record<string, RuntimeTexts>,
@@ -95,7 +100,7 @@ export function resolveTexts(
   const pick = (
     read: (own: RuntimeTexts) => string | undefined,
     last: string,
-    lastMark: { lang?: string },
+    lastMark: Omit<Text, "text">,
     further: typeof chain = [],
   ): Text => {
     for (const { own, mark } of [...chain, ...further]) {
@@ -105,6 +110,7 @@ export function resolveTexts(
     // No mark on nothing: an empty last resort (no description) is not a text in any language.
     return last ? { text: last, ...lastMark } : { text: last };
   };
+  const unstated = { unstated: true } as const;
   return {
     languageCode,
     get: (key) =>
@@ -118,12 +124,12 @@ export function resolveTexts(
       label: pick(
         (own) => own.categories?.[category.name]?.label,
         category.label || category.name,
-        {},
+        unstated,
       ),
       description: pick(
         (own) => own.categories?.[category.name]?.description,
         category.description,
-        {},
+        unstated,
       ),
     }),
   };
@@ -206,9 +212,14 @@ const RTL_LANGUAGES = /^(ar|arc|ckb|dv|fa|he|ks|ps|sd|syr|ug|ur|yi)(-|$)/;
 
 /**
  * The marks of a text in another language than its surroundings (`lang` and `dir`, WCAG 3.1.2),
- * or undefined for one in theirs: what the banner and the preferences page set alike.
+ * `dir="auto"` alone for one in no stated language, or undefined for one in theirs: what the
+ * banner and the preferences page set alike.
  */
-export function languageMark({ lang }: Text): { lang: string; dir: "rtl" | "ltr" } | undefined {
+export function languageMark({
+  lang,
+  unstated,
+}: Text): { lang?: string; dir: "rtl" | "ltr" | "auto" } | undefined {
+  if (unstated) return { dir: "auto" };
   return lang ? { lang, dir: directionOf(lang) } : undefined;
 }
 

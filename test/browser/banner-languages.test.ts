@@ -1,8 +1,11 @@
 import { describe, expect, it } from "vitest";
 import {
+  categoriesDrawn,
   dialog,
+  mixedDirections,
   openPage,
   type SitePage,
+  showPreferences,
   skipBrowserTests,
   useBrowserSite,
   waitForRows,
@@ -291,5 +294,27 @@ describe.skipIf(skipBrowserTests)("banner runtime in Chromium: the texts' langua
         ["ca_ES@euro", "ca", "La vostra privadesa"],
       ]),
     );
+  });
+
+  // Regression: a category's own label and description, in no stated language, took the banner's
+  // direction: in a Hebrew banner an English description or label ended in a full stop drawn at
+  // its left (".Sign-in and basket"), in an English banner a Hebrew description at its right.
+  it("draws a category's own label and description in their own direction, whatever the banner's", async () => {
+    const { publicId } = await bannerFixture(ctx.service, {
+      domain: "localhost",
+      configuration: mixedDirections.configuration,
+    });
+    const visitor = await openPage(ctx.browser, { locale: "en-US" });
+    const drawn = [];
+    for (const lang of ["he", "en"]) {
+      await visitor.page.goto(ctx.site.page(`/directions-${lang}`, { publicId, lang }));
+      await visitor.page.waitForFunction(() => "consentBanner" in window);
+      await showPreferences(visitor.page);
+      const panel = dialog(visitor.page);
+      await expect.poll(() => panel.locator("label small").count()).toBe(2);
+      drawn.push(await categoriesDrawn(visitor.page.locator("[id^=consent-banner-] .r"), panel));
+    }
+    await visitor.context.close();
+    expect(drawn).toEqual(mixedDirections.drawn);
   });
 });

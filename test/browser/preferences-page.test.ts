@@ -4,7 +4,13 @@ import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { contrastShortfalls } from "#daemon/banners/colors.js";
 import { shortfallMessage } from "#daemon/banners/contrast.js";
-import { launchChromium, skipBrowserTests, useTestPage } from "#test/support/browser.js";
+import {
+  categoriesDrawn,
+  launchChromium,
+  mixedDirections,
+  skipBrowserTests,
+  useTestPage,
+} from "#test/support/browser.js";
 import {
   aChoice,
   alteredLink,
@@ -182,6 +188,22 @@ describe.skipIf(skipBrowserTests)("preferences page in Chromium", () => {
     await tab.page.reload();
     expect(await storedRows(service, teamId)).toHaveLength(2);
     expect(tab.warnings).toEqual([]);
+  });
+
+  // Regression: as on the banner, a category's own label and description took the page's
+  // direction: on a Hebrew page an English description ended in a full stop drawn at its left.
+  it("draws a category's own label and description in their own direction, whatever the page's", async () => {
+    const banner = { configuration: mixedDirections.configuration };
+    const drawn = [];
+    for (const [languageCode, consentId] of [
+      ["he", "0c5e7a1b-2d3f-4a6b-8c9d-1e2f3a4b5c6d"],
+      ["en", "1d6f8b2c-3e4a-4b7c-9d0e-2f3a4b5c6d7e"],
+    ] as const) {
+      const { link } = await choiceWithLink(consentId, banner, languageCode);
+      await tab.page.goto(link);
+      drawn.push(await categoriesDrawn(tab.page.locator("html"), tab.page));
+    }
+    expect(drawn).toEqual(mixedDirections.drawn);
   });
 
   /** Each checkbox's and button's box, in CSS px. */

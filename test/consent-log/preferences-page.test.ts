@@ -60,7 +60,7 @@ describe("GET and POST /preferences/{token}", () => {
       '<h1>Datenschutz-Einstellungen</h1>\n<p class="site">shop.example.com</p>',
     );
     expect(page.text).toContain(
-      '<input type="checkbox" checked disabled aria-labelledby="l0 n0"><span><b id="l0">Necessary</b> <i id="n0">Immer aktiv</i>',
+      '<input type="checkbox" checked disabled aria-labelledby="l0 n0"><span><b id="l0" dir="auto">Necessary</b> <i id="n0">Immer aktiv</i>',
     );
     expect(page.text).toContain(
       '<input type="checkbox" checked name="category" value="analytics" aria-labelledby="l1" aria-describedby="s1">',
@@ -68,13 +68,13 @@ describe("GET and POST /preferences/{token}", () => {
     expect(page.text).toContain(
       '<input type="checkbox" name="category" value="marketing" aria-labelledby="l2">',
     );
-    expect(page.text).toContain('<small id="s1">Usage statistics</small>');
+    expect(page.text).toContain('<small id="s1" dir="auto">Usage statistics</small>');
     expect(page.text).toContain(
       '<a href="https://shop.example.com/datenschutz">Datenschutzerklärung</a>',
     );
     expect(page.text).toContain("<small>Dieser Link ist bis 12:30 UTC gültig.</small>");
     // The texts the banner lacks in German are English, and say so (WCAG 3.1.2); the category's
-    // own label and description are in no stated language and inherit the page's.
+    // own label and description are in no stated language: they take only their own direction.
     expect(page.text).toContain('<p lang="en" dir="ltr">We use cookies and similar technologies');
     expect(page.text).toContain('<legend lang="en" dir="ltr">Customize</legend>');
     expect(page.text).toContain('<button type="submit">Speichern</button>');

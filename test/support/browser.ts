@@ -7,6 +7,7 @@ import {
   type Cookie,
   chromium,
   type Frame,
+  type Locator,
   type Page,
 } from "playwright-core";
 import { afterAll, afterEach, beforeAll, beforeEach } from "vitest";
@@ -132,6 +133,53 @@ export async function waitForRows(
 
 /** The banner's dialog inside its shadow root (Playwright's CSS selectors pierce open roots). */
 export const dialog = (page: Page) => page.locator("[id^=consent-banner-] [role=dialog]");
+
+/**
+ * The side each of `texts` ends on as drawn, `"right"` or `"left"`: where a sentence's full stop
+ * sits, which a right-to-left paragraph draws at the left of an English sentence.
+ */
+const endSides = (texts: Locator) =>
+  texts.evaluateAll((elements) =>
+    elements.map((element) => {
+      const text = element.firstChild as Text;
+      const range = document.createRange();
+      const x = (at: number) => {
+        range.setStart(text, at);
+        range.setEnd(text, at + 1);
+        return range.getBoundingClientRect().x;
+      };
+      return x(text.length - 1) > x(0) ? "right" : "left";
+    }),
+  );
+
+/**
+ * Categories whose own labels and descriptions (in no stated language) are English but for one
+ * Hebrew description, in a banner with Hebrew texts; and, for a view of them in Hebrew and then
+ * one in English, what categoriesDrawn finds when each is drawn in its own direction.
+ */
+export const mixedDirections = {
+  configuration: {
+    categories: [
+      { name: "necessary", required: true, label: "Necessary", description: "Sign-in and basket." },
+      { name: "analytics", label: "Ads, pixels, etc.", description: "מודעות מותאמות אישית." },
+    ],
+    texts: { he: { title: "הפרטיות שלך" } },
+  },
+  drawn: [
+    ["rtl", ["right", "right"], ["right", "left"]],
+    ["ltr", ["right", "right"], ["right", "left"]],
+  ],
+};
+
+/**
+ * How the categories in `view` are drawn: the `dir` of `directed` (the view's root), then the
+ * side the labels end on, then the descriptions (endSides).
+ */
+export const categoriesDrawn = async (directed: Locator, view: Locator | Page) => [
+  (await directed.getAttribute("dir")) ?? "ltr",
+  await endSides(view.locator("label b")),
+  await endSides(view.locator("label small")),
+];
 
 /** The integrator API of the page's banner (docs/banner-runtime.md). */
 interface BannerApi {
