@@ -168,7 +168,12 @@ export function showBanner(options: ViewOptions): () => void {
     { className: `r ${config.layout} ${config.position}`, lang: languageCode },
     { dir: directionOf(languageCode) },
   );
-  if (modal) root.append(h("div", { className: "bd" }));
+  if (modal) {
+    // Focus trap, part 3: a click on the backdrop takes no focus, which would leave the dialog
+    // for <body> (no focusin to bring it back), where Escape no longer reaches the dialog.
+    const backdrop = root.appendChild(h("div", { className: "bd" }));
+    backdrop.addEventListener("mousedown", (event) => event.preventDefault());
+  }
   root.append(panel);
   shadow.append(root);
   mount(host, config);

@@ -439,6 +439,28 @@ describe.skipIf(skipBrowserTests)("banner runtime in Chromium: layouts and choic
     expect(row?.preferences).toEqual({ necessary: true, analytics: false, marketing: true });
   });
 
+  // Regression: a click on the modal's backdrop left focus on <body>, outside the dialog, where
+  // Escape no longer reached it and re-opened preferences stayed open.
+  it("keeps focus in the modal when the visitor clicks its backdrop, so Escape still closes it", async () => {
+    await bannerPage({ layout: "modal" });
+    await dialog(tab.page).getByRole("button", { name: "Accept all" }).click();
+    await tab.page.locator('a[href="#top"]').focus();
+    await showPreferences(tab.page);
+    await expect.poll(() => dialog(tab.page).count()).toBe(1);
+    // The top left corner of the window: the backdrop, well clear of the centred dialog.
+    await tab.page.mouse.click(2, 2);
+    const inDialog = () =>
+      tab.page.evaluate(
+        () => !!document.activeElement?.shadowRoot?.activeElement?.closest("[role=dialog]"),
+      );
+    expect(await inDialog()).toBe(true);
+    await tab.page.keyboard.press("Escape");
+    await expect.poll(() => dialog(tab.page).count()).toBe(0);
+    expect(await tab.page.evaluate(() => document.activeElement?.getAttribute("href"))).toBe(
+      "#top",
+    );
+  });
+
   it("holds the page still behind a modal, and lets it scroll again after the choice", async () => {
     await bannerPage({ layout: "modal" });
     const overflow = () =>
