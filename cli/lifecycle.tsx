@@ -4,6 +4,7 @@ import { type ReactNode, useEffect, useRef } from "react";
 import { Spinner } from "#cli/components/spinner.js";
 import { frameColumns, pipedStream } from "#cli/terminal.js";
 import { ColorProvider } from "#cli/theme.js";
+import { STOP_SIGNALS } from "#daemon/drain-exit.js";
 
 /** A task's result once known: the value, or what it threw. */
 export type Settled<T> = { status: "done"; value: T } | { status: "failed"; error: unknown };
@@ -72,9 +73,43 @@ export interface RenderOptions {
  *    and scrollback, then draw again) for a frame as tall as the terminal, whatever its height.
  *    Piped, the frame is laid out at the width its widest line needs (pipedFrameColumns).
  *
- * A failure is handed back (no frame is written); the caller prints it on stderr.
+ * A failure is handed back (no frame is written); the caller prints it on stderr. A stop signal
+ * meanwhile ends the process by that signal (endingBySignal).
  */
-export async function renderCommand<T>(
+export function renderCommand<T>(
+  props: CommandProps<T>,
+  options: RenderOptions,
+): Promise<CommandOutcome> {
+  return endingBySignal(() => drawCommand(props, options));
+}
+
+/**
+ * Runs `draw` (the command's Ink instances) under a listener that ends the process by a stop
+ * signal that comes meanwhile, as one does at any other moment of a command (cli/README.md,
+ * "Output contract"). Without it, a Ctrl-C while Ink drew a frame was lost and the command exited
+ * 0: Node hands a signal to its listeners from the event loop, and Ink's own (signal-exit's),
+ * there when it came, was gone by then, removed as the instance unmounted at the end of the
+ * same synchronous render. The listener hands the signal to the listeners still there (Ink's
+ * unmount, the cursor shown again), then ends the process by it; it is removed only once the
+ * event loop has polled after `draw`, so a signal that came during the last frame reaches it.
+ */
+async function endingBySignal<T>(draw: () => Promise<T>): Promise<T> {
+  const end = (signal: NodeJS.Signals) => {
+    for (const stop of STOP_SIGNALS) process.off(stop, end);
+    process.emit(signal, signal);
+    process.kill(process.pid, signal);
+  };
+  for (const stop of STOP_SIGNALS) process.on(stop, end);
+  try {
+    return await draw();
+  } finally {
+    // Two turns: the first may run in the check phase of the poll that preceded the signal.
+    for (let turn = 0; turn < 2; turn += 1) await new Promise((resolve) => setImmediate(resolve));
+    for (const stop of STOP_SIGNALS) process.off(stop, end);
+  }
+}
+
+async function drawCommand<T>(
   props: CommandProps<T>,
   options: RenderOptions,
 ): Promise<CommandOutcome> {

@@ -8,6 +8,10 @@ import {
   startCli,
 } from "#cli/test-support/cli-process.js";
 
+/** Sends the process a signal as it first writes to stdout: as it writes its final frame. */
+const INTERRUPT_AT_OUTPUT = new URL("./test-support/interrupt-at-output.mjs", import.meta.url)
+  .pathname;
+
 /** A port nothing listens on: `health` reports the daemon unreachable, on stdout, exit 1. */
 const NOWHERE = ["--daemon", "http://127.0.0.1:9"];
 
@@ -130,6 +134,27 @@ describe("consentctl as a process", { timeout: E2E_TIMEOUT_MS }, () => {
     );
     expect(JSON.parse(runs[4]?.stderr ?? "")).toMatchObject({ code: "usage" });
     expect(runs[5]?.stderr).toContain("option '--daemon <url>' is invalid: The daemon URL must be");
+  });
+
+  // Regression: a Ctrl-C while Ink drew the final frame reached a listener of Ink's that the
+  // frame's unmount had removed before Node handed the signal on, so it was lost: the command
+  // went on to its own exit status (1 for this health report, 0 for a list).
+  it("ends by the signal when Ctrl-C, SIGTERM or SIGHUP comes as it writes its final frame", async () => {
+    const signals = ["SIGINT", "SIGTERM", "SIGHUP"] as const;
+    const runs = await Promise.all(
+      signals.map(
+        (signal) =>
+          startCli(["health", ...NOWHERE], {
+            env: {
+              NODE_OPTIONS: `--import ${INTERRUPT_AT_OUTPUT}`,
+              INTERRUPT_AT_OUTPUT_SIGNAL: signal,
+            },
+          }).ended,
+      ),
+    );
+    expect(runs.map(({ code, signal }) => ({ code, signal }))).toEqual(
+      signals.map((signal) => ({ code: null, signal })),
+    );
   });
 
   it("prints package.json's version from the bundle and from the sources alike", async () => {
