@@ -3,7 +3,7 @@ import { fileFailure } from "#cli/file-errors.js";
 import { metadataValueProblem } from "#cli/option-parsers.js";
 import { UserError } from "#cli/problems.js";
 import { ADMIN_TOKEN_FILE, readOperatorToken } from "#daemon/bootstrap.js";
-import { type Config, ConfigError, loadConfig } from "#daemon/config.js";
+import { type Config, ConfigError, loadConfig, StartupError } from "#daemon/config.js";
 
 /** The options every command accepts (set on the program, read with optsWithGlobals). */
 export interface GlobalOptions {
@@ -79,23 +79,27 @@ export async function findOperatorToken(
   if (globals.token) return { token: globals.token, source: "--token" };
   if (context.config instanceof ConfigError) throw context.config;
   const file = path.join(context.dataDir, ADMIN_TOKEN_FILE);
+  const elsewhere =
+    "point CONSENT_DATA_DIR at the daemon's data directory, or pass --token / set CONSENT_ADMIN_TOKEN";
   let token: string | undefined;
   try {
     token = await readOperatorToken(context.config);
   } catch (error) {
-    const { reason, hint } = fileFailure(
-      file,
-      error,
-      "read",
-      "check the file's permissions, or pass --token / set CONSENT_ADMIN_TOKEN",
-    );
+    // The daemon's words for its log name the file again (bootstrap.ts, permissionFailure): the
+    // file system's own error, their cause, is the reason here.
+    const cause = error instanceof StartupError && error.cause ? error.cause : error;
+    const { reason, hint } = fileFailure(file, cause, "read", elsewhere);
     throw new UserError(
       `Cannot read the operator token at ${file}: ${reason}.`,
       hint,
       "token_unreadable",
     );
   }
-  if (!token) return undefined;
+  if (token === undefined) return undefined;
+  // A daemon refuses to start on an empty file (bootstrap.ts): it holds no token of any daemon.
+  if (token === "") {
+    throw new UserError(`The operator token file ${file} is empty.`, elsewhere, "token_unreadable");
+  }
   const source = context.config.adminToken ? "CONSENT_ADMIN_TOKEN" : file;
   const problem = metadataValueProblem(token);
   if (problem) {

@@ -1,4 +1,4 @@
-import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import http2 from "node:http2";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
@@ -367,6 +367,43 @@ describe("consentctl teams (against a real daemon)", { timeout: E2E_TIMEOUT_MS }
       });
     } finally {
       await rm(empty, { recursive: true, force: true });
+    }
+  });
+
+  // Regression: a directory in the token file's place was "Cannot read the operator token at F:
+  // cannot read F: it is a directory, where the file belongs; move it away." (the daemon's words
+  // for its log after the CLI's), and an empty file "No operator token found", looked for at F.
+  it("says why the token file cannot be used: a directory in its place, or an empty file", async () => {
+    const root = await mkdtemp(path.join(tmpdir(), "consentctl-token-file-"));
+    try {
+      const [directory, empty] = [path.join(root, "directory"), path.join(root, "empty")];
+      await mkdir(path.join(directory, "admin-token"), { recursive: true });
+      await mkdir(empty);
+      await writeFile(path.join(empty, "admin-token"), "\n");
+      const run = (dataDir: string, json: string[] = []) =>
+        runCli(["teams", "list", ...json], {
+          env: { CONSENT_DATA_DIR: dataDir, CONSENT_DAEMON_URL: service.daemonUrl },
+        });
+      const [inPlace, emptied, emptiedJson] = await Promise.all([
+        run(directory),
+        run(empty),
+        run(empty, ["--json"]),
+      ]);
+      const hint =
+        "hint: point CONSENT_DATA_DIR at the daemon's data directory, or pass --token / set CONSENT_ADMIN_TOKEN\n";
+      expect(inPlace).toEqual({
+        code: 1,
+        stdout: "",
+        stderr: `✖ Cannot read the operator token at ${path.join(directory, "admin-token")}: it is a directory.\n${hint}`,
+      });
+      expect(emptied).toEqual({
+        code: 1,
+        stdout: "",
+        stderr: `✖ The operator token file ${path.join(empty, "admin-token")} is empty.\n${hint}`,
+      });
+      expect(JSON.parse(emptiedJson.stderr)).toMatchObject({ code: "token_unreadable" });
+    } finally {
+      await rm(root, { recursive: true, force: true });
     }
   });
 });
