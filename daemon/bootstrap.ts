@@ -103,7 +103,7 @@ export function operatorTokenProblem(token: string): string | undefined {
  */
 export async function loadSecrets(config: Config): Promise<Secrets> {
   try {
-    await mkdir(config.dataDir, { recursive: true, mode: 0o700 });
+    await makeDirectories(config.dataDir, 0o700);
   } catch (error) {
     throw new StartupError(
       `cannot create the data directory ${config.dataDir} (CONSENT_DATA_DIR): ${(error as Error).message}`,
@@ -157,6 +157,25 @@ async function identityKeys(config: Config, created: string[]) {
       identityKeys: [],
       identityProblem: `${file} is unusable (${(error as Error).message})`,
     };
+  }
+}
+
+/**
+ * `mkdir -p`: `directory` and any missing parent, each made at most once (another process making
+ * one meanwhile is fine). Not Node's `recursive`, which spins for ever, a core busy and start-up
+ * deaf to a first SIGTERM, where the kernel refuses a new directory with ENOENT though its parent
+ * exists (under /proc): there the second refusal is the answer.
+ */
+async function makeDirectories(directory: string, mode: number, parentMade = false) {
+  try {
+    await mkdir(directory, { mode });
+  } catch (error) {
+    const { code } = error as NodeJS.ErrnoException;
+    if (code === "EEXIST" && (await stat(directory)).isDirectory()) return;
+    const parent = path.dirname(directory);
+    if (code !== "ENOENT" || parentMade || parent === directory) throw error;
+    await makeDirectories(parent, mode);
+    await makeDirectories(directory, mode, true);
   }
 }
 

@@ -693,20 +693,25 @@ describe("start-up of the real programs", { timeout: 120_000 }, () => {
     }
   });
 
-  it("a data directory that cannot be made stops npm start and consentd with exit code 1 and one line", async () => {
+  // Regression (under /proc): Node's recursive mkdir spun for ever, a core busy and deaf to a
+  // first SIGTERM, on a directory the kernel refuses with ENOENT though its parent exists.
+  it("a data directory that cannot be made (under a file, or under /proc) stops npm start and consentd with exit code 1 and one line", async () => {
     const file = path.join(await mkdtemp(path.join(root, "a-file-")), "not-a-directory");
     await writeFile(file, "");
     const programs = [
       [PROGRAMS.consent, "consent"],
       [PROGRAMS.consentd, "consentd"],
     ] as const;
+    const dataDirs = [path.join(file, "data"), "/proc/consent-data"];
     await Promise.all(
-      programs.map(async ([bin, name]) => {
-        const refused = await refusedStart(bin, { CONSENT_DATA_DIR: path.join(file, "data") });
-        expect(refused.code).toBe(1);
-        expectOneLine(refused.message, name);
-        expect(refused.message).toContain("cannot create the data directory");
-      }),
+      programs.flatMap(([bin, name]) =>
+        dataDirs.map(async (dataDir) => {
+          const refused = await refusedStart(bin, { CONSENT_DATA_DIR: dataDir });
+          expect(refused.code).toBe(1);
+          expectOneLine(refused.message, name);
+          expect(refused.message).toContain(`cannot create the data directory ${dataDir}`);
+        }),
+      ),
     );
   });
 
