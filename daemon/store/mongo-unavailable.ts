@@ -47,6 +47,10 @@ const RETRYABLE_LABELS = [
 const UNSATISFIABLE_WRITE_CONCERN = 100;
 /** MongoDB's KeyNotFound: no key of its own validates the cluster time a command carried. */
 const KEY_NOT_FOUND = 211;
+/** MongoDB's Interrupted and ClientMarkedKilled: a command killed (killOp, killSessions). */
+const KILLED = new Set([11601, 46841]);
+/** MongoDB's ConfigServerUnreachable: a mongos that cannot reach the config server replica set. */
+const CONFIG_SERVER_UNREACHABLE = 56846;
 
 /**
  * Server codes of MongoDB unable to serve for now, not refusing the request. From the driver
@@ -63,9 +67,16 @@ const KEY_NOT_FOUND = 211;
  * NotYetInitialized, a member whose replica set configuration is not loaded yet (start-up refuses a
  * set never initiated, mongo-topology.ts); its KeyNotFound, a set or a cluster just initiated whose
  * keys for signing cluster times are not replicated yet; and its TemporarilyUnavailable, a write
- * that the storage engine's cache pressure kept from proceeding. The driver sends a read or a write
- * again once after the codes it retries (retryReads, retryWrites); the others reach the service at
- * once. Each passes by itself, within seconds.
+ * that the storage engine's cache pressure kept from proceeding; its ElectionInProgress, a command
+ * met while the set elects a primary (the driver's lists leave it out: it is no state change of
+ * the member that answered); its InterruptedDueToStorageChange, a command stopped while the member
+ * swaps its storage (a rollback's); its Interrupted and ClientMarkedKilled, a command an operator
+ * or the server killed (killOp, killSessions), which its retry runs again (a warning names the
+ * kill, KILLED_WARNING); and its ConfigServerUnreachable, a mongos that cannot reach the config
+ * server replica set for the routing it needs, which ends when that set answers again (a warning
+ * names it, CONFIG_SERVER_UNREACHABLE_WARNING). The driver sends a read or a write again once
+ * after the codes it retries (retryReads, retryWrites); the others reach the service at once.
+ * Each passes by itself, within seconds.
  *
  * Beside those: 64, a write concern that timed out (wtimeoutMS) while a majority did not answer;
  * 100, one the set cannot meet at all as it stands (too few data-bearing members in its
@@ -94,9 +105,11 @@ const UNAVAILABLE_CODES = new Set([
   189, // PrimarySteppedDown
   202, // NetworkInterfaceExceededTimeLimit (mongos to a shard)
   KEY_NOT_FOUND,
+  216, // ElectionInProgress
   249, // StaleDbVersion (mongos: the database's primary shard moved or was dropped)
   262, // ExceededTimeLimit
   319, // MovePrimaryInProgress (a write to an unsharded collection while movePrimary moves it)
+  355, // InterruptedDueToStorageChange
   358, // InternalTransactionNotSupported
   365, // TemporarilyUnavailable
   402, // ResourceExhausted
@@ -112,11 +125,13 @@ const UNAVAILABLE_CODES = new Set([
   10058, // LegacyNotPrimary
   10107, // NotWritablePrimary
   11600, // InterruptedAtShutdown
+  ...KILLED, // Interrupted (11601), ClientMarkedKilled (46841)
   11602, // InterruptedDueToReplStateChange
   13388, // StaleConfig
   13435, // NotPrimaryNoSecondaryOk
   13436, // NotPrimaryOrSecondary
   50915, // BackupCursorOpenConflictWithCheckpoint
+  CONFIG_SERVER_UNREACHABLE,
   91331, // RetriableRemoteCommandFailure
   10045600, // InterruptedDueToFCVChange
 ]);
@@ -159,12 +174,39 @@ const KEY_NOT_FOUND_WARNING =
   "MongoDB cannot validate the cluster time the daemon sends (KeyNotFound): a replica set just started answers this until its signing keys replicate, within seconds; if it lasts, the deployment was restored or rebuilt while the daemon ran, and calls fail with unavailable until the daemon is restarted";
 
 /**
+ * What the operator reads of Interrupted (11601) or ClientMarkedKilled (46841): not the store out
+ * of reach but a command killed on the server, by an operator (db.killOp(), killSessions) or by
+ * the server itself. The call answers 503 with Retry-After: 1 (its retry runs the command again,
+ * as a call cut by a lost connection), and the warning says who could have killed it, so that a
+ * kill meant to stop a costly read is not taken for an outage.
+ */
+const KILLED_WARNING =
+  "MongoDB killed a command of the daemon (Interrupted or ClientMarkedKilled): an operator (db.killOp(), killSessions) or the server stopped it; its call failed with unavailable, and the client's retry runs it again";
+
+/**
+ * What the operator reads of ConfigServerUnreachable (56846): a mongos answers it while it cannot
+ * reach the config server replica set for the routing it needs, which an election of that set
+ * ends within seconds, so the 503 keeps Retry-After: 1; one that lasts is that set down or cut
+ * off from the routers, which only the operator ends.
+ */
+const CONFIG_SERVER_UNREACHABLE_WARNING =
+  "MongoDB's router (mongos) cannot reach the config server replica set (ConfigServerUnreachable): calls fail with unavailable until it can; if it lasts, check that the config servers are up and reachable from every mongos";
+
+/** The warnings of the passing outages the operator reads in words of their own. */
+const WARNING_OF_CODE = new Map<number, string>([
+  [KEY_NOT_FOUND, KEY_NOT_FOUND_WARNING],
+  ...[...KILLED].map((code): [number, string] => [code, KILLED_WARNING]),
+  [CONFIG_SERVER_UNREACHABLE, CONFIG_SERVER_UNREACHABLE_WARNING],
+]);
+
+/**
  * The store out of reach as a MongoDB error shows it (Store.unavailability), for one that
  * `isMongoUnavailable` takes: a write concern the replica set cannot satisfy as configured (100)
  * does not end by itself but when the operator repairs the set, so the caller is told to come back
- * in minutes, as for a missing identity key, and the operator what to repair; a cluster time no
- * key validates (211) passes within seconds but may last until a restart, which the warning says;
- * any other passes with an election or a reconnection: 1 s, no warning of its own.
+ * in minutes, as for a missing identity key, and the operator what to repair; any other passes
+ * with an election or a reconnection: 1 s, with a warning of its own for those the operator may
+ * have to look into (WARNING_OF_CODE): a cluster time no key validates (211), which may last until
+ * a restart; a command killed (11601, 46841); a router without its config servers (56846).
  */
 export function mongoUnavailability(error: unknown): StoreUnavailability | undefined {
   if (!(error instanceof MongoError) || !isMongoUnavailable(error)) return undefined;
@@ -177,9 +219,10 @@ export function mongoUnavailability(error: unknown): StoreUnavailability | undef
       cause,
     };
   }
+  const warning = typeof judged.code === "number" ? WARNING_OF_CODE.get(judged.code) : undefined;
   return {
     retryAfterSeconds: PASSING_OUTAGE_RETRY_AFTER_SECONDS,
-    ...(judged.code === KEY_NOT_FOUND && { warning: KEY_NOT_FOUND_WARNING }),
+    ...(warning !== undefined && { warning }),
     cause,
   };
 }

@@ -46,21 +46,45 @@ const PASSING_SERVER_ERRORS = [
     errmsg: "interrupted due to resharding",
   },
   { code: 10045600, codeName: "InterruptedDueToFCVChange", errmsg: "interrupted due to FCV" },
+  { code: 216, codeName: "ElectionInProgress", errmsg: "election in progress" },
+  {
+    code: 355,
+    codeName: "InterruptedDueToStorageChange",
+    errmsg: "operation was interrupted because the storage engine changed",
+  },
+  // A command killed by an operator (db.killOp(), killSessions) or by the server.
+  { code: 11601, codeName: "Interrupted", errmsg: "operation was interrupted" },
+  { code: 46841, codeName: "ClientMarkedKilled", errmsg: "operation was interrupted" },
+  // mongos without its config server replica set.
+  {
+    code: 56846,
+    codeName: "ConfigServerUnreachable",
+    errmsg: "unable to reach the config server replica set",
+  },
 ];
+
+/** The warnings of their own, by code: the words the operator reads (mongo-unavailable.ts). */
+const OWN_WARNINGS: Record<number, RegExp> = {
+  211: /^MongoDB cannot validate the cluster time the daemon sends \(KeyNotFound\): .*if it lasts, .*until the daemon is restarted$/,
+  11601:
+    /^MongoDB killed a command of the daemon \(Interrupted or ClientMarkedKilled\): an operator \(db\.killOp\(\), killSessions\) or the server stopped it/,
+  46841: /^MongoDB killed a command of the daemon \(Interrupted or ClientMarkedKilled\)/,
+  56846:
+    /^MongoDB's router \(mongos\) cannot reach the config server replica set \(ConfigServerUnreachable\): .*check that the config servers are up/,
+};
 
 /**
  * The daemon's one warning for the store briefly out of reach, naming the server's error as the
- * operator reads it (no stack); for KeyNotFound, which may also last until the daemon restarts,
- * one that says so.
+ * operator reads it (no stack); for those the operator may have to look into (OWN_WARNINGS: a
+ * KeyNotFound that lasts until the daemon restarts, a command killed, a router without its config
+ * servers), one that says so.
  */
 const outageWarning = ({ code, codeName, errmsg }: (typeof PASSING_SERVER_ERRORS)[number]) =>
   expect.objectContaining({
     level: 40,
     msg:
-      code === 211
-        ? expect.stringMatching(
-            /^MongoDB cannot validate the cluster time the daemon sends \(KeyNotFound\): .*if it lasts, .*until the daemon is restarted$/,
-          )
+      code in OWN_WARNINGS
+        ? expect.stringMatching(OWN_WARNINGS[code] as RegExp)
         : "the store cannot be reached; calls fail with unavailable until it can",
     storeError: { name: "MongoServerError", code, codeName, message: errmsg },
   });
