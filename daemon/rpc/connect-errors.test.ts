@@ -1,4 +1,10 @@
-import { Code, ConnectError, createClient, createRouterTransport } from "@connectrpc/connect";
+import {
+  Code,
+  ConnectError,
+  createClient,
+  createRouterTransport,
+  type HandlerContext,
+} from "@connectrpc/connect";
 import { MongoNetworkError } from "mongodb";
 import { describe, expect, it } from "vitest";
 import { domainErrorInterceptor } from "#daemon/rpc/connect-errors.js";
@@ -7,19 +13,15 @@ import { httpErrorOf } from "#gateway/errors.js";
 import { ErrorInfoSchema } from "#gen/consent/v1/errors_pb.js";
 import { Health } from "#gen/grpc/health/v1/health_pb.js";
 
-/** A Health service whose every check throws `error`, behind the daemon's error interceptor. */
-function failingWith(error: () => unknown) {
-  const lines: { level: string; details: object; message: string }[] = [];
-  const logger = {
-    error: (details: object, message: string) => lines.push({ level: "error", details, message }),
-    warn: (details: object, message: string) => lines.push({ level: "warn", details, message }),
-  };
+/** A Health service whose checks run `check`, behind the daemon's error interceptor. */
+function healthBehindInterceptor(
+  check: (ctx: HandlerContext) => Promise<never> | never,
+  logger: Parameters<typeof domainErrorInterceptor>[0],
+) {
   const transport = createRouterTransport(
     (router) =>
       router.service(Health, {
-        check() {
-          throw error();
-        },
+        check: (_request, ctx) => check(ctx),
         async *watch() {},
       }),
     {
@@ -33,7 +35,19 @@ function failingWith(error: () => unknown) {
       },
     },
   );
-  const health = createClient(Health, transport);
+  return createClient(Health, transport);
+}
+
+/** A Health service whose every check throws `error`, behind the daemon's error interceptor. */
+function failingWith(error: () => unknown) {
+  const lines: { level: string; details: object; message: string }[] = [];
+  const logger = {
+    error: (details: object, message: string) => lines.push({ level: "error", details, message }),
+    warn: (details: object, message: string) => lines.push({ level: "warn", details, message }),
+  };
+  const health = healthBehindInterceptor(() => {
+    throw error();
+  }, logger);
   const failure = () =>
     health.check({ service: "" }).then(
       () => {
@@ -67,6 +81,31 @@ describe("the RPC edge's answer to a store that cannot be reached", () => {
     expect(lines.map((line) => [line.level, line.message])).toEqual([
       ["warn", "the store cannot be reached; calls fail with unavailable until it can"],
     ]);
+  });
+
+  it("is a cancellation, unlogged, for a read its call's signal stopped with a DOMException", async () => {
+    const lines: string[] = [];
+    const logger = { error: () => lines.push("error"), warn: () => lines.push("warn") };
+    let stopped: unknown;
+    let reading: () => void = () => {};
+    const started = new Promise<void>((resolve) => {
+      reading = resolve;
+    });
+    // As the driver fails a read its signal stopped: with the signal's reason.
+    const health = healthBehindInterceptor(async (ctx) => {
+      const aborted = new Promise((go) => ctx.signal.addEventListener("abort", go));
+      reading();
+      await aborted;
+      stopped = ctx.signal.reason;
+      throw ctx.signal.reason;
+    }, logger);
+    const caller = new AbortController();
+    const call = health.check({ service: "" }, { signal: caller.signal });
+    await started;
+    caller.abort();
+    await expect(call).rejects.toMatchObject({ code: Code.Canceled });
+    await expect.poll(() => stopped).toBeInstanceOf(DOMException);
+    expect(lines).toEqual([]);
   });
 
   it("leaves any other failure internal, logged with its cause", async () => {

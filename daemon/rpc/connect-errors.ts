@@ -160,6 +160,12 @@ export function domainErrorInterceptor(
       if (typeof nodeCode === "string" && CALLER_GONE.has(nodeCode)) {
         return new ConnectError("the caller ended the call", Code.Canceled);
       }
+      // A store read stopped by the call's cancellation (ReadCancellation) fails with its
+      // signal's reason, which connect-es leaves a DOMException for a stream closed without a
+      // reset code: the call is over as its caller, deadline or shutdown ended it.
+      if (request.signal.aborted && error === request.signal.reason) {
+        return ConnectError.from(error, Code.Canceled);
+      }
       if (store.isDamage(error)) logDamage(error, { procedure: request.method.name });
       else {
         logger.error(
