@@ -165,7 +165,8 @@ export function createAdminService(options: AdminServiceOptions): ServiceImpl<ty
     async listApiKeys(request, ctx) {
       await authenticator.authorizeOperator(ctx);
       await existingTeam(request.teamId, "teamId");
-      return { apiKeys: (await store.keys.listByTeam(request.teamId)).map(apiKeyMessage) };
+      const keys = await store.keys.listByTeam(request.teamId, ctx);
+      return { apiKeys: keys.map(apiKeyMessage) };
     },
 
     async revokeApiKey(request, ctx) {

@@ -29,7 +29,7 @@ import { DomainError, insertWithinMaximum, notFound } from "#daemon/errors.js";
 import { oneAtATimePerKey } from "#daemon/one-at-a-time.js";
 import { admission } from "#daemon/rpc/rate-limit-headers.js";
 import { bodyOf } from "#daemon/rpc/request-body.js";
-import type { Store } from "#daemon/store/store.js";
+import type { ReadCancellation, Store } from "#daemon/store/store.js";
 import { MAX_REVISION } from "#daemon/validation/rules.js";
 import {
   type BannerService,
@@ -121,8 +121,8 @@ export function createBannerService(
   const listOfTeam = oneAtATimePerKey();
   const teamsWithShortLists = new Set<string>();
 
-  async function readList(teamId: string) {
-    const banners = await store.banners.listByTeam(teamId);
+  async function readList(teamId: string, cancel: ReadCancellation) {
+    const banners = await store.banners.listByTeam(teamId, cancel);
     if (banners.length >= QUEUED_LIST_SIZE) teamsWithShortLists.delete(teamId);
     else {
       if (teamsWithShortLists.size >= SHORT_LIST_TEAMS_MAX) teamsWithShortLists.clear();
@@ -153,7 +153,7 @@ export function createBannerService(
         ctx.signal.removeEventListener("abort", aborted);
         if (ctx.signal.aborted) return aborted();
         try {
-          resolve(await readList(teamId));
+          resolve(await readList(teamId, ctx));
         } catch (error) {
           reject(error);
           return;
@@ -204,7 +204,7 @@ export function createBannerService(
     listBanners: (_request, ctx) =>
       admitted(ctx, false, (auth) => {
         const teamId = auth.team.id;
-        if (teamsWithShortLists.has(teamId)) return readList(teamId);
+        if (teamsWithShortLists.has(teamId)) return readList(teamId, ctx);
         return queuedList(teamId, ctx);
       }),
 

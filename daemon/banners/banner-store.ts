@@ -1,3 +1,5 @@
+import type { ReadCancellation } from "#daemon/store/store.js";
+
 /** A consent category offered by a banner. */
 export interface ConsentCategory {
   name: string;
@@ -114,8 +116,8 @@ export interface BannerStore {
   get(teamId: string, id: string): Promise<BannerRecord | null>;
   /** A banner by public id, whatever its team or state. */
   getByPublicId(publicId: string): Promise<BannerRecord | null>;
-  /** A team's banners, oldest first. */
-  listByTeam(teamId: string): Promise<BannerRecord[]>;
+  /** A team's banners, oldest first; `cancel` stops the read (ReadCancellation). */
+  listByTeam(teamId: string, cancel?: ReadCancellation): Promise<BannerRecord[]>;
   /**
    * Replaces the stored banner with `next` when the stored version equals `expectedVersion`
    * (next.version must be expectedVersion + 1). Returns false when the stored version differs or

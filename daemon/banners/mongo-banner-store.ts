@@ -1,5 +1,6 @@
 import type { Collection, IndexDescription, WithId } from "mongodb";
 import type { BannerRecord, BannerStore, Compliance } from "#daemon/banners/banner-store.js";
+import { cancellableRead } from "#daemon/store/mongo-cancellation.js";
 import {
   duplicateKeyError,
   insertUnderTeamMaximum,
@@ -7,6 +8,7 @@ import {
   READ_LATEST,
   refusedReplace,
 } from "#daemon/store/mongo-writes.js";
+import type { ReadCancellation } from "#daemon/store/store.js";
 
 /**
  * A banner as stored in MongoDB: ONE document holds the banner, its domain registration and its
@@ -53,11 +55,10 @@ export class MongoBannerStore implements BannerStore {
     return document && toBanner(document);
   }
 
-  async listByTeam(teamId: string): Promise<BannerRecord[]> {
-    const documents = await this.collection
-      .find({ teamId })
-      .sort({ createdAt: 1, _id: 1 })
-      .toArray();
+  async listByTeam(teamId: string, cancel?: ReadCancellation): Promise<BannerRecord[]> {
+    const documents = await cancellableRead(cancel, (options) =>
+      this.collection.find({ teamId }, options).sort({ createdAt: 1, _id: 1 }).toArray(),
+    );
     return documents.map(toBanner);
   }
 

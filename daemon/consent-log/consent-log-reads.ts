@@ -19,7 +19,7 @@ import {
 import { DomainError, TAIL_READ_STOPPED_MESSAGE } from "#daemon/errors.js";
 import { InFlightCounts } from "#daemon/limits/in-flight-counts.js";
 import { afterAdmission } from "#daemon/rpc/rate-limit-headers.js";
-import type { Store } from "#daemon/store/store.js";
+import type { ReadCancellation, Store } from "#daemon/store/store.js";
 import type { ConsentLogService } from "#gen/consent/v1/consent_log_pb.js";
 
 /** Rows per store read and per streamed message of an export or a tail. */
@@ -123,8 +123,9 @@ export function createConsentLogReads(options: ConsentLogReadOptions): ConsentLo
     teamId: string,
     publicId: string | undefined,
     banner: BannerRecord | undefined,
+    cancel: ReadCancellation,
   ) {
-    const banners = publicId ? [banner] : await store.banners.listByTeam(teamId);
+    const banners = publicId ? [banner] : await store.banners.listByTeam(teamId, cancel);
     return Object.fromEntries(
       banners.flatMap((banner) =>
         banner
@@ -179,7 +180,7 @@ export function createConsentLogReads(options: ConsentLogReadOptions): ConsentLo
         /** The highest id met: between sweeps a read starts after it. */
         let cursor = lowestIdAt(windowStart);
         // Rows stored before the tail began are not part of it.
-        for await (const rows of forward({ teamId, afterId: cursor })) {
+        for await (const rows of forward({ teamId, afterId: cursor, cancel: ctx })) {
           for (const row of rows) met.add(row.id);
           cursor = rows.at(-1)?.id ?? cursor;
         }
@@ -205,7 +206,7 @@ export function createConsentLogReads(options: ConsentLogReadOptions): ConsentLo
             ? { afterId: lowestIdAt(sweepStart), skipIds: met }
             : { afterId: cursor };
           const fresh: ConsentLogRecord[] = [];
-          for await (const rows of forward({ teamId, ...from })) {
+          for await (const rows of forward({ teamId, ...from, cancel: ctx })) {
             for (const row of rows) {
               if (row.id > cursor) cursor = row.id;
               if (met.has(row.id)) continue;
@@ -254,7 +255,8 @@ export function createConsentLogReads(options: ConsentLogReadOptions): ConsentLo
       const { banner, filters } = await admit(ctx, request);
       const stats = await store.consentLog.stats({
         ...filters,
-        requiredCategories: await requiredCategories(filters.teamId, filters.publicId, banner),
+        requiredCategories: await requiredCategories(filters.teamId, filters.publicId, banner, ctx),
+        cancel: ctx,
       });
       return {
         total: BigInt(stats.total),
@@ -276,11 +278,15 @@ export function createConsentLogReads(options: ConsentLogReadOptions): ConsentLo
       let until = filters.until;
       if (until === undefined) {
         const now = clock();
-        const [newest] = await store.consentLog.list({ teamId: filters.teamId, limit: 1 });
+        const [newest] = await store.consentLog.list({
+          teamId: filters.teamId,
+          limit: 1,
+          cancel: ctx,
+        });
         const newestMs = newest ? idMillis(newest.id) : Number.NEGATIVE_INFINITY;
         until = newestMs >= now.getTime() ? new Date(newestMs + 1) : now;
       }
-      for await (const rows of forward({ ...filters, until })) {
+      for await (const rows of forward({ ...filters, until, cancel: ctx })) {
         // Cut short by a deadline or a shutdown, an export ends with that reason, never as if it
         // had given every row.
         ctx.signal.throwIfAborted();

@@ -174,6 +174,7 @@ export function createConsentLogService(
           ...query,
           teamId: auth.team.id,
           limit: query.limit + 1,
+          cancel: ctx,
         });
         const page = rows.slice(0, query.limit);
         const more = rows.length > query.limit;

@@ -1,4 +1,5 @@
 import { DomainError } from "#daemon/errors.js";
+import type { ReadCancellation } from "#daemon/store/store.js";
 
 export interface PurposeChoices {
   saleSharing?: boolean;
@@ -50,6 +51,8 @@ export interface ConsentLogQuery {
   /** Only rows with an id lower than this one (the previous page's last id). */
   beforeId?: string;
   limit: number;
+  /** Stops the read (ReadCancellation). */
+  cancel?: ReadCancellation;
 }
 
 /** Filters of an oldest-first read: what follows a position (tail) or a whole range (export). */

@@ -1,4 +1,5 @@
 import {
+  type Abortable,
   type Collection,
   type Document,
   type Filter,
@@ -18,6 +19,7 @@ import {
   type ConsentLogStore,
   LogReadTooLargeError,
 } from "#daemon/consent-log/consent-log-store.js";
+import { cancellableRead } from "#daemon/store/mongo-cancellation.js";
 import { insertUnique } from "#daemon/store/mongo-writes.js";
 
 /**
@@ -108,12 +110,8 @@ export class MongoConsentLogStore implements ConsentLogStore {
   async list(query: ConsentLogQuery): Promise<ConsentLogRecord[]> {
     // limit(0) means "no limit" to MongoDB; the port means "no rows".
     if (query.limit <= 0) return [];
-    const documents = await this.withinTimeLimit(() =>
-      this.collection
-        .find(filterOf(query), { maxTimeMS: this.maxTimeMS })
-        .sort({ _id: -1 })
-        .limit(query.limit)
-        .toArray(),
+    const documents = await this.withinTimeLimit(query, (options) =>
+      this.collection.find(filterOf(query), options).sort({ _id: -1 }).limit(query.limit).toArray(),
     );
     return documents.map(toRecord);
   }
@@ -127,15 +125,18 @@ export class MongoConsentLogStore implements ConsentLogStore {
    */
   async listForward(query: ConsentLogForwardQuery): Promise<ConsentLogRecord[]> {
     if (query.limit <= 0) return [];
-    return this.withinTimeLimit(() => this.readForward(query));
+    return this.withinTimeLimit(query, (options) => this.readForward(query, options));
   }
 
-  private async readForward(query: ConsentLogForwardQuery): Promise<ConsentLogRecord[]> {
+  private async readForward(
+    query: ConsentLogForwardQuery,
+    options: LogReadOptions,
+  ): Promise<ConsentLogRecord[]> {
     const pageAfter = (afterId: string | undefined) => filterOf({ ...query, afterId });
     const skip = query.skipIds;
     if (!skip || skip.size === 0) {
       const documents = await this.collection
-        .find(pageAfter(query.afterId), { maxTimeMS: this.maxTimeMS })
+        .find(pageAfter(query.afterId), options)
         .sort({ _id: 1 })
         .limit(query.limit)
         .toArray();
@@ -145,7 +146,7 @@ export class MongoConsentLogStore implements ConsentLogStore {
     let afterId = query.afterId;
     for (;;) {
       const page = await this.collection
-        .find(pageAfter(afterId), { projection: { _id: 1 }, maxTimeMS: this.maxTimeMS })
+        .find(pageAfter(afterId), { ...options, projection: { _id: 1 } })
         .sort({ _id: 1 })
         .limit(query.limit)
         .toArray();
@@ -153,7 +154,7 @@ export class MongoConsentLogStore implements ConsentLogStore {
       if (wanted.length > 0) {
         // A row purged since its id was read is simply not found.
         const documents = await this.collection
-          .find({ teamId: query.teamId, _id: { $in: wanted } }, { maxTimeMS: this.maxTimeMS })
+          .find({ teamId: query.teamId, _id: { $in: wanted } }, options)
           .sort({ _id: 1 })
           .toArray();
         rows.push(...documents.map(toRecord));
@@ -167,11 +168,12 @@ export class MongoConsentLogStore implements ConsentLogStore {
 
   /** One aggregation: $match on the query's index, then the three counts side by side ($facet). */
   async stats(query: ConsentLogStatsQuery): Promise<ConsentLogStats> {
-    const [result] = await this.withinTimeLimit(() =>
+    const [result] = await this.withinTimeLimit(query, (options) =>
       this.collection
-        .aggregate<StatsFacets>([{ $match: filterOf(query) }, { $facet: statsFacets(query) }], {
-          maxTimeMS: this.maxTimeMS,
-        })
+        .aggregate<StatsFacets>(
+          [{ $match: filterOf(query) }, { $facet: statsFacets(query) }],
+          options,
+        )
         .toArray(),
     );
     const choices = result?.choices[0];
@@ -213,13 +215,19 @@ export class MongoConsentLogStore implements ConsentLogStore {
   }
 
   /**
-   * A read of a range that the server stopped at maxTimeMS passes over more rows than it reads in
-   * that time, and would again: LogReadTooLargeError, which the caller is told to narrow, not a
-   * store out of reach to retry.
+   * A read of a range, stopped by the server at maxTimeMS or by its call's cancellation
+   * (cancellableRead). One the server stopped passes over more rows than it reads in that time,
+   * and would again: LogReadTooLargeError, which the caller is told to narrow, not a store out of
+   * reach to retry.
    */
-  private async withinTimeLimit<T>(read: () => Promise<T>): Promise<T> {
+  private async withinTimeLimit<T>(
+    query: Pick<ConsentLogQuery, "cancel">,
+    read: (options: LogReadOptions) => Promise<T>,
+  ): Promise<T> {
     try {
-      return await read();
+      return await cancellableRead(query.cancel, (cancelled) =>
+        read({ maxTimeMS: this.maxTimeMS, ...cancelled }),
+      );
     } catch (error) {
       if (error instanceof MongoServerError && error.code === MAX_TIME_MS_EXPIRED) {
         throw new LogReadTooLargeError(this.maxTimeMS, { cause: error });
@@ -228,6 +236,9 @@ export class MongoConsentLogStore implements ConsentLogStore {
     }
   }
 }
+
+/** The options of every read of a range of the log: the server's bound, the call's cancellation. */
+type LogReadOptions = { maxTimeMS: number } & Abortable;
 
 /** What the $facet stage of stats() answers with. */
 interface StatsFacets {

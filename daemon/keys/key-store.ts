@@ -1,3 +1,5 @@
+import type { ReadCancellation } from "#daemon/store/store.js";
+
 export type Environment = "live" | "test";
 
 /** An API key as stored: never the key itself, only its SHA-256 (decisions §2). */
@@ -52,8 +54,8 @@ export interface KeyStore {
   insert(key: ApiKeyRecord): Promise<void>;
   findByHash(keyHash: string): Promise<ApiKeyRecord | null>;
   get(id: string): Promise<ApiKeyRecord | null>;
-  /** A team's keys, newest first. */
-  listByTeam(teamId: string): Promise<ApiKeyRecord[]>;
+  /** A team's keys, newest first; `cancel` stops the read (ReadCancellation). */
+  listByTeam(teamId: string, cancel?: ReadCancellation): Promise<ApiKeyRecord[]>;
   /** Whether the store holds any key at all (revoked and expired ones count): one bounded read. */
   holdsAny(): Promise<boolean>;
   /**

@@ -1,6 +1,8 @@
 import type { Collection, IndexDescription, WithId } from "mongodb";
 import type { ApiKeyRecord, KeyReplacement, KeyStore } from "#daemon/keys/key-store.js";
+import { cancellableRead } from "#daemon/store/mongo-cancellation.js";
 import { insertUnique, revokeOnce } from "#daemon/store/mongo-writes.js";
+import type { ReadCancellation } from "#daemon/store/store.js";
 
 /** An API key as stored in MongoDB: `_id` is the key's UUID; only the key's SHA-256 is kept. */
 export type ApiKeyDocument = Omit<ApiKeyRecord, "id"> & { _id: string };
@@ -29,11 +31,10 @@ export class MongoKeyStore implements KeyStore {
     return document && toKey(document);
   }
 
-  async listByTeam(teamId: string): Promise<ApiKeyRecord[]> {
-    const documents = await this.collection
-      .find({ teamId })
-      .sort({ createdAt: -1, _id: -1 })
-      .toArray();
+  async listByTeam(teamId: string, cancel?: ReadCancellation): Promise<ApiKeyRecord[]> {
+    const documents = await cancellableRead(cancel, (options) =>
+      this.collection.find({ teamId }, options).sort({ createdAt: -1, _id: -1 }).toArray(),
+    );
     return documents.map(toKey);
   }
 

@@ -17,6 +17,13 @@ export interface WireStandIn {
   uri(dbName: string): string;
   /** Every command received but the handshakes and heartbeats, in order. */
   readonly commands: Document[];
+  /** The connection (numbered from 1, as the handshake's connectionId) a command came on. */
+  connectionOf(command: Document): number | undefined;
+  /**
+   * The connections the client has closed: a server kills the commands still running on one
+   * (MongoDB stops a find, an aggregate or a getMore whose client has disconnected).
+   */
+  readonly closedConnections: ReadonlySet<number>;
   close(): Promise<void>;
 }
 
@@ -52,14 +59,20 @@ export async function startWireStandIn(
   options: StandInKind = {},
 ): Promise<WireStandIn> {
   const commands: Document[] = [];
+  const connections = new WeakMap<Document, number>();
+  const closedConnections = new Set<number>();
   const sockets = new Set<Socket>();
+  let closing = false;
   let connectionId = 0;
   let host = "";
   const server: Server = createServer((socket) => {
-    sockets.add(socket);
-    socket.on("close", () => sockets.delete(socket));
-    socket.on("error", () => socket.destroy());
     const id = ++connectionId;
+    sockets.add(socket);
+    socket.on("close", () => {
+      sockets.delete(socket);
+      if (!closing) closedConnections.add(id);
+    });
+    socket.on("error", () => socket.destroy());
     let pending = Buffer.alloc(0);
     socket.on("data", (chunk) => {
       pending = Buffer.concat([pending, chunk]);
@@ -70,7 +83,10 @@ export async function startWireStandIn(
         const request = parseRequest(message);
         const name = Object.keys(request.command)[0] ?? "";
         const isHello = ["hello", "ismaster"].includes(name.toLowerCase());
-        if (!isHello) commands.push(request.command);
+        if (!isHello) {
+          commands.push(request.command);
+          connections.set(request.command, id);
+        }
         const reply = isHello ? helloReply(host, id, options) : answer(request.command, name);
         if (reply === undefined || request.moreToCome) continue;
         if (reply instanceof Promise) {
@@ -85,7 +101,10 @@ export async function startWireStandIn(
   return {
     uri: (dbName) => `mongodb://${host}/${dbName}?directConnection=true`,
     commands,
+    connectionOf: (command) => connections.get(command),
+    closedConnections,
     async close() {
+      closing = true;
       for (const socket of sockets) socket.destroy();
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },

@@ -91,6 +91,18 @@ export interface Store {
   close(): Promise<void>;
 }
 
+/**
+ * The cancellation of the call a store read serves: the call's context (HandlerContext), whose
+ * signal aborts when its caller leaves (caller-presence.ts, or a reset stream), its deadline
+ * passes or the daemon stops. An adapter reads `signal` only as the read reaches its backend: a
+ * call in this process makes its signal only when asked (daemon/rpc/call-context.ts), which the
+ * embedded store, whose reads end within its own bounds, never does. Given to the reads that a
+ * caller starts and that can be long: lists, the consent log's reads, a subject's look-up.
+ */
+export interface ReadCancellation {
+  readonly signal: AbortSignal;
+}
+
 /** Thrown by insert() when a unique field (id, keyHash, tokenHash, publicId) is already taken. */
 export class DuplicateKeyError extends Error {
   constructor(what: string, options?: ErrorOptions) {

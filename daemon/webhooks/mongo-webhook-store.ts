@@ -11,12 +11,14 @@ import {
   type ConsentLogDocument,
   OUTBOX_INDEX,
 } from "#daemon/consent-log/mongo-consent-log-store.js";
+import { cancellableRead } from "#daemon/store/mongo-cancellation.js";
 import {
   insertUnderTeamMaximum,
   isOnlyDuplicateKeys,
   READ_LATEST,
   refusedReplace,
 } from "#daemon/store/mongo-writes.js";
+import type { ReadCancellation } from "#daemon/store/store.js";
 import {
   type AttemptResult,
   type ClockHorizons,
@@ -126,11 +128,10 @@ export class MongoWebhookStore implements WebhookStore {
     return document ? endpointOf(document) : null;
   }
 
-  async listEndpoints(teamId: string): Promise<WebhookEndpointRecord[]> {
-    const documents = await this.endpoints
-      .find({ teamId })
-      .sort({ createdAt: 1, _id: 1 })
-      .toArray();
+  async listEndpoints(teamId: string, cancel?: ReadCancellation): Promise<WebhookEndpointRecord[]> {
+    const documents = await cancellableRead(cancel, (options) =>
+      this.endpoints.find({ teamId }, options).sort({ createdAt: 1, _id: 1 }).toArray(),
+    );
     return documents.map(endpointOf);
   }
 
@@ -399,11 +400,9 @@ export class MongoWebhookStore implements WebhookStore {
     const filter: Filter<DeliveryDocument> = { teamId: query.teamId, webhookId: query.webhookId };
     if (query.status) filter.status = query.status;
     if (query.beforeId !== undefined) filter._id = { $lt: query.beforeId };
-    const documents = await this.deliveries
-      .find(filter)
-      .sort({ _id: -1 })
-      .limit(query.limit)
-      .toArray();
+    const documents = await cancellableRead(query.cancel, (options) =>
+      this.deliveries.find(filter, options).sort({ _id: -1 }).limit(query.limit).toArray(),
+    );
     return documents.map(deliveryOf);
   }
 

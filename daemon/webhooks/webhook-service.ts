@@ -160,7 +160,7 @@ export function createWebhookService(
   return {
     listWebhooks: (_request, ctx) =>
       admitted(ctx, false, async (auth) => ({
-        webhooks: (await store.webhooks.listEndpoints(auth.team.id)).map((e) =>
+        webhooks: (await store.webhooks.listEndpoints(auth.team.id, ctx)).map((e) =>
           webhookMessage(e, clock()),
         ),
       })),
@@ -293,6 +293,7 @@ export function createWebhookService(
           status: paging.status,
           beforeId: paging.beforeId,
           limit: paging.limit + 1,
+          cancel: ctx,
         });
         const page = found.slice(0, paging.limit);
         return {

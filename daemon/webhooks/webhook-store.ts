@@ -1,5 +1,6 @@
 import { CLOCK_SKEW_MS } from "#daemon/clock.js";
 import type { ConsentLogRecord } from "#daemon/consent-log/consent-log-store.js";
+import type { ReadCancellation } from "#daemon/store/store.js";
 import { LONGEST_RETRY_WAIT_MS } from "#daemon/webhooks/retry-schedule.js";
 
 /** Event types an endpoint may subscribe to (spec 6: only `consent.given` exists). */
@@ -195,6 +196,8 @@ export interface DeliveryQuery {
   /** Only deliveries with an id lower than this one (the previous page's last id). */
   beforeId?: string;
   limit: number;
+  /** Stops the read (ReadCancellation). */
+  cancel?: ReadCancellation;
 }
 
 export type ReplaySelection = { deliveryId: string } | { failedSince: Date };
@@ -310,8 +313,8 @@ export interface WebhookStore {
   insertEndpoint(endpoint: WebhookEndpointRecord, maxPerTeam?: number): Promise<boolean>;
   /** An endpoint of the team; null when absent or another team's. */
   getEndpoint(teamId: string, id: string): Promise<WebhookEndpointRecord | null>;
-  /** The team's endpoints, oldest first. */
-  listEndpoints(teamId: string): Promise<WebhookEndpointRecord[]>;
+  /** The team's endpoints, oldest first; `cancel` stops the read (ReadCancellation). */
+  listEndpoints(teamId: string, cancel?: ReadCancellation): Promise<WebhookEndpointRecord[]>;
   /**
    * Up to `limit` endpoints of every team, in id order, those after `afterId` (all when null):
    * a sweep over the whole store, page by page. A `limit` of 0 or less is an empty page, never
