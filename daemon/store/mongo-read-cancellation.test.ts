@@ -37,11 +37,6 @@ const READS: {
     call: (store, cancel) => store.keys.listByTeam("t1", cancel),
   },
   {
-    read: "a subject's record",
-    command: (sent) => sent.find === "subjects",
-    call: (store, cancel) => store.subjects.find(["ik_1:a"], new Date(), cancel),
-  },
-  {
     read: "a team's webhook endpoints",
     command: (sent) => sent.find === "webhook_endpoints",
     call: (store, cancel) => store.webhooks.listEndpoints("t1", cancel),

@@ -97,7 +97,8 @@ export interface Store {
  * passes or the daemon stops. An adapter reads `signal` only as the read reaches its backend: a
  * call in this process makes its signal only when asked (daemon/rpc/call-context.ts), which the
  * embedded store, whose reads end within its own bounds, never does. Given to the reads that a
- * caller starts and that can be long: lists, the consent log's reads, a subject's look-up.
+ * caller starts and that can be long: lists and the consent log's reads (not a subject's
+ * look-up, one short read by its key, which would cost a pooled connection when stopped).
  */
 export interface ReadCancellation {
   readonly signal: AbortSignal;

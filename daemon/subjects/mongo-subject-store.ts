@@ -10,14 +10,12 @@ import {
   MongoServerError,
   type WithId,
 } from "mongodb";
-import { cancellableRead } from "#daemon/store/mongo-cancellation.js";
 import {
   duplicateKeyError,
   isDuplicateKey,
   isDuplicateKeyOn,
   READ_LATEST,
 } from "#daemon/store/mongo-writes.js";
-import type { ReadCancellation } from "#daemon/store/store.js";
 import type {
   SubjectRecord,
   SubjectStore,
@@ -56,17 +54,11 @@ export class MongoSubjectStore implements SubjectStore {
     private readonly client: MongoClient,
   ) {}
 
-  async find(
-    subjectHashes: readonly string[],
-    now: Date,
-    cancel?: ReadCancellation,
-  ): Promise<SubjectRecord | null> {
+  async find(subjectHashes: readonly string[], now: Date): Promise<SubjectRecord | null> {
     if (subjectHashes.length === 0) return null;
-    const documents = await cancellableRead(cancel, (options) =>
-      this.collection
-        .find({ _id: { $in: [...subjectHashes] }, expiresAt: { $gt: now } }, options)
-        .toArray(),
-    );
+    const documents = await this.collection
+      .find({ _id: { $in: [...subjectHashes] }, expiresAt: { $gt: now } })
+      .toArray();
     // The port's order decides which hash wins, not the server's return order.
     for (const subjectHash of subjectHashes) {
       const document = documents.find((candidate) => candidate._id === subjectHash);

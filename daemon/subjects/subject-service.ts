@@ -74,7 +74,7 @@ export function createSubjectService(
           bodyOf(ResolveSubjectRequestSchema, request, typedReference, bodyLimit),
         );
         const { hashes } = await subjectHashes(auth, reference);
-        const record = await store.subjects.find(hashes, clock(), ctx);
+        const record = await store.subjects.find(hashes, clock());
         return record ? { found: true, snapshot: snapshotOf(record, request) } : { found: false };
       }),
 

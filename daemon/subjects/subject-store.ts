@@ -1,5 +1,4 @@
 import type { JsonObject } from "@bufbuild/protobuf";
-import type { ReadCancellation } from "#daemon/store/store.js";
 
 /**
  * The stored consent state of one subject (spec 2.3). The subject id itself is never stored:
@@ -34,15 +33,8 @@ export type SubjectWriteResult =
  * every operation (decisions §4) until purgeExpired removes it.
  */
 export interface SubjectStore {
-  /**
-   * The live record stored under any of `subjectHashes` (tried in order), or null; `cancel`
-   * stops the read (ReadCancellation).
-   */
-  find(
-    subjectHashes: readonly string[],
-    now: Date,
-    cancel?: ReadCancellation,
-  ): Promise<SubjectRecord | null>;
+  /** The live record stored under any of `subjectHashes` (tried in order), or null. */
+  find(subjectHashes: readonly string[], now: Date): Promise<SubjectRecord | null>;
   /**
    * Stores `next` under next.subjectHash (next.version must be baseVersion + 1):
    * - baseVersion 0: succeeds when no live record exists under that hash (an expired one is
