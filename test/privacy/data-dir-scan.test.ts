@@ -22,7 +22,7 @@ const SUBJECT_IDS = [
   "Jürgen-Größe-ID-55120",
 ];
 const NAMESPACES = [undefined, "mobile-app", "web-eu-2"];
-const CLIENT_IPS = ["203.0.113.77", "2001:db8::7781:abcd", "198.51.100.23"];
+const CLIENT_IPS = ["203.0.113.77", "2001:db8::7781:abcd", "198.51.100.23", "192.0.2.144"];
 /** Stored on purpose: they prove the scan reads the records the subjects and banners live in. */
 const BANNER_NAME = "Distinctive banner QWX-5519";
 const CONSENT_ID = "7d0e5c2a-1b3f-4c8d-9e6a-5f4b3c2d1e0f";
@@ -77,7 +77,10 @@ describe("data directory after a run", () => {
   let dataDir: string;
   let key: string;
   let sessionToken: string;
+  /** Secrets shown once and never to be stored: a rotated key, a rotated signing secret. */
+  const shownOnce: { rotatedKey?: string; rotatedWebhookSecret?: string } = {};
   let webhookSecret: string;
+  let preferencesToken: string;
   let files: { file: string; bytes: Buffer }[];
 
   const where = (needles: Buffer[]) =>
@@ -148,6 +151,22 @@ describe("data directory after a run", () => {
           expect(posted.status, posted.text).toBe(200);
         }
       }
+      // The preferences page behind a link, seen and saved from another address (decisions §5):
+      // its consent_changed row keeps no more of the visitor than the log route's.
+      const chosen = await postLog(service, aChoice(publicId), { ip: visitorIp });
+      expect(chosen.status, chosen.text).toBe(200);
+      const link = new URL(chosen.body.managePreferences).pathname;
+      preferencesToken = link.split("/")[2] as string;
+      const visitor = { ...from(CLIENT_IPS[3] ?? ""), "user-agent": USER_AGENT };
+      const page = await http(service, "GET", link, { headers: visitor });
+      expect(page.status, page.text).toBe(200);
+      const saved = await http(service, "POST", link, {
+        body: "category=analytics",
+        headers: { ...visitor, "content-type": "application/x-www-form-urlencoded" },
+      });
+      // fetch follows the save's 303 back to the page.
+      expect(saved.status, saved.text).toBe(200);
+
       const rows = (await storedRows(service, teamId)).map((row) => row.pageUrl);
       expect(rows).toEqual(
         expect.arrayContaining([
@@ -168,6 +187,22 @@ describe("data directory after a run", () => {
       }
       expect(lastStatus).toBe(429);
       const { admin, auth } = operator(service);
+      // A rotation's key and a webhook's new signing secret are shown once, as a creation's.
+      const { id: keyId } = await mintKey(service, teamId);
+      shownOnce.rotatedKey = (
+        await admin.rotateApiKey({ id: keyId, gracePeriodSeconds: 60 }, auth)
+      ).secret;
+      const rotated = await http(
+        service,
+        "PATCH",
+        `/api/v1/webhooks/${hook.body.data.webhook.id}`,
+        {
+          key,
+          body: { rotateSecret: true },
+        },
+      );
+      expect(rotated.status, rotated.text).toBe(200);
+      shownOnce.rotatedWebhookSecret = rotated.body.data.webhook.secret;
       const { token } = await admin.createSession({ teamId }, auth);
       sessionToken = token;
       const viaSession = await http(service, "GET", "/api/v1/banners", {
@@ -203,10 +238,13 @@ describe("data directory after a run", () => {
     expect(where(encodings(text))).toEqual([]);
   });
 
-  it("holds no session token, webhook secret or wrong key tried, as text or as bytes", () => {
-    const secretBytes = Buffer.from(webhookSecret.slice("whsec_".length), "base64");
+  it("holds no session token, webhook secret, preferences link or wrong key tried, as text or as bytes", () => {
+    for (const secret of [webhookSecret, shownOnce.rotatedWebhookSecret as string]) {
+      const secretBytes = Buffer.from(secret.slice("whsec_".length), "base64");
+      expect(where([...encodings(secret), secretBytes])).toEqual([]);
+    }
     expect(where(encodings(sessionToken))).toEqual([]);
-    expect(where([...encodings(webhookSecret), secretBytes])).toEqual([]);
+    expect(where(encodings(preferencesToken))).toEqual([]);
     expect(where(encodings(WRONG_KEY))).toEqual([]);
   });
 
@@ -215,5 +253,7 @@ describe("data directory after a run", () => {
     expect(where([digest, Buffer.from(digest.toString("hex"))]).length).toBeGreaterThan(0);
     expect(where(encodings(key))).toEqual([]);
     expect(where(encodings(key.slice("ck_live_".length)))).toEqual([]);
+    const rotatedKey = shownOnce.rotatedKey as string;
+    expect(where([...encodings(rotatedKey), ...encodings(rotatedKey.slice(8))])).toEqual([]);
   });
 });
