@@ -273,6 +273,25 @@ function resetOnceAnswered(stream: ServerHttp2Stream, turns = 0): void {
 }
 
 /**
+ * Ends the wait of a write a closed stream will never let through. A server stream (an export, a
+ * tail) whose client stopped reading waits for its answer's 'drain' (HTTP/2 flow control) before
+ * its handler is asked for the next message; when the client then resets the stream, Node's
+ * compatibility response tells of it by 'close' alone, neither 'drain' nor 'error', so the write
+ * waited for good, and the handler, suspended at its message, never ran its `finally`: its
+ * place among the streams a team may run at once stayed taken until the daemon restarted. A
+ * 'drain' on close lets connect-es write again, which fails on the closed stream as a cancelled
+ * call (ERR_HTTP2_INVALID_STREAM, read as ABORTED), and the handler ends.
+ */
+function endWritesOnClose(response: Http2ServerResponse): void {
+  response.once("close", drainUnended);
+}
+
+/** endWritesOnClose's listener, one function for every response (no closure per call). */
+function drainUnended(this: Http2ServerResponse): void {
+  if (!this.writableEnded) this.emit("drain");
+}
+
+/**
  * REQUEST_BUDGET_BYTES at work: each stream's request bytes are counted as they enter its buffer
  * (its push) and given back once the request has been read whole (a server stream, a health
  * watch, runs on long after) or the stream has closed, whichever comes first. Not with a 'data'
@@ -381,6 +400,7 @@ export async function listenDaemon(daemon: Daemon, options: ListenOptions) {
   });
   const refuse = createCallRefusal();
   app.addHook("onRequest", (request, reply, done) => {
+    endWritesOnClose(reply.raw as unknown as Http2ServerResponse);
     const type = request.headers["content-type"];
     const grpcFamily = type?.startsWith("application/grpc") === true;
     if (grpcFamily && !type?.startsWith("application/grpc-web")) {

@@ -56,8 +56,28 @@ export const TAIL_MAX_LOOKBACK_MS = 120_000;
 export const TAIL_KEEPALIVE_MS = 20_000;
 /** Tails of one team one daemon follows at once; one more is refused (RESOURCE_EXHAUSTED). */
 export const MAX_TAILS_PER_TEAM = 16;
-/** What a refused tail is told to wait before it tries again. */
-const TAIL_RETRY_SECONDS = 5;
+/**
+ * Exports of one team one daemon runs at once; one more is refused (RESOURCE_EXHAUSTED). Each
+ * reads the team's whole log (or its range), and the daemon's other calls, other teams' too,
+ * wait their turns behind every batch it reads: a team's exports are bounded as its tails are.
+ */
+export const MAX_EXPORTS_PER_TEAM = 4;
+/** What a refused tail or export, or a tail whose read the store stopped, is told to wait. */
+const STREAM_RETRY_SECONDS = 5;
+
+/**
+ * Counts one more stream of `teamId` in `open`, unless the team has `max` there already: the call
+ * is then refused as rate_limited with `refusal`, to retry after STREAM_RETRY_SECONDS. The caller
+ * gives the stream back (open.leave) however it ends.
+ */
+function enterWithin(open: InFlightCounts, teamId: string, max: number, refusal: string): void {
+  if (open.of(teamId) >= max) {
+    throw new DomainError("rate_limited", "rate_limited", refusal, {
+      retryAfterSeconds: STREAM_RETRY_SECONDS,
+    });
+  }
+  open.enter(teamId);
+}
 
 export interface ConsentLogReadOptions {
   store: Store;
@@ -144,6 +164,8 @@ export function createConsentLogReads(options: ConsentLogReadOptions): ConsentLo
 
   /** Tails this daemon follows, by team. */
   const tailsByTeam = new InFlightCounts();
+  /** Exports this daemon runs, by team. */
+  const exportsByTeam = new InFlightCounts();
 
   return {
     async *tailConsentLogs(request, ctx) {
@@ -154,16 +176,12 @@ export function createConsentLogReads(options: ConsentLogReadOptions): ConsentLo
       } = await admit(ctx, request);
       // Every tail reads the log on each append and sweeps it twice a second: a team's tails on
       // one daemon are bounded.
-      const open = tailsByTeam.of(teamId);
-      if (open >= MAX_TAILS_PER_TEAM) {
-        throw new DomainError(
-          "rate_limited",
-          "rate_limited",
-          `The team already follows its consent log in ${MAX_TAILS_PER_TEAM} tails on this daemon; end one and retry`,
-          { retryAfterSeconds: TAIL_RETRY_SECONDS },
-        );
-      }
-      tailsByTeam.enter(teamId);
+      enterWithin(
+        tailsByTeam,
+        teamId,
+        MAX_TAILS_PER_TEAM,
+        `The team already follows its consent log in ${MAX_TAILS_PER_TEAM} tails on this daemon; end one and retry`,
+      );
       try {
         // The tail reads all of the team's rows and applies its filters itself, so its cursor
         // and the ids it has met cover every row, whatever the filters let through: a read
@@ -244,7 +262,7 @@ export function createConsentLogReads(options: ConsentLogReadOptions): ConsentLo
         // read the store stopped at its time limit met a store too busy for now (spec 7: retry).
         if (!(error instanceof LogReadTooLargeError)) throw error;
         throw new DomainError("unavailable", "unavailable", TAIL_READ_STOPPED_MESSAGE, {
-          retryAfterSeconds: TAIL_RETRY_SECONDS,
+          retryAfterSeconds: STREAM_RETRY_SECONDS,
         });
       } finally {
         tailsByTeam.leave(teamId);
@@ -272,26 +290,34 @@ export function createConsentLogReads(options: ConsentLogReadOptions): ConsentLo
 
     async *exportConsentLogs(request, ctx) {
       const { auth, filters } = await admit(ctx, request);
-      // Without an end the export stops at the moment it began: one fixed set of rows. Where the
-      // team's newest row has an id past that moment (received before the clock was set back; an
-      // id is never below its receipt), it stops past that row, so no row stored is left out.
-      let until = filters.until;
-      if (until === undefined) {
-        const now = clock();
-        const [newest] = await store.consentLog.list({
-          teamId: filters.teamId,
-          limit: 1,
-          cancel: ctx,
-        });
-        const newestMs = newest ? idMillis(newest.id) : Number.NEGATIVE_INFINITY;
-        until = newestMs >= now.getTime() ? new Date(newestMs + 1) : now;
-      }
-      for await (const rows of forward({ ...filters, until, cancel: ctx })) {
-        // Cut short by a deadline or a shutdown, an export ends with that reason, never as if it
-        // had given every row.
-        ctx.signal.throwIfAborted();
-        await authenticator.confirmStillAdmitted(auth);
-        yield { entries: rows.map(consentLogEntryMessage) };
+      const { teamId } = filters;
+      enterWithin(
+        exportsByTeam,
+        teamId,
+        MAX_EXPORTS_PER_TEAM,
+        `The team already runs ${MAX_EXPORTS_PER_TEAM} exports of its consent log on this daemon; wait for one to end and retry`,
+      );
+      try {
+        // Without an end the export stops at the moment it began: one fixed set of rows. Where
+        // the team's newest row has an id past that moment (received before the clock was set
+        // back; an id is never below its receipt), it stops past that row, so no row stored is
+        // left out.
+        let until = filters.until;
+        if (until === undefined) {
+          const now = clock();
+          const [newest] = await store.consentLog.list({ teamId, limit: 1, cancel: ctx });
+          const newestMs = newest ? idMillis(newest.id) : Number.NEGATIVE_INFINITY;
+          until = newestMs >= now.getTime() ? new Date(newestMs + 1) : now;
+        }
+        for await (const rows of forward({ ...filters, until, cancel: ctx })) {
+          // Cut short by a deadline or a shutdown, an export ends with that reason, never as if
+          // it had given every row.
+          ctx.signal.throwIfAborted();
+          await authenticator.confirmStillAdmitted(auth);
+          yield { entries: rows.map(consentLogEntryMessage) };
+        }
+      } finally {
+        exportsByTeam.leave(teamId);
       }
     },
   };

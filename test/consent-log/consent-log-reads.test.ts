@@ -4,6 +4,8 @@ import { createGrpcTransport } from "@connectrpc/connect-node";
 import { v7 as uuidv7 } from "uuid";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
+  LOG_STREAM_BATCH,
+  MAX_EXPORTS_PER_TEAM,
   MAX_TAILS_PER_TEAM,
   TAIL_FULL_SWEEP_MS,
   TAIL_MAX_LOOKBACK_MS,
@@ -219,10 +221,32 @@ describe("ConsentLogService operator reads over gRPC", () => {
     expect(rows).toEqual([]);
   });
 
+  /**
+   * A bound on the streams of one team a daemon runs at once: `max` streams of a team, each
+   * started by `open` (which reads its first message; its controller ends it), are held, one
+   * more is refused as rate_limited while another team's is not, and once one ends another is
+   * taken.
+   */
+  async function expectBoundPerTeam(
+    max: number,
+    teamId: string,
+    open: (team: string) => Promise<AbortController>,
+  ) {
+    const held = [];
+    for (let i = 0; i < max; i++) held.push(await open(teamId));
+    expect(await failure(open(teamId))).toEqual([Code.ResourceExhausted, "rate_limited"]);
+    // Another team is not held back by this one's streams.
+    (await open((await bannerFixture(service)).teamId)).abort();
+    held.shift()?.abort();
+    await expect
+      .poll(async () => (await failure(open(teamId).then((stream) => stream.abort())))[0])
+      .toBeUndefined();
+    for (const stream of held) stream.abort();
+  }
+
   it("follows at most MAX_TAILS_PER_TEAM tails of one team at once, and takes another once one ends", async () => {
     const { teamId } = await bannerFixture(service);
-    /** Opens a tail and waits for its first message; the controller ends it. */
-    const open = async (team = teamId) => {
+    await expectBoundPerTeam(MAX_TAILS_PER_TEAM, teamId, async (team) => {
       const abort = new AbortController();
       const tail = client.tailConsentLogs(
         {},
@@ -230,17 +254,39 @@ describe("ConsentLogService operator reads over gRPC", () => {
       );
       await tail[Symbol.asyncIterator]().next();
       return abort;
-    };
-    const tails = [];
-    for (let i = 0; i < MAX_TAILS_PER_TEAM; i++) tails.push(await open());
-    expect(await failure(open())).toEqual([Code.ResourceExhausted, "rate_limited"]);
-    // Another team is not held back by this one's tails.
-    (await open((await bannerFixture(service)).teamId)).abort();
-    tails.shift()?.abort();
-    await expect
-      .poll(async () => (await failure(open().then((tail) => tail.abort())))[0])
-      .toBeUndefined();
-    for (const tail of tails) tail.abort();
+    });
+  });
+
+  // Regressions: a team's exports were not bounded, where its tails were: each export reads the
+  // whole of the team's log, and a key with logs:read ran as many at once as its rate limit let
+  // it start, every other team's calls on the daemon waiting behind them. And a server stream
+  // cancelled while its message waited for its client to read never ended on the daemon, so its
+  // place among the team's streams stayed taken until a restart.
+  it("runs at most MAX_EXPORTS_PER_TEAM exports of one team at once, and takes another once one cancelled while held back ends", async () => {
+    const { teamId } = await bannerFixture(service);
+    // More rows than a few messages hold: an export whose reader stops after its first message
+    // waits for it, in flight, rather than ending.
+    const start = Date.now() - 3_600_000;
+    await Promise.all(
+      Array.from({ length: LOG_STREAM_BATCH * 3 }, (_, i) =>
+        service.store.consentLog.append(aConsentLogRow(teamId, new Date(start + i))),
+      ),
+    );
+    // Each export on a connection of its own, so the exports held back fill no flow-control
+    // window another one needs.
+    await expectBoundPerTeam(MAX_EXPORTS_PER_TEAM, teamId, async (team) => {
+      const abort = new AbortController();
+      const own = createClient(
+        ConsentLogService,
+        createGrpcTransport({ baseUrl: service.daemonUrl }),
+      );
+      const exported = own.exportConsentLogs(
+        {},
+        { ...bearer(service.operatorToken, team), signal: abort.signal },
+      );
+      await exported[Symbol.asyncIterator]().next();
+      return abort;
+    });
   });
 
   it("counts by method and day with the opt-in rate of explicit choices", async () => {
