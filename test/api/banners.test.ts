@@ -281,6 +281,10 @@ describe("banners", () => {
       ["https://u.example/\ud800", "must be valid Unicode (it holds an unpaired surrogate)"],
       [`https://u.example/${"x".repeat(1983)}`, "must be at most 2000 characters"],
       ["ftp://u.example/", "must be an http(s) URL"],
+      // Addresses a link would run or render rather than open (the page and the banner's link).
+      ["javascript:alert(document.domain)", "must be an http(s) URL"],
+      ["JavaScript://u.example/%0aalert(1)", "must be an http(s) URL"],
+      ["data:text/html,<script>alert(1)</script>", "must be an http(s) URL"],
       ["https://u.example/\u0000", "must be an http(s) URL"],
       ["https://u.example/a\u007fb", "must be an http(s) URL"],
       ["https://u.example/\u0085", "must be an http(s) URL"],

@@ -95,6 +95,36 @@ describe("GET and POST /preferences/{token}", () => {
     );
   });
 
+  it("writes a banner's texts, labels and privacy policy address into the page as text, never as markup", async () => {
+    const hostile = '"><script>alert(1)</script><img src=x onerror=a()>';
+    const { publicId } = await bannerFixture(ctx.service, {
+      configuration: {
+        categories: [
+          { name: "necessary", required: true, label: `</b>${hostile}` },
+          { name: "analytics", label: hostile, description: `</small>${hostile}` },
+        ],
+        texts: {
+          en: {
+            title: `</title>${hostile}`,
+            description: hostile,
+            save: hostile,
+            privacyPolicyUrl: `https://shop.example.com/${hostile.replaceAll(" ", "")}`,
+            privacyPolicyLabel: hostile,
+            alwaysOnLabel: hostile,
+          },
+        },
+      },
+    });
+    const page = await http(ctx.service, "GET", await linkFor(publicId, { languageCode: "en" }));
+    expect(page.status).toBe(200);
+    expect(page.text).not.toMatch(/<script|<img/i);
+    const escaped = "&quot;&gt;&lt;script&gt;alert(1)&lt;/script&gt;&lt;img src=x onerror=a()&gt;";
+    expect(page.text).toContain(`<b id="l1">${escaped}</b>`);
+    expect(page.text).toContain(
+      `<a href="https://shop.example.com/${escaped.replaceAll(" ", "")}">${escaped}</a>`,
+    );
+  });
+
   it("keeps the whole page in English when the banner has no texts in the choice's language", async () => {
     const { publicId } = await bannerFixture(ctx.service, { configuration });
     const page = await http(ctx.service, "GET", await linkFor(publicId, { languageCode: "fr" }));
