@@ -119,7 +119,7 @@ describe("GET and POST /preferences/{token}", () => {
     expect(page.status).toBe(200);
     expect(page.text).not.toMatch(/<script|<img/i);
     const escaped = "&quot;&gt;&lt;script&gt;alert(1)&lt;/script&gt;&lt;img src=x onerror=a()&gt;";
-    expect(page.text).toContain(`<b id="l1">${escaped}</b>`);
+    expect(page.text).toContain(`<b id="l1" dir="auto">${escaped}</b>`);
     expect(page.text).toContain(
       `<a href="https://shop.example.com/${escaped.replaceAll(" ", "")}">${escaped}</a>`,
     );
