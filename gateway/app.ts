@@ -80,6 +80,12 @@ export interface GatewayOptions {
   requestTimeoutMs?: number;
   /** Body bytes held at once over all connections; BODY_BUDGET_BYTES unless a test shrinks it. */
   bodyBudgetBytes?: number;
+  /**
+   * How often the outage lines of the daemon out of reach (unreachable-log.ts) and of loaders
+   * served stale (stale-log.ts) tell a lasting outage: REPEATED_FAILURE_LOG_MS unless a test
+   * shortens it.
+   */
+  repeatedFailureLogMs?: number;
 }
 
 /** Builds the gateway without listening: tests and main.ts share it. */
@@ -139,7 +145,12 @@ export async function buildGateway(options: GatewayOptions): Promise<FastifyInst
     else done();
   });
   // The daemon answering again ends an outage the log told of (unreachable-log.ts).
-  const transport = watchingDaemonAnswers(options.transport, app.server, app.log);
+  const transport = watchingDaemonAnswers(
+    options.transport,
+    app.server,
+    app.log,
+    options.repeatedFailureLogMs,
+  );
   // Once every request has been answered: a line held back is told now, not after the close.
   app.addHook("onClose", async () => closeUnreachableLog(app.server));
   const clients = createDaemonClients(transport);
@@ -177,6 +188,7 @@ export async function buildGateway(options: GatewayOptions): Promise<FastifyInst
     geoHeader: options.geoHeader,
     trustProxy: options.trustProxy,
     loaderCacheBytes: options.loaderCacheBytes,
+    repeatedFailureLogMs: options.repeatedFailureLogMs,
     onPublicChange,
   });
   // An unknown path is answered before its body is read or judged (a malformed Content-Type

@@ -24,6 +24,8 @@ export interface StartGatewayOptions {
    * so a refused listen says that the two are the same.
    */
   portSharedWith?: string;
+  /** GatewayOptions.repeatedFailureLogMs: REPEATED_FAILURE_LOG_MS unless a test shortens it. */
+  repeatedFailureLogMs?: number;
 }
 
 /** Builds the gateway and listens on CONSENT_HTTP_HOST:CONSENT_HTTP_PORT. */
@@ -37,6 +39,7 @@ export async function startGateway(options: StartGatewayOptions) {
     geoHeader: options.config.geoHeader,
     loaderCacheBytes: options.config.loaderCacheMb * 1024 * 1024,
     onPublicChange: options.onPublicChange,
+    repeatedFailureLogMs: options.repeatedFailureLogMs,
   });
   const beginDrain = boundedDrain(app.server, options.config.drainTimeoutMs, options.beforeCut);
   try {

@@ -37,16 +37,19 @@ export interface OutageLog {
 
 /**
  * An outage log: the first failure of an outage is told at once, unless an `out` line was written
- * within REPEATED_FAILURE_LOG_MS, and then failures are held back and told when that interval is
- * over, counted, without waiting for a failure to come after it. The first answer after an `out`
- * line is a `back` line at once, counting the failures held back until then, so no warning written
- * after the daemon is back reads as a new outage; an outage that begins and ends within the
- * interval (held back, an answer after it) is told when the interval is over as a `back` line
- * counting its failures, never left out. So a daemon that comes and goes, or fails some calls and
- * answers others, makes at most an `out` line and two `back` lines per interval. Once closed it
- * writes nothing more.
+ * within `intervalMs` (REPEATED_FAILURE_LOG_MS unless a test shortens it), and then failures are
+ * held back and told when that interval is over, counted, without waiting for a failure to come
+ * after it. The first answer after an `out` line is a `back` line at once, counting the failures
+ * held back until then, so no warning written after the daemon is back reads as a new outage; an
+ * outage that begins and ends within the interval (held back, an answer after it) is told when the
+ * interval is over as a `back` line counting its failures, never left out. So a daemon that comes
+ * and goes, or fails some calls and answers others, makes at most an `out` line and two `back`
+ * lines per interval. Once closed it writes nothing more.
  */
-export function createOutageLog(lines: OutageLines): OutageLog {
+export function createOutageLog(
+  lines: OutageLines,
+  intervalMs = REPEATED_FAILURE_LOG_MS,
+): OutageLog {
   let outAt = Number.NEGATIVE_INFINITY;
   /** An `out` line was written and no `back` line after it. */
   let saidOut = false;
@@ -75,7 +78,7 @@ export function createOutageLog(lines: OutageLines): OutageLog {
       held += 1;
       heldCause = messageOf(cause);
       answeredSince = false;
-      const wait = outAt + REPEATED_FAILURE_LOG_MS - performance.now();
+      const wait = outAt + intervalMs - performance.now();
       if (wait <= 0) say("out");
       else if (!flush) {
         flush = setTimeout(flushHeld, wait);
@@ -107,19 +110,22 @@ export function createOutageLog(lines: OutageLines): OutageLog {
 const MAX_CAUSES = 32;
 
 /**
- * An outage log per cause in words (createOutageLog each, all writing `lines`): a failure of
- * another cause is told at once, never held back behind the last line of another for up to
- * REPEATED_FAILURE_LOG_MS, so each cause an operator has to act on is named as it starts; an
- * answer of the daemon ends each cause told (a `back` line for each).
+ * An outage log per cause in words (createOutageLog each, all writing `lines` with `intervalMs`):
+ * a failure of another cause is told at once, never held back behind the last line of another for
+ * up to that interval, so each cause an operator has to act on is named as it starts; an answer
+ * of the daemon ends each cause told (a `back` line for each).
  */
-export function createOutageLogByCause(lines: OutageLines): OutageLog {
+export function createOutageLogByCause(
+  lines: OutageLines,
+  intervalMs = REPEATED_FAILURE_LOG_MS,
+): OutageLog {
   const causes = new Map<string, OutageLog>();
   let closed = false;
   return {
     failed(cause) {
       if (closed) return;
       const words = messageOf(cause);
-      const log = causes.get(words) ?? createOutageLog(lines);
+      const log = causes.get(words) ?? createOutageLog(lines, intervalMs);
       // Re-inserted on use: the cause that failed a call least recently leaves first.
       causes.delete(words);
       causes.set(words, log);

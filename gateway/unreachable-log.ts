@@ -13,24 +13,31 @@ interface UnreachableLog {
 /** Per gateway (its HTTP server, which every plugin of one app shares). */
 const unreachableLogs = new WeakMap<object, UnreachableLog>();
 
-function unreachableLogOf(server: object, serverLog: FastifyBaseLogger): UnreachableLog {
+function unreachableLogOf(
+  server: object,
+  serverLog: FastifyBaseLogger,
+  intervalMs?: number,
+): UnreachableLog {
   let log = unreachableLogs.get(server);
   if (!log) {
     const state: UnreachableLog = {
       failedRequestLog: serverLog,
-      outages: createOutageLogByCause({
-        // The cause in words, without a stack: an outage is an expected condition, not a bug.
-        out: ({ failures, cause }) =>
-          state.failedRequestLog.warn(
-            { cause, failedRequests: failures },
-            "the daemon could not be reached or has not answered: requests are answered 503",
-          ),
-        back: ({ failures, cause }) =>
-          serverLog.info(
-            { failedRequests: failures, ...(cause && { cause }) },
-            "the daemon answers again: requests are answered as it answers",
-          ),
-      }),
+      outages: createOutageLogByCause(
+        {
+          // The cause in words, without a stack: an outage is an expected condition, not a bug.
+          out: ({ failures, cause }) =>
+            state.failedRequestLog.warn(
+              { cause, failedRequests: failures },
+              "the daemon could not be reached or has not answered: requests are answered 503",
+            ),
+          back: ({ failures, cause }) =>
+            serverLog.info(
+              { failedRequests: failures, ...(cause && { cause }) },
+              "the daemon answers again: requests are answered as it answers",
+            ),
+        },
+        intervalMs,
+      ),
     };
     log = state;
     unreachableLogs.set(server, log);
@@ -64,14 +71,17 @@ export function closeUnreachableLog(server: object): void {
  * `transport` telling the gateway's unreachable log (countUnreachable) when the daemon answers a
  * call, so that the end of an outage is an info line at once, counting the requests failed since
  * the last warning, rather than a warning up to 10 s later that would read as a new outage. A
- * call is watched only while an outage is being told: calls cost nothing more otherwise.
+ * call is watched only while an outage is being told: calls cost nothing more otherwise. Called
+ * as the gateway is built, before any request: it makes the server's log, telling a lasting
+ * outage every `intervalMs` (REPEATED_FAILURE_LOG_MS unless a test shortens it).
  */
 export function watchingDaemonAnswers(
   transport: Transport,
   server: object,
   serverLog: FastifyBaseLogger,
+  intervalMs?: number,
 ): Transport {
-  const { outages } = unreachableLogOf(server, serverLog);
+  const { outages } = unreachableLogOf(server, serverLog, intervalMs);
   return {
     // The parameters named, not spread: no array per call on every request's path.
     unary(method, signal, timeoutMs, header, input, contextValues) {

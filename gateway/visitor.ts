@@ -19,6 +19,8 @@ export interface VisitorOptions {
   loaderRevalidateMs?: number;
   /** The bound on the bytes of the loader responses kept in memory. */
   loaderCacheBytes?: number;
+  /** How often a lasting outage is logged (GatewayOptions.repeatedFailureLogMs). */
+  repeatedFailureLogMs?: number;
 }
 
 /**

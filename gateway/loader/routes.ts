@@ -49,6 +49,8 @@ export interface LoaderRouteOptions {
   revalidateMs?: number;
   /** CONSENT_LOADER_CACHE_MB in bytes; the cache's default when unset. */
   maxBytes?: number;
+  /** How often a lasting outage is logged (GatewayOptions.repeatedFailureLogMs). */
+  repeatedFailureLogMs?: number;
 }
 
 const LOADER_PATH = "/loader/:file";
@@ -127,6 +129,7 @@ export async function loaderRoutes(app: FastifyInstance, options: LoaderRouteOpt
     revalidateMs: options.revalidateMs ?? LOADER_REVALIDATE_MS,
     maxBytes: options.maxBytes,
     logger: app.log,
+    repeatedFailureLogMs: options.repeatedFailureLogMs,
     async fetchBanner(publicId) {
       try {
         return (await options.clients.banners.getPublishedBanner({ publicId })).banner ?? null;

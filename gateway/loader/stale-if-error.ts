@@ -65,6 +65,8 @@ export interface StaleServingSettings {
   maxFailedReads?: number;
   /** Told while banners are served stale and when the daemon answers again (stale-log.ts). */
   logger?: StaleServingLogger;
+  /** How often it tells a lasting outage: REPEATED_FAILURE_LOG_MS unless a test shortens it. */
+  repeatedFailureLogMs?: number;
 }
 
 export interface StaleServingOptions extends StaleServingSettings {
@@ -92,7 +94,8 @@ export class StaleServing {
 
   constructor(options: StaleServingOptions) {
     this.#options = options;
-    this.#staleLog = options.logger && createStaleServingLog(options.logger);
+    this.#staleLog =
+      options.logger && createStaleServingLog(options.logger, options.repeatedFailureLogMs);
     this.#failedReads = new FailedReads({
       now: options.now,
       retryMs: STALE_RETRY_MS,

@@ -25,20 +25,26 @@ export interface StaleServingLog {
  * 10 s of a warning is told when those 10 s are over: a warning if reads still fail, else an info
  * line counting its failed reads.
  */
-export function createStaleServingLog(logger: StaleServingLogger): StaleServingLog {
+export function createStaleServingLog(
+  logger: StaleServingLogger,
+  intervalMs?: number,
+): StaleServingLog {
   let staleBanners = 0;
-  const outages = createOutageLog({
-    out: ({ failures, cause }) =>
-      logger.warn(
-        { cause, staleBanners, failedSincePreviousLine: failures - 1 },
-        "the daemon could not be reached or has not answered: loaders are served as last read",
-      ),
-    back: ({ failures, cause }) =>
-      logger.info(
-        { staleBanners, failedSincePreviousLine: failures, ...(cause && { cause }) },
-        "the daemon answers again: loaders are served as it answers",
-      ),
-  });
+  const outages = createOutageLog(
+    {
+      out: ({ failures, cause }) =>
+        logger.warn(
+          { cause, staleBanners, failedSincePreviousLine: failures - 1 },
+          "the daemon could not be reached or has not answered: loaders are served as last read",
+        ),
+      back: ({ failures, cause }) =>
+        logger.info(
+          { staleBanners, failedSincePreviousLine: failures, ...(cause && { cause }) },
+          "the daemon answers again: loaders are served as it answers",
+        ),
+    },
+    intervalMs,
+  );
   return {
     servedStale(cause, stale) {
       staleBanners = stale;

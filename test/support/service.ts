@@ -70,6 +70,11 @@ export interface TestServiceOptions {
    * a test that waits one out.
    */
   webhookDeliveryTimeoutMs?: number;
+  /**
+   * How often the gateway's outage lines tell a lasting outage, instead of REPEATED_FAILURE_LOG_MS
+   * (10 s): for a test that waits one interval out.
+   */
+  repeatedFailureLogMs?: number;
 }
 
 /**
@@ -143,6 +148,7 @@ export async function startTestService(options: TestServiceOptions = {}): Promis
       logger,
       // The stand-alone gateway hears of no publish but its own (gateway/main.ts).
       onPublicChange: network ? undefined : daemon.onPublicChange,
+      repeatedFailureLogMs: options.repeatedFailureLogMs,
     });
   }
   return {
