@@ -55,6 +55,9 @@ export default defineConfig({
             // The daemon's consent-log RPCs (reads, tails, RecordConsent), called over its port
             // in either mode: the gateway only records their fixtures, as log-route.test.ts does.
             "test/consent-log/{consent-log-reads,consent-log-rpc,log-read-limit}.test.ts",
+            // The loader cache (LoaderCache) called directly, reading banners over the daemon's
+            // port in either mode: the gateway only makes and edits their fixtures.
+            "test/loader/{loader-cache,loader-cache-held,loader-cache-stale,brotli-upgrades}.test.ts",
           ],
           env: { CONSENT_TEST_GATEWAY: "network" },
         },
