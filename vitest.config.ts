@@ -16,6 +16,8 @@ const OWN_PROCESS = ["cli/run-command.test.tsx", "cli/lifecycle.test.tsx"];
 export default defineConfig({
   test: {
     testTimeout: 30_000,
+    // Node's, closing the Chromium the browser files of a test process share as it stops.
+    environment: "./test/support/chromium-environment.ts",
     hookTimeout: 60_000,
     // Test files start real servers on port 0 and real stores in temp dirs. Three workers on the
     // two cores here: many files spend most of their time waiting out real intervals (a 10 s log

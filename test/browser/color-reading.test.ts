@@ -1,8 +1,7 @@
-import type { Browser } from "playwright-core";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { isColor, readColor } from "#daemon/banners/colors.js";
 import { NAMED_COLORS } from "#daemon/banners/named-colors.js";
-import { launchChromium, skipBrowserTests, useTestPage } from "#test/support/browser.js";
+import { skipBrowserTests, useChromium, useTestPage } from "#test/support/browser.js";
 
 /** Every form decisions §3 accepts, written the ways operators write them, edge values included. */
 const FORMS = [
@@ -54,12 +53,7 @@ const FORMS = [
 
 /** The server's reading of configured colours, for the contrast it judges without a browser. */
 describe.skipIf(skipBrowserTests)("readColor against Chromium", () => {
-  let browser: Browser;
-  beforeAll(async () => {
-    browser = await launchChromium();
-  });
-  afterAll(() => browser?.close());
-  const tab = useTestPage(() => browser);
+  const tab = useTestPage(useChromium());
 
   it("reads every named colour and functional form as Chromium computes it", async () => {
     const colors = [...NAMED_COLORS.keys(), ...FORMS];

@@ -1,14 +1,13 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { contrastShortfalls } from "#daemon/banners/colors.js";
 import { shortfallMessage } from "#daemon/banners/contrast.js";
 import {
   categoriesDrawn,
-  launchChromium,
   mixedDirections,
   skipBrowserTests,
+  useChromium,
   useTestPage,
 } from "#test/support/browser.js";
 import {
@@ -61,7 +60,7 @@ async function startOtherSite() {
 describe.skipIf(skipBrowserTests)("preferences page in Chromium", () => {
   let service: TestService;
   let otherSite: Awaited<ReturnType<typeof startOtherSite>>;
-  let browser: Browser;
+  const chromium = useChromium();
 
   beforeAll(async () => {
     // The link the log route returns must open the gateway: CONSENT_BASE_URL names its address.
@@ -71,14 +70,12 @@ describe.skipIf(skipBrowserTests)("preferences page in Chromium", () => {
       env: { CONSENT_HTTP_PORT: String(port), CONSENT_BASE_URL: `http://127.0.0.1:${port}` },
     });
     otherSite = await startOtherSite();
-    browser = await launchChromium();
   });
   afterAll(async () => {
-    await browser?.close();
     await otherSite?.close();
     await service?.close();
   });
-  const tab = useTestPage(() => browser);
+  const tab = useTestPage(chromium);
 
   /** A banner, a choice logged on its site, and the managePreferences link the log route gave. */
   async function choiceWithLink(

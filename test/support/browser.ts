@@ -13,6 +13,7 @@ import {
 import { afterAll, afterEach, beforeAll, beforeEach } from "vitest";
 import type { Clock } from "#daemon/clock.js";
 import type { ConsentLogRecord } from "#daemon/consent-log/consent-log-store.js";
+import { SHARED_CHROMIUM } from "#test/support/chromium-environment.js";
 import { bannerFixture } from "#test/support/consent-log.js";
 import { startTestService, type TestService } from "#test/support/service.js";
 
@@ -52,6 +53,40 @@ export function launchChromium({
 }
 
 /** The nonce every test page puts on its scripts and in its CSP. */
+/**
+ * The Chromium of this test process with the default arguments, launched by the first file that
+ * asks for it and kept for the files after it, which vitest runs in the same process (isolate:
+ * false): a launch is some 2 s of CPU. Files share nothing else of it: each test opens a browser
+ * context of its own (openPage), and a file's contexts left open are closed after it
+ * (useChromium). Kept on the global object, where the test environment closes it as vitest stops
+ * the process (chromium-environment.ts).
+ */
+const shared = globalThis as { [SHARED_CHROMIUM]?: Promise<Browser> };
+
+/**
+ * For the enclosing describe: the process's shared Chromium (launched if need be) before its
+ * tests, the browser contexts they left open closed after them.
+ */
+export function useChromium(): () => Browser {
+  let browser: Browser | undefined;
+  beforeAll(async () => {
+    shared[SHARED_CHROMIUM] ??= launchChromium().then((launched) => {
+      launched.on("disconnected", () => {
+        delete shared[SHARED_CHROMIUM];
+      });
+      return launched;
+    });
+    browser = await shared[SHARED_CHROMIUM];
+  });
+  afterAll(async () => {
+    await Promise.all((browser?.contexts() ?? []).map((context) => context.close()));
+  });
+  return () => {
+    if (!browser) throw new Error("no Chromium: useChromium's beforeAll has not run");
+    return browser;
+  };
+}
+
 export const NONCE = "dGVzdC1ub25jZQ";
 
 export interface SitePage {
@@ -226,8 +261,8 @@ export function localBanner(
 
 /**
  * For the enclosing describe: a service with the gateway (with `env`, and `clock` for the
- * daemon's time), a website embedding its loader, and one Chromium, all closed after the file's
- * tests.
+ * daemon's time) and a website embedding its loader, both closed after the file's tests, and the
+ * process's Chromium (useChromium).
  */
 export function useBrowserSite(env: Record<string, string> = {}, clock?: Clock) {
   const context = {} as {
@@ -235,13 +270,13 @@ export function useBrowserSite(env: Record<string, string> = {}, clock?: Clock) 
     site: Awaited<ReturnType<typeof startSite>>;
     browser: Browser;
   };
+  const chromium = useChromium();
   beforeAll(async () => {
     context.service = await startTestService({ gateway: true, env, clock });
     context.site = await startSite(context.service);
-    context.browser = await launchChromium();
+    context.browser = chromium();
   });
   afterAll(async () => {
-    await context.browser?.close();
     await context.site?.close();
     await context.service?.close();
   });
