@@ -11,7 +11,10 @@ export function entryJson(entry: ConsentLogEntry) {
   return messageJson(ConsentLogEntrySchema, entry);
 }
 
-/** The CSV columns, in order: one per field of ConsentLogEntry, purpose choices flattened. */
+/**
+ * The CSV columns, in order: one per field of ConsentLogEntry, purpose choices flattened, the
+ * services last, in one cell.
+ */
 const CSV_COLUMNS: readonly [header: string, value: (e: ConsentLogEntry) => unknown][] = [
   ["consentLogId", (e) => e.consentLogId],
   // Times as JSON Lines (messageJson) and REST write them, so both exports of a row agree.
@@ -34,6 +37,16 @@ const CSV_COLUMNS: readonly [header: string, value: (e: ConsentLogEntry) => unkn
   ["sensitiveData", (e) => e.purposeChoices?.sensitiveData],
   ["profiling", (e) => e.purposeChoices?.profiling],
   ["pageUrl", (e) => e.pageUrl],
+  // In one cell as spec 2.4 writes them, category name → service names; empty when none.
+  [
+    "services",
+    (e) =>
+      Object.keys(e.services).length > 0
+        ? JSON.stringify(
+            Object.fromEntries(Object.entries(e.services).map(([n, s]) => [n, s.names])),
+          )
+        : "",
+  ],
 ];
 
 /**

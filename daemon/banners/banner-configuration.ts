@@ -14,6 +14,7 @@ import {
   firstRepeat,
   IF_VALID_SO_FAR,
   LANGUAGE_CODE_MAX,
+  label,
   noRepeats,
   text,
 } from "#daemon/validation/rules.js";
@@ -93,8 +94,10 @@ const category = z.strictObject({
   required: z.boolean().optional(),
   label: text(0, 100).optional(),
   description: text(0, 1000).optional(),
+  // Labels, as the consent states and log rows that name them hold them (spec 2.4 `services`):
+  // a control character would make a choice PUT state and the log route refuse.
   services: z
-    .array(text(1, 100))
+    .array(label(1, 100))
     .max(100)
     .superRefine(noRepeats("service"), EVEN_WITH_FAILED_ENTRIES)
     .optional(),
@@ -119,19 +122,30 @@ function uniqueCategoryNames(list: readonly { name: string }[], ctx: z.Refinemen
 }
 
 /**
- * The bytes a visitor's consent cookie may spend on category names. The runtime keeps the state
- * as URL-encoded JSON in one cookie (gateway/runtime/state.ts), which browsers cap at 4,096 bytes
- * with its name; every other field of the largest state (a 64-character rule id, a 20-character
- * language, the US choices, every flag) takes 753. Names beyond this would make a choice that is
- * logged but never kept: the banner would ask again on every page.
+ * The bytes a visitor's consent cookie may spend on category names and their services. The
+ * runtime keeps the state as URL-encoded JSON in one cookie (gateway/runtime/state.ts), which
+ * browsers cap at 4,096 bytes with its name; every other field of the largest state (a
+ * 64-character rule id, a 20-character language, the US choices, every flag) takes 753. Names
+ * beyond this would make a choice that is logged but never kept: the banner would ask again on
+ * every page.
  */
 export const CATEGORY_NAMES_COOKIE_BYTES = 3_000;
 
-/** The category names, all accepted, as the cookie holds them (URL-encoded JSON). */
+/**
+ * The category names, all accepted, as the cookie holds them (URL-encoded JSON): `categories`,
+ * and `services` with its field name where a category names some (spec 2.4).
+ */
 function cookieBytesOfNames(list: unknown[]): number {
-  const names = list.map((c) => (c as { name?: unknown } | undefined)?.name);
+  const categories = list as ({ name?: unknown; services?: unknown } | undefined)[];
+  const names = categories.map((c) => c?.name);
   if (!names.every((name) => typeof name === "string")) return 0;
-  return encodeURIComponent(JSON.stringify(names)).length;
+  const named = categories.filter((c) => Array.isArray(c?.services) && c.services.length > 0);
+  const services = named.map((c) => [c?.name, c?.services]);
+  const json = JSON.stringify(names);
+  const withServices = named[0]
+    ? `${json},"services":${JSON.stringify(Object.fromEntries(services))}`
+    : json;
+  return encodeURIComponent(withServices).length;
 }
 
 function namesFitCookie(list: unknown[], ctx: z.RefinementCtx): void {
@@ -153,6 +167,7 @@ const texts = z.strictObject({
   privacyPolicyUrl: httpUrl.optional(),
   privacyPolicyLabel: text(0, 100).optional(),
   alwaysOnLabel: text(0, 50).optional(),
+  servicesLabel: text(0, 50).optional(),
   categories: z
     .record(
       categoryName,
@@ -332,6 +347,7 @@ function completeTexts(
         privacyPolicyUrl: t.privacyPolicyUrl ?? "",
         privacyPolicyLabel: t.privacyPolicyLabel ?? "",
         alwaysOnLabel: t.alwaysOnLabel ?? "",
+        servicesLabel: t.servicesLabel ?? "",
         categories: Object.fromEntries(
           Object.entries(t.categories ?? {}).map(([name, c]) => [
             name,

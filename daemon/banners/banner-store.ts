@@ -29,6 +29,8 @@ export interface BannerTexts {
   /** The text of the link to privacyPolicyUrl; absent in banners stored before it existed. */
   privacyPolicyLabel?: string;
   alwaysOnLabel?: string;
+  /** The words before a category's services; absent in banners stored before it existed. */
+  servicesLabel?: string;
   categories: Record<string, CategoryTexts>;
 }
 

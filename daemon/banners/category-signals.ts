@@ -1,8 +1,9 @@
 /**
  * What a banner's categories mean beyond their names: the Google Consent Mode v2 signals each
  * grants (documented in docs/banner-runtime.md), and so which of them feed advertising, what a
- * US opt-out of sale and sharing refuses. The banner runtime applies them in the browser, and the
- * daemon to a choice made on the preferences page, so both record one choice the same way.
+ * US opt-out of sale and sharing refuses; and the services a choice accepts with them. The
+ * banner runtime applies them in the browser, and the daemon to a choice made on the
+ * preferences page, so both record one choice the same way.
  * Plain code without imports: the runtime bundles this file.
  */
 
@@ -61,4 +62,17 @@ export function usOptOutChoices(accepted: readonly string[]): {
 } {
   const ads = accepted.some(isAdCategory);
   return { saleSharing: !ads, targetedAdvertising: !ads };
+}
+
+/**
+ * spec 2.4 `services` of a choice: each accepted category's services, where it names some;
+ * undefined when no such category is accepted, so a banner without services records the states
+ * and rows it recorded before.
+ */
+export function acceptedServices(
+  categories: readonly { name: string; services?: string[] }[],
+  accepted: readonly string[],
+): Record<string, string[]> | undefined {
+  const named = categories.filter((c) => c.services?.[0] && accepted.includes(c.name));
+  return named[0] && Object.fromEntries(named.map((c) => [c.name, c.services as string[]]));
 }

@@ -40,6 +40,9 @@ export function consentLogEntryMessage(record: ConsentLogRecord): ConsentLogEntr
     matchedRuleId: record.matchedRuleId,
     gpc: record.gpc,
     purposeChoices: record.purposeChoices,
+    services: Object.fromEntries(
+      Object.entries(record.services ?? {}).map(([name, names]) => [name, { names }]),
+    ),
     pageUrl: record.pageUrl,
     occurredAt: timestampFromDate(record.occurredAt),
     timestampClamped: record.timestampClamped,

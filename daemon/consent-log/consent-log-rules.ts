@@ -12,6 +12,7 @@ import {
 } from "#daemon/consent-log/request-origin.js";
 import { clipped, DomainError, invalidRequest } from "#daemon/errors.js";
 import {
+  consentServices,
   integer,
   isoDateTime,
   LANGUAGE_CODE_MAX,
@@ -87,6 +88,10 @@ const logBody = z.object({
   matchedRuleId: label(1, 64).optional(),
   gpc: z.boolean().optional(),
   purposeChoices: z.object(usOptOutPurposes).optional(),
+  // The accepted categories' services, as the runtime's state has them (spec 2.4).
+  services: consentServices
+    .refine((value) => Object.keys(value).length <= 50, "must have at most 50 entries")
+    .optional(),
   pageUrl: z.string().optional(),
 });
 

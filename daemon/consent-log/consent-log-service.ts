@@ -63,7 +63,13 @@ export interface ConsentLogServiceOptions {
 function typedLogBody(request: RecordConsentRequest): unknown {
   const fields = toJson(RecordConsentRequestSchema, request) as Record<string, unknown>;
   delete fields.requestOrigin;
-  return { ...fields, preferences: { ...request.preferences } };
+  // A category's services as the JSON body names them: the list itself, not a message.
+  const services = Object.entries(request.services).map(([name, s]) => [name, s.names]);
+  return {
+    ...fields,
+    preferences: { ...request.preferences },
+    services: services.length > 0 ? Object.fromEntries(services) : undefined,
+  };
 }
 
 /** The privacy-minimised row of one post (spec 2.5, decisions §5): no IP, no user agent. */
@@ -91,6 +97,7 @@ function logRecord(
     matchedRuleId: body.matchedRuleId,
     gpc: body.gpc,
     purposeChoices: body.purposeChoices && compact({ ...body.purposeChoices }),
+    services: body.services && { ...body.services },
     pageUrl: reducePageUrl(body.pageUrl, referer, production.telemetryLevel, sites),
     ...clampTimestamp(body.timestamp, receivedAt),
     receivedAt,

@@ -30,6 +30,8 @@ export interface ConsentLogRecord {
   matchedRuleId?: string;
   gpc?: boolean;
   purposeChoices?: PurposeChoices;
+  /** spec 2.4 `services`: accepted category name → the names of its services. */
+  services?: Record<string, string[]>;
   pageUrl?: string;
   /** Client time of the choice after clamping. */
   occurredAt: Date;

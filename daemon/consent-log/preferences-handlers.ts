@@ -1,6 +1,6 @@
 import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
 import { activeBanner } from "#daemon/banners/active-banner.js";
-import { usOptOutChoices } from "#daemon/banners/category-signals.js";
+import { acceptedServices, usOptOutChoices } from "#daemon/banners/category-signals.js";
 import type { Clock } from "#daemon/clock.js";
 import {
   compact,
@@ -74,6 +74,7 @@ export function createPreferencesHandlers(options: PreferencesHandlerOptions): P
         consentId: grant.consentId,
         method: "consent_changed",
         preferences,
+        services: acceptedServices(banner.production.configuration.categories, accepted),
         revision: banner.production.revision,
         languageCode: latest?.languageCode,
         country: latest?.country,

@@ -7,6 +7,7 @@ import {
   type ConsentStateField,
 } from "#daemon/subjects/state-vocabulary.js";
 import {
+  consentServices,
   EVEN_WITH_FAILED_ENTRIES,
   integer,
   isIsoDateTime,
@@ -51,7 +52,7 @@ const consentState = z.strictObject({
   consentTimestamp: isoDateTime,
   lastConsentTimestamp: isoDateTime,
   languageCode: label(1, LANGUAGE_CODE_MAX),
-  services: z.record(label(1, 100), z.array(label(1, 100)).max(100)).optional(),
+  services: consentServices.optional(),
   jurisdictions: z
     .array(label(1, 64))
     .max(50)

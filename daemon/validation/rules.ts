@@ -112,6 +112,13 @@ export const usOptOutPurposes = Object.fromEntries(
   US_OPT_OUT_PURPOSES.map((purpose) => [purpose, z.boolean().optional()]),
 ) as Record<(typeof US_OPT_OUT_PURPOSES)[number], z.ZodOptional<z.ZodBoolean>>;
 
+/**
+ * spec 2.4 `services`, in a stored state and in the log payload alike, with the bounds the spec
+ * leaves open (docs/behaviour.md): category name → the names of its accepted services, as
+ * labels, at most 100 per category as a banner's configuration allows.
+ */
+export const consentServices = z.record(label(1, 100), z.array(label(1, 100)).max(100));
+
 /** An integer within [min, max]. */
 export function integer(min: number, max: number) {
   return z

@@ -52,6 +52,7 @@ export function consentGivenBody(row: ConsentLogRecord): string {
       matchedRuleId: row.matchedRuleId ?? null,
       gpc: row.gpc ?? null,
       purposeChoices: row.purposeChoices ?? null,
+      services: row.services ?? null,
       occurredAt: row.occurredAt.toISOString(),
     },
   });

@@ -84,6 +84,7 @@ function runtimeTexts(texts: BannerTexts): RuntimeTexts {
     privacyPolicyUrl: texts.privacyPolicyUrl,
     privacyPolicyLabel: texts.privacyPolicyLabel,
     alwaysOnLabel: texts.alwaysOnLabel,
+    servicesLabel: texts.servicesLabel,
     ...(Object.keys(categories).length > 0 && { categories }),
   });
 }
@@ -107,6 +108,9 @@ export function runtimeConfig(banner: PublishedBanner, geo: Geo | null): Runtime
       required: c.required,
       label: c.label,
       description: c.description,
+      // Shown under the category and written into the states that accept it; a category with
+      // none carries no field, so a banner without services costs no byte for them.
+      ...(c.services.length > 0 && { services: c.services }),
     })),
     texts: Object.fromEntries(
       Object.entries(configuration?.texts ?? {}).map(([lang, t]) => [lang, runtimeTexts(t)]),

@@ -9,7 +9,13 @@ import {
   pageTexts,
   type RetryableSaveFailure,
 } from "#gateway/preferences/page-texts.js";
-import { directionOf, languageMark, resolveTexts, type Text } from "#gateway/runtime/texts.js";
+import {
+  categoryNotes,
+  directionOf,
+  languageMark,
+  resolveTexts,
+  type Text,
+} from "#gateway/runtime/texts.js";
 import type { PreferencesView } from "#gen/consent/v1/consent_log_pb.js";
 
 const ESCAPES: Record<string, string> = {
@@ -96,16 +102,17 @@ export function preferencesPage(view: PreferencesView, nonce: string, saved: boo
   const rows = (config?.categories ?? []).map((category, i) => {
     const text = texts.category(category);
     const checked = category.required || view.preferences[category.name] === true;
-    // Named by its label (and, when locked, the note saying why), described by its description,
-    // as on the banner.
-    const described = text.description.text !== "";
+    // Named by its label (and, when locked, the note saying why), described by its description
+    // and the services it covers, each where it has them, as on the banner.
+    const lines = categoryNotes(text, i);
     const state = category.required
       ? " checked disabled"
       : `${checked ? " checked" : ""} name="category" value="${escapeHtml(category.name)}"`;
     const labelledBy = category.required ? `l${i} n${i}` : `l${i}`;
-    const describedBy = described ? ` aria-describedby="s${i}"` : "";
+    const ids = lines.map(([id]) => id).join(" ");
+    const describedBy = ids ? ` aria-describedby="${ids}"` : "";
     const attributes = `${state} aria-labelledby="${labelledBy}"${describedBy}`;
-    const description = described ? textIn("small", text.description, ` id="s${i}"`) : "";
+    const description = lines.map(([id, line]) => textIn("small", line, ` id="${id}"`)).join("");
     const note = category.required
       ? ` ${textIn("i", texts.get("alwaysOnLabel"), ` id="n${i}"`)}`
       : "";

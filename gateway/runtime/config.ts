@@ -26,6 +26,8 @@ export interface RuntimeCategory {
   required: boolean;
   label: string;
   description: string;
+  /** The services (vendors) the category covers; absent when it names none. */
+  services?: string[];
 }
 
 export interface RuntimeTexts {
@@ -38,6 +40,7 @@ export interface RuntimeTexts {
   privacyPolicyUrl?: string;
   privacyPolicyLabel?: string;
   alwaysOnLabel?: string;
+  servicesLabel?: string;
   categories?: Record<string, { label?: string; description?: string }>;
 }
 

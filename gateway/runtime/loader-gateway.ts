@@ -76,6 +76,7 @@ export function post(method: string, s: ConsentState): void {
     revision: s.revision,
     languageCode: s.languageCode,
     preferences: Object.fromEntries(all.map((name) => [name, s.categories.includes(name)])),
+    services: s.services,
     gpc,
     purposeChoices: s.usOptOutChoices,
     // Only what a row may keep (decisions §5: never the query or fragment), so a long query

@@ -1,4 +1,8 @@
-import { isAdCategory, usOptOutChoices } from "../../daemon/banners/category-signals.js";
+import {
+  acceptedServices,
+  isAdCategory,
+  usOptOutChoices,
+} from "../../daemon/banners/category-signals.js";
 import { isoTimeMs } from "../../daemon/validation/patterns.js";
 import { acceptTypeOf, all, config, defaultCategories, gpcApplies, required } from "./banner.js";
 import type { RuntimeRule } from "./config.js";
@@ -91,6 +95,8 @@ function nextState(categories: string[], extra: Partial<ConsentState>): ConsentS
     consentTimestamp: first ?? at,
     lastConsentTimestamp: at,
     languageCode: texts.languageCode,
+    // Undefined when none: toJson leaves it out of the cookie, the row and every copy.
+    services: acceptedServices(config.categories, categories),
     ...(config.rule && { jurisdictions: [config.rule.id] }),
     ...(config.rule?.us && {
       usOptOutChoices: usOptOutChoices(categories),

@@ -12,6 +12,7 @@ export const DEFAULT_TEXTS = {
   privacyPolicyUrl: "",
   privacyPolicyLabel: "Privacy policy",
   alwaysOnLabel: "Always on",
+  servicesLabel: "Services",
 };
 
 export type TextKey = keyof typeof DEFAULT_TEXTS;
@@ -34,8 +35,24 @@ export interface Text {
 export interface ResolvedTexts {
   languageCode: string;
   get(key: TextKey): Text;
-  category(category: RuntimeCategory): { label: Text; description: Text };
+  /**
+   * A category's label, its description and the line naming its services ("Services: Google
+   * Ads, Meta Pixel"; empty when it names none), on the banner and the preferences page alike.
+   */
+  category(category: RuntimeCategory): { label: Text; description: Text; services: Text };
 }
+
+/**
+ * The lines that describe a category's box (its description, then its services), each with the
+ * id the box names in `aria-describedby`, where it has them: the banner's and the page's alike.
+ */
+export const categoryNotes = (text: { description: Text; services: Text }, i: number) =>
+  (
+    [
+      [`s${i}`, text.description],
+      [`v${i}`, text.services],
+    ] as const
+  ).filter(([, line]) => line.text);
 
 /**
  * Picks the texts for the wanted languages, in order (the page's `<html lang>`, then the
@@ -111,15 +128,16 @@ export function resolveTexts(
     return last ? { text: last, ...lastMark } : { text: last };
   };
   const unstated = { unstated: true } as const;
+  const get = (key: TextKey) =>
+    pick(
+      (own) => own[key],
+      DEFAULT_TEXTS[key],
+      english,
+      key === "privacyPolicyUrl" ? anyLanguage : [],
+    );
   return {
     languageCode,
-    get: (key) =>
-      pick(
-        (own) => own[key],
-        DEFAULT_TEXTS[key],
-        english,
-        key === "privacyPolicyUrl" ? anyLanguage : [],
-      ),
+    get,
     category: (category) => ({
       label: pick(
         (own) => own.categories?.[category.name]?.label,
@@ -131,6 +149,13 @@ export function resolveTexts(
         category.description,
         unstated,
       ),
+      // The names are the services' own, in no language: the label's language marks the line.
+      services: category.services
+        ? {
+            ...get("servicesLabel"),
+            text: `${get("servicesLabel").text}: ${category.services.join(", ")}`,
+          }
+        : { text: "" },
     }),
   };
 }

@@ -1,7 +1,14 @@
 import type { RuntimeConfig } from "./config.js";
 import { warnOnLowContrast } from "./contrast.js";
 import { bannerCss } from "./styles.js";
-import { directionOf, languageMark, type ResolvedTexts, type Text, type TextKey } from "./texts.js";
+import {
+  categoryNotes,
+  directionOf,
+  languageMark,
+  type ResolvedTexts,
+  type Text,
+  type TextKey,
+} from "./texts.js";
 
 export type Choice = "accept" | "reject" | "save";
 
@@ -66,14 +73,14 @@ function categoryList(options: ViewOptions) {
   const boxes: HTMLInputElement[] = [];
   const labels = config.categories.map((category, i) => {
     const text = texts.category(category);
-    // Named by its label (and, when locked, the note saying why), described by its description:
-    // a long description read as the box's name would drown it.
+    // Named by its label (and, when locked, the note saying why), described by its description
+    // and its services: a long description read as the box's name would drown it.
     const caption = h("span", {}, {}, h("b", { id: `l${i}`, ...say(text.label) }));
     if (category.required) {
       caption.append(" ", h("i", { id: `n${i}`, ...say(texts.get("alwaysOnLabel")) }));
     }
-    if (text.description.text)
-      caption.append(h("small", { id: `s${i}`, ...say(text.description) }));
+    const notes = categoryNotes(text, i);
+    for (const [id, line] of notes) caption.append(h("small", { id, ...say(line) }));
     const box = h(
       "input",
       {
@@ -84,7 +91,7 @@ function categoryList(options: ViewOptions) {
       },
       {
         "aria-labelledby": category.required ? `l${i} n${i}` : `l${i}`,
-        ...(text.description.text && { "aria-describedby": `s${i}` }),
+        ...(notes[0] && { "aria-describedby": notes.map(([id]) => id).join(" ") }),
       },
     );
     boxes.push(box);

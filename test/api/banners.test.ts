@@ -383,6 +383,27 @@ describe("banners", () => {
         "configuration.categories",
         "must have names that together fit a visitor's consent cookie: 4953 bytes URL-encoded, at most 3000 (use fewer or shorter names)",
       ],
+      // A visitor's state names the services it accepts (spec 2.4): PUT state and the log route
+      // refuse a control character in them, so a choice naming this one could not be kept.
+      [
+        { categories: [category("necessary"), category("analytics", ["Matomo\tCloud"])] },
+        "configuration.categories[1].services[0]",
+        "must not contain control characters",
+      ],
+      // The services, all accepted, go into the cookie beside the names: 5 categories of 40
+      // services of 20 characters are 6,366 bytes as the cookie holds them.
+      [
+        {
+          categories: Array.from({ length: 5 }, (_, i) =>
+            category(
+              `c${i}`,
+              Array.from({ length: 40 }, (_, j) => `Service ${i}-${j}`.padEnd(20, "x")),
+            ),
+          ),
+        },
+        "configuration.categories",
+        "must have names that together fit a visitor's consent cookie: 6366 bytes URL-encoded, at most 3000 (use fewer or shorter names)",
+      ],
       // A visitor's choice is keyed by category name, and no body may carry a __proto__ key.
       [
         { categories: [category("necessary"), category("__proto__")] },
@@ -888,9 +909,9 @@ describe("banners", () => {
     const first = await patch({ configuration: { texts: bulkyTexts() } });
     expect(first.status).toBe(200);
     // A PATCH replaces the fields it names: categories next to the texts stored before.
-    const categories = Array.from({ length: 10 }, (_, c) => ({
+    const categories = Array.from({ length: 50 }, (_, c) => ({
       name: c === 0 ? "necessary" : `category-${c}`,
-      services: Array.from({ length: 100 }, (_, i) => `service-${c}-${i}-${"s".repeat(40)}`),
+      description: `${c} `.padEnd(1000, "d"),
     }));
     const refused = await patch({ configuration: { categories } });
     expect([refused.status, refused.body.data.code, refused.body.data.details]).toEqual([

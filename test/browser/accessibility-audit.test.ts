@@ -18,6 +18,11 @@ import { aChoice, bannerFixture, labelledCategories, postLog } from "#test/suppo
  */
 const TAGS = [...WCAG_TAGS, "best-practice"];
 
+/** The categories audited, with the line naming their services under two of them. */
+const CATEGORIES = labelledCategories.map((category, i) =>
+  i === 0 ? category : { ...category, services: ["Matomo", "Google Ads", "Meta Pixel"] },
+);
+
 /** A brand palette that meets AA (the runtime warns of none), unlike the defaults in every role. */
 const BRAND = {
   primaryColor: "#7a1f5c",
@@ -73,7 +78,8 @@ describe.skipIf(skipBrowserTests)("accessibility audit (axe-core, WCAG 2.2 AA) i
     it(`has no violations in the ${layout} layout at top, bottom and center, first view and Customize`, async () => {
       for (const [j, position] of positions.entries()) {
         const brand = (i + j) % 2 === 1;
-        await openBanner(ctx, tab.page, { layout, position, ...(brand ? BRAND : {}) });
+        const colors = brand ? BRAND : {};
+        await openBanner(ctx, tab.page, { layout, position, categories: CATEGORIES, ...colors });
         await auditBothViews(`${layout} ${position}${brand ? ", brand colours" : ""}`);
       }
       expect(tab.warnings).toEqual([]);
@@ -113,7 +119,8 @@ describe.skipIf(skipBrowserTests)("accessibility audit (axe-core, WCAG 2.2 AA) i
     await tab.page.setViewportSize(NARROW);
     await tab.page.emulateMedia({ reducedMotion: "reduce" });
     for (const layout of ["banner", "modal", "inline"]) {
-      await openBanner(ctx, tab.page, { layout, position: "bottom", texts: TEXTS }, "he");
+      const configuration = { layout, position: "bottom", categories: CATEGORIES, texts: TEXTS };
+      await openBanner(ctx, tab.page, configuration, "he");
       expect(await dialog(tab.page).evaluate((panel) => getComputedStyle(panel).direction)).toBe(
         "rtl",
       );
@@ -134,7 +141,7 @@ describe.skipIf(skipBrowserTests)("accessibility audit (axe-core, WCAG 2.2 AA) i
 
   it("has no violations on the preferences page, its saved notice, and its expired and altered link pages", async () => {
     const { publicId } = await bannerFixture(ctx.service, {
-      configuration: { categories: labelledCategories, texts: TEXTS, ...BRAND },
+      configuration: { categories: CATEGORIES, texts: TEXTS, ...BRAND },
     });
     /** The managePreferences link of a choice in `languageCode`, on this test's gateway. */
     const linkOf = async (languageCode: string) => {

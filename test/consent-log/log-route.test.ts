@@ -248,6 +248,40 @@ describe("POST /api/consent/log", () => {
     expect(row?.consentId).toMatch(/^[0-9a-f-]{36}$/); // made by the server when absent
   });
 
+  it("keeps the accepted categories' services the runtime sends (spec 2.4), and refuses malformed ones", async () => {
+    const { teamId, publicId } = await bannerFixture(ctx.service);
+    const services = { necessary: ["Shop session"], analytics: ["Matomo", "Google Analytics"] };
+    const kept = await postLog(ctx.service, aChoice(publicId, { services }), { ip: ip() });
+    expect(kept.status).toBe(200);
+    const [row] = await storedRows(ctx.service, teamId);
+    expect(row?.services).toEqual(services);
+    for (const [wrong, field, message] of [
+      [{ analytics: "Matomo" }, "services.analytics", "must be an array"],
+      [
+        { analytics: ["Google\u0007Ads"] },
+        "services.analytics[0]",
+        "must not contain control characters",
+      ],
+      [
+        { analytics: Array.from({ length: 101 }, (_, i) => `s${i}`) },
+        "services.analytics",
+        "must have at most 100 entries",
+      ],
+      [
+        Object.fromEntries(Array.from({ length: 51 }, (_, i) => [`c${i}`, ["s"]])),
+        "services",
+        "must have at most 50 entries",
+      ],
+    ] as const) {
+      const refused = await postLog(ctx.service, aChoice(publicId, { services: wrong }), {
+        ip: ip(),
+      });
+      expect([refused.status, refused.body.code]).toEqual([400, "invalid_request"]);
+      expect(refused.body.details).toEqual([{ field, message: `${field} ${message}` }]);
+    }
+    expect(await storedRows(ctx.service, teamId)).toHaveLength(1);
+  });
+
   it("reduces pageUrl, else the Referer, to the banner's telemetry level", async () => {
     const page = "https://shop.example.com/checkout/step-2?email=a@b.example#pay";
     const cases = [

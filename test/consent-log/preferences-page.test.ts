@@ -243,6 +243,62 @@ describe("GET and POST /preferences/{token}", () => {
     expect([row?.gpc, row?.purposeChoices]).toEqual([false, undefined]);
   });
 
+  it("lists each category's services under it, and records the accepted ones' services with a change", async () => {
+    const withServices = {
+      ...configuration,
+      categories: [
+        { name: "necessary", required: true, label: "Necessary", services: ["Shop session"] },
+        {
+          name: "analytics",
+          label: "Analytics",
+          description: "Usage statistics",
+          services: ["Matomo"],
+        },
+        { name: "marketing", label: "Marketing", services: ["Google Ads", "Meta Pixel"] },
+        { name: "social", label: "Social" },
+      ],
+      texts: { de: { ...configuration.texts.de, servicesLabel: "Dienste" } },
+    };
+    const { teamId, publicId } = await bannerFixture(ctx.service, {
+      configuration: withServices,
+    });
+    const path = await linkFor(publicId, { languageCode: "de" });
+    const page = await http(ctx.service, "GET", path);
+    expect(page.status).toBe(200);
+    // Part of each box's description, after the category's own; none where a category has none.
+    for (const html of [
+      '<input type="checkbox" checked disabled aria-labelledby="l0 n0" aria-describedby="v0">',
+      '<small id="v0">Dienste: Shop session</small>',
+      '<input type="checkbox" checked name="category" value="analytics" aria-labelledby="l1" aria-describedby="s1 v1">',
+      '<small id="s1" dir="auto">Usage statistics</small><small id="v1">Dienste: Matomo</small>',
+      '<small id="v2">Dienste: Google Ads, Meta Pixel</small>',
+      '<input type="checkbox" name="category" value="social" aria-labelledby="l3">',
+    ]) {
+      expect(page.text).toContain(html);
+    }
+    expect(page.text).not.toContain('id="v3"');
+    // In a language the banner has no texts in, the page is English, the label too.
+    const french = await http(ctx.service, "GET", await linkFor(publicId, { languageCode: "fr" }));
+    expect(french.text).toContain('<small id="v2">Services: Google Ads, Meta Pixel</small>');
+
+    const saved = await submit(path, {}, "category=marketing&category=social");
+    expect(saved.status).toBe(303);
+    const [row] = await storedRows(ctx.service, teamId);
+    expect(row).toMatchObject({
+      method: "consent_changed",
+      preferences: { necessary: true, analytics: false, marketing: true, social: true },
+      services: { necessary: ["Shop session"], marketing: ["Google Ads", "Meta Pixel"] },
+    });
+    // A banner without services records rows without them, as before.
+    const { teamId: otherTeam, publicId: other } = await bannerFixture(ctx.service, {
+      configuration,
+    });
+    expect((await submit(await linkFor(other))).status).toBe(303);
+    const [plain] = await storedRows(ctx.service, otherTeam);
+    expect(plain?.method).toBe("consent_changed");
+    expect(plain).not.toHaveProperty("services");
+  });
+
   /** The page right after a save of `path`: the redirect's address, read as the browser does. */
   async function pageAfterSave(path: string) {
     const saved = await submit(path);

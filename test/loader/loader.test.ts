@@ -33,6 +33,35 @@ describe("GET /loader/{publicId}.js", () => {
     expect(result.bytes.toString()).not.toMatch(/\beval\(|new Function/);
   });
 
+  it("gives each category its services, and none to a category without, with the texts' label for them", async () => {
+    const categories = [
+      { name: "necessary", required: true, label: "Necessary", services: ["Shop session"] },
+      { name: "marketing", label: "Marketing", services: ["Google Ads", "Meta Pixel"] },
+      { name: "social", label: "Social", services: [] },
+    ];
+    const texts = { de: { servicesLabel: "Dienste" }, fr: { title: "Vos choix" } };
+    const { publicId } = await bannerFixture(service, { configuration: { categories, texts } });
+    const config = configOf((await loader(service, publicId)).bytes);
+    expect(config.categories).toEqual([
+      {
+        name: "necessary",
+        required: true,
+        label: "Necessary",
+        description: "",
+        services: ["Shop session"],
+      },
+      {
+        name: "marketing",
+        required: false,
+        label: "Marketing",
+        description: "",
+        services: ["Google Ads", "Meta Pixel"],
+      },
+      { name: "social", required: false, label: "Social", description: "" },
+    ]);
+    expect(config.texts).toEqual({ de: { servicesLabel: "Dienste" }, fr: { title: "Vos choix" } });
+  });
+
   it("compresses with brotli or gzip as Accept-Encoding allows, each with its own ETag", async () => {
     const { publicId } = await bannerFixture(service);
     const plain = await loader(service, publicId);

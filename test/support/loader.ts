@@ -41,9 +41,18 @@ export const jurisdictionRules = [
   { id: "everyone", mode: "notice" },
 ];
 
+/** The services (vendors) of the payload budget's categories, as a shop's banner lists them. */
+const BUDGET_SERVICES: Record<string, string[]> = {
+  necessary: ["Shop session", "Cloudflare"],
+  functional: ["Intercom"],
+  analytics: ["Google Analytics", "Hotjar"],
+  marketing: ["Google Ads", "Meta Pixel", "TikTok Pixel"],
+  social: ["YouTube", "Instagram"],
+};
+
 /**
- * The configuration the first-visit payload budget is held to: 3 languages, 5 categories and
- * the 3 rules above.
+ * The configuration the first-visit payload budget is held to: 3 languages, 5 categories with
+ * their services and the 3 rules above.
  */
 export function payloadBudgetConfiguration() {
   const texts = Object.fromEntries(
@@ -61,7 +70,13 @@ export function payloadBudgetConfiguration() {
     ]),
   );
   const categories = ["necessary", "functional", "analytics", "marketing", "social"].map(
-    (name, i) => ({ name, required: i === 0, label: name, description: `What ${name} does.` }),
+    (name, i) => ({
+      name,
+      required: i === 0,
+      label: name,
+      description: `What ${name} does.`,
+      services: BUDGET_SERVICES[name],
+    }),
   );
   return { texts, categories, jurisdictionRules };
 }

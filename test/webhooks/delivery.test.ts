@@ -135,6 +135,7 @@ describe("consent.given delivery", () => {
         "purposeChoices",
         "region",
         "revision",
+        "services",
       ].sort(),
     );
     expect(delivered.headers["webhook-id"]).toBe(`evt_${consentLogId.replaceAll("-", "")}`);

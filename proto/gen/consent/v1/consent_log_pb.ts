@@ -14,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file consent/v1/consent_log.proto.
  */
 export const file_consent_v1_consent_log: GenFile = /*@__PURE__*/
-  fileDesc("Chxjb25zZW50L3YxL2NvbnNlbnRfbG9nLnByb3RvEgpjb25zZW50LnYxIs4BCg5QdXJwb3NlQ2hvaWNlcxIZCgxzYWxlX3NoYXJpbmcYASABKAhIAIgBARIhChR0YXJnZXRlZF9hZHZlcnRpc2luZxgCIAEoCEgBiAEBEhsKDnNlbnNpdGl2ZV9kYXRhGAMgASgISAKIAQESFgoJcHJvZmlsaW5nGAQgASgISAOIAQFCDwoNX3NhbGVfc2hhcmluZ0IXChVfdGFyZ2V0ZWRfYWR2ZXJ0aXNpbmdCEQoPX3NlbnNpdGl2ZV9kYXRhQgwKCl9wcm9maWxpbmci+AQKFFJlY29yZENvbnNlbnRSZXF1ZXN0EhEKCWJhbm5lcl9pZBgBIAEoCRJGCgtwcmVmZXJlbmNlcxgCIAMoCzIxLmNvbnNlbnQudjEuUmVjb3JkQ29uc2VudFJlcXVlc3QuUHJlZmVyZW5jZXNFbnRyeRIOCgZtZXRob2QYAyABKAkSEQoJdGltZXN0YW1wGAQgASgJEhcKCmNvbnNlbnRfaWQYBSABKAlIAIgBARIVCghyZXZpc2lvbhgGIAEoBUgBiAEBEhoKDWxhbmd1YWdlX2NvZGUYByABKAlIAogBARIUCgdjb3VudHJ5GAggASgJSAOIAQESEwoGcmVnaW9uGAkgASgJSASIAQESHAoPbWF0Y2hlZF9ydWxlX2lkGAogASgJSAWIAQESEAoDZ3BjGAsgASgISAaIAQESMwoPcHVycG9zZV9jaG9pY2VzGAwgASgLMhouY29uc2VudC52MS5QdXJwb3NlQ2hvaWNlcxIVCghwYWdlX3VybBgNIAEoCUgHiAEBEjEKDnJlcXVlc3Rfb3JpZ2luGA4gASgLMhkuY29uc2VudC52MS5SZXF1ZXN0T3JpZ2luEhEKBGpzb24YDyABKAxICIgBARoyChBQcmVmZXJlbmNlc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCDoCOAFCDQoLX2NvbnNlbnRfaWRCCwoJX3JldmlzaW9uQhAKDl9sYW5ndWFnZV9jb2RlQgoKCF9jb3VudHJ5QgkKB19yZWdpb25CEgoQX21hdGNoZWRfcnVsZV9pZEIGCgRfZ3BjQgsKCV9wYWdlX3VybEIHCgVfanNvbiIwCg1SZXF1ZXN0T3JpZ2luEg4KBm9yaWdpbhgBIAEoCRIPCgdyZWZlcmVyGAIgASgJIksKFVJlY29yZENvbnNlbnRSZXNwb25zZRIWCg5jb25zZW50X2xvZ19pZBgBIAEoCRIaChJtYW5hZ2VfcHJlZmVyZW5jZXMYAiABKAkijQUKD0NvbnNlbnRMb2dFbnRyeRIWCg5jb25zZW50X2xvZ19pZBgBIAEoCRIRCgliYW5uZXJfaWQYAiABKAkSEgoKY29uc2VudF9pZBgDIAEoCRIOCgZtZXRob2QYBCABKAkSQQoLcHJlZmVyZW5jZXMYBSADKAsyLC5jb25zZW50LnYxLkNvbnNlbnRMb2dFbnRyeS5QcmVmZXJlbmNlc0VudHJ5EhUKCHJldmlzaW9uGAYgASgFSACIAQESGgoNbGFuZ3VhZ2VfY29kZRgHIAEoCUgBiAEBEhQKB2NvdW50cnkYCCABKAlIAogBARITCgZyZWdpb24YCSABKAlIA4gBARIcCg9tYXRjaGVkX3J1bGVfaWQYCiABKAlIBIgBARIQCgNncGMYCyABKAhIBYgBARIzCg9wdXJwb3NlX2Nob2ljZXMYDCABKAsyGi5jb25zZW50LnYxLlB1cnBvc2VDaG9pY2VzEhUKCHBhZ2VfdXJsGA0gASgJSAaIAQESLwoLb2NjdXJyZWRfYXQYDiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhkKEXRpbWVzdGFtcF9jbGFtcGVkGA8gASgIEi8KC3JlY2VpdmVkX2F0GBAgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBoyChBQcmVmZXJlbmNlc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCDoCOAFCCwoJX3JldmlzaW9uQhAKDl9sYW5ndWFnZV9jb2RlQgoKCF9jb3VudHJ5QgkKB19yZWdpb25CEgoQX21hdGNoZWRfcnVsZV9pZEIGCgRfZ3BjQgsKCV9wYWdlX3VybCLNAQoWTGlzdENvbnNlbnRMb2dzUmVxdWVzdBIRCgliYW5uZXJfaWQYASABKAkSDwoHbWV0aG9kcxgCIAMoCRIpCgVzaW5jZRgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASKQoFdW50aWwYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhEKCXBhZ2Vfc2l6ZRgFIAEoBRISCgpwYWdlX3Rva2VuGAYgASgJEhIKCmNvbnNlbnRfaWQYByABKAkiYAoXTGlzdENvbnNlbnRMb2dzUmVzcG9uc2USLAoHZW50cmllcxgBIAMoCzIbLmNvbnNlbnQudjEuQ29uc2VudExvZ0VudHJ5EhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSImChVHZXRQcmVmZXJlbmNlc1JlcXVlc3QSDQoFdG9rZW4YASABKAkiqAIKD1ByZWZlcmVuY2VzVmlldxIrCgZiYW5uZXIYASABKAsyGy5jb25zZW50LnYxLlB1Ymxpc2hlZEJhbm5lchISCgpjb25zZW50X2lkGAIgASgJEkEKC3ByZWZlcmVuY2VzGAMgAygLMiwuY29uc2VudC52MS5QcmVmZXJlbmNlc1ZpZXcuUHJlZmVyZW5jZXNFbnRyeRIVCg1sYW5ndWFnZV9jb2RlGAQgASgJEi4KCmV4cGlyZXNfYXQYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhYKDmNvbnNlbnRfbG9nX2lkGAYgASgJGjIKEFByZWZlcmVuY2VzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgIOgI4ASJDChZHZXRQcmVmZXJlbmNlc1Jlc3BvbnNlEikKBHZpZXcYASABKAsyGy5jb25zZW50LnYxLlByZWZlcmVuY2VzVmlldyLDAQoYVXBkYXRlUHJlZmVyZW5jZXNSZXF1ZXN0Eg0KBXRva2VuGAEgASgJEkoKC3ByZWZlcmVuY2VzGAIgAygLMjUuY29uc2VudC52MS5VcGRhdGVQcmVmZXJlbmNlc1JlcXVlc3QuUHJlZmVyZW5jZXNFbnRyeRIQCgNncGMYAyABKAhIAIgBARoyChBQcmVmZXJlbmNlc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCDoCOAFCBgoEX2dwYyJeChlVcGRhdGVQcmVmZXJlbmNlc1Jlc3BvbnNlEhYKDmNvbnNlbnRfbG9nX2lkGAEgASgJEikKBHZpZXcYAiABKAsyGy5jb25zZW50LnYxLlByZWZlcmVuY2VzVmlldyJQChZUYWlsQ29uc2VudExvZ3NSZXF1ZXN0EhEKCWJhbm5lcl9pZBgBIAEoCRIPCgdtZXRob2RzGAIgAygJEhIKCmNvbnNlbnRfaWQYAyABKAkiRwoXVGFpbENvbnNlbnRMb2dzUmVzcG9uc2USLAoHZW50cmllcxgBIAMoCzIbLmNvbnNlbnQudjEuQ29uc2VudExvZ0VudHJ5IqYBChZDb25zZW50TG9nU3RhdHNSZXF1ZXN0EhEKCWJhbm5lcl9pZBgBIAEoCRIPCgdtZXRob2RzGAIgAygJEikKBXNpbmNlGAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIpCgV1bnRpbBgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEgoKY29uc2VudF9pZBgFIAEoCSIwChJDb25zZW50TG9nRGF5Q291bnQSCwoDZGF5GAEgASgJEg0KBWNvdW50GAIgASgDIpACChdDb25zZW50TG9nU3RhdHNSZXNwb25zZRINCgV0b3RhbBgBIAEoAxJECglieV9tZXRob2QYAiADKAsyMS5jb25zZW50LnYxLkNvbnNlbnRMb2dTdGF0c1Jlc3BvbnNlLkJ5TWV0aG9kRW50cnkSLgoGYnlfZGF5GAMgAygLMh4uY29uc2VudC52MS5Db25zZW50TG9nRGF5Q291bnQSGAoQZXhwbGljaXRfY2hvaWNlcxgEIAEoAxIQCghvcHRlZF9pbhgFIAEoAxITCgtvcHRfaW5fcmF0ZRgGIAEoARovCg1CeU1ldGhvZEVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoAzoCOAEiqAEKGEV4cG9ydENvbnNlbnRMb2dzUmVxdWVzdBIRCgliYW5uZXJfaWQYASABKAkSDwoHbWV0aG9kcxgCIAMoCRIpCgVzaW5jZRgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASKQoFdW50aWwYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhIKCmNvbnNlbnRfaWQYBSABKAkiSQoZRXhwb3J0Q29uc2VudExvZ3NSZXNwb25zZRIsCgdlbnRyaWVzGAEgAygLMhsuY29uc2VudC52MS5Db25zZW50TG9nRW50cnkyngUKEUNvbnNlbnRMb2dTZXJ2aWNlElQKDVJlY29yZENvbnNlbnQSIC5jb25zZW50LnYxLlJlY29yZENvbnNlbnRSZXF1ZXN0GiEuY29uc2VudC52MS5SZWNvcmRDb25zZW50UmVzcG9uc2USWgoPTGlzdENvbnNlbnRMb2dzEiIuY29uc2VudC52MS5MaXN0Q29uc2VudExvZ3NSZXF1ZXN0GiMuY29uc2VudC52MS5MaXN0Q29uc2VudExvZ3NSZXNwb25zZRJXCg5HZXRQcmVmZXJlbmNlcxIhLmNvbnNlbnQudjEuR2V0UHJlZmVyZW5jZXNSZXF1ZXN0GiIuY29uc2VudC52MS5HZXRQcmVmZXJlbmNlc1Jlc3BvbnNlEmAKEVVwZGF0ZVByZWZlcmVuY2VzEiQuY29uc2VudC52MS5VcGRhdGVQcmVmZXJlbmNlc1JlcXVlc3QaJS5jb25zZW50LnYxLlVwZGF0ZVByZWZlcmVuY2VzUmVzcG9uc2USXAoPVGFpbENvbnNlbnRMb2dzEiIuY29uc2VudC52MS5UYWlsQ29uc2VudExvZ3NSZXF1ZXN0GiMuY29uc2VudC52MS5UYWlsQ29uc2VudExvZ3NSZXNwb25zZTABEloKD0NvbnNlbnRMb2dTdGF0cxIiLmNvbnNlbnQudjEuQ29uc2VudExvZ1N0YXRzUmVxdWVzdBojLmNvbnNlbnQudjEuQ29uc2VudExvZ1N0YXRzUmVzcG9uc2USYgoRRXhwb3J0Q29uc2VudExvZ3MSJC5jb25zZW50LnYxLkV4cG9ydENvbnNlbnRMb2dzUmVxdWVzdBolLmNvbnNlbnQudjEuRXhwb3J0Q29uc2VudExvZ3NSZXNwb25zZTABYgZwcm90bzM", [file_consent_v1_banner, file_google_protobuf_timestamp]);
+  fileDesc("Chxjb25zZW50L3YxL2NvbnNlbnRfbG9nLnByb3RvEgpjb25zZW50LnYxIs4BCg5QdXJwb3NlQ2hvaWNlcxIZCgxzYWxlX3NoYXJpbmcYASABKAhIAIgBARIhChR0YXJnZXRlZF9hZHZlcnRpc2luZxgCIAEoCEgBiAEBEhsKDnNlbnNpdGl2ZV9kYXRhGAMgASgISAKIAQESFgoJcHJvZmlsaW5nGAQgASgISAOIAQFCDwoNX3NhbGVfc2hhcmluZ0IXChVfdGFyZ2V0ZWRfYWR2ZXJ0aXNpbmdCEQoPX3NlbnNpdGl2ZV9kYXRhQgwKCl9wcm9maWxpbmcihQYKFFJlY29yZENvbnNlbnRSZXF1ZXN0EhEKCWJhbm5lcl9pZBgBIAEoCRJGCgtwcmVmZXJlbmNlcxgCIAMoCzIxLmNvbnNlbnQudjEuUmVjb3JkQ29uc2VudFJlcXVlc3QuUHJlZmVyZW5jZXNFbnRyeRIOCgZtZXRob2QYAyABKAkSEQoJdGltZXN0YW1wGAQgASgJEhcKCmNvbnNlbnRfaWQYBSABKAlIAIgBARIVCghyZXZpc2lvbhgGIAEoBUgBiAEBEhoKDWxhbmd1YWdlX2NvZGUYByABKAlIAogBARIUCgdjb3VudHJ5GAggASgJSAOIAQESEwoGcmVnaW9uGAkgASgJSASIAQESHAoPbWF0Y2hlZF9ydWxlX2lkGAogASgJSAWIAQESEAoDZ3BjGAsgASgISAaIAQESMwoPcHVycG9zZV9jaG9pY2VzGAwgASgLMhouY29uc2VudC52MS5QdXJwb3NlQ2hvaWNlcxIVCghwYWdlX3VybBgNIAEoCUgHiAEBEjEKDnJlcXVlc3Rfb3JpZ2luGA4gASgLMhkuY29uc2VudC52MS5SZXF1ZXN0T3JpZ2luEhEKBGpzb24YDyABKAxICIgBARJACghzZXJ2aWNlcxgQIAMoCzIuLmNvbnNlbnQudjEuUmVjb3JkQ29uc2VudFJlcXVlc3QuU2VydmljZXNFbnRyeRoyChBQcmVmZXJlbmNlc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCDoCOAEaSQoNU2VydmljZXNFbnRyeRILCgNrZXkYASABKAkSJwoFdmFsdWUYAiABKAsyGC5jb25zZW50LnYxLlNlcnZpY2VOYW1lczoCOAFCDQoLX2NvbnNlbnRfaWRCCwoJX3JldmlzaW9uQhAKDl9sYW5ndWFnZV9jb2RlQgoKCF9jb3VudHJ5QgkKB19yZWdpb25CEgoQX21hdGNoZWRfcnVsZV9pZEIGCgRfZ3BjQgsKCV9wYWdlX3VybEIHCgVfanNvbiIdCgxTZXJ2aWNlTmFtZXMSDQoFbmFtZXMYASADKAkiMAoNUmVxdWVzdE9yaWdpbhIOCgZvcmlnaW4YASABKAkSDwoHcmVmZXJlchgCIAEoCSJLChVSZWNvcmRDb25zZW50UmVzcG9uc2USFgoOY29uc2VudF9sb2dfaWQYASABKAkSGgoSbWFuYWdlX3ByZWZlcmVuY2VzGAIgASgJIpUGCg9Db25zZW50TG9nRW50cnkSFgoOY29uc2VudF9sb2dfaWQYASABKAkSEQoJYmFubmVyX2lkGAIgASgJEhIKCmNvbnNlbnRfaWQYAyABKAkSDgoGbWV0aG9kGAQgASgJEkEKC3ByZWZlcmVuY2VzGAUgAygLMiwuY29uc2VudC52MS5Db25zZW50TG9nRW50cnkuUHJlZmVyZW5jZXNFbnRyeRIVCghyZXZpc2lvbhgGIAEoBUgAiAEBEhoKDWxhbmd1YWdlX2NvZGUYByABKAlIAYgBARIUCgdjb3VudHJ5GAggASgJSAKIAQESEwoGcmVnaW9uGAkgASgJSAOIAQESHAoPbWF0Y2hlZF9ydWxlX2lkGAogASgJSASIAQESEAoDZ3BjGAsgASgISAWIAQESMwoPcHVycG9zZV9jaG9pY2VzGAwgASgLMhouY29uc2VudC52MS5QdXJwb3NlQ2hvaWNlcxIVCghwYWdlX3VybBgNIAEoCUgGiAEBEi8KC29jY3VycmVkX2F0GA4gASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIZChF0aW1lc3RhbXBfY2xhbXBlZBgPIAEoCBIvCgtyZWNlaXZlZF9hdBgQIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASOwoIc2VydmljZXMYESADKAsyKS5jb25zZW50LnYxLkNvbnNlbnRMb2dFbnRyeS5TZXJ2aWNlc0VudHJ5GjIKEFByZWZlcmVuY2VzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgIOgI4ARpJCg1TZXJ2aWNlc0VudHJ5EgsKA2tleRgBIAEoCRInCgV2YWx1ZRgCIAEoCzIYLmNvbnNlbnQudjEuU2VydmljZU5hbWVzOgI4AUILCglfcmV2aXNpb25CEAoOX2xhbmd1YWdlX2NvZGVCCgoIX2NvdW50cnlCCQoHX3JlZ2lvbkISChBfbWF0Y2hlZF9ydWxlX2lkQgYKBF9ncGNCCwoJX3BhZ2VfdXJsIs0BChZMaXN0Q29uc2VudExvZ3NSZXF1ZXN0EhEKCWJhbm5lcl9pZBgBIAEoCRIPCgdtZXRob2RzGAIgAygJEikKBXNpbmNlGAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIpCgV1bnRpbBgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEQoJcGFnZV9zaXplGAUgASgFEhIKCnBhZ2VfdG9rZW4YBiABKAkSEgoKY29uc2VudF9pZBgHIAEoCSJgChdMaXN0Q29uc2VudExvZ3NSZXNwb25zZRIsCgdlbnRyaWVzGAEgAygLMhsuY29uc2VudC52MS5Db25zZW50TG9nRW50cnkSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIiYKFUdldFByZWZlcmVuY2VzUmVxdWVzdBINCgV0b2tlbhgBIAEoCSKoAgoPUHJlZmVyZW5jZXNWaWV3EisKBmJhbm5lchgBIAEoCzIbLmNvbnNlbnQudjEuUHVibGlzaGVkQmFubmVyEhIKCmNvbnNlbnRfaWQYAiABKAkSQQoLcHJlZmVyZW5jZXMYAyADKAsyLC5jb25zZW50LnYxLlByZWZlcmVuY2VzVmlldy5QcmVmZXJlbmNlc0VudHJ5EhUKDWxhbmd1YWdlX2NvZGUYBCABKAkSLgoKZXhwaXJlc19hdBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASFgoOY29uc2VudF9sb2dfaWQYBiABKAkaMgoQUHJlZmVyZW5jZXNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAg6AjgBIkMKFkdldFByZWZlcmVuY2VzUmVzcG9uc2USKQoEdmlldxgBIAEoCzIbLmNvbnNlbnQudjEuUHJlZmVyZW5jZXNWaWV3IsMBChhVcGRhdGVQcmVmZXJlbmNlc1JlcXVlc3QSDQoFdG9rZW4YASABKAkSSgoLcHJlZmVyZW5jZXMYAiADKAsyNS5jb25zZW50LnYxLlVwZGF0ZVByZWZlcmVuY2VzUmVxdWVzdC5QcmVmZXJlbmNlc0VudHJ5EhAKA2dwYxgDIAEoCEgAiAEBGjIKEFByZWZlcmVuY2VzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgIOgI4AUIGCgRfZ3BjIl4KGVVwZGF0ZVByZWZlcmVuY2VzUmVzcG9uc2USFgoOY29uc2VudF9sb2dfaWQYASABKAkSKQoEdmlldxgCIAEoCzIbLmNvbnNlbnQudjEuUHJlZmVyZW5jZXNWaWV3IlAKFlRhaWxDb25zZW50TG9nc1JlcXVlc3QSEQoJYmFubmVyX2lkGAEgASgJEg8KB21ldGhvZHMYAiADKAkSEgoKY29uc2VudF9pZBgDIAEoCSJHChdUYWlsQ29uc2VudExvZ3NSZXNwb25zZRIsCgdlbnRyaWVzGAEgAygLMhsuY29uc2VudC52MS5Db25zZW50TG9nRW50cnkipgEKFkNvbnNlbnRMb2dTdGF0c1JlcXVlc3QSEQoJYmFubmVyX2lkGAEgASgJEg8KB21ldGhvZHMYAiADKAkSKQoFc2luY2UYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEikKBXVudGlsGAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBISCgpjb25zZW50X2lkGAUgASgJIjAKEkNvbnNlbnRMb2dEYXlDb3VudBILCgNkYXkYASABKAkSDQoFY291bnQYAiABKAMikAIKF0NvbnNlbnRMb2dTdGF0c1Jlc3BvbnNlEg0KBXRvdGFsGAEgASgDEkQKCWJ5X21ldGhvZBgCIAMoCzIxLmNvbnNlbnQudjEuQ29uc2VudExvZ1N0YXRzUmVzcG9uc2UuQnlNZXRob2RFbnRyeRIuCgZieV9kYXkYAyADKAsyHi5jb25zZW50LnYxLkNvbnNlbnRMb2dEYXlDb3VudBIYChBleHBsaWNpdF9jaG9pY2VzGAQgASgDEhAKCG9wdGVkX2luGAUgASgDEhMKC29wdF9pbl9yYXRlGAYgASgBGi8KDUJ5TWV0aG9kRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgDOgI4ASKoAQoYRXhwb3J0Q29uc2VudExvZ3NSZXF1ZXN0EhEKCWJhbm5lcl9pZBgBIAEoCRIPCgdtZXRob2RzGAIgAygJEikKBXNpbmNlGAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIpCgV1bnRpbBgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEgoKY29uc2VudF9pZBgFIAEoCSJJChlFeHBvcnRDb25zZW50TG9nc1Jlc3BvbnNlEiwKB2VudHJpZXMYASADKAsyGy5jb25zZW50LnYxLkNvbnNlbnRMb2dFbnRyeTKeBQoRQ29uc2VudExvZ1NlcnZpY2USVAoNUmVjb3JkQ29uc2VudBIgLmNvbnNlbnQudjEuUmVjb3JkQ29uc2VudFJlcXVlc3QaIS5jb25zZW50LnYxLlJlY29yZENvbnNlbnRSZXNwb25zZRJaCg9MaXN0Q29uc2VudExvZ3MSIi5jb25zZW50LnYxLkxpc3RDb25zZW50TG9nc1JlcXVlc3QaIy5jb25zZW50LnYxLkxpc3RDb25zZW50TG9nc1Jlc3BvbnNlElcKDkdldFByZWZlcmVuY2VzEiEuY29uc2VudC52MS5HZXRQcmVmZXJlbmNlc1JlcXVlc3QaIi5jb25zZW50LnYxLkdldFByZWZlcmVuY2VzUmVzcG9uc2USYAoRVXBkYXRlUHJlZmVyZW5jZXMSJC5jb25zZW50LnYxLlVwZGF0ZVByZWZlcmVuY2VzUmVxdWVzdBolLmNvbnNlbnQudjEuVXBkYXRlUHJlZmVyZW5jZXNSZXNwb25zZRJcCg9UYWlsQ29uc2VudExvZ3MSIi5jb25zZW50LnYxLlRhaWxDb25zZW50TG9nc1JlcXVlc3QaIy5jb25zZW50LnYxLlRhaWxDb25zZW50TG9nc1Jlc3BvbnNlMAESWgoPQ29uc2VudExvZ1N0YXRzEiIuY29uc2VudC52MS5Db25zZW50TG9nU3RhdHNSZXF1ZXN0GiMuY29uc2VudC52MS5Db25zZW50TG9nU3RhdHNSZXNwb25zZRJiChFFeHBvcnRDb25zZW50TG9ncxIkLmNvbnNlbnQudjEuRXhwb3J0Q29uc2VudExvZ3NSZXF1ZXN0GiUuY29uc2VudC52MS5FeHBvcnRDb25zZW50TG9nc1Jlc3BvbnNlMAFiBnByb3RvMw", [file_consent_v1_banner, file_google_protobuf_timestamp]);
 
 /**
  * PurposeChoices are the US opt-out choices of a visitor.
@@ -143,11 +143,18 @@ export type RecordConsentRequest = Message<"consent.v1.RecordConsentRequest"> & 
   requestOrigin?: RequestOrigin | undefined;
 
   /**
-   * The route's body verbatim (JSON); set instead of the fields 1-13.
+   * The route's body verbatim (JSON); set instead of the fields 1-13 and 16.
    *
    * @generated from field: optional bytes json = 15;
    */
   json?: Uint8Array | undefined;
+
+  /**
+   * Accepted category name to the names of its services (spec 2.4 services).
+   *
+   * @generated from field: map<string, consent.v1.ServiceNames> services = 16;
+   */
+  services: { [key: string]: ServiceNames };
 };
 
 /**
@@ -156,6 +163,25 @@ export type RecordConsentRequest = Message<"consent.v1.RecordConsentRequest"> & 
  */
 export const RecordConsentRequestSchema: GenMessage<RecordConsentRequest> = /*@__PURE__*/
   messageDesc(file_consent_v1_consent_log, 1);
+
+/**
+ * ServiceNames are the names of one category's accepted services (vendors).
+ *
+ * @generated from message consent.v1.ServiceNames
+ */
+export type ServiceNames = Message<"consent.v1.ServiceNames"> & {
+  /**
+   * @generated from field: repeated string names = 1;
+   */
+  names: string[];
+};
+
+/**
+ * Describes the message consent.v1.ServiceNames.
+ * Use `create(ServiceNamesSchema)` to create a new message.
+ */
+export const ServiceNamesSchema: GenMessage<ServiceNames> = /*@__PURE__*/
+  messageDesc(file_consent_v1_consent_log, 2);
 
 /**
  * RequestOrigin carries the browser's Origin and Referer headers.
@@ -179,7 +205,7 @@ export type RequestOrigin = Message<"consent.v1.RequestOrigin"> & {
  * Use `create(RequestOriginSchema)` to create a new message.
  */
 export const RequestOriginSchema: GenMessage<RequestOrigin> = /*@__PURE__*/
-  messageDesc(file_consent_v1_consent_log, 2);
+  messageDesc(file_consent_v1_consent_log, 3);
 
 /**
  * RecordConsentResponse identifies the stored row.
@@ -205,7 +231,7 @@ export type RecordConsentResponse = Message<"consent.v1.RecordConsentResponse"> 
  * Use `create(RecordConsentResponseSchema)` to create a new message.
  */
 export const RecordConsentResponseSchema: GenMessage<RecordConsentResponse> = /*@__PURE__*/
-  messageDesc(file_consent_v1_consent_log, 3);
+  messageDesc(file_consent_v1_consent_log, 4);
 
 /**
  * ConsentLogEntry is one stored row. It holds no IP address, user agent or subject id.
@@ -300,6 +326,14 @@ export type ConsentLogEntry = Message<"consent.v1.ConsentLogEntry"> & {
    * @generated from field: google.protobuf.Timestamp received_at = 16;
    */
   receivedAt?: Timestamp | undefined;
+
+  /**
+   * Accepted category name to the names of its services (spec 2.4 services); empty when the
+   * choice named none.
+   *
+   * @generated from field: map<string, consent.v1.ServiceNames> services = 17;
+   */
+  services: { [key: string]: ServiceNames };
 };
 
 /**
@@ -307,7 +341,7 @@ export type ConsentLogEntry = Message<"consent.v1.ConsentLogEntry"> & {
  * Use `create(ConsentLogEntrySchema)` to create a new message.
  */
 export const ConsentLogEntrySchema: GenMessage<ConsentLogEntry> = /*@__PURE__*/
-  messageDesc(file_consent_v1_consent_log, 4);
+  messageDesc(file_consent_v1_consent_log, 5);
 
 /**
  * ListConsentLogsRequest filters rows; every filter is optional.
@@ -371,7 +405,7 @@ export type ListConsentLogsRequest = Message<"consent.v1.ListConsentLogsRequest"
  * Use `create(ListConsentLogsRequestSchema)` to create a new message.
  */
 export const ListConsentLogsRequestSchema: GenMessage<ListConsentLogsRequest> = /*@__PURE__*/
-  messageDesc(file_consent_v1_consent_log, 5);
+  messageDesc(file_consent_v1_consent_log, 6);
 
 /**
  * ListConsentLogsResponse is one page of rows.
@@ -397,7 +431,7 @@ export type ListConsentLogsResponse = Message<"consent.v1.ListConsentLogsRespons
  * Use `create(ListConsentLogsResponseSchema)` to create a new message.
  */
 export const ListConsentLogsResponseSchema: GenMessage<ListConsentLogsResponse> = /*@__PURE__*/
-  messageDesc(file_consent_v1_consent_log, 6);
+  messageDesc(file_consent_v1_consent_log, 7);
 
 /**
  * GetPreferencesRequest carries the token of a managePreferences link.
@@ -416,7 +450,7 @@ export type GetPreferencesRequest = Message<"consent.v1.GetPreferencesRequest"> 
  * Use `create(GetPreferencesRequestSchema)` to create a new message.
  */
 export const GetPreferencesRequestSchema: GenMessage<GetPreferencesRequest> = /*@__PURE__*/
-  messageDesc(file_consent_v1_consent_log, 7);
+  messageDesc(file_consent_v1_consent_log, 8);
 
 /**
  * PreferencesView is what the preferences page shows.
@@ -474,7 +508,7 @@ export type PreferencesView = Message<"consent.v1.PreferencesView"> & {
  * Use `create(PreferencesViewSchema)` to create a new message.
  */
 export const PreferencesViewSchema: GenMessage<PreferencesView> = /*@__PURE__*/
-  messageDesc(file_consent_v1_consent_log, 8);
+  messageDesc(file_consent_v1_consent_log, 9);
 
 /**
  * GetPreferencesResponse is the page's content.
@@ -493,7 +527,7 @@ export type GetPreferencesResponse = Message<"consent.v1.GetPreferencesResponse"
  * Use `create(GetPreferencesResponseSchema)` to create a new message.
  */
 export const GetPreferencesResponseSchema: GenMessage<GetPreferencesResponse> = /*@__PURE__*/
-  messageDesc(file_consent_v1_consent_log, 9);
+  messageDesc(file_consent_v1_consent_log, 10);
 
 /**
  * UpdatePreferencesRequest is the preferences form as submitted.
@@ -528,7 +562,7 @@ export type UpdatePreferencesRequest = Message<"consent.v1.UpdatePreferencesRequ
  * Use `create(UpdatePreferencesRequestSchema)` to create a new message.
  */
 export const UpdatePreferencesRequestSchema: GenMessage<UpdatePreferencesRequest> = /*@__PURE__*/
-  messageDesc(file_consent_v1_consent_log, 10);
+  messageDesc(file_consent_v1_consent_log, 11);
 
 /**
  * UpdatePreferencesResponse identifies the new row and shows the page as it now stands.
@@ -552,7 +586,7 @@ export type UpdatePreferencesResponse = Message<"consent.v1.UpdatePreferencesRes
  * Use `create(UpdatePreferencesResponseSchema)` to create a new message.
  */
 export const UpdatePreferencesResponseSchema: GenMessage<UpdatePreferencesResponse> = /*@__PURE__*/
-  messageDesc(file_consent_v1_consent_log, 11);
+  messageDesc(file_consent_v1_consent_log, 12);
 
 /**
  * TailConsentLogsRequest filters the followed rows; every filter is optional.
@@ -588,7 +622,7 @@ export type TailConsentLogsRequest = Message<"consent.v1.TailConsentLogsRequest"
  * Use `create(TailConsentLogsRequestSchema)` to create a new message.
  */
 export const TailConsentLogsRequestSchema: GenMessage<TailConsentLogsRequest> = /*@__PURE__*/
-  messageDesc(file_consent_v1_consent_log, 12);
+  messageDesc(file_consent_v1_consent_log, 13);
 
 /**
  * TailConsentLogsResponse carries rows recorded since the previous response, oldest first.
@@ -609,7 +643,7 @@ export type TailConsentLogsResponse = Message<"consent.v1.TailConsentLogsRespons
  * Use `create(TailConsentLogsResponseSchema)` to create a new message.
  */
 export const TailConsentLogsResponseSchema: GenMessage<TailConsentLogsResponse> = /*@__PURE__*/
-  messageDesc(file_consent_v1_consent_log, 13);
+  messageDesc(file_consent_v1_consent_log, 14);
 
 /**
  * ConsentLogStatsRequest selects the rows counted; every filter is optional.
@@ -659,7 +693,7 @@ export type ConsentLogStatsRequest = Message<"consent.v1.ConsentLogStatsRequest"
  * Use `create(ConsentLogStatsRequestSchema)` to create a new message.
  */
 export const ConsentLogStatsRequestSchema: GenMessage<ConsentLogStatsRequest> = /*@__PURE__*/
-  messageDesc(file_consent_v1_consent_log, 14);
+  messageDesc(file_consent_v1_consent_log, 15);
 
 /**
  * ConsentLogDayCount is the number of rows received on one UTC day.
@@ -685,7 +719,7 @@ export type ConsentLogDayCount = Message<"consent.v1.ConsentLogDayCount"> & {
  * Use `create(ConsentLogDayCountSchema)` to create a new message.
  */
 export const ConsentLogDayCountSchema: GenMessage<ConsentLogDayCount> = /*@__PURE__*/
-  messageDesc(file_consent_v1_consent_log, 15);
+  messageDesc(file_consent_v1_consent_log, 16);
 
 /**
  * ConsentLogStatsResponse holds the counts of the selected rows.
@@ -740,7 +774,7 @@ export type ConsentLogStatsResponse = Message<"consent.v1.ConsentLogStatsRespons
  * Use `create(ConsentLogStatsResponseSchema)` to create a new message.
  */
 export const ConsentLogStatsResponseSchema: GenMessage<ConsentLogStatsResponse> = /*@__PURE__*/
-  messageDesc(file_consent_v1_consent_log, 16);
+  messageDesc(file_consent_v1_consent_log, 17);
 
 /**
  * ExportConsentLogsRequest selects the exported rows; every filter is optional.
@@ -790,7 +824,7 @@ export type ExportConsentLogsRequest = Message<"consent.v1.ExportConsentLogsRequ
  * Use `create(ExportConsentLogsRequestSchema)` to create a new message.
  */
 export const ExportConsentLogsRequestSchema: GenMessage<ExportConsentLogsRequest> = /*@__PURE__*/
-  messageDesc(file_consent_v1_consent_log, 17);
+  messageDesc(file_consent_v1_consent_log, 18);
 
 /**
  * ExportConsentLogsResponse is one batch of rows, oldest first.
@@ -809,7 +843,7 @@ export type ExportConsentLogsResponse = Message<"consent.v1.ExportConsentLogsRes
  * Use `create(ExportConsentLogsResponseSchema)` to create a new message.
  */
 export const ExportConsentLogsResponseSchema: GenMessage<ExportConsentLogsResponse> = /*@__PURE__*/
-  messageDesc(file_consent_v1_consent_log, 18);
+  messageDesc(file_consent_v1_consent_log, 19);
 
 /**
  * ConsentLogService records visitors' consent choices as privacy-minimised rows (spec 2.5,
