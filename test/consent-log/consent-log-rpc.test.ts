@@ -36,14 +36,15 @@ describe("ConsentLogService over gRPC", () => {
     const recorded = await client.recordConsent({
       bannerId: publicId,
       preferences: { necessary: true },
+      services: { necessary: { names: ["Shop session", "Cloudflare"] } },
       method: "accept_necessary",
       timestamp: new Date().toISOString(),
       requestOrigin: { origin: "https://shop.example.com" },
     });
     expect(recorded.managePreferences).toMatch(/\/preferences\//);
     const { entries } = await client.listConsentLogs({}, bearer(service.operatorToken, teamId));
-    expect(entries.map((e) => [e.consentLogId, e.method])).toEqual([
-      [recorded.consentLogId, "accept_necessary"],
+    expect(entries.map((e) => [e.consentLogId, e.method, e.services.necessary?.names])).toEqual([
+      [recorded.consentLogId, "accept_necessary", ["Shop session", "Cloudflare"]],
     ]);
     const elsewhere = client.recordConsent({
       bannerId: publicId,
@@ -53,6 +54,15 @@ describe("ConsentLogService over gRPC", () => {
       requestOrigin: { origin: "https://evil.test" },
     });
     expect(await failure(elsewhere)).toEqual([Code.PermissionDenied, "domain_not_authorized"]);
+    const controlled = client.recordConsent({
+      bannerId: publicId,
+      preferences: { necessary: true },
+      services: { necessary: { names: ["Shop\u0000session"] } },
+      method: "accept_all",
+      timestamp: new Date().toISOString(),
+      requestOrigin: { origin: "https://shop.example.com" },
+    });
+    expect(await failure(controlled)).toEqual([Code.InvalidArgument, "invalid_request"]);
   });
 
   it("lists newest first with filters and page tokens (operator with consent-team)", async () => {
