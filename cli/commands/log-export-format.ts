@@ -1,3 +1,4 @@
+import type { JsonObject } from "@bufbuild/protobuf";
 import { stringify } from "csv-stringify/sync";
 import { jsonText, messageJson } from "#cli/format.js";
 import { isoTime } from "#gateway/json.js";
@@ -6,9 +7,23 @@ import { type ConsentLogEntry, ConsentLogEntrySchema } from "#gen/consent/v1/con
 export const EXPORT_FORMATS = ["jsonl", "csv"] as const;
 export type ExportFormat = (typeof EXPORT_FORMATS)[number];
 
-/** A row as `--json` and JSON Lines print it: the proto JSON mapping, every field present (messageJson). */
+/**
+ * A row as `--json` and JSON Lines print it: the proto JSON mapping, every field present
+ * (messageJson), but `services` as spec 2.4 writes it (servicesOf), as the CSV export does.
+ */
 export function entryJson(entry: ConsentLogEntry) {
-  return messageJson(ConsentLogEntrySchema, entry);
+  const json = messageJson(ConsentLogEntrySchema, entry) as JsonObject;
+  // Replaced in place: the key keeps its position among the row's fields.
+  json.services = servicesOf(entry);
+  return json;
+}
+
+/**
+ * spec 2.4 `services` of a row: category name → service names, where the proto map wraps each
+ * list in a message (ServiceNames); `{}` when the choice named none.
+ */
+function servicesOf(entry: ConsentLogEntry): Record<string, string[]> {
+  return Object.fromEntries(Object.entries(entry.services).map(([name, s]) => [name, s.names]));
 }
 
 /**
@@ -38,15 +53,7 @@ const CSV_COLUMNS: readonly [header: string, value: (e: ConsentLogEntry) => unkn
   ["profiling", (e) => e.purposeChoices?.profiling],
   ["pageUrl", (e) => e.pageUrl],
   // In one cell as spec 2.4 writes them, category name → service names; empty when none.
-  [
-    "services",
-    (e) =>
-      Object.keys(e.services).length > 0
-        ? JSON.stringify(
-            Object.fromEntries(Object.entries(e.services).map(([n, s]) => [n, s.names])),
-          )
-        : "",
-  ],
+  ["services", (e) => (Object.keys(e.services).length > 0 ? JSON.stringify(servicesOf(e)) : "")],
 ];
 
 /**

@@ -266,6 +266,37 @@ describe.concurrent("consentctl logs (against a real daemon)", { timeout: E2E_TI
     expect(await readFile(longest, "utf8")).toBe(await readFile(out, "utf8"));
   });
 
+  it("writes a row's services as spec 2.4 does (category → names) in JSON Lines, --json and CSV alike", async () => {
+    const { teamId, publicId } = await teamWithBanner();
+    const named = await record(publicId, { services: { analytics: ["Matomo", "Hotjar"] } });
+    const none = await record(publicId);
+    const jsonl = await cli.run(argv`logs export --team ${teamId} --json`);
+    expect(jsonl.code).toBe(0);
+    const rows = jsonl.stdout
+      .trimEnd()
+      .split("\n")
+      .map((line) => JSON.parse(line));
+    expect(rows.map((row) => [row.consentLogId, row.services])).toEqual([
+      [named, { analytics: ["Matomo", "Hotjar"] }],
+      [none, {}],
+    ]);
+    const listed = (await cli.json(argv`logs list --team ${teamId}`)) as {
+      entries: { consentLogId: string; services: unknown }[];
+    };
+    expect(listed.entries.map((row) => [row.consentLogId, row.services])).toEqual([
+      [none, {}],
+      [named, { analytics: ["Matomo", "Hotjar"] }],
+    ]);
+    const out = path.join(service.dataDir, `services-${teamId}.csv`);
+    expect((await cli.run(argv`logs export --team ${teamId} --format csv --out ${out}`)).code).toBe(
+      0,
+    );
+    const csv = (await readFile(out, "utf8")).trimEnd().split("\n");
+    expect(csv[0]).toMatch(/,services$/);
+    expect(csv[1]).toMatch(/,"\{""analytics"":\[""Matomo"",""Hotjar""\]\}"$/);
+    expect(csv[2]).toMatch(/,$/);
+  });
+
   it("shows rows exported to the terminal without a progress line redrawn between them", async () => {
     const { teamId, publicId } = await teamWithBanner();
     const ids = [await record(publicId), await record(publicId)];
