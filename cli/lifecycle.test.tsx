@@ -1,11 +1,10 @@
 import { stripVTControlCharacters } from "node:util";
 import { create } from "@bufbuild/protobuf";
-import { Box, Text, useStdout } from "ink";
-import { render } from "ink-testing-library";
+import { Box, Text } from "ink";
 import { describe, expect, it, vi } from "vitest";
 import { CopyableAfter } from "#cli/components/copyable.js";
-import { FinalFrame, renderCommand } from "#cli/lifecycle.js";
-import { PIPED_COLUMNS } from "#cli/terminal.js";
+import { renderCommand } from "#cli/lifecycle.js";
+import { PIPED_COLUMNS, useColumns } from "#cli/terminal.js";
 import { MemoryStream } from "#cli/test-support/memory-io.js";
 import { textWidth } from "#cli/text-width.js";
 import { BannersTable, BannerView } from "#cli/views/banner-views.js";
@@ -29,18 +28,9 @@ const afterSpinner = (text: string, label: string) =>
 
 /** Renders nothing; notes the width the frame is laid out at, each time it is rendered. */
 function ColumnsSeen({ seen }: { seen: number[] }) {
-  seen.push(useStdout().stdout.columns);
+  seen.push(useColumns());
   return null;
 }
-
-describe("FinalFrame", () => {
-  it("shows the view of the result", () => {
-    const { lastFrame } = render(
-      <FinalFrame value="Acme" view={(name) => <Text>created {name}</Text>} />,
-    );
-    expect(lastFrame()).toBe("created Acme");
-  });
-});
 
 describe("renderCommand", () => {
   const streams = (stdout = new MemoryStream()) => ({

@@ -1,8 +1,7 @@
-import { Writable } from "node:stream";
-import { Box, type DOMElement, measureElement, render, useApp } from "ink";
-import { type ReactNode, useEffect, useRef } from "react";
+import { Box, type DOMElement, measureElement, render, renderToString } from "ink";
+import { type ReactNode, useLayoutEffect, useRef } from "react";
 import { Spinner } from "#cli/components/spinner.js";
-import { frameColumns, pipedStream } from "#cli/terminal.js";
+import { FrameColumns, frameColumns } from "#cli/terminal.js";
 import { ColorProvider } from "#cli/theme.js";
 import { STOP_SIGNALS } from "#daemon/drain-exit.js";
 
@@ -32,24 +31,6 @@ export async function settle<T>(task: () => Promise<T>): Promise<Settled<T>> {
   }
 }
 
-export interface FinalFrameProps<T> {
-  value: T;
-  view: (value: T) => ReactNode;
-  exitCode?: (value: T) => number;
-}
-
-/**
- * The root of the final frame: the command's view of its result. It calls exit() from an effect,
- * i.e. after the frame has been committed, with the exit status for the result.
- */
-export function FinalFrame<T>({ value, view, exitCode }: FinalFrameProps<T>) {
-  const { exit } = useApp();
-  useEffect(() => {
-    exit({ ok: true, exitCode: exitCode?.(value) ?? 0 } satisfies CommandOutcome);
-  }, [value, exit, exitCode]);
-  return view(value);
-}
-
 export interface RenderOptions {
   stdout: NodeJS.WriteStream;
   stderr: NodeJS.WriteStream;
@@ -58,7 +39,7 @@ export interface RenderOptions {
   live?: boolean;
   /** Width the final frame is laid out to; default terminal.ts frameColumns(stdout). */
   columns?: number;
-  /** Route console output (the --debug call log) around Ink's frames; default true. */
+  /** Route console output (the --debug call log) around the spinner's frames; default true. */
   patchConsole?: boolean;
 }
 
@@ -67,11 +48,15 @@ export interface RenderOptions {
  *
  * 1. On a live terminal only, a spinner while the task runs, redrawn in place by Ink. Once the
  *    task has settled the spinner is erased and its Ink instance unmounted.
- * 2. The result's view, rendered by a second Ink instance whose stdout is never a TTY
- *    (pipedStream, at the terminal's width on a terminal): the frame is written once, as it is.
- *    Nothing ever erases or redraws it, so Ink never takes its "fullscreen" path (clear screen
- *    and scrollback, then draw again) for a frame as tall as the terminal, whatever its height.
+ * 2. The result's view, laid out by Ink once (renderToString, at the terminal's width on a
+ *    terminal) and written as it is, with its line break, where the spinner was. Nothing ever
+ *    erases or redraws it, so Ink never takes its "fullscreen" path (clear screen and
+ *    scrollback, then draw again) for a frame as tall as the terminal, whatever its height.
  *    Piped, the frame is laid out at the width its widest line needs (pipedFrameColumns).
+ *
+ * The final frame is no live Ink instance: one would draw it twice (at its commit, and again as
+ * it unmounts), and Ink spends some microseconds on each character of a frame it draws (a grid
+ * of cells, each character tokenized and styled): a thousand-row `logs list` is 150,000 of them.
  *
  * A failure is handed back (no frame is written); the caller prints it on stderr. A stop signal
  * meanwhile ends the process by that signal (endingBySignal).
@@ -118,62 +103,58 @@ async function drawCommand<T>(
     : await settle(props.task);
   if (settled.status === "failed") return { ok: false, error: settled.error };
   const { value } = settled;
-  const colored = (content: ReactNode) => (
-    <ColorProvider color={options.color}>{content}</ColorProvider>
-  );
+  const content = <ColorProvider color={options.color}>{props.view(value)}</ColorProvider>;
   const columns = options.columns ?? frameColumns(options.stdout);
-  const frameWidth = options.stdout.isTTY
-    ? columns
-    : await pipedFrameColumns(colored(props.view(value)), columns, options.stderr);
-  const instance = render(
-    colored(<FinalFrame value={value} view={props.view} exitCode={props.exitCode} />),
-    {
-      stdout: pipedStream(options.stdout, frameWidth),
-      stderr: options.stderr,
-      exitOnCtrlC: true,
-      patchConsole: options.patchConsole ?? true,
-    },
-  );
-  return (await instance.waitUntilExit()) as CommandOutcome;
+  const width = options.stdout.isTTY ? columns : pipedFrameColumns(content, columns);
+  const frame = renderToString(<FrameColumns value={width}>{content}</FrameColumns>, {
+    columns: width,
+  });
+  // A failed write is stdout's to report (its 'error' event: output.ts
+  // endQuietlyWhenReaderLeaves), as any other write of the command's.
+  options.stdout.write(`${frame}\n`);
+  return { ok: true, exitCode: props.exitCode?.(value) ?? 0 };
 }
 
 /**
  * The columns a piped frame needs: the width of its widest line laid out at `limit` columns, at
- * most `limit` (PIPED_COLUMNS). Ink draws a frame on a grid of cells as wide as its stdout
- * reports, for every line: at PIPED_COLUMNS a thousand-row `logs list` took ten million cells
- * (gigabytes, seconds). At the width its widest line needs the frame is the same text, since
- * the views lay out alike at any width their content fits (a table at its natural widths, a
- * record aligned, no text wrapped), and costs what it holds.
+ * most `limit` (PIPED_COLUMNS). Ink draws a frame on a grid of cells as wide as it is given, for
+ * every line: at PIPED_COLUMNS a thousand-row `logs list` took ten million cells (gigabytes,
+ * seconds). At the width its widest line needs the frame is the same text, since the views lay
+ * out alike at any width their content fits (a table at its natural widths, a record aligned, no
+ * text wrapped), and costs what it holds.
  */
-async function pipedFrameColumns(
-  content: ReactNode,
-  limit: number,
-  stderr: NodeJS.WriteStream,
-): Promise<number> {
-  const discard = new Writable({ write: (_chunk, _encoding, done) => done() });
-  const instance = render(<ContentWidth>{content}</ContentWidth>, {
-    stdout: pipedStream(discard, limit),
-    stderr,
-    exitOnCtrlC: true,
-    patchConsole: false,
-  });
-  const width = (await instance.waitUntilExit()) as number;
-  // Ink takes a width of 0 for none and asks the terminal; an empty frame has one column.
+function pipedFrameColumns(content: ReactNode, limit: number): number {
+  let width = 0;
+  renderToString(
+    <FrameColumns value={limit}>
+      <ContentWidth onWidth={(measured) => (width = measured)}>{content}</ContentWidth>
+    </FrameColumns>,
+    { columns: limit },
+  );
+  // An empty frame has one column, as a terminal's narrowest.
   return Math.max(1, Math.min(limit, width));
 }
 
 /**
  * Lays its content out at the width it needs (a flex item that neither grows nor shrinks: its
- * widest line) under a box of no height, which Ink draws as no lines, and exits with that width.
+ * widest line) under a box of no height, which Ink draws as no lines, and hands that width on
+ * once it is laid out (Ink lays the frame out as it commits, before layout effects run). The box
+ * does not clip: Ink passes over a line outside its frame at once, where it would cut each line
+ * to a clip.
  */
-function ContentWidth({ children }: { children: ReactNode }) {
-  const { exit } = useApp();
+function ContentWidth({
+  children,
+  onWidth,
+}: {
+  children: ReactNode;
+  onWidth: (width: number) => void;
+}) {
   const content = useRef<DOMElement>(null);
-  useEffect(() => {
-    exit(content.current ? measureElement(content.current).width : 0);
-  }, [exit]);
+  useLayoutEffect(() => {
+    onWidth(content.current ? measureElement(content.current).width : 0);
+  }, [onWidth]);
   return (
-    <Box height={0} overflow="hidden">
+    <Box height={0}>
       <Box ref={content} flexDirection="column" flexShrink={0}>
         {children}
       </Box>

@@ -1,12 +1,5 @@
 import { describe, expect, it } from "vitest";
-import {
-  colorEnabled,
-  frameColumns,
-  liveTerminal,
-  PIPED_COLUMNS,
-  pipedStream,
-} from "#cli/terminal.js";
-import { MemoryStream } from "#cli/test-support/memory-io.js";
+import { colorEnabled, frameColumns, liveTerminal, PIPED_COLUMNS } from "#cli/terminal.js";
 
 describe("colorEnabled", () => {
   it("colours a terminal only, and never with NO_COLOR or TERM=dumb", () => {
@@ -40,22 +33,5 @@ describe("frameColumns", () => {
     expect(frameColumns({ isTTY: true })).toBe(80);
     expect(frameColumns({ isTTY: false, columns: 120 })).toBe(PIPED_COLUMNS);
     expect(frameColumns({})).toBe(PIPED_COLUMNS);
-  });
-});
-
-describe("pipedStream", () => {
-  it("forwards writes and reports a width that never cuts a line", async () => {
-    const target = new MemoryStream();
-    const stream = pipedStream(target);
-    expect(stream.columns).toBe(PIPED_COLUMNS);
-    expect(stream.isTTY).toBe(false);
-    await new Promise<void>((resolve) => stream.write("one line\n", () => resolve()));
-    expect(target.text).toBe("one line\n");
-  });
-
-  it("reports the width it is given, and never a TTY", () => {
-    const stream = pipedStream(new MemoryStream(), 42);
-    expect(stream.columns).toBe(42);
-    expect(stream.isTTY).toBe(false);
   });
 });

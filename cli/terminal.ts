@@ -1,7 +1,7 @@
 import { closeSync, fstatSync } from "node:fs";
-import { Writable } from "node:stream";
 import { isatty } from "node:tty";
 import { useStdout } from "ink";
+import { createContext, useContext } from "react";
 
 /**
  * Width piped output is laid out within: wide enough that no line is ever wrapped or cut. Ink
@@ -139,36 +139,20 @@ interface TerminalStream {
 /** The width a terminal that does not say its own is taken to have. */
 const UNKNOWN_COLUMNS = 80;
 
-/**
- * The columns a component lays itself out in: `width` when its caller gives one (a test, a
- * frame laid out for a pipe), else Ink's output's, else UNKNOWN_COLUMNS.
- */
-export function useColumns(width?: number): number {
-  const { stdout } = useStdout();
-  return width ?? (stdout.columns || UNKNOWN_COLUMNS);
-}
+const FrameColumnsContext = createContext<number | undefined>(undefined);
 
 /**
- * The stdout Ink writes a final frame to: a stand-in that is never a TTY and reports `columns`.
- * Ink then writes the frame once, as it is: no cursor control, no erasing, and never its
- * "fullscreen" clear of screen and scrollback (taken when a TTY frame is as tall as
- * `stdout.rows`). Without a width Ink guesses 80, which would cut ids in `teams list | awk`, so
- * piped output gets the width its widest line needs, at most PIPED_COLUMNS, and keeps every
- * character. A failed write is the target's to report (its own 'error' event, see output.ts
- * endQuietlyWhenReaderLeaves): passed on here too, it would reach Ink, which has no handler for
- * it, as an unhandled error.
+ * The width a final frame is laid out to (lifecycle.tsx), for the views under it: Ink's
+ * renderToString, which lays it out, gives its views no stdout of that width.
  */
-export function pipedStream(
-  target: NodeJS.WritableStream,
-  columns: number = PIPED_COLUMNS,
-): NodeJS.WriteStream {
-  const stream = new Writable({
-    write(chunk, _encoding, done) {
-      target.write(chunk, () => done());
-    },
-  });
-  return Object.assign(stream, {
-    columns,
-    isTTY: false,
-  }) as unknown as NodeJS.WriteStream;
+export const FrameColumns = FrameColumnsContext.Provider;
+
+/**
+ * The columns a component lays itself out in: `width` when its caller gives one (a test, a tail
+ * line), else the final frame's (FrameColumns), else Ink's output's, else UNKNOWN_COLUMNS.
+ */
+export function useColumns(width?: number): number {
+  const frame = useContext(FrameColumnsContext);
+  const { stdout } = useStdout();
+  return width ?? frame ?? (stdout.columns || UNKNOWN_COLUMNS);
 }

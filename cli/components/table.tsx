@@ -1,4 +1,5 @@
 import { Box, Text } from "ink";
+import { Fragment, type ReactNode } from "react";
 import { KeyValue } from "#cli/components/key-value.js";
 import { printable } from "#cli/format.js";
 import { useColumns } from "#cli/terminal.js";
@@ -126,6 +127,10 @@ export function streamWidths<Row>(
  * printed only where every header is whole, every column but those that `shrinks` is whole and
  * those keep SHRUNK_WIDTH columns; on a narrower terminal (an id alone fills 36), one block of
  * "HEADER: value" lines per row instead: a table squeezed further says "pendi…" and "2026-…".
+ *
+ * The table is one text, its lines laid out here (each cell measured once): Ink lays out and
+ * draws each element of a frame, and a box per cell made a thousand-row `logs list` cost
+ * seconds.
  */
 export function Table<Row>({ columns, rows, empty, width }: TableProps<Row>) {
   const available = useColumns(width);
@@ -145,13 +150,21 @@ export function Table<Row>({ columns, rows, empty, width }: TableProps<Row>) {
       </Box>
     );
   }
+  // As wide as its lines, so Ink never wraps them where the table is laid out for a width wider
+  // than its place (a test's `width`): they go past its edge, as a row of boxes would.
+  const lineWidth = widths.reduce((total, columnWidth) => total + columnWidth + GAP, -GAP);
   return (
-    <Box flexDirection="column">
-      <TableLine columns={columns} widths={widths} />
-      {rows.map((row, r) => (
-        // biome-ignore lint/suspicious/noArrayIndexKey: rows are static output, never reordered
-        <TableLine key={r} columns={columns} widths={widths} row={row} />
-      ))}
+    <Box width={lineWidth} flexShrink={0}>
+      <Text>
+        {lineParts(columns, widths)}
+        {rows.map((row, r) => (
+          // biome-ignore lint/suspicious/noArrayIndexKey: rows are static output, never reordered
+          <Fragment key={r}>
+            {"\n"}
+            {lineParts(columns, widths, { row, cells: cells[r] as string[] })}
+          </Fragment>
+        ))}
+      </Text>
     </Box>
   );
 }
@@ -169,30 +182,45 @@ export function TableLine<Row>({
   widths: readonly number[];
   row?: Row;
 }) {
-  return (
-    <Box>
-      {columns.map((column, i) => {
-        // Cells are cut here, to their column's width (Ink's truncate-end can leave a wide
-        // character straddling the column's edge, one column into the gap), so Ink never wraps
-        // or cuts them. A column is never narrower than its header (fitColumns' minimum).
-        const text =
-          row === undefined
-            ? column.header
-            : cutToWidth(cellText(column, row), widths[i] as number);
-        const tone = row === undefined ? "strong" : column.tone?.(row);
-        return (
-          <Box
-            key={column.header}
-            width={widths[i]}
-            marginRight={i < columns.length - 1 ? GAP : 0}
-            flexShrink={0}
-          >
-            {tone ? <Toned tone={tone}>{text}</Toned> : <Text>{text}</Text>}
-          </Box>
-        );
-      })}
-    </Box>
-  );
+  return <Text>{lineParts(columns, widths, row === undefined ? undefined : { row })}</Text>;
+}
+
+/**
+ * The text of a table's line at `widths`: each cell cut to its width and padded to it, two
+ * spaces after each but the last, and the cells with a tone (every header) in it. Plain cells
+ * run together into one string. `cells` are the row's cellText, where they are known already.
+ */
+function lineParts<Row>(
+  columns: readonly Column<Row>[],
+  widths: readonly number[],
+  line?: { row: Row; cells?: readonly string[] },
+): ReactNode[] {
+  const parts: ReactNode[] = [];
+  let plain = "";
+  columns.forEach((column, i) => {
+    // Cells are cut here, to their column's width, so Ink never wraps or cuts them. A column
+    // is never narrower than its header (fitColumns' minimum).
+    const width = widths[i] as number;
+    const text =
+      line === undefined
+        ? column.header
+        : cutToWidth(line.cells?.[i] ?? cellText(column, line.row), width);
+    const tone = line === undefined ? "strong" : column.tone?.(line.row);
+    const pad = i < columns.length - 1 ? " ".repeat(width - textWidth(text) + GAP) : "";
+    if (tone === undefined) {
+      plain += text + pad;
+      return;
+    }
+    if (plain !== "") parts.push(plain);
+    parts.push(
+      <Toned key={column.header} tone={tone}>
+        {text}
+      </Toned>,
+    );
+    plain = pad;
+  });
+  if (plain !== "") parts.push(plain);
+  return parts;
 }
 
 /** A row's value in a column, as a terminal may show it (printable). */
