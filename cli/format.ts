@@ -129,6 +129,11 @@ export function jsonText(value: unknown, indent?: number): string {
   );
 }
 
+/** A count with its noun, singular for one: "1 row", "1500 rows", "2 deliveries". */
+export function counted(count: number, one: string, many = `${one}s`): string {
+  return `${count} ${count === 1 ? one : many}`;
+}
+
 export function yesNo(value: boolean): string {
   return value ? "yes" : "no";
 }

@@ -222,7 +222,7 @@ function addUpdateBanner(banners: Command, runtime: Runtime): void {
     )
     .action((id: string, options: BannerFieldOptions & TeamOption, command: Command) => {
       if (!hasBannerFields(options)) {
-        command.error("error: nothing to update: pass at least one field option (see --help)");
+        command.error("error: nothing to update: pass at least one field option");
       }
       return runtime.run(
         command,

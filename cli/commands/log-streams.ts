@@ -18,7 +18,7 @@ import {
   type LogRangeOptions,
 } from "#cli/commands/log-filters.js";
 import { fileFailure } from "#cli/file-errors.js";
-import { examples, jsonText } from "#cli/format.js";
+import { counted, examples, jsonText } from "#cli/format.js";
 import { nonEmpty } from "#cli/option-parsers.js";
 import { type Io, writeJson } from "#cli/output.js";
 import { UserError } from "#cli/problems.js";
@@ -275,7 +275,7 @@ export function addExportLogs(logs: Command, runtime: Runtime): void {
           // A reader that left has what it wanted (`… | head`); nothing more to say.
           if (ended === "reader_gone") return 0;
           if (ended === "interrupted") {
-            progress?.done(`Stopped after ${rows} rows.`);
+            progress?.done(`Stopped after ${counted(rows, "row")}.`);
             throw new UserError(
               options.out
                 ? `The export was interrupted; ${options.out} was left as it was.`
@@ -285,7 +285,7 @@ export function addExportLogs(logs: Command, runtime: Runtime): void {
             );
           }
           const where = options.out ?? "stdout";
-          progress?.done(`Exported ${rows} rows as ${options.format} to ${where}.`);
+          progress?.done(`Exported ${counted(rows, "row")} as ${options.format} to ${where}.`);
           if (context.json && options.out) {
             writeJson(io, { rows, format: options.format, out: options.out });
           }
@@ -372,7 +372,8 @@ function progressLine(io: Io, out: NodeJS.WritableStream) {
   return {
     update(rows: number) {
       if (dataOnTerminal) return;
-      io.stderr.write(tty ? `\r\x1b[2KExporting… ${rows} rows` : `Exporting… ${rows} rows\n`);
+      const line = `Exporting… ${counted(rows, "row")}`;
+      io.stderr.write(tty ? `\r\x1b[2K${line}` : `${line}\n`);
     },
     done(summary: string) {
       io.stderr.write(tty ? `\r\x1b[2K${summary}\n` : `${summary}\n`);

@@ -567,6 +567,14 @@ describe.concurrent("consentctl logs (against a real daemon)", { timeout: E2E_TI
     });
   });
 
+  it("counts one exported row as one row", async () => {
+    const { teamId, publicId } = await teamWithBanner();
+    await record(publicId);
+    const exported = await cli.run(argv`logs export --team ${teamId} --format csv`);
+    expect(exported.code).toBe(0);
+    expect(exported.stderr).toBe("Exporting… 1 row\nExported 1 row as csv to stdout.\n");
+  });
+
   it("exits 2 for a malformed time, limit, method or range", async () => {
     const { teamId } = await teamWithBanner();
     const [since, impossibleDay, limit, csvToStdout] = await Promise.all([

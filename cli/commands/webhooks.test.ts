@@ -314,7 +314,9 @@ describe("consentctl webhooks (against a real daemon)", { timeout: E2E_TIMEOUT_M
       expect(result.code).toBe(2);
       expect(result.stdout).toBe("");
     }
-    expect(results[0]?.stderr).toContain("nothing to update");
+    expect(results[0]?.stderr).toBe(
+      "error: nothing to update: pass at least one option\n(run the command with --help for usage)\n",
+    );
     expect(results[1]?.stderr).toContain("use a number with a unit");
     expect(results[9]?.stderr).toContain(
       `option '--grace <duration>' argument '8d' is invalid. "8d" is out of range: from 0 to 7d.`,

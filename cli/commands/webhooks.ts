@@ -252,7 +252,7 @@ function addUpdateWebhook(webhooks: Command, runtime: Runtime): void {
       const bannerIds = options.allBanners ? [] : options.banners;
       const changes = [options.url, options.events, bannerIds, options.description, enabled];
       if (changes.every((change) => change === undefined) && !options.rotateSecret) {
-        command.error("error: nothing to update: pass at least one option (see --help)");
+        command.error("error: nothing to update: pass at least one option");
       }
       const title = options.rotateSecret
         ? "Secret rotated (the old secret also signs until the time shown)"

@@ -1,6 +1,6 @@
 import { Box, Text } from "ink";
 import { KeyValue } from "#cli/components/key-value.js";
-import { formatClientTime, formatTime, jsonText } from "#cli/format.js";
+import { counted, formatClientTime, formatTime, jsonText } from "#cli/format.js";
 import { Toned } from "#cli/theme.js";
 import type {
   DeleteSubjectStateResponse,
@@ -38,7 +38,7 @@ export function SubjectDeletedView({ deleted }: { deleted: number }) {
     <Text>
       {deleted === 0
         ? "Nothing to delete: no consent state was stored for this subject."
-        : `Deleted ${deleted} stored consent state record${deleted === 1 ? "" : "s"}.`}
+        : `Deleted ${counted(deleted, "stored consent state record")}.`}
     </Text>
   );
 }

@@ -3,7 +3,7 @@ import { CopyableAfter } from "#cli/components/copyable.js";
 import { type Field, KeyValue } from "#cli/components/key-value.js";
 import { SecretNotice } from "#cli/components/secret-notice.js";
 import { type Column, Table } from "#cli/components/table.js";
-import { formatTime } from "#cli/format.js";
+import { counted, formatTime } from "#cli/format.js";
 import { type Tone, Toned } from "#cli/theme.js";
 import type { Delivery, TestWebhookResponse, Webhook } from "#gen/consent/v1/webhook_pb.js";
 
@@ -178,7 +178,5 @@ export const removedView = () => (result: { id: string }) => (
   <Toned tone="success">✓ Webhook endpoint {result.id} removed.</Toned>
 );
 export const replayView = () => (result: ReplayResult) => (
-  <Text>
-    {result.replayed === 1 ? "1 delivery" : `${result.replayed} deliveries`} scheduled again.
-  </Text>
+  <Text>{counted(result.replayed, "delivery", "deliveries")} scheduled again.</Text>
 );
