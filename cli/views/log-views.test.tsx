@@ -188,7 +188,7 @@ describe("export formats", () => {
     });
     expect(second[0]).toContain(',"Côte ""d""",');
     expect(writer.end()).toBe("");
-    expect(createExportWriter("csv").end()).toMatch(/^consentLogId,.*,pageUrl\n$/);
+    expect(createExportWriter("csv").end()).toMatch(/^consentLogId,.*,pageUrl,services\n$/);
     expect(createExportWriter("jsonl").end()).toBe("");
   });
 });
