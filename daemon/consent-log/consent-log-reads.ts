@@ -13,6 +13,7 @@ import {
 } from "#daemon/consent-log/consent-log-rules.js";
 import {
   type ConsentLogForwardQuery,
+  type ConsentLogQuery,
   type ConsentLogRecord,
   LogReadTooLargeError,
 } from "#daemon/consent-log/consent-log-store.js";
@@ -62,7 +63,14 @@ export const MAX_TAILS_PER_TEAM = 16;
  * wait their turns behind every batch it reads: a team's exports are bounded as its tails are.
  */
 export const MAX_EXPORTS_PER_TEAM = 4;
-/** What a refused tail or export, or a tail whose read the store stopped, is told to wait. */
+/**
+ * Counts (ConsentLogStats) and filtered listings (ListConsentLogs with a filter checked on each row
+ * read: scansLog) of one team one daemon runs at once; one more is refused (RESOURCE_EXHAUSTED).
+ * Each can pass over the team's whole log until the store stops it at its time limit, and other
+ * teams' calls wait their turns behind every thousand rows it reads, as behind an export's.
+ */
+export const MAX_SCANS_PER_TEAM = 4;
+/** What a refused tail, export or scan, or a tail whose read the store stopped, is told to wait. */
 const STREAM_RETRY_SECONDS = 5;
 
 /**
@@ -89,7 +97,7 @@ export interface ConsentLogReadOptions {
 
 type ConsentLogReads = Pick<
   ServiceImpl<typeof ConsentLogService>,
-  "tailConsentLogs" | "consentLogStats" | "exportConsentLogs"
+  "listConsentLogs" | "tailConsentLogs" | "consentLogStats" | "exportConsentLogs"
 >;
 
 interface LogFilterRequest {
@@ -101,7 +109,17 @@ interface LogFilterRequest {
 }
 
 /**
- * The operator's reads of the consent log beyond ListConsentLogs: a live tail, counts, and an
+ * Whether a listing can pass over much of the team's log for few rows: a filter checked on each
+ * row read (until, methods, and a banner on the embedded store) leaves out rows it has read, where
+ * a page by cursor, from `since` or of one consentId (whose index the read walks) reads about the
+ * rows it returns.
+ */
+function scansLog(query: Pick<ConsentLogQuery, "until" | "methods" | "publicId">): boolean {
+  return query.until !== undefined || query.methods !== undefined || query.publicId !== undefined;
+}
+
+/**
+ * The operator's reads of the consent log: a page of the listing, a live tail, counts, and an
  * export for proof of consent. Same credentials as ListConsentLogs (operator token with
  * consent-team, or a key with logs:read); the team always comes from the credential.
  */
@@ -166,8 +184,47 @@ export function createConsentLogReads(options: ConsentLogReadOptions): ConsentLo
   const tailsByTeam = new InFlightCounts();
   /** Exports this daemon runs, by team. */
   const exportsByTeam = new InFlightCounts();
+  /** Counts and filtered listings this daemon runs, by team. */
+  const scansByTeam = new InFlightCounts();
+
+  /** Runs `read`, a read that can pass over much of the team's log, within MAX_SCANS_PER_TEAM. */
+  async function scan<T>(teamId: string, read: () => Promise<T>): Promise<T> {
+    enterWithin(
+      scansByTeam,
+      teamId,
+      MAX_SCANS_PER_TEAM,
+      `The team already runs ${MAX_SCANS_PER_TEAM} counts or filtered listings of its consent log on this daemon; wait for one to end and retry`,
+    );
+    try {
+      return await read();
+    } finally {
+      scansByTeam.leave(teamId);
+    }
+  }
 
   return {
+    async listConsentLogs(request, ctx) {
+      const auth = await authenticator.authorize(ctx, { scope: "logs:read", write: false });
+      return afterAdmission(ctx, auth, async () => {
+        const { query } = await readTeamLogQuery(store.banners, auth.team.id, request);
+        // One row more than the page tells whether another page follows.
+        const read = () =>
+          store.consentLog.list({
+            ...query,
+            teamId: auth.team.id,
+            limit: query.limit + 1,
+            cancel: ctx,
+          });
+        const rows = scansLog(query) ? await scan(auth.team.id, read) : await read();
+        const page = rows.slice(0, query.limit);
+        const more = rows.length > query.limit;
+        return {
+          entries: page.map(consentLogEntryMessage),
+          nextPageToken: more ? (page.at(-1)?.id ?? "") : "",
+        };
+      });
+    },
+
     async *tailConsentLogs(request, ctx) {
       // A tail starts now and has no end: since and until do not apply to it.
       const {
@@ -271,11 +328,19 @@ export function createConsentLogReads(options: ConsentLogReadOptions): ConsentLo
 
     async consentLogStats(request, ctx) {
       const { banner, filters } = await admit(ctx, request);
-      const stats = await store.consentLog.stats({
-        ...filters,
-        requiredCategories: await requiredCategories(filters.teamId, filters.publicId, banner, ctx),
-        cancel: ctx,
-      });
+      // A count reads every row of its range, whatever its filters.
+      const stats = await scan(filters.teamId, async () =>
+        store.consentLog.stats({
+          ...filters,
+          requiredCategories: await requiredCategories(
+            filters.teamId,
+            filters.publicId,
+            banner,
+            ctx,
+          ),
+          cancel: ctx,
+        }),
+      );
       return {
         total: BigInt(stats.total),
         byMethod: Object.fromEntries(

@@ -7,7 +7,7 @@ import { activeBanner } from "#daemon/banners/active-banner.js";
 import type { BannerRecord } from "#daemon/banners/banner-store.js";
 import type { Site } from "#daemon/banners/domains.js";
 import type { Clock } from "#daemon/clock.js";
-import { compact, consentLogEntryMessage } from "#daemon/consent-log/consent-log-messages.js";
+import { compact } from "#daemon/consent-log/consent-log-messages.js";
 import { createConsentLogReads } from "#daemon/consent-log/consent-log-reads.js";
 import {
   authorizeOrigin,
@@ -19,7 +19,6 @@ import {
   LOG_BODY_LIMIT,
   LOG_IP_LIMIT,
   readConsentLogBody,
-  readTeamLogQuery,
   reducePageUrl,
 } from "#daemon/consent-log/consent-log-rules.js";
 import type { ConsentLogRecord } from "#daemon/consent-log/consent-log-store.js";
@@ -31,7 +30,6 @@ import {
   MINUTE_MS,
   rateLimited,
 } from "#daemon/limits/rate-limiter.js";
-import { afterAdmission } from "#daemon/rpc/rate-limit-headers.js";
 import { bodyOf } from "#daemon/rpc/request-body.js";
 import type { Store } from "#daemon/store/store.js";
 import { appendConsentLog } from "#daemon/webhooks/outbox.js";
@@ -170,26 +168,6 @@ export function createConsentLogService(
         ? preferencesPage + links.sign(banner.publicId, record.consentId, receivedAt)
         : "";
       return { consentLogId: record.id, managePreferences };
-    },
-
-    async listConsentLogs(request, ctx) {
-      const auth = await authenticator.authorize(ctx, { scope: "logs:read", write: false });
-      return afterAdmission(ctx, auth, async () => {
-        const { query } = await readTeamLogQuery(store.banners, auth.team.id, request);
-        // One row more than the page tells whether another page follows.
-        const rows = await store.consentLog.list({
-          ...query,
-          teamId: auth.team.id,
-          limit: query.limit + 1,
-          cancel: ctx,
-        });
-        const page = rows.slice(0, query.limit);
-        const more = rows.length > query.limit;
-        return {
-          entries: page.map(consentLogEntryMessage),
-          nextPageToken: more ? (page.at(-1)?.id ?? "") : "",
-        };
-      });
     },
 
     ...createConsentLogReads({

@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   LOG_STREAM_BATCH,
   MAX_EXPORTS_PER_TEAM,
+  MAX_SCANS_PER_TEAM,
   MAX_TAILS_PER_TEAM,
   TAIL_FULL_SWEEP_MS,
   TAIL_MAX_LOOKBACK_MS,
@@ -287,6 +288,50 @@ describe("ConsentLogService operator reads over gRPC", () => {
       await exported[Symbol.asyncIterator]().next();
       return abort;
     });
+  });
+
+  // Regression: a team's counts and filtered listings were not bounded, where its exports were:
+  // each can read the whole of the team's log until the store's time limit, and a burst of them
+  // kept every other team's calls on the daemon waiting behind them.
+  it("runs at most MAX_SCANS_PER_TEAM counts and filtered listings of one team at once, not counting a plain page, and takes another once they end", async () => {
+    const { teamId } = await bannerFixture(service);
+    // Enough rows that each read below passes over the log for many turns of the event loop:
+    // the calls sent together are all admitted or refused while the first ones still read.
+    const start = Date.now() - 3_600_000;
+    await Promise.all(
+      Array.from({ length: 10_000 }, (_, i) =>
+        service.store.consentLog.append(aConsentLogRow(teamId, new Date(start + i))),
+      ),
+    );
+    const asTeam = (team: string) => bearer(service.operatorToken, team);
+    // Every row is accept_all: a listing of consent_changed passes over all of them for no row.
+    const count = (team: string) => client.consentLogStats({}, asTeam(team));
+    const filteredList = (team: string) =>
+      client.listConsentLogs({ methods: ["consent_changed"] }, asTeam(team));
+    const scans = Array.from({ length: MAX_SCANS_PER_TEAM + 1 }, (_, i) =>
+      (i % 2 === 0 ? count(teamId) : filteredList(teamId)).then(
+        () => undefined,
+        (e: unknown) => ConnectError.from(e),
+      ),
+    );
+    // A page by cursor reads the rows it returns: no scan, never refused.
+    const page = failure(client.listConsentLogs({ pageSize: 10 }, asTeam(teamId)));
+    // Another team is not held back by this one's reads.
+    const other = failure(count((await bannerFixture(service)).teamId));
+    const outcomes = await Promise.all(scans);
+    expect(outcomes.filter((error) => error === undefined)).toHaveLength(MAX_SCANS_PER_TEAM);
+    // Refused as a 5th export is, with when to retry.
+    expect(
+      outcomes.flatMap((error) => {
+        const info = error?.findDetails(ErrorInfoSchema)[0];
+        return error ? [[error.code, info?.code, info?.retryAfterSeconds]] : [];
+      }),
+    ).toEqual([[Code.ResourceExhausted, "rate_limited", 5]]);
+    expect(await page).toEqual([undefined, undefined]);
+    expect(await other).toEqual([undefined, undefined]);
+    // Once they ended, the team's counts and filtered listings are taken again.
+    expect(await failure(filteredList(teamId))).toEqual([undefined, undefined]);
+    expect((await count(teamId)).total).toBe(10_000n);
   });
 
   it("counts by method and day with the opt-in rate of explicit choices", async () => {
