@@ -13,7 +13,7 @@ import {
 } from "fastify";
 import { bodyBudget } from "#gateway/body-budget.js";
 import { createDaemonClients } from "#gateway/daemon-clients.js";
-import { sendEnvelopedError, setVersionHeaders } from "#gateway/envelope.js";
+import { NO_SNIFF, sendEnvelopedError, setVersionHeaders } from "#gateway/envelope.js";
 import { failureOf, type HttpError, noEndpoint, sendPlainError } from "#gateway/errors.js";
 import { sendErrorPage } from "#gateway/preferences/routes.js";
 import type { Relay } from "#gateway/relay.js";
@@ -131,6 +131,12 @@ export async function buildGateway(options: GatewayOptions): Promise<FastifyInst
   app.addHook("onRequest", inTurnOnItsConnection);
   // Before the plugins are registered, so every route inherits them.
   app.addHook("onRequest", holdToRequestRules);
+  // Every answer, the versioned API's and the log route's JSON with their errors, 404 and 405
+  // included: one constant header, set as the answer goes out.
+  app.addHook("onSend", (_request, reply, payload, done) => {
+    reply.header(NO_SNIFF.name, NO_SNIFF.value);
+    done(null, payload);
+  });
   app.addHook("preParsing", continueWhenRead);
   app.addHook("preParsing", bodyBudget(options.bodyBudgetBytes));
   // Only a failure leaves a body unread (Fastify then answers with Connection: close), and onError
@@ -355,6 +361,8 @@ const LINK_INVALID: HttpError = {
  * preferences link with the page for an altered link, anything else with the plain 404.
  */
 function unroutable(_error: unknown, request: FastifyRequest, reply: FastifyReply) {
+  // Answered outside the routes' context: the app's onSend hook does not run for it.
+  reply.header(NO_SNIFF.name, NO_SNIFF.value);
   const path = request.url.split("?")[0] ?? "";
   if (isV1Path(path)) {
     setVersionHeaders(reply);

@@ -10,6 +10,13 @@ export function setVersionHeaders(reply: FastifyReply): void {
   reply.header("API-Supported-Versions", API_VERSION);
 }
 
+/**
+ * Sent with every answer of the gateway (app.ts's onSend hook, route-families.ts's raw answers):
+ * a browser never reads a JSON answer, an error's included, as a script or a page (a body that
+ * echoes a request's text would otherwise be one an attacker could write).
+ */
+export const NO_SNIFF = { name: "X-Content-Type-Options", value: "nosniff" } as const;
+
 /** spec 4: `{ data: <payload>, version: "v1" }`. */
 export function enveloped(data: unknown): { data: unknown; version: string } {
   return { data, version: API_VERSION };

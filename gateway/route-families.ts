@@ -3,7 +3,7 @@ import {
   logRouteCorsHeaders,
   logRouteErrorBody,
 } from "#gateway/consent-log/routes.js";
-import { enveloped, errorFields } from "#gateway/envelope.js";
+import { enveloped, errorFields, NO_SNIFF } from "#gateway/envelope.js";
 import { type HttpError, plainErrorBody } from "#gateway/errors.js";
 import { failurePage } from "#gateway/preferences/routes.js";
 import type { UnparsedRequest } from "#gateway/unparsed-request.js";
@@ -37,6 +37,7 @@ export function jsonAnswer(body: object, headers: Record<string, string> = {}): 
       ...headers,
       "Cache-Control": "no-store",
       "Content-Type": "application/json; charset=utf-8",
+      [NO_SNIFF.name]: NO_SNIFF.value,
     },
     body: JSON.stringify(body),
   };
