@@ -283,7 +283,9 @@ function resetOnceAnswered(stream: ServerHttp2Stream, turns = 0): void {
  * call (ERR_HTTP2_INVALID_STREAM, read as ABORTED), and the handler ends.
  */
 function endWritesOnClose(response: Http2ServerResponse): void {
-  response.once("close", drainUnended);
+  // `on`, not `once`: a response closes once, and `once` would wrap the listener in a new
+  // function on every call the daemon serves.
+  response.on("close", drainUnended);
 }
 
 /** endWritesOnClose's listener, one function for every response (no closure per call). */

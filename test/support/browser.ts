@@ -52,7 +52,6 @@ export function launchChromium({
   });
 }
 
-/** The nonce every test page puts on its scripts and in its CSP. */
 /**
  * The Chromium of this test process with the default arguments, launched by the first file that
  * asks for it and kept for the files after it, which vitest runs in the same process (isolate:
@@ -87,6 +86,7 @@ export function useChromium(): () => Browser {
   };
 }
 
+/** The nonce every test page puts on its scripts and in its CSP. */
 export const NONCE = "dGVzdC1ub25jZQ";
 
 export interface SitePage {
