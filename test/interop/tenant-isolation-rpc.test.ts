@@ -66,6 +66,7 @@ describe("tenant isolation on the daemon's port", () => {
   let service: TestService;
   let a: Tenant;
   let b: Tenant;
+  let bNewerLogId: string;
 
   async function tenant(): Promise<Tenant> {
     const fixture = await bannerFixture(service);
@@ -116,6 +117,11 @@ describe("tenant isolation on the daemon's port", () => {
     });
     a = await tenant();
     b = await tenant();
+    // A row of team B's newer than its first: as a page token it would select that first row,
+    // were the team not part of the page's query.
+    const newer = await postLog(service, aChoice(b.publicId));
+    expect(newer.status, newer.text).toBe(200);
+    bNewerLogId = newer.body.consentLogId;
   });
   afterAll(() => service.close());
 
@@ -161,12 +167,13 @@ describe("tenant isolation on the daemon's port", () => {
       for (const query of [
         { bannerId: b.publicId },
         { consentId: b.consentId },
-        { pageToken: b.logId },
+        { pageToken: bNewerLogId },
       ]) {
         const { entries } = await logs.listConsentLogs(query, auth);
-        expect(entries.map((entry) => entry.consentLogId)).not.toContain(b.logId);
+        const ownOnly = (ids: string[]) => ids.filter((id) => id !== a.logId);
+        expect(ownOnly(entries.map((entry) => entry.consentLogId))).toEqual([]);
         const exported = await drained(logs.exportConsentLogs(query, auth));
-        expect(exported.map((entry) => entry.consentLogId)).not.toContain(b.logId);
+        expect(ownOnly(exported.map((entry) => entry.consentLogId))).toEqual([]);
       }
       // Team B's delivery as the page token of team A's own endpoint's deliveries.
       const page = await webhooks.listDeliveries(
