@@ -1,6 +1,7 @@
 import type { JsonObject } from "@bufbuild/protobuf";
 import { stringify } from "csv-stringify/sync";
 import { jsonText, messageJson } from "#cli/format.js";
+import { servicesOfMessage } from "#daemon/consent-log/service-names.js";
 import { isoTime } from "#gateway/json.js";
 import { type ConsentLogEntry, ConsentLogEntrySchema } from "#gen/consent/v1/consent_log_pb.js";
 
@@ -9,21 +10,13 @@ export type ExportFormat = (typeof EXPORT_FORMATS)[number];
 
 /**
  * A row as `--json` and JSON Lines print it: the proto JSON mapping, every field present
- * (messageJson), but `services` as spec 2.4 writes it (servicesOf), as the CSV export does.
+ * (messageJson), but `services` as spec 2.4 writes it (servicesOfMessage), as the CSV export does.
  */
 export function entryJson(entry: ConsentLogEntry) {
   const json = messageJson(ConsentLogEntrySchema, entry) as JsonObject;
   // Replaced in place: the key keeps its position among the row's fields.
-  json.services = servicesOf(entry);
+  json.services = servicesOfMessage(entry.services);
   return json;
-}
-
-/**
- * spec 2.4 `services` of a row: category name → service names, where the proto map wraps each
- * list in a message (ServiceNames); `{}` when the choice named none.
- */
-function servicesOf(entry: ConsentLogEntry): Record<string, string[]> {
-  return Object.fromEntries(Object.entries(entry.services).map(([name, s]) => [name, s.names]));
 }
 
 /**
@@ -53,7 +46,11 @@ const CSV_COLUMNS: readonly [header: string, value: (e: ConsentLogEntry) => unkn
   ["profiling", (e) => e.purposeChoices?.profiling],
   ["pageUrl", (e) => e.pageUrl],
   // In one cell as spec 2.4 writes them, category name → service names; empty when none.
-  ["services", (e) => (Object.keys(e.services).length > 0 ? JSON.stringify(servicesOf(e)) : "")],
+  [
+    "services",
+    (e) =>
+      Object.keys(e.services).length > 0 ? JSON.stringify(servicesOfMessage(e.services)) : "",
+  ],
 ];
 
 /**

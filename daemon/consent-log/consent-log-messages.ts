@@ -3,6 +3,7 @@ import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { publishedBannerMessage } from "#daemon/banners/banner-messages.js";
 import type { BannerRecord } from "#daemon/banners/banner-store.js";
 import type { ConsentLogRecord } from "#daemon/consent-log/consent-log-store.js";
+import { serviceNamesMessage } from "#daemon/consent-log/service-names.js";
 import {
   type ConsentLogEntry,
   ConsentLogEntrySchema,
@@ -40,9 +41,7 @@ export function consentLogEntryMessage(record: ConsentLogRecord): ConsentLogEntr
     matchedRuleId: record.matchedRuleId,
     gpc: record.gpc,
     purposeChoices: record.purposeChoices,
-    services: Object.fromEntries(
-      Object.entries(record.services ?? {}).map(([name, names]) => [name, { names }]),
-    ),
+    services: serviceNamesMessage(record.services),
     pageUrl: record.pageUrl,
     occurredAt: timestampFromDate(record.occurredAt),
     timestampClamped: record.timestampClamped,

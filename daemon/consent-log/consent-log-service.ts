@@ -24,6 +24,7 @@ import {
 import type { ConsentLogRecord } from "#daemon/consent-log/consent-log-store.js";
 import { PreferenceLinks } from "#daemon/consent-log/preference-links.js";
 import { createPreferencesHandlers } from "#daemon/consent-log/preferences-handlers.js";
+import { servicesOfMessage } from "#daemon/consent-log/service-names.js";
 import {
   type ClientIpHasher,
   type FixedWindowLimiter,
@@ -62,11 +63,11 @@ function typedLogBody(request: RecordConsentRequest): unknown {
   const fields = toJson(RecordConsentRequestSchema, request) as Record<string, unknown>;
   delete fields.requestOrigin;
   // A category's services as the JSON body names them: the list itself, not a message.
-  const services = Object.entries(request.services).map(([name, s]) => [name, s.names]);
+  const services = servicesOfMessage(request.services);
   return {
     ...fields,
     preferences: { ...request.preferences },
-    services: services.length > 0 ? Object.fromEntries(services) : undefined,
+    services: Object.keys(services).length > 0 ? services : undefined,
   };
 }
 
