@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { http, rawHttp } from "#test/support/api.js";
+import { rawExchange } from "#test/support/raw-http1.js";
 import { startTestService, type TestService } from "#test/support/service.js";
 
 /**
@@ -46,5 +47,15 @@ describe("X-Content-Type-Options on JSON answers", () => {
       logRoute: [400, "application/json; charset=utf-8", "nosniff"],
       unreadable: [404, "application/json; charset=utf-8", "nosniff"],
     });
+  });
+
+  it("is nosniff on the raw 400 of a request Node's parser refuses (route-families.ts)", async () => {
+    const port = Number(new URL(service.gatewayUrl).port);
+    const answer = await rawExchange(port, (write) =>
+      write("GET /api/v1/health HTTP/1.1\r\nHost: localhost\r\nno colon here\r\n\r\n"),
+    );
+    expect(answer.status).toBe(400);
+    expect(answer.headers).toContain("content-type: application/json; charset=utf-8");
+    expect(answer.headers).toContain("x-content-type-options: nosniff");
   });
 });
